@@ -1,0 +1,502 @@
+//! Flow graphs: one per function, PyPy-style.
+//!
+//! A graph is a set of blocks held in a petgraph `StableDiGraph`; each block has
+//! input arguments, ordered operations and one exit. Exits leave through *links*
+//! (the graph's edges) that carry values to the input arguments of the next
+//! block. Every variable has exactly one definition: a function parameter, a block
+//! input argument or an operation result. Constants appear inline as operands.
+//!
+//! Architecture Invariant: block and variable numbering depend only on the
+//! source text, so the text form is stable from run to run.
+
+use std::fmt::Write as _;
+
+use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
+use proc_macro2::Span;
+
+use crate::types::{IntTy, Ty};
+
+/// A variable of a flow graph (an index into [`FlowGraph::vars`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Var(pub u32);
+
+/// What is known about a variable.
+#[derive(Clone, Debug)]
+pub struct VarInfo {
+    /// The source name, when the variable holds a named binding.
+    pub name: Option<String>,
+    /// Its machine-level type.
+    pub ty: Ty,
+    /// Where it is defined in the source.
+    pub span: Span,
+}
+
+/// A compile-time constant operand.
+#[derive(Clone, PartialEq, Debug)]
+pub enum Const {
+    /// An integer of the given type.
+    Int(i128, IntTy),
+    /// A bool.
+    Bool(bool),
+    /// A char.
+    Char(char),
+    /// A float (`f32` or `f64` by its type).
+    Float(f64, Ty),
+    /// `()`.
+    Unit,
+    /// The tag of an enum variant, compared against [`OpKind::EnumTag`].
+    Tag {
+        /// The enum (`Option` and `Result` included).
+        enum_name: String,
+        /// The variant.
+        variant: String,
+        /// Its index in declaration order.
+        index: u32,
+    },
+}
+
+impl Const {
+    /// The type of the constant.
+    pub fn ty(&self) -> Ty {
+        match self {
+            Const::Int(_, t) => Ty::Int(*t),
+            Const::Bool(_) => Ty::Bool,
+            Const::Char(_) => Ty::Char,
+            Const::Float(_, t) => t.clone(),
+            Const::Unit => Ty::Unit,
+            Const::Tag { .. } => Ty::Int(IntTy::U32),
+        }
+    }
+}
+
+impl std::fmt::Display for Const {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Const::Int(v, t) => write!(f, "{v}_{}", t.name()),
+            Const::Bool(b) => write!(f, "{b}"),
+            Const::Char(c) => write!(f, "{c:?}"),
+            Const::Float(v, t) => write!(f, "{v:?}_{t}"),
+            Const::Unit => f.write_str("()"),
+            Const::Tag { enum_name, variant, .. } => write!(f, "{enum_name}::{variant}"),
+        }
+    }
+}
+
+/// An operand: a variable or a constant.
+#[derive(Clone, PartialEq, Debug)]
+pub enum Value {
+    /// A variable.
+    Var(Var),
+    /// A constant.
+    Const(Const),
+}
+
+impl Value {
+    /// The variable, if this is one.
+    pub fn as_var(&self) -> Option<Var> {
+        match self {
+            Value::Var(v) => Some(*v),
+            Value::Const(_) => None,
+        }
+    }
+}
+
+/// Binary operations (integer, bool and float; Rust's semantics per type).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[allow(missing_docs)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    WrappingAdd,
+    WrappingSub,
+    WrappingMul,
+    Min,
+    Max,
+}
+
+impl BinOp {
+    /// The operation's name in the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            BinOp::Div => "div",
+            BinOp::Rem => "rem",
+            BinOp::BitAnd => "and",
+            BinOp::BitOr => "or",
+            BinOp::BitXor => "xor",
+            BinOp::Shl => "shl",
+            BinOp::Shr => "shr",
+            BinOp::Eq => "eq",
+            BinOp::Ne => "ne",
+            BinOp::Lt => "lt",
+            BinOp::Le => "le",
+            BinOp::Gt => "gt",
+            BinOp::Ge => "ge",
+            BinOp::WrappingAdd => "wrapping_add",
+            BinOp::WrappingSub => "wrapping_sub",
+            BinOp::WrappingMul => "wrapping_mul",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+        }
+    }
+
+    /// Whether the result is a bool comparison of the operands.
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+    }
+}
+
+/// Unary operations.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[allow(missing_docs)]
+pub enum UnOp {
+    Neg,
+    Not,
+    WrappingNeg,
+    Abs,
+}
+
+impl UnOp {
+    /// The operation's name in the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnOp::Neg => "neg",
+            UnOp::Not => "not",
+            UnOp::WrappingNeg => "wrapping_neg",
+            UnOp::Abs => "abs",
+        }
+    }
+}
+
+/// The binding-time hints of `hint!(e, FLAG)`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum HintKind {
+    /// `e` and everything it depends on must be green.
+    Concrete,
+    /// The result is green; the value is promoted at run time.
+    Promote,
+    /// Reads through the result are green when it is green.
+    Deepfreeze,
+    /// The result is red.
+    Variable,
+}
+
+impl HintKind {
+    /// The flag as written in `hint!`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HintKind::Concrete => "concrete",
+            HintKind::Promote => "promote",
+            HintKind::Deepfreeze => "deepfreeze",
+            HintKind::Variable => "variable",
+        }
+    }
+}
+
+/// What an operation does. Operand conventions are given per kind.
+#[derive(Clone, PartialEq, Debug)]
+pub enum OpKind {
+    /// `[a, b]`.
+    Bin(BinOp),
+    /// `[a]`.
+    Un(UnOp),
+    /// `[a]`, converted to the result's type with `as`.
+    Cast,
+    /// `[a]`: a copy (also retyping: `&x`, `*r` of pointers).
+    SameAs,
+    /// `[a]`: `hint!(a, kind)`.
+    Hint(HintKind),
+    /// `[]`: `hint!(global_merge_point)`.
+    GlobalMergePoint,
+    /// `[ptr]`: read a scalar or enum through a reference or box (`*r`).
+    Load,
+    /// `[ptr]`: read a struct field.
+    GetField(String),
+    /// `[ptr, value]`: write a struct field.
+    SetField(String),
+    /// `[ptr, index]`: read an element of a Vec, slice or array.
+    GetItem,
+    /// `[ptr, index, value]`: write an element.
+    SetItem,
+    /// `[ptr]`: the length of a Vec, slice or array.
+    Len,
+    /// `[vec, value]`.
+    Push,
+    /// `[vec]`, giving an `Option`.
+    Pop,
+    /// Field values in declaration order: allocate a struct of the module.
+    NewStruct(String),
+    /// Elements: allocate a Vec (`Vec::new()`, `vec![a, b]`).
+    NewVec,
+    /// `[elem, count]`: `vec![elem; count]`.
+    NewVecRepeat,
+    /// `[value]`: `Box::new(value)`.
+    NewBox,
+    /// Payload values: an enum value (module enums, `Option`, `Result`).
+    MakeEnum {
+        /// The enum (`Option` and `Result` included).
+        enum_name: String,
+        /// The variant.
+        variant: String,
+        /// Its index in declaration order.
+        index: u32,
+    },
+    /// `[value]`: the variant index of an enum value, as a `u32`.
+    EnumTag,
+    /// `[value]`: a payload field of the given variant.
+    EnumField {
+        /// The variant the value is known to be.
+        variant: String,
+        /// The payload field's position.
+        index: u32,
+    },
+    /// `[value]`: `.unwrap()` / `.expect(..)` of an `Option` or `Result` (panics).
+    Unwrap,
+    /// Arguments: a call of a function of the module (methods as `Type::name`).
+    Call(String),
+    /// Arguments: a call of a function outside the module or marked
+    /// `#[jit_opaque]`: always residual.
+    CallOpaque(String),
+}
+
+impl OpKind {
+    /// The operation's name in the text form.
+    pub fn name(&self) -> String {
+        match self {
+            OpKind::Bin(b) => b.name().into(),
+            OpKind::Un(u) => u.name().into(),
+            OpKind::Cast => "cast".into(),
+            OpKind::SameAs => "same_as".into(),
+            OpKind::Hint(h) => format!("hint_{}", h.name()),
+            OpKind::GlobalMergePoint => "global_merge_point".into(),
+            OpKind::Load => "load".into(),
+            OpKind::GetField(f) => format!("getfield.{f}"),
+            OpKind::SetField(f) => format!("setfield.{f}"),
+            OpKind::GetItem => "getitem".into(),
+            OpKind::SetItem => "setitem".into(),
+            OpKind::Len => "len".into(),
+            OpKind::Push => "push".into(),
+            OpKind::Pop => "pop".into(),
+            OpKind::NewStruct(s) => format!("new.{s}"),
+            OpKind::NewVec => "new_vec".into(),
+            OpKind::NewVecRepeat => "new_vec_repeat".into(),
+            OpKind::NewBox => "new_box".into(),
+            OpKind::MakeEnum { enum_name, variant, .. } => format!("{enum_name}::{variant}"),
+            OpKind::EnumTag => "enum_tag".into(),
+            OpKind::EnumField { variant, index } => format!("enum_field.{variant}.{index}"),
+            OpKind::Unwrap => "unwrap".into(),
+            OpKind::Call(f) => format!("call {f}"),
+            OpKind::CallOpaque(f) => format!("call_opaque {f}"),
+        }
+    }
+}
+
+/// One operation: `result = kind(args)`.
+#[derive(Clone, Debug)]
+pub struct Op {
+    /// The variable it defines (of type `()` for operations done for effect).
+    pub result: Var,
+    /// What it does.
+    pub kind: OpKind,
+    /// Its operands.
+    pub args: Vec<Value>,
+    /// The source expression it comes from.
+    pub span: Span,
+    /// That expression as text, for messages.
+    pub source: String,
+}
+
+/// The arguments a link carries to the input arguments of its target block.
+#[derive(Clone, Debug, Default)]
+pub struct Link {
+    /// One value per input argument of the target.
+    pub args: Vec<Value>,
+}
+
+/// How a block ends.
+#[derive(Clone, Debug)]
+pub enum Exit {
+    /// Continue along one link.
+    Goto(EdgeIndex),
+    /// Continue along `if_true` or `if_false` depending on a bool.
+    Branch {
+        /// The condition.
+        cond: Value,
+        /// Taken when `cond` is true.
+        if_true: EdgeIndex,
+        /// Taken when `cond` is false.
+        if_false: EdgeIndex,
+    },
+    /// Return from the function.
+    Return(Value),
+    /// Panic with a message (`panic!`, `unreachable!`, a failed match).
+    Abort(String),
+}
+
+/// A basic block.
+#[derive(Clone, Debug)]
+pub struct Block {
+    /// Variables defined on entry, one per argument of each incoming link.
+    pub inputargs: Vec<Var>,
+    /// Operations in order.
+    pub ops: Vec<Op>,
+    /// The exit.
+    pub exit: Exit,
+}
+
+/// The flow graph of one function.
+#[derive(Clone, Debug)]
+pub struct FlowGraph {
+    /// The function's name (`name`, or `Type::name` for methods).
+    pub name: String,
+    /// Blocks (nodes) and links (edges).
+    pub graph: StableDiGraph<Block, Link>,
+    /// The entry block; its input arguments are the parameters.
+    pub start: NodeIndex,
+    /// Every variable, indexed by [`Var`].
+    pub vars: Vec<VarInfo>,
+    /// The return type.
+    pub ret_ty: Ty,
+    /// Marked `#[jit_opaque]`: never inlined.
+    pub opaque: bool,
+}
+
+impl FlowGraph {
+    /// The parameters (the input arguments of the start block).
+    pub fn params(&self) -> &[Var] {
+        &self.graph[self.start].inputargs
+    }
+
+    /// Information about a variable.
+    pub fn var(&self, v: Var) -> &VarInfo {
+        &self.vars[v.0 as usize]
+    }
+
+    /// The type of an operand.
+    pub fn value_ty(&self, v: &Value) -> Ty {
+        match v {
+            Value::Var(v) => self.var(*v).ty.clone(),
+            Value::Const(c) => c.ty(),
+        }
+    }
+
+    /// Blocks in a stable order (creation order).
+    pub fn blocks(&self) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.graph.node_indices()
+    }
+
+    /// The target block and arguments of a link.
+    pub fn link(&self, e: EdgeIndex) -> (NodeIndex, &Link) {
+        (self.graph.edge_endpoints(e).expect("live link").1, &self.graph[e])
+    }
+
+    /// The links leaving a block, in exit order.
+    pub fn exits(&self, b: NodeIndex) -> Vec<EdgeIndex> {
+        match &self.graph[b].exit {
+            Exit::Goto(e) => vec![*e],
+            Exit::Branch { if_true, if_false, .. } => vec![*if_true, *if_false],
+            Exit::Return(_) | Exit::Abort(_) => vec![],
+        }
+    }
+
+    /// The printed name of a variable: `name_N` or `vN`.
+    pub fn var_name(&self, v: Var) -> String {
+        match &self.var(v).name {
+            Some(n) => format!("{n}_{}", v.0),
+            None => format!("v{}", v.0),
+        }
+    }
+
+    /// The printed form of an operand.
+    pub fn value_text(&self, v: &Value) -> String {
+        match v {
+            Value::Var(v) => self.var_name(*v),
+            Value::Const(c) => c.to_string(),
+        }
+    }
+
+    /// The printed name of a block: `blockN`, N in creation order.
+    pub fn block_name(&self, b: NodeIndex) -> String {
+        format!("block{}", b.index())
+    }
+
+    /// A variable definition, `name: type` plus an annotation.
+    fn def_text(&self, v: Var, note: &dyn Fn(Var) -> String) -> String {
+        format!("{}: {}{}", self.var_name(v), self.var(v).ty, note(v))
+    }
+
+    /// One operation as text (without indentation).
+    pub fn op_text(&self, op: &Op, note: &dyn Fn(Var) -> String) -> String {
+        let args: Vec<String> = op.args.iter().map(|a| self.value_text(a)).collect();
+        let call = format!("{}({})", op.kind.name(), args.join(", "));
+        if self.var(op.result).ty == Ty::Unit {
+            format!("{call}{}", note(op.result))
+        } else {
+            format!("{} = {call}", self.def_text(op.result, note))
+        }
+    }
+
+    /// A link as text: `blockN(args)`.
+    pub fn link_text(&self, e: EdgeIndex) -> String {
+        let (target, link) = self.link(e);
+        let args: Vec<String> = link.args.iter().map(|a| self.value_text(a)).collect();
+        format!("{}({})", self.block_name(target), args.join(", "))
+    }
+
+    /// The exit of a block as text.
+    pub fn exit_text(&self, b: NodeIndex) -> String {
+        match &self.graph[b].exit {
+            Exit::Goto(e) => format!("goto {}", self.link_text(*e)),
+            Exit::Branch { cond, if_true, if_false } => format!(
+                "if {} then {} else {}",
+                self.value_text(cond),
+                self.link_text(*if_true),
+                self.link_text(*if_false)
+            ),
+            Exit::Return(v) => format!("return {}", self.value_text(v)),
+            Exit::Abort(msg) => format!("abort {msg:?}"),
+        }
+    }
+
+    /// The heading of a block: `blockN(inputargs):`.
+    pub fn block_heading(&self, b: NodeIndex, note: &dyn Fn(Var) -> String) -> String {
+        let args: Vec<String> =
+            self.graph[b].inputargs.iter().map(|v| self.def_text(*v, note)).collect();
+        format!("{}({}):", self.block_name(b), args.join(", "))
+    }
+
+    /// The whole graph as text, each definition followed by `note(var)`.
+    pub fn to_text_with(&self, note: &dyn Fn(Var) -> String) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "fn {} -> {}", self.name, self.ret_ty);
+        for b in self.blocks() {
+            let _ = writeln!(out, "{}", self.block_heading(b, note));
+            for op in &self.graph[b].ops {
+                let _ = writeln!(out, "    {}", self.op_text(op, note));
+            }
+            let _ = writeln!(out, "    {}", self.exit_text(b));
+        }
+        out
+    }
+
+    /// The whole graph as text.
+    pub fn to_text(&self) -> String {
+        self.to_text_with(&|_| String::new())
+    }
+}

@@ -1,0 +1,2037 @@
+//! The front end: the body of one function, as `syn` syntax, to a flow graph.
+//!
+//! Lowering walks the body once. Source bindings live in a scoped environment;
+//! a *join* block (the head of a loop, the end of an `if` or `match`) takes one
+//! input argument per binding in scope, and every jump to it passes the current
+//! value of each; a block with a single predecessor takes none. Afterwards,
+//! input arguments that receive the same value on every link (or only
+//! themselves) are replaced by that value, and those never used are dropped:
+//! what remains are the real joins of the function.
+//!
+//! Every construct outside the supported subset is a `syn::Error` at its span,
+//! saying what to write instead; lowering goes on after an error (the faulty
+//! expression becomes a value of the error type, which is compatible with any
+//! type) so that all errors of a function are reported together.
+
+use std::collections::{HashMap, HashSet};
+
+use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, Pat, Token};
+
+use crate::flowgraph::{
+    BinOp, Block, Const, Exit, FlowGraph, HintKind, Link, Op, OpKind, UnOp, Value, Var, VarInfo,
+};
+use crate::module::{FnDef, ModuleDef};
+use crate::types::{IntTy, Ty, Unifier};
+
+/// An operand during lowering: unsuffixed literals wait for their type.
+#[derive(Clone, PartialEq, Debug)]
+enum LVal {
+    Var(Var),
+    Const(Const),
+    Int(i128, Ty),
+    Float(f64, Ty),
+}
+
+#[derive(Debug)]
+struct LOp {
+    result: Var,
+    kind: OpKind,
+    args: Vec<LVal>,
+    span: Span,
+    source: String,
+}
+
+#[derive(Debug)]
+struct LLink {
+    target: usize,
+    args: Vec<LVal>,
+}
+
+#[derive(Debug)]
+enum LExit {
+    Goto(LLink),
+    Branch(LVal, LLink, LLink),
+    Return(LVal),
+    Abort(String),
+}
+
+#[derive(Debug, Default)]
+struct LBlock {
+    inputargs: Vec<Var>,
+    ops: Vec<LOp>,
+    exit: Option<LExit>,
+    /// For join blocks: how many environment slots the input arguments mirror.
+    join_depth: Option<usize>,
+    /// Whether the last input argument carries the value of an expression.
+    has_result: bool,
+    preds: usize,
+    /// For the two sides of a branch: the bindings when the branch was taken.
+    env_at_entry: Option<Vec<(String, LVal)>>,
+}
+
+struct LoopCtx {
+    label: Option<String>,
+    header: usize,
+    after: usize,
+    /// `loop` can break with a value; `while` and `for` cannot.
+    result_ty: Option<Ty>,
+}
+
+/// A place that can be assigned.
+enum Place {
+    Local(usize),
+    Field(LVal, String, Ty),
+    Item(LVal, LVal, Ty),
+}
+
+/// Lowers one function. Errors go to `errors`; the graph is returned when the
+/// function had none.
+pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::Error>) -> Option<FlowGraph> {
+    let mut l = Lowering {
+        m,
+        f,
+        u: Unifier::default(),
+        vars: vec![],
+        blocks: vec![LBlock::default()],
+        cur: Some(0),
+        env: vec![],
+        loops: vec![],
+        errors: vec![],
+    };
+    for p in &f.params {
+        let v = l.new_var(Some(p.name.clone()), p.ty.clone(), p.span);
+        l.blocks[0].inputargs.push(v);
+        l.env.push((p.name.clone(), LVal::Var(v)));
+    }
+    let v = l.block(f.body);
+    if l.cur.is_some() {
+        let t = l.ty_of(&v);
+        let ret = f.ret.clone();
+        l.unify(&ret, &t, f.body.stmts.last().map_or(f.span, |s| s.span()));
+        l.set_exit(LExit::Return(v));
+    }
+    let had_errors = !l.errors.is_empty();
+    let g = l.finish();
+    errors.extend(g.1);
+    if had_errors {
+        None
+    } else {
+        g.0
+    }
+}
+
+struct Lowering<'m, 'a> {
+    m: &'m ModuleDef<'a>,
+    f: &'m FnDef<'a>,
+    u: Unifier,
+    vars: Vec<VarInfo>,
+    blocks: Vec<LBlock>,
+    cur: Option<usize>,
+    env: Vec<(String, LVal)>,
+    loops: Vec<LoopCtx>,
+    errors: Vec<syn::Error>,
+}
+
+fn span_of(t: &dyn ToTokens) -> Span {
+    syn::spanned::Spanned::span(&t.to_token_stream())
+}
+
+/// Source text of a syntax node, for messages and listings.
+fn source_of(t: &dyn ToTokens) -> String {
+    let s = t.to_token_stream().to_string();
+    s.replace(" . ", ".")
+        .replace(" [", "[")
+        .replace("[ ", "[")
+        .replace(" ]", "]")
+        .replace(" (", "(")
+        .replace("( ", "(")
+        .replace(" )", ")")
+        .replace(" ,", ",")
+        .replace(" :: ", "::")
+        .replace("& ", "&")
+        .replace(" !", "!")
+}
+
+const FLAGS: &str = "`concrete`, `promote`, `deepfreeze`, `variable` (or `hint!(global_merge_point)` alone)";
+
+impl Lowering<'_, '_> {
+    // ----- infrastructure -------------------------------------------------
+
+    fn error(&mut self, span: Span, msg: impl std::fmt::Display) {
+        self.errors.push(syn::Error::new(span, msg));
+    }
+
+    /// A value standing for an expression that failed to lower.
+    fn poison(&mut self, span: Span) -> LVal {
+        LVal::Var(self.new_var(None, Ty::Error, span))
+    }
+
+    fn never(&mut self, span: Span) -> LVal {
+        LVal::Var(self.new_var(None, Ty::Never, span))
+    }
+
+    fn unsupported(&mut self, e: &dyn ToTokens, what: &str, instead: &str) -> LVal {
+        let span = span_of(e);
+        let msg = if instead.is_empty() {
+            format!("{what} is not supported in a #[jit_interpreter] function")
+        } else {
+            format!("{what} is not supported in a #[jit_interpreter] function; {instead}")
+        };
+        self.error(span, msg);
+        self.poison(span)
+    }
+
+    fn new_var(&mut self, name: Option<String>, ty: Ty, span: Span) -> Var {
+        self.vars.push(VarInfo { name, ty, span });
+        Var(self.vars.len() as u32 - 1)
+    }
+
+    fn ty_of(&self, v: &LVal) -> Ty {
+        match v {
+            LVal::Var(v) => self.vars[v.0 as usize].ty.clone(),
+            LVal::Const(c) => c.ty(),
+            LVal::Int(_, t) | LVal::Float(_, t) => t.clone(),
+        }
+    }
+
+    /// The type of `v`, resolved at the top level.
+    fn shallow_ty(&self, v: &LVal) -> Ty {
+        self.u.shallow(&self.ty_of(v))
+    }
+
+    fn unify(&mut self, expected: &Ty, found: &Ty, span: Span) {
+        if let Err(msg) = self.u.unify(expected, found) {
+            self.error(span, msg);
+        }
+    }
+
+    fn cur_block(&mut self) -> usize {
+        match self.cur {
+            Some(b) => b,
+            None => {
+                // Code after a `return`/`break`: lowered into an unreachable block.
+                self.blocks.push(LBlock::default());
+                let b = self.blocks.len() - 1;
+                self.cur = Some(b);
+                b
+            }
+        }
+    }
+
+    fn emit(&mut self, kind: OpKind, args: Vec<LVal>, ty: Ty, src: &dyn ToTokens) -> LVal {
+        let span = span_of(src);
+        let result = self.new_var(None, ty, span);
+        let b = self.cur_block();
+        self.blocks[b].ops.push(LOp { result, kind, args, span, source: source_of(src) });
+        LVal::Var(result)
+    }
+
+    fn set_exit(&mut self, exit: LExit) {
+        let b = self.cur_block();
+        let targets: Vec<usize> = match &exit {
+            LExit::Goto(l) => vec![l.target],
+            LExit::Branch(_, a, b) => vec![a.target, b.target],
+            _ => vec![],
+        };
+        for t in targets {
+            self.blocks[t].preds += 1;
+        }
+        self.blocks[b].exit = Some(exit);
+        self.cur = None;
+    }
+
+    /// A join block mirroring the first `depth` bindings, plus an optional result.
+    fn new_join(&mut self, depth: usize, result: Option<Ty>) -> usize {
+        let mut inputargs = vec![];
+        for i in 0..depth {
+            let (name, val) = self.env[i].clone();
+            let ty = self.ty_of(&val);
+            let span = match &val {
+                LVal::Var(v) => self.vars[v.0 as usize].span,
+                _ => Span::call_site(),
+            };
+            inputargs.push(self.new_var(Some(name), ty, span));
+        }
+        let has_result = result.is_some();
+        if let Some(t) = result {
+            inputargs.push(self.new_var(None, t, Span::call_site()));
+        }
+        self.blocks.push(LBlock { inputargs, join_depth: Some(depth), has_result, ..Default::default() });
+        self.blocks.len() - 1
+    }
+
+    fn link_to(&mut self, target: usize, result: Option<LVal>) -> LLink {
+        let depth = self.blocks[target].join_depth.unwrap_or(0);
+        let mut args: Vec<LVal> = self.env[..depth].iter().map(|(_, v)| v.clone()).collect();
+        // Unify the types of the join's input arguments with what flows in.
+        for (i, a) in args.iter().enumerate() {
+            let (want, have) = (self.vars[self.blocks[target].inputargs[i].0 as usize].ty.clone(), self.ty_of(a));
+            let _ = self.u.unify(&want, &have);
+        }
+        if self.blocks[target].has_result {
+            let r = result.unwrap_or(LVal::Const(Const::Unit));
+            let rv = *self.blocks[target].inputargs.last().unwrap();
+            let (want, have) = (self.vars[rv.0 as usize].ty.clone(), self.ty_of(&r));
+            let _ = self.u.unify(&want, &have);
+            args.push(r);
+        }
+        LLink { target, args }
+    }
+
+    /// Ends the current block with a jump to a join block.
+    fn jump(&mut self, target: usize, result: Option<LVal>) {
+        if self.cur.is_none() {
+            return;
+        }
+        let link = self.link_to(target, result);
+        self.set_exit(LExit::Goto(link));
+    }
+
+    /// Continues in a join block; returns its result argument. With no
+    /// predecessors, the code after it is unreachable.
+    fn enter(&mut self, b: usize) -> Option<LVal> {
+        if self.blocks[b].preds == 0 {
+            self.cur = None;
+            return None;
+        }
+        let depth = self.blocks[b].join_depth.unwrap_or(0);
+        for i in 0..depth {
+            self.env[i].1 = LVal::Var(self.blocks[b].inputargs[i]);
+        }
+        self.cur = Some(b);
+        if self.blocks[b].has_result {
+            Some(LVal::Var(*self.blocks[b].inputargs.last().unwrap()))
+        } else {
+            None
+        }
+    }
+
+    /// Branches on `cond`; returns the (true, false) blocks. No block is current after.
+    fn branch(&mut self, cond: LVal) -> (usize, usize) {
+        for _ in 0..2 {
+            self.blocks.push(LBlock { env_at_entry: Some(self.env.clone()), ..Default::default() });
+        }
+        let (t, f) = (self.blocks.len() - 2, self.blocks.len() - 1);
+        let exit = LExit::Branch(cond, LLink { target: t, args: vec![] }, LLink { target: f, args: vec![] });
+        self.set_exit(exit);
+        (t, f)
+    }
+
+    /// Continues in one side of a branch, with the bindings as they were there.
+    fn resume(&mut self, b: usize) {
+        if let Some(env) = &self.blocks[b].env_at_entry {
+            self.env = env.clone();
+        }
+        self.cur = Some(b);
+    }
+
+    /// Continues only where `cond` holds; elsewhere jumps to the join `fail`.
+    fn test(&mut self, cond: LVal, fail: usize) {
+        let (t, f) = self.branch(cond);
+        self.resume(f);
+        self.jump(fail, None);
+        self.resume(t);
+    }
+
+    fn lookup(&self, name: &str) -> Option<usize> {
+        self.env.iter().rposition(|(n, _)| n == name)
+    }
+
+    /// Binds a name; a fresh temporary takes the name, a constant gets a copy.
+    fn bind(&mut self, name: String, v: LVal, src: &dyn ToTokens) {
+        let v = self.named(name.clone(), v, src);
+        self.env.push((name, v));
+    }
+
+    fn named(&mut self, name: String, v: LVal, src: &dyn ToTokens) -> LVal {
+        match v {
+            LVal::Var(var) if self.vars[var.0 as usize].name.is_none() => {
+                self.vars[var.0 as usize].name = Some(name);
+                v
+            }
+            LVal::Var(_) => v,
+            c => {
+                let t = self.ty_of(&c);
+                let r = self.emit(OpKind::SameAs, vec![c], t, src);
+                if let LVal::Var(var) = r {
+                    self.vars[var.0 as usize].name = Some(name);
+                }
+                r
+            }
+        }
+    }
+
+    /// Reads through references to scalars and enums: the value an operator uses.
+    fn rvalue(&mut self, v: LVal, src: &dyn ToTokens) -> LVal {
+        let mut v = v;
+        loop {
+            match self.shallow_ty(&v) {
+                Ty::Ref { to, .. } | Ty::Boxed(to) => {
+                    let inner = self.u.shallow(&to);
+                    if inner.is_pointer() || matches!(inner, Ty::Infer(_)) {
+                        return v;
+                    }
+                    v = self.emit(OpKind::Load, vec![v], inner, src);
+                }
+                _ => return v,
+            }
+        }
+    }
+
+    /// The type behind references and boxes, resolved.
+    fn deref_ty(&self, t: &Ty) -> Ty {
+        match self.u.shallow(t) {
+            Ty::Ref { to, .. } | Ty::Boxed(to) => self.deref_ty(&to),
+            t => t,
+        }
+    }
+
+    // ----- statements and blocks -------------------------------------------
+
+    fn block(&mut self, b: &syn::Block) -> LVal {
+        let depth = self.env.len();
+        let mut value = LVal::Const(Const::Unit);
+        for (i, s) in b.stmts.iter().enumerate() {
+            let last = i + 1 == b.stmts.len();
+            value = LVal::Const(Const::Unit);
+            match s {
+                syn::Stmt::Local(local) => self.local(local),
+                syn::Stmt::Expr(e, semi) => {
+                    let v = self.expr(e);
+                    if last && semi.is_none() {
+                        value = v;
+                    }
+                }
+                syn::Stmt::Macro(sm) => {
+                    let v = self.macro_expr(&sm.mac);
+                    if last && sm.semi_token.is_none() {
+                        value = v;
+                    }
+                }
+                syn::Stmt::Item(it) => {
+                    self.unsupported(it, "an item inside a function body", "move it to the module level");
+                }
+            }
+        }
+        self.env.truncate(depth);
+        if self.cur.is_none() {
+            return self.never(b.span());
+        }
+        value
+    }
+
+    fn local(&mut self, local: &syn::Local) {
+        let Some(init) = &local.init else {
+            self.unsupported(local, "`let` without an initializer", "give the binding its first value where it is declared");
+            return;
+        };
+        if let Some((_, d)) = &init.diverge {
+            self.unsupported(d, "`let ... else`", "use `match`");
+            return;
+        }
+        let (pat, ascribed) = match &local.pat {
+            Pat::Type(pt) => (&*pt.pat, Some(&pt.ty)),
+            p => (p, None),
+        };
+        let v = self.expr(&init.expr);
+        if let Some(t) = ascribed {
+            match self.m.ty(t, self.f.self_ty.as_deref()) {
+                Ok(t) => {
+                    let have = self.ty_of(&v);
+                    self.unify(&t, &have, init.expr.span());
+                }
+                Err(e) => self.errors.push(e),
+            }
+        }
+        match pat {
+            Pat::Ident(pi) if pi.subpat.is_none() => self.bind(pi.ident.to_string(), v, local),
+            Pat::Wild(_) => {}
+            p => {
+                self.unsupported(p, "this `let` pattern", "bind a single name and use `match` to destructure");
+            }
+        }
+    }
+
+    // ----- expressions ----------------------------------------------------------
+
+    fn expr(&mut self, e: &Expr) -> LVal {
+        match e {
+            Expr::Lit(l) => self.lit(&l.lit),
+            Expr::Paren(p) => self.expr(&p.expr),
+            Expr::Group(g) => self.expr(&g.expr),
+            Expr::Path(p) => self.path_expr(p),
+            Expr::Binary(b) => self.binary(b),
+            Expr::Unary(u) => self.unary(u),
+            Expr::Cast(c) => {
+                let v = self.expr(&c.expr);
+                let v = self.rvalue(v, &c.expr);
+                match self.m.ty(&c.ty, self.f.self_ty.as_deref()) {
+                    Ok(t) if t.is_scalar() => self.emit(OpKind::Cast, vec![v], t, e),
+                    Ok(_) => self.unsupported(&c.ty, "casting to this type", "cast between integers, floats, bool and char only"),
+                    Err(err) => {
+                        self.errors.push(err);
+                        self.poison(c.span())
+                    }
+                }
+            }
+            Expr::Assign(a) => {
+                let v = self.expr(&a.right);
+                if let Some(p) = self.place(&a.left) {
+                    self.write_place(p, v, e);
+                }
+                LVal::Const(Const::Unit)
+            }
+            Expr::Block(b) => {
+                if let Some(l) = &b.label {
+                    return self.unsupported(l, "a labeled block", "use a labeled `loop` with `break 'label value`");
+                }
+                self.block(&b.block)
+            }
+            Expr::If(i) => self.if_expr(i),
+            Expr::While(w) => self.while_expr(w),
+            Expr::Loop(l) => self.loop_expr(l),
+            Expr::ForLoop(f) => self.for_expr(f),
+            Expr::Match(m) => self.match_expr(m),
+            Expr::Break(b) => self.break_expr(b),
+            Expr::Continue(c) => {
+                let label = c.label.as_ref().map(|l| l.ident.to_string());
+                match self.find_loop(label.as_deref(), c.span()) {
+                    Some(i) => {
+                        let h = self.loops[i].header;
+                        self.jump(h, None);
+                    }
+                    None => return self.poison(c.span()),
+                }
+                self.never(c.span())
+            }
+            Expr::Return(r) => {
+                let v = match &r.expr {
+                    Some(x) => self.expr(x),
+                    None => LVal::Const(Const::Unit),
+                };
+                if self.cur.is_some() {
+                    let (ret, t) = (self.f.ret.clone(), self.ty_of(&v));
+                    self.unify(&ret, &t, r.span());
+                    self.set_exit(LExit::Return(v));
+                }
+                self.never(r.span())
+            }
+            Expr::Field(f) => {
+                let base = self.expr(&f.base);
+                self.get_field(base, &f.member, e)
+            }
+            Expr::Index(i) => {
+                let base = self.expr(&i.expr);
+                self.get_item(base, &i.index, e)
+            }
+            Expr::MethodCall(mc) => self.method_call(mc),
+            Expr::Call(c) => self.call(c),
+            Expr::Struct(s) => self.struct_lit(s),
+            Expr::Reference(r) => {
+                let v = self.expr(&r.expr);
+                let t = self.ty_of(&v);
+                if r.mutability.is_some() && self.u.shallow(&t).is_scalar() {
+                    return self.unsupported(r, "`&mut` of a scalar", "keep the value in a struct field or a Vec element and pass that");
+                }
+                self.emit(OpKind::SameAs, vec![v], Ty::Ref { mutable: r.mutability.is_some(), to: Box::new(t) }, e)
+            }
+            Expr::Try(t) => self.try_expr(t),
+            Expr::Macro(m) => self.macro_expr(&m.mac),
+            Expr::Tuple(t) if t.elems.is_empty() => LVal::Const(Const::Unit),
+            Expr::Tuple(t) => self.unsupported(t, "a tuple", "use a struct of the module"),
+            Expr::Closure(c) => self.unsupported(c, "a closure", "write a function of the module"),
+            Expr::Let(l) => self.unsupported(l, "`let` in this position (a let chain)", "use nested `if let` or `match`"),
+            Expr::Array(a) => self.unsupported(a, "an array literal", "use `vec![...]`"),
+            Expr::Range(r) => self.unsupported(r, "a range outside `for`", "index single elements"),
+            Expr::Unsafe(u) => self.unsupported(u, "`unsafe`", ""),
+            Expr::Async(a) => self.unsupported(a, "`async`", ""),
+            Expr::Await(a) => self.unsupported(a, "`.await`", ""),
+            Expr::Repeat(r) => self.unsupported(r, "an array repeat expression", "use `vec![x; n]`"),
+            other => self.unsupported(other, "this expression", ""),
+        }
+    }
+
+    fn lit(&mut self, l: &syn::Lit) -> LVal {
+        match l {
+            syn::Lit::Int(i) => {
+                let Ok(v) = i.base10_parse::<i128>() else {
+                    return self.unsupported(l, "this integer literal", "");
+                };
+                match i.suffix() {
+                    "" => LVal::Int(v, self.u.fresh_int()),
+                    "f64" => LVal::Const(Const::Float(v as f64, Ty::F64)),
+                    "f32" => LVal::Const(Const::Float(v as f64, Ty::F32)),
+                    s => match IntTy::from_name(s) {
+                        Some(t) => LVal::Const(Const::Int(v, t)),
+                        None => self.unsupported(l, "this literal suffix", ""),
+                    },
+                }
+            }
+            syn::Lit::Float(f) => {
+                let Ok(v) = f.base10_parse::<f64>() else {
+                    return self.unsupported(l, "this float literal", "");
+                };
+                match f.suffix() {
+                    "f32" => LVal::Const(Const::Float(v, Ty::F32)),
+                    "f64" => LVal::Const(Const::Float(v, Ty::F64)),
+                    _ => LVal::Float(v, self.u.fresh_float()),
+                }
+            }
+            syn::Lit::Bool(b) => LVal::Const(Const::Bool(b.value)),
+            syn::Lit::Byte(b) => LVal::Const(Const::Int(b.value() as i128, IntTy::U8)),
+            syn::Lit::Char(c) => LVal::Const(Const::Char(c.value())),
+            syn::Lit::Str(_) | syn::Lit::ByteStr(_) | syn::Lit::CStr(_) => self.unsupported(
+                l,
+                "a string literal",
+                "pass program text in as a parameter (`&[u8]`); messages belong in #[jit_opaque] functions",
+            ),
+            other => self.unsupported(other, "this literal", ""),
+        }
+    }
+
+    fn path_expr(&mut self, p: &syn::ExprPath) -> LVal {
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segs.len() == 1 {
+            let name = &segs[0];
+            if let Some(i) = self.lookup(name) {
+                return self.env[i].1.clone();
+            }
+            if let Some(c) = self.m.consts.get(name) {
+                return LVal::Const(c.clone());
+            }
+            if name == "None" {
+                let t = Ty::Option(Box::new(self.u.fresh()));
+                return self.emit(OpKind::MakeEnum { enum_name: "Option".into(), variant: "None".into(), index: 0 }, vec![], t, p);
+            }
+            return self.unsupported(p, &format!("the name `{name}` (not a local, a parameter or a const of the module)"), "");
+        }
+        let ty_name = self.resolve_self(&segs[segs.len() - 2]);
+        let last = &segs[segs.len() - 1];
+        if let Some(c) = self.m.consts.get(&format!("{ty_name}::{last}")) {
+            return LVal::Const(c.clone());
+        }
+        if let Some(it) = IntTy::from_name(&ty_name) {
+            let v = match (last.as_str(), it.signed()) {
+                ("MAX", true) => (1i128 << (it.bits().min(127) - 1)) - 1,
+                ("MIN", true) => -(1i128 << (it.bits().min(127) - 1)),
+                ("MAX", false) if it.bits() < 128 => (1i128 << it.bits()) - 1,
+                ("MIN", false) => 0,
+                _ => return self.unsupported(p, "this associated constant", ""),
+            };
+            return LVal::Const(Const::Int(v, it));
+        }
+        if let Some((idx, fields)) = self.variant(&ty_name, last) {
+            if !fields.is_empty() {
+                return self.unsupported(p, "an enum constructor used as a function value", "call it with its payload");
+            }
+            return self.emit(
+                OpKind::MakeEnum { enum_name: ty_name.clone(), variant: last.clone(), index: idx },
+                vec![],
+                Ty::Enum(ty_name),
+                p,
+            );
+        }
+        self.unsupported(p, &format!("the path `{}`", segs.join("::")), "")
+    }
+
+    fn resolve_self(&self, name: &str) -> String {
+        match (name, &self.f.self_ty) {
+            ("Self", Some(s)) => s.clone(),
+            _ => name.to_string(),
+        }
+    }
+
+    /// A variant of a module enum: its tag and payload types.
+    fn variant(&self, enum_name: &str, variant: &str) -> Option<(u32, Vec<(String, Ty)>)> {
+        let e = self.m.enums.get(enum_name)?;
+        let i = e.variants.iter().position(|v| v.name == variant)?;
+        Some((i as u32, e.variants[i].fields.clone()))
+    }
+
+    fn binop(op: &syn::BinOp) -> Option<(BinOp, bool)> {
+        use syn::BinOp as B;
+        Some(match op {
+            B::Add(_) => (BinOp::Add, false),
+            B::Sub(_) => (BinOp::Sub, false),
+            B::Mul(_) => (BinOp::Mul, false),
+            B::Div(_) => (BinOp::Div, false),
+            B::Rem(_) => (BinOp::Rem, false),
+            B::BitXor(_) => (BinOp::BitXor, false),
+            B::BitAnd(_) => (BinOp::BitAnd, false),
+            B::BitOr(_) => (BinOp::BitOr, false),
+            B::Shl(_) => (BinOp::Shl, false),
+            B::Shr(_) => (BinOp::Shr, false),
+            B::Eq(_) => (BinOp::Eq, false),
+            B::Lt(_) => (BinOp::Lt, false),
+            B::Le(_) => (BinOp::Le, false),
+            B::Ne(_) => (BinOp::Ne, false),
+            B::Ge(_) => (BinOp::Ge, false),
+            B::Gt(_) => (BinOp::Gt, false),
+            B::AddAssign(_) => (BinOp::Add, true),
+            B::SubAssign(_) => (BinOp::Sub, true),
+            B::MulAssign(_) => (BinOp::Mul, true),
+            B::DivAssign(_) => (BinOp::Div, true),
+            B::RemAssign(_) => (BinOp::Rem, true),
+            B::BitXorAssign(_) => (BinOp::BitXor, true),
+            B::BitAndAssign(_) => (BinOp::BitAnd, true),
+            B::BitOrAssign(_) => (BinOp::BitOr, true),
+            B::ShlAssign(_) => (BinOp::Shl, true),
+            B::ShrAssign(_) => (BinOp::Shr, true),
+            _ => return None,
+        })
+    }
+
+    /// Emits `a op b` with the typing rules of Rust's primitive operators.
+    fn arith(&mut self, op: BinOp, a: LVal, b: LVal, src: &dyn ToTokens) -> LVal {
+        let (a, b) = (self.rvalue(a, src), self.rvalue(b, src));
+        let (ta, tb) = (self.ty_of(&a), self.ty_of(&b));
+        let span = span_of(src);
+        let result = match op {
+            BinOp::Shl | BinOp::Shr => {
+                if !self.u.is_intlike(&tb) && !matches!(self.u.shallow(&tb), Ty::Infer(_) | Ty::Error | Ty::Never) {
+                    self.error(span, format!("shift amounts must be integers, found `{}`", self.u.show(&tb)));
+                }
+                ta
+            }
+            o if o.is_comparison() => {
+                self.unify(&ta, &tb, span);
+                Ty::Bool
+            }
+            _ => {
+                self.unify(&ta, &tb, span);
+                ta
+            }
+        };
+        self.emit(OpKind::Bin(op), vec![a, b], result, src)
+    }
+
+    fn binary(&mut self, b: &syn::ExprBinary) -> LVal {
+        match b.op {
+            syn::BinOp::And(_) | syn::BinOp::Or(_) => {
+                let is_and = matches!(b.op, syn::BinOp::And(_));
+                let l = self.expr(&b.left);
+                let l = self.rvalue(l, &b.left);
+                let tl = self.ty_of(&l);
+                self.unify(&Ty::Bool, &tl, b.left.span());
+                let join = self.new_join(self.env.len(), Some(Ty::Bool));
+                let (t, f) = self.branch(l);
+                // `a && b`: if a is false the result is false, else b.
+                let (rhs_block, short_block, short_val) = if is_and { (t, f, false) } else { (f, t, true) };
+                self.resume(short_block);
+                self.jump(join, Some(LVal::Const(Const::Bool(short_val))));
+                self.resume(rhs_block);
+                let r = self.expr(&b.right);
+                let r = self.rvalue(r, &b.right);
+                let tr = self.ty_of(&r);
+                self.unify(&Ty::Bool, &tr, b.right.span());
+                self.jump(join, Some(r));
+                self.enter(join).unwrap_or_else(|| LVal::Const(Const::Bool(false)))
+            }
+            _ => {
+                let Some((op, assign)) = Self::binop(&b.op) else {
+                    return self.unsupported(&b.op, "this operator", "");
+                };
+                if assign {
+                    let r = self.expr(&b.right);
+                    let Some(place) = self.place(&b.left) else {
+                        return self.poison(b.span());
+                    };
+                    let cur = self.read_place(&place, &b.left);
+                    let v = self.arith(op, cur, r, b);
+                    self.write_place(place, v, b);
+                    LVal::Const(Const::Unit)
+                } else {
+                    let l = self.expr(&b.left);
+                    let r = self.expr(&b.right);
+                    self.arith(op, l, r, b)
+                }
+            }
+        }
+    }
+
+    fn unary(&mut self, u: &syn::ExprUnary) -> LVal {
+        match u.op {
+            syn::UnOp::Neg(_) => {
+                if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(_) | syn::Lit::Float(_), .. }) = &*u.expr {
+                    match self.expr(&u.expr) {
+                        LVal::Int(v, t) => return LVal::Int(-v, t),
+                        LVal::Float(v, t) => return LVal::Float(-v, t),
+                        LVal::Const(Const::Int(v, t)) => return LVal::Const(Const::Int(-v, t)),
+                        LVal::Const(Const::Float(v, t)) => return LVal::Const(Const::Float(-v, t)),
+                        other => return other,
+                    }
+                }
+                let v = self.expr(&u.expr);
+                let v = self.rvalue(v, &u.expr);
+                let t = self.ty_of(&v);
+                self.emit(OpKind::Un(UnOp::Neg), vec![v], t, u)
+            }
+            syn::UnOp::Not(_) => {
+                let v = self.expr(&u.expr);
+                let v = self.rvalue(v, &u.expr);
+                let t = self.ty_of(&v);
+                self.emit(OpKind::Un(UnOp::Not), vec![v], t, u)
+            }
+            syn::UnOp::Deref(_) => {
+                let v = self.expr(&u.expr);
+                match self.shallow_ty(&v) {
+                    Ty::Ref { to, .. } | Ty::Boxed(to) => {
+                        let inner = self.u.shallow(&to);
+                        let kind = if inner.is_pointer() { OpKind::SameAs } else { OpKind::Load };
+                        self.emit(kind, vec![v], inner, u)
+                    }
+                    // Bindings made by `match` on a reference are values already.
+                    _ => v,
+                }
+            }
+            _ => self.unsupported(u, "this unary operator", ""),
+        }
+    }
+
+    // ----- places -----------------------------------------------------------------
+
+    fn place(&mut self, e: &Expr) -> Option<Place> {
+        match e {
+            Expr::Paren(p) => self.place(&p.expr),
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident().unwrap().to_string();
+                match self.lookup(&name) {
+                    Some(i) => Some(Place::Local(i)),
+                    None => {
+                        self.unsupported(p, &format!("assigning to `{name}` (not a local)"), "");
+                        None
+                    }
+                }
+            }
+            Expr::Field(f) => {
+                let base = self.expr(&f.base);
+                let (name, ty) = self.field_ty(&base, &f.member, e)?;
+                Some(Place::Field(base, name, ty))
+            }
+            Expr::Index(i) => {
+                let base = self.expr(&i.expr);
+                let idx = self.expr(&i.index);
+                let idx = self.rvalue(idx, &i.index);
+                let t = self.elem_ty(&base, &idx, e)?;
+                Some(Place::Item(base, idx, t))
+            }
+            other => {
+                self.unsupported(other, "assigning to this place", "assign to a local, a field or an element");
+                None
+            }
+        }
+    }
+
+    fn read_place(&mut self, p: &Place, src: &dyn ToTokens) -> LVal {
+        match p {
+            Place::Local(i) => self.env[*i].1.clone(),
+            Place::Field(b, f, t) => self.emit(OpKind::GetField(f.clone()), vec![b.clone()], t.clone(), src),
+            Place::Item(b, i, t) => self.emit(OpKind::GetItem, vec![b.clone(), i.clone()], t.clone(), src),
+        }
+    }
+
+    fn write_place(&mut self, p: Place, v: LVal, src: &dyn ToTokens) {
+        let span = span_of(src);
+        match p {
+            Place::Local(i) => {
+                let (old, new) = (self.ty_of(&self.env[i].1.clone()), self.ty_of(&v));
+                self.unify(&old, &new, span);
+                let name = self.env[i].0.clone();
+                let v = match v {
+                    LVal::Var(var) if self.vars[var.0 as usize].name.is_none() => {
+                        self.vars[var.0 as usize].name = Some(name);
+                        v
+                    }
+                    LVal::Var(_) => v,
+                    c => self.named(name, c, src),
+                };
+                self.env[i].1 = v;
+            }
+            Place::Field(b, f, t) => {
+                let vt = self.ty_of(&v);
+                self.unify(&t, &vt, span);
+                self.emit(OpKind::SetField(f), vec![b, v], Ty::Unit, src);
+            }
+            Place::Item(b, i, t) => {
+                let vt = self.ty_of(&v);
+                self.unify(&t, &vt, span);
+                self.emit(OpKind::SetItem, vec![b, i, v], Ty::Unit, src);
+            }
+        }
+    }
+
+    fn field_ty(&mut self, base: &LVal, member: &syn::Member, src: &dyn ToTokens) -> Option<(String, Ty)> {
+        let name = match member {
+            syn::Member::Named(i) => i.to_string(),
+            syn::Member::Unnamed(i) => i.index.to_string(),
+        };
+        let t = self.deref_ty(&self.ty_of(base));
+        match &t {
+            Ty::Struct(s) => match self.m.structs.get(s).and_then(|d| d.fields.get(&name)) {
+                Some(ft) => Some((name, ft.clone())),
+                None => {
+                    self.unsupported(src, &format!("the field `{name}` (struct `{s}` has no such field)"), "");
+                    None
+                }
+            },
+            Ty::Error | Ty::Never => None,
+            Ty::Infer(_) => {
+                self.unsupported(src, "field access on a value whose type is not known yet", "add a type ascription to the binding");
+                None
+            }
+            other => {
+                self.unsupported(src, &format!("field access on `{other}`"), "fields can be read from structs of the module");
+                None
+            }
+        }
+    }
+
+    fn get_field(&mut self, base: LVal, member: &syn::Member, src: &Expr) -> LVal {
+        match self.field_ty(&base, member, src) {
+            Some((name, t)) => self.emit(OpKind::GetField(name), vec![base], t, src),
+            None => self.poison(src.span()),
+        }
+    }
+
+    fn elem_ty(&mut self, base: &LVal, idx: &LVal, src: &dyn ToTokens) -> Option<Ty> {
+        let span = span_of(src);
+        let it = self.ty_of(idx);
+        self.unify(&Ty::Int(IntTy::Usize), &it, span);
+        match self.deref_ty(&self.ty_of(base)) {
+            Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => Some(*t),
+            Ty::Error | Ty::Never => None,
+            Ty::Infer(_) => {
+                self.unsupported(src, "indexing a value whose type is not known yet", "add a type ascription to the binding");
+                None
+            }
+            other => {
+                self.unsupported(src, &format!("indexing `{other}`"), "index a Vec, a slice or an array");
+                None
+            }
+        }
+    }
+
+    fn get_item(&mut self, base: LVal, index: &Expr, src: &Expr) -> LVal {
+        if let Expr::Range(r) = index {
+            return self.unsupported(r, "indexing with a range (a sub-slice)", "pass the whole slice and an offset");
+        }
+        let idx = self.expr(index);
+        let idx = self.rvalue(idx, index);
+        match self.elem_ty(&base, &idx, src) {
+            Some(t) => self.emit(OpKind::GetItem, vec![base, idx], t, src),
+            None => self.poison(src.span()),
+        }
+    }
+
+    // ----- calls ------------------------------------------------------------------
+
+    fn args(&mut self, args: &Punctuated<Expr, Token![,]>) -> Vec<LVal> {
+        args.iter().map(|a| self.expr(a)).collect()
+    }
+
+    /// A call of a module function, with its arguments type-checked.
+    fn call_fn(&mut self, name: &str, mut args: Vec<LVal>, arg_exprs: &[&Expr], src: &dyn ToTokens) -> LVal {
+        let f = &self.m.fns[name];
+        let span = span_of(src);
+        if f.params.len() != args.len() {
+            let msg = format!("`{name}` takes {} arguments, {} given", f.params.len(), args.len());
+            self.error(span, msg);
+            return self.poison(span);
+        }
+        let (params, ret, opaque) = (f.params.clone(), f.ret.clone(), f.opaque);
+        let receiver_offset = params.len() - arg_exprs.len();
+        for (i, p) in params.iter().enumerate() {
+            let at = arg_exprs.get(i.wrapping_sub(receiver_offset)).map_or(span, |e| e.span());
+            // Auto-referencing of receivers and `&`/`&mut` coercions: compare
+            // what is behind references.
+            if i < receiver_offset {
+                continue;
+            }
+            if !self.u.shallow(&p.ty).is_pointer() {
+                args[i] = self.rvalue(args[i].clone(), src);
+            }
+            let have = self.ty_of(&args[i]);
+            let (want, have) = match (&p.ty, self.u.shallow(&have)) {
+                (Ty::Ref { .. }, Ty::Ref { .. }) | (Ty::Ref { .. }, Ty::Infer(_)) => (p.ty.clone(), have),
+                (Ty::Ref { to, .. }, h) => ((**to).clone(), h),
+                _ => (p.ty.clone(), have),
+            };
+            self.unify(&want, &have, at);
+        }
+        let kind = if opaque { OpKind::CallOpaque(name.to_string()) } else { OpKind::Call(name.to_string()) };
+        self.emit(kind, args, ret, src)
+    }
+
+    fn call(&mut self, c: &syn::ExprCall) -> LVal {
+        let Expr::Path(p) = &*c.func else {
+            return self.unsupported(&c.func, "calling a computed function value", "call a function of the module by name");
+        };
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let arg_exprs: Vec<&Expr> = c.args.iter().collect();
+        if segs.len() == 1 {
+            let name = &segs[0];
+            if self.m.fns.contains_key(name) {
+                let args = self.args(&c.args);
+                return self.call_fn(name, args, &arg_exprs, c);
+            }
+            match name.as_str() {
+                "Some" | "Ok" | "Err" if c.args.len() == 1 => {
+                    let a = self.expr(&c.args[0]);
+                    let ta = self.ty_of(&a);
+                    let (t, en, idx) = match name.as_str() {
+                        "Some" => (Ty::Option(Box::new(ta)), "Option", 1),
+                        "Ok" => (Ty::Result(Box::new(ta), Box::new(self.u.fresh())), "Result", 0),
+                        _ => (Ty::Result(Box::new(self.u.fresh()), Box::new(ta)), "Result", 1),
+                    };
+                    return self.emit(OpKind::MakeEnum { enum_name: en.into(), variant: name.clone(), index: idx }, vec![a], t, c);
+                }
+                _ => {}
+            }
+            if let Some(sd) = self.m.structs.get(name) {
+                let fields: Vec<Ty> = sd.fields.values().cloned().collect();
+                return self.construct_struct(name.clone(), fields, c.args.iter().collect(), c);
+            }
+        }
+        if segs.len() == 2 {
+            let ty_name = self.resolve_self(&segs[0]);
+            let last = &segs[1];
+            let qualified = format!("{ty_name}::{last}");
+            if self.m.fns.contains_key(&qualified) {
+                let args = self.args(&c.args);
+                return self.call_fn(&qualified, args, &arg_exprs, c);
+            }
+            if let Some((idx, fields)) = self.variant(&ty_name, last) {
+                if fields.len() != c.args.len() {
+                    return self.unsupported(c, &format!("`{qualified}` with {} payload values (it has {})", c.args.len(), fields.len()), "");
+                }
+                let mut args = vec![];
+                for ((_, ft), a) in fields.iter().zip(&c.args) {
+                    let v = self.expr(a);
+                    let t = self.ty_of(&v);
+                    self.unify(ft, &t, a.span());
+                    args.push(v);
+                }
+                return self.emit(OpKind::MakeEnum { enum_name: ty_name.clone(), variant: last.clone(), index: idx }, args, Ty::Enum(ty_name), c);
+            }
+            match (segs[0].as_str(), last.as_str(), c.args.len()) {
+                ("Vec", "new", 0) | ("Vec", "with_capacity", 1) => {
+                    // The capacity is only a hint to the allocator.
+                    if let Some(a) = c.args.first() {
+                        self.expr(a);
+                    }
+                    let t = Ty::Vec(Box::new(self.u.fresh()));
+                    return self.emit(OpKind::NewVec, vec![], t, c);
+                }
+                ("Box", "new", 1) => {
+                    let v = self.expr(&c.args[0]);
+                    let t = Ty::Boxed(Box::new(self.ty_of(&v)));
+                    return self.emit(OpKind::NewBox, vec![v], t, c);
+                }
+                _ => {}
+            }
+        }
+        if matches!(segs.first().map(String::as_str), Some("super" | "crate" | "std" | "core")) || segs.len() == 1 {
+            // A function outside the module: a residual call whose result type
+            // comes from the context.
+            let args = self.args(&c.args);
+            let t = self.u.fresh();
+            return self.emit(OpKind::CallOpaque(segs.join("::")), args, t, c);
+        }
+        self.unsupported(c, &format!("calling `{}`", segs.join("::")), "call functions and methods of the module, or a function outside it through `super::`")
+    }
+
+    fn construct_struct(&mut self, name: String, field_tys: Vec<Ty>, values: Vec<&Expr>, src: &dyn ToTokens) -> LVal {
+        let mut args = vec![];
+        for (ft, e) in field_tys.iter().zip(values) {
+            let v = self.expr(e);
+            let t = self.ty_of(&v);
+            self.unify(ft, &t, e.span());
+            args.push(v);
+        }
+        self.emit(OpKind::NewStruct(name.clone()), args, Ty::Struct(name), src)
+    }
+
+    fn struct_lit(&mut self, s: &syn::ExprStruct) -> LVal {
+        if let Some(r) = &s.rest {
+            return self.unsupported(r, "struct update syntax (`..base`)", "list every field");
+        }
+        let segs: Vec<String> = s.path.segments.iter().map(|x| x.ident.to_string()).collect();
+        let given: HashMap<String, &Expr> = s
+            .fields
+            .iter()
+            .map(|fv| {
+                let n = match &fv.member {
+                    syn::Member::Named(i) => i.to_string(),
+                    syn::Member::Unnamed(i) => i.index.to_string(),
+                };
+                (n, &fv.expr)
+            })
+            .collect();
+        let (fields, make): (Vec<(String, Ty)>, Box<dyn Fn(Vec<LVal>) -> (OpKind, Ty)>) = if segs.len() == 1 {
+            let name = self.resolve_self(&segs[0]);
+            match self.m.structs.get(&name) {
+                Some(sd) => {
+                    let n2 = name.clone();
+                    (sd.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect(), Box::new(move |_| (OpKind::NewStruct(n2.clone()), Ty::Struct(n2.clone()))))
+                }
+                None => return self.unsupported(&s.path, &format!("the struct `{name}` (not defined in the module)"), ""),
+            }
+        } else {
+            let en = self.resolve_self(&segs[segs.len() - 2]);
+            let vn = segs[segs.len() - 1].clone();
+            match self.variant(&en, &vn) {
+                Some((idx, fields)) => (fields, Box::new(move |_| (OpKind::MakeEnum { enum_name: en.clone(), variant: vn.clone(), index: idx }, Ty::Enum(en.clone())))),
+                None => return self.unsupported(&s.path, "this struct path", ""),
+            }
+        };
+        let mut args = vec![];
+        for (fname, ft) in &fields {
+            match given.get(fname) {
+                Some(e) => {
+                    let v = self.expr(e);
+                    let t = self.ty_of(&v);
+                    self.unify(ft, &t, e.span());
+                    args.push(v);
+                }
+                None => {
+                    self.error(s.path.span(), format!("missing field `{fname}`"));
+                    args.push(self.poison(s.span()));
+                }
+            }
+        }
+        let (kind, ty) = make(args.clone());
+        self.emit(kind, args, ty, s)
+    }
+
+    fn method_call(&mut self, mc: &syn::ExprMethodCall) -> LVal {
+        let recv = self.expr(&mc.receiver);
+        let method = mc.method.to_string();
+        let recv_ty = self.deref_ty(&self.ty_of(&recv));
+        let nargs = mc.args.len();
+        match (&recv_ty, method.as_str(), nargs) {
+            (Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..), "len", 0) => {
+                return self.emit(OpKind::Len, vec![recv], Ty::Int(IntTy::Usize), mc)
+            }
+            (Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..), "is_empty", 0) => {
+                let n = self.emit(OpKind::Len, vec![recv], Ty::Int(IntTy::Usize), mc);
+                return self.emit(OpKind::Bin(BinOp::Eq), vec![n, LVal::Const(Const::Int(0, IntTy::Usize))], Ty::Bool, mc);
+            }
+            (Ty::Vec(t), "push", 1) => {
+                let t = (**t).clone();
+                let v = self.expr(&mc.args[0]);
+                let vt = self.ty_of(&v);
+                self.unify(&t, &vt, mc.args[0].span());
+                return self.emit(OpKind::Push, vec![recv, v], Ty::Unit, mc);
+            }
+            (Ty::Vec(t), "pop", 0) => return self.emit(OpKind::Pop, vec![recv], Ty::Option(t.clone()), mc),
+            (Ty::Option(t) | Ty::Result(t, _), "unwrap" | "expect", _) => {
+                let t = (**t).clone();
+                let recv = self.rvalue(recv, mc);
+                return self.emit(OpKind::Unwrap, vec![recv], t, mc);
+            }
+            (Ty::Option(_) | Ty::Result(..), "is_some" | "is_none" | "is_ok" | "is_err", 0) => {
+                let recv = self.rvalue(recv, mc);
+                let tag = self.emit(OpKind::EnumTag, vec![recv], Ty::Int(IntTy::U32), mc);
+                let (en, vn, idx) = match method.as_str() {
+                    "is_some" => ("Option", "Some", 1),
+                    "is_none" => ("Option", "None", 0),
+                    "is_ok" => ("Result", "Ok", 0),
+                    _ => ("Result", "Err", 1),
+                };
+                let c = Const::Tag { enum_name: en.into(), variant: vn.into(), index: idx };
+                return self.emit(OpKind::Bin(BinOp::Eq), vec![tag, LVal::Const(c)], Ty::Bool, mc);
+            }
+            (Ty::Int(_) | Ty::Infer(_) | Ty::F64 | Ty::F32, m, _) if self.u.is_intlike(&recv_ty) || recv_ty == Ty::F64 || recv_ty == Ty::F32 => {
+                let recv = self.rvalue(recv, mc);
+                match (m, nargs) {
+                    ("wrapping_add", 1) | ("wrapping_sub", 1) | ("wrapping_mul", 1) | ("min", 1) | ("max", 1) => {
+                        let op = match m {
+                            "wrapping_add" => BinOp::WrappingAdd,
+                            "wrapping_sub" => BinOp::WrappingSub,
+                            "wrapping_mul" => BinOp::WrappingMul,
+                            "min" => BinOp::Min,
+                            _ => BinOp::Max,
+                        };
+                        let a = self.expr(&mc.args[0]);
+                        return self.arith(op, recv, a, mc);
+                    }
+                    ("wrapping_neg", 0) | ("abs", 0) => {
+                        let op = if m == "abs" { UnOp::Abs } else { UnOp::WrappingNeg };
+                        let t = self.ty_of(&recv);
+                        return self.emit(OpKind::Un(op), vec![recv], t, mc);
+                    }
+                    _ => {}
+                }
+            }
+            (Ty::Struct(n) | Ty::Enum(n), _, _) => {
+                let q = format!("{n}::{method}");
+                if self.m.fns.get(&q).is_some_and(|f| f.params.first().is_some_and(|p| p.name == "self")) {
+                    let mut args = vec![recv];
+                    args.extend(self.args(&mc.args));
+                    let arg_exprs: Vec<&Expr> = mc.args.iter().collect();
+                    return self.call_fn(&q, args, &arg_exprs, mc);
+                }
+            }
+            (Ty::Error | Ty::Never, _, _) => return self.poison(mc.span()),
+            (Ty::Infer(_), _, _) => {
+                return self.unsupported(mc, &format!("calling `.{method}()` on a value whose type is not known yet"), "add a type ascription to the binding")
+            }
+            _ => {}
+        }
+        let shown = self.u.show(&recv_ty);
+        self.error(mc.method.span(), format!(
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop, unwrap/expect/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/neg, min, max, abs"
+        ));
+        self.poison(mc.span())
+    }
+
+    fn try_expr(&mut self, t: &syn::ExprTry) -> LVal {
+        let v = self.expr(&t.expr);
+        let v = self.rvalue(v, &t.expr);
+        let ret = self.u.shallow(&self.f.ret);
+        let span = t.question_token.span;
+        let (payload, en, fail_variant, fail_idx, ok_variant, ok_idx) = match (self.shallow_ty(&v), &ret) {
+            (Ty::Result(ok, err), Ty::Result(_, rerr)) => {
+                // No `From` conversion: the error types must be the same.
+                let (err, rerr) = (*err, (**rerr).clone());
+                self.unify(&rerr, &err, span);
+                (*ok, "Result", "Err", 1, "Ok", 0)
+            }
+            (Ty::Option(inner), Ty::Option(_)) => (*inner, "Option", "None", 0, "Some", 1),
+            (Ty::Error | Ty::Never, _) => return self.poison(span),
+            (have, _) => {
+                self.error(span, format!(
+                    "`?` is supported on `Result` in a function returning `Result` with the same error type, and on `Option` in a function returning `Option`; here it is applied to `{}` in a function returning `{}`",
+                    self.u.show(&have),
+                    self.u.show(&ret)
+                ));
+                return self.poison(span);
+            }
+        };
+        let tag = self.emit(OpKind::EnumTag, vec![v.clone()], Ty::Int(IntTy::U32), t);
+        let c = Const::Tag { enum_name: en.into(), variant: fail_variant.into(), index: fail_idx };
+        let is_fail = self.emit(OpKind::Bin(BinOp::Eq), vec![tag, LVal::Const(c)], Ty::Bool, t);
+        let (fail_b, ok_b) = self.branch(is_fail);
+        self.resume(fail_b);
+        let mut args = vec![];
+        if en == "Result" {
+            let e_ty = match &ret {
+                Ty::Result(_, e) => (**e).clone(),
+                _ => Ty::Error,
+            };
+            args.push(self.emit(OpKind::EnumField { variant: "Err".into(), index: 0 }, vec![v.clone()], e_ty, t));
+        }
+        let r = self.emit(OpKind::MakeEnum { enum_name: en.into(), variant: fail_variant.into(), index: fail_idx }, args, ret, t);
+        self.set_exit(LExit::Return(r));
+        self.resume(ok_b);
+        let _ = ok_idx;
+        self.emit(OpKind::EnumField { variant: ok_variant.into(), index: 0 }, vec![v], payload, t)
+    }
+
+    fn macro_expr(&mut self, mac: &syn::Macro) -> LVal {
+        let name = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        match name.as_str() {
+            "hint" => self.hint(mac),
+            "vec" => self.vec_macro(mac),
+            "panic" | "unreachable" | "todo" | "unimplemented" => {
+                let msg = format!("{name}!({})", mac.tokens);
+                let b = self.cur_block();
+                self.cur = Some(b);
+                self.set_exit(LExit::Abort(msg));
+                self.never(mac.span())
+            }
+            _ => self.unsupported(
+                mac,
+                &format!("the macro `{name}!`"),
+                "hints are `hint!(...)`; move printing and other effects into a #[jit_opaque] function",
+            ),
+        }
+    }
+
+    fn hint(&mut self, mac: &syn::Macro) -> LVal {
+        let parsed = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
+        let args = match parsed {
+            Ok(a) => a,
+            Err(e) => {
+                self.errors.push(e);
+                return self.poison(mac.span());
+            }
+        };
+        let flag_of = |e: &Expr| match e {
+            Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            _ => None,
+        };
+        match args.len() {
+            1 if flag_of(&args[0]).as_deref() == Some("global_merge_point") => {
+                self.emit(OpKind::GlobalMergePoint, vec![], Ty::Unit, mac)
+            }
+            2 => {
+                let kind = match flag_of(&args[1]).as_deref() {
+                    Some("concrete") => HintKind::Concrete,
+                    Some("promote") => HintKind::Promote,
+                    Some("deepfreeze") => HintKind::Deepfreeze,
+                    Some("variable") => HintKind::Variable,
+                    _ => {
+                        let msg = format!("unknown hint `{}`: expected one of {FLAGS}", source_of(&args[1]));
+                        self.error(args[1].span(), msg);
+                        return self.expr(&args[0]);
+                    }
+                };
+                let v = self.expr(&args[0]);
+                let t = self.ty_of(&v);
+                self.emit(OpKind::Hint(kind), vec![v], t, mac)
+            }
+            _ => {
+                self.error(mac.span(), format!("`hint!` takes an expression and a flag: {FLAGS}"));
+                self.poison(mac.span())
+            }
+        }
+    }
+
+    fn vec_macro(&mut self, mac: &syn::Macro) -> LVal {
+        struct Repeat(Expr, Expr);
+        impl syn::parse::Parse for Repeat {
+            fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+                let e: Expr = input.parse()?;
+                input.parse::<Token![;]>()?;
+                Ok(Repeat(e, input.parse()?))
+            }
+        }
+        if let Ok(Repeat(elem, n)) = mac.parse_body::<Repeat>() {
+            let v = self.expr(&elem);
+            let c = self.expr(&n);
+            let ct = self.ty_of(&c);
+            self.unify(&Ty::Int(IntTy::Usize), &ct, n.span());
+            let t = Ty::Vec(Box::new(self.ty_of(&v)));
+            return self.emit(OpKind::NewVecRepeat, vec![v, c], t, mac);
+        }
+        match mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated) {
+            Ok(elems) => {
+                let et = self.u.fresh();
+                let mut args = vec![];
+                for e in &elems {
+                    let v = self.expr(e);
+                    let t = self.ty_of(&v);
+                    self.unify(&et, &t, e.span());
+                    args.push(v);
+                }
+                self.emit(OpKind::NewVec, args, Ty::Vec(Box::new(et)), mac)
+            }
+            Err(e) => {
+                self.errors.push(e);
+                self.poison(mac.span())
+            }
+        }
+    }
+
+    // ----- control flow -----------------------------------------------------------
+
+    fn cond(&mut self, c: &Expr) -> LVal {
+        let v = self.expr(c);
+        let v = self.rvalue(v, c);
+        let t = self.ty_of(&v);
+        self.unify(&Ty::Bool, &t, c.span());
+        v
+    }
+
+    fn if_expr(&mut self, i: &syn::ExprIf) -> LVal {
+        let depth = self.env.len();
+        let rt = self.u.fresh();
+        let join = self.new_join(depth, Some(rt.clone()));
+        let else_b;
+        if let Expr::Let(l) = &*i.cond {
+            let v = self.expr(&l.expr);
+            let v = self.rvalue(v, &l.expr);
+            let fail = self.new_join(depth, None);
+            let mut binds = vec![];
+            self.pattern(v, &l.pat, Some(fail), &mut binds);
+            for (n, v) in binds {
+                self.bind(n, v, &l.pat);
+            }
+            let tv = self.block(&i.then_branch);
+            self.env.truncate(depth);
+            self.finish_arm(join, &rt, tv, i.then_branch.span());
+            else_b = fail;
+            self.enter(else_b);
+        } else {
+            let c = self.cond(&i.cond);
+            let (t, f) = self.branch(c);
+            self.resume(t);
+            let tv = self.block(&i.then_branch);
+            self.finish_arm(join, &rt, tv, i.then_branch.span());
+            self.resume(f);
+        }
+        match &i.else_branch {
+            Some((_, e)) => {
+                let ev = self.expr(e);
+                self.finish_arm(join, &rt, ev, e.span());
+            }
+            None => {
+                self.unify(&rt, &Ty::Unit, i.then_branch.span());
+                self.jump(join, Some(LVal::Const(Const::Unit)));
+            }
+        }
+        match self.enter(join) {
+            Some(v) => v,
+            None => self.never(i.span()),
+        }
+    }
+
+    fn finish_arm(&mut self, join: usize, rt: &Ty, v: LVal, span: Span) {
+        if self.cur.is_some() {
+            let t = self.ty_of(&v);
+            self.unify(rt, &t, span);
+            self.jump(join, Some(v));
+        }
+    }
+
+    fn label_of(l: &Option<syn::Label>) -> Option<String> {
+        l.as_ref().map(|l| l.name.ident.to_string())
+    }
+
+    fn find_loop(&mut self, label: Option<&str>, span: Span) -> Option<usize> {
+        let found = match label {
+            None => self.loops.len().checked_sub(1),
+            Some(l) => self.loops.iter().rposition(|c| c.label.as_deref() == Some(l)),
+        };
+        if found.is_none() {
+            self.error(span, "`break`/`continue` outside of a loop (or with an unknown label)");
+        }
+        found
+    }
+
+    fn break_expr(&mut self, b: &syn::ExprBreak) -> LVal {
+        let label = b.label.as_ref().map(|l| l.ident.to_string());
+        let Some(i) = self.find_loop(label.as_deref(), b.span()) else {
+            return self.poison(b.span());
+        };
+        let v = b.expr.as_ref().map(|e| self.expr(e));
+        let (after, rt) = (self.loops[i].after, self.loops[i].result_ty.clone());
+        match (&v, rt) {
+            (Some(v), Some(rt)) => {
+                let t = self.ty_of(v);
+                self.unify(&rt, &t, b.span());
+            }
+            (Some(_), None) => {
+                self.error(b.span(), "`break` with a value is only allowed in `loop`");
+            }
+            (None, Some(rt)) => self.unify(&rt, &Ty::Unit, b.span()),
+            (None, None) => {}
+        }
+        self.jump(after, v);
+        self.never(b.span())
+    }
+
+    fn loop_body(&mut self, ctx: LoopCtx, body: &syn::Block) {
+        let header = ctx.header;
+        self.loops.push(ctx);
+        let depth = self.env.len();
+        self.block(body);
+        self.env.truncate(depth);
+        self.jump(header, None);
+        self.loops.pop();
+    }
+
+    fn while_expr(&mut self, w: &syn::ExprWhile) -> LVal {
+        let depth = self.env.len();
+        let header = self.new_join(depth, None);
+        let after = self.new_join(depth, None);
+        self.jump(header, None);
+        self.enter(header);
+        if let Expr::Let(l) = &*w.cond {
+            let v = self.expr(&l.expr);
+            let v = self.rvalue(v, &l.expr);
+            let mut binds = vec![];
+            self.pattern(v, &l.pat, Some(after), &mut binds);
+            for (n, v) in binds {
+                self.bind(n, v, &l.pat);
+            }
+        } else {
+            let c = self.cond(&w.cond);
+            let (body, exit) = self.branch(c);
+            self.resume(exit);
+            self.jump(after, None);
+            self.resume(body);
+        }
+        self.loop_body(LoopCtx { label: Self::label_of(&w.label), header, after, result_ty: None }, &w.body);
+        self.env.truncate(depth);
+        self.enter(after);
+        LVal::Const(Const::Unit)
+    }
+
+    fn loop_expr(&mut self, l: &syn::ExprLoop) -> LVal {
+        let depth = self.env.len();
+        let rt = self.u.fresh();
+        let header = self.new_join(depth, None);
+        let after = self.new_join(depth, Some(rt.clone()));
+        self.jump(header, None);
+        self.enter(header);
+        self.loop_body(LoopCtx { label: Self::label_of(&l.label), header, after, result_ty: Some(rt) }, &l.body);
+        match self.enter(after) {
+            Some(v) => v,
+            None => self.never(l.span()),
+        }
+    }
+
+    fn for_expr(&mut self, f: &syn::ExprForLoop) -> LVal {
+        let Expr::Range(r) = &*f.expr else {
+            return self.unsupported(&f.expr, "`for` over anything but an integer range", "iterate over indices: `for i in 0..v.len()`");
+        };
+        let (Some(start), Some(end)) = (&r.start, &r.end) else {
+            return self.unsupported(r, "an open range in `for`", "");
+        };
+        let outer = self.env.len();
+        let s = self.expr(start);
+        let s = self.rvalue(s, start);
+        let e = self.expr(end);
+        let e = self.rvalue(e, end);
+        let (ts, te) = (self.ty_of(&s), self.ty_of(&e));
+        self.unify(&ts, &te, r.span());
+        // The hidden counter is a binding of its own, so that the loop header joins it.
+        let counter = format!("__for{}", self.env.len());
+        let s = match s {
+            LVal::Var(_) => s,
+            c => self.named(counter.clone(), c, start),
+        };
+        self.env.push((counter, s));
+        let header = self.new_join(self.env.len(), None);
+        let after = self.new_join(outer, None);
+        self.jump(header, None);
+        self.enter(header);
+        let i = self.env[outer].1.clone();
+        let op = if matches!(r.limits, syn::RangeLimits::Closed(_)) { BinOp::Le } else { BinOp::Lt };
+        let c = self.arith(op, i.clone(), e, &f.expr);
+        let (body, exit) = self.branch(c);
+        self.resume(exit);
+        self.jump(after, None);
+        self.resume(body);
+        let one = LVal::Int(1, ts.clone());
+        let next = self.emit(OpKind::Bin(BinOp::Add), vec![i.clone(), one], ts, &f.expr);
+        self.env[outer].1 = next;
+        match &*f.pat {
+            Pat::Ident(pi) => self.env.push((pi.ident.to_string(), i)),
+            Pat::Wild(_) => {}
+            p => {
+                self.unsupported(p, "this loop pattern", "bind a single name");
+            }
+        }
+        self.loop_body(LoopCtx { label: Self::label_of(&f.label), header, after, result_ty: None }, &f.body);
+        self.env.truncate(outer);
+        self.enter(after);
+        LVal::Const(Const::Unit)
+    }
+
+    fn match_expr(&mut self, m: &syn::ExprMatch) -> LVal {
+        let v = self.expr(&m.expr);
+        let v = self.rvalue(v, &m.expr);
+        let depth = self.env.len();
+        let rt = self.u.fresh();
+        let join = self.new_join(depth, Some(rt.clone()));
+        let n = m.arms.len();
+        for (k, arm) in m.arms.iter().enumerate() {
+            let (pat, guard) = match &arm.pat {
+                Pat::Guard(g) => (&*g.pat, Some(&g.guard)),
+                p => (p, None),
+            };
+            let last = k + 1 == n;
+            let fail = if last && guard.is_none() {
+                // Rust checked exhaustiveness: whatever reaches the last
+                // unguarded arm matches it.
+                None
+            } else {
+                let f = self.new_join(depth, None);
+                if last {
+                    self.blocks[f].exit = Some(LExit::Abort("no match arm matched".into()));
+                }
+                Some(f)
+            };
+            let mut binds = vec![];
+            if self.cur.is_some() {
+                self.pattern(v.clone(), pat, fail, &mut binds);
+            }
+            for (name, val) in binds {
+                self.bind(name, val, pat);
+            }
+            if let (Some(g), Some(f)) = (guard, fail) {
+                let c = self.cond(g);
+                self.test(c, f);
+            }
+            let av = self.expr(&arm.body);
+            self.env.truncate(depth);
+            self.finish_arm(join, &rt, av, arm.body.span());
+            match fail {
+                Some(f) if !last => {
+                    self.enter(f);
+                }
+                _ => self.cur = None,
+            }
+        }
+        match self.enter(join) {
+            Some(v) => v,
+            None => self.never(m.span()),
+        }
+    }
+
+    /// Emits the tests of a pattern against `v`; where it fails, jumps to the
+    /// join `fail` (no tests when `fail` is `None`: the pattern is known to match).
+    /// Bindings are collected in `binds`.
+    fn pattern(&mut self, v: LVal, p: &Pat, fail: Option<usize>, binds: &mut Vec<(String, LVal)>) {
+        let ty = self.deref_ty(&self.ty_of(&v));
+        match p {
+            Pat::Wild(_) | Pat::Rest(_) => {}
+            Pat::Paren(pp) => self.pattern(v, &pp.pat, fail, binds),
+            Pat::Reference(r) => self.pattern(v, &r.pat, fail, binds),
+            Pat::Ident(pi) => {
+                let name = pi.ident.to_string();
+                if pi.subpat.is_none() && (self.m.consts.contains_key(&name) || name == "None" || self.unit_variant_of(&ty, &name)) {
+                    let path: syn::Path = pi.ident.clone().into();
+                    self.path_pattern(v, &path, p, fail);
+                    return;
+                }
+                if let Some((_, sub)) = &pi.subpat {
+                    self.pattern(v.clone(), sub, fail, binds);
+                }
+                binds.push((name, v));
+            }
+            Pat::Lit(l) => {
+                let c = self.lit(&l.lit);
+                if let Some(f) = fail {
+                    let eq = self.arith(BinOp::Eq, v, c, p);
+                    self.test(eq, f);
+                }
+            }
+            Pat::Range(r) => {
+                let Some(f) = fail else { return };
+                if let Some(lo) = &r.start {
+                    let lo = self.expr(lo);
+                    let c = self.arith(BinOp::Ge, v.clone(), lo, p);
+                    self.test(c, f);
+                }
+                if let Some(hi) = &r.end {
+                    let hi = self.expr(hi);
+                    let op = if matches!(r.limits, syn::RangeLimits::Closed(_)) { BinOp::Le } else { BinOp::Lt };
+                    let c = self.arith(op, v, hi, p);
+                    self.test(c, f);
+                }
+            }
+            Pat::Path(pp) => self.path_pattern(v, &pp.path, p, fail),
+            Pat::TupleStruct(ts) => {
+                let Some((en, vn, idx, fields)) = self.pattern_variant(&ty, &ts.path, p) else { return };
+                self.tag_test(v.clone(), &en, &vn, idx, fail, p);
+                let elems: Vec<&Pat> = ts.elems.iter().collect();
+                if elems.len() != fields.len() && !elems.iter().any(|e| matches!(e, Pat::Rest(_))) {
+                    self.error(p.span(), format!("`{vn}` has {} payload fields", fields.len()));
+                    return;
+                }
+                for (i, sp) in elems.iter().enumerate() {
+                    if matches!(sp, Pat::Wild(_) | Pat::Rest(_)) {
+                        continue;
+                    }
+                    let fv = self.emit(OpKind::EnumField { variant: vn.clone(), index: i as u32 }, vec![v.clone()], fields[i].1.clone(), *sp);
+                    self.pattern(fv, sp, fail, binds);
+                }
+            }
+            Pat::Struct(ps) => {
+                if ps.path.segments.len() == 1 && self.m.structs.contains_key(&self.resolve_self(&ps.path.segments[0].ident.to_string())) {
+                    for fp in &ps.fields {
+                        let Some((name, ft)) = self.field_ty(&v, &fp.member, fp) else { continue };
+                        let fv = self.emit(OpKind::GetField(name), vec![v.clone()], ft, fp);
+                        self.pattern(fv, &fp.pat, fail, binds);
+                    }
+                    return;
+                }
+                let Some((en, vn, idx, fields)) = self.pattern_variant(&ty, &ps.path, p) else { return };
+                self.tag_test(v.clone(), &en, &vn, idx, fail, p);
+                for fp in &ps.fields {
+                    let fname = match &fp.member {
+                        syn::Member::Named(i) => i.to_string(),
+                        syn::Member::Unnamed(i) => i.index.to_string(),
+                    };
+                    let Some(i) = fields.iter().position(|(n, _)| *n == fname) else {
+                        self.error(fp.member.span(), format!("`{vn}` has no field `{fname}`"));
+                        continue;
+                    };
+                    if matches!(&*fp.pat, Pat::Wild(_)) {
+                        continue;
+                    }
+                    let fv = self.emit(OpKind::EnumField { variant: vn.clone(), index: i as u32 }, vec![v.clone()], fields[i].1.clone(), fp);
+                    self.pattern(fv, &fp.pat, fail, binds);
+                }
+            }
+            Pat::Or(o) => {
+                let Some(f) = fail else { return };
+                let depth = self.blocks[f].join_depth.unwrap_or(0);
+                let succ = self.new_join(depth, None);
+                let n = o.cases.len();
+                for (i, case) in o.cases.iter().enumerate() {
+                    let next = if i + 1 == n { f } else { self.new_join(depth, None) };
+                    let mut inner = vec![];
+                    self.pattern(v.clone(), case, Some(next), &mut inner);
+                    if !inner.is_empty() {
+                        self.error(case.span(), "bindings inside `|` patterns are not supported; split the arm");
+                    }
+                    self.jump(succ, None);
+                    if i + 1 < n {
+                        self.enter(next);
+                    }
+                }
+                self.enter(succ);
+            }
+            Pat::Guard(g) => {
+                self.unsupported(g, "a guard in this position", "");
+            }
+            other => {
+                self.unsupported(other, "this pattern", "match on integers, consts, ranges, `_`, bindings and enum variants");
+            }
+        }
+    }
+
+    fn unit_variant_of(&self, ty: &Ty, name: &str) -> bool {
+        matches!(ty, Ty::Enum(e) if self.variant(e, name).is_some_and(|(_, f)| f.is_empty()))
+    }
+
+    /// Resolves the variant a pattern path names: module enums, `Some`/`None`/`Ok`/`Err`.
+    fn pattern_variant(&mut self, ty: &Ty, path: &syn::Path, p: &Pat) -> Option<(String, String, u32, Vec<(String, Ty)>)> {
+        let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let vn = segs.last()?.clone();
+        match (ty, vn.as_str()) {
+            (Ty::Option(t), "Some") => return Some(("Option".into(), vn, 1, vec![("0".into(), (**t).clone())])),
+            (Ty::Option(_), "None") => return Some(("Option".into(), vn, 0, vec![])),
+            (Ty::Result(t, _), "Ok") => return Some(("Result".into(), vn, 0, vec![("0".into(), (**t).clone())])),
+            (Ty::Result(_, e), "Err") => return Some(("Result".into(), vn, 1, vec![("0".into(), (**e).clone())])),
+            _ => {}
+        }
+        let en = if segs.len() >= 2 {
+            self.resolve_self(&segs[segs.len() - 2])
+        } else if let Ty::Enum(e) = ty {
+            e.clone()
+        } else {
+            String::new()
+        };
+        match self.variant(&en, &vn) {
+            Some((idx, fields)) => Some((en, vn, idx, fields)),
+            None => {
+                if !matches!(ty, Ty::Error | Ty::Never) {
+                    self.unsupported(p, &format!("the pattern `{}` on a value of type `{}`", source_of(path), self.u.show(ty)), "");
+                }
+                None
+            }
+        }
+    }
+
+    fn tag_test(&mut self, v: LVal, en: &str, vn: &str, idx: u32, fail: Option<usize>, src: &dyn ToTokens) {
+        let Some(f) = fail else { return };
+        let tag = self.emit(OpKind::EnumTag, vec![v], Ty::Int(IntTy::U32), src);
+        let c = Const::Tag { enum_name: en.into(), variant: vn.into(), index: idx };
+        let eq = self.emit(OpKind::Bin(BinOp::Eq), vec![tag, LVal::Const(c)], Ty::Bool, src);
+        self.test(eq, f);
+    }
+
+    fn path_pattern(&mut self, v: LVal, path: &syn::Path, p: &Pat, fail: Option<usize>) {
+        let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let qualified = if segs.len() >= 2 {
+            format!("{}::{}", self.resolve_self(&segs[segs.len() - 2]), segs[segs.len() - 1])
+        } else {
+            segs[0].clone()
+        };
+        if let Some(c) = self.m.consts.get(&qualified).cloned() {
+            if let Some(f) = fail {
+                let eq = self.arith(BinOp::Eq, v, LVal::Const(c), p);
+                self.test(eq, f);
+            }
+            return;
+        }
+        let ty = self.deref_ty(&self.ty_of(&v));
+        if let Some((en, vn, idx, _)) = self.pattern_variant(&ty, path, p) {
+            self.tag_test(v, &en, &vn, idx, fail, p);
+        }
+    }
+
+    // ----- finishing ------------------------------------------------------------------
+
+    fn finish(mut self) -> (Option<FlowGraph>, Vec<syn::Error>) {
+        let mut errors = std::mem::take(&mut self.errors);
+        // Types: every variable that is used must have one.
+        let mut vars = std::mem::take(&mut self.vars);
+        let mut reported = HashSet::new();
+        for (i, vi) in vars.iter_mut().enumerate() {
+            match self.u.finish(&vi.ty) {
+                Some(t) => vi.ty = t,
+                None => {
+                    if errors.is_empty() && self.var_is_defined(Var(i as u32)) && reported.insert(format!("{:?}", vi.span)) {
+                        let what = vi.name.as_ref().map_or("this value".to_string(), |n| format!("`{n}`"));
+                        errors.push(syn::Error::new(vi.span, format!("cannot infer the type of {what}; add a type ascription (`let x: T = ...`)")));
+                    }
+                    vi.ty = Ty::Error;
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return (None, errors);
+        }
+        let u = &self.u;
+        let conv = |v: &LVal| -> Value {
+            match v {
+                LVal::Var(v) => Value::Var(*v),
+                LVal::Const(c) => Value::Const(c.clone()),
+                LVal::Int(x, t) => match u.finish(t) {
+                    Some(Ty::Int(it)) => Value::Const(Const::Int(*x, it)),
+                    Some(t @ (Ty::F64 | Ty::F32)) => Value::Const(Const::Float(*x as f64, t)),
+                    _ => Value::Const(Const::Int(*x, IntTy::I32)),
+                },
+                LVal::Float(x, t) => Value::Const(Const::Float(*x, u.finish(t).unwrap_or(Ty::F64))),
+            }
+        };
+        let mut blocks: Vec<Block> = vec![];
+        let mut links: Vec<Vec<(usize, Vec<Value>)>> = vec![];
+        let mut exits = vec![];
+        for b in &self.blocks {
+            let ops = b
+                .ops
+                .iter()
+                .map(|o| Op { result: o.result, kind: o.kind.clone(), args: o.args.iter().map(conv).collect(), span: o.span, source: o.source.clone() })
+                .collect();
+            blocks.push(Block { inputargs: b.inputargs.clone(), ops, exit: Exit::Abort(String::new()) });
+            let (ls, ex) = match &b.exit {
+                Some(LExit::Goto(l)) => (vec![(l.target, l.args.iter().map(conv).collect())], XExit::Goto),
+                Some(LExit::Branch(c, t, f)) => (
+                    vec![(t.target, t.args.iter().map(conv).collect()), (f.target, f.args.iter().map(conv).collect())],
+                    XExit::Branch(conv(c)),
+                ),
+                Some(LExit::Return(v)) => (vec![], XExit::Return(conv(v))),
+                Some(LExit::Abort(m)) => (vec![], XExit::Abort(m.clone())),
+                None => (vec![], XExit::Abort("unreachable".into())),
+            };
+            links.push(ls);
+            exits.push(ex);
+        }
+        let g = simplify_and_build(self.f, vars, blocks, links, exits);
+        (Some(g), vec![])
+    }
+
+    fn var_is_defined(&self, v: Var) -> bool {
+        self.blocks.iter().any(|b| b.inputargs.contains(&v) || b.ops.iter().any(|o| o.result == v))
+    }
+}
+
+enum XExit {
+    Goto,
+    Branch(Value),
+    Return(Value),
+    Abort(String),
+}
+
+fn subst(map: &HashMap<Var, Value>, v: &Value) -> Value {
+    let mut v = v.clone();
+    while let Value::Var(x) = &v {
+        match map.get(x) {
+            Some(n) => v = n.clone(),
+            None => break,
+        }
+    }
+    v
+}
+
+/// Removes unreachable blocks, trivial joins and dead input arguments, and
+/// builds the petgraph-backed [`FlowGraph`].
+fn simplify_and_build(
+    f: &FnDef<'_>,
+    vars: Vec<VarInfo>,
+    mut blocks: Vec<Block>,
+    mut links: Vec<Vec<(usize, Vec<Value>)>>,
+    mut exits: Vec<XExit>,
+) -> FlowGraph {
+    let n = blocks.len();
+    // Reachability from the start block.
+    let mut reachable = vec![false; n];
+    let mut stack = vec![0];
+    while let Some(b) = stack.pop() {
+        if std::mem::replace(&mut reachable[b], true) {
+            continue;
+        }
+        stack.extend(links[b].iter().map(|(t, _)| *t));
+    }
+    let mut map: HashMap<Var, Value> = HashMap::new();
+    loop {
+        let mut changed = false;
+        // Trivial joins: an input argument receiving one value (or itself) everywhere.
+        for b in 1..n {
+            if !reachable[b] {
+                continue;
+            }
+            let mut k = 0;
+            while k < blocks[b].inputargs.len() {
+                let me = blocks[b].inputargs[k];
+                let mut incoming: Option<Value> = None;
+                let mut trivial = true;
+                for p in (0..n).filter(|&p| reachable[p]) {
+                    for (t, args) in &links[p] {
+                        if *t != b {
+                            continue;
+                        }
+                        let a = subst(&map, &args[k]);
+                        if a == Value::Var(me) {
+                            continue;
+                        }
+                        match &incoming {
+                            None => incoming = Some(a),
+                            Some(i) if *i == a => {}
+                            Some(_) => trivial = false,
+                        }
+                    }
+                }
+                if trivial {
+                    if let Some(val) = incoming {
+                        map.insert(me, val);
+                        blocks[b].inputargs.remove(k);
+                        for l in links.iter_mut() {
+                            for (t, args) in l.iter_mut() {
+                                if *t == b {
+                                    args.remove(k);
+                                }
+                            }
+                        }
+                        changed = true;
+                        continue;
+                    }
+                }
+                k += 1;
+            }
+        }
+        // Forwarding blocks (no operations, a plain `goto`): predecessors jump
+        // straight to the target, unless the block's input arguments are used
+        // beyond its own link.
+        for b in 1..n {
+            if !reachable[b] || !blocks[b].ops.is_empty() || !matches!(exits[b], XExit::Goto) {
+                continue;
+            }
+            let (c, fwd) = links[b][0].clone();
+            if c == b {
+                continue;
+            }
+            let inputs = blocks[b].inputargs.clone();
+            let used_elsewhere = (0..n).filter(|&p| reachable[p] && p != b).any(|p| {
+                let in_value = |v: &Value| matches!(subst(&map, v), Value::Var(x) if inputs.contains(&x));
+                blocks[p].ops.iter().any(|o| o.args.iter().any(in_value))
+                    || links[p].iter().any(|(_, args)| args.iter().any(in_value))
+                    || matches!(&exits[p], XExit::Branch(v) | XExit::Return(v) if in_value(v))
+            });
+            if used_elsewhere {
+                continue;
+            }
+            for p in (0..n).filter(|&p| reachable[p] && p != b) {
+                for (t, args) in links[p].iter_mut() {
+                    if *t != b {
+                        continue;
+                    }
+                    let new_args = fwd
+                        .iter()
+                        .map(|a| match subst(&map, a) {
+                            Value::Var(x) if inputs.contains(&x) => {
+                                args[inputs.iter().position(|i| *i == x).unwrap()].clone()
+                            }
+                            other => other,
+                        })
+                        .collect();
+                    *t = c;
+                    *args = new_args;
+                }
+            }
+            reachable[b] = false;
+            changed = true;
+        }
+        // Dead input arguments: never used, not even passed on to a used one.
+        let mut used: HashSet<Var> = HashSet::new();
+        let note = |v: &Value, used: &mut HashSet<Var>| {
+            if let Value::Var(x) = subst(&map, v) {
+                used.insert(x);
+            }
+        };
+        for b in (0..n).filter(|&b| reachable[b]) {
+            for op in &blocks[b].ops {
+                op.args.iter().for_each(|a| note(a, &mut used));
+            }
+            match &exits[b] {
+                XExit::Branch(c) | XExit::Return(c) => note(c, &mut used),
+                _ => {}
+            }
+        }
+        loop {
+            let before = used.len();
+            for p in (0..n).filter(|&p| reachable[p]) {
+                for (t, args) in &links[p] {
+                    for (k, a) in args.iter().enumerate() {
+                        if used.contains(&blocks[*t].inputargs[k]) {
+                            note(a, &mut used);
+                        }
+                    }
+                }
+            }
+            if used.len() == before {
+                break;
+            }
+        }
+        for b in 1..n {
+            let mut k = 0;
+            while k < blocks[b].inputargs.len() {
+                if used.contains(&blocks[b].inputargs[k]) {
+                    k += 1;
+                    continue;
+                }
+                blocks[b].inputargs.remove(k);
+                for l in links.iter_mut() {
+                    for (t, args) in l.iter_mut() {
+                        if *t == b {
+                            args.remove(k);
+                        }
+                    }
+                }
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Apply the substitution and build the petgraph.
+    let mut graph: StableDiGraph<Block, Link> = StableDiGraph::new();
+    let mut index: Vec<Option<NodeIndex>> = vec![None; n];
+    for b in 0..n {
+        if reachable[b] {
+            let mut blk = Block { inputargs: blocks[b].inputargs.clone(), ops: std::mem::take(&mut blocks[b].ops), exit: Exit::Abort(String::new()) };
+            for op in &mut blk.ops {
+                for a in &mut op.args {
+                    *a = subst(&map, a);
+                }
+            }
+            index[b] = Some(graph.add_node(blk));
+        }
+    }
+    for b in 0..n {
+        let Some(nb) = index[b] else { continue };
+        let mut edges = vec![];
+        for (t, args) in std::mem::take(&mut links[b]) {
+            let args = args.iter().map(|a| subst(&map, a)).collect();
+            edges.push(graph.add_edge(nb, index[t].expect("reachable target"), Link { args }));
+        }
+        graph[nb].exit = match std::mem::replace(&mut exits[b], XExit::Goto) {
+            XExit::Goto => Exit::Goto(edges[0]),
+            XExit::Branch(c) => Exit::Branch { cond: subst(&map, &c), if_true: edges[0], if_false: edges[1] },
+            XExit::Return(v) => Exit::Return(subst(&map, &v)),
+            XExit::Abort(m) => Exit::Abort(m),
+        };
+    }
+    FlowGraph {
+        name: f.name.clone(),
+        start: index[0].expect("start block"),
+        graph,
+        vars,
+        ret_ty: f.ret.clone(),
+        opaque: f.opaque,
+    }
+}

@@ -1,0 +1,456 @@
+//! Reading a module: its structs, enums, consts, type aliases, functions and
+//! inherent impls, with the types of their signatures.
+
+use indexmap::IndexMap;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+use crate::flowgraph::Const;
+use crate::types::{IntTy, Ty};
+
+/// A struct of the module.
+#[derive(Clone, Debug)]
+pub struct StructDef {
+    /// Fields in declaration order (tuple structs: `0`, `1`, ...).
+    pub fields: IndexMap<String, Ty>,
+    /// Marked `#[virtualizable]`.
+    pub virtualizable: bool,
+}
+
+/// A variant of an enum of the module.
+#[derive(Clone, Debug)]
+pub struct VariantDef {
+    /// Its name.
+    pub name: String,
+    /// Its payload fields: named (`{ a: T }`) or positional (`(T)`, named `0`, `1`...).
+    pub fields: Vec<(String, Ty)>,
+    /// Whether the fields are named.
+    pub named: bool,
+}
+
+/// An enum of the module.
+#[derive(Clone, Debug)]
+pub struct EnumDef {
+    /// Variants in declaration order; the index is the tag.
+    pub variants: Vec<VariantDef>,
+}
+
+/// A parameter of a function.
+#[derive(Clone, Debug)]
+pub struct Param {
+    /// Its name (`self` for receivers).
+    pub name: String,
+    /// Its type.
+    pub ty: Ty,
+    /// Whether it is declared `mut`.
+    pub mutable: bool,
+    /// Where it is declared.
+    pub span: Span,
+}
+
+/// A function or method of the module.
+#[derive(Clone, Debug)]
+pub struct FnDef<'a> {
+    /// `name`, or `Type::name` for methods.
+    pub name: String,
+    /// The `Self` type, for methods.
+    pub self_ty: Option<String>,
+    /// Parameters, the receiver first.
+    pub params: Vec<Param>,
+    /// The return type.
+    pub ret: Ty,
+    /// The body.
+    pub body: &'a syn::Block,
+    /// Marked `#[jit_opaque]`.
+    pub opaque: bool,
+    /// The function's name token.
+    pub span: Span,
+}
+
+/// Everything the annotator knows about the module's items.
+#[derive(Debug, Default)]
+pub struct ModuleDef<'a> {
+    /// Structs by name.
+    pub structs: IndexMap<String, StructDef>,
+    /// Enums by name.
+    pub enums: IndexMap<String, EnumDef>,
+    /// Constants by name.
+    pub consts: IndexMap<String, Const>,
+    /// Type aliases by name.
+    pub aliases: IndexMap<String, Ty>,
+    /// Functions and methods by name.
+    pub fns: IndexMap<String, FnDef<'a>>,
+}
+
+fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
+    attrs.iter().any(|a| a.path().is_ident(name))
+}
+
+fn err(span: impl Spanned, msg: impl std::fmt::Display) -> syn::Error {
+    syn::Error::new(span.span(), msg)
+}
+
+impl<'a> ModuleDef<'a> {
+    /// Reads the items of a module; errors are pushed to `errors`.
+    pub fn read(items: &'a [syn::Item], errors: &mut Vec<syn::Error>) -> ModuleDef<'a> {
+        let mut m = ModuleDef::default();
+        // First the names, so that types may refer to each other in any order.
+        for item in items {
+            match item {
+                syn::Item::Struct(s) => {
+                    m.structs.insert(
+                        s.ident.to_string(),
+                        StructDef {
+                            fields: IndexMap::new(),
+                            virtualizable: has_attr(&s.attrs, "virtualizable"),
+                        },
+                    );
+                }
+                syn::Item::Enum(e) => {
+                    m.enums.insert(e.ident.to_string(), EnumDef { variants: vec![] });
+                }
+                _ => {}
+            }
+        }
+        for item in items {
+            if let syn::Item::Type(t) = item {
+                match m.ty(&t.ty, None) {
+                    Ok(ty) => {
+                        m.aliases.insert(t.ident.to_string(), ty);
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        for item in items {
+            match item {
+                syn::Item::Struct(s) => {
+                    if let Err(e) = no_type_generics(&s.generics) {
+                        errors.push(e);
+                    }
+                    let mut fields = IndexMap::new();
+                    for (i, f) in s.fields.iter().enumerate() {
+                        let name = f.ident.as_ref().map_or(i.to_string(), |i| i.to_string());
+                        match m.ty(&f.ty, None) {
+                            Ok(t) => {
+                                fields.insert(name, t);
+                            }
+                            Err(e) => errors.push(e),
+                        }
+                    }
+                    m.structs[&s.ident.to_string()].fields = fields;
+                }
+                syn::Item::Enum(en) => {
+                    if let Err(e) = no_type_generics(&en.generics) {
+                        errors.push(e);
+                    }
+                    let mut variants = vec![];
+                    for v in &en.variants {
+                        if let Some((_, d)) = &v.discriminant {
+                            errors.push(err(d, "explicit enum discriminants are not supported by jitgen; remove `= ...`"));
+                        }
+                        let named = matches!(v.fields, syn::Fields::Named(_));
+                        let mut fields = vec![];
+                        for (i, f) in v.fields.iter().enumerate() {
+                            let name = f.ident.as_ref().map_or(i.to_string(), |i| i.to_string());
+                            match m.ty(&f.ty, None) {
+                                Ok(t) => fields.push((name, t)),
+                                Err(e) => errors.push(e),
+                            }
+                        }
+                        variants.push(VariantDef { name: v.ident.to_string(), fields, named });
+                    }
+                    m.enums[&en.ident.to_string()].variants = variants;
+                }
+                syn::Item::Const(c) => match m.ty(&c.ty, None).and_then(|t| const_value(&c.expr, &t)) {
+                    Ok(v) => {
+                        m.consts.insert(c.ident.to_string(), v);
+                    }
+                    Err(e) => errors.push(e),
+                },
+                syn::Item::Fn(f) => {
+                    let opaque = has_attr(&f.attrs, "jit_opaque");
+                    m.read_fn(&f.sig, &f.block, None, opaque, errors);
+                }
+                syn::Item::Impl(imp) => {
+                    if imp.trait_.is_some() {
+                        // Trait impls (Display, From, ...) stay plain Rust; calls of
+                        // trait methods from analyzed code are reported where they occur.
+                        continue;
+                    }
+                    if let Err(e) = no_type_generics(&imp.generics) {
+                        errors.push(e);
+                        continue;
+                    }
+                    let self_name = match m.ty(&imp.self_ty, None) {
+                        Ok(Ty::Struct(n) | Ty::Enum(n)) => n,
+                        Ok(_) => {
+                            errors.push(err(&imp.self_ty, "jitgen supports inherent impls only on structs and enums of the module"));
+                            continue;
+                        }
+                        Err(e) => {
+                            errors.push(e);
+                            continue;
+                        }
+                    };
+                    for ii in &imp.items {
+                        match ii {
+                            syn::ImplItem::Fn(f) => {
+                                let opaque = has_attr(&f.attrs, "jit_opaque");
+                                m.read_fn(&f.sig, &f.block, Some(&self_name), opaque, errors);
+                            }
+                            syn::ImplItem::Const(c) => {
+                                match m.ty(&c.ty, Some(&self_name)).and_then(|t| const_value(&c.expr, &t)) {
+                                    Ok(v) => {
+                                        m.consts.insert(format!("{self_name}::{}", c.ident), v);
+                                    }
+                                    Err(e) => errors.push(e),
+                                }
+                            }
+                            other => errors.push(err(other, "only methods and consts are supported in impls of a #[jit_interpreter] module")),
+                        }
+                    }
+                }
+                syn::Item::Use(_) | syn::Item::Type(_) => {}
+                syn::Item::Trait(_) => {}
+                syn::Item::Mod(md) => errors.push(err(
+                    &md.ident,
+                    "nested modules are not supported inside #[jit_interpreter]; move this module out, or its items in",
+                )),
+                syn::Item::Static(s) => errors.push(err(
+                    &s.ident,
+                    "statics are not supported inside #[jit_interpreter]: global mutable state hides from the JIT; use a `const` or pass the value as a parameter",
+                )),
+                syn::Item::Macro(mac) => errors.push(err(
+                    &mac.mac.path,
+                    "macro items are not supported inside #[jit_interpreter]; define the macro outside the module",
+                )),
+                other => errors.push(err(other, "this kind of item is not supported inside #[jit_interpreter]")),
+            }
+        }
+        m
+    }
+
+    fn read_fn(
+        &mut self,
+        sig: &syn::Signature,
+        body: &'a syn::Block,
+        self_ty: Option<&str>,
+        opaque: bool,
+        errors: &mut Vec<syn::Error>,
+    ) {
+        if let Err(e) = no_type_generics(&sig.generics) {
+            errors.push(e);
+        }
+        if let Some(a) = &sig.asyncness {
+            errors.push(err(a, "async functions are not supported by jitgen"));
+        }
+        let mut params = vec![];
+        for input in &sig.inputs {
+            match input {
+                syn::FnArg::Receiver(r) => {
+                    let Some(st) = self_ty else {
+                        errors.push(err(r, "`self` outside an impl"));
+                        continue;
+                    };
+                    let base = self.named(st);
+                    let ty = match &r.kind {
+                        syn::ReceiverKind::Value => base,
+                        syn::ReceiverKind::Reference(_, _, m) => {
+                            Ty::Ref { mutable: m.is_some(), to: Box::new(base) }
+                        }
+                        syn::ReceiverKind::Typed(_, t) => match self.ty(t, self_ty) {
+                            Ok(t) => t,
+                            Err(e) => {
+                                errors.push(e);
+                                Ty::Error
+                            }
+                        },
+                        _ => {
+                            errors.push(err(r, "unsupported receiver"));
+                            Ty::Error
+                        }
+                    };
+                    params.push(Param {
+                        name: "self".into(),
+                        ty,
+                        mutable: r.mutability.is_some(),
+                        span: r.self_token.span,
+                    });
+                }
+                syn::FnArg::Typed(pt) => {
+                    let ty = match self.ty(&pt.ty, self_ty) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            errors.push(e);
+                            Ty::Error
+                        }
+                    };
+                    match &*pt.pat {
+                        syn::Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => {
+                            params.push(Param {
+                                name: pi.ident.to_string(),
+                                ty,
+                                mutable: pi.mutability.is_some(),
+                                span: pi.ident.span(),
+                            })
+                        }
+                        syn::Pat::Wild(w) => params.push(Param {
+                            name: "_".into(),
+                            ty,
+                            mutable: false,
+                            span: w.span(),
+                        }),
+                        p => errors.push(err(p, "parameters must be plain names (`x: T`); destructure inside the body")),
+                    }
+                }
+            }
+        }
+        let ret = match &sig.output {
+            syn::ReturnType::Default => Ty::Unit,
+            syn::ReturnType::Type(_, t) => self.ty(t, self_ty).unwrap_or_else(|e| {
+                errors.push(e);
+                Ty::Error
+            }),
+        };
+        let name = match self_ty {
+            Some(s) => format!("{s}::{}", sig.ident),
+            None => sig.ident.to_string(),
+        };
+        if self.fns.contains_key(&name) {
+            errors.push(err(&sig.ident, format!("`{name}` is defined twice")));
+            return;
+        }
+        self.fns.insert(
+            name.clone(),
+            FnDef { name, self_ty: self_ty.map(str::to_string), params, ret, body, opaque, span: sig.ident.span() },
+        );
+    }
+
+    /// The type of a module struct or enum by name.
+    pub fn named(&self, name: &str) -> Ty {
+        if self.enums.contains_key(name) {
+            Ty::Enum(name.into())
+        } else {
+            Ty::Struct(name.into())
+        }
+    }
+
+    /// Converts a Rust type of a signature, field or ascription.
+    pub fn ty(&self, t: &syn::Type, self_ty: Option<&str>) -> syn::Result<Ty> {
+        match t {
+            syn::Type::Paren(p) => self.ty(&p.elem, self_ty),
+            syn::Type::Group(g) => self.ty(&g.elem, self_ty),
+            syn::Type::Tuple(tt) if tt.elems.is_empty() => Ok(Ty::Unit),
+            syn::Type::Reference(r) => Ok(Ty::Ref {
+                mutable: r.mutability.is_some(),
+                to: Box::new(self.ty(&r.elem, self_ty)?),
+            }),
+            syn::Type::Slice(s) => Ok(Ty::Slice(Box::new(self.ty(&s.elem, self_ty)?))),
+            syn::Type::Array(a) => {
+                let n = match &a.len {
+                    syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u64>()?,
+                    syn::Expr::Path(p) => match p.path.get_ident().and_then(|i| self.consts.get(&i.to_string())) {
+                        Some(Const::Int(v, _)) => *v as u64,
+                        _ => return Err(err(&a.len, "array lengths must be integer literals or consts of the module")),
+                    },
+                    other => return Err(err(other, "array lengths must be integer literals or consts of the module")),
+                };
+                Ok(Ty::Array(Box::new(self.ty(&a.elem, self_ty)?), n))
+            }
+            syn::Type::Path(p) if p.qself.is_none() => {
+                let seg = p.path.segments.last().expect("non-empty path");
+                let name = seg.ident.to_string();
+                let generic = |i: usize| -> syn::Result<Ty> {
+                    let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
+                        return Err(err(seg, format!("`{name}` needs type arguments")));
+                    };
+                    let tys: Vec<&syn::Type> = a
+                        .args
+                        .iter()
+                        .filter_map(|g| match g {
+                            syn::GenericArgument::Type(t) => Some(t),
+                            _ => None,
+                        })
+                        .collect();
+                    match tys.get(i) {
+                        Some(t) => self.ty(t, self_ty),
+                        None => Err(err(seg, format!("`{name}` needs type arguments"))),
+                    }
+                };
+                if let Some(i) = IntTy::from_name(&name) {
+                    return Ok(Ty::Int(i));
+                }
+                Ok(match name.as_str() {
+                    "bool" => Ty::Bool,
+                    "char" => Ty::Char,
+                    "f64" => Ty::F64,
+                    "f32" => Ty::F32,
+                    "Vec" => Ty::Vec(Box::new(generic(0)?)),
+                    "Box" => Ty::Boxed(Box::new(generic(0)?)),
+                    "Option" => Ty::Option(Box::new(generic(0)?)),
+                    "Result" => Ty::Result(Box::new(generic(0)?), Box::new(generic(1)?)),
+                    "Self" => match self_ty {
+                        Some(s) => self.named(s),
+                        None => return Err(err(seg, "`Self` outside an impl")),
+                    },
+                    n if self.structs.contains_key(n) => Ty::Struct(n.into()),
+                    n if self.enums.contains_key(n) => Ty::Enum(n.into()),
+                    n if self.aliases.contains_key(n) => self.aliases[n].clone(),
+                    "String" | "str" => {
+                        return Err(err(t, "strings are not supported by jitgen's analysis; use byte slices (`&[u8]`)"))
+                    }
+                    _ => {
+                        return Err(err(
+                            t,
+                            format!(
+                                "type `{name}` is not supported here: use integers, bool, char, f64, references, Box, Vec, slices, arrays, Option, Result, or structs and enums defined in the module"
+                            ),
+                        ))
+                    }
+                })
+            }
+            other => Err(err(other, "this type is not supported by jitgen's analysis")),
+        }
+    }
+}
+
+fn no_type_generics(g: &syn::Generics) -> syn::Result<()> {
+    for p in &g.params {
+        match p {
+            syn::GenericParam::Lifetime(_) => {}
+            other => return Err(err(other, "generic parameters are not supported inside #[jit_interpreter] (lifetimes are); write the concrete type")),
+        }
+    }
+    Ok(())
+}
+
+/// Evaluates the initializer of a `const`: a literal, possibly negated.
+pub fn const_value(e: &syn::Expr, ty: &Ty) -> syn::Result<Const> {
+    let bad = || err(e, "const initializers must be literals (possibly negated) for jitgen");
+    match (e, ty) {
+        (syn::Expr::Lit(l), _) => lit_const(&l.lit, ty).ok_or_else(bad),
+        (syn::Expr::Unary(u), Ty::Int(_) | Ty::F64 | Ty::F32) if matches!(u.op, syn::UnOp::Neg(_)) => {
+            match const_value(&u.expr, ty)? {
+                Const::Int(v, t) => Ok(Const::Int(-v, t)),
+                Const::Float(v, t) => Ok(Const::Float(-v, t)),
+                _ => Err(bad()),
+            }
+        }
+        (syn::Expr::Paren(p), _) => const_value(&p.expr, ty),
+        _ => Err(bad()),
+    }
+}
+
+/// A literal of a known type as a constant.
+pub fn lit_const(l: &syn::Lit, ty: &Ty) -> Option<Const> {
+    Some(match (l, ty) {
+        (syn::Lit::Int(i), Ty::Int(t)) => Const::Int(i.base10_parse::<i128>().ok()?, *t),
+        (syn::Lit::Byte(b), Ty::Int(IntTy::U8)) => Const::Int(b.value() as i128, IntTy::U8),
+        (syn::Lit::Bool(b), Ty::Bool) => Const::Bool(b.value),
+        (syn::Lit::Char(c), Ty::Char) => Const::Char(c.value()),
+        (syn::Lit::Float(f), Ty::F64 | Ty::F32) => Const::Float(f.base10_parse::<f64>().ok()?, ty.clone()),
+        (syn::Lit::Int(i), Ty::F64 | Ty::F32) => Const::Float(i.base10_parse::<f64>().ok()?, ty.clone()),
+        _ => return None,
+    })
+}

@@ -1,0 +1,336 @@
+//! Machine-level types of flow-graph variables, and their inference.
+//!
+//! Types are inferred by unification, as rustc does for the subset we accept:
+//! signatures, ascriptions, literals, struct fields, enum payloads and method
+//! signatures give types; an unsuffixed integer literal takes its type from its
+//! use and defaults to `i32` (a float to `f64`) when nothing constrains it.
+//!
+//! At the machine level, structs, vectors, boxes, slices, arrays and references
+//! are all *pointers* to memory; integers, bools, chars, floats and enums
+//! (including `Option` and `Result`) are values.
+
+use std::fmt;
+
+/// An integer type: width and signedness.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[allow(missing_docs)]
+pub enum IntTy {
+    I8,
+    I16,
+    I32,
+    I64,
+    I128,
+    Isize,
+    U8,
+    U16,
+    U32,
+    U64,
+    U128,
+    Usize,
+}
+
+impl IntTy {
+    /// All integer types, in a fixed order.
+    pub const ALL: [IntTy; 12] = [
+        IntTy::I8,
+        IntTy::I16,
+        IntTy::I32,
+        IntTy::I64,
+        IntTy::I128,
+        IntTy::Isize,
+        IntTy::U8,
+        IntTy::U16,
+        IntTy::U32,
+        IntTy::U64,
+        IntTy::U128,
+        IntTy::Usize,
+    ];
+
+    /// The Rust spelling (`i64`, `usize`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            IntTy::I8 => "i8",
+            IntTy::I16 => "i16",
+            IntTy::I32 => "i32",
+            IntTy::I64 => "i64",
+            IntTy::I128 => "i128",
+            IntTy::Isize => "isize",
+            IntTy::U8 => "u8",
+            IntTy::U16 => "u16",
+            IntTy::U32 => "u32",
+            IntTy::U64 => "u64",
+            IntTy::U128 => "u128",
+            IntTy::Usize => "usize",
+        }
+    }
+
+    /// Parses a Rust integer type name.
+    pub fn from_name(s: &str) -> Option<IntTy> {
+        IntTy::ALL.into_iter().find(|t| t.name() == s)
+    }
+
+    /// Whether the type is signed.
+    pub fn signed(self) -> bool {
+        matches!(
+            self,
+            IntTy::I8 | IntTy::I16 | IntTy::I32 | IntTy::I64 | IntTy::I128 | IntTy::Isize
+        )
+    }
+
+    /// Width in bits (pointer-sized types are 64 bits on our targets).
+    pub fn bits(self) -> u32 {
+        match self {
+            IntTy::I8 | IntTy::U8 => 8,
+            IntTy::I16 | IntTy::U16 => 16,
+            IntTy::I32 | IntTy::U32 => 32,
+            IntTy::I64 | IntTy::U64 | IntTy::Isize | IntTy::Usize => 64,
+            IntTy::I128 | IntTy::U128 => 128,
+        }
+    }
+}
+
+/// A machine-level type.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Ty {
+    /// `()`.
+    Unit,
+    /// `bool`.
+    Bool,
+    /// `char`.
+    Char,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
+    /// An integer.
+    Int(IntTy),
+    /// `&T` (shared: the data behind it is frozen while borrowed) or `&mut T`.
+    Ref {
+        /// `&mut`.
+        mutable: bool,
+        /// The referent.
+        to: Box<Ty>,
+    },
+    /// `Box<T>`.
+    Boxed(Box<Ty>),
+    /// `Vec<T>`.
+    Vec(Box<Ty>),
+    /// `[T]`, behind a reference.
+    Slice(Box<Ty>),
+    /// `[T; N]`.
+    Array(Box<Ty>, u64),
+    /// A struct of the annotated module.
+    Struct(String),
+    /// An enum of the annotated module.
+    Enum(String),
+    /// `Option<T>`.
+    Option(Box<Ty>),
+    /// `Result<T, E>`.
+    Result(Box<Ty>, Box<Ty>),
+    /// The type of an expression that never completes (`return`, `break`, a panic).
+    Never,
+    /// The type of an expression that already produced an error: unifies with
+    /// everything, so that one mistake gives one error.
+    Error,
+    /// An inference variable (only during inference).
+    Infer(u32),
+}
+
+impl Ty {
+    /// The type with references and boxes stripped: what field access and
+    /// method calls auto-dereference to.
+    pub fn autoderef(&self) -> &Ty {
+        match self {
+            Ty::Ref { to, .. } | Ty::Boxed(to) => to.autoderef(),
+            t => t,
+        }
+    }
+
+    /// Whether values of this type are pointers to memory at the machine level.
+    pub fn is_pointer(&self) -> bool {
+        matches!(
+            self,
+            Ty::Ref { .. } | Ty::Boxed(_) | Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..) | Ty::Struct(_)
+        )
+    }
+
+    /// Whether this is a shared reference (`&T`): Rust forbids mutation of the
+    /// data behind it while it lives, so reads through it are foldable.
+    pub fn is_shared_ref(&self) -> bool {
+        matches!(self, Ty::Ref { mutable: false, .. })
+    }
+
+    /// Whether this is a numeric, bool or char scalar.
+    pub fn is_scalar(&self) -> bool {
+        matches!(self, Ty::Bool | Ty::Char | Ty::F32 | Ty::F64 | Ty::Int(_))
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Unit => f.write_str("()"),
+            Ty::Bool => f.write_str("bool"),
+            Ty::Char => f.write_str("char"),
+            Ty::F32 => f.write_str("f32"),
+            Ty::F64 => f.write_str("f64"),
+            Ty::Int(i) => f.write_str(i.name()),
+            Ty::Ref { mutable, to } => {
+                write!(f, "&{}{}", if *mutable { "mut " } else { "" }, to)
+            }
+            Ty::Boxed(t) => write!(f, "Box<{t}>"),
+            Ty::Vec(t) => write!(f, "Vec<{t}>"),
+            Ty::Slice(t) => write!(f, "[{t}]"),
+            Ty::Array(t, n) => write!(f, "[{t}; {n}]"),
+            Ty::Struct(n) | Ty::Enum(n) => f.write_str(n),
+            Ty::Option(t) => write!(f, "Option<{t}>"),
+            Ty::Result(t, e) => write!(f, "Result<{t}, {e}>"),
+            Ty::Never => f.write_str("!"),
+            Ty::Error => f.write_str("{error}"),
+            Ty::Infer(_) => f.write_str("_"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum InferKind {
+    Any,
+    Int,
+    Float,
+}
+
+/// The inference table: bindings of inference variables.
+#[derive(Default, Debug)]
+pub(crate) struct Unifier {
+    vars: Vec<(InferKind, Option<Ty>)>,
+}
+
+impl Unifier {
+    fn fresh_of(&mut self, kind: InferKind) -> Ty {
+        self.vars.push((kind, None));
+        Ty::Infer(self.vars.len() as u32 - 1)
+    }
+    /// A variable for any type.
+    pub fn fresh(&mut self) -> Ty {
+        self.fresh_of(InferKind::Any)
+    }
+    /// A variable for the type of an unsuffixed integer literal.
+    pub fn fresh_int(&mut self) -> Ty {
+        self.fresh_of(InferKind::Int)
+    }
+    /// A variable for the type of an unsuffixed float literal.
+    pub fn fresh_float(&mut self) -> Ty {
+        self.fresh_of(InferKind::Float)
+    }
+
+    /// Follows bindings at the top of `ty`.
+    pub fn shallow(&self, ty: &Ty) -> Ty {
+        let mut t = ty.clone();
+        while let Ty::Infer(i) = t {
+            match &self.vars[i as usize].1 {
+                Some(b) => t = b.clone(),
+                None => return t,
+            }
+        }
+        t
+    }
+
+    /// Whether `ty` is (still) an integer-literal variable or an integer.
+    pub fn is_intlike(&self, ty: &Ty) -> bool {
+        match self.shallow(ty) {
+            Ty::Int(_) => true,
+            Ty::Infer(i) => self.vars[i as usize].0 == InferKind::Int,
+            _ => false,
+        }
+    }
+
+    /// Resolves `ty` completely; unconstrained literals take their defaults.
+    /// Returns `None` where a type variable remains unconstrained.
+    pub fn finish(&self, ty: &Ty) -> Option<Ty> {
+        Some(match self.shallow(ty) {
+            Ty::Infer(i) => match self.vars[i as usize].0 {
+                InferKind::Int => Ty::Int(IntTy::I32),
+                InferKind::Float => Ty::F64,
+                InferKind::Any => return None,
+            },
+            Ty::Ref { mutable, to } => Ty::Ref { mutable, to: Box::new(self.finish(&to)?) },
+            Ty::Boxed(t) => Ty::Boxed(Box::new(self.finish(&t)?)),
+            Ty::Vec(t) => Ty::Vec(Box::new(self.finish(&t)?)),
+            Ty::Slice(t) => Ty::Slice(Box::new(self.finish(&t)?)),
+            Ty::Array(t, n) => Ty::Array(Box::new(self.finish(&t)?), n),
+            Ty::Option(t) => Ty::Option(Box::new(self.finish(&t)?)),
+            Ty::Result(t, e) => Ty::Result(Box::new(self.finish(&t)?), Box::new(self.finish(&e)?)),
+            t => t,
+        })
+    }
+
+    /// Best-effort resolution for messages.
+    pub fn show(&self, ty: &Ty) -> String {
+        self.finish(ty).unwrap_or_else(|| self.shallow(ty)).to_string()
+    }
+
+    fn occurs(&self, var: u32, ty: &Ty) -> bool {
+        match self.shallow(ty) {
+            Ty::Infer(i) => i == var,
+            Ty::Ref { to: t, .. }
+            | Ty::Boxed(t)
+            | Ty::Vec(t)
+            | Ty::Slice(t)
+            | Ty::Array(t, _)
+            | Ty::Option(t) => self.occurs(var, &t),
+            Ty::Result(t, e) => self.occurs(var, &t) || self.occurs(var, &e),
+            _ => false,
+        }
+    }
+
+    /// Makes `a` and `b` the same type, or explains why they cannot be.
+    pub fn unify(&mut self, a: &Ty, b: &Ty) -> Result<(), String> {
+        let (a, b) = (self.shallow(a), self.shallow(b));
+        let mismatch = |u: &Unifier| {
+            Err(format!("mismatched types: expected `{}`, found `{}`", u.show(&a), u.show(&b)))
+        };
+        match (&a, &b) {
+            (Ty::Never | Ty::Error, _) | (_, Ty::Never | Ty::Error) => Ok(()),
+            (Ty::Infer(i), Ty::Infer(j)) if i == j => Ok(()),
+            (Ty::Infer(i), Ty::Infer(j)) => {
+                let (ki, kj) = (self.vars[*i as usize].0, self.vars[*j as usize].0);
+                let kind = match (ki, kj) {
+                    (InferKind::Any, k) | (k, InferKind::Any) => k,
+                    (k1, k2) if k1 == k2 => k1,
+                    _ => return mismatch(self),
+                };
+                self.vars[*j as usize].0 = kind;
+                self.vars[*i as usize].1 = Some(b.clone());
+                Ok(())
+            }
+            (Ty::Infer(i), t) | (t, Ty::Infer(i)) => {
+                let ok = match self.vars[*i as usize].0 {
+                    InferKind::Any => !self.occurs(*i, t),
+                    InferKind::Int => matches!(t, Ty::Int(_)),
+                    InferKind::Float => matches!(t, Ty::F32 | Ty::F64),
+                };
+                if !ok {
+                    return mismatch(self);
+                }
+                self.vars[*i as usize].1 = Some(t.clone());
+                Ok(())
+            }
+            (Ty::Ref { mutable: m1, to: t1 }, Ty::Ref { mutable: m2, to: t2 }) => {
+                // `&mut T` coerces to `&T`: accept either way, as rustc would here.
+                let _ = (m1, m2);
+                self.unify(t1, t2)
+            }
+            (Ty::Boxed(x), Ty::Boxed(y))
+            | (Ty::Vec(x), Ty::Vec(y))
+            | (Ty::Slice(x), Ty::Slice(y))
+            | (Ty::Option(x), Ty::Option(y)) => self.unify(x, y),
+            (Ty::Array(x, n), Ty::Array(y, m)) if n == m => self.unify(x, y),
+            (Ty::Result(x1, e1), Ty::Result(x2, e2)) => {
+                self.unify(x1, x2)?;
+                self.unify(e1, e2)
+            }
+            _ if a == b => Ok(()),
+            _ => mismatch(self),
+        }
+    }
+}
