@@ -282,11 +282,7 @@ pub(crate) struct Analysis<'g> {
 
 fn describe(g: &FlowGraph, v: Var) -> String {
     let name = g.var(v).name.clone();
-    let source = g
-        .blocks()
-        .flat_map(|b| g.graph[b].ops.iter())
-        .find(|o| o.result == v)
-        .map(|o| o.source.clone());
+    let source = g.blocks().flat_map(|b| g.graph[b].ops.iter()).find(|o| o.result == v).map(|o| o.source.clone());
     match (name, source) {
         (Some(n), Some(s)) if n != s => format!("`{n}` (`{s}`)"),
         (Some(n), _) => format!("`{n}`"),
@@ -478,7 +474,8 @@ impl<'g> Analysis<'g> {
             let required = self.summaries[&callee].required.clone();
             for j in required {
                 if let Some(Some(a)) = args.get(j) {
-                    let what = format!("`{callee}`, which needs its parameter {} green (a `concrete` hint inside it),", j + 1);
+                    let what =
+                        format!("`{callee}`, which needs its parameter {} green (a `concrete` hint inside it),", j + 1);
                     self.force(name, *a, span, &what, &mut st)?;
                 }
             }
@@ -571,12 +568,7 @@ impl<'g> Analysis<'g> {
 }
 
 /// Colors of one graph's variables given its parameters' colors and a forcing.
-pub(crate) fn solve_colors(
-    a: &Analysis<'_>,
-    name: &str,
-    param_green: &[bool],
-    forcing: &Forcing,
-) -> Vec<bool> {
+pub(crate) fn solve_colors(a: &Analysis<'_>, name: &str, param_green: &[bool], forcing: &Forcing) -> Vec<bool> {
     let d = &a.deps[name];
     let g = &a.graphs[name];
     let n = g.vars.len();
@@ -596,7 +588,9 @@ pub(crate) fn solve_colors(
                     Dep::Foldable(args) => args.iter().all(|v| green[v.0 as usize]),
                     Dep::Join(_) | Dep::Red(_) => false,
                     Dep::Call { callee, args } => match &a.summaries[callee].result_deps {
-                        Some(need) => need.iter().all(|j| args.get(*j).copied().flatten().is_none_or(|v| green[v.0 as usize])),
+                        Some(need) => {
+                            need.iter().all(|j| args.get(*j).copied().flatten().is_none_or(|v| green[v.0 as usize]))
+                        }
                         None => false,
                     },
                 };
@@ -633,7 +627,12 @@ pub(crate) fn live_in(g: &FlowGraph) -> HashMap<NodeIndex, BTreeSet<Var>> {
 }
 
 /// Variables live just before operation `k` of block `b` (k = ops.len(): before the exit).
-pub(crate) fn live_before(g: &FlowGraph, b: NodeIndex, k: usize, live: &HashMap<NodeIndex, BTreeSet<Var>>) -> BTreeSet<Var> {
+pub(crate) fn live_before(
+    g: &FlowGraph,
+    b: NodeIndex,
+    k: usize,
+    live: &HashMap<NodeIndex, BTreeSet<Var>>,
+) -> BTreeSet<Var> {
     let blk = &g.graph[b];
     let mut s = BTreeSet::new();
     let add = |v: &Value, s: &mut BTreeSet<Var>| {

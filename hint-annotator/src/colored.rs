@@ -206,7 +206,12 @@ impl ColoredGraph {
         };
         let mut line = format!("{letter} {}", g.op_text(op, &|_| String::new()));
         if let Some(kind) = self.call_kind(op.result) {
-            let _ = write!(line, "  [{} call{}]", kind.name(), if self.calls_green_result_copy(op.result) { ", green result" } else { "" });
+            let _ = write!(
+                line,
+                "  [{} call{}]",
+                kind.name(),
+                if self.calls_green_result_copy(op.result) { ", green result" } else { "" }
+            );
         }
         if matches!(op.kind, OpKind::Hint(HintKind::Promote)) && self.op_color(op) == Color::Red {
             line.push_str("  [promotion: result green]");
@@ -254,7 +259,11 @@ impl ColoredGraph {
                     (_, Color::Green) => "palegreen",
                     (_, Color::Red) => "lightcoral",
                 };
-                let _ = write!(rows, "<tr><td align=\"left\" bgcolor=\"{color}\">{}</td></tr>", html(&self.op_line(b, k, op)));
+                let _ = write!(
+                    rows,
+                    "<tr><td align=\"left\" bgcolor=\"{color}\">{}</td></tr>",
+                    html(&self.op_line(b, k, op))
+                );
             }
             let exit = match &g.graph[b].exit {
                 Exit::Branch { cond, .. } => format!("if {}", g.value_text(cond)),
@@ -274,7 +283,11 @@ impl ColoredGraph {
             if !exit.is_empty() {
                 let _ = write!(rows, "<tr><td align=\"left\" bgcolor=\"{exit_bg}\">{}</td></tr>", html(&exit));
             }
-            let shape = if self.merge_points.iter().any(|m| m.block == b) { "shape=box, peripheries=2" } else { "shape=box" };
+            let shape = if self.merge_points.iter().any(|m| m.block == b) {
+                "shape=box, peripheries=2, color=goldenrod"
+            } else {
+                "shape=plain"
+            };
             format!("{shape}, label=<<table border=\"0\" cellspacing=\"0\" cellborder=\"1\">{rows}</table>>")
         };
         let edge_attr = |_, e: petgraph::stable_graph::EdgeReference<'_, crate::flowgraph::Link>| {
@@ -369,7 +382,8 @@ pub(crate) fn color_module(graphs: IndexMap<String, FlowGraph>) -> Result<Colore
         let cg = build(&a, g, colors[name].clone(), a.base[name].green_result_calls.clone(), None);
         functions.insert(name.clone(), cg);
     }
-    let copies: Vec<String> = graphs.keys().filter(|n| matches!(a.green_result.get(*n), Some(Ok(_)))).cloned().collect();
+    let copies: Vec<String> =
+        graphs.keys().filter(|n| matches!(a.green_result.get(*n), Some(Ok(_)))).cloned().collect();
     for name in copies {
         let Some(Ok(f)) = a.green_result.get(&name).cloned() else { continue };
         let mut pg = param_green[&name].clone();
@@ -385,7 +399,13 @@ pub(crate) fn color_module(graphs: IndexMap<String, FlowGraph>) -> Result<Colore
     Ok(ColoredGraphs { functions })
 }
 
-fn build(a: &Analysis<'_>, g: &FlowGraph, green: Vec<bool>, green_result_calls: BTreeSet<Var>, specializes: Option<String>) -> ColoredGraph {
+fn build(
+    a: &Analysis<'_>,
+    g: &FlowGraph,
+    green: Vec<bool>,
+    green_result_calls: BTreeSet<Var>,
+    specializes: Option<String>,
+) -> ColoredGraph {
     let mut call_kinds = HashMap::new();
     for b in g.blocks() {
         for op in &g.graph[b].ops {
@@ -413,7 +433,8 @@ fn build(a: &Analysis<'_>, g: &FlowGraph, green: Vec<bool>, green_result_calls: 
     for b in g.blocks() {
         for (k, op) in g.graph[b].ops.iter().enumerate() {
             if op.kind == OpKind::GlobalMergePoint {
-                let position_key = live_before(g, b, k + 1, &live).into_iter().filter(|v| green[v.0 as usize]).collect();
+                let position_key =
+                    live_before(g, b, k + 1, &live).into_iter().filter(|v| green[v.0 as usize]).collect();
                 merge_points.push(MergePoint { block: b, op: k, position_key });
             }
         }

@@ -476,8 +476,7 @@ impl FlowGraph {
 
     /// The heading of a block: `blockN(inputargs):`.
     pub fn block_heading(&self, b: NodeIndex, note: &dyn Fn(Var) -> String) -> String {
-        let args: Vec<String> =
-            self.graph[b].inputargs.iter().map(|v| self.def_text(*v, note)).collect();
+        let args: Vec<String> = self.graph[b].inputargs.iter().map(|v| self.def_text(*v, note)).collect();
         format!("{}({}):", self.block_name(b), args.join(", "))
     }
 

@@ -73,8 +73,16 @@ pub fn annotate_module(m: &syn::ItemMod) -> Result<ColoredGraphs, syn::Error> {
     }
 }
 
-/// Annotates Rust source text: the items of a file, treated as one module.
+/// Annotates Rust source text: the module marked `#[jit_interpreter]` in it,
+/// or else a file that is a single inline module, or else all the file's items.
 pub fn annotate_source(src: &str) -> Result<ColoredGraphs, syn::Error> {
     let file = syn::parse_file(src)?;
-    annotate_items(&file.items)
+    let marked = file.items.iter().find_map(|i| match i {
+        syn::Item::Mod(m) if m.attrs.iter().any(|a| a.path().is_ident("jit_interpreter")) => Some(m),
+        _ => None,
+    });
+    match (marked, file.items.as_slice()) {
+        (Some(m), _) | (None, [syn::Item::Mod(m)]) => annotate_module(m),
+        _ => annotate_items(&file.items),
+    }
 }

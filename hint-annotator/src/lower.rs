@@ -22,9 +22,7 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, Pat, Token};
 
-use crate::flowgraph::{
-    BinOp, Block, Const, Exit, FlowGraph, HintKind, Link, Op, OpKind, UnOp, Value, Var, VarInfo,
-};
+use crate::flowgraph::{BinOp, Block, Const, Exit, FlowGraph, HintKind, Link, Op, OpKind, UnOp, Value, Var, VarInfo};
 use crate::module::{FnDef, ModuleDef};
 use crate::types::{IntTy, Ty, Unifier};
 
@@ -102,6 +100,7 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
         env: vec![],
         loops: vec![],
         errors: vec![],
+        span: f.span,
     };
     for p in &f.params {
         let v = l.new_var(Some(p.name.clone()), p.ty.clone(), p.span);
@@ -135,6 +134,8 @@ struct Lowering<'m, 'a> {
     env: Vec<(String, LVal)>,
     loops: Vec<LoopCtx>,
     errors: Vec<syn::Error>,
+    /// The span of the expression being lowered (for join results).
+    span: Span,
 }
 
 fn span_of(t: &dyn ToTokens) -> Span {
@@ -144,7 +145,10 @@ fn span_of(t: &dyn ToTokens) -> Span {
 /// Source text of a syntax node, for messages and listings.
 fn source_of(t: &dyn ToTokens) -> String {
     let s = t.to_token_stream().to_string();
-    s.replace(" . ", ".")
+    s.replace(" ! (", "!(")
+        .replace(" ! [", "![")
+        .replace(" ;", ";")
+        .replace(" . ", ".")
         .replace(" [", "[")
         .replace("[ ", "[")
         .replace(" ]", "]")
@@ -154,7 +158,7 @@ fn source_of(t: &dyn ToTokens) -> String {
         .replace(" ,", ",")
         .replace(" :: ", "::")
         .replace("& ", "&")
-        .replace(" !", "!")
+        .replace("! ", "!")
 }
 
 const FLAGS: &str = "`concrete`, `promote`, `deepfreeze`, `variable` (or `hint!(global_merge_point)` alone)";
@@ -259,7 +263,7 @@ impl Lowering<'_, '_> {
         }
         let has_result = result.is_some();
         if let Some(t) = result {
-            inputargs.push(self.new_var(None, t, Span::call_site()));
+            inputargs.push(self.new_var(None, t, self.span));
         }
         self.blocks.push(LBlock { inputargs, join_depth: Some(depth), has_result, ..Default::default() });
         self.blocks.len() - 1
@@ -427,7 +431,11 @@ impl Lowering<'_, '_> {
 
     fn local(&mut self, local: &syn::Local) {
         let Some(init) = &local.init else {
-            self.unsupported(local, "`let` without an initializer", "give the binding its first value where it is declared");
+            self.unsupported(
+                local,
+                "`let` without an initializer",
+                "give the binding its first value where it is declared",
+            );
             return;
         };
         if let Some((_, d)) = &init.diverge {
@@ -460,6 +468,7 @@ impl Lowering<'_, '_> {
     // ----- expressions ----------------------------------------------------------
 
     fn expr(&mut self, e: &Expr) -> LVal {
+        self.span = e.span();
         match e {
             Expr::Lit(l) => self.lit(&l.lit),
             Expr::Paren(p) => self.expr(&p.expr),
@@ -472,7 +481,11 @@ impl Lowering<'_, '_> {
                 let v = self.rvalue(v, &c.expr);
                 match self.m.ty(&c.ty, self.f.self_ty.as_deref()) {
                     Ok(t) if t.is_scalar() => self.emit(OpKind::Cast, vec![v], t, e),
-                    Ok(_) => self.unsupported(&c.ty, "casting to this type", "cast between integers, floats, bool and char only"),
+                    Ok(_) => self.unsupported(
+                        &c.ty,
+                        "casting to this type",
+                        "cast between integers, floats, bool and char only",
+                    ),
                     Err(err) => {
                         self.errors.push(err);
                         self.poison(c.span())
@@ -536,7 +549,11 @@ impl Lowering<'_, '_> {
                 let v = self.expr(&r.expr);
                 let t = self.ty_of(&v);
                 if r.mutability.is_some() && self.u.shallow(&t).is_scalar() {
-                    return self.unsupported(r, "`&mut` of a scalar", "keep the value in a struct field or a Vec element and pass that");
+                    return self.unsupported(
+                        r,
+                        "`&mut` of a scalar",
+                        "keep the value in a struct field or a Vec element and pass that",
+                    );
                 }
                 self.emit(OpKind::SameAs, vec![v], Ty::Ref { mutable: r.mutability.is_some(), to: Box::new(t) }, e)
             }
@@ -545,7 +562,9 @@ impl Lowering<'_, '_> {
             Expr::Tuple(t) if t.elems.is_empty() => LVal::Const(Const::Unit),
             Expr::Tuple(t) => self.unsupported(t, "a tuple", "use a struct of the module"),
             Expr::Closure(c) => self.unsupported(c, "a closure", "write a function of the module"),
-            Expr::Let(l) => self.unsupported(l, "`let` in this position (a let chain)", "use nested `if let` or `match`"),
+            Expr::Let(l) => {
+                self.unsupported(l, "`let` in this position (a let chain)", "use nested `if let` or `match`")
+            }
             Expr::Array(a) => self.unsupported(a, "an array literal", "use `vec![...]`"),
             Expr::Range(r) => self.unsupported(r, "a range outside `for`", "index single elements"),
             Expr::Unsafe(u) => self.unsupported(u, "`unsafe`", ""),
@@ -606,9 +625,18 @@ impl Lowering<'_, '_> {
             }
             if name == "None" {
                 let t = Ty::Option(Box::new(self.u.fresh()));
-                return self.emit(OpKind::MakeEnum { enum_name: "Option".into(), variant: "None".into(), index: 0 }, vec![], t, p);
+                return self.emit(
+                    OpKind::MakeEnum { enum_name: "Option".into(), variant: "None".into(), index: 0 },
+                    vec![],
+                    t,
+                    p,
+                );
             }
-            return self.unsupported(p, &format!("the name `{name}` (not a local, a parameter or a const of the module)"), "");
+            return self.unsupported(
+                p,
+                &format!("the name `{name}` (not a local, a parameter or a const of the module)"),
+                "",
+            );
         }
         let ty_name = self.resolve_self(&segs[segs.len() - 2]);
         let last = &segs[segs.len() - 1];
@@ -881,11 +909,19 @@ impl Lowering<'_, '_> {
             },
             Ty::Error | Ty::Never => None,
             Ty::Infer(_) => {
-                self.unsupported(src, "field access on a value whose type is not known yet", "add a type ascription to the binding");
+                self.unsupported(
+                    src,
+                    "field access on a value whose type is not known yet",
+                    "add a type ascription to the binding",
+                );
                 None
             }
             other => {
-                self.unsupported(src, &format!("field access on `{other}`"), "fields can be read from structs of the module");
+                self.unsupported(
+                    src,
+                    &format!("field access on `{other}`"),
+                    "fields can be read from structs of the module",
+                );
                 None
             }
         }
@@ -906,7 +942,11 @@ impl Lowering<'_, '_> {
             Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => Some(*t),
             Ty::Error | Ty::Never => None,
             Ty::Infer(_) => {
-                self.unsupported(src, "indexing a value whose type is not known yet", "add a type ascription to the binding");
+                self.unsupported(
+                    src,
+                    "indexing a value whose type is not known yet",
+                    "add a type ascription to the binding",
+                );
                 None
             }
             other => {
@@ -969,7 +1009,11 @@ impl Lowering<'_, '_> {
 
     fn call(&mut self, c: &syn::ExprCall) -> LVal {
         let Expr::Path(p) = &*c.func else {
-            return self.unsupported(&c.func, "calling a computed function value", "call a function of the module by name");
+            return self.unsupported(
+                &c.func,
+                "calling a computed function value",
+                "call a function of the module by name",
+            );
         };
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
         let arg_exprs: Vec<&Expr> = c.args.iter().collect();
@@ -988,7 +1032,12 @@ impl Lowering<'_, '_> {
                         "Ok" => (Ty::Result(Box::new(ta), Box::new(self.u.fresh())), "Result", 0),
                         _ => (Ty::Result(Box::new(self.u.fresh()), Box::new(ta)), "Result", 1),
                     };
-                    return self.emit(OpKind::MakeEnum { enum_name: en.into(), variant: name.clone(), index: idx }, vec![a], t, c);
+                    return self.emit(
+                        OpKind::MakeEnum { enum_name: en.into(), variant: name.clone(), index: idx },
+                        vec![a],
+                        t,
+                        c,
+                    );
                 }
                 _ => {}
             }
@@ -1007,7 +1056,11 @@ impl Lowering<'_, '_> {
             }
             if let Some((idx, fields)) = self.variant(&ty_name, last) {
                 if fields.len() != c.args.len() {
-                    return self.unsupported(c, &format!("`{qualified}` with {} payload values (it has {})", c.args.len(), fields.len()), "");
+                    return self.unsupported(
+                        c,
+                        &format!("`{qualified}` with {} payload values (it has {})", c.args.len(), fields.len()),
+                        "",
+                    );
                 }
                 let mut args = vec![];
                 for ((_, ft), a) in fields.iter().zip(&c.args) {
@@ -1016,7 +1069,12 @@ impl Lowering<'_, '_> {
                     self.unify(ft, &t, a.span());
                     args.push(v);
                 }
-                return self.emit(OpKind::MakeEnum { enum_name: ty_name.clone(), variant: last.clone(), index: idx }, args, Ty::Enum(ty_name), c);
+                return self.emit(
+                    OpKind::MakeEnum { enum_name: ty_name.clone(), variant: last.clone(), index: idx },
+                    args,
+                    Ty::Enum(ty_name),
+                    c,
+                );
             }
             match (segs[0].as_str(), last.as_str(), c.args.len()) {
                 ("Vec", "new", 0) | ("Vec", "with_capacity", 1) => {
@@ -1042,7 +1100,11 @@ impl Lowering<'_, '_> {
             let t = self.u.fresh();
             return self.emit(OpKind::CallOpaque(segs.join("::")), args, t, c);
         }
-        self.unsupported(c, &format!("calling `{}`", segs.join("::")), "call functions and methods of the module, or a function outside it through `super::`")
+        self.unsupported(
+            c,
+            &format!("calling `{}`", segs.join("::")),
+            "call functions and methods of the module, or a function outside it through `super::`",
+        )
     }
 
     fn construct_struct(&mut self, name: String, field_tys: Vec<Ty>, values: Vec<&Expr>, src: &dyn ToTokens) -> LVal {
@@ -1077,15 +1139,28 @@ impl Lowering<'_, '_> {
             match self.m.structs.get(&name) {
                 Some(sd) => {
                     let n2 = name.clone();
-                    (sd.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect(), Box::new(move |_| (OpKind::NewStruct(n2.clone()), Ty::Struct(n2.clone()))))
+                    (
+                        sd.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                        Box::new(move |_| (OpKind::NewStruct(n2.clone()), Ty::Struct(n2.clone()))),
+                    )
                 }
-                None => return self.unsupported(&s.path, &format!("the struct `{name}` (not defined in the module)"), ""),
+                None => {
+                    return self.unsupported(&s.path, &format!("the struct `{name}` (not defined in the module)"), "")
+                }
             }
         } else {
             let en = self.resolve_self(&segs[segs.len() - 2]);
             let vn = segs[segs.len() - 1].clone();
             match self.variant(&en, &vn) {
-                Some((idx, fields)) => (fields, Box::new(move |_| (OpKind::MakeEnum { enum_name: en.clone(), variant: vn.clone(), index: idx }, Ty::Enum(en.clone())))),
+                Some((idx, fields)) => (
+                    fields,
+                    Box::new(move |_| {
+                        (
+                            OpKind::MakeEnum { enum_name: en.clone(), variant: vn.clone(), index: idx },
+                            Ty::Enum(en.clone()),
+                        )
+                    }),
+                ),
                 None => return self.unsupported(&s.path, "this struct path", ""),
             }
         };
@@ -1119,7 +1194,12 @@ impl Lowering<'_, '_> {
             }
             (Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..), "is_empty", 0) => {
                 let n = self.emit(OpKind::Len, vec![recv], Ty::Int(IntTy::Usize), mc);
-                return self.emit(OpKind::Bin(BinOp::Eq), vec![n, LVal::Const(Const::Int(0, IntTy::Usize))], Ty::Bool, mc);
+                return self.emit(
+                    OpKind::Bin(BinOp::Eq),
+                    vec![n, LVal::Const(Const::Int(0, IntTy::Usize))],
+                    Ty::Bool,
+                    mc,
+                );
             }
             (Ty::Vec(t), "push", 1) => {
                 let t = (**t).clone();
@@ -1146,7 +1226,9 @@ impl Lowering<'_, '_> {
                 let c = Const::Tag { enum_name: en.into(), variant: vn.into(), index: idx };
                 return self.emit(OpKind::Bin(BinOp::Eq), vec![tag, LVal::Const(c)], Ty::Bool, mc);
             }
-            (Ty::Int(_) | Ty::Infer(_) | Ty::F64 | Ty::F32, m, _) if self.u.is_intlike(&recv_ty) || recv_ty == Ty::F64 || recv_ty == Ty::F32 => {
+            (Ty::Int(_) | Ty::Infer(_) | Ty::F64 | Ty::F32, m, _)
+                if self.u.is_intlike(&recv_ty) || recv_ty == Ty::F64 || recv_ty == Ty::F32 =>
+            {
                 let recv = self.rvalue(recv, mc);
                 match (m, nargs) {
                     ("wrapping_add", 1) | ("wrapping_sub", 1) | ("wrapping_mul", 1) | ("min", 1) | ("max", 1) => {
@@ -1179,7 +1261,11 @@ impl Lowering<'_, '_> {
             }
             (Ty::Error | Ty::Never, _, _) => return self.poison(mc.span()),
             (Ty::Infer(_), _, _) => {
-                return self.unsupported(mc, &format!("calling `.{method}()` on a value whose type is not known yet"), "add a type ascription to the binding")
+                return self.unsupported(
+                    mc,
+                    &format!("calling `.{method}()` on a value whose type is not known yet"),
+                    "add a type ascription to the binding",
+                )
             }
             _ => {}
         }
@@ -1226,7 +1312,12 @@ impl Lowering<'_, '_> {
             };
             args.push(self.emit(OpKind::EnumField { variant: "Err".into(), index: 0 }, vec![v.clone()], e_ty, t));
         }
-        let r = self.emit(OpKind::MakeEnum { enum_name: en.into(), variant: fail_variant.into(), index: fail_idx }, args, ret, t);
+        let r = self.emit(
+            OpKind::MakeEnum { enum_name: en.into(), variant: fail_variant.into(), index: fail_idx },
+            args,
+            ret,
+            t,
+        );
         self.set_exit(LExit::Return(r));
         self.resume(ok_b);
         let _ = ok_idx;
@@ -1480,7 +1571,11 @@ impl Lowering<'_, '_> {
 
     fn for_expr(&mut self, f: &syn::ExprForLoop) -> LVal {
         let Expr::Range(r) = &*f.expr else {
-            return self.unsupported(&f.expr, "`for` over anything but an integer range", "iterate over indices: `for i in 0..v.len()`");
+            return self.unsupported(
+                &f.expr,
+                "`for` over anything but an integer range",
+                "iterate over indices: `for i in 0..v.len()`",
+            );
         };
         let (Some(start), Some(end)) = (&r.start, &r.end) else {
             return self.unsupported(r, "an open range in `for`", "");
@@ -1588,7 +1683,9 @@ impl Lowering<'_, '_> {
             Pat::Reference(r) => self.pattern(v, &r.pat, fail, binds),
             Pat::Ident(pi) => {
                 let name = pi.ident.to_string();
-                if pi.subpat.is_none() && (self.m.consts.contains_key(&name) || name == "None" || self.unit_variant_of(&ty, &name)) {
+                if pi.subpat.is_none()
+                    && (self.m.consts.contains_key(&name) || name == "None" || self.unit_variant_of(&ty, &name))
+                {
                     let path: syn::Path = pi.ident.clone().into();
                     self.path_pattern(v, &path, p, fail);
                     return;
@@ -1632,12 +1729,19 @@ impl Lowering<'_, '_> {
                     if matches!(sp, Pat::Wild(_) | Pat::Rest(_)) {
                         continue;
                     }
-                    let fv = self.emit(OpKind::EnumField { variant: vn.clone(), index: i as u32 }, vec![v.clone()], fields[i].1.clone(), *sp);
+                    let fv = self.emit(
+                        OpKind::EnumField { variant: vn.clone(), index: i as u32 },
+                        vec![v.clone()],
+                        fields[i].1.clone(),
+                        *sp,
+                    );
                     self.pattern(fv, sp, fail, binds);
                 }
             }
             Pat::Struct(ps) => {
-                if ps.path.segments.len() == 1 && self.m.structs.contains_key(&self.resolve_self(&ps.path.segments[0].ident.to_string())) {
+                if ps.path.segments.len() == 1
+                    && self.m.structs.contains_key(&self.resolve_self(&ps.path.segments[0].ident.to_string()))
+                {
                     for fp in &ps.fields {
                         let Some((name, ft)) = self.field_ty(&v, &fp.member, fp) else { continue };
                         let fv = self.emit(OpKind::GetField(name), vec![v.clone()], ft, fp);
@@ -1659,7 +1763,12 @@ impl Lowering<'_, '_> {
                     if matches!(&*fp.pat, Pat::Wild(_)) {
                         continue;
                     }
-                    let fv = self.emit(OpKind::EnumField { variant: vn.clone(), index: i as u32 }, vec![v.clone()], fields[i].1.clone(), fp);
+                    let fv = self.emit(
+                        OpKind::EnumField { variant: vn.clone(), index: i as u32 },
+                        vec![v.clone()],
+                        fields[i].1.clone(),
+                        fp,
+                    );
                     self.pattern(fv, &fp.pat, fail, binds);
                 }
             }
@@ -1686,7 +1795,11 @@ impl Lowering<'_, '_> {
                 self.unsupported(g, "a guard in this position", "");
             }
             other => {
-                self.unsupported(other, "this pattern", "match on integers, consts, ranges, `_`, bindings and enum variants");
+                self.unsupported(
+                    other,
+                    "this pattern",
+                    "match on integers, consts, ranges, `_`, bindings and enum variants",
+                );
             }
         }
     }
@@ -1696,7 +1809,12 @@ impl Lowering<'_, '_> {
     }
 
     /// Resolves the variant a pattern path names: module enums, `Some`/`None`/`Ok`/`Err`.
-    fn pattern_variant(&mut self, ty: &Ty, path: &syn::Path, p: &Pat) -> Option<(String, String, u32, Vec<(String, Ty)>)> {
+    fn pattern_variant(
+        &mut self,
+        ty: &Ty,
+        path: &syn::Path,
+        p: &Pat,
+    ) -> Option<(String, String, u32, Vec<(String, Ty)>)> {
         let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
         let vn = segs.last()?.clone();
         match (ty, vn.as_str()) {
@@ -1717,7 +1835,11 @@ impl Lowering<'_, '_> {
             Some((idx, fields)) => Some((en, vn, idx, fields)),
             None => {
                 if !matches!(ty, Ty::Error | Ty::Never) {
-                    self.unsupported(p, &format!("the pattern `{}` on a value of type `{}`", source_of(path), self.u.show(ty)), "");
+                    self.unsupported(
+                        p,
+                        &format!("the pattern `{}` on a value of type `{}`", source_of(path), self.u.show(ty)),
+                        "",
+                    );
                 }
                 None
             }
@@ -1763,9 +1885,15 @@ impl Lowering<'_, '_> {
             match self.u.finish(&vi.ty) {
                 Some(t) => vi.ty = t,
                 None => {
-                    if errors.is_empty() && self.var_is_defined(Var(i as u32)) && reported.insert(format!("{:?}", vi.span)) {
+                    if errors.is_empty()
+                        && self.var_is_defined(Var(i as u32))
+                        && reported.insert(format!("{:?}", vi.span))
+                    {
                         let what = vi.name.as_ref().map_or("this value".to_string(), |n| format!("`{n}`"));
-                        errors.push(syn::Error::new(vi.span, format!("cannot infer the type of {what}; add a type ascription (`let x: T = ...`)")));
+                        errors.push(syn::Error::new(
+                            vi.span,
+                            format!("cannot infer the type of {what}; add a type ascription (`let x: T = ...`)"),
+                        ));
                     }
                     vi.ty = Ty::Error;
                 }
@@ -1794,7 +1922,13 @@ impl Lowering<'_, '_> {
             let ops = b
                 .ops
                 .iter()
-                .map(|o| Op { result: o.result, kind: o.kind.clone(), args: o.args.iter().map(conv).collect(), span: o.span, source: o.source.clone() })
+                .map(|o| Op {
+                    result: o.result,
+                    kind: o.kind.clone(),
+                    args: o.args.iter().map(conv).collect(),
+                    span: o.span,
+                    source: o.source.clone(),
+                })
                 .collect();
             blocks.push(Block { inputargs: b.inputargs.clone(), ops, exit: Exit::Abort(String::new()) });
             let (ls, ex) = match &b.exit {
@@ -1815,7 +1949,11 @@ impl Lowering<'_, '_> {
     }
 
     fn var_is_defined(&self, v: Var) -> bool {
-        self.blocks.iter().any(|b| b.inputargs.contains(&v) || b.ops.iter().any(|o| o.result == v))
+        self.blocks
+            .iter()
+            .enumerate()
+            .filter(|(i, b)| *i == 0 || b.preds > 0)
+            .any(|(_, b)| b.inputargs.contains(&v) || b.ops.iter().any(|o| o.result == v))
     }
 }
 
@@ -2003,7 +2141,11 @@ fn simplify_and_build(
     let mut index: Vec<Option<NodeIndex>> = vec![None; n];
     for b in 0..n {
         if reachable[b] {
-            let mut blk = Block { inputargs: blocks[b].inputargs.clone(), ops: std::mem::take(&mut blocks[b].ops), exit: Exit::Abort(String::new()) };
+            let mut blk = Block {
+                inputargs: blocks[b].inputargs.clone(),
+                ops: std::mem::take(&mut blocks[b].ops),
+                exit: Exit::Abort(String::new()),
+            };
             for op in &mut blk.ops {
                 for a in &mut op.args {
                     *a = subst(&map, a);

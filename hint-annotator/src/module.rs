@@ -100,10 +100,7 @@ impl<'a> ModuleDef<'a> {
                 syn::Item::Struct(s) => {
                     m.structs.insert(
                         s.ident.to_string(),
-                        StructDef {
-                            fields: IndexMap::new(),
-                            virtualizable: has_attr(&s.attrs, "virtualizable"),
-                        },
+                        StructDef { fields: IndexMap::new(), virtualizable: has_attr(&s.attrs, "virtualizable") },
                     );
                 }
                 syn::Item::Enum(e) => {
@@ -256,9 +253,7 @@ impl<'a> ModuleDef<'a> {
                     let base = self.named(st);
                     let ty = match &r.kind {
                         syn::ReceiverKind::Value => base,
-                        syn::ReceiverKind::Reference(_, _, m) => {
-                            Ty::Ref { mutable: m.is_some(), to: Box::new(base) }
-                        }
+                        syn::ReceiverKind::Reference(_, _, m) => Ty::Ref { mutable: m.is_some(), to: Box::new(base) },
                         syn::ReceiverKind::Typed(_, t) => match self.ty(t, self_ty) {
                             Ok(t) => t,
                             Err(e) => {
@@ -287,21 +282,18 @@ impl<'a> ModuleDef<'a> {
                         }
                     };
                     match &*pt.pat {
-                        syn::Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => {
-                            params.push(Param {
-                                name: pi.ident.to_string(),
-                                ty,
-                                mutable: pi.mutability.is_some(),
-                                span: pi.ident.span(),
-                            })
-                        }
-                        syn::Pat::Wild(w) => params.push(Param {
-                            name: "_".into(),
+                        syn::Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => params.push(Param {
+                            name: pi.ident.to_string(),
                             ty,
-                            mutable: false,
-                            span: w.span(),
+                            mutable: pi.mutability.is_some(),
+                            span: pi.ident.span(),
                         }),
-                        p => errors.push(err(p, "parameters must be plain names (`x: T`); destructure inside the body")),
+                        syn::Pat::Wild(w) => {
+                            params.push(Param { name: "_".into(), ty, mutable: false, span: w.span() })
+                        }
+                        p => {
+                            errors.push(err(p, "parameters must be plain names (`x: T`); destructure inside the body"))
+                        }
                     }
                 }
             }
@@ -342,10 +334,9 @@ impl<'a> ModuleDef<'a> {
             syn::Type::Paren(p) => self.ty(&p.elem, self_ty),
             syn::Type::Group(g) => self.ty(&g.elem, self_ty),
             syn::Type::Tuple(tt) if tt.elems.is_empty() => Ok(Ty::Unit),
-            syn::Type::Reference(r) => Ok(Ty::Ref {
-                mutable: r.mutability.is_some(),
-                to: Box::new(self.ty(&r.elem, self_ty)?),
-            }),
+            syn::Type::Reference(r) => {
+                Ok(Ty::Ref { mutable: r.mutability.is_some(), to: Box::new(self.ty(&r.elem, self_ty)?) })
+            }
             syn::Type::Slice(s) => Ok(Ty::Slice(Box::new(self.ty(&s.elem, self_ty)?))),
             syn::Type::Array(a) => {
                 let n = match &a.len {

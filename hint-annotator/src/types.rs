@@ -71,10 +71,7 @@ impl IntTy {
 
     /// Whether the type is signed.
     pub fn signed(self) -> bool {
-        matches!(
-            self,
-            IntTy::I8 | IntTy::I16 | IntTy::I32 | IntTy::I64 | IntTy::I128 | IntTy::Isize
-        )
+        matches!(self, IntTy::I8 | IntTy::I16 | IntTy::I32 | IntTy::I64 | IntTy::I128 | IntTy::Isize)
     }
 
     /// Width in bits (pointer-sized types are 64 bits on our targets).
@@ -148,10 +145,7 @@ impl Ty {
 
     /// Whether values of this type are pointers to memory at the machine level.
     pub fn is_pointer(&self) -> bool {
-        matches!(
-            self,
-            Ty::Ref { .. } | Ty::Boxed(_) | Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..) | Ty::Struct(_)
-        )
+        matches!(self, Ty::Ref { .. } | Ty::Boxed(_) | Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..) | Ty::Struct(_))
     }
 
     /// Whether this is a shared reference (`&T`): Rust forbids mutation of the
@@ -272,12 +266,9 @@ impl Unifier {
     fn occurs(&self, var: u32, ty: &Ty) -> bool {
         match self.shallow(ty) {
             Ty::Infer(i) => i == var,
-            Ty::Ref { to: t, .. }
-            | Ty::Boxed(t)
-            | Ty::Vec(t)
-            | Ty::Slice(t)
-            | Ty::Array(t, _)
-            | Ty::Option(t) => self.occurs(var, &t),
+            Ty::Ref { to: t, .. } | Ty::Boxed(t) | Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) | Ty::Option(t) => {
+                self.occurs(var, &t)
+            }
             Ty::Result(t, e) => self.occurs(var, &t) || self.occurs(var, &e),
             _ => false,
         }
@@ -286,9 +277,8 @@ impl Unifier {
     /// Makes `a` and `b` the same type, or explains why they cannot be.
     pub fn unify(&mut self, a: &Ty, b: &Ty) -> Result<(), String> {
         let (a, b) = (self.shallow(a), self.shallow(b));
-        let mismatch = |u: &Unifier| {
-            Err(format!("mismatched types: expected `{}`, found `{}`", u.show(&a), u.show(&b)))
-        };
+        let mismatch =
+            |u: &Unifier| Err(format!("mismatched types: expected `{}`, found `{}`", u.show(&a), u.show(&b)));
         match (&a, &b) {
             (Ty::Never | Ty::Error, _) | (_, Ty::Never | Ty::Error) => Ok(()),
             (Ty::Infer(i), Ty::Infer(j)) if i == j => Ok(()),

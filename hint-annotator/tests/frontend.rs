@@ -1,0 +1,532 @@
+//! The front end: the supported subset of Rust as flow graphs, and an error
+//! at its span for everything else.
+
+use expect_test::{expect, Expect};
+use hint_annotator::annotate_source;
+
+/// Snapshot of every function's colored flow graph, or of the errors.
+fn check(src: &str, expect: Expect) {
+    let text = match annotate_source(src) {
+        Ok(g) => g.to_text(),
+        Err(e) => e
+            .into_iter()
+            .map(|e| {
+                let p = e.span().start();
+                format!("error {}:{}: {}\n", p.line, p.column, e)
+            })
+            .collect(),
+    };
+    expect.assert_eq(&text);
+}
+
+#[test]
+fn let_assign_compound_and_arithmetic() {
+    check(
+        "fn f(a: i32, b: u8, x: f64) -> i64 {
+            let mut c: i64 = a as i64;
+            c += 1;
+            c = c * 2 - (b as i64) / 3 % 5;
+            let d = (c << 2) ^ (c >> 1) & 7 | 1;
+            let e = -x * 2.0;
+            let g = !(d > 3) == (e <= 1.5);
+            if g { d } else { c.wrapping_add(d).max(0) }
+        }",
+        expect![[r#"
+            fn f -> i64
+            block0(a_0: i32 red, b_1: u8 red, x_2: f64 red):
+                R c_3: i64 = cast(a_0)
+                R c_4: i64 = add(c_3, 1_i64)
+                R v5: i64 = mul(c_4, 2_i64)
+                R v6: i64 = cast(b_1)
+                R v7: i64 = div(v6, 3_i64)
+                R v8: i64 = rem(v7, 5_i64)
+                R c_9: i64 = sub(v5, v8)
+                R v10: i64 = shl(c_9, 2_i32)
+                R v11: i64 = shr(c_9, 1_i32)
+                R v12: i64 = and(v11, 7_i64)
+                R v13: i64 = xor(v10, v12)
+                R d_14: i64 = or(v13, 1_i64)
+                R v15: f64 = neg(x_2)
+                R e_16: f64 = mul(v15, 2.0_f64)
+                R v17: bool = gt(d_14, 3_i64)
+                R v18: bool = not(v17)
+                R v19: bool = le(e_16, 1.5_f64)
+                R g_20: bool = eq(v18, v19)
+                if g_20 then block1(d_14) else block2()
+            block1(v28: i64 red):
+                return v28
+            block2():
+                R v29: i64 = wrapping_add(c_9, d_14)
+                R v30: i64 = max(v29, 0_i64)
+                goto block1(v30)
+        "#]],
+    );
+}
+
+#[test]
+fn short_circuit_operators_are_control_flow() {
+    check(
+        "fn f(a: i64, b: i64) -> bool { a > 0 && b > 0 || a == b }",
+        expect![[r#"
+            fn f -> bool
+            block0(a_0: i64 red, b_1: i64 red):
+                R v2: bool = gt(a_0, 0_i64)
+                if v2 then block2() else block1(false)
+            block1(v5: bool red):
+                if v5 then block3(true) else block4()
+            block2():
+                R v6: bool = gt(b_1, 0_i64)
+                goto block1(v6)
+            block3(v9: bool red):
+                return v9
+            block4():
+                R v10: bool = eq(a_0, b_1)
+                goto block3(v10)
+        "#]],
+    );
+}
+
+#[test]
+fn loops_labels_break_continue() {
+    check(
+        "fn f(n: u32) -> u32 {
+            let mut total = 0;
+            let mut i = 0;
+            'outer: while i < n {
+                i += 1;
+                let mut j = 0;
+                loop {
+                    j += 1;
+                    if j > i { continue 'outer; }
+                    if j == 7 { break 'outer; }
+                    if j % 2 == 0 { continue; }
+                    total += j;
+                }
+            }
+            let k = loop { break total * 2; };
+            for q in 0..3 { total += q; }
+            k + total
+        }",
+        expect![[r#"
+            fn f -> u32
+            block0(n_0: u32 red):
+                G total_1: u32 = same_as(0_u32)
+                G i_2: u32 = same_as(0_u32)
+                goto block1(total_1, i_2)
+            block1(total_4: u32 red, i_5: u32 red):
+                R v9: bool = lt(i_5, n_0)
+                if v9 then block3() else block2(total_4)
+            block2(total_7: u32 red):
+                goto block8()
+            block3():
+                R i_10: u32 = add(i_5, 1_u32)
+                G j_11: u32 = same_as(0_u32)
+                goto block4(total_4, j_11)
+            block4(total_13: u32 red, j_15: u32 red):
+                R j_21: u32 = add(j_15, 1_u32)
+                R v27: bool = gt(j_21, i_10)
+                if v27 then block1(total_13, i_10) else block5()
+            block5():
+                R v35: bool = eq(j_21, 7_u32)
+                if v35 then block2(total_13) else block6()
+            block6():
+                R v43: u32 = rem(j_21, 2_u32)
+                R v44: bool = eq(v43, 0_u32)
+                if v44 then block4(total_13, j_21) else block7()
+            block7():
+                R total_47: u32 = add(total_13, j_21)
+                goto block4(total_47, j_21)
+            block8():
+                R v57: u32 = mul(total_7, 2_u32)
+                goto block9()
+            block9():
+                G __for4_60: u32 = same_as(0_u32)
+                goto block10(total_7, __for4_60)
+            block10(total_62: u32 red, __for4_65: u32 red):
+                R v70: bool = lt(__for4_65, 3_u32)
+                if v70 then block12() else block11()
+            block11():
+                R v73: u32 = add(v57, total_62)
+                return v73
+            block12():
+                R v71: u32 = add(__for4_65, 1_u32)
+                R total_72: u32 = add(total_62, __for4_65)
+                goto block10(total_72, v71)
+        "#]],
+    );
+}
+
+#[test]
+fn match_on_integers_consts_ranges_and_wildcards() {
+    check(
+        "const HALT: u8 = 0;
+        fn f(op: u8, x: i64) -> i64 {
+            match op {
+                HALT => 0,
+                1 | 2 => x + 1,
+                3..=9 => x * 2,
+                n if n > 200 => -x,
+                _ => x,
+            }
+        }",
+        expect![[r#"
+            fn f -> i64
+            block0(op_0: u8 red, x_1: i64 red):
+                R v7: bool = eq(op_0, 0_u8)
+                if v7 then block1(0_i64) else block2()
+            block1(v4: i64 red):
+                return v4
+            block2():
+                R v14: bool = eq(op_0, 1_u8)
+                if v14 then block4() else block5()
+            block3():
+                R v19: bool = ge(op_0, 3_u8)
+                if v19 then block7() else block6()
+            block4():
+                R v16: i64 = add(x_1, 1_i64)
+                goto block1(v16)
+            block5():
+                R v15: bool = eq(op_0, 2_u8)
+                if v15 then block4() else block3()
+            block6():
+                R v24: bool = gt(op_0, 200_u8)
+                if v24 then block9() else block1(x_1)
+            block7():
+                R v20: bool = le(op_0, 9_u8)
+                if v20 then block8() else block6()
+            block8():
+                R v21: i64 = mul(x_1, 2_i64)
+                goto block1(v21)
+            block9():
+                R v25: i64 = neg(x_1)
+                goto block1(v25)
+        "#]],
+    );
+}
+
+#[test]
+fn enums_structs_methods_and_question_mark() {
+    check(
+        "#[derive(Clone, Copy)]
+        enum Op { Push(i64), Add, Jump { target: usize } }
+        enum Err { Underflow }
+        struct Frame { stack: Vec<i64>, pc: usize }
+        impl Frame {
+            fn pop(&mut self) -> Result<i64, Err> {
+                match self.stack.pop() { Some(v) => Ok(v), None => Err(Err::Underflow) }
+            }
+            fn step(&mut self, op: Op) -> Result<(), Err> {
+                match op {
+                    Op::Push(v) => self.stack.push(v),
+                    Op::Add => { let a = self.pop()?; let b = self.pop()?; self.stack.push(a + b); }
+                    Op::Jump { target } => self.pc = target,
+                }
+                Ok(())
+            }
+        }
+        fn run(code: &[Op]) -> Result<i64, Err> {
+            let mut f = Box::new(Frame { stack: Vec::new(), pc: 0 });
+            while f.pc < code.len() {
+                let op = code[f.pc];
+                f.pc += 1;
+                f.step(op)?;
+            }
+            f.pop()
+        }",
+        expect![[r#"
+            fn Frame::pop -> Result<i64, Err>
+            block0(self_0: &mut Frame red):
+                R v1: Vec<i64> = getfield.stack(self_0)
+                R v2: Option<i64> = pop(v1)
+                R v6: u32 = enum_tag(v2)
+                R v7: bool = eq(v6, Option::Some)
+                if v7 then block3() else block2()
+            block1(v4: Result<i64, Err> red):
+                return v4
+            block2():
+                G v10: Err = Err::Underflow()
+                G v11: Result<i64, Err> = Result::Err(v10)
+                goto block1(v11)
+            block3():
+                R v_8: i64 = enum_field.Some.0(v2)
+                R v9: Result<i64, Err> = Result::Ok(v_8)
+                goto block1(v9)
+
+            fn Frame::step -> Result<(), Err>
+            block0(self_0: &mut Frame red, op_1: Op red):
+                R v7: u32 = enum_tag(op_1)
+                R v8: bool = eq(v7, Op::Push)
+                if v8 then block3() else block2()
+            block1():
+                G v33: Result<(), Err> = Result::Ok(())
+                return v33
+            block2():
+                R v14: u32 = enum_tag(op_1)
+                R v15: bool = eq(v14, Op::Add)
+                if v15 then block5() else block4()
+            block3():
+                R v_9: i64 = enum_field.Push.0(op_1)
+                R v10: Vec<i64> = getfield.stack(self_0)
+                R push(v10, v_9)
+                goto block1()
+            block4():
+                R target_31: usize = enum_field.Jump.0(op_1)
+                R setfield.pc(self_0, target_31)
+                goto block1()
+            block5():
+                R v16: Result<i64, Err> = call Frame::pop(self_0)  [red call]
+                R v17: u32 = enum_tag(v16)
+                R v18: bool = eq(v17, Result::Err)
+                if v18 then block6() else block7()
+            block6():
+                R v19: Err = enum_field.Err.0(v16)
+                R v20: Result<(), Err> = Result::Err(v19)
+                return v20
+            block7():
+                R a_21: i64 = enum_field.Ok.0(v16)
+                R v22: Result<i64, Err> = call Frame::pop(self_0)  [red call]
+                R v23: u32 = enum_tag(v22)
+                R v24: bool = eq(v23, Result::Err)
+                if v24 then block8() else block9()
+            block8():
+                R v25: Err = enum_field.Err.0(v22)
+                R v26: Result<(), Err> = Result::Err(v25)
+                return v26
+            block9():
+                R b_27: i64 = enum_field.Ok.0(v22)
+                R v28: Vec<i64> = getfield.stack(self_0)
+                R v29: i64 = add(a_21, b_27)
+                R push(v28, v29)
+                goto block1()
+
+            fn run -> Result<i64, Err>
+            block0(code_0: &[Op] red):
+                R v1: Vec<i64> = new_vec()
+                R v2: Frame = new.Frame(v1, 0_usize)
+                R f_3: Box<Frame> = new_box(v2)
+                goto block1()
+            block1():
+                R v8: usize = getfield.pc(f_3)
+                R v9: usize = len(code_0)
+                R v10: bool = lt(v8, v9)
+                if v10 then block3() else block2()
+            block2():
+                R v22: Result<i64, Err> = call Frame::pop(f_3)  [red call]
+                return v22
+            block3():
+                R v11: usize = getfield.pc(f_3)
+                R op_12: Op = getitem(code_0, v11)
+                R v13: usize = getfield.pc(f_3)
+                R v14: usize = add(v13, 1_usize)
+                R setfield.pc(f_3, v14)
+                R v16: Result<(), Err> = call Frame::step(f_3, op_12)  [red call]
+                R v17: u32 = enum_tag(v16)
+                R v18: bool = eq(v17, Result::Err)
+                if v18 then block4() else block5()
+            block4():
+                R v19: Err = enum_field.Err.0(v16)
+                R v20: Result<i64, Err> = Result::Err(v19)
+                return v20
+            block5():
+                R enum_field.Ok.0(v16)
+                goto block1()
+        "#]],
+    );
+}
+
+#[test]
+fn vec_operations_and_indexing() {
+    check(
+        "fn f(data: &[i64], n: usize) -> i64 {
+            let mut v = vec![0; n];
+            let w = vec![1, 2, 3];
+            v.push(data[0]);
+            v[1] = w[2] + data.len() as i64;
+            let top = v.pop().unwrap();
+            if v.is_empty() { top } else { v[0] + top }
+        }",
+        expect![[r#"
+            fn f -> i64
+            block0(data_0: &[i64] red, n_1: usize red):
+                R v_2: Vec<i64> = new_vec_repeat(0_i64, n_1)
+                R w_3: Vec<i64> = new_vec(1_i64, 2_i64, 3_i64)
+                R v4: i64 = getitem(data_0, 0_usize)
+                R push(v_2, v4)
+                R v6: i64 = getitem(w_3, 2_usize)
+                R v7: usize = len(data_0)
+                R v8: i64 = cast(v7)
+                R v9: i64 = add(v6, v8)
+                R setitem(v_2, 1_usize, v9)
+                R v11: Option<i64> = pop(v_2)
+                R top_12: i64 = unwrap(v11)
+                R v19: usize = len(v_2)
+                R v20: bool = eq(v19, 0_usize)
+                if v20 then block1(top_12) else block2()
+            block1(v18: i64 red):
+                return v18
+            block2():
+                R v21: i64 = getitem(v_2, 0_usize)
+                R v22: i64 = add(v21, top_12)
+                goto block1(v22)
+        "#]],
+    );
+}
+
+#[test]
+fn if_let_and_while_let() {
+    check(
+        "fn f(mut s: Vec<i64>) -> i64 {
+            let mut acc = 0;
+            while let Some(x) = s.pop() { acc += x; }
+            if let Some(y) = s.pop() { y } else { acc }
+        }",
+        expect![[r#"
+            fn f -> i64
+            block0(s_0: Vec<i64> red):
+                G acc_1: i64 = same_as(0_i64)
+                goto block1(acc_1)
+            block1(acc_3: i64 red):
+                R v6: Option<i64> = pop(s_0)
+                R v7: u32 = enum_tag(v6)
+                R v8: bool = eq(v7, Option::Some)
+                if v8 then block3() else block2()
+            block2():
+                R v14: Option<i64> = pop(s_0)
+                R v17: u32 = enum_tag(v14)
+                R v18: bool = eq(v17, Option::Some)
+                if v18 then block5() else block4(acc_3)
+            block3():
+                R x_9: i64 = enum_field.Some.0(v6)
+                R acc_10: i64 = add(acc_3, x_9)
+                goto block1(acc_10)
+            block4(v13: i64 red):
+                return v13
+            block5():
+                R y_19: i64 = enum_field.Some.0(v14)
+                goto block4(y_19)
+        "#]],
+    );
+}
+
+#[test]
+fn unsupported_constructs_are_reported_at_their_spans_all_together() {
+    check(
+        "fn f(x: i64) -> i64 {
+    let t = (x, x);
+    let c = |y: i64| y + 1;
+    println!(\"{}\", x);
+    let s = \"text\";
+    for v in [1, 2] {}
+    let a = [1, 2];
+    x.foo()
+}",
+        expect![[r#"
+            error 2:12: a tuple is not supported in a #[jit_interpreter] function; use a struct of the module
+            error 3:12: a closure is not supported in a #[jit_interpreter] function; write a function of the module
+            error 4:4: the macro `println!` is not supported in a #[jit_interpreter] function; hints are `hint!(...)`; move printing and other effects into a #[jit_opaque] function
+            error 5:12: a string literal is not supported in a #[jit_interpreter] function; pass program text in as a parameter (`&[u8]`); messages belong in #[jit_opaque] functions
+            error 6:13: `for` over anything but an integer range is not supported in a #[jit_interpreter] function; iterate over indices: `for i in 0..v.len()`
+            error 7:12: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
+            error 8:6: the method `foo` on `i64` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop, unwrap/expect/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/neg, min, max, abs
+        "#]],
+    );
+}
+
+#[test]
+fn unsupported_items_and_types() {
+    check(
+        "static mut COUNT: i64 = 0;
+mod inner {}
+fn g<T>(x: T) -> T { x }
+fn h(s: String) -> usize { 0 }
+fn k(x: (i64, i64)) -> i64 { 0 }",
+        expect![[r#"
+            error 1:11: statics are not supported inside #[jit_interpreter]: global mutable state hides from the JIT; use a `const` or pass the value as a parameter
+            error 2:4: nested modules are not supported inside #[jit_interpreter]; move this module out, or its items in
+            error 3:5: generic parameters are not supported inside #[jit_interpreter] (lifetimes are); write the concrete type
+            error 3:11: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, slices, arrays, Option, Result, or structs and enums defined in the module
+            error 3:17: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, slices, arrays, Option, Result, or structs and enums defined in the module
+            error 4:8: strings are not supported by jitgen's analysis; use byte slices (`&[u8]`)
+            error 5:8: this type is not supported by jitgen's analysis
+        "#]],
+    );
+}
+
+#[test]
+fn hints_are_checked() {
+    check(
+        "fn f(x: i64) -> i64 {
+    let a = hint!(x, fast);
+    let b = hint!(x);
+    hint!(global_merge_point);
+    a + b
+}",
+        expect![[r#"
+            error 2:21: unknown hint `fast`: expected one of `concrete`, `promote`, `deepfreeze`, `variable` (or `hint!(global_merge_point)` alone)
+            error 3:12: `hint!` takes an expression and a flag: `concrete`, `promote`, `deepfreeze`, `variable` (or `hint!(global_merge_point)` alone)
+        "#]],
+    );
+}
+
+#[test]
+fn types_come_from_use_like_rustc() {
+    // `pc` is a usize because it indexes; `k` defaults to i32; `f` to f64.
+    check(
+        "fn f(s: &[u8]) -> u8 { let mut pc = 0; let k = 5; let f = 1.5; let _ = k; let _ = f; pc += 1; s[pc] }",
+        expect![[r#"
+            fn f -> u8
+            block0(s_0: &[u8] red):
+                G pc_1: usize = same_as(0_usize)
+                G k_2: i32 = same_as(5_i32)
+                G f_3: f64 = same_as(1.5_f64)
+                G pc_4: usize = add(pc_1, 1_usize)
+                R v5: u8 = getitem(s_0, pc_4)
+                return v5
+        "#]],
+    );
+}
+
+#[test]
+fn uninferable_type_asks_for_an_ascription() {
+    check(
+        "fn f() -> usize {
+    let v = Vec::new();
+    v.len()
+}",
+        expect![[r#"
+            error 2:12: cannot infer the type of `v`; add a type ascription (`let x: T = ...`)
+        "#]],
+    );
+}
+
+#[test]
+fn mismatched_types_are_reported() {
+    check(
+        "fn f(a: i64, b: bool) -> i64 {
+    a + b
+}",
+        expect![[r#"
+            error 2:4: mismatched types: expected `i64`, found `bool`
+        "#]],
+    );
+}
+
+#[test]
+fn calls_to_functions_outside_the_module_are_opaque() {
+    check(
+        "#[jit_opaque]
+        fn log(x: i64) { }
+        fn f(x: i64) -> i64 { log(x); let y: i64 = super::helper(x); y }",
+        expect![[r#"
+            fn log -> ()
+            block0(x_0: i64 red):
+                return ()
+
+            fn f -> i64
+            block0(x_0: i64 red):
+                R call_opaque log(x_0)  [gray call]
+                R y_2: i64 = call_opaque super::helper(x_0)  [red call]
+                return y_2
+        "#]],
+    );
+}
