@@ -1,9 +1,29 @@
 //! jitgen-runtime: the support code that generating extensions call at compile
-//! time (red boxes, JIT state, splits and merges, promotion) and the
-//! machine-code backend under it (Cranelift, and a text backend for tests).
+//! time, and the machine-code backend under it.
 //!
-//! Not written yet: this crate is the subject of issue 3. It exists now so that
-//! the workspace has the layout of DESIGN.md section 2.
+//! - [`ops`]: residual types and operations with their exact Rust semantics.
+//! - [`builder`]: residual code (a small SSA IR with block parameters) and its builder.
+//! - [`backend`]: the backends behind one trait: text listings and Cranelift.
+//! - [`redbox`]: red boxes (PyPy's rvalue): a constant or a run-time value,
+//!   and the operations on them that fold or emit.
+//! - [`state`]: the JIT state: a chain of virtual frames of the generating
+//!   extension's choosing.
+//! - [`schedule`]: one compilation: red splits, pending states, merge points
+//!   (freeze, exact match, widen), returns, the operation budget.
+//! - [`residual`]: compiled residual functions, called through typed handles;
+//!   callbacks that catch panics.
 //!
 //! Architecture Invariant: this crate knows nothing of `syn`; generating
 //! extensions reach it only through `::jitgen::__private`.
+//! Architecture Invariant: no panic and no unwind crosses generated frames:
+//! residual code returns a status word, callbacks catch panics.
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod builder;
+pub mod ops;
+pub mod redbox;
+pub mod residual;
+pub mod schedule;
+pub mod state;

@@ -1,0 +1,585 @@
+//! The Cranelift backend: residual functions to machine code (cranelift-jit).
+//!
+//! Every residual function is compiled into a JIT module of its own, owned by
+//! the [`NativeCode`] handle (and its clones): the code is freed when the last
+//! handle is dropped. Checks that Rust performs (division by zero, overflow
+//! with overflow checks, bounds) are explicit branches to error exits that
+//! return a status word; generated code never traps and never unwinds.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type, Value,
+};
+use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Module};
+
+use super::{Backend, BackendError};
+use crate::builder::{Inst, Label, ResidualFunction, Terminator, Val};
+use crate::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
+
+/// Compiles residual functions with Cranelift for the host.
+pub struct CraneliftBackend {
+    isa: OwnedTargetIsa,
+}
+
+impl CraneliftBackend {
+    /// A backend for the host machine. The verifier runs in debug builds.
+    pub fn new() -> Result<CraneliftBackend, BackendError> {
+        let e = |e: &dyn std::fmt::Display| BackendError(e.to_string());
+        let mut flags = settings::builder();
+        flags.set("opt_level", "speed").map_err(|x| e(&x))?;
+        flags.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
+        flags.set("is_pic", "false").map_err(|x| e(&x))?;
+        flags.set("preserve_frame_pointers", "true").map_err(|x| e(&x))?;
+        flags.set("enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" }).map_err(|x| e(&x))?;
+        let isa = cranelift_native::builder().map_err(|x| e(&x))?;
+        let isa = isa.finish(settings::Flags::new(flags)).map_err(|x| e(&x))?;
+        Ok(CraneliftBackend { isa })
+    }
+}
+
+struct CodeOwner {
+    module: Option<JITModule>,
+}
+
+impl Drop for CodeOwner {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: the owner is dropped with the last `NativeCode` handle,
+            // and handles are the only way to run the code.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+/// Compiled residual code: an entry point with the frame calling convention
+/// of [`crate::builder`], and the memory that holds it.
+#[derive(Clone)]
+pub struct NativeCode {
+    entry: unsafe extern "C" fn(*mut u64) -> u64,
+    frame_words: usize,
+    _owner: Rc<CodeOwner>,
+}
+
+impl std::fmt::Debug for NativeCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NativeCode({:p})", self.entry as *const u8)
+    }
+}
+
+impl NativeCode {
+    /// Runs the code on a frame; returns the status word. The frame must
+    /// hold at least [`NativeCode::frame_words`] words, inputs first.
+    pub fn run(&self, frame: &mut [u64]) -> u64 {
+        assert!(frame.len() >= self.frame_words, "frame too small for this residual function");
+        // SAFETY: the code was compiled from a verified residual function that
+        // reads and writes only the first `frame_words` words of its frame, and
+        // returns instead of trapping or unwinding.
+        unsafe { (self.entry)(frame.as_mut_ptr()) }
+    }
+
+    /// Words the frame must hold.
+    pub fn frame_words(&self) -> usize {
+        self.frame_words
+    }
+}
+
+extern "C" fn fmod_f64(a: f64, b: f64) -> f64 {
+    a % b
+}
+
+fn clif(ty: ValTy) -> Type {
+    match ty {
+        ValTy::Int { bits: 8, .. } | ValTy::Bool => types::I8,
+        ValTy::Int { bits: 16, .. } => types::I16,
+        ValTy::Int { bits: 32, .. } => types::I32,
+        ValTy::Int { .. } | ValTy::Ptr => types::I64,
+        ValTy::F64 => types::F64,
+    }
+}
+
+struct Tr<'a, 'b> {
+    b: &'a mut FunctionBuilder<'b>,
+    f: &'a ResidualFunction,
+    vals: Vec<Option<Value>>,
+    blocks: HashMap<Label, Block>,
+    frame: Value,
+    errors: HashMap<u64, Block>,
+    bounds_error: Option<Block>,
+    propagate: Option<Block>,
+}
+
+impl Tr<'_, '_> {
+    fn v(&self, v: Val) -> Value {
+        self.vals[v.0 as usize].expect("value defined before use")
+    }
+
+    fn def(&mut self, v: Val, x: Value) {
+        self.vals[v.0 as usize] = Some(x);
+    }
+
+    fn ty(&self, v: Val) -> ValTy {
+        self.f.vals[v.0 as usize]
+    }
+
+    /// A value widened to a 64-bit word (floats stay floats).
+    fn to_word(&mut self, x: Value, ty: ValTy) -> Value {
+        match ty {
+            ValTy::Int { bits: 64, .. } | ValTy::Ptr | ValTy::F64 => x,
+            ValTy::Int { signed: true, .. } => self.b.ins().sextend(types::I64, x),
+            _ => self.b.ins().uextend(types::I64, x),
+        }
+    }
+
+    fn from_word(&mut self, w: Value, ty: ValTy) -> Value {
+        match clif(ty) {
+            types::I64 | types::F64 => w,
+            t => self.b.ins().ireduce(t, w),
+        }
+    }
+
+    fn error_block(&mut self, kind: ErrorKind) -> Block {
+        let code = kind.code();
+        if let Some(b) = self.errors.get(&code) {
+            return *b;
+        }
+        let blk = self.b.create_block();
+        self.errors.insert(code, blk);
+        blk
+    }
+
+    /// Continues only if `cond` is false; otherwise leaves with `kind`.
+    fn exit_if(&mut self, cond: Value, kind: ErrorKind) {
+        let err = self.error_block(kind);
+        let cont = self.b.create_block();
+        self.b.ins().brif(cond, err, &[], cont, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    fn args(&self, vs: &[Val]) -> Vec<BlockArg> {
+        vs.iter().map(|v| BlockArg::Value(self.v(*v))).collect()
+    }
+
+    fn int_cc(op: CmpOp, signed: bool) -> IntCC {
+        match (op, signed) {
+            (CmpOp::Eq, _) => IntCC::Equal,
+            (CmpOp::Ne, _) => IntCC::NotEqual,
+            (CmpOp::Lt, true) => IntCC::SignedLessThan,
+            (CmpOp::Le, true) => IntCC::SignedLessThanOrEqual,
+            (CmpOp::Gt, true) => IntCC::SignedGreaterThan,
+            (CmpOp::Ge, true) => IntCC::SignedGreaterThanOrEqual,
+            (CmpOp::Lt, false) => IntCC::UnsignedLessThan,
+            (CmpOp::Le, false) => IntCC::UnsignedLessThanOrEqual,
+            (CmpOp::Gt, false) => IntCC::UnsignedGreaterThan,
+            (CmpOp::Ge, false) => IntCC::UnsignedGreaterThanOrEqual,
+        }
+    }
+
+    fn min_of(ty: ValTy) -> i64 {
+        ty.canon(1u64 << (ty.bits() - 1)) as i64
+    }
+
+    fn bin(&mut self, op: BinOp, ty: ValTy, ov: Overflow, a: Value, b: Value, b_ty: ValTy) -> Value {
+        let cty = clif(ty);
+        if ty == ValTy::F64 {
+            return match op {
+                BinOp::Add => self.b.ins().fadd(a, b),
+                BinOp::Sub => self.b.ins().fsub(a, b),
+                BinOp::Mul => self.b.ins().fmul(a, b),
+                BinOp::Div => self.b.ins().fdiv(a, b),
+                BinOp::Rem => {
+                    let mut sig = Signature::new(CallConv::SystemV);
+                    sig.params.push(AbiParam::new(types::F64));
+                    sig.params.push(AbiParam::new(types::F64));
+                    sig.returns.push(AbiParam::new(types::F64));
+                    let sig = self.b.import_signature(sig);
+                    let fp = self.b.ins().iconst(types::I64, fmod_f64 as *const () as usize as i64);
+                    let call = self.b.ins().call_indirect(sig, fp, &[a, b]);
+                    self.b.inst_results(call)[0]
+                }
+                BinOp::Min | BinOp::Max => {
+                    // Rust's f64::min/max return the other operand when one is NaN.
+                    let cc = if op == BinOp::Min { FloatCC::LessThan } else { FloatCC::GreaterThan };
+                    let pick_a = self.b.ins().fcmp(cc, a, b);
+                    let ordered = self.b.ins().select(pick_a, a, b);
+                    let b_nan = self.b.ins().fcmp(FloatCC::Unordered, b, b);
+                    self.b.ins().select(b_nan, a, ordered)
+                }
+                _ => unreachable!("bitwise operation on f64 rejected when recorded"),
+            };
+        }
+        let signed = ty.signed();
+        match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul if ov == Overflow::Check => {
+                if ty.bits() == 64 {
+                    let (r, of) = match (op, signed) {
+                        (BinOp::Add, true) => self.b.ins().sadd_overflow(a, b),
+                        (BinOp::Add, false) => self.b.ins().uadd_overflow(a, b),
+                        (BinOp::Sub, true) => self.b.ins().ssub_overflow(a, b),
+                        (BinOp::Sub, false) => self.b.ins().usub_overflow(a, b),
+                        (_, true) => self.b.ins().smul_overflow(a, b),
+                        (_, false) => self.b.ins().umul_overflow(a, b),
+                    };
+                    self.exit_if(of, ErrorKind::Overflow(op));
+                    r
+                } else {
+                    // Narrow: compute in 64 bits, where it cannot overflow, and
+                    // check that the result survives truncation.
+                    let (wa, wb) = (self.to_word(a, ty), self.to_word(b, ty));
+                    let w = match op {
+                        BinOp::Add => self.b.ins().iadd(wa, wb),
+                        BinOp::Sub => self.b.ins().isub(wa, wb),
+                        _ => self.b.ins().imul(wa, wb),
+                    };
+                    let r = self.b.ins().ireduce(cty, w);
+                    let back = self.to_word(r, ty);
+                    let differs = self.b.ins().icmp(IntCC::NotEqual, back, w);
+                    self.exit_if(differs, ErrorKind::Overflow(op));
+                    r
+                }
+            }
+            BinOp::Add => self.b.ins().iadd(a, b),
+            BinOp::Sub => self.b.ins().isub(a, b),
+            BinOp::Mul => self.b.ins().imul(a, b),
+            BinOp::Div | BinOp::Rem => {
+                let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+                let kind = if op == BinOp::Div { ErrorKind::DivideByZero } else { ErrorKind::RemainderByZero };
+                self.exit_if(zero, kind);
+                if signed {
+                    let is_min = self.b.ins().icmp_imm_s(IntCC::Equal, a, Self::min_of(ty));
+                    let is_m1 = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+                    let both = self.b.ins().band(is_min, is_m1);
+                    self.exit_if(both, ErrorKind::Overflow(op));
+                }
+                match (op, signed) {
+                    (BinOp::Div, true) => self.b.ins().sdiv(a, b),
+                    (BinOp::Div, false) => self.b.ins().udiv(a, b),
+                    (_, true) => self.b.ins().srem(a, b),
+                    (_, false) => self.b.ins().urem(a, b),
+                }
+            }
+            BinOp::And => self.b.ins().band(a, b),
+            BinOp::Or => self.b.ins().bor(a, b),
+            BinOp::Xor => self.b.ins().bxor(a, b),
+            BinOp::Shl | BinOp::Shr => {
+                if ov == Overflow::Check {
+                    let amount = self.to_word(b, b_ty);
+                    let too_far = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, amount, ty.bits() as i64);
+                    self.exit_if(too_far, ErrorKind::Overflow(op));
+                }
+                match (op, signed) {
+                    (BinOp::Shl, _) => self.b.ins().ishl(a, b),
+                    (_, true) => self.b.ins().sshr(a, b),
+                    (_, false) => self.b.ins().ushr(a, b),
+                }
+            }
+            BinOp::Min if signed => self.b.ins().smin(a, b),
+            BinOp::Min => self.b.ins().umin(a, b),
+            BinOp::Max if signed => self.b.ins().smax(a, b),
+            BinOp::Max => self.b.ins().umax(a, b),
+        }
+    }
+
+    fn un(&mut self, op: UnOp, ty: ValTy, ov: Overflow, a: Value) -> Value {
+        match (ty, op) {
+            (ValTy::F64, UnOp::Neg) => self.b.ins().fneg(a),
+            (ValTy::F64, _) => self.b.ins().fabs(a),
+            (ValTy::Bool, _) => self.b.ins().icmp_imm_s(IntCC::Equal, a, 0),
+            (_, UnOp::Not) => self.b.ins().bnot(a),
+            (_, UnOp::Abs) if !ty.signed() => a,
+            (_, UnOp::Neg | UnOp::Abs) => {
+                if ov == Overflow::Check {
+                    let bad = if ty.signed() {
+                        self.b.ins().icmp_imm_s(IntCC::Equal, a, Self::min_of(ty))
+                    } else {
+                        self.b.ins().icmp_imm_s(IntCC::NotEqual, a, 0)
+                    };
+                    self.exit_if(bad, ErrorKind::NegOverflow);
+                }
+                if op == UnOp::Neg {
+                    self.b.ins().ineg(a)
+                } else {
+                    self.b.ins().iabs(a)
+                }
+            }
+        }
+    }
+
+    fn cast(&mut self, from: ValTy, to: ValTy, a: Value) -> Value {
+        match (from, to) {
+            (ValTy::F64, ValTy::F64) => a,
+            (ValTy::F64, ValTy::Bool) => {
+                let z = self.b.ins().f64const(0.0);
+                self.b.ins().fcmp(FloatCC::NotEqual, a, z)
+            }
+            (ValTy::F64, ValTy::Int { bits, signed }) => {
+                if bits >= 32 {
+                    let t = clif(to);
+                    return if signed {
+                        self.b.ins().fcvt_to_sint_sat(t, a)
+                    } else {
+                        self.b.ins().fcvt_to_uint_sat(t, a)
+                    };
+                }
+                let w = if signed {
+                    self.b.ins().fcvt_to_sint_sat(types::I32, a)
+                } else {
+                    self.b.ins().fcvt_to_uint_sat(types::I32, a)
+                };
+                let clamped = if signed {
+                    let lo = self.b.ins().iconst(types::I32, -(1i64 << (bits - 1)));
+                    let hi = self.b.ins().iconst(types::I32, (1i64 << (bits - 1)) - 1);
+                    let x = self.b.ins().smax(w, lo);
+                    self.b.ins().smin(x, hi)
+                } else {
+                    let hi = self.b.ins().iconst(types::I32, (1i64 << bits) - 1);
+                    self.b.ins().umin(w, hi)
+                };
+                self.b.ins().ireduce(clif(to), clamped)
+            }
+            (_, ValTy::F64) => {
+                let w = self.to_word(a, from);
+                if from.signed() {
+                    self.b.ins().fcvt_from_sint(types::F64, w)
+                } else {
+                    self.b.ins().fcvt_from_uint(types::F64, w)
+                }
+            }
+            (_, ValTy::Bool) => self.b.ins().icmp_imm_s(IntCC::NotEqual, a, 0),
+            (_, _) => {
+                let (fb, tb) = (clif(from).bits(), clif(to).bits());
+                if fb == tb {
+                    a
+                } else if fb > tb {
+                    self.b.ins().ireduce(clif(to), a)
+                } else if from.signed() {
+                    self.b.ins().sextend(clif(to), a)
+                } else {
+                    self.b.ins().uextend(clif(to), a)
+                }
+            }
+        }
+    }
+
+    fn inst(&mut self, i: &Inst) {
+        match i {
+            Inst::Const { dst, ty, bits } => {
+                let x = match ty {
+                    ValTy::F64 => self.b.ins().f64const(f64::from_bits(*bits)),
+                    t => self.b.ins().iconst(clif(*t), *bits as i64),
+                };
+                self.def(*dst, x);
+            }
+            Inst::Bin { dst, op, ty, ov, a, b } => {
+                let (x, y, bt) = (self.v(*a), self.v(*b), self.ty(*b));
+                let r = self.bin(*op, *ty, *ov, x, y, bt);
+                self.def(*dst, r);
+            }
+            Inst::Un { dst, op, ty, ov, a } => {
+                let x = self.v(*a);
+                let r = self.un(*op, *ty, *ov, x);
+                self.def(*dst, r);
+            }
+            Inst::Cmp { dst, op, ty, a, b } => {
+                let (x, y) = (self.v(*a), self.v(*b));
+                let r = if *ty == ValTy::F64 {
+                    let cc = match op {
+                        CmpOp::Eq => FloatCC::Equal,
+                        CmpOp::Ne => FloatCC::NotEqual,
+                        CmpOp::Lt => FloatCC::LessThan,
+                        CmpOp::Le => FloatCC::LessThanOrEqual,
+                        CmpOp::Gt => FloatCC::GreaterThan,
+                        CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+                    };
+                    self.b.ins().fcmp(cc, x, y)
+                } else {
+                    self.b.ins().icmp(Self::int_cc(*op, ty.signed()), x, y)
+                };
+                self.def(*dst, r);
+            }
+            Inst::Cast { dst, from, to, a } => {
+                let x = self.v(*a);
+                let r = self.cast(*from, *to, x);
+                self.def(*dst, r);
+            }
+            Inst::Load { dst, ty, base, offset } => {
+                let p = self.v(*base);
+                let r = self.b.ins().load(clif(*ty), MemFlagsData::trusted(), p, *offset);
+                self.def(*dst, r);
+            }
+            Inst::Store { base, offset, value, .. } => {
+                let (p, x) = (self.v(*base), self.v(*value));
+                self.b.ins().store(MemFlagsData::trusted(), x, p, *offset);
+            }
+            Inst::BoundsCheck { index, len } => {
+                let (i, n) = (self.v(*index), self.v(*len));
+                let (i, n) = (self.to_word(i, self.ty(*index)), self.to_word(n, self.ty(*len)));
+                let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, n);
+                let err = *self.bounds_error.get_or_insert_with(|| {
+                    let blk = self.b.create_block();
+                    self.b.append_block_param(blk, types::I64);
+                    self.b.append_block_param(blk, types::I64);
+                    blk
+                });
+                let cont = self.b.create_block();
+                self.b.ins().brif(out, err, &[BlockArg::Value(i), BlockArg::Value(n)], cont, &[]);
+                self.b.switch_to_block(cont);
+            }
+            Inst::Call { dst, func, args, ret, .. } => {
+                let words = args.len().max(1) as u32;
+                let slot =
+                    self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8 * words, 3));
+                for (k, (a, t)) in args.iter().enumerate() {
+                    let x = self.v(*a);
+                    let w = self.to_word(x, *t);
+                    self.b.ins().stack_store(types::I64, w, slot, 8 * k as i32);
+                }
+                let addr = self.b.ins().stack_addr(types::I64, slot, 0);
+                let mut sig = Signature::new(CallConv::SystemV);
+                sig.params.push(AbiParam::new(types::I64));
+                sig.returns.push(AbiParam::new(types::I64));
+                let sig = self.b.import_signature(sig);
+                let fp = self.b.ins().iconst(types::I64, *func as usize as i64);
+                let call = self.b.ins().call_indirect(sig, fp, &[addr]);
+                let status = self.b.inst_results(call)[0];
+                let failed = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
+                let prop = *self.propagate.get_or_insert_with(|| {
+                    let blk = self.b.create_block();
+                    self.b.append_block_param(blk, types::I64);
+                    blk
+                });
+                let cont = self.b.create_block();
+                self.b.ins().brif(failed, prop, &[BlockArg::Value(status)], cont, &[]);
+                self.b.switch_to_block(cont);
+                if let (Some(d), Some(t)) = (dst, ret) {
+                    let r = if *t == ValTy::F64 {
+                        self.b.ins().stack_load(types::I64, types::F64, slot, 0)
+                    } else {
+                        let w = self.b.ins().stack_load(types::I64, types::I64, slot, 0);
+                        self.from_word(w, *t)
+                    };
+                    self.def(*d, r);
+                }
+            }
+        }
+    }
+
+    fn terminator(&mut self, t: &Terminator) {
+        match t {
+            Terminator::Jump(l, args) => {
+                let a = self.args(args);
+                self.b.ins().jump(self.blocks[l], &a);
+            }
+            Terminator::Branch { cond, if_true, if_false } => {
+                let (ta, fa) = (self.args(&if_true.1), self.args(&if_false.1));
+                let c = self.v(*cond);
+                self.b.ins().brif(c, self.blocks[&if_true.0], &ta, self.blocks[&if_false.0], &fa);
+            }
+            Terminator::Return(vals) => {
+                for (k, v) in vals.iter().enumerate() {
+                    let (x, t) = (self.v(*v), self.ty(*v));
+                    let w = self.to_word(x, t);
+                    self.b.ins().store(MemFlagsData::trusted(), w, self.frame, 8 * k as i32);
+                }
+                let ok = self.b.ins().iconst(types::I64, 0);
+                self.b.ins().return_(&[ok]);
+            }
+            Terminator::Error(kind) => {
+                let code = self.b.ins().iconst(types::I64, kind.code() as i64);
+                self.b.ins().return_(&[code]);
+            }
+        }
+    }
+
+    fn error_blocks(&mut self) {
+        let mut errors: Vec<(u64, Block)> = self.errors.iter().map(|(c, b)| (*c, *b)).collect();
+        errors.sort();
+        for (code, blk) in errors {
+            self.b.switch_to_block(blk);
+            let c = self.b.ins().iconst(types::I64, code as i64);
+            self.b.ins().return_(&[c]);
+        }
+        if let Some(blk) = self.bounds_error {
+            self.b.switch_to_block(blk);
+            let (i, n) = (self.b.block_params(blk)[0], self.b.block_params(blk)[1]);
+            self.b.ins().store(MemFlagsData::trusted(), i, self.frame, 0);
+            self.b.ins().store(MemFlagsData::trusted(), n, self.frame, 8);
+            let c = self.b.ins().iconst(types::I64, ErrorKind::IndexOutOfBounds.code() as i64);
+            self.b.ins().return_(&[c]);
+        }
+        if let Some(blk) = self.propagate {
+            self.b.switch_to_block(blk);
+            let s = self.b.block_params(blk)[0];
+            self.b.ins().return_(&[s]);
+        }
+    }
+}
+
+impl Backend for CraneliftBackend {
+    type Code = NativeCode;
+
+    fn compile(&mut self, f: &ResidualFunction) -> Result<NativeCode, BackendError> {
+        let mut module = JITModule::new(JITBuilder::with_isa(self.isa.clone(), default_libcall_names()));
+        let mut ctx = module.make_context();
+        ctx.func.signature.params.push(AbiParam::new(types::I64));
+        ctx.func.signature.returns.push(AbiParam::new(types::I64));
+        let mut fbc = FunctionBuilderContext::new();
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+            let entry = b.create_block();
+            b.append_block_params_for_function_params(entry);
+            let frame = b.block_params(entry)[0];
+            let mut blocks = HashMap::new();
+            let mut vals = vec![None; f.vals.len()];
+            for (l, blk) in f.live_blocks() {
+                let cb = b.create_block();
+                for p in &blk.params {
+                    vals[p.0 as usize] = Some(b.append_block_param(cb, clif(f.vals[p.0 as usize])));
+                }
+                blocks.insert(l, cb);
+            }
+            let mut tr =
+                Tr { b: &mut b, f, vals, blocks, frame, errors: HashMap::new(), bounds_error: None, propagate: None };
+            tr.b.switch_to_block(entry);
+            let mut args = vec![];
+            for (k, t) in f.inputs.iter().enumerate() {
+                let x = if *t == ValTy::F64 {
+                    tr.b.ins().load(types::F64, MemFlagsData::trusted(), frame, 8 * k as i32)
+                } else {
+                    let w = tr.b.ins().load(types::I64, MemFlagsData::trusted(), frame, 8 * k as i32);
+                    tr.from_word(w, *t)
+                };
+                args.push(BlockArg::Value(x));
+            }
+            let first = tr.blocks[&Label(0)];
+            tr.b.ins().jump(first, &args);
+            for (l, blk) in f.live_blocks() {
+                let cb = tr.blocks[&l];
+                tr.b.switch_to_block(cb);
+                for i in &blk.insts {
+                    tr.inst(i);
+                }
+                tr.terminator(blk.term.as_ref().expect("live block"));
+            }
+            tr.error_blocks();
+            b.seal_all_blocks();
+            b.finalize(module.target_config());
+        }
+        let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
+        let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
+        module.define_function(id, &mut ctx).map_err(|e| err(&format!("{e:?}")))?;
+        module.clear_context(&mut ctx);
+        module.finalize_definitions().map_err(|e| err(&e))?;
+        let ptr = module.get_finalized_function(id);
+        // SAFETY: the function was compiled with the signature (i64) -> i64 in
+        // the SystemV convention, the host's `extern "C"`.
+        let entry = unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(*mut u64) -> u64>(ptr) };
+        Ok(NativeCode { entry, frame_words: f.frame_words(), _owner: Rc::new(CodeOwner { module: Some(module) }) })
+    }
+}

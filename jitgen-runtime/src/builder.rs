@@ -1,0 +1,534 @@
+//! Residual code: a small backend-neutral IR, and the builder that records it.
+//!
+//! A residual function has typed inputs and outputs, and blocks (labels) with
+//! typed parameters, instructions and one terminator. Generating extensions
+//! never touch it directly: they work on red boxes, and the scheduler and merge
+//! logic decide where labels go and what flows into them. The builder only
+//! records; backends ([`crate::backend`]) consume the finished function.
+//!
+//! Calling convention of compiled residual code: one argument, a pointer to a
+//! frame of 64-bit words. Inputs are read from the frame on entry; outputs are
+//! written to it on return, and the function returns a status word: 0, or the
+//! [`ErrorKind::code`] of the error exit taken (an index out of bounds leaves
+//! the index and the length in words 0 and 1).
+//!
+//! Architecture Invariant: the IR is in SSA form with block parameters; a value
+//! is used only in its defining block or in blocks it dominates. The scheduler
+//! guarantees this: values cross a merge point only as label parameters.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
+
+/// A value of residual code.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Val(pub u32);
+
+/// A block of residual code; `Label(0)` is the entry.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Label(pub u32);
+
+/// The address of a Rust function that residual code may call, with the
+/// callback convention `extern "C" fn(args: *mut u64) -> u64`: arguments in
+/// the buffer, the result written to word 0, a status word returned (0 for
+/// success; see [`crate::residual::run_callback`]).
+pub type CallbackFn = extern "C" fn(*mut u64) -> u64;
+
+/// An instruction.
+#[derive(Clone, Debug)]
+#[allow(missing_docs)]
+pub enum Inst {
+    /// A constant word of the given type.
+    Const { dst: Val, ty: ValTy, bits: u64 },
+    /// `a op b`; division and remainder check for zero and overflow, and with
+    /// `Overflow::Check` the arithmetic checks overflow, leaving through an error exit.
+    Bin { dst: Val, op: BinOp, ty: ValTy, ov: Overflow, a: Val, b: Val },
+    /// `op a`.
+    Un { dst: Val, op: UnOp, ty: ValTy, ov: Overflow, a: Val },
+    /// `a op b`, a bool.
+    Cmp { dst: Val, op: CmpOp, ty: ValTy, a: Val, b: Val },
+    /// `a as to`.
+    Cast { dst: Val, from: ValTy, to: ValTy, a: Val },
+    /// Read a value of type `ty` at `base + offset`.
+    Load { dst: Val, ty: ValTy, base: Val, offset: i32 },
+    /// Write `value` at `base + offset`.
+    Store { ty: ValTy, base: Val, offset: i32, value: Val },
+    /// Leave with `IndexOutOfBounds` unless `index < len` (both `u64`).
+    BoundsCheck { index: Val, len: Val },
+    /// Call a Rust function with the callback convention; a non-zero status
+    /// leaves residual code with that status.
+    Call { dst: Option<Val>, func: CallbackFn, name: String, args: Vec<(Val, ValTy)>, ret: Option<ValTy> },
+}
+
+impl Inst {
+    /// The value defined, if any.
+    pub fn dst(&self) -> Option<Val> {
+        match self {
+            Inst::Const { dst, .. }
+            | Inst::Bin { dst, .. }
+            | Inst::Un { dst, .. }
+            | Inst::Cmp { dst, .. }
+            | Inst::Cast { dst, .. }
+            | Inst::Load { dst, .. } => Some(*dst),
+            Inst::Call { dst, .. } => *dst,
+            Inst::Store { .. } | Inst::BoundsCheck { .. } => None,
+        }
+    }
+
+    fn map_uses(&mut self, f: &dyn Fn(Val) -> Val) {
+        match self {
+            Inst::Const { .. } => {}
+            Inst::Bin { a, b, .. } | Inst::Cmp { a, b, .. } => {
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Inst::Un { a, .. } | Inst::Cast { a, .. } => *a = f(*a),
+            Inst::Load { base, .. } => *base = f(*base),
+            Inst::Store { base, value, .. } => {
+                *base = f(*base);
+                *value = f(*value);
+            }
+            Inst::BoundsCheck { index, len } => {
+                *index = f(*index);
+                *len = f(*len);
+            }
+            Inst::Call { args, .. } => args.iter_mut().for_each(|(a, _)| *a = f(*a)),
+        }
+    }
+}
+
+/// How a block ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Terminator {
+    /// Continue at a label, passing its parameters.
+    Jump(Label, Vec<Val>),
+    /// Continue at one of two labels depending on a bool.
+    Branch {
+        /// The condition.
+        cond: Val,
+        /// Taken when true, with its arguments.
+        if_true: (Label, Vec<Val>),
+        /// Taken when false, with its arguments.
+        if_false: (Label, Vec<Val>),
+    },
+    /// Return the outputs.
+    Return(Vec<Val>),
+    /// Leave through an error exit.
+    Error(ErrorKind),
+}
+
+impl Terminator {
+    fn map_uses(&mut self, f: &dyn Fn(Val) -> Val) {
+        match self {
+            Terminator::Jump(_, args) | Terminator::Return(args) => args.iter_mut().for_each(|a| *a = f(*a)),
+            Terminator::Branch { cond, if_true, if_false } => {
+                *cond = f(*cond);
+                if_true.1.iter_mut().for_each(|a| *a = f(*a));
+                if_false.1.iter_mut().for_each(|a| *a = f(*a));
+            }
+            Terminator::Error(_) => {}
+        }
+    }
+
+    /// The labels this terminator may continue at.
+    pub fn targets(&self) -> Vec<Label> {
+        match self {
+            Terminator::Jump(l, _) => vec![*l],
+            Terminator::Branch { if_true, if_false, .. } => vec![if_true.0, if_false.0],
+            _ => vec![],
+        }
+    }
+}
+
+/// A block of residual code.
+#[derive(Clone, Debug, Default)]
+pub struct RBlock {
+    /// Its parameters.
+    pub params: Vec<Val>,
+    /// Its instructions.
+    pub insts: Vec<Inst>,
+    /// Its terminator (`None` only while being built, or for removed blocks).
+    pub term: Option<Terminator>,
+}
+
+/// A finished residual function.
+#[derive(Clone, Debug)]
+pub struct ResidualFunction {
+    /// A name for listings.
+    pub name: String,
+    /// Input types (the entry block's parameters).
+    pub inputs: Vec<ValTy>,
+    /// Output types.
+    pub outputs: Vec<ValTy>,
+    /// The type of each value.
+    pub vals: Vec<ValTy>,
+    /// Blocks, indexed by label; removed blocks have no terminator.
+    pub blocks: Vec<RBlock>,
+}
+
+impl ResidualFunction {
+    /// The number of frame words the calling convention needs.
+    pub fn frame_words(&self) -> usize {
+        self.inputs.len().max(self.outputs.len()).max(2)
+    }
+
+    /// Live blocks in label order.
+    pub fn live_blocks(&self) -> impl Iterator<Item = (Label, &RBlock)> {
+        self.blocks.iter().enumerate().filter(|(_, b)| b.term.is_some()).map(|(i, b)| (Label(i as u32), b))
+    }
+
+    /// The number of instructions (residual operations) in live blocks.
+    pub fn op_count(&self) -> usize {
+        self.live_blocks().map(|(_, b)| b.insts.len()).sum()
+    }
+
+    /// Merges every block reached only by a `jump` from one predecessor into
+    /// that predecessor, and drops unreachable blocks: labels that exist only
+    /// because a merge point might have been reached again disappear.
+    pub fn simplify(&mut self) {
+        let n = self.blocks.len();
+        let mut subst: HashMap<Val, Val> = HashMap::new();
+        loop {
+            let mut preds = vec![0usize; n];
+            let mut reach = vec![false; n];
+            let mut stack = vec![0usize];
+            while let Some(b) = stack.pop() {
+                if std::mem::replace(&mut reach[b], true) {
+                    continue;
+                }
+                if let Some(t) = &self.blocks[b].term {
+                    for l in t.targets() {
+                        preds[l.0 as usize] += 1;
+                        stack.push(l.0 as usize);
+                    }
+                }
+            }
+            for (b, r) in reach.iter().enumerate() {
+                if !r {
+                    self.blocks[b].term = None;
+                    self.blocks[b].insts.clear();
+                }
+            }
+            let mut changed = false;
+            // Empty forwarding blocks (no parameters, no instructions, a jump):
+            // their predecessors jump straight on. The forwarded values
+            // dominate the forwarder, hence each of its predecessors.
+            for f in 1..n {
+                let Some(Terminator::Jump(to, fwd)) = self.blocks[f].term.clone() else { continue };
+                if !self.blocks[f].params.is_empty() || !self.blocks[f].insts.is_empty() || to.0 as usize == f {
+                    continue;
+                }
+                for p in 0..n {
+                    if p == f {
+                        continue;
+                    }
+                    let redirect = |t: &mut (Label, Vec<Val>)| {
+                        if t.0 .0 as usize == f {
+                            *t = (to, fwd.clone());
+                            true
+                        } else {
+                            false
+                        }
+                    };
+                    match &mut self.blocks[p].term {
+                        Some(Terminator::Jump(l, args)) if l.0 as usize == f => {
+                            *l = to;
+                            *args = fwd.clone();
+                            changed = true;
+                        }
+                        Some(Terminator::Branch { if_true, if_false, .. }) => {
+                            let a = redirect(if_true);
+                            let b = redirect(if_false);
+                            changed |= a || b;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if changed {
+                // Predecessor counts changed: recount before merging blocks.
+                continue;
+            }
+            for p in 0..n {
+                let Some(Terminator::Jump(l, args)) = self.blocks[p].term.clone() else { continue };
+                let b = l.0 as usize;
+                if b == p || b == 0 || preds[b] != 1 {
+                    continue;
+                }
+                let target = std::mem::take(&mut self.blocks[b]);
+                for (param, arg) in target.params.iter().zip(&args) {
+                    subst.insert(*param, *arg);
+                }
+                self.blocks[p].insts.extend(target.insts);
+                self.blocks[p].term = target.term;
+                changed = true;
+            }
+            if !changed {
+                break;
+            }
+        }
+        let resolve = |v: Val| {
+            let mut v = v;
+            while let Some(n) = subst.get(&v) {
+                v = *n;
+            }
+            v
+        };
+        for b in &mut self.blocks {
+            for i in &mut b.insts {
+                i.map_uses(&resolve);
+            }
+            if let Some(t) = &mut b.term {
+                t.map_uses(&resolve);
+            }
+        }
+    }
+}
+
+/// Records a residual function. Values and labels are numbered in creation order.
+#[derive(Debug)]
+pub struct ResidualBuilder {
+    f: ResidualFunction,
+    cur: Option<Label>,
+    ops: usize,
+}
+
+impl ResidualBuilder {
+    /// Starts a function; the entry block is current and its parameters are the inputs.
+    pub fn new(name: &str, inputs: &[ValTy], outputs: &[ValTy]) -> ResidualBuilder {
+        let mut b = ResidualBuilder {
+            f: ResidualFunction {
+                name: name.to_string(),
+                inputs: inputs.to_vec(),
+                outputs: outputs.to_vec(),
+                vals: vec![],
+                blocks: vec![RBlock::default()],
+            },
+            cur: Some(Label(0)),
+            ops: 0,
+        };
+        for t in inputs {
+            let v = b.new_val(*t);
+            b.f.blocks[0].params.push(v);
+        }
+        b
+    }
+
+    fn new_val(&mut self, ty: ValTy) -> Val {
+        self.f.vals.push(ty);
+        Val(self.f.vals.len() as u32 - 1)
+    }
+
+    /// The entry block's parameters.
+    pub fn inputs(&self) -> &[Val] {
+        &self.f.blocks[0].params
+    }
+
+    /// The type of a value.
+    pub fn ty(&self, v: Val) -> ValTy {
+        self.f.vals[v.0 as usize]
+    }
+
+    /// Residual instructions recorded so far.
+    pub fn op_count(&self) -> usize {
+        self.ops
+    }
+
+    /// Whether a block is being filled (false after a terminator, until `switch_to`).
+    pub fn is_open(&self) -> bool {
+        self.cur.is_some()
+    }
+
+    fn push(&mut self, inst: Inst) {
+        let l = self.cur.expect("emitting into a terminated block");
+        self.ops += 1;
+        self.f.blocks[l.0 as usize].insts.push(inst);
+    }
+
+    fn push_def(&mut self, ty: ValTy, make: impl FnOnce(Val) -> Inst) -> Val {
+        let dst = self.new_val(ty);
+        self.push(make(dst));
+        dst
+    }
+
+    /// A constant.
+    pub fn konst(&mut self, ty: ValTy, bits: u64) -> Val {
+        let bits = ty.canon(bits);
+        self.push_def(ty, |dst| Inst::Const { dst, ty, bits })
+    }
+
+    /// `a op b`.
+    pub fn bin(&mut self, op: BinOp, ty: ValTy, ov: Overflow, a: Val, b: Val) -> Val {
+        self.push_def(ty, |dst| Inst::Bin { dst, op, ty, ov, a, b })
+    }
+
+    /// `op a`.
+    pub fn un(&mut self, op: UnOp, ty: ValTy, ov: Overflow, a: Val) -> Val {
+        self.push_def(ty, |dst| Inst::Un { dst, op, ty, ov, a })
+    }
+
+    /// `a op b` (a bool).
+    pub fn cmp(&mut self, op: CmpOp, ty: ValTy, a: Val, b: Val) -> Val {
+        self.push_def(ValTy::Bool, |dst| Inst::Cmp { dst, op, ty, a, b })
+    }
+
+    /// `a as to`.
+    pub fn cast(&mut self, from: ValTy, to: ValTy, a: Val) -> Val {
+        self.push_def(to, |dst| Inst::Cast { dst, from, to, a })
+    }
+
+    /// A load at `base + offset`.
+    pub fn load(&mut self, ty: ValTy, base: Val, offset: i32) -> Val {
+        self.push_def(ty, |dst| Inst::Load { dst, ty, base, offset })
+    }
+
+    /// A store at `base + offset`.
+    pub fn store(&mut self, ty: ValTy, base: Val, offset: i32, value: Val) {
+        self.push(Inst::Store { ty, base, offset, value });
+    }
+
+    /// Leaves with `IndexOutOfBounds` unless `index < len`.
+    pub fn bounds_check(&mut self, index: Val, len: Val) {
+        self.push(Inst::BoundsCheck { index, len });
+    }
+
+    /// A call of a Rust callback (see [`CallbackFn`]).
+    pub fn call(&mut self, func: CallbackFn, name: &str, args: &[(Val, ValTy)], ret: Option<ValTy>) -> Option<Val> {
+        let dst = ret.map(|t| self.new_val(t));
+        self.push(Inst::Call { dst, func, name: name.to_string(), args: args.to_vec(), ret });
+        dst
+    }
+
+    /// A new label with parameters of the given types (not current).
+    pub fn new_label(&mut self, params: &[ValTy]) -> (Label, Vec<Val>) {
+        let vals: Vec<Val> = params.iter().map(|t| self.new_val(*t)).collect();
+        self.f.blocks.push(RBlock { params: vals.clone(), insts: vec![], term: None });
+        (Label(self.f.blocks.len() as u32 - 1), vals)
+    }
+
+    /// Continues emitting into `l`.
+    pub fn switch_to(&mut self, l: Label) {
+        self.cur = Some(l);
+    }
+
+    fn terminate(&mut self, t: Terminator) {
+        let l = self.cur.take().expect("terminating a terminated block");
+        self.f.blocks[l.0 as usize].term = Some(t);
+    }
+
+    /// Ends the current block with a jump.
+    pub fn jump(&mut self, l: Label, args: &[Val]) {
+        self.terminate(Terminator::Jump(l, args.to_vec()));
+    }
+
+    /// Ends the current block with a two-way branch.
+    pub fn branch(&mut self, cond: Val, if_true: (Label, &[Val]), if_false: (Label, &[Val])) {
+        self.terminate(Terminator::Branch {
+            cond,
+            if_true: (if_true.0, if_true.1.to_vec()),
+            if_false: (if_false.0, if_false.1.to_vec()),
+        });
+    }
+
+    /// Ends the current block by returning the outputs.
+    pub fn ret(&mut self, vals: &[Val]) {
+        self.terminate(Terminator::Return(vals.to_vec()));
+    }
+
+    /// Ends the current block with an error exit.
+    pub fn error_exit(&mut self, kind: ErrorKind) {
+        self.terminate(Terminator::Error(kind));
+    }
+
+    /// The finished function, simplified. Blocks left open are an error exit
+    /// (they cannot be reached by a complete compilation).
+    pub fn finish(mut self) -> ResidualFunction {
+        for b in &mut self.f.blocks {
+            if b.term.is_none() && (!b.insts.is_empty() || !b.params.is_empty()) {
+                b.term = Some(Terminator::Error(ErrorKind::Abort(u32::MAX)));
+            }
+        }
+        if self.f.blocks[0].term.is_none() {
+            self.f.blocks[0].term = Some(Terminator::Error(ErrorKind::Abort(u32::MAX)));
+        }
+        self.f.simplify();
+        self.f
+    }
+}
+
+/// The readable listing of a residual function, one operation per line.
+pub fn listing(f: &ResidualFunction) -> String {
+    // Values are numbered in order of definition, so that listings do not
+    // depend on labels that simplification removed.
+    let mut number: HashMap<Val, usize> = HashMap::new();
+    for (_, b) in f.live_blocks() {
+        for p in &b.params {
+            let n = number.len();
+            number.insert(*p, n);
+        }
+        for i in &b.insts {
+            if let Some(d) = i.dst() {
+                let n = number.len();
+                number.insert(d, n);
+            }
+        }
+    }
+    let v = |x: &Val| match number.get(x) {
+        Some(n) => format!("v{n}"),
+        None => format!("?{}", x.0),
+    };
+    let vs = |xs: &[Val]| xs.iter().map(v).collect::<Vec<_>>().join(", ");
+    let target = |(l, args): &(Label, Vec<Val>)| format!("L{}({})", l.0, vs(args));
+    let mut out = String::new();
+    for (l, b) in f.live_blocks() {
+        let params: Vec<String> = b.params.iter().map(|p| format!("{}: {}", v(p), f.vals[p.0 as usize])).collect();
+        let name = if l.0 == 0 { "entry".to_string() } else { format!("L{}", l.0) };
+        let _ = writeln!(out, "{name}({}):", params.join(", "));
+        for i in &b.insts {
+            let line = match i {
+                Inst::Const { dst, ty, bits } => {
+                    let shown = match ty {
+                        ValTy::F64 => format!("{:?}", f64::from_bits(*bits)),
+                        t if t.signed() => format!("{}", *bits as i64),
+                        ValTy::Bool => format!("{}", *bits != 0),
+                        ValTy::Ptr => format!("{bits:#x}"),
+                        _ => format!("{bits}"),
+                    };
+                    format!("{} = const.{ty} {shown}", v(dst))
+                }
+                Inst::Bin { dst, op, ty, ov, a, b } => {
+                    let checked = if *ov == Overflow::Check { "_checked" } else { "" };
+                    format!("{} = {}{checked}.{ty} {}, {}", v(dst), op.name(), v(a), v(b))
+                }
+                Inst::Un { dst, op, ty, ov, a } => {
+                    let checked = if *ov == Overflow::Check { "_checked" } else { "" };
+                    format!("{} = {}{checked}.{ty} {}", v(dst), op.name(), v(a))
+                }
+                Inst::Cmp { dst, op, ty, a, b } => format!("{} = {}.{ty} {}, {}", v(dst), op.name(), v(a), v(b)),
+                Inst::Cast { dst, from, to, a } => format!("{} = cast.{from}.{to} {}", v(dst), v(a)),
+                Inst::Load { dst, ty, base, offset } => format!("{} = load.{ty} {}+{offset}", v(dst), v(base)),
+                Inst::Store { ty, base, offset, value } => format!("store.{ty} {}+{offset}, {}", v(base), v(value)),
+                Inst::BoundsCheck { index, len } => format!("bounds_check {}, {}", v(index), v(len)),
+                Inst::Call { dst, name, args, .. } => {
+                    let a: Vec<Val> = args.iter().map(|(x, _)| *x).collect();
+                    match dst {
+                        Some(d) => format!("{} = call {name}({})", v(d), vs(&a)),
+                        None => format!("call {name}({})", vs(&a)),
+                    }
+                }
+            };
+            let _ = writeln!(out, "    {line}");
+        }
+        let term = match b.term.as_ref().expect("live block") {
+            Terminator::Jump(l, args) => format!("jump {}", target(&(*l, args.clone()))),
+            Terminator::Branch { cond, if_true, if_false } => {
+                format!("branch {}, {}, {}", v(cond), target(if_true), target(if_false))
+            }
+            Terminator::Return(vals) => format!("return {}", vs(vals)),
+            Terminator::Error(k) => format!("error {k:?}"),
+        };
+        let _ = writeln!(out, "    {term}");
+    }
+    out
+}

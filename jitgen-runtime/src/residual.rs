@@ -1,0 +1,274 @@
+//! Compiled residual functions and how Rust calls them, and how they call Rust.
+//!
+//! [`ResidualFn`] owns a residual function's machine code (freed with it) and
+//! its listing. [`Residual`] is the typed handle: `call(args)` takes the red
+//! arguments as a tuple and returns the result, or the error that Rust would
+//! have panicked with. Callbacks from residual code into Rust go through
+//! [`run_callback`], which catches panics: a panic never unwinds through
+//! generated frames; it is carried out as a status word and resumed by the
+//! caller of the residual function.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::backend::cranelift::{CraneliftBackend, NativeCode};
+use crate::backend::text::TextBackend;
+use crate::backend::{Backend, BackendError};
+use crate::builder::ResidualFunction;
+use crate::ops::{ErrorKind, ValTy};
+
+thread_local! {
+    static CALLBACK_PANIC: RefCell<Option<Box<dyn Any + Send>>> = const { RefCell::new(None) };
+}
+
+/// Runs the body of a callback that residual code calls: returns the status
+/// word to hand back (0, or the code of `CallbackPanicked` after stashing the
+/// panic for the caller of the residual function to resume).
+pub fn run_callback(body: impl FnOnce() -> Result<(), ErrorKind>) -> u64 {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(kind)) => kind.code(),
+        Err(payload) => {
+            CALLBACK_PANIC.with(|p| *p.borrow_mut() = Some(payload));
+            ErrorKind::CallbackPanicked.code()
+        }
+    }
+}
+
+/// Why a call of residual code did not return normally.
+pub enum ResidualError {
+    /// An error exit: where the interpreter would have panicked.
+    Exit {
+        /// Which check failed.
+        kind: ErrorKind,
+        /// For `IndexOutOfBounds`: the index and the length.
+        detail: Option<(u64, u64)>,
+    },
+    /// A Rust function called from residual code panicked.
+    Panicked(Box<dyn Any + Send>),
+}
+
+impl ResidualError {
+    /// Raises the panic the interpreter would have raised.
+    pub fn resume(self) -> ! {
+        match self {
+            ResidualError::Panicked(p) => std::panic::resume_unwind(p),
+            other => panic!("{other}"),
+        }
+    }
+
+    /// The error kind, for exits.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        match self {
+            ResidualError::Exit { kind, .. } => Some(*kind),
+            ResidualError::Panicked(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for ResidualError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResidualError::Exit { kind: ErrorKind::IndexOutOfBounds, detail: Some((i, n)) } => {
+                write!(f, "index out of bounds: the len is {n} but the index is {i}")
+            }
+            ResidualError::Exit { kind, .. } => write!(f, "{kind}"),
+            ResidualError::Panicked(p) => {
+                let msg =
+                    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+                write!(f, "{}", msg.unwrap_or_else(|| "a callback panicked".into()))
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ResidualError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ResidualError({self})")
+    }
+}
+
+/// A compiled residual function: machine code (if compiled) and listing.
+#[derive(Clone, Debug)]
+pub struct ResidualFn {
+    inputs: Vec<ValTy>,
+    outputs: Vec<ValTy>,
+    listing: String,
+    ops: usize,
+    native: NativeCode,
+}
+
+impl ResidualFn {
+    /// Compiles a residual function with Cranelift, keeping its listing.
+    pub fn compile(f: &ResidualFunction, backend: &mut CraneliftBackend) -> Result<ResidualFn, BackendError> {
+        Ok(ResidualFn {
+            inputs: f.inputs.clone(),
+            outputs: f.outputs.clone(),
+            listing: TextBackend.compile(f)?,
+            ops: f.op_count(),
+            native: backend.compile(f)?,
+        })
+    }
+
+    /// The residual operations, one per line.
+    pub fn listing(&self) -> &str {
+        &self.listing
+    }
+
+    /// The number of residual operations.
+    pub fn op_count(&self) -> usize {
+        self.ops
+    }
+
+    /// Input types.
+    pub fn inputs(&self) -> &[ValTy] {
+        &self.inputs
+    }
+
+    /// Output types.
+    pub fn outputs(&self) -> &[ValTy] {
+        &self.outputs
+    }
+
+    /// Calls with inputs as canonical words; returns the outputs as words.
+    pub fn call_words(&self, inputs: &[u64]) -> Result<Vec<u64>, ResidualError> {
+        assert_eq!(inputs.len(), self.inputs.len(), "wrong number of inputs");
+        let mut frame = vec![0u64; self.native.frame_words()];
+        for (k, (w, t)) in inputs.iter().zip(&self.inputs).enumerate() {
+            frame[k] = t.canon(*w);
+        }
+        let status = self.native.run(&mut frame);
+        if status == 0 {
+            return Ok(self.outputs.iter().enumerate().map(|(k, t)| t.canon(frame[k])).collect());
+        }
+        match ErrorKind::from_code(status) {
+            Some(ErrorKind::CallbackPanicked) => {
+                let p = CALLBACK_PANIC.with(|p| p.borrow_mut().take());
+                Err(ResidualError::Panicked(p.unwrap_or_else(|| Box::new("a callback panicked"))))
+            }
+            Some(kind @ ErrorKind::IndexOutOfBounds) => {
+                Err(ResidualError::Exit { kind, detail: Some((frame[0], frame[1])) })
+            }
+            Some(kind) => Err(ResidualError::Exit { kind, detail: None }),
+            None => Err(ResidualError::Exit { kind: ErrorKind::Abort(u32::MAX), detail: None }),
+        }
+    }
+}
+
+/// A Rust value that crosses into residual code as one word.
+pub trait Word: Copy {
+    /// Its residual type.
+    const TY: ValTy;
+    /// As a canonical word.
+    fn to_word(self) -> u64;
+    /// From a canonical word.
+    fn from_word(w: u64) -> Self;
+}
+
+macro_rules! int_words {
+    ($($t:ty => $vt:expr),*) => {$(
+        impl Word for $t {
+            const TY: ValTy = $vt;
+            fn to_word(self) -> u64 { self as u64 }
+            fn from_word(w: u64) -> Self { w as $t }
+        }
+    )*};
+}
+int_words!(i8 => ValTy::I8, i16 => ValTy::I16, i32 => ValTy::I32, i64 => ValTy::I64, isize => ValTy::I64,
+           u8 => ValTy::U8, u16 => ValTy::U16, u32 => ValTy::U32, u64 => ValTy::U64, usize => ValTy::U64);
+
+impl Word for bool {
+    const TY: ValTy = ValTy::Bool;
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(w: u64) -> Self {
+        w != 0
+    }
+}
+
+impl Word for f64 {
+    const TY: ValTy = ValTy::F64;
+    fn to_word(self) -> u64 {
+        self.to_bits()
+    }
+    fn from_word(w: u64) -> Self {
+        f64::from_bits(w)
+    }
+}
+
+/// Red arguments of a residual function: a tuple of [`Word`]s.
+pub trait Args {
+    /// Their types.
+    fn types() -> Vec<ValTy>;
+    /// As words.
+    fn words(self) -> Vec<u64>;
+}
+
+/// Results of a residual function: a [`Word`] or a tuple of them.
+pub trait Outputs: Sized {
+    /// Their types.
+    fn types() -> Vec<ValTy>;
+    /// From words.
+    fn from_words(w: &[u64]) -> Self;
+}
+
+impl<T: Word> Outputs for T {
+    fn types() -> Vec<ValTy> {
+        vec![T::TY]
+    }
+    fn from_words(w: &[u64]) -> Self {
+        T::from_word(w[0])
+    }
+}
+
+macro_rules! tuples {
+    ($(($($n:ident $i:tt),*)),*) => {$(
+        impl<$($n: Word),*> Args for ($($n,)*) {
+            fn types() -> Vec<ValTy> { vec![$($n::TY),*] }
+            #[allow(unused_variables)]
+            fn words(self) -> Vec<u64> { vec![$(self.$i.to_word()),*] }
+        }
+    )*};
+}
+tuples!((), (A 0), (A 0, B 1), (A 0, B 1, C 2), (A 0, B 1, C 2, D 3), (A 0, B 1, C 2, D 3, E 4), (A 0, B 1, C 2, D 3, E 4, G 5));
+
+/// A typed handle on a residual function of red arguments `A` returning `R`.
+pub struct Residual<A, R> {
+    f: ResidualFn,
+    _sig: PhantomData<fn(A) -> R>,
+}
+
+impl<A: Args, R: Outputs> Residual<A, R> {
+    /// Wraps a compiled function; its signature must be `A -> R`.
+    pub fn new(f: ResidualFn) -> Result<Residual<A, R>, BackendError> {
+        if f.inputs != A::types() || f.outputs != R::types() {
+            return Err(BackendError(format!(
+                "signature mismatch: compiled {:?} -> {:?}, handle {:?} -> {:?}",
+                f.inputs,
+                f.outputs,
+                A::types(),
+                R::types()
+            )));
+        }
+        Ok(Residual { f, _sig: PhantomData })
+    }
+
+    /// Runs the residual code.
+    pub fn call(&self, args: A) -> Result<R, ResidualError> {
+        self.f.call_words(&args.words()).map(|w| R::from_words(&w))
+    }
+
+    /// The residual operations, one per line.
+    pub fn listing(&self) -> &str {
+        self.f.listing()
+    }
+
+    /// The untyped function.
+    pub fn function(&self) -> &ResidualFn {
+        &self.f
+    }
+}

@@ -1,0 +1,256 @@
+//! One compilation: the scheduler of a generating extension's paths, and its
+//! merge points.
+//!
+//! The generating extension runs one path at a time. At a red split it asks
+//! [`Compilation::split`], which emits a conditional branch, queues the state
+//! of the other side and lets the extension continue on one side. At a merge
+//! point (the entry of a join block) it hands its state to
+//! [`Compilation::merge`], which freezes it and looks it up among the states
+//! already compiled for the same key (function, block, greens):
+//!
+//! - a compiled state at least as general (each red the same constant, or a
+//!   run-time value there): jump to its residual code; the path ends;
+//! - otherwise a new version: constants that differ from the most general
+//!   version so far become run-time values (widening), a label is made for it
+//!   and the path continues there.
+//!
+//! When a path ends (a return, a jump to existing code), the extension asks
+//! [`Compilation::next_pending`] for the next queued state.
+//!
+//! Termination: the versions of one key only grow more general, and past
+//! [`Limits::max_versions`] the next version is the fully general one, which
+//! matches every later arrival; and every compilation has a budget of residual
+//! operations, past which it is declined.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::builder::{Label, ResidualBuilder, ResidualFunction};
+use crate::ops::{ErrorKind, ValTy};
+use crate::redbox::RedBox;
+use crate::state::{Frame, JitState};
+
+/// Limits of one compilation.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Residual operations, past which the compilation is declined.
+    pub max_ops: usize,
+    /// Versions of one merge key before the fully general one.
+    pub max_versions: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_ops: 50_000, max_versions: 4 }
+    }
+}
+
+/// Why a compilation gave up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Declined {
+    /// More residual operations than [`Limits::max_ops`].
+    Budget {
+        /// Operations emitted when it gave up.
+        ops: usize,
+    },
+}
+
+/// Counts of what one compilation did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompileStats {
+    /// Red splits (conditional branches emitted).
+    pub splits: usize,
+    /// Merge points reached.
+    pub merges: usize,
+    /// Merge points that jumped to existing code.
+    pub matches: usize,
+    /// New versions of an already-seen key (widenings).
+    pub widenings: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Shape {
+    Const(ValTy, u64),
+    Var(ValTy),
+}
+
+impl Shape {
+    fn covers(&self, r: &RedBox) -> bool {
+        match (self, r) {
+            (Shape::Var(t), r) => *t == r.ty(),
+            (Shape::Const(t, c), RedBox::Const { ty, bits }) => t == ty && c == bits,
+            _ => false,
+        }
+    }
+}
+
+struct Version {
+    label: Label,
+    shape: Vec<Shape>,
+}
+
+/// One compilation of a generating extension, generic over its frame type.
+pub struct Compilation<F: Frame> {
+    /// The residual code being recorded.
+    pub b: ResidualBuilder,
+    pending: VecDeque<(Label, JitState<F>)>,
+    versions: HashMap<Vec<F::Key>, Vec<Version>>,
+    limits: Limits,
+    declined: Option<Declined>,
+    stats: CompileStats,
+}
+
+impl<F: Frame> Compilation<F> {
+    /// Starts compiling a residual function with these input and output types.
+    pub fn new(name: &str, inputs: &[ValTy], outputs: &[ValTy], limits: Limits) -> Compilation<F> {
+        Compilation {
+            b: ResidualBuilder::new(name, inputs, outputs),
+            pending: VecDeque::new(),
+            versions: HashMap::new(),
+            limits,
+            declined: None,
+            stats: CompileStats::default(),
+        }
+    }
+
+    /// Red boxes for the inputs.
+    pub fn inputs(&self) -> Vec<RedBox> {
+        self.b.inputs().iter().map(|v| RedBox::Var { ty: self.b.ty(*v), val: *v }).collect()
+    }
+
+    /// What the compilation did so far.
+    pub fn stats(&self) -> CompileStats {
+        self.stats
+    }
+
+    fn over_budget(&mut self) -> bool {
+        if self.declined.is_none() && self.b.op_count() > self.limits.max_ops {
+            self.declined = Some(Declined::Budget { ops: self.b.op_count() });
+        }
+        self.declined.is_some()
+    }
+
+    /// A branch on `cond`. A constant condition folds: its side is returned and
+    /// nothing is emitted. Otherwise a conditional branch is emitted, the state
+    /// of the false side (made by `on_false`) is queued, and the extension
+    /// continues on the true side (`true` is returned).
+    pub fn split(&mut self, cond: &RedBox, on_false: impl FnOnce() -> JitState<F>) -> bool {
+        if let Some(c) = cond.as_const() {
+            return c != 0;
+        }
+        self.stats.splits += 1;
+        let c = self.b.materialize(cond);
+        let (t, _) = self.b.new_label(&[]);
+        let (f, _) = self.b.new_label(&[]);
+        self.b.branch(c, (t, &[]), (f, &[]));
+        self.pending.push_back((f, on_false()));
+        self.b.switch_to(t);
+        true
+    }
+
+    /// A merge point: returns the state to continue with (its red boxes now
+    /// the label's parameters and the constants kept), or `None` when the path
+    /// jumped to existing code or the compilation is over budget.
+    /// `generalize` makes every red a run-time value on the first arrival
+    /// (for loop heads, where constants would only be widened one turn later).
+    pub fn merge(&mut self, mut st: JitState<F>, generalize: bool) -> Option<JitState<F>> {
+        if self.over_budget() {
+            if self.b.is_open() {
+                self.b.error_exit(ErrorKind::Abort(u32::MAX));
+            }
+            return None;
+        }
+        self.stats.merges += 1;
+        let key = st.key();
+        let reds = st.reds();
+        let versions = self.versions.entry(key).or_default();
+        if let Some(v) = versions.iter().find(|v| v.shape.iter().zip(&reds).all(|(s, r)| s.covers(r))) {
+            let label = v.label;
+            let passed: Vec<RedBox> =
+                v.shape.iter().zip(&reds).filter(|(s, _)| matches!(s, Shape::Var(_))).map(|(_, r)| *r).collect();
+            let args: Vec<_> = passed.iter().map(|r| self.b.materialize(r)).collect();
+            self.b.jump(label, &args);
+            self.stats.matches += 1;
+            return None;
+        }
+        let general = generalize || versions.len() + 1 >= self.limits.max_versions;
+        let shape: Vec<Shape> = match versions.last() {
+            _ if general => reds.iter().map(|r| Shape::Var(r.ty())).collect(),
+            None => reds
+                .iter()
+                .map(|r| match r {
+                    RedBox::Const { ty, bits } => Shape::Const(*ty, *bits),
+                    RedBox::Var { ty, .. } => Shape::Var(*ty),
+                })
+                .collect(),
+            Some(prev) => prev
+                .shape
+                .iter()
+                .zip(&reds)
+                .map(|(s, r)| if s.covers(r) && s != &Shape::Var(r.ty()) { s.clone() } else { Shape::Var(r.ty()) })
+                .collect(),
+        };
+        if !versions.is_empty() {
+            self.stats.widenings += 1;
+        }
+        let var_tys: Vec<ValTy> = shape
+            .iter()
+            .filter_map(|s| match s {
+                Shape::Var(t) => Some(*t),
+                Shape::Const(..) => None,
+            })
+            .collect();
+        let (label, params) = self.b.new_label(&var_tys);
+        let args: Vec<_> = shape
+            .iter()
+            .zip(&reds)
+            .filter(|(s, _)| matches!(s, Shape::Var(_)))
+            .map(|(_, r)| *r)
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|r| self.b.materialize(r))
+            .collect();
+        self.b.jump(label, &args);
+        self.b.switch_to(label);
+        let mut params = params.into_iter();
+        let new_reds: Vec<RedBox> = shape
+            .iter()
+            .map(|s| match s {
+                Shape::Const(ty, bits) => RedBox::Const { ty: *ty, bits: *bits },
+                Shape::Var(ty) => RedBox::Var { ty: *ty, val: params.next().expect("one parameter per run-time red") },
+            })
+            .collect();
+        self.versions.get_mut(&st.key()).expect("entry made above").push(Version { label, shape });
+        st.set_reds(&new_reds);
+        Some(st)
+    }
+
+    /// Ends the path by returning these values.
+    pub fn finish_return(&mut self, vals: &[RedBox]) {
+        let v: Vec<_> = vals.iter().map(|r| self.b.materialize(r)).collect();
+        self.b.ret(&v);
+    }
+
+    /// Ends the path with an error exit (a `panic!` reached in residual code).
+    pub fn error_exit(&mut self, kind: ErrorKind) {
+        self.b.error_exit(kind);
+    }
+
+    /// The next queued state, its residual block now current; `None` when
+    /// every path is done (or the compilation was declined).
+    pub fn next_pending(&mut self) -> Option<JitState<F>> {
+        if self.over_budget() {
+            return None;
+        }
+        let (label, st) = self.pending.pop_front()?;
+        self.b.switch_to(label);
+        Some(st)
+    }
+
+    /// The residual function, or why the compilation was declined.
+    pub fn finish(mut self) -> Result<ResidualFunction, Declined> {
+        if self.over_budget() {
+            return Err(self.declined.take().expect("set by over_budget"));
+        }
+        Ok(self.b.finish())
+    }
+}

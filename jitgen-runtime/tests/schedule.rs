@@ -1,0 +1,298 @@
+//! Compilations through the scheduler: folding, red splits that merge again,
+//! residual loops, widening, and error exits from residual code.
+
+use expect_test::expect;
+use jitgen_runtime::backend::cranelift::CraneliftBackend;
+use jitgen_runtime::builder::listing;
+use jitgen_runtime::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
+use jitgen_runtime::redbox::RedBox;
+use jitgen_runtime::residual::{Residual, ResidualFn};
+use jitgen_runtime::schedule::{Compilation, CompileStats, Declined, Limits};
+use jitgen_runtime::state::{Frame, JitState};
+
+/// A frame for small hand-written extensions: a block number and its reds.
+#[derive(Clone, Debug)]
+struct Blk {
+    block: u32,
+    green: i64,
+    reds: Vec<RedBox>,
+}
+
+impl Frame for Blk {
+    type Key = (u32, i64);
+    fn key(&self) -> (u32, i64) {
+        (self.block, self.green)
+    }
+    fn reds(&self) -> Vec<RedBox> {
+        self.reds.clone()
+    }
+    fn set_reds(&mut self, r: &[RedBox]) {
+        self.reds = r.to_vec();
+    }
+}
+
+fn st(block: u32, reds: Vec<RedBox>) -> JitState<Blk> {
+    JitState::new(Blk { block, green: 0, reds })
+}
+
+fn native<A: jitgen_runtime::residual::Args, R: jitgen_runtime::residual::Outputs>(
+    c: Compilation<Blk>,
+) -> (Residual<A, R>, CompileStats) {
+    let stats = c.stats();
+    let f = c.finish().expect("within budget");
+    (Residual::new(ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap()).unwrap(), stats)
+}
+
+#[test]
+fn constant_red_boxes_fold() {
+    let mut c: Compilation<Blk> = Compilation::new("fold", &[ValTy::I64], &[ValTy::I64], Limits::default());
+    let x = c.inputs()[0];
+    let a = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &RedBox::i64(6), &RedBox::i64(7));
+    let b = c.b.red_un(UnOp::Neg, Overflow::Wrap, &a);
+    let cond = c.b.red_cmp(CmpOp::Lt, &b, &RedBox::i64(0));
+    assert_eq!(a, RedBox::i64(42));
+    assert_eq!(b, RedBox::i64(-42));
+    assert_eq!(cond, RedBox::bool(true));
+    assert_eq!(c.b.red_cast(&RedBox::i64(300), ValTy::U8), RedBox::constant(ValTy::U8, 44));
+    // A constant condition folds: no branch, no queued state.
+    assert!(c.split(&cond, || unreachable!("the false side of a constant condition is never made")));
+    // Identities with a run-time operand emit nothing either.
+    let ops_before = c.b.op_count();
+    assert_eq!(c.b.red_bin(BinOp::Add, Overflow::Check, &RedBox::i64(0), &x), x);
+    assert_eq!(c.b.red_bin(BinOp::Mul, Overflow::Check, &x, &RedBox::i64(1)), x);
+    assert_eq!(c.b.red_bin(BinOp::Shl, Overflow::Check, &x, &RedBox::i64(0)), x);
+    assert_eq!(c.b.op_count(), ops_before);
+    let r = c.b.red_bin(BinOp::Add, Overflow::Wrap, &x, &b);
+    c.finish_return(&[r]);
+    assert_eq!(c.stats().splits, 0);
+    let (f, _) = native::<(i64,), i64>(c);
+    expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 -42
+            v2 = add.i64 v0, v1
+            return v2
+    "#]]
+    .assert_eq(f.listing());
+    assert_eq!(f.call((50,)).unwrap(), 8);
+}
+
+/// `fn f(x: i64) -> i64 { let y = if x > 0 { x } else { -x }; y + 1 }`
+#[test]
+fn red_if_whose_sides_merge_again() {
+    let mut c: Compilation<Blk> = Compilation::new("absplus", &[ValTy::I64], &[ValTy::I64], Limits::default());
+    let x = c.inputs()[0];
+    let cond = c.b.red_cmp(CmpOp::Gt, &x, &RedBox::i64(0));
+    // block 1: then; block 2: else; block 3: the join with y.
+    let mut next = Some(if c.split(&cond, || st(2, vec![x])) { st(1, vec![x]) } else { st(2, vec![x]) });
+    while let Some(s) = next.take() {
+        let f = s.top().clone();
+        match f.block {
+            1 => next = Some(st(3, vec![f.reds[0]])),
+            2 => {
+                let neg = c.b.red_un(UnOp::Neg, Overflow::Wrap, &f.reds[0]);
+                next = Some(st(3, vec![neg]));
+            }
+            3 => match c.merge(s, false) {
+                Some(s) => {
+                    let y = s.top().reds[0];
+                    let r = c.b.red_bin(BinOp::Add, Overflow::Wrap, &y, &RedBox::i64(1));
+                    c.finish_return(&[r]);
+                    next = c.next_pending();
+                }
+                None => next = c.next_pending(),
+            },
+            _ => unreachable!(),
+        }
+    }
+    let (f, stats) = native::<(i64,), i64>(c);
+    assert_eq!(stats, CompileStats { splits: 1, merges: 2, matches: 1, widenings: 0 });
+    expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 0
+            v2 = gt.i64 v0, v1
+            branch v2, L3(v0), L2()
+        L2():
+            v3 = neg.i64 v0
+            jump L3(v3)
+        L3(v4: i64):
+            v5 = const.i64 1
+            v6 = add.i64 v4, v5
+            return v6
+    "#]]
+    .assert_eq(f.listing());
+    for x in [-5i64, 0, 7, i64::MIN + 1] {
+        assert_eq!(f.call((x,)).unwrap(), x.wrapping_abs().wrapping_add(1));
+    }
+}
+
+/// `fn f(n: i64) -> i64 { let mut i = 0; let mut acc = 0; while i < n { acc += i; i += 1 } acc }`,
+/// everything red. `generalize` is the loop-head policy.
+fn count(generalize: bool, limits: Limits) -> (Compilation<Blk>, usize) {
+    let mut c: Compilation<Blk> = Compilation::new("count", &[ValTy::I64], &[ValTy::I64], limits);
+    let n = c.inputs()[0];
+    let mut next = Some(st(1, vec![RedBox::i64(0), RedBox::i64(0), n]));
+    let mut steps = 0;
+    while let Some(s) = next.take() {
+        steps += 1;
+        let f = s.top().clone();
+        match f.block {
+            // The loop head: a merge point.
+            1 => match c.merge(s, generalize) {
+                Some(s) => {
+                    let [i, acc, n] = s.top().reds[..] else { unreachable!() };
+                    let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
+                    if c.split(&more, || st(2, vec![acc])) {
+                        let acc = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &i);
+                        let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
+                        next = Some(st(1, vec![i, acc, n]));
+                    } else {
+                        next = Some(st(2, vec![acc]));
+                    }
+                }
+                None => next = c.next_pending(),
+            },
+            // After the loop: another join.
+            2 => match c.merge(s, false) {
+                Some(s) => {
+                    c.finish_return(&s.top().reds);
+                    next = c.next_pending();
+                }
+                None => next = c.next_pending(),
+            },
+            _ => unreachable!(),
+        }
+    }
+    (c, steps)
+}
+
+#[test]
+fn red_loop_compiles_to_a_residual_loop() {
+    let (c, steps) = count(true, Limits::default());
+    assert!(steps < 10, "{steps} steps");
+    let (f, stats) = native::<(i64,), i64>(c);
+    assert_eq!(stats.widenings, 0);
+    expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 0
+            v2 = const.i64 0
+            jump L1(v1, v2, v0)
+        L1(v3: i64, v4: i64, v5: i64):
+            v6 = lt.i64 v3, v5
+            branch v6, L2(), L4(v4)
+        L2():
+            v7 = add.i64 v4, v3
+            v8 = const.i64 1
+            v9 = add.i64 v3, v8
+            jump L1(v9, v7, v5)
+        L4(v10: i64):
+            return v10
+    "#]]
+    .assert_eq(f.listing());
+    for n in [-3i64, 0, 1, 10, 100_000] {
+        assert_eq!(f.call((n,)).unwrap(), (0..n.max(0)).sum::<i64>());
+    }
+}
+
+#[test]
+fn widening_at_a_merge() {
+    // Without generalizing on arrival, the first turns are specialized to
+    // their constants, then widened: i first (0, then 1), then acc.
+    let (c, _) = count(false, Limits::default());
+    let (f, stats) = native::<(i64,), i64>(c);
+    // Two widenings at the loop head (i, then acc), one after the loop (acc).
+    assert_eq!(stats.widenings, 3, "{}", f.listing());
+    expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 0
+            v2 = lt.i64 v1, v0
+            branch v2, L2(), L10()
+        L2():
+            v3 = const.i64 1
+            v4 = lt.i64 v3, v0
+            branch v4, L5(), L10()
+        L5():
+            v5 = const.i64 1
+            v6 = add.i64 v3, v5
+            jump L7(v6, v3, v0)
+        L7(v7: i64, v8: i64, v9: i64):
+            v10 = lt.i64 v7, v9
+            branch v10, L8(), L11(v8)
+        L8():
+            v11 = add.i64 v8, v7
+            v12 = const.i64 1
+            v13 = add.i64 v7, v12
+            jump L7(v13, v11, v9)
+        L10():
+            v14 = const.i64 0
+            return v14
+        L11(v15: i64):
+            return v15
+    "#]]
+    .assert_eq(f.listing());
+    let text = f.listing();
+    for n in [0i64, 1, 2, 3, 50] {
+        assert_eq!(f.call((n,)).unwrap(), (0..n).sum::<i64>(), "{text}");
+    }
+}
+
+#[test]
+fn compilation_terminates_when_greens_never_repeat() {
+    // A merge key that changes every turn (a green counter) never matches:
+    // the budget ends the compilation.
+    let limits = Limits { max_ops: 200, ..Limits::default() };
+    let mut c: Compilation<Blk> = Compilation::new("runaway", &[ValTy::I64], &[ValTy::I64], limits);
+    let x = c.inputs()[0];
+    let mut state = Some(JitState::new(Blk { block: 1, green: 0, reds: vec![x] }));
+    let mut turns = 0;
+    while let Some(s) = state.take() {
+        turns += 1;
+        let Some(s) = c.merge(s, false) else { break };
+        let f = s.top().clone();
+        let y = c.b.red_bin(BinOp::Add, Overflow::Wrap, &f.reds[0], &RedBox::i64(1));
+        state = Some(JitState::new(Blk { block: 1, green: f.green + 1, reds: vec![y] }));
+    }
+    assert!(turns < 300, "{turns}");
+    assert!(matches!(c.finish(), Err(Declined::Budget { .. })));
+}
+
+#[test]
+fn division_by_zero_and_out_of_bounds_are_errors_from_residual_code() {
+    // a / b with a red divisor, and a constant division by zero: both checks
+    // stay in residual code and leave through an error exit.
+    let mut c: Compilation<Blk> = Compilation::new("div", &[ValTy::I64, ValTy::I64], &[ValTy::I64], Limits::default());
+    let [a, b] = c.inputs()[..] else { unreachable!() };
+    let q = c.b.red_bin(BinOp::Div, Overflow::Wrap, &a, &b);
+    let zero = c.b.red_cmp(CmpOp::Eq, &a, &RedBox::i64(0));
+    assert!(c.split(&zero, || st(0, vec![])));
+    let bad = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &RedBox::i64(1), &RedBox::i64(0));
+    assert!(!bad.is_const(), "a constant remainder by zero must not fold");
+    c.finish_return(&[bad]);
+    let s = c.next_pending().unwrap();
+    assert_eq!(s.top().block, 0);
+    c.finish_return(&[q]);
+    let (f, _) = native::<(i64, i64), i64>(c);
+    assert_eq!(f.call((9, 2)).unwrap(), 4);
+    assert_eq!(f.call((9, 0)).unwrap_err().kind(), Some(ErrorKind::DivideByZero));
+    assert_eq!(f.call((0, 3)).unwrap_err().kind(), Some(ErrorKind::RemainderByZero));
+    assert_eq!(f.call((i64::MIN, -1)).unwrap_err().to_string(), "attempt to divide with overflow");
+
+    // v[i] on a red slice (pointer and length) and a red index.
+    let mut c: Compilation<Blk> =
+        Compilation::new("get", &[ValTy::Ptr, ValTy::U64, ValTy::U64], &[ValTy::I64], Limits::default());
+    let [p, len, i] = c.inputs()[..] else { unreachable!() };
+    c.b.red_bounds_check(&i, &len);
+    let off = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &i, &RedBox::u64(8));
+    let off = c.b.red_cast(&off, ValTy::Ptr);
+    let addr = c.b.red_bin(BinOp::Add, Overflow::Wrap, &p, &off);
+    let v = c.b.red_load(ValTy::I64, &addr, 0);
+    c.finish_return(&[v]);
+    let f = c.finish().unwrap();
+    let text = listing(&f);
+    assert!(text.contains("bounds_check"), "{text}");
+    let f = ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap();
+    let data = [5i64, 6, 7];
+    let call = |i: u64| f.call_words(&[data.as_ptr() as u64, data.len() as u64, i]);
+    assert_eq!(call(2).unwrap(), [7]);
+    assert_eq!(call(3).unwrap_err().to_string(), "index out of bounds: the len is 3 but the index is 3");
+    assert_eq!(call(u64::MAX).unwrap_err().kind(), Some(ErrorKind::IndexOutOfBounds));
+}
