@@ -116,6 +116,20 @@ pub enum Terminator {
     Return(Vec<Val>),
     /// Leave through an error exit.
     Error(ErrorKind),
+    /// Promotion (a flexswitch): continue in the code compiled for the run-time
+    /// value of `value`. Cases are added after the code has run, so they live
+    /// outside this function, in the runtime's table `switch`; when the value
+    /// has no case yet, the default calls back into the compiler with the
+    /// value and the `live` values, which compiles the case and continues in
+    /// it. The text backend lists it; machine code for it comes with promotion.
+    FlexSwitch {
+        /// The promoted value.
+        value: Val,
+        /// The values the cases continue with.
+        live: Vec<Val>,
+        /// The runtime's switch this one dispatches through.
+        switch: u32,
+    },
 }
 
 impl Terminator {
@@ -126,6 +140,10 @@ impl Terminator {
                 *cond = f(*cond);
                 if_true.1.iter_mut().for_each(|a| *a = f(*a));
                 if_false.1.iter_mut().for_each(|a| *a = f(*a));
+            }
+            Terminator::FlexSwitch { value, live, .. } => {
+                *value = f(*value);
+                live.iter_mut().for_each(|a| *a = f(*a));
             }
             Terminator::Error(_) => {}
         }
@@ -214,28 +232,39 @@ impl ResidualFunction {
             // Empty forwarding blocks (no parameters, no instructions, a jump):
             // their predecessors jump straight on. The forwarded values
             // dominate the forwarder, hence each of its predecessors.
-            for f in 1..n {
-                let Some(Terminator::Jump(to, fwd)) = self.blocks[f].term.clone() else { continue };
-                if !self.blocks[f].params.is_empty() || !self.blocks[f].insts.is_empty() || to.0 as usize == f {
-                    continue;
-                }
-                for p in 0..n {
-                    if p == f {
-                        continue;
+            let forward: HashMap<usize, (Label, Vec<Val>)> = (1..n)
+                .filter_map(|f| match &self.blocks[f].term {
+                    Some(Terminator::Jump(to, fwd))
+                        if self.blocks[f].params.is_empty()
+                            && self.blocks[f].insts.is_empty()
+                            && to.0 as usize != f =>
+                    {
+                        Some((f, (*to, fwd.clone())))
                     }
-                    let redirect = |t: &mut (Label, Vec<Val>)| {
-                        if t.0 .0 as usize == f {
-                            *t = (to, fwd.clone());
-                            true
-                        } else {
-                            false
+                    _ => None,
+                })
+                .collect();
+            if !forward.is_empty() {
+                let redirect = |t: &mut (Label, Vec<Val>)| -> bool {
+                    // Follow a chain of forwarders (bounded: they may form a cycle).
+                    let mut moved = false;
+                    for _ in 0..n {
+                        match forward.get(&(t.0 .0 as usize)) {
+                            Some(next) if next.0 != t.0 => {
+                                *t = next.clone();
+                                moved = true;
+                            }
+                            _ => break,
                         }
-                    };
+                    }
+                    moved
+                };
+                for p in 0..n {
                     match &mut self.blocks[p].term {
-                        Some(Terminator::Jump(l, args)) if l.0 as usize == f => {
-                            *l = to;
-                            *args = fwd.clone();
-                            changed = true;
+                        Some(Terminator::Jump(l, args)) => {
+                            let mut t = (*l, std::mem::take(args));
+                            changed |= redirect(&mut t);
+                            (*l, *args) = t;
                         }
                         Some(Terminator::Branch { if_true, if_false, .. }) => {
                             let a = redirect(if_true);
@@ -258,7 +287,12 @@ impl ResidualFunction {
                 }
                 let target = std::mem::take(&mut self.blocks[b]);
                 for (param, arg) in target.params.iter().zip(&args) {
-                    subst.insert(*param, *arg);
+                    // Resolve now, so that chains of substitutions stay short.
+                    let mut a = *arg;
+                    while let Some(n) = subst.get(&a) {
+                        a = *n;
+                    }
+                    subst.insert(*param, a);
                 }
                 self.blocks[p].insts.extend(target.insts);
                 self.blocks[p].term = target.term;
@@ -441,6 +475,11 @@ impl ResidualBuilder {
         self.terminate(Terminator::Error(kind));
     }
 
+    /// Ends the current block with a flexswitch on `value` (see [`Terminator::FlexSwitch`]).
+    pub fn flexswitch(&mut self, value: Val, live: &[Val], switch: u32) {
+        self.terminate(Terminator::FlexSwitch { value, live: live.to_vec(), switch });
+    }
+
     /// The finished function, simplified. Blocks left open are an error exit
     /// (they cannot be reached by a complete compilation).
     pub fn finish(mut self) -> ResidualFunction {
@@ -527,6 +566,9 @@ pub fn listing(f: &ResidualFunction) -> String {
             }
             Terminator::Return(vals) => format!("return {}", vs(vals)),
             Terminator::Error(k) => format!("error {k:?}"),
+            Terminator::FlexSwitch { value, live, switch } => {
+                format!("flexswitch {} [live {}] #{switch}", v(value), vs(live))
+            }
         };
         let _ = writeln!(out, "    {term}");
     }

@@ -296,3 +296,77 @@ fn division_by_zero_and_out_of_bounds_are_errors_from_residual_code() {
     assert_eq!(call(3).unwrap_err().to_string(), "index out of bounds: the len is 3 but the index is 3");
     assert_eq!(call(u64::MAX).unwrap_err().kind(), Some(ErrorKind::IndexOutOfBounds));
 }
+
+/// `fn f(x) -> i64 { let a = g(x); a * 2 }` with `g(x) = if x > 0 { x } else { 0 }`
+/// inlined: the state is a chain of two frames, copied at the split inside g.
+#[test]
+fn inlined_call_keeps_a_chain_of_frames() {
+    let mut c: Compilation<Blk> = Compilation::new("f", &[ValTy::I64], &[ValTy::I64], Limits::default());
+    let x = c.inputs()[0];
+    // Caller frame: block 10 is where f continues after the call (a join: g returns twice).
+    let caller = Blk { block: 10, green: 0, reds: vec![] };
+    let callee = Blk { block: 1, green: 0, reds: vec![x] };
+    let mut next = Some(JitState { frames: vec![caller, callee] });
+    let mut depth_seen = vec![];
+    while let Some(mut s) = next.take() {
+        depth_seen.push(s.frames.len());
+        let f = s.top().clone();
+        match f.block {
+            // g: the red split.
+            1 => {
+                let pos = c.b.red_cmp(CmpOp::Gt, &f.reds[0], &RedBox::i64(0));
+                let mut other = s.clone();
+                other.top_mut().block = 3;
+                if c.split(&pos, move || other) {
+                    s.top_mut().block = 2;
+                } else {
+                    s.top_mut().block = 3;
+                }
+                next = Some(s);
+            }
+            // g returns x or 0: pop its frame, the result goes to the caller.
+            2 | 3 => {
+                let r = if f.block == 2 { f.reds[0] } else { RedBox::i64(0) };
+                s.frames.pop();
+                s.top_mut().reds = vec![r];
+                next = Some(s);
+            }
+            10 => match c.merge(s, false) {
+                Some(s) => {
+                    let a = s.top().reds[0];
+                    let r = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &a, &RedBox::i64(2));
+                    c.finish_return(&[r]);
+                    next = c.next_pending();
+                }
+                None => next = c.next_pending(),
+            },
+            _ => unreachable!(),
+        }
+    }
+    // The pending state resumed with both frames.
+    assert_eq!(depth_seen.iter().filter(|d| **d == 2).count(), 3, "{depth_seen:?}");
+    let (f, stats) = native::<(i64,), i64>(c);
+    assert_eq!((stats.splits, stats.matches), (1, 1));
+    for x in [-4i64, 0, 9] {
+        assert_eq!(f.call((x,)).unwrap(), x.max(0) * 2);
+    }
+}
+
+#[test]
+fn flexswitch_is_listed_and_declined_by_cranelift_until_promotion() {
+    let mut b = jitgen_runtime::builder::ResidualBuilder::new("promote", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);
+    let (x, y) = (b.inputs()[0], b.inputs()[1]);
+    let ten = b.konst(ValTy::I64, 10);
+    let q = b.bin(BinOp::Div, ValTy::I64, Overflow::Wrap, x, ten);
+    b.flexswitch(q, &[y], 0);
+    let f = b.finish();
+    expect![[r#"
+        entry(v0: i64, v1: i64):
+            v2 = const.i64 10
+            v3 = div.i64 v0, v2
+            flexswitch v3 [live v1] #0
+    "#]]
+    .assert_eq(&listing(&f));
+    let err = ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap_err();
+    assert!(err.to_string().contains("flexswitch"), "{err}");
+}

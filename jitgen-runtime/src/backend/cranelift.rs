@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -44,13 +45,29 @@ impl CraneliftBackend {
     }
 }
 
+static LIVE_MODULES: AtomicUsize = AtomicUsize::new(0);
+
+/// How many compiled residual functions hold machine code right now (in
+/// every thread): what has not been freed yet.
+pub fn live_code_modules() -> usize {
+    LIVE_MODULES.load(Ordering::Relaxed)
+}
+
 struct CodeOwner {
     module: Option<JITModule>,
+}
+
+impl CodeOwner {
+    fn new(module: JITModule) -> CodeOwner {
+        LIVE_MODULES.fetch_add(1, Ordering::Relaxed);
+        CodeOwner { module: Some(module) }
+    }
 }
 
 impl Drop for CodeOwner {
     fn drop(&mut self) {
         if let Some(m) = self.module.take() {
+            LIVE_MODULES.fetch_sub(1, Ordering::Relaxed);
             // SAFETY: the owner is dropped with the last `NativeCode` handle,
             // and handles are the only way to run the code.
             unsafe { m.free_memory() };
@@ -494,6 +511,7 @@ impl Tr<'_, '_> {
                 let code = self.b.ins().iconst(types::I64, kind.code() as i64);
                 self.b.ins().return_(&[code]);
             }
+            Terminator::FlexSwitch { .. } => unreachable!("rejected before translation"),
         }
     }
 
@@ -525,6 +543,9 @@ impl Backend for CraneliftBackend {
     type Code = NativeCode;
 
     fn compile(&mut self, f: &ResidualFunction) -> Result<NativeCode, BackendError> {
+        if f.live_blocks().any(|(_, b)| matches!(b.term, Some(Terminator::FlexSwitch { .. }))) {
+            return Err(BackendError("flexswitches (promotion) have no machine code yet".into()));
+        }
         let mut module = JITModule::new(JITBuilder::with_isa(self.isa.clone(), default_libcall_names()));
         let mut ctx = module.make_context();
         ctx.func.signature.params.push(AbiParam::new(types::I64));
@@ -580,6 +601,6 @@ impl Backend for CraneliftBackend {
         // SAFETY: the function was compiled with the signature (i64) -> i64 in
         // the SystemV convention, the host's `extern "C"`.
         let entry = unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(*mut u64) -> u64>(ptr) };
-        Ok(NativeCode { entry, frame_words: f.frame_words(), _owner: Rc::new(CodeOwner { module: Some(module) }) })
+        Ok(NativeCode { entry, frame_words: f.frame_words(), _owner: Rc::new(CodeOwner::new(module)) })
     }
 }
