@@ -11,6 +11,7 @@
 
 pub use hint_annotator::{CallKind, Color, ColoredGraph, ColoredGraphs};
 pub use jitgen_macros::jit_interpreter;
+pub use jitgen_runtime::driver::{Config, StatsSnapshot};
 
 /// A binding-time hint. Interpreted, it returns its first argument unchanged
 /// (`hint!(global_merge_point)` does nothing), so an annotated module is
@@ -43,6 +44,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use hint_annotator;
+    pub use jitgen_runtime as rt;
 
     /// Annotates the module source the macro embedded.
     pub fn graphs_from_source(src: &str) -> hint_annotator::ColoredGraphs {

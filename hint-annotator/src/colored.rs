@@ -11,6 +11,7 @@ use petgraph::visit::EdgeRef;
 
 use crate::bta::{live_before, live_in, solve_colors, Analysis};
 use crate::flowgraph::{Exit, FlowGraph, HintKind, Op, OpKind, Value, Var};
+use crate::module::{EnumDef, StructDef};
 use crate::types::Ty;
 
 /// A binding time.
@@ -87,6 +88,7 @@ pub struct ColoredGraph {
     call_kinds: HashMap<Var, CallKind>,
     green_result_calls: BTreeSet<Var>,
     merge_points: Vec<MergePoint>,
+    live: HashMap<NodeIndex, BTreeSet<Var>>,
 }
 
 /// Suffix naming the specialized copy of a function whose result is forced green.
@@ -173,6 +175,12 @@ impl ColoredGraph {
     pub fn ops(&self) -> Vec<(NodeIndex, &Op, Color)> {
         let g = &self.graph;
         g.blocks().flat_map(|b| g.graph[b].ops.iter().map(move |o| (b, o, self.op_color(o)))).collect()
+    }
+
+    /// The variables live just before operation `k` of block `b` (`k` equal
+    /// to the number of operations: before the exit).
+    pub fn live_before(&self, b: NodeIndex, k: usize) -> BTreeSet<Var> {
+        live_before(&self.graph, b, k, &self.live)
     }
 
     /// The global merge points.
@@ -319,6 +327,16 @@ fn html(s: &str) -> String {
 #[derive(Clone, Debug, Default)]
 pub struct ColoredGraphs {
     functions: IndexMap<String, ColoredGraph>,
+    types: ModuleTypes,
+}
+
+/// The structs and enums of the module, for code generation.
+#[derive(Clone, Debug, Default)]
+pub struct ModuleTypes {
+    /// Structs by name.
+    pub structs: IndexMap<String, StructDef>,
+    /// Enums by name.
+    pub enums: IndexMap<String, EnumDef>,
 }
 
 impl ColoredGraphs {
@@ -333,6 +351,11 @@ impl ColoredGraphs {
         self.functions.values()
     }
 
+    /// The module's structs and enums.
+    pub fn types(&self) -> &ModuleTypes {
+        &self.types
+    }
+
     /// All graphs as text.
     pub fn to_text(&self) -> String {
         self.functions.values().map(|f| f.to_text()).collect::<Vec<_>>().join("\n")
@@ -340,7 +363,10 @@ impl ColoredGraphs {
 }
 
 /// Runs the analysis over a module's graphs and colors them.
-pub(crate) fn color_module(graphs: IndexMap<String, FlowGraph>) -> Result<ColoredGraphs, Vec<syn::Error>> {
+pub(crate) fn color_module(
+    graphs: IndexMap<String, FlowGraph>,
+    types: ModuleTypes,
+) -> Result<ColoredGraphs, Vec<syn::Error>> {
     let mut a = Analysis::run(&graphs);
     if !a.errors.is_empty() {
         return Err(std::mem::take(&mut a.errors));
@@ -396,7 +422,7 @@ pub(crate) fn color_module(graphs: IndexMap<String, FlowGraph>) -> Result<Colore
         let cg = build(&a, &g, green, f.green_result_calls.clone(), Some(name.clone()));
         functions.insert(g.name.clone(), cg);
     }
-    Ok(ColoredGraphs { functions })
+    Ok(ColoredGraphs { functions, types })
 }
 
 fn build(
@@ -440,5 +466,5 @@ fn build(
         }
     }
     let frozen = a.deps[specializes.as_deref().unwrap_or(&g.name)].frozen.clone();
-    ColoredGraph { graph: g.clone(), specializes, green, frozen, call_kinds, green_result_calls, merge_points }
+    ColoredGraph { graph: g.clone(), specializes, green, frozen, call_kinds, green_result_calls, merge_points, live }
 }

@@ -27,7 +27,7 @@ pub mod types;
 
 use indexmap::IndexMap;
 
-pub use colored::{CallKind, Color, ColoredGraph, ColoredGraphs, MergePoint, GREEN_RESULT_SUFFIX};
+pub use colored::{CallKind, Color, ColoredGraph, ColoredGraphs, MergePoint, ModuleTypes, GREEN_RESULT_SUFFIX};
 pub use flowgraph::FlowGraph;
 
 /// Merges many errors into one that reports each at its own span.
@@ -40,8 +40,7 @@ pub fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
     Some(first)
 }
 
-/// Builds the (uncolored) flow graph of every function of a module.
-pub fn flow_graphs(items: &[syn::Item]) -> Result<IndexMap<String, FlowGraph>, syn::Error> {
+fn graphs_and_types(items: &[syn::Item]) -> Result<(IndexMap<String, FlowGraph>, ModuleTypes), syn::Error> {
     let mut errors = vec![];
     let m = module::ModuleDef::read(items, &mut errors);
     let mut graphs = IndexMap::new();
@@ -52,14 +51,19 @@ pub fn flow_graphs(items: &[syn::Item]) -> Result<IndexMap<String, FlowGraph>, s
     }
     match combine(errors) {
         Some(e) => Err(e),
-        None => Ok(graphs),
+        None => Ok((graphs, ModuleTypes { structs: m.structs.clone(), enums: m.enums.clone() })),
     }
+}
+
+/// Builds the (uncolored) flow graph of every function of a module.
+pub fn flow_graphs(items: &[syn::Item]) -> Result<IndexMap<String, FlowGraph>, syn::Error> {
+    graphs_and_types(items).map(|(g, _)| g)
 }
 
 /// Annotates the items of a module: flow graphs, types, binding times.
 pub fn annotate_items(items: &[syn::Item]) -> Result<ColoredGraphs, syn::Error> {
-    let graphs = flow_graphs(items)?;
-    colored::color_module(graphs).map_err(|e| combine(e).expect("at least one error"))
+    let (graphs, types) = graphs_and_types(items)?;
+    colored::color_module(graphs, types).map_err(|e| combine(e).expect("at least one error"))
 }
 
 /// Annotates an inline module (`mod m { ... }`).

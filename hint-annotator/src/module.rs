@@ -15,6 +15,8 @@ pub struct StructDef {
     pub fields: IndexMap<String, Ty>,
     /// Marked `#[virtualizable]`.
     pub virtualizable: bool,
+    /// Its lifetime parameters.
+    pub lifetimes: usize,
 }
 
 /// A variant of an enum of the module.
@@ -100,7 +102,11 @@ impl<'a> ModuleDef<'a> {
                 syn::Item::Struct(s) => {
                     m.structs.insert(
                         s.ident.to_string(),
-                        StructDef { fields: IndexMap::new(), virtualizable: has_attr(&s.attrs, "virtualizable") },
+                        StructDef {
+                            fields: IndexMap::new(),
+                            virtualizable: has_attr(&s.attrs, "virtualizable"),
+                            lifetimes: s.generics.lifetimes().count(),
+                        },
                     );
                 }
                 syn::Item::Enum(e) => {

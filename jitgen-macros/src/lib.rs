@@ -1,12 +1,19 @@
 //! The `#[jit_interpreter]` attribute of jitgen.
 //!
-//! Thin at the top: parse the module, check it with the hint-annotator
-//! (every problem reported at its span, all together), expand. After an error
-//! the module is still emitted (with the markers removed) beside the errors, so
-//! that rustc reports no follow-on errors about the module's items.
+//! Thin at the top: parse the module, check it (the hint-annotator's
+//! analysis and `check.rs`, every problem reported at its span, all
+//! together), expand (`timeshift.rs`: the generating extension; `jit_module.rs`:
+//! portal hooks and the `jit` module). After an error the module is still
+//! emitted (markers removed) beside the errors, so that rustc reports no
+//! follow-on errors about the module's items.
 //!
 //! Architecture Invariant: only this crate emits tokens; generated code refers
 //! to jitgen only through `::jitgen::__private`, and its own names start with `__`.
+
+mod check;
+mod jit_module;
+mod repr;
+mod timeshift;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
@@ -33,22 +40,41 @@ pub fn jit_interpreter(attr: TokenStream, item: TokenStream) -> TokenStream {
     let checked = hint_annotator::annotate_module(&module);
     let source = module.to_token_stream().to_string();
     strip_markers(&mut module);
-    let graphs_ok = match checked {
-        Ok(_) => true,
+    let graphs = match checked {
+        Ok(g) => {
+            errors.extend(check::portals(&g));
+            Some(g)
+        }
         Err(e) => {
             errors.push(e);
-            false
+            None
         }
     };
-    if module.content.is_none() {
-        let errs = errors.iter().map(syn::Error::to_compile_error);
+    let errs: Vec<TokenStream2> = errors.iter().map(syn::Error::to_compile_error).collect();
+    let Some((_, items)) = &mut module.content else {
         return quote!(#(#errs)* #module).into();
+    };
+    match graphs {
+        Some(g) if errors.is_empty() => {
+            let mut fns: Vec<&mut syn::ItemFn> = items
+                .iter_mut()
+                .filter_map(|i| match i {
+                    syn::Item::Fn(f) => Some(f),
+                    _ => None,
+                })
+                .collect();
+            let exp = jit_module::expand(&g, &mut fns, &source);
+            for it in exp.items {
+                items.push(syn::Item::Verbatim(it));
+            }
+        }
+        _ => {
+            // Enough of `jit` for the module's own code to keep compiling.
+            items.push(syn::Item::Verbatim(quote! {
+                pub mod jit {}
+            }));
+        }
     }
-    let jit = jit_module(&module, &source, graphs_ok);
-    if let Some((_, items)) = &mut module.content {
-        items.push(syn::Item::Verbatim(jit));
-    }
-    let errs = errors.iter().map(syn::Error::to_compile_error);
     quote!(#(#errs)* #module).into()
 }
 
@@ -69,41 +95,6 @@ fn strip_markers(module: &mut syn::ItemMod) {
                 }
             }
             _ => {}
-        }
-    }
-}
-
-/// The `jit` submodule of the contract.
-fn jit_module(module: &syn::ItemMod, source: &str, graphs_ok: bool) -> TokenStream2 {
-    let Some((_, items)) = &module.content else { return TokenStream2::new() };
-    let fns: Vec<&syn::Ident> = items
-        .iter()
-        .filter_map(|i| match i {
-            syn::Item::Fn(f) if matches!(f.vis, syn::Visibility::Public(_)) => Some(&f.sig.ident),
-            _ => None,
-        })
-        .collect();
-    let graphs_body = if graphs_ok {
-        quote!(::jitgen::__private::graphs_from_source(__SOURCE))
-    } else {
-        quote!(::core::unreachable!())
-    };
-    quote! {
-        /// What `#[jit_interpreter]` derived from this module.
-        pub mod jit {
-            /// The module's source, as the annotator saw it.
-            const __SOURCE: &str = #source;
-
-            /// The colored flow graphs of every function of the module
-            /// (computed on each call).
-            pub fn graphs() -> ::jitgen::__private::hint_annotator::ColoredGraphs {
-                #graphs_body
-            }
-
-            /// The unmodified interpreter: never compiles.
-            pub mod plain {
-                #(pub use super::super::#fns;)*
-            }
         }
     }
 }

@@ -57,22 +57,23 @@ pub enum Inst {
     /// Leave with `IndexOutOfBounds` unless `index < len` (both `u64`).
     BoundsCheck { index: Val, len: Val },
     /// Call a Rust function with the callback convention; a non-zero status
-    /// leaves residual code with that status.
-    Call { dst: Option<Val>, func: CallbackFn, name: String, args: Vec<(Val, ValTy)>, ret: Option<ValTy> },
+    /// leaves residual code with that status. The results are read from the
+    /// buffer's first words (their types are the values' types).
+    Call { dsts: Vec<Val>, func: CallbackFn, name: String, args: Vec<(Val, ValTy)> },
 }
 
 impl Inst {
-    /// The value defined, if any.
-    pub fn dst(&self) -> Option<Val> {
+    /// The values defined.
+    pub fn defs(&self) -> Vec<Val> {
         match self {
             Inst::Const { dst, .. }
             | Inst::Bin { dst, .. }
             | Inst::Un { dst, .. }
             | Inst::Cmp { dst, .. }
             | Inst::Cast { dst, .. }
-            | Inst::Load { dst, .. } => Some(*dst),
-            Inst::Call { dst, .. } => *dst,
-            Inst::Store { .. } | Inst::BoundsCheck { .. } => None,
+            | Inst::Load { dst, .. } => vec![*dst],
+            Inst::Call { dsts, .. } => dsts.clone(),
+            Inst::Store { .. } | Inst::BoundsCheck { .. } => vec![],
         }
     }
 
@@ -427,11 +428,11 @@ impl ResidualBuilder {
         self.push(Inst::BoundsCheck { index, len });
     }
 
-    /// A call of a Rust callback (see [`CallbackFn`]).
-    pub fn call(&mut self, func: CallbackFn, name: &str, args: &[(Val, ValTy)], ret: Option<ValTy>) -> Option<Val> {
-        let dst = ret.map(|t| self.new_val(t));
-        self.push(Inst::Call { dst, func, name: name.to_string(), args: args.to_vec(), ret });
-        dst
+    /// A call of a Rust callback (see [`CallbackFn`]) returning values of the given types.
+    pub fn call(&mut self, func: CallbackFn, name: &str, args: &[(Val, ValTy)], rets: &[ValTy]) -> Vec<Val> {
+        let dsts: Vec<Val> = rets.iter().map(|t| self.new_val(*t)).collect();
+        self.push(Inst::Call { dsts: dsts.clone(), func, name: name.to_string(), args: args.to_vec() });
+        dsts
     }
 
     /// A new label with parameters of the given types (not current).
@@ -507,7 +508,7 @@ pub fn listing(f: &ResidualFunction) -> String {
             number.insert(*p, n);
         }
         for i in &b.insts {
-            if let Some(d) = i.dst() {
+            for d in i.defs() {
                 let n = number.len();
                 number.insert(d, n);
             }
@@ -549,11 +550,12 @@ pub fn listing(f: &ResidualFunction) -> String {
                 Inst::Load { dst, ty, base, offset } => format!("{} = load.{ty} {}+{offset}", v(dst), v(base)),
                 Inst::Store { ty, base, offset, value } => format!("store.{ty} {}+{offset}, {}", v(base), v(value)),
                 Inst::BoundsCheck { index, len } => format!("bounds_check {}, {}", v(index), v(len)),
-                Inst::Call { dst, name, args, .. } => {
+                Inst::Call { dsts, name, args, .. } => {
                     let a: Vec<Val> = args.iter().map(|(x, _)| *x).collect();
-                    match dst {
-                        Some(d) => format!("{} = call {name}({})", v(d), vs(&a)),
-                        None => format!("call {name}({})", vs(&a)),
+                    if dsts.is_empty() {
+                        format!("call {name}({})", vs(&a))
+                    } else {
+                        format!("{} = call {name}({})", vs(dsts), vs(&a))
                     }
                 }
             };

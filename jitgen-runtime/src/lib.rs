@@ -11,7 +11,9 @@
 //! - [`schedule`]: one compilation: red splits, pending states, merge points
 //!   (freeze, exact match, widen), returns, the operation budget.
 //! - [`residual`]: compiled residual functions, called through typed handles;
-//!   callbacks that catch panics.
+//!   callbacks that catch panics; messages of `panic!`s reached in residual code.
+//! - [`heap`]: the arena of objects residual code allocates; `Vec` helpers.
+//! - [`driver`]: what portals need at run time: settings, counters, code cache, statistics.
 //!
 //! Architecture Invariant: this crate knows nothing of `syn`; generating
 //! extensions reach it only through `::jitgen::__private`.
@@ -22,6 +24,8 @@
 
 pub mod backend;
 pub mod builder;
+pub mod driver;
+pub mod heap;
 pub mod ops;
 pub mod redbox;
 pub mod residual;

@@ -20,6 +20,25 @@ use crate::backend::{Backend, BackendError};
 use crate::builder::ResidualFunction;
 use crate::ops::{ErrorKind, ValTy};
 
+static MESSAGES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
+/// The index of a panic message for [`ErrorKind::Abort`] (registered once).
+pub fn message_id(msg: &'static str) -> u32 {
+    let mut m = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
+    match m.iter().position(|x| *x == msg) {
+        Some(i) => i as u32,
+        None => {
+            m.push(msg);
+            m.len() as u32 - 1
+        }
+    }
+}
+
+/// The message registered as `id`.
+pub fn message(id: u32) -> Option<&'static str> {
+    MESSAGES.lock().unwrap_or_else(|e| e.into_inner()).get(id as usize).copied()
+}
+
 thread_local! {
     static CALLBACK_PANIC: RefCell<Option<Box<dyn Any + Send>>> = const { RefCell::new(None) };
 }
@@ -36,6 +55,21 @@ pub fn run_callback(body: impl FnOnce() -> Result<(), ErrorKind>) -> u64 {
             ErrorKind::CallbackPanicked.code()
         }
     }
+}
+
+thread_local! {
+    static HOST_BACKEND: RefCell<Option<CraneliftBackend>> = const { RefCell::new(None) };
+}
+
+/// Compiles with this thread's Cranelift backend for the host (made on first use).
+pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
+    HOST_BACKEND.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.is_none() {
+            *b = Some(CraneliftBackend::new()?);
+        }
+        ResidualFn::compile(f, b.as_mut().expect("made above"))
+    })
 }
 
 /// Why a call of residual code did not return normally.
@@ -75,6 +109,10 @@ impl fmt::Display for ResidualError {
             ResidualError::Exit { kind: ErrorKind::IndexOutOfBounds, detail: Some((i, n)) } => {
                 write!(f, "index out of bounds: the len is {n} but the index is {i}")
             }
+            ResidualError::Exit { kind: ErrorKind::Abort(i), .. } => match message(*i) {
+                Some(m) => f.write_str(m),
+                None => write!(f, "{}", ErrorKind::Abort(*i)),
+            },
             ResidualError::Exit { kind, .. } => write!(f, "{kind}"),
             ResidualError::Panicked(p) => {
                 let msg =

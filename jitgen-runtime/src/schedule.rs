@@ -36,11 +36,14 @@ pub struct Limits {
     pub max_ops: usize,
     /// Versions of one merge key before the fully general one.
     pub max_versions: usize,
+    /// Steps of the generating extension (block transitions), past which
+    /// the compilation is declined: green loops that never end emit nothing.
+    pub max_steps: usize,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_ops: 50_000, max_versions: 4 }
+        Limits { max_ops: 50_000, max_versions: 4, max_steps: 1_000_000 }
     }
 }
 
@@ -52,6 +55,10 @@ pub enum Declined {
         /// Operations emitted when it gave up.
         ops: usize,
     },
+    /// More steps than [`Limits::max_steps`].
+    Steps,
+    /// The generating extension met something it cannot compile yet.
+    Unsupported(String),
 }
 
 /// Counts of what one compilation did.
@@ -97,6 +104,7 @@ pub struct Compilation<F: Frame> {
     limits: Limits,
     declined: Option<Declined>,
     stats: CompileStats,
+    steps: usize,
 }
 
 impl<F: Frame> Compilation<F> {
@@ -109,6 +117,7 @@ impl<F: Frame> Compilation<F> {
             limits,
             declined: None,
             stats: CompileStats::default(),
+            steps: 0,
         }
     }
 
@@ -222,6 +231,55 @@ impl<F: Frame> Compilation<F> {
         self.versions.get_mut(&st.key()).expect("entry made above").push(Version { label, shape });
         st.set_reds(&new_reds);
         Some(st)
+    }
+
+    /// Gives up: the compilation will be declined with this reason (the
+    /// current path ends; the extension should stop).
+    pub fn decline(&mut self, reason: impl Into<String>) {
+        if self.declined.is_none() {
+            self.declined = Some(Declined::Unsupported(reason.into()));
+        }
+        if self.b.is_open() {
+            self.b.error_exit(ErrorKind::Abort(u32::MAX));
+        }
+        self.pending.clear();
+    }
+
+    /// Counts one step of the generating extension; false when the
+    /// compilation must stop (declined, or out of steps).
+    pub fn step(&mut self) -> bool {
+        self.steps += 1;
+        if self.steps > self.limits.max_steps && self.declined.is_none() {
+            self.declined = Some(Declined::Steps);
+        }
+        !self.over_budget()
+    }
+
+    /// Continues only where `ok` holds; elsewhere leaves residual code through
+    /// `kind`. Returns false when `ok` is the constant false: the path ends.
+    pub fn guard(&mut self, ok: &RedBox, kind: ErrorKind) -> bool {
+        match ok.as_const() {
+            Some(0) => {
+                self.b.error_exit(kind);
+                false
+            }
+            Some(_) => true,
+            None => {
+                let c = self.b.materialize(ok);
+                let (good, _) = self.b.new_label(&[]);
+                let (bad, _) = self.b.new_label(&[]);
+                self.b.branch(c, (good, &[]), (bad, &[]));
+                self.b.switch_to(bad);
+                self.b.error_exit(kind);
+                self.b.switch_to(good);
+                true
+            }
+        }
+    }
+
+    /// Whether the compilation was declined.
+    pub fn is_declined(&mut self) -> bool {
+        self.over_budget()
     }
 
     /// Ends the path by returning these values.

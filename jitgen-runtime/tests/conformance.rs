@@ -300,12 +300,12 @@ fn cases() -> Vec<(&'static str, ResidualFunction, Vec<(Vec<u64>, Result<Vec<u64
     // Calls of Rust: a result, and a panic carried out as a status.
     let mut b = ResidualBuilder::new("calls", &[ValTy::I64, ValTy::Bool], &[ValTy::I64]);
     let (x, boom) = (b.inputs()[0], b.inputs()[1]);
-    let y = b.call(add_one, "add_one", &[(x, ValTy::I64)], Some(ValTy::I64)).unwrap();
+    let y = b.call(add_one, "add_one", &[(x, ValTy::I64)], &[ValTy::I64])[0];
     let (l_boom, _) = b.new_label(&[]);
     let (l_ok, _) = b.new_label(&[]);
     b.branch(boom, (l_boom, &[]), (l_ok, &[]));
     b.switch_to(l_boom);
-    b.call(explode, "explode", &[], None);
+    b.call(explode, "explode", &[], &[]);
     b.ret(&[y]);
     b.switch_to(l_ok);
     b.ret(&[y]);

@@ -448,8 +448,8 @@ impl Tr<'_, '_> {
                 self.b.ins().brif(out, err, &[BlockArg::Value(i), BlockArg::Value(n)], cont, &[]);
                 self.b.switch_to_block(cont);
             }
-            Inst::Call { dst, func, args, ret, .. } => {
-                let words = args.len().max(1) as u32;
+            Inst::Call { dsts, func, args, .. } => {
+                let words = args.len().max(dsts.len()).max(1) as u32;
                 let slot =
                     self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8 * words, 3));
                 for (k, (a, t)) in args.iter().enumerate() {
@@ -474,12 +474,13 @@ impl Tr<'_, '_> {
                 let cont = self.b.create_block();
                 self.b.ins().brif(failed, prop, &[BlockArg::Value(status)], cont, &[]);
                 self.b.switch_to_block(cont);
-                if let (Some(d), Some(t)) = (dst, ret) {
-                    let r = if *t == ValTy::F64 {
-                        self.b.ins().stack_load(types::I64, types::F64, slot, 0)
+                for (k, d) in dsts.iter().enumerate() {
+                    let t = self.ty(*d);
+                    let r = if t == ValTy::F64 {
+                        self.b.ins().stack_load(types::I64, types::F64, slot, 8 * k as i32)
                     } else {
-                        let w = self.b.ins().stack_load(types::I64, types::I64, slot, 0);
-                        self.from_word(w, *t)
+                        let w = self.b.ins().stack_load(types::I64, types::I64, slot, 8 * k as i32);
+                        self.from_word(w, t)
                     };
                     self.def(*d, r);
                 }

@@ -1,0 +1,611 @@
+//! What the macro adds to the module: the generating extension (`__jit`), the
+//! portal hooks, and the `jit` module of the contract (`plain`, `specialize`,
+//! `graphs`, `stats`, `config`).
+
+use std::collections::HashSet;
+
+use hint_annotator::flowgraph::Var;
+use hint_annotator::types::Ty;
+use hint_annotator::{Color, ColoredGraphs};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::visit_mut::VisitMut;
+
+use crate::repr::*;
+use crate::timeshift::Gen;
+
+/// How the live variables of an entry point cross from Rust into a compilation.
+struct Entry {
+    /// Parameters of the hook / specialize function: (name, type).
+    params: Vec<(Ident, TokenStream)>,
+    /// Arguments at the hook's call site, in the interpreter.
+    args: Vec<TokenStream>,
+    /// Statements (inside the compile function) binding every frame field.
+    frame_lets: Vec<TokenStream>,
+    /// Statements pushing the residual input types onto `__t`.
+    input_tys: Vec<TokenStream>,
+    /// Statements pushing the input words (in the hook).
+    input_words: Vec<TokenStream>,
+    /// Statements pushing the key words and content bytes of the greens.
+    key: Vec<TokenStream>,
+    /// Green parameters passed to the compile function: (name, type with
+    /// the lifetime `'a`, type with it elided).
+    green_params: Vec<(Ident, TokenStream, TokenStream)>,
+    /// Why this entry cannot compile, if it cannot.
+    bad: Option<String>,
+}
+
+fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry {
+    let rt = rt();
+    let f = gen.fns[fi];
+    let types = gen.cg.types();
+    let mut e = Entry {
+        params: vec![],
+        args: vec![],
+        frame_lets: vec![],
+        input_tys: vec![],
+        input_words: vec![],
+        key: vec![],
+        green_params: vec![],
+        bad: None,
+    };
+    for v in vars {
+        let info = f.graph.var(*v);
+        let Some(name) = info.name.clone() else {
+            e.bad = Some(format!("an unnamed value `{}` is live here", f.graph.var_name(*v)));
+            continue;
+        };
+        let n = Ident::new(if name == "self" { "__self" } else { &name }, Span::call_site());
+        let src = Ident::new(&name, Span::call_site());
+        let fid = format_ident!("v{}", v.0);
+        let ty = info.ty.clone();
+        let green = f.color(*v) == Color::Green;
+        let r = gen.repr(fi, *v);
+        let is_mut = mutable.contains(&name);
+        let pty_of = |t: &Ty| rust_ty(t, None);
+        match &r {
+            Repr::Unit => {}
+            Repr::Bad(why) => e.bad = Some(why.clone()),
+            Repr::G(sc) => {
+                let t = sc_rust(*sc);
+                e.params.push((n.clone(), t.clone()));
+                e.args.push(quote!(#src));
+                e.green_params.push((n.clone(), t.clone(), t));
+                e.frame_lets.push(quote!(let #fid = #n;));
+                let w = to_word(*sc, quote!(#n));
+                e.key.push(quote!(__key.push(#w);));
+            }
+            Repr::GRef(target) | Repr::GSlice(target) => {
+                let referent = match (&r, &ty) {
+                    (Repr::GSlice(_), _) => {
+                        let t = pty_of(target);
+                        quote!([#t])
+                    }
+                    (_, Ty::Ref { to, .. }) => pty_of(to),
+                    _ => pty_of(&ty),
+                };
+                let arg = if matches!(ty, Ty::Ref { .. }) { quote!(&*#src) } else { quote!(&#src) };
+                e.params.push((n.clone(), quote!(&#referent)));
+                e.args.push(arg);
+                e.green_params.push((n.clone(), quote!(&'a #referent), quote!(&#referent)));
+                e.frame_lets.push(quote!(let #fid = #n;));
+                e.key.push(quote!(__key.push(#n as *const _ as *const u8 as usize as u64);));
+                // The content of green sequences of plain values, checked on reuse.
+                let elem = match &ty {
+                    Ty::Ref { to, .. } => match &**to {
+                        Ty::Slice(t) | Ty::Vec(t) => Some((**t).clone()),
+                        _ => None,
+                    },
+                    Ty::Vec(t) => Some((**t).clone()),
+                    _ => None,
+                };
+                if elem.as_ref().is_some_and(|t| scalar(t).is_some()) {
+                    e.key.push(quote!(__key.push(#n.len() as u64); __content.extend_from_slice(#rt::driver::content_bytes(&#n[..]));));
+                }
+            }
+            Repr::Enum(t, nslots) if green => {
+                let tt = pty_of(t);
+                let (flat, _, tys) = enum_helpers(t);
+                e.params.push((n.clone(), quote!(&#tt)));
+                e.args.push(quote!(&#src));
+                e.green_params.push((n.clone(), quote!(&'a #tt), quote!(&#tt)));
+                e.frame_lets.push(quote!(
+                    let #fid: [#rt::redbox::RedBox; #nslots] = {
+                        let __w = #flat(#n);
+                        let __t = #tys();
+                        ::core::array::from_fn(|__i| #rt::redbox::RedBox::constant(__t[__i], __w[__i]))
+                    };
+                ));
+                e.key.push(quote!(__key.extend_from_slice(&#flat(#n));));
+            }
+            Repr::R(sc) => {
+                let t = sc_rust(*sc);
+                e.params.push((n.clone(), t));
+                e.args.push(quote!(#src));
+                let vt = sc_valty(*sc);
+                e.input_tys.push(quote!(__t.push(#vt);));
+                let w = to_word(*sc, quote!(#n));
+                e.input_words.push(quote!(__words.push(#w);));
+                e.frame_lets.push(quote!(let #fid = __in.next().expect("an input");));
+            }
+            Repr::Enum(t, nslots) => {
+                let tt = pty_of(t);
+                let (flat, _, tys) = enum_helpers(t);
+                e.params.push((n.clone(), quote!(&#tt)));
+                e.args.push(quote!(&#src));
+                e.input_tys.push(quote!(__t.extend_from_slice(&#tys());));
+                e.input_words.push(quote!(__words.extend_from_slice(&#flat(#n));));
+                e.frame_lets.push(quote!(let #fid: [#rt::redbox::RedBox; #nslots] = ::core::array::from_fn(|_| __in.next().expect("an input"));));
+            }
+            Repr::RPtr => {
+                let (pty, arg, addr) = match &ty {
+                    Ty::Ref { mutable: true, to } => {
+                        let t = pty_of(to);
+                        (quote!(&mut #t), quote!(&mut *#src), quote!(#n as *mut #t as usize as u64))
+                    }
+                    Ty::Ref { to, .. } => {
+                        let t = pty_of(to);
+                        (quote!(&#t), quote!(&*#src), quote!(#n as *const #t as usize as u64))
+                    }
+                    Ty::Boxed(inner) => {
+                        let t = pty_of(inner);
+                        if is_mut {
+                            (
+                                quote!(&mut ::std::boxed::Box<#t>),
+                                quote!(&mut #src),
+                                quote!(&mut **#n as *mut #t as usize as u64),
+                            )
+                        } else {
+                            (quote!(&::std::boxed::Box<#t>), quote!(&#src), quote!(&**#n as *const #t as usize as u64))
+                        }
+                    }
+                    other => {
+                        let t = pty_of(other);
+                        if is_mut {
+                            (quote!(&mut #t), quote!(&mut #src), quote!(#n as *mut #t as usize as u64))
+                        } else {
+                            (quote!(&#t), quote!(&#src), quote!(#n as *const #t as usize as u64))
+                        }
+                    }
+                };
+                e.params.push((n.clone(), pty));
+                e.args.push(arg);
+                let pt = ptr_valty();
+                e.input_tys.push(quote!(__t.push(#pt);));
+                e.input_words.push(quote!(__words.push(#addr);));
+                e.frame_lets.push(quote!(let #fid = __in.next().expect("an input");));
+            }
+            Repr::RSlice => {
+                let Ty::Ref { mutable, to } = &ty else { continue };
+                let Ty::Slice(et) = &**to else { continue };
+                let t = pty_of(et);
+                let (pty, arg) =
+                    if *mutable { (quote!(&mut [#t]), quote!(&mut *#src)) } else { (quote!(&[#t]), quote!(&*#src)) };
+                e.params.push((n.clone(), pty));
+                e.args.push(arg);
+                let (pt, ut) = (ptr_valty(), u64_valty());
+                e.input_tys.push(quote!(__t.push(#pt); __t.push(#ut);));
+                e.input_words.push(quote!(__words.push(#n.as_ptr() as usize as u64); __words.push(#n.len() as u64);));
+                e.frame_lets.push(quote!(let #fid = [__in.next().expect("an input"), __in.next().expect("an input")];));
+            }
+        }
+    }
+    let _ = types;
+    e
+}
+
+/// Input types as one expression.
+fn input_tys_expr(tys: &[TokenStream]) -> TokenStream {
+    let rt = rt();
+    quote!({ let mut __t: ::std::vec::Vec<#rt::ops::ValTy> = ::std::vec::Vec::new(); #(#tys)* __t })
+}
+
+/// Output types, and the decoding of output words into the Rust result.
+fn outputs(gen: &Gen, ret: &Ty) -> Option<(TokenStream, TokenStream)> {
+    let rt = rt();
+    let types = gen.cg.types();
+    if *ret == Ty::Unit {
+        return Some((quote!(::std::vec::Vec::new()), quote!(())));
+    }
+    if let Some(sc) = scalar(ret) {
+        let vt = sc_valty(sc);
+        let back = from_word(sc, quote!(__w[0]));
+        return Some((quote!(vec![#vt]), back));
+    }
+    if is_enum(ret) && plain(ret, types) {
+        let (_, unflat, tys) = enum_helpers(ret);
+        let _ = &rt;
+        return Some((quote!(#tys().to_vec()), quote!(#unflat(&__w))));
+    }
+    None
+}
+
+/// The compile function for an entry point.
+fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret: &Ty) -> TokenStream {
+    let rt = rt();
+    let gp: Vec<TokenStream> = e.green_params.iter().map(|(n, t, _)| quote!(#n: #t)).collect();
+    if let Some(why) = &e.bad {
+        let msg = format!("{label}: {why}");
+        return quote! {
+            #[allow(unused_variables)]
+            pub(super) fn #name<'a>(#(#gp),*) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+                Err(#msg.to_string())
+            }
+        };
+    }
+    let Some((out_tys, _)) = outputs(gen, ret) else {
+        let msg = format!("{label}: returning a value of type `{ret}` from residual code is not supported yet");
+        return quote! {
+            #[allow(unused_variables)]
+            pub(super) fn #name<'a>(#(#gp),*) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+                Err(#msg.to_string())
+            }
+        };
+    };
+    let in_tys = input_tys_expr(&e.input_tys);
+    let lets = &e.frame_lets;
+    let pt = &gen.points[point];
+    let vname = format_ident!("R{}", point);
+    let mut fields: Vec<TokenStream> = pt
+        .live
+        .iter()
+        .map(|v| {
+            let id = format_ident!("v{}", v.0);
+            quote!(#id)
+        })
+        .collect();
+    let join = pt.op == 0 && {
+        let f = gen.fns[pt.f];
+        let mut preds = 0;
+        for b in f.graph.blocks() {
+            for ed in f.graph.exits(b) {
+                if f.graph.link(ed).0 == pt.block {
+                    preds += 1;
+                }
+            }
+        }
+        preds >= 2
+    };
+    if join {
+        fields.push(quote!(__merged: false));
+    }
+    quote! {
+        #[allow(unused_variables, unused_mut, clippy::all)]
+        pub(super) fn #name<'a>(#(#gp),*) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+            let __body = || -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+                let __inputs = #in_tys;
+                let __outputs: ::std::vec::Vec<#rt::ops::ValTy> = #out_tys;
+                let mut __c: #rt::schedule::Compilation<__Frame<'a>> =
+                    #rt::schedule::Compilation::new(#label, &__inputs, &__outputs, #rt::schedule::Limits::default());
+                let mut __in = __c.inputs().into_iter();
+                #(#lets)*
+                let __frame = __Frame::#vname { #(#fields),* };
+                __run(&mut __c, #rt::state::JitState::new(__frame));
+                let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
+                #rt::residual::compile_host(&__f).map_err(|e| e.to_string())
+            };
+            match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
+                Ok(r) => r,
+                Err(_) => Err(::std::string::String::from("the generating extension panicked")),
+            }
+        }
+    }
+}
+
+/// Names bound `mut` in a function (parameters and `let`s).
+pub fn mutable_names(f: &syn::ItemFn) -> HashSet<String> {
+    struct V(HashSet<String>);
+    impl<'ast> syn::visit::Visit<'ast> for V {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            if p.mutability.is_some() {
+                self.0.insert(p.ident.to_string());
+            }
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut v = V(HashSet::new());
+    syn::visit::Visit::visit_item_fn(&mut v, f);
+    v.0
+}
+
+/// Replaces `hint!(global_merge_point)` in a portal's body by the hook call.
+pub struct InsertHook {
+    pub call: TokenStream,
+}
+
+fn is_merge_point(m: &syn::Macro) -> bool {
+    m.path.is_ident("hint") && m.tokens.to_string().trim() == "global_merge_point"
+}
+
+impl VisitMut for InsertHook {
+    fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
+        if let syn::Stmt::Macro(sm) = s {
+            if is_merge_point(&sm.mac) {
+                let call = &self.call;
+                *s = syn::parse_quote!(#call);
+                return;
+            }
+        }
+        syn::visit_mut::visit_stmt_mut(self, s);
+    }
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let syn::Expr::Macro(m) = e {
+            if is_merge_point(&m.mac) {
+                let call = &self.call;
+                *e = syn::parse_quote!(#call);
+                return;
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+}
+
+pub struct Expansion {
+    /// Items for the user's module (the `__jit` and `jit` modules).
+    pub items: Vec<TokenStream>,
+}
+
+/// Generates everything. `fns` are the module's free functions (original,
+/// markers stripped); portal bodies are rewritten in place.
+pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) -> Expansion {
+    let rt = rt();
+    let mut gen = Gen::new(cg);
+    // Entry points: portals (at their merge point) and specialize (at entry).
+    let mut plain_copies = vec![];
+    let mut hooks = vec![];
+    let mut specializers = vec![];
+    let mut specialize_api = vec![];
+    let mut reexports = vec![];
+    for item in fns.iter_mut() {
+        let name = item.sig.ident.to_string();
+        let Some(&fi) = gen.fn_ids.get(&name) else { continue };
+        let f = gen.fns[fi];
+        let ret = f.graph.ret_ty.clone();
+        let is_pub = matches!(item.vis, syn::Visibility::Public(_));
+        let ident = item.sig.ident.clone();
+        if let Some(mp) = f.merge_points().first() {
+            let point =
+                if mp.op == 0 { gen.point_ids[&(fi, mp.block, 0)] } else { gen.point_ids[&(fi, mp.block, mp.op + 1)] };
+            let mutable = mutable_names(item);
+            let e = entry(&gen, fi, &gen.points[point].live.clone(), &mutable);
+            let _ = &mutable;
+            let compile = format_ident!("__compile_portal_{}", name);
+            let hook = format_ident!("__portal_{}", name);
+            let cache = format_ident!("__CACHE_{}", name.to_uppercase());
+            hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
+            let params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
+            let green_args: Vec<&Ident> = e.green_params.iter().map(|(n, _, _)| n).collect();
+            let ret_rust = match &item.sig.output {
+                syn::ReturnType::Default => quote!(()),
+                syn::ReturnType::Type(_, t) => quote!(#t),
+            };
+            let key = &e.key;
+            let words = &e.input_words;
+            let body = match outputs(&gen, &ret) {
+                Some((_, decode)) if e.bad.is_none() => quote! {
+                    let __cfg = &super::jit::__CONFIG;
+                    if !__cfg.enabled() {
+                        return None;
+                    }
+                    let mut __key: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
+                    let mut __content: ::std::vec::Vec<u8> = ::std::vec::Vec::new();
+                    #(#key)*
+                    let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, &__content, __cfg.threshold()));
+                    let __code = match __hot {
+                        #rt::driver::Hot::Cold => return None,
+                        #rt::driver::Hot::Run(__code) => __code,
+                        #rt::driver::Hot::Compile => {
+                            let __t = ::std::time::Instant::now();
+                            let __r = #compile(#(#green_args),*);
+                            super::jit::__STATS.compiled(
+                                __r.as_ref().ok().map(|__f| __f.op_count()),
+                                __t.elapsed().as_nanos() as u64,
+                            );
+                            if let Err(__why) = &__r {
+                                super::jit::__STATS.declined_because(__why);
+                            }
+                            let __ok = __r.ok();
+                            #cache.with(|__c| __c.borrow_mut().insert(__key, __content, __ok.clone()));
+                            __ok?
+                        }
+                    };
+                    super::jit::__STATS.entered();
+                    let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
+                    #(#words)*
+                    let __mark = #rt::heap::arena_mark();
+                    let __out = __code.call_words(&__words);
+                    #rt::heap::arena_release(__mark);
+                    match __out {
+                        Ok(__w) => Some(#decode),
+                        Err(__e) => __e.resume(),
+                    }
+                },
+                _ => quote!(None),
+            };
+            hooks.push(quote! {
+                ::std::thread_local! {
+                    static #cache: ::core::cell::RefCell<#rt::driver::PortalCache<::std::vec::Vec<u64>>> =
+                        ::core::cell::RefCell::new(#rt::driver::PortalCache::default());
+                }
+                #[allow(unused_variables, unused_mut, clippy::all)]
+                pub(super) fn #hook(#(#params),*) -> ::core::option::Option<#ret_rust> {
+                    #body
+                }
+            });
+            // The interpreter proper, kept for jit::plain.
+            let mut plain = (**item).clone();
+            plain.vis = syn::parse_quote!(pub);
+            plain_copies.push(quote!(#plain));
+            // The portal: the merge point asks the hook first.
+            let args = &e.args;
+            let call = quote! {
+                if let ::core::option::Option::Some(__r) = self::__jit::#hook(#(#args),*) {
+                    return __r;
+                }
+            };
+            InsertHook { call }.visit_item_fn_mut(item);
+        } else if is_pub {
+            reexports.push(quote!(pub use super::super::#ident;));
+        }
+        if is_pub {
+            // jit::specialize::NAME(greens) -> residual function of the reds.
+            let start = gen.point_ids[&(fi, f.graph.start, 0)];
+            let live = gen.points[start].live.clone();
+            let e = entry(&gen, fi, &live, &mutable_names(item));
+            let compile = format_ident!("__specialize_{}", name);
+            specializers.push(compile_fn(&gen, &compile, &name, start, &e, &ret));
+            let mut green_params = vec![];
+            let mut green_args = vec![];
+            let mut red_params = vec![];
+            let mut red_names = vec![];
+            for p in f.graph.params() {
+                let info = f.graph.var(*p);
+                let pname = info.name.clone().unwrap_or_default();
+                let n = Ident::new(if pname == "self" { "__self" } else { &pname }, Span::call_site());
+                let is_live = live.contains(p);
+                let green = f.color(*p) == Color::Green;
+                if green {
+                    if let Some((_, _, t_elided)) = e.green_params.iter().find(|(x, _, _)| *x == n) {
+                        green_params.push(quote!(#n: #t_elided));
+                        green_args.push(quote!(#n));
+                    } else {
+                        let t = rust_ty(&info.ty, None);
+                        green_params.push(quote!(#n: #t));
+                    }
+                } else {
+                    if let Some((_, t)) = e.params.iter().find(|(x, _)| *x == n) {
+                        red_params.push(quote!(#n: #t));
+                    } else {
+                        let t = rust_ty(&info.ty, None);
+                        red_params.push(quote!(#n: #t));
+                    }
+                    if is_live {
+                        red_names.push(n);
+                    }
+                }
+            }
+            let cname = format!("Residual{}", camel(&name));
+            let cid = Ident::new(&cname, Span::call_site());
+            let words = &e.input_words;
+            let ret_rust = match &item.sig.output {
+                syn::ReturnType::Default => quote!(()),
+                syn::ReturnType::Type(_, t) => quote!(#t),
+            };
+            let decode = outputs(&gen, &ret).map(|(_, d)| d).unwrap_or(quote!(unreachable!()));
+            let _ = red_names;
+            let doc = format!("`{name}` specialized to its green arguments: a residual function of its red ones.");
+            specialize_api.push(quote! {
+                #[doc = #doc]
+                pub struct #cid {
+                    f: #rt::residual::ResidualFn,
+                }
+                impl #cid {
+                    /// Runs the residual code; panics where the interpreter would.
+                    #[allow(unused_mut, unused_variables)]
+                    pub fn call(&self, #(#red_params),*) -> #ret_rust {
+                        let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
+                        #(#words)*
+                        let __mark = #rt::heap::arena_mark();
+                        let __out = self.f.call_words(&__words);
+                        #rt::heap::arena_release(__mark);
+                        match __out {
+                            Ok(__w) => #decode,
+                            Err(__e) => __e.resume(),
+                        }
+                    }
+                    /// The residual operations, one per line.
+                    pub fn listing(&self) -> &str {
+                        self.f.listing()
+                    }
+                    /// The compiled function.
+                    pub fn function(&self) -> &#rt::residual::ResidualFn {
+                        &self.f
+                    }
+                }
+                #[doc = #doc]
+                #[allow(clippy::all)]
+                pub fn #ident(#(#green_params),*) -> #cid {
+                    match super::super::__jit::#compile(#(#green_args),*) {
+                        Ok(f) => {
+                            super::__STATS.compiled(Some(f.op_count()), 0);
+                            #cid { f }
+                        }
+                        Err(why) => panic!("jit::specialize::{} could not compile: {}", #name, why),
+                    }
+                }
+            });
+        }
+    }
+    let extension = gen.extension();
+    let jit_internal = quote! {
+        #[doc(hidden)]
+        #[allow(unused_imports, dead_code, non_snake_case, non_camel_case_types, unused_parens, clippy::all)]
+        pub mod __jit {
+            use super::*;
+            #extension
+            #(#hooks)*
+            #(#specializers)*
+        }
+    };
+    let jit = quote! {
+        /// What `#[jit_interpreter]` derived from this module.
+        pub mod jit {
+            const __SOURCE: &str = #source;
+
+            #[doc(hidden)]
+            pub static __CONFIG: #rt::driver::Config = #rt::driver::Config::new();
+            #[doc(hidden)]
+            pub static __STATS: #rt::driver::Stats = #rt::driver::Stats::new();
+
+            /// The colored flow graphs of every function of the module (computed on each call).
+            pub fn graphs() -> ::jitgen::__private::hint_annotator::ColoredGraphs {
+                ::jitgen::__private::graphs_from_source(__SOURCE)
+            }
+
+            /// Counts: compilations, residual operations, entries into residual code, ...
+            pub fn stats() -> #rt::driver::StatsSnapshot {
+                __STATS.snapshot()
+            }
+
+            /// Why the last declined compilation gave up, if one did.
+            pub fn last_decline() -> ::core::option::Option<::std::string::String> {
+                __STATS.last_decline()
+            }
+
+            /// Settings: threshold, on/off (the environment's JITGEN_THRESHOLD and JITGEN_OFF by default).
+            pub fn config() -> &'static #rt::driver::Config {
+                &__CONFIG
+            }
+
+            /// The unmodified interpreter: never compiles.
+            #[allow(unused_imports, clippy::all)]
+            pub mod plain {
+                use super::super::*;
+                #(#reexports)*
+                #(#plain_copies)*
+            }
+
+            /// The generating extensions called directly: specialize a function to its green arguments.
+            #[allow(non_snake_case, unused_imports, clippy::all)]
+            pub mod specialize {
+                use super::super::*;
+                use super::super::__jit::*;
+                #(#specialize_api)*
+            }
+        }
+    };
+    Expansion { items: vec![jit_internal, jit] }
+}
+
+fn camel(s: &str) -> String {
+    s.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            match c.next() {
+                Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,439 @@
+//! How each value of the interpreter is represented inside its generating
+//! extension, decided from its machine-level type and its color.
+//!
+//! - green scalars are Rust values; green pointers are `&'a` references to
+//!   the interpreter's data (frozen while compiling);
+//! - red scalars and red pointers are red boxes; a red pointer is the address
+//!   of the object its type designates (a `Box<T>`: of the `T`), a red `&[T]`
+//!   two boxes (address, length);
+//! - enums (`Option`, `Result` and the module's own), green or red, are arrays
+//!   of red boxes in a fixed flattened layout: the tag, then every variant's
+//!   payload fields in order (unused slots are constant 0). Green ones hold
+//!   constants only.
+
+use hint_annotator::types::{IntTy, Ty};
+use hint_annotator::ModuleTypes;
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+
+/// A scalar type.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Sc {
+    Int(IntTy),
+    Bool,
+    Char,
+    F64,
+}
+
+/// The representation of one value.
+#[derive(Clone, Debug)]
+pub enum Repr {
+    Unit,
+    G(Sc),
+    /// `&'a R`, R given as a type.
+    GRef(Ty),
+    /// `&'a [T]`.
+    GSlice(Ty),
+    /// `[RedBox; n]`, green or red.
+    Enum(Ty, usize),
+    R(Sc),
+    RPtr,
+    RSlice,
+    /// Cannot be represented (yet): using it declines the compilation.
+    Bad(String),
+}
+
+pub fn rt() -> TokenStream {
+    quote!(::jitgen::__private::rt)
+}
+
+pub fn scalar(ty: &Ty) -> Option<Sc> {
+    Some(match ty {
+        Ty::Int(i) => Sc::Int(*i),
+        Ty::Bool => Sc::Bool,
+        Ty::Char => Sc::Char,
+        Ty::F64 => Sc::F64,
+        _ => return None,
+    })
+}
+
+pub fn is_enum(ty: &Ty) -> bool {
+    matches!(ty, Ty::Enum(_) | Ty::Option(_) | Ty::Result(..))
+}
+
+/// Owned types that are pointers at the machine level.
+pub fn is_owned_pointer(ty: &Ty) -> bool {
+    matches!(ty, Ty::Vec(_) | Ty::Struct(_) | Ty::Array(..) | Ty::Boxed(_))
+}
+
+pub fn sc_rust(sc: Sc) -> TokenStream {
+    match sc {
+        Sc::Int(i) => {
+            let id = Ident::new(i.name(), Span::call_site());
+            quote!(#id)
+        }
+        Sc::Bool => quote!(bool),
+        Sc::Char => quote!(char),
+        Sc::F64 => quote!(f64),
+    }
+}
+
+pub fn sc_valty(sc: Sc) -> TokenStream {
+    let rt = rt();
+    match sc {
+        Sc::Int(i) => {
+            let bits = i.bits().min(64) as u8;
+            let signed = i.signed();
+            quote!(#rt::ops::ValTy::Int { bits: #bits, signed: #signed })
+        }
+        Sc::Bool => quote!(#rt::ops::ValTy::Bool),
+        Sc::Char => quote!(#rt::ops::ValTy::U32),
+        Sc::F64 => quote!(#rt::ops::ValTy::F64),
+    }
+}
+
+pub fn ptr_valty() -> TokenStream {
+    let rt = rt();
+    quote!(#rt::ops::ValTy::Ptr)
+}
+
+pub fn u32_valty() -> TokenStream {
+    let rt = rt();
+    quote!(#rt::ops::ValTy::U32)
+}
+
+pub fn u64_valty() -> TokenStream {
+    let rt = rt();
+    quote!(#rt::ops::ValTy::U64)
+}
+
+/// A Rust scalar expression as a canonical word.
+pub fn to_word(sc: Sc, e: TokenStream) -> TokenStream {
+    match sc {
+        Sc::Int(_) => quote!(((#e) as u64)),
+        Sc::Bool => quote!(((#e) as u64)),
+        Sc::Char => quote!(((#e) as u32 as u64)),
+        Sc::F64 => quote!((#e).to_bits()),
+    }
+}
+
+/// A word as a Rust scalar.
+pub fn from_word(sc: Sc, e: TokenStream) -> TokenStream {
+    match sc {
+        Sc::Int(_) => {
+            let t = sc_rust(sc);
+            quote!(((#e) as #t))
+        }
+        Sc::Bool => quote!(((#e) != 0)),
+        Sc::Char => quote!(::core::char::from_u32((#e) as u32).unwrap_or('\0')),
+        Sc::F64 => quote!(f64::from_bits(#e)),
+    }
+}
+
+/// The Rust type of `ty`; references get the lifetime `lt` (none: elided).
+pub fn rust_ty(ty: &Ty, lt: Option<&TokenStream>) -> TokenStream {
+    match ty {
+        Ty::Unit => quote!(()),
+        Ty::Bool => quote!(bool),
+        Ty::Char => quote!(char),
+        Ty::F32 => quote!(f32),
+        Ty::F64 => quote!(f64),
+        Ty::Int(i) => {
+            let id = Ident::new(i.name(), Span::call_site());
+            quote!(#id)
+        }
+        Ty::Ref { mutable, to } => {
+            let t = rust_ty(to, lt);
+            let m = if *mutable { quote!(mut) } else { quote!() };
+            match lt {
+                Some(l) => quote!(&#l #m #t),
+                None => quote!(&#m #t),
+            }
+        }
+        Ty::Boxed(t) => {
+            let t = rust_ty(t, lt);
+            quote!(::std::boxed::Box<#t>)
+        }
+        Ty::Vec(t) => {
+            let t = rust_ty(t, lt);
+            quote!(::std::vec::Vec<#t>)
+        }
+        Ty::Slice(t) => {
+            let t = rust_ty(t, lt);
+            quote!([#t])
+        }
+        Ty::Array(t, n) => {
+            let t = rust_ty(t, lt);
+            let n = *n as usize;
+            quote!([#t; #n])
+        }
+        Ty::Struct(n) | Ty::Enum(n) => {
+            let id = Ident::new(n, Span::call_site());
+            quote!(#id)
+        }
+        Ty::Option(t) => {
+            let t = rust_ty(t, lt);
+            quote!(::core::option::Option<#t>)
+        }
+        Ty::Result(t, e) => {
+            let (t, e) = (rust_ty(t, lt), rust_ty(e, lt));
+            quote!(::core::result::Result<#t, #e>)
+        }
+        Ty::Never | Ty::Error | Ty::Infer(_) => quote!(()),
+    }
+}
+
+/// A readable identifier fragment for a type (for generated helper names).
+pub fn mangle(ty: &Ty) -> String {
+    ty.to_string().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+/// One slot of a flattened enum.
+#[derive(Clone, Debug)]
+pub enum Slot {
+    Tag,
+    Scalar(Sc),
+    Ptr,
+}
+
+/// The variants of an enum type: (name, Rust path of the constructor, payload types).
+pub fn variants(ty: &Ty, types: &ModuleTypes) -> Vec<(String, TokenStream, Vec<Ty>, bool)> {
+    match ty {
+        Ty::Option(t) => vec![
+            ("None".into(), quote!(::core::option::Option::None), vec![], false),
+            ("Some".into(), quote!(::core::option::Option::Some), vec![(**t).clone()], false),
+        ],
+        Ty::Result(t, e) => vec![
+            ("Ok".into(), quote!(::core::result::Result::Ok), vec![(**t).clone()], false),
+            ("Err".into(), quote!(::core::result::Result::Err), vec![(**e).clone()], false),
+        ],
+        Ty::Enum(n) => {
+            let en = Ident::new(n, Span::call_site());
+            types.enums.get(n).map_or(vec![], |d| {
+                d.variants
+                    .iter()
+                    .map(|v| {
+                        let vn = Ident::new(&v.name, Span::call_site());
+                        (v.name.clone(), quote!(#en::#vn), v.fields.iter().map(|(_, t)| t.clone()).collect(), v.named)
+                    })
+                    .collect()
+            })
+        }
+        _ => vec![],
+    }
+}
+
+/// The flattened slots of a type inside an enum payload (`None`: not representable).
+pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
+    if depth > 16 {
+        return None;
+    }
+    if let Some(sc) = scalar(ty) {
+        return Some(vec![Slot::Scalar(sc)]);
+    }
+    match ty {
+        Ty::Unit => Some(vec![]),
+        t if is_enum(t) => {
+            let mut out = vec![Slot::Tag];
+            for (_, _, fields, _) in variants(t, types) {
+                for f in fields {
+                    out.extend(slots(&f, types, depth + 1)?);
+                }
+            }
+            Some(out)
+        }
+        Ty::Boxed(inner) if !matches!(**inner, Ty::Slice(_)) => Some(vec![Slot::Ptr]),
+        Ty::Ref { to, .. } if !matches!(**to, Ty::Slice(_)) => Some(vec![Slot::Ptr]),
+        _ => None,
+    }
+}
+
+/// Whether values of the type can be rebuilt from their words (no pointers inside).
+pub fn plain(ty: &Ty, types: &ModuleTypes) -> bool {
+    slots(ty, types, 0).is_some_and(|s| s.iter().all(|x| !matches!(x, Slot::Ptr)))
+}
+
+/// The offset of a variant's payload field within the flattened layout.
+pub fn field_offset(ty: &Ty, variant: &str, index: usize, types: &ModuleTypes) -> Option<(usize, Ty)> {
+    let mut at = 1;
+    for (name, _, fields, _) in variants(ty, types) {
+        for (i, f) in fields.iter().enumerate() {
+            if name == variant && i == index {
+                return Some((at, f.clone()));
+            }
+            at += slots(f, types, 1)?.len();
+        }
+    }
+    None
+}
+
+/// The representation of a value of type `ty` and color `green`.
+pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
+    if let Some(sc) = scalar(ty) {
+        return if green { Repr::G(sc) } else { Repr::R(sc) };
+    }
+    match ty {
+        Ty::Unit | Ty::Never => Repr::Unit,
+        t if is_enum(t) => match slots(t, types, 0) {
+            Some(s) => Repr::Enum(t.clone(), s.len()),
+            None => Repr::Bad(format!("values of type `{t}` (a payload jitgen cannot lay out yet)")),
+        },
+        Ty::Ref { to, .. } => match &**to {
+            Ty::Slice(e) if green => Repr::GSlice((**e).clone()),
+            Ty::Slice(_) => Repr::RSlice,
+            t if green => Repr::GRef(t.clone()),
+            _ => Repr::RPtr,
+        },
+        t if is_owned_pointer(t) => {
+            if green {
+                Repr::GRef(t.clone())
+            } else {
+                Repr::RPtr
+            }
+        }
+        other => Repr::Bad(format!("values of type `{other}`")),
+    }
+}
+
+/// The type of a frame field holding a value of this representation.
+pub fn field_ty(r: &Repr) -> TokenStream {
+    let rt = rt();
+    let lt = quote!('a);
+    match r {
+        Repr::Unit | Repr::Bad(_) => quote!(()),
+        Repr::G(sc) => sc_rust(*sc),
+        Repr::GRef(t) => {
+            let t = rust_ty(t, Some(&lt));
+            quote!(&'a #t)
+        }
+        Repr::GSlice(t) => {
+            let t = rust_ty(t, Some(&lt));
+            quote!(&'a [#t])
+        }
+        Repr::Enum(_, n) => quote!([#rt::redbox::RedBox; #n]),
+        Repr::R(_) | Repr::RPtr => quote!(#rt::redbox::RedBox),
+        Repr::RSlice => quote!([#rt::redbox::RedBox; 2]),
+    }
+}
+
+/// Names of the generated helpers of an enum type.
+pub fn enum_helpers(ty: &Ty) -> (Ident, Ident, Ident) {
+    let m = mangle(ty);
+    (format_ident!("__flat_{}", m), format_ident!("__unflat_{}", m), format_ident!("__tys_{}", m))
+}
+
+/// `__flat_T`, `__unflat_T` (when plain) and `__tys_T` for an enum type.
+pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
+    let rt = rt();
+    let (flat, unflat, tys) = enum_helpers(ty);
+    let Some(all) = slots(ty, types, 0) else { return quote!() };
+    let n = all.len();
+    let t = rust_ty(ty, None);
+    let slot_tys: Vec<TokenStream> = all
+        .iter()
+        .map(|s| match s {
+            Slot::Tag => u32_valty(),
+            Slot::Scalar(sc) => sc_valty(*sc),
+            Slot::Ptr => ptr_valty(),
+        })
+        .collect();
+    // Flattening: a match over the variants, writing each payload at its offset.
+    let mut flat_arms = vec![];
+    let mut unflat_arms = vec![];
+    let mut at = 1usize;
+    for (k, (_, path, fields, named)) in variants(ty, types).into_iter().enumerate() {
+        let k32 = k as u64;
+        let binds: Vec<Ident> = (0..fields.len()).map(|i| format_ident!("__f{}", i)).collect();
+        let field_names: Vec<Ident> = match (&ty, named) {
+            (Ty::Enum(en), true) => {
+                types.enums[en].variants[k].fields.iter().map(|(n, _)| format_ident!("{}", n)).collect()
+            }
+            _ => vec![],
+        };
+        let pat = if fields.is_empty() {
+            quote!(#path)
+        } else if named {
+            quote!(#path { #(#field_names: #binds),* })
+        } else {
+            quote!(#path(#(#binds),*))
+        };
+        let mut writes = vec![quote!(__w[0] = #k32;)];
+        let mut reads = vec![];
+        for (i, f) in fields.iter().enumerate() {
+            let b = &binds[i];
+            let width = slots(f, types, 1).map_or(0, |s| s.len());
+            if let Some(sc) = scalar(f) {
+                let w = to_word(sc, quote!(*#b));
+                writes.push(quote!(__w[#at] = #w;));
+                let r = from_word(sc, quote!(__w[#at]));
+                reads.push(r);
+            } else if is_enum(f) {
+                let (ff, fu, _) = enum_helpers(f);
+                let end = at + width;
+                writes.push(quote!(__w[#at..#end].copy_from_slice(&#ff(#b));));
+                reads.push(quote!(#fu(&__w[#at..#end])));
+            } else if matches!(f, Ty::Boxed(_) | Ty::Ref { .. }) {
+                writes.push(quote!(__w[#at] = (&**#b) as *const _ as *const u8 as usize as u64;));
+                reads.push(quote!(unreachable!("pointers cannot be rebuilt from words")));
+            } else if *f != Ty::Unit {
+                reads.push(quote!(unreachable!()));
+            } else {
+                reads.push(quote!(()));
+            }
+            at += width;
+        }
+        flat_arms.push(quote!(#pat => { #(#writes)* }));
+        let build = if fields.is_empty() {
+            quote!(#path)
+        } else if named {
+            quote!(#path { #(#field_names: #reads),* })
+        } else {
+            quote!(#path(#(#reads),*))
+        };
+        unflat_arms.push(quote!(#k32 => #build,));
+    }
+    let unflat_fn = if plain(ty, types) {
+        quote! {
+            #[allow(non_snake_case, unused_variables)]
+            pub(super) fn #unflat(__w: &[u64]) -> #t {
+                match __w[0] {
+                    #(#unflat_arms)*
+                    _ => unreachable!("a tag out of range"),
+                }
+            }
+        }
+    } else {
+        quote!()
+    };
+    quote! {
+        #[allow(non_snake_case, unused_variables, clippy::all)]
+        pub(super) fn #flat(__v: &#t) -> [u64; #n] {
+            let mut __w = [0u64; #n];
+            match __v { #(#flat_arms)* }
+            __w
+        }
+        #unflat_fn
+        #[allow(non_snake_case)]
+        pub(super) fn #tys() -> [#rt::ops::ValTy; #n] {
+            [#(#slot_tys),*]
+        }
+    }
+}
+
+/// Every enum type reachable from `ty` (itself and nested payloads).
+pub fn collect_enums(ty: &Ty, types: &ModuleTypes, out: &mut Vec<Ty>) {
+    if is_enum(ty) && !out.contains(ty) {
+        out.push(ty.clone());
+        for (_, _, fields, _) in variants(ty, types) {
+            for f in fields {
+                collect_enums(&f, types, out);
+            }
+        }
+    }
+    match ty {
+        Ty::Ref { to: t, .. } | Ty::Boxed(t) | Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => {
+            collect_enums(t, types, out)
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,1395 @@
+//! Timeshifting: colored flow graphs to generating extensions.
+//!
+//! The generating extension of a module is one resumable state machine over
+//! *resume points* of all its functions: the entry of every block, the point
+//! after every inlined call (a continuation), and the point after each global
+//! merge point. Each resume point is a variant of the frame enum `__Frame`,
+//! holding the variables live there (see `repr.rs` for how). `__run` pops the
+//! innermost frame of a state, runs the code of that point (green operations
+//! as Rust, red ones through red boxes) until the next resume point, and
+//! pushes the next frame; an inlined call pushes a continuation and the
+//! callee's entry; a return pops and hands the value to the continuation.
+//! At the entry of a join block the state goes through the runtime's merge
+//! logic first; a red branch forks through `split`.
+//!
+//! What cannot be compiled yet (allocation of structs and boxes, promotion of
+//! run-time values, values jitgen cannot lay out) generates a `decline` at
+//! that point: the compilation gives up and the interpreter goes on.
+
+use std::collections::{BTreeSet, HashMap};
+
+use hint_annotator::flowgraph::{BinOp, Const, Exit, HintKind, OpKind, UnOp, Value, Var};
+use hint_annotator::types::{IntTy, Ty};
+use hint_annotator::{CallKind, Color, ColoredGraph, ColoredGraphs, GREEN_RESULT_SUFFIX};
+use petgraph::stable_graph::NodeIndex;
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::repr::*;
+
+/// A point where a compile-time state can be resumed.
+pub struct Point {
+    pub f: usize,
+    pub block: NodeIndex,
+    pub op: usize,
+    pub live: Vec<Var>,
+    /// For continuations: the call's result (delivered through `__ret`).
+    pub ret: Option<Var>,
+}
+
+pub struct Gen<'g> {
+    pub cg: &'g ColoredGraphs,
+    pub fns: Vec<&'g ColoredGraph>,
+    pub fn_ids: HashMap<String, usize>,
+    pub points: Vec<Point>,
+    pub point_ids: HashMap<(usize, NodeIndex, usize), usize>,
+    pub enums: Vec<Ty>,
+    pub callbacks: Vec<TokenStream>,
+    joins: Vec<BTreeSet<NodeIndex>>,
+}
+
+fn v_ident(v: Var) -> Ident {
+    format_ident!("v{}", v.0)
+}
+
+fn decline(msg: &str) -> TokenStream {
+    quote! {{ __c.decline(#msg); break 'path None; }}
+}
+
+impl<'g> Gen<'g> {
+    pub fn new(cg: &'g ColoredGraphs) -> Gen<'g> {
+        let fns: Vec<&ColoredGraph> = cg.functions().collect();
+        let fn_ids = fns.iter().enumerate().map(|(i, f)| (f.name().to_string(), i)).collect();
+        let mut g = Gen {
+            cg,
+            fns,
+            fn_ids,
+            points: vec![],
+            point_ids: HashMap::new(),
+            enums: vec![],
+            callbacks: vec![],
+            joins: vec![],
+        };
+        for fi in 0..g.fns.len() {
+            let f = g.fns[fi];
+            let mut preds: HashMap<NodeIndex, usize> = HashMap::new();
+            for b in f.graph.blocks() {
+                for e in f.graph.exits(b) {
+                    *preds.entry(f.graph.link(e).0).or_default() += 1;
+                }
+            }
+            g.joins.push(preds.into_iter().filter(|(_, n)| *n >= 2).map(|(b, _)| b).collect());
+            for b in f.graph.blocks() {
+                g.point(fi, b, 0, None);
+                for (k, op) in f.graph.graph[b].ops.iter().enumerate() {
+                    if g.inlined_callee(fi, op.result, &op.kind).is_some() {
+                        g.point(fi, b, k + 1, Some(op.result));
+                    }
+                    if op.kind == OpKind::GlobalMergePoint && k > 0 {
+                        g.point(fi, b, k + 1, None);
+                    }
+                }
+            }
+            for v in 0..f.graph.vars.len() {
+                collect_enums(&f.graph.vars[v].ty, cg.types(), &mut g.enums);
+            }
+            collect_enums(&f.graph.ret_ty, cg.types(), &mut g.enums);
+        }
+        g
+    }
+
+    fn point(&mut self, f: usize, block: NodeIndex, op: usize, ret: Option<Var>) -> usize {
+        if let Some(i) = self.point_ids.get(&(f, block, op)) {
+            return *i;
+        }
+        let mut live: Vec<Var> = self.fns[f].live_before(block, op).into_iter().collect();
+        if let Some(r) = ret {
+            live.retain(|v| *v != r);
+        }
+        self.points.push(Point { f, block, op, live, ret });
+        self.point_ids.insert((f, block, op), self.points.len() - 1);
+        self.points.len() - 1
+    }
+
+    /// The function a call is inlined from, when it is inlined.
+    fn inlined_callee(&self, fi: usize, result: Var, kind: &OpKind) -> Option<usize> {
+        let f = self.fns[fi];
+        let OpKind::Call(name) = kind else { return None };
+        if f.call_kind(result) == Some(CallKind::Green) {
+            return None;
+        }
+        let target =
+            if f.calls_green_result_copy(result) { format!("{name}{GREEN_RESULT_SUFFIX}") } else { name.clone() };
+        let ci = *self.fn_ids.get(&target)?;
+        if self.fns[ci].graph.opaque {
+            return None;
+        }
+        Some(ci)
+    }
+
+    pub fn repr(&self, fi: usize, v: Var) -> Repr {
+        let f = self.fns[fi];
+        repr(&f.graph.var(v).ty, f.color(v) == Color::Green, self.cg.types())
+    }
+
+    fn value_ty(&self, fi: usize, v: &Value) -> Ty {
+        self.fns[fi].graph.value_ty(v)
+    }
+
+    /// The representation an operand has in the generated code.
+    fn value_repr(&self, fi: usize, v: &Value) -> Repr {
+        match v {
+            Value::Var(x) => self.repr(fi, *x),
+            Value::Const(c) => match scalar(&c.ty()) {
+                Some(sc) => Repr::G(sc),
+                None => Repr::Unit,
+            },
+        }
+    }
+
+    /// A constant as a Rust expression.
+    fn const_expr(c: &Const) -> TokenStream {
+        match c {
+            Const::Int(v, t) => {
+                let lit = proc_macro2::Literal::i128_unsuffixed(*v);
+                let ty = Ident::new(t.name(), Span::call_site());
+                quote!((#lit as #ty))
+            }
+            Const::Bool(b) => quote!(#b),
+            Const::Char(ch) => quote!(#ch),
+            Const::Float(x, _) => {
+                let bits = x.to_bits();
+                quote!(f64::from_bits(#bits))
+            }
+            Const::Unit => quote!(()),
+            Const::Tag { index, .. } => quote!((#index as u32)),
+        }
+    }
+
+    /// Converts an expression of one representation into another, or `None`
+    /// when that is impossible (a red value needed green).
+    fn convert(&self, e: TokenStream, from: &Repr, to: &Repr) -> Option<TokenStream> {
+        let rt = rt();
+        Some(match (from, to) {
+            (_, Repr::Unit) => quote!(()),
+            (Repr::G(_), Repr::G(_))
+            | (Repr::GRef(_), Repr::GRef(_))
+            | (Repr::GSlice(_), Repr::GSlice(_))
+            | (Repr::R(_), Repr::R(_))
+            | (Repr::RPtr, Repr::RPtr)
+            | (Repr::RSlice, Repr::RSlice)
+            | (Repr::Enum(..), Repr::Enum(..)) => e,
+            (Repr::G(sc), Repr::R(_)) => {
+                let (vt, w) = (sc_valty(*sc), to_word(*sc, e));
+                quote!(#rt::redbox::RedBox::constant(#vt, #w))
+            }
+            (Repr::GRef(_), Repr::RPtr) => {
+                let vt = ptr_valty();
+                quote!(#rt::redbox::RedBox::constant(#vt, (#e) as *const _ as *const u8 as usize as u64))
+            }
+            (Repr::GSlice(_), Repr::RSlice) => {
+                let (pt, ut) = (ptr_valty(), u64_valty());
+                quote!({
+                    let __s = #e;
+                    [
+                        #rt::redbox::RedBox::constant(#pt, __s.as_ptr() as usize as u64),
+                        #rt::redbox::RedBox::constant(#ut, __s.len() as u64),
+                    ]
+                })
+            }
+            _ => return None,
+        })
+    }
+
+    /// An operand, converted to the representation `to`.
+    fn operand(&self, fi: usize, v: &Value, to: &Repr) -> Option<TokenStream> {
+        let (e, from) = match v {
+            Value::Var(x) => {
+                let id = v_ident(*x);
+                (quote!(#id), self.repr(fi, *x))
+            }
+            Value::Const(c) => (Self::const_expr(c), self.value_repr(fi, v)),
+        };
+        self.convert(e, &from, to)
+    }
+
+    /// A scalar operand as a red box.
+    fn boxed(&self, fi: usize, v: &Value) -> Option<TokenStream> {
+        let sc = scalar(&self.value_ty(fi, v))?;
+        self.operand(fi, v, &Repr::R(sc))
+    }
+
+    /// A scalar operand as a Rust value (it must be green).
+    fn green(&self, fi: usize, v: &Value) -> Option<TokenStream> {
+        let sc = scalar(&self.value_ty(fi, v))?;
+        self.operand(fi, v, &Repr::G(sc))
+    }
+
+    fn bind(&self, fi: usize, r: Var, e: TokenStream) -> TokenStream {
+        let id = v_ident(r);
+        let t = field_ty(&self.repr(fi, r));
+        quote!(let #id: #t = #e;)
+    }
+
+    fn overflow(op: BinOp) -> TokenStream {
+        let rt = rt();
+        match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl | BinOp::Shr => quote!(if cfg!(debug_assertions) {
+                #rt::ops::Overflow::Check
+            } else {
+                #rt::ops::Overflow::Wrap
+            }),
+            _ => quote!(#rt::ops::Overflow::Wrap),
+        }
+    }
+
+    /// Code for one operation (not an inlined call).
+    fn op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
+        let rt = rt();
+        let f = self.fns[fi];
+        let types = self.cg.types();
+        let r = op.result;
+        let rr = self.repr(fi, r);
+        let rgreen = f.color(r) == Color::Green;
+        let args = &op.args;
+        macro_rules! need {
+            ($e:expr, $why:expr) => {
+                match $e {
+                    Some(x) => x,
+                    None => return decline($why),
+                }
+            };
+        }
+        if let Repr::Bad(why) = &rr {
+            if !matches!(op.kind, OpKind::SetField(_) | OpKind::SetItem | OpKind::Push | OpKind::GlobalMergePoint) {
+                return decline(&format!("jitgen cannot compile {why} yet (in `{}`)", op.source));
+            }
+        }
+        match &op.kind {
+            OpKind::Bin(b) if b.is_comparison() && is_enum(&self.value_ty(fi, &args[0])) => {
+                if !rgreen {
+                    return decline("comparing run-time enum values is not supported yet");
+                }
+                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum operand");
+                let c = need!(self.operand(fi, &args[1], &self.value_repr(fi, &args[1])), "enum operand");
+                let e = if *b == BinOp::Eq { quote!(#a == #c) } else { quote!(#a != #c) };
+                self.bind(fi, r, e)
+            }
+            OpKind::Bin(b) if b.is_comparison() => {
+                let cmp = match b {
+                    BinOp::Eq => quote!(Eq),
+                    BinOp::Ne => quote!(Ne),
+                    BinOp::Lt => quote!(Lt),
+                    BinOp::Le => quote!(Le),
+                    BinOp::Gt => quote!(Gt),
+                    _ => quote!(Ge),
+                };
+                if rgreen {
+                    let (a, c) =
+                        (need!(self.green(fi, &args[0]), "operand"), need!(self.green(fi, &args[1]), "operand"));
+                    let e = match b {
+                        BinOp::Eq => quote!(#a == #c),
+                        BinOp::Ne => quote!(#a != #c),
+                        BinOp::Lt => quote!(#a < #c),
+                        BinOp::Le => quote!(#a <= #c),
+                        BinOp::Gt => quote!(#a > #c),
+                        _ => quote!(#a >= #c),
+                    };
+                    self.bind(fi, r, e)
+                } else {
+                    let (a, c) =
+                        (need!(self.boxed(fi, &args[0]), "operand"), need!(self.boxed(fi, &args[1]), "operand"));
+                    self.bind(fi, r, quote!(__c.b.red_cmp(#rt::ops::CmpOp::#cmp, &#a, &#c)))
+                }
+            }
+            OpKind::Bin(b) => {
+                let (rop, ov) = match b {
+                    BinOp::Add => (quote!(Add), Self::overflow(*b)),
+                    BinOp::Sub => (quote!(Sub), Self::overflow(*b)),
+                    BinOp::Mul => (quote!(Mul), Self::overflow(*b)),
+                    BinOp::Div => (quote!(Div), Self::overflow(*b)),
+                    BinOp::Rem => (quote!(Rem), Self::overflow(*b)),
+                    BinOp::BitAnd => (quote!(And), Self::overflow(*b)),
+                    BinOp::BitOr => (quote!(Or), Self::overflow(*b)),
+                    BinOp::BitXor => (quote!(Xor), Self::overflow(*b)),
+                    BinOp::Shl => (quote!(Shl), Self::overflow(*b)),
+                    BinOp::Shr => (quote!(Shr), Self::overflow(*b)),
+                    BinOp::WrappingAdd => (quote!(Add), Self::overflow(BinOp::Min)),
+                    BinOp::WrappingSub => (quote!(Sub), Self::overflow(BinOp::Min)),
+                    BinOp::WrappingMul => (quote!(Mul), Self::overflow(BinOp::Min)),
+                    BinOp::Min => (quote!(Min), Self::overflow(*b)),
+                    BinOp::Max => (quote!(Max), Self::overflow(*b)),
+                    _ => unreachable!("comparisons handled above"),
+                };
+                let rty = f.graph.var(r).ty.clone();
+                let Some(sc) = scalar(&rty) else { return decline("arithmetic on a non-scalar") };
+                if rgreen {
+                    let ty_a = need!(scalar(&self.value_ty(fi, &args[0])), "operand");
+                    let ty_b = need!(scalar(&self.value_ty(fi, &args[1])), "operand");
+                    let (a, c) =
+                        (need!(self.green(fi, &args[0]), "operand"), need!(self.green(fi, &args[1]), "operand"));
+                    let (wa, wc) = (to_word(ty_a, a), to_word(ty_b, c));
+                    let vt = sc_valty(sc);
+                    let back = from_word(sc, quote!(__w));
+                    self.bind(
+                        fi,
+                        r,
+                        quote!(match #rt::ops::fold_bin(#rt::ops::BinOp::#rop, #vt, #ov, #wa, #wc) {
+                            Ok(__w) => #back,
+                            Err(__k) => { __c.error_exit(__k); break 'path None; }
+                        }),
+                    )
+                } else {
+                    let (a, c) =
+                        (need!(self.boxed(fi, &args[0]), "operand"), need!(self.boxed(fi, &args[1]), "operand"));
+                    self.bind(fi, r, quote!(__c.b.red_bin(#rt::ops::BinOp::#rop, #ov, &#a, &#c)))
+                }
+            }
+            OpKind::Un(u) => {
+                let (rop, ov) = match u {
+                    UnOp::Neg => (quote!(Neg), Self::overflow(BinOp::Add)),
+                    UnOp::Abs => (quote!(Abs), Self::overflow(BinOp::Add)),
+                    UnOp::Not => (quote!(Not), Self::overflow(BinOp::Min)),
+                    UnOp::WrappingNeg => (quote!(Neg), Self::overflow(BinOp::Min)),
+                };
+                let Some(sc) = scalar(&f.graph.var(r).ty) else { return decline("arithmetic on a non-scalar") };
+                if rgreen {
+                    let a = need!(self.green(fi, &args[0]), "operand");
+                    let (vt, wa, back) = (sc_valty(sc), to_word(sc, a), from_word(sc, quote!(__w)));
+                    self.bind(
+                        fi,
+                        r,
+                        quote!(match #rt::ops::fold_un(#rt::ops::UnOp::#rop, #vt, #ov, #wa) {
+                            Ok(__w) => #back,
+                            Err(__k) => { __c.error_exit(__k); break 'path None; }
+                        }),
+                    )
+                } else {
+                    let a = need!(self.boxed(fi, &args[0]), "operand");
+                    self.bind(fi, r, quote!(__c.b.red_un(#rt::ops::UnOp::#rop, #ov, &#a)))
+                }
+            }
+            OpKind::Cast => {
+                let Some(sc) = scalar(&f.graph.var(r).ty) else { return decline("a cast to a non-scalar") };
+                if rgreen {
+                    let a = need!(self.green(fi, &args[0]), "operand");
+                    let t = sc_rust(sc);
+                    self.bind(fi, r, quote!((#a) as #t))
+                } else {
+                    let a = need!(self.boxed(fi, &args[0]), "operand");
+                    let vt = sc_valty(sc);
+                    self.bind(fi, r, quote!(__c.b.red_cast(&#a, #vt)))
+                }
+            }
+            OpKind::SameAs
+            | OpKind::Hint(HintKind::Concrete | HintKind::Deepfreeze | HintKind::Variable)
+            | OpKind::Hint(HintKind::Promote) => {
+                let from = self.value_repr(fi, &args[0]);
+                if let Some(e) = self.operand(fi, &args[0], &rr) {
+                    return self.bind(fi, r, e);
+                }
+                // A red value needed green: only a constant can be.
+                match (&from, &rr) {
+                    (Repr::R(sc), Repr::G(_)) => {
+                        let a = need!(self.operand(fi, &args[0], &from), "operand");
+                        let back = from_word(*sc, quote!(__w));
+                        let msg = format!(
+                            "`{}` promotes a value known only at run time: promotion compiles with issue 5",
+                            op.source
+                        );
+                        self.bind(
+                            fi,
+                            r,
+                            quote!(match (#a).as_const() {
+                                Some(__w) => #back,
+                                None => { __c.decline(#msg); break 'path None; }
+                            }),
+                        )
+                    }
+                    _ => decline(&format!("`{}`: this value cannot be made green here", op.source)),
+                }
+            }
+            OpKind::GlobalMergePoint => quote!(),
+            OpKind::Load => {
+                let base_ty = self.value_ty(fi, &args[0]);
+                let (Ty::Ref { to, .. } | Ty::Boxed(to)) = base_ty else {
+                    return decline("a load through a non-pointer");
+                };
+                if rgreen {
+                    let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
+                    match &rr {
+                        Repr::G(_) => self.bind(fi, r, quote!(*#a)),
+                        Repr::Enum(t, _) => {
+                            let e = self.enum_from_rust(t, quote!(&*#a));
+                            self.bind(fi, r, e)
+                        }
+                        _ => decline("this load"),
+                    }
+                } else {
+                    let Some(sc) = scalar(&to) else {
+                        return decline("a load of a non-scalar through a run-time pointer");
+                    };
+                    let a = need!(self.operand(fi, &args[0], &Repr::RPtr), "operand");
+                    let vt = sc_valty(sc);
+                    self.bind(fi, r, quote!(__c.b.red_load(#vt, &#a, 0)))
+                }
+            }
+            OpKind::GetField(name) => self.get_field(fi, r, &rr, rgreen, &args[0], name),
+            OpKind::SetField(name) => {
+                let base_ty = self.value_ty(fi, &args[0]);
+                let (addr, s) = need!(self.red_object(fi, &args[0]), "a store into this object");
+                let Ty::Struct(sname) = s else { return decline("a store into a non-struct") };
+                if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
+                    return decline("a store into a struct with lifetime parameters");
+                }
+                let fty = types.structs[&sname].fields.get(name).cloned();
+                let Some(sc) = fty.as_ref().and_then(scalar) else {
+                    return decline("a store of a non-scalar field through a run-time pointer");
+                };
+                let _ = base_ty;
+                let v = need!(self.operand(fi, &args[1], &Repr::R(sc)), "value");
+                let (sn, fname) = (format_ident!("{}", sname), format_ident!("{}", name));
+                quote!({
+                    #addr
+                    __c.b.red_store(&__addr, ::core::mem::offset_of!(#sn, #fname) as i32, &#v);
+                })
+            }
+            OpKind::GetItem => self.get_item(fi, r, &rr, rgreen, &args[0], &args[1]),
+            OpKind::Len => {
+                let base_ty = self.value_ty(fi, &args[0]);
+                if rgreen {
+                    if let Ty::Array(_, n) = base_ty.autoderef() {
+                        let n = *n as usize;
+                        return self.bind(fi, r, quote!(#n));
+                    }
+                    let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
+                    return self.bind(fi, r, quote!(#a.len()));
+                }
+                match base_ty.autoderef().clone() {
+                    Ty::Slice(_) => {
+                        let s = need!(self.operand(fi, &args[0], &Repr::RSlice), "slice");
+                        self.bind(fi, r, quote!(#s[1]))
+                    }
+                    Ty::Vec(et) => {
+                        let Some(esc) = scalar(&et) else { return decline("a Vec of non-scalars in residual code") };
+                        let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
+                        let t = sc_rust(esc);
+                        let u = u64_valty();
+                        self.bind(
+                            fi,
+                            r,
+                            quote!({
+                                #addr
+                                let __p = __c.b.materialize(&__addr);
+                                let __v = __c.b.call(#rt::heap::vec_len::<#t>, "vec_len", &[(__p, #rt::ops::ValTy::Ptr)], &[#u]);
+                                #rt::redbox::RedBox::Var { ty: #u, val: __v[0] }
+                            }),
+                        )
+                    }
+                    _ => decline("the length of this value"),
+                }
+            }
+            OpKind::SetItem => {
+                let base_ty = self.value_ty(fi, &args[0]);
+                match base_ty.autoderef().clone() {
+                    Ty::Vec(et) => {
+                        let Some(esc) = scalar(&et) else { return decline("a Vec of non-scalars in residual code") };
+                        let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
+                        let i = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
+                        let x = need!(self.operand(fi, &args[2], &Repr::R(esc)), "value");
+                        let (t, vt) = (sc_rust(esc), sc_valty(esc));
+                        quote!({
+                            #addr
+                            let __p = __c.b.materialize(&__addr);
+                            let __i = __c.b.materialize(&#i);
+                            let __x = __c.b.materialize(&#x);
+                            __c.b.call(#rt::heap::vec_set::<#t>, "vec_set",
+                                &[(__p, #rt::ops::ValTy::Ptr), (__i, #rt::ops::ValTy::U64), (__x, #vt)], &[]);
+                        })
+                    }
+                    _ => decline("a store into this kind of sequence in residual code"),
+                }
+            }
+            OpKind::Push | OpKind::Pop => {
+                let base_ty = self.value_ty(fi, &args[0]);
+                let Ty::Vec(et) = base_ty.autoderef().clone() else { return decline("push/pop on a non-Vec") };
+                let Some(esc) = scalar(&et) else { return decline("a Vec of non-scalars in residual code") };
+                let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
+                let (t, vt, u32t) = (sc_rust(esc), sc_valty(esc), u32_valty());
+                if op.kind == OpKind::Push {
+                    let x = need!(self.operand(fi, &args[1], &Repr::R(esc)), "value");
+                    quote!({
+                        #addr
+                        let __p = __c.b.materialize(&__addr);
+                        let __x = __c.b.materialize(&#x);
+                        __c.b.call(#rt::heap::vec_push::<#t>, "vec_push", &[(__p, #rt::ops::ValTy::Ptr), (__x, #vt)], &[]);
+                    })
+                } else {
+                    self.bind(
+                        fi,
+                        r,
+                        quote!({
+                            #addr
+                            let __p = __c.b.materialize(&__addr);
+                            let __v = __c.b.call(#rt::heap::vec_pop::<#t>, "vec_pop", &[(__p, #rt::ops::ValTy::Ptr)], &[#u32t, #vt]);
+                            [#rt::redbox::RedBox::Var { ty: #u32t, val: __v[0] }, #rt::redbox::RedBox::Var { ty: #vt, val: __v[1] }]
+                        }),
+                    )
+                }
+            }
+            OpKind::NewVec | OpKind::NewVecRepeat => {
+                let Ty::Vec(et) = f.graph.var(r).ty.clone() else { return decline("a vector") };
+                let Some(esc) = scalar(&et) else { return decline("a Vec of non-scalars in residual code") };
+                let (t, vt) = (sc_rust(esc), sc_valty(esc));
+                let p = ptr_valty();
+                if op.kind == OpKind::NewVecRepeat {
+                    let x = need!(self.operand(fi, &args[0], &Repr::R(esc)), "element");
+                    let n = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "count");
+                    self.bind(
+                        fi,
+                        r,
+                        quote!({
+                            let __x = __c.b.materialize(&#x);
+                            let __n = __c.b.materialize(&#n);
+                            let __v = __c.b.call(#rt::heap::vec_new_repeat::<#t>, "vec_new_repeat", &[(__x, #vt), (__n, #rt::ops::ValTy::U64)], &[#p]);
+                            #rt::redbox::RedBox::Var { ty: #p, val: __v[0] }
+                        }),
+                    )
+                } else {
+                    let mut pushes = vec![];
+                    for a in args {
+                        let x = need!(self.operand(fi, a, &Repr::R(esc)), "element");
+                        pushes.push(quote!({
+                            let __x = __c.b.materialize(&#x);
+                            __c.b.call(#rt::heap::vec_push::<#t>, "vec_push", &[(__p, #rt::ops::ValTy::Ptr), (__x, #vt)], &[]);
+                        }));
+                    }
+                    self.bind(
+                        fi,
+                        r,
+                        quote!({
+                            let __v = __c.b.call(#rt::heap::vec_new::<#t>, "vec_new", &[], &[#p]);
+                            let __p = __v[0];
+                            #(#pushes)*
+                            #rt::redbox::RedBox::Var { ty: #p, val: __p }
+                        }),
+                    )
+                }
+            }
+            OpKind::NewStruct(s) => {
+                decline(&format!("allocating a `{s}` in residual code (virtual structures come with issue 6)"))
+            }
+            OpKind::NewBox => decline("allocating a Box in residual code (virtual structures come with issue 6)"),
+            OpKind::MakeEnum { variant, index, .. } => {
+                let ty = f.graph.var(r).ty.clone();
+                let Repr::Enum(_, n) = rr.clone() else { return decline("this enum value") };
+                let (_, _, tys) = enum_helpers(&ty);
+                let tag = *index as u64;
+                let mut sets = vec![];
+                for (i, a) in args.iter().enumerate() {
+                    let Some((off, fty)) = field_offset(&ty, variant, i, types) else {
+                        return decline("an enum payload");
+                    };
+                    match repr(&fty, false, types) {
+                        Repr::R(sc) => {
+                            let x = need!(self.operand(fi, a, &Repr::R(sc)), "payload");
+                            sets.push(quote!(__e[#off] = #x;));
+                        }
+                        Repr::Enum(_, w) => {
+                            let x = need!(self.operand(fi, a, &self.value_repr(fi, a)), "payload");
+                            let end = off + w;
+                            sets.push(quote!(__e[#off..#end].copy_from_slice(&#x);));
+                        }
+                        Repr::RPtr => {
+                            let x = need!(self.operand(fi, a, &Repr::RPtr), "payload");
+                            sets.push(quote!(__e[#off] = #x;));
+                        }
+                        Repr::Unit => {}
+                        _ => return decline("an enum payload of this type"),
+                    }
+                }
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let __t = #tys();
+                        let mut __e: [#rt::redbox::RedBox; #n] = ::core::array::from_fn(|__i| #rt::redbox::RedBox::constant(__t[__i], 0));
+                        __e[0] = #rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, #tag);
+                        #(#sets)*
+                        __e
+                    }),
+                )
+            }
+            OpKind::EnumTag => {
+                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
+                if rgreen {
+                    let msg = "an enum tag expected to be known";
+                    self.bind(fi, r, quote!(match #a[0].as_const() { Some(__w) => __w as u32, None => { __c.decline(#msg); break 'path None; } }))
+                } else {
+                    self.bind(fi, r, quote!(#a[0]))
+                }
+            }
+            OpKind::EnumField { variant, index } => {
+                let ety = self.value_ty(fi, &args[0]);
+                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
+                let Some((off, _)) = field_offset(&ety, variant, *index as usize, types) else {
+                    return decline("an enum payload");
+                };
+                self.payload(fi, r, &rr, a, off)
+            }
+            OpKind::Unwrap => {
+                let ety = self.value_ty(fi, &args[0]);
+                let (succ, variant, msg) = match ety {
+                    Ty::Option(_) => (1u64, "Some", "called `Option::unwrap()` on a `None` value"),
+                    _ => (0u64, "Ok", "called `Result::unwrap()` on an `Err` value"),
+                };
+                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
+                let Some((off, _)) = field_offset(&ety, variant, 0, types) else { return decline("unwrap") };
+                let check = quote!({
+                    let __ok = __c.b.red_cmp(#rt::ops::CmpOp::Eq, &#a[0], &#rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, #succ));
+                    if !__c.guard(&__ok, #rt::ops::ErrorKind::Abort(#rt::residual::message_id(#msg))) {
+                        break 'path None;
+                    }
+                });
+                let take = self.payload(fi, r, &rr, a, off);
+                quote!(#check #take)
+            }
+            OpKind::Call(name) => {
+                // Green calls run now, as Rust; inlined calls are handled by the block.
+                self.green_call(fi, r, &rr, name, args)
+            }
+            OpKind::CallOpaque(name) => self.opaque_call(fi, r, name, args),
+        }
+    }
+
+    /// A payload slot (or slots) of an enum array `a` at `off`, as `r`.
+    fn payload(&self, fi: usize, r: Var, rr: &Repr, a: TokenStream, off: usize) -> TokenStream {
+        let rt = rt();
+        match rr {
+            Repr::G(sc) => {
+                let back = from_word(*sc, quote!(__w));
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match #a[#off].as_const() { Some(__w) => #back, None => { __c.decline("a payload expected to be known"); break 'path None; } }),
+                )
+            }
+            Repr::R(_) | Repr::RPtr => self.bind(fi, r, quote!(#a[#off])),
+            Repr::Enum(_, n) => {
+                let end = off + n;
+                self.bind(fi, r, quote!(<[#rt::redbox::RedBox; #n]>::try_from(&#a[#off..#end]).expect("layout")))
+            }
+            Repr::GRef(t) => {
+                // A pointer in a green enum value read from frozen data.
+                let ty = rust_ty(t, Some(&quote!('a)));
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match #a[#off].as_const() {
+                        // SAFETY: green enum values come from frozen data
+                        // borrowed for the whole compilation.
+                        Some(__w) => unsafe { &*(__w as usize as *const #ty) },
+                        None => { __c.decline("a pointer expected to be known"); break 'path None; }
+                    }),
+                )
+            }
+            Repr::Unit => quote!(),
+            _ => decline("this enum payload"),
+        }
+    }
+
+    /// A green enum value as an array of constant boxes, from a Rust place.
+    fn enum_from_rust(&mut self, ty: &Ty, place: TokenStream) -> TokenStream {
+        let rt = rt();
+        if !self.enums.contains(ty) {
+            self.enums.push(ty.clone());
+        }
+        let (flat, _, tys) = enum_helpers(ty);
+        quote!({
+            let __w = #flat(#place);
+            let __t = #tys();
+            ::core::array::from_fn(|__i| #rt::redbox::RedBox::constant(__t[__i], __w[__i]))
+        })
+    }
+
+    /// Statements that bind `__addr` (a red box) to the address of the object
+    /// an operand designates, following references and boxes; and the type of
+    /// that object.
+    fn red_object(&self, fi: usize, v: &Value) -> Option<(TokenStream, Ty)> {
+        let rt = rt();
+        let ty = self.value_ty(fi, v);
+        let start = self.operand(fi, v, &Repr::RPtr)?;
+        let mut code = quote!(let __addr = #start;);
+        // The operand's box holds the address of the object its type designates.
+        let mut cur = match &ty {
+            Ty::Ref { to, .. } => (**to).clone(),
+            Ty::Boxed(inner) => (**inner).clone(),
+            other => other.clone(),
+        };
+        loop {
+            match cur {
+                Ty::Ref { to, .. } | Ty::Boxed(to) if !matches!(*to, Ty::Slice(_)) => {
+                    code = quote!(#code let __addr = __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, 0););
+                    cur = *to;
+                }
+                Ty::Ref { .. } | Ty::Boxed(_) => return None,
+                other => return Some((code, other)),
+            }
+        }
+    }
+
+    fn get_field(&mut self, fi: usize, r: Var, rr: &Repr, rgreen: bool, base: &Value, name: &str) -> TokenStream {
+        let rt = rt();
+        let types = self.cg.types();
+        let fname = format_ident!("{}", name);
+        let rty = self.fns[fi].graph.var(r).ty.clone();
+        if rgreen {
+            let Some(b) = self.operand(fi, base, &self.value_repr(fi, base)) else { return decline("a field read") };
+            return match rr {
+                Repr::G(_) => self.bind(fi, r, quote!(#b.#fname)),
+                Repr::GRef(_) => match &rty {
+                    Ty::Ref { .. } => self.bind(fi, r, quote!(#b.#fname)),
+                    _ => self.bind(fi, r, quote!(&#b.#fname)),
+                },
+                Repr::GSlice(_) => self.bind(fi, r, quote!(&#b.#fname[..])),
+                Repr::Enum(t, _) => {
+                    let e = self.enum_from_rust(&t.clone(), quote!(&#b.#fname));
+                    self.bind(fi, r, e)
+                }
+                Repr::Unit => quote!(),
+                _ => decline("this field read"),
+            };
+        }
+        let Some((addr, Ty::Struct(sname))) = self.red_object(fi, base) else {
+            return decline("a field read through this pointer");
+        };
+        if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
+            return decline("a field of a struct with lifetime parameters through a run-time pointer");
+        }
+        let sn = format_ident!("{}", sname);
+        let off = quote!(::core::mem::offset_of!(#sn, #fname) as u64);
+        match (rr, &rty) {
+            (Repr::R(sc), _) => {
+                let vt = sc_valty(*sc);
+                self.bind(fi, r, quote!({ #addr __c.b.red_load(#vt, &__addr, #off as i32) }))
+            }
+            (Repr::RPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
+                self.bind(fi, r, quote!({ #addr __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, #off as i32) }))
+            }
+            (Repr::RPtr, _) => self.bind(
+                fi,
+                r,
+                quote!({ #addr __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__addr, &#rt::redbox::RedBox::constant(#rt::ops::ValTy::Ptr, #off)) }),
+            ),
+            _ => decline("a field of this type through a run-time pointer"),
+        }
+    }
+
+    fn get_item(&mut self, fi: usize, r: Var, rr: &Repr, rgreen: bool, base: &Value, idx: &Value) -> TokenStream {
+        let rt = rt();
+        let base_ty = self.value_ty(fi, base);
+        let cont = base_ty.autoderef().clone();
+        let et = match &cont {
+            Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => (**t).clone(),
+            _ => return decline("indexing this value"),
+        };
+        if rgreen {
+            let Some(b) = self.operand(fi, base, &self.value_repr(fi, base)) else { return decline("an element read") };
+            let Some(i) = self.green(fi, idx) else { return decline("an index") };
+            let get = match rr {
+                Repr::G(_) => quote!(*__x),
+                Repr::GRef(_) if matches!(et, Ty::Ref { .. }) => quote!(*__x),
+                Repr::GRef(_) => quote!(__x),
+                Repr::GSlice(_) => quote!(&__x[..]),
+                Repr::Enum(t, _) => self.enum_from_rust(&t.clone(), quote!(__x)),
+                Repr::Unit => quote!(()),
+                _ => return decline("this element read"),
+            };
+            return self.bind(
+                fi,
+                r,
+                quote!(match #b.get(#i as usize) {
+                    Some(__x) => #get,
+                    None => {
+                        __c.b.red_bounds_check(&#rt::redbox::RedBox::u64(#i as u64), &#rt::redbox::RedBox::u64(#b.len() as u64));
+                        __c.error_exit(#rt::ops::ErrorKind::IndexOutOfBounds);
+                        break 'path None;
+                    }
+                }),
+            );
+        }
+        let Some(i) = self.operand(fi, idx, &Repr::R(Sc::Int(IntTy::Usize))) else { return decline("an index") };
+        match cont {
+            Ty::Vec(_) => {
+                let Some(esc) = scalar(&et) else { return decline("a Vec of non-scalars in residual code") };
+                let Some((addr, _)) = self.red_object(fi, base) else { return decline("this vector") };
+                let (t, vt) = (sc_rust(esc), sc_valty(esc));
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        #addr
+                        let __p = __c.b.materialize(&__addr);
+                        let __i = __c.b.materialize(&#i);
+                        let __v = __c.b.call(#rt::heap::vec_get::<#t>, "vec_get", &[(__p, #rt::ops::ValTy::Ptr), (__i, #rt::ops::ValTy::U64)], &[#vt]);
+                        #rt::redbox::RedBox::Var { ty: #vt, val: __v[0] }
+                    }),
+                )
+            }
+            Ty::Slice(_) | Ty::Array(..) => {
+                let (ptr_len, esize) = match &cont {
+                    Ty::Slice(_) => {
+                        let Some(s) = self.operand(fi, base, &Repr::RSlice) else { return decline("this slice") };
+                        (quote!(let __s = #s; let (__ptr, __len) = (__s[0], __s[1]);), rust_ty(&et, None))
+                    }
+                    Ty::Array(_, n) => {
+                        let Some((addr, _)) = self.red_object(fi, base) else { return decline("this array") };
+                        let n = *n;
+                        (quote!(#addr let (__ptr, __len) = (__addr, #rt::redbox::RedBox::u64(#n));), rust_ty(&et, None))
+                    }
+                    _ => unreachable!(),
+                };
+                let addr = quote!({
+                    #ptr_len
+                    __c.b.red_bounds_check(&#i, &__len);
+                    let __off = __c.b.red_bin(#rt::ops::BinOp::Mul, #rt::ops::Overflow::Wrap, &#i,
+                        &#rt::redbox::RedBox::u64(::core::mem::size_of::<#esize>() as u64));
+                    let __off = __c.b.red_cast(&__off, #rt::ops::ValTy::Ptr);
+                    __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__ptr, &__off)
+                });
+                match rr {
+                    Repr::R(sc) => {
+                        let vt = sc_valty(*sc);
+                        self.bind(fi, r, quote!({ let __a = #addr; __c.b.red_load(#vt, &__a, 0) }))
+                    }
+                    Repr::RPtr if is_owned_pointer(&et) => self.bind(fi, r, addr),
+                    _ => decline("an element of this type through a run-time pointer"),
+                }
+            }
+            _ => decline("indexing this value"),
+        }
+    }
+
+    /// A call of a pure function with green arguments and result: run now.
+    fn green_call(&mut self, fi: usize, r: Var, rr: &Repr, name: &str, args: &[Value]) -> TokenStream {
+        let Some(ci) = self.fn_ids.get(name).copied() else { return decline("a call") };
+        let callee = self.fns[ci];
+        let mut exprs = vec![];
+        for (k, a) in args.iter().enumerate() {
+            let pty = callee.graph.var(callee.graph.params()[k]).ty.clone();
+            let from = self.value_repr(fi, a);
+            let Some(e) = self.operand(fi, a, &from) else { return decline("an argument") };
+            exprs.push(match (&from, &pty) {
+                (Repr::G(_), _) => e,
+                (Repr::GRef(_) | Repr::GSlice(_), Ty::Ref { mutable: false, .. }) => e,
+                (Repr::Enum(t, _), _) if plain(t, self.cg.types()) => {
+                    let (_, unflat, _) = enum_helpers(t);
+                    quote!(#unflat(&#e.map(|__b| __b.as_const().unwrap_or(0))))
+                }
+                _ => return decline("an argument of this type to a call run at compile time"),
+            });
+        }
+        let path = rust_path(name);
+        let call = quote!(#path(#(#exprs),*));
+        match rr {
+            Repr::G(_) | Repr::GRef(_) | Repr::GSlice(_) | Repr::Unit => self.bind(fi, r, call),
+            Repr::Enum(t, _) => {
+                let t = t.clone();
+                let e = self.enum_from_rust(&t, quote!(&__r));
+                self.bind(fi, r, quote!({ let __r = #call; #e }))
+            }
+            _ => decline("the result of this call"),
+        }
+    }
+
+    /// A residual call of a function outside the module or marked #[jit_opaque].
+    fn opaque_call(&mut self, fi: usize, r: Var, name: &str, args: &[Value]) -> TokenStream {
+        let rt = rt();
+        let types = self.cg.types();
+        let f = self.fns[fi];
+        let cb = format_ident!("__cb{}", self.callbacks.len());
+        let mut arg_code = vec![];
+        let mut reads = vec![];
+        let mut at = 0usize;
+        for a in args {
+            let ty = self.value_ty(fi, a);
+            if let Some(sc) = scalar(&ty) {
+                let Some(x) = self.operand(fi, a, &Repr::R(sc)) else { return decline("an argument") };
+                let vt = sc_valty(sc);
+                arg_code.push(quote!(__args.push((__c.b.materialize(&#x), #vt));));
+                reads.push(from_word(sc, quote!(__b[#at])));
+                at += 1;
+            } else if is_enum(&ty) && plain(&ty, types) {
+                let Some(x) = self.operand(fi, a, &self.value_repr(fi, a)) else { return decline("an argument") };
+                let (_, unflat, tys) = enum_helpers(&ty);
+                let n = slots(&ty, types, 0).map_or(0, |s| s.len());
+                arg_code.push(quote!({ let __t = #tys(); for (__k, __x) in #x.iter().enumerate() { __args.push((__c.b.materialize(__x), __t[__k])); } }));
+                let end = at + n;
+                reads.push(quote!(#unflat(&__b[#at..#end])));
+                at += n;
+            } else if let Ty::Ref { mutable, to } = &ty {
+                if matches!(**to, Ty::Slice(_)) {
+                    return decline("a slice argument to a residual call");
+                }
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return decline("an argument") };
+                arg_code.push(quote!(__args.push((__c.b.materialize(&#x), #rt::ops::ValTy::Ptr));));
+                let t = rust_ty(to, None);
+                reads.push(if *mutable {
+                    quote!(unsafe { &mut *(__b[#at] as usize as *mut #t) })
+                } else {
+                    quote!(unsafe { &*(__b[#at] as usize as *const #t) })
+                });
+                at += 1;
+            } else {
+                return decline("an argument of this type to a residual call");
+            }
+        }
+        let rty = f.graph.var(r).ty.clone();
+        let (rets, write) = if rty == Ty::Unit {
+            (quote!(&[]), quote!(let _ = __r;))
+        } else if let Some(sc) = scalar(&rty) {
+            let vt = sc_valty(sc);
+            let w = to_word(sc, quote!(__r));
+            (quote!(&[#vt]), quote!(__b[0] = #w;))
+        } else if is_enum(&rty) {
+            let (flat, _, tys) = enum_helpers(&rty);
+            if !self.enums.contains(&rty) {
+                self.enums.push(rty.clone());
+            }
+            (quote!(&#tys()), quote!(let __w = #flat(&__r); __b[..__w.len()].copy_from_slice(&__w);))
+        } else {
+            return decline("the result type of this residual call");
+        };
+        let width = at.max(slots(&rty, types, 0).map_or(1, |s| s.len())).max(1);
+        let path = rust_path(name);
+        self.callbacks.push(quote! {
+            #[allow(unused_unsafe, clippy::all)]
+            extern "C" fn #cb(__buf: *mut u64) -> u64 {
+                #rt::residual::run_callback(|| {
+                    // SAFETY: residual code passes a buffer of `width` words.
+                    let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #width) };
+                    let __r = #path(#(#reads),*);
+                    #write
+                    Ok(())
+                })
+            }
+        });
+        let bind_result = match self.repr(fi, r) {
+            Repr::Unit => quote!(),
+            Repr::R(_) => {
+                let id = v_ident(r);
+                quote!(let #id = #rt::redbox::RedBox::Var { ty: __c.b.ty(__v[0]), val: __v[0] };)
+            }
+            Repr::Enum(_, n) => {
+                let id = v_ident(r);
+                quote!(let #id: [#rt::redbox::RedBox; #n] = ::core::array::from_fn(|__i| #rt::redbox::RedBox::Var { ty: __c.b.ty(__v[__i]), val: __v[__i] });)
+            }
+            _ => return decline("the result of this residual call"),
+        };
+        quote! {
+            let __v = {
+                let mut __args = ::std::vec::Vec::new();
+                #(#arg_code)*
+                __c.b.call(#cb, #name, &__args, #rets)
+            };
+            #bind_result
+        }
+    }
+
+    /// A frame for resume point `p` built from the locals in scope, with
+    /// `overrides` for some of its variables (input arguments, parameters).
+    fn frame(&self, p: usize, overrides: &HashMap<Var, TokenStream>) -> TokenStream {
+        let pt = &self.points[p];
+        let vname = format_ident!("R{}", p);
+        let mut fields = vec![];
+        for v in &pt.live {
+            let id = v_ident(*v);
+            match overrides.get(v) {
+                Some(e) => fields.push(quote!(#id: #e)),
+                None => fields.push(quote!(#id)),
+            }
+        }
+        if pt.ret.is_some() {
+            fields.push(quote!(__ret: None));
+        }
+        if pt.op == 0 && self.joins[pt.f].contains(&pt.block) {
+            fields.push(quote!(__merged: false));
+        }
+        quote!(__Frame::#vname { #(#fields),* })
+    }
+
+    /// The transition along a link to `target` with `args`: a new state.
+    fn goto(&self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
+        let f = self.fns[fi];
+        let mut lets = vec![];
+        let mut ov = HashMap::new();
+        for (k, ia) in f.graph.graph[target].inputargs.iter().enumerate() {
+            let to = self.repr(fi, *ia);
+            let e = self.operand(fi, &args[k], &to).ok_or("a value needed green at a join is red")?;
+            let tmp = format_ident!("__a{}", k);
+            lets.push(quote!(let #tmp = #e;));
+            ov.insert(*ia, quote!(#tmp));
+        }
+        let p = self.point_ids[&(fi, target, 0)];
+        let frame = self.frame(p, &ov);
+        Ok(quote!({ #(#lets)* let mut __s = __st; __s.frames.push(#frame); Some(__s) }))
+    }
+
+    /// The same transition as a state, leaving `__st` untouched (for split).
+    fn goto_state(&self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
+        let f = self.fns[fi];
+        let mut lets = vec![];
+        let mut ov = HashMap::new();
+        for (k, ia) in f.graph.graph[target].inputargs.iter().enumerate() {
+            let to = self.repr(fi, *ia);
+            let e = self.operand(fi, &args[k], &to).ok_or("a value needed green at a join is red")?;
+            let tmp = format_ident!("__a{}", k);
+            lets.push(quote!(let #tmp = #e;));
+            ov.insert(*ia, quote!(#tmp));
+        }
+        let p = self.point_ids[&(fi, target, 0)];
+        let frame = self.frame(p, &ov);
+        Ok(quote!({ #(#lets)* let mut __s = __st.clone(); __s.frames.push(#frame); __s }))
+    }
+
+    /// The code of resume point `p`: from its operation to the next resume point.
+    fn point_code(&mut self, p: usize) -> TokenStream {
+        let rt = rt();
+        let (fi, b, start, ret) = {
+            let pt = &self.points[p];
+            (pt.f, pt.block, pt.op, pt.ret)
+        };
+        let f = self.fns[fi];
+        let mut body = vec![];
+        if let Some(r) = ret {
+            let id = v_ident(r);
+            body.push(quote!(let #id = __ret.expect("the callee delivered its result");));
+        }
+        let ops = f.graph.graph[b].ops.clone();
+        for k in start..ops.len() {
+            let op = &ops[k];
+            if let Some(ci) = self.inlined_callee(fi, op.result, &op.kind) {
+                // Inline: push the continuation, then the callee's entry.
+                let callee = self.fns[ci];
+                let cont = self.point_ids[&(fi, b, k + 1)];
+                let cont_frame = self.frame(cont, &HashMap::new());
+                let entry = self.point_ids[&(ci, callee.graph.start, 0)];
+                let mut lets = vec![];
+                let mut ov = HashMap::new();
+                for (j, param) in callee.graph.params().iter().enumerate() {
+                    let to = repr(&callee.graph.var(*param).ty, callee.color(*param) == Color::Green, self.cg.types());
+                    let Some(e) = self.operand(fi, &op.args[j], &to) else {
+                        body.push(decline("an argument needed green by the callee is red"));
+                        return quote!(#(#body)*);
+                    };
+                    let tmp = format_ident!("__p{}", j);
+                    lets.push(quote!(let #tmp = #e;));
+                    ov.insert(*param, quote!(#tmp));
+                }
+                let entry_frame = self.frame(entry, &ov);
+                body.push(quote! {
+                    #(#lets)*
+                    __st.frames.push(#cont_frame);
+                    __st.frames.push(#entry_frame);
+                    break 'path Some(__st);
+                });
+                return quote!(#(#body)*);
+            }
+            body.push(self.op(fi, op));
+        }
+        body.push(self.exit(fi, b));
+        let _ = rt;
+        quote!(#(#body)*)
+    }
+
+    fn exit(&mut self, fi: usize, b: NodeIndex) -> TokenStream {
+        let rt = rt();
+        let f = self.fns[fi];
+        match f.graph.graph[b].exit.clone() {
+            Exit::Goto(e) => {
+                let (t, link) = f.graph.link(e);
+                match self.goto(fi, t, &link.args.clone()) {
+                    Ok(code) => quote!(#code),
+                    Err(why) => decline(&why),
+                }
+            }
+            Exit::Branch { cond, if_true, if_false } => {
+                let (tt, tl) = f.graph.link(if_true);
+                let (ft, fl) = f.graph.link(if_false);
+                let (tl, fl) = (tl.args.clone(), fl.args.clone());
+                let (gt, gf) = match (self.goto(fi, tt, &tl), self.goto(fi, ft, &fl)) {
+                    (Ok(a), Ok(b)) => (a, b),
+                    (Err(w), _) | (_, Err(w)) => return decline(&w),
+                };
+                let green = match &cond {
+                    Value::Const(_) => true,
+                    Value::Var(v) => f.color(*v) == Color::Green,
+                };
+                if green {
+                    let c = self.green(fi, &cond).expect("a green bool");
+                    quote!(if #c { #gt } else { #gf })
+                } else {
+                    let c = self.boxed(fi, &cond).expect("a bool");
+                    let other = match self.goto_state(fi, ft, &fl) {
+                        Ok(s) => s,
+                        Err(w) => return decline(&w),
+                    };
+                    quote!(if __c.split(&#c, || #other) { #gt } else { #gf })
+                }
+            }
+            Exit::Return(v) => {
+                // Every return of a function hands over the same representation.
+                let ret_repr = self.fn_return_repr(fi);
+                let Some(val) = self.operand(fi, &v, &ret_repr) else { return decline("a return value") };
+                let outer = self.return_boxes(&f.graph.ret_ty.clone(), &ret_repr, quote!(__rv));
+                let deliver = format_ident!("__deliver_f{}", fi);
+                let outer = match outer {
+                    Some(o) => o,
+                    None => decline("returning a value of this type from residual code"),
+                };
+                quote! {
+                    let __rv = #val;
+                    if __st.frames.is_empty() {
+                        #outer
+                        None
+                    } else {
+                        #deliver(&mut __st, __rv, __c);
+                        Some(__st)
+                    }
+                }
+            }
+            Exit::Abort(msg) => {
+                quote!({
+                    __c.error_exit(#rt::ops::ErrorKind::Abort(#rt::residual::message_id(#msg)));
+                    None
+                })
+            }
+        }
+    }
+
+    /// Code that ends the outermost frame by returning `e` (of `repr`).
+    fn return_boxes(&self, ty: &Ty, r: &Repr, e: TokenStream) -> Option<TokenStream> {
+        Some(match r {
+            Repr::Unit => quote!(__c.finish_return(&[]);),
+            Repr::G(sc) => {
+                let b = self.convert(e, r, &Repr::R(*sc))?;
+                quote!(__c.finish_return(&[#b]);)
+            }
+            Repr::R(_) => quote!(__c.finish_return(&[#e]);),
+            Repr::Enum(..) if plain(ty, self.cg.types()) => quote!(__c.finish_return(&#e);),
+            _ => return None,
+        })
+    }
+
+    /// The frame enum, its `Frame` impl, `__run` and the deliver functions.
+    pub fn extension(&mut self) -> TokenStream {
+        let rt = rt();
+        let mut variants = vec![];
+        let mut key_arms = vec![];
+        let mut reds_arms = vec![];
+        let mut set_arms = vec![];
+        let mut run_arms = vec![];
+        for p in 0..self.points.len() {
+            let code = self.point_code(p);
+            let pt = &self.points[p];
+            let f = self.fns[pt.f];
+            let vname = format_ident!("R{}", p);
+            let pid = p as u32;
+            let mut fields = vec![];
+            let mut pats = vec![];
+            let mut key_parts = vec![];
+            let mut reds = vec![];
+            let mut sets = vec![];
+            for v in &pt.live {
+                let id = v_ident(*v);
+                let r = self.repr(pt.f, *v);
+                let t = field_ty(&r);
+                fields.push(quote!(#id: #t));
+                pats.push(quote!(#id));
+                match &r {
+                    Repr::G(sc) => {
+                        let w = to_word(*sc, quote!(*#id));
+                        key_parts.push(quote!(__k.push(#w);));
+                    }
+                    Repr::GRef(_) => key_parts.push(quote!(__k.push((*#id) as *const _ as *const u8 as usize as u64);)),
+                    Repr::GSlice(_) => {
+                        key_parts.push(quote!(__k.push(#id.as_ptr() as usize as u64); __k.push(#id.len() as u64);))
+                    }
+                    Repr::Enum(..) if f.color(*v) == Color::Green => {
+                        key_parts.push(quote!(for __b in #id.iter() { __k.push(__b.as_const().unwrap_or(u64::MAX)); }))
+                    }
+                    Repr::Enum(_, n) => {
+                        reds.push(quote!(__r.extend_from_slice(#id);));
+                        sets.push(quote!(#id.copy_from_slice(&__reds[__at..__at + #n]); __at += #n;));
+                    }
+                    Repr::R(_) | Repr::RPtr => {
+                        reds.push(quote!(__r.push(*#id);));
+                        sets.push(quote!(*#id = __reds[__at]; __at += 1;));
+                    }
+                    Repr::RSlice => {
+                        reds.push(quote!(__r.extend_from_slice(#id);));
+                        sets.push(quote!(#id.copy_from_slice(&__reds[__at..__at + 2]); __at += 2;));
+                    }
+                    Repr::Unit | Repr::Bad(_) => {}
+                }
+            }
+            let mut pat_all = pats.clone();
+            if let Some(r) = pt.ret {
+                let t = field_ty(&self.repr(pt.f, r));
+                fields.push(quote!(__ret: ::core::option::Option<#t>));
+                pat_all.push(quote!(__ret));
+            }
+            let is_join = pt.op == 0 && self.joins[pt.f].contains(&pt.block);
+            if is_join {
+                fields.push(quote!(__merged: bool));
+                pat_all.push(quote!(__merged));
+            }
+            variants.push(quote!(#vname { #(#fields),* }));
+            key_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { let mut __k = ::std::vec::Vec::new(); #(#key_parts)* (#pid, __k) }));
+            reds_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#reds)* }));
+            set_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#sets)* }));
+            let merge = if is_join {
+                let rebuilt: Vec<TokenStream> = pat_all
+                    .iter()
+                    .map(|p| if p.to_string() == "__merged" { quote!(__merged: true) } else { quote!(#p) })
+                    .collect();
+                quote! {
+                    if !__merged {
+                        let mut __s = __st;
+                        __s.frames.push(__Frame::#vname { #(#rebuilt),* });
+                        break 'path __c.merge(__s, false);
+                    }
+                }
+            } else {
+                quote!()
+            };
+            run_arms.push(quote! {
+                __Frame::#vname { #(#pat_all),* } => 'path: {
+                    #merge
+                    #code
+                }
+            });
+        }
+        // Deliver: a returning function hands its value to its caller's continuation.
+        let mut delivers = vec![];
+        for fi in 0..self.fns.len() {
+            let f = self.fns[fi];
+            let ret_repr = self.fn_return_repr(fi);
+            let rt_ty = field_ty(&ret_repr);
+            let mut arms = vec![];
+            for (p, pt) in self.points.iter().enumerate() {
+                let Some(r) = pt.ret else { continue };
+                let caller = self.fns[pt.f];
+                let op = caller.graph.graph[pt.block].ops[pt.op - 1].clone();
+                if self.inlined_callee(pt.f, r, &op.kind) != Some(fi) {
+                    continue;
+                }
+                let want = self.repr(pt.f, r);
+                let vname = format_ident!("R{}", p);
+                let conv = self.convert(quote!(__v), &ret_repr, &want);
+                arms.push(match conv {
+                    Some(c) => quote!(Some(__Frame::#vname { __ret, .. }) => { *__ret = Some(#c); }),
+                    None => quote!(Some(__Frame::#vname { .. }) => { __c.decline("a green result expected from a call is red"); }),
+                });
+            }
+            let name = format_ident!("__deliver_f{}", fi);
+            let _ = f;
+            delivers.push(quote! {
+                #[allow(unused_variables, unreachable_patterns)]
+                fn #name<'a>(__st: &mut #rt::state::JitState<__Frame<'a>>, __v: #rt_ty, __c: &mut #rt::schedule::Compilation<__Frame<'a>>) {
+                    match __st.frames.last_mut() {
+                        #(#arms)*
+                        _ => __c.decline("a return without a caller"),
+                    }
+                }
+            });
+        }
+        let enum_fns: Vec<TokenStream> =
+            self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();
+        let callbacks = &self.callbacks;
+        quote! {
+            #[derive(Clone, Debug)]
+            #[allow(non_camel_case_types, dead_code)]
+            pub(super) enum __Frame<'a> {
+                #(#variants,)*
+                __Phantom(::core::marker::PhantomData<&'a ()>),
+            }
+
+            impl<'a> #rt::state::Frame for __Frame<'a> {
+                type Key = (u32, ::std::vec::Vec<u64>);
+                #[allow(unused_variables, unused_mut)]
+                fn key(&self) -> Self::Key {
+                    match self {
+                        #(#key_arms)*
+                        __Frame::__Phantom(_) => (u32::MAX, ::std::vec::Vec::new()),
+                    }
+                }
+                #[allow(unused_variables, unused_mut)]
+                fn reds(&self) -> ::std::vec::Vec<#rt::redbox::RedBox> {
+                    let mut __r = ::std::vec::Vec::new();
+                    match self {
+                        #(#reds_arms)*
+                        __Frame::__Phantom(_) => {}
+                    }
+                    __r
+                }
+                #[allow(unused_variables, unused_mut, unused_assignments)]
+                fn set_reds(&mut self, __reds: &[#rt::redbox::RedBox]) {
+                    let mut __at = 0usize;
+                    match self {
+                        #(#set_arms)*
+                        __Frame::__Phantom(_) => {}
+                    }
+                }
+            }
+
+            #(#delivers)*
+
+            #[allow(unused_variables, unused_mut, unused_braces, unreachable_code, unused_labels, clippy::all)]
+            pub(super) fn __run<'a>(__c: &mut #rt::schedule::Compilation<__Frame<'a>>, __start: #rt::state::JitState<__Frame<'a>>) {
+                let mut __next = Some(__start);
+                while let Some(mut __st) = __next.take() {
+                    if !__c.step() {
+                        return;
+                    }
+                    let Some(__frame) = __st.frames.pop() else { continue };
+                    let __r: ::core::option::Option<#rt::state::JitState<__Frame<'a>>> = match __frame {
+                        #(#run_arms)*
+                        __Frame::__Phantom(_) => None,
+                    };
+                    __next = match __r {
+                        Some(__s) => Some(__s),
+                        None => __c.next_pending(),
+                    };
+                }
+            }
+
+            #(#enum_fns)*
+            #(#callbacks)*
+        }
+    }
+
+    /// How a function's returned value is represented.
+    pub fn fn_return_repr(&self, fi: usize) -> Repr {
+        let f = self.fns[fi];
+        let mut green = true;
+        for b in f.graph.blocks() {
+            if let Exit::Return(Value::Var(v)) = &f.graph.graph[b].exit {
+                green &= f.color(*v) == Color::Green;
+            }
+        }
+        repr(&f.graph.ret_ty, green, self.cg.types())
+    }
+}
+
+/// The Rust path, from the generated `__jit` module, of a function the
+/// interpreter calls by `name` (module functions, methods, outside paths).
+pub fn rust_path(name: &str) -> TokenStream {
+    let segs: Vec<&str> = name.split("::").collect();
+    let idents: Vec<Ident> = segs.iter().map(|s| Ident::new(s, Span::call_site())).collect();
+    match segs[0] {
+        "super" => quote!(super::#(#idents)::*),
+        "crate" | "std" | "core" => quote!(#(#idents)::*),
+        _ => quote!(super::#(#idents)::*),
+    }
+}

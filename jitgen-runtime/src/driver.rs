@@ -1,0 +1,255 @@
+//! What a portal needs at run time: settings, counters, a cache of compiled
+//! code per position key, and statistics.
+//!
+//! Each annotated module has one [`Config`] and one [`Stats`] (statics in the
+//! generated code). The environment is read once per process:
+//! `JITGEN_THRESHOLD=N` (0 compiles at first sight) and `JITGEN_OFF=1`
+//! (interpret only); explicit settings through [`Config`] win over it.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::residual::ResidualFn;
+
+/// The default hot-spot threshold: iterations of one position key before it compiles.
+pub const DEFAULT_THRESHOLD: u32 = 1000;
+
+struct Env {
+    threshold: Option<u32>,
+    off: bool,
+}
+
+fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| Env {
+        threshold: std::env::var("JITGEN_THRESHOLD").ok().and_then(|v| v.trim().parse().ok()),
+        off: std::env::var("JITGEN_OFF").is_ok_and(|v| !v.is_empty() && v != "0"),
+    })
+}
+
+/// Settings of one annotated module.
+pub struct Config {
+    threshold: AtomicU32,
+    enabled: AtomicBool,
+    explicit_threshold: AtomicBool,
+    explicit_enabled: AtomicBool,
+}
+
+impl Config {
+    /// Settings from the environment (read on first use).
+    pub const fn new() -> Config {
+        Config {
+            threshold: AtomicU32::new(DEFAULT_THRESHOLD),
+            enabled: AtomicBool::new(true),
+            explicit_threshold: AtomicBool::new(false),
+            explicit_enabled: AtomicBool::new(false),
+        }
+    }
+
+    /// Iterations of a position key before it compiles (0: at first sight).
+    pub fn set_threshold(&self, n: u32) {
+        self.threshold.store(n, Ordering::Relaxed);
+        self.explicit_threshold.store(true, Ordering::Relaxed);
+    }
+
+    /// The threshold in force.
+    pub fn threshold(&self) -> u32 {
+        if self.explicit_threshold.load(Ordering::Relaxed) {
+            self.threshold.load(Ordering::Relaxed)
+        } else {
+            env().threshold.unwrap_or(DEFAULT_THRESHOLD)
+        }
+    }
+
+    /// Switches compilation on or off (off: interpret only).
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+        self.explicit_enabled.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether compilation is on.
+    pub fn enabled(&self) -> bool {
+        if self.explicit_enabled.load(Ordering::Relaxed) {
+            self.enabled.load(Ordering::Relaxed)
+        } else {
+            !env().off
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config::new()
+    }
+}
+
+/// Counters of one annotated module (all threads).
+#[derive(Default)]
+pub struct Stats {
+    compilations: AtomicU64,
+    declined: AtomicU64,
+    residual_ops: AtomicU64,
+    entries: AtomicU64,
+    compile_nanos: AtomicU64,
+    last_decline: Mutex<Option<String>>,
+}
+
+/// A snapshot of [`Stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// Times the compiler ran (declined runs included).
+    pub compilations: u64,
+    /// Compilations that gave up (budget, unsupported construct, panic).
+    pub declined: u64,
+    /// Residual operations in the code compiled so far.
+    pub residual_ops: u64,
+    /// Times residual code was entered from the interpreter.
+    pub entries: u64,
+    /// Time spent compiling, in nanoseconds.
+    pub compile_nanos: u64,
+    /// Flexswitch cases (promotion; none before issue 5).
+    pub flexswitch_cases: u64,
+}
+
+impl Stats {
+    /// No counts yet.
+    pub const fn new() -> Stats {
+        Stats {
+            compilations: AtomicU64::new(0),
+            declined: AtomicU64::new(0),
+            residual_ops: AtomicU64::new(0),
+            entries: AtomicU64::new(0),
+            compile_nanos: AtomicU64::new(0),
+            last_decline: Mutex::new(None),
+        }
+    }
+
+    /// Records why a compilation was declined (and prints it when `JITGEN_LOG` is set).
+    pub fn declined_because(&self, why: &str) {
+        if std::env::var_os("JITGEN_LOG").is_some() {
+            eprintln!("jitgen: compilation declined: {why}");
+        }
+        *self.last_decline.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.to_string());
+    }
+
+    /// Why the last declined compilation gave up.
+    pub fn last_decline(&self) -> Option<String> {
+        self.last_decline.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Records one run of the compiler.
+    pub fn compiled(&self, ops: Option<usize>, nanos: u64) {
+        self.compilations.fetch_add(1, Ordering::Relaxed);
+        self.compile_nanos.fetch_add(nanos, Ordering::Relaxed);
+        match ops {
+            Some(n) => {
+                self.residual_ops.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            None => {
+                self.declined.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Records an entry into residual code.
+    pub fn entered(&self) {
+        self.entries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counts now.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            compilations: self.compilations.load(Ordering::Relaxed),
+            declined: self.declined.load(Ordering::Relaxed),
+            residual_ops: self.residual_ops.load(Ordering::Relaxed),
+            entries: self.entries.load(Ordering::Relaxed),
+            compile_nanos: self.compile_nanos.load(Ordering::Relaxed),
+            flexswitch_cases: 0,
+        }
+    }
+}
+
+enum Entry {
+    Compiled { code: ResidualFn, content: Vec<u8> },
+    Declined { content: Vec<u8> },
+}
+
+/// What a portal should do at its merge point.
+pub enum Hot {
+    /// Keep interpreting.
+    Cold,
+    /// Compile now (then call [`PortalCache::insert`]).
+    Compile,
+    /// Run this code.
+    Run(ResidualFn),
+}
+
+/// Hotness counters and compiled code of one portal, per position key.
+///
+/// A key identifies green values by address; `content` holds the bytes of the
+/// green data behind them, so that code compiled for a buffer is not reused
+/// after the caller put another program into the same buffer (DESIGN.md
+/// section 6): a changed content recompiles.
+pub struct PortalCache<K> {
+    counts: HashMap<K, u32>,
+    entries: HashMap<K, Entry>,
+}
+
+impl<K: Hash + Eq + Clone> Default for PortalCache<K> {
+    fn default() -> Self {
+        PortalCache { counts: HashMap::new(), entries: HashMap::new() }
+    }
+}
+
+impl<K: Hash + Eq + Clone> PortalCache<K> {
+    /// Counts one iteration at `key` and says what to do.
+    pub fn visit(&mut self, key: &K, content: &[u8], threshold: u32) -> Hot {
+        match self.entries.get(key) {
+            Some(Entry::Compiled { code, content: c }) if c.as_slice() == content => return Hot::Run(code.clone()),
+            Some(Entry::Declined { content: c }) if c.as_slice() == content => return Hot::Cold,
+            Some(_) => {
+                // The green data changed under the same address.
+                self.entries.remove(key);
+                self.counts.remove(key);
+            }
+            None => {}
+        }
+        let n = self.counts.entry(key.clone()).or_insert(0);
+        *n = n.saturating_add(1);
+        if *n > threshold {
+            Hot::Compile
+        } else {
+            Hot::Cold
+        }
+    }
+
+    /// Records the outcome of a compilation for `key`.
+    pub fn insert(&mut self, key: K, content: Vec<u8>, code: Option<ResidualFn>) {
+        self.counts.remove(&key);
+        let e = match code {
+            Some(code) => Entry::Compiled { code, content },
+            None => Entry::Declined { content },
+        };
+        self.entries.insert(key, e);
+    }
+
+    /// Compiled (or declined) keys.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing was compiled yet.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// The bytes of a slice of plain values, for content checks.
+pub fn content_bytes<T: Copy>(s: &[T]) -> &[u8] {
+    // SAFETY: any initialized memory can be viewed as bytes; T: Copy has no
+    // interior pointers to own. Padding bytes would be uninitialized, so this
+    // is only called for integer, bool, char and float element types.
+    unsafe { std::slice::from_raw_parts(s.as_ptr() as *const u8, std::mem::size_of_val(s)) }
+}

@@ -1,0 +1,142 @@
+//! Memory that residual code allocates, and the Rust helpers it calls for
+//! `Vec` operations.
+//!
+//! Residual code does not know the layout of Rust's `Vec`; it calls these
+//! helpers (the callback convention of [`crate::builder::CallbackFn`]), which
+//! run Rust's own code, panics included (a panic is carried out as a status
+//! and resumed by the caller, so an index out of bounds gives Rust's message).
+//! Objects that residual code allocates live in a per-thread arena until the
+//! residual call that made them returns (`arena_mark` / `arena_release`).
+
+use std::any::Any;
+use std::cell::RefCell;
+
+use crate::residual::{run_callback, Word};
+
+thread_local! {
+    static ARENA: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The arena's current size: pass it to [`arena_release`] when the residual
+/// call that may allocate has returned.
+pub fn arena_mark() -> usize {
+    ARENA.with(|a| a.borrow().len())
+}
+
+/// Frees what residual code allocated since `mark`.
+pub fn arena_release(mark: usize) {
+    let dropped: Vec<Box<dyn Any>> = ARENA.with(|a| {
+        let mut a = a.borrow_mut();
+        let at = mark.min(a.len());
+        a.split_off(at)
+    });
+    drop(dropped);
+}
+
+/// Moves a value into the arena; returns its (stable) address.
+pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
+    let mut b = Box::new(v);
+    let p: *mut T = &mut *b;
+    ARENA.with(|a| a.borrow_mut().push(b));
+    p
+}
+
+/// Reads the argument buffer of a callback.
+///
+/// # Safety
+/// `buf` must point to at least `n` words.
+unsafe fn args<'b>(buf: *mut u64, n: usize) -> &'b mut [u64] {
+    // SAFETY: guaranteed by the caller (residual code passes a buffer of
+    // max(arguments, results, 1) words).
+    unsafe { std::slice::from_raw_parts_mut(buf, n) }
+}
+
+/// # Safety
+/// `addr` must be the address of a live `Vec<T>`.
+unsafe fn vec_at<'v, T>(addr: u64) -> &'v mut Vec<T> {
+    // SAFETY: guaranteed by the caller: residual code only holds addresses of
+    // the interpreter's live vectors and of arena objects.
+    unsafe { &mut *(addr as usize as *mut Vec<T>) }
+}
+
+/// `Vec::new()`: `[] -> [addr]`.
+pub extern "C" fn vec_new<T: Word + 'static>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one result word.
+        let b = unsafe { args(buf, 1) };
+        b[0] = arena_alloc(Vec::<T>::new()) as usize as u64;
+        Ok(())
+    })
+}
+
+/// `vec![elem; n]`: `[elem, n] -> [addr]`.
+pub extern "C" fn vec_new_repeat<T: Word + 'static>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two argument words.
+        let b = unsafe { args(buf, 2) };
+        let v = vec![T::from_word(b[0]); b[1] as usize];
+        b[0] = arena_alloc(v) as usize as u64;
+        Ok(())
+    })
+}
+
+/// `v.len()`: `[addr] -> [len]`.
+pub extern "C" fn vec_len<T: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one word; the address is a live Vec<T>.
+        let b = unsafe { args(buf, 1) };
+        b[0] = unsafe { vec_at::<T>(b[0]) }.len() as u64;
+        Ok(())
+    })
+}
+
+/// `v[i]`: `[addr, i] -> [elem]` (panics as Rust does when out of bounds).
+pub extern "C" fn vec_get<T: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words; the address is a live Vec<T>.
+        let b = unsafe { args(buf, 2) };
+        let v = unsafe { vec_at::<T>(b[0]) };
+        b[0] = v[b[1] as usize].to_word();
+        Ok(())
+    })
+}
+
+/// `v[i] = x`: `[addr, i, x] -> []`.
+pub extern "C" fn vec_set<T: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: three words; the address is a live Vec<T>.
+        let b = unsafe { args(buf, 3) };
+        let v = unsafe { vec_at::<T>(b[0]) };
+        v[b[1] as usize] = T::from_word(b[2]);
+        Ok(())
+    })
+}
+
+/// `v.push(x)`: `[addr, x] -> []`.
+pub extern "C" fn vec_push<T: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words; the address is a live Vec<T>.
+        let b = unsafe { args(buf, 2) };
+        unsafe { vec_at::<T>(b[0]) }.push(T::from_word(b[1]));
+        Ok(())
+    })
+}
+
+/// `v.pop()`: `[addr] -> [tag (0 None, 1 Some), elem]`.
+pub extern "C" fn vec_pop<T: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words (results); the address is a live Vec<T>.
+        let b = unsafe { args(buf, 2) };
+        match unsafe { vec_at::<T>(b[0]) }.pop() {
+            Some(x) => {
+                b[0] = 1;
+                b[1] = x.to_word();
+            }
+            None => {
+                b[0] = 0;
+                b[1] = 0;
+            }
+        }
+        Ok(())
+    })
+}

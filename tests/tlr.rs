@@ -1,0 +1,91 @@
+//! TLR through the generated JIT: specialized ahead of time, and through its
+//! portal (compiled when hot); every result compared with `jit::plain`.
+
+#[path = "../examples/tlr/interp.rs"]
+mod interp;
+
+use interp::tlr::{self, jit, TlrError};
+
+const SQUARE: &[u8] = &[7, 3, 1, 0, 1, 1, 4, 0, 1, 2, 4, 1, 8, 5, 0, 1, 0, 2, 2, 5, 1, 1, 2, 2, 0, 3, 10, 2, 2, 6];
+
+#[test]
+fn square_specializes_to_a_loop_without_dispatch() {
+    let r = jit::specialize::interpret(SQUARE);
+    let listing = r.listing();
+    // No reads of the bytecode, no opcode comparisons (u8 compares), and a loop.
+    assert!(!listing.contains("load"), "{listing}");
+    let opcode_compare =
+        listing.lines().any(|l| ["eq.u8", "ne.u8", "lt.u8", "le.u8", "gt.u8", "ge.u8"].iter().any(|c| l.contains(c)));
+    assert!(!opcode_compare, "{listing}");
+    let labels: Vec<&str> =
+        listing.lines().filter(|l| l.starts_with('L')).map(|l| l.split('(').next().unwrap()).collect();
+    let back_jump = listing.lines().enumerate().any(|(i, l)| {
+        l.trim_start().starts_with("jump ")
+            && labels.iter().any(|lab| {
+                l.contains(&format!("{lab}("))
+                    && listing.lines().position(|x| x.starts_with(&format!("{lab}("))).is_some_and(|p| p < i)
+            })
+    });
+    assert!(back_jump, "no residual loop:\n{listing}");
+    for a in [1i64, 2, 3, 10, 77, 1000] {
+        assert_eq!(r.call(a), jit::plain::interpret(SQUARE, a), "a={a}");
+    }
+}
+
+/// Programs of tlr.md's error cases and a few more.
+fn programs() -> Vec<Vec<u8>> {
+    vec![
+        SQUARE.to_vec(),
+        vec![],                             // pc past the end at once
+        vec![4, 5],                         // SET_A then no RETURN_A: pc out of range
+        vec![7, 1, 1, 3, 6],                // MOV_A_R 3 with one register: bad register
+        vec![2, 0, 6],                      // MOV_R_A before ALLOCATE: bad register
+        vec![42],                           // unknown opcode, but its operand is missing first
+        vec![42, 0],                        // unknown opcode
+        vec![9, 8, 6],                      // DECR_A, NEG_A
+        vec![4],                            // operand missing
+        vec![3, 4, 4, 7, 6, 4, 9, 6],       // JUMP_IF_A forward
+        vec![3, 200],                       // jump out of the code when a != 0
+        vec![7, 2, 1, 1, 9, 3, 4, 2, 1, 6], // count down to 0 (a loop)
+    ]
+}
+
+#[test]
+fn specialized_programs_agree_with_the_interpreter() {
+    for p in programs() {
+        let r = jit::specialize::interpret(&p);
+        for a in [0i64, 1, -1, 5, 13, i64::MAX, i64::MIN] {
+            if p == SQUARE && !(1..=1000).contains(&a) {
+                continue; // square loops "forever" on a < 1
+            }
+            if p == [7, 2, 1, 1, 9, 3, 4, 2, 1, 6] && !(1..=1000).contains(&a) {
+                continue;
+            }
+            assert_eq!(r.call(a), jit::plain::interpret(&p, a), "program {p:?} a={a}\n{}", r.listing());
+        }
+    }
+}
+
+#[test]
+fn portal_compiles_once_hot_and_agrees() {
+    jit::config().set_threshold(5);
+    let before = jit::stats();
+    for p in programs() {
+        for a in [0i64, 1, 3, 20, 200] {
+            if (p == SQUARE || p == [7, 2, 1, 1, 9, 3, 4, 2, 1, 6]) && a < 1 {
+                continue;
+            }
+            let want = jit::plain::interpret(&p, a);
+            let got = tlr::interpret(&p, a);
+            assert_eq!(got, want, "program {p:?} a={a}");
+        }
+    }
+    let after = jit::stats();
+    assert!(after.compilations > before.compilations, "{after:?}");
+    assert!(after.entries > before.entries, "{after:?}");
+    assert_eq!(after.declined, before.declined, "declined: {:?}", jit::last_decline());
+    assert_eq!(tlr::interpret(SQUARE, 12345), Ok(12345 * 12345));
+    // The interpreter reads the operand before it rejects an opcode.
+    assert_eq!(tlr::interpret(&[42], 1), Err(TlrError::PcOutOfRange));
+    assert_eq!(tlr::interpret(&[42, 0], 1), Err(TlrError::UnknownOpcode(42)));
+}
