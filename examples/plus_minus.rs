@@ -29,9 +29,38 @@ pub mod plus_minus {
 }
 
 fn main() {
-    let program = b"+-++-+";
-    let r = plus_minus::jit::plain::ll_plus_minus(program, 10, 3);
-    println!("ll_plus_minus({:?}, 10, 3) = {r}", std::str::from_utf8(program).unwrap());
+    // A program of 400 operations, run many times with different inputs.
+    let program: Vec<u8> = (0..400).map(|i| if i % 3 == 1 { b'-' } else { b'+' }).collect();
+    let calls = 20_000;
+    plus_minus::jit::config().set_threshold(100);
+
+    let t = std::time::Instant::now();
+    let mut plain = 0i64;
+    for i in 0..calls {
+        plain = plain.wrapping_add(plus_minus::jit::plain::ll_plus_minus(&program, i, 3));
+    }
+    let interpreted = t.elapsed();
+
+    let t = std::time::Instant::now();
+    let mut jitted = 0i64;
+    for i in 0..calls {
+        jitted = jitted.wrapping_add(plus_minus::ll_plus_minus(&program, i, 3));
+    }
+    let compiled = t.elapsed();
+    assert_eq!(plain, jitted, "the JIT must agree with the interpreter");
+
+    let s = plus_minus::jit::stats();
+    println!("sum of {calls} runs of a {}-operation program: {jitted}", program.len());
+    println!("interpreted: {interpreted:?}");
+    println!(
+        "with the JIT: {compiled:?} ({:.1}x; {} compilation(s), {:.2} ms compiling)",
+        interpreted.as_secs_f64() / compiled.as_secs_f64(),
+        s.compilations,
+        s.compile_nanos as f64 / 1e6
+    );
+
+    let r = plus_minus::jit::specialize::ll_plus_minus(b"+-+");
+    println!("\njit::specialize::ll_plus_minus(b\"+-+\"), a function of (x, y):\n{}", r.listing());
     let graphs = plus_minus::jit::graphs();
     let f = graphs.function("ll_plus_minus").expect("analysed");
     println!("position key at the merge point: {:?}", f.position_key().unwrap_or_default());

@@ -26,8 +26,10 @@ struct Entry {
     input_tys: Vec<TokenStream>,
     /// Statements pushing the input words (in the hook).
     input_words: Vec<TokenStream>,
-    /// Statements pushing the key words and content bytes of the greens.
+    /// Expressions of the key words of the greens.
     key: Vec<TokenStream>,
+    /// Expressions of the content bytes of green sequences.
+    content: Vec<TokenStream>,
     /// Green parameters passed to the compile function: (name, type with
     /// the lifetime `'a`, type with it elided).
     green_params: Vec<(Ident, TokenStream, TokenStream)>,
@@ -46,6 +48,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry
         input_tys: vec![],
         input_words: vec![],
         key: vec![],
+        content: vec![],
         green_params: vec![],
         bad: None,
     };
@@ -73,7 +76,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry
                 e.green_params.push((n.clone(), t.clone(), t));
                 e.frame_lets.push(quote!(let #fid = #n;));
                 let w = to_word(*sc, quote!(#n));
-                e.key.push(quote!(__key.push(#w);));
+                e.key.push(w);
             }
             Repr::GRef(target) | Repr::GSlice(target) => {
                 let referent = match (&r, &ty) {
@@ -89,7 +92,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry
                 e.args.push(arg);
                 e.green_params.push((n.clone(), quote!(&'a #referent), quote!(&#referent)));
                 e.frame_lets.push(quote!(let #fid = #n;));
-                e.key.push(quote!(__key.push(#n as *const _ as *const u8 as usize as u64);));
+                e.key.push(quote!(#n as *const _ as *const u8 as usize as u64));
                 // The content of green sequences of plain values, checked on reuse.
                 let elem = match &ty {
                     Ty::Ref { to, .. } => match &**to {
@@ -100,7 +103,8 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry
                     _ => None,
                 };
                 if elem.as_ref().is_some_and(|t| scalar(t).is_some()) {
-                    e.key.push(quote!(__key.push(#n.len() as u64); __content.extend_from_slice(#rt::driver::content_bytes(&#n[..]));));
+                    e.key.push(quote!(#n.len() as u64));
+                    e.content.push(quote!(#rt::driver::content_bytes(&#n[..])));
                 }
             }
             Repr::Enum(t, nslots) if green => {
@@ -116,7 +120,10 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry
                         ::core::array::from_fn(|__i| #rt::redbox::RedBox::constant(__t[__i], __w[__i]))
                     };
                 ));
-                e.key.push(quote!(__key.extend_from_slice(&#flat(#n));));
+                let nw = *nslots;
+                for i in 0..nw {
+                    e.key.push(quote!(#flat(#n)[#i]));
+                }
             }
             Repr::R(sc) => {
                 let t = sc_rust(*sc);
@@ -380,6 +387,8 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 syn::ReturnType::Type(_, t) => quote!(#t),
             };
             let key = &e.key;
+            let nkey = e.key.len();
+            let content = &e.content;
             let words = &e.input_words;
             let body = match outputs(&gen, &ret) {
                 Some((_, decode)) if e.bad.is_none() => quote! {
@@ -387,10 +396,9 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     if !__cfg.enabled() {
                         return None;
                     }
-                    let mut __key: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
-                    let mut __content: ::std::vec::Vec<u8> = ::std::vec::Vec::new();
-                    #(#key)*
-                    let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, &__content, __cfg.threshold()));
+                    let __key: [u64; #nkey] = [#(#key),*];
+                    let __content: &[&[u8]] = &[#(#content),*];
+                    let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, __content, __cfg.threshold()));
                     let __code = match __hot {
                         #rt::driver::Hot::Cold => return None,
                         #rt::driver::Hot::Run(__code) => __code,
@@ -424,7 +432,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             };
             hooks.push(quote! {
                 ::std::thread_local! {
-                    static #cache: ::core::cell::RefCell<#rt::driver::PortalCache<::std::vec::Vec<u64>>> =
+                    static #cache: ::core::cell::RefCell<#rt::driver::PortalCache<[u64; #nkey]>> =
                         ::core::cell::RefCell::new(#rt::driver::PortalCache::default());
                 }
                 #[allow(unused_variables, unused_mut, clippy::all)]

@@ -480,9 +480,14 @@ impl<'g> Gen<'g> {
                             r,
                             quote!({
                                 #addr
-                                let __p = __c.b.materialize(&__addr);
-                                let __v = __c.b.call(#rt::heap::vec_len::<#t>, "vec_len", &[(__p, #rt::ops::ValTy::Ptr)], &[#u]);
-                                #rt::redbox::RedBox::Var { ty: #u, val: __v[0] }
+                                match #rt::heap::vec_layout::<#t>() {
+                                    Some(__l) => __c.b.red_vec_len(&__addr, __l),
+                                    None => {
+                                        let __p = __c.b.materialize(&__addr);
+                                        let __v = __c.b.call(#rt::heap::vec_len::<#t>, "vec_len", &[(__p, #rt::ops::ValTy::Ptr)], &[#u]);
+                                        #rt::redbox::RedBox::Var { ty: #u, val: __v[0] }
+                                    }
+                                }
                             }),
                         )
                     }
@@ -500,11 +505,19 @@ impl<'g> Gen<'g> {
                         let (t, vt) = (sc_rust(esc), sc_valty(esc));
                         quote!({
                             #addr
-                            let __p = __c.b.materialize(&__addr);
-                            let __i = __c.b.materialize(&#i);
-                            let __x = __c.b.materialize(&#x);
-                            __c.b.call(#rt::heap::vec_set::<#t>, "vec_set",
-                                &[(__p, #rt::ops::ValTy::Ptr), (__i, #rt::ops::ValTy::U64), (__x, #vt)], &[]);
+                            match #rt::heap::vec_layout::<#t>() {
+                                Some(__l) => {
+                                    let __e = __c.b.red_vec_elem(&__addr, &#i, ::core::mem::size_of::<#t>() as u64, __l);
+                                    __c.b.red_store(&__e, 0, &#x);
+                                }
+                                None => {
+                                    let __p = __c.b.materialize(&__addr);
+                                    let __i = __c.b.materialize(&#i);
+                                    let __x = __c.b.materialize(&#x);
+                                    __c.b.call(#rt::heap::vec_set::<#t>, "vec_set",
+                                        &[(__p, #rt::ops::ValTy::Ptr), (__i, #rt::ops::ValTy::U64), (__x, #vt)], &[]);
+                                }
+                            }
                         })
                     }
                     _ => decline("a store into this kind of sequence in residual code"),
@@ -829,10 +842,18 @@ impl<'g> Gen<'g> {
                     r,
                     quote!({
                         #addr
-                        let __p = __c.b.materialize(&__addr);
-                        let __i = __c.b.materialize(&#i);
-                        let __v = __c.b.call(#rt::heap::vec_get::<#t>, "vec_get", &[(__p, #rt::ops::ValTy::Ptr), (__i, #rt::ops::ValTy::U64)], &[#vt]);
-                        #rt::redbox::RedBox::Var { ty: #vt, val: __v[0] }
+                        match #rt::heap::vec_layout::<#t>() {
+                            Some(__l) => {
+                                let __e = __c.b.red_vec_elem(&__addr, &#i, ::core::mem::size_of::<#t>() as u64, __l);
+                                __c.b.red_load(#vt, &__e, 0)
+                            }
+                            None => {
+                                let __p = __c.b.materialize(&__addr);
+                                let __i = __c.b.materialize(&#i);
+                                let __v = __c.b.call(#rt::heap::vec_get::<#t>, "vec_get", &[(__p, #rt::ops::ValTy::Ptr), (__i, #rt::ops::ValTy::U64)], &[#vt]);
+                                #rt::redbox::RedBox::Var { ty: #vt, val: __v[0] }
+                            }
+                        }
                     }),
                 )
             }

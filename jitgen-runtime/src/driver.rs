@@ -172,8 +172,8 @@ impl Stats {
 }
 
 enum Entry {
-    Compiled { code: ResidualFn, content: Vec<u8> },
-    Declined { content: Vec<u8> },
+    Compiled { code: ResidualFn, content: Vec<Vec<u8>> },
+    Declined { content: Vec<Vec<u8>> },
 }
 
 /// What a portal should do at its merge point.
@@ -186,12 +186,18 @@ pub enum Hot {
     Run(ResidualFn),
 }
 
+fn same_content(stored: &[Vec<u8>], now: &[&[u8]]) -> bool {
+    stored.len() == now.len() && stored.iter().zip(now).all(|(a, b)| a.as_slice() == *b)
+}
+
 /// Hotness counters and compiled code of one portal, per position key.
 ///
-/// A key identifies green values by address; `content` holds the bytes of the
-/// green data behind them, so that code compiled for a buffer is not reused
-/// after the caller put another program into the same buffer (DESIGN.md
-/// section 6): a changed content recompiles.
+/// A key identifies green values by address; `content` is the bytes of the
+/// green data behind them, compared (not copied) whenever compiled code is
+/// about to be reused, so that code compiled for a buffer is not reused after
+/// the caller put another program into the same buffer (DESIGN.md section 6):
+/// a changed content recompiles. While a key is only being counted, the
+/// content is not looked at.
 pub struct PortalCache<K> {
     counts: HashMap<K, u32>,
     entries: HashMap<K, Entry>,
@@ -205,16 +211,20 @@ impl<K: Hash + Eq + Clone> Default for PortalCache<K> {
 
 impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// Counts one iteration at `key` and says what to do.
-    pub fn visit(&mut self, key: &K, content: &[u8], threshold: u32) -> Hot {
-        match self.entries.get(key) {
-            Some(Entry::Compiled { code, content: c }) if c.as_slice() == content => return Hot::Run(code.clone()),
-            Some(Entry::Declined { content: c }) if c.as_slice() == content => return Hot::Cold,
-            Some(_) => {
-                // The green data changed under the same address.
-                self.entries.remove(key);
-                self.counts.remove(key);
+    pub fn visit(&mut self, key: &K, content: &[&[u8]], threshold: u32) -> Hot {
+        if !self.entries.is_empty() {
+            match self.entries.get(key) {
+                Some(Entry::Compiled { code, content: c }) if same_content(c, content) => {
+                    return Hot::Run(code.clone())
+                }
+                Some(Entry::Declined { content: c }) if same_content(c, content) => return Hot::Cold,
+                Some(_) => {
+                    // The green data changed under the same address.
+                    self.entries.remove(key);
+                    self.counts.remove(key);
+                }
+                None => {}
             }
-            None => {}
         }
         let n = self.counts.entry(key.clone()).or_insert(0);
         *n = n.saturating_add(1);
@@ -225,9 +235,10 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         }
     }
 
-    /// Records the outcome of a compilation for `key`.
-    pub fn insert(&mut self, key: K, content: Vec<u8>, code: Option<ResidualFn>) {
+    /// Records the outcome of a compilation for `key` (the content is copied now).
+    pub fn insert(&mut self, key: K, content: &[&[u8]], code: Option<ResidualFn>) {
         self.counts.remove(&key);
+        let content = content.iter().map(|c| c.to_vec()).collect();
         let e = match code {
             Some(code) => Entry::Compiled { code, content },
             None => Entry::Declined { content },

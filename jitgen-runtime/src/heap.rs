@@ -41,6 +41,28 @@ pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     p
 }
 
+/// Where a `Vec<T>` keeps its buffer pointer and its length: byte offsets
+/// into the `Vec`, measured on this build (Rust does not specify the layout).
+/// `None` when the measurement is not conclusive: residual code then calls
+/// the helpers below instead of reading the fields.
+pub fn vec_layout<T>() -> Option<(i32, i32)> {
+    let w = std::mem::size_of::<usize>();
+    if std::mem::size_of::<Vec<T>>() != 3 * w || std::mem::size_of::<T>() == 0 {
+        return None;
+    }
+    let v: Vec<T> = Vec::with_capacity(3);
+    // SAFETY: a Vec of three words is plain memory; reading it as words
+    // copies its bit pattern and leaves `v` untouched.
+    let words: [usize; 3] = unsafe { std::mem::transmute_copy(&v) };
+    let (ptr, cap) = (v.as_ptr() as usize, v.capacity());
+    let at = |x: usize| words.iter().position(|y| *y == x);
+    let (p, c, l) = (at(ptr)?, at(cap)?, at(0)?);
+    if p == c || p == l || c == l || ptr == 0 || cap == 0 {
+        return None;
+    }
+    Some(((p * w) as i32, (l * w) as i32))
+}
+
 /// Reads the argument buffer of a callback.
 ///
 /// # Safety

@@ -158,6 +158,23 @@ impl ResidualBuilder {
         self.store(value.ty(), p, offset, x);
     }
 
+    /// `v.len()` of a `Vec<T>` at `addr`, its fields at the probed offsets
+    /// ([`crate::heap::vec_layout`]).
+    pub fn red_vec_len(&mut self, addr: &RedBox, layout: (i32, i32)) -> RedBox {
+        self.red_load(ValTy::U64, addr, layout.1)
+    }
+
+    /// The address of element `index` of a `Vec<T>` at `addr` (elements of
+    /// `size` bytes), after Rust's bounds check.
+    pub fn red_vec_elem(&mut self, addr: &RedBox, index: &RedBox, size: u64, layout: (i32, i32)) -> RedBox {
+        let len = self.red_vec_len(addr, layout);
+        self.red_bounds_check(index, &len);
+        let buf = self.red_load(ValTy::Ptr, addr, layout.0);
+        let off = self.red_bin(BinOp::Mul, Overflow::Wrap, index, &RedBox::u64(size));
+        let off = self.red_cast(&off, ValTy::Ptr);
+        self.red_bin(BinOp::Add, Overflow::Wrap, &buf, &off)
+    }
+
     /// Checks `index < len` (both `usize`); folds away when both are known and in bounds.
     pub fn red_bounds_check(&mut self, index: &RedBox, len: &RedBox) {
         if let (Some(i), Some(n)) = (index.as_const(), len.as_const()) {

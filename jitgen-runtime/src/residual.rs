@@ -129,9 +129,13 @@ impl fmt::Debug for ResidualError {
     }
 }
 
-/// A compiled residual function: machine code (if compiled) and listing.
+/// A compiled residual function: machine code and listing. Cloning is cheap
+/// (a shared handle); the code is freed with the last clone.
 #[derive(Clone, Debug)]
-pub struct ResidualFn {
+pub struct ResidualFn(std::rc::Rc<Compiled>);
+
+#[derive(Debug)]
+struct Compiled {
     inputs: Vec<ValTy>,
     outputs: Vec<ValTy>,
     listing: String,
@@ -142,45 +146,55 @@ pub struct ResidualFn {
 impl ResidualFn {
     /// Compiles a residual function with Cranelift, keeping its listing.
     pub fn compile(f: &ResidualFunction, backend: &mut CraneliftBackend) -> Result<ResidualFn, BackendError> {
-        Ok(ResidualFn {
+        Ok(ResidualFn(std::rc::Rc::new(Compiled {
             inputs: f.inputs.clone(),
             outputs: f.outputs.clone(),
             listing: TextBackend.compile(f)?,
             ops: f.op_count(),
             native: backend.compile(f)?,
-        })
+        })))
     }
 
     /// The residual operations, one per line.
     pub fn listing(&self) -> &str {
-        &self.listing
+        &self.0.listing
     }
 
     /// The number of residual operations.
     pub fn op_count(&self) -> usize {
-        self.ops
+        self.0.ops
     }
 
     /// Input types.
     pub fn inputs(&self) -> &[ValTy] {
-        &self.inputs
+        &self.0.inputs
     }
 
     /// Output types.
     pub fn outputs(&self) -> &[ValTy] {
-        &self.outputs
+        &self.0.outputs
     }
 
     /// Calls with inputs as canonical words; returns the outputs as words.
     pub fn call_words(&self, inputs: &[u64]) -> Result<Vec<u64>, ResidualError> {
-        assert_eq!(inputs.len(), self.inputs.len(), "wrong number of inputs");
-        let mut frame = vec![0u64; self.native.frame_words()];
-        for (k, (w, t)) in inputs.iter().zip(&self.inputs).enumerate() {
+        let me = &*self.0;
+        assert_eq!(inputs.len(), me.inputs.len(), "wrong number of inputs");
+        // Small frames live on the stack: entering residual code allocates nothing more.
+        let n = me.native.frame_words();
+        let mut small = [0u64; 16];
+        let mut big = Vec::new();
+        let frame: &mut [u64] = if n <= small.len() {
+            &mut small[..n]
+        } else {
+            big.resize(n, 0);
+            &mut big
+        };
+        for (k, (w, t)) in inputs.iter().zip(&me.inputs).enumerate() {
             frame[k] = t.canon(*w);
         }
-        let status = self.native.run(&mut frame);
+        let status = me.native.run(frame);
         if status == 0 {
-            return Ok(self.outputs.iter().enumerate().map(|(k, t)| t.canon(frame[k])).collect());
+            return Ok(me.outputs.iter().enumerate().map(|(k, t)| t.canon(frame[k])).collect());
         }
         match ErrorKind::from_code(status) {
             Some(ErrorKind::CallbackPanicked) => {
@@ -283,11 +297,11 @@ pub struct Residual<A, R> {
 impl<A: Args, R: Outputs> Residual<A, R> {
     /// Wraps a compiled function; its signature must be `A -> R`.
     pub fn new(f: ResidualFn) -> Result<Residual<A, R>, BackendError> {
-        if f.inputs != A::types() || f.outputs != R::types() {
+        if f.inputs() != A::types() || f.outputs() != R::types() {
             return Err(BackendError(format!(
                 "signature mismatch: compiled {:?} -> {:?}, handle {:?} -> {:?}",
-                f.inputs,
-                f.outputs,
+                f.inputs(),
+                f.outputs(),
                 A::types(),
                 R::types()
             )));

@@ -30,3 +30,17 @@ fn machine_code_is_freed_with_its_owner() {
     let f = adder(1).function().clone();
     assert!(Residual::<(i64, i64), i64>::new(f).is_err());
 }
+
+#[test]
+fn vec_layout_is_found_and_right() {
+    use jitgen_runtime::heap::vec_layout;
+    let (p, l) = vec_layout::<i64>().expect("the probe works on this build");
+    let v: Vec<i64> = vec![5, 6, 7];
+    let base = &v as *const Vec<i64> as *const u8;
+    // SAFETY: reading two words inside the Vec object.
+    let (ptr, len) = unsafe { (*(base.add(p as usize) as *const usize), *(base.add(l as usize) as *const usize)) };
+    assert_eq!(ptr, v.as_ptr() as usize);
+    assert_eq!(len, 3);
+    assert_eq!(vec_layout::<u8>().is_some(), true);
+    assert_eq!(vec_layout::<()>(), None, "zero-sized elements have no buffer to read");
+}
