@@ -1,5 +1,7 @@
-//! The user-facing contract of DESIGN.md section 1, as far as it exists:
-//! `#[jit_interpreter]`, `hint!`, `jit::graphs()` and `jit::plain`.
+//! The user-facing contract of DESIGN.md section 1 on the seeds' plus_minus:
+//! `#[jit_interpreter]`, `hint!`, `jit::graphs()`, `jit::plain`,
+//! `jit::specialize`, the portal, `jit::stats()` and `jit::config()`, and
+//! the environment switches.
 
 #[allow(dead_code)]
 #[path = "../examples/plus_minus.rs"]
@@ -8,11 +10,18 @@ mod example;
 use example::plus_minus;
 use jitgen::prelude::*;
 
+fn reference(s: &[u8], x: i64, y: i64) -> i64 {
+    s.iter().fold(x, |acc, op| match op {
+        b'+' => acc + y,
+        b'-' => acc - y,
+        _ => acc,
+    })
+}
+
 #[test]
 fn annotated_module_still_interprets() {
-    for (prog, x, y, want) in [(&b"+-+"[..], 10, 3, 13), (b"", 5, 1, 5), (b"--x-", 0, 2, -6)] {
-        assert_eq!(plus_minus::ll_plus_minus(prog, x, y), want);
-        assert_eq!(plus_minus::jit::plain::ll_plus_minus(prog, x, y), want);
+    for (prog, x, y) in [(&b"+-+"[..], 10, 3), (b"", 5, 1), (b"--x-", 0, 2)] {
+        assert_eq!(plus_minus::jit::plain::ll_plus_minus(prog, x, y), reference(prog, x, y));
     }
 }
 
@@ -27,4 +36,79 @@ fn graphs_give_colors_text_and_dot() {
     assert!(text.starts_with("fn ll_plus_minus -> i64\n"), "{text}");
     assert!(text.contains("R acc_"), "{text}");
     assert!(f.to_dot().starts_with("digraph {"));
+}
+
+#[test]
+fn specialize_plus_minus_plus_is_add_sub_add() {
+    let r = plus_minus::jit::specialize::ll_plus_minus(b"+-+");
+    // One residual operation per line after the entry label; `_checked`
+    // where the build has overflow checks (the interpreter would panic there).
+    let ops: Vec<String> = r
+        .listing()
+        .lines()
+        .filter_map(|l| l.split(" = ").nth(1))
+        .map(|rhs| rhs.split(['.', ' ']).next().unwrap().trim_end_matches("_checked").to_string())
+        .collect();
+    assert_eq!(ops, ["add", "sub", "add"], "{}", r.listing());
+    let samples = [0i64, 1, -1, 3, 10, -77, 1 << 40, 123_456_789, -987_654];
+    for x in samples {
+        for y in samples {
+            assert_eq!(r.call(x, y), plus_minus::jit::plain::ll_plus_minus(b"+-+", x, y));
+        }
+    }
+    assert_eq!(r.call(10, 3), 13);
+}
+
+#[test]
+fn portal_compiles_once_hot_and_agrees_with_plain() {
+    plus_minus::jit::config().set_threshold(3);
+    let before = plus_minus::jit::stats();
+    let programs: [&[u8]; 4] = [b"+-+", b"++++--+-+-++", b"-", b"+x+y-"];
+    for p in programs {
+        for x in -5..20 {
+            assert_eq!(plus_minus::ll_plus_minus(p, x, 7), plus_minus::jit::plain::ll_plus_minus(p, x, 7));
+        }
+    }
+    let after = plus_minus::jit::stats();
+    // One compilation per program (its first position, once hot); every
+    // later call runs residual code.
+    assert_eq!(after.compilations - before.compilations, programs.len() as u64, "{after:?}");
+    assert!(after.entries - before.entries >= 4 * 20, "{after:?}");
+    assert_eq!(after.declined, before.declined);
+}
+
+/// Runs one test of this binary in a child process with an environment.
+fn run_child(test: &str, env: &[(&str, &str)]) -> bool {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([test, "--exact", "--ignored", "--nocapture"]).env("JITGEN_CHILD", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.status().unwrap().success()
+}
+
+#[test]
+#[ignore = "run by environment_switches in a child process"]
+fn child_interprets_only() {
+    assert_eq!(std::env::var("JITGEN_CHILD").as_deref(), Ok("1"));
+    for x in 0..50 {
+        assert_eq!(plus_minus::ll_plus_minus(b"+-+", x, 1), x + 1);
+    }
+    assert_eq!(plus_minus::jit::stats().compilations, 0);
+    assert!(!plus_minus::jit::config().enabled());
+}
+
+#[test]
+#[ignore = "run by environment_switches in a child process"]
+fn child_compiles_at_first_sight() {
+    assert_eq!(plus_minus::jit::config().threshold(), 0);
+    assert_eq!(plus_minus::ll_plus_minus(b"++", 1, 1), 3);
+    assert_eq!(plus_minus::jit::stats().compilations, 1);
+    assert_eq!(plus_minus::jit::stats().entries, 1);
+}
+
+#[test]
+fn environment_switches() {
+    assert!(run_child("child_interprets_only", &[("JITGEN_OFF", "1")]));
+    assert!(run_child("child_compiles_at_first_sight", &[("JITGEN_THRESHOLD", "0")]));
 }

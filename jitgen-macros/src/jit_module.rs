@@ -348,8 +348,25 @@ impl VisitMut for InsertHook {
 }
 
 pub struct Expansion {
-    /// Items for the user's module (the `__jit` and `jit` modules).
+    /// Items for the user's module (the `__jit` and `jit` modules, the plain copies of portals).
     pub items: Vec<TokenStream>,
+}
+
+/// Makes calls of portals inside plain copies call the plain copies.
+struct PlainCalls<'n>(&'n HashSet<String>);
+
+impl VisitMut for PlainCalls<'_> {
+    fn visit_expr_call_mut(&mut self, c: &mut syn::ExprCall) {
+        if let syn::Expr::Path(p) = &mut *c.func {
+            if let Some(id) = p.path.get_ident() {
+                if self.0.contains(&id.to_string()) {
+                    let new = format_ident!("__plain_{}", id);
+                    p.path = syn::parse_quote!(#new);
+                }
+            }
+        }
+        syn::visit_mut::visit_expr_call_mut(self, c);
+    }
 }
 
 /// Generates everything. `fns` are the module's free functions (original,
@@ -440,10 +457,14 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     #body
                 }
             });
-            // The interpreter proper, kept for jit::plain.
+            // The interpreter proper, kept beside the portal for jit::plain
+            // (same module, so that its paths mean the same).
             let mut plain = (**item).clone();
-            plain.vis = syn::parse_quote!(pub);
-            plain_copies.push(quote!(#plain));
+            plain.sig.ident = format_ident!("__plain_{}", name);
+            plain.attrs.push(syn::parse_quote!(#[doc(hidden)]));
+            plain_copies.push(plain);
+            let plain_id = format_ident!("__plain_{}", name);
+            reexports.push(quote!(pub use super::super::#plain_id as #ident;));
             // The portal: the merge point asks the hook first.
             let args = &e.args;
             let call = quote! {
@@ -544,6 +565,11 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             });
         }
     }
+    let portal_names: HashSet<String> =
+        plain_copies.iter().map(|f| f.sig.ident.to_string().trim_start_matches("__plain_").to_string()).collect();
+    for f in &mut plain_copies {
+        PlainCalls(&portal_names).visit_item_fn_mut(f);
+    }
     let extension = gen.extension();
     let jit_internal = quote! {
         #[doc(hidden)]
@@ -590,7 +616,6 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             pub mod plain {
                 use super::super::*;
                 #(#reexports)*
-                #(#plain_copies)*
             }
 
             /// The generating extensions called directly: specialize a function to its green arguments.
@@ -602,7 +627,8 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             }
         }
     };
-    Expansion { items: vec![jit_internal, jit] }
+    let plain_items = plain_copies.iter().map(|f| quote!(#f));
+    Expansion { items: vec![jit_internal, jit, quote!(#(#plain_items)*)] }
 }
 
 fn camel(s: &str) -> String {

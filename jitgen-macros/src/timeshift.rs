@@ -46,6 +46,36 @@ pub struct Gen<'g> {
     pub enums: Vec<Ty>,
     pub callbacks: Vec<TokenStream>,
     joins: Vec<BTreeSet<NodeIndex>>,
+    loop_heads: Vec<BTreeSet<NodeIndex>>,
+}
+
+/// Targets of back edges (depth-first from the start block): loop heads.
+fn loop_heads(f: &ColoredGraph) -> BTreeSet<NodeIndex> {
+    let g = &f.graph;
+    let mut heads = BTreeSet::new();
+    let mut state: HashMap<NodeIndex, u8> = HashMap::new(); // 1: on the stack, 2: done
+    let mut stack = vec![(g.start, 0usize)];
+    state.insert(g.start, 1);
+    while let Some((b, i)) = stack.pop() {
+        let succ: Vec<NodeIndex> = g.exits(b).into_iter().map(|e| g.link(e).0).collect();
+        if i < succ.len() {
+            stack.push((b, i + 1));
+            let t = succ[i];
+            match state.get(&t) {
+                Some(1) => {
+                    heads.insert(t);
+                }
+                Some(_) => {}
+                None => {
+                    state.insert(t, 1);
+                    stack.push((t, 0));
+                }
+            }
+        } else {
+            state.insert(b, 2);
+        }
+    }
+    heads
 }
 
 fn v_ident(v: Var) -> Ident {
@@ -69,6 +99,7 @@ impl<'g> Gen<'g> {
             enums: vec![],
             callbacks: vec![],
             joins: vec![],
+            loop_heads: vec![],
         };
         for fi in 0..g.fns.len() {
             let f = g.fns[fi];
@@ -79,6 +110,7 @@ impl<'g> Gen<'g> {
                 }
             }
             g.joins.push(preds.into_iter().filter(|(_, n)| *n >= 2).map(|(b, _)| b).collect());
+            g.loop_heads.push(loop_heads(f));
             for b in f.graph.blocks() {
                 g.point(fi, b, 0, None);
                 for (k, op) in f.graph.graph[b].ops.iter().enumerate() {
@@ -1269,6 +1301,11 @@ impl<'g> Gen<'g> {
             key_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { let mut __k = ::std::vec::Vec::new(); #(#key_parts)* (#pid, __k) }));
             reds_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#reds)* }));
             set_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#sets)* }));
+            let kind = if self.loop_heads[pt.f].contains(&pt.block) {
+                quote!(#rt::schedule::MergeKind::LoopHead)
+            } else {
+                quote!(#rt::schedule::MergeKind::Join)
+            };
             let merge = if is_join {
                 let rebuilt: Vec<TokenStream> = pat_all
                     .iter()
@@ -1278,7 +1315,7 @@ impl<'g> Gen<'g> {
                     if !__merged {
                         let mut __s = __st;
                         __s.frames.push(__Frame::#vname { #(#rebuilt),* });
-                        break 'path __c.merge(__s, false);
+                        break 'path __c.merge(__s, #kind);
                     }
                 }
             } else {

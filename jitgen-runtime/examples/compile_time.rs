@@ -12,7 +12,7 @@ use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::residual::ResidualFn;
-use jitgen_runtime::schedule::{Compilation, Limits};
+use jitgen_runtime::schedule::{Compilation, Limits, MergeKind};
 use jitgen_runtime::state::{Frame, JitState};
 
 #[derive(Clone)]
@@ -44,7 +44,7 @@ fn record(program: &[u8]) -> jitgen_runtime::builder::ResidualFunction {
     let ins = c.inputs();
     let mut next = Some(JitState::new(Step { pc: 0, acc: ins[0], y: ins[1] }));
     while let Some(s) = next.take() {
-        let Some(s) = c.merge(s, false) else { break };
+        let Some(s) = c.merge(s, MergeKind::Join) else { break };
         let Step { pc, acc, y } = s.top().clone();
         if pc == program.len() {
             c.finish_return(&[acc]);

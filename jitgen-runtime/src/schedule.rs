@@ -47,6 +47,21 @@ impl Default for Limits {
     }
 }
 
+/// What kind of join a merge point is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeKind {
+    /// The head of a loop: a new shape is widened against the most general
+    /// version so far (constants that differ become run-time values), so that
+    /// the loop closes after a turn or two.
+    LoopHead,
+    /// A loop head where every red becomes a run-time value at once.
+    LoopHeadGeneral,
+    /// A forward join (after an `if` or a `match`): a new shape gets its own
+    /// version with its constants kept (up to `Limits::max_versions`), so that
+    /// facts such as an enum's tag survive the join.
+    Join,
+}
+
 /// Why a compilation gave up.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Declined {
@@ -70,7 +85,7 @@ pub struct CompileStats {
     pub merges: usize,
     /// Merge points that jumped to existing code.
     pub matches: usize,
-    /// New versions of an already-seen key (widenings).
+    /// New, more general versions of a loop head already seen (widenings).
     pub widenings: usize,
 }
 
@@ -159,9 +174,7 @@ impl<F: Frame> Compilation<F> {
     /// A merge point: returns the state to continue with (its red boxes now
     /// the label's parameters and the constants kept), or `None` when the path
     /// jumped to existing code or the compilation is over budget.
-    /// `generalize` makes every red a run-time value on the first arrival
-    /// (for loop heads, where constants would only be widened one turn later).
-    pub fn merge(&mut self, mut st: JitState<F>, generalize: bool) -> Option<JitState<F>> {
+    pub fn merge(&mut self, mut st: JitState<F>, kind: MergeKind) -> Option<JitState<F>> {
         if self.over_budget() {
             if self.b.is_open() {
                 self.b.error_exit(ErrorKind::Abort(u32::MAX));
@@ -181,26 +194,27 @@ impl<F: Frame> Compilation<F> {
             self.stats.matches += 1;
             return None;
         }
-        let general = generalize || versions.len() + 1 >= self.limits.max_versions;
-        let shape: Vec<Shape> = match versions.last() {
-            _ if general => reds.iter().map(|r| Shape::Var(r.ty())).collect(),
-            None => reds
-                .iter()
+        let general = kind == MergeKind::LoopHeadGeneral || versions.len() + 1 >= self.limits.max_versions;
+        let exact = || -> Vec<Shape> {
+            reds.iter()
                 .map(|r| match r {
                     RedBox::Const { ty, bits } => Shape::Const(*ty, *bits),
                     RedBox::Var { ty, .. } => Shape::Var(*ty),
                 })
-                .collect(),
-            Some(prev) => prev
-                .shape
-                .iter()
-                .zip(&reds)
-                .map(|(s, r)| if s.covers(r) && s != &Shape::Var(r.ty()) { s.clone() } else { Shape::Var(r.ty()) })
-                .collect(),
+                .collect()
         };
-        if !versions.is_empty() {
-            self.stats.widenings += 1;
-        }
+        let shape: Vec<Shape> = match (general, kind, versions.last()) {
+            (true, _, _) => reds.iter().map(|r| Shape::Var(r.ty())).collect(),
+            (false, MergeKind::Join, _) | (false, _, None) => exact(),
+            (false, _, Some(prev)) => {
+                self.stats.widenings += 1;
+                prev.shape
+                    .iter()
+                    .zip(&reds)
+                    .map(|(s, r)| if s.covers(r) && s != &Shape::Var(r.ty()) { s.clone() } else { Shape::Var(r.ty()) })
+                    .collect()
+            }
+        };
         let var_tys: Vec<ValTy> = shape
             .iter()
             .filter_map(|s| match s {

@@ -6,7 +6,7 @@ use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::residual::{Residual, ResidualFn};
-use jitgen_runtime::schedule::{Compilation, Limits};
+use jitgen_runtime::schedule::{Compilation, Limits, MergeKind};
 use jitgen_runtime::state::{Frame, JitState};
 
 /// The interpreter (the specification).
@@ -64,7 +64,7 @@ fn specialize(s: &[u8]) -> Residual<(i64, i64), i64> {
     let mut next = Some(JitState::new(PlusMinus::LoopHead { s, pc: 0, acc: ins[0], y: ins[1] }));
     while let Some(st) = next.take() {
         // block1 is a join: a merge point.
-        let Some(st) = c.merge(st, false) else {
+        let Some(st) = c.merge(st, MergeKind::LoopHead) else {
             next = c.next_pending();
             continue;
         };
