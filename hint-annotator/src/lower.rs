@@ -161,6 +161,29 @@ fn source_of(t: &dyn ToTokens) -> String {
         .replace("! ", "!")
 }
 
+/// The span of a `hint!` nested in a macro's tokens, if there is one.
+fn hint_inside(tokens: proc_macro2::TokenStream) -> Option<Span> {
+    let toks: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            proc_macro2::TokenTree::Ident(id) if id == "hint" => {
+                if let Some(proc_macro2::TokenTree::Punct(p)) = toks.get(i + 1) {
+                    if p.as_char() == '!' {
+                        return Some(id.span());
+                    }
+                }
+            }
+            proc_macro2::TokenTree::Group(g) => {
+                if let Some(s) = hint_inside(g.stream()) {
+                    return Some(s);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 const FLAGS: &str = "`concrete`, `promote`, `deepfreeze`, `variable` (or `hint!(global_merge_point)` alone)";
 
 impl Lowering<'_, '_> {
@@ -1336,11 +1359,19 @@ impl Lowering<'_, '_> {
                 self.set_exit(LExit::Abort(msg));
                 self.never(mac.span())
             }
-            _ => self.unsupported(
-                mac,
-                &format!("the macro `{name}!`"),
-                "hints are `hint!(...)`; move printing and other effects into a #[jit_opaque] function",
-            ),
+            _ => {
+                if let Some(span) = hint_inside(mac.tokens.clone()) {
+                    self.error(
+                        span,
+                        format!("`hint!` inside `{name}!` is invisible to jitgen: bind the hinted value with `let` first, then use the binding"),
+                    );
+                }
+                self.unsupported(
+                    mac,
+                    &format!("the macro `{name}!`"),
+                    "hints are `hint!(...)`; move printing and other effects into a #[jit_opaque] function",
+                )
+            }
         }
     }
 

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use hint_annotator::flowgraph::OpKind;
 use hint_annotator::ColoredGraphs;
 
 /// Every problem with the module's portals, at its span.
@@ -30,13 +29,16 @@ pub fn portals(cg: &ColoredGraphs) -> Vec<syn::Error> {
                 continue;
             }
             let live = f.live_before(mp.block, mp.op + 1);
+            if live.iter().any(|v| f.graph.var(*v).name.as_deref().is_some_and(|n| n.starts_with("__for"))) {
+                errors.push(syn::Error::new(
+                    span,
+                    "`hint!(global_merge_point)` inside a `for` loop is not supported: write the loop with `while`",
+                ));
+                continue;
+            }
             let mut seen: HashMap<String, usize> = HashMap::new();
             for v in &live {
                 match &f.graph.var(*v).name {
-                    Some(n) if n.starts_with("__for") => errors.push(syn::Error::new(
-                        span,
-                        "`hint!(global_merge_point)` inside a `for` loop is not supported: write the loop with `while`",
-                    )),
                     Some(n) => *seen.entry(n.clone()).or_default() += 1,
                     None => errors.push(syn::Error::new(
                         span,
@@ -56,7 +58,6 @@ pub fn portals(cg: &ColoredGraphs) -> Vec<syn::Error> {
                 }
             }
         }
-        let _ = OpKind::GlobalMergePoint;
     }
     errors
 }

@@ -47,6 +47,8 @@ pub struct Gen<'g> {
     pub callbacks: Vec<TokenStream>,
     joins: Vec<BTreeSet<NodeIndex>>,
     loop_heads: Vec<BTreeSet<NodeIndex>>,
+    /// Set when the code just generated always declines: what follows it is unreachable.
+    declined: std::cell::Cell<bool>,
 }
 
 /// Targets of back edges (depth-first from the start block): loop heads.
@@ -82,10 +84,6 @@ fn v_ident(v: Var) -> Ident {
     format_ident!("v{}", v.0)
 }
 
-fn decline(msg: &str) -> TokenStream {
-    quote! {{ __c.decline(#msg); break 'path None; }}
-}
-
 impl<'g> Gen<'g> {
     pub fn new(cg: &'g ColoredGraphs) -> Gen<'g> {
         let fns: Vec<&ColoredGraph> = cg.functions().collect();
@@ -100,6 +98,7 @@ impl<'g> Gen<'g> {
             callbacks: vec![],
             joins: vec![],
             loop_heads: vec![],
+            declined: std::cell::Cell::new(false),
         };
         for fi in 0..g.fns.len() {
             let f = g.fns[fi];
@@ -128,6 +127,12 @@ impl<'g> Gen<'g> {
             collect_enums(&f.graph.ret_ty, cg.types(), &mut g.enums);
         }
         g
+    }
+
+    /// Code that declines the compilation and ends the path.
+    fn decline(&self, msg: &str) -> TokenStream {
+        self.declined.set(true);
+        quote! {{ __c.decline(#msg); break 'path None; }}
     }
 
     fn point(&mut self, f: usize, block: NodeIndex, op: usize, ret: Option<Var>) -> usize {
@@ -288,19 +293,19 @@ impl<'g> Gen<'g> {
             ($e:expr, $why:expr) => {
                 match $e {
                     Some(x) => x,
-                    None => return decline($why),
+                    None => return self.decline($why),
                 }
             };
         }
         if let Repr::Bad(why) = &rr {
             if !matches!(op.kind, OpKind::SetField(_) | OpKind::SetItem | OpKind::Push | OpKind::GlobalMergePoint) {
-                return decline(&format!("jitgen cannot compile {why} yet (in `{}`)", op.source));
+                return self.decline(&format!("jitgen cannot compile {why} yet (in `{}`)", op.source));
             }
         }
         match &op.kind {
             OpKind::Bin(b) if b.is_comparison() && is_enum(&self.value_ty(fi, &args[0])) => {
                 if !rgreen {
-                    return decline("comparing run-time enum values is not supported yet");
+                    return self.decline("comparing run-time enum values is not supported yet");
                 }
                 let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum operand");
                 let c = need!(self.operand(fi, &args[1], &self.value_repr(fi, &args[1])), "enum operand");
@@ -354,7 +359,7 @@ impl<'g> Gen<'g> {
                     _ => unreachable!("comparisons handled above"),
                 };
                 let rty = f.graph.var(r).ty.clone();
-                let Some(sc) = scalar(&rty) else { return decline("arithmetic on a non-scalar") };
+                let Some(sc) = scalar(&rty) else { return self.decline("arithmetic on a non-scalar") };
                 if rgreen {
                     let ty_a = need!(scalar(&self.value_ty(fi, &args[0])), "operand");
                     let ty_b = need!(scalar(&self.value_ty(fi, &args[1])), "operand");
@@ -384,7 +389,7 @@ impl<'g> Gen<'g> {
                     UnOp::Not => (quote!(Not), Self::overflow(BinOp::Min)),
                     UnOp::WrappingNeg => (quote!(Neg), Self::overflow(BinOp::Min)),
                 };
-                let Some(sc) = scalar(&f.graph.var(r).ty) else { return decline("arithmetic on a non-scalar") };
+                let Some(sc) = scalar(&f.graph.var(r).ty) else { return self.decline("arithmetic on a non-scalar") };
                 if rgreen {
                     let a = need!(self.green(fi, &args[0]), "operand");
                     let (vt, wa, back) = (sc_valty(sc), to_word(sc, a), from_word(sc, quote!(__w)));
@@ -402,7 +407,7 @@ impl<'g> Gen<'g> {
                 }
             }
             OpKind::Cast => {
-                let Some(sc) = scalar(&f.graph.var(r).ty) else { return decline("a cast to a non-scalar") };
+                let Some(sc) = scalar(&f.graph.var(r).ty) else { return self.decline("a cast to a non-scalar") };
                 if rgreen {
                     let a = need!(self.green(fi, &args[0]), "operand");
                     let t = sc_rust(sc);
@@ -438,14 +443,14 @@ impl<'g> Gen<'g> {
                             }),
                         )
                     }
-                    _ => decline(&format!("`{}`: this value cannot be made green here", op.source)),
+                    _ => self.decline(&format!("`{}`: this value cannot be made green here", op.source)),
                 }
             }
             OpKind::GlobalMergePoint => quote!(),
             OpKind::Load => {
                 let base_ty = self.value_ty(fi, &args[0]);
                 let (Ty::Ref { to, .. } | Ty::Boxed(to)) = base_ty else {
-                    return decline("a load through a non-pointer");
+                    return self.decline("a load through a non-pointer");
                 };
                 if rgreen {
                     let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
@@ -455,11 +460,11 @@ impl<'g> Gen<'g> {
                             let e = self.enum_from_rust(t, quote!(&*#a));
                             self.bind(fi, r, e)
                         }
-                        _ => decline("this load"),
+                        _ => self.decline("this load"),
                     }
                 } else {
                     let Some(sc) = scalar(&to) else {
-                        return decline("a load of a non-scalar through a run-time pointer");
+                        return self.decline("a load of a non-scalar through a run-time pointer");
                     };
                     let a = need!(self.operand(fi, &args[0], &Repr::RPtr), "operand");
                     let vt = sc_valty(sc);
@@ -470,13 +475,13 @@ impl<'g> Gen<'g> {
             OpKind::SetField(name) => {
                 let base_ty = self.value_ty(fi, &args[0]);
                 let (addr, s) = need!(self.red_object(fi, &args[0]), "a store into this object");
-                let Ty::Struct(sname) = s else { return decline("a store into a non-struct") };
+                let Ty::Struct(sname) = s else { return self.decline("a store into a non-struct") };
                 if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
-                    return decline("a store into a struct with lifetime parameters");
+                    return self.decline("a store into a struct with lifetime parameters");
                 }
                 let fty = types.structs[&sname].fields.get(name).cloned();
                 let Some(sc) = fty.as_ref().and_then(scalar) else {
-                    return decline("a store of a non-scalar field through a run-time pointer");
+                    return self.decline("a store of a non-scalar field through a run-time pointer");
                 };
                 let _ = base_ty;
                 let v = need!(self.operand(fi, &args[1], &Repr::R(sc)), "value");
@@ -503,7 +508,9 @@ impl<'g> Gen<'g> {
                         self.bind(fi, r, quote!(#s[1]))
                     }
                     Ty::Vec(et) => {
-                        let Some(esc) = scalar(&et) else { return decline("a Vec of non-scalars in residual code") };
+                        let Some(esc) = scalar(&et) else {
+                            return self.decline("a Vec of non-scalars in residual code");
+                        };
                         let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
                         let t = sc_rust(esc);
                         let u = u64_valty();
@@ -523,14 +530,16 @@ impl<'g> Gen<'g> {
                             }),
                         )
                     }
-                    _ => decline("the length of this value"),
+                    _ => self.decline("the length of this value"),
                 }
             }
             OpKind::SetItem => {
                 let base_ty = self.value_ty(fi, &args[0]);
                 match base_ty.autoderef().clone() {
                     Ty::Vec(et) => {
-                        let Some(esc) = scalar(&et) else { return decline("a Vec of non-scalars in residual code") };
+                        let Some(esc) = scalar(&et) else {
+                            return self.decline("a Vec of non-scalars in residual code");
+                        };
                         let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
                         let i = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
                         let x = need!(self.operand(fi, &args[2], &Repr::R(esc)), "value");
@@ -552,13 +561,13 @@ impl<'g> Gen<'g> {
                             }
                         })
                     }
-                    _ => decline("a store into this kind of sequence in residual code"),
+                    _ => self.decline("a store into this kind of sequence in residual code"),
                 }
             }
             OpKind::Push | OpKind::Pop => {
                 let base_ty = self.value_ty(fi, &args[0]);
-                let Ty::Vec(et) = base_ty.autoderef().clone() else { return decline("push/pop on a non-Vec") };
-                let Some(esc) = scalar(&et) else { return decline("a Vec of non-scalars in residual code") };
+                let Ty::Vec(et) = base_ty.autoderef().clone() else { return self.decline("push/pop on a non-Vec") };
+                let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
                 let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
                 let (t, vt, u32t) = (sc_rust(esc), sc_valty(esc), u32_valty());
                 if op.kind == OpKind::Push {
@@ -583,8 +592,8 @@ impl<'g> Gen<'g> {
                 }
             }
             OpKind::NewVec | OpKind::NewVecRepeat => {
-                let Ty::Vec(et) = f.graph.var(r).ty.clone() else { return decline("a vector") };
-                let Some(esc) = scalar(&et) else { return decline("a Vec of non-scalars in residual code") };
+                let Ty::Vec(et) = f.graph.var(r).ty.clone() else { return self.decline("a vector") };
+                let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
                 let (t, vt) = (sc_rust(esc), sc_valty(esc));
                 let p = ptr_valty();
                 if op.kind == OpKind::NewVecRepeat {
@@ -622,18 +631,18 @@ impl<'g> Gen<'g> {
                 }
             }
             OpKind::NewStruct(s) => {
-                decline(&format!("allocating a `{s}` in residual code (virtual structures come with issue 6)"))
+                self.decline(&format!("allocating a `{s}` in residual code (virtual structures come with issue 6)"))
             }
-            OpKind::NewBox => decline("allocating a Box in residual code (virtual structures come with issue 6)"),
+            OpKind::NewBox => self.decline("allocating a Box in residual code (virtual structures come with issue 6)"),
             OpKind::MakeEnum { variant, index, .. } => {
                 let ty = f.graph.var(r).ty.clone();
-                let Repr::Enum(_, n) = rr.clone() else { return decline("this enum value") };
+                let Repr::Enum(_, n) = rr.clone() else { return self.decline("this enum value") };
                 let (_, _, tys) = enum_helpers(&ty);
                 let tag = *index as u64;
                 let mut sets = vec![];
                 for (i, a) in args.iter().enumerate() {
                     let Some((off, fty)) = field_offset(&ty, variant, i, types) else {
-                        return decline("an enum payload");
+                        return self.decline("an enum payload");
                     };
                     match repr(&fty, false, types) {
                         Repr::R(sc) => {
@@ -650,7 +659,7 @@ impl<'g> Gen<'g> {
                             sets.push(quote!(__e[#off] = #x;));
                         }
                         Repr::Unit => {}
-                        _ => return decline("an enum payload of this type"),
+                        _ => return self.decline("an enum payload of this type"),
                     }
                 }
                 self.bind(
@@ -678,7 +687,7 @@ impl<'g> Gen<'g> {
                 let ety = self.value_ty(fi, &args[0]);
                 let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
                 let Some((off, _)) = field_offset(&ety, variant, *index as usize, types) else {
-                    return decline("an enum payload");
+                    return self.decline("an enum payload");
                 };
                 self.payload(fi, r, &rr, a, off)
             }
@@ -689,7 +698,7 @@ impl<'g> Gen<'g> {
                     _ => (0u64, "Ok", "called `Result::unwrap()` on an `Err` value"),
                 };
                 let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
-                let Some((off, _)) = field_offset(&ety, variant, 0, types) else { return decline("unwrap") };
+                let Some((off, _)) = field_offset(&ety, variant, 0, types) else { return self.decline("unwrap") };
                 let check = quote!({
                     let __ok = __c.b.red_cmp(#rt::ops::CmpOp::Eq, &#a[0], &#rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, #succ));
                     if !__c.guard(&__ok, #rt::ops::ErrorKind::Abort(#rt::residual::message_id(#msg))) {
@@ -739,7 +748,7 @@ impl<'g> Gen<'g> {
                 )
             }
             Repr::Unit => quote!(),
-            _ => decline("this enum payload"),
+            _ => self.decline("this enum payload"),
         }
     }
 
@@ -789,7 +798,9 @@ impl<'g> Gen<'g> {
         let fname = format_ident!("{}", name);
         let rty = self.fns[fi].graph.var(r).ty.clone();
         if rgreen {
-            let Some(b) = self.operand(fi, base, &self.value_repr(fi, base)) else { return decline("a field read") };
+            let Some(b) = self.operand(fi, base, &self.value_repr(fi, base)) else {
+                return self.decline("a field read");
+            };
             return match rr {
                 Repr::G(_) => self.bind(fi, r, quote!(#b.#fname)),
                 Repr::GRef(_) => match &rty {
@@ -802,14 +813,14 @@ impl<'g> Gen<'g> {
                     self.bind(fi, r, e)
                 }
                 Repr::Unit => quote!(),
-                _ => decline("this field read"),
+                _ => self.decline("this field read"),
             };
         }
         let Some((addr, Ty::Struct(sname))) = self.red_object(fi, base) else {
-            return decline("a field read through this pointer");
+            return self.decline("a field read through this pointer");
         };
         if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
-            return decline("a field of a struct with lifetime parameters through a run-time pointer");
+            return self.decline("a field of a struct with lifetime parameters through a run-time pointer");
         }
         let sn = format_ident!("{}", sname);
         let off = quote!(::core::mem::offset_of!(#sn, #fname) as u64);
@@ -826,7 +837,7 @@ impl<'g> Gen<'g> {
                 r,
                 quote!({ #addr __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__addr, &#rt::redbox::RedBox::constant(#rt::ops::ValTy::Ptr, #off)) }),
             ),
-            _ => decline("a field of this type through a run-time pointer"),
+            _ => self.decline("a field of this type through a run-time pointer"),
         }
     }
 
@@ -836,11 +847,13 @@ impl<'g> Gen<'g> {
         let cont = base_ty.autoderef().clone();
         let et = match &cont {
             Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => (**t).clone(),
-            _ => return decline("indexing this value"),
+            _ => return self.decline("indexing this value"),
         };
         if rgreen {
-            let Some(b) = self.operand(fi, base, &self.value_repr(fi, base)) else { return decline("an element read") };
-            let Some(i) = self.green(fi, idx) else { return decline("an index") };
+            let Some(b) = self.operand(fi, base, &self.value_repr(fi, base)) else {
+                return self.decline("an element read");
+            };
+            let Some(i) = self.green(fi, idx) else { return self.decline("an index") };
             let get = match rr {
                 Repr::G(_) => quote!(*__x),
                 Repr::GRef(_) if matches!(et, Ty::Ref { .. }) => quote!(*__x),
@@ -848,7 +861,7 @@ impl<'g> Gen<'g> {
                 Repr::GSlice(_) => quote!(&__x[..]),
                 Repr::Enum(t, _) => self.enum_from_rust(&t.clone(), quote!(__x)),
                 Repr::Unit => quote!(()),
-                _ => return decline("this element read"),
+                _ => return self.decline("this element read"),
             };
             return self.bind(
                 fi,
@@ -863,11 +876,11 @@ impl<'g> Gen<'g> {
                 }),
             );
         }
-        let Some(i) = self.operand(fi, idx, &Repr::R(Sc::Int(IntTy::Usize))) else { return decline("an index") };
+        let Some(i) = self.operand(fi, idx, &Repr::R(Sc::Int(IntTy::Usize))) else { return self.decline("an index") };
         match cont {
             Ty::Vec(_) => {
-                let Some(esc) = scalar(&et) else { return decline("a Vec of non-scalars in residual code") };
-                let Some((addr, _)) = self.red_object(fi, base) else { return decline("this vector") };
+                let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
+                let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
                 let (t, vt) = (sc_rust(esc), sc_valty(esc));
                 self.bind(
                     fi,
@@ -892,11 +905,11 @@ impl<'g> Gen<'g> {
             Ty::Slice(_) | Ty::Array(..) => {
                 let (ptr_len, esize) = match &cont {
                     Ty::Slice(_) => {
-                        let Some(s) = self.operand(fi, base, &Repr::RSlice) else { return decline("this slice") };
+                        let Some(s) = self.operand(fi, base, &Repr::RSlice) else { return self.decline("this slice") };
                         (quote!(let __s = #s; let (__ptr, __len) = (__s[0], __s[1]);), rust_ty(&et, None))
                     }
                     Ty::Array(_, n) => {
-                        let Some((addr, _)) = self.red_object(fi, base) else { return decline("this array") };
+                        let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this array") };
                         let n = *n;
                         (quote!(#addr let (__ptr, __len) = (__addr, #rt::redbox::RedBox::u64(#n));), rust_ty(&et, None))
                     }
@@ -916,22 +929,22 @@ impl<'g> Gen<'g> {
                         self.bind(fi, r, quote!({ let __a = #addr; __c.b.red_load(#vt, &__a, 0) }))
                     }
                     Repr::RPtr if is_owned_pointer(&et) => self.bind(fi, r, addr),
-                    _ => decline("an element of this type through a run-time pointer"),
+                    _ => self.decline("an element of this type through a run-time pointer"),
                 }
             }
-            _ => decline("indexing this value"),
+            _ => self.decline("indexing this value"),
         }
     }
 
     /// A call of a pure function with green arguments and result: run now.
     fn green_call(&mut self, fi: usize, r: Var, rr: &Repr, name: &str, args: &[Value]) -> TokenStream {
-        let Some(ci) = self.fn_ids.get(name).copied() else { return decline("a call") };
+        let Some(ci) = self.fn_ids.get(name).copied() else { return self.decline("a call") };
         let callee = self.fns[ci];
         let mut exprs = vec![];
         for (k, a) in args.iter().enumerate() {
             let pty = callee.graph.var(callee.graph.params()[k]).ty.clone();
             let from = self.value_repr(fi, a);
-            let Some(e) = self.operand(fi, a, &from) else { return decline("an argument") };
+            let Some(e) = self.operand(fi, a, &from) else { return self.decline("an argument") };
             exprs.push(match (&from, &pty) {
                 (Repr::G(_), _) => e,
                 (Repr::GRef(_) | Repr::GSlice(_), Ty::Ref { mutable: false, .. }) => e,
@@ -939,7 +952,7 @@ impl<'g> Gen<'g> {
                     let (_, unflat, _) = enum_helpers(t);
                     quote!(#unflat(&#e.map(|__b| __b.as_const().unwrap_or(0))))
                 }
-                _ => return decline("an argument of this type to a call run at compile time"),
+                _ => return self.decline("an argument of this type to a call run at compile time"),
             });
         }
         let path = rust_path(name);
@@ -951,7 +964,7 @@ impl<'g> Gen<'g> {
                 let e = self.enum_from_rust(&t, quote!(&__r));
                 self.bind(fi, r, quote!({ let __r = #call; #e }))
             }
-            _ => decline("the result of this call"),
+            _ => self.decline("the result of this call"),
         }
     }
 
@@ -967,13 +980,13 @@ impl<'g> Gen<'g> {
         for a in args {
             let ty = self.value_ty(fi, a);
             if let Some(sc) = scalar(&ty) {
-                let Some(x) = self.operand(fi, a, &Repr::R(sc)) else { return decline("an argument") };
+                let Some(x) = self.operand(fi, a, &Repr::R(sc)) else { return self.decline("an argument") };
                 let vt = sc_valty(sc);
                 arg_code.push(quote!(__args.push((__c.b.materialize(&#x), #vt));));
                 reads.push(from_word(sc, quote!(__b[#at])));
                 at += 1;
             } else if is_enum(&ty) && plain(&ty, types) {
-                let Some(x) = self.operand(fi, a, &self.value_repr(fi, a)) else { return decline("an argument") };
+                let Some(x) = self.operand(fi, a, &self.value_repr(fi, a)) else { return self.decline("an argument") };
                 let (_, unflat, tys) = enum_helpers(&ty);
                 let n = slots(&ty, types, 0).map_or(0, |s| s.len());
                 arg_code.push(quote!({ let __t = #tys(); for (__k, __x) in #x.iter().enumerate() { __args.push((__c.b.materialize(__x), __t[__k])); } }));
@@ -982,9 +995,9 @@ impl<'g> Gen<'g> {
                 at += n;
             } else if let Ty::Ref { mutable, to } = &ty {
                 if matches!(**to, Ty::Slice(_)) {
-                    return decline("a slice argument to a residual call");
+                    return self.decline("a slice argument to a residual call");
                 }
-                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return decline("an argument") };
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return self.decline("an argument") };
                 arg_code.push(quote!(__args.push((__c.b.materialize(&#x), #rt::ops::ValTy::Ptr));));
                 let t = rust_ty(to, None);
                 reads.push(if *mutable {
@@ -994,7 +1007,7 @@ impl<'g> Gen<'g> {
                 });
                 at += 1;
             } else {
-                return decline("an argument of this type to a residual call");
+                return self.decline("an argument of this type to a residual call");
             }
         }
         let rty = f.graph.var(r).ty.clone();
@@ -1011,7 +1024,7 @@ impl<'g> Gen<'g> {
             }
             (quote!(&#tys()), quote!(let __w = #flat(&__r); __b[..__w.len()].copy_from_slice(&__w);))
         } else {
-            return decline("the result type of this residual call");
+            return self.decline("the result type of this residual call");
         };
         let width = at.max(slots(&rty, types, 0).map_or(1, |s| s.len())).max(1);
         let path = rust_path(name);
@@ -1037,7 +1050,7 @@ impl<'g> Gen<'g> {
                 let id = v_ident(r);
                 quote!(let #id: [#rt::redbox::RedBox; #n] = ::core::array::from_fn(|__i| #rt::redbox::RedBox::Var { ty: __c.b.ty(__v[__i]), val: __v[__i] });)
             }
-            _ => return decline("the result of this residual call"),
+            _ => return self.decline("the result of this residual call"),
         };
         quote! {
             let __v = {
@@ -1132,7 +1145,7 @@ impl<'g> Gen<'g> {
                 for (j, param) in callee.graph.params().iter().enumerate() {
                     let to = repr(&callee.graph.var(*param).ty, callee.color(*param) == Color::Green, self.cg.types());
                     let Some(e) = self.operand(fi, &op.args[j], &to) else {
-                        body.push(decline("an argument needed green by the callee is red"));
+                        body.push(self.decline("an argument needed green by the callee is red"));
                         return quote!(#(#body)*);
                     };
                     let tmp = format_ident!("__p{}", j);
@@ -1148,7 +1161,12 @@ impl<'g> Gen<'g> {
                 });
                 return quote!(#(#body)*);
             }
+            self.declined.set(false);
             body.push(self.op(fi, op));
+            if self.declined.get() {
+                // The rest of the block cannot be reached.
+                return quote!(#(#body)*);
+            }
         }
         body.push(self.exit(fi, b));
         let _ = rt;
@@ -1163,7 +1181,7 @@ impl<'g> Gen<'g> {
                 let (t, link) = f.graph.link(e);
                 match self.goto(fi, t, &link.args.clone()) {
                     Ok(code) => quote!(#code),
-                    Err(why) => decline(&why),
+                    Err(why) => self.decline(&why),
                 }
             }
             Exit::Branch { cond, if_true, if_false } => {
@@ -1172,7 +1190,7 @@ impl<'g> Gen<'g> {
                 let (tl, fl) = (tl.args.clone(), fl.args.clone());
                 let (gt, gf) = match (self.goto(fi, tt, &tl), self.goto(fi, ft, &fl)) {
                     (Ok(a), Ok(b)) => (a, b),
-                    (Err(w), _) | (_, Err(w)) => return decline(&w),
+                    (Err(w), _) | (_, Err(w)) => return self.decline(&w),
                 };
                 let green = match &cond {
                     Value::Const(_) => true,
@@ -1185,7 +1203,7 @@ impl<'g> Gen<'g> {
                     let c = self.boxed(fi, &cond).expect("a bool");
                     let other = match self.goto_state(fi, ft, &fl) {
                         Ok(s) => s,
-                        Err(w) => return decline(&w),
+                        Err(w) => return self.decline(&w),
                     };
                     quote!(if __c.split(&#c, || #other) { #gt } else { #gf })
                 }
@@ -1193,12 +1211,12 @@ impl<'g> Gen<'g> {
             Exit::Return(v) => {
                 // Every return of a function hands over the same representation.
                 let ret_repr = self.fn_return_repr(fi);
-                let Some(val) = self.operand(fi, &v, &ret_repr) else { return decline("a return value") };
+                let Some(val) = self.operand(fi, &v, &ret_repr) else { return self.decline("a return value") };
                 let outer = self.return_boxes(&f.graph.ret_ty.clone(), &ret_repr, quote!(__rv));
                 let deliver = format_ident!("__deliver_f{}", fi);
                 let outer = match outer {
                     Some(o) => o,
-                    None => decline("returning a value of this type from residual code"),
+                    None => self.decline("returning a value of this type from residual code"),
                 };
                 quote! {
                     let __rv = #val;

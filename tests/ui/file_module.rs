@@ -1,0 +1,6 @@
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod interpreter;
+
+fn main() {}

@@ -1,0 +1,13 @@
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod m {
+    use super::*;
+
+    pub fn f(x: i64) -> i64 {
+        println!("{}", hint!(x, promote));
+        x
+    }
+}
+
+fn main() {}
