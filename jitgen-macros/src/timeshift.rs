@@ -1084,8 +1084,14 @@ impl<'g> Gen<'g> {
         quote!(__Frame::#vname { #(#fields),* })
     }
 
-    /// The transition along a link to `target` with `args`: a new state.
-    fn goto(&self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
+    /// The frame for entering `target` along a link carrying `args`, and
+    /// the statements converting the link's values first.
+    fn link_frame(
+        &self,
+        fi: usize,
+        target: NodeIndex,
+        args: &[Value],
+    ) -> Result<(Vec<TokenStream>, TokenStream), String> {
         let f = self.fns[fi];
         let mut lets = vec![];
         let mut ov = HashMap::new();
@@ -1097,24 +1103,18 @@ impl<'g> Gen<'g> {
             ov.insert(*ia, quote!(#tmp));
         }
         let p = self.point_ids[&(fi, target, 0)];
-        let frame = self.frame(p, &ov);
+        Ok((lets, self.frame(p, &ov)))
+    }
+
+    /// The transition along a link: the current state continues at `target`.
+    fn goto(&self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
+        let (lets, frame) = self.link_frame(fi, target, args)?;
         Ok(quote!({ #(#lets)* let mut __s = __st; __s.frames.push(#frame); Some(__s) }))
     }
 
-    /// The same transition as a state, leaving `__st` untouched (for split).
+    /// The same transition as a new state, leaving `__st` untouched (for split).
     fn goto_state(&self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
-        let f = self.fns[fi];
-        let mut lets = vec![];
-        let mut ov = HashMap::new();
-        for (k, ia) in f.graph.graph[target].inputargs.iter().enumerate() {
-            let to = self.repr(fi, *ia);
-            let e = self.operand(fi, &args[k], &to).ok_or("a value needed green at a join is red")?;
-            let tmp = format_ident!("__a{}", k);
-            lets.push(quote!(let #tmp = #e;));
-            ov.insert(*ia, quote!(#tmp));
-        }
-        let p = self.point_ids[&(fi, target, 0)];
-        let frame = self.frame(p, &ov);
+        let (lets, frame) = self.link_frame(fi, target, args)?;
         Ok(quote!({ #(#lets)* let mut __s = __st.clone(); __s.frames.push(#frame); __s }))
     }
 

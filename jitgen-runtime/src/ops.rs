@@ -120,6 +120,22 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// Every binary operation, in declaration order.
+    pub const ALL: [BinOp; 12] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Rem,
+        BinOp::And,
+        BinOp::Or,
+        BinOp::Xor,
+        BinOp::Shl,
+        BinOp::Shr,
+        BinOp::Min,
+        BinOp::Max,
+    ];
+
     /// The name in listings.
     pub fn name(self) -> &'static str {
         match self {
@@ -224,25 +240,11 @@ impl ErrorKind {
 
     /// Decodes a status word.
     pub fn from_code(c: u64) -> Option<ErrorKind> {
-        const OPS: [BinOp; 12] = [
-            BinOp::Add,
-            BinOp::Sub,
-            BinOp::Mul,
-            BinOp::Div,
-            BinOp::Rem,
-            BinOp::And,
-            BinOp::Or,
-            BinOp::Xor,
-            BinOp::Shl,
-            BinOp::Shr,
-            BinOp::Min,
-            BinOp::Max,
-        ];
         let payload = c >> 8;
         Some(match c & 0xff {
             1 => ErrorKind::DivideByZero,
             2 => ErrorKind::RemainderByZero,
-            3 => ErrorKind::Overflow(*OPS.get(payload as usize)?),
+            3 => ErrorKind::Overflow(*BinOp::ALL.get(payload as usize)?),
             4 => ErrorKind::NegOverflow,
             5 => ErrorKind::IndexOutOfBounds,
             6 => ErrorKind::CallbackPanicked,

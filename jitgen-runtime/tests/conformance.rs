@@ -10,20 +10,7 @@ use jitgen_runtime::builder::{ResidualBuilder, ResidualFunction};
 use jitgen_runtime::ops::{fold_bin, fold_cast, fold_cmp, fold_un, BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 use jitgen_runtime::residual::{run_callback, ResidualError, ResidualFn};
 
-const BINOPS: [BinOp; 12] = [
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::Div,
-    BinOp::Rem,
-    BinOp::And,
-    BinOp::Or,
-    BinOp::Xor,
-    BinOp::Shl,
-    BinOp::Shr,
-    BinOp::Min,
-    BinOp::Max,
-];
+const BINOPS: [BinOp; 12] = BinOp::ALL;
 const CMPS: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
 
 struct Rng(u64);
