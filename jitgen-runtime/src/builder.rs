@@ -119,16 +119,14 @@ pub enum Terminator {
     Error(ErrorKind),
     /// Promotion (a flexswitch): continue in the code compiled for the run-time
     /// value of `value`. Cases are added after the code has run, so they live
-    /// outside this function, in the runtime's table `switch`; when the value
-    /// has no case yet, the default calls back into the compiler with the
-    /// value and the `live` values, which compiles the case and continues in
-    /// it. The text backend lists it; machine code for it comes with promotion.
+    /// outside this function, in the table `switches[switch]` of the function
+    /// ([`crate::promotion`]); a case receives the `live` values as its inputs.
     FlexSwitch {
         /// The promoted value.
         value: Val,
         /// The values the cases continue with.
         live: Vec<Val>,
-        /// The runtime's switch this one dispatches through.
+        /// Index of the switch's table in [`ResidualFunction::switches`].
         switch: u32,
     },
 }
@@ -184,12 +182,22 @@ pub struct ResidualFunction {
     pub vals: Vec<ValTy>,
     /// Blocks, indexed by label; removed blocks have no terminator.
     pub blocks: Vec<RBlock>,
+    /// The case tables of the function's flexswitches.
+    pub switches: Vec<std::rc::Rc<crate::promotion::FlexTable>>,
 }
 
 impl ResidualFunction {
     /// The number of frame words the calling convention needs.
     pub fn frame_words(&self) -> usize {
-        self.inputs.len().max(self.outputs.len()).max(2)
+        let live = self
+            .live_blocks()
+            .filter_map(|(_, b)| match &b.term {
+                Some(Terminator::FlexSwitch { live, .. }) => Some(live.len() + 1),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        self.inputs.len().max(self.outputs.len()).max(live).max(2)
     }
 
     /// Live blocks in label order.
@@ -339,6 +347,7 @@ impl ResidualBuilder {
                 outputs: outputs.to_vec(),
                 vals: vec![],
                 blocks: vec![RBlock::default()],
+                switches: vec![],
             },
             cur: Some(Label(0)),
             ops: 0,
@@ -476,8 +485,11 @@ impl ResidualBuilder {
         self.terminate(Terminator::Error(kind));
     }
 
-    /// Ends the current block with a flexswitch on `value` (see [`Terminator::FlexSwitch`]).
-    pub fn flexswitch(&mut self, value: Val, live: &[Val], switch: u32) {
+    /// Ends the current block with a flexswitch on `value` dispatching
+    /// through `table` (see [`Terminator::FlexSwitch`]).
+    pub fn flexswitch(&mut self, value: Val, live: &[Val], table: std::rc::Rc<crate::promotion::FlexTable>) {
+        self.f.switches.push(table);
+        let switch = self.f.switches.len() as u32 - 1;
         self.terminate(Terminator::FlexSwitch { value, live: live.to_vec(), switch });
     }
 

@@ -13,6 +13,7 @@
 //! - [`residual`]: compiled residual functions, called through typed handles;
 //!   callbacks that catch panics; messages of `panic!`s reached in residual code.
 //! - [`heap`]: the arena of objects residual code allocates; `Vec` helpers.
+//! - [`promotion`]: flexswitches: case tables, misses that call back into the compiler.
 //! - [`driver`]: what portals need at run time: settings, counters, code cache, statistics.
 //!
 //! Architecture Invariant: this crate knows nothing of `syn`; generating
@@ -27,6 +28,7 @@ pub mod builder;
 pub mod driver;
 pub mod heap;
 pub mod ops;
+pub mod promotion;
 pub mod redbox;
 pub mod residual;
 pub mod schedule;

@@ -221,6 +221,10 @@ pub enum ErrorKind {
     CallbackPanicked,
     /// `panic!`/`unreachable!` reached in residual code: the message's index.
     Abort(u32),
+    /// Not an error: a flexswitch got no case for its value (bound reached or
+    /// compilation declined); the frame holds this many words (the live values,
+    /// then the promoted value) for the interpreter to continue from.
+    Resume(u32),
 }
 
 impl ErrorKind {
@@ -234,6 +238,7 @@ impl ErrorKind {
             ErrorKind::IndexOutOfBounds => (5, 0),
             ErrorKind::CallbackPanicked => (6, 0),
             ErrorKind::Abort(i) => (7, i as u64),
+            ErrorKind::Resume(n) => (8, n as u64),
         };
         k | (payload << 8)
     }
@@ -249,6 +254,7 @@ impl ErrorKind {
             5 => ErrorKind::IndexOutOfBounds,
             6 => ErrorKind::CallbackPanicked,
             7 => ErrorKind::Abort(payload as u32),
+            8 => ErrorKind::Resume(payload as u32),
             _ => return None,
         })
     }
@@ -272,6 +278,7 @@ impl ErrorKind {
             ErrorKind::IndexOutOfBounds => "index out of bounds".into(),
             ErrorKind::CallbackPanicked => "a function called from residual code panicked".into(),
             ErrorKind::Abort(i) => format!("explicit panic (message {i})"),
+            ErrorKind::Resume(_) => "residual code handed over to the interpreter".into(),
         }
     }
 }

@@ -14,7 +14,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::backend::cranelift::{CraneliftBackend, NativeCode};
+use crate::backend::cranelift::{CraneliftBackend, NativeCode, MAX_FRAME_WORDS};
 use crate::backend::text::TextBackend;
 use crate::backend::{Backend, BackendError};
 use crate::builder::ResidualFunction;
@@ -83,6 +83,9 @@ pub enum ResidualError {
     },
     /// A Rust function called from residual code panicked.
     Panicked(Box<dyn Any + Send>),
+    /// A flexswitch handed over to the interpreter: the live values at the
+    /// switch, then the promoted value.
+    Resume(Vec<u64>),
 }
 
 impl ResidualError {
@@ -98,7 +101,7 @@ impl ResidualError {
     pub fn kind(&self) -> Option<ErrorKind> {
         match self {
             ResidualError::Exit { kind, .. } => Some(*kind),
-            ResidualError::Panicked(_) => None,
+            ResidualError::Panicked(_) | ResidualError::Resume(_) => None,
         }
     }
 }
@@ -114,6 +117,9 @@ impl fmt::Display for ResidualError {
                 None => write!(f, "{}", ErrorKind::Abort(*i)),
             },
             ResidualError::Exit { kind, .. } => write!(f, "{kind}"),
+            ResidualError::Resume(w) => {
+                write!(f, "residual code handed over to the interpreter with {} words", w.len())
+            }
             ResidualError::Panicked(p) => {
                 let msg =
                     p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
@@ -179,20 +185,12 @@ impl ResidualFn {
     pub fn call_words(&self, inputs: &[u64]) -> Result<Vec<u64>, ResidualError> {
         let me = &*self.0;
         assert_eq!(inputs.len(), me.inputs.len(), "wrong number of inputs");
-        // Small frames live on the stack: entering residual code allocates nothing more.
-        let n = me.native.frame_words();
-        let mut small = [0u64; 16];
-        let mut big = Vec::new();
-        let frame: &mut [u64] = if n <= small.len() {
-            &mut small[..n]
-        } else {
-            big.resize(n, 0);
-            &mut big
-        };
+        // The frame lives on the stack: entering residual code allocates nothing.
+        let mut frame = [0u64; MAX_FRAME_WORDS];
         for (k, (w, t)) in inputs.iter().zip(&me.inputs).enumerate() {
             frame[k] = t.canon(*w);
         }
-        let status = me.native.run(frame);
+        let status = me.native.run(&mut frame);
         if status == 0 {
             return Ok(me.outputs.iter().enumerate().map(|(k, t)| t.canon(frame[k])).collect());
         }
@@ -201,6 +199,7 @@ impl ResidualFn {
                 let p = CALLBACK_PANIC.with(|p| p.borrow_mut().take());
                 Err(ResidualError::Panicked(p.unwrap_or_else(|| Box::new("a callback panicked"))))
             }
+            Some(ErrorKind::Resume(n)) => Err(ResidualError::Resume(frame[..n as usize].to_vec())),
             Some(kind @ ErrorKind::IndexOutOfBounds) => {
                 Err(ResidualError::Exit { kind, detail: Some((frame[0], frame[1])) })
             }

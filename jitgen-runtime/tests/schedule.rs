@@ -352,22 +352,3 @@ fn inlined_call_keeps_a_chain_of_frames() {
         assert_eq!(f.call((x,)).unwrap(), x.max(0) * 2);
     }
 }
-
-#[test]
-fn flexswitch_is_listed_and_declined_by_cranelift_until_promotion() {
-    let mut b = jitgen_runtime::builder::ResidualBuilder::new("promote", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);
-    let (x, y) = (b.inputs()[0], b.inputs()[1]);
-    let ten = b.konst(ValTy::I64, 10);
-    let q = b.bin(BinOp::Div, ValTy::I64, Overflow::Wrap, x, ten);
-    b.flexswitch(q, &[y], 0);
-    let f = b.finish();
-    expect![[r#"
-        entry(v0: i64, v1: i64):
-            v2 = const.i64 10
-            v3 = div.i64 v0, v2
-            flexswitch v3 [live v1] #0
-    "#]]
-    .assert_eq(&listing(&f));
-    let err = ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap_err();
-    assert!(err.to_string().contains("flexswitch"), "{err}");
-}

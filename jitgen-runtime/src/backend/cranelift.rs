@@ -24,9 +24,30 @@ use super::{Backend, BackendError};
 use crate::builder::{Inst, Label, ResidualFunction, Terminator, Val};
 use crate::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
+/// Frames hold at most this many words (inputs, outputs, the live values of a
+/// flexswitch); a function needing more is not compiled.
+pub const MAX_FRAME_WORDS: usize = 64;
+
 /// Compiles residual functions with Cranelift for the host.
+///
+/// Residual functions use Cranelift's `tail` calling convention, so that a
+/// flexswitch can tail-call its cases; Rust enters them through a SystemV
+/// trampoline compiled once per backend.
 pub struct CraneliftBackend {
     isa: OwnedTargetIsa,
+    trampoline: Rc<Trampoline>,
+}
+
+struct Trampoline {
+    entry: unsafe extern "C" fn(usize, *mut u64) -> u64,
+    _owner: CodeOwner,
+}
+
+fn tail_sig() -> Signature {
+    let mut sig = Signature::new(CallConv::Tail);
+    sig.params.push(AbiParam::new(types::I64));
+    sig.returns.push(AbiParam::new(types::I64));
+    sig
 }
 
 impl CraneliftBackend {
@@ -41,7 +62,51 @@ impl CraneliftBackend {
         flags.set("enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" }).map_err(|x| e(&x))?;
         let isa = cranelift_native::builder().map_err(|x| e(&x))?;
         let isa = isa.finish(settings::Flags::new(flags)).map_err(|x| e(&x))?;
-        Ok(CraneliftBackend { isa })
+        thread_local! {
+            static TRAMPOLINE: std::cell::OnceCell<Rc<Trampoline>> = const { std::cell::OnceCell::new() };
+        }
+        let trampoline = match TRAMPOLINE.with(|t| t.get().cloned()) {
+            Some(t) => t,
+            None => {
+                let t = Rc::new(Self::trampoline(&isa)?);
+                TRAMPOLINE.with(|c| c.set(t.clone()).ok());
+                t
+            }
+        };
+        Ok(CraneliftBackend { isa, trampoline })
+    }
+
+    /// `extern "C" fn(code, frame) -> status`: calls a tail-convention function.
+    fn trampoline(isa: &OwnedTargetIsa) -> Result<Trampoline, BackendError> {
+        let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
+        let mut module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
+        let mut ctx = module.make_context();
+        ctx.func.signature = Signature::new(CallConv::SystemV);
+        ctx.func.signature.params.push(AbiParam::new(types::I64));
+        ctx.func.signature.params.push(AbiParam::new(types::I64));
+        ctx.func.signature.returns.push(AbiParam::new(types::I64));
+        let mut fbc = FunctionBuilderContext::new();
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+            let blk = b.create_block();
+            b.append_block_params_for_function_params(blk);
+            b.switch_to_block(blk);
+            let (code, frame) = (b.block_params(blk)[0], b.block_params(blk)[1]);
+            let sig = b.import_signature(tail_sig());
+            let call = b.ins().call_indirect(sig, code, &[frame]);
+            let status = b.inst_results(call)[0];
+            b.ins().return_(&[status]);
+            b.seal_all_blocks();
+            b.finalize(module.target_config());
+        }
+        let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
+        module.define_function(id, &mut ctx).map_err(|e| err(&format!("{e:?}")))?;
+        module.finalize_definitions().map_err(|e| err(&e))?;
+        let ptr = module.get_finalized_function(id);
+        // SAFETY: compiled just above with the SystemV signature (i64, i64) -> i64.
+        let entry = unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(usize, *mut u64) -> u64>(ptr) };
+        // Infrastructure, not residual code: not counted by live_code_modules.
+        Ok(Trampoline { entry, _owner: CodeOwner { module: Some(module), counted: false } })
     }
 }
 
@@ -55,19 +120,22 @@ pub fn live_code_modules() -> usize {
 
 struct CodeOwner {
     module: Option<JITModule>,
+    counted: bool,
 }
 
 impl CodeOwner {
     fn new(module: JITModule) -> CodeOwner {
         LIVE_MODULES.fetch_add(1, Ordering::Relaxed);
-        CodeOwner { module: Some(module) }
+        CodeOwner { module: Some(module), counted: true }
     }
 }
 
 impl Drop for CodeOwner {
     fn drop(&mut self) {
         if let Some(m) = self.module.take() {
-            LIVE_MODULES.fetch_sub(1, Ordering::Relaxed);
+            if self.counted {
+                LIVE_MODULES.fetch_sub(1, Ordering::Relaxed);
+            }
             // SAFETY: the owner is dropped with the last `NativeCode` handle,
             // and handles are the only way to run the code.
             unsafe { m.free_memory() };
@@ -79,14 +147,16 @@ impl Drop for CodeOwner {
 /// of [`crate::builder`], and the memory that holds it.
 #[derive(Clone)]
 pub struct NativeCode {
-    entry: unsafe extern "C" fn(*mut u64) -> u64,
+    entry: *const u8,
     frame_words: usize,
+    trampoline: Rc<Trampoline>,
     _owner: Rc<CodeOwner>,
+    _switches: Vec<Rc<crate::promotion::FlexTable>>,
 }
 
 impl std::fmt::Debug for NativeCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "NativeCode({:p})", self.entry as *const u8)
+        write!(f, "NativeCode({:p})", self.entry)
     }
 }
 
@@ -94,11 +164,17 @@ impl NativeCode {
     /// Runs the code on a frame; returns the status word. The frame must
     /// hold at least [`NativeCode::frame_words`] words, inputs first.
     pub fn run(&self, frame: &mut [u64]) -> u64 {
-        assert!(frame.len() >= self.frame_words, "frame too small for this residual function");
+        assert!(frame.len() >= MAX_FRAME_WORDS, "frames hold MAX_FRAME_WORDS words");
         // SAFETY: the code was compiled from a verified residual function that
-        // reads and writes only the first `frame_words` words of its frame, and
-        // returns instead of trapping or unwinding.
-        unsafe { (self.entry)(frame.as_mut_ptr()) }
+        // reads and writes only the first MAX_FRAME_WORDS words of its frame
+        // (and so do the cases it tail-calls), and returns instead of trapping
+        // or unwinding; the trampoline calls it with the tail convention.
+        unsafe { (self.trampoline.entry)(self.entry as usize, frame.as_mut_ptr()) }
+    }
+
+    /// The entry point, a `tail`-convention function of the frame (for flexswitch cases).
+    pub fn tail_entry(&self) -> *const u8 {
+        self.entry
     }
 
     /// Words the frame must hold.
@@ -512,7 +588,68 @@ impl Tr<'_, '_> {
                 let code = self.b.ins().iconst(types::I64, kind.code() as i64);
                 self.b.ins().return_(&[code]);
             }
-            Terminator::FlexSwitch { .. } => unreachable!("rejected before translation"),
+            Terminator::FlexSwitch { value, live, switch } => {
+                // The live values, then the promoted value, into the frame.
+                for (k, v) in live.iter().enumerate() {
+                    let (x, t) = (self.v(*v), self.ty(*v));
+                    let w = self.to_word(x, t);
+                    self.b.ins().store(MemFlagsData::trusted(), w, self.frame, 8 * k as i32);
+                }
+                let (x, t) = (self.v(*value), self.ty(*value));
+                let vw = self.to_word(x, t);
+                let vw = if t == ValTy::F64 { self.b.ins().bitcast(types::I64, MemFlagsData::new(), vw) } else { vw };
+                self.b.ins().store(MemFlagsData::trusted(), vw, self.frame, 8 * live.len() as i32);
+                let table = Rc::as_ptr(&self.f.switches[*switch as usize]) as usize as i64;
+                let tbl = self.b.ins().iconst(types::I64, table);
+                // Scan the cases: (value, code) pairs.
+                let scan = self.b.create_block();
+                let body = self.b.create_block();
+                let hit = self.b.create_block();
+                let miss = self.b.create_block();
+                self.b.append_block_param(scan, types::I64);
+                let zero = self.b.ins().iconst(types::I64, 0);
+                self.b.ins().jump(scan, &[BlockArg::Value(zero)]);
+                self.b.switch_to_block(scan);
+                let i = self.b.block_params(scan)[0];
+                let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 0);
+                let done = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+                self.b.ins().brif(done, miss, &[], body, &[]);
+                self.b.switch_to_block(body);
+                let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 8);
+                let off = self.b.ins().imul_imm_s(i, 16);
+                let e = self.b.ins().iadd(entries, off);
+                let key = self.b.ins().load(types::I64, MemFlagsData::trusted(), e, 0);
+                let code = self.b.ins().load(types::I64, MemFlagsData::trusted(), e, 8);
+                let next = self.b.ins().iadd_imm_s(i, 1);
+                let same = self.b.ins().icmp(IntCC::Equal, key, vw);
+                self.b.append_block_param(hit, types::I64);
+                self.b.ins().brif(same, hit, &[BlockArg::Value(code)], scan, &[BlockArg::Value(next)]);
+                self.b.switch_to_block(hit);
+                let target = self.b.block_params(hit)[0];
+                let tsig = self.b.import_signature(tail_sig());
+                self.b.ins().return_call_indirect(tsig, target, &[self.frame]);
+                // A miss calls back into the compiler for a new case.
+                self.b.switch_to_block(miss);
+                let mut msig = Signature::new(CallConv::SystemV);
+                msig.params.push(AbiParam::new(types::I64));
+                msig.params.push(AbiParam::new(types::I64));
+                msig.returns.push(AbiParam::new(types::I64));
+                let msig = self.b.import_signature(msig);
+                let fp = self.b.ins().iconst(types::I64, crate::promotion::flex_miss as *const () as usize as i64);
+                let call = self.b.ins().call_indirect(msig, fp, &[tbl, vw]);
+                let code = self.b.inst_results(call)[0];
+                let none = self.b.ins().icmp_imm_s(IntCC::Equal, code, 0);
+                let resume = self.b.create_block();
+                let go = self.b.create_block();
+                self.b.ins().brif(none, resume, &[], go, &[]);
+                self.b.switch_to_block(go);
+                let tsig = self.b.import_signature(tail_sig());
+                self.b.ins().return_call_indirect(tsig, code, &[self.frame]);
+                self.b.switch_to_block(resume);
+                let status = ErrorKind::Resume(live.len() as u32 + 1).code() as i64;
+                let st = self.b.ins().iconst(types::I64, status);
+                self.b.ins().return_(&[st]);
+            }
         }
     }
 
@@ -544,13 +681,12 @@ impl Backend for CraneliftBackend {
     type Code = NativeCode;
 
     fn compile(&mut self, f: &ResidualFunction) -> Result<NativeCode, BackendError> {
-        if f.live_blocks().any(|(_, b)| matches!(b.term, Some(Terminator::FlexSwitch { .. }))) {
-            return Err(BackendError("flexswitches (promotion) have no machine code yet".into()));
+        if f.frame_words() > MAX_FRAME_WORDS {
+            return Err(BackendError(format!("a frame of {} words (at most {MAX_FRAME_WORDS})", f.frame_words())));
         }
         let mut module = JITModule::new(JITBuilder::with_isa(self.isa.clone(), default_libcall_names()));
         let mut ctx = module.make_context();
-        ctx.func.signature.params.push(AbiParam::new(types::I64));
-        ctx.func.signature.returns.push(AbiParam::new(types::I64));
+        ctx.func.signature = tail_sig();
         let mut fbc = FunctionBuilderContext::new();
         {
             let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
@@ -599,9 +735,12 @@ impl Backend for CraneliftBackend {
         module.clear_context(&mut ctx);
         module.finalize_definitions().map_err(|e| err(&e))?;
         let ptr = module.get_finalized_function(id);
-        // SAFETY: the function was compiled with the signature (i64) -> i64 in
-        // the SystemV convention, the host's `extern "C"`.
-        let entry = unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(*mut u64) -> u64>(ptr) };
-        Ok(NativeCode { entry, frame_words: f.frame_words(), _owner: Rc::new(CodeOwner::new(module)) })
+        Ok(NativeCode {
+            entry: ptr,
+            frame_words: f.frame_words(),
+            trampoline: self.trampoline.clone(),
+            _owner: Rc::new(CodeOwner::new(module)),
+            _switches: f.switches.clone(),
+        })
     }
 }

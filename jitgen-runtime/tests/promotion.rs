@@ -1,0 +1,123 @@
+//! Flexswitches with machine code: cases compiled per value seen at run time,
+//! entered by tail call; misses call back into the compiler; a bound past
+//! which residual code hands over to the interpreter.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use jitgen_runtime::backend::cranelift::CraneliftBackend;
+use jitgen_runtime::backend::Backend;
+use jitgen_runtime::builder::{listing, ResidualBuilder};
+use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
+use jitgen_runtime::promotion::FlexTable;
+use jitgen_runtime::redbox::RedBox;
+use jitgen_runtime::residual::{ResidualError, ResidualFn};
+
+/// The report's example: `b = a / 10; c = hint(b, promote); d = c + 5; d + y`.
+/// Returns the entry function, its switch's table, and the case listings.
+fn promoted(max_cases: usize) -> (ResidualFn, Rc<FlexTable>, Rc<RefCell<Vec<String>>>) {
+    let listings = Rc::new(RefCell::new(vec![]));
+    let seen = listings.clone();
+    // The case compiler: the generating extension resumed after the
+    // promotion, with `c` a compile-time constant and `y` live.
+    let table = FlexTable::new(
+        max_cases,
+        Box::new(move |c: u64| {
+            let mut b = ResidualBuilder::new("case", &[ValTy::I64], &[ValTy::I64]);
+            let y = RedBox::Var { ty: ValTy::I64, val: b.inputs()[0] };
+            let d = b.red_bin(BinOp::Add, Overflow::Wrap, &RedBox::i64(c as i64), &RedBox::i64(5));
+            let r = b.red_bin(BinOp::Add, Overflow::Wrap, &d, &y);
+            let v = b.materialize(&r);
+            b.ret(&[v]);
+            let f = b.finish();
+            seen.borrow_mut().push(listing(&f));
+            CraneliftBackend::new().ok()?.compile(&f).ok()
+        }),
+    );
+    let mut b = ResidualBuilder::new("entry", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);
+    let (a, y) = (b.inputs()[0], b.inputs()[1]);
+    let ten = b.konst(ValTy::I64, 10);
+    let q = b.bin(BinOp::Div, ValTy::I64, Overflow::Wrap, a, ten);
+    b.flexswitch(q, &[y], table.clone());
+    let f = b.finish();
+    let code = ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap();
+    (code, table, listings)
+}
+
+#[test]
+fn one_case_per_value_with_d_constant() {
+    let (f, table, listings) = promoted(100);
+    expect_test::expect![[r#"
+        entry(v0: i64, v1: i64):
+            v2 = const.i64 10
+            v3 = div.i64 v0, v2
+            flexswitch v3 [live v1] #0
+    "#]]
+    .assert_eq(f.listing());
+    for a in 0..100i64 {
+        assert_eq!(f.call_words(&[a as u64, 1000]).unwrap(), [(a / 10 + 5 + 1000) as u64]);
+    }
+    // Ten distinct values of a / 10: ten cases, one miss each.
+    assert_eq!(table.cases(), 10);
+    assert_eq!(table.misses(), 10);
+    assert_eq!(table.values(), (0..10).collect::<Vec<u64>>());
+    // Each case has d as a constant: 5 + c folded, one residual add of y.
+    expect_test::expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 12
+            v2 = add.i64 v1, v0
+            return v2
+    "#]]
+    .assert_eq(&listings.borrow()[7]);
+    // Running them again enters the compiler no more.
+    for a in (0..100i64).rev() {
+        assert_eq!(f.call_words(&[a as u64, 7]).unwrap(), [(a / 10 + 12) as u64]);
+    }
+    assert_eq!(table.misses(), 10);
+}
+
+/// What the interpreter would do from the switch: `d + y` with `c` promoted.
+fn interpreter_from_switch(words: &[u64]) -> u64 {
+    let (y, c) = (words[0] as i64, words[1] as i64);
+    (c + 5 + y) as u64
+}
+
+fn run(f: &ResidualFn, a: i64, y: i64) -> u64 {
+    match f.call_words(&[a as u64, y as u64]) {
+        Ok(w) => w[0],
+        Err(ResidualError::Resume(words)) => interpreter_from_switch(&words),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn past_its_bound_a_switch_hands_over_to_the_interpreter() {
+    let (f, table, _) = promoted(3);
+    for a in 0..200i64 {
+        assert_eq!(run(&f, a, 3), (a / 10 + 8) as u64, "a={a}");
+    }
+    assert_eq!(table.cases(), 3);
+    assert_eq!(table.values(), [0, 1, 2]);
+    assert!(table.declined() > 0);
+}
+
+fn resident_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4
+}
+
+#[test]
+fn a_million_distinct_values_in_bounded_memory() {
+    let (f, table, listings) = promoted(8);
+    let rss_before = resident_kib();
+    let mut sum = 0u64;
+    for a in 0..1_000_000i64 {
+        let x = a * 10; // a / 10 is a new value every time
+        sum = sum.wrapping_add(run(&f, x, 1));
+    }
+    assert_eq!(sum, (0..1_000_000u64).map(|a| a + 6).sum::<u64>());
+    assert_eq!(table.cases(), 8);
+    assert_eq!(listings.borrow().len(), 8, "no case was compiled past the bound");
+    let grown = resident_kib().saturating_sub(rss_before);
+    assert!(grown < 16 * 1024, "resident memory grew by {grown} KiB");
+}
