@@ -521,11 +521,7 @@ impl<'g> Gen<'g> {
                                 #addr
                                 match #rt::heap::vec_layout::<#t>() {
                                     Some(__l) => __c.b.red_vec_len(&__addr, __l),
-                                    None => {
-                                        let __p = __c.b.materialize(&__addr);
-                                        let __v = __c.b.call(#rt::heap::vec_len::<#t>, "vec_len", &[(__p, #rt::ops::ValTy::Ptr)], &[#u]);
-                                        #rt::redbox::RedBox::Var { ty: #u, val: __v[0] }
-                                    }
+                                    None => __c.b.red_call(#rt::heap::vec_len::<#t>, "vec_len", &[__addr], &[#u])[0],
                                 }
                             }),
                         )
@@ -552,11 +548,7 @@ impl<'g> Gen<'g> {
                                     __c.b.red_store(&__e, 0, &#x);
                                 }
                                 None => {
-                                    let __p = __c.b.materialize(&__addr);
-                                    let __i = __c.b.materialize(&#i);
-                                    let __x = __c.b.materialize(&#x);
-                                    __c.b.call(#rt::heap::vec_set::<#t>, "vec_set",
-                                        &[(__p, #rt::ops::ValTy::Ptr), (__i, #rt::ops::ValTy::U64), (__x, #vt)], &[]);
+                                    __c.b.red_call(#rt::heap::vec_set::<#t>, "vec_set", &[__addr, #i, #x], &[]);
                                 }
                             }
                         })
@@ -574,9 +566,7 @@ impl<'g> Gen<'g> {
                     let x = need!(self.operand(fi, &args[1], &Repr::R(esc)), "value");
                     quote!({
                         #addr
-                        let __p = __c.b.materialize(&__addr);
-                        let __x = __c.b.materialize(&#x);
-                        __c.b.call(#rt::heap::vec_push::<#t>, "vec_push", &[(__p, #rt::ops::ValTy::Ptr), (__x, #vt)], &[]);
+                        __c.b.red_call(#rt::heap::vec_push::<#t>, "vec_push", &[__addr, #x], &[]);
                     })
                 } else {
                     self.bind(
@@ -584,9 +574,8 @@ impl<'g> Gen<'g> {
                         r,
                         quote!({
                             #addr
-                            let __p = __c.b.materialize(&__addr);
-                            let __v = __c.b.call(#rt::heap::vec_pop::<#t>, "vec_pop", &[(__p, #rt::ops::ValTy::Ptr)], &[#u32t, #vt]);
-                            [#rt::redbox::RedBox::Var { ty: #u32t, val: __v[0] }, #rt::redbox::RedBox::Var { ty: #vt, val: __v[1] }]
+                            let __v = __c.b.red_call(#rt::heap::vec_pop::<#t>, "vec_pop", &[__addr], &[#u32t, #vt]);
+                            [__v[0], __v[1]]
                         }),
                     )
                 }
@@ -602,30 +591,23 @@ impl<'g> Gen<'g> {
                     self.bind(
                         fi,
                         r,
-                        quote!({
-                            let __x = __c.b.materialize(&#x);
-                            let __n = __c.b.materialize(&#n);
-                            let __v = __c.b.call(#rt::heap::vec_new_repeat::<#t>, "vec_new_repeat", &[(__x, #vt), (__n, #rt::ops::ValTy::U64)], &[#p]);
-                            #rt::redbox::RedBox::Var { ty: #p, val: __v[0] }
-                        }),
+                        quote!(__c.b.red_call(#rt::heap::vec_new_repeat::<#t>, "vec_new_repeat", &[#x, #n], &[#p])[0]),
                     )
                 } else {
                     let mut pushes = vec![];
                     for a in args {
                         let x = need!(self.operand(fi, a, &Repr::R(esc)), "element");
                         pushes.push(quote!({
-                            let __x = __c.b.materialize(&#x);
-                            __c.b.call(#rt::heap::vec_push::<#t>, "vec_push", &[(__p, #rt::ops::ValTy::Ptr), (__x, #vt)], &[]);
+                            __c.b.red_call(#rt::heap::vec_push::<#t>, "vec_push", &[__p, #x], &[]);
                         }));
                     }
                     self.bind(
                         fi,
                         r,
                         quote!({
-                            let __v = __c.b.call(#rt::heap::vec_new::<#t>, "vec_new", &[], &[#p]);
-                            let __p = __v[0];
+                            let __p = __c.b.red_call(#rt::heap::vec_new::<#t>, "vec_new", &[], &[#p])[0];
                             #(#pushes)*
-                            #rt::redbox::RedBox::Var { ty: #p, val: __p }
+                            __p
                         }),
                     )
                 }
@@ -892,12 +874,7 @@ impl<'g> Gen<'g> {
                                 let __e = __c.b.red_vec_elem(&__addr, &#i, ::core::mem::size_of::<#t>() as u64, __l);
                                 __c.b.red_load(#vt, &__e, 0)
                             }
-                            None => {
-                                let __p = __c.b.materialize(&__addr);
-                                let __i = __c.b.materialize(&#i);
-                                let __v = __c.b.call(#rt::heap::vec_get::<#t>, "vec_get", &[(__p, #rt::ops::ValTy::Ptr), (__i, #rt::ops::ValTy::U64)], &[#vt]);
-                                #rt::redbox::RedBox::Var { ty: #vt, val: __v[0] }
-                            }
+                            None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__addr, #i], &[#vt])[0],
                         }
                     }),
                 )
@@ -981,15 +958,15 @@ impl<'g> Gen<'g> {
             let ty = self.value_ty(fi, a);
             if let Some(sc) = scalar(&ty) {
                 let Some(x) = self.operand(fi, a, &Repr::R(sc)) else { return self.decline("an argument") };
-                let vt = sc_valty(sc);
-                arg_code.push(quote!(__args.push((__c.b.materialize(&#x), #vt));));
+                arg_code.push(quote!(__args.push(#x);));
                 reads.push(from_word(sc, quote!(__b[#at])));
                 at += 1;
             } else if is_enum(&ty) && plain(&ty, types) {
                 let Some(x) = self.operand(fi, a, &self.value_repr(fi, a)) else { return self.decline("an argument") };
                 let (_, unflat, tys) = enum_helpers(&ty);
                 let n = slots(&ty, types, 0).map_or(0, |s| s.len());
-                arg_code.push(quote!({ let __t = #tys(); for (__k, __x) in #x.iter().enumerate() { __args.push((__c.b.materialize(__x), __t[__k])); } }));
+                let _ = &tys;
+                arg_code.push(quote!(__args.extend_from_slice(&#x);));
                 let end = at + n;
                 reads.push(quote!(#unflat(&__b[#at..#end])));
                 at += n;
@@ -998,7 +975,7 @@ impl<'g> Gen<'g> {
                     return self.decline("a slice argument to a residual call");
                 }
                 let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return self.decline("an argument") };
-                arg_code.push(quote!(__args.push((__c.b.materialize(&#x), #rt::ops::ValTy::Ptr));));
+                arg_code.push(quote!(__args.push(#x);));
                 let t = rust_ty(to, None);
                 reads.push(if *mutable {
                     quote!(unsafe { &mut *(__b[#at] as usize as *mut #t) })
@@ -1044,11 +1021,11 @@ impl<'g> Gen<'g> {
             Repr::Unit => quote!(),
             Repr::R(_) => {
                 let id = v_ident(r);
-                quote!(let #id = #rt::redbox::RedBox::Var { ty: __c.b.ty(__v[0]), val: __v[0] };)
+                quote!(let #id = __v[0];)
             }
             Repr::Enum(_, n) => {
                 let id = v_ident(r);
-                quote!(let #id: [#rt::redbox::RedBox; #n] = ::core::array::from_fn(|__i| #rt::redbox::RedBox::Var { ty: __c.b.ty(__v[__i]), val: __v[__i] });)
+                quote!(let #id: [#rt::redbox::RedBox; #n] = ::core::array::from_fn(|__i| __v[__i]);)
             }
             _ => return self.decline("the result of this residual call"),
         };
@@ -1056,7 +1033,7 @@ impl<'g> Gen<'g> {
             let __v = {
                 let mut __args = ::std::vec::Vec::new();
                 #(#arg_code)*
-                __c.b.call(#cb, #name, &__args, #rets)
+                __c.b.red_call(#cb, #name, &__args, #rets)
             };
             #bind_result
         }

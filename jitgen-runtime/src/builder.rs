@@ -335,6 +335,9 @@ pub struct ResidualBuilder {
     f: ResidualFunction,
     cur: Option<Label>,
     ops: usize,
+    /// Execute mode (the blackhole interpreter): red boxes are all
+    /// constants and operations happen at once instead of being recorded.
+    pub(crate) exec: bool,
 }
 
 impl ResidualBuilder {
@@ -351,6 +354,7 @@ impl ResidualBuilder {
             },
             cur: Some(Label(0)),
             ops: 0,
+            exec: false,
         };
         for t in inputs {
             let v = b.new_val(*t);
@@ -377,6 +381,11 @@ impl ResidualBuilder {
     /// Residual instructions recorded so far.
     pub fn op_count(&self) -> usize {
         self.ops
+    }
+
+    /// Whether the builder executes instead of recording (see [`crate::schedule::Compilation::executing`]).
+    pub fn is_executing(&self) -> bool {
+        self.exec
     }
 
     /// Whether a block is being filled (false after a terminator, until `switch_to`).

@@ -7,8 +7,67 @@
 //! (a division by zero) is emitted too, so that its check fires when, and
 //! only if, residual code reaches it.
 
-use crate::builder::{ResidualBuilder, Val};
-use crate::ops::{fold_bin, fold_cast, fold_cmp, fold_un, BinOp, CmpOp, Overflow, UnOp, ValTy};
+use crate::builder::{CallbackFn, ResidualBuilder, Val};
+use crate::ops::{fold_bin, fold_cast, fold_cmp, fold_un, BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
+
+/// How an execution in execute mode stopped early: the error the interpreter
+/// would have raised (carried as a panic payload to the caller of the
+/// execution, through Rust frames only).
+#[derive(Debug)]
+pub enum ExecStop {
+    /// A check failed (with the index and length for bounds).
+    Error(ErrorKind, Option<(u64, u64)>),
+    /// A Rust function called by the interpreter panicked.
+    Panicked(Box<dyn std::any::Any + Send>),
+    /// The generating extension cannot execute this operation.
+    Unsupported(String),
+}
+
+/// Stops an execution (see [`ExecStop`]).
+pub fn exec_stop(why: ExecStop) -> ! {
+    std::panic::resume_unwind(Box::new(why))
+}
+
+fn known(r: &RedBox) -> u64 {
+    match r.as_const() {
+        Some(w) => w,
+        None => exec_stop(ExecStop::Unsupported("a run-time value in execute mode".into())),
+    }
+}
+
+/// Reads a value of type `ty` at an address.
+///
+/// # Safety
+/// `addr` must be valid for a read of `ty`.
+unsafe fn read(ty: ValTy, addr: u64) -> u64 {
+    let p = addr as usize;
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        match ty.bits() {
+            8 => ty.canon(*(p as *const u8) as u64),
+            16 => ty.canon(*(p as *const u16) as u64),
+            32 => ty.canon(*(p as *const u32) as u64),
+            _ => *(p as *const u64),
+        }
+    }
+}
+
+/// Writes a value of type `ty` at an address.
+///
+/// # Safety
+/// `addr` must be valid for a write of `ty`.
+unsafe fn write(ty: ValTy, addr: u64, w: u64) {
+    let p = addr as usize;
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        match ty.bits() {
+            8 => *(p as *mut u8) = w as u8,
+            16 => *(p as *mut u16) = w as u16,
+            32 => *(p as *mut u32) = w as u32,
+            _ => *(p as *mut u64) = w,
+        }
+    }
+}
 
 /// A red value at compile time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -87,8 +146,10 @@ impl ResidualBuilder {
         let ty = a.ty();
         debug_assert!(matches!(op, BinOp::Shl | BinOp::Shr) || b.ty() == ty, "operand types differ: {a:?} {b:?}");
         if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
-            if let Ok(r) = fold_bin(op, ty, ov, x, y) {
-                return RedBox::Const { ty, bits: r };
+            match fold_bin(op, ty, ov, x, y) {
+                Ok(r) => return RedBox::Const { ty, bits: r },
+                Err(k) if self.exec => exec_stop(ExecStop::Error(k, None)),
+                Err(_) => {}
             }
         }
         // Identities that cannot fail (integers only: `-0.0 + 0.0` is `+0.0`).
@@ -111,8 +172,10 @@ impl ResidualBuilder {
     pub fn red_un(&mut self, op: UnOp, ov: Overflow, a: &RedBox) -> RedBox {
         let ty = a.ty();
         if let Some(x) = a.as_const() {
-            if let Ok(r) = fold_un(op, ty, ov, x) {
-                return RedBox::Const { ty, bits: r };
+            match fold_un(op, ty, ov, x) {
+                Ok(r) => return RedBox::Const { ty, bits: r },
+                Err(k) if self.exec => exec_stop(ExecStop::Error(k, None)),
+                Err(_) => {}
             }
         }
         let x = self.materialize(a);
@@ -147,6 +210,11 @@ impl ResidualBuilder {
     /// A load of type `ty` at `base + offset` (always residual: reads that may
     /// happen at compile time are done by the generating extension itself).
     pub fn red_load(&mut self, ty: ValTy, base: &RedBox, offset: i32) -> RedBox {
+        if self.exec {
+            let a = known(base).wrapping_add(offset as i64 as u64);
+            // SAFETY: the interpreter reads here now; residual code would have.
+            return RedBox::Const { ty, bits: unsafe { read(ty, a) } };
+        }
         let p = self.materialize(base);
         let v = self.load(ty, p, offset);
         self.var(v)
@@ -154,8 +222,39 @@ impl ResidualBuilder {
 
     /// A store of `value` at `base + offset`.
     pub fn red_store(&mut self, base: &RedBox, offset: i32, value: &RedBox) {
+        if self.exec {
+            let a = known(base).wrapping_add(offset as i64 as u64);
+            // SAFETY: the interpreter writes here now; residual code would have.
+            unsafe { write(value.ty(), a, known(value)) };
+            return;
+        }
         let (p, x) = (self.materialize(base), self.materialize(value));
         self.store(value.ty(), p, offset, x);
+    }
+
+    /// A call of a Rust callback with red arguments: recorded, or (in
+    /// execute mode) made now.
+    pub fn red_call(&mut self, func: CallbackFn, name: &str, args: &[RedBox], rets: &[ValTy]) -> Vec<RedBox> {
+        if self.exec {
+            let mut buf = vec![0u64; args.len().max(rets.len()).max(1)];
+            for (k, a) in args.iter().enumerate() {
+                buf[k] = known(a);
+            }
+            let status = func(buf.as_mut_ptr());
+            if status != 0 {
+                match crate::residual::take_callback_panic(status) {
+                    Some(p) => exec_stop(ExecStop::Panicked(p)),
+                    None => exec_stop(ExecStop::Error(
+                        ErrorKind::from_code(status).unwrap_or(ErrorKind::Abort(u32::MAX)),
+                        None,
+                    )),
+                }
+            }
+            return rets.iter().enumerate().map(|(k, t)| RedBox::constant(*t, buf[k])).collect();
+        }
+        let a: Vec<(Val, ValTy)> = args.iter().map(|r| (self.materialize(r), r.ty())).collect();
+        let v = self.call(func, name, &a, rets);
+        v.into_iter().map(|val| self.var(val)).collect()
     }
 
     /// `v.len()` of a `Vec<T>` at `addr`, its fields at the probed offsets
@@ -180,6 +279,9 @@ impl ResidualBuilder {
         if let (Some(i), Some(n)) = (index.as_const(), len.as_const()) {
             if i < n {
                 return;
+            }
+            if self.exec {
+                exec_stop(ExecStop::Error(ErrorKind::IndexOutOfBounds, Some((i, n))));
             }
         }
         let (i, n) = (self.materialize(index), self.materialize(len));

@@ -72,6 +72,15 @@ pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
     })
 }
 
+/// The payload of a callback that failed with `status` (a panic it caught).
+pub fn take_callback_panic(status: u64) -> Option<Box<dyn Any + Send>> {
+    if ErrorKind::from_code(status) == Some(ErrorKind::CallbackPanicked) {
+        Some(CALLBACK_PANIC.with(|p| p.borrow_mut().take()).unwrap_or_else(|| Box::new("a callback panicked")))
+    } else {
+        None
+    }
+}
+
 /// Why a call of residual code did not return normally.
 pub enum ResidualError {
     /// An error exit: where the interpreter would have panicked.

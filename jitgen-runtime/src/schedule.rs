@@ -120,6 +120,9 @@ pub struct Compilation<F: Frame> {
     declined: Option<Declined>,
     stats: CompileStats,
     steps: usize,
+    /// In execute mode: the input words, and the returned words once known.
+    exec_inputs: Option<Vec<u64>>,
+    exec_result: Option<Vec<u64>>,
 }
 
 impl<F: Frame> Compilation<F> {
@@ -133,12 +136,61 @@ impl<F: Frame> Compilation<F> {
             declined: None,
             stats: CompileStats::default(),
             steps: 0,
+            exec_inputs: None,
+            exec_result: None,
         }
     }
 
-    /// Red boxes for the inputs.
+    /// Execute mode, the blackhole interpreter: the same generating extension,
+    /// run on inputs that are all known (`words`), executes the interpreter's
+    /// flow graphs instead of compiling them. Red operations fold, loads,
+    /// stores and calls happen at once, branches follow their constant
+    /// conditions, merge points let every state through, and the first
+    /// `finish_return` gives the result ([`Compilation::execute`]). It is how
+    /// residual code that gives up (a full flexswitch, a declined case)
+    /// continues in the interpreter from where it stopped.
+    pub fn executing(name: &str, inputs: &[ValTy], words: &[u64], outputs: &[ValTy]) -> Compilation<F> {
+        let mut c = Compilation::new(name, inputs, outputs, Limits::default());
+        c.b.exec = true;
+        c.exec_inputs = Some(words.to_vec());
+        c
+    }
+
+    /// Runs `body` (which drives this compilation in execute mode) and returns
+    /// what the interpreter returned, or the error it raised.
+    pub fn execute(
+        mut self,
+        body: impl FnOnce(&mut Compilation<F>),
+    ) -> Result<Vec<u64>, crate::residual::ResidualError> {
+        use crate::redbox::ExecStop;
+        use crate::residual::ResidualError;
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut self)));
+        match r {
+            Ok(()) => self.exec_result.take().ok_or_else(|| ResidualError::Exit {
+                kind: ErrorKind::Abort(crate::residual::message_id(
+                    "jitgen: the interpreter stopped without returning",
+                )),
+                detail: None,
+            }),
+            Err(p) => match p.downcast::<ExecStop>() {
+                Ok(stop) => Err(match *stop {
+                    ExecStop::Error(kind, detail) => ResidualError::Exit { kind, detail },
+                    ExecStop::Panicked(p) => ResidualError::Panicked(p),
+                    ExecStop::Unsupported(why) => ResidualError::Panicked(Box::new(format!(
+                        "jitgen cannot continue in the interpreter here: {why}"
+                    ))),
+                }),
+                Err(p) => Err(ResidualError::Panicked(p)),
+            },
+        }
+    }
+
+    /// Red boxes for the inputs (constants in execute mode).
     pub fn inputs(&self) -> Vec<RedBox> {
-        self.b.inputs().iter().map(|v| RedBox::Var { ty: self.b.ty(*v), val: *v }).collect()
+        match &self.exec_inputs {
+            Some(w) => self.b.inputs().iter().zip(w).map(|(v, w)| RedBox::constant(self.b.ty(*v), *w)).collect(),
+            None => self.b.inputs().iter().map(|v| RedBox::Var { ty: self.b.ty(*v), val: *v }).collect(),
+        }
     }
 
     /// What the compilation did so far.
@@ -161,6 +213,9 @@ impl<F: Frame> Compilation<F> {
         if let Some(c) = cond.as_const() {
             return c != 0;
         }
+        if self.b.exec {
+            crate::redbox::exec_stop(crate::redbox::ExecStop::Unsupported("a branch on a run-time value".into()));
+        }
         self.stats.splits += 1;
         let c = self.b.materialize(cond);
         let (t, _) = self.b.new_label(&[]);
@@ -175,6 +230,9 @@ impl<F: Frame> Compilation<F> {
     /// the label's parameters and the constants kept), or `None` when the path
     /// jumped to existing code or the compilation is over budget.
     pub fn merge(&mut self, mut st: JitState<F>, kind: MergeKind) -> Option<JitState<F>> {
+        if self.b.exec {
+            return Some(st);
+        }
         if self.over_budget() {
             if self.b.is_open() {
                 self.b.error_exit(ErrorKind::Abort(u32::MAX));
@@ -250,6 +308,9 @@ impl<F: Frame> Compilation<F> {
     /// Gives up: the compilation will be declined with this reason (the
     /// current path ends; the extension should stop).
     pub fn decline(&mut self, reason: impl Into<String>) {
+        if self.b.exec {
+            crate::redbox::exec_stop(crate::redbox::ExecStop::Unsupported(reason.into()));
+        }
         if self.declined.is_none() {
             self.declined = Some(Declined::Unsupported(reason.into()));
         }
@@ -262,6 +323,10 @@ impl<F: Frame> Compilation<F> {
     /// Counts one step of the generating extension; false when the
     /// compilation must stop (declined, or out of steps).
     pub fn step(&mut self) -> bool {
+        if self.b.exec {
+            // An interpreter runs as long as the program does.
+            return self.exec_result.is_none();
+        }
         self.steps += 1;
         if self.steps > self.limits.max_steps && self.declined.is_none() {
             self.declined = Some(Declined::Steps);
@@ -274,7 +339,7 @@ impl<F: Frame> Compilation<F> {
     pub fn guard(&mut self, ok: &RedBox, kind: ErrorKind) -> bool {
         match ok.as_const() {
             Some(0) => {
-                self.b.error_exit(kind);
+                self.error_exit(kind);
                 false
             }
             Some(_) => true,
@@ -298,19 +363,26 @@ impl<F: Frame> Compilation<F> {
 
     /// Ends the path by returning these values.
     pub fn finish_return(&mut self, vals: &[RedBox]) {
+        if self.b.exec {
+            self.exec_result = Some(vals.iter().map(|r| r.as_const().unwrap_or(0)).collect());
+            return;
+        }
         let v: Vec<_> = vals.iter().map(|r| self.b.materialize(r)).collect();
         self.b.ret(&v);
     }
 
     /// Ends the path with an error exit (a `panic!` reached in residual code).
     pub fn error_exit(&mut self, kind: ErrorKind) {
+        if self.b.exec {
+            crate::redbox::exec_stop(crate::redbox::ExecStop::Error(kind, None));
+        }
         self.b.error_exit(kind);
     }
 
     /// The next queued state, its residual block now current; `None` when
     /// every path is done (or the compilation was declined).
     pub fn next_pending(&mut self) -> Option<JitState<F>> {
-        if self.over_budget() {
+        if self.b.exec || self.over_budget() {
             return None;
         }
         let (label, st) = self.pending.pop_front()?;

@@ -12,6 +12,7 @@ use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
 use jitgen_runtime::promotion::FlexTable;
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::residual::{ResidualError, ResidualFn};
+use jitgen_runtime::schedule::Compilation;
 
 /// The report's example: `b = a / 10; c = hint(b, promote); d = c + 5; d + y`.
 /// Returns the entry function, its switch's table, and the case listings.
@@ -76,16 +77,36 @@ fn one_case_per_value_with_d_constant() {
     assert_eq!(table.misses(), 10);
 }
 
-/// What the interpreter would do from the switch: `d + y` with `c` promoted.
-fn interpreter_from_switch(words: &[u64]) -> u64 {
-    let (y, c) = (words[0] as i64, words[1] as i64);
-    (c + 5 + y) as u64
+/// The case's extension (`d = c + 5; d + y`, `y` live), used both to compile
+/// a case and, in execute mode, to continue in the interpreter.
+fn case(c: &mut Compilation<Nothing>, promoted: u64) {
+    let y = c.inputs()[0];
+    let d = c.b.red_bin(BinOp::Add, Overflow::Wrap, &RedBox::i64(promoted as i64), &RedBox::i64(5));
+    let r = c.b.red_bin(BinOp::Add, Overflow::Wrap, &d, &y);
+    c.finish_return(&[r]);
+}
+
+#[derive(Clone)]
+struct Nothing;
+
+impl jitgen_runtime::state::Frame for Nothing {
+    type Key = ();
+    fn key(&self) {}
+    fn reds(&self) -> Vec<RedBox> {
+        vec![]
+    }
+    fn set_reds(&mut self, _: &[RedBox]) {}
 }
 
 fn run(f: &ResidualFn, a: i64, y: i64) -> u64 {
     match f.call_words(&[a as u64, y as u64]) {
         Ok(w) => w[0],
-        Err(ResidualError::Resume(words)) => interpreter_from_switch(&words),
+        // The switch handed over: continue in the interpreter (the same
+        // extension in execute mode) with the live values and the value.
+        Err(ResidualError::Resume(words)) => {
+            let c: Compilation<Nothing> = Compilation::executing("case", &[ValTy::I64], &words[..1], &[ValTy::I64]);
+            c.execute(|c| case(c, words[1])).unwrap()[0]
+        }
         Err(e) => panic!("{e}"),
     }
 }
