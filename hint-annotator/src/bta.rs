@@ -365,12 +365,10 @@ impl<'g> Analysis<'g> {
     }
 
     fn summarize(&mut self, name: &str) -> Summary {
-        let graphs = self.graphs;
-        let g = &graphs[name];
         let d = &self.deps[name];
         // Symbolic greenness: which parameters a value depends on through
         // foldable operations only (None: red unless forced).
-        let n = g.vars.len();
+        let n = self.graphs[name].vars.len();
         let mut sym: Vec<Option<Option<BTreeSet<usize>>>> = vec![None; n];
         fn eval(
             v: Var,
@@ -452,7 +450,6 @@ impl<'g> Analysis<'g> {
         };
         // Constants returned directly count as green: returns only lists variables.
         let pure = !d.local_effects && d.calls.iter().all(|(_, c, _, _)| self.summaries[c].pure || c == name);
-        let _ = g;
         let required = match self.force_all(name, &[]) {
             Ok(f) => f.params,
             Err(_) => BTreeSet::new(),

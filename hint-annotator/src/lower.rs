@@ -1304,14 +1304,14 @@ impl Lowering<'_, '_> {
         let v = self.rvalue(v, &t.expr);
         let ret = self.u.shallow(&self.f.ret);
         let span = t.question_token.span;
-        let (payload, en, fail_variant, fail_idx, ok_variant, ok_idx) = match (self.shallow_ty(&v), &ret) {
+        let (payload, en, fail_variant, fail_idx, ok_variant) = match (self.shallow_ty(&v), &ret) {
             (Ty::Result(ok, err), Ty::Result(_, rerr)) => {
                 // No `From` conversion: the error types must be the same.
                 let (err, rerr) = (*err, (**rerr).clone());
                 self.unify(&rerr, &err, span);
-                (*ok, "Result", "Err", 1, "Ok", 0)
+                (*ok, "Result", "Err", 1, "Ok")
             }
-            (Ty::Option(inner), Ty::Option(_)) => (*inner, "Option", "None", 0, "Some", 1),
+            (Ty::Option(inner), Ty::Option(_)) => (*inner, "Option", "None", 0, "Some"),
             (Ty::Error | Ty::Never, _) => return self.poison(span),
             (have, _) => {
                 self.error(span, format!(
@@ -1343,7 +1343,6 @@ impl Lowering<'_, '_> {
         );
         self.set_exit(LExit::Return(r));
         self.resume(ok_b);
-        let _ = ok_idx;
         self.emit(OpKind::EnumField { variant: ok_variant.into(), index: 0 }, vec![v], payload, t)
     }
 

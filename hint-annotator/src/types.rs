@@ -305,9 +305,8 @@ impl Unifier {
                 self.vars[*i as usize].1 = Some(t.clone());
                 Ok(())
             }
-            (Ty::Ref { mutable: m1, to: t1 }, Ty::Ref { mutable: m2, to: t2 }) => {
+            (Ty::Ref { to: t1, .. }, Ty::Ref { to: t2, .. }) => {
                 // `&mut T` coerces to `&T`: accept either way, as rustc would here.
-                let _ = (m1, m2);
                 self.unify(t1, t2)
             }
             (Ty::Boxed(x), Ty::Boxed(y))

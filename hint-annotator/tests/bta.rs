@@ -56,31 +56,29 @@ fn non_foldable_operations_are_red() {
     }
 }
 
+/// The first input argument of a block other than the start: a join.
+fn first_join(f: &hint_annotator::ColoredGraph) -> hint_annotator::flowgraph::Var {
+    f.graph
+        .blocks()
+        .filter(|b| *b != f.graph.start)
+        .flat_map(|b| f.graph.graph[b].inputargs.clone())
+        .next()
+        .expect("a join")
+}
+
 #[test]
 fn join_of_greens_stays_red_unless_needed() {
     // The join rule: `x` merges two green constants but nothing needs it green.
     let src = "fn f(c: bool) -> i64 { let x = if c { 1 } else { 2 }; x }";
     let g = annotate(src);
     let f = g.function("f").unwrap();
-    let join = f
-        .graph
-        .blocks()
-        .filter(|b| *b != f.graph.start)
-        .flat_map(|b| f.graph.graph[b].inputargs.clone())
-        .next()
-        .expect("a join");
+    let join = first_join(f);
     assert_eq!(f.color(join), Color::Red);
     // With a concrete hint on it, the join (and what flows in) is green.
     let src = "fn f(c: bool) -> i64 { let x = if c { 1 } else { 2 }; hint!(x, concrete) }";
     let g = annotate(src);
     let f = g.function("f").unwrap();
-    let join = f
-        .graph
-        .blocks()
-        .filter(|b| *b != f.graph.start)
-        .flat_map(|b| f.graph.graph[b].inputargs.clone())
-        .next()
-        .expect("a join");
+    let join = first_join(f);
     assert_eq!(f.color(join), Color::Green);
     assert_eq!(f.color_of("c"), Some(Color::Red), "a red split may lead to a green join");
 }

@@ -40,7 +40,6 @@ struct Entry {
 fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry {
     let rt = rt();
     let f = gen.fns[fi];
-    let types = gen.cg.types();
     let mut e = Entry {
         params: vec![],
         args: vec![],
@@ -197,7 +196,6 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry
             }
         }
     }
-    let _ = types;
     e
 }
 
@@ -209,7 +207,6 @@ fn input_tys_expr(tys: &[TokenStream]) -> TokenStream {
 
 /// Output types, and the decoding of output words into the Rust result.
 fn outputs(gen: &Gen, ret: &Ty) -> Option<(TokenStream, TokenStream)> {
-    let rt = rt();
     let types = gen.cg.types();
     if *ret == Ty::Unit {
         return Some((quote!(::std::vec::Vec::new()), quote!(())));
@@ -221,7 +218,6 @@ fn outputs(gen: &Gen, ret: &Ty) -> Option<(TokenStream, TokenStream)> {
     }
     if is_enum(ret) && plain(ret, types) {
         let (_, unflat, tys) = enum_helpers(ret);
-        let _ = &rt;
         return Some((quote!(#tys().to_vec()), quote!(#unflat(&__w))));
     }
     None
@@ -392,7 +388,6 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 if mp.op == 0 { gen.point_ids[&(fi, mp.block, 0)] } else { gen.point_ids[&(fi, mp.block, mp.op + 1)] };
             let mutable = mutable_names(item);
             let e = entry(&gen, fi, &gen.points[point].live.clone(), &mutable);
-            let _ = &mutable;
             let compile = format_ident!("__compile_portal_{}", name);
             let hook = format_ident!("__portal_{}", name);
             let cache = format_ident!("__CACHE_{}", name.to_uppercase());
@@ -486,12 +481,10 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let mut green_params = vec![];
             let mut green_args = vec![];
             let mut red_params = vec![];
-            let mut red_names = vec![];
             for p in f.graph.params() {
                 let info = f.graph.var(*p);
                 let pname = info.name.clone().unwrap_or_default();
                 let n = Ident::new(if pname == "self" { "__self" } else { &pname }, Span::call_site());
-                let is_live = live.contains(p);
                 let green = f.color(*p) == Color::Green;
                 if green {
                     if let Some((_, _, t_elided)) = e.green_params.iter().find(|(x, _, _)| *x == n) {
@@ -508,9 +501,6 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                         let t = rust_ty(&info.ty, None);
                         red_params.push(quote!(#n: #t));
                     }
-                    if is_live {
-                        red_names.push(n);
-                    }
                 }
             }
             let cname = format!("Residual{}", camel(&name));
@@ -521,7 +511,6 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 syn::ReturnType::Type(_, t) => quote!(#t),
             };
             let decode = outputs(&gen, &ret).map(|(_, d)| d).unwrap_or(quote!(unreachable!()));
-            let _ = red_names;
             let doc = format!("`{name}` specialized to its green arguments: a residual function of its red ones.");
             specialize_api.push(quote! {
                 #[doc = #doc]

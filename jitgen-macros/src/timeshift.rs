@@ -473,7 +473,6 @@ impl<'g> Gen<'g> {
             }
             OpKind::GetField(name) => self.get_field(fi, r, &rr, rgreen, &args[0], name),
             OpKind::SetField(name) => {
-                let base_ty = self.value_ty(fi, &args[0]);
                 let (addr, s) = need!(self.red_object(fi, &args[0]), "a store into this object");
                 let Ty::Struct(sname) = s else { return self.decline("a store into a non-struct") };
                 if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
@@ -483,7 +482,6 @@ impl<'g> Gen<'g> {
                 let Some(sc) = fty.as_ref().and_then(scalar) else {
                     return self.decline("a store of a non-scalar field through a run-time pointer");
                 };
-                let _ = base_ty;
                 let v = need!(self.operand(fi, &args[1], &Repr::R(sc)), "value");
                 let (sn, fname) = (format_ident!("{}", sname), format_ident!("{}", name));
                 quote!({
@@ -539,7 +537,7 @@ impl<'g> Gen<'g> {
                         let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
                         let i = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
                         let x = need!(self.operand(fi, &args[2], &Repr::R(esc)), "value");
-                        let (t, vt) = (sc_rust(esc), sc_valty(esc));
+                        let t = sc_rust(esc);
                         quote!({
                             #addr
                             match #rt::heap::vec_layout::<#t>() {
@@ -583,7 +581,7 @@ impl<'g> Gen<'g> {
             OpKind::NewVec | OpKind::NewVecRepeat => {
                 let Ty::Vec(et) = f.graph.var(r).ty.clone() else { return self.decline("a vector") };
                 let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
-                let (t, vt) = (sc_rust(esc), sc_valty(esc));
+                let t = sc_rust(esc);
                 let p = ptr_valty();
                 if op.kind == OpKind::NewVecRepeat {
                     let x = need!(self.operand(fi, &args[0], &Repr::R(esc)), "element");
@@ -963,9 +961,8 @@ impl<'g> Gen<'g> {
                 at += 1;
             } else if is_enum(&ty) && plain(&ty, types) {
                 let Some(x) = self.operand(fi, a, &self.value_repr(fi, a)) else { return self.decline("an argument") };
-                let (_, unflat, tys) = enum_helpers(&ty);
+                let (_, unflat, _) = enum_helpers(&ty);
                 let n = slots(&ty, types, 0).map_or(0, |s| s.len());
-                let _ = &tys;
                 arg_code.push(quote!(__args.extend_from_slice(&#x);));
                 let end = at + n;
                 reads.push(quote!(#unflat(&__b[#at..#end])));
@@ -1097,7 +1094,6 @@ impl<'g> Gen<'g> {
 
     /// The code of resume point `p`: from its operation to the next resume point.
     fn point_code(&mut self, p: usize) -> TokenStream {
-        let rt = rt();
         let (fi, b, start, ret) = {
             let pt = &self.points[p];
             (pt.f, pt.block, pt.op, pt.ret)
@@ -1146,7 +1142,6 @@ impl<'g> Gen<'g> {
             }
         }
         body.push(self.exit(fi, b));
-        let _ = rt;
         quote!(#(#body)*)
     }
 
@@ -1326,7 +1321,6 @@ impl<'g> Gen<'g> {
         // Deliver: a returning function hands its value to its caller's continuation.
         let mut delivers = vec![];
         for fi in 0..self.fns.len() {
-            let f = self.fns[fi];
             let ret_repr = self.fn_return_repr(fi);
             let rt_ty = field_ty(&ret_repr);
             let mut arms = vec![];
@@ -1346,7 +1340,6 @@ impl<'g> Gen<'g> {
                 });
             }
             let name = format_ident!("__deliver_f{}", fi);
-            let _ = f;
             delivers.push(quote! {
                 #[allow(unused_variables, unreachable_patterns)]
                 fn #name<'a>(__st: &mut #rt::state::JitState<__Frame<'a>>, __v: #rt_ty, __c: &mut #rt::schedule::Compilation<__Frame<'a>>) {
