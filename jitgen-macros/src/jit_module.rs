@@ -279,7 +279,8 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                 let __inputs = #in_tys;
                 let __outputs: ::std::vec::Vec<#rt::ops::ValTy> = #out_tys;
                 let mut __c: #rt::schedule::Compilation<__Frame<'a>> =
-                    #rt::schedule::Compilation::new(#label, &__inputs, &__outputs, #rt::schedule::Limits::default());
+                    #rt::schedule::Compilation::new(#label, &__inputs, &__outputs, super::jit::__CONFIG.limits());
+                __c.set_defer(Some(&super::jit::__STATS), __defer);
                 let mut __in = __c.inputs().into_iter();
                 #(#lets)*
                 let __frame = __Frame::#vname { #(#fields),* };
@@ -487,8 +488,8 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 let n = Ident::new(if pname == "self" { "__self" } else { &pname }, Span::call_site());
                 let green = f.color(*p) == Color::Green;
                 if green {
-                    if let Some((_, _, t_elided)) = e.green_params.iter().find(|(x, _, _)| *x == n) {
-                        green_params.push(quote!(#n: #t_elided));
+                    if let Some((_, t_a, _)) = e.green_params.iter().find(|(x, _, _)| *x == n) {
+                        green_params.push(quote!(#n: #t_a));
                         green_args.push(quote!(#n));
                     } else {
                         let t = rust_ty(&info.ty, None);
@@ -514,10 +515,13 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let doc = format!("`{name}` specialized to its green arguments: a residual function of its red ones.");
             specialize_api.push(quote! {
                 #[doc = #doc]
-                pub struct #cid {
+                #[doc = ""]
+                #[doc = "It borrows the green arguments: the compiler may resume from them when a promotion meets a new value."]
+                pub struct #cid<'a> {
                     f: #rt::residual::ResidualFn,
+                    _greens: ::core::marker::PhantomData<&'a ()>,
                 }
-                impl #cid {
+                impl<'a> #cid<'a> {
                     /// Runs the residual code; panics where the interpreter would.
                     #[allow(unused_mut, unused_variables)]
                     pub fn call(&self, #(#red_params),*) -> #ret_rust {
@@ -535,6 +539,10 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     pub fn listing(&self) -> &str {
                         self.f.listing()
                     }
+                    /// The listing followed by the flexswitch cases compiled so far.
+                    pub fn listing_with_cases(&self) -> ::std::string::String {
+                        self.f.listing_with_cases()
+                    }
                     /// The compiled function.
                     pub fn function(&self) -> &#rt::residual::ResidualFn {
                         &self.f
@@ -542,11 +550,11 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 }
                 #[doc = #doc]
                 #[allow(clippy::all)]
-                pub fn #ident(#(#green_params),*) -> #cid {
+                pub fn #ident<'a>(#(#green_params),*) -> #cid<'a> {
                     match super::super::__jit::#compile(#(#green_args),*) {
                         Ok(f) => {
                             super::__STATS.compiled(Some(f.op_count()), 0);
-                            #cid { f }
+                            #cid { f, _greens: ::core::marker::PhantomData }
                         }
                         Err(why) => panic!("jit::specialize::{} could not compile: {}", #name, why),
                     }

@@ -116,6 +116,9 @@ impl<'g> Gen<'g> {
                     if g.inlined_callee(fi, op.result, &op.kind).is_some() {
                         g.point(fi, b, k + 1, Some(op.result));
                     }
+                    if g.promotes_run_time(fi, op) {
+                        g.point(fi, b, k + 1, Some(op.result));
+                    }
                     if op.kind == OpKind::GlobalMergePoint && k > 0 {
                         g.point(fi, b, k + 1, None);
                     }
@@ -146,6 +149,14 @@ impl<'g> Gen<'g> {
         self.points.push(Point { f, block, op, live, ret });
         self.point_ids.insert((f, block, op), self.points.len() - 1);
         self.points.len() - 1
+    }
+
+    /// Whether `op` promotes a red scalar: a flexswitch at run time, its
+    /// continuation a resume point receiving the value through `__ret`.
+    fn promotes_run_time(&self, fi: usize, op: &hint_annotator::flowgraph::Op) -> bool {
+        op.kind == OpKind::Hint(HintKind::Promote)
+            && matches!(self.value_repr(fi, &op.args[0]), Repr::R(_))
+            && matches!(self.repr(fi, op.result), Repr::G(_))
     }
 
     /// The function a call is inlined from, when it is inlined.
@@ -1134,6 +1145,28 @@ impl<'g> Gen<'g> {
                 });
                 return quote!(#(#body)*);
             }
+            if self.promotes_run_time(fi, op) {
+                // Promotion: a constant goes straight on; a run-time value
+                // ends the path in a flexswitch whose cases continue here.
+                let cont = self.point_ids[&(fi, b, k + 1)];
+                let cont_frame = self.frame(cont, &HashMap::new());
+                let a = self.boxed(fi, &op.args[0]).expect("a red scalar");
+                body.push(quote! {
+                    let __a = #a;
+                    __st.frames.push(#cont_frame);
+                    match __a.as_const() {
+                        Some(__w) => {
+                            __deliver_promoted(&mut __st, __w);
+                            break 'path Some(__st);
+                        }
+                        None => {
+                            __promote(__c, __st, &__a);
+                            break 'path None;
+                        }
+                    }
+                });
+                return quote!(#(#body)*);
+            }
             self.declined.set(false);
             body.push(self.op(fi, op));
             if self.declined.get() {
@@ -1350,6 +1383,65 @@ impl<'g> Gen<'g> {
                 }
             });
         }
+        let mut promoted_arms = vec![];
+        for (p, pt) in self.points.iter().enumerate() {
+            let Some(r) = pt.ret else { continue };
+            let op = &self.fns[pt.f].graph.graph[pt.block].ops[pt.op - 1];
+            if !self.promotes_run_time(pt.f, op) {
+                continue;
+            }
+            let Repr::G(sc) = self.repr(pt.f, r) else { continue };
+            let back = from_word(sc, quote!(__w));
+            let vname = format_ident!("R{}", p);
+            promoted_arms.push(quote!(Some(__Frame::#vname { __ret, .. }) => { *__ret = Some(#back); }));
+        }
+        delivers.push(quote! {
+            /// Hands a promoted value to the continuation of its promotion.
+            #[allow(unused_variables, unreachable_patterns)]
+            fn __deliver_promoted<'a>(__st: &mut #rt::state::JitState<__Frame<'a>>, __w: u64) {
+                match __st.frames.last_mut() {
+                    #(#promoted_arms)*
+                    _ => panic!("jitgen: a promoted value without its continuation"),
+                }
+            }
+
+            fn __resume_fns() -> #rt::schedule::ResumeFns<__Frame<'static>> {
+                #rt::schedule::ResumeFns { run: __run, deliver: __deliver_promoted, defer: __defer }
+            }
+
+            /// Ends the path in a flexswitch on `__v` (see `Compilation::flexswitch`).
+            fn __promote<'a>(
+                __c: &mut #rt::schedule::Compilation<__Frame<'a>>,
+                __st: #rt::state::JitState<__Frame<'a>>,
+                __v: &#rt::redbox::RedBox,
+            ) {
+                __c.flexswitch(__forever(__st), Some(__v), __resume_fns());
+            }
+
+            /// Ends the path in a lazily compiled continuation of `__st`.
+            pub(super) fn __defer<'a>(
+                __c: &mut #rt::schedule::Compilation<__Frame<'a>>,
+                __st: #rt::state::JitState<__Frame<'a>>,
+            ) {
+                __c.flexswitch(__forever(__st), None, __resume_fns());
+            }
+
+            /// A state kept by a flexswitch, beyond the compilation that made it.
+            fn __forever<'a>(__st: #rt::state::JitState<__Frame<'a>>) -> #rt::state::JitState<__Frame<'static>> {
+                // SAFETY: the green references in a state point into the
+                // interpreter's data that the portal's key and content check
+                // identify (or that a `specialize` result borrows). The state
+                // is only resumed while residual code of its switch runs,
+                // which is entered only under the same key and content, so
+                // the data is alive and unchanged whenever it is used.
+                unsafe {
+                    ::core::mem::transmute::<
+                        #rt::state::JitState<__Frame<'a>>,
+                        #rt::state::JitState<__Frame<'static>>,
+                    >(__st)
+                }
+            }
+        });
         let enum_fns: Vec<TokenStream> =
             self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();
         let callbacks = &self.callbacks;

@@ -192,7 +192,7 @@ impl ResidualFunction {
         let live = self
             .live_blocks()
             .filter_map(|(_, b)| match &b.term {
-                Some(Terminator::FlexSwitch { live, .. }) => Some(live.len() + 1),
+                Some(Terminator::FlexSwitch { live, .. }) => Some(live.len() + 2),
                 _ => None,
             })
             .max()

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::residual::ResidualFn;
+use crate::schedule::Limits;
 
 /// The default hot-spot threshold: iterations of one position key before it compiles.
 pub const DEFAULT_THRESHOLD: u32 = 1000;
@@ -35,6 +36,9 @@ pub struct Config {
     enabled: AtomicBool,
     explicit_threshold: AtomicBool,
     explicit_enabled: AtomicBool,
+    max_cases: AtomicU32,
+    max_ops: AtomicU32,
+    lazy_after_ops: AtomicU32,
 }
 
 impl Config {
@@ -45,6 +49,37 @@ impl Config {
             enabled: AtomicBool::new(true),
             explicit_threshold: AtomicBool::new(false),
             explicit_enabled: AtomicBool::new(false),
+            max_cases: AtomicU32::new(Limits::DEFAULT.max_cases as u32),
+            max_ops: AtomicU32::new(Limits::DEFAULT.max_ops as u32),
+            lazy_after_ops: AtomicU32::new(Limits::DEFAULT.lazy_after_ops as u32),
+        }
+    }
+
+    /// Cases per flexswitch: past this many distinct values, a promotion
+    /// hands over to the interpreter instead of compiling another case.
+    pub fn set_max_cases(&self, n: u32) {
+        self.max_cases.store(n, Ordering::Relaxed);
+    }
+
+    /// Residual operations per compilation (the budget): past it, the paths
+    /// still to compile are left to compile when first taken.
+    pub fn set_max_ops(&self, n: u32) {
+        self.max_ops.store(n, Ordering::Relaxed);
+    }
+
+    /// Residual operations a compilation emits before it compiles the other
+    /// side of each red split only when first taken (0: every split lazily).
+    pub fn set_lazy_after_ops(&self, n: u32) {
+        self.lazy_after_ops.store(n, Ordering::Relaxed);
+    }
+
+    /// The limits of the compilations of this module.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_cases: self.max_cases.load(Ordering::Relaxed) as usize,
+            max_ops: self.max_ops.load(Ordering::Relaxed) as usize,
+            lazy_after_ops: self.lazy_after_ops.load(Ordering::Relaxed) as usize,
+            ..Limits::DEFAULT
         }
     }
 
@@ -93,6 +128,10 @@ pub struct Stats {
     residual_ops: AtomicU64,
     entries: AtomicU64,
     compile_nanos: AtomicU64,
+    flexswitches: AtomicU64,
+    flexswitch_cases: AtomicU64,
+    flexswitch_misses: AtomicU64,
+    resumptions: AtomicU64,
     last_decline: Mutex<Option<String>>,
 }
 
@@ -109,8 +148,17 @@ pub struct StatsSnapshot {
     pub entries: u64,
     /// Time spent compiling, in nanoseconds.
     pub compile_nanos: u64,
-    /// Flexswitch cases (promotion; none before issue 5).
+    /// Flexswitches emitted: promotions of run-time values, and sides of
+    /// red splits left to compile when first taken.
+    pub flexswitches: u64,
+    /// Flexswitch cases compiled (each is also counted in `compilations`).
     pub flexswitch_cases: u64,
+    /// Times residual code called back into the compiler (a value, or a
+    /// lazily compiled side, seen for the first time).
+    pub flexswitch_misses: u64,
+    /// Times residual code handed over to the interpreter (a full switch,
+    /// a declined case), which then continued from the state it left.
+    pub resumptions: u64,
 }
 
 impl Stats {
@@ -122,6 +170,10 @@ impl Stats {
             residual_ops: AtomicU64::new(0),
             entries: AtomicU64::new(0),
             compile_nanos: AtomicU64::new(0),
+            flexswitches: AtomicU64::new(0),
+            flexswitch_cases: AtomicU64::new(0),
+            flexswitch_misses: AtomicU64::new(0),
+            resumptions: AtomicU64::new(0),
             last_decline: Mutex::new(None),
         }
     }
@@ -153,6 +205,25 @@ impl Stats {
         }
     }
 
+    /// Records a flexswitch emitted into residual code.
+    pub fn flexswitch_made(&self) {
+        self.flexswitches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a callback from a flexswitch into the compiler, and whether
+    /// it produced a case.
+    pub fn flexswitch_missed(&self, got_case: bool) {
+        self.flexswitch_misses.fetch_add(1, Ordering::Relaxed);
+        if got_case {
+            self.flexswitch_cases.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records a hand-over from residual code to the interpreter.
+    pub fn resumed(&self) {
+        self.resumptions.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Records an entry into residual code.
     pub fn entered(&self) {
         self.entries.fetch_add(1, Ordering::Relaxed);
@@ -166,7 +237,10 @@ impl Stats {
             residual_ops: self.residual_ops.load(Ordering::Relaxed),
             entries: self.entries.load(Ordering::Relaxed),
             compile_nanos: self.compile_nanos.load(Ordering::Relaxed),
-            flexswitch_cases: 0,
+            flexswitches: self.flexswitches.load(Ordering::Relaxed),
+            flexswitch_cases: self.flexswitch_cases.load(Ordering::Relaxed),
+            flexswitch_misses: self.flexswitch_misses.load(Ordering::Relaxed),
+            resumptions: self.resumptions.load(Ordering::Relaxed),
         }
     }
 }

@@ -22,12 +22,20 @@
 //! bounded memory whatever the number of distinct values seen.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::cranelift::NativeCode;
+use crate::driver::Stats;
+use crate::residual::ResidualError;
 
-/// Compiles the case of a value; `None` declines.
-pub type CaseCompiler = Box<dyn FnMut(u64) -> Option<NativeCode>>;
+/// Compiles the case of a value: its code and its listing; `None` declines.
+pub type CaseCompiler = Box<dyn FnMut(u64) -> Option<(NativeCode, String)>>;
+
+/// Continues in the interpreter from a switch that got no case: given the
+/// live values and the promoted value, returns the outputs of the residual
+/// function the switch belongs to (or its error).
+pub type Resumer = Rc<dyn Fn(&[u64], u64) -> Result<Vec<u64>, ResidualError>>;
 
 /// The cases of one flexswitch. Residual code reads `len` and `entries`
 /// directly (hence `repr(C)` and the fixed field order).
@@ -36,11 +44,14 @@ pub struct FlexTable {
     len: usize,
     entries: *const [u64; 2],
     inner: RefCell<Inner>,
+    resume: Option<Resumer>,
+    stats: Option<&'static Stats>,
 }
 
 struct Inner {
     entries: Vec<[u64; 2]>,
     code: Vec<NativeCode>,
+    listings: Vec<String>,
     compile: CaseCompiler,
     max_cases: usize,
     misses: u64,
@@ -64,12 +75,55 @@ impl std::fmt::Debug for FlexTable {
 
 impl FlexTable {
     /// A table with no cases yet, at most `max_cases`, compiling with `compile`.
-    pub fn new(max_cases: usize, compile: CaseCompiler) -> std::rc::Rc<FlexTable> {
-        std::rc::Rc::new(FlexTable {
+    pub fn new(max_cases: usize, compile: CaseCompiler) -> Rc<FlexTable> {
+        FlexTable::resumable(max_cases, compile, None, None)
+    }
+
+    /// A table whose switch, when it gets no case, continues through `resume`
+    /// (inside [`crate::residual::ResidualFn::call_words`]), counting in `stats`.
+    pub fn resumable(
+        max_cases: usize,
+        compile: CaseCompiler,
+        resume: Option<Resumer>,
+        stats: Option<&'static Stats>,
+    ) -> Rc<FlexTable> {
+        Rc::new(FlexTable {
             len: 0,
             entries: std::ptr::null(),
-            inner: RefCell::new(Inner { entries: vec![], code: vec![], compile, max_cases, misses: 0, declined: 0 }),
+            inner: RefCell::new(Inner {
+                entries: vec![],
+                code: vec![],
+                listings: vec![],
+                compile,
+                max_cases,
+                misses: 0,
+                declined: 0,
+            }),
+            resume,
+            stats,
         })
+    }
+
+    /// How to continue in the interpreter when this switch gets no case.
+    pub fn resumer(&self) -> Option<Resumer> {
+        self.resume.clone()
+    }
+
+    /// Appends the listing of every case (and of their switches' cases,
+    /// indented) to `out`.
+    pub fn describe(&self, out: &mut String, depth: usize) {
+        let inner = self.inner.borrow();
+        let pad = "    ".repeat(depth);
+        for (k, entry) in inner.entries.iter().enumerate() {
+            out.push_str(&format!("{pad}case {}:\n", entry[0] as i64));
+            for line in inner.listings[k].lines() {
+                out.push_str(&format!("{pad}    {line}\n"));
+            }
+            for (i, t) in inner.code[k].switches().iter().enumerate() {
+                out.push_str(&format!("{pad}    switch #{i}:\n"));
+                t.describe(out, depth + 2);
+            }
+        }
     }
 
     /// Cases compiled so far.
@@ -105,17 +159,18 @@ pub extern "C" fn flex_miss(table: *const FlexTable, value: u64) -> usize {
         let Ok(mut inner) = table.inner.try_borrow_mut() else { return 0 };
         inner.misses += 1;
         MISSES.fetch_add(1, Ordering::Relaxed);
-        if inner.entries.len() >= inner.max_cases {
-            inner.declined += 1;
-            return 0;
+        let compiled = if inner.entries.len() >= inner.max_cases { None } else { (inner.compile)(value) };
+        if let Some(s) = table.stats {
+            s.flexswitch_missed(compiled.is_some());
         }
-        let Some(code) = (inner.compile)(value) else {
+        let Some((code, listing)) = compiled else {
             inner.declined += 1;
             return 0;
         };
         let entry = code.tail_entry() as usize;
         inner.entries.push([value, entry as u64]);
         inner.code.push(code);
+        inner.listings.push(listing);
         CASES.fetch_add(1, Ordering::Relaxed);
         // Publish for the inline scan: the vector may have moved.
         let (ptr, len) = (inner.entries.as_ptr(), inner.entries.len());

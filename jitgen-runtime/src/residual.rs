@@ -72,6 +72,19 @@ pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
     })
 }
 
+/// Compiles to machine code with this thread's backend, returning the code
+/// and its listing (for flexswitch cases).
+pub fn compile_native(f: &ResidualFunction) -> Result<(NativeCode, String), BackendError> {
+    HOST_BACKEND.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.is_none() {
+            *b = Some(CraneliftBackend::new()?);
+        }
+        let native = b.as_mut().expect("made above").compile(f)?;
+        Ok((native, TextBackend.compile(f)?))
+    })
+}
+
 /// The payload of a callback that failed with `status` (a panic it caught).
 pub fn take_callback_panic(status: u64) -> Option<Box<dyn Any + Send>> {
     if ErrorKind::from_code(status) == Some(ErrorKind::CallbackPanicked) {
@@ -92,8 +105,10 @@ pub enum ResidualError {
     },
     /// A Rust function called from residual code panicked.
     Panicked(Box<dyn Any + Send>),
-    /// A flexswitch handed over to the interpreter: the live values at the
-    /// switch, then the promoted value.
+    /// A flexswitch with no way to continue handed over to the caller: the
+    /// live values at the switch, then the promoted value, then the address
+    /// of the switch's table. (Switches made by generating extensions
+    /// continue in the interpreter themselves.)
     Resume(Vec<u64>),
 }
 
@@ -175,6 +190,22 @@ impl ResidualFn {
         &self.0.listing
     }
 
+    /// The listing, followed by the cases compiled so far for each of its
+    /// flexswitches (nested cases indented).
+    pub fn listing_with_cases(&self) -> String {
+        let mut out = self.0.listing.clone();
+        for (i, t) in self.0.native.switches().iter().enumerate() {
+            out.push_str(&format!("switch #{i}:\n"));
+            t.describe(&mut out, 1);
+        }
+        out
+    }
+
+    /// The tables of the function's own flexswitches.
+    pub fn switches(&self) -> &[std::rc::Rc<crate::promotion::FlexTable>] {
+        self.0.native.switches()
+    }
+
     /// The number of residual operations.
     pub fn op_count(&self) -> usize {
         self.0.ops
@@ -208,7 +239,18 @@ impl ResidualFn {
                 let p = CALLBACK_PANIC.with(|p| p.borrow_mut().take());
                 Err(ResidualError::Panicked(p.unwrap_or_else(|| Box::new("a callback panicked"))))
             }
-            Some(ErrorKind::Resume(n)) => Err(ResidualError::Resume(frame[..n as usize].to_vec())),
+            Some(ErrorKind::Resume(n)) => {
+                // The live values, the promoted value, the switch's table.
+                let n = n as usize;
+                let table = frame[n - 1] as usize as *const crate::promotion::FlexTable;
+                // SAFETY: residual code put the address of one of its tables
+                // there; the tables live as long as the code, owned by `self`
+                // (directly, or through the cases of its switches).
+                match unsafe { (*table).resumer() } {
+                    Some(resume) => resume(&frame[..n - 2], frame[n - 2]),
+                    None => Err(ResidualError::Resume(frame[..n].to_vec())),
+                }
+            }
             Some(kind @ ErrorKind::IndexOutOfBounds) => {
                 Err(ResidualError::Exit { kind, detail: Some((frame[0], frame[1])) })
             }

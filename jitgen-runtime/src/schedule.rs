@@ -22,9 +22,12 @@
 //! matches every later arrival; and every compilation has a budget of residual
 //! operations, past which it is declined.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 
-use crate::builder::{Label, ResidualBuilder, ResidualFunction};
+use crate::builder::{Label, ResidualBuilder, ResidualFunction, Val};
+use crate::driver::Stats;
 use crate::ops::{ErrorKind, ValTy};
 use crate::redbox::RedBox;
 use crate::state::{Frame, JitState};
@@ -39,11 +42,32 @@ pub struct Limits {
     /// Steps of the generating extension (block transitions), past which
     /// the compilation is declined: green loops that never end emit nothing.
     pub max_steps: usize,
+    /// Cases of one flexswitch; past them a promotion hands over to the
+    /// interpreter.
+    pub max_cases: usize,
+    /// Cases compiled, in all, below one root compilation (its switches and
+    /// theirs): past them every miss hands over to the interpreter.
+    pub max_tree_cases: usize,
+    /// Residual operations after which the other side of a red split is left
+    /// to compile when first taken (a lazily compiled side).
+    pub lazy_after_ops: usize,
+}
+
+impl Limits {
+    /// The default limits.
+    pub const DEFAULT: Limits = Limits {
+        max_ops: 20_000,
+        max_versions: 4,
+        max_steps: 1_000_000,
+        max_cases: 16,
+        max_tree_cases: 1_000,
+        lazy_after_ops: 2_000,
+    };
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_ops: 50_000, max_versions: 4, max_steps: 1_000_000 }
+        Limits::DEFAULT
     }
 }
 
@@ -87,6 +111,10 @@ pub struct CompileStats {
     pub matches: usize,
     /// New, more general versions of a loop head already seen (widenings).
     pub widenings: usize,
+    /// Red splits whose other side was left to compile when first taken.
+    pub lazy_splits: usize,
+    /// Flexswitches emitted (promotions and lazily compiled sides).
+    pub flexswitches: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,10 +138,61 @@ struct Version {
     shape: Vec<Shape>,
 }
 
+/// What a generating extension provides so that its states can be resumed
+/// after the compilation that made them: by the compiler (a flexswitch case)
+/// and by the interpreter (execute mode).
+pub struct ResumeFns<F: Frame> {
+    /// Runs the extension from a state (its `__run`).
+    pub run: fn(&mut Compilation<F>, JitState<F>),
+    /// Hands a promoted value to the innermost frame of a state.
+    pub deliver: fn(&mut JitState<F>, u64),
+    /// Ends the current path with a lazily compiled continuation of a state
+    /// (see [`Compilation::set_defer`]).
+    pub defer: fn(&mut Compilation<F>, JitState<F>),
+}
+
+impl<F: Frame> Clone for ResumeFns<F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F: Frame> Copy for ResumeFns<F> {}
+
+/// What the compilations below one root compilation share.
+struct Tree {
+    name: String,
+    stats: Option<&'static Stats>,
+    /// Cases that may still be compiled below the root.
+    cases_left: Cell<usize>,
+}
+
+/// How a red of a snapshot is rebuilt in a case: kept (a constant), an input
+/// of the case, or the promoted value.
+#[derive(Clone, Copy)]
+enum Slot {
+    Keep(RedBox),
+    Input(usize),
+    Promoted(ValTy),
+}
+
+fn rebuild(slots: &[Slot], inputs: &[RedBox], promoted: u64) -> Vec<RedBox> {
+    slots
+        .iter()
+        .map(|s| match s {
+            Slot::Keep(r) => *r,
+            Slot::Input(i) => inputs[*i],
+            Slot::Promoted(ty) => RedBox::constant(*ty, ty.canon(promoted)),
+        })
+        .collect()
+}
+
 /// One compilation of a generating extension, generic over its frame type.
 pub struct Compilation<F: Frame> {
     /// The residual code being recorded.
     pub b: ResidualBuilder,
+    outputs: Vec<ValTy>,
+    tree: Rc<Tree>,
+    defer: Option<fn(&mut Compilation<F>, JitState<F>)>,
     pending: VecDeque<(Label, JitState<F>)>,
     versions: HashMap<Vec<F::Key>, Vec<Version>>,
     limits: Limits,
@@ -130,6 +209,9 @@ impl<F: Frame> Compilation<F> {
     pub fn new(name: &str, inputs: &[ValTy], outputs: &[ValTy], limits: Limits) -> Compilation<F> {
         Compilation {
             b: ResidualBuilder::new(name, inputs, outputs),
+            outputs: outputs.to_vec(),
+            tree: Rc::new(Tree { name: name.to_string(), stats: None, cases_left: Cell::new(limits.max_tree_cases) }),
+            defer: None,
             pending: VecDeque::new(),
             versions: HashMap::new(),
             limits,
@@ -198,8 +280,25 @@ impl<F: Frame> Compilation<F> {
         self.stats
     }
 
+    /// Sets where the compilation's flexswitches count their cases and
+    /// compilations, and how a path is deferred: when this is set, the other
+    /// side of a red split is compiled lazily past
+    /// [`Limits::lazy_after_ops`], and past [`Limits::max_ops`] every path
+    /// still to compile is deferred at its next merge point instead of the
+    /// compilation being declined (a hard limit of twice the budget remains).
+    pub fn set_defer(&mut self, stats: Option<&'static Stats>, defer: fn(&mut Compilation<F>, JitState<F>)) {
+        Rc::get_mut(&mut self.tree).expect("set before any switch").stats = stats;
+        self.defer = Some(defer);
+    }
+
+    /// Whether the budget is spent and paths should be deferred.
+    fn deferring(&self) -> Option<fn(&mut Compilation<F>, JitState<F>)> {
+        self.defer.filter(|_| self.b.op_count() > self.limits.max_ops)
+    }
+
     fn over_budget(&mut self) -> bool {
-        if self.declined.is_none() && self.b.op_count() > self.limits.max_ops {
+        let max = if self.defer.is_some() { 2 * self.limits.max_ops } else { self.limits.max_ops };
+        if self.declined.is_none() && self.b.op_count() > max {
             self.declined = Some(Declined::Budget { ops: self.b.op_count() });
         }
         self.declined.is_some()
@@ -221,9 +320,126 @@ impl<F: Frame> Compilation<F> {
         let (t, _) = self.b.new_label(&[]);
         let (f, _) = self.b.new_label(&[]);
         self.b.branch(c, (t, &[]), (f, &[]));
-        self.pending.push_back((f, on_false()));
+        match self.defer {
+            Some(defer) if self.b.op_count() >= self.limits.lazy_after_ops.min(self.limits.max_ops) => {
+                // The false side compiles when first taken.
+                self.stats.lazy_splits += 1;
+                self.b.switch_to(f);
+                defer(self, on_false());
+            }
+            _ => self.pending.push_back((f, on_false())),
+        }
         self.b.switch_to(t);
         true
+    }
+
+    /// Ends the current path with a flexswitch on `value` (or, with no
+    /// value, a single-case switch: a lazily compiled continuation) whose
+    /// cases resume `st`, a state of the generating extension `fns` runs.
+    ///
+    /// The live values passed to the cases are the state's run-time reds;
+    /// a case compiles `st` with them as inputs and the promoted value as a
+    /// constant (delivered to the innermost frame, and replacing the reds
+    /// that held it). When the switch is full or the case declined, residual
+    /// code continues in the interpreter: the same extension in execute mode
+    /// from `st`, with the values residual code held.
+    ///
+    /// Memory: the table keeps `st` (its frames: a few words per live
+    /// variable), the case code (about a page each) and the case listings.
+    pub fn flexswitch<G: Frame + 'static>(&mut self, st: JitState<G>, value: Option<&RedBox>, fns: ResumeFns<G>) {
+        if self.b.exec {
+            crate::redbox::exec_stop(crate::redbox::ExecStop::Unsupported("a flexswitch in execute mode".into()));
+        }
+        let promoted = match value {
+            Some(RedBox::Var { val, .. }) => Some(*val),
+            _ => None,
+        };
+        let mut live: Vec<Val> = vec![];
+        let mut slots = vec![];
+        for r in st.reds() {
+            slots.push(match r {
+                RedBox::Var { ty, val } if Some(val) == promoted => Slot::Promoted(ty),
+                RedBox::Var { val, .. } => match live.iter().position(|v| *v == val) {
+                    Some(i) => Slot::Input(i),
+                    None => {
+                        live.push(val);
+                        Slot::Input(live.len() - 1)
+                    }
+                },
+                c => Slot::Keep(c),
+            });
+        }
+        let live_tys: Vec<ValTy> = live.iter().map(|v| self.b.ty(*v)).collect();
+        let max_cases = if value.is_some() { self.limits.max_cases } else { self.limits.max_cases.min(1) };
+        let promoting = value.is_some();
+        let snapshot = Rc::new((st, slots));
+        let tree = self.tree.clone();
+        if let Some(s) = tree.stats {
+            s.flexswitch_made();
+        }
+        let (limits, outputs) = (self.limits, self.outputs.clone());
+        let compile = {
+            let (snapshot, tree, live_tys, outputs) =
+                (snapshot.clone(), tree.clone(), live_tys.clone(), outputs.clone());
+            Box::new(move |w: u64| -> Option<(crate::backend::cranelift::NativeCode, String)> {
+                if tree.cases_left.get() == 0 {
+                    return None;
+                }
+                tree.cases_left.set(tree.cases_left.get() - 1);
+                let t0 = std::time::Instant::now();
+                let name = format!("{}_case", tree.name);
+                let mut c: Compilation<G> = Compilation::new(&name, &live_tys, &outputs, limits);
+                c.tree = tree.clone();
+                c.defer = Some(fns.defer);
+                let mut st = snapshot.0.clone();
+                st.set_reds(&rebuild(&snapshot.1, &c.inputs(), w));
+                if promoting {
+                    (fns.deliver)(&mut st, w);
+                }
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                    (fns.run)(&mut c, st);
+                    c.finish()
+                }));
+                let r = match r {
+                    Ok(Ok(f)) => {
+                        crate::residual::compile_native(&f).map(|c| (c, f.op_count())).map_err(|e| e.to_string())
+                    }
+                    Ok(Err(d)) => Err(format!("{d:?}")),
+                    Err(_) => Err("the generating extension panicked".to_string()),
+                };
+                if let Some(s) = tree.stats {
+                    s.compiled(r.as_ref().ok().map(|(_, n)| *n), t0.elapsed().as_nanos() as u64);
+                    if let Err(why) = &r {
+                        s.declined_because(&format!("{name}: {why}"));
+                    }
+                }
+                r.ok().map(|(c, _)| c)
+            })
+        };
+        let resume: crate::promotion::Resumer = {
+            let tree = tree.clone();
+            Rc::new(move |words: &[u64], w: u64| {
+                if let Some(s) = tree.stats {
+                    s.resumed();
+                }
+                let c: Compilation<G> = Compilation::executing(&tree.name, &live_tys, words, &outputs);
+                c.execute(|c| {
+                    let mut st = snapshot.0.clone();
+                    st.set_reds(&rebuild(&snapshot.1, &c.inputs(), w));
+                    if promoting {
+                        (fns.deliver)(&mut st, w);
+                    }
+                    (fns.run)(c, st)
+                })
+            })
+        };
+        let table = crate::promotion::FlexTable::resumable(max_cases, compile, Some(resume), tree.stats);
+        let v = match value {
+            Some(r) => self.b.materialize(r),
+            None => self.b.konst(ValTy::I64, 0),
+        };
+        self.stats.flexswitches += 1;
+        self.b.flexswitch(v, &live, table);
     }
 
     /// A merge point: returns the state to continue with (its red boxes now
@@ -232,6 +448,12 @@ impl<F: Frame> Compilation<F> {
     pub fn merge(&mut self, mut st: JitState<F>, kind: MergeKind) -> Option<JitState<F>> {
         if self.b.exec {
             return Some(st);
+        }
+        if let Some(defer) = self.deferring() {
+            if !self.over_budget() {
+                defer(self, st);
+                return None;
+            }
         }
         if self.over_budget() {
             if self.b.is_open() {
@@ -383,6 +605,14 @@ impl<F: Frame> Compilation<F> {
     /// every path is done (or the compilation was declined).
     pub fn next_pending(&mut self) -> Option<JitState<F>> {
         if self.b.exec || self.over_budget() {
+            return None;
+        }
+        if let Some(defer) = self.deferring() {
+            // Past the budget: what is left compiles when first reached.
+            while let Some((label, st)) = self.pending.pop_front() {
+                self.b.switch_to(label);
+                defer(self, st);
+            }
             return None;
         }
         let (label, st) = self.pending.pop_front()?;

@@ -32,7 +32,7 @@ fn promoted(max_cases: usize) -> (ResidualFn, Rc<FlexTable>, Rc<RefCell<Vec<Stri
             b.ret(&[v]);
             let f = b.finish();
             seen.borrow_mut().push(listing(&f));
-            CraneliftBackend::new().ok()?.compile(&f).ok()
+            Some((CraneliftBackend::new().ok()?.compile(&f).ok()?, listing(&f)))
         }),
     );
     let mut b = ResidualBuilder::new("entry", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);

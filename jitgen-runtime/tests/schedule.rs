@@ -105,7 +105,7 @@ fn red_if_whose_sides_merge_again() {
         }
     }
     let (f, stats) = native::<(i64,), i64>(c);
-    assert_eq!(stats, CompileStats { splits: 1, merges: 2, matches: 1, widenings: 0 });
+    assert_eq!(stats, CompileStats { splits: 1, merges: 2, matches: 1, widenings: 0, ..Default::default() });
     expect![[r#"
         entry(v0: i64):
             v1 = const.i64 0

@@ -151,7 +151,7 @@ pub struct NativeCode {
     frame_words: usize,
     trampoline: Rc<Trampoline>,
     _owner: Rc<CodeOwner>,
-    _switches: Vec<Rc<crate::promotion::FlexTable>>,
+    switches: Vec<Rc<crate::promotion::FlexTable>>,
 }
 
 impl std::fmt::Debug for NativeCode {
@@ -170,6 +170,11 @@ impl NativeCode {
         // (and so do the cases it tail-calls), and returns instead of trapping
         // or unwinding; the trampoline calls it with the tail convention.
         unsafe { (self.trampoline.entry)(self.entry as usize, frame.as_mut_ptr()) }
+    }
+
+    /// The tables of this code's flexswitches.
+    pub fn switches(&self) -> &[Rc<crate::promotion::FlexTable>] {
+        &self.switches
     }
 
     /// The entry point, a `tail`-convention function of the frame (for flexswitch cases).
@@ -645,8 +650,11 @@ impl Tr<'_, '_> {
                 self.b.switch_to_block(go);
                 let tsig = self.b.import_signature(tail_sig());
                 self.b.ins().return_call_indirect(tsig, code, &[self.frame]);
+                // No case: hand over, the table last in the frame so that the
+                // caller finds how to continue.
                 self.b.switch_to_block(resume);
-                let status = ErrorKind::Resume(live.len() as u32 + 1).code() as i64;
+                self.b.ins().store(MemFlagsData::trusted(), tbl, self.frame, 8 * (live.len() as i32 + 1));
+                let status = ErrorKind::Resume(live.len() as u32 + 2).code() as i64;
                 let st = self.b.ins().iconst(types::I64, status);
                 self.b.ins().return_(&[st]);
             }
@@ -740,7 +748,7 @@ impl Backend for CraneliftBackend {
             frame_words: f.frame_words(),
             trampoline: self.trampoline.clone(),
             _owner: Rc::new(CodeOwner::new(module)),
-            _switches: f.switches.clone(),
+            switches: f.switches.clone(),
         })
     }
 }
