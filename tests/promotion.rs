@@ -29,6 +29,18 @@ report_example!(ten);
 report_example!(bound);
 report_example!(million);
 
+/// The listing of the piece compiled for `value` (the first switch that has
+/// a case for it), from a `listing_with_cases` text.
+fn case_listing(all: &str, value: i64) -> String {
+    let line = all.lines().find(|l| l.trim_start().starts_with(&format!("case {value}: "))).expect("a case");
+    let name = line.rsplit(' ').next().unwrap();
+    let body = all.split(&format!("{name}:\n")).nth(1).expect("the piece's listing");
+    // Up to the next header: a switch's or a piece's (block labels have
+    // parameters in parentheses).
+    let header = |l: &str| !l.starts_with(' ') && l.ends_with(':') && !l.contains('(');
+    body.lines().take_while(|l| !header(l)).collect::<Vec<_>>().join("\n")
+}
+
 #[test]
 fn one_case_per_value_seen_with_d_a_constant() {
     let r = ten::jit::specialize::f();
@@ -44,11 +56,8 @@ fn one_case_per_value_seen_with_d_a_constant() {
     assert_eq!(s.flexswitch_misses, 10);
     assert_eq!(s.resumptions, 0);
     // Every case adds y to a constant: d = c + 5 folded at compile time.
-    let all = r.listing_with_cases();
-    let case7 = all.split("case 7:").nth(1).expect("a case for 7");
-    let case7: String =
-        case7.lines().take_while(|l| !l.trim_start().starts_with("case")).collect::<Vec<_>>().join("\n");
-    assert!(case7.contains("const.i64 12"), "{all}");
+    let case7 = case_listing(&r.listing_with_cases(), 7);
+    assert!(case7.contains("const.i64 12"), "{case7}");
     assert_eq!(case7.matches(" = ").count(), 2, "a constant and one add: {case7}");
     // Values already seen go straight to their case.
     for a in (0..100).rev() {

@@ -1265,6 +1265,7 @@ impl<'g> Gen<'g> {
         let mut reds_arms = vec![];
         let mut set_arms = vec![];
         let mut run_arms = vec![];
+        let mut unmerge_arms = vec![];
         for p in 0..self.points.len() {
             let code = self.point_code(p);
             let pt = &self.points[p];
@@ -1319,6 +1320,7 @@ impl<'g> Gen<'g> {
             if is_join {
                 fields.push(quote!(__merged: bool));
                 pat_all.push(quote!(__merged));
+                unmerge_arms.push(quote!(__Frame::#vname { __merged, .. } => *__merged = false,));
             }
             variants.push(quote!(#vname { #(#fields),* }));
             key_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { let mut __k = ::std::vec::Vec::new(); #(#key_parts)* (#pid, __k) }));
@@ -1470,6 +1472,12 @@ impl<'g> Gen<'g> {
                         __Frame::__Phantom(_) => {}
                     }
                     __r
+                }
+                fn unmerge(&mut self) {
+                    match self {
+                        #(#unmerge_arms)*
+                        _ => {}
+                    }
                 }
                 #[allow(unused_variables, unused_mut, unused_assignments)]
                 fn set_reds(&mut self, __reds: &[#rt::redbox::RedBox]) {

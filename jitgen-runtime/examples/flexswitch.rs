@@ -11,7 +11,7 @@ use std::time::Instant;
 use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::builder::ResidualBuilder;
 use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
-use jitgen_runtime::promotion::FlexTable;
+use jitgen_runtime::promotion::{Case, FlexTable};
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::residual::ResidualFn;
 
@@ -36,7 +36,7 @@ fn switched() -> (ResidualFn, std::rc::Rc<FlexTable>) {
             let r = b.red_bin(BinOp::Add, Overflow::Wrap, &RedBox::i64(c as i64 + 5), &y);
             let v = b.materialize(&r);
             b.ret(&[v]);
-            jitgen_runtime::residual::compile_native(&b.finish()).ok()
+            jitgen_runtime::residual::compile_native(&b.finish()).ok().map(|(c, l)| Case::Owned(c, l))
         }),
     );
     let mut b = ResidualBuilder::new("entry", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);

@@ -184,6 +184,9 @@ pub struct ResidualFunction {
     pub blocks: Vec<RBlock>,
     /// The case tables of the function's flexswitches.
     pub switches: Vec<std::rc::Rc<crate::promotion::FlexTable>>,
+    /// The pieces compiled later for the states its switches resume (kept
+    /// alive by the function's code; see `schedule`).
+    pub pieces: Option<std::rc::Rc<dyn crate::promotion::Pieces>>,
 }
 
 impl ResidualFunction {
@@ -351,6 +354,7 @@ impl ResidualBuilder {
                 vals: vec![],
                 blocks: vec![RBlock::default()],
                 switches: vec![],
+                pieces: None,
             },
             cur: Some(Label(0)),
             ops: 0,

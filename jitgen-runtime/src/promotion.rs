@@ -29,8 +29,26 @@ use crate::backend::cranelift::NativeCode;
 use crate::driver::Stats;
 use crate::residual::ResidualError;
 
-/// Compiles the case of a value: its code and its listing; `None` declines.
-pub type CaseCompiler = Box<dyn FnMut(u64) -> Option<(NativeCode, String)>>;
+/// A compiled case.
+pub enum Case {
+    /// Code the table keeps alive, and its listing.
+    Owned(NativeCode, String),
+    /// Code kept alive elsewhere (by the root function's tree of pieces,
+    /// see `schedule`): its `tail` entry and its name. Cases may form loops
+    /// (a piece whose switch resumes the state it was compiled for); no
+    /// table owns such code, so no reference cycle keeps it alive.
+    Shared(*const u8, String),
+}
+
+/// The code compiled below a root function for the states its switches
+/// resume, owned by the root function.
+pub trait Pieces: std::fmt::Debug {
+    /// Appends each piece's listing and its switches' cases to `out`.
+    fn describe(&self, out: &mut String);
+}
+
+/// Compiles the case of a value; `None` declines.
+pub type CaseCompiler = Box<dyn FnMut(u64) -> Option<Case>>;
 
 /// Continues in the interpreter from a switch that got no case: given the
 /// live values and the promoted value, returns the outputs of the residual
@@ -50,7 +68,7 @@ pub struct FlexTable {
 
 struct Inner {
     entries: Vec<[u64; 2]>,
-    code: Vec<NativeCode>,
+    code: Vec<Option<NativeCode>>,
     listings: Vec<String>,
     compile: CaseCompiler,
     max_cases: usize,
@@ -115,11 +133,15 @@ impl FlexTable {
         let inner = self.inner.borrow();
         let pad = "    ".repeat(depth);
         for (k, entry) in inner.entries.iter().enumerate() {
+            let Some(code) = &inner.code[k] else {
+                out.push_str(&format!("{pad}case {}: {}\n", entry[0] as i64, inner.listings[k]));
+                continue;
+            };
             out.push_str(&format!("{pad}case {}:\n", entry[0] as i64));
             for line in inner.listings[k].lines() {
                 out.push_str(&format!("{pad}    {line}\n"));
             }
-            for (i, t) in inner.code[k].switches().iter().enumerate() {
+            for (i, t) in code.switches().iter().enumerate() {
                 out.push_str(&format!("{pad}    switch #{i}:\n"));
                 t.describe(out, depth + 2);
             }
@@ -163,11 +185,14 @@ pub extern "C" fn flex_miss(table: *const FlexTable, value: u64) -> usize {
         if let Some(s) = table.stats {
             s.flexswitch_missed(compiled.is_some());
         }
-        let Some((code, listing)) = compiled else {
-            inner.declined += 1;
-            return 0;
+        let (entry, code, listing) = match compiled {
+            Some(Case::Owned(code, listing)) => (code.tail_entry() as usize, Some(code), listing),
+            Some(Case::Shared(entry, name)) => (entry as usize, None, name),
+            None => {
+                inner.declined += 1;
+                return 0;
+            }
         };
-        let entry = code.tail_entry() as usize;
         inner.entries.push([value, entry as u64]);
         inner.code.push(code);
         inner.listings.push(listing);

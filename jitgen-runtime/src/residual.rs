@@ -171,6 +171,8 @@ struct Compiled {
     listing: String,
     ops: usize,
     native: NativeCode,
+    /// Owns the code compiled later for the states its switches resume.
+    pieces: Option<std::rc::Rc<dyn crate::promotion::Pieces>>,
 }
 
 impl ResidualFn {
@@ -182,6 +184,7 @@ impl ResidualFn {
             listing: TextBackend.compile(f)?,
             ops: f.op_count(),
             native: backend.compile(f)?,
+            pieces: f.pieces.clone(),
         })))
     }
 
@@ -197,6 +200,9 @@ impl ResidualFn {
         for (i, t) in self.0.native.switches().iter().enumerate() {
             out.push_str(&format!("switch #{i}:\n"));
             t.describe(&mut out, 1);
+        }
+        if let Some(p) = &self.0.pieces {
+            p.describe(&mut out);
         }
         out
     }

@@ -22,7 +22,7 @@
 //! matches every later arrival; and every compilation has a budget of residual
 //! operations, past which it is declined.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
@@ -164,6 +164,54 @@ struct Tree {
     stats: Option<&'static Stats>,
     /// Cases that may still be compiled below the root.
     cases_left: Cell<usize>,
+    /// The code compiled for each state a case resumed (its key and the
+    /// layout of its reds): a state met again reuses it, so a loop cut by
+    /// the budget closes through tail calls instead of compiling anew.
+    /// (A `CaseCache<G>`, typed by the extension's frame.)
+    cases: RefCell<Option<Box<dyn std::any::Any>>>,
+    /// The pieces compiled so far: listing and code. The root function owns
+    /// the tree (so the pieces); switches refer to it weakly, and to pieces
+    /// by entry address, so that pieces can jump to each other in loops.
+    pieces: RefCell<Vec<(String, crate::backend::cranelift::NativeCode)>>,
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tree({}, {} pieces)", self.name, self.pieces.borrow().len())
+    }
+}
+
+impl crate::promotion::Pieces for Tree {
+    fn describe(&self, out: &mut String) {
+        for (listing, code) in self.pieces.borrow().iter() {
+            out.push_str(listing);
+            for (i, t) in code.switches().iter().enumerate() {
+                out.push_str(&format!("switch #{i}:\n"));
+                t.describe(out, 1);
+            }
+        }
+    }
+}
+
+/// How a red of a resumed state is laid out: a constant, or an input.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Layout {
+    Const(ValTy, u64),
+    Input(usize, ValTy),
+}
+
+/// Resumed states (key, layout of reds) to the entry and name of their piece.
+/// The promoted value is part of the key: a frame's key does not show the
+/// value handed to it.
+type CaseCache<G> = HashMap<(Vec<<G as Frame>::Key>, Vec<Layout>, Option<u64>), (usize, String)>;
+
+fn layout(reds: &[RedBox], inputs: &[RedBox]) -> Vec<Layout> {
+    reds.iter()
+        .map(|r| match r {
+            RedBox::Const { ty, bits } => Layout::Const(*ty, *bits),
+            RedBox::Var { ty, .. } => Layout::Input(inputs.iter().position(|i| i == r).unwrap_or(usize::MAX), *ty),
+        })
+        .collect()
 }
 
 /// How a red of a snapshot is rebuilt in a case: kept (a constant), an input
@@ -210,7 +258,13 @@ impl<F: Frame> Compilation<F> {
         Compilation {
             b: ResidualBuilder::new(name, inputs, outputs),
             outputs: outputs.to_vec(),
-            tree: Rc::new(Tree { name: name.to_string(), stats: None, cases_left: Cell::new(limits.max_tree_cases) }),
+            tree: Rc::new(Tree {
+                name: name.to_string(),
+                stats: None,
+                cases_left: Cell::new(limits.max_tree_cases),
+                cases: RefCell::new(None),
+                pieces: RefCell::new(vec![]),
+            }),
             defer: None,
             pending: VecDeque::new(),
             versions: HashMap::new(),
@@ -379,23 +433,34 @@ impl<F: Frame> Compilation<F> {
         }
         let (limits, outputs) = (self.limits, self.outputs.clone());
         let compile = {
-            let (snapshot, tree, live_tys, outputs) =
-                (snapshot.clone(), tree.clone(), live_tys.clone(), outputs.clone());
-            Box::new(move |w: u64| -> Option<(crate::backend::cranelift::NativeCode, String)> {
+            let (snapshot, weak, live_tys, outputs) =
+                (snapshot.clone(), Rc::downgrade(&tree), live_tys.clone(), outputs.clone());
+            Box::new(move |w: u64| -> Option<crate::promotion::Case> {
+                let tree = weak.upgrade()?;
+                let name = format!("{}_piece{}", tree.name, tree.pieces.borrow().len() + 1);
+                let mut c: Compilation<G> = Compilation::new(&name, &live_tys, &outputs, limits);
+                c.tree = tree.clone();
+                c.defer = Some(fns.defer);
+                let mut st = snapshot.0.clone();
+                let inputs = c.inputs();
+                let reds = rebuild(&snapshot.1, &inputs, w);
+                st.set_reds(&reds);
+                if promoting {
+                    (fns.deliver)(&mut st, w);
+                }
+                let key = (st.key(), layout(&reds, &inputs), promoting.then_some(w));
+                {
+                    let mut cache = tree.cases.borrow_mut();
+                    let cache = cache.get_or_insert_with(|| Box::new(CaseCache::<G>::new()));
+                    if let Some((entry, name)) = cache.downcast_ref::<CaseCache<G>>().and_then(|m| m.get(&key)) {
+                        return Some(crate::promotion::Case::Shared(*entry as *const u8, name.clone()));
+                    }
+                }
                 if tree.cases_left.get() == 0 {
                     return None;
                 }
                 tree.cases_left.set(tree.cases_left.get() - 1);
                 let t0 = std::time::Instant::now();
-                let name = format!("{}_case", tree.name);
-                let mut c: Compilation<G> = Compilation::new(&name, &live_tys, &outputs, limits);
-                c.tree = tree.clone();
-                c.defer = Some(fns.defer);
-                let mut st = snapshot.0.clone();
-                st.set_reds(&rebuild(&snapshot.1, &c.inputs(), w));
-                if promoting {
-                    (fns.deliver)(&mut st, w);
-                }
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
                     (fns.run)(&mut c, st);
                     c.finish()
@@ -413,16 +478,22 @@ impl<F: Frame> Compilation<F> {
                         s.declined_because(&format!("{name}: {why}"));
                     }
                 }
-                r.ok().map(|(c, _)| c)
+                let ((code, listing), _) = r.ok()?;
+                let entry = code.tail_entry() as usize;
+                if let Some(m) = tree.cases.borrow_mut().as_mut().and_then(|b| b.downcast_mut::<CaseCache<G>>()) {
+                    m.insert(key, (entry, name.clone()));
+                }
+                tree.pieces.borrow_mut().push((format!("{name}:\n{listing}"), code));
+                Some(crate::promotion::Case::Shared(entry as *const u8, name))
             })
         };
         let resume: crate::promotion::Resumer = {
-            let tree = tree.clone();
+            let (name, stats) = (tree.name.clone(), tree.stats);
             Rc::new(move |words: &[u64], w: u64| {
-                if let Some(s) = tree.stats {
+                if let Some(s) = stats {
                     s.resumed();
                 }
-                let c: Compilation<G> = Compilation::executing(&tree.name, &live_tys, words, &outputs);
+                let c: Compilation<G> = Compilation::executing(&name, &live_tys, words, &outputs);
                 c.execute(|c| {
                     let mut st = snapshot.0.clone();
                     st.set_reds(&rebuild(&snapshot.1, &c.inputs(), w));
@@ -451,6 +522,9 @@ impl<F: Frame> Compilation<F> {
         }
         if let Some(defer) = self.deferring() {
             if !self.over_budget() {
+                if let Some(f) = st.frames.last_mut() {
+                    f.unmerge();
+                }
                 defer(self, st);
                 return None;
             }
@@ -625,6 +699,10 @@ impl<F: Frame> Compilation<F> {
         if self.over_budget() {
             return Err(self.declined.take().expect("set by over_budget"));
         }
-        Ok(self.b.finish())
+        let mut f = self.b.finish();
+        if !f.switches.is_empty() {
+            f.pieces = Some(self.tree.clone());
+        }
+        Ok(f)
     }
 }

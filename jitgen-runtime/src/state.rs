@@ -24,6 +24,10 @@ pub trait Frame: Clone {
     fn reds(&self) -> Vec<RedBox>;
     /// Replaces the red boxes, in the order of [`Frame::reds`].
     fn set_reds(&mut self, reds: &[RedBox]);
+    /// For a frame at a merge point that already went through it: marks it
+    /// as not merged yet, so that a compilation resuming it (a deferred
+    /// path) registers the merge point first.
+    fn unmerge(&mut self) {}
 }
 
 /// A compile-time state: a chain of virtual frames, the innermost last.

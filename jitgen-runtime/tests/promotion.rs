@@ -9,7 +9,7 @@ use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::backend::Backend;
 use jitgen_runtime::builder::{listing, ResidualBuilder};
 use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
-use jitgen_runtime::promotion::FlexTable;
+use jitgen_runtime::promotion::{Case, FlexTable};
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::residual::{ResidualError, ResidualFn};
 use jitgen_runtime::schedule::Compilation;
@@ -32,7 +32,7 @@ fn promoted(max_cases: usize) -> (ResidualFn, Rc<FlexTable>, Rc<RefCell<Vec<Stri
             b.ret(&[v]);
             let f = b.finish();
             seen.borrow_mut().push(listing(&f));
-            Some((CraneliftBackend::new().ok()?.compile(&f).ok()?, listing(&f)))
+            Some(Case::Owned(CraneliftBackend::new().ok()?.compile(&f).ok()?, listing(&f)))
         }),
     );
     let mut b = ResidualBuilder::new("entry", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);

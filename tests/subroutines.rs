@@ -1,0 +1,57 @@
+//! The subroutine machine: return addresses popped from a run-time stack
+//! are promoted, so dispatch continues in compiled code per return site.
+//! Every result and error is compared with `jit::plain`.
+
+#[path = "../examples/subroutines/interp.rs"]
+mod interp;
+
+use interp::sub::{self, jit, SubError, ADD, CALL, DECR, DOUBLE, HALT, JNZ, RET};
+
+const COUNTDOWN: &[u8] = &[CALL, 6, JNZ, 0, HALT, HALT, CALL, 9, RET, DECR, RET];
+
+/// Two call sites of one subroutine (a += 1) per turn, then a -= 3: one
+/// switch, two cases.
+const TWO_SITES: &[u8] = &[CALL, 11, CALL, 11, DECR, DECR, DECR, JNZ, 0, HALT, HALT, ADD, 1, RET];
+
+/// Inputs are at least 1: the loops count down to 0.
+const PROGRAMS: &[(&str, &[u8])] = &[
+    ("countdown", COUNTDOWN),
+    ("two sites", TWO_SITES),
+    ("doubling", &[DOUBLE, DOUBLE, HALT]),
+    ("ret without call", &[RET]),
+    ("return into the void", &[CALL, 4, HALT, HALT, 3, 100, RET]),
+    ("recursion too deep", &[CALL, 0]),
+    ("unknown opcode", &[9]),
+    ("operand missing", &[CALL]),
+];
+
+#[test]
+fn every_program_agrees_with_the_interpreter() {
+    jit::config().set_threshold(0);
+    for (name, code) in PROGRAMS {
+        for a in [1, 5, 40] {
+            let want = jit::plain::run(code, a);
+            assert_eq!(sub::run(code, a), want, "{name} with a = {a} (portal)");
+            assert_eq!(jit::specialize::run(code).call(a), want, "{name} with a = {a} (specialized)");
+        }
+    }
+    assert_eq!(jit::plain::run(&[RET], 0), Err(SubError::StackUnderflow));
+    assert_eq!(jit::plain::run(&[CALL, 0], 0), Err(SubError::StackOverflow));
+}
+
+#[test]
+fn each_return_site_gets_a_case_that_knows_where_it_is() {
+    let r = jit::specialize::run(TWO_SITES);
+    assert_eq!(r.call(30), jit::plain::run(TWO_SITES, 30));
+    // The subroutine's RET switches on the popped address: the two call
+    // sites' return addresses got a case each, compiled once.
+    let values: Vec<u64> = r.function().switches().iter().flat_map(|t| t.values()).collect();
+    assert_eq!(values, [2], "the root reaches the first return only");
+    let all = r.listing_with_cases();
+    assert!(all.contains("case 2: run_piece1"), "{all}");
+    assert!(all.contains("case 4: run_piece2"), "{all}");
+    // In the pieces, dispatch is gone: no reads of the bytecode.
+    let pieces = &all[all.find("run_piece1:").expect("piece 1")..];
+    assert!(!pieces.contains("load.u8"), "{pieces}");
+    assert!(!pieces.contains(&format!("{:#x}", TWO_SITES.as_ptr() as usize)), "{pieces}");
+}
