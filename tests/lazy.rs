@@ -52,8 +52,11 @@ fn compilations_cut_by_their_budget_finish_correctly() {
     jit::config().set_max_cases(0);
     assert_eq!(tlr::interpret(SQUARE, 40), jit::plain::interpret(SQUARE, 40));
     let s = jit::stats();
-    assert_eq!((s.compilations, s.declined, s.flexswitch_cases), (1, 0, 0), "{s:?}");
-    assert!(s.resumptions >= 1, "{s:?}");
+    // Each hand-over continues in the interpreter up to the next merge
+    // point, where the portal goes on (entering code compiled for the
+    // position reached, cut by the budget again).
+    assert_eq!((s.declined, s.flexswitch_cases), (0, 0), "{s:?}");
+    assert!(s.compilations >= 1 && s.resumptions >= 1, "{s:?}");
     assert!(jit::last_decline().is_none());
     // The same with cases allowed (another program, so another compilation):
     // the rest compiles in pieces when reached, and the loop, met again in

@@ -199,6 +199,66 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry
     e
 }
 
+/// How a variable the interpreter may have changed goes back to it when a
+/// portal continues in the interpreter proper after a hand-over.
+enum ParkKind {
+    /// A scalar: green (a Rust value in the frame) or red (a constant box).
+    Scalar(Sc, bool),
+    /// An owned object passed by `&mut`: unchanged, or one residual code
+    /// allocated (moved out of the arena).
+    Owned(TokenStream),
+    /// A shared reference.
+    Ref(TokenStream),
+}
+
+struct ParkVar {
+    field: Ident,
+    param: Ident,
+    src: Ident,
+    kind: ParkKind,
+}
+
+/// The variables a portal gets back at its merge point, or `None` when one
+/// of them cannot be handed back (then the portal does not park: after a
+/// hand-over, the rest of its call runs in execute mode).
+fn park_plan(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Option<Vec<ParkVar>> {
+    let f = gen.fns[fi];
+    let mut plan = vec![];
+    for v in vars {
+        let info = f.graph.var(*v);
+        let name = info.name.clone()?;
+        if !mutable.contains(&name) {
+            continue;
+        }
+        if name == "self" {
+            return None;
+        }
+        let kind = match (gen.repr(fi, *v), &info.ty) {
+            (Repr::G(sc), _) => ParkKind::Scalar(sc, true),
+            (Repr::R(sc), _) => ParkKind::Scalar(sc, false),
+            (Repr::RPtr, Ty::Ref { .. } | Ty::Boxed(_)) => return None,
+            (Repr::RPtr, t) => ParkKind::Owned(rust_ty(t, None)),
+            (Repr::GRef(_), Ty::Ref { mutable: false, to }) => {
+                let t = rust_ty(to, None);
+                ParkKind::Ref(quote!(&'static #t))
+            }
+            (Repr::GSlice(target), Ty::Ref { mutable: false, .. }) => {
+                let t = rust_ty(&target, None);
+                ParkKind::Ref(quote!(&'static [#t]))
+            }
+            (Repr::Unit, _) => continue,
+            _ => return None,
+        };
+        plan.push(ParkVar {
+            field: format_ident!("v{}", v.0),
+            param: Ident::new(&name, Span::call_site()),
+            src: Ident::new(&name, Span::call_site()),
+            kind,
+        });
+    }
+    Some(plan)
+}
+
 /// Input types as one expression.
 fn input_tys_expr(tys: &[TokenStream]) -> TokenStream {
     let rt = rt();
@@ -389,6 +449,51 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 if mp.op == 0 { gen.point_ids[&(fi, mp.block, 0)] } else { gen.point_ids[&(fi, mp.block, mp.op + 1)] };
             let mutable = mutable_names(item);
             let e = entry(&gen, fi, &gen.points[point].live.clone(), &mutable);
+            let plan = park_plan(&gen, fi, &gen.points[point].live.clone(), &mutable);
+            if plan.is_some() {
+                gen.park_points.insert(point);
+            }
+            let plan = plan.unwrap_or_default();
+            let parked = format_ident!("__Parked_{}", name);
+            let vname = format_ident!("R{}", point);
+            let mut parked_fields = vec![];
+            let mut origins = vec![];
+            let mut unparks = vec![];
+            let mut assigns = vec![];
+            for pv in &plan {
+                let (field, param, src) = (&pv.field, &pv.param, &pv.src);
+                let msg = format!("jitgen: `{src}` is not known when handing over to the interpreter");
+                match &pv.kind {
+                    ParkKind::Scalar(sc, green) => {
+                        let t = sc_rust(*sc);
+                        parked_fields.push(quote!(pub #param: #t));
+                        let val = if *green {
+                            quote!(#field)
+                        } else {
+                            from_word(*sc, quote!(#field.as_const().expect(#msg)))
+                        };
+                        unparks.push(quote!(#param: #val));
+                        assigns.push(quote!(#src = __p.#param;));
+                    }
+                    ParkKind::Owned(t) => {
+                        parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
+                        let orig = format_ident!("__orig_{}", param);
+                        origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
+                        let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
+                        unparks.push(quote!(#param: {
+                            let __a = #field.as_const().expect(#msg);
+                            if __a == #orig { None } else { Some(#rt::heap::arena_take::<#t>(__a).expect(#lost)) }
+                        }));
+                        assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
+                    }
+                    ParkKind::Ref(t) => {
+                        parked_fields.push(quote!(pub #param: #t));
+                        unparks.push(quote!(#param: #field));
+                        assigns.push(quote!(#src = __p.#param;));
+                    }
+                }
+            }
+            let field_pats: Vec<&Ident> = plan.iter().map(|pv| &pv.field).collect();
             let compile = format_ident!("__compile_portal_{}", name);
             let hook = format_ident!("__portal_{}", name);
             let cache = format_ident!("__CACHE_{}", name.to_uppercase());
@@ -433,13 +538,32 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     super::jit::__STATS.entered();
                     let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
                     #(#words)*
+                    #(#origins)*
                     let __mark = #rt::heap::arena_mark();
-                    let __out = __code.call_words(&__words);
+                    let __out = #rt::residual::call_parking(&__code, &__words);
+                    let __r = match __out {
+                        Ok(__w) => Ok(#decode),
+                        // After a hand-over, the interpreter reached the merge
+                        // point: the interpreter proper goes on from there.
+                        Err(#rt::residual::ResidualError::Parked(__p)) => {
+                            if #cache.with(|__c| __c.borrow_mut().handed_over(&__key)) {
+                                super::jit::__STATS.declined_because("residual code retired: it kept handing over to the interpreter");
+                            }
+                            let __st = *__p
+                                .downcast::<#rt::state::JitState<__Frame<'static>>>()
+                                .expect("jitgen: a state of this portal");
+                            match __st.frames.into_iter().next_back() {
+                                Some(__Frame::#vname { #(#field_pats,)* .. }) => Err(#parked { #(#unparks),* }),
+                                _ => panic!("jitgen: the interpreter stopped elsewhere than the merge point"),
+                            }
+                        }
+                        Err(__e) => {
+                            #rt::heap::arena_release(__mark);
+                            __e.resume()
+                        }
+                    };
                     #rt::heap::arena_release(__mark);
-                    match __out {
-                        Ok(__w) => Some(#decode),
-                        Err(__e) => __e.resume(),
-                    }
+                    Some(__r)
                 },
                 _ => quote!(None),
             };
@@ -448,8 +572,12 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     static #cache: ::core::cell::RefCell<#rt::driver::PortalCache<[u64; #nkey]>> =
                         ::core::cell::RefCell::new(#rt::driver::PortalCache::default());
                 }
+                /// The variables a portal gets back when it continues in the interpreter.
+                #[allow(non_camel_case_types)]
+                pub(super) struct #parked { #(#parked_fields),* }
+
                 #[allow(unused_variables, unused_mut, clippy::all)]
-                pub(super) fn #hook(#(#params),*) -> ::core::option::Option<#ret_rust> {
+                pub(super) fn #hook(#(#params),*) -> ::core::option::Option<::core::result::Result<#ret_rust, #parked>> {
                     #body
                 }
             });
@@ -464,8 +592,10 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             // The portal: the merge point asks the hook first.
             let args = &e.args;
             let call = quote! {
-                if let ::core::option::Option::Some(__r) = self::__jit::#hook(#(#args),*) {
-                    return __r;
+                match self::__jit::#hook(#(#args),*) {
+                    ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
+                    ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }
+                    ::core::option::Option::None => {}
                 }
             };
             InsertHook { call }.visit_item_fn_mut(item);

@@ -45,6 +45,9 @@ pub struct Gen<'g> {
     pub point_ids: HashMap<(usize, NodeIndex, usize), usize>,
     pub enums: Vec<Ty>,
     pub callbacks: Vec<TokenStream>,
+    /// Portal merge points where execute mode may stop for the portal to
+    /// continue in the interpreter proper (see `jit_module`).
+    pub park_points: BTreeSet<usize>,
     joins: Vec<BTreeSet<NodeIndex>>,
     loop_heads: Vec<BTreeSet<NodeIndex>>,
     /// Set when the code just generated always declines: what follows it is unreachable.
@@ -96,6 +99,7 @@ impl<'g> Gen<'g> {
             point_ids: HashMap::new(),
             enums: vec![],
             callbacks: vec![],
+            park_points: BTreeSet::new(),
             joins: vec![],
             loop_heads: vec![],
             declined: std::cell::Cell::new(false),
@@ -1346,8 +1350,22 @@ impl<'g> Gen<'g> {
             } else {
                 quote!()
             };
+            let park = if self.park_points.contains(&p) {
+                // Back at the portal's merge point after a hand-over: the
+                // portal continues in the interpreter proper from here.
+                quote! {
+                    if __st.frames.is_empty() && __c.parking() {
+                        __st.frames.push(__Frame::#vname { #(#pat_all),* });
+                        __c.park(::std::boxed::Box::new(__forever(__st)));
+                        break 'path None;
+                    }
+                }
+            } else {
+                quote!()
+            };
             run_arms.push(quote! {
                 __Frame::#vname { #(#pat_all),* } => 'path: {
+                    #park
                     #merge
                     #code
                 }

@@ -6,7 +6,7 @@
 //! `JITGEN_THRESHOLD=N` (0 compiles at first sight) and `JITGEN_OFF=1`
 //! (interpret only); explicit settings through [`Config`] win over it.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -246,9 +246,13 @@ impl Stats {
 }
 
 enum Entry {
-    Compiled { code: ResidualFn, content: Vec<Vec<u8>> },
-    Declined { content: Vec<Vec<u8>> },
+    Compiled { code: ResidualFn, content: Vec<Vec<u8>>, runs: u32, handovers: u32 },
+    Declined,
 }
+
+/// Hand-overs after which code that mostly hands over is retired (see
+/// [`PortalCache::handed_over`]).
+pub const RETIRE_AFTER: u32 = 64;
 
 /// What a portal should do at its merge point.
 pub enum Hot {
@@ -272,14 +276,17 @@ fn same_content(stored: &[Vec<u8>], now: &[&[u8]]) -> bool {
 /// the caller put another program into the same buffer (DESIGN.md section 6):
 /// a changed content recompiles. While a key is only being counted, the
 /// content is not looked at.
+///
+/// Keys are a few words: they hash with `rustc-hash`, the portal pays for a
+/// lookup at every merge point it interprets.
 pub struct PortalCache<K> {
-    counts: HashMap<K, u32>,
-    entries: HashMap<K, Entry>,
+    counts: FxHashMap<K, u32>,
+    entries: FxHashMap<K, Entry>,
 }
 
 impl<K: Hash + Eq + Clone> Default for PortalCache<K> {
     fn default() -> Self {
-        PortalCache { counts: HashMap::new(), entries: HashMap::new() }
+        PortalCache { counts: FxHashMap::default(), entries: FxHashMap::default() }
     }
 }
 
@@ -287,11 +294,14 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// Counts one iteration at `key` and says what to do.
     pub fn visit(&mut self, key: &K, content: &[&[u8]], threshold: u32) -> Hot {
         if !self.entries.is_empty() {
-            match self.entries.get(key) {
-                Some(Entry::Compiled { code, content: c }) if same_content(c, content) => {
-                    return Hot::Run(code.clone())
+            match self.entries.get_mut(key) {
+                Some(Entry::Compiled { code, content: c, runs, .. }) if same_content(c, content) => {
+                    *runs = runs.saturating_add(1);
+                    return Hot::Run(code.clone());
                 }
-                Some(Entry::Declined { content: c }) if same_content(c, content) => return Hot::Cold,
+                // Declined code stays declined, whatever the content: no
+                // need to compare it at every merge point.
+                Some(Entry::Declined) => return Hot::Cold,
                 Some(_) => {
                     // The green data changed under the same address.
                     self.entries.remove(key);
@@ -314,10 +324,24 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         self.counts.remove(&key);
         let content = content.iter().map(|c| c.to_vec()).collect();
         let e = match code {
-            Some(code) => Entry::Compiled { code, content },
-            None => Entry::Declined { content },
+            Some(code) => Entry::Compiled { code, content, runs: 0, handovers: 0 },
+            None => Entry::Declined,
         };
         self.entries.insert(key, e);
+    }
+
+    /// Records that the code of `key` handed over to the interpreter. Code
+    /// that keeps doing so (at least [`RETIRE_AFTER`] hand-overs, in more than
+    /// half of its runs: its switches are full of other values) is retired:
+    /// the key is interpreted from then on. Returns whether it was retired.
+    pub fn handed_over(&mut self, key: &K) -> bool {
+        let Some(Entry::Compiled { runs, handovers, .. }) = self.entries.get_mut(key) else { return false };
+        *handovers = handovers.saturating_add(1);
+        if *handovers >= RETIRE_AFTER && *handovers * 2 > *runs {
+            self.entries.insert(key.clone(), Entry::Declined);
+            return true;
+        }
+        false
     }
 
     /// Compiled (or declined) keys.

@@ -33,6 +33,21 @@ pub fn arena_release(mark: usize) {
     drop(dropped);
 }
 
+/// Moves the object at `addr` out of the arena, if residual code allocated
+/// one of type `T` there (for a portal continuing in the interpreter with a
+/// value residual code made).
+pub fn arena_take<T: 'static>(addr: u64) -> Option<T> {
+    ARENA.with(|a| {
+        let mut a = a.borrow_mut();
+        let i = a.iter().position(|b| std::ptr::addr_eq(&**b as *const dyn Any, addr as usize as *const u8))?;
+        if !a[i].is::<T>() {
+            return None;
+        }
+        let b = std::mem::replace(&mut a[i], Box::new(()));
+        b.downcast::<T>().ok().map(|b| *b)
+    })
+}
+
 /// Moves a value into the arena; returns its (stable) address.
 pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     let mut b = Box::new(v);

@@ -58,6 +58,27 @@ pub fn run_callback(body: impl FnOnce() -> Result<(), ErrorKind>) -> u64 {
 }
 
 thread_local! {
+    static PARKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Calls `f` for a portal, which can continue in the interpreter proper: a
+/// hand-over from residual code then runs the interpreter's flow graphs
+/// only up to the portal's next merge point, and the call returns
+/// [`ResidualError::Parked`] with the state there.
+pub fn call_parking(f: &ResidualFn, inputs: &[u64]) -> Result<Vec<u64>, ResidualError> {
+    let prev = PARKING.with(|p| p.replace(true));
+    let r = f.call_words(inputs);
+    PARKING.with(|p| p.set(prev));
+    r
+}
+
+/// Whether the residual call under way may park (and no longer, for the
+/// calls it makes in turn).
+pub(crate) fn take_parking() -> bool {
+    PARKING.with(|p| p.replace(false))
+}
+
+thread_local! {
     static HOST_BACKEND: RefCell<Option<CraneliftBackend>> = const { RefCell::new(None) };
 }
 
@@ -110,6 +131,11 @@ pub enum ResidualError {
     /// of the switch's table. (Switches made by generating extensions
     /// continue in the interpreter themselves.)
     Resume(Vec<u64>),
+    /// The interpreter, continuing after a hand-over, reached the portal's
+    /// merge point: the state there (a `JitState` of the generating
+    /// extension's frames), for the portal to continue in the interpreter
+    /// proper (see [`call_parking`]).
+    Parked(Box<dyn Any>),
 }
 
 impl ResidualError {
@@ -125,7 +151,7 @@ impl ResidualError {
     pub fn kind(&self) -> Option<ErrorKind> {
         match self {
             ResidualError::Exit { kind, .. } => Some(*kind),
-            ResidualError::Panicked(_) | ResidualError::Resume(_) => None,
+            ResidualError::Panicked(_) | ResidualError::Resume(_) | ResidualError::Parked(_) => None,
         }
     }
 }
@@ -144,6 +170,7 @@ impl fmt::Display for ResidualError {
             ResidualError::Resume(w) => {
                 write!(f, "residual code handed over to the interpreter with {} words", w.len())
             }
+            ResidualError::Parked(_) => f.write_str("the interpreter stopped at the portal's merge point"),
             ResidualError::Panicked(p) => {
                 let msg =
                     p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());

@@ -250,6 +250,10 @@ pub struct Compilation<F: Frame> {
     /// In execute mode: the input words, and the returned words once known.
     exec_inputs: Option<Vec<u64>>,
     exec_result: Option<Vec<u64>>,
+    /// In execute mode: whether to stop at the portal's merge point, and
+    /// the state stopped there.
+    park_ok: bool,
+    parked: Option<Box<dyn std::any::Any>>,
 }
 
 impl<F: Frame> Compilation<F> {
@@ -274,6 +278,8 @@ impl<F: Frame> Compilation<F> {
             steps: 0,
             exec_inputs: None,
             exec_result: None,
+            park_ok: false,
+            parked: None,
         }
     }
 
@@ -302,6 +308,7 @@ impl<F: Frame> Compilation<F> {
         use crate::residual::ResidualError;
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut self)));
         match r {
+            Ok(()) if self.parked.is_some() => Err(ResidualError::Parked(self.parked.take().expect("checked"))),
             Ok(()) => self.exec_result.take().ok_or_else(|| ResidualError::Exit {
                 kind: ErrorKind::Abort(crate::residual::message_id(
                     "jitgen: the interpreter stopped without returning",
@@ -319,6 +326,20 @@ impl<F: Frame> Compilation<F> {
                 Err(p) => Err(ResidualError::Panicked(p)),
             },
         }
+    }
+
+    /// Whether the generating extension should stop at the portal's merge
+    /// point ([`Compilation::park`]): in execute mode, when the portal can
+    /// continue in the interpreter proper from there.
+    pub fn parking(&self) -> bool {
+        self.park_ok && self.parked.is_none()
+    }
+
+    /// Stops execution with this state (a `JitState` at the portal's merge
+    /// point), which [`Compilation::execute`] returns as
+    /// [`crate::residual::ResidualError::Parked`].
+    pub fn park(&mut self, state: Box<dyn std::any::Any>) {
+        self.parked = Some(state);
     }
 
     /// Red boxes for the inputs (constants in execute mode).
@@ -493,7 +514,8 @@ impl<F: Frame> Compilation<F> {
                 if let Some(s) = stats {
                     s.resumed();
                 }
-                let c: Compilation<G> = Compilation::executing(&name, &live_tys, words, &outputs);
+                let mut c: Compilation<G> = Compilation::executing(&name, &live_tys, words, &outputs);
+                c.park_ok = crate::residual::take_parking();
                 c.execute(|c| {
                     let mut st = snapshot.0.clone();
                     st.set_reds(&rebuild(&snapshot.1, &c.inputs(), w));
@@ -621,7 +643,7 @@ impl<F: Frame> Compilation<F> {
     pub fn step(&mut self) -> bool {
         if self.b.exec {
             // An interpreter runs as long as the program does.
-            return self.exec_result.is_none();
+            return self.exec_result.is_none() && self.parked.is_none();
         }
         self.steps += 1;
         if self.steps > self.limits.max_steps && self.declined.is_none() {

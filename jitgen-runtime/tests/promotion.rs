@@ -142,3 +142,30 @@ fn a_million_distinct_values_in_bounded_memory() {
     let grown = resident_kib().saturating_sub(rss_before);
     assert!(grown < 16 * 1024, "resident memory grew by {grown} KiB");
 }
+
+#[test]
+fn code_that_keeps_handing_over_is_retired() {
+    use jitgen_runtime::driver::{Hot, PortalCache, RETIRE_AFTER};
+    let (f, _, _) = promoted(0);
+    let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
+    cache.insert([7], &[b"code"], Some(f));
+    // Code that hands over now and then stays.
+    for i in 0..4 * RETIRE_AFTER {
+        assert!(matches!(cache.visit(&[7], &[b"code"], 0), Hot::Run(_)));
+        if i % 4 == 0 {
+            assert!(!cache.handed_over(&[7]));
+        }
+    }
+    // Code that hands over at every run is retired after RETIRE_AFTER more.
+    let mut retired_at = None;
+    for i in 0..4 * RETIRE_AFTER {
+        if !matches!(cache.visit(&[7], &[b"code"], 0), Hot::Run(_)) {
+            break;
+        }
+        if cache.handed_over(&[7]) {
+            retired_at = Some(i);
+        }
+    }
+    assert!(retired_at.is_some());
+    assert!(matches!(cache.visit(&[7], &[b"code"], 0), Hot::Cold));
+}
