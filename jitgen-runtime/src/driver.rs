@@ -250,6 +250,12 @@ enum Entry {
     Declined,
 }
 
+/// Compiled (or declined) keys of one portal, past which it compiles no more.
+pub const MAX_ENTRIES: usize = 4096;
+
+/// Hotness counters of one portal, past which counting starts afresh.
+pub const MAX_COUNTERS: usize = 1 << 16;
+
 /// Hand-overs after which code that mostly hands over is retired (see
 /// [`PortalCache::handed_over`]).
 pub const RETIRE_AFTER: u32 = 64;
@@ -310,6 +316,14 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                 None => {}
             }
         }
+        if self.entries.len() >= MAX_ENTRIES {
+            // A program whose green state never repeats: stop compiling.
+            return Hot::Cold;
+        }
+        if self.counts.len() >= MAX_COUNTERS && !self.counts.contains_key(key) {
+            // Bounded memory for counters too: start counting afresh.
+            self.counts.clear();
+        }
         let n = self.counts.entry(key.clone()).or_insert(0);
         *n = n.saturating_add(1);
         if *n > threshold {
@@ -342,6 +356,11 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             return true;
         }
         false
+    }
+
+    /// Keys being counted (not compiled yet).
+    pub fn counters(&self) -> usize {
+        self.counts.len()
     }
 
     /// Compiled (or declined) keys.

@@ -169,3 +169,25 @@ fn code_that_keeps_handing_over_is_retired() {
     assert!(retired_at.is_some());
     assert!(matches!(cache.visit(&[7], &[b"code"], 0), Hot::Cold));
 }
+
+#[test]
+fn a_portal_cache_stays_bounded_when_keys_never_repeat() {
+    use jitgen_runtime::driver::{Hot, PortalCache, MAX_ENTRIES};
+    let (f, _, _) = promoted(1);
+    let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
+    let mut compiled = 0;
+    for k in 0..(MAX_ENTRIES as u64 + 100) * 2 {
+        if let Hot::Compile = cache.visit(&[k], &[], 0) {
+            compiled += 1;
+            cache.insert([k], &[], Some(f.clone()));
+        }
+    }
+    assert_eq!(compiled, MAX_ENTRIES);
+    assert_eq!(cache.len(), MAX_ENTRIES);
+    // Counters for keys never compiled are bounded too (a million cold keys).
+    let mut cold: PortalCache<[u64; 1]> = PortalCache::default();
+    for k in 0..1_000_000u64 {
+        assert!(matches!(cold.visit(&[k], &[], 1000), Hot::Cold));
+        assert!(cold.counters() <= jitgen_runtime::driver::MAX_COUNTERS);
+    }
+}
