@@ -34,6 +34,8 @@ fn main() {
         s.residual_ops
     );
     if listing {
-        println!("{}", tlr::jit::specialize::interpret(SQUARE).listing());
+        for l in tlr::jit::portal_listings() {
+            println!("{l}");
+        }
     }
 }

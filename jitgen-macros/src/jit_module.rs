@@ -35,9 +35,14 @@ struct Entry {
     green_params: Vec<(Ident, TokenStream, TokenStream)>,
     /// Why this entry cannot compile, if it cannot.
     bad: Option<String>,
+    /// Statements of the hook computing the lengths of the lists the entry
+    /// virtualizes (they are green parameters of the compile function).
+    lens: Vec<TokenStream>,
 }
 
-fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry {
+/// `portal`: the entry of a portal hook, which virtualizes the lists it is
+/// given (their length is part of the position key, see `jitgen_runtime::vlist`).
+fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: bool) -> Entry {
     let rt = rt();
     let f = gen.fns[fi];
     let mut e = Entry {
@@ -50,6 +55,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry
         content: vec![],
         green_params: vec![],
         bad: None,
+        lens: vec![],
     };
     for v in vars {
         let info = f.graph.var(*v);
@@ -143,7 +149,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry
                 e.input_words.push(quote!(__words.extend_from_slice(&#flat(#n));));
                 e.frame_lets.push(quote!(let #fid: [#rt::redbox::RedBox; #nslots] = ::core::array::from_fn(|_| __in.next().expect("an input"));));
             }
-            Repr::RPtr => {
+            Repr::RPtr | Repr::VList(_) => {
                 let (pty, arg, addr) = match &ty {
                     Ty::Ref { mutable: true, to } => {
                         let t = pty_of(to);
@@ -179,7 +185,40 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Entry
                 let pt = ptr_valty();
                 e.input_tys.push(quote!(__t.push(#pt);));
                 e.input_words.push(quote!(__words.push(#addr);));
-                e.frame_lets.push(quote!(let #fid = __in.next().expect("an input");));
+                if let (Repr::VList(sc), true) = (&r, portal) {
+                    // A virtualizable list: its elements are loaded once at
+                    // entry and live in registers from then on.
+                    let len = format_ident!("__len_{}", n);
+                    e.lens.push(quote!(let #len: usize = #n.len();));
+                    e.key.push(quote!(#len as u64));
+                    e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+                    let (t, vt) = (sc_rust(*sc), sc_valty(*sc));
+                    e.frame_lets.push(quote! {
+                        let #fid = {
+                            let __p = __in.next().expect("an input");
+                            if #len <= #rt::vlist::MAX_VIRTUAL_LEN {
+                                let mut __items = ::std::vec::Vec::new();
+                                for __i in 0..#len {
+                                    let __i = #rt::redbox::RedBox::u64(__i as u64);
+                                    __items.push(match #rt::heap::vec_layout::<#t>() {
+                                        Some(__l) => {
+                                            let __e = __c.b.red_vec_elem(&__p, &__i, ::core::mem::size_of::<#t>() as u64, __l);
+                                            __c.b.red_load(#vt, &__e, 0)
+                                        }
+                                        None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__p, __i], &[#vt])[0],
+                                    });
+                                }
+                                #rt::vlist::VList::Virtual(__items)
+                            } else {
+                                #rt::vlist::VList::Real(__p)
+                            }
+                        };
+                    });
+                } else if matches!(r, Repr::VList(_)) {
+                    e.frame_lets.push(quote!(let #fid = #rt::vlist::VList::Real(__in.next().expect("an input"));));
+                } else {
+                    e.frame_lets.push(quote!(let #fid = __in.next().expect("an input");));
+                }
             }
             Repr::RSlice => {
                 let Ty::Ref { mutable, to } = &ty else { continue };
@@ -209,6 +248,8 @@ enum ParkKind {
     Owned(TokenStream),
     /// A shared reference.
     Ref(TokenStream),
+    /// A `Vec` of scalars: real (as `Owned`), or virtual (its elements).
+    List(Sc),
 }
 
 struct ParkVar {
@@ -238,6 +279,7 @@ fn park_plan(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> O
             (Repr::R(sc), _) => ParkKind::Scalar(sc, false),
             (Repr::RPtr, Ty::Ref { .. } | Ty::Boxed(_)) => return None,
             (Repr::RPtr, t) => ParkKind::Owned(rust_ty(t, None)),
+            (Repr::VList(sc), Ty::Vec(_)) => ParkKind::List(sc),
             (Repr::GRef(_), Ty::Ref { mutable: false, to }) => {
                 let t = rust_ty(to, None);
                 ParkKind::Ref(quote!(&'static #t))
@@ -437,6 +479,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
     let mut specializers = vec![];
     let mut specialize_api = vec![];
     let mut reexports = vec![];
+    let mut listing_calls = vec![];
     for item in fns.iter_mut() {
         let name = item.sig.ident.to_string();
         let Some(&fi) = gen.fn_ids.get(&name) else { continue };
@@ -448,7 +491,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let point =
                 if mp.op == 0 { gen.point_ids[&(fi, mp.block, 0)] } else { gen.point_ids[&(fi, mp.block, mp.op + 1)] };
             let mutable = mutable_names(item);
-            let e = entry(&gen, fi, &gen.points[point].live.clone(), &mutable);
+            let e = entry(&gen, fi, &gen.points[point].live.clone(), &mutable, true);
             let plan = park_plan(&gen, fi, &gen.points[point].live.clone(), &mutable);
             if plan.is_some() {
                 gen.park_points.insert(point);
@@ -486,6 +529,22 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                         }));
                         assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
                     }
+                    ParkKind::List(sc) => {
+                        let t = sc_rust(*sc);
+                        parked_fields.push(quote!(pub #param: ::core::option::Option<::std::vec::Vec<#t>>));
+                        let orig = format_ident!("__orig_{}", param);
+                        origins.push(quote!(let #orig = &*#param as *const ::std::vec::Vec<#t> as usize as u64;));
+                        let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
+                        let back = from_word(*sc, quote!(__x.as_const().expect(#msg)));
+                        unparks.push(quote!(#param: match #field {
+                            #rt::vlist::VList::Real(__p) => {
+                                let __a = __p.as_const().expect(#msg);
+                                if __a == #orig { None } else { Some(#rt::heap::arena_take::<::std::vec::Vec<#t>>(__a).expect(#lost)) }
+                            }
+                            #rt::vlist::VList::Virtual(__items) => Some(__items.iter().map(|__x| #back).collect()),
+                        }));
+                        assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
+                    }
                     ParkKind::Ref(t) => {
                         parked_fields.push(quote!(pub #param: #t));
                         unparks.push(quote!(#param: #field));
@@ -505,6 +564,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 syn::ReturnType::Type(_, t) => quote!(#t),
             };
             let key = &e.key;
+            let lens = &e.lens;
             let nkey = e.key.len();
             let content = &e.content;
             let words = &e.input_words;
@@ -514,6 +574,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     if !__cfg.enabled() {
                         return None;
                     }
+                    #(#lens)*
                     let __key: [u64; #nkey] = [#(#key),*];
                     let __content: &[&[u8]] = &[#(#content),*];
                     let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, __content, __cfg.threshold()));
@@ -567,7 +628,13 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 },
                 _ => quote!(None),
             };
+            let listings_fn = format_ident!("__listings_{}", name);
+            listing_calls.push(quote!(__l.extend(super::__jit::#listings_fn());));
             hooks.push(quote! {
+                /// The listings of this portal's compiled code (this thread's).
+                pub(super) fn #listings_fn() -> ::std::vec::Vec<::std::string::String> {
+                    #cache.with(|__c| __c.borrow().listings())
+                }
                 ::std::thread_local! {
                     static #cache: ::core::cell::RefCell<#rt::driver::PortalCache<[u64; #nkey]>> =
                         ::core::cell::RefCell::new(#rt::driver::PortalCache::default());
@@ -606,7 +673,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             // jit::specialize::NAME(greens) -> residual function of the reds.
             let start = gen.point_ids[&(fi, f.graph.start, 0)];
             let live = gen.points[start].live.clone();
-            let e = entry(&gen, fi, &live, &mutable_names(item));
+            let e = entry(&gen, fi, &live, &mutable_names(item), false);
             let compile = format_ident!("__specialize_{}", name);
             specializers.push(compile_fn(&gen, &compile, &name, start, &e, &ret));
             let mut green_params = vec![];
@@ -726,6 +793,14 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             /// Counts: compilations, residual operations, entries into residual code, ...
             pub fn stats() -> #rt::driver::StatsSnapshot {
                 __STATS.snapshot()
+            }
+
+            /// The listings of the code the portals compiled so far in this
+            /// thread, with their flexswitch cases (for tests and tools).
+            pub fn portal_listings() -> ::std::vec::Vec<::std::string::String> {
+                let mut __l = ::std::vec::Vec::new();
+                #(#listing_calls)*
+                __l
             }
 
             /// Why the last declined compilation gave up, if one did.

@@ -75,7 +75,14 @@ pub fn jit_interpreter(attr: TokenStream, item: TokenStream) -> TokenStream {
             }));
         }
     }
-    quote!(#(#errs)* #module).into()
+    let out = quote!(#(#errs)* #module);
+    // For debugging jitgen itself: `JITGEN_EXPAND_DIR=dir` writes each
+    // expansion to `dir/MODULE.rs` (format it with rustfmt to read it).
+    if let Some(dir) = std::env::var_os("JITGEN_EXPAND_DIR") {
+        let path = std::path::Path::new(&dir).join(format!("{}.rs", module.ident));
+        let _ = std::fs::write(path, out.to_string());
+    }
+    out.into()
 }
 
 /// Removes the marker attributes jitgen consumes (`#[virtualizable]`,

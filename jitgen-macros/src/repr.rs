@@ -39,6 +39,9 @@ pub enum Repr {
     R(Sc),
     RPtr,
     RSlice,
+    /// A red `Vec` of scalars, owned by a local: a `VList` (virtual while
+    /// made and used at compile-time positions, else a real `Vec`'s address).
+    VList(Sc),
     /// Cannot be represented (yet): using it declines the compilation.
     Bad(String),
 }
@@ -284,6 +287,7 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
             t if green => Repr::GRef(t.clone()),
             _ => Repr::RPtr,
         },
+        Ty::Vec(e) if !green && scalar(e).is_some() => Repr::VList(scalar(e).expect("checked")),
         t if is_owned_pointer(t) => {
             if green {
                 Repr::GRef(t.clone())
@@ -312,6 +316,7 @@ pub fn field_ty(r: &Repr) -> TokenStream {
         }
         Repr::Enum(_, n) => quote!([#rt::redbox::RedBox; #n]),
         Repr::R(_) | Repr::RPtr => quote!(#rt::redbox::RedBox),
+        Repr::VList(_) => quote!(#rt::vlist::VList),
         Repr::RSlice => quote!([#rt::redbox::RedBox; 2]),
     }
 }

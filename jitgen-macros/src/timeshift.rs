@@ -231,6 +231,8 @@ impl<'g> Gen<'g> {
             | (Repr::RPtr, Repr::RPtr)
             | (Repr::RSlice, Repr::RSlice)
             | (Repr::Enum(..), Repr::Enum(..)) => e,
+            (Repr::VList(_), Repr::VList(_)) => quote!((#e).clone()),
+            (Repr::RPtr, Repr::VList(_)) => quote!(#rt::vlist::VList::Real(#e)),
             (Repr::G(sc), Repr::R(_)) => {
                 let (vt, w) = (sc_valty(*sc), to_word(*sc, e));
                 quote!(#rt::redbox::RedBox::constant(#vt, #w))
@@ -258,6 +260,10 @@ impl<'g> Gen<'g> {
         let (e, from) = match v {
             Value::Var(x) => {
                 let id = v_ident(*x);
+                if let (Repr::VList(sc), Repr::RPtr) = (self.repr(fi, *x), to) {
+                    // Its address is needed: the list must exist in memory.
+                    return Some(force_list(sc, quote!(#id)));
+                }
                 (quote!(#id), self.repr(fi, *x))
             }
             Value::Const(c) => (Self::const_expr(c), self.value_repr(fi, v)),
@@ -279,8 +285,21 @@ impl<'g> Gen<'g> {
 
     fn bind(&self, fi: usize, r: Var, e: TokenStream) -> TokenStream {
         let id = v_ident(r);
-        let t = field_ty(&self.repr(fi, r));
+        let rr = self.repr(fi, r);
+        let t = field_ty(&rr);
+        if matches!(rr, Repr::VList(_)) {
+            return quote!(let mut #id: #t = #e;);
+        }
         quote!(let #id: #t = #e;)
+    }
+
+    /// Binds `r` to an address (a red box): wrapped when `r` is a list.
+    fn bind_ptr(&self, fi: usize, r: Var, e: TokenStream) -> TokenStream {
+        let rt = rt();
+        match self.repr(fi, r) {
+            Repr::VList(_) => self.bind(fi, r, quote!(#rt::vlist::VList::Real(#e))),
+            _ => self.bind(fi, r, e),
+        }
     }
 
     fn overflow(op: BinOp) -> TokenStream {
@@ -527,17 +546,19 @@ impl<'g> Gen<'g> {
                         let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
                         let t = sc_rust(esc);
                         let u = u64_valty();
-                        self.bind(
-                            fi,
-                            r,
-                            quote!({
-                                #addr
-                                match #rt::heap::vec_layout::<#t>() {
-                                    Some(__l) => __c.b.red_vec_len(&__addr, __l),
-                                    None => __c.b.red_call(#rt::heap::vec_len::<#t>, "vec_len", &[__addr], &[#u])[0],
-                                }
-                            }),
-                        )
+                        let real = quote!({
+                            #addr
+                            match #rt::heap::vec_layout::<#t>() {
+                                Some(__l) => __c.b.red_vec_len(&__addr, __l),
+                                None => __c.b.red_call(#rt::heap::vec_len::<#t>, "vec_len", &[__addr], &[#u])[0],
+                            }
+                        });
+                        match list_local(self, fi, &args[0]) {
+                            Some(l) => {
+                                self.bind(fi, r, quote!(match #l.len_const() { Some(__n) => __n, None => #real }))
+                            }
+                            None => self.bind(fi, r, real),
+                        }
                     }
                     _ => self.decline("the length of this value"),
                 }
@@ -553,7 +574,7 @@ impl<'g> Gen<'g> {
                         let i = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
                         let x = need!(self.operand(fi, &args[2], &Repr::R(esc)), "value");
                         let t = sc_rust(esc);
-                        quote!({
+                        let real = quote!({
                             #addr
                             match #rt::heap::vec_layout::<#t>() {
                                 Some(__l) => {
@@ -564,7 +585,11 @@ impl<'g> Gen<'g> {
                                     __c.b.red_call(#rt::heap::vec_set::<#t>, "vec_set", &[__addr, #i, #x], &[]);
                                 }
                             }
-                        })
+                        });
+                        match list_local(self, fi, &args[0]) {
+                            Some(l) => quote!(if !#l.set_const(&#i, &#x) #real),
+                            None => real,
+                        }
                     }
                     _ => self.decline("a store into this kind of sequence in residual code"),
                 }
@@ -575,22 +600,35 @@ impl<'g> Gen<'g> {
                 let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
                 let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
                 let (t, vt, u32t) = (sc_rust(esc), sc_valty(esc), u32_valty());
+                let list = list_local(self, fi, &args[0]);
                 if op.kind == OpKind::Push {
                     let x = need!(self.operand(fi, &args[1], &Repr::R(esc)), "value");
-                    quote!({
+                    let real = quote!({
                         #addr
-                        __c.b.red_call(#rt::heap::vec_push::<#t>, "vec_push", &[__addr, #x], &[]);
-                    })
+                        __c.b.red_call(#rt::heap::vec_push::<#t>, "vec_push", &[__addr, __x], &[]);
+                    });
+                    match list {
+                        Some(l) => quote!({ let __x = #x; if !#l.push_virtual(&__x) #real }),
+                        None => quote!({ let __x = #x; #real }),
+                    }
                 } else {
-                    self.bind(
-                        fi,
-                        r,
-                        quote!({
-                            #addr
-                            let __v = __c.b.red_call(#rt::heap::vec_pop::<#t>, "vec_pop", &[__addr], &[#u32t, #vt]);
-                            [__v[0], __v[1]]
-                        }),
-                    )
+                    let real = quote!({
+                        #addr
+                        let __v = __c.b.red_call(#rt::heap::vec_pop::<#t>, "vec_pop", &[__addr], &[#u32t, #vt]);
+                        [__v[0], __v[1]]
+                    });
+                    match list {
+                        Some(l) => self.bind(
+                            fi,
+                            r,
+                            quote!(match #l.pop_virtual() {
+                                Some(Some(__x)) => [#rt::redbox::RedBox::constant(#u32t, 1), __x],
+                                Some(None) => [#rt::redbox::RedBox::constant(#u32t, 0), #rt::redbox::RedBox::constant(#vt, 0)],
+                                None => #real,
+                            }),
+                        ),
+                        None => self.bind(fi, r, real),
+                    }
                 }
             }
             OpKind::NewVec | OpKind::NewVecRepeat => {
@@ -601,11 +639,28 @@ impl<'g> Gen<'g> {
                 if op.kind == OpKind::NewVecRepeat {
                     let x = need!(self.operand(fi, &args[0], &Repr::R(esc)), "element");
                     let n = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "count");
-                    self.bind(
-                        fi,
-                        r,
-                        quote!(__c.b.red_call(#rt::heap::vec_new_repeat::<#t>, "vec_new_repeat", &[#x, #n], &[#p])[0]),
-                    )
+                    let real = quote!(__c.b.red_call(#rt::heap::vec_new_repeat::<#t>, "vec_new_repeat", &[__x, __n], &[#p])[0]);
+                    if matches!(self.repr(fi, r), Repr::VList(_)) {
+                        self.bind(
+                            fi,
+                            r,
+                            quote!({
+                                let (__x, __n) = (#x, #n);
+                                match #rt::vlist::VList::repeat(&__x, &__n) {
+                                    Some(__l) => __l,
+                                    None => #rt::vlist::VList::Real(#real),
+                                }
+                            }),
+                        )
+                    } else {
+                        self.bind(fi, r, quote!({ let (__x, __n) = (#x, #n); #real }))
+                    }
+                } else if matches!(self.repr(fi, r), Repr::VList(_)) && args.len() <= 64 {
+                    let mut xs = vec![];
+                    for a in args {
+                        xs.push(need!(self.operand(fi, a, &Repr::R(esc)), "element"));
+                    }
+                    self.bind(fi, r, quote!(#rt::vlist::VList::Virtual(::std::vec![#(#xs),*])))
                 } else {
                     let mut pushes = vec![];
                     for a in args {
@@ -614,7 +669,7 @@ impl<'g> Gen<'g> {
                             __c.b.red_call(#rt::heap::vec_push::<#t>, "vec_push", &[__p, #x], &[]);
                         }));
                     }
-                    self.bind(
+                    self.bind_ptr(
                         fi,
                         r,
                         quote!({
@@ -723,7 +778,8 @@ impl<'g> Gen<'g> {
                     quote!(match #a[#off].as_const() { Some(__w) => #back, None => { __c.decline("a payload expected to be known"); break 'path None; } }),
                 )
             }
-            Repr::R(_) | Repr::RPtr => self.bind(fi, r, quote!(#a[#off])),
+            Repr::R(_) => self.bind(fi, r, quote!(#a[#off])),
+            Repr::RPtr | Repr::VList(_) => self.bind_ptr(fi, r, quote!(#a[#off])),
             Repr::Enum(_, n) => {
                 let end = off + n;
                 self.bind(fi, r, quote!(<[#rt::redbox::RedBox; #n]>::try_from(&#a[#off..#end]).expect("layout")))
@@ -827,7 +883,7 @@ impl<'g> Gen<'g> {
             (Repr::RPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
                 self.bind(fi, r, quote!({ #addr __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, #off as i32) }))
             }
-            (Repr::RPtr, _) => self.bind(
+            (Repr::RPtr | Repr::VList(_), _) => self.bind_ptr(
                 fi,
                 r,
                 quote!({ #addr __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__addr, &#rt::redbox::RedBox::constant(#rt::ops::ValTy::Ptr, #off)) }),
@@ -877,20 +933,24 @@ impl<'g> Gen<'g> {
                 let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
                 let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
                 let (t, vt) = (sc_rust(esc), sc_valty(esc));
-                self.bind(
-                    fi,
-                    r,
-                    quote!({
-                        #addr
-                        match #rt::heap::vec_layout::<#t>() {
-                            Some(__l) => {
-                                let __e = __c.b.red_vec_elem(&__addr, &#i, ::core::mem::size_of::<#t>() as u64, __l);
-                                __c.b.red_load(#vt, &__e, 0)
-                            }
-                            None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__addr, #i], &[#vt])[0],
+                let real = quote!({
+                    #addr
+                    match #rt::heap::vec_layout::<#t>() {
+                        Some(__l) => {
+                            let __e = __c.b.red_vec_elem(&__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l);
+                            __c.b.red_load(#vt, &__e, 0)
                         }
-                    }),
-                )
+                        None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__addr, __i], &[#vt])[0],
+                    }
+                });
+                match list_local(self, fi, base) {
+                    Some(l) => self.bind(
+                        fi,
+                        r,
+                        quote!({ let __i = #i; match #l.get_const(&__i) { Some(__x) => __x, None => #real } }),
+                    ),
+                    None => self.bind(fi, r, quote!({ let __i = #i; #real })),
+                }
             }
             Ty::Slice(_) | Ty::Array(..) => {
                 let (ptr_len, esize) = match &cont {
@@ -918,7 +978,7 @@ impl<'g> Gen<'g> {
                         let vt = sc_valty(*sc);
                         self.bind(fi, r, quote!({ let __a = #addr; __c.b.red_load(#vt, &__a, 0) }))
                     }
-                    Repr::RPtr if is_owned_pointer(&et) => self.bind(fi, r, addr),
+                    Repr::RPtr | Repr::VList(_) if is_owned_pointer(&et) => self.bind_ptr(fi, r, addr),
                     _ => self.decline("an element of this type through a run-time pointer"),
                 }
             }
@@ -1061,6 +1121,9 @@ impl<'g> Gen<'g> {
             let id = v_ident(*v);
             match overrides.get(v) {
                 Some(e) => fields.push(quote!(#id: #e)),
+                // A list may be needed again after this frame is made (the
+                // other side of a split): the frame gets its own copy.
+                None if matches!(self.repr(pt.f, *v), Repr::VList(_)) => fields.push(quote!(#id: #id.clone())),
                 None => fields.push(quote!(#id)),
             }
         }
@@ -1307,6 +1370,11 @@ impl<'g> Gen<'g> {
                         reds.push(quote!(__r.push(*#id);));
                         sets.push(quote!(*#id = __reds[__at]; __at += 1;));
                     }
+                    Repr::VList(_) => {
+                        key_parts.push(quote!(__k.push(#id.key_word());));
+                        reds.push(quote!(#id.reds_into(&mut __r);));
+                        sets.push(quote!(#id.set_reds(__reds, &mut __at);));
+                    }
                     Repr::RSlice => {
                         reds.push(quote!(__r.extend_from_slice(#id);));
                         sets.push(quote!(#id.copy_from_slice(&__reds[__at..__at + 2]); __at += 2;));
@@ -1314,7 +1382,19 @@ impl<'g> Gen<'g> {
                     Repr::Unit | Repr::Bad(_) => {}
                 }
             }
-            let mut pat_all = pats.clone();
+            // The code of a point may force a list in place: lists bind `mut`.
+            let mut pat_all: Vec<TokenStream> = pt
+                .live
+                .iter()
+                .map(|v| {
+                    let id = v_ident(*v);
+                    if matches!(self.repr(pt.f, *v), Repr::VList(_)) {
+                        quote!(mut #id)
+                    } else {
+                        quote!(#id)
+                    }
+                })
+                .collect();
             if let Some(r) = pt.ret {
                 let t = field_ty(&self.repr(pt.f, r));
                 fields.push(quote!(__ret: ::core::option::Option<#t>));
@@ -1326,6 +1406,14 @@ impl<'g> Gen<'g> {
                 pat_all.push(quote!(__merged));
                 unmerge_arms.push(quote!(__Frame::#vname { __merged, .. } => *__merged = false,));
             }
+            // The same fields, as an expression rebuilding the frame.
+            let field_exprs: Vec<TokenStream> = pat_all
+                .iter()
+                .map(|p| {
+                    let name = p.clone().into_iter().last().expect("a field name");
+                    quote!(#name)
+                })
+                .collect();
             variants.push(quote!(#vname { #(#fields),* }));
             key_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { let mut __k = ::std::vec::Vec::new(); #(#key_parts)* (#pid, __k) }));
             reds_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#reds)* }));
@@ -1336,7 +1424,7 @@ impl<'g> Gen<'g> {
                 quote!(#rt::schedule::MergeKind::Join)
             };
             let merge = if is_join {
-                let rebuilt: Vec<TokenStream> = pat_all
+                let rebuilt: Vec<TokenStream> = field_exprs
                     .iter()
                     .map(|p| if p.to_string() == "__merged" { quote!(__merged: true) } else { quote!(#p) })
                     .collect();
@@ -1355,7 +1443,7 @@ impl<'g> Gen<'g> {
                 // portal continues in the interpreter proper from here.
                 quote! {
                     if __st.frames.is_empty() && __c.parking() {
-                        __st.frames.push(__Frame::#vname { #(#pat_all),* });
+                        __st.frames.push(__Frame::#vname { #(#field_exprs),* });
                         __c.park(::std::boxed::Box::new(__forever(__st)));
                         break 'path None;
                     }
@@ -1543,6 +1631,23 @@ impl<'g> Gen<'g> {
             }
         }
         repr(&f.graph.ret_ty, green, self.cg.types())
+    }
+}
+
+/// Code forcing the list in the local `id` (see `jitgen_runtime::vlist`):
+/// the address of a real `Vec`.
+fn force_list(sc: Sc, id: TokenStream) -> TokenStream {
+    let rt = rt();
+    let (t, vt) = (sc_rust(sc), sc_valty(sc));
+    quote!(#id.force(&mut __c.b, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>))
+}
+
+/// The list local a value designates, when it is one (the base of a `Vec`
+/// operation applied to the variable itself).
+fn list_local(g: &Gen, fi: usize, v: &Value) -> Option<Ident> {
+    match v {
+        Value::Var(x) if matches!(g.repr(fi, *x), Repr::VList(_)) => Some(v_ident(*x)),
+        _ => None,
     }
 }
 

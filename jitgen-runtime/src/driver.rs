@@ -358,6 +358,17 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         false
     }
 
+    /// The listings (with their flexswitch cases) of the code compiled so far.
+    pub fn listings(&self) -> Vec<String> {
+        self.entries
+            .values()
+            .filter_map(|e| match e {
+                Entry::Compiled { code, .. } => Some(code.listing_with_cases()),
+                Entry::Declined => None,
+            })
+            .collect()
+    }
+
     /// Keys being counted (not compiled yet).
     pub fn counters(&self) -> usize {
         self.counts.len()

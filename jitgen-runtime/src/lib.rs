@@ -14,6 +14,7 @@
 //!   callbacks that catch panics; messages of `panic!`s reached in residual code.
 //! - [`heap`]: the arena of objects residual code allocates; `Vec` helpers.
 //! - [`promotion`]: flexswitches: case tables, misses that call back into the compiler.
+//! - [`vlist`]: virtual lists: `Vec`s made while compiling, kept as red boxes.
 //! - [`driver`]: what portals need at run time: settings, counters, code cache, statistics.
 //!
 //! Architecture Invariant: this crate knows nothing of `syn`; generating
@@ -33,3 +34,4 @@ pub mod redbox;
 pub mod residual;
 pub mod schedule;
 pub mod state;
+pub mod vlist;

@@ -360,7 +360,7 @@ impl<F: Frame> Compilation<F> {
     /// side of a red split is compiled lazily past
     /// [`Limits::lazy_after_ops`], and past [`Limits::max_ops`] every path
     /// still to compile is deferred at its next merge point instead of the
-    /// compilation being declined (a hard limit of twice the budget remains).
+    /// compilation being declined (a hard limit of twice the budget, or of the budget and 1000, remains).
     pub fn set_defer(&mut self, stats: Option<&'static Stats>, defer: fn(&mut Compilation<F>, JitState<F>)) {
         Rc::get_mut(&mut self.tree).expect("set before any switch").stats = stats;
         self.defer = Some(defer);
@@ -372,7 +372,10 @@ impl<F: Frame> Compilation<F> {
     }
 
     fn over_budget(&mut self) -> bool {
-        let max = if self.defer.is_some() { 2 * self.limits.max_ops } else { self.limits.max_ops };
+        // With deferral, a path goes on to its next merge point past the
+        // budget: the hard limit leaves room for that.
+        let m = self.limits.max_ops;
+        let max = if self.defer.is_some() { m.saturating_mul(2).max(m.saturating_add(1000)) } else { m };
         if self.declined.is_none() && self.b.op_count() > max {
             self.declined = Some(Declined::Budget { ops: self.b.op_count() });
         }

@@ -1,0 +1,150 @@
+//! Virtual lists: a `Vec` of scalars that residual code never sees.
+//!
+//! A `Vec` the interpreter creates while being compiled (`Vec::new()`,
+//! `vec![x; n]` with a compile-time `n`, `vec![a, b]`) is kept as its
+//! elements' red boxes: its length is known at compile time, and push, pop,
+//! `len` and accesses at compile-time indices emit nothing. It is *forced*
+//! (a real `Vec` allocated in residual code and its elements stored) when its
+//! shape can no longer be known: an access at a run-time index, a reference
+//! taken to it, a call that is not inlined, or a length past
+//! [`MAX_VIRTUAL_LEN`]. A `Vec` that comes from outside (an input of the
+//! residual function) is real from the start.
+//!
+//! Invariant: the length of a virtual list is part of the state's key (see
+//! [`VList::key_word`]), so that states merged into one residual block agree
+//! on it, and only its elements are reds.
+
+use crate::builder::ResidualBuilder;
+use crate::ops::ValTy;
+use crate::redbox::RedBox;
+
+/// The longest list kept virtual: past it (or when a push would make it
+/// longer), the list is forced. It bounds the unrolling of a loop that grows
+/// a list.
+pub const MAX_VIRTUAL_LEN: usize = 64;
+
+/// A `Vec` of scalars at compile time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VList {
+    /// A real `Vec`: the address of the `Vec` object.
+    Real(RedBox),
+    /// A virtual one: its elements.
+    Virtual(Vec<RedBox>),
+}
+
+impl VList {
+    /// A virtual list, or `None` when it would be too long.
+    pub fn virtual_of(items: Vec<RedBox>) -> Option<VList> {
+        (items.len() <= MAX_VIRTUAL_LEN).then_some(VList::Virtual(items))
+    }
+
+    /// `vec![x; n]`: virtual when `n` is a small compile-time constant.
+    pub fn repeat(x: &RedBox, n: &RedBox) -> Option<VList> {
+        let n = n.as_const()? as usize;
+        VList::virtual_of(vec![*x; n])
+    }
+
+    /// The length, when virtual.
+    pub fn len_const(&self) -> Option<RedBox> {
+        match self {
+            VList::Virtual(items) => Some(RedBox::u64(items.len() as u64)),
+            VList::Real(_) => None,
+        }
+    }
+
+    /// The element at a compile-time index, when virtual and in bounds.
+    pub fn get_const(&self, index: &RedBox) -> Option<RedBox> {
+        match self {
+            VList::Virtual(items) => items.get(usize::try_from(index.as_const()?).ok()?).copied(),
+            VList::Real(_) => None,
+        }
+    }
+
+    /// Writes the element at a compile-time index; false when the list is
+    /// real or the index not known or out of bounds (nothing done).
+    pub fn set_const(&mut self, index: &RedBox, value: &RedBox) -> bool {
+        let VList::Virtual(items) = self else { return false };
+        let Some(i) = index.as_const().and_then(|i| usize::try_from(i).ok()) else { return false };
+        match items.get_mut(i) {
+            Some(slot) => {
+                *slot = *value;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Pushes onto a virtual list; false when real or full (nothing done).
+    pub fn push_virtual(&mut self, value: &RedBox) -> bool {
+        match self {
+            VList::Virtual(items) if items.len() < MAX_VIRTUAL_LEN => {
+                items.push(*value);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Pops from a virtual list: `Some(None)` when it is empty, `None` when
+    /// the list is real.
+    pub fn pop_virtual(&mut self) -> Option<Option<RedBox>> {
+        match self {
+            VList::Virtual(items) => Some(items.pop()),
+            VList::Real(_) => None,
+        }
+    }
+
+    /// The word this list adds to its frame's key: its length when virtual.
+    pub fn key_word(&self) -> u64 {
+        match self {
+            VList::Virtual(items) => items.len() as u64,
+            VList::Real(_) => u64::MAX,
+        }
+    }
+
+    /// Appends its reds: the address when real, the elements when virtual.
+    pub fn reds_into(&self, out: &mut Vec<RedBox>) {
+        match self {
+            VList::Real(p) => out.push(*p),
+            VList::Virtual(items) => out.extend_from_slice(items),
+        }
+    }
+
+    /// Replaces its reds from `reds[*at..]` (the order of `reds_into`).
+    pub fn set_reds(&mut self, reds: &[RedBox], at: &mut usize) {
+        match self {
+            VList::Real(p) => {
+                *p = reds[*at];
+                *at += 1;
+            }
+            VList::Virtual(items) => {
+                let n = items.len();
+                items.copy_from_slice(&reds[*at..*at + n]);
+                *at += n;
+            }
+        }
+    }
+
+    /// The address of a real `Vec`, forcing a virtual one first: residual
+    /// code allocates it (`new_repeat(0, len)`, Rust's own code, in the
+    /// arena of objects residual code makes) and stores the elements.
+    pub fn force(
+        &mut self,
+        b: &mut ResidualBuilder,
+        elem: ValTy,
+        new_repeat: crate::builder::CallbackFn,
+        set: crate::builder::CallbackFn,
+    ) -> RedBox {
+        let items = match self {
+            VList::Real(p) => return *p,
+            VList::Virtual(items) => std::mem::take(items),
+        };
+        let n = RedBox::u64(items.len() as u64);
+        let p = b.red_call(new_repeat, "vec_new_repeat", &[RedBox::constant(elem, 0), n], &[ValTy::Ptr])[0];
+        for (i, x) in items.iter().enumerate() {
+            b.red_call(set, "vec_set", &[p, RedBox::u64(i as u64), *x], &[]);
+        }
+        *self = VList::Real(p);
+        p
+    }
+}

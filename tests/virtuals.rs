@@ -1,0 +1,129 @@
+//! Virtual lists: `Vec`s made while compiling stay red boxes (push, pop,
+//! len and compile-time indices emit nothing), forced where their shape is
+//! lost; a portal's own `Vec` locals live in registers inside residual code.
+//! Every result is compared with `jit::plain`.
+
+#[path = "../examples/tlr/interp.rs"]
+mod interp;
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod lists {
+    use jitgen::prelude::*;
+
+    /// A little stack machine's worth of pushes and pops.
+    pub fn stack_ops(a: i64, b: i64) -> i64 {
+        let mut s: Vec<i64> = Vec::new();
+        s.push(a);
+        s.push(b);
+        s.push(a + b);
+        let x = s.pop().unwrap();
+        let y = s.pop().unwrap();
+        s.push(x * y);
+        let n = s.len() as i64;
+        s[0] = s[0] + n;
+        s[0] + s[1]
+    }
+
+    /// A list indexed at a run-time position: it must exist in memory.
+    pub fn indexed(i: usize, a: i64) -> i64 {
+        let mut v = vec![0i64; 4];
+        v[1] = a;
+        v[i] = v[i] + 7;
+        v[0] + v[1] + v[2] + v[3]
+    }
+
+    /// A list that grows in a loop run at compile time (green bound).
+    pub fn grow(a: i64) -> i64 {
+        let mut v: Vec<i64> = Vec::new();
+        let mut k = 0;
+        while k < 10 {
+            hint!(k, concrete);
+            v.push(a + k);
+            k += 1;
+        }
+        let mut sum = 0;
+        while let Some(x) = v.pop() {
+            sum += x;
+        }
+        sum
+    }
+}
+
+#[test]
+fn a_push_pop_sequence_emits_no_list_operations() {
+    let r = lists::jit::specialize::stack_ops();
+    let listing = r.listing();
+    assert!(!listing.contains("call") && !listing.contains("load") && !listing.contains("store"), "{listing}");
+    for (a, b) in [(1, 2), (-5, 9), (0, 0), (1 << 20, 3)] {
+        assert_eq!(r.call(a, b), lists::jit::plain::stack_ops(a, b));
+    }
+}
+
+#[test]
+fn a_run_time_index_forces_the_list() {
+    let r = lists::jit::specialize::indexed();
+    let listing = r.listing();
+    assert!(listing.contains("call vec_new_repeat"), "{listing}");
+    for i in 0..4 {
+        assert_eq!(r.call(i, 5), lists::jit::plain::indexed(i, 5));
+    }
+    // Out of bounds: the same panic as the interpreter's.
+    let jit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.call(9, 5))).unwrap_err();
+    let plain = std::panic::catch_unwind(|| lists::jit::plain::indexed(9, 5)).unwrap_err();
+    let msg = |p: &Box<dyn std::any::Any + Send>| {
+        p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+    };
+    assert_eq!(msg(&jit), msg(&plain));
+}
+
+#[test]
+fn a_list_grown_and_emptied_at_compile_time_leaves_arithmetic_only() {
+    let r = lists::jit::specialize::grow();
+    let listing = r.listing();
+    assert!(!listing.contains("call") && !listing.contains("load"), "{listing}");
+    for a in [0, 3, -100] {
+        assert_eq!(r.call(a), lists::jit::plain::grow(a));
+    }
+}
+
+const SQUARE: &[u8] = &[7, 3, 1, 0, 1, 1, 4, 0, 1, 2, 4, 1, 8, 5, 0, 1, 0, 2, 2, 5, 1, 1, 2, 2, 0, 3, 10, 2, 2, 6];
+
+/// The blocks of a listing that jump to themselves: loop bodies.
+fn self_loops(listing: &str) -> Vec<String> {
+    let mut blocks = vec![];
+    let mut cur: Option<(String, String)> = None;
+    for line in listing.lines() {
+        if !line.starts_with(' ') {
+            if let Some(b) = cur.take() {
+                blocks.push(b);
+            }
+            let label = line.split('(').next().unwrap_or("").to_string();
+            cur = Some((label, String::new()));
+        } else if let Some((_, body)) = &mut cur {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    blocks.extend(cur);
+    blocks.into_iter().filter(|(l, body)| body.contains(&format!("{l}("))).map(|(_, b)| b).collect()
+}
+
+#[test]
+fn tlr_registers_live_in_registers_inside_the_portals_loop() {
+    use interp::tlr::{self, jit};
+    jit::config().set_threshold(100);
+    for a in [3, 1000, 25] {
+        assert_eq!(tlr::interpret(SQUARE, a), jit::plain::interpret(SQUARE, a));
+    }
+    // Compiled at the loop's head, where `regs` comes from the interpreter:
+    // its elements are loaded once at entry, then kept in registers.
+    let listings = jit::portal_listings();
+    assert!(!listings.is_empty());
+    let loops: Vec<String> = listings.iter().flat_map(|l| self_loops(l)).collect();
+    assert!(!loops.is_empty(), "{listings:?}");
+    for body in &loops {
+        assert!(!body.contains("load") && !body.contains("store") && !body.contains("call"), "{body}");
+    }
+}
