@@ -127,3 +127,111 @@ fn tlr_registers_live_in_registers_inside_the_portals_loop() {
         assert!(!body.contains("load") && !body.contains("store") && !body.contains("call"), "{body}");
     }
 }
+
+#[jit_interpreter]
+mod objects {
+    pub struct Obj {
+        pub x: i64,
+        pub y: i64,
+    }
+
+    /// `obj = MyClass(); obj.x = v; ... obj.x` (the report's example).
+    pub fn field_roundtrip(v: i64, w: i64) -> i64 {
+        let mut obj = Obj { x: 0, y: 1 };
+        obj.x = v;
+        let r = &mut obj;
+        r.y = r.y + w;
+        let b = Box::new(Obj { x: obj.x * 2, y: 3 });
+        obj.x + obj.y + b.x + b.y
+    }
+
+    fn sum(o: &Obj) -> i64 {
+        o.x + o.y
+    }
+
+    fn bump(o: &mut Obj, by: i64) {
+        o.x += by;
+    }
+
+    /// Objects passed to inlined functions, by shared and mutable reference.
+    pub fn through_calls(v: i64) -> i64 {
+        let mut o = Obj { x: v, y: 10 };
+        bump(&mut o, 5);
+        let alias = &mut o;
+        bump(alias, 1);
+        sum(&o)
+    }
+
+    #[jit_opaque]
+    fn peek(o: &Obj) -> i64 {
+        o.x - o.y
+    }
+
+    /// An object that escapes on one side of a branch only: at the join,
+    /// the other side's virtual object is forced, and both share the code
+    /// after it.
+    pub fn join(c: i64, v: i64) -> i64 {
+        let mut o = Obj { x: v, y: 1 };
+        let mut seen = 0;
+        if c > 0 {
+            seen = peek(&o);
+        }
+        o.y = o.y + seen;
+        o.x + o.y
+    }
+
+    /// An object that escapes into a call that is not inlined: forced there,
+    /// and memory is the truth after that.
+    pub fn escapes(v: i64) -> i64 {
+        let mut o = Obj { x: v, y: 2 };
+        let before = peek(&o);
+        o.y = 7;
+        before + peek(&o) + o.y
+    }
+}
+
+#[test]
+fn field_writes_and_reads_on_a_new_object_emit_nothing() {
+    let r = objects::jit::specialize::field_roundtrip();
+    let listing = r.listing();
+    assert!(!listing.contains("call") && !listing.contains("load") && !listing.contains("store"), "{listing}");
+    for (v, w) in [(1, 2), (-7, 30), (0, 0)] {
+        assert_eq!(r.call(v, w), objects::jit::plain::field_roundtrip(v, w));
+    }
+    let r = objects::jit::specialize::through_calls();
+    let listing = r.listing();
+    assert!(!listing.contains("call") && !listing.contains("load") && !listing.contains("store"), "{listing}");
+    for v in [3, -3] {
+        assert_eq!(r.call(v), objects::jit::plain::through_calls(v));
+    }
+}
+
+#[test]
+fn an_escaping_object_is_allocated_where_it_escapes() {
+    let r = objects::jit::specialize::escapes();
+    let listing = r.listing();
+    assert_eq!(listing.matches("call new Obj").count(), 1, "{listing}");
+    let alloc = listing.find("call new Obj").unwrap();
+    let first_peek = listing.find("peek").expect("the opaque call");
+    assert!(alloc < first_peek, "{listing}");
+    for v in [4, -11] {
+        assert_eq!(r.call(v), objects::jit::plain::escapes(v));
+    }
+}
+
+#[test]
+fn a_merge_of_a_virtual_and_a_real_object_forces_at_the_merge() {
+    let r = objects::jit::specialize::join();
+    let listing = r.listing();
+    // One allocation where the object escapes (before `peek`), one on the
+    // other side where it meets the real object at the join; the code
+    // after the join exists once (one store of y).
+    assert_eq!(listing.matches("call new Obj").count(), 2, "{listing}");
+    assert_eq!(listing.matches("store.i64").count(), 1, "{listing}");
+    let blocks: Vec<&str> = listing.split("\nL").collect();
+    let forced_at_join = blocks.iter().find(|b| b.contains("call new Obj") && !b.contains("peek")).expect("a block");
+    assert!(forced_at_join.trim_end().lines().last().unwrap().trim_start().starts_with("jump"), "{listing}");
+    for (c, v) in [(1, 5), (0, 5), (-3, 8)] {
+        assert_eq!(r.call(c, v), objects::jit::plain::join(c, v));
+    }
+}

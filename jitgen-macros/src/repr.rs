@@ -39,6 +39,10 @@ pub enum Repr {
     R(Sc),
     RPtr,
     RSlice,
+    /// A red pointer to (or value of) a module struct whose fields are all
+    /// scalars: a `VPtr` (a virtual object in the state's heap, or a real
+    /// address).
+    VPtr,
     /// A red `Vec` of scalars, owned by a local: a `VList` (virtual while
     /// made and used at compile-time positions, else a real `Vec`'s address).
     VList(Sc),
@@ -275,6 +279,11 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
     if let Some(sc) = scalar(ty) {
         return if green { Repr::G(sc) } else { Repr::R(sc) };
     }
+    if !green {
+        if virtual_struct(ty, types).is_some() {
+            return Repr::VPtr;
+        }
+    }
     match ty {
         Ty::Unit | Ty::Never => Repr::Unit,
         t if is_enum(t) => match slots(t, types, 0) {
@@ -299,6 +308,22 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
     }
 }
 
+/// The struct a value of this type designates (itself, boxed, or behind a
+/// reference), when its objects can be virtual: a module struct without
+/// lifetime parameters whose fields are all scalars.
+pub fn virtual_struct(ty: &Ty, types: &ModuleTypes) -> Option<String> {
+    let s = match ty {
+        Ty::Struct(s) => s,
+        Ty::Boxed(t) | Ty::Ref { to: t, .. } => match &**t {
+            Ty::Struct(s) => s,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let d = types.structs.get(s)?;
+    (d.lifetimes == 0 && !d.fields.is_empty() && d.fields.values().all(|t| scalar(t).is_some())).then(|| s.clone())
+}
+
 /// The type of a frame field holding a value of this representation.
 pub fn field_ty(r: &Repr) -> TokenStream {
     let rt = rt();
@@ -317,6 +342,7 @@ pub fn field_ty(r: &Repr) -> TokenStream {
         Repr::Enum(_, n) => quote!([#rt::redbox::RedBox; #n]),
         Repr::R(_) | Repr::RPtr => quote!(#rt::redbox::RedBox),
         Repr::VList(_) => quote!(#rt::vlist::VList),
+        Repr::VPtr => quote!(#rt::virtuals::VPtr),
         Repr::RSlice => quote!([#rt::redbox::RedBox; 2]),
     }
 }

@@ -48,6 +48,8 @@ pub struct Gen<'g> {
     /// Portal merge points where execute mode may stop for the portal to
     /// continue in the interpreter proper (see `jit_module`).
     pub park_points: BTreeSet<usize>,
+    /// Structs whose objects were made virtual (each gets a `VDesc`).
+    vstructs: BTreeSet<String>,
     joins: Vec<BTreeSet<NodeIndex>>,
     loop_heads: Vec<BTreeSet<NodeIndex>>,
     /// Set when the code just generated always declines: what follows it is unreachable.
@@ -100,6 +102,7 @@ impl<'g> Gen<'g> {
             enums: vec![],
             callbacks: vec![],
             park_points: BTreeSet::new(),
+            vstructs: BTreeSet::new(),
             joins: vec![],
             loop_heads: vec![],
             declined: std::cell::Cell::new(false),
@@ -153,6 +156,14 @@ impl<'g> Gen<'g> {
         self.points.push(Point { f, block, op, live, ret });
         self.point_ids.insert((f, block, op), self.points.len() - 1);
         self.points.len() - 1
+    }
+
+    /// The local a struct operation's base is, when it may be virtual.
+    fn vptr_local(&self, fi: usize, v: &Value) -> Option<Ident> {
+        match v {
+            Value::Var(x) if matches!(self.repr(fi, *x), Repr::VPtr) => Some(v_ident(*x)),
+            _ => None,
+        }
     }
 
     /// Whether `op` promotes a red scalar: a flexswitch at run time, its
@@ -232,6 +243,12 @@ impl<'g> Gen<'g> {
             | (Repr::RSlice, Repr::RSlice)
             | (Repr::Enum(..), Repr::Enum(..)) => e,
             (Repr::VList(_), Repr::VList(_)) => quote!((#e).clone()),
+            (Repr::VPtr, Repr::VPtr) => e,
+            (Repr::RPtr, Repr::VPtr) => quote!(#rt::virtuals::VPtr::Real(#e)),
+            (Repr::GRef(_), Repr::VPtr) => {
+                let vt = ptr_valty();
+                quote!(#rt::virtuals::VPtr::Real(#rt::redbox::RedBox::constant(#vt, (#e) as *const _ as *const u8 as usize as u64)))
+            }
             (Repr::RPtr, Repr::VList(_)) => quote!(#rt::vlist::VList::Real(#e)),
             (Repr::G(sc), Repr::R(_)) => {
                 let (vt, w) = (sc_valty(*sc), to_word(*sc, e));
@@ -263,6 +280,10 @@ impl<'g> Gen<'g> {
                 if let (Repr::VList(sc), Repr::RPtr) = (self.repr(fi, *x), to) {
                     // Its address is needed: the list must exist in memory.
                     return Some(force_list(sc, quote!(#id)));
+                }
+                if let (Repr::VPtr, Repr::RPtr) = (self.repr(fi, *x), to) {
+                    // Its address is needed: the object escapes.
+                    return Some(quote!(__st.heap.force(&mut __c.b, &#id)));
                 }
                 (quote!(#id), self.repr(fi, *x))
             }
@@ -298,6 +319,7 @@ impl<'g> Gen<'g> {
         let rt = rt();
         match self.repr(fi, r) {
             Repr::VList(_) => self.bind(fi, r, quote!(#rt::vlist::VList::Real(#e))),
+            Repr::VPtr => self.bind(fi, r, quote!(#rt::virtuals::VPtr::Real(#e))),
             _ => self.bind(fi, r, e),
         }
     }
@@ -518,10 +540,17 @@ impl<'g> Gen<'g> {
                 };
                 let v = need!(self.operand(fi, &args[1], &Repr::R(sc)), "value");
                 let (sn, fname) = (format_ident!("{}", sname), format_ident!("{}", name));
-                quote!({
+                let real = quote!({
                     #addr
-                    __c.b.red_store(&__addr, ::core::mem::offset_of!(#sn, #fname) as i32, &#v);
-                })
+                    __c.b.red_store(&__addr, ::core::mem::offset_of!(#sn, #fname) as i32, &__x);
+                });
+                match self.vptr_local(fi, &args[0]) {
+                    Some(p) => {
+                        let k = types.structs[&sname].fields.get_index_of(name).expect("a field");
+                        quote!({ let __x = #v; if !__st.heap.set_field(&#p, #k, &__x) #real })
+                    }
+                    None => quote!({ let __x = #v; #real }),
+                }
             }
             OpKind::GetItem => self.get_item(fi, r, &rr, rgreen, &args[0], &args[1]),
             OpKind::Len => {
@@ -681,9 +710,29 @@ impl<'g> Gen<'g> {
                 }
             }
             OpKind::NewStruct(s) => {
-                self.decline(&format!("allocating a `{s}` in residual code (virtual structures come with issue 6)"))
+                let Repr::VPtr = rr else {
+                    return self.decline(&format!(
+                        "allocating a `{s}` in residual code (only structs whose fields are all scalars can be virtual yet)"
+                    ));
+                };
+                let d = types.structs[s].clone();
+                let mut fields = vec![];
+                for (a, t) in args.iter().zip(d.fields.values()) {
+                    let sc = scalar(t).expect("a virtual struct's fields are scalars");
+                    fields.push(need!(self.operand(fi, a, &Repr::R(sc)), "a field value"));
+                }
+                self.vstructs.insert(s.clone());
+                let desc = format_ident!("__VDESC_{}", s);
+                self.bind(fi, r, quote!(__st.heap.alloc(&#desc, ::std::vec![#(#fields),*])))
             }
-            OpKind::NewBox => self.decline("allocating a Box in residual code (virtual structures come with issue 6)"),
+            OpKind::NewBox => match (&rr, self.value_repr(fi, &args[0])) {
+                (Repr::VPtr, Repr::VPtr) => {
+                    // The boxed value moves into the box: the same object.
+                    let a = need!(self.operand(fi, &args[0], &rr), "the boxed value");
+                    self.bind(fi, r, a)
+                }
+                _ => self.decline("allocating a Box of this type in residual code"),
+            },
             OpKind::MakeEnum { variant, index, .. } => {
                 let ty = f.graph.var(r).ty.clone();
                 let Repr::Enum(_, n) = rr.clone() else { return self.decline("this enum value") };
@@ -870,6 +919,19 @@ impl<'g> Gen<'g> {
         let Some((addr, Ty::Struct(sname))) = self.red_object(fi, base) else {
             return self.decline("a field read through this pointer");
         };
+        if let (Some(p), Repr::R(sc)) = (self.vptr_local(fi, base), rr) {
+            if let Some(k) = types.structs.get(&sname).and_then(|d| d.fields.get_index_of(name)) {
+                let (sn, vt) = (format_ident!("{}", sname), sc_valty(*sc));
+                return self.bind(
+                    fi,
+                    r,
+                    quote!(match __st.heap.field(&#p, #k) {
+                        Some(__x) => __x,
+                        None => { #addr __c.b.red_load(#vt, &__addr, ::core::mem::offset_of!(#sn, #fname) as i32) }
+                    }),
+                );
+            }
+        }
         if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
             return self.decline("a field of a struct with lifetime parameters through a run-time pointer");
         }
@@ -1333,6 +1395,7 @@ impl<'g> Gen<'g> {
         let mut set_arms = vec![];
         let mut run_arms = vec![];
         let mut unmerge_arms = vec![];
+        let mut vptr_arms = vec![];
         for p in 0..self.points.len() {
             let code = self.point_code(p);
             let pt = &self.points[p];
@@ -1344,6 +1407,7 @@ impl<'g> Gen<'g> {
             let mut key_parts = vec![];
             let mut reds = vec![];
             let mut sets = vec![];
+            let mut vptr_visits = vec![];
             for v in &pt.live {
                 let id = v_ident(*v);
                 let r = self.repr(pt.f, *v);
@@ -1369,6 +1433,17 @@ impl<'g> Gen<'g> {
                     Repr::R(_) | Repr::RPtr => {
                         reds.push(quote!(__r.push(*#id);));
                         sets.push(quote!(*#id = __reds[__at]; __at += 1;));
+                    }
+                    Repr::VPtr => {
+                        key_parts.push(quote!(__k.push(match #id {
+                            #rt::virtuals::VPtr::Real(_) => u64::MAX,
+                            #rt::virtuals::VPtr::Virtual(__i) => *__i as u64,
+                        });));
+                        reds.push(quote!(if let #rt::virtuals::VPtr::Real(__p) = #id { __r.push(*__p); }));
+                        sets.push(
+                            quote!(if let #rt::virtuals::VPtr::Real(__p) = #id { *__p = __reds[__at]; __at += 1; }),
+                        );
+                        vptr_visits.push(quote!(__f(#id);));
                     }
                     Repr::VList(_) => {
                         key_parts.push(quote!(__k.push(#id.key_word());));
@@ -1418,6 +1493,9 @@ impl<'g> Gen<'g> {
             key_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { let mut __k = ::std::vec::Vec::new(); #(#key_parts)* (#pid, __k) }));
             reds_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#reds)* }));
             set_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#sets)* }));
+            if !vptr_visits.is_empty() {
+                vptr_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#vptr_visits)* }));
+            }
             let kind = if self.loop_heads[pt.f].contains(&pt.block) {
                 quote!(#rt::schedule::MergeKind::LoopHead)
             } else {
@@ -1552,6 +1630,7 @@ impl<'g> Gen<'g> {
         });
         let enum_fns: Vec<TokenStream> =
             self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();
+        let vdescs: Vec<TokenStream> = self.vstructs.iter().map(|s| vdesc(s, self.cg.types())).collect();
         let callbacks = &self.callbacks;
         quote! {
             #[derive(Clone, Debug)]
@@ -1578,6 +1657,13 @@ impl<'g> Gen<'g> {
                         __Frame::__Phantom(_) => {}
                     }
                     __r
+                }
+                #[allow(unused_variables)]
+                fn vptrs_mut(&mut self, __f: &mut dyn FnMut(&mut #rt::virtuals::VPtr)) {
+                    match self {
+                        #(#vptr_arms)*
+                        _ => {}
+                    }
                 }
                 fn unmerge(&mut self) {
                     match self {
@@ -1617,6 +1703,7 @@ impl<'g> Gen<'g> {
             }
 
             #(#enum_fns)*
+            #(#vdescs)*
             #(#callbacks)*
         }
     }
@@ -1631,6 +1718,38 @@ impl<'g> Gen<'g> {
             }
         }
         repr(&f.graph.ret_ty, green, self.cg.types())
+    }
+}
+
+/// The `VDesc` of a struct whose objects can be virtual, and the callback
+/// that allocates one (in the arena of objects residual code makes).
+fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
+    let rt = rt();
+    let d = &types.structs[s];
+    let (sn, desc, alloc) = (format_ident!("{}", s), format_ident!("__VDESC_{}", s), format_ident!("__valloc_{}", s));
+    let n = d.fields.len();
+    let mut tys = vec![];
+    let mut inits = vec![];
+    for (k, (name, t)) in d.fields.iter().enumerate() {
+        let sc = scalar(t).expect("a virtual struct's fields are scalars");
+        tys.push(sc_valty(sc));
+        let f = format_ident!("{}", name);
+        let v = from_word(sc, quote!(__b[#k]));
+        inits.push(quote!(#f: #v));
+    }
+    let label = format!("new {s}");
+    quote! {
+        #[allow(unused_unsafe, clippy::all)]
+        extern "C" fn #alloc(__buf: *mut u64) -> u64 {
+            #rt::residual::run_callback(|| {
+                // SAFETY: residual code passes a buffer of a word per field (at least one).
+                let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #n) };
+                let __p = #rt::heap::arena_alloc(#sn { #(#inits),* });
+                __b[0] = __p as usize as u64;
+                Ok(())
+            })
+        }
+        static #desc: #rt::virtuals::VDesc = #rt::virtuals::VDesc { name: #label, fields: &[#(#tys),*], alloc: #alloc };
     }
 }
 

@@ -15,6 +15,8 @@
 //! - [`heap`]: the arena of objects residual code allocates; `Vec` helpers.
 //! - [`promotion`]: flexswitches: case tables, misses that call back into the compiler.
 //! - [`vlist`]: virtual lists: `Vec`s made while compiling, kept as red boxes.
+//! - [`virtuals`]: virtual structures: objects made while compiling, kept in
+//!   the state's heap until they escape.
 //! - [`driver`]: what portals need at run time: settings, counters, code cache, statistics.
 //!
 //! Architecture Invariant: this crate knows nothing of `syn`; generating
@@ -34,4 +36,5 @@ pub mod redbox;
 pub mod residual;
 pub mod schedule;
 pub mod state;
+pub mod virtuals;
 pub mod vlist;

@@ -30,7 +30,7 @@ use crate::builder::{Label, ResidualBuilder, ResidualFunction, Val};
 use crate::driver::Stats;
 use crate::ops::{ErrorKind, ValTy};
 use crate::redbox::RedBox;
-use crate::state::{Frame, JitState};
+use crate::state::{Frame, JitState, StateKey};
 
 /// Limits of one compilation.
 #[derive(Clone, Copy, Debug)]
@@ -115,6 +115,9 @@ pub struct CompileStats {
     pub lazy_splits: usize,
     /// Flexswitches emitted (promotions and lazily compiled sides).
     pub flexswitches: usize,
+    /// Merge points where virtual objects were forced to share code
+    /// compiled for real ones.
+    pub forced_at_merges: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -203,7 +206,7 @@ enum Layout {
 /// Resumed states (key, layout of reds) to the entry and name of their piece.
 /// The promoted value is part of the key: a frame's key does not show the
 /// value handed to it.
-type CaseCache<G> = HashMap<(Vec<<G as Frame>::Key>, Vec<Layout>, Option<u64>), (usize, String)>;
+type CaseCache<G> = HashMap<(StateKey<<G as Frame>::Key>, Vec<Layout>, Option<u64>), (usize, String)>;
 
 fn layout(reds: &[RedBox], inputs: &[RedBox]) -> Vec<Layout> {
     reds.iter()
@@ -242,7 +245,7 @@ pub struct Compilation<F: Frame> {
     tree: Rc<Tree>,
     defer: Option<fn(&mut Compilation<F>, JitState<F>)>,
     pending: VecDeque<(Label, JitState<F>)>,
-    versions: HashMap<Vec<F::Key>, Vec<Version>>,
+    versions: HashMap<StateKey<F::Key>, Vec<Version>>,
     limits: Limits,
     declined: Option<Declined>,
     stats: CompileStats,
@@ -428,6 +431,8 @@ impl<F: Frame> Compilation<F> {
         if self.b.exec {
             crate::redbox::exec_stop(crate::redbox::ExecStop::Unsupported("a flexswitch in execute mode".into()));
         }
+        let mut st = st;
+        st.normalize();
         let promoted = match value {
             Some(RedBox::Var { val, .. }) => Some(*val),
             _ => None,
@@ -561,6 +566,15 @@ impl<F: Frame> Compilation<F> {
             return None;
         }
         self.stats.merges += 1;
+        st.normalize();
+        if !st.heap.objects.is_empty() && !self.versions.contains_key(&st.key()) {
+            // Code already exists for this state with its objects real: the
+            // virtual objects are forced here, at the merge, and share it.
+            if self.versions.contains_key(&st.forced_key()) {
+                self.stats.forced_at_merges += 1;
+                st.force_all(&mut self.b);
+            }
+        }
         let key = st.key();
         let reds = st.reds();
         let versions = self.versions.entry(key).or_default();

@@ -12,6 +12,7 @@ use std::fmt::Debug;
 use std::hash::Hash;
 
 use crate::redbox::RedBox;
+use crate::virtuals::{VHeap, VPtr};
 
 /// One virtual frame of a generating extension.
 pub trait Frame: Clone {
@@ -28,19 +29,49 @@ pub trait Frame: Clone {
     /// as not merged yet, so that a compilation resuming it (a deferred
     /// path) registers the merge point first.
     fn unmerge(&mut self) {}
+    /// Visits the frame's pointers to structs that may be virtual.
+    fn vptrs_mut(&mut self, _f: &mut dyn FnMut(&mut VPtr)) {}
 }
+
+/// The merge key of a state: its frames' keys and the types of its virtual
+/// objects in canonical order.
+pub type StateKey<K> = (Vec<K>, Vec<usize>);
 
 /// A compile-time state: a chain of virtual frames, the innermost last.
 #[derive(Clone, Debug)]
 pub struct JitState<F> {
     /// The frames, outermost first.
     pub frames: Vec<F>,
+    /// The virtual objects the frames point to.
+    pub heap: VHeap,
 }
 
 impl<F: Frame> JitState<F> {
     /// A state with one frame.
     pub fn new(frame: F) -> JitState<F> {
-        JitState { frames: vec![frame] }
+        JitState { frames: vec![frame], heap: VHeap::default() }
+    }
+
+    /// Puts the heap in canonical order (see [`crate::virtuals`]): pointers
+    /// to forced objects become real, virtual objects are numbered by first
+    /// reference from the frames, unreachable ones dropped.
+    pub fn normalize(&mut self) {
+        let heap = &self.heap;
+        let mut map: Vec<Option<u32>> = vec![None; heap.objects.len()];
+        let mut objects = vec![];
+        for f in &mut self.frames {
+            f.vptrs_mut(&mut |p| {
+                *p = heap.resolve(p);
+                if let VPtr::Virtual(i) = *p {
+                    let n = *map[i as usize].get_or_insert_with(|| {
+                        objects.push(heap.objects[i as usize].clone());
+                        objects.len() as u32 - 1
+                    });
+                    *p = VPtr::Virtual(n);
+                }
+            });
+        }
+        self.heap.objects = objects;
     }
 
     /// The innermost frame.
@@ -53,14 +84,43 @@ impl<F: Frame> JitState<F> {
         self.frames.last_mut().expect("a state has at least one frame")
     }
 
-    /// The merge key of the whole chain.
-    pub fn key(&self) -> Vec<F::Key> {
-        self.frames.iter().map(Frame::key).collect()
+    /// The key this state would have with every virtual object forced.
+    pub fn forced_key(&self) -> StateKey<F::Key> {
+        let mut c = JitState { frames: self.frames.clone(), heap: VHeap::default() };
+        for f in &mut c.frames {
+            f.vptrs_mut(&mut |p| {
+                if let VPtr::Virtual(_) = p {
+                    *p = VPtr::Real(RedBox::constant(crate::ops::ValTy::Ptr, 0));
+                }
+            });
+        }
+        c.key()
     }
 
-    /// Every red box of the chain, outermost frame first.
+    /// Forces every virtual object the frames point to (in residual code
+    /// recorded by `b`), leaving the state normalized with an empty heap.
+    pub fn force_all(&mut self, b: &mut crate::builder::ResidualBuilder) {
+        let heap = &mut self.heap;
+        for f in &mut self.frames {
+            f.vptrs_mut(&mut |p| *p = VPtr::Real(heap.force(b, p)));
+        }
+        self.normalize();
+    }
+
+    /// The merge key of the whole chain (of a normalized state).
+    pub fn key(&self) -> StateKey<F::Key> {
+        let heap = self.heap.objects.iter().map(|o| o.desc as *const _ as usize).collect();
+        (self.frames.iter().map(Frame::key).collect(), heap)
+    }
+
+    /// Every red box of the chain, outermost frame first, then the fields of
+    /// the virtual objects (of a normalized state).
     pub fn reds(&self) -> Vec<RedBox> {
-        self.frames.iter().flat_map(Frame::reds).collect()
+        let mut r: Vec<RedBox> = self.frames.iter().flat_map(Frame::reds).collect();
+        for o in &self.heap.objects {
+            r.extend_from_slice(&o.fields);
+        }
+        r
     }
 
     /// Replaces every red box, in the order of [`JitState::reds`].
@@ -69,6 +129,11 @@ impl<F: Frame> JitState<F> {
         for f in &mut self.frames {
             let n = f.reds().len();
             f.set_reds(&reds[at..at + n]);
+            at += n;
+        }
+        for o in &mut self.heap.objects {
+            let n = o.fields.len();
+            o.fields.copy_from_slice(&reds[at..at + n]);
             at += n;
         }
     }
