@@ -9,6 +9,7 @@ pub mod boxed {
 
     pub struct Cell {
         pub value: i64,
+        pub history: Vec<i64>,
     }
 
     pub fn run(code: &[u8], x: i64) -> i64 {
@@ -18,8 +19,9 @@ pub mod boxed {
             hint!(global_merge_point);
             let op = hint!(code[pc], concrete);
             if op == 1 {
-                // A red allocation: virtual structures come with issue 6.
-                let c = Cell { value: acc };
+                // A struct with a non-scalar field: jitgen cannot make it
+                // virtual yet.
+                let c = Cell { value: acc, history: Vec::new() };
                 acc = c.value + 1;
             } else {
                 acc -= 1;
