@@ -235,3 +235,56 @@ fn a_merge_of_a_virtual_and_a_real_object_forces_at_the_merge() {
         assert_eq!(r.call(c, v), objects::jit::plain::join(c, v));
     }
 }
+
+#[jit_interpreter]
+mod wint {
+    use jitgen::prelude::*;
+
+    pub const INT: u32 = 1;
+    pub const STR: u32 = 2;
+
+    /// An application-level object: a type and, for integers, a value
+    /// (PyPy's `W_IntObject`).
+    pub struct WObj {
+        pub kind: u32,
+        pub intval: i64,
+    }
+
+    fn add(w1: &WObj, w2: &WObj) -> Box<WObj> {
+        // The dispatch promotes both types.
+        let k1 = hint!(w1.kind, promote);
+        let k2 = hint!(w2.kind, promote);
+        if k1 == INT && k2 == INT {
+            Box::new(WObj { kind: INT, intval: w1.intval.wrapping_add(w2.intval) })
+        } else {
+            panic!("unsupported operand types for +")
+        }
+    }
+
+    /// `a + b + c`.
+    pub fn sum3(a: &WObj, b: &WObj, c: &WObj) -> i64 {
+        let ab = add(a, b);
+        let abc = add(&ab, c);
+        abc.intval
+    }
+}
+
+#[test]
+fn a_plus_b_plus_c_allocates_nothing_and_switches_three_times() {
+    use wint::{WObj, INT, STR};
+    let r = wint::jit::specialize::sum3();
+    let (a, b, c) = (WObj { kind: INT, intval: 40 }, WObj { kind: INT, intval: 2 }, WObj { kind: INT, intval: -7 });
+    assert_eq!(r.call(&a, &b, &c), wint::jit::plain::sum3(&a, &b, &c));
+    let all = r.listing_with_cases();
+    // Three promotions of run-time types (a's, b's, c's); the intermediate
+    // object's type is a constant, promoted for free; it is never allocated.
+    assert_eq!(wint::jit::stats().flexswitches, 3, "{all}");
+    assert!(!all.contains("new WObj"), "{all}");
+    assert_eq!(all.matches("add").count(), 2, "{all}");
+    // Other values and other types: the same results and errors.
+    let s = WObj { kind: STR, intval: 0 };
+    assert_eq!(r.call(&c, &a, &b), wint::jit::plain::sum3(&c, &a, &b));
+    let jit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.call(&a, &s, &c)));
+    let plain = std::panic::catch_unwind(|| wint::jit::plain::sum3(&a, &s, &c));
+    assert!(jit.is_err() && plain.is_err());
+}

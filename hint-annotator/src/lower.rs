@@ -1018,7 +1018,18 @@ impl Lowering<'_, '_> {
             if !self.u.shallow(&p.ty).is_pointer() {
                 args[i] = self.rvalue(args[i].clone(), src);
             }
-            let have = self.ty_of(&args[i]);
+            let mut have = self.ty_of(&args[i]);
+            // Deref coercion: `&Box<T>` passed for `&T` (the same address:
+            // a box's value is the address of what it holds).
+            if let (Ty::Ref { to: want_to, .. }, Ty::Ref { to: have_to, mutable }) = (&p.ty, self.u.shallow(&have)) {
+                if let (Ty::Boxed(inner), false) =
+                    (self.u.shallow(&have_to), matches!(self.u.shallow(want_to), Ty::Boxed(_)))
+                {
+                    let t = Ty::Ref { mutable, to: inner };
+                    args[i] = self.emit(OpKind::SameAs, vec![args[i].clone()], t.clone(), src);
+                    have = t;
+                }
+            }
             let (want, have) = match (&p.ty, self.u.shallow(&have)) {
                 (Ty::Ref { .. }, Ty::Ref { .. }) | (Ty::Ref { .. }, Ty::Infer(_)) => (p.ty.clone(), have),
                 (Ty::Ref { to, .. }, h) => ((**to).clone(), h),

@@ -316,6 +316,12 @@ pub fn virtual_struct(ty: &Ty, types: &ModuleTypes) -> Option<String> {
         Ty::Struct(s) => s,
         Ty::Boxed(t) | Ty::Ref { to: t, .. } => match &**t {
             Ty::Struct(s) => s,
+            // `&Box<S>`: taken of a box, it is the box's value (see the
+            // annotator's deref coercion).
+            Ty::Boxed(b) => match &**b {
+                Ty::Struct(s) if matches!(ty, Ty::Ref { .. }) => s,
+                _ => return None,
+            },
             _ => return None,
         },
         _ => return None,

@@ -874,6 +874,11 @@ impl<'g> Gen<'g> {
         let ty = self.value_ty(fi, v);
         let start = self.operand(fi, v, &Repr::RPtr)?;
         let mut code = quote!(let __addr = #start;);
+        if let (Repr::VPtr, Some(s)) = (self.value_repr(fi, v), virtual_struct(&ty, self.cg.types())) {
+            // Whatever its type (`S`, `Box<S>`, `&S`, `&Box<S>`), the address
+            // of the struct.
+            return Some((code, Ty::Struct(s)));
+        }
         // The operand's box holds the address of the object its type designates.
         let mut cur = match &ty {
             Ty::Ref { to, .. } => (**to).clone(),
