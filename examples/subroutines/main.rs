@@ -3,19 +3,22 @@
 
 mod interp;
 
-use interp::sub::{self, jit, CALL, DECR, HALT, JNZ, RET};
+use interp::sub::{self, jit, ADD, CALL, DECR, HALT, JNZ, RET};
 
-/// Counts `a` down through two nested calls per turn: `RET` pops the
-/// return addresses 8 and 2, run-time values that decide where dispatch goes.
+/// Counts `a` down: each turn calls a subroutine from three sites, and the
+/// subroutine calls another. `RET` pops return addresses (2, 4, 6 and 16),
+/// run-time values on the stack that decide where dispatch goes on.
 pub const COUNTDOWN: &[u8] = &[
-    CALL, 6, // 0: call f
-    JNZ, 0,    // 2: loop while a != 0
-    HALT, // 4
-    HALT, // 5: padding
-    CALL, 9,    // 6: f: call g
-    RET,  // 8
-    DECR, // 9: g: a -= 1
-    RET,  // 10
+    CALL, 14, // 0: call f
+    CALL, 14, // 2: call f
+    CALL, 14, // 4: call f
+    DECR, DECR, DECR, DECR, // 6: a -= 4
+    JNZ, 0, // 10: loop while a != 0
+    HALT, HALT, // 12
+    CALL, 17,  // 14: f: call g
+    RET, // 16
+    ADD, 1,   // 17: g: a += 1
+    RET, // 19
 ];
 
 fn time<T>(f: impl FnOnce() -> T) -> (T, std::time::Duration) {

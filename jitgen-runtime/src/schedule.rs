@@ -599,6 +599,12 @@ impl<F: Frame> Compilation<F> {
         let shape: Vec<Shape> = match (general, kind, versions.last()) {
             (true, _, _) => reds.iter().map(|r| Shape::Var(r.ty())).collect(),
             (false, MergeKind::Join, _) | (false, _, None) => exact(),
+            // The second shape of a loop head is kept exact too: the first
+            // turn of a loop often differs from the steady state (a stack
+            // slot written during the turn, a flag set once), and constants
+            // that hold from the second turn on then survive. A third shape
+            // widens.
+            (false, _, Some(_)) if versions.len() == 1 => exact(),
             (false, _, Some(prev)) => {
                 self.stats.widenings += 1;
                 prev.shape
