@@ -542,7 +542,7 @@ impl<'g> Gen<'g> {
                 let (sn, fname) = (format_ident!("{}", sname), format_ident!("{}", name));
                 let real = quote!({
                     #addr
-                    __c.b.red_store(&__addr, ::core::mem::offset_of!(#sn, #fname) as i32, &__x);
+                    __st.store_field(&mut __c.b, &__addr, ::core::mem::offset_of!(#sn, #fname) as i32, &__x);
                 });
                 match self.vptr_local(fi, &args[0]) {
                     Some(p) => {
@@ -932,7 +932,7 @@ impl<'g> Gen<'g> {
                     r,
                     quote!(match __st.heap.field(&#p, #k) {
                         Some(__x) => __x,
-                        None => { #addr __c.b.red_load(#vt, &__addr, ::core::mem::offset_of!(#sn, #fname) as i32) }
+                        None => { #addr __st.load_field(&mut __c.b, #vt, &__addr, ::core::mem::offset_of!(#sn, #fname) as i32) }
                     }),
                 );
             }
@@ -945,7 +945,7 @@ impl<'g> Gen<'g> {
         match (rr, &rty) {
             (Repr::R(sc), _) => {
                 let vt = sc_valty(*sc);
-                self.bind(fi, r, quote!({ #addr __c.b.red_load(#vt, &__addr, #off as i32) }))
+                self.bind(fi, r, quote!({ #addr __st.load_field(&mut __c.b, #vt, &__addr, #off as i32) }))
             }
             (Repr::RPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
                 self.bind(fi, r, quote!({ #addr __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, #off as i32) }))
@@ -1174,6 +1174,8 @@ impl<'g> Gen<'g> {
                 #(#arg_code)*
                 __c.b.red_call(#cb, #name, &__args, #rets)
             };
+            // The callee may have written any object.
+            __st.forget_fields();
             #bind_result
         }
     }

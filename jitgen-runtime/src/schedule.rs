@@ -566,6 +566,8 @@ impl<F: Frame> Compilation<F> {
             return None;
         }
         self.stats.merges += 1;
+        // What a path knew of real objects' fields does not survive a merge.
+        st.forget_fields();
         st.normalize();
         if !st.heap.objects.is_empty() && !self.versions.contains_key(&st.key()) {
             // Code already exists for this state with its objects real: the

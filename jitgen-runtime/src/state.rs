@@ -11,6 +11,8 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
+use crate::builder::ResidualBuilder;
+use crate::ops::ValTy;
 use crate::redbox::RedBox;
 use crate::virtuals::{VHeap, VPtr};
 
@@ -44,12 +46,16 @@ pub struct JitState<F> {
     pub frames: Vec<F>,
     /// The virtual objects the frames point to.
     pub heap: VHeap,
+    /// Fields of real objects known on this path: (address, offset, type,
+    /// value). Loaded or stored since the last merge point or call that is
+    /// not inlined; a promotion turns a known value into a constant.
+    pub known: Vec<(RedBox, i32, ValTy, RedBox)>,
 }
 
 impl<F: Frame> JitState<F> {
     /// A state with one frame.
     pub fn new(frame: F) -> JitState<F> {
-        JitState { frames: vec![frame], heap: VHeap::default() }
+        JitState { frames: vec![frame], heap: VHeap::default(), known: vec![] }
     }
 
     /// Puts the heap in canonical order (see [`crate::virtuals`]): pointers
@@ -86,7 +92,7 @@ impl<F: Frame> JitState<F> {
 
     /// The key this state would have with every virtual object forced.
     pub fn forced_key(&self) -> StateKey<F::Key> {
-        let mut c = JitState { frames: self.frames.clone(), heap: VHeap::default() };
+        let mut c = JitState { frames: self.frames.clone(), heap: VHeap::default(), known: vec![] };
         for f in &mut c.frames {
             f.vptrs_mut(&mut |p| {
                 if let VPtr::Virtual(_) = p {
@@ -107,6 +113,35 @@ impl<F: Frame> JitState<F> {
         self.normalize();
     }
 
+    /// Reads a field of a real object: the value known on this path, or a
+    /// load (then known).
+    pub fn load_field(&mut self, b: &mut ResidualBuilder, ty: ValTy, addr: &RedBox, offset: i32) -> RedBox {
+        if let Some(k) = self.known.iter().find(|k| k.0 == *addr && k.1 == offset && k.2 == ty) {
+            return k.3;
+        }
+        let v = b.red_load(ty, addr, offset);
+        if !b.exec {
+            self.known.push((*addr, offset, ty, v));
+        }
+        v
+    }
+
+    /// Writes a field of a real object; it is known from then on, and what
+    /// was known at the same offset of other objects (which may be this
+    /// one) is forgotten.
+    pub fn store_field(&mut self, b: &mut ResidualBuilder, addr: &RedBox, offset: i32, value: &RedBox) {
+        b.red_store(addr, offset, value);
+        self.known.retain(|k| k.1 != offset);
+        if !b.exec {
+            self.known.push((*addr, offset, value.ty(), *value));
+        }
+    }
+
+    /// Forgets every known field (a call that is not inlined may write any).
+    pub fn forget_fields(&mut self) {
+        self.known.clear();
+    }
+
     /// The merge key of the whole chain (of a normalized state).
     pub fn key(&self) -> StateKey<F::Key> {
         let heap = self.heap.objects.iter().map(|o| o.desc as *const _ as usize).collect();
@@ -119,6 +154,10 @@ impl<F: Frame> JitState<F> {
         let mut r: Vec<RedBox> = self.frames.iter().flat_map(Frame::reds).collect();
         for o in &self.heap.objects {
             r.extend_from_slice(&o.fields);
+        }
+        for k in &self.known {
+            r.push(k.0);
+            r.push(k.3);
         }
         r
     }
@@ -135,6 +174,11 @@ impl<F: Frame> JitState<F> {
             let n = o.fields.len();
             o.fields.copy_from_slice(&reds[at..at + n]);
             at += n;
+        }
+        for k in &mut self.known {
+            k.0 = reds[at];
+            k.3 = reds[at + 1];
+            at += 2;
         }
     }
 }
