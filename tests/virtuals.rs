@@ -308,3 +308,51 @@ fn a_promoted_field_of_a_real_object_is_known_afterwards() {
     let b = WObj { kind: 9, intval: 5 };
     assert_eq!(r.call(&b), wint::jit::plain::kind_twice(&b));
 }
+
+#[jit_interpreter]
+mod dicts {
+    use std::collections::HashMap;
+
+    /// Attributes by name id, with constant keys: a virtual dict.
+    pub fn attrs(x: i64, y: i64) -> i64 {
+        let mut d: HashMap<u32, i64> = HashMap::new();
+        d.insert(1, x);
+        d.insert(2, y);
+        let old = d.insert(1, x + y).unwrap();
+        let had = d.contains_key(&2) as i64;
+        let gone = d.remove(&2).unwrap();
+        let missing = d.get(&2).copied().is_none() as i64;
+        d.get(&1).copied().unwrap() + old + had + gone + missing + d.len() as i64
+    }
+
+    /// A key known only at run time: the dict becomes a real `HashMap`.
+    pub fn lookup(k: u32, x: i64) -> i64 {
+        let mut d: HashMap<u32, i64> = HashMap::new();
+        d.insert(3, x);
+        d.insert(4, x * 2);
+        match d.get(&k).copied() {
+            Some(v) => v,
+            None => -1,
+        }
+    }
+}
+
+#[test]
+fn a_dict_with_constant_keys_emits_nothing() {
+    let r = dicts::jit::specialize::attrs();
+    let listing = r.listing();
+    assert!(!listing.contains("call") && !listing.contains("load") && !listing.contains("store"), "{listing}");
+    for (x, y) in [(1, 2), (-5, 40)] {
+        assert_eq!(r.call(x, y), dicts::jit::plain::attrs(x, y));
+    }
+}
+
+#[test]
+fn a_dict_read_at_a_run_time_key_is_forced() {
+    let r = dicts::jit::specialize::lookup();
+    let listing = r.listing();
+    assert!(listing.contains("call map_new") && listing.contains("call map_get"), "{listing}");
+    for k in 0..6 {
+        assert_eq!(r.call(k, 10), dicts::jit::plain::lookup(k, 10));
+    }
+}

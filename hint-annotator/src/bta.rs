@@ -158,11 +158,17 @@ pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDep
                 OpKind::Len if base_is_array() => Dep::Green,
                 // Reads: foldable through frozen pointers; decided below.
                 OpKind::Load | OpKind::GetField(_) | OpKind::GetItem | OpKind::Len => Dep::Foldable(args),
-                OpKind::SetField(_) | OpKind::SetItem | OpKind::Push | OpKind::Pop => {
+                OpKind::MapGet | OpKind::MapContains => Dep::Foldable(args),
+                OpKind::SetField(_)
+                | OpKind::SetItem
+                | OpKind::Push
+                | OpKind::Pop
+                | OpKind::MapInsert
+                | OpKind::MapRemove => {
                     local_effects = true;
                     Dep::Red(RedReason::Effect)
                 }
-                OpKind::NewStruct(_) | OpKind::NewVec | OpKind::NewVecRepeat | OpKind::NewBox => {
+                OpKind::NewStruct(_) | OpKind::NewVec | OpKind::NewVecRepeat | OpKind::NewBox | OpKind::NewMap => {
                     local_effects = true;
                     Dep::Red(RedReason::Allocation)
                 }

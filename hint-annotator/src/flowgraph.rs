@@ -240,6 +240,16 @@ pub enum OpKind {
     Push,
     /// `[vec]`, giving an `Option`.
     Pop,
+    /// `[]`: `HashMap::new()`.
+    NewMap,
+    /// `[map, key, value]`, giving the old value as an `Option`.
+    MapInsert,
+    /// `[map, key]`: the value as an `Option` (`get(&k)`, copied).
+    MapGet,
+    /// `[map, key]`, giving the removed value as an `Option`.
+    MapRemove,
+    /// `[map, key]`: a `bool`.
+    MapContains,
     /// Field values in declaration order: allocate a struct of the module.
     NewStruct(String),
     /// Elements: allocate a Vec (`Vec::new()`, `vec![a, b]`).
@@ -293,6 +303,11 @@ impl OpKind {
             OpKind::Len => "len".into(),
             OpKind::Push => "push".into(),
             OpKind::Pop => "pop".into(),
+            OpKind::NewMap => "new_map".into(),
+            OpKind::MapInsert => "map_insert".into(),
+            OpKind::MapGet => "map_get".into(),
+            OpKind::MapRemove => "map_remove".into(),
+            OpKind::MapContains => "map_contains".into(),
             OpKind::NewStruct(s) => format!("new.{s}"),
             OpKind::NewVec => "new_vec".into(),
             OpKind::NewVecRepeat => "new_vec_repeat".into(),

@@ -1119,6 +1119,10 @@ impl Lowering<'_, '_> {
                     let t = Ty::Vec(Box::new(self.u.fresh()));
                     return self.emit(OpKind::NewVec, vec![], t, c);
                 }
+                ("HashMap", "new", 0) => {
+                    let t = Ty::Map(Box::new(self.u.fresh()), Box::new(self.u.fresh()));
+                    return self.emit(OpKind::NewMap, vec![], t, c);
+                }
                 ("Box", "new", 1) => {
                     let v = self.expr(&c.args[0]);
                     let t = Ty::Boxed(Box::new(self.ty_of(&v)));
@@ -1243,6 +1247,42 @@ impl Lowering<'_, '_> {
                 return self.emit(OpKind::Push, vec![recv, v], Ty::Unit, mc);
             }
             (Ty::Vec(t), "pop", 0) => return self.emit(OpKind::Pop, vec![recv], Ty::Option(t.clone()), mc),
+            (Ty::Map(..), "len", 0) => return self.emit(OpKind::Len, vec![recv], Ty::Int(IntTy::Usize), mc),
+            (Ty::Map(k, v), "insert" | "get" | "remove" | "contains_key", _) => {
+                let (k, v) = ((**k).clone(), (**v).clone());
+                let want = if method == "insert" { 2 } else { 1 };
+                if nargs != want {
+                    let span = mc.span();
+                    self.error(span, format!("`{method}` takes {want} argument(s)"));
+                    return self.poison(span);
+                }
+                // Keys are passed by reference except to `insert`: take what
+                // is behind a `&`.
+                let key_expr = match (&mc.args[0], method.as_str()) {
+                    (Expr::Reference(r), m) if m != "insert" => &*r.expr,
+                    (e, _) => e,
+                };
+                let key = self.expr(key_expr);
+                let key = self.rvalue(key, key_expr);
+                let kt = self.ty_of(&key);
+                self.unify(&k, &kt, key_expr.span());
+                let (kind, mut args, ty) = match method.as_str() {
+                    "insert" => (OpKind::MapInsert, vec![recv, key], Ty::Option(Box::new(v.clone()))),
+                    "get" => (OpKind::MapGet, vec![recv, key], Ty::Option(Box::new(v.clone()))),
+                    "remove" => (OpKind::MapRemove, vec![recv, key], Ty::Option(Box::new(v.clone()))),
+                    _ => (OpKind::MapContains, vec![recv, key], Ty::Bool),
+                };
+                if method == "insert" {
+                    let val = self.expr(&mc.args[1]);
+                    let val = self.rvalue(val, &mc.args[1]);
+                    let vt = self.ty_of(&val);
+                    self.unify(&v, &vt, mc.args[1].span());
+                    args.push(val);
+                }
+                return self.emit(kind, args, ty, mc);
+            }
+            // `map.get(&k).copied()`: values are scalars, `get` gives them already.
+            (Ty::Option(_), "copied" | "cloned", 0) => return self.rvalue(recv, mc),
             (Ty::Option(t) | Ty::Result(t, _), "unwrap" | "expect", _) => {
                 let t = (**t).clone();
                 let recv = self.rvalue(recv, mc);

@@ -384,6 +384,7 @@ impl<'a> ModuleDef<'a> {
                     "f64" => Ty::F64,
                     "f32" => Ty::F32,
                     "Vec" => Ty::Vec(Box::new(generic(0)?)),
+                    "HashMap" => Ty::Map(Box::new(generic(0)?), Box::new(generic(1)?)),
                     "Box" => Ty::Boxed(Box::new(generic(0)?)),
                     "Option" => Ty::Option(Box::new(generic(0)?)),
                     "Result" => Ty::Result(Box::new(generic(0)?), Box::new(generic(1)?)),

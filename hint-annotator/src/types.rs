@@ -112,6 +112,8 @@ pub enum Ty {
     Boxed(Box<Ty>),
     /// `Vec<T>`.
     Vec(Box<Ty>),
+    /// `HashMap<K, V>`.
+    Map(Box<Ty>, Box<Ty>),
     /// `[T]`, behind a reference.
     Slice(Box<Ty>),
     /// `[T; N]`.
@@ -145,7 +147,10 @@ impl Ty {
 
     /// Whether values of this type are pointers to memory at the machine level.
     pub fn is_pointer(&self) -> bool {
-        matches!(self, Ty::Ref { .. } | Ty::Boxed(_) | Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..) | Ty::Struct(_))
+        matches!(
+            self,
+            Ty::Ref { .. } | Ty::Boxed(_) | Ty::Vec(_) | Ty::Map(..) | Ty::Slice(_) | Ty::Array(..) | Ty::Struct(_)
+        )
     }
 
     /// Whether this is a shared reference (`&T`): Rust forbids mutation of the
@@ -174,6 +179,7 @@ impl fmt::Display for Ty {
             }
             Ty::Boxed(t) => write!(f, "Box<{t}>"),
             Ty::Vec(t) => write!(f, "Vec<{t}>"),
+            Ty::Map(k, v) => write!(f, "HashMap<{k}, {v}>"),
             Ty::Slice(t) => write!(f, "[{t}]"),
             Ty::Array(t, n) => write!(f, "[{t}; {n}]"),
             Ty::Struct(n) | Ty::Enum(n) => f.write_str(n),
@@ -250,6 +256,7 @@ impl Unifier {
             Ty::Ref { mutable, to } => Ty::Ref { mutable, to: Box::new(self.finish(&to)?) },
             Ty::Boxed(t) => Ty::Boxed(Box::new(self.finish(&t)?)),
             Ty::Vec(t) => Ty::Vec(Box::new(self.finish(&t)?)),
+            Ty::Map(k, v) => Ty::Map(Box::new(self.finish(&k)?), Box::new(self.finish(&v)?)),
             Ty::Slice(t) => Ty::Slice(Box::new(self.finish(&t)?)),
             Ty::Array(t, n) => Ty::Array(Box::new(self.finish(&t)?), n),
             Ty::Option(t) => Ty::Option(Box::new(self.finish(&t)?)),
@@ -269,7 +276,7 @@ impl Unifier {
             Ty::Ref { to: t, .. } | Ty::Boxed(t) | Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) | Ty::Option(t) => {
                 self.occurs(var, &t)
             }
-            Ty::Result(t, e) => self.occurs(var, &t) || self.occurs(var, &e),
+            Ty::Result(t, e) | Ty::Map(t, e) => self.occurs(var, &t) || self.occurs(var, &e),
             _ => false,
         }
     }
@@ -314,7 +321,7 @@ impl Unifier {
             | (Ty::Slice(x), Ty::Slice(y))
             | (Ty::Option(x), Ty::Option(y)) => self.unify(x, y),
             (Ty::Array(x, n), Ty::Array(y, m)) if n == m => self.unify(x, y),
-            (Ty::Result(x1, e1), Ty::Result(x2, e2)) => {
+            (Ty::Result(x1, e1), Ty::Result(x2, e2)) | (Ty::Map(x1, e1), Ty::Map(x2, e2)) => {
                 self.unify(x1, x2)?;
                 self.unify(e1, e2)
             }

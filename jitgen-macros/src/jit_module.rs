@@ -149,7 +149,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                 e.input_words.push(quote!(__words.extend_from_slice(&#flat(#n));));
                 e.frame_lets.push(quote!(let #fid: [#rt::redbox::RedBox; #nslots] = ::core::array::from_fn(|_| __in.next().expect("an input"));));
             }
-            Repr::RPtr | Repr::VList(_) | Repr::VPtr => {
+            Repr::RPtr | Repr::VList(_) | Repr::VPtr | Repr::VDict(..) => {
                 let (pty, arg, addr) = match &ty {
                     Ty::Ref { mutable: true, to } => {
                         let t = pty_of(to);
@@ -214,6 +214,8 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                             }
                         };
                     });
+                } else if matches!(r, Repr::VDict(..)) {
+                    e.frame_lets.push(quote!(let #fid = #rt::vdict::VDict::Real(__in.next().expect("an input"));));
                 } else if matches!(r, Repr::VPtr) {
                     e.frame_lets.push(quote!(let #fid = #rt::virtuals::VPtr::Real(__in.next().expect("an input"));));
                 } else if matches!(r, Repr::VList(_)) {

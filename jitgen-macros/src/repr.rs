@@ -43,6 +43,9 @@ pub enum Repr {
     /// scalars: a `VPtr` (a virtual object in the state's heap, or a real
     /// address).
     VPtr,
+    /// A red `HashMap` of scalars: a `VDict` (virtual while its keys are
+    /// compile-time constants, else a real map's address).
+    VDict(Sc, Sc),
     /// A red `Vec` of scalars, owned by a local: a `VList` (virtual while
     /// made and used at compile-time positions, else a real `Vec`'s address).
     VList(Sc),
@@ -70,7 +73,7 @@ pub fn is_enum(ty: &Ty) -> bool {
 
 /// Owned types that are pointers at the machine level.
 pub fn is_owned_pointer(ty: &Ty) -> bool {
-    matches!(ty, Ty::Vec(_) | Ty::Struct(_) | Ty::Array(..) | Ty::Boxed(_))
+    matches!(ty, Ty::Vec(_) | Ty::Map(..) | Ty::Struct(_) | Ty::Array(..) | Ty::Boxed(_))
 }
 
 pub fn sc_rust(sc: Sc) -> TokenStream {
@@ -164,6 +167,10 @@ pub fn rust_ty(ty: &Ty, lt: Option<&TokenStream>) -> TokenStream {
         Ty::Vec(t) => {
             let t = rust_ty(t, lt);
             quote!(::std::vec::Vec<#t>)
+        }
+        Ty::Map(k, v) => {
+            let (k, v) = (rust_ty(k, lt), rust_ty(v, lt));
+            quote!(::std::collections::HashMap<#k, #v>)
         }
         Ty::Slice(t) => {
             let t = rust_ty(t, lt);
@@ -297,6 +304,9 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
             _ => Repr::RPtr,
         },
         Ty::Vec(e) if !green && scalar(e).is_some() => Repr::VList(scalar(e).expect("checked")),
+        Ty::Map(k, v) if !green && scalar(k).is_some() && scalar(v).is_some() => {
+            Repr::VDict(scalar(k).expect("checked"), scalar(v).expect("checked"))
+        }
         t if is_owned_pointer(t) => {
             if green {
                 Repr::GRef(t.clone())
@@ -349,6 +359,7 @@ pub fn field_ty(r: &Repr) -> TokenStream {
         Repr::R(_) | Repr::RPtr => quote!(#rt::redbox::RedBox),
         Repr::VList(_) => quote!(#rt::vlist::VList),
         Repr::VPtr => quote!(#rt::virtuals::VPtr),
+        Repr::VDict(..) => quote!(#rt::vdict::VDict),
         Repr::RSlice => quote!([#rt::redbox::RedBox; 2]),
     }
 }

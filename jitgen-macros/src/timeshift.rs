@@ -158,6 +158,64 @@ impl<'g> Gen<'g> {
         self.points.len() - 1
     }
 
+    /// A `HashMap` operation (`Len` for `len()`): on a virtual dict at a
+    /// constant key, nothing is emitted; otherwise Rust's own code is called.
+    fn map_op(&mut self, fi: usize, r: Var, kind: &OpKind, args: &[Value]) -> TokenStream {
+        let rt = rt();
+        let Some(Value::Var(m)) = args.first() else { return self.decline("this map") };
+        let Repr::VDict(ksc, vsc) = self.repr(fi, *m) else {
+            return self.decline("a HashMap whose keys or values are not scalars, or known at compile time");
+        };
+        let id = v_ident(*m);
+        let (kt, vt, kvt, vvt, u32t) = (sc_rust(ksc), sc_rust(vsc), sc_valty(ksc), sc_valty(vsc), u32_valty());
+        let addr = force_dict(ksc, vsc, quote!(#id));
+        let key = match args.get(1) {
+            Some(k) => match self.operand(fi, k, &Repr::R(ksc)) {
+                Some(k) => k,
+                None => return self.decline("a key"),
+            },
+            None => quote!(#rt::redbox::RedBox::u64(0)),
+        };
+        let call = |f: TokenStream, name: &str, extra: TokenStream, rets: TokenStream| quote!({ let __a = #addr; __c.b.red_call(#rt::heap::#f::<#kt, #vt>, #name, &[__a #extra], &#rets) });
+        let code = match kind {
+            OpKind::Len => {
+                let real = call(quote!(map_len), "map_len", quote!(), quote!([#rt::ops::ValTy::U64]));
+                quote!(match #id.len_const() { Some(__n) => __n, None => (#real)[0] })
+            }
+            OpKind::MapContains => {
+                let real = call(quote!(map_contains), "map_contains", quote!(, __k), quote!([#rt::ops::ValTy::Bool]));
+                quote!({ let __k = #key; match #id.contains_const(&__k) { Some(__x) => __x, None => (#real)[0] } })
+            }
+            OpKind::MapGet | OpKind::MapRemove => {
+                let (f, name, fast) = if *kind == OpKind::MapGet {
+                    (quote!(map_get), "map_get", quote!(get_const))
+                } else {
+                    (quote!(map_remove), "map_remove", quote!(remove_const))
+                };
+                let real = call(f, name, quote!(, __k), quote!([#u32t, #vvt]));
+                quote!({
+                    let __k = #key;
+                    match #id.#fast(&__k, #vvt) { Some(__x) => __x, None => { let __v = #real; [__v[0], __v[1]] } }
+                })
+            }
+            _ => {
+                let Some(v) = args.get(2).and_then(|v| self.operand(fi, v, &Repr::R(vsc))) else {
+                    return self.decline("a value");
+                };
+                let real = call(quote!(map_insert), "map_insert", quote!(, __k, __x), quote!([#u32t, #vvt]));
+                quote!({
+                    let (__k, __x) = (#key, #v);
+                    match #id.insert_const(&__k, &__x) { Some(__o) => __o, None => { let __v = #real; [__v[0], __v[1]] } }
+                })
+            }
+        };
+        let _ = kvt;
+        match self.repr(fi, r) {
+            Repr::Unit => quote!({ let _ = #code; }),
+            _ => self.bind(fi, r, code),
+        }
+    }
+
     /// The local a struct operation's base is, when it may be virtual.
     fn vptr_local(&self, fi: usize, v: &Value) -> Option<Ident> {
         match v {
@@ -242,7 +300,8 @@ impl<'g> Gen<'g> {
             | (Repr::RPtr, Repr::RPtr)
             | (Repr::RSlice, Repr::RSlice)
             | (Repr::Enum(..), Repr::Enum(..)) => e,
-            (Repr::VList(_), Repr::VList(_)) => quote!((#e).clone()),
+            (Repr::VList(_), Repr::VList(_)) | (Repr::VDict(..), Repr::VDict(..)) => quote!((#e).clone()),
+            (Repr::RPtr, Repr::VDict(..)) => quote!(#rt::vdict::VDict::Real(#e)),
             (Repr::VPtr, Repr::VPtr) => e,
             (Repr::RPtr, Repr::VPtr) => quote!(#rt::virtuals::VPtr::Real(#e)),
             (Repr::GRef(_), Repr::VPtr) => {
@@ -281,6 +340,9 @@ impl<'g> Gen<'g> {
                     // Its address is needed: the list must exist in memory.
                     return Some(force_list(sc, quote!(#id)));
                 }
+                if let (Repr::VDict(k, v), Repr::RPtr) = (self.repr(fi, *x), to) {
+                    return Some(force_dict(k, v, quote!(#id)));
+                }
                 if let (Repr::VPtr, Repr::RPtr) = (self.repr(fi, *x), to) {
                     // Its address is needed: the object escapes.
                     return Some(quote!(__st.heap.force(&mut __c.b, &#id)));
@@ -308,7 +370,7 @@ impl<'g> Gen<'g> {
         let id = v_ident(r);
         let rr = self.repr(fi, r);
         let t = field_ty(&rr);
-        if matches!(rr, Repr::VList(_)) {
+        if matches!(rr, Repr::VList(_) | Repr::VDict(..)) {
             return quote!(let mut #id: #t = #e;);
         }
         quote!(let #id: #t = #e;)
@@ -319,6 +381,7 @@ impl<'g> Gen<'g> {
         let rt = rt();
         match self.repr(fi, r) {
             Repr::VList(_) => self.bind(fi, r, quote!(#rt::vlist::VList::Real(#e))),
+            Repr::VDict(..) => self.bind(fi, r, quote!(#rt::vdict::VDict::Real(#e))),
             Repr::VPtr => self.bind(fi, r, quote!(#rt::virtuals::VPtr::Real(#e))),
             _ => self.bind(fi, r, e),
         }
@@ -563,6 +626,9 @@ impl<'g> Gen<'g> {
                     let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
                     return self.bind(fi, r, quote!(#a.len()));
                 }
+                if let Ty::Map(..) = base_ty.autoderef() {
+                    return self.map_op(fi, r, &OpKind::Len, args);
+                }
                 match base_ty.autoderef().clone() {
                     Ty::Slice(_) => {
                         let s = need!(self.operand(fi, &args[0], &Repr::RSlice), "slice");
@@ -708,6 +774,13 @@ impl<'g> Gen<'g> {
                         }),
                     )
                 }
+            }
+            OpKind::NewMap => match rr {
+                Repr::VDict(..) => self.bind(fi, r, quote!(#rt::vdict::VDict::new())),
+                _ => self.decline("a HashMap of non-scalars in residual code"),
+            },
+            OpKind::MapInsert | OpKind::MapGet | OpKind::MapRemove | OpKind::MapContains => {
+                self.map_op(fi, r, &op.kind, args)
             }
             OpKind::NewStruct(s) => {
                 let Repr::VPtr = rr else {
@@ -1192,7 +1265,9 @@ impl<'g> Gen<'g> {
                 Some(e) => fields.push(quote!(#id: #e)),
                 // A list may be needed again after this frame is made (the
                 // other side of a split): the frame gets its own copy.
-                None if matches!(self.repr(pt.f, *v), Repr::VList(_)) => fields.push(quote!(#id: #id.clone())),
+                None if matches!(self.repr(pt.f, *v), Repr::VList(_) | Repr::VDict(..)) => {
+                    fields.push(quote!(#id: #id.clone()))
+                }
                 None => fields.push(quote!(#id)),
             }
         }
@@ -1452,6 +1527,11 @@ impl<'g> Gen<'g> {
                         );
                         vptr_visits.push(quote!(__f(#id);));
                     }
+                    Repr::VDict(..) => {
+                        key_parts.push(quote!(#id.key_words(&mut __k);));
+                        reds.push(quote!(#id.reds_into(&mut __r);));
+                        sets.push(quote!(#id.set_reds(__reds, &mut __at);));
+                    }
                     Repr::VList(_) => {
                         key_parts.push(quote!(__k.push(#id.key_word());));
                         reds.push(quote!(#id.reds_into(&mut __r);));
@@ -1470,7 +1550,7 @@ impl<'g> Gen<'g> {
                 .iter()
                 .map(|v| {
                     let id = v_ident(*v);
-                    if matches!(self.repr(pt.f, *v), Repr::VList(_)) {
+                    if matches!(self.repr(pt.f, *v), Repr::VList(_) | Repr::VDict(..)) {
                         quote!(mut #id)
                     } else {
                         quote!(#id)
@@ -1766,6 +1846,14 @@ fn force_list(sc: Sc, id: TokenStream) -> TokenStream {
     let rt = rt();
     let (t, vt) = (sc_rust(sc), sc_valty(sc));
     quote!(#id.force(&mut __c.b, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>))
+}
+
+/// Code forcing the dict in the local `id` (see `jitgen_runtime::vdict`):
+/// the address of a real `HashMap`.
+fn force_dict(k: Sc, v: Sc, id: TokenStream) -> TokenStream {
+    let rt = rt();
+    let (kt, vt, kvt) = (sc_rust(k), sc_rust(v), sc_valty(k));
+    quote!(#id.force(&mut __c.b, #kvt, #rt::heap::map_new::<#kt, #vt>, #rt::heap::map_insert::<#kt, #vt>))
 }
 
 /// The list local a value designates, when it is one (the base of a `Vec`

@@ -1,5 +1,5 @@
 //! Memory that residual code allocates, and the Rust helpers it calls for
-//! `Vec` operations.
+//! `Vec` and `HashMap` operations.
 //!
 //! Residual code does not know the layout of Rust's `Vec`; it calls these
 //! helpers (the callback convention of [`crate::builder::CallbackFn`]), which
@@ -10,6 +10,8 @@
 
 use std::any::Any;
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::Hash;
 
 use crate::residual::{run_callback, Word};
 
@@ -174,6 +176,94 @@ pub extern "C" fn vec_pop<T: Word>(buf: *mut u64) -> u64 {
                 b[1] = 0;
             }
         }
+        Ok(())
+    })
+}
+
+/// # Safety
+/// `addr` must be the address of a live `HashMap<K, V>`.
+unsafe fn map_at<'m, K, V>(addr: u64) -> &'m mut HashMap<K, V> {
+    // SAFETY: guaranteed by the caller, as for `vec_at`.
+    unsafe { &mut *(addr as usize as *mut HashMap<K, V>) }
+}
+
+/// Writes an `Option<V>` as `[tag (0 None, 1 Some), value]`.
+fn put_option<V: Word>(b: &mut [u64], v: Option<V>) {
+    match v {
+        Some(x) => {
+            b[0] = 1;
+            b[1] = x.to_word();
+        }
+        None => {
+            b[0] = 0;
+            b[1] = 0;
+        }
+    }
+}
+
+/// `HashMap::new()`: `[] -> [addr]`.
+pub extern "C" fn map_new<K: Word + Hash + Eq + 'static, V: Word + 'static>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one result word.
+        let b = unsafe { args(buf, 1) };
+        b[0] = arena_alloc(HashMap::<K, V>::new()) as usize as u64;
+        Ok(())
+    })
+}
+
+/// `m.insert(k, v)`: `[addr, k, v] -> [tag, old]`.
+pub extern "C" fn map_insert<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: three words; the address is a live HashMap<K, V>.
+        let b = unsafe { args(buf, 3) };
+        let m = unsafe { map_at::<K, V>(b[0]) };
+        let old = m.insert(K::from_word(b[1]), V::from_word(b[2]));
+        put_option(b, old);
+        Ok(())
+    })
+}
+
+/// `m.get(&k).copied()`: `[addr, k] -> [tag, value]`.
+pub extern "C" fn map_get<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words; the address is a live HashMap<K, V>.
+        let b = unsafe { args(buf, 2) };
+        let m = unsafe { map_at::<K, V>(b[0]) };
+        let v = m.get(&K::from_word(b[1])).copied();
+        put_option(b, v);
+        Ok(())
+    })
+}
+
+/// `m.remove(&k)`: `[addr, k] -> [tag, value]`.
+pub extern "C" fn map_remove<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words; the address is a live HashMap<K, V>.
+        let b = unsafe { args(buf, 2) };
+        let m = unsafe { map_at::<K, V>(b[0]) };
+        let v = m.remove(&K::from_word(b[1]));
+        put_option(b, v);
+        Ok(())
+    })
+}
+
+/// `m.contains_key(&k)`: `[addr, k] -> [bool]`.
+pub extern "C" fn map_contains<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words; the address is a live HashMap<K, V>.
+        let b = unsafe { args(buf, 2) };
+        let m = unsafe { map_at::<K, V>(b[0]) };
+        b[0] = m.contains_key(&K::from_word(b[1])) as u64;
+        Ok(())
+    })
+}
+
+/// `m.len()`: `[addr] -> [len]`.
+pub extern "C" fn map_len<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one word; the address is a live HashMap<K, V>.
+        let b = unsafe { args(buf, 1) };
+        b[0] = unsafe { map_at::<K, V>(b[0]) }.len() as u64;
         Ok(())
     })
 }

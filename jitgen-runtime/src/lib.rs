@@ -15,6 +15,7 @@
 //! - [`heap`]: the arena of objects residual code allocates; `Vec` helpers.
 //! - [`promotion`]: flexswitches: case tables, misses that call back into the compiler.
 //! - [`vlist`]: virtual lists: `Vec`s made while compiling, kept as red boxes.
+//! - [`vdict`]: virtual dicts: `HashMap`s with compile-time keys, kept as red boxes.
 //! - [`virtuals`]: virtual structures: objects made while compiling, kept in
 //!   the state's heap until they escape.
 //! - [`driver`]: what portals need at run time: settings, counters, code cache, statistics.
@@ -36,5 +37,6 @@ pub mod redbox;
 pub mod residual;
 pub mod schedule;
 pub mod state;
+pub mod vdict;
 pub mod virtuals;
 pub mod vlist;
