@@ -149,7 +149,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                 e.input_words.push(quote!(__words.extend_from_slice(&#flat(#n));));
                 e.frame_lets.push(quote!(let #fid: [#rt::redbox::RedBox; #nslots] = ::core::array::from_fn(|_| __in.next().expect("an input"));));
             }
-            Repr::RPtr | Repr::VList(_) | Repr::VPtr | Repr::VDict(..) => {
+            Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VPtr | Repr::VDict(..) => {
                 let (pty, arg, addr) = match &ty {
                     Ty::Ref { mutable: true, to } => {
                         let t = pty_of(to);
@@ -218,7 +218,30 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     e.frame_lets.push(quote!(let #fid = #rt::vdict::VDict::Real(__in.next().expect("an input"));));
                 } else if matches!(r, Repr::VPtr) {
                     e.frame_lets.push(quote!(let #fid = #rt::virtuals::VPtr::Real(__in.next().expect("an input"));));
-                } else if matches!(r, Repr::VList(_)) {
+                } else if let (Repr::VEList(ety, w), true) = (&r, portal) {
+                    // A list of enums: elements read (flattened) once at entry.
+                    let len = format_ident!("__len_{}", n);
+                    e.lens.push(quote!(let #len: usize = #n.len();));
+                    e.key.push(quote!(#len as u64));
+                    e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+                    let (_, _, tys) = enum_helpers(ety);
+                    let get = format_ident!("__vget_{}", mangle(ety));
+                    e.frame_lets.push(quote! {
+                        let #fid = {
+                            let __p = __in.next().expect("an input");
+                            if #len <= #rt::vlist::MAX_VIRTUAL_LEN {
+                                let mut __items = ::std::vec::Vec::new();
+                                for __i in 0..#len {
+                                    let __e = __c.b.red_call(#get, "vec_get", &[__p, #rt::redbox::RedBox::u64(__i as u64)], &#tys());
+                                    __items.extend_from_slice(&__e[..#w]);
+                                }
+                                #rt::vlist::VList::Virtual(__items)
+                            } else {
+                                #rt::vlist::VList::Real(__p)
+                            }
+                        };
+                    });
+                } else if matches!(r, Repr::VList(_) | Repr::VEList(..)) {
                     e.frame_lets.push(quote!(let #fid = #rt::vlist::VList::Real(__in.next().expect("an input"));));
                 } else {
                     e.frame_lets.push(quote!(let #fid = __in.next().expect("an input");));
@@ -254,6 +277,8 @@ enum ParkKind {
     Ref(TokenStream),
     /// A `Vec` of scalars: real (as `Owned`), or virtual (its elements).
     List(Sc),
+    /// A `Vec` of a plain enum of `n` slots: real, or virtual (flattened).
+    EnumList(Ty, usize),
 }
 
 struct ParkVar {
@@ -284,6 +309,7 @@ fn park_plan(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> O
             (Repr::RPtr, Ty::Ref { .. } | Ty::Boxed(_)) => return None,
             (Repr::RPtr, t) => ParkKind::Owned(rust_ty(t, None)),
             (Repr::VList(sc), Ty::Vec(_)) => ParkKind::List(sc),
+            (Repr::VEList(ety, w), Ty::Vec(_)) => ParkKind::EnumList(ety, w),
             (Repr::GRef(_), Ty::Ref { mutable: false, to }) => {
                 let t = rust_ty(to, None);
                 ParkKind::Ref(quote!(&'static #t))
@@ -546,6 +572,31 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                                 if __a == #orig { None } else { Some(#rt::heap::arena_take::<::std::vec::Vec<#t>>(__a).expect(#lost)) }
                             }
                             #rt::vlist::VList::Virtual(__items) => Some(__items.iter().map(|__x| #back).collect()),
+                        }));
+                        assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
+                    }
+                    ParkKind::EnumList(ety, w) => {
+                        let t = rust_ty(ety, None);
+                        let (_, unflat, _) = enum_helpers(ety);
+                        parked_fields.push(quote!(pub #param: ::core::option::Option<::std::vec::Vec<#t>>));
+                        let orig = format_ident!("__orig_{}", param);
+                        origins.push(quote!(let #orig = &*#param as *const ::std::vec::Vec<#t> as usize as u64;));
+                        let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
+                        unparks.push(quote!(#param: match #field {
+                            #rt::vlist::VList::Real(__p) => {
+                                let __a = __p.as_const().expect(#msg);
+                                if __a == #orig { None } else { Some(#rt::heap::arena_take::<::std::vec::Vec<#t>>(__a).expect(#lost)) }
+                            }
+                            #rt::vlist::VList::Virtual(__items) => Some(
+                                __items
+                                    .chunks(#w)
+                                    .map(|__c| {
+                                        let __words: ::std::vec::Vec<u64> =
+                                            __c.iter().map(|__x| __x.as_const().expect(#msg)).collect();
+                                        #unflat(&__words)
+                                    })
+                                    .collect(),
+                            ),
                         }));
                         assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
                     }

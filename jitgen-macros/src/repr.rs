@@ -43,6 +43,10 @@ pub enum Repr {
     /// scalars: a `VPtr` (a virtual object in the state's heap, or a real
     /// address).
     VPtr,
+    /// A red `Vec` of a plain enum (`n` slots per element), owned by a
+    /// local: a `VList` of flattened elements (virtual only: a real one
+    /// declines for now).
+    VEList(Ty, usize),
     /// A red `HashMap` of scalars: a `VDict` (virtual while its keys are
     /// compile-time constants, else a real map's address).
     VDict(Sc, Sc),
@@ -304,6 +308,9 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
             _ => Repr::RPtr,
         },
         Ty::Vec(e) if !green && scalar(e).is_some() => Repr::VList(scalar(e).expect("checked")),
+        Ty::Vec(e) if !green && is_enum(e) && plain(e, types) => {
+            Repr::VEList((**e).clone(), slots(e, types, 0).expect("plain").len())
+        }
         Ty::Map(k, v) if !green && scalar(k).is_some() && scalar(v).is_some() => {
             Repr::VDict(scalar(k).expect("checked"), scalar(v).expect("checked"))
         }
@@ -357,7 +364,7 @@ pub fn field_ty(r: &Repr) -> TokenStream {
         }
         Repr::Enum(_, n) => quote!([#rt::redbox::RedBox; #n]),
         Repr::R(_) | Repr::RPtr => quote!(#rt::redbox::RedBox),
-        Repr::VList(_) => quote!(#rt::vlist::VList),
+        Repr::VList(_) | Repr::VEList(..) => quote!(#rt::vlist::VList),
         Repr::VPtr => quote!(#rt::virtuals::VPtr),
         Repr::VDict(..) => quote!(#rt::vdict::VDict),
         Repr::RSlice => quote!([#rt::redbox::RedBox; 2]),

@@ -158,6 +158,116 @@ impl<'g> Gen<'g> {
         self.points.len() - 1
     }
 
+    /// An operation on a list of enums (virtual only, see `Repr::VEList`),
+    /// or `None` when `op` is not one.
+    fn enum_list_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> Option<TokenStream> {
+        let rt = rt();
+        let r = op.result;
+        let args = &op.args;
+        let base = match op.kind {
+            OpKind::NewVec | OpKind::NewVecRepeat => None,
+            OpKind::Len | OpKind::GetItem | OpKind::SetItem | OpKind::Push | OpKind::Pop => match args.first() {
+                Some(Value::Var(v)) if matches!(self.repr(fi, *v), Repr::VEList(..)) => Some(*v),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let list_repr = match base {
+            Some(v) => self.repr(fi, v),
+            None => self.repr(fi, r),
+        };
+        let Repr::VEList(ety, n) = list_repr else { return None };
+        let erepr = Repr::Enum(ety.clone(), n);
+        let fail = quote!({
+            __c.decline("a list of enums whose shape is not known at compile time");
+            break 'path None;
+        });
+        let u = quote!(#rt::redbox::RedBox);
+        let usize_r = Repr::R(Sc::Int(IntTy::Usize));
+        Some(match (&op.kind, base) {
+            (OpKind::Len, Some(l)) => {
+                let l = v_ident(l);
+                self.bind(fi, r, quote!(match #l.len_w(#n) { Some(__n) => __n, None => #fail }))
+            }
+            (OpKind::GetItem, Some(l)) => {
+                let l = v_ident(l);
+                let i = self.operand(fi, &args[1], &usize_r)?;
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match #l.get_w(&#i, #n) { Some(__s) => <[#u; #n]>::try_from(__s).expect("n slots"), None => #fail }),
+                )
+            }
+            (OpKind::SetItem, Some(l)) => {
+                let l = v_ident(l);
+                let i = self.operand(fi, &args[1], &usize_r)?;
+                let x = self.operand(fi, &args[2], &erepr)?;
+                quote!(if !#l.set_w(&#i, &#x) #fail)
+            }
+            (OpKind::Push, Some(l)) => {
+                let l = v_ident(l);
+                let x = self.operand(fi, &args[1], &erepr)?;
+                quote!(if !#l.push_w(&#x) #fail)
+            }
+            (OpKind::Pop, Some(l)) => {
+                let l = v_ident(l);
+                let (_, _, tys) = enum_helpers(&Ty::Option(Box::new(ety.clone())));
+                let m = n + 1;
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match #l.pop_w(#n) {
+                        Some(Some(__e)) => {
+                            let __t = #tys();
+                            let mut __a: [#u; #m] = ::core::array::from_fn(|__k| #u::constant(__t[__k], 0));
+                            __a[0] = #u::constant(__t[0], 1);
+                            __a[1..].copy_from_slice(&__e);
+                            __a
+                        }
+                        Some(None) => {
+                            let __t = #tys();
+                            ::core::array::from_fn(|__k| #u::constant(__t[__k], 0))
+                        }
+                        None => #fail,
+                    }),
+                )
+            }
+            (OpKind::NewVec, None) => {
+                let mut xs = vec![];
+                for a in args {
+                    xs.push(self.operand(fi, a, &erepr)?);
+                }
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let mut __items: ::std::vec::Vec<#u> = ::std::vec::Vec::new();
+                        #(__items.extend_from_slice(&#xs);)*
+                        #rt::vlist::VList::Virtual(__items)
+                    }),
+                )
+            }
+            (OpKind::NewVecRepeat, None) => {
+                let x = self.operand(fi, &args[0], &erepr)?;
+                let k = self.operand(fi, &args[1], &usize_r)?;
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let (__x, __k) = (#x, #k);
+                        match __k.as_const() {
+                            Some(__k) if (__k as usize) <= #rt::vlist::MAX_VIRTUAL_LEN => {
+                                #rt::vlist::VList::Virtual(__x.repeat(__k as usize))
+                            }
+                            _ => #fail,
+                        }
+                    }),
+                )
+            }
+            _ => return None,
+        })
+    }
+
     /// A `HashMap` operation (`Len` for `len()`): on a virtual dict at a
     /// constant key, nothing is emitted; otherwise Rust's own code is called.
     fn map_op(&mut self, fi: usize, r: Var, kind: &OpKind, args: &[Value]) -> TokenStream {
@@ -300,7 +410,10 @@ impl<'g> Gen<'g> {
             | (Repr::RPtr, Repr::RPtr)
             | (Repr::RSlice, Repr::RSlice)
             | (Repr::Enum(..), Repr::Enum(..)) => e,
-            (Repr::VList(_), Repr::VList(_)) | (Repr::VDict(..), Repr::VDict(..)) => quote!((#e).clone()),
+            (Repr::VList(_), Repr::VList(_))
+            | (Repr::VEList(..), Repr::VEList(..))
+            | (Repr::VDict(..), Repr::VDict(..)) => quote!((#e).clone()),
+            (Repr::RPtr, Repr::VEList(..)) => quote!(#rt::vlist::VList::Real(#e)),
             (Repr::RPtr, Repr::VDict(..)) => quote!(#rt::vdict::VDict::Real(#e)),
             (Repr::VPtr, Repr::VPtr) => e,
             (Repr::RPtr, Repr::VPtr) => quote!(#rt::virtuals::VPtr::Real(#e)),
@@ -340,6 +453,10 @@ impl<'g> Gen<'g> {
                     // Its address is needed: the list must exist in memory.
                     return Some(force_list(sc, quote!(#id)));
                 }
+                if let (Repr::VEList(..), Repr::RPtr) = (self.repr(fi, *x), to) {
+                    // A list of enums cannot be made real yet.
+                    return None;
+                }
                 if let (Repr::VDict(k, v), Repr::RPtr) = (self.repr(fi, *x), to) {
                     return Some(force_dict(k, v, quote!(#id)));
                 }
@@ -370,7 +487,7 @@ impl<'g> Gen<'g> {
         let id = v_ident(r);
         let rr = self.repr(fi, r);
         let t = field_ty(&rr);
-        if matches!(rr, Repr::VList(_) | Repr::VDict(..)) {
+        if matches!(rr, Repr::VList(_) | Repr::VEList(..) | Repr::VDict(..)) {
             return quote!(let mut #id: #t = #e;);
         }
         quote!(let #id: #t = #e;)
@@ -380,7 +497,7 @@ impl<'g> Gen<'g> {
     fn bind_ptr(&self, fi: usize, r: Var, e: TokenStream) -> TokenStream {
         let rt = rt();
         match self.repr(fi, r) {
-            Repr::VList(_) => self.bind(fi, r, quote!(#rt::vlist::VList::Real(#e))),
+            Repr::VList(_) | Repr::VEList(..) => self.bind(fi, r, quote!(#rt::vlist::VList::Real(#e))),
             Repr::VDict(..) => self.bind(fi, r, quote!(#rt::vdict::VDict::Real(#e))),
             Repr::VPtr => self.bind(fi, r, quote!(#rt::virtuals::VPtr::Real(#e))),
             _ => self.bind(fi, r, e),
@@ -420,6 +537,9 @@ impl<'g> Gen<'g> {
             if !matches!(op.kind, OpKind::SetField(_) | OpKind::SetItem | OpKind::Push | OpKind::GlobalMergePoint) {
                 return self.decline(&format!("jitgen cannot compile {why} yet (in `{}`)", op.source));
             }
+        }
+        if let Some(code) = self.enum_list_op(fi, op) {
+            return code;
         }
         match &op.kind {
             OpKind::Bin(b) if b.is_comparison() && is_enum(&self.value_ty(fi, &args[0])) => {
@@ -1265,7 +1385,7 @@ impl<'g> Gen<'g> {
                 Some(e) => fields.push(quote!(#id: #e)),
                 // A list may be needed again after this frame is made (the
                 // other side of a split): the frame gets its own copy.
-                None if matches!(self.repr(pt.f, *v), Repr::VList(_) | Repr::VDict(..)) => {
+                None if matches!(self.repr(pt.f, *v), Repr::VList(_) | Repr::VEList(..) | Repr::VDict(..)) => {
                     fields.push(quote!(#id: #id.clone()))
                 }
                 None => fields.push(quote!(#id)),
@@ -1532,7 +1652,7 @@ impl<'g> Gen<'g> {
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
                     }
-                    Repr::VList(_) => {
+                    Repr::VList(_) | Repr::VEList(..) => {
                         key_parts.push(quote!(__k.push(#id.key_word());));
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
@@ -1550,7 +1670,7 @@ impl<'g> Gen<'g> {
                 .iter()
                 .map(|v| {
                     let id = v_ident(*v);
-                    if matches!(self.repr(pt.f, *v), Repr::VList(_) | Repr::VDict(..)) {
+                    if matches!(self.repr(pt.f, *v), Repr::VList(_) | Repr::VEList(..) | Repr::VDict(..)) {
                         quote!(mut #id)
                     } else {
                         quote!(#id)
@@ -1718,6 +1838,41 @@ impl<'g> Gen<'g> {
         let enum_fns: Vec<TokenStream> =
             self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();
         let vdescs: Vec<TokenStream> = self.vstructs.iter().map(|s| vdesc(s, self.cg.types())).collect();
+        // Readers of list elements of enum type (for portals' lists, loaded at entry).
+        let mut list_enums: Vec<(Ty, usize)> = vec![];
+        for fi in 0..self.fns.len() {
+            for v in 0..self.fns[fi].graph.vars.len() {
+                if let Repr::VEList(t, n) = self.repr(fi, Var(v as u32)) {
+                    if !list_enums.iter().any(|(u, _)| *u == t) {
+                        list_enums.push((t, n));
+                    }
+                }
+            }
+        }
+        let readers: Vec<TokenStream> = list_enums
+            .iter()
+            .map(|(t, n)| {
+                let get = format_ident!("__vget_{}", mangle(t));
+                let (flat, _, _) = enum_helpers(t);
+                let rt_t = rust_ty(t, None);
+                let width = (*n).max(2);
+                quote! {
+                    /// Reads element `i` of a `Vec` of this enum, flattened: `[addr, i] -> slots`.
+                    #[allow(unused_unsafe, clippy::all)]
+                    extern "C" fn #get(__buf: *mut u64) -> u64 {
+                        #rt::residual::run_callback(|| {
+                            // SAFETY: residual code passes a buffer of max(2, slots) words
+                            // and the address of a live Vec.
+                            let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #width) };
+                            let __v = unsafe { &*(__b[0] as usize as *const ::std::vec::Vec<#rt_t>) };
+                            let __w = #flat(&__v[__b[1] as usize]);
+                            __b[..#n].copy_from_slice(&__w);
+                            Ok(())
+                        })
+                    }
+                }
+            })
+            .collect();
         let callbacks = &self.callbacks;
         quote! {
             #[derive(Clone, Debug)]
@@ -1791,6 +1946,7 @@ impl<'g> Gen<'g> {
 
             #(#enum_fns)*
             #(#vdescs)*
+            #(#readers)*
             #(#callbacks)*
         }
     }

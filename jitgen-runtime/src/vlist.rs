@@ -94,6 +94,58 @@ impl VList {
         }
     }
 
+    // Lists of enums: each element is `w` red boxes (its flattened slots).
+
+    /// The length of a virtual list of `w`-slot elements.
+    pub fn len_w(&self, w: usize) -> Option<RedBox> {
+        match self {
+            VList::Virtual(items) => Some(RedBox::u64((items.len() / w) as u64)),
+            VList::Real(_) => None,
+        }
+    }
+
+    /// The element at a compile-time index (its `w` slots), when virtual and
+    /// in bounds.
+    pub fn get_w(&self, index: &RedBox, w: usize) -> Option<&[RedBox]> {
+        let VList::Virtual(items) = self else { return None };
+        let i = usize::try_from(index.as_const()?).ok()?;
+        items.get(i.checked_mul(w)?..i.checked_mul(w)?.checked_add(w)?)
+    }
+
+    /// Writes the element at a compile-time index; false when not possible.
+    pub fn set_w(&mut self, index: &RedBox, value: &[RedBox]) -> bool {
+        let w = value.len();
+        let VList::Virtual(items) = self else { return false };
+        let Some(i) = index.as_const().and_then(|i| usize::try_from(i).ok()) else { return false };
+        match items.get_mut(i * w..i * w + w) {
+            Some(slots) => {
+                slots.copy_from_slice(value);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Pushes an element onto a virtual list; false when real or full.
+    pub fn push_w(&mut self, value: &[RedBox]) -> bool {
+        match self {
+            VList::Virtual(items) if items.len() / value.len().max(1) < MAX_VIRTUAL_LEN => {
+                items.extend_from_slice(value);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Pops an element of `w` slots: `Some(None)` when empty, `None` when real.
+    pub fn pop_w(&mut self, w: usize) -> Option<Option<Vec<RedBox>>> {
+        match self {
+            VList::Virtual(items) if items.len() >= w => Some(Some(items.split_off(items.len() - w))),
+            VList::Virtual(_) => Some(None),
+            VList::Real(_) => None,
+        }
+    }
+
     /// The word this list adds to its frame's key: its length when virtual.
     pub fn key_word(&self) -> u64 {
         match self {
