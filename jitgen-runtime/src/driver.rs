@@ -283,23 +283,55 @@ fn same_content(stored: &[Vec<u8>], now: &[&[u8]]) -> bool {
 /// a changed content recompiles. While a key is only being counted, the
 /// content is not looked at.
 ///
-/// Keys are a few words: they hash with `rustc-hash`, the portal pays for a
-/// lookup at every merge point it interprets.
+/// The cold path is what an interpreted merge point pays: a key first counts
+/// in a small direct-mapped table of buckets (a hash, an increment, a
+/// compare); only keys whose bucket is hot, or holds compiled or declined
+/// code, are looked up exactly (hashed with `rustc-hash`). A bucket shared by
+/// several keys gets hot sooner, which only makes its keys compile sooner.
 pub struct PortalCache<K> {
     counts: FxHashMap<K, u32>,
     entries: FxHashMap<K, Entry>,
+    buckets: Box<[Bucket; BUCKETS]>,
+}
+
+/// Direct-mapped buckets of a portal cache.
+const BUCKET_BITS: u32 = 12;
+const BUCKETS: usize = 1 << BUCKET_BITS;
+
+#[derive(Clone, Copy, Default)]
+struct Bucket {
+    count: u32,
+    /// Compiled or declined keys that hash here.
+    entries: u32,
+}
+
+fn bucket_of<K: Hash>(key: &K) -> usize {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    // The high bits: a multiplicative hash mixes its input into them.
+    (BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(key) >> (64 - BUCKET_BITS)) as usize
 }
 
 impl<K: Hash + Eq + Clone> Default for PortalCache<K> {
     fn default() -> Self {
-        PortalCache { counts: FxHashMap::default(), entries: FxHashMap::default() }
+        PortalCache {
+            counts: FxHashMap::default(),
+            entries: FxHashMap::default(),
+            buckets: Box::new([Bucket::default(); BUCKETS]),
+        }
     }
 }
 
 impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// Counts one iteration at `key` and says what to do.
     pub fn visit(&mut self, key: &K, content: &[&[u8]], threshold: u32) -> Hot {
-        if !self.entries.is_empty() {
+        let b = &mut self.buckets[bucket_of(key)];
+        if b.entries == 0 && b.count <= threshold {
+            b.count += 1;
+            if b.count <= threshold {
+                return Hot::Cold;
+            }
+        }
+        if b.entries > 0 {
             match self.entries.get_mut(key) {
                 Some(Entry::Compiled { code, content: c, runs, .. }) if same_content(c, content) => {
                     *runs = runs.saturating_add(1);
@@ -311,6 +343,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                 Some(_) => {
                     // The green data changed under the same address.
                     self.entries.remove(key);
+                    self.buckets[bucket_of(key)].entries -= 1;
                     self.counts.remove(key);
                 }
                 None => {}
@@ -324,7 +357,8 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             // Bounded memory for counters too: start counting afresh.
             self.counts.clear();
         }
-        let n = self.counts.entry(key.clone()).or_insert(0);
+        // The bucket got hot: count this key exactly from there.
+        let n = self.counts.entry(key.clone()).or_insert(threshold);
         *n = n.saturating_add(1);
         if *n > threshold {
             Hot::Compile
@@ -336,6 +370,9 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// Records the outcome of a compilation for `key` (the content is copied now).
     pub fn insert(&mut self, key: K, content: &[&[u8]], code: Option<ResidualFn>) {
         self.counts.remove(&key);
+        if !self.entries.contains_key(&key) {
+            self.buckets[bucket_of(&key)].entries += 1;
+        }
         let content = content.iter().map(|c| c.to_vec()).collect();
         let e = match code {
             Some(code) => Entry::Compiled { code, content, runs: 0, handovers: 0 },

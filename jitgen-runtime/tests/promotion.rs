@@ -191,3 +191,26 @@ fn a_portal_cache_stays_bounded_when_keys_never_repeat() {
         assert!(cold.counters() <= jitgen_runtime::driver::MAX_COUNTERS);
     }
 }
+
+#[test]
+fn a_cold_key_compiles_past_the_threshold() {
+    use jitgen_runtime::driver::{Hot, PortalCache};
+    // One key alone: cold for `threshold` visits, then compiled.
+    let mut cache: PortalCache<[u64; 2]> = PortalCache::default();
+    for _ in 0..5 {
+        assert!(matches!(cache.visit(&[3, 7], &[], 5), Hot::Cold));
+    }
+    assert!(matches!(cache.visit(&[3, 7], &[], 5), Hot::Compile));
+    // With threshold 0, at first sight.
+    assert!(matches!(cache.visit(&[1000, 1], &[], 0), Hot::Compile));
+    // Many keys: a key sharing its bucket with others gets hot sooner; with
+    // 100 keys in 4096 buckets, only a few do.
+    let mut cache: PortalCache<[u64; 2]> = PortalCache::default();
+    let mut early = 0;
+    for _ in 0..5 {
+        for k in 0..100u64 {
+            early += usize::from(!matches!(cache.visit(&[k, 7], &[], 5), Hot::Cold));
+        }
+    }
+    assert!(early <= 10, "{early} keys compiled before their threshold");
+}
