@@ -439,3 +439,34 @@ fn an_operand_stack_of_enum_values_stays_virtual() {
         assert!(!body.contains("load") && !body.contains("store") && !body.contains("call"), "{body}");
     }
 }
+
+#[jit_interpreter]
+mod options {
+    /// `unwrap_or` and `ok_or(..)?` on a virtual list's pops.
+    pub fn pops(a: i64, b: i64, n: usize) -> Result<i64, u32> {
+        let mut s: Vec<i64> = Vec::new();
+        s.push(a);
+        s.push(b);
+        let x = s.pop().unwrap_or(-1);
+        let y = s.pop().unwrap_or(b);
+        let w = s.pop().unwrap_or(100);
+        let mut t: Vec<i64> = Vec::new();
+        t.push(x + y + w);
+        if n > 1 {
+            t.pop();
+        }
+        let z = t.pop().ok_or(7u32)?;
+        Ok(z)
+    }
+}
+
+#[test]
+fn unwrap_or_and_ok_or_on_virtual_values() {
+    let r = options::jit::specialize::pops();
+    let listing = r.listing();
+    assert!(!listing.contains("call") && !listing.contains("load"), "{listing}");
+    for (a, b, n) in [(1, 2, 0), (5, -3, 1), (0, 0, 2), (9, 9, 5)] {
+        assert_eq!(r.call(a, b, n), options::jit::plain::pops(a, b, n));
+    }
+    assert_eq!(options::jit::plain::pops(1, 2, 2), Err(7));
+}

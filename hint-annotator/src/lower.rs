@@ -1283,6 +1283,40 @@ impl Lowering<'_, '_> {
             }
             // `map.get(&k).copied()`: values are scalars, `get` gives them already.
             (Ty::Option(_), "copied" | "cloned", 0) => return self.rvalue(recv, mc),
+            (Ty::Option(_) | Ty::Result(..), "unwrap_or" | "ok_or", 1) => {
+                // Desugared into a `match` on the value (the argument is
+                // evaluated first, as Rust does).
+                let is_option = matches!(recv_ty, Ty::Option(_));
+                if method == "ok_or" && !is_option {
+                    return self.unsupported(mc, "`ok_or` on a `Result`", "");
+                }
+                let recv = self.rvalue(recv, mc);
+                let arg = self.expr(&mc.args[0]);
+                let arg = self.rvalue(arg, &mc.args[0]);
+                self.env.push(("__jitgen_recv".into(), recv));
+                self.env.push(("__jitgen_arg".into(), arg));
+                let m: Expr = match (method.as_str(), is_option) {
+                    ("unwrap_or", true) => {
+                        syn::parse_quote!(match __jitgen_recv {
+                            Some(__jitgen_v) => __jitgen_v,
+                            None => __jitgen_arg,
+                        })
+                    }
+                    ("unwrap_or", false) => {
+                        syn::parse_quote!(match __jitgen_recv {
+                            Ok(__jitgen_v) => __jitgen_v,
+                            Err(_) => __jitgen_arg,
+                        })
+                    }
+                    _ => syn::parse_quote!(match __jitgen_recv {
+                        Some(__jitgen_v) => Ok(__jitgen_v),
+                        None => Err(__jitgen_arg),
+                    }),
+                };
+                let r = self.expr(&m);
+                self.env.truncate(self.env.len() - 2);
+                return r;
+            }
             (Ty::Option(t) | Ty::Result(t, _), "unwrap" | "expect", _) => {
                 let t = (**t).clone();
                 let recv = self.rvalue(recv, mc);
@@ -1345,7 +1379,7 @@ impl Lowering<'_, '_> {
         }
         let shown = self.u.show(&recv_ty);
         self.error(mc.method.span(), format!(
-            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop, unwrap/expect/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/neg, min, max, abs"
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/neg, min, max, abs"
         ));
         self.poison(mc.span())
     }
