@@ -692,7 +692,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 }
                 ::std::thread_local! {
                     static #cache: ::core::cell::RefCell<#rt::driver::PortalCache<[u64; #nkey]>> =
-                        ::core::cell::RefCell::new(#rt::driver::PortalCache::default());
+                        const { ::core::cell::RefCell::new(#rt::driver::PortalCache::new()) };
                 }
                 /// The variables a portal gets back when it continues in the interpreter.
                 #[allow(non_camel_case_types)]

@@ -291,7 +291,8 @@ fn same_content(stored: &[Vec<u8>], now: &[&[u8]]) -> bool {
 pub struct PortalCache<K> {
     counts: FxHashMap<K, u32>,
     entries: FxHashMap<K, Entry>,
-    buckets: Box<[Bucket; BUCKETS]>,
+    /// Allocated on first use (so that a cache can be made in a `const`).
+    buckets: Vec<Bucket>,
 }
 
 /// Direct-mapped buckets of a portal cache.
@@ -311,19 +312,30 @@ fn bucket_of<K: Hash>(key: &K) -> usize {
     (BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(key) >> (64 - BUCKET_BITS)) as usize
 }
 
+impl<K> PortalCache<K> {
+    /// An empty cache (a `const fn`: portals keep theirs in a thread-local
+    /// initialized without a run-time check).
+    pub const fn new() -> Self {
+        PortalCache {
+            counts: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
+            entries: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
+            buckets: Vec::new(),
+        }
+    }
+}
+
 impl<K: Hash + Eq + Clone> Default for PortalCache<K> {
     fn default() -> Self {
-        PortalCache {
-            counts: FxHashMap::default(),
-            entries: FxHashMap::default(),
-            buckets: Box::new([Bucket::default(); BUCKETS]),
-        }
+        PortalCache::new()
     }
 }
 
 impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// Counts one iteration at `key` and says what to do.
     pub fn visit(&mut self, key: &K, content: &[&[u8]], threshold: u32) -> Hot {
+        if self.buckets.is_empty() {
+            self.buckets = vec![Bucket::default(); BUCKETS];
+        }
         let b = &mut self.buckets[bucket_of(key)];
         if b.entries == 0 && b.count <= threshold {
             b.count += 1;
@@ -370,6 +382,9 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// Records the outcome of a compilation for `key` (the content is copied now).
     pub fn insert(&mut self, key: K, content: &[&[u8]], code: Option<ResidualFn>) {
         self.counts.remove(&key);
+        if self.buckets.is_empty() {
+            self.buckets = vec![Bucket::default(); BUCKETS];
+        }
         if !self.entries.contains_key(&key) {
             self.buckets[bucket_of(&key)].entries += 1;
         }
