@@ -548,56 +548,61 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                         unparks.push(quote!(#param: #val));
                         assigns.push(quote!(#src = __p.#param;));
                     }
-                    ParkKind::Owned(t) => {
+                    ParkKind::Owned(_) | ParkKind::List(_) | ParkKind::EnumList(..) => {
+                        // An owned object: unchanged (None), one residual code
+                        // made (moved out of the arena), or a virtual list
+                        // (rebuilt from its elements).
+                        let t = match &pv.kind {
+                            ParkKind::Owned(t) => t.clone(),
+                            ParkKind::List(sc) => {
+                                let e = sc_rust(*sc);
+                                quote!(::std::vec::Vec<#e>)
+                            }
+                            ParkKind::EnumList(ety, _) => {
+                                let e = rust_ty(ety, None);
+                                quote!(::std::vec::Vec<#e>)
+                            }
+                            ParkKind::Scalar(..) | ParkKind::Ref(_) => unreachable!("matched above"),
+                        };
                         parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
                         let orig = format_ident!("__orig_{}", param);
                         origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
                         let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
-                        unparks.push(quote!(#param: {
-                            let __a = #field.as_const().expect(#msg);
-                            if __a == #orig { None } else { Some(#rt::heap::arena_take::<#t>(__a).expect(#lost)) }
-                        }));
-                        assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
-                    }
-                    ParkKind::List(sc) => {
-                        let t = sc_rust(*sc);
-                        parked_fields.push(quote!(pub #param: ::core::option::Option<::std::vec::Vec<#t>>));
-                        let orig = format_ident!("__orig_{}", param);
-                        origins.push(quote!(let #orig = &*#param as *const ::std::vec::Vec<#t> as usize as u64;));
-                        let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
-                        let back = from_word(*sc, quote!(__x.as_const().expect(#msg)));
-                        unparks.push(quote!(#param: match #field {
-                            #rt::vlist::VList::Real(__p) => {
-                                let __a = __p.as_const().expect(#msg);
-                                if __a == #orig { None } else { Some(#rt::heap::arena_take::<::std::vec::Vec<#t>>(__a).expect(#lost)) }
+                        let from_addr = |w: TokenStream| {
+                            quote!({
+                                let __a = #w.as_const().expect(#msg);
+                                if __a == #orig { None } else { Some(#rt::heap::arena_take::<#t>(__a).expect(#lost)) }
+                            })
+                        };
+                        let rebuilt = match &pv.kind {
+                            ParkKind::List(sc) => {
+                                let back = from_word(*sc, quote!(__x.as_const().expect(#msg)));
+                                Some(quote!(__items.iter().map(|__x| #back).collect()))
                             }
-                            #rt::vlist::VList::Virtual(__items) => Some(__items.iter().map(|__x| #back).collect()),
-                        }));
-                        assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
-                    }
-                    ParkKind::EnumList(ety, w) => {
-                        let t = rust_ty(ety, None);
-                        let (_, unflat, _) = enum_helpers(ety);
-                        parked_fields.push(quote!(pub #param: ::core::option::Option<::std::vec::Vec<#t>>));
-                        let orig = format_ident!("__orig_{}", param);
-                        origins.push(quote!(let #orig = &*#param as *const ::std::vec::Vec<#t> as usize as u64;));
-                        let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
-                        unparks.push(quote!(#param: match #field {
-                            #rt::vlist::VList::Real(__p) => {
-                                let __a = __p.as_const().expect(#msg);
-                                if __a == #orig { None } else { Some(#rt::heap::arena_take::<::std::vec::Vec<#t>>(__a).expect(#lost)) }
-                            }
-                            #rt::vlist::VList::Virtual(__items) => Some(
-                                __items
+                            ParkKind::EnumList(ety, w) => {
+                                let (_, unflat, _) = enum_helpers(ety);
+                                Some(quote!(__items
                                     .chunks(#w)
                                     .map(|__c| {
                                         let __words: ::std::vec::Vec<u64> =
                                             __c.iter().map(|__x| __x.as_const().expect(#msg)).collect();
                                         #unflat(&__words)
                                     })
-                                    .collect(),
-                            ),
-                        }));
+                                    .collect()))
+                            }
+                            _ => None,
+                        };
+                        let value = match rebuilt {
+                            None => from_addr(quote!(#field)),
+                            Some(rebuilt) => {
+                                let real = from_addr(quote!(__p));
+                                quote!(match #field {
+                                    #rt::vlist::VList::Real(__p) => #real,
+                                    #rt::vlist::VList::Virtual(__items) => Some(#rebuilt),
+                                })
+                            }
+                        };
+                        unparks.push(quote!(#param: #value));
                         assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
                     }
                     ParkKind::Ref(t) => {

@@ -9,7 +9,11 @@
 //! - enums (`Option`, `Result` and the module's own), green or red, are arrays
 //!   of red boxes in a fixed flattened layout: the tag, then every variant's
 //!   payload fields in order (unused slots are constant 0). Green ones hold
-//!   constants only.
+//!   constants only;
+//! - red containers made while compiling may be virtual: a `Vec` of scalars
+//!   or of plain enums is a `VList`, a module struct with scalar fields a
+//!   `VPtr`, a `HashMap` of scalars a `VDict` (see `jitgen_runtime`'s
+//!   `vlist`, `virtuals`, `vdict`): virtual, or the address of a real one.
 
 use hint_annotator::types::{IntTy, Ty};
 use hint_annotator::ModuleTypes;

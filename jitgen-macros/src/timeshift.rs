@@ -12,9 +12,12 @@
 //! At the entry of a join block the state goes through the runtime's merge
 //! logic first; a red branch forks through `split`.
 //!
-//! What cannot be compiled yet (allocation of structs and boxes, promotion of
-//! run-time values, values jitgen cannot lay out) generates a `decline` at
-//! that point: the compilation gives up and the interpreter goes on.
+//! A promotion of a run-time value is a resume point too: the path ends in a
+//! flexswitch whose cases resume the state there (`__promote`, `__defer`).
+//! What cannot be compiled yet (structs with non-scalar fields, containers of
+//! non-scalars at run-time positions, values jitgen cannot lay out) generates
+//! a `decline` at that point: the compilation gives up and the interpreter
+//! goes on.
 
 use std::collections::{BTreeSet, HashMap};
 

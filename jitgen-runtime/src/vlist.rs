@@ -46,52 +46,29 @@ impl VList {
 
     /// The length, when virtual.
     pub fn len_const(&self) -> Option<RedBox> {
-        match self {
-            VList::Virtual(items) => Some(RedBox::u64(items.len() as u64)),
-            VList::Real(_) => None,
-        }
+        self.len_w(1)
     }
 
     /// The element at a compile-time index, when virtual and in bounds.
     pub fn get_const(&self, index: &RedBox) -> Option<RedBox> {
-        match self {
-            VList::Virtual(items) => items.get(usize::try_from(index.as_const()?).ok()?).copied(),
-            VList::Real(_) => None,
-        }
+        self.get_w(index, 1).map(|s| s[0])
     }
 
     /// Writes the element at a compile-time index; false when the list is
     /// real or the index not known or out of bounds (nothing done).
     pub fn set_const(&mut self, index: &RedBox, value: &RedBox) -> bool {
-        let VList::Virtual(items) = self else { return false };
-        let Some(i) = index.as_const().and_then(|i| usize::try_from(i).ok()) else { return false };
-        match items.get_mut(i) {
-            Some(slot) => {
-                *slot = *value;
-                true
-            }
-            None => false,
-        }
+        self.set_w(index, std::slice::from_ref(value))
     }
 
     /// Pushes onto a virtual list; false when real or full (nothing done).
     pub fn push_virtual(&mut self, value: &RedBox) -> bool {
-        match self {
-            VList::Virtual(items) if items.len() < MAX_VIRTUAL_LEN => {
-                items.push(*value);
-                true
-            }
-            _ => false,
-        }
+        self.push_w(std::slice::from_ref(value))
     }
 
     /// Pops from a virtual list: `Some(None)` when it is empty, `None` when
     /// the list is real.
     pub fn pop_virtual(&mut self) -> Option<Option<RedBox>> {
-        match self {
-            VList::Virtual(items) => Some(items.pop()),
-            VList::Real(_) => None,
-        }
+        self.pop_w(1).map(|e| e.map(|v| v[0]))
     }
 
     // Lists of enums: each element is `w` red boxes (its flattened slots).
@@ -117,7 +94,7 @@ impl VList {
         let w = value.len();
         let VList::Virtual(items) = self else { return false };
         let Some(i) = index.as_const().and_then(|i| usize::try_from(i).ok()) else { return false };
-        match items.get_mut(i * w..i * w + w) {
+        match i.checked_mul(w).and_then(|at| items.get_mut(at..at.checked_add(w)?)) {
             Some(slots) => {
                 slots.copy_from_slice(value);
                 true
@@ -126,7 +103,8 @@ impl VList {
         }
     }
 
-    /// Pushes an element onto a virtual list; false when real or full.
+    /// Pushes an element onto a virtual list (at most [`MAX_VIRTUAL_LEN`]
+    /// elements); false when real or full.
     pub fn push_w(&mut self, value: &[RedBox]) -> bool {
         match self {
             VList::Virtual(items) if items.len() / value.len().max(1) < MAX_VIRTUAL_LEN => {
