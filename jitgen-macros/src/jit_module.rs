@@ -192,26 +192,46 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     e.lens.push(quote!(let #len: usize = #n.len();));
                     e.key.push(quote!(#len as u64));
                     e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
-                    let (t, vt) = (sc_rust(*sc), sc_valty(*sc));
+                    let load = load_list(*sc, &len);
                     e.frame_lets.push(quote! {
                         let #fid = {
                             let __p = __in.next().expect("an input");
-                            if #len <= #rt::vlist::MAX_VIRTUAL_LEN {
-                                let mut __items = ::std::vec::Vec::new();
-                                for __i in 0..#len {
-                                    let __i = #rt::redbox::RedBox::u64(__i as u64);
-                                    __items.push(match #rt::heap::vec_layout::<#t>() {
-                                        Some(__l) => {
-                                            let __e = __c.b.red_vec_elem(&__p, &__i, ::core::mem::size_of::<#t>() as u64, __l);
-                                            __c.b.red_load(#vt, &__e, 0)
-                                        }
-                                        None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__p, __i], &[#vt])[0],
-                                    });
-                                }
-                                #rt::vlist::VList::Virtual(__items)
-                            } else {
-                                #rt::vlist::VList::Real(__p)
-                            }
+                            #load
+                        };
+                    });
+                } else if let (Repr::VPtr, true, Some(d)) = (&r, portal, virtualizable(&ty, gen)) {
+                    // A virtualizable object (the interpreter's frame): its
+                    // fields are loaded once at entry into a virtual object
+                    // backed by the real one (see `jitgen_runtime::virtuals`).
+                    let Some(s) = virtual_struct(&ty, gen.cg.types()) else { continue };
+                    let (sn, desc) = (format_ident!("{}", s), format_ident!("__VDESC_{}", s));
+                    let mut loads = vec![];
+                    for (fname, ft) in &d.fields {
+                        let fid_ = format_ident!("{}", fname);
+                        let off = quote!(::core::mem::offset_of!(#sn, #fid_));
+                        if let Some(sc) = list_field(ft) {
+                            let len = format_ident!("__len_{}_{}", n, fname);
+                            e.lens.push(quote!(let #len: usize = #n.#fid_.len();));
+                            e.key.push(quote!(#len as u64));
+                            e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+                            let load = load_list(sc, &len);
+                            loads.push(quote!({
+                                let __at = #rt::redbox::RedBox::constant(#rt::ops::ValTy::Ptr, #off as u64);
+                                let __p = __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__obj, &__at);
+                                __lists.push(#load);
+                            }));
+                        } else if let Some(sc) = scalar(ft) {
+                            let vt = sc_valty(sc);
+                            loads.push(quote!(__fields.push(__c.b.red_load(#vt, &__obj, #off as i32));));
+                        }
+                    }
+                    e.frame_lets.push(quote! {
+                        let #fid = {
+                            let __obj = __in.next().expect("an input");
+                            let mut __fields = ::std::vec::Vec::new();
+                            let mut __lists = ::std::vec::Vec::new();
+                            #(#loads)*
+                            __heap.alloc_backed(&#desc, __fields, __lists, __obj)
                         };
                     });
                 } else if matches!(r, Repr::VDict(..)) {
@@ -263,6 +283,38 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
         }
     }
     e
+}
+
+/// Code making the `VList` of a `Vec` at `__p` whose length is `len` (a
+/// compile-time value): its elements loaded into registers, or real when long.
+fn load_list(sc: Sc, len: &Ident) -> TokenStream {
+    let rt = rt();
+    let (t, vt) = (sc_rust(sc), sc_valty(sc));
+    quote! {
+        if #len <= #rt::vlist::MAX_VIRTUAL_LEN {
+            let mut __items = ::std::vec::Vec::new();
+            for __i in 0..#len {
+                let __i = #rt::redbox::RedBox::u64(__i as u64);
+                __items.push(match #rt::heap::vec_layout::<#t>() {
+                    Some(__l) => {
+                        let __e = __c.b.red_vec_elem(&__p, &__i, ::core::mem::size_of::<#t>() as u64, __l);
+                        __c.b.red_load(#vt, &__e, 0)
+                    }
+                    None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__p, __i], &[#vt])[0],
+                });
+            }
+            #rt::vlist::VList::Virtual(__items)
+        } else {
+            #rt::vlist::VList::Real(__p)
+        }
+    }
+}
+
+/// The struct a `&mut` to a `#[virtualizable]` struct designates.
+fn virtualizable<'g>(ty: &Ty, gen: &Gen<'g>) -> Option<&'g hint_annotator::module::StructDef> {
+    let Ty::Ref { mutable: true, to } = ty else { return None };
+    let Ty::Struct(s) = &**to else { return None };
+    gen.cg.types().structs.get(s).filter(|d| d.virtualizable)
 }
 
 /// How a variable the interpreter may have changed goes back to it when a
@@ -414,9 +466,10 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                     #rt::schedule::Compilation::new(#label, &__inputs, &__outputs, super::jit::__CONFIG.limits());
                 __c.set_defer(Some(&super::jit::__STATS), __defer);
                 let mut __in = __c.inputs().into_iter();
+                let mut __heap = #rt::virtuals::VHeap::default();
                 #(#lets)*
                 let __frame = __Frame::#vname { #(#fields),* };
-                __run(&mut __c, #rt::state::JitState::new(__frame));
+                __run(&mut __c, #rt::state::JitState::with_heap(__frame, __heap));
                 let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
                 #rt::residual::compile_host(&__f).map_err(|e| e.to_string())
             };

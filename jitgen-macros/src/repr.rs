@@ -348,7 +348,24 @@ pub fn virtual_struct(ty: &Ty, types: &ModuleTypes) -> Option<String> {
         _ => return None,
     };
     let d = types.structs.get(s)?;
-    (d.lifetimes == 0 && !d.fields.is_empty() && d.fields.values().all(|t| scalar(t).is_some())).then(|| s.clone())
+    let ok = |t: &Ty| scalar(t).is_some() || (d.virtualizable && list_field(t).is_some());
+    (d.lifetimes == 0 && !d.fields.is_empty() && d.fields.values().all(ok)).then(|| s.clone())
+}
+
+/// The element type of a field a virtualizable object keeps as a list.
+pub fn list_field(t: &Ty) -> Option<Sc> {
+    match t {
+        Ty::Vec(e) => scalar(e),
+        _ => None,
+    }
+}
+
+/// Where field `name` of a virtual struct lives in its `VObject`: among the
+/// scalar fields (`Ok(k)`) or among the lists (`Err(k)`).
+pub fn vfield_index(d: &hint_annotator::module::StructDef, name: &str) -> Option<Result<usize, usize>> {
+    let is_list = list_field(d.fields.get(name)?).is_some();
+    let k = d.fields.iter().take_while(|(n, _)| *n != name).filter(|(_, t)| list_field(t).is_some() == is_list).count();
+    Some(if is_list { Err(k) } else { Ok(k) })
 }
 
 /// The type of a frame field holding a value of this representation.

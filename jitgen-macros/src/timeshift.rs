@@ -337,6 +337,54 @@ impl<'g> Gen<'g> {
         }
     }
 
+    /// For a list operation on `t = getfield.f(p)` where `p` may be a
+    /// virtual object and `f` one of its list fields: `(p, k)`, `f` being its
+    /// list `k`. The operation works on a copy of the list, which then goes
+    /// back into the object. This is sound because such a `t` is only used
+    /// as the base of list operations (else the object is forced when `t` is
+    /// read, see `list_temp_escapes`), and Rust's borrow rules keep the
+    /// object's list from changing while `t` borrows it.
+    fn field_list_of(&self, fi: usize, t: &Value) -> Option<(Ident, usize)> {
+        let Value::Var(t) = t else { return None };
+        let f = self.fns[fi];
+        let op = f.graph.blocks().flat_map(|b| f.graph.graph[b].ops.iter()).find(|op| op.result == *t)?;
+        let OpKind::GetField(name) = &op.kind else { return None };
+        let p = self.vptr_local(fi, &op.args[0])?;
+        let s = virtual_struct(&self.value_ty(fi, &op.args[0]), self.cg.types())?;
+        match vfield_index(&self.cg.types().structs[&s], name)? {
+            Err(k) => Some((p, k)),
+            Ok(_) => None,
+        }
+    }
+
+    /// Whether the list `t` read from a field is used otherwise than as the
+    /// base of list operations in its own block.
+    fn list_temp_escapes(&self, fi: usize, t: Var) -> bool {
+        let f = self.fns[fi];
+        let tv = Value::Var(t);
+        for b in f.graph.blocks() {
+            let blk = &f.graph.graph[b];
+            let defines = blk.ops.iter().any(|op| op.result == t);
+            for op in &blk.ops {
+                let list_op = matches!(op.kind, OpKind::GetItem | OpKind::SetItem | OpKind::Len | OpKind::Push | OpKind::Pop);
+                for (i, a) in op.args.iter().enumerate() {
+                    if *a == tv && !(list_op && i == 0 && defines) {
+                        return true;
+                    }
+                }
+            }
+            let in_exit = match &blk.exit {
+                Exit::Return(v) => *v == tv,
+                Exit::Branch { cond, .. } => *cond == tv,
+                _ => false,
+            };
+            if in_exit || f.graph.exits(b).iter().any(|e| f.graph.link(*e).1.args.contains(&tv)) {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Whether `op` promotes a red scalar: a flexswitch at run time, its
     /// continuation a resume point receiving the value through `__ret`.
     fn promotes_run_time(&self, fi: usize, op: &hint_annotator::flowgraph::Op) -> bool {
@@ -521,6 +569,27 @@ impl<'g> Gen<'g> {
 
     /// Code for one operation (not an inlined call).
     fn op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
+        let rr = self.repr(fi, op.result);
+        let args = &op.args;
+        if let Repr::Bad(why) = &rr {
+            if !matches!(op.kind, OpKind::SetField(_) | OpKind::SetItem | OpKind::Push | OpKind::GlobalMergePoint) {
+                return self.decline(&format!("jitgen cannot compile {why} yet (in `{}`)", op.source));
+            }
+        }
+        if let Some(code) = self.enum_list_op(fi, op) {
+            return code;
+        }
+        if matches!(op.kind, OpKind::GetItem | OpKind::SetItem | OpKind::Len | OpKind::Push | OpKind::Pop) {
+            if let (Some((p, k)), Value::Var(t)) = (self.field_list_of(fi, &args[0]), &args[0]) {
+                let code = self.op_inner(fi, op);
+                let t = v_ident(*t);
+                return quote!(#code __st.heap.set_list(&#p, #k, &#t););
+            }
+        }
+        self.op_inner(fi, op)
+    }
+
+    fn op_inner(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
         let rt = rt();
         let f = self.fns[fi];
         let types = self.cg.types();
@@ -535,14 +604,6 @@ impl<'g> Gen<'g> {
                     None => return self.decline($why),
                 }
             };
-        }
-        if let Repr::Bad(why) = &rr {
-            if !matches!(op.kind, OpKind::SetField(_) | OpKind::SetItem | OpKind::Push | OpKind::GlobalMergePoint) {
-                return self.decline(&format!("jitgen cannot compile {why} yet (in `{}`)", op.source));
-            }
-        }
-        if let Some(code) = self.enum_list_op(fi, op) {
-            return code;
         }
         match &op.kind {
             OpKind::Bin(b) if b.is_comparison() && is_enum(&self.value_ty(fi, &args[0])) => {
@@ -721,6 +782,36 @@ impl<'g> Gen<'g> {
                     return self.decline("a store into a struct with lifetime parameters");
                 }
                 let fty = types.structs[&sname].fields.get(name).cloned();
+                if let (Some(esc), Some(Err(k))) =
+                    (fty.as_ref().and_then(list_field), vfield_index(&types.structs[&sname], name))
+                {
+                    // A list field of a virtualizable object: replaced in the
+                    // virtual object, or written into the real one.
+                    let Some(p) = self.vptr_local(fi, &args[0]) else {
+                        return self.decline("a store into this list field");
+                    };
+                    let v = need!(self.operand(fi, &args[1], &Repr::VList(esc)), "a list value");
+                    let (sn, fname, t) = (format_ident!("{}", sname), format_ident!("{}", name), sc_rust(esc));
+                    return quote!({
+                        let __l: #rt::vlist::VList = ::core::clone::Clone::clone(&#v);
+                        if !__st.heap.set_list(&#p, #k, &__l) {
+                            #addr
+                            let __at = #rt::redbox::RedBox::constant(#rt::ops::ValTy::Ptr, ::core::mem::offset_of!(#sn, #fname) as u64);
+                            let __dest = __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__addr, &__at);
+                            match __l {
+                                #rt::vlist::VList::Real(__src) => {
+                                    __c.b.red_call(#rt::heap::vec_move::<#t>, "vec_move", &[__dest, __src], &[]);
+                                }
+                                #rt::vlist::VList::Virtual(__items) => {
+                                    let mut __a = ::std::vec![__dest, #rt::redbox::RedBox::u64(__items.len() as u64)];
+                                    __a.extend_from_slice(&__items);
+                                    __c.b.red_call(#rt::heap::vec_store::<#t>, "vec_store", &__a, &[]);
+                                }
+                            }
+                            __st.forget_fields();
+                        }
+                    });
+                }
                 let Some(sc) = fty.as_ref().and_then(scalar) else {
                     return self.decline("a store of a non-scalar field through a run-time pointer");
                 };
@@ -732,7 +823,9 @@ impl<'g> Gen<'g> {
                 });
                 match self.vptr_local(fi, &args[0]) {
                     Some(p) => {
-                        let k = types.structs[&sname].fields.get_index_of(name).expect("a field");
+                        let Some(Ok(k)) = vfield_index(&types.structs[&sname], name) else {
+                            return self.decline("a store into this field");
+                        };
                         quote!({ let __x = #v; if !__st.heap.set_field(&#p, #k, &__x) #real })
                     }
                     None => quote!({ let __x = #v; #real }),
@@ -912,6 +1005,11 @@ impl<'g> Gen<'g> {
                     ));
                 };
                 let d = types.structs[s].clone();
+                if d.fields.values().any(|t| list_field(t).is_some()) {
+                    return self.decline(&format!(
+                        "allocating a `{s}` in residual code (a virtualizable struct with list fields is virtual only as a portal's frame)"
+                    ));
+                }
                 let mut fields = vec![];
                 for (a, t) in args.iter().zip(d.fields.values()) {
                     let sc = scalar(t).expect("a virtual struct's fields are scalars");
@@ -1120,8 +1218,29 @@ impl<'g> Gen<'g> {
         let Some((addr, Ty::Struct(sname))) = self.red_object(fi, base) else {
             return self.decline("a field read through this pointer");
         };
+        if let (Some(p), Repr::VList(_)) = (self.vptr_local(fi, base), rr) {
+            if let Some(Err(k)) = types.structs.get(&sname).and_then(|d| vfield_index(d, name)) {
+                // A copy of the object's list, written back after each
+                // operation on it (see `field_list_of`); forced first when
+                // the copy would be used otherwise.
+                let sn = format_ident!("{}", sname);
+                let escapes = self.list_temp_escapes(fi, r);
+                return self.bind(
+                    fi,
+                    r,
+                    quote!(match __st.heap.list(&#p, #k) {
+                        Some(__l) if !#escapes => __l,
+                        _ => {
+                            #addr
+                            let __at = #rt::redbox::RedBox::constant(#rt::ops::ValTy::Ptr, ::core::mem::offset_of!(#sn, #fname) as u64);
+                            #rt::vlist::VList::Real(__c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__addr, &__at))
+                        }
+                    }),
+                );
+            }
+        }
         if let (Some(p), Repr::R(sc)) = (self.vptr_local(fi, base), rr) {
-            if let Some(k) = types.structs.get(&sname).and_then(|d| d.fields.get_index_of(name)) {
+            if let Some(Ok(k)) = types.structs.get(&sname).and_then(|d| vfield_index(d, name)) {
                 let (sn, vt) = (format_ident!("{}", sname), sc_valty(*sc));
                 return self.bind(
                     fi,
@@ -1560,6 +1679,7 @@ impl<'g> Gen<'g> {
                 quote! {
                     let __rv = #val;
                     if __st.frames.is_empty() {
+                        __st.heap.write_back(&mut __c.b);
                         #outer
                         None
                     } else {
@@ -1731,6 +1851,9 @@ impl<'g> Gen<'g> {
                 // portal continues in the interpreter proper from here.
                 quote! {
                     if __st.frames.is_empty() && __c.parking() {
+                        // Virtualizable objects go back into memory first
+                        // (execute mode: these stores happen now).
+                        __st.heap.write_back(&mut __c.b);
                         __st.frames.push(__Frame::#vname { #(#field_exprs),* });
                         __c.park(::std::boxed::Box::new(__forever(__st)));
                         break 'path None;
@@ -1840,6 +1963,13 @@ impl<'g> Gen<'g> {
         });
         let enum_fns: Vec<TokenStream> =
             self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();
+        // Virtualizable structs get theirs for portal entries (see `jit_module`).
+        let types = self.cg.types();
+        for (name, d) in &types.structs {
+            if d.virtualizable && virtual_struct(&Ty::Struct(name.clone()), types).is_some() {
+                self.vstructs.insert(name.clone());
+            }
+        }
         let vdescs: Vec<TokenStream> = self.vstructs.iter().map(|s| vdesc(s, self.cg.types())).collect();
         // Readers of list elements of enum type (for portals' lists, loaded at entry).
         let mut list_enums: Vec<(Ty, usize)> = vec![];
@@ -1976,14 +2106,34 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
     let n = d.fields.len();
     let mut tys = vec![];
     let mut inits = vec![];
+    let mut offsets = vec![];
+    let mut lists = vec![];
     for (k, (name, t)) in d.fields.iter().enumerate() {
-        let sc = scalar(t).expect("a virtual struct's fields are scalars");
-        tys.push(sc_valty(sc));
         let f = format_ident!("{}", name);
+        if let Some(sc) = list_field(t) {
+            let (et, vt) = (sc_rust(sc), sc_valty(sc));
+            lists.push(quote!(#rt::virtuals::VListField {
+                offset: ::core::mem::offset_of!(#sn, #f) as i32,
+                elem: #vt,
+                store: #rt::heap::vec_store::<#et>,
+                mov: #rt::heap::vec_move::<#et>,
+            }));
+            continue;
+        }
+        let sc = scalar(t).expect("a virtual struct's fields are scalars or lists");
+        tys.push(sc_valty(sc));
+        offsets.push(quote!(::core::mem::offset_of!(#sn, #f) as i32));
         let v = from_word(sc, quote!(__b[#k]));
         inits.push(quote!(#f: #v));
     }
     let label = format!("new {s}");
+    if !lists.is_empty() {
+        return quote! {
+            static #desc: #rt::virtuals::VDesc = #rt::virtuals::VDesc {
+                name: #label, fields: &[#(#tys),*], alloc: None, offsets: &[#(#offsets),*], lists: &[#(#lists),*],
+            };
+        };
+    }
     quote! {
         #[allow(unused_unsafe, clippy::all)]
         extern "C" fn #alloc(__buf: *mut u64) -> u64 {
@@ -1995,7 +2145,9 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
                 Ok(())
             })
         }
-        static #desc: #rt::virtuals::VDesc = #rt::virtuals::VDesc { name: #label, fields: &[#(#tys),*], alloc: #alloc };
+        static #desc: #rt::virtuals::VDesc = #rt::virtuals::VDesc {
+            name: #label, fields: &[#(#tys),*], alloc: Some(#alloc), offsets: &[#(#offsets),*], lists: &[],
+        };
     }
 }
 

@@ -119,6 +119,34 @@ pub extern "C" fn vec_new_repeat<T: Word + 'static>(buf: *mut u64) -> u64 {
     })
 }
 
+/// Writes back a virtual list into a `Vec` the interpreter owns (a field of
+/// a virtualizable object): `[dest, n, e0, .. e(n-1)] -> []`.
+pub extern "C" fn vec_store<T: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words, then `n` more; the address is a live Vec<T>.
+        let n = unsafe { args(buf, 2) }[1] as usize;
+        let b = unsafe { args(buf, 2 + n) };
+        let v = unsafe { vec_at::<T>(b[0]) };
+        v.clear();
+        v.extend(b[2..].iter().map(|w| T::from_word(*w)));
+        Ok(())
+    })
+}
+
+/// Moves a real `Vec` into another place (`*dest = take(src)`; nothing when
+/// they are the same): `[dest, src] -> []`.
+pub extern "C" fn vec_move<T: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words; both addresses are live Vec<T>s.
+        let b = unsafe { args(buf, 2) };
+        if b[0] != b[1] {
+            let src = std::mem::take(unsafe { vec_at::<T>(b[1]) });
+            *unsafe { vec_at::<T>(b[0]) } = src;
+        }
+        Ok(())
+    })
+}
+
 /// `v.len()`: `[addr] -> [len]`.
 pub extern "C" fn vec_len<T: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {

@@ -55,7 +55,12 @@ pub struct JitState<F> {
 impl<F: Frame> JitState<F> {
     /// A state with one frame.
     pub fn new(frame: F) -> JitState<F> {
-        JitState { frames: vec![frame], heap: VHeap::default(), known: vec![] }
+        JitState::with_heap(frame, VHeap::default())
+    }
+
+    /// A state with one frame and the virtual objects it points to.
+    pub fn with_heap(frame: F, heap: VHeap) -> JitState<F> {
+        JitState { frames: vec![frame], heap, known: vec![] }
     }
 
     /// Puts the heap in canonical order (see [`crate::virtuals`]): pointers
@@ -76,6 +81,12 @@ impl<F: Frame> JitState<F> {
                     *p = VPtr::Virtual(n);
                 }
             });
+        }
+        // Virtualizable objects stay until written back, reachable or not.
+        for (i, o) in heap.objects.iter().enumerate() {
+            if map[i].is_none() && o.backing.is_some() && o.forced.is_none() {
+                objects.push(o.clone());
+            }
         }
         self.heap.objects = objects;
     }
@@ -110,6 +121,7 @@ impl<F: Frame> JitState<F> {
         for f in &mut self.frames {
             f.vptrs_mut(&mut |p| *p = VPtr::Real(heap.force(b, p)));
         }
+        heap.write_back(b);
         self.normalize();
     }
 
@@ -144,7 +156,12 @@ impl<F: Frame> JitState<F> {
 
     /// The merge key of the whole chain (of a normalized state).
     pub fn key(&self) -> StateKey<F::Key> {
-        let heap = self.heap.objects.iter().map(|o| o.desc as *const _ as usize).collect();
+        let mut heap = vec![];
+        for o in &self.heap.objects {
+            // Descriptors are aligned: the low bit says "has a backing".
+            heap.push(o.desc as *const _ as usize | o.backing.is_some() as usize);
+            heap.extend(o.lists.iter().map(|l| l.key_word() as usize));
+        }
         (self.frames.iter().map(Frame::key).collect(), heap)
     }
 
@@ -154,6 +171,10 @@ impl<F: Frame> JitState<F> {
         let mut r: Vec<RedBox> = self.frames.iter().flat_map(Frame::reds).collect();
         for o in &self.heap.objects {
             r.extend_from_slice(&o.fields);
+            r.extend(o.backing);
+            for l in &o.lists {
+                l.reds_into(&mut r);
+            }
         }
         for k in &self.known {
             r.push(k.0);
@@ -174,6 +195,13 @@ impl<F: Frame> JitState<F> {
             let n = o.fields.len();
             o.fields.copy_from_slice(&reds[at..at + n]);
             at += n;
+            if let Some(p) = &mut o.backing {
+                *p = reds[at];
+                at += 1;
+            }
+            for l in &mut o.lists {
+                l.set_reds(reds, &mut at);
+            }
         }
         for k in &mut self.known {
             k.0 = reds[at];
