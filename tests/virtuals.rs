@@ -470,3 +470,47 @@ fn unwrap_or_and_ok_or_on_virtual_values() {
     }
     assert_eq!(options::jit::plain::pops(1, 2, 2), Err(7));
 }
+
+#[jit_interpreter]
+mod frozen {
+    use super::*;
+
+    /// A program whose code and constants never change once built.
+    pub struct Prog {
+        pub code: Vec<u8>,
+        pub consts: Vec<i64>,
+    }
+
+    /// Adds (opcode 0) or multiplies by (opcode 1) the constant after each
+    /// opcode: everything read through the frozen program folds.
+    pub fn eval(p: &mut Prog, x: i64) -> i64 {
+        let q = hint!(p, deepfreeze);
+        let mut acc = x;
+        let mut pc = 0;
+        while pc < q.code.len() {
+            let op = hint!(q.code[pc], concrete);
+            let k = q.consts[q.code[pc + 1] as usize];
+            if op == 0 {
+                acc = acc.wrapping_add(k);
+            } else {
+                acc = acc.wrapping_mul(k);
+            }
+            pc += 2;
+        }
+        acc
+    }
+}
+
+#[test]
+fn reads_through_a_deep_frozen_pointer_happen_at_compile_time() {
+    let mut p = frozen::Prog { code: vec![0, 0, 1, 1, 0, 2], consts: vec![7, 3, -5] };
+    let r = frozen::jit::specialize::eval(&mut p);
+    let listing = r.listing().to_string();
+    // (x + 7) * 3 - 5: two constants folded in, no loads of code or constants.
+    assert!(!listing.contains("load") && !listing.contains("call"), "{listing}");
+    assert!(listing.contains("const.i64 7") && listing.contains("const.i64 3"), "{listing}");
+    for x in [0, 1, -4, i64::MAX] {
+        let want = frozen::jit::plain::eval(&mut frozen::Prog { code: vec![0, 0, 1, 1, 0, 2], consts: vec![7, 3, -5] }, x);
+        assert_eq!(r.call(x), want);
+    }
+}

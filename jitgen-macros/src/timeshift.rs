@@ -2008,7 +2008,7 @@ impl<'g> Gen<'g> {
             .collect();
         let callbacks = &self.callbacks;
         quote! {
-            #[derive(Clone, Debug)]
+            #[derive(Clone)]
             #[allow(non_camel_case_types, dead_code)]
             pub(super) enum __Frame<'a> {
                 #(#variants,)*
