@@ -432,6 +432,11 @@ impl Lowering<'_, '_> {
                     let v = self.expr(e);
                     if last && semi.is_none() {
                         value = v;
+                    } else if semi.is_some() && matches!(self.u.shallow(&self.ty_of(&v)), Ty::Infer(_)) {
+                        // A statement whose value nobody uses (a call of a
+                        // function outside the module, for its effect): unit.
+                        let t = self.ty_of(&v);
+                        self.unify(&Ty::Unit, &t, e.span());
                     }
                 }
                 syn::Stmt::Macro(sm) => {
@@ -1026,6 +1031,14 @@ impl Lowering<'_, '_> {
                     (self.u.shallow(&have_to), matches!(self.u.shallow(want_to), Ty::Boxed(_)))
                 {
                     let t = Ty::Ref { mutable, to: inner };
+                    args[i] = self.emit(OpKind::SameAs, vec![args[i].clone()], t.clone(), src);
+                    have = t;
+                }
+            }
+            // Deref coercion: `&Vec<T>` passed for `&[T]` (its elements).
+            if let (Ty::Ref { to: want_to, .. }, Ty::Ref { to: have_to, mutable }) = (&p.ty, self.u.shallow(&have)) {
+                if let (Ty::Vec(elem), Ty::Slice(_)) = (self.u.shallow(&have_to), self.u.shallow(want_to)) {
+                    let t = Ty::Ref { mutable, to: Box::new(Ty::Slice(elem)) };
                     args[i] = self.emit(OpKind::SameAs, vec![args[i].clone()], t.clone(), src);
                     have = t;
                 }

@@ -334,6 +334,18 @@ impl<'a> ModuleDef<'a> {
         }
     }
 
+    /// Whether a path names a type from outside the module that jitgen may
+    /// treat as opaque: no type arguments, not a type jitgen knows or rejects.
+    fn foreign(&self, p: &syn::TypePath) -> bool {
+        let seg = p.path.segments.last().expect("non-empty path");
+        let name = seg.ident.to_string();
+        matches!(seg.arguments, syn::PathArguments::None)
+            && IntTy::from_name(&name).is_none()
+            && !matches!(name.as_str(), "String" | "str" | "Self" | "Vec" | "Box" | "HashMap" | "Option" | "Result")
+            && !self.structs.contains_key(&name)
+            && !self.enums.contains_key(&name)
+    }
+
     /// Converts a Rust type of a signature, field or ascription.
     pub fn ty(&self, t: &syn::Type, self_ty: Option<&str>) -> syn::Result<Ty> {
         match t {
@@ -341,7 +353,16 @@ impl<'a> ModuleDef<'a> {
             syn::Type::Group(g) => self.ty(&g.elem, self_ty),
             syn::Type::Tuple(tt) if tt.elems.is_empty() => Ok(Ty::Unit),
             syn::Type::Reference(r) => {
-                Ok(Ty::Ref { mutable: r.mutability.is_some(), to: Box::new(self.ty(&r.elem, self_ty)?) })
+                let to = match (self.ty(&r.elem, self_ty), &*r.elem) {
+                    (Ok(t), _) => t,
+                    // A type from outside the module, behind a reference: opaque.
+                    (Err(_), syn::Type::Path(p)) if p.qself.is_none() && self.foreign(p) => {
+                        let path: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                        Ty::Foreign(path.join("::"))
+                    }
+                    (Err(e), _) => return Err(e),
+                };
+                Ok(Ty::Ref { mutable: r.mutability.is_some(), to: Box::new(to) })
             }
             syn::Type::Slice(s) => Ok(Ty::Slice(Box::new(self.ty(&s.elem, self_ty)?))),
             syn::Type::Array(a) => {

@@ -122,6 +122,10 @@ pub enum Ty {
     Struct(String),
     /// An enum of the annotated module.
     Enum(String),
+    /// A type from outside the module (its path as written), only behind a
+    /// reference: the analysis never looks inside; it is passed on to calls
+    /// that are not inlined (an output sink, a host object).
+    Foreign(String),
     /// `Option<T>`.
     Option(Box<Ty>),
     /// `Result<T, E>`.
@@ -182,7 +186,7 @@ impl fmt::Display for Ty {
             Ty::Map(k, v) => write!(f, "HashMap<{k}, {v}>"),
             Ty::Slice(t) => write!(f, "[{t}]"),
             Ty::Array(t, n) => write!(f, "[{t}; {n}]"),
-            Ty::Struct(n) | Ty::Enum(n) => f.write_str(n),
+            Ty::Struct(n) | Ty::Enum(n) | Ty::Foreign(n) => f.write_str(n),
             Ty::Option(t) => write!(f, "Option<{t}>"),
             Ty::Result(t, e) => write!(f, "Result<{t}, {e}>"),
             Ty::Never => f.write_str("!"),

@@ -180,6 +180,15 @@ pub fn rust_ty(ty: &Ty, lt: Option<&TokenStream>) -> TokenStream {
             let (k, v) = (rust_ty(k, lt), rust_ty(v, lt));
             quote!(::std::collections::HashMap<#k, #v>)
         }
+        Ty::Foreign(path) => {
+            // Generated code lives in modules inside the annotated one.
+            let segs = path.split("::").map(|s| Ident::new(s, Span::call_site()));
+            if path.starts_with("super::") {
+                quote!(super::#(#segs)::*)
+            } else {
+                quote!(#(#segs)::*)
+            }
+        }
         Ty::Slice(t) => {
             let t = rust_ty(t, lt);
             quote!([#t])

@@ -481,6 +481,7 @@ impl<'g> Gen<'g> {
                 let vt = ptr_valty();
                 quote!(#rt::redbox::RedBox::constant(#vt, (#e) as *const _ as *const u8 as usize as u64))
             }
+            (Repr::GRef(Ty::Vec(_)), Repr::GSlice(_)) => quote!(&(#e)[..]),
             (Repr::GSlice(_), Repr::RSlice) => {
                 let (pt, ut) = (ptr_valty(), u64_valty());
                 quote!({
@@ -725,6 +726,28 @@ impl<'g> Gen<'g> {
             | OpKind::Hint(HintKind::Concrete | HintKind::Deepfreeze | HintKind::Variable)
             | OpKind::Hint(HintKind::Promote) => {
                 let from = self.value_repr(fi, &args[0]);
+                if let (Repr::RSlice, Ty::Ref { to, .. }) = (&rr, self.value_ty(fi, &args[0])) {
+                    if let Ty::Vec(et) = &*to {
+                        // `&Vec<T>` as `&[T]`: the buffer and the length.
+                        let Some(esc) = scalar(et) else { return self.decline("a slice of non-scalars") };
+                        let (addr, _) = need!(self.red_object(fi, &args[0]), "a vector");
+                        let t = sc_rust(esc);
+                        return self.bind(
+                            fi,
+                            r,
+                            quote!({
+                                #addr
+                                match #rt::heap::vec_layout::<#t>() {
+                                    Some(__l) => [
+                                        __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, __l.0),
+                                        __c.b.red_vec_len(&__addr, __l),
+                                    ],
+                                    None => { __c.decline("a Vec whose layout is not known"); break 'path None; }
+                                }
+                            }),
+                        );
+                    }
+                }
                 if let Some(e) = self.operand(fi, &args[0], &rr) {
                     return self.bind(fi, r, e);
                 }
