@@ -67,7 +67,22 @@ fn demo() -> ExitCode {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |f: &str| args.iter().any(|a| a == f);
-    let positional: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    // `--threshold N`: merge point visits before a position is compiled.
+    let mut positional: Vec<&String> = vec![];
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--threshold" {
+            match it.next().and_then(|n| n.parse().ok()) {
+                Some(n) => jit::config().set_threshold(n),
+                None => {
+                    eprintln!("error: --threshold takes a number");
+                    return ExitCode::from(2);
+                }
+            }
+        } else if !a.starts_with("--") {
+            positional.push(a);
+        }
+    }
     let Some(file) = positional.first() else { return demo() };
     let input: i64 = match positional.get(1).map(|s| s.parse()) {
         None => 0,

@@ -1,0 +1,298 @@
+//! TLC through the generated JIT: every shipped program, every error kind,
+//! and random programs (well-formed and malformed) give the same result,
+//! output and error under the JIT as under `jit::plain`.
+//!
+//! `JITGEN_RANDOM_PROGRAMS=N` runs N random programs of each kind instead of
+//! the default.
+
+#[path = "../examples/tlc/asm.rs"]
+mod asm;
+#[path = "../examples/tlc/interp.rs"]
+mod interp;
+#[path = "../examples/tlc/programs.rs"]
+mod programs;
+
+use interp::tlc::{self, jit, Heap, Program};
+use interp::{describe, Out};
+
+/// What a run gives: the result (shown) or the error message, and the lines
+/// printed.
+type Outcome = (Result<String, String>, Vec<String>);
+
+fn run(a: &asm::Assembled, input: i64, use_jit: bool) -> Outcome {
+    let mut heap = Heap::default();
+    let mut out = Out::default();
+    let r = if use_jit {
+        tlc::run(&a.program, input, &mut heap, &mut out)
+    } else {
+        jit::plain::run(&a.program, input, &mut heap, &mut out)
+    };
+    (r.map(|v| interp::show(&heap, v)).map_err(|e| describe(&e, &a.strings)), out.lines)
+}
+
+/// Runs under both, asserts they agree, and returns the outcome.
+fn both(a: &asm::Assembled, input: i64, what: &str) -> Outcome {
+    let want = run(a, input, false);
+    let got = run(a, input, true);
+    assert_eq!(got, want, "{what} (input {input}) differs under the JIT");
+    want
+}
+
+fn program(name: &str) -> asm::Assembled {
+    asm::assemble(programs::source(name).expect("shipped")).expect("shipped programs assemble")
+}
+
+#[test]
+fn shipped_programs_agree_and_compute_what_the_peers_do() {
+    jit::config().set_threshold(3);
+    // The check sizes of shared/notes/peer-benchmarks.md.
+    assert_eq!(both(&program("factorial"), 100_000, "factorial").0, Ok("77491000".into()));
+    assert_eq!(both(&program("fibonacci"), 100_000, "fibonacci").0, Ok("28449233".into()));
+    assert_eq!(both(&program("f1"), 300, "f1").0, Ok("2531490".into()));
+    assert_eq!(both(&program("accumulator"), 2000, "accumulator").0, Ok("2001000".into()));
+    assert_eq!(both(&program("accumulator"), -2000, "accumulator").0, Ok("2000".into()));
+    assert_eq!(both(&program("fib_recursive"), 15, "fib_recursive").0, Ok("610".into()));
+    let (r, lines) = both(&program("lists"), 5, "lists");
+    assert_eq!(r, Ok("4".into()));
+    assert_eq!(
+        lines,
+        vec![
+            "[1, 2, 3, 4, 5]",
+            "[1, 2, 3, 4, 5, 1, 2, 3, 4, 5]",
+            "1",
+            "2",
+            "[[1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]]"
+        ]
+    );
+    for name in ["factorial", "fibonacci", "f1", "accumulator", "fib_recursive", "lists"] {
+        // (fibonacci and lists count their input down to 0: not from below;
+        // the recursive fibonacci takes exponential time.)
+        let inputs: &[i64] = match name {
+            "fibonacci" | "lists" => &[0, 1, 2, 7, 40],
+            "fib_recursive" => &[-3, 0, 1, 2, 7, 12],
+            _ => &[-3, 0, 1, 2, 7, 40],
+        };
+        for n in inputs {
+            let _ = both(&program(name), *n, name);
+        }
+    }
+    // The loops of factorial, fibonacci and f1 were compiled.
+    assert!(jit::stats().entries >= 3, "{:?}", jit::stats());
+}
+
+/// Each error kind of the spec, with a program that raises it.
+#[test]
+fn errors_are_the_same_under_the_jit() {
+    jit::config().set_threshold(1);
+    let cases: &[(&str, &str)] = &[
+        ("PUSH 1\nNIL\nADD", "TypeError"),
+        ("PUSH 1\nPUSH 0\nDIV", "ZeroDivisionError"),
+        ("PUSH 1\nPUSH 0\nMOD", "ZeroDivisionError"),
+        ("NIL\nPUSH 1\nCONS\nPUSH 5\nDIV", "IndexError"),
+        ("PUSHARGN 3", "IndexError"),
+        ("NEW x\nGETATTR y", "AttributeError"),
+        ("NEW x\nSEND m/0", "AttributeError"),
+        ("ADD", "StackUnderflow"),
+        ("PUSH 1\nPICK 1", "StackUnderflow"),
+        ("PUSH 1\nROLL 3", "StackUnderflow"),
+        ("NOP", "StackUnderflow"),
+        ("BR -5", "BadJump"),
+        ("PUSH 1\nBR_COND 100", "BadJump"),
+        ("PUSH 1\nPUSH 7\nBR_COND_STK", "BadJump"),
+        ("INVALID", "UnknownOpcode"),
+        ("PUSH 1\nCAR", "TypeError"),
+        ("PUSH 1\nPUSH 2\nLT\nNIL\nLT", "TypeError"),
+        ("PUSH 3\nGETATTR x", "TypeError"),
+    ];
+    for (src, kind) in cases {
+        let a = asm::assemble(src).expect("assembles");
+        for input in [0, 1] {
+            let (r, _) = both(&a, input, src);
+            let msg = r.expect_err(src);
+            assert!(msg.starts_with(kind), "{src}: {msg}");
+        }
+    }
+    // Malformed bytecode the assembler would not make.
+    let raw: &[(&[u8], &str)] = &[
+        (&[tlc::PUSH], "BadOperand"),
+        (&[tlc::NEW, 0], "BadOperand"),
+        (&[99], "UnknownOpcode"),
+        (&[0], "UnknownOpcode"),
+        (&[tlc::CALLARGS, 0], "BadOperand"),
+    ];
+    for (code, kind) in raw {
+        let a = asm::Assembled { program: Program { code: code.to_vec(), classes: vec![] }, strings: vec![] };
+        let msg = both(&a, 0, &format!("{code:?}")).0.expect_err("an error");
+        assert!(msg.starts_with(kind), "{code:?}: {msg}");
+    }
+    let e = asm::assemble("PUSH 1\nFOO 2").unwrap_err();
+    assert_eq!(e.to_string(), "AssemblyError: line 2: unknown instruction `FOO`");
+    let e = asm::assemble("PUSH 200").unwrap_err();
+    assert_eq!(e.line, 1);
+    let e = asm::assemble("BR nowhere").unwrap_err();
+    assert_eq!(e.to_string(), "AssemblyError: line 1: unknown label `nowhere`");
+}
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+fn how_many(default: usize) -> usize {
+    std::env::var("JITGEN_RANDOM_PROGRAMS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// Straight-line instructions, each an assembler line (some may fail at
+/// run time, which is the point: errors must agree too).
+fn straight(r: &mut Rng, out: &mut Vec<String>) {
+    let ops = [
+        "ADD", "SUB", "MUL", "DIV", "MOD", "AND", "EQ", "NE", "LT", "LE", "GT", "GE", "POP", "SWAP", "NIL", "CONS",
+        "CAR", "CDR", "PUSHARG", "PRINT", "NOP",
+    ];
+    match r.below(10) {
+        0..=2 => out.push(format!("PUSH {}", r.below(21) as i64 - 10)),
+        3 => out.push(format!("PICK {}", r.below(4))),
+        4 => out.push(format!("PUT {}", r.below(3) + 1)),
+        5 => out.push(format!("ROLL {}", r.below(9) as i64 - 4)),
+        _ => out.push(r.pick(&ops).to_string()),
+    }
+}
+
+/// A well-formed random program: straight-line code, forward branches,
+/// counted loops (the counter on top, bodies that leave it alone), calls of
+/// functions and methods defined after the main code.
+fn well_formed(r: &mut Rng) -> String {
+    let mut lines: Vec<String> = vec!["PUSH 3".into(), "PUSH 5".into(), "PUSHARG".into()];
+    let mut label = 0;
+    let mut funcs: Vec<String> = vec![];
+    for _ in 0..(2 + r.below(5)) {
+        match r.below(6) {
+            0 | 1 => {
+                for _ in 0..(1 + r.below(4)) {
+                    straight(r, &mut lines);
+                }
+            }
+            2 => {
+                // A counted loop: the counter stays on top; the body updates
+                // the slot below it (a binary operation of two picked values).
+                let l = label;
+                label += 1;
+                lines.push(format!("PUSH {}", r.below(12)));
+                lines.push(format!("loop{l}:"));
+                lines.push("PICK 0".into());
+                lines.push(format!("BR_COND body{l}"));
+                lines.push(format!("BR end{l}"));
+                lines.push(format!("body{l}:"));
+                for _ in 0..(1 + r.below(3)) {
+                    lines.push(format!("PICK {}", 1 + r.below(3)));
+                    lines.push(format!("PICK {}", 1 + r.below(3)));
+                    lines.push(r.pick(&["ADD", "SUB", "MUL", "AND", "EQ", "LT", "MOD", "DIV"]).into());
+                    lines.push(format!("PUT {}", 1 + r.below(2)));
+                }
+                lines.push("PUSH 1".into());
+                lines.push("SUB".into());
+                lines.push(format!("BR loop{l}"));
+                lines.push(format!("end{l}:"));
+                lines.push("POP".into());
+            }
+            3 => {
+                // A forward branch over some code.
+                let l = label;
+                label += 1;
+                lines.push(r.pick(&["PICK 0", "PUSH 0", "PUSH 1", "NIL"]).into());
+                lines.push(format!("BR_COND skip{l}"));
+                straight(r, &mut lines);
+                lines.push(format!("skip{l}:"));
+            }
+            4 => {
+                // A call of a function with arguments.
+                let f = funcs.len();
+                let n = r.below(3);
+                lines.push(format!("CALLARGS fn{f}/{n}"));
+                let mut body = vec![format!("fn{f}:")];
+                for _ in 0..(1 + r.below(3)) {
+                    body.push(format!("PUSHARGN {}", r.below(n + 1)));
+                    straight(r, &mut body);
+                }
+                body.push("RETURN".into());
+                funcs.push(body.join("\n"));
+            }
+            _ => {
+                // An object: a field set and read, a method sent.
+                let f = funcs.len();
+                lines.push(format!("NEW v,w,m=fn{f}"));
+                lines.push("PICK 0".into());
+                lines.push(format!("PUSH {}", r.below(9)));
+                lines.push("SETATTR v".into());
+                lines.push("PICK 0".into());
+                lines.push(format!("PUSH {}", r.below(9)));
+                lines.push("SEND m/1".into());
+                lines.push("POP".into());
+                lines.push(r.pick(&["GETATTR v", "GETATTR w", "GETATTR x"]).into());
+                funcs.push(format!("fn{f}:\nPUSHARGN 0\nGETATTR v\nPUSHARGN 1\nADD\nRETURN"));
+            }
+        }
+    }
+    lines.push("RETURN".into());
+    lines.extend(funcs);
+    lines.join("\n")
+}
+
+/// Random bytes where jumps can only go forward (so runs end): any opcode,
+/// any operand, truncated instructions.
+fn malformed(r: &mut Rng) -> Vec<u8> {
+    let n = 1 + r.below(24) as usize;
+    let mut code: Vec<u8> = (0..n).map(|_| (r.below(41)) as u8).collect();
+    let mut pc = 0;
+    while pc < code.len() {
+        let op = code[pc];
+        let nargs = asm::OPCODES.iter().find(|o| o.1 == op).map_or(0, |o| o.2);
+        if op == tlc::BR_COND_STK {
+            code[pc] = tlc::NOP; // its offset comes from the stack
+        }
+        if matches!(op, tlc::BR | tlc::BR_COND | tlc::CALL | tlc::CALLARGS) && pc + 1 < code.len() {
+            code[pc + 1] %= 20; // forward
+        }
+        pc += 1 + nargs;
+    }
+    code
+}
+
+#[test]
+fn random_programs_agree() {
+    jit::config().set_threshold(2);
+    let before = jit::stats();
+    let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+    let n = how_many(600);
+    for i in 0..n {
+        let src = well_formed(&mut r);
+        let a = asm::assemble(&src).unwrap_or_else(|e| panic!("generated program {i} does not assemble: {e}\n{src}"));
+        for input in [0, 3, -2] {
+            let _ = both(&a, input, &format!("random program {i}:\n{src}\n"));
+        }
+    }
+    for i in 0..n {
+        let code = malformed(&mut r);
+        let a = asm::Assembled { program: Program { code: code.clone(), classes: vec![] }, strings: vec![] };
+        for input in [0, 1] {
+            let _ = both(&a, input, &format!("random bytes {i}: {code:?}"));
+        }
+    }
+    // Compiled code ran (the random loops are hot enough).
+    let after = jit::stats();
+    eprintln!("random programs: {after:?}, last decline {:?}", jit::last_decline());
+    assert!(after.entries > before.entries + n as u64 / 10, "{before:?} {after:?}");
+}
