@@ -47,8 +47,12 @@ fn declined_compilations_continue_in_the_interpreter() {
     assert_eq!(boxed::jit::stats().compilations, 4);
     let why = boxed::jit::last_decline().unwrap();
     assert!(why.contains("allocating a `Cell`"), "{why}");
-    // Programs without the allocation still compile.
-    assert_eq!(boxed::run(&[0, 0, 0], 10), 7);
+    // Programs without the allocation still compile (after declined keys a
+    // portal skips up to `MAX_SKIP` visits: a few runs for this short one).
+    for _ in 0..30 {
+        assert_eq!(boxed::run(&[0, 0, 0], 10), 7);
+    }
     let s = boxed::jit::stats();
-    assert_eq!((s.compilations, s.declined, s.entries), (5, 4, 1), "{s:?}");
+    assert_eq!(s.declined, 4, "{s:?}");
+    assert!(s.compilations > 4 && s.entries > 0, "{s:?}");
 }

@@ -245,7 +245,7 @@ fn run(code: &mut Vec<u8>, acc: i64) -> i64 {
     let op = step(code, pc);
     acc + op as i64
 }";
-    expect!["4:18: mismatched types: expected `[u8]`, found `Vec<u8>`"].assert_eq(&error_of(src));
+    expect!["4:13: `step`, which needs its parameter 2 green (a `concrete` hint inside it), cannot be satisfied: `pc` (`code.pop().unwrap() as usize`) depends on `code.pop()`, which is red: it is the result of an operation with side effects; use `hint!(.., promote)` on a value it depends on"].assert_eq(&error_of(src));
 }
 
 #[test]

@@ -669,6 +669,8 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let compile = format_ident!("__compile_portal_{}", name);
             let hook = format_ident!("__portal_{}", name);
             let cache = format_ident!("__CACHE_{}", name.to_uppercase());
+            let skip = format_ident!("__SKIP_{}", name.to_uppercase());
+            let period = format_ident!("__PERIOD_{}", name.to_uppercase());
             hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
             let params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
             let green_args: Vec<&Ident> = e.green_params.iter().map(|(n, _, _)| n).collect();
@@ -683,6 +685,11 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let words = &e.input_words;
             let body = match outputs(&gen, &ret) {
                 Some((_, decode)) if e.bad.is_none() => quote! {
+                    let __skip = #skip.get();
+                    if __skip != 0 {
+                        #skip.set(__skip - 1);
+                        return None;
+                    }
                     let __cfg = &super::jit::__CONFIG;
                     if !__cfg.enabled() {
                         return None;
@@ -692,7 +699,16 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     let __content: &[&[u8]] = &[#(#content),*];
                     let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, __content, __cfg.threshold()));
                     let __code = match __hot {
-                        #rt::driver::Hot::Cold => return None,
+                        #rt::driver::Hot::Cold => {
+                            #period.set(0);
+                            return None;
+                        }
+                        #rt::driver::Hot::Declined => {
+                            let __p = #rt::driver::skip_after_declined(#period.get());
+                            #period.set(__p);
+                            #skip.set(__p);
+                            return None;
+                        }
                         #rt::driver::Hot::Run(__code) => __code,
                         #rt::driver::Hot::Compile => {
                             let __t = ::std::time::Instant::now();
@@ -751,6 +767,10 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 ::std::thread_local! {
                     static #cache: ::core::cell::RefCell<#rt::driver::PortalCache<[u64; #nkey]>> =
                         const { ::core::cell::RefCell::new(#rt::driver::PortalCache::new()) };
+                    /// Merge point visits still to skip, and the last run
+                    /// skipped (see `skip_after_declined`).
+                    static #skip: ::core::cell::Cell<u32> = const { ::core::cell::Cell::new(0) };
+                    static #period: ::core::cell::Cell<u32> = const { ::core::cell::Cell::new(0) };
                 }
                 /// The variables a portal gets back when it continues in the interpreter.
                 #[allow(non_camel_case_types)]

@@ -90,6 +90,7 @@ impl Config {
     }
 
     /// The threshold in force.
+    #[inline]
     pub fn threshold(&self) -> u32 {
         if self.explicit_threshold.load(Ordering::Relaxed) {
             self.threshold.load(Ordering::Relaxed)
@@ -105,6 +106,7 @@ impl Config {
     }
 
     /// Whether compilation is on.
+    #[inline]
     pub fn enabled(&self) -> bool {
         if self.explicit_enabled.load(Ordering::Relaxed) {
             self.enabled.load(Ordering::Relaxed)
@@ -264,10 +266,27 @@ pub const RETIRE_AFTER: u32 = 64;
 pub enum Hot {
     /// Keep interpreting.
     Cold,
+    /// Keep interpreting: this key's compilation was declined (or its code
+    /// retired). A portal may skip its next visits (see [`skip_after_declined`]).
+    Declined,
     /// Compile now (then call [`PortalCache::insert`]).
     Compile,
     /// Run this code.
     Run(ResidualFn),
+}
+
+/// The longest run of merge point visits a portal skips after meeting a
+/// declined key.
+pub const MAX_SKIP: u32 = 64;
+
+/// How many visits to skip after a visit met a declined key, given how many
+/// were skipped last time (`0` after a visit met anything else): doubling up
+/// to [`MAX_SKIP`]. Interpreting through code jitgen declined then costs a
+/// counter decrement per merge point; a hot key elsewhere is noticed within
+/// `MAX_SKIP` visits of it, counted once per visit that is not skipped.
+#[inline]
+pub fn skip_after_declined(last: u32) -> u32 {
+    (last.max(1) * 2).min(MAX_SKIP)
 }
 
 fn same_content(stored: &[Vec<u8>], now: &[&[u8]]) -> bool {
@@ -304,12 +323,30 @@ struct Bucket {
     count: u32,
     /// Compiled or declined keys that hash here.
     entries: u32,
+    /// When the only entry here is declined: its key's full hash, so that
+    /// visits of that key stay cold without comparing keys (a different key
+    /// with the same 64-bit hash would stay cold too: not compiled, never
+    /// wrong).
+    declined_hash: Option<u64>,
 }
 
-fn bucket_of<K: Hash>(key: &K) -> usize {
-    use std::hash::{BuildHasher, BuildHasherDefault};
+/// The hash of a key: each word multiplied by its own odd constant and the
+/// products summed (independent multiplies, no chain through the words as
+/// in a streaming hasher: this runs at every interpreted merge point), then
+/// mixed once.
+#[inline]
+fn hash_of<K: AsRef<[u64]>>(key: &K) -> u64 {
+    const C: [u64; 4] = [0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F, 0x1656_67B1_9E37_79F9, 0xD6E8_FEB8_6659_FD93];
+    let mut h = 0u64;
+    for (i, w) in key.as_ref().iter().enumerate() {
+        h = h.wrapping_add((w ^ (i as u64)).wrapping_mul(C[i % 4]).rotate_left(i as u32 * 7));
+    }
+    (h ^ (h >> 31)).wrapping_mul(0x94D0_49BB_1331_11EB)
+}
+
+fn bucket_of<K: AsRef<[u64]>>(key: &K) -> usize {
     // The high bits: a multiplicative hash mixes its input into them.
-    (BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(key) >> (64 - BUCKET_BITS)) as usize
+    (hash_of(key) >> (64 - BUCKET_BITS)) as usize
 }
 
 impl<K> PortalCache<K> {
@@ -330,13 +367,18 @@ impl<K: Hash + Eq + Clone> Default for PortalCache<K> {
     }
 }
 
-impl<K: Hash + Eq + Clone> PortalCache<K> {
+impl<K: Hash + Eq + Clone + AsRef<[u64]>> PortalCache<K> {
     /// Counts one iteration at `key` and says what to do.
+    #[inline]
     pub fn visit(&mut self, key: &K, content: &[&[u8]], threshold: u32) -> Hot {
         if self.buckets.is_empty() {
             self.buckets = vec![Bucket::default(); BUCKETS];
         }
-        let b = &mut self.buckets[bucket_of(key)];
+        let h = hash_of(key);
+        let b = &mut self.buckets[(h >> (64 - BUCKET_BITS)) as usize];
+        if b.declined_hash == Some(h) {
+            return Hot::Declined;
+        }
         if b.entries == 0 && b.count <= threshold {
             b.count += 1;
             if b.count <= threshold {
@@ -351,11 +393,13 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                 }
                 // Declined code stays declined, whatever the content: no
                 // need to compare it at every merge point.
-                Some(Entry::Declined) => return Hot::Cold,
+                Some(Entry::Declined) => return Hot::Declined,
                 Some(_) => {
                     // The green data changed under the same address.
                     self.entries.remove(key);
-                    self.buckets[bucket_of(key)].entries -= 1;
+                    let b = &mut self.buckets[bucket_of(key)];
+                    b.entries -= 1;
+                    b.declined_hash = None;
                     self.counts.remove(key);
                 }
                 None => {}
@@ -385,9 +429,12 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         if self.buckets.is_empty() {
             self.buckets = vec![Bucket::default(); BUCKETS];
         }
+        let h = hash_of(&key);
+        let b = &mut self.buckets[(h >> (64 - BUCKET_BITS)) as usize];
         if !self.entries.contains_key(&key) {
-            self.buckets[bucket_of(&key)].entries += 1;
+            b.entries += 1;
         }
+        b.declined_hash = (code.is_none() && b.entries == 1).then_some(h);
         let content = content.iter().map(|c| c.to_vec()).collect();
         let e = match code {
             Some(code) => Entry::Compiled { code, content, runs: 0, handovers: 0 },
@@ -405,6 +452,9 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         *handovers = handovers.saturating_add(1);
         if *handovers >= RETIRE_AFTER && *handovers * 2 > *runs {
             self.entries.insert(key.clone(), Entry::Declined);
+            let h = hash_of(key);
+            let b = &mut self.buckets[(h >> (64 - BUCKET_BITS)) as usize];
+            b.declined_hash = (b.entries == 1).then_some(h);
             return true;
         }
         false

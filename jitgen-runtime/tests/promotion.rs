@@ -167,7 +167,7 @@ fn code_that_keeps_handing_over_is_retired() {
         }
     }
     assert!(retired_at.is_some());
-    assert!(matches!(cache.visit(&[7], &[b"code"], 0), Hot::Cold));
+    assert!(matches!(cache.visit(&[7], &[b"code"], 0), Hot::Declined));
 }
 
 #[test]
