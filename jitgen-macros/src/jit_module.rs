@@ -240,20 +240,55 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     e.frame_lets.push(quote!(let #fid = #rt::virtuals::VPtr::Real(__in.next().expect("an input"));));
                 } else if let (Repr::VEList(ety, w), true) = (&r, portal) {
                     // A list of enums: elements read (flattened) once at entry.
+                    // The variants of the top `TAGGED_TOP` elements are part
+                    // of the key (4 bits each, 15: not known), so that the
+                    // code compiled for them knows them: a dynamic language's
+                    // operand stack enters the loop with its types known.
                     let len = format_ident!("__len_{}", n);
-                    e.lens.push(quote!(let #len: usize = #n.len();));
+                    let tags = format_ident!("__tags_{}", n);
+                    let (flat, _, tys) = enum_helpers(ety);
+                    let top = TAGGED_TOP;
+                    e.lens.push(quote! {
+                        let #len: usize = #n.len();
+                        let #tags: u64 = {
+                            let mut __w = 0u64;
+                            for __i in 0..#len.min(#top) {
+                                let __t = #flat(&#n[#len - 1 - __i])[0];
+                                __w |= __t.min(15) << (4 * __i);
+                            }
+                            __w
+                        };
+                    });
                     e.key.push(quote!(#len as u64));
+                    e.key.push(quote!(#tags));
                     e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
-                    let (_, _, tys) = enum_helpers(ety);
+                    e.green_params.push((tags.clone(), quote!(u64), quote!(u64)));
+                    let ranges: Vec<TokenStream> =
+                        variant_ranges(ety, gen.cg.types()).iter().map(|(a, b)| quote!((#a, #b))).collect();
                     let get = format_ident!("__vget_{}", mangle(ety));
                     e.frame_lets.push(quote! {
                         let #fid = {
                             let __p = __in.next().expect("an input");
                             if #len <= #rt::vlist::MAX_VIRTUAL_LEN {
+                                let __ranges: &[(usize, usize)] = &[#(#ranges),*];
+                                let __tys = #tys();
                                 let mut __items = ::std::vec::Vec::new();
                                 for __i in 0..#len {
-                                    let __e = __c.b.red_call(#get, "vec_get", &[__p, #rt::redbox::RedBox::u64(__i as u64)], &#tys());
-                                    __items.extend_from_slice(&__e[..#w]);
+                                    let __e = __c.b.red_call(#get, "vec_get", &[__p, #rt::redbox::RedBox::u64(__i as u64)], &__tys);
+                                    let mut __e: ::std::vec::Vec<#rt::redbox::RedBox> = __e[..#w].to_vec();
+                                    let __depth = #len - 1 - __i;
+                                    let __t = if __depth < #top { ((#tags >> (4 * __depth)) & 15) as usize } else { 15 };
+                                    if let Some(&(__a, __b)) = __ranges.get(__t) {
+                                        // The variant is known: its tag is a
+                                        // constant, other variants' slots are 0.
+                                        __e[0] = #rt::redbox::RedBox::constant(__tys[0], __t as u64);
+                                        for __s in 1..#w {
+                                            if __s < __a || __s >= __b {
+                                                __e[__s] = #rt::redbox::RedBox::constant(__tys[__s], 0);
+                                            }
+                                        }
+                                    }
+                                    __items.extend_from_slice(&__e);
                                 }
                                 #rt::vlist::VList::Virtual(__items)
                             } else {

@@ -298,6 +298,25 @@ pub fn field_offset(ty: &Ty, variant: &str, index: usize, types: &ModuleTypes) -
     None
 }
 
+/// For each variant of an enum, the slots its payload occupies in the
+/// flattened value (see `slots`): `start..end`.
+pub fn variant_ranges(ty: &Ty, types: &ModuleTypes) -> Vec<(usize, usize)> {
+    let mut at = 1;
+    let mut out = vec![];
+    for (_, _, fields, _) in variants(ty, types) {
+        let start = at;
+        for f in &fields {
+            at += slots(f, types, 1).map_or(0, |s| s.len());
+        }
+        out.push((start, at));
+    }
+    out
+}
+
+/// How many elements from the top of a portal's list of enums have their
+/// variant in the position key (4 bits each, in one key word).
+pub const TAGGED_TOP: usize = 8;
+
 /// The representation of a value of type `ty` and color `green`.
 pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
     if let Some(sc) = scalar(ty) {
