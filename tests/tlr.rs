@@ -92,3 +92,69 @@ fn portal_compiles_once_hot_and_agrees() {
     assert_eq!(tlr::interpret(&[42], 1), Err(TlrError::PcOutOfRange));
     assert_eq!(tlr::interpret(&[42, 0], 1), Err(TlrError::UnknownOpcode(42)));
 }
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Random TLR programs: a counted loop (register 0 counts down from `a`,
+/// the body does random register and accumulator work that leaves register 0
+/// alone) and random bytes whose jumps only go forward (so runs end).
+fn random_program(r: &mut Rng) -> Vec<u8> {
+    if r.below(2) == 0 {
+        let nregs = 1 + r.below(4) as u8;
+        let mut p = vec![tlr::ALLOCATE, nregs, tlr::MOV_A_R, 0];
+        let head = p.len() as u8;
+        for _ in 0..(1 + r.below(6)) {
+            match r.below(6) {
+                0 => p.extend([tlr::MOV_R_A, r.below(nregs as u64 + 1) as u8]), // may be a bad register
+                1 => p.extend([tlr::ADD_R_TO_A, r.below(nregs as u64) as u8]),
+                2 => p.extend([tlr::SET_A, r.below(50) as u8]),
+                3 => p.push(tlr::NEG_A),
+                4 => p.push(tlr::DECR_A),
+                _ => p.extend([tlr::MOV_A_R, 1 + r.below(nregs as u64) as u8]), // never register 0
+            }
+        }
+        // The counter: register 0 minus one, looped on while non-zero.
+        p.extend([tlr::MOV_R_A, 0, tlr::DECR_A, tlr::MOV_A_R, 0, tlr::JUMP_IF_A, head]);
+        p.extend([tlr::MOV_R_A, nregs - 1, tlr::RETURN_A]);
+        p
+    } else {
+        let n = 1 + r.below(16) as usize;
+        let mut p: Vec<u8> = (0..n).map(|_| r.below(11) as u8).collect();
+        for i in 0..p.len() {
+            if p[i] == tlr::JUMP_IF_A && i + 1 < p.len() {
+                p[i + 1] = (i + 2 + r.below(4) as usize) as u8; // forward (maybe past the end)
+            }
+        }
+        p
+    }
+}
+
+#[test]
+fn random_programs_agree() {
+    jit::config().set_threshold(2);
+    let n: usize = std::env::var("JITGEN_RANDOM_PROGRAMS").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let mut r = Rng(0x2545_F491_4F6C_DD1D);
+    let before = jit::stats();
+    for i in 0..n {
+        let p = random_program(&mut r);
+        for a in [1i64, 2, 9, 40] {
+            // (The counted loops count register 0 down from a, so a > 0.)
+            assert_eq!(tlr::interpret(&p, a), jit::plain::interpret(&p, a), "random program {i}: {p:?} a={a}");
+        }
+    }
+    let after = jit::stats();
+    assert!(after.entries > before.entries + n as u64 / 10, "{before:?} {after:?}");
+}
