@@ -53,15 +53,9 @@ fn tail_sig() -> Signature {
 impl CraneliftBackend {
     /// A backend for the host machine. The verifier runs in debug builds.
     pub fn new() -> Result<CraneliftBackend, BackendError> {
-        let e = |e: &dyn std::fmt::Display| BackendError(e.to_string());
-        let mut flags = settings::builder();
-        flags.set("opt_level", "speed").map_err(|x| e(&x))?;
-        flags.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
-        flags.set("is_pic", "false").map_err(|x| e(&x))?;
-        flags.set("preserve_frame_pointers", "true").map_err(|x| e(&x))?;
-        flags.set("enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" }).map_err(|x| e(&x))?;
-        let isa = cranelift_native::builder().map_err(|x| e(&x))?;
-        let isa = isa.finish(settings::Flags::new(flags)).map_err(|x| e(&x))?;
+        // The ISA (host detection and flags) is made once per process.
+        static ISA: std::sync::OnceLock<Result<OwnedTargetIsa, BackendError>> = std::sync::OnceLock::new();
+        let isa = ISA.get_or_init(Self::host_isa).clone()?;
         thread_local! {
             static TRAMPOLINE: std::cell::OnceCell<Rc<Trampoline>> = const { std::cell::OnceCell::new() };
         }
@@ -74,6 +68,19 @@ impl CraneliftBackend {
             }
         };
         Ok(CraneliftBackend { isa, trampoline })
+    }
+
+    /// The host's ISA with jitgen's flags.
+    fn host_isa() -> Result<OwnedTargetIsa, BackendError> {
+        let e = |e: &dyn std::fmt::Display| BackendError(e.to_string());
+        let mut flags = settings::builder();
+        flags.set("opt_level", "speed").map_err(|x| e(&x))?;
+        flags.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
+        flags.set("is_pic", "false").map_err(|x| e(&x))?;
+        flags.set("preserve_frame_pointers", "true").map_err(|x| e(&x))?;
+        flags.set("enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" }).map_err(|x| e(&x))?;
+        let isa = cranelift_native::builder().map_err(|x| e(&x))?;
+        isa.finish(settings::Flags::new(flags)).map_err(|x| e(&x))
     }
 
     /// `extern "C" fn(code, frame) -> status`: calls a tail-convention function.
