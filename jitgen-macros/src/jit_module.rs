@@ -706,6 +706,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let cache = format_ident!("__CACHE_{}", name.to_uppercase());
             let skip = format_ident!("__SKIP_{}", name.to_uppercase());
             let period = format_ident!("__PERIOD_{}", name.to_uppercase());
+            let skip_fn = format_ident!("__skip_{}", name);
             hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
             let params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
             let green_args: Vec<&Ident> = e.green_params.iter().map(|(n, _, _)| n).collect();
@@ -720,11 +721,6 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let words = &e.input_words;
             let body = match outputs(&gen, &ret) {
                 Some((_, decode)) if e.bad.is_none() => quote! {
-                    let __skip = #skip.get();
-                    if __skip != 0 {
-                        #skip.set(__skip - 1);
-                        return None;
-                    }
                     let __cfg = &super::jit::__CONFIG;
                     if !__cfg.enabled() {
                         return None;
@@ -811,6 +807,18 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 #[allow(non_camel_case_types)]
                 pub(super) struct #parked { #(#parked_fields),* }
 
+                /// Whether the portal skips this visit of its merge point
+                /// (counting one down); inlined into the interpreter loop.
+                #[inline(always)]
+                pub(super) fn #skip_fn() -> bool {
+                    let __skip = #skip.get();
+                    if __skip != 0 {
+                        #skip.set(__skip - 1);
+                        return true;
+                    }
+                    false
+                }
+
                 #[allow(unused_variables, unused_mut, clippy::all)]
                 pub(super) fn #hook(#(#params),*) -> ::core::option::Option<::core::result::Result<#ret_rust, #parked>> {
                     #body
@@ -827,10 +835,12 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             // The portal: the merge point asks the hook first.
             let args = &e.args;
             let call = quote! {
-                match self::__jit::#hook(#(#args),*) {
-                    ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
-                    ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }
-                    ::core::option::Option::None => {}
+                if !self::__jit::#skip_fn() {
+                    match self::__jit::#hook(#(#args),*) {
+                        ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
+                        ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }
+                        ::core::option::Option::None => {}
+                    }
                 }
             };
             InsertHook { call }.visit_item_fn_mut(item);
