@@ -7,12 +7,14 @@
 
 #[path = "../examples/tlc/asm.rs"]
 mod asm;
+mod common;
 #[path = "../examples/tlc/interp.rs"]
 mod interp;
 #[path = "../examples/tlc/programs.rs"]
 mod programs;
 
 use interp::tlc::{self, jit, Heap, Program};
+use common::{how_many, Rng};
 use interp::{describe, Out};
 
 /// What a run gives: the result (shown) or the error message, and the lines
@@ -131,28 +133,6 @@ fn errors_are_the_same_under_the_jit() {
     assert_eq!(e.line, 1);
     let e = asm::assemble("BR nowhere").unwrap_err();
     assert_eq!(e.to_string(), "AssemblyError: line 1: unknown label `nowhere`");
-}
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-}
-
-fn how_many(default: usize) -> usize {
-    std::env::var("JITGEN_RANDOM_PROGRAMS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
 
 /// Straight-line instructions, each an assembler line (some may fail at

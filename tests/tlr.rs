@@ -1,8 +1,11 @@
 //! TLR through the generated JIT: specialized ahead of time, and through its
 //! portal (compiled when hot); every result compared with `jit::plain`.
 
+mod common;
 #[path = "../examples/tlr/interp.rs"]
 mod interp;
+
+use common::{how_many, Rng};
 
 use interp::tlr::{self, jit, TlrError};
 
@@ -93,21 +96,6 @@ fn portal_compiles_once_hot_and_agrees() {
     assert_eq!(tlr::interpret(&[42, 0], 1), Err(TlrError::UnknownOpcode(42)));
 }
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Random TLR programs: a counted loop (register 0 counts down from `a`,
 /// the body does random register and accumulator work that leaves register 0
 /// alone) and random bytes whose jumps only go forward (so runs end).
@@ -145,7 +133,7 @@ fn random_program(r: &mut Rng) -> Vec<u8> {
 #[test]
 fn random_programs_agree() {
     jit::config().set_threshold(2);
-    let n: usize = std::env::var("JITGEN_RANDOM_PROGRAMS").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let n = how_many(1000);
     let mut r = Rng(0x2545_F491_4F6C_DD1D);
     let before = jit::stats();
     for i in 0..n {

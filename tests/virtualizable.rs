@@ -2,30 +2,16 @@
 //! owns. Every run is compared with `jit::plain`, results and the frame
 //! left behind.
 
+mod common;
 #[path = "../examples/tlr/frame.rs"]
 mod frame;
+
+use common::self_loops;
 
 use frame::tlr_frame::{self, jit, Frame};
 use jitgen::prelude::*;
 
 const SQUARE: &[u8] = &[7, 3, 1, 0, 1, 1, 4, 0, 1, 2, 4, 1, 8, 5, 0, 1, 0, 2, 2, 5, 1, 1, 2, 2, 0, 3, 10, 2, 2, 6];
-
-/// The blocks of a listing that jump to themselves (loop bodies).
-fn self_loops(listing: &str) -> Vec<String> {
-    let mut blocks = vec![];
-    let mut cur: Option<(String, String)> = None;
-    for line in listing.lines() {
-        if !line.starts_with(' ') {
-            blocks.extend(cur.take());
-            cur = Some((line.split('(').next().unwrap_or("").to_string(), String::new()));
-        } else if let Some((_, body)) = &mut cur {
-            body.push_str(line);
-            body.push('\n');
-        }
-    }
-    blocks.extend(cur);
-    blocks.into_iter().filter(|(l, body)| body.contains(&format!("{l}("))).map(|(_, b)| b).collect()
-}
 
 fn both(code: &[u8], a: i64) -> ((Result<i64, frame::tlr_frame::TlrError>, Frame), (Result<i64, frame::tlr_frame::TlrError>, Frame)) {
     let mut f1 = Frame { a, ..Frame::default() };

@@ -3,8 +3,11 @@
 //! lost; a portal's own `Vec` locals live in registers inside residual code.
 //! Every result is compared with `jit::plain`.
 
+mod common;
 #[path = "../examples/tlr/interp.rs"]
 mod interp;
+
+use common::self_loops;
 
 use jitgen::prelude::*;
 
@@ -90,25 +93,6 @@ fn a_list_grown_and_emptied_at_compile_time_leaves_arithmetic_only() {
 
 const SQUARE: &[u8] = &[7, 3, 1, 0, 1, 1, 4, 0, 1, 2, 4, 1, 8, 5, 0, 1, 0, 2, 2, 5, 1, 1, 2, 2, 0, 3, 10, 2, 2, 6];
 
-/// The blocks of a listing that jump to themselves: loop bodies.
-fn self_loops(listing: &str) -> Vec<String> {
-    let mut blocks = vec![];
-    let mut cur: Option<(String, String)> = None;
-    for line in listing.lines() {
-        if !line.starts_with(' ') {
-            if let Some(b) = cur.take() {
-                blocks.push(b);
-            }
-            let label = line.split('(').next().unwrap_or("").to_string();
-            cur = Some((label, String::new()));
-        } else if let Some((_, body)) = &mut cur {
-            body.push_str(line);
-            body.push('\n');
-        }
-    }
-    blocks.extend(cur);
-    blocks.into_iter().filter(|(l, body)| body.contains(&format!("{l}("))).map(|(_, b)| b).collect()
-}
 
 #[test]
 fn tlr_registers_live_in_registers_inside_the_portals_loop() {
