@@ -13,8 +13,8 @@ mod interp;
 #[path = "../examples/tlc/programs.rs"]
 mod programs;
 
-use interp::tlc::{self, jit, Heap, Program};
 use common::{how_many, Rng};
+use interp::tlc::{self, jit, Heap, Program};
 use interp::{describe, Out};
 
 /// What a run gives: the result (shown) or the error message, and the lines

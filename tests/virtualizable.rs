@@ -13,7 +13,10 @@ use jitgen::prelude::*;
 
 const SQUARE: &[u8] = &[7, 3, 1, 0, 1, 1, 4, 0, 1, 2, 4, 1, 8, 5, 0, 1, 0, 2, 2, 5, 1, 1, 2, 2, 0, 3, 10, 2, 2, 6];
 
-fn both(code: &[u8], a: i64) -> ((Result<i64, frame::tlr_frame::TlrError>, Frame), (Result<i64, frame::tlr_frame::TlrError>, Frame)) {
+fn both(
+    code: &[u8],
+    a: i64,
+) -> ((Result<i64, frame::tlr_frame::TlrError>, Frame), (Result<i64, frame::tlr_frame::TlrError>, Frame)) {
     let mut f1 = Frame { a, ..Frame::default() };
     let r1 = tlr_frame::run(&mut f1, code);
     let mut f2 = Frame { a, ..Frame::default() };

@@ -93,7 +93,6 @@ fn a_list_grown_and_emptied_at_compile_time_leaves_arithmetic_only() {
 
 const SQUARE: &[u8] = &[7, 3, 1, 0, 1, 1, 4, 0, 1, 2, 4, 1, 8, 5, 0, 1, 0, 2, 2, 5, 1, 1, 2, 2, 0, 3, 10, 2, 2, 6];
 
-
 #[test]
 fn tlr_registers_live_in_registers_inside_the_portals_loop() {
     use interp::tlr::{self, jit};
@@ -494,7 +493,8 @@ fn reads_through_a_deep_frozen_pointer_happen_at_compile_time() {
     assert!(!listing.contains("load") && !listing.contains("call"), "{listing}");
     assert!(listing.contains("const.i64 7") && listing.contains("const.i64 3"), "{listing}");
     for x in [0, 1, -4, i64::MAX] {
-        let want = frozen::jit::plain::eval(&mut frozen::Prog { code: vec![0, 0, 1, 1, 0, 2], consts: vec![7, 3, -5] }, x);
+        let want =
+            frozen::jit::plain::eval(&mut frozen::Prog { code: vec![0, 0, 1, 1, 0, 2], consts: vec![7, 3, -5] }, x);
         assert_eq!(r.call(x), want);
     }
 }

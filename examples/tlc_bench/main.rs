@@ -47,9 +47,30 @@ struct Bench {
 
 const BENCHES: &[Bench] = &[
     Bench { name: "f1", program: "f1", peer: "f1", native: (2117, 1000), jit: (2117, 100), slow: (2117, 20) },
-    Bench { name: "fact", program: "factorial", peer: "fact", native: (90_000_000, 1), jit: (90_000_000, 1), slow: (9_000_000, 1) },
-    Bench { name: "fib", program: "fibonacci", peer: "fib", native: (90_000_000, 1), jit: (90_000_000, 1), slow: (9_000_000, 1) },
-    Bench { name: "accum", program: "accumulator", peer: "accum", native: (100_000_000, 1), jit: (10_000_000, 1), slow: (10_000_000, 1) },
+    Bench {
+        name: "fact",
+        program: "factorial",
+        peer: "fact",
+        native: (90_000_000, 1),
+        jit: (90_000_000, 1),
+        slow: (9_000_000, 1),
+    },
+    Bench {
+        name: "fib",
+        program: "fibonacci",
+        peer: "fib",
+        native: (90_000_000, 1),
+        jit: (90_000_000, 1),
+        slow: (9_000_000, 1),
+    },
+    Bench {
+        name: "accum",
+        program: "accumulator",
+        peer: "accum",
+        native: (100_000_000, 1),
+        jit: (10_000_000, 1),
+        slow: (10_000_000, 1),
+    },
 ];
 
 /// Inner iterations of a run (the unit of ns/iter).
@@ -121,7 +142,8 @@ impl Accumulator for Add {
 }
 
 fn accum(n: i64) -> i64 {
-    let (mut obj, mut n): (Box<dyn Accumulator>, i64) = if n < 0 { (Box::new(Count(0)), -n) } else { (Box::new(Add(0)), n) };
+    let (mut obj, mut n): (Box<dyn Accumulator>, i64) =
+        if n < 0 { (Box::new(Count(0)), -n) } else { (Box::new(Add(0)), n) };
     while n > 0 {
         obj.accumulate(black_box(n));
         n -= 1;
@@ -216,7 +238,8 @@ fn peers(root: &Path, build: &Path) -> Vec<Peer> {
             let mut ok = true;
             for b in BENCHES {
                 let out = build.join(format!("{}.gcc{}", b.peer, opt));
-                let st = Command::new("gcc").arg(opt).arg("-o").arg(&out).arg(src.join(format!("{}.c", b.peer))).status();
+                let st =
+                    Command::new("gcc").arg(opt).arg("-o").arg(&out).arg(src.join(format!("{}.c", b.peer))).status();
                 ok &= st.is_ok_and(|s| s.success());
             }
             if ok {
@@ -226,7 +249,11 @@ fn peers(root: &Path, build: &Path) -> Vec<Peer> {
                     version: ver.clone(),
                     slow: false,
                     cmd: Box::new(move |b, s| {
-                        vec![build.join(format!("{}.gcc{}", b.peer, opt)).display().to_string(), s.0.to_string(), s.1.to_string()]
+                        vec![
+                            build.join(format!("{}.gcc{}", b.peer, opt)).display().to_string(),
+                            s.0.to_string(),
+                            s.1.to_string(),
+                        ]
                     }),
                 });
             }
@@ -248,7 +275,12 @@ fn peers(root: &Path, build: &Path) -> Vec<Peer> {
             version: ver,
             slow,
             cmd: Box::new(move |b, s| {
-                vec![exe.to_string(), src.join(format!("{}.{ext}", b.peer)).display().to_string(), s.0.to_string(), s.1.to_string()]
+                vec![
+                    exe.to_string(),
+                    src.join(format!("{}.{ext}", b.peer)).display().to_string(),
+                    s.0.to_string(),
+                    s.1.to_string(),
+                ]
             }),
         });
     }
@@ -285,7 +317,11 @@ fn main() {
         row("rustc -O (dyn for accum)", b.native, measure(runs, || timed(|| native(b, b.native)), &want, "rustc"));
         // The plain interpreter.
         let want_slow = native(b, b.slow);
-        row("TLC interpreter", b.slow, measure(runs, || timed(|| tlc_run(&a, b.slow, false)), &want_slow, "interpreter"));
+        row(
+            "TLC interpreter",
+            b.slow,
+            measure(runs, || timed(|| tlc_run(&a, b.slow, false)), &want_slow, "interpreter"),
+        );
         // The JIT, compilation included: a fresh thread has empty code caches.
         let want_jit = native(b, b.jit);
         let before = jit::stats();
@@ -381,7 +417,11 @@ fn main() {
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "?".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();

@@ -366,7 +366,8 @@ impl<'g> Gen<'g> {
             let blk = &f.graph.graph[b];
             let defines = blk.ops.iter().any(|op| op.result == t);
             for op in &blk.ops {
-                let list_op = matches!(op.kind, OpKind::GetItem | OpKind::SetItem | OpKind::Len | OpKind::Push | OpKind::Pop);
+                let list_op =
+                    matches!(op.kind, OpKind::GetItem | OpKind::SetItem | OpKind::Len | OpKind::Push | OpKind::Pop);
                 for (i, a) in op.args.iter().enumerate() {
                     if *a == tv && !(list_op && i == 0 && defines) {
                         return true;

@@ -105,7 +105,13 @@ impl VHeap {
 
     /// A virtual object standing for the real one at `backing`, with its
     /// fields' and lists' current values.
-    pub fn alloc_backed(&mut self, desc: &'static VDesc, fields: Vec<RedBox>, lists: Vec<VList>, backing: RedBox) -> VPtr {
+    pub fn alloc_backed(
+        &mut self,
+        desc: &'static VDesc,
+        fields: Vec<RedBox>,
+        lists: Vec<VList>,
+        backing: RedBox,
+    ) -> VPtr {
         self.objects.push(VObject { desc, fields, lists, backing: Some(backing), forced: None });
         VPtr::Virtual(self.objects.len() as u32 - 1)
     }
