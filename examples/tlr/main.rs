@@ -33,6 +33,18 @@ fn main() {
         s.compile_nanos as f64 / 1e6,
         s.residual_ops
     );
+    // The same with the registers in a `#[virtualizable]` frame the caller
+    // owns: in registers inside compiled code, in memory afterwards.
+    let mut frame = tlr::Frame { a: n, ..Default::default() };
+    let t = std::time::Instant::now();
+    let framed = tlr::run(&mut frame, SQUARE);
+    println!(
+        "with the JIT, registers in a frame: {:?}; the frame after: a = {}, {} steps",
+        t.elapsed(),
+        frame.a,
+        frame.steps
+    );
+    assert_eq!(framed, plain);
     if listing {
         for l in tlr::jit::portal_listings() {
             println!("{l}");
