@@ -40,12 +40,21 @@ fn both(a: &asm::Assembled, input: i64, what: &str) -> Outcome {
     want
 }
 
+/// The tests set the module's threshold and read its statistics, which are
+/// per module: they take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn program(name: &str) -> asm::Assembled {
     asm::assemble(programs::source(name).expect("shipped")).expect("shipped programs assemble")
 }
 
 #[test]
 fn shipped_programs_agree_and_compute_what_the_peers_do() {
+    let _turn = serial();
     jit::config().set_threshold(3);
     // The check sizes of shared/notes/peer-benchmarks.md.
     assert_eq!(both(&program("factorial"), 100_000, "factorial").0, Ok("77491000".into()));
@@ -85,7 +94,11 @@ fn shipped_programs_agree_and_compute_what_the_peers_do() {
 /// Each error kind of the spec, with a program that raises it.
 #[test]
 fn errors_are_the_same_under_the_jit() {
-    jit::config().set_threshold(1);
+    let _turn = serial();
+    // Threshold 0: each position compiles at its first visit, so even
+    // straight-line programs raise their errors from compiled code.
+    jit::config().set_threshold(0);
+    let before = jit::stats();
     let cases: &[(&str, &str)] = &[
         ("PUSH 1\nNIL\nADD", "TypeError"),
         ("PUSH 1\nPUSH 0\nDIV", "ZeroDivisionError"),
@@ -127,6 +140,9 @@ fn errors_are_the_same_under_the_jit() {
         let msg = both(&a, 0, &format!("{code:?}")).0.expect_err("an error");
         assert!(msg.starts_with(kind), "{code:?}: {msg}");
     }
+    // Compiled code ran and raised errors (entries), not only the interpreter.
+    let after = jit::stats();
+    assert!(after.entries > before.entries + 10, "{before:?} {after:?}");
     let e = asm::assemble("PUSH 1\nFOO 2").unwrap_err();
     assert_eq!(e.to_string(), "AssemblyError: line 2: unknown instruction `FOO`");
     let e = asm::assemble("PUSH 200").unwrap_err();
@@ -253,6 +269,7 @@ fn malformed(r: &mut Rng) -> Vec<u8> {
 
 #[test]
 fn random_programs_agree() {
+    let _turn = serial();
     jit::config().set_threshold(2);
     let before = jit::stats();
     let mut r = Rng(0x9E37_79B9_7F4A_7C15);
