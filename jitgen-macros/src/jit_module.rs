@@ -216,8 +216,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                             e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
                             let load = load_list(sc, &len);
                             loads.push(quote!({
-                                let __at = #rt::redbox::RedBox::constant(#rt::ops::ValTy::Ptr, #off as u64);
-                                let __p = __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__obj, &__at);
+                                let __p = __c.b.red_offset(&__obj, #off as u64);
                                 __lists.push(#load);
                             }));
                         } else if let Some(sc) = scalar(ft) {

@@ -820,8 +820,7 @@ impl<'g> Gen<'g> {
                         let __l: #rt::vlist::VList = ::core::clone::Clone::clone(&#v);
                         if !__st.heap.set_list(&#p, #k, &__l) {
                             #addr
-                            let __at = #rt::redbox::RedBox::constant(#rt::ops::ValTy::Ptr, ::core::mem::offset_of!(#sn, #fname) as u64);
-                            let __dest = __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__addr, &__at);
+                            let __dest = __c.b.red_offset(&__addr, ::core::mem::offset_of!(#sn, #fname) as u64);
                             match __l {
                                 #rt::vlist::VList::Real(__src) => {
                                     __c.b.red_call(#rt::heap::vec_move::<#t>, "vec_move", &[__dest, __src], &[]);
@@ -1256,8 +1255,7 @@ impl<'g> Gen<'g> {
                         Some(__l) if !#escapes => __l,
                         _ => {
                             #addr
-                            let __at = #rt::redbox::RedBox::constant(#rt::ops::ValTy::Ptr, ::core::mem::offset_of!(#sn, #fname) as u64);
-                            #rt::vlist::VList::Real(__c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__addr, &__at))
+                            #rt::vlist::VList::Real(__c.b.red_offset(&__addr, ::core::mem::offset_of!(#sn, #fname) as u64))
                         }
                     }),
                 );
@@ -1289,11 +1287,7 @@ impl<'g> Gen<'g> {
             (Repr::RPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
                 self.bind(fi, r, quote!({ #addr __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, #off as i32) }))
             }
-            (Repr::RPtr | Repr::VList(_), _) => self.bind_ptr(
-                fi,
-                r,
-                quote!({ #addr __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__addr, &#rt::redbox::RedBox::constant(#rt::ops::ValTy::Ptr, #off)) }),
-            ),
+            (Repr::RPtr | Repr::VList(_), _) => self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) })),
             _ => self.decline("a field of this type through a run-time pointer"),
         }
     }

@@ -257,6 +257,11 @@ impl ResidualBuilder {
         v.into_iter().map(|val| self.var(val)).collect()
     }
 
+    /// The address `offset` bytes past `addr` (a field inside an object).
+    pub fn red_offset(&mut self, addr: &RedBox, offset: u64) -> RedBox {
+        self.red_bin(BinOp::Add, Overflow::Wrap, addr, &RedBox::constant(ValTy::Ptr, offset))
+    }
+
     /// `v.len()` of a `Vec<T>` at `addr`, its fields at the probed offsets
     /// ([`crate::heap::vec_layout`]).
     pub fn red_vec_len(&mut self, addr: &RedBox, layout: (i32, i32)) -> RedBox {

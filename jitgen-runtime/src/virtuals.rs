@@ -178,8 +178,7 @@ impl VHeap {
                     b.red_store(&addr, *off, x);
                 }
                 for (l, d) in o.lists.iter().zip(o.desc.lists) {
-                    let at = RedBox::constant(ValTy::Ptr, d.offset as u64);
-                    let dest = b.red_bin(crate::ops::BinOp::Add, crate::ops::Overflow::Wrap, &addr, &at);
+                    let dest = b.red_offset(&addr, d.offset as u64);
                     match l {
                         VList::Real(src) => {
                             b.red_call(d.mov, "vec_move", &[dest, *src], &[]);
