@@ -11,6 +11,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::visit_mut::VisitMut;
 
+use crate::content::{content_of, has_deep_content};
 use crate::repr::*;
 use crate::timeshift::Gen;
 
@@ -30,6 +31,9 @@ struct Entry {
     key: Vec<TokenStream>,
     /// Expressions of the content bytes of green sequences.
     content: Vec<TokenStream>,
+    /// Statements appending the content of deeper green data to `__out`
+    /// (see `content`), run once per call of the portal.
+    deep: Vec<TokenStream>,
     /// Green parameters passed to the compile function: (name, type with
     /// the lifetime `'a`, type with it elided).
     green_params: Vec<(Ident, TokenStream, TokenStream)>,
@@ -53,6 +57,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
         input_words: vec![],
         key: vec![],
         content: vec![],
+        deep: vec![],
         green_params: vec![],
         bad: None,
         lens: vec![],
@@ -110,6 +115,16 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                 if elem.as_ref().is_some_and(|t| scalar(t).is_some()) {
                     e.key.push(quote!(#n.len() as u64));
                     e.content.push(quote!(#rt::driver::content_bytes(&#n[..])));
+                } else {
+                    // Deeper data (a program with its class table): its
+                    // bytes, taken once per call of the portal.
+                    let referent_ty = match &ty {
+                        Ty::Ref { to, .. } => (**to).clone(),
+                        other => other.clone(),
+                    };
+                    if has_deep_content(&referent_ty) {
+                        e.deep.push(content_of(&referent_ty, quote!(#n)));
+                    }
                 }
             }
             Repr::Enum(t, nslots) if green => {
@@ -149,7 +164,8 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                 e.input_words.push(quote!(__words.extend_from_slice(&#flat(#n));));
                 e.frame_lets.push(quote!(let #fid: [#rt::redbox::RedBox; #nslots] = ::core::array::from_fn(|_| __in.next().expect("an input"));));
             }
-            Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VPtr | Repr::VDict(..) => {
+            Repr::VOpt => e.bad = Some(format!("an `Option` of a struct (`{ty}`) is live here")),
+            Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VPtr | Repr::VDict(..) | Repr::VOList(_) => {
                 let (pty, arg, addr) = match &ty {
                     Ty::Ref { mutable: true, to } => {
                         let t = pty_of(to);
@@ -209,7 +225,14 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     for (fname, ft) in &d.fields {
                         let fid_ = format_ident!("{}", fname);
                         let off = quote!(::core::mem::offset_of!(#sn, #fid_));
-                        if let Some(sc) = list_field(ft) {
+                        if let Some(LElem::Enum(..)) = list_field(ft, gen.cg.types()) {
+                            // A list of enums stays in the object: the virtual
+                            // object names it (moved back onto itself when
+                            // written back).
+                            loads.push(
+                                quote!(__lists.push(#rt::vlist::VList::Real(__c.b.red_offset(&__obj, #off as u64)));),
+                            );
+                        } else if let Some(LElem::Sc(sc)) = list_field(ft, gen.cg.types()) {
                             let len = format_ident!("__len_{}_{}", n, fname);
                             e.lens.push(quote!(let #len: usize = #n.#fid_.len();));
                             e.key.push(quote!(#len as u64));
@@ -264,7 +287,8 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     e.green_params.push((tags.clone(), quote!(u64), quote!(u64)));
                     let ranges: Vec<TokenStream> =
                         variant_ranges(ety, gen.cg.types()).iter().map(|(a, b)| quote!((#a, #b))).collect();
-                    let get = format_ident!("__vget_{}", mangle(ety));
+                    let marker = flat_marker(ety);
+                    let get = quote!(#rt::heap::flat_vec_get::<#marker>);
                     e.frame_lets.push(quote! {
                         let #fid = {
                             let __p = __in.next().expect("an input");
@@ -295,6 +319,26 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                             }
                         };
                     });
+                } else if let (Repr::VOList(_), true) = (&r, portal) {
+                    // A list of structs (saved frames): virtual when empty at
+                    // entry (its length is in the key); residual code
+                    // declines to work on a real one.
+                    let len = format_ident!("__len_{}", n);
+                    e.lens.push(quote!(let #len: usize = #n.len();));
+                    e.key.push(quote!(#len as u64));
+                    e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+                    e.frame_lets.push(quote! {
+                        let #fid = {
+                            let __p = __in.next().expect("an input");
+                            if #len == 0 {
+                                #rt::virtuals::VPList::Virtual(::std::vec::Vec::new())
+                            } else {
+                                #rt::virtuals::VPList::Real(__p)
+                            }
+                        };
+                    });
+                } else if matches!(r, Repr::VOList(_)) {
+                    e.frame_lets.push(quote!(let #fid = #rt::virtuals::VPList::Real(__in.next().expect("an input"));));
                 } else if matches!(r, Repr::VList(_) | Repr::VEList(..)) {
                     e.frame_lets.push(quote!(let #fid = #rt::vlist::VList::Real(__in.next().expect("an input"));));
                 } else {
@@ -592,7 +636,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
     let mut gen = Gen::new(cg);
     // Entry points: portals (at their merge point) and specialize (at entry).
     let mut plain_copies = vec![];
-    let mut hooks = vec![];
+    let mut hooks = vec![crate::content::content_fns(gen.cg.types())];
     let mut specializers = vec![];
     let mut specialize_api = vec![];
     let mut reexports = vec![];
@@ -707,7 +751,12 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let period = format_ident!("__PERIOD_{}", name.to_uppercase());
             let skip_fn = format_ident!("__skip_{}", name);
             hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
-            let params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
+            let mut params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
+            let deep = &e.deep;
+            let has_deep = !deep.is_empty();
+            if has_deep {
+                params.push(quote!(__deep_cell: &mut ::core::option::Option<::std::vec::Vec<u8>>));
+            }
             let green_args: Vec<&Ident> = e.green_params.iter().map(|(n, _, _)| n).collect();
             let ret_rust = match &item.sig.output {
                 syn::ReturnType::Default => quote!(()),
@@ -718,6 +767,16 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let nkey = e.key.len();
             let content = &e.content;
             let words = &e.input_words;
+            let deep_content = if has_deep {
+                quote!(__deep_cell.get_or_insert_with(|| {
+                    let mut __bytes = ::std::vec::Vec::new();
+                    let __out: &mut ::std::vec::Vec<u8> = &mut __bytes;
+                    #(#deep)*
+                    __bytes
+                }))
+            } else {
+                quote!()
+            };
             let body = match outputs(&gen, &ret) {
                 Some((_, decode)) if e.bad.is_none() => quote! {
                     let __cfg = &super::jit::__CONFIG;
@@ -726,7 +785,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     }
                     #(#lens)*
                     let __key: [u64; #nkey] = [#(#key),*];
-                    let __content: &[&[u8]] = &[#(#content),*];
+                    let __content: &[&[u8]] = &[#(#content,)* #deep_content];
                     let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, __content, __cfg.threshold()));
                     let __code = match __hot {
                         #rt::driver::Hot::Cold => {
@@ -832,7 +891,10 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let plain_id = format_ident!("__plain_{}", name);
             reexports.push(quote!(pub use super::super::#plain_id as #ident;));
             // The portal: the merge point asks the hook first.
-            let args = &e.args;
+            let mut args = e.args.clone();
+            if has_deep {
+                args.push(quote!(&mut __jit_deep_content));
+            }
             let call = quote! {
                 if !self::__jit::#skip_fn() {
                     match self::__jit::#hook(#(#args),*) {
@@ -843,6 +905,14 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 }
             };
             InsertHook { call }.visit_item_fn_mut(item);
+            if has_deep {
+                // The content of the portal's green data, taken at most once
+                // per call (see `content`).
+                item.block.stmts.insert(
+                    0,
+                    syn::parse_quote!(let mut __jit_deep_content: ::core::option::Option<::std::vec::Vec<u8>> = ::core::option::Option::None;),
+                );
+            }
         } else if is_pub {
             reexports.push(quote!(pub use super::super::#ident;));
         }

@@ -11,6 +11,7 @@
 //! to jitgen only through `::jitgen::__private`, and its own names start with `__`.
 
 mod check;
+mod content;
 mod jit_module;
 mod repr;
 mod timeshift;

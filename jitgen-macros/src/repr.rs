@@ -57,8 +57,20 @@ pub enum Repr {
     /// A red `Vec` of scalars, owned by a local: a `VList` (virtual while
     /// made and used at compile-time positions, else a real `Vec`'s address).
     VList(Sc),
+    /// A red `Vec` of a struct whose objects may be virtual (`Vec<Frame>`):
+    /// a `VPList`, virtual while made and used at compile-time positions.
+    VOList(String),
+    /// A red `Option` of such a struct (what `pop` gives): the tag's red box
+    /// and the pointer (`VPtr::Real(0)` for `None`).
+    VOpt,
     /// Cannot be represented (yet): using it declines the compilation.
     Bad(String),
+}
+
+/// Whether values of this representation are compile-time containers
+/// (mutated in place, cloned when a frame needs its own copy).
+pub fn is_container(r: &Repr) -> bool {
+    matches!(r, Repr::VList(_) | Repr::VEList(..) | Repr::VDict(..) | Repr::VOList(_))
 }
 
 pub fn rt() -> TokenStream {
@@ -326,6 +338,17 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
         if virtual_struct(ty, types).is_some() {
             return Repr::VPtr;
         }
+        match ty {
+            Ty::Vec(e) if matches!(**e, Ty::Struct(_)) => {
+                if let Some(s) = virtual_struct(e, types) {
+                    return Repr::VOList(s);
+                }
+            }
+            Ty::Option(e) if matches!(**e, Ty::Struct(_)) && virtual_struct(e, types).is_some() => {
+                return Repr::VOpt;
+            }
+            _ => {}
+        }
     }
     match ty {
         Ty::Unit | Ty::Never => Repr::Unit,
@@ -359,7 +382,8 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
 
 /// The struct a value of this type designates (itself, boxed, or behind a
 /// reference), when its objects can be virtual: a module struct without
-/// lifetime parameters whose fields are all scalars.
+/// lifetime parameters whose fields are all scalars or lists of scalars or
+/// of plain enums (see `list_field`).
 pub fn virtual_struct(ty: &Ty, types: &ModuleTypes) -> Option<String> {
     let s = match ty {
         Ty::Struct(s) => s,
@@ -376,23 +400,88 @@ pub fn virtual_struct(ty: &Ty, types: &ModuleTypes) -> Option<String> {
         _ => return None,
     };
     let d = types.structs.get(s)?;
-    let ok = |t: &Ty| scalar(t).is_some() || (d.virtualizable && list_field(t).is_some());
+    let ok = |t: &Ty| scalar(t).is_some() || list_field(t, types).is_some();
     (d.lifetimes == 0 && !d.fields.is_empty() && d.fields.values().all(ok)).then(|| s.clone())
 }
 
-/// The element type of a field a virtualizable object keeps as a list.
-pub fn list_field(t: &Ty) -> Option<Sc> {
+/// The elements of a list field of a virtual object.
+#[derive(Clone, Debug)]
+pub enum LElem {
+    /// Scalars: one red box each.
+    Sc(Sc),
+    /// A plain enum: its flattened slots each.
+    Enum(Ty, usize),
+}
+
+impl LElem {
+    /// The representation of the list.
+    pub fn repr(&self) -> Repr {
+        match self {
+            LElem::Sc(sc) => Repr::VList(*sc),
+            LElem::Enum(t, w) => Repr::VEList(t.clone(), *w),
+        }
+    }
+
+    /// Red boxes per element.
+    pub fn width(&self) -> usize {
+        match self {
+            LElem::Sc(_) => 1,
+            LElem::Enum(_, w) => *w,
+        }
+    }
+
+    /// The element's Rust type.
+    pub fn rust(&self) -> TokenStream {
+        match self {
+            LElem::Sc(sc) => sc_rust(*sc),
+            LElem::Enum(t, _) => rust_ty(t, None),
+        }
+    }
+
+    /// The runtime's helper writing a virtual list into a `Vec`:
+    /// `[dest, n, slots..] -> []`.
+    pub fn store_fn(&self) -> TokenStream {
+        let rt = rt();
+        match self {
+            LElem::Sc(sc) => {
+                let t = sc_rust(*sc);
+                quote!(#rt::heap::vec_store::<#t>)
+            }
+            LElem::Enum(t, _) => {
+                let m = flat_marker(t);
+                quote!(#rt::heap::flat_vec_store::<#m>)
+            }
+        }
+    }
+}
+
+/// The elements of a field of this type that a virtual object keeps as a
+/// list: a `Vec` of scalars or of plain enums.
+pub fn list_field(t: &Ty, types: &ModuleTypes) -> Option<LElem> {
     match t {
-        Ty::Vec(e) => scalar(e),
+        Ty::Vec(e) => match scalar(e) {
+            Some(sc) => Some(LElem::Sc(sc)),
+            None if is_enum(e) && plain(e, types) => Some(LElem::Enum((**e).clone(), slots(e, types, 0)?.len())),
+            None => None,
+        },
         _ => None,
     }
 }
 
 /// Where field `name` of a virtual struct lives in its `VObject`: among the
 /// scalar fields (`Ok(k)`) or among the lists (`Err(k)`).
-pub fn vfield_index(d: &hint_annotator::module::StructDef, name: &str) -> Option<Result<usize, usize>> {
-    let is_list = list_field(d.fields.get(name)?).is_some();
-    let k = d.fields.iter().take_while(|(n, _)| *n != name).filter(|(_, t)| list_field(t).is_some() == is_list).count();
+pub fn vfield_index(
+    d: &hint_annotator::module::StructDef,
+    name: &str,
+    types: &ModuleTypes,
+) -> Option<Result<usize, usize>> {
+    let is_list = list_field(d.fields.get(name)?, types).is_some();
+    let k = d
+        .fields
+        .iter()
+        .take_while(|(n, _)| *n != name)
+        .filter(|(_, t)| list_field(t, types).is_some() == is_list)
+        .count();
     Some(if is_list { Err(k) } else { Ok(k) })
 }
 
@@ -416,6 +505,8 @@ pub fn field_ty(r: &Repr) -> TokenStream {
         Repr::VList(_) | Repr::VEList(..) => quote!(#rt::vlist::VList),
         Repr::VPtr => quote!(#rt::virtuals::VPtr),
         Repr::VDict(..) => quote!(#rt::vdict::VDict),
+        Repr::VOList(_) => quote!(#rt::virtuals::VPList),
+        Repr::VOpt => quote!((#rt::redbox::RedBox, #rt::virtuals::VPtr)),
         Repr::RSlice => quote!([#rt::redbox::RedBox; 2]),
     }
 }
@@ -426,7 +517,14 @@ pub fn enum_helpers(ty: &Ty) -> (Ident, Ident, Ident) {
     (format_ident!("__flat_{}", m), format_ident!("__unflat_{}", m), format_ident!("__tys_{}", m))
 }
 
-/// `__flat_T`, `__unflat_T` (when plain) and `__tys_T` for an enum type.
+/// The marker type implementing `jitgen_runtime::heap::Flat` for a plain
+/// enum type (for the runtime's helpers on `Vec`s of it).
+pub fn flat_marker(ty: &Ty) -> Ident {
+    format_ident!("__F_{}", mangle(ty))
+}
+
+/// `__flat_T`, `__unflat_T` and `__F_T` (when plain) and `__tys_T` for an
+/// enum type.
 pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
     let rt = rt();
     let (flat, unflat, tys) = enum_helpers(ty);
@@ -496,8 +594,21 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         };
         unflat_arms.push(quote!(#k32 => #build,));
     }
+    let marker = flat_marker(ty);
     let unflat_fn = if plain(ty, types) {
         quote! {
+            #[allow(non_camel_case_types)]
+            pub(super) struct #marker;
+            impl #rt::heap::Flat for #marker {
+                type T = #t;
+                const N: usize = #n;
+                fn flat(__v: &#t, __out: &mut [u64]) {
+                    __out[..#n].copy_from_slice(&#flat(__v));
+                }
+                fn unflat(__w: &[u64]) -> #t {
+                    #unflat(__w)
+                }
+            }
             #[allow(non_snake_case, unused_variables)]
             pub(super) fn #unflat(__w: &[u64]) -> #t {
                 match __w[0] {

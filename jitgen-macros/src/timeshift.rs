@@ -161,8 +161,10 @@ impl<'g> Gen<'g> {
         self.points.len() - 1
     }
 
-    /// An operation on a list of enums (virtual only, see `Repr::VEList`),
-    /// or `None` when `op` is not one.
+    /// An operation on a list of enums (see `Repr::VEList`), or `None` when
+    /// `op` is not one. On a virtual list at compile-time positions nothing
+    /// is emitted; otherwise the list is forced and the runtime's helpers
+    /// for `Vec`s of flattened elements (`heap::Flat`) are called.
     fn enum_list_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> Option<TokenStream> {
         let rt = rt();
         let r = op.result;
@@ -181,57 +183,99 @@ impl<'g> Gen<'g> {
         };
         let Repr::VEList(ety, n) = list_repr else { return None };
         let erepr = Repr::Enum(ety.clone(), n);
-        let fail = quote!({
-            __c.decline("a list of enums whose shape is not known at compile time");
-            break 'path None;
-        });
         let u = quote!(#rt::redbox::RedBox);
         let usize_r = Repr::R(Sc::Int(IntTy::Usize));
+        let m = flat_marker(&ety);
+        let (_, _, tys) = enum_helpers(&ety);
+        let force = |l: &Ident| quote!(#l.force_flat(&mut __c.b, #n, #rt::heap::flat_vec_new::<#m>));
         Some(match (&op.kind, base) {
             (OpKind::Len, Some(l)) => {
                 let l = v_ident(l);
-                self.bind(fi, r, quote!(match #l.len_w(#n) { Some(__n) => __n, None => #fail }))
+                let addr = force(&l);
+                let ut = u64_valty();
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match #l.len_w(#n) {
+                        Some(__n) => __n,
+                        None => { let __a = #addr; __c.b.red_call(#rt::heap::flat_vec_len::<#m>, "vec_len", &[__a], &[#ut])[0] }
+                    }),
+                )
             }
             (OpKind::GetItem, Some(l)) => {
                 let l = v_ident(l);
+                let addr = force(&l);
                 let i = self.operand(fi, &args[1], &usize_r)?;
                 self.bind(
                     fi,
                     r,
-                    quote!(match #l.get_w(&#i, #n) { Some(__s) => <[#u; #n]>::try_from(__s).expect("n slots"), None => #fail }),
+                    quote!({
+                        let __i = #i;
+                        match #l.get_w(&__i, #n) {
+                            Some(__s) => <[#u; #n]>::try_from(__s).expect("n slots"),
+                            None => {
+                                let __a = #addr;
+                                let __v = __c.b.red_call(#rt::heap::flat_vec_get::<#m>, "vec_get", &[__a, __i], &#tys());
+                                <[#u; #n]>::try_from(&__v[..]).expect("n slots")
+                            }
+                        }
+                    }),
                 )
             }
             (OpKind::SetItem, Some(l)) => {
                 let l = v_ident(l);
+                let addr = force(&l);
                 let i = self.operand(fi, &args[1], &usize_r)?;
                 let x = self.operand(fi, &args[2], &erepr)?;
-                quote!(if !#l.set_w(&#i, &#x) #fail)
+                quote!({
+                    let (__i, __x) = (#i, #x);
+                    if !#l.set_w(&__i, &__x) {
+                        let __a = #addr;
+                        let mut __args = vec![__a, __i];
+                        __args.extend_from_slice(&__x);
+                        __c.b.red_call(#rt::heap::flat_vec_set::<#m>, "vec_set", &__args, &[]);
+                    }
+                })
             }
             (OpKind::Push, Some(l)) => {
                 let l = v_ident(l);
+                let addr = force(&l);
                 let x = self.operand(fi, &args[1], &erepr)?;
-                quote!(if !#l.push_w(&#x) #fail)
+                quote!({
+                    let __x = #x;
+                    if !#l.push_w(&__x) {
+                        let __a = #addr;
+                        let mut __args = vec![__a];
+                        __args.extend_from_slice(&__x);
+                        __c.b.red_call(#rt::heap::flat_vec_push::<#m>, "vec_push", &__args, &[]);
+                    }
+                })
             }
             (OpKind::Pop, Some(l)) => {
                 let l = v_ident(l);
-                let (_, _, tys) = enum_helpers(&Ty::Option(Box::new(ety.clone())));
-                let m = n + 1;
+                let addr = force(&l);
+                let (_, _, otys) = enum_helpers(&Ty::Option(Box::new(ety.clone())));
+                let m1 = n + 1;
                 self.bind(
                     fi,
                     r,
                     quote!(match #l.pop_w(#n) {
                         Some(Some(__e)) => {
-                            let __t = #tys();
-                            let mut __a: [#u; #m] = ::core::array::from_fn(|__k| #u::constant(__t[__k], 0));
+                            let __t = #otys();
+                            let mut __a: [#u; #m1] = ::core::array::from_fn(|__k| #u::constant(__t[__k], 0));
                             __a[0] = #u::constant(__t[0], 1);
                             __a[1..].copy_from_slice(&__e);
                             __a
                         }
                         Some(None) => {
-                            let __t = #tys();
+                            let __t = #otys();
                             ::core::array::from_fn(|__k| #u::constant(__t[__k], 0))
                         }
-                        None => #fail,
+                        None => {
+                            let __a = #addr;
+                            let __v = __c.b.red_call(#rt::heap::flat_vec_pop::<#m>, "vec_pop", &[__a], &#otys());
+                            <[#u; #m1]>::try_from(&__v[..]).expect("1 + n slots")
+                        }
                     }),
                 )
             }
@@ -240,13 +284,19 @@ impl<'g> Gen<'g> {
                 for a in args {
                     xs.push(self.operand(fi, a, &erepr)?);
                 }
+                let addr = force(&format_ident!("__l"));
                 self.bind(
                     fi,
                     r,
                     quote!({
                         let mut __items: ::std::vec::Vec<#u> = ::std::vec::Vec::new();
                         #(__items.extend_from_slice(&#xs);)*
-                        #rt::vlist::VList::Virtual(__items)
+                        let __n = __items.len() / #n.max(1);
+                        let mut __l = #rt::vlist::VList::Virtual(__items);
+                        if __n > #rt::vlist::MAX_VIRTUAL_LEN {
+                            #addr;
+                        }
+                        __l
                     }),
                 )
             }
@@ -262,7 +312,10 @@ impl<'g> Gen<'g> {
                             Some(__k) if (__k as usize) <= #rt::vlist::MAX_VIRTUAL_LEN => {
                                 #rt::vlist::VList::Virtual(__x.repeat(__k as usize))
                             }
-                            _ => #fail,
+                            _ => {
+                                __c.decline("`vec![x; n]` of enums with `n` not known at compile time");
+                                break 'path None;
+                            }
                         }
                     }),
                 )
@@ -349,9 +402,13 @@ impl<'g> Gen<'g> {
         let f = self.fns[fi];
         let op = f.graph.blocks().flat_map(|b| f.graph.graph[b].ops.iter()).find(|op| op.result == *t)?;
         let OpKind::GetField(name) = &op.kind else { return None };
+        if moves_out(&self.value_ty(fi, &op.args[0])) || self.list_temp_escapes(fi, *t) {
+            // Moved out of the object, or read from the forced object.
+            return None;
+        }
         let p = self.vptr_local(fi, &op.args[0])?;
         let s = virtual_struct(&self.value_ty(fi, &op.args[0]), self.cg.types())?;
-        match vfield_index(&self.cg.types().structs[&s], name)? {
+        match vfield_index(&self.cg.types().structs[&s], name, self.cg.types())? {
             Err(k) => Some((p, k)),
             Ok(_) => None,
         }
@@ -464,7 +521,10 @@ impl<'g> Gen<'g> {
             | (Repr::Enum(..), Repr::Enum(..)) => e,
             (Repr::VList(_), Repr::VList(_))
             | (Repr::VEList(..), Repr::VEList(..))
-            | (Repr::VDict(..), Repr::VDict(..)) => quote!((#e).clone()),
+            | (Repr::VDict(..), Repr::VDict(..))
+            | (Repr::VOList(_), Repr::VOList(_)) => quote!((#e).clone()),
+            (Repr::VOpt, Repr::VOpt) => e,
+            (Repr::RPtr, Repr::VOList(_)) => quote!(#rt::virtuals::VPList::Real(#e)),
             (Repr::RPtr, Repr::VEList(..)) => quote!(#rt::vlist::VList::Real(#e)),
             (Repr::RPtr, Repr::VDict(..)) => quote!(#rt::vdict::VDict::Real(#e)),
             (Repr::VPtr, Repr::VPtr) => e,
@@ -506,9 +566,19 @@ impl<'g> Gen<'g> {
                     // Its address is needed: the list must exist in memory.
                     return Some(force_list(sc, quote!(#id)));
                 }
-                if let (Repr::VEList(..), Repr::RPtr) = (self.repr(fi, *x), to) {
-                    // A list of enums cannot be made real yet.
-                    return None;
+                if let (Repr::VEList(ety, n), Repr::RPtr) = (self.repr(fi, *x), to) {
+                    // Its address is needed: the list must exist in memory.
+                    let (rt, m) = (rt(), flat_marker(&ety));
+                    return Some(quote!(#id.force_flat(&mut __c.b, #n, #rt::heap::flat_vec_new::<#m>)));
+                }
+                if let (Repr::VOList(s), Repr::RPtr) = (self.repr(fi, *x), to) {
+                    // A real one only: a virtual list of structs is not
+                    // made real yet.
+                    let (rt, msg) = (rt(), format!("a virtual `Vec<{s}>` whose address is needed"));
+                    return Some(quote!(match &#id {
+                        #rt::virtuals::VPList::Real(__a) => *__a,
+                        #rt::virtuals::VPList::Virtual(_) => { __c.decline(#msg); break 'path None; }
+                    }));
                 }
                 if let (Repr::VDict(k, v), Repr::RPtr) = (self.repr(fi, *x), to) {
                     return Some(force_dict(k, v, quote!(#id)));
@@ -540,7 +610,7 @@ impl<'g> Gen<'g> {
         let id = v_ident(r);
         let rr = self.repr(fi, r);
         let t = field_ty(&rr);
-        if matches!(rr, Repr::VList(_) | Repr::VEList(..) | Repr::VDict(..)) {
+        if is_container(&rr) {
             return quote!(let mut #id: #t = #e;);
         }
         quote!(let #id: #t = #e;)
@@ -553,6 +623,7 @@ impl<'g> Gen<'g> {
             Repr::VList(_) | Repr::VEList(..) => self.bind(fi, r, quote!(#rt::vlist::VList::Real(#e))),
             Repr::VDict(..) => self.bind(fi, r, quote!(#rt::vdict::VDict::Real(#e))),
             Repr::VPtr => self.bind(fi, r, quote!(#rt::virtuals::VPtr::Real(#e))),
+            Repr::VOList(_) => self.bind(fi, r, quote!(#rt::virtuals::VPList::Real(#e))),
             _ => self.bind(fi, r, e),
         }
     }
@@ -578,17 +649,170 @@ impl<'g> Gen<'g> {
                 return self.decline(&format!("jitgen cannot compile {why} yet (in `{}`)", op.source));
             }
         }
-        if let Some(code) = self.enum_list_op(fi, op) {
-            return code;
-        }
+        let code = match self.enum_list_op(fi, op) {
+            Some(code) => code,
+            None => match self.obj_list_op(fi, op) {
+                Some(code) => code,
+                None => self.op_inner(fi, op),
+            },
+        };
         if matches!(op.kind, OpKind::GetItem | OpKind::SetItem | OpKind::Len | OpKind::Push | OpKind::Pop) {
             if let (Some((p, k)), Value::Var(t)) = (self.field_list_of(fi, &args[0]), &args[0]) {
-                let code = self.op_inner(fi, op);
                 let t = v_ident(*t);
                 return quote!(#code __st.heap.set_list(&#p, #k, &#t););
             }
         }
-        self.op_inner(fi, op)
+        code
+    }
+
+    /// An operation on a `Vec` of structs whose objects may be virtual (see
+    /// `Repr::VOList`), or on the `Option` its `pop` gives; `None` when `op`
+    /// is not one. A virtual list of pointers emits nothing; a real one is
+    /// worked on in memory, its elements moved through the arena.
+    fn obj_list_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> Option<TokenStream> {
+        let rt = rt();
+        let r = op.result;
+        let args = &op.args;
+        let base_repr = match args.first() {
+            Some(Value::Var(v)) => self.repr(fi, *v),
+            _ => Repr::Unit,
+        };
+        if let Repr::VOpt = base_repr {
+            let a = self.operand(fi, &args[0], &base_repr)?;
+            let rgreen = self.fns[fi].color(r) == Color::Green;
+            return Some(match &op.kind {
+                OpKind::EnumTag if rgreen => {
+                    let msg = "an enum tag expected to be known";
+                    self.bind(fi, r, quote!(match #a.0.as_const() { Some(__w) => __w as u32, None => { __c.decline(#msg); break 'path None; } }))
+                }
+                OpKind::EnumTag => self.bind(fi, r, quote!(#a.0)),
+                OpKind::EnumField { .. } => self.bind(fi, r, quote!(#a.1)),
+                OpKind::Unwrap => {
+                    let msg = "called `Option::unwrap()` on a `None` value";
+                    self.bind(
+                        fi,
+                        r,
+                        quote!({
+                            let __o = #a;
+                            let __ok = __c.b.red_cmp(#rt::ops::CmpOp::Eq, &__o.0, &#rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, 1));
+                            if !__c.guard(&__ok, #rt::ops::ErrorKind::Abort(#rt::residual::message_id(#msg))) {
+                                break 'path None;
+                            }
+                            __o.1
+                        }),
+                    )
+                }
+                _ => self.decline("this use of an `Option` of a struct"),
+            });
+        }
+        let list_repr = match op.kind {
+            OpKind::NewVec => self.repr(fi, r),
+            OpKind::Len | OpKind::GetItem | OpKind::SetItem | OpKind::Push | OpKind::Pop => base_repr,
+            _ => return None,
+        };
+        let Repr::VOList(sname) = list_repr else { return None };
+        let sn = format_ident!("{}", sname);
+        let u32t = u32_valty();
+        let decline = |what: &str| {
+            let msg = format!("{what} on a `Vec<{sname}>` that is not virtual");
+            quote!({ __c.decline(#msg); break 'path None; })
+        };
+        let (not_virtual, no_layout) = (decline("this operation"), decline("a layout not known"));
+        Some(match (&op.kind, &args[..]) {
+            (OpKind::NewVec, xs) => {
+                let mut ps = vec![];
+                for x in xs {
+                    ps.push(self.operand(fi, x, &Repr::VPtr)?);
+                }
+                if ps.len() > rt_max_virtual() {
+                    return Some(self.decline("a long `vec![..]` of structs"));
+                }
+                self.bind(fi, r, quote!(#rt::virtuals::VPList::Virtual(::std::vec![#(#ps),*])))
+            }
+            (OpKind::Len, [Value::Var(l), ..]) => {
+                let l = v_ident(*l);
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match &#l {
+                        #rt::virtuals::VPList::Virtual(__items) => #rt::redbox::RedBox::u64(__items.len() as u64),
+                        #rt::virtuals::VPList::Real(__a) => match #rt::heap::vec_layout::<#sn>() {
+                            Some(__l) => __c.b.red_vec_len(__a, __l),
+                            None => #no_layout,
+                        },
+                    }),
+                )
+            }
+            (OpKind::GetItem, [Value::Var(l), i]) => {
+                let l = v_ident(*l);
+                let i = self.operand(fi, i, &Repr::R(Sc::Int(IntTy::Usize)))?;
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let __i = #i;
+                        match &#l {
+                            #rt::virtuals::VPList::Virtual(__items) => {
+                                match __i.as_const().and_then(|__k| __items.get(__k as usize)) {
+                                    Some(__p) => *__p,
+                                    None => #not_virtual,
+                                }
+                            }
+                            #rt::virtuals::VPList::Real(__a) => match #rt::heap::vec_layout::<#sn>() {
+                                Some(__l) => #rt::virtuals::VPtr::Real(
+                                    __c.b.red_vec_elem(__a, &__i, ::core::mem::size_of::<#sn>() as u64, __l),
+                                ),
+                                None => #no_layout,
+                            },
+                        }
+                    }),
+                )
+            }
+            (OpKind::Push, [Value::Var(l), x]) => {
+                let l = v_ident(*l);
+                let x = self.operand(fi, x, &Repr::VPtr)?;
+                quote!({
+                    let __x = #x;
+                    match &mut #l {
+                        #rt::virtuals::VPList::Virtual(__items) if __items.len() < #rt::vlist::MAX_VIRTUAL_LEN => __items.push(__x),
+                        #rt::virtuals::VPList::Virtual(_) => #not_virtual,
+                        #rt::virtuals::VPList::Real(__a) => {
+                            // The pushed object moves into the Vec: made in
+                            // the arena, then moved out of it.
+                            let __a = *__a;
+                            let __o = __st.heap.force(&mut __c.b, &__x);
+                            __c.b.red_call(#rt::heap::vec_push_moved::<#sn>, "vec_push", &[__a, __o], &[]);
+                            __st.forget_fields();
+                        }
+                    }
+                })
+            }
+            (OpKind::Pop, [Value::Var(l)]) => {
+                let l = v_ident(*l);
+                let pt = ptr_valty();
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match &mut #l {
+                        #rt::virtuals::VPList::Virtual(__items) => match __items.pop() {
+                            Some(__p) => (#rt::redbox::RedBox::constant(#u32t, 1), __p),
+                            None => (
+                                #rt::redbox::RedBox::constant(#u32t, 0),
+                                #rt::virtuals::VPtr::Real(#rt::redbox::RedBox::constant(#pt, 0)),
+                            ),
+                        },
+                        #rt::virtuals::VPList::Real(__a) => {
+                            // The popped object moves into the arena.
+                            let __a = *__a;
+                            let __v = __c.b.red_call(#rt::heap::vec_pop_moved::<#sn>, "vec_pop", &[__a], &[#u32t, #pt]);
+                            __st.forget_fields();
+                            (__v[0], #rt::virtuals::VPtr::Real(__v[1]))
+                        }
+                    }),
+                )
+            }
+            _ => self.decline(&format!("this operation on a `Vec<{sname}>`")),
+        })
     }
 
     fn op_inner(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
@@ -806,16 +1030,17 @@ impl<'g> Gen<'g> {
                     return self.decline("a store into a struct with lifetime parameters");
                 }
                 let fty = types.structs[&sname].fields.get(name).cloned();
-                if let (Some(esc), Some(Err(k))) =
-                    (fty.as_ref().and_then(list_field), vfield_index(&types.structs[&sname], name))
+                if let (Some(le), Some(Err(k))) =
+                    (fty.as_ref().and_then(|t| list_field(t, types)), vfield_index(&types.structs[&sname], name, types))
                 {
-                    // A list field of a virtualizable object: replaced in the
+                    // A list field of a virtual object: replaced in the
                     // virtual object, or written into the real one.
                     let Some(p) = self.vptr_local(fi, &args[0]) else {
                         return self.decline("a store into this list field");
                     };
-                    let v = need!(self.operand(fi, &args[1], &Repr::VList(esc)), "a list value");
-                    let (sn, fname, t) = (format_ident!("{}", sname), format_ident!("{}", name), sc_rust(esc));
+                    let v = need!(self.operand(fi, &args[1], &le.repr()), "a list value");
+                    let (sn, fname, t) = (format_ident!("{}", sname), format_ident!("{}", name), le.rust());
+                    let (store, w) = (le.store_fn(), le.width());
                     return quote!({
                         let __l: #rt::vlist::VList = ::core::clone::Clone::clone(&#v);
                         if !__st.heap.set_list(&#p, #k, &__l) {
@@ -826,9 +1051,9 @@ impl<'g> Gen<'g> {
                                     __c.b.red_call(#rt::heap::vec_move::<#t>, "vec_move", &[__dest, __src], &[]);
                                 }
                                 #rt::vlist::VList::Virtual(__items) => {
-                                    let mut __a = ::std::vec![__dest, #rt::redbox::RedBox::u64(__items.len() as u64)];
+                                    let mut __a = ::std::vec![__dest, #rt::redbox::RedBox::u64((__items.len() / #w) as u64)];
                                     __a.extend_from_slice(&__items);
-                                    __c.b.red_call(#rt::heap::vec_store::<#t>, "vec_store", &__a, &[]);
+                                    __c.b.red_call(#store, "vec_store", &__a, &[]);
                                 }
                             }
                             __st.forget_fields();
@@ -846,7 +1071,7 @@ impl<'g> Gen<'g> {
                 });
                 match self.vptr_local(fi, &args[0]) {
                     Some(p) => {
-                        let Some(Ok(k)) = vfield_index(&types.structs[&sname], name) else {
+                        let Some(Ok(k)) = vfield_index(&types.structs[&sname], name, types) else {
                             return self.decline("a store into this field");
                         };
                         quote!({ let __x = #v; if !__st.heap.set_field(&#p, #k, &__x) #real })
@@ -1028,19 +1253,20 @@ impl<'g> Gen<'g> {
                     ));
                 };
                 let d = types.structs[s].clone();
-                if d.fields.values().any(|t| list_field(t).is_some()) {
-                    return self.decline(&format!(
-                        "allocating a `{s}` in residual code (a virtualizable struct with list fields is virtual only as a portal's frame)"
-                    ));
-                }
                 let mut fields = vec![];
+                let mut lists = vec![];
                 for (a, t) in args.iter().zip(d.fields.values()) {
-                    let sc = scalar(t).expect("a virtual struct's fields are scalars");
-                    fields.push(need!(self.operand(fi, a, &Repr::R(sc)), "a field value"));
+                    match list_field(t, types) {
+                        Some(le) => lists.push(need!(self.operand(fi, a, &le.repr()), "a list value")),
+                        None => {
+                            let sc = scalar(t).expect("a virtual struct's fields are scalars or lists");
+                            fields.push(need!(self.operand(fi, a, &Repr::R(sc)), "a field value"));
+                        }
+                    }
                 }
                 self.vstructs.insert(s.clone());
                 let desc = format_ident!("__VDESC_{}", s);
-                self.bind(fi, r, quote!(__st.heap.alloc(&#desc, ::std::vec![#(#fields),*])))
+                self.bind(fi, r, quote!(__st.heap.alloc(&#desc, ::std::vec![#(#fields),*], ::std::vec![#(#lists),*])))
             }
             OpKind::NewBox => match (&rr, self.value_repr(fi, &args[0])) {
                 (Repr::VPtr, Repr::VPtr) => {
@@ -1241,13 +1467,15 @@ impl<'g> Gen<'g> {
         let Some((addr, Ty::Struct(sname))) = self.red_object(fi, base) else {
             return self.decline("a field read through this pointer");
         };
-        if let (Some(p), Repr::VList(_)) = (self.vptr_local(fi, base), rr) {
-            if let Some(Err(k)) = types.structs.get(&sname).and_then(|d| vfield_index(d, name)) {
+        if let (Some(p), Repr::VList(_) | Repr::VEList(..)) = (self.vptr_local(fi, base), rr) {
+            if let Some(Err(k)) = types.structs.get(&sname).and_then(|d| vfield_index(d, name, types)) {
                 // A copy of the object's list, written back after each
                 // operation on it (see `field_list_of`); forced first when
                 // the copy would be used otherwise.
                 let sn = format_ident!("{}", sname);
-                let escapes = self.list_temp_escapes(fi, r);
+                // A list moved out of an owned object is the object's list
+                // itself; one read through a reference is a copy.
+                let escapes = !moves_out(&self.value_ty(fi, base)) && self.list_temp_escapes(fi, r);
                 return self.bind(
                     fi,
                     r,
@@ -1262,7 +1490,7 @@ impl<'g> Gen<'g> {
             }
         }
         if let (Some(p), Repr::R(sc)) = (self.vptr_local(fi, base), rr) {
-            if let Some(Ok(k)) = types.structs.get(&sname).and_then(|d| vfield_index(d, name)) {
+            if let Some(Ok(k)) = types.structs.get(&sname).and_then(|d| vfield_index(d, name, types)) {
                 let (sn, vt) = (format_ident!("{}", sname), sc_valty(*sc));
                 return self.bind(
                     fi,
@@ -1287,7 +1515,10 @@ impl<'g> Gen<'g> {
             (Repr::RPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
                 self.bind(fi, r, quote!({ #addr __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, #off as i32) }))
             }
-            (Repr::RPtr | Repr::VList(_), _) => self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) })),
+            (Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VOList(_), _) => {
+                self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) }))
+            }
+            (Repr::VPtr, Ty::Struct(_)) => self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) })),
             _ => self.decline("a field of this type through a run-time pointer"),
         }
     }
@@ -1329,6 +1560,23 @@ impl<'g> Gen<'g> {
         }
         let Some(i) = self.operand(fi, idx, &Repr::R(Sc::Int(IntTy::Usize))) else { return self.decline("an index") };
         match cont {
+            Ty::Vec(_) if matches!(et, Ty::Struct(_)) && matches!(rr, Repr::RPtr | Repr::VPtr) => {
+                // An element of a `Vec` of structs: its address, in place.
+                let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
+                let t = rust_ty(&et, None);
+                self.bind_ptr(
+                    fi,
+                    r,
+                    quote!({
+                        let __i = #i;
+                        #addr
+                        match #rt::heap::vec_layout::<#t>() {
+                            Some(__l) => __c.b.red_vec_elem(&__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l),
+                            None => { __c.decline("a Vec whose layout is not known"); break 'path None; }
+                        }
+                    }),
+                )
+            }
             Ty::Vec(_) => {
                 let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
                 let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
@@ -1525,9 +1773,7 @@ impl<'g> Gen<'g> {
                 Some(e) => fields.push(quote!(#id: #e)),
                 // A list may be needed again after this frame is made (the
                 // other side of a split): the frame gets its own copy.
-                None if matches!(self.repr(pt.f, *v), Repr::VList(_) | Repr::VEList(..) | Repr::VDict(..)) => {
-                    fields.push(quote!(#id: #id.clone()))
-                }
+                None if is_container(&self.repr(pt.f, *v)) => fields.push(quote!(#id: #id.clone())),
                 None => fields.push(quote!(#id)),
             }
         }
@@ -1793,6 +2039,23 @@ impl<'g> Gen<'g> {
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
                     }
+                    Repr::VOList(_) => {
+                        key_parts.push(quote!(#id.key_words(&mut __k);));
+                        reds.push(quote!(#id.reds_into(&mut __r);));
+                        sets.push(quote!(#id.set_reds(__reds, &mut __at);));
+                        vptr_visits.push(quote!(#id.vptrs_mut(__f);));
+                    }
+                    Repr::VOpt => {
+                        key_parts.push(quote!(__k.push(#id.0.as_const().unwrap_or(u64::MAX)); __k.push(match &#id.1 {
+                            #rt::virtuals::VPtr::Real(_) => u64::MAX,
+                            #rt::virtuals::VPtr::Virtual(__i) => *__i as u64,
+                        });));
+                        reds.push(
+                            quote!(__r.push(#id.0); if let #rt::virtuals::VPtr::Real(__p) = &#id.1 { __r.push(*__p); }),
+                        );
+                        sets.push(quote!(#id.0 = __reds[__at]; __at += 1; if let #rt::virtuals::VPtr::Real(__p) = &mut #id.1 { *__p = __reds[__at]; __at += 1; }));
+                        vptr_visits.push(quote!(__f(&mut #id.1);));
+                    }
                     Repr::VList(_) | Repr::VEList(..) => {
                         key_parts.push(quote!(__k.push(#id.key_word());));
                         reds.push(quote!(#id.reds_into(&mut __r);));
@@ -1811,7 +2074,7 @@ impl<'g> Gen<'g> {
                 .iter()
                 .map(|v| {
                     let id = v_ident(*v);
-                    if matches!(self.repr(pt.f, *v), Repr::VList(_) | Repr::VEList(..) | Repr::VDict(..)) {
+                    if is_container(&self.repr(pt.f, *v)) {
                         quote!(mut #id)
                     } else {
                         quote!(#id)
@@ -1989,41 +2252,6 @@ impl<'g> Gen<'g> {
             }
         }
         let vdescs: Vec<TokenStream> = self.vstructs.iter().map(|s| vdesc(s, self.cg.types())).collect();
-        // Readers of list elements of enum type (for portals' lists, loaded at entry).
-        let mut list_enums: Vec<(Ty, usize)> = vec![];
-        for fi in 0..self.fns.len() {
-            for v in 0..self.fns[fi].graph.vars.len() {
-                if let Repr::VEList(t, n) = self.repr(fi, Var(v as u32)) {
-                    if !list_enums.iter().any(|(u, _)| *u == t) {
-                        list_enums.push((t, n));
-                    }
-                }
-            }
-        }
-        let readers: Vec<TokenStream> = list_enums
-            .iter()
-            .map(|(t, n)| {
-                let get = format_ident!("__vget_{}", mangle(t));
-                let (flat, _, _) = enum_helpers(t);
-                let rt_t = rust_ty(t, None);
-                let width = (*n).max(2);
-                quote! {
-                    /// Reads element `i` of a `Vec` of this enum, flattened: `[addr, i] -> slots`.
-                    #[allow(unused_unsafe, clippy::all)]
-                    extern "C" fn #get(__buf: *mut u64) -> u64 {
-                        #rt::residual::run_callback(|| {
-                            // SAFETY: residual code passes a buffer of max(2, slots) words
-                            // and the address of a live Vec.
-                            let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #width) };
-                            let __v = unsafe { &*(__b[0] as usize as *const ::std::vec::Vec<#rt_t>) };
-                            let __w = #flat(&__v[__b[1] as usize]);
-                            __b[..#n].copy_from_slice(&__w);
-                            Ok(())
-                        })
-                    }
-                }
-            })
-            .collect();
         let callbacks = &self.callbacks;
         quote! {
             #[derive(Clone)]
@@ -2097,7 +2325,6 @@ impl<'g> Gen<'g> {
 
             #(#enum_fns)*
             #(#vdescs)*
-            #(#readers)*
             #(#callbacks)*
         }
     }
@@ -2121,42 +2348,37 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
     let rt = rt();
     let d = &types.structs[s];
     let (sn, desc, alloc) = (format_ident!("{}", s), format_ident!("__VDESC_{}", s), format_ident!("__valloc_{}", s));
-    let n = d.fields.len();
     let mut tys = vec![];
     let mut inits = vec![];
     let mut offsets = vec![];
     let mut lists = vec![];
-    for (k, (name, t)) in d.fields.iter().enumerate() {
+    for (name, t) in &d.fields {
         let f = format_ident!("{}", name);
-        if let Some(sc) = list_field(t) {
-            let (et, vt) = (sc_rust(sc), sc_valty(sc));
+        if let Some(le) = list_field(t, types) {
+            let (et, store, w) = (le.rust(), le.store_fn(), le.width());
             lists.push(quote!(#rt::virtuals::VListField {
                 offset: ::core::mem::offset_of!(#sn, #f) as i32,
-                elem: #vt,
-                store: #rt::heap::vec_store::<#et>,
+                width: #w,
+                store: #store,
                 mov: #rt::heap::vec_move::<#et>,
             }));
+            inits.push(quote!(#f: ::std::vec::Vec::new()));
             continue;
         }
         let sc = scalar(t).expect("a virtual struct's fields are scalars or lists");
+        let k = tys.len();
         tys.push(sc_valty(sc));
         offsets.push(quote!(::core::mem::offset_of!(#sn, #f) as i32));
         let v = from_word(sc, quote!(__b[#k]));
         inits.push(quote!(#f: #v));
     }
+    let n = tys.len().max(1);
     let label = format!("new {s}");
-    if !lists.is_empty() {
-        return quote! {
-            static #desc: #rt::virtuals::VDesc = #rt::virtuals::VDesc {
-                name: #label, fields: &[#(#tys),*], alloc: None, offsets: &[#(#offsets),*], lists: &[#(#lists),*],
-            };
-        };
-    }
     quote! {
         #[allow(unused_unsafe, clippy::all)]
         extern "C" fn #alloc(__buf: *mut u64) -> u64 {
             #rt::residual::run_callback(|| {
-                // SAFETY: residual code passes a buffer of a word per field (at least one).
+                // SAFETY: residual code passes a buffer of a word per scalar field (at least one).
                 let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #n) };
                 let __p = #rt::heap::arena_alloc(#sn { #(#inits),* });
                 __b[0] = __p as usize as u64;
@@ -2164,9 +2386,21 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
             })
         }
         static #desc: #rt::virtuals::VDesc = #rt::virtuals::VDesc {
-            name: #label, fields: &[#(#tys),*], alloc: Some(#alloc), offsets: &[#(#offsets),*], lists: &[],
+            name: #label, fields: &[#(#tys),*], alloc: #alloc, offsets: &[#(#offsets),*], lists: &[#(#lists),*],
         };
     }
+}
+
+/// Whether a field read from a value of this type moves the field out (the
+/// base is an owned struct: Rust cannot copy a `Vec` out of it, so the
+/// object's field is not read again before being written).
+fn moves_out(base: &Ty) -> bool {
+    matches!(base, Ty::Struct(_))
+}
+
+/// The longest list kept virtual (`jitgen_runtime::vlist::MAX_VIRTUAL_LEN`).
+fn rt_max_virtual() -> usize {
+    64
 }
 
 /// Code forcing the list in the local `id` (see `jitgen_runtime::vlist`):

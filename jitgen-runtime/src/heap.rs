@@ -135,7 +135,7 @@ pub extern "C" fn vec_store<T: Word>(buf: *mut u64) -> u64 {
 
 /// Moves a real `Vec` into another place (`*dest = take(src)`; nothing when
 /// they are the same): `[dest, src] -> []`.
-pub extern "C" fn vec_move<T: Word>(buf: *mut u64) -> u64 {
+pub extern "C" fn vec_move<T: 'static>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words; both addresses are live Vec<T>s.
         let b = unsafe { args(buf, 2) };
@@ -203,6 +203,137 @@ pub extern "C" fn vec_pop<T: Word>(buf: *mut u64) -> u64 {
                 b[0] = 0;
                 b[1] = 0;
             }
+        }
+        Ok(())
+    })
+}
+
+/// An element type residual code sees as `N` words: a plain enum in its
+/// flattened layout (tag, then every variant's payload slots). The macro
+/// implements it on a marker type per enum, so that the element type itself
+/// may be foreign (`Option<i64>`).
+pub trait Flat: 'static {
+    /// The element type.
+    type T: 'static;
+    /// Its number of words.
+    const N: usize;
+    /// Writes the words of `v` into `out[..N]`.
+    fn flat(v: &Self::T, out: &mut [u64]);
+    /// The value of the words `w[..N]` (as `flat` wrote them).
+    fn unflat(w: &[u64]) -> Self::T;
+}
+
+/// `v.len()` of a `Vec` of any element type: `[addr] -> [len]`.
+pub extern "C" fn flat_vec_len<F: Flat>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one word; the address is a live Vec<F::T>.
+        let b = unsafe { args(buf, 1) };
+        b[0] = unsafe { vec_at::<F::T>(b[0]) }.len() as u64;
+        Ok(())
+    })
+}
+
+/// `v[i]`: `[addr, i] -> [w0 .. wN-1]`; an index out of bounds is an error.
+pub extern "C" fn flat_vec_get<F: Flat>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: max(2, N) words; the address is a live Vec<F::T>.
+        let b = unsafe { args(buf, F::N.max(2)) };
+        let v = unsafe { vec_at::<F::T>(b[0]) };
+        let x = v.get(b[1] as usize).ok_or(crate::ops::ErrorKind::IndexOutOfBounds)?;
+        F::flat(x, &mut b[..F::N]);
+        Ok(())
+    })
+}
+
+/// `v[i] = x`: `[addr, i, w0 .. wN-1] -> []`; out of bounds is an error.
+pub extern "C" fn flat_vec_set<F: Flat>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: 2 + N words; the address is a live Vec<F::T>.
+        let b = unsafe { args(buf, 2 + F::N) };
+        let v = unsafe { vec_at::<F::T>(b[0]) };
+        let slot = v.get_mut(b[1] as usize).ok_or(crate::ops::ErrorKind::IndexOutOfBounds)?;
+        *slot = F::unflat(&b[2..]);
+        Ok(())
+    })
+}
+
+/// `v.push(x)`: `[addr, w0 .. wN-1] -> []`.
+pub extern "C" fn flat_vec_push<F: Flat>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: 1 + N words; the address is a live Vec<F::T>.
+        let b = unsafe { args(buf, 1 + F::N) };
+        unsafe { vec_at::<F::T>(b[0]) }.push(F::unflat(&b[1..]));
+        Ok(())
+    })
+}
+
+/// `v.pop()`: `[addr] -> [tag (0 None, 1 Some), w0 .. wN-1]`.
+pub extern "C" fn flat_vec_pop<F: Flat>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: 1 + N words (results); the address is a live Vec<F::T>.
+        let b = unsafe { args(buf, 1 + F::N) };
+        match unsafe { vec_at::<F::T>(b[0]) }.pop() {
+            Some(x) => {
+                b[0] = 1;
+                F::flat(&x, &mut b[1..]);
+            }
+            None => b.fill(0),
+        }
+        Ok(())
+    })
+}
+
+/// A new `Vec` of `n` elements (a virtual list forced):
+/// `[n, e0 words .. e(n-1) words] -> [addr]`.
+pub extern "C" fn flat_vec_new<F: Flat>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one word, then n * N more.
+        let n = unsafe { args(buf, 1) }[0] as usize;
+        let b = unsafe { args(buf, 1 + n * F::N) };
+        let v: Vec<F::T> = b[1..].chunks(F::N.max(1)).take(n).map(F::unflat).collect();
+        b[0] = arena_alloc(v) as usize as u64;
+        Ok(())
+    })
+}
+
+/// Writes a virtual list into a `Vec` field of an object:
+/// `[dest, n, e0 words .. e(n-1) words] -> []`.
+pub extern "C" fn flat_vec_store<F: Flat>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words, then n * N more; the address is a live Vec<F::T>.
+        let n = unsafe { args(buf, 2) }[1] as usize;
+        let b = unsafe { args(buf, 2 + n * F::N) };
+        let v = unsafe { vec_at::<F::T>(b[0]) };
+        v.clear();
+        v.extend(b[2..].chunks(F::N.max(1)).take(n).map(F::unflat));
+        Ok(())
+    })
+}
+
+/// `v.push(x)` of an object residual code made: `[addr, obj] -> []`, the
+/// object moved out of the arena (an object elsewhere cannot be moved).
+pub extern "C" fn vec_push_moved<T: 'static>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words; the address is a live Vec<T>.
+        let b = unsafe { args(buf, 2) };
+        let x = arena_take::<T>(b[1]).expect("jitgen: only objects residual code made can be moved into a Vec");
+        unsafe { vec_at::<T>(b[0]) }.push(x);
+        Ok(())
+    })
+}
+
+/// `v.pop()` of a `Vec` of objects: `[addr] -> [tag (0 None, 1 Some), obj]`,
+/// the object moved into the arena.
+pub extern "C" fn vec_pop_moved<T: 'static>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words; the address is a live Vec<T>.
+        let b = unsafe { args(buf, 2) };
+        match unsafe { vec_at::<T>(b[0]) }.pop() {
+            Some(x) => {
+                b[0] = 1;
+                b[1] = arena_alloc(x) as usize as u64;
+            }
+            None => b.fill(0),
         }
         Ok(())
     })

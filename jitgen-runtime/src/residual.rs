@@ -142,7 +142,14 @@ impl ResidualError {
     /// Raises the panic the interpreter would have raised.
     pub fn resume(self) -> ! {
         match self {
-            ResidualError::Panicked(p) => std::panic::resume_unwind(p),
+            // jitgen's own failures (execute mode meeting what it cannot
+            // run) are raised with their message; the interpreter's panics,
+            // already reported where they happened, continue unwinding.
+            ResidualError::Panicked(p) => match p.downcast::<String>() {
+                Ok(s) if s.starts_with("jitgen") => panic!("{s}"),
+                Ok(s) => std::panic::resume_unwind(s),
+                Err(p) => std::panic::resume_unwind(p),
+            },
             other => panic!("{other}"),
         }
     }

@@ -43,6 +43,69 @@ pub enum VPtr {
     Virtual(u32),
 }
 
+/// A `Vec` of structs at compile time: a virtual list of pointers (the
+/// interpreter's stack of saved frames), or a real `Vec`'s address. Its
+/// length and which of its elements are virtual are part of the state's key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VPList {
+    /// A real `Vec`: the address of the `Vec` object.
+    Real(RedBox),
+    /// A virtual one: its elements.
+    Virtual(Vec<VPtr>),
+}
+
+impl VPList {
+    /// The words this list adds to its frame's key.
+    pub fn key_words(&self, out: &mut Vec<u64>) {
+        match self {
+            VPList::Real(_) => out.push(u64::MAX),
+            VPList::Virtual(items) => {
+                out.push(items.len() as u64);
+                out.extend(items.iter().map(|p| match p {
+                    VPtr::Real(_) => u64::MAX,
+                    VPtr::Virtual(i) => *i as u64,
+                }));
+            }
+        }
+    }
+
+    /// Appends its reds: the addresses of the real list and real elements.
+    pub fn reds_into(&self, out: &mut Vec<RedBox>) {
+        match self {
+            VPList::Real(p) => out.push(*p),
+            VPList::Virtual(items) => out.extend(items.iter().filter_map(|p| match p {
+                VPtr::Real(r) => Some(*r),
+                VPtr::Virtual(_) => None,
+            })),
+        }
+    }
+
+    /// Replaces its reds from `reds[*at..]` (the order of `reds_into`).
+    pub fn set_reds(&mut self, reds: &[RedBox], at: &mut usize) {
+        let mut next = |p: &mut RedBox| {
+            *p = reds[*at];
+            *at += 1;
+        };
+        match self {
+            VPList::Real(p) => next(p),
+            VPList::Virtual(items) => {
+                for p in items {
+                    if let VPtr::Real(r) = p {
+                        next(r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Visits its virtual elements.
+    pub fn vptrs_mut(&mut self, f: &mut dyn FnMut(&mut VPtr)) {
+        if let VPList::Virtual(items) = self {
+            items.iter_mut().for_each(f);
+        }
+    }
+}
+
 /// What the runtime knows of a struct type, to force its virtual objects.
 #[derive(Debug)]
 pub struct VDesc {
@@ -50,24 +113,26 @@ pub struct VDesc {
     pub name: &'static str,
     /// The residual types of its fields, in declaration order.
     pub fields: &'static [ValTy],
-    /// Allocates an object from its field words (frame words 0..n) and
-    /// writes its address into word 0 (the callback convention); `None` for
-    /// structs with list fields, whose virtual objects always have a backing.
-    pub alloc: Option<CallbackFn>,
+    /// Allocates an object from its scalar field words (frame words 0..n),
+    /// its list fields empty, and writes its address into word 0 (the
+    /// callback convention).
+    pub alloc: CallbackFn,
     /// The byte offsets of the scalar fields, in the order of `fields`.
     pub offsets: &'static [i32],
-    /// The list fields (`Vec`s of scalars of a virtualizable struct).
+    /// The list fields (`Vec`s of scalars or of plain enums).
     pub lists: &'static [VListField],
 }
 
-/// A list field of a virtualizable struct.
+/// A list field of a struct whose objects may be virtual.
 #[derive(Debug)]
 pub struct VListField {
     /// Its byte offset in the struct.
     pub offset: i32,
-    /// The residual type of its elements.
-    pub elem: ValTy,
-    /// [`crate::heap::vec_store`] for its element type.
+    /// The red boxes per element: 1 for scalars, the flattened slots of a
+    /// plain enum.
+    pub width: usize,
+    /// [`crate::heap::vec_store`] (or [`crate::heap::flat_vec_store`]) for
+    /// its element type: `[dest, n, slots..] -> []`.
     pub store: CallbackFn,
     /// [`crate::heap::vec_move`] for its element type.
     pub mov: CallbackFn,
@@ -97,9 +162,9 @@ pub struct VHeap {
 }
 
 impl VHeap {
-    /// A new virtual object with these field values.
-    pub fn alloc(&mut self, desc: &'static VDesc, fields: Vec<RedBox>) -> VPtr {
-        self.objects.push(VObject { desc, fields, lists: vec![], backing: None, forced: None });
+    /// A new virtual object with these field and list values.
+    pub fn alloc(&mut self, desc: &'static VDesc, fields: Vec<RedBox>, lists: Vec<VList>) -> VPtr {
+        self.objects.push(VObject { desc, fields, lists, backing: None, forced: None });
         VPtr::Virtual(self.objects.len() as u32 - 1)
     }
 
@@ -177,26 +242,24 @@ impl VHeap {
                 for (x, off) in o.fields.iter().zip(o.desc.offsets) {
                     b.red_store(&addr, *off, x);
                 }
-                for (l, d) in o.lists.iter().zip(o.desc.lists) {
-                    let dest = b.red_offset(&addr, d.offset as u64);
-                    match l {
-                        VList::Real(src) => {
-                            b.red_call(d.mov, "vec_move", &[dest, *src], &[]);
-                        }
-                        VList::Virtual(items) => {
-                            let mut args = vec![dest, RedBox::u64(items.len() as u64)];
-                            args.extend_from_slice(items);
-                            b.red_call(d.store, "vec_store", &args, &[]);
-                        }
-                    }
-                }
                 addr
             }
-            None => {
-                let alloc = o.desc.alloc.expect("objects of structs with list fields have a backing");
-                b.red_call(alloc, o.desc.name, &o.fields, &[ValTy::Ptr])[0]
-            }
+            // A new object: its scalar fields given, its lists empty.
+            None => b.red_call(o.desc.alloc, o.desc.name, &o.fields, &[ValTy::Ptr])[0],
         };
+        for (l, d) in o.lists.iter().zip(o.desc.lists) {
+            let dest = b.red_offset(&addr, d.offset as u64);
+            match l {
+                VList::Real(src) => {
+                    b.red_call(d.mov, "vec_move", &[dest, *src], &[]);
+                }
+                VList::Virtual(items) => {
+                    let mut args = vec![dest, RedBox::u64((items.len() / d.width.max(1)) as u64)];
+                    args.extend_from_slice(items);
+                    b.red_call(d.store, "vec_store", &args, &[]);
+                }
+            }
+        }
         self.objects[i].forced = Some(addr);
         addr
     }

@@ -177,4 +177,19 @@ impl VList {
         *self = VList::Real(p);
         p
     }
+
+    /// The address of a real `Vec` of `w`-slot elements (a list of enums),
+    /// forcing a virtual one first: residual code calls `new`
+    /// ([`crate::heap::flat_vec_new`]) with the length and the slots.
+    pub fn force_flat(&mut self, b: &mut ResidualBuilder, w: usize, new: crate::builder::CallbackFn) -> RedBox {
+        let items = match self {
+            VList::Real(p) => return *p,
+            VList::Virtual(items) => std::mem::take(items),
+        };
+        let mut args = vec![RedBox::u64((items.len() / w.max(1)) as u64)];
+        args.extend_from_slice(&items);
+        let p = b.red_call(new, "vec_new", &args, &[ValTy::Ptr])[0];
+        *self = VList::Real(p);
+        p
+    }
 }

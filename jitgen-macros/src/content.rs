@@ -1,0 +1,151 @@
+//! The content of green data behind a portal's green references, as bytes.
+//!
+//! Compiled code is cached by the *addresses* of the green data it was
+//! specialized on (the bytecode, the class table). When that data is freed
+//! and other data is allocated at the same address, the address alone would
+//! select code compiled for the old data. So each cached entry also keeps
+//! the bytes of the data (see `jitgen_runtime::driver::PortalCache`), and
+//! code is reused only when they are equal. This module generates, per type
+//! of the module, a function appending the bytes of a value and everything
+//! it owns or references: scalars, sequences (with their lengths), structs,
+//! enums (their tag, then the payload), boxes and references.
+//!
+//! Not covered (documented as green data that must stay unchanged while
+//! code compiled for it is cached): `HashMap`s (their length only) and
+//! types from outside the module.
+
+use hint_annotator::types::Ty;
+use hint_annotator::ModuleTypes;
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::repr::{rust_ty, scalar, to_word, variants};
+
+/// The function appending the content of a module struct or enum.
+fn content_fn_name(name: &str) -> proc_macro2::Ident {
+    format_ident!("__content_{}", name)
+}
+
+/// Statements appending to `__out` the content of the value `place` (an
+/// expression of type `&ty`).
+pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
+    if let Some(sc) = scalar(ty) {
+        let w = to_word(sc, quote!(*#place));
+        return quote!(__out.extend_from_slice(&#w.to_le_bytes()););
+    }
+    match ty {
+        Ty::F32 => quote!(__out.extend_from_slice(&(*#place).to_bits().to_le_bytes());),
+        Ty::Ref { to, .. } => content_of(to, quote!(*#place)),
+        Ty::Boxed(to) => content_of(to, quote!(&**#place)),
+        Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => {
+            let each = content_of(t, quote!(__e));
+            quote! {
+                __out.extend_from_slice(&(#place.len() as u64).to_le_bytes());
+                for __e in #place.iter() { #each }
+            }
+        }
+        Ty::Map(..) => quote!(__out.extend_from_slice(&(#place.len() as u64).to_le_bytes());),
+        Ty::Struct(n) | Ty::Enum(n) => {
+            let f = content_fn_name(n);
+            quote!(#f(#place, __out);)
+        }
+        Ty::Option(t) => {
+            let inner = content_of(t, quote!(__v));
+            quote! {
+                match #place {
+                    ::core::option::Option::Some(__v) => { __out.push(1); #inner }
+                    ::core::option::Option::None => __out.push(0),
+                }
+            }
+        }
+        Ty::Result(t, e) => {
+            let (ok, err) = (content_of(t, quote!(__v)), content_of(e, quote!(__v)));
+            quote! {
+                match #place {
+                    ::core::result::Result::Ok(__v) => { __out.push(0); #ok }
+                    ::core::result::Result::Err(__v) => { __out.push(1); #err }
+                }
+            }
+        }
+        _ => quote!(),
+    }
+}
+
+/// The content functions of every struct and enum of the module.
+pub fn content_fns(types: &ModuleTypes) -> TokenStream {
+    let mut fns = vec![];
+    for (name, d) in &types.structs {
+        let f = content_fn_name(name);
+        let sn = format_ident!("{}", name);
+        let lts = (0..d.lifetimes).map(|_| quote!('_));
+        let t = if d.lifetimes > 0 { quote!(#sn<#(#lts),*>) } else { quote!(#sn) };
+        let fields: Vec<TokenStream> = d
+            .fields
+            .iter()
+            .map(|(fname, fty)| {
+                let member = match fname.parse::<u32>() {
+                    Ok(i) => {
+                        let i = syn::Index { index: i, span: Span::call_site() };
+                        quote!(#i)
+                    }
+                    Err(_) => {
+                        let id = format_ident!("{}", fname);
+                        quote!(#id)
+                    }
+                };
+                content_of(fty, quote!((&__v.#member)))
+            })
+            .collect();
+        fns.push(quote! {
+            #[allow(non_snake_case, unused_variables, clippy::all)]
+            pub(super) fn #f(__v: &#t, __out: &mut ::std::vec::Vec<u8>) {
+                #(#fields)*
+            }
+        });
+    }
+    for name in types.enums.keys() {
+        let ty = Ty::Enum(name.clone());
+        let f = content_fn_name(name);
+        let t = rust_ty(&ty, None);
+        let arms: Vec<TokenStream> = variants(&ty, types)
+            .into_iter()
+            .enumerate()
+            .map(|(k, (_, path, fields, named))| {
+                let k = k as u8;
+                let binds: Vec<proc_macro2::Ident> = (0..fields.len()).map(|i| format_ident!("__f{}", i)).collect();
+                let pat = if fields.is_empty() {
+                    quote!(#path)
+                } else if named {
+                    let names =
+                        types.enums[name].variants[k as usize].fields.iter().map(|(n, _)| format_ident!("{}", n));
+                    quote!(#path { #(#names: #binds),* })
+                } else {
+                    quote!(#path(#(#binds),*))
+                };
+                let parts: Vec<TokenStream> =
+                    fields.iter().zip(&binds).map(|(t, b)| content_of(t, quote!(#b))).collect();
+                quote!(#pat => { __out.push(#k); #(#parts)* })
+            })
+            .collect();
+        let body = if arms.is_empty() { quote!(match *__v {}) } else { quote!(match __v { #(#arms)* }) };
+        fns.push(quote! {
+            #[allow(non_snake_case, unused_variables, clippy::all)]
+            pub(super) fn #f(__v: &#t, __out: &mut ::std::vec::Vec<u8>) {
+                #body
+            }
+        });
+    }
+    quote!(#(#fns)*)
+}
+
+/// Whether the content of a green value of this type is worth keeping
+/// (it owns or references more than its address says).
+pub fn has_deep_content(ty: &Ty) -> bool {
+    match ty {
+        Ty::Ref { to, .. } | Ty::Boxed(to) => has_deep_content(to),
+        Ty::Struct(_) | Ty::Enum(_) | Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..) | Ty::Option(_) | Ty::Result(..) => {
+            true
+        }
+        _ => false,
+    }
+}
