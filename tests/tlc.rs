@@ -293,3 +293,72 @@ fn random_programs_agree() {
     eprintln!("random programs: {after:?}, last decline {:?}", jit::last_decline());
     assert!(after.entries > before.entries + n as u64 / 10, "{before:?} {after:?}");
 }
+
+/// A method call inside a loop: SEND, the callee's frame and RETURN.
+const CALLS: &str = "
+    PUSHARG
+    NEW value,accumulate=add
+    PICK 0
+    PUSH 0
+    SETATTR value
+    SWAP
+loop:
+    PICK 0
+    PUSH 0
+    GT
+    BR_COND body
+    BR end
+body:
+    PICK 1
+    PICK 1
+    SEND accumulate/1
+    PUSH 1
+    SUB
+    BR loop
+end:
+    POP
+    GETATTR value
+    RETURN
+add:
+    PUSHARGN 0
+    PICK 0
+    GETATTR value
+    PUSHARGN 1
+    PUSH 3
+    MOD
+    ADD
+    SETATTR value
+    PUSH 7
+    RETURN
+";
+
+#[test]
+fn calls_compile_and_survive_hand_overs_inside_callees() {
+    let _turn = serial();
+    jit::config().set_threshold(3);
+    // The accumulator's loop compiles whole: the call, the callee's frame
+    // (a virtual object with virtual lists) and the return.
+    let before = jit::stats();
+    assert_eq!(both(&program("accumulator"), 3000, "accumulator").0, Ok("4501500".into()));
+    let after = jit::stats();
+    // Entered, and then it stayed: 3000 calls from a few entries (positions
+    // inside the callee may decline: compiled code starts where no frames
+    // are saved).
+    let entries = after.entries - before.entries;
+    assert!((1..20).contains(&entries), "{entries} entries: {before:?} {after:?}");
+    // With few or no flexswitch cases, residual code hands over inside the
+    // callee (the class and the return address are promoted there): the
+    // interpreter goes on with the saved frames rebuilt from the state.
+    let calls = asm::assemble(CALLS).expect("assembles");
+    for max_cases in [0, 1, 16] {
+        jit::config().set_max_cases(max_cases);
+        for input in [0, 1, 5, 200, -4] {
+            let _ = both(&calls, input, &format!("calls (max_cases {max_cases})"));
+        }
+        for input in [10, 300] {
+            let _ = both(&program("accumulator"), input, &format!("accumulator (max_cases {max_cases})"));
+            let _ = both(&program("fib_recursive"), input / 20, &format!("fib_recursive (max_cases {max_cases})"));
+        }
+    }
+    jit::config().set_max_cases(16);
+}

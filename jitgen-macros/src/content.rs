@@ -7,8 +7,10 @@
 //! the bytes of the data (see `jitgen_runtime::driver::PortalCache`), and
 //! code is reused only when they are equal. This module generates, per type
 //! of the module, a function appending the bytes of a value and everything
-//! it owns or references: scalars, sequences (with their lengths), structs,
-//! enums (their tag, then the payload), boxes and references.
+//! it owns or references: scalars, sequences (with their buffers' addresses
+//! and lengths), structs, enums (their tag, then the payload), boxes and
+//! references (with their addresses: compiled code may read green data
+//! through addresses it holds as constants).
 //!
 //! Not covered (documented as green data that must stay unchanged while
 //! code compiled for it is cached): `HashMap`s (their length only) and
@@ -35,11 +37,26 @@ pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
     }
     match ty {
         Ty::F32 => quote!(__out.extend_from_slice(&(*#place).to_bits().to_le_bytes());),
-        Ty::Ref { to, .. } => content_of(to, quote!(*#place)),
-        Ty::Boxed(to) => content_of(to, quote!(&**#place)),
+        // Addresses count too: compiled code may hold the address of green
+        // data it reads at run time.
+        Ty::Ref { to, .. } => {
+            let inner = content_of(to, quote!(*#place));
+            quote! {
+                __out.extend_from_slice(&((*#place) as *const _ as *const u8 as usize as u64).to_le_bytes());
+                #inner
+            }
+        }
+        Ty::Boxed(to) => {
+            let inner = content_of(to, quote!(&**#place));
+            quote! {
+                __out.extend_from_slice(&((&**#place) as *const _ as *const u8 as usize as u64).to_le_bytes());
+                #inner
+            }
+        }
         Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => {
             let each = content_of(t, quote!(__e));
             quote! {
+                __out.extend_from_slice(&(#place.as_ptr() as usize as u64).to_le_bytes());
                 __out.extend_from_slice(&(#place.len() as u64).to_le_bytes());
                 for __e in #place.iter() { #each }
             }

@@ -31,6 +31,9 @@ struct Entry {
     key: Vec<TokenStream>,
     /// Expressions of the content bytes of green sequences.
     content: Vec<TokenStream>,
+    /// Statements at the start of the compile function that decline
+    /// positions the entry cannot start from (`return Err(why)`).
+    checks: Vec<TokenStream>,
     /// Statements appending the content of deeper green data to `__out`
     /// (see `content`), run once per call of the portal.
     deep: Vec<TokenStream>,
@@ -58,6 +61,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
         key: vec![],
         content: vec![],
         deep: vec![],
+        checks: vec![],
         green_params: vec![],
         bad: None,
         lens: vec![],
@@ -327,14 +331,14 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     e.lens.push(quote!(let #len: usize = #n.len();));
                     e.key.push(quote!(#len as u64));
                     e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+                    let why = format!(
+                        "`{src}` is not empty here: compiled code starts where the interpreter's saved frames are empty"
+                    );
+                    e.checks.push(quote!(if #len != 0 { return Err(#why.to_string()); }));
                     e.frame_lets.push(quote! {
                         let #fid = {
-                            let __p = __in.next().expect("an input");
-                            if #len == 0 {
-                                #rt::virtuals::VPList::Virtual(::std::vec::Vec::new())
-                            } else {
-                                #rt::virtuals::VPList::Real(__p)
-                            }
+                            let _ = __in.next().expect("an input");
+                            #rt::virtuals::VPList::Virtual(::std::vec::Vec::new())
                         };
                     });
                 } else if matches!(r, Repr::VOList(_)) {
@@ -409,6 +413,9 @@ enum ParkKind {
     List(Sc),
     /// A `Vec` of a plain enum of `n` slots: real, or virtual (flattened).
     EnumList(Ty, usize),
+    /// A `Vec` of a struct whose objects may be virtual: real, or a virtual
+    /// list of pointers (each object rebuilt by `__unpark_S`).
+    ObjList(String),
 }
 
 struct ParkVar {
@@ -440,6 +447,7 @@ fn park_plan(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> O
             (Repr::RPtr, t) => ParkKind::Owned(rust_ty(t, None)),
             (Repr::VList(sc), Ty::Vec(_)) => ParkKind::List(sc),
             (Repr::VEList(ety, w), Ty::Vec(_)) => ParkKind::EnumList(ety, w),
+            (Repr::VOList(s), Ty::Vec(_)) => ParkKind::ObjList(s),
             (Repr::GRef(_), Ty::Ref { mutable: false, to }) => {
                 let t = rust_ty(to, None);
                 ParkKind::Ref(quote!(&'static #t))
@@ -459,6 +467,77 @@ fn park_plan(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> O
         });
     }
     Some(plan)
+}
+
+/// `__unpark_S(heap, p) -> S`: the object a parked state's pointer names,
+/// rebuilt for the interpreter (a virtual one from its fields and lists, a
+/// forced one moved out of the arena).
+fn unpark_fn(sname: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
+    let rt = rt();
+    let d = &types.structs[sname];
+    let (sn, f) = (format_ident!("{}", sname), format_ident!("__unpark_{}", sname));
+    let msg = format!("jitgen: a field of a `{sname}` is not known when handing over to the interpreter");
+    let lost = format!("jitgen: cannot hand a `{sname}` made by residual code back to the interpreter");
+    let (mut k, mut j) = (0usize, 0usize);
+    let mut inits = vec![];
+    for (name, t) in &d.fields {
+        let fid = format_ident!("{}", name);
+        match list_field(t, types) {
+            Some(le) => {
+                let et = le.rust();
+                let rebuilt = match &le {
+                    LElem::Sc(sc) => {
+                        let back = from_word(*sc, quote!(__x.as_const().expect(#msg)));
+                        quote!(__items.iter().map(|__x| #back).collect())
+                    }
+                    LElem::Enum(ety, w) => {
+                        let (_, unflat, _) = enum_helpers(ety);
+                        quote!(__items
+                            .chunks(#w)
+                            .map(|__c| {
+                                let __words: ::std::vec::Vec<u64> = __c.iter().map(|__x| __x.as_const().expect(#msg)).collect();
+                                #unflat(&__words)
+                            })
+                            .collect())
+                    }
+                };
+                inits.push(quote!(#fid: match &__o.lists[#j] {
+                    #rt::vlist::VList::Virtual(__items) => #rebuilt,
+                    #rt::vlist::VList::Real(__p) => {
+                        let __a = __p.as_const().expect(#msg);
+                        // SAFETY: a real list's address is that of a live
+                        // Vec of its type, moved into this object.
+                        unsafe { #rt::heap::take_vec::<#et>(__a) }
+                    }
+                }));
+                j += 1;
+            }
+            None => {
+                let sc = scalar(t).expect("a virtual struct's fields are scalars or lists");
+                let back = from_word(sc, quote!(__o.fields[#k].as_const().expect(#msg)));
+                inits.push(quote!(#fid: #back));
+                k += 1;
+            }
+        }
+    }
+    quote! {
+        #[allow(non_snake_case, unused_unsafe, clippy::all)]
+        fn #f(__heap: &#rt::virtuals::VHeap, __p: &#rt::virtuals::VPtr) -> #sn {
+            let __taken = |__r: &#rt::redbox::RedBox| {
+                #rt::heap::arena_take::<#sn>(__r.as_const().expect(#msg)).expect(#lost)
+            };
+            match __p {
+                #rt::virtuals::VPtr::Real(__r) => __taken(__r),
+                #rt::virtuals::VPtr::Virtual(__i) => {
+                    let __o = &__heap.objects[*__i as usize];
+                    if let Some(__r) = &__o.forced {
+                        return __taken(__r);
+                    }
+                    #sn { #(#inits),* }
+                }
+            }
+        }
+    }
 }
 
 /// Input types as one expression.
@@ -509,6 +588,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
     };
     let in_tys = input_tys_expr(&e.input_tys);
     let lets = &e.frame_lets;
+    let checks = &e.checks;
     let pt = &gen.points[point];
     let vname = format_ident!("R{}", point);
     let mut fields: Vec<TokenStream> = pt
@@ -537,6 +617,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
     quote! {
         #[allow(unused_variables, unused_mut, clippy::all)]
         pub(super) fn #name<'a>(#(#gp),*) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+            #(#checks)*
             let __body = || -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
                 let __inputs = #in_tys;
                 let __outputs: ::std::vec::Vec<#rt::ops::ValTy> = #out_tys;
@@ -637,6 +718,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
     // Entry points: portals (at their merge point) and specialize (at entry).
     let mut plain_copies = vec![];
     let mut hooks = vec![crate::content::content_fns(gen.cg.types())];
+    let mut unpark_structs: Vec<String> = vec![];
     let mut specializers = vec![];
     let mut specialize_api = vec![];
     let mut reexports = vec![];
@@ -679,6 +761,26 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                         unparks.push(quote!(#param: #val));
                         assigns.push(quote!(#src = __p.#param;));
                     }
+                    ParkKind::ObjList(sname) => {
+                        let sn = format_ident!("{}", sname);
+                        let t = quote!(::std::vec::Vec<#sn>);
+                        parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
+                        let orig = format_ident!("__orig_{}", param);
+                        origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
+                        let unpark = format_ident!("__unpark_{}", sname);
+                        if !unpark_structs.contains(sname) {
+                            unpark_structs.push(sname.clone());
+                        }
+                        unparks.push(quote!(#param: match #field {
+                            #rt::virtuals::VPList::Real(__p) => {
+                                let __a = __p.as_const().expect(#msg);
+                                // SAFETY: as for lists of scalars.
+                                if __a == #orig { None } else { Some(unsafe { #rt::heap::take_vec(__a) }) }
+                            }
+                            #rt::virtuals::VPList::Virtual(__ptrs) => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
+                        }));
+                        assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
+                    }
                     ParkKind::Owned(_) | ParkKind::List(_) | ParkKind::EnumList(..) => {
                         // An owned object: unchanged (None), one residual code
                         // made (moved out of the arena), or a virtual list
@@ -693,16 +795,26 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                                 let e = rust_ty(ety, None);
                                 quote!(::std::vec::Vec<#e>)
                             }
-                            ParkKind::Scalar(..) | ParkKind::Ref(_) => unreachable!("matched above"),
+                            ParkKind::Scalar(..) | ParkKind::Ref(_) | ParkKind::ObjList(_) => {
+                                unreachable!("matched above")
+                            }
                         };
                         parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
                         let orig = format_ident!("__orig_{}", param);
                         origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
                         let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
+                        let is_list = !matches!(&pv.kind, ParkKind::Owned(_));
                         let from_addr = |w: TokenStream| {
+                            let take = if is_list {
+                                // SAFETY: a list local moved here from that
+                                // address, which is a live Vec of its type.
+                                quote!(unsafe { #rt::heap::take_vec(__a) })
+                            } else {
+                                quote!(#rt::heap::arena_take::<#t>(__a).expect(#lost))
+                            };
                             quote!({
                                 let __a = #w.as_const().expect(#msg);
-                                if __a == #orig { None } else { Some(#rt::heap::arena_take::<#t>(__a).expect(#lost)) }
+                                if __a == #orig { None } else { Some(#take) }
                             })
                         };
                         let rebuilt = match &pv.kind {
@@ -831,6 +943,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                             let __st = *__p
                                 .downcast::<#rt::state::JitState<__Frame<'static>>>()
                                 .expect("jitgen: a state of this portal");
+                            let __vheap = __st.heap;
                             match __st.frames.into_iter().next_back() {
                                 Some(__Frame::#vname { #(#field_pats,)* .. }) => Err(#parked { #(#unparks),* }),
                                 _ => panic!("jitgen: the interpreter stopped elsewhere than the merge point"),
@@ -1010,6 +1123,9 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
         plain_copies.iter().map(|f| f.sig.ident.to_string().trim_start_matches("__plain_").to_string()).collect();
     for f in &mut plain_copies {
         PlainCalls(&portal_names).visit_item_fn_mut(f);
+    }
+    for sname in &unpark_structs {
+        hooks.push(unpark_fn(sname, gen.cg.types()));
     }
     let extension = gen.extension();
     let jit_internal = quote! {

@@ -718,6 +718,13 @@ impl<'g> Gen<'g> {
             quote!({ __c.decline(#msg); break 'path None; })
         };
         let (not_virtual, no_layout) = (decline("this operation"), decline("a layout not known"));
+        let too_deep = {
+            let msg = format!(
+                "a `Vec<{sname}>` growing past {} virtual elements (recursion, when they are the interpreter's frames)",
+                jitgen_max_virtual_ptrs()
+            );
+            quote!({ __c.decline(#msg); break 'path None; })
+        };
         Some(match (&op.kind, &args[..]) {
             (OpKind::NewVec, xs) => {
                 let mut ps = vec![];
@@ -774,8 +781,8 @@ impl<'g> Gen<'g> {
                 quote!({
                     let __x = #x;
                     match &mut #l {
-                        #rt::virtuals::VPList::Virtual(__items) if __items.len() < #rt::vlist::MAX_VIRTUAL_LEN => __items.push(__x),
-                        #rt::virtuals::VPList::Virtual(_) => #not_virtual,
+                        #rt::virtuals::VPList::Virtual(__items) if __items.len() < #rt::virtuals::MAX_VIRTUAL_PTRS => __items.push(__x),
+                        #rt::virtuals::VPList::Virtual(_) => #too_deep,
                         #rt::virtuals::VPList::Real(__a) => {
                             // The pushed object moves into the Vec: made in
                             // the arena, then moved out of it.
@@ -2396,6 +2403,11 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
 /// object's field is not read again before being written).
 fn moves_out(base: &Ty) -> bool {
     matches!(base, Ty::Struct(_))
+}
+
+/// `jitgen_runtime::virtuals::MAX_VIRTUAL_PTRS`, for messages.
+fn jitgen_max_virtual_ptrs() -> usize {
+    4
 }
 
 /// The longest list kept virtual (`jitgen_runtime::vlist::MAX_VIRTUAL_LEN`).

@@ -50,6 +50,22 @@ pub fn arena_take<T: 'static>(addr: u64) -> Option<T> {
     })
 }
 
+/// Moves the `Vec` at `addr` out, for a portal continuing in the
+/// interpreter: out of the arena when residual code made it there, else out
+/// of the place it is in (a field of an object it was moved out of, which
+/// Rust's move semantics leave dead), which keeps an empty `Vec`.
+///
+/// # Safety
+/// `addr` must be the address of a live `Vec<T>` no one reads again
+/// (residual code's real lists are addresses of live `Vec`s of their type).
+pub unsafe fn take_vec<T: 'static>(addr: u64) -> Vec<T> {
+    match arena_take::<Vec<T>>(addr) {
+        Some(v) => v,
+        // SAFETY: guaranteed by the caller.
+        None => std::mem::take(unsafe { vec_at::<T>(addr) }),
+    }
+}
+
 /// Moves a value into the arena; returns its (stable) address.
 pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     let mut b = Box::new(v);

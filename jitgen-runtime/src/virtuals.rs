@@ -43,6 +43,12 @@ pub enum VPtr {
     Virtual(u32),
 }
 
+/// The longest virtual list of pointers ([`VPList`]). When it holds an
+/// interpreter's saved frames, this is how deep language-level calls are
+/// inlined: past it the compilation declines, which bounds what recursion
+/// unrolls (each level may split).
+pub const MAX_VIRTUAL_PTRS: usize = 4;
+
 /// A `Vec` of structs at compile time: a virtual list of pointers (the
 /// interpreter's stack of saved frames), or a real `Vec`'s address. Its
 /// length and which of its elements are virtual are part of the state's key.
