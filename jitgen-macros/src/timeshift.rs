@@ -1256,7 +1256,7 @@ impl<'g> Gen<'g> {
             OpKind::NewStruct(s) => {
                 let Repr::VPtr = rr else {
                     return self.decline(&format!(
-                        "allocating a `{s}` in residual code (only structs whose fields are all scalars can be virtual yet)"
+                        "allocating a `{s}` in residual code (only structs whose fields are scalars, or lists of scalars or of plain enums, can be virtual yet)"
                     ));
                 };
                 let d = types.structs[s].clone();
