@@ -469,6 +469,27 @@ fn park_plan(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> O
     Some(plan)
 }
 
+/// A `Vec` rebuilt from the red boxes `__items` of a virtual list (each a
+/// constant when handing over; `msg` if not).
+fn rebuilt_list(le: &LElem, msg: &str) -> TokenStream {
+    match le {
+        LElem::Sc(sc) => {
+            let back = from_word(*sc, quote!(__x.as_const().expect(#msg)));
+            quote!(__items.iter().map(|__x| #back).collect())
+        }
+        LElem::Enum(ety, w) => {
+            let (_, unflat, _) = enum_helpers(ety);
+            quote!(__items
+                .chunks(#w)
+                .map(|__c| {
+                    let __words: ::std::vec::Vec<u64> = __c.iter().map(|__x| __x.as_const().expect(#msg)).collect();
+                    #unflat(&__words)
+                })
+                .collect())
+        }
+    }
+}
+
 /// `__unpark_S(heap, p) -> S`: the object a parked state's pointer names,
 /// rebuilt for the interpreter (a virtual one from its fields and lists, a
 /// forced one moved out of the arena).
@@ -485,22 +506,7 @@ fn unpark_fn(sname: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
         match list_field(t, types) {
             Some(le) => {
                 let et = le.rust();
-                let rebuilt = match &le {
-                    LElem::Sc(sc) => {
-                        let back = from_word(*sc, quote!(__x.as_const().expect(#msg)));
-                        quote!(__items.iter().map(|__x| #back).collect())
-                    }
-                    LElem::Enum(ety, w) => {
-                        let (_, unflat, _) = enum_helpers(ety);
-                        quote!(__items
-                            .chunks(#w)
-                            .map(|__c| {
-                                let __words: ::std::vec::Vec<u64> = __c.iter().map(|__x| __x.as_const().expect(#msg)).collect();
-                                #unflat(&__words)
-                            })
-                            .collect())
-                    }
-                };
+                let rebuilt = rebuilt_list(&le, &msg);
                 inits.push(quote!(#fid: match &__o.lists[#j] {
                     #rt::vlist::VList::Virtual(__items) => #rebuilt,
                     #rt::vlist::VList::Real(__p) => {
@@ -818,21 +824,8 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                             })
                         };
                         let rebuilt = match &pv.kind {
-                            ParkKind::List(sc) => {
-                                let back = from_word(*sc, quote!(__x.as_const().expect(#msg)));
-                                Some(quote!(__items.iter().map(|__x| #back).collect()))
-                            }
-                            ParkKind::EnumList(ety, w) => {
-                                let (_, unflat, _) = enum_helpers(ety);
-                                Some(quote!(__items
-                                    .chunks(#w)
-                                    .map(|__c| {
-                                        let __words: ::std::vec::Vec<u64> =
-                                            __c.iter().map(|__x| __x.as_const().expect(#msg)).collect();
-                                        #unflat(&__words)
-                                    })
-                                    .collect()))
-                            }
+                            ParkKind::List(sc) => Some(rebuilt_list(&LElem::Sc(*sc), &msg)),
+                            ParkKind::EnumList(ety, w) => Some(rebuilt_list(&LElem::Enum(ety.clone(), *w), &msg)),
                             _ => None,
                         };
                         let value = match rebuilt {
