@@ -11,10 +11,14 @@
 //! reference to it meets residual memory. From then on the object is a real
 //! one and every `VPtr` naming it reads and writes memory.
 //!
+//! An object's fields may include lists ([`VList`], of scalars or of
+//! flattened enums): forcing a new object allocates it with empty lists and
+//! stores them. A `Vec` of such structs (an interpreter's saved frames) is a
+//! [`VPList`], a virtual list of pointers, at most [`MAX_VIRTUAL_PTRS`] long.
+//!
 //! *Virtualizable* objects (structs marked `#[virtualizable]`, the
 //! interpreter's frame) are virtual objects with a *backing*: the address of
-//! the real object they were loaded from at a portal's entry. Their fields
-//! may include lists ([`VList`]). Forcing one writes its fields back into the
+//! the real object they were loaded from at a portal's entry. Forcing one writes its fields back into the
 //! backing object (stores, and [`crate::heap::vec_store`] /
 //! [`crate::heap::vec_move`] for lists) and makes it real again; every
 //! return of residual code writes them back ([`VHeap::write_back`]).
