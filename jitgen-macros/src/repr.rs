@@ -595,6 +595,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         unflat_arms.push(quote!(#k32 => #build,));
     }
     let marker = flat_marker(ty);
+    let ranges: Vec<TokenStream> = variant_ranges(ty, types).iter().map(|(a, b)| quote!((#a, #b))).collect();
     let unflat_fn = if plain(ty, types) {
         quote! {
             #[allow(non_camel_case_types)]
@@ -607,6 +608,11 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 }
                 fn unflat(__w: &[u64]) -> #t {
                     #unflat(__w)
+                }
+                fn layout() -> ::core::option::Option<&'static #rt::heap::EnumLayout> {
+                    static __L: ::std::sync::OnceLock<::core::option::Option<#rt::heap::EnumLayout>> =
+                        ::std::sync::OnceLock::new();
+                    __L.get_or_init(|| #rt::heap::enum_layout::<Self>(&#tys(), &[#(#ranges),*])).as_ref()
                 }
             }
             #[allow(non_snake_case, unused_variables)]

@@ -188,6 +188,7 @@ impl<'g> Gen<'g> {
         let m = flat_marker(&ety);
         let (_, _, tys) = enum_helpers(&ety);
         let force = |l: &Ident| quote!(#l.force_flat(&mut __c.b, #n, #rt::heap::flat_vec_new::<#m>));
+        let et = rust_ty(&ety, None);
         Some(match (&op.kind, base) {
             (OpKind::Len, Some(l)) => {
                 let l = v_ident(l);
@@ -215,8 +216,23 @@ impl<'g> Gen<'g> {
                             Some(__s) => <[#u; #n]>::try_from(__s).expect("n slots"),
                             None => {
                                 let __a = #addr;
-                                let __v = __c.b.red_call(#rt::heap::flat_vec_get::<#m>, "vec_get", &[__a, __i], &#tys());
-                                <[#u; #n]>::try_from(&__v[..]).expect("n slots")
+                                match (<#m as #rt::heap::Flat>::layout(), #rt::heap::vec_layout::<#et>()) {
+                                    (Some(__el), Some(__vl)) => {
+                                        // In place: the tag and every slot (those
+                                        // of other variants are not looked at).
+                                        let __e = __c.b.red_vec_elem(&__a, &__i, __el.size, __vl);
+                                        let __t = __c.b.red_load(__el.tag.1, &__e, __el.tag.0);
+                                        let mut __v = vec![__c.b.red_cast(&__t, #rt::ops::ValTy::U32)];
+                                        for (__off, __ty) in &__el.slots {
+                                            __v.push(__c.b.red_load(*__ty, &__e, *__off));
+                                        }
+                                        <[#u; #n]>::try_from(&__v[..]).expect("n slots")
+                                    }
+                                    _ => {
+                                        let __v = __c.b.red_call(#rt::heap::flat_vec_get::<#m>, "vec_get", &[__a, __i], &#tys());
+                                        <[#u; #n]>::try_from(&__v[..]).expect("n slots")
+                                    }
+                                }
                             }
                         }
                     }),
@@ -231,9 +247,23 @@ impl<'g> Gen<'g> {
                     let (__i, __x) = (#i, #x);
                     if !#l.set_w(&__i, &__x) {
                         let __a = #addr;
-                        let mut __args = vec![__a, __i];
-                        __args.extend_from_slice(&__x);
-                        __c.b.red_call(#rt::heap::flat_vec_set::<#m>, "vec_set", &__args, &[]);
+                        match (<#m as #rt::heap::Flat>::layout(), #rt::heap::vec_layout::<#et>(), __x[0].as_const()) {
+                            (Some(__el), Some(__vl), Some(__k)) => {
+                                // The variant is known: its tag and its slots, in place.
+                                let __e = __c.b.red_vec_elem(&__a, &__i, __el.size, __vl);
+                                __c.b.red_store(&__e, __el.tag.0, &#u::constant(__el.tag.1, __k));
+                                for (__j, (__off, _)) in __el.slots.iter().enumerate() {
+                                    if __el.slot_variant[__j] == __k as usize {
+                                        __c.b.red_store(&__e, *__off, &__x[__j + 1]);
+                                    }
+                                }
+                            }
+                            _ => {
+                                let mut __args = vec![__a, __i];
+                                __args.extend_from_slice(&__x);
+                                __c.b.red_call(#rt::heap::flat_vec_set::<#m>, "vec_set", &__args, &[]);
+                            }
+                        }
                     }
                 })
             }

@@ -13,6 +13,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::Hash;
 
+use crate::ops::ValTy;
 use crate::residual::{run_callback, Word};
 
 thread_local! {
@@ -237,6 +238,129 @@ pub trait Flat: 'static {
     fn flat(v: &Self::T, out: &mut [u64]);
     /// The value of the words `w[..N]` (as `flat` wrote them).
     fn unflat(w: &[u64]) -> Self::T;
+    /// Where the tag and the payload slots are in memory, when measured
+    /// (see [`enum_layout`]): residual code then reads and writes elements
+    /// in place instead of calling the helpers below.
+    fn layout() -> Option<&'static EnumLayout> {
+        None
+    }
+}
+
+/// The measured layout of a plain enum: the tag and each payload slot of
+/// the flattened form, as byte offsets into a value.
+#[derive(Clone, Debug)]
+pub struct EnumLayout {
+    /// `size_of::<T>()`.
+    pub size: u64,
+    /// Where the tag is, and its width (an unsigned integer type).
+    pub tag: (i32, ValTy),
+    /// For each flattened slot after the tag: its offset and type.
+    pub slots: Vec<(i32, ValTy)>,
+    /// For each flattened slot after the tag: the variant it belongs to.
+    pub slot_variant: Vec<usize>,
+}
+
+/// The bytes of `v` written over a buffer filled with `fill`.
+fn bytes_over<T>(v: T, fill: u8) -> Vec<u8> {
+    let n = std::mem::size_of::<T>();
+    let mut buf = vec![fill; n.max(1)];
+    // SAFETY: the buffer has room for a T (unaligned write); it is then only
+    // read as bytes and never dropped as a T (`v` is plain: no destructor).
+    unsafe { std::ptr::write_unaligned(buf.as_mut_ptr() as *mut T, v) };
+    buf
+}
+
+/// Reads a canonical word of type `ty` at `off` in `b`.
+fn read_word(b: &[u8], off: usize, ty: ValTy) -> Option<u64> {
+    let n = (ty.bits() / 8) as usize;
+    let mut w = [0u8; 8];
+    w[..n].copy_from_slice(b.get(off..off + n)?);
+    Some(ty.canon(u64::from_le_bytes(w)))
+}
+
+/// Measures where a plain enum keeps its tag and payloads (Rust does not
+/// specify it): `tys` are the flattened slots' types, `ranges` each
+/// variant's slots. `None` unless the tag is an unsigned integer equal to
+/// the variant's index at one offset, each payload slot has its own bytes,
+/// and reading values of every variant with sample payloads that way gives
+/// back their flattened words; residual code then calls the helpers.
+pub fn enum_layout<F: Flat>(tys: &[ValTy], ranges: &[(usize, usize)]) -> Option<EnumLayout> {
+    let size = std::mem::size_of::<F::T>();
+    if tys.len() != F::N || tys.iter().any(|t| *t == ValTy::Ptr) || size == 0 {
+        return None;
+    }
+    let mut slot_variant = vec![usize::MAX; F::N];
+    for (k, (a, b)) in ranges.iter().enumerate() {
+        for v in slot_variant.iter_mut().take(*b).skip(*a) {
+            *v = k;
+        }
+    }
+    let value = |k: usize, slots: &[(usize, u64)]| {
+        let mut w = vec![0u64; F::N];
+        w[0] = k as u64;
+        for (s, x) in slots {
+            w[*s] = tys[*s].canon(*x);
+        }
+        F::unflat(&w)
+    };
+    // Samples of every variant: their bytes (padding holds whatever the
+    // copy brought) and their words.
+    let patterns = [0u64, 1, u64::MAX, 0x8000_0000_0000_0000, 0x7FFF_FFFF_FFFF_FFFF, 0x1234_5678_9ABC_DEF0, 0xFF, 0x80];
+    let mut samples: Vec<(usize, Vec<u8>, Vec<u64>)> = vec![];
+    for (k, (a, b)) in ranges.iter().enumerate() {
+        for j in 0..16usize {
+            let payload: Vec<(usize, u64)> =
+                (*a..*b).map(|s| (s, patterns[(j + s) % patterns.len()].rotate_left((j * 7 + s) as u32))).collect();
+            let mut want = vec![0u64; F::N];
+            F::flat(&value(k, &payload), &mut want);
+            if want[0] != k as u64 {
+                return None;
+            }
+            samples.push((k, bytes_over(value(k, &payload), if j % 2 == 0 { 0 } else { 0xFF }), want));
+        }
+    }
+    let reads_as = |off: usize, ty: ValTy, which: &dyn Fn(usize) -> bool, slot: usize| {
+        samples.iter().filter(|(k, _, _)| which(*k)).all(|(_, b, w)| read_word(b, off, ty) == Some(w[slot]))
+    };
+    // The tag: the narrowest unsigned integer at one offset that reads as the
+    // variant's index in every sample.
+    let mut tag = None;
+    for len in [1usize, 2, 4] {
+        let ty = ValTy::Int { bits: (len * 8) as u8, signed: false };
+        let fits: Vec<usize> = (0..size).step_by(len).filter(|off| reads_as(*off, ty, &|_| true, 0)).collect();
+        match fits.as_slice() {
+            [] => continue,
+            [off] => {
+                tag = Some((*off, len, ty));
+                break;
+            }
+            _ => return None,
+        }
+    }
+    let (tag_off, tag_len, tag_ty) = tag?;
+    // Each payload slot: the one offset where it reads as its word in every
+    // sample of its variant.
+    let mut slots = vec![(0i32, ValTy::U8); F::N];
+    for s in 1..F::N {
+        let k = slot_variant[s];
+        let ty = tys[s];
+        let n = (ty.bits() / 8) as usize;
+        let fits: Vec<usize> = (0..size)
+            .step_by(n)
+            .filter(|off| off + n <= tag_off || *off >= tag_off + tag_len)
+            .filter(|off| reads_as(*off, ty, &|v| v == k, s))
+            .collect();
+        match fits.as_slice() {
+            [off] => slots[s] = (*off as i32, ty),
+            _ => return None,
+        }
+    }
+    Some(EnumLayout {
+        size: size as u64,
+        tag: (tag_off as i32, tag_ty),
+        slots: slots[1..].to_vec(),
+        slot_variant: slot_variant[1..].to_vec(),
+    })
 }
 
 /// `v.len()` of a `Vec` of any element type: `[addr] -> [len]`.
