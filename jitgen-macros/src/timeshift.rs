@@ -750,10 +750,12 @@ impl<'g> Gen<'g> {
         let (not_virtual, no_layout) = (decline("this operation"), decline("a layout not known"));
         let too_deep = {
             let msg = format!(
-                "a `Vec<{sname}>` growing past {} virtual elements (recursion, when they are the interpreter's frames)",
-                jitgen_max_virtual_ptrs()
+                "a `Vec<{sname}>` growing past {{}} virtual elements (recursion, when they are the interpreter's frames)"
             );
-            quote!({ __c.decline(#msg); break 'path None; })
+            quote!({
+                __c.decline(format!(#msg, #rt::virtuals::MAX_VIRTUAL_PTRS));
+                break 'path None;
+            })
         };
         Some(match (&op.kind, &args[..]) {
             (OpKind::NewVec, xs) => {
@@ -761,10 +763,15 @@ impl<'g> Gen<'g> {
                 for x in xs {
                     ps.push(self.operand(fi, x, &Repr::VPtr)?);
                 }
-                if ps.len() > rt_max_virtual() {
-                    return Some(self.decline("a long `vec![..]` of structs"));
-                }
-                self.bind(fi, r, quote!(#rt::virtuals::VPList::Virtual(::std::vec![#(#ps),*])))
+                let n = ps.len();
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        if #n > #rt::virtuals::MAX_VIRTUAL_PTRS #too_deep
+                        #rt::virtuals::VPList::Virtual(::std::vec![#(#ps),*])
+                    }),
+                )
             }
             (OpKind::Len, [Value::Var(l), ..]) => {
                 let l = v_ident(*l);
@@ -2433,16 +2440,6 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
 /// object's field is not read again before being written).
 fn moves_out(base: &Ty) -> bool {
     matches!(base, Ty::Struct(_))
-}
-
-/// `jitgen_runtime::virtuals::MAX_VIRTUAL_PTRS`, for messages.
-fn jitgen_max_virtual_ptrs() -> usize {
-    4
-}
-
-/// The longest list kept virtual (`jitgen_runtime::vlist::MAX_VIRTUAL_LEN`).
-fn rt_max_virtual() -> usize {
-    64
 }
 
 /// Code forcing the list in the local `id` (see `jitgen_runtime::vlist`):
