@@ -32,16 +32,14 @@ pub const MAX_FRAME_WORDS: usize = 64;
 ///
 /// Residual functions use Cranelift's `tail` calling convention, so that a
 /// flexswitch can tail-call its cases; Rust enters them through a SystemV
-/// trampoline compiled once per backend.
+/// trampoline compiled once per process.
 pub struct CraneliftBackend {
     isa: OwnedTargetIsa,
-    trampoline: Rc<Trampoline>,
+    trampoline: Trampoline,
 }
 
-struct Trampoline {
-    entry: unsafe extern "C" fn(usize, *mut u64) -> u64,
-    _owner: CodeOwner,
-}
+/// `extern "C" fn(code, frame) -> status`: enters a `tail`-convention function.
+type Trampoline = unsafe extern "C" fn(usize, *mut u64) -> u64;
 
 fn tail_sig() -> Signature {
     let mut sig = Signature::new(CallConv::Tail);
@@ -56,17 +54,12 @@ impl CraneliftBackend {
         // The ISA (host detection and flags) is made once per process.
         static ISA: std::sync::OnceLock<Result<OwnedTargetIsa, BackendError>> = std::sync::OnceLock::new();
         let isa = ISA.get_or_init(Self::host_isa).clone()?;
-        thread_local! {
-            static TRAMPOLINE: std::cell::OnceCell<Rc<Trampoline>> = const { std::cell::OnceCell::new() };
-        }
-        let trampoline = match TRAMPOLINE.with(|t| t.get().cloned()) {
-            Some(t) => t,
-            None => {
-                let t = Rc::new(Self::trampoline(&isa)?);
-                TRAMPOLINE.with(|c| c.set(t.clone()).ok());
-                t
-            }
-        };
+        // So is the trampoline: a thread's first compilation (each of a
+        // server's worker threads) does not compile it again.
+        static TRAMPOLINE: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
+        let entry = TRAMPOLINE.get_or_init(|| Self::trampoline(&isa).map(|t| t as usize)).clone()?;
+        // SAFETY: made by `trampoline` with this signature, and never freed.
+        let trampoline = unsafe { std::mem::transmute::<usize, Trampoline>(entry) };
         Ok(CraneliftBackend { isa, trampoline })
     }
 
@@ -111,9 +104,11 @@ impl CraneliftBackend {
         module.finalize_definitions().map_err(|e| err(&e))?;
         let ptr = module.get_finalized_function(id);
         // SAFETY: compiled just above with the SystemV signature (i64, i64) -> i64.
-        let entry = unsafe { std::mem::transmute::<*const u8, unsafe extern "C" fn(usize, *mut u64) -> u64>(ptr) };
-        // Infrastructure, not residual code: not counted by live_code_modules.
-        Ok(Trampoline { entry, _owner: CodeOwner { module: Some(module), counted: false } })
+        let entry = unsafe { std::mem::transmute::<*const u8, Trampoline>(ptr) };
+        // Infrastructure, not residual code: one small function per process,
+        // kept for the life of the process (its module is never freed).
+        std::mem::forget(module);
+        Ok(entry)
     }
 }
 
@@ -127,22 +122,19 @@ pub fn live_code_modules() -> usize {
 
 struct CodeOwner {
     module: Option<JITModule>,
-    counted: bool,
 }
 
 impl CodeOwner {
     fn new(module: JITModule) -> CodeOwner {
         LIVE_MODULES.fetch_add(1, Ordering::Relaxed);
-        CodeOwner { module: Some(module), counted: true }
+        CodeOwner { module: Some(module) }
     }
 }
 
 impl Drop for CodeOwner {
     fn drop(&mut self) {
         if let Some(m) = self.module.take() {
-            if self.counted {
-                LIVE_MODULES.fetch_sub(1, Ordering::Relaxed);
-            }
+            LIVE_MODULES.fetch_sub(1, Ordering::Relaxed);
             // SAFETY: the owner is dropped with the last `NativeCode` handle,
             // and handles are the only way to run the code.
             unsafe { m.free_memory() };
@@ -156,7 +148,7 @@ impl Drop for CodeOwner {
 pub struct NativeCode {
     entry: *const u8,
     frame_words: usize,
-    trampoline: Rc<Trampoline>,
+    trampoline: Trampoline,
     _owner: Rc<CodeOwner>,
     switches: Vec<Rc<crate::promotion::FlexTable>>,
 }
@@ -176,7 +168,7 @@ impl NativeCode {
         // reads and writes only the first MAX_FRAME_WORDS words of its frame
         // (and so do the cases it tail-calls), and returns instead of trapping
         // or unwinding; the trampoline calls it with the tail convention.
-        unsafe { (self.trampoline.entry)(self.entry as usize, frame.as_mut_ptr()) }
+        unsafe { (self.trampoline)(self.entry as usize, frame.as_mut_ptr()) }
     }
 
     /// The tables of this code's flexswitches.
@@ -753,7 +745,7 @@ impl Backend for CraneliftBackend {
         Ok(NativeCode {
             entry: ptr,
             frame_words: f.frame_words(),
-            trampoline: self.trampoline.clone(),
+            trampoline: self.trampoline,
             _owner: Rc::new(CodeOwner::new(module)),
             switches: f.switches.clone(),
         })
