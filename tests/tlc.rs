@@ -362,3 +362,50 @@ fn calls_compile_and_survive_hand_overs_inside_callees() {
     }
     jit::config().set_max_cases(16);
 }
+
+/// `f = f * i % n` for i = 1..1000, with the divisor `n` the argument: the
+/// same loop, entered with different divisors.
+const MOD_BY_ARG: &str = "
+    PUSH 1
+    PUSH 1
+loop:
+    PICK 0
+    PUSH 100
+    PUSH 10
+    MUL
+    GT
+    BR_COND end
+    PICK 1
+    PICK 1
+    MUL
+    PUSHARG
+    MOD
+    PUT 1
+    PUSH 1
+    ADD
+    BR loop
+end:
+    POP
+";
+
+#[test]
+fn loop_invariant_divisors_are_promoted_at_entry() {
+    let _turn = serial();
+    jit::config().set_threshold(3);
+    let a = asm::assemble(MOD_BY_ARG).expect("assembles");
+    // The divisor the loop was entered with is a constant of the compiled
+    // loop (a multiplication instead of a division), behind a guard at entry.
+    let before = jit::stats();
+    let _ = both(&a, 1_000_003, "mod by arg");
+    let promoted = jit::portal_listings().iter().any(|l| l.contains("const.i64 1000003"));
+    assert!(promoted, "{:#?}", jit::portal_listings());
+    let mid = jit::stats();
+    assert_eq!(mid.flexswitch_cases, before.flexswitch_cases, "{before:?} {mid:?}");
+    // Other divisors fail the guard: the loop compiled for any divisor
+    // (when first taken) runs them, with the interpreter's results.
+    for n in [1_000_003, 7, -13, 1, 0, 1_000_003, 99] {
+        let _ = both(&a, n, &format!("mod by {n}"));
+    }
+    let after = jit::stats();
+    assert_eq!(after.flexswitch_cases - mid.flexswitch_cases, 1, "{mid:?} {after:?}");
+}

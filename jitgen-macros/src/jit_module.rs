@@ -621,21 +621,56 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
         fields.push(quote!(__merged: false));
     }
     quote! {
+        /// Compiles the entry; `__words` (the inputs residual code would
+        /// get now) lets it promote loop-invariant divisors at entry.
         #[allow(unused_variables, unused_mut, clippy::all)]
-        pub(super) fn #name<'a>(#(#gp),*) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+        pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
             #(#checks)*
             let __body = || -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
                 let __inputs = #in_tys;
                 let __outputs: ::std::vec::Vec<#rt::ops::ValTy> = #out_tys;
-                let mut __c: #rt::schedule::Compilation<__Frame<'a>> =
-                    #rt::schedule::Compilation::new(#label, &__inputs, &__outputs, super::jit::__CONFIG.limits());
-                __c.set_defer(Some(&super::jit::__STATS), __defer);
-                let mut __in = __c.inputs().into_iter();
-                let mut __heap = #rt::virtuals::VHeap::default();
-                #(#lets)*
-                let __frame = __Frame::#vname { #(#fields),* };
-                __run(&mut __c, #rt::state::JitState::with_heap(__frame, __heap));
-                let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
+                let __new = || {
+                    let mut __c: #rt::schedule::Compilation<__Frame<'a>> =
+                        #rt::schedule::Compilation::new(#label, &__inputs, &__outputs, super::jit::__CONFIG.limits());
+                    __c.set_defer(Some(&super::jit::__STATS), __defer);
+                    __c
+                };
+                // The entry state, from the inputs of `__c` (run-time values,
+                // or in execute mode the values of `__words`).
+                let __build = |__c: &mut #rt::schedule::Compilation<__Frame<'a>>| -> #rt::state::JitState<__Frame<'a>> {
+                    let mut __in = __c.inputs().into_iter();
+                    let mut __heap = #rt::virtuals::VHeap::default();
+                    #(#lets)*
+                    let __frame = __Frame::#vname { #(#fields),* };
+                    #rt::state::JitState::with_heap(__frame, __heap)
+                };
+                let mut __c = __new();
+                let __st = __build(&mut __c);
+                __run(&mut __c, __st);
+                let (__f, __slots) = __c.finish_promoting().map_err(|d| ::std::format!("{d:?}"))?;
+                if let (false, Some(__w)) = (__slots.is_empty(), __words) {
+                    // Again, with those values constant behind a guard.
+                    let __promoted = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {
+                        let mut __x: #rt::schedule::Compilation<__Frame<'a>> =
+                            #rt::schedule::Compilation::executing(#label, &__inputs, __w, &__outputs);
+                        let mut __now = __build(&mut __x);
+                        __now.forget_fields();
+                        __now.normalize();
+                        let __reds = __now.reds();
+                        let __vals: ::std::vec::Vec<#rt::redbox::RedBox> =
+                            __slots.iter().filter_map(|__k| __reds.get(*__k).copied()).collect();
+                        let mut __c = __new();
+                        let __st = __build(&mut __c);
+                        let __st = __c.promote_entry(__st, &__slots, &__vals);
+                        __run(&mut __c, __st);
+                        __c.finish().ok()
+                    }));
+                    if let Ok(Some(__g)) = __promoted {
+                        if let Ok(__code) = #rt::residual::compile_host(&__g) {
+                            return Ok(__code);
+                        }
+                    }
+                }
                 #rt::residual::compile_host(&__f).map_err(|e| e.to_string())
             };
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
@@ -892,7 +927,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     let __key: [u64; #nkey] = [#(#key),*];
                     let __content: &[&[u8]] = &[#(#content,)* #deep_content];
                     let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, __content, __cfg.threshold()));
-                    let __code = match __hot {
+                    match __hot {
                         #rt::driver::Hot::Cold => {
                             #period.set(0);
                             return None;
@@ -903,10 +938,18 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                             #skip.set(__p);
                             return None;
                         }
+                        _ => {}
+                    }
+                    // The inputs of residual code (which the compiler may
+                    // also read: see `finish_promoting`).
+                    let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
+                    #(#words)*
+                    let __code = match __hot {
+                        #rt::driver::Hot::Cold | #rt::driver::Hot::Declined => unreachable!("returned above"),
                         #rt::driver::Hot::Run(__code) => __code,
                         #rt::driver::Hot::Compile => {
                             let __t = ::std::time::Instant::now();
-                            let __r = #compile(#(#green_args),*);
+                            let __r = #compile(#(#green_args,)* Some(&__words));
                             super::jit::__STATS.compiled(
                                 __r.as_ref().ok().map(|__f| __f.op_count()),
                                 __t.elapsed().as_nanos() as u64,
@@ -920,8 +963,6 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                         }
                     };
                     super::jit::__STATS.entered();
-                    let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
-                    #(#words)*
                     #(#origins)*
                     let __mark = #rt::heap::arena_mark();
                     let __out = #rt::residual::call_parking(&__code, &__words);
@@ -1101,7 +1142,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 #[doc = #doc]
                 #[allow(clippy::all)]
                 pub fn #ident<'a>(#(#green_params),*) -> #cid<'a> {
-                    match super::super::__jit::#compile(#(#green_args),*) {
+                    match super::super::__jit::#compile(#(#green_args,)* None) {
                         Ok(f) => {
                             super::__STATS.compiled(Some(f.op_count()), 0);
                             #cid { f, _greens: ::core::marker::PhantomData }

@@ -213,6 +213,88 @@ impl ResidualFunction {
         self.live_blocks().map(|(_, b)| b.insts.len()).sum()
     }
 
+    /// The parameters of `head` (by position) that are loop invariant and
+    /// divide: every edge into `head` from a block `head` reaches (a back
+    /// edge; there must be one) passes the parameter's own value back (directly, or through parameters of
+    /// other blocks that only ever receive it), and some integer division or
+    /// remainder divides by that value. Knowing such a value as a constant
+    /// turns a hardware division per iteration into a multiplication
+    /// ([`crate::schedule::Compilation::promote_entry`]).
+    pub fn invariant_divisors(&self, head: Label) -> Vec<usize> {
+        let Some(hb) = self.blocks.get(head.0 as usize).filter(|b| b.term.is_some()) else { return vec![] };
+        // Edges into each block: (from, arguments).
+        let mut incoming: HashMap<Label, Vec<(Label, &[Val])>> = HashMap::new();
+        for (l, b) in self.live_blocks() {
+            match b.term.as_ref() {
+                Some(Terminator::Jump(t, args)) => incoming.entry(*t).or_default().push((l, args)),
+                Some(Terminator::Branch { if_true, if_false, .. }) => {
+                    incoming.entry(if_true.0).or_default().push((l, &if_true.1));
+                    incoming.entry(if_false.0).or_default().push((l, &if_false.1));
+                }
+                _ => {}
+            }
+        }
+        let divisors: Vec<Val> = self
+            .live_blocks()
+            .flat_map(|(_, b)| &b.insts)
+            .filter_map(|i| match i {
+                Inst::Bin { op: BinOp::Div | BinOp::Rem, ty, b, .. } if *ty != ValTy::F64 => Some(*b),
+                _ => None,
+            })
+            .collect();
+        if divisors.is_empty() {
+            return vec![];
+        }
+        // The blocks `head` reaches: edges from them into `head` close a loop.
+        let mut inside: std::collections::HashSet<Label> = std::collections::HashSet::new();
+        let mut todo = vec![head];
+        while let Some(l) = todo.pop() {
+            if let Some(t) = self.blocks.get(l.0 as usize).and_then(|b| b.term.as_ref()) {
+                for n in t.targets() {
+                    if inside.insert(n) {
+                        todo.push(n);
+                    }
+                }
+            }
+        }
+        let mut found = vec![];
+        for (k, p) in hb.params.iter().enumerate() {
+            // The values equal to `p`: itself, and parameters all of whose
+            // incoming arguments are (to a fixed point).
+            let mut same: std::collections::HashSet<Val> = [*p].into_iter().collect();
+            loop {
+                let mut grew = false;
+                for (l, b) in self.live_blocks() {
+                    if l == head || l.0 == 0 {
+                        continue;
+                    }
+                    let Some(ins) = incoming.get(&l) else { continue };
+                    for (j, q) in b.params.iter().enumerate() {
+                        if !same.contains(q) && ins.iter().all(|(_, args)| same.contains(&args[j])) {
+                            same.insert(*q);
+                            grew = true;
+                        }
+                    }
+                }
+                if !grew {
+                    break;
+                }
+            }
+            let back: Vec<&[Val]> = incoming
+                .get(&head)
+                .into_iter()
+                .flatten()
+                .filter(|(from, _)| inside.contains(from))
+                .map(|(_, a)| *a)
+                .collect();
+            let back_edges_keep = !back.is_empty() && back.iter().all(|args| same.contains(&args[k]));
+            if back_edges_keep && divisors.iter().any(|d| same.contains(d)) {
+                found.push(k);
+            }
+        }
+        found
+    }
+
     /// Merges every block reached only by a `jump` from one predecessor into
     /// that predecessor, and drops unreachable blocks: labels that exist only
     /// because a merge point might have been reached again disappear.

@@ -245,7 +245,7 @@ pub struct Compilation<F: Frame> {
     tree: Rc<Tree>,
     defer: Option<fn(&mut Compilation<F>, JitState<F>)>,
     pending: VecDeque<(Label, JitState<F>)>,
-    versions: HashMap<StateKey<F::Key>, Vec<Version>>,
+    versions: rustc_hash::FxHashMap<StateKey<F::Key>, Vec<Version>>,
     limits: Limits,
     declined: Option<Declined>,
     stats: CompileStats,
@@ -257,6 +257,9 @@ pub struct Compilation<F: Frame> {
     /// the state stopped there.
     park_ok: bool,
     parked: Option<Box<dyn std::any::Any>>,
+    /// The key of the first merge point reached (see
+    /// [`Compilation::finish_promoting`]).
+    entry_key: Option<StateKey<F::Key>>,
 }
 
 impl<F: Frame> Compilation<F> {
@@ -274,7 +277,7 @@ impl<F: Frame> Compilation<F> {
             }),
             defer: None,
             pending: VecDeque::new(),
-            versions: HashMap::new(),
+            versions: rustc_hash::FxHashMap::default(),
             limits,
             declined: None,
             stats: CompileStats::default(),
@@ -283,6 +286,7 @@ impl<F: Frame> Compilation<F> {
             exec_result: None,
             park_ok: false,
             parked: None,
+            entry_key: None,
         }
     }
 
@@ -579,7 +583,7 @@ impl<F: Frame> Compilation<F> {
         }
         let key = st.key();
         let reds = st.reds();
-        let versions = self.versions.entry(key).or_default();
+        let versions = self.versions.entry(key.clone()).or_default();
         if let Some(v) = versions.iter().find(|v| v.shape.iter().zip(&reds).all(|(s, r)| s.covers(r))) {
             let label = v.label;
             let passed: Vec<RedBox> =
@@ -643,7 +647,10 @@ impl<F: Frame> Compilation<F> {
                 Shape::Var(ty) => RedBox::Var { ty: *ty, val: params.next().expect("one parameter per run-time red") },
             })
             .collect();
-        self.versions.get_mut(&st.key()).expect("entry made above").push(Version { label, shape });
+        if self.entry_key.is_none() {
+            self.entry_key = Some(key.clone());
+        }
+        self.versions.get_mut(&key).expect("entry made above").push(Version { label, shape });
         st.set_reds(&new_reds);
         Some(st)
     }
@@ -739,6 +746,75 @@ impl<F: Frame> Compilation<F> {
         let (label, st) = self.pending.pop_front()?;
         self.b.switch_to(label);
         Some(st)
+    }
+
+    /// Like [`Compilation::finish`], and also which reds of the state the
+    /// compilation started from (indices into [`JitState::reds`] of that
+    /// state, normalized) are worth promoting at entry: run-time values that
+    /// the loop closed at the first merge point keeps unchanged and divides
+    /// by (see [`ResidualFunction::invariant_divisors`]).
+    pub fn finish_promoting(mut self) -> Result<(ResidualFunction, Vec<usize>), Declined> {
+        // The versions of that merge point: the loop may close on a later,
+        // more general one than the entry's (its first turns specialized).
+        let heads: Vec<(Label, Vec<usize>)> = match self.entry_key.take().and_then(|k| self.versions.remove(&k)) {
+            Some(vs) => vs
+                .into_iter()
+                .map(|v| {
+                    let vars = v.shape.iter().enumerate().filter(|(_, s)| matches!(s, Shape::Var(_)));
+                    (v.label, vars.map(|(i, _)| i).collect())
+                })
+                .collect(),
+            None => vec![],
+        };
+        let f = self.finish()?;
+        let mut slots: Vec<usize> =
+            heads.iter().flat_map(|(label, vars)| f.invariant_divisors(*label).into_iter().map(|k| vars[k])).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        Ok((f, slots))
+    }
+
+    /// Entry promotion: guards that the reds at `slots` of the entry state
+    /// `st` hold `values` (constants, read from the interpreter's state when
+    /// the compilation started) and returns the state with them constant;
+    /// where a guard fails, the general state continues, compiled when first
+    /// taken. The slots are those [`Compilation::finish_promoting`] chose
+    /// while compiling the same entry generally.
+    pub fn promote_entry(&mut self, mut st: JitState<F>, slots: &[usize], values: &[RedBox]) -> JitState<F> {
+        st.forget_fields();
+        st.normalize();
+        let mut reds = st.reds();
+        for (&k, value) in slots.iter().zip(values) {
+            let (Some(r @ RedBox::Var { ty, .. }), Some(bits)) = (reds.get(k).copied(), value.as_const()) else {
+                continue;
+            };
+            let general = st.clone();
+            let (a, c) = (self.b.materialize(&r), self.b.konst(ty, bits));
+            let same = self.b.cmp(crate::ops::CmpOp::Eq, ty, a, c);
+            self.split_lazily(&RedBox::Var { ty: ValTy::Bool, val: same }, general);
+            reds[k] = RedBox::Const { ty, bits };
+            st.set_reds(&reds);
+        }
+        st
+    }
+
+    /// A split whose false side compiles when first taken (where the
+    /// extension can defer; otherwise it is queued as usual).
+    fn split_lazily(&mut self, cond: &RedBox, on_false: JitState<F>) {
+        let c = self.b.materialize(cond);
+        let (t, _) = self.b.new_label(&[]);
+        let (f, _) = self.b.new_label(&[]);
+        self.b.branch(c, (t, &[]), (f, &[]));
+        self.stats.splits += 1;
+        match self.defer {
+            Some(defer) => {
+                self.stats.lazy_splits += 1;
+                self.b.switch_to(f);
+                defer(self, on_false);
+            }
+            None => self.pending.push_back((f, on_false)),
+        }
+        self.b.switch_to(t);
     }
 
     /// The residual function, or why the compilation was declined.

@@ -353,3 +353,110 @@ fn inlined_call_keeps_a_chain_of_frames() {
         assert_eq!(f.call((x,)).unwrap(), x.max(0) * 2);
     }
 }
+
+/// `acc = (acc + i) % d` for i in 0..n, compiled from `first` (reds
+/// `[i, acc, n, d]` at the loop head, block 1).
+fn mod_sum(c: &mut Compilation<Blk>, first: JitState<Blk>) {
+    let mut next = Some(first);
+    while let Some(s) = next.take() {
+        let f = s.top().clone();
+        match f.block {
+            1 => match c.merge(s, MergeKind::LoopHead) {
+                Some(s) => {
+                    let [i, acc, n, d] = s.top().reds[..] else { unreachable!() };
+                    let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
+                    if c.split(&more, || st(2, vec![acc])) {
+                        let sum = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &i);
+                        let acc = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &sum, &d);
+                        let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
+                        next = Some(st(1, vec![i, acc, n, d]));
+                    } else {
+                        next = Some(st(2, vec![acc]));
+                    }
+                }
+                None => next = c.next_pending(),
+            },
+            _ => {
+                c.finish_return(&f.reds);
+                next = c.next_pending();
+            }
+        }
+    }
+}
+
+#[test]
+fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
+    let tys = [ValTy::I64, ValTy::I64];
+    let mut c: Compilation<Blk> = Compilation::new("modsum", &tys, &[ValTy::I64], Limits::default());
+    let [n, d] = c.inputs()[..] else { unreachable!() };
+    mod_sum(&mut c, st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]));
+    // Of the loop's reds, `d` (index 3) is kept by the loop and divides;
+    // `n` is kept but only compared, `i` and `acc` change.
+    let (_, slots) = c.finish_promoting().expect("within budget");
+    assert_eq!(slots, [3]);
+    // Compiled again with d = 7 behind a guard: the other divisors take the
+    // general loop (queued here: this compilation cannot defer).
+    let mut c: Compilation<Blk> = Compilation::new("modsum", &tys, &[ValTy::I64], Limits::default());
+    let [n, d] = c.inputs()[..] else { unreachable!() };
+    let first = c.promote_entry(st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]), &slots, &[RedBox::i64(7)]);
+    assert_eq!(first.top().reds[3], RedBox::i64(7));
+    mod_sum(&mut c, first);
+    let (f, _) = native::<(i64, i64), i64>(c);
+    // The promoted loop divides by the constant; the general one by `d`.
+    expect![[r#"
+        entry(v0: i64, v1: i64):
+            v2 = const.i64 7
+            v3 = eq.i64 v1, v2
+            branch v3, L3(v0), L2()
+        L2():
+            v4 = const.i64 0
+            v5 = const.i64 0
+            jump L12(v4, v5, v0, v1)
+        L3(v6: i64):
+            v7 = const.i64 0
+            v8 = lt.i64 v7, v6
+            branch v8, L6(v6), L5()
+        L5():
+            v9 = const.i64 0
+            return v9
+        L6(v10: i64):
+            v11 = const.i64 1
+            v12 = lt.i64 v11, v10
+            branch v12, L7(), L8()
+        L7():
+            v13 = const.i64 2
+            v14 = const.i64 1
+            jump L9(v13, v14, v10)
+        L8():
+            v15 = const.i64 0
+            return v15
+        L9(v16: i64, v17: i64, v18: i64):
+            v19 = lt.i64 v16, v18
+            branch v19, L10(), L11()
+        L10():
+            v20 = add.i64 v17, v16
+            v21 = const.i64 7
+            v22 = rem.i64 v20, v21
+            v23 = const.i64 1
+            v24 = add.i64 v16, v23
+            jump L9(v24, v22, v18)
+        L11():
+            return v17
+        L12(v25: i64, v26: i64, v27: i64, v28: i64):
+            v29 = lt.i64 v25, v27
+            branch v29, L13(), L14()
+        L13():
+            v30 = add.i64 v26, v25
+            v31 = rem.i64 v30, v28
+            v32 = const.i64 1
+            v33 = add.i64 v25, v32
+            jump L12(v33, v31, v27, v28)
+        L14():
+            return v26
+    "#]]
+    .assert_eq(f.listing());
+    let want = |n: i64, d: i64| (0..n).fold(0i64, |acc, i| (acc + i) % d);
+    for (n, d) in [(100, 7), (100, 5), (1000, 7), (3, -4), (0, 7)] {
+        assert_eq!(f.call((n, d)).unwrap(), want(n, d), "n {n} d {d}");
+    }
+}
