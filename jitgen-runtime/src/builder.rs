@@ -301,6 +301,7 @@ impl ResidualFunction {
     pub fn simplify(&mut self) {
         let n = self.blocks.len();
         let mut subst: HashMap<Val, Val> = HashMap::new();
+        let mut threaded = 0;
         loop {
             let mut preds = vec![0usize; n];
             let mut reach = vec![false; n];
@@ -368,6 +369,49 @@ impl ResidualFunction {
                         _ => {}
                     }
                 }
+            }
+            // Jump threading: a block that only branches on one of its
+            // parameters, reached by a jump passing a constant there, is
+            // skipped by that jump (a `&&` or `||` whose side is known on
+            // one path leaves such blocks).
+            let consts: HashMap<Val, u64> = self
+                .blocks
+                .iter()
+                .filter(|b| b.term.is_some())
+                .flat_map(|b| &b.insts)
+                .filter_map(|i| match i {
+                    Inst::Const { dst, bits, .. } => Some((*dst, *bits)),
+                    _ => None,
+                })
+                .collect();
+            for p in 0..n {
+                let Some(Terminator::Jump(l, args)) = &self.blocks[p].term else { continue };
+                let target = &self.blocks[l.0 as usize];
+                let Some(Terminator::Branch { cond, if_true, if_false }) = &target.term else { continue };
+                if !target.insts.is_empty() || l.0 as usize == p {
+                    continue;
+                }
+                let Some(i) = target.params.iter().position(|q| q == cond) else { continue };
+                let mut a = args[i];
+                while let Some(n) = subst.get(&a) {
+                    a = *n;
+                }
+                let Some(&bits) = consts.get(&a) else { continue };
+                let (to, targs) = if bits != 0 { if_true } else { if_false };
+                if *to == *l || threaded >= 4 * n {
+                    // (bounded: empty blocks may branch around in a cycle)
+                    continue;
+                }
+                threaded += 1;
+                let mapped: Vec<Val> = targs
+                    .iter()
+                    .map(|v| match target.params.iter().position(|q| q == v) {
+                        Some(j) => args[j],
+                        None => *v,
+                    })
+                    .collect();
+                self.blocks[p].term = Some(Terminator::Jump(*to, mapped));
+                changed = true;
             }
             if changed {
                 // Predecessor counts changed: recount before merging blocks.

@@ -189,6 +189,15 @@ impl ResidualBuilder {
         if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
             return RedBox::Const { ty: ValTy::Bool, bits: fold_cmp(op, a.ty(), x, y) };
         }
+        if a.ty() == ValTy::Bool {
+            // `x != false` and `x == true` are `x` (as `&&` and `||` of a
+            // comparison with a constant side leave them).
+            let (var, k) = if b.as_const().is_some() { (a, b.as_const()) } else { (b, a.as_const()) };
+            match (op, k) {
+                (CmpOp::Ne, Some(0)) | (CmpOp::Eq, Some(1)) => return *var,
+                _ => {}
+            }
+        }
         let (x, y) = (self.materialize(a), self.materialize(b));
         let v = self.cmp(op, a.ty(), x, y);
         self.var(v)

@@ -297,6 +297,35 @@ fn cases() -> Vec<(&'static str, ResidualFunction, Vec<(Vec<u64>, Result<Vec<u64
     b.switch_to(l_ok);
     b.ret(&[y]);
     out.push(("calls", b.finish(), vec![(vec![41, 0], Ok(vec![42])), (vec![41, 1], Err(ErrorKind::CallbackPanicked))]));
+    // `x != 0 && x < y`, then a branch on it: the path where `x == 0` jumps
+    // past the join (jump threading), the other branches on the comparison.
+    let mut b = ResidualBuilder::new("and", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);
+    let (x, y) = (b.inputs()[0], b.inputs()[1]);
+    let zero = b.konst(ValTy::I64, 0);
+    let nz = b.cmp(CmpOp::Ne, ValTy::I64, x, zero);
+    let (l_rhs, _) = b.new_label(&[]);
+    let (l_no, _) = b.new_label(&[]);
+    let (join, p) = b.new_label(&[ValTy::Bool]);
+    b.branch(nz, (l_rhs, &[]), (l_no, &[]));
+    b.switch_to(l_rhs);
+    let lt = b.cmp(CmpOp::Lt, ValTy::I64, x, y);
+    b.jump(join, &[lt]);
+    b.switch_to(l_no);
+    let f = b.konst(ValTy::Bool, 0);
+    b.jump(join, &[f]);
+    b.switch_to(join);
+    let (l_t, _) = b.new_label(&[]);
+    let (l_f, _) = b.new_label(&[]);
+    b.branch(p[0], (l_t, &[]), (l_f, &[]));
+    b.switch_to(l_t);
+    b.ret(&[x]);
+    b.switch_to(l_f);
+    b.ret(&[y]);
+    out.push((
+        "and",
+        b.finish(),
+        vec![(vec![0, 5], Ok(vec![5])), (vec![3, 5], Ok(vec![3])), (vec![7, 5], Ok(vec![5]))],
+    ));
     // An error exit reached unconditionally.
     let mut b = ResidualBuilder::new("abort", &[], &[ValTy::I64]);
     b.error_exit(ErrorKind::Abort(3));

@@ -62,15 +62,26 @@ fn constant_red_boxes_fold() {
     assert_eq!(c.b.red_bin(BinOp::Mul, Overflow::Check, &x, &RedBox::i64(1)), x);
     assert_eq!(c.b.red_bin(BinOp::Shl, Overflow::Check, &x, &RedBox::i64(0)), x);
     assert_eq!(c.b.op_count(), ops_before);
+    // So do comparisons of a run-time bool with a constant that give it back.
+    let neg = c.b.red_cmp(CmpOp::Lt, &x, &RedBox::i64(0));
+    let ops_before = c.b.op_count();
+    assert_eq!(c.b.red_cmp(CmpOp::Ne, &neg, &RedBox::bool(false)), neg);
+    assert_eq!(c.b.red_cmp(CmpOp::Eq, &RedBox::bool(true), &neg), neg);
+    assert_eq!(c.b.op_count(), ops_before);
+    assert_ne!(c.b.red_cmp(CmpOp::Eq, &neg, &RedBox::bool(false)), neg);
     let r = c.b.red_bin(BinOp::Add, Overflow::Wrap, &x, &b);
     c.finish_return(&[r]);
     assert_eq!(c.stats().splits, 0);
     let (f, _) = native::<(i64,), i64>(c);
     expect![[r#"
         entry(v0: i64):
-            v1 = const.i64 -42
-            v2 = add.i64 v0, v1
-            return v2
+            v1 = const.i64 0
+            v2 = lt.i64 v0, v1
+            v3 = const.bool false
+            v4 = eq.bool v2, v3
+            v5 = const.i64 -42
+            v6 = add.i64 v0, v5
+            return v6
     "#]]
     .assert_eq(f.listing());
     assert_eq!(f.call((50,)).unwrap(), 8);
