@@ -222,18 +222,6 @@ impl ResidualFunction {
     /// ([`crate::schedule::Compilation::promote_entry`]).
     pub fn invariant_divisors(&self, head: Label) -> Vec<usize> {
         let Some(hb) = self.blocks.get(head.0 as usize).filter(|b| b.term.is_some()) else { return vec![] };
-        // Edges into each block: (from, arguments).
-        let mut incoming: HashMap<Label, Vec<(Label, &[Val])>> = HashMap::new();
-        for (l, b) in self.live_blocks() {
-            match b.term.as_ref() {
-                Some(Terminator::Jump(t, args)) => incoming.entry(*t).or_default().push((l, args)),
-                Some(Terminator::Branch { if_true, if_false, .. }) => {
-                    incoming.entry(if_true.0).or_default().push((l, &if_true.1));
-                    incoming.entry(if_false.0).or_default().push((l, &if_false.1));
-                }
-                _ => {}
-            }
-        }
         let divisors: Vec<Val> = self
             .live_blocks()
             .flat_map(|(_, b)| &b.insts)
@@ -242,57 +230,88 @@ impl ResidualFunction {
                 _ => None,
             })
             .collect();
-        if divisors.is_empty() {
+        if divisors.is_empty() || hb.params.is_empty() {
             return vec![];
         }
+        // Edges into each block: (from, arguments).
+        let mut incoming: Vec<Vec<(Label, &[Val])>> = vec![vec![]; self.blocks.len()];
+        for (l, b) in self.live_blocks() {
+            match b.term.as_ref() {
+                Some(Terminator::Jump(t, args)) => incoming[t.0 as usize].push((l, args)),
+                Some(Terminator::Branch { if_true, if_false, .. }) => {
+                    incoming[if_true.0 .0 as usize].push((l, &if_true.1));
+                    incoming[if_false.0 .0 as usize].push((l, &if_false.1));
+                }
+                _ => {}
+            }
+        }
         // The blocks `head` reaches: edges from them into `head` close a loop.
-        let mut inside: std::collections::HashSet<Label> = std::collections::HashSet::new();
+        let mut inside = vec![false; self.blocks.len()];
         let mut todo = vec![head];
         while let Some(l) = todo.pop() {
-            if let Some(t) = self.blocks.get(l.0 as usize).and_then(|b| b.term.as_ref()) {
+            if let Some(t) = self.blocks[l.0 as usize].term.as_ref() {
                 for n in t.targets() {
-                    if inside.insert(n) {
+                    if !std::mem::replace(&mut inside[n.0 as usize], true) {
                         todo.push(n);
                     }
                 }
             }
         }
-        let mut found = vec![];
-        for (k, p) in hb.params.iter().enumerate() {
-            // The values equal to `p`: itself, and parameters all of whose
-            // incoming arguments are (to a fixed point).
-            let mut same: std::collections::HashSet<Val> = [*p].into_iter().collect();
-            loop {
-                let mut grew = false;
-                for (l, b) in self.live_blocks() {
-                    if l == head || l.0 == 0 {
-                        continue;
-                    }
-                    let Some(ins) = incoming.get(&l) else { continue };
-                    for (j, q) in b.params.iter().enumerate() {
-                        if !same.contains(q) && ins.iter().all(|(_, args)| same.contains(&args[j])) {
-                            same.insert(*q);
-                            grew = true;
-                        }
-                    }
-                }
-                if !grew {
-                    break;
-                }
-            }
-            let back: Vec<&[Val]> = incoming
-                .get(&head)
-                .into_iter()
-                .flatten()
-                .filter(|(from, _)| inside.contains(from))
-                .map(|(_, a)| *a)
-                .collect();
-            let back_edges_keep = !back.is_empty() && back.iter().all(|args| same.contains(&args[k]));
-            if back_edges_keep && divisors.iter().any(|d| same.contains(d)) {
-                found.push(k);
+        // Which parameter of `head` each value is a copy of, by optimistic
+        // copy propagation over block parameters: `Top` (no constraint yet),
+        // `Of(k)`, or `Bottom` (anything else).
+        #[derive(Clone, Copy, PartialEq)]
+        enum Origin {
+            Top,
+            Of(usize),
+            Bottom,
+        }
+        let mut origin = vec![Origin::Bottom; self.vals.len()];
+        for (_, b) in self.live_blocks() {
+            for q in &b.params {
+                origin[q.0 as usize] = Origin::Top;
             }
         }
-        found
+        for (k, p) in hb.params.iter().enumerate() {
+            origin[p.0 as usize] = Origin::Of(k);
+        }
+        for q in &self.blocks[0].params {
+            origin[q.0 as usize] = Origin::Bottom;
+        }
+        loop {
+            let mut changed = false;
+            for (l, b) in self.live_blocks() {
+                if l == head || l.0 == 0 {
+                    continue;
+                }
+                for (j, q) in b.params.iter().enumerate() {
+                    let mut o = Origin::Top;
+                    for (_, args) in &incoming[l.0 as usize] {
+                        o = match (o, origin[args[j].0 as usize]) {
+                            (Origin::Top, x) | (x, Origin::Top) => x,
+                            (Origin::Of(a), Origin::Of(b)) if a == b => Origin::Of(a),
+                            _ => Origin::Bottom,
+                        };
+                    }
+                    if o != origin[q.0 as usize] {
+                        origin[q.0 as usize] = o;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let back: Vec<&[Val]> =
+            incoming[head.0 as usize].iter().filter(|(from, _)| inside[from.0 as usize]).map(|(_, a)| *a).collect();
+        (0..hb.params.len())
+            .filter(|k| {
+                !back.is_empty()
+                    && back.iter().all(|args| origin[args[*k].0 as usize] == Origin::Of(*k))
+                    && divisors.iter().any(|d| origin[d.0 as usize] == Origin::Of(*k))
+            })
+            .collect()
     }
 
     /// Merges every block reached only by a `jump` from one predecessor into
@@ -300,8 +319,20 @@ impl ResidualFunction {
     /// because a merge point might have been reached again disappear.
     pub fn simplify(&mut self) {
         let n = self.blocks.len();
-        let mut subst: HashMap<Val, Val> = HashMap::new();
+        let mut subst: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
         let mut threaded = 0;
+        // Constants, for jump threading (instructions move between blocks
+        // below, but keep their values).
+        let consts: rustc_hash::FxHashMap<Val, u64> = self
+            .blocks
+            .iter()
+            .filter(|b| b.term.is_some())
+            .flat_map(|b| &b.insts)
+            .filter_map(|i| match i {
+                Inst::Const { dst, bits, .. } => Some((*dst, *bits)),
+                _ => None,
+            })
+            .collect();
         loop {
             let mut preds = vec![0usize; n];
             let mut reach = vec![false; n];
@@ -327,7 +358,7 @@ impl ResidualFunction {
             // Empty forwarding blocks (no parameters, no instructions, a jump):
             // their predecessors jump straight on. The forwarded values
             // dominate the forwarder, hence each of its predecessors.
-            let forward: HashMap<usize, (Label, Vec<Val>)> = (1..n)
+            let forward: rustc_hash::FxHashMap<usize, (Label, Vec<Val>)> = (1..n)
                 .filter_map(|f| match &self.blocks[f].term {
                     Some(Terminator::Jump(to, fwd))
                         if self.blocks[f].params.is_empty()
@@ -374,16 +405,6 @@ impl ResidualFunction {
             // parameters, reached by a jump passing a constant there, is
             // skipped by that jump (a `&&` or `||` whose side is known on
             // one path leaves such blocks).
-            let consts: HashMap<Val, u64> = self
-                .blocks
-                .iter()
-                .filter(|b| b.term.is_some())
-                .flat_map(|b| &b.insts)
-                .filter_map(|i| match i {
-                    Inst::Const { dst, bits, .. } => Some((*dst, *bits)),
-                    _ => None,
-                })
-                .collect();
             for p in 0..n {
                 let Some(Terminator::Jump(l, args)) = &self.blocks[p].term else { continue };
                 let target = &self.blocks[l.0 as usize];
