@@ -471,3 +471,51 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
         assert_eq!(f.call((n, d)).unwrap(), want(n, d), "n {n} d {d}");
     }
 }
+
+#[test]
+fn invariant_divisors_through_an_inner_loop() {
+    use jitgen_runtime::builder::ResidualBuilder;
+    // for i in 0..n { for j in 0..3 { j % d } }: `d` reaches the division
+    // through the inner loop's head, which also receives it from itself.
+    let i64t = ValTy::I64;
+    let mut b = ResidualBuilder::new("nested", &[i64t, i64t], &[i64t]);
+    let (n, d) = (b.inputs()[0], b.inputs()[1]);
+    let zero = b.konst(i64t, 0);
+    let (head, hp) = b.new_label(&[i64t, i64t]);
+    b.jump(head, &[zero, d]);
+    b.switch_to(head);
+    let more = b.cmp(CmpOp::Lt, i64t, hp[0], n);
+    let (outer_body, _) = b.new_label(&[]);
+    let (exit, _) = b.new_label(&[]);
+    b.branch(more, (outer_body, &[]), (exit, &[]));
+    b.switch_to(exit);
+    b.ret(&[hp[0]]);
+    b.switch_to(outer_body);
+    let zero = b.konst(i64t, 0);
+    let (inner, ip) = b.new_label(&[i64t, i64t]);
+    b.jump(inner, &[zero, hp[1]]);
+    b.switch_to(inner);
+    let three = b.konst(i64t, 3);
+    let more = b.cmp(CmpOp::Lt, i64t, ip[0], three);
+    let (body, _) = b.new_label(&[]);
+    let (back, _) = b.new_label(&[]);
+    b.branch(more, (body, &[]), (back, &[]));
+    b.switch_to(body);
+    let _ = b.bin(BinOp::Rem, i64t, Overflow::Wrap, ip[0], ip[1]);
+    let one = b.konst(i64t, 1);
+    let j = b.bin(BinOp::Add, i64t, Overflow::Wrap, ip[0], one);
+    b.jump(inner, &[j, ip[1]]);
+    b.switch_to(back);
+    let one = b.konst(i64t, 1);
+    let i = b.bin(BinOp::Add, i64t, Overflow::Wrap, hp[0], one);
+    b.jump(head, &[i, ip[1]]);
+    let f = b.finish();
+    assert_eq!(f.invariant_divisors(head), [1], "{}", listing(&f));
+    // Not when the outer loop changes it.
+    let mut g = f.clone();
+    let Some(jitgen_runtime::builder::Terminator::Jump(_, args)) = &mut g.blocks[back.0 as usize].term else {
+        panic!("the back edge: {}", listing(&f))
+    };
+    args[1] = args[0];
+    assert_eq!(g.invariant_divisors(head), Vec::<usize>::new());
+}
