@@ -439,23 +439,28 @@ impl ResidualFunction {
                 continue;
             }
             for p in 0..n {
-                let Some(Terminator::Jump(l, args)) = self.blocks[p].term.clone() else { continue };
-                let b = l.0 as usize;
-                if b == p || b == 0 || preds[b] != 1 {
-                    continue;
-                }
-                let target = std::mem::take(&mut self.blocks[b]);
-                for (param, arg) in target.params.iter().zip(&args) {
-                    // Resolve now, so that chains of substitutions stay short.
-                    let mut a = *arg;
-                    while let Some(n) = subst.get(&a) {
-                        a = *n;
+                // A chain of such blocks merges into `p` at once (one pass
+                // per block of a chain made simplification quadratic).
+                loop {
+                    let Some(Terminator::Jump(l, args)) = &self.blocks[p].term else { break };
+                    let b = l.0 as usize;
+                    if b == p || b == 0 || preds[b] != 1 {
+                        break;
                     }
-                    subst.insert(*param, a);
+                    let args = args.clone();
+                    let target = std::mem::take(&mut self.blocks[b]);
+                    for (param, arg) in target.params.iter().zip(&args) {
+                        // Resolve now, so that chains of substitutions stay short.
+                        let mut a = *arg;
+                        while let Some(n) = subst.get(&a) {
+                            a = *n;
+                        }
+                        subst.insert(*param, a);
+                    }
+                    self.blocks[p].insts.extend(target.insts);
+                    self.blocks[p].term = target.term;
+                    changed = true;
                 }
-                self.blocks[p].insts.extend(target.insts);
-                self.blocks[p].term = target.term;
-                changed = true;
             }
             if !changed {
                 break;
