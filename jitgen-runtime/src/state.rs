@@ -67,6 +67,10 @@ impl<F: Frame> JitState<F> {
     /// to forced objects become real, virtual objects are numbered by first
     /// reference from the frames, unreachable ones dropped.
     pub fn normalize(&mut self) {
+        if self.heap.objects.is_empty() {
+            // No object, so no pointer to a virtual one.
+            return;
+        }
         let heap = &self.heap;
         let mut map: Vec<Option<u32>> = vec![None; heap.objects.len()];
         let mut objects = vec![];
