@@ -656,12 +656,9 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                         let mut __now = __build(&mut __x);
                         __now.forget_fields();
                         __now.normalize();
-                        let __reds = __now.reds();
-                        let __vals: ::std::vec::Vec<#rt::redbox::RedBox> =
-                            __slots.iter().filter_map(|__k| __reds.get(*__k).copied()).collect();
                         let mut __c = __new();
                         let __st = __build(&mut __c);
-                        let __st = __c.promote_entry(__st, &__slots, &__vals);
+                        let __st = __c.promote_entry(__st, &__slots, &__now.reds());
                         __run(&mut __c, __st);
                         __c.finish().ok()
                     }));

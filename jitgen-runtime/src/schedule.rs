@@ -400,22 +400,29 @@ impl<F: Frame> Compilation<F> {
         if self.b.exec {
             crate::redbox::exec_stop(crate::redbox::ExecStop::Unsupported("a branch on a run-time value".into()));
         }
+        let lazy = self.b.op_count() >= self.limits.lazy_after_ops.min(self.limits.max_ops);
+        self.branch_off(cond, lazy, on_false());
+        true
+    }
+
+    /// Emits a branch on `cond` (a run-time bool) and continues on its true
+    /// side; the false side's state is queued, or (when `lazy` and the
+    /// extension can defer) compiled when first taken.
+    fn branch_off(&mut self, cond: &RedBox, lazy: bool, on_false: JitState<F>) {
         self.stats.splits += 1;
         let c = self.b.materialize(cond);
         let (t, _) = self.b.new_label(&[]);
         let (f, _) = self.b.new_label(&[]);
         self.b.branch(c, (t, &[]), (f, &[]));
         match self.defer {
-            Some(defer) if self.b.op_count() >= self.limits.lazy_after_ops.min(self.limits.max_ops) => {
-                // The false side compiles when first taken.
+            Some(defer) if lazy => {
                 self.stats.lazy_splits += 1;
                 self.b.switch_to(f);
-                defer(self, on_false());
+                defer(self, on_false);
             }
-            _ => self.pending.push_back((f, on_false())),
+            _ => self.pending.push_back((f, on_false)),
         }
         self.b.switch_to(t);
-        true
     }
 
     /// Ends the current path with a flexswitch on `value` (or, with no
@@ -775,46 +782,30 @@ impl<F: Frame> Compilation<F> {
     }
 
     /// Entry promotion: guards that the reds at `slots` of the entry state
-    /// `st` hold `values` (constants, read from the interpreter's state when
-    /// the compilation started) and returns the state with them constant;
+    /// `st` hold the values at the same slots of `now` (the reds of the same
+    /// entry built in execute mode from the interpreter's state when the
+    /// compilation started, normalized) and returns the state with them constant;
     /// where a guard fails, the general state continues, compiled when first
     /// taken. The slots are those [`Compilation::finish_promoting`] chose
     /// while compiling the same entry generally.
-    pub fn promote_entry(&mut self, mut st: JitState<F>, slots: &[usize], values: &[RedBox]) -> JitState<F> {
+    pub fn promote_entry(&mut self, mut st: JitState<F>, slots: &[usize], now: &[RedBox]) -> JitState<F> {
         st.forget_fields();
         st.normalize();
         let mut reds = st.reds();
-        for (&k, value) in slots.iter().zip(values) {
-            let (Some(r @ RedBox::Var { ty, .. }), Some(bits)) = (reds.get(k).copied(), value.as_const()) else {
+        for &k in slots {
+            let (Some(r @ RedBox::Var { ty, .. }), Some(bits)) =
+                (reds.get(k).copied(), now.get(k).and_then(|v| v.as_const()))
+            else {
                 continue;
             };
             let general = st.clone();
             let (a, c) = (self.b.materialize(&r), self.b.konst(ty, bits));
             let same = self.b.cmp(crate::ops::CmpOp::Eq, ty, a, c);
-            self.split_lazily(&RedBox::Var { ty: ValTy::Bool, val: same }, general);
+            self.branch_off(&RedBox::Var { ty: ValTy::Bool, val: same }, true, general);
             reds[k] = RedBox::Const { ty, bits };
             st.set_reds(&reds);
         }
         st
-    }
-
-    /// A split whose false side compiles when first taken (where the
-    /// extension can defer; otherwise it is queued as usual).
-    fn split_lazily(&mut self, cond: &RedBox, on_false: JitState<F>) {
-        let c = self.b.materialize(cond);
-        let (t, _) = self.b.new_label(&[]);
-        let (f, _) = self.b.new_label(&[]);
-        self.b.branch(c, (t, &[]), (f, &[]));
-        self.stats.splits += 1;
-        match self.defer {
-            Some(defer) => {
-                self.stats.lazy_splits += 1;
-                self.b.switch_to(f);
-                defer(self, on_false);
-            }
-            None => self.pending.push_back((f, on_false)),
-        }
-        self.b.switch_to(t);
     }
 
     /// The residual function, or why the compilation was declined.

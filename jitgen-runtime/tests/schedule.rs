@@ -409,7 +409,8 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
     // general loop (queued here: this compilation cannot defer).
     let mut c: Compilation<Blk> = Compilation::new("modsum", &tys, &[ValTy::I64], Limits::default());
     let [n, d] = c.inputs()[..] else { unreachable!() };
-    let first = c.promote_entry(st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]), &slots, &[RedBox::i64(7)]);
+    let now = [RedBox::i64(0), RedBox::i64(0), RedBox::i64(100), RedBox::i64(7)];
+    let first = c.promote_entry(st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]), &slots, &now);
     assert_eq!(first.top().reds[3], RedBox::i64(7));
     mod_sum(&mut c, first);
     let (f, _) = native::<(i64, i64), i64>(c);
