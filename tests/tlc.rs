@@ -409,3 +409,56 @@ fn loop_invariant_divisors_are_promoted_at_entry() {
     let after = jit::stats();
     assert_eq!(after.flexswitch_cases - mid.flexswitch_cases, 1, "{mid:?} {after:?}");
 }
+
+/// Objects made inside a loop (the heap's vector of objects grows and
+/// moves) while an older object's attribute is read and written each turn.
+const NEW_IN_LOOP: &str = "
+    PUSHARG
+    NEW value
+    PICK 0
+    PUSH 0
+    SETATTR value
+    SWAP
+loop:
+    PICK 0
+    PUSH 0
+    GT
+    BR_COND body
+    BR end
+body:
+    NEW value
+    PUSH 5
+    SETATTR value
+    PICK 1
+    PICK 0
+    GETATTR value
+    PUSH 1
+    ADD
+    SETATTR value
+    PUSH 1
+    SUB
+    BR loop
+end:
+    POP
+    GETATTR value
+    RETURN
+";
+
+#[test]
+fn known_fields_of_objects_survive_loops_but_not_calls() {
+    let _turn = serial();
+    jit::config().set_threshold(3);
+    // The accumulator's loop promotes the object's class once: the class is
+    // known in the loop's later turns (and at its head), so the loop runs
+    // in the one piece compiled for that class.
+    let before = jit::stats();
+    let _ = both(&program("accumulator"), 100_000, "accumulator");
+    let after = jit::stats();
+    assert_eq!(after.flexswitch_cases - before.flexswitch_cases, 1, "{before:?} {after:?}");
+    // A `push` onto the heap's objects (a call) may move them: what was
+    // known of where they are is forgotten.
+    let a = asm::assemble(NEW_IN_LOOP).expect("assembles");
+    for n in [0, 1, 5, 100, 5000] {
+        assert_eq!(both(&a, n, "new in loop").0, Ok(n.to_string()));
+    }
+}

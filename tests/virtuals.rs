@@ -252,6 +252,47 @@ mod wint {
         (k * 100 + again) as i64 + a.intval
     }
 
+    /// Promotes an object's type before a loop that reads it again in
+    /// every turn (past a join and the loop head) and writes another field
+    /// of the same object.
+    pub fn kind_in_loop(a: &mut WObj, n: i64) -> i64 {
+        let k = hint!(a.kind, promote);
+        let mut i = 0;
+        let mut s = 0;
+        while i < n {
+            if a.kind == k {
+                s += 1;
+            } else {
+                s += 1000;
+            }
+            a.intval = a.intval.wrapping_add(i);
+            i += 1;
+        }
+        s + a.intval + a.kind as i64
+    }
+
+    /// Reads an object's type, writes the type of an object that may be
+    /// the same one (`i == j`), and reads the first again.
+    pub fn kinds_by_index(objs: &mut Vec<WObj>, i: usize, j: usize) -> i64 {
+        let before = objs[i].kind;
+        objs[j].kind = 7;
+        let after = objs[i].kind;
+        (before * 10 + after) as i64
+    }
+
+    /// Reads and writes a vector's first element around a push, which may
+    /// move its elements.
+    pub fn push_moves(v: &mut Vec<i64>, n: i64) -> i64 {
+        let mut i = 0;
+        while i < n {
+            let x = v[0];
+            v.push(i);
+            v[0] = x + 1;
+            i += 1;
+        }
+        v[0]
+    }
+
     /// `a + b + c`.
     pub fn sum3(a: &WObj, b: &WObj, c: &WObj) -> i64 {
         let ab = add(a, b);
@@ -291,6 +332,44 @@ fn a_promoted_field_of_a_real_object_is_known_afterwards() {
     assert_eq!(all.matches("load.u32").count(), 1, "{all}");
     let b = WObj { kind: 9, intval: 5 };
     assert_eq!(r.call(&b), wint::jit::plain::kind_twice(&b));
+}
+
+#[test]
+fn known_fields_survive_merge_points_and_stores_to_other_fields() {
+    use wint::{WObj, INT};
+    let r = wint::jit::specialize::kind_in_loop();
+    for (kind, n) in [(INT, 10), (9, 0), (3, 1000)] {
+        let (mut a, mut b) = (WObj { kind, intval: 5 }, WObj { kind, intval: 5 });
+        assert_eq!(r.call(&mut a, n), wint::jit::plain::kind_in_loop(&mut b, n));
+        assert_eq!(a.intval, b.intval);
+    }
+    // The type is loaded once, before the loop; the loop knows it.
+    let all = r.listing_with_cases();
+    assert_eq!(all.matches("load.u32").count(), 1, "{all}");
+}
+
+#[test]
+fn a_store_forgets_what_it_may_overwrite() {
+    use wint::WObj;
+    let r = wint::jit::specialize::kinds_by_index();
+    let objs = || vec![WObj { kind: 1, intval: 0 }, WObj { kind: 2, intval: 0 }];
+    for (i, j) in [(0, 0), (0, 1), (1, 1), (1, 0)] {
+        let (mut a, mut b) = (objs(), objs());
+        assert_eq!(r.call(&mut a, i, j), wint::jit::plain::kinds_by_index(&mut b, i, j), "i {i} j {j}");
+    }
+    // `objs[j]` may be `objs[i]`: the type is loaded again after the store.
+    let listing = r.listing();
+    assert_eq!(listing.matches("load.u32").count(), 2, "{listing}");
+}
+
+#[test]
+fn what_is_known_of_a_vector_does_not_survive_a_push() {
+    let r = wint::jit::specialize::push_moves();
+    for n in [0, 1, 2, 100, 3000] {
+        let (mut a, mut b) = (vec![7i64], vec![7i64]);
+        assert_eq!(r.call(&mut a, n), wint::jit::plain::push_moves(&mut b, n), "n {n}");
+        assert_eq!(a, b, "n {n}");
+    }
 }
 
 #[jit_interpreter]

@@ -220,7 +220,7 @@ impl<'g> Gen<'g> {
                                     (Some(__el), Some(__vl)) => {
                                         // In place: the tag and every slot (those
                                         // of other variants are not looked at).
-                                        let __e = __c.b.red_vec_elem(&__a, &__i, __el.size, __vl);
+                                        let __e = __st.vec_elem(&mut __c.b, &__a, &__i, __el.size, __vl);
                                         let __t = __c.b.red_load(__el.tag.1, &__e, __el.tag.0);
                                         let mut __v = vec![__c.b.red_cast(&__t, #rt::ops::ValTy::U32)];
                                         for (__off, __ty) in &__el.slots {
@@ -250,7 +250,7 @@ impl<'g> Gen<'g> {
                         match (<#m as #rt::heap::Flat>::layout(), #rt::heap::vec_layout::<#et>(), __x[0].as_const()) {
                             (Some(__el), Some(__vl), Some(__k)) => {
                                 // The variant is known: its tag and its slots, in place.
-                                let __e = __c.b.red_vec_elem(&__a, &__i, __el.size, __vl);
+                                let __e = __st.vec_elem(&mut __c.b, &__a, &__i, __el.size, __vl);
                                 __c.b.red_store(&__e, __el.tag.0, &#u::constant(__el.tag.1, __k));
                                 for (__j, (__off, _)) in __el.slots.iter().enumerate() {
                                     if __el.slot_variant[__j] == __k as usize {
@@ -804,7 +804,7 @@ impl<'g> Gen<'g> {
                             }
                             #rt::virtuals::VPList::Real(__a) => match #rt::heap::vec_layout::<#sn>() {
                                 Some(__l) => #rt::virtuals::VPtr::Real(
-                                    __c.b.red_vec_elem(__a, &__i, ::core::mem::size_of::<#sn>() as u64, __l),
+                                    __st.vec_elem(&mut __c.b, __a, &__i, ::core::mem::size_of::<#sn>() as u64, __l),
                                 ),
                                 None => #no_layout,
                             },
@@ -1109,9 +1109,11 @@ impl<'g> Gen<'g> {
                 };
                 let v = need!(self.operand(fi, &args[1], &Repr::R(sc)), "value");
                 let (sn, fname) = (format_ident!("{}", sname), format_ident!("{}", name));
+                let class = alias_class(&sname);
                 let real = quote!({
                     #addr
-                    __st.store_field(&mut __c.b, &__addr, ::core::mem::offset_of!(#sn, #fname) as i32, &__x);
+                    let __f = ::core::mem::offset_of!(#sn, #fname) as i32;
+                    __st.store_field(&mut __c.b, &__addr, __f, &__x, #class, __f);
                 });
                 match self.vptr_local(fi, &args[0]) {
                     Some(p) => {
@@ -1181,7 +1183,7 @@ impl<'g> Gen<'g> {
                             #addr
                             match #rt::heap::vec_layout::<#t>() {
                                 Some(__l) => {
-                                    let __e = __c.b.red_vec_elem(&__addr, &#i, ::core::mem::size_of::<#t>() as u64, __l);
+                                    let __e = __st.vec_elem(&mut __c.b, &__addr, &#i, ::core::mem::size_of::<#t>() as u64, __l);
                                     __c.b.red_store(&__e, 0, &#x);
                                 }
                                 None => {
@@ -1535,13 +1537,17 @@ impl<'g> Gen<'g> {
         }
         if let (Some(p), Repr::R(sc)) = (self.vptr_local(fi, base), rr) {
             if let Some(Ok(k)) = types.structs.get(&sname).and_then(|d| vfield_index(d, name, types)) {
-                let (sn, vt) = (format_ident!("{}", sname), sc_valty(*sc));
+                let (sn, vt, class) = (format_ident!("{}", sname), sc_valty(*sc), alias_class(&sname));
                 return self.bind(
                     fi,
                     r,
                     quote!(match __st.heap.field(&#p, #k) {
                         Some(__x) => __x,
-                        None => { #addr __st.load_field(&mut __c.b, #vt, &__addr, ::core::mem::offset_of!(#sn, #fname) as i32) }
+                        None => {
+                            #addr
+                            let __f = ::core::mem::offset_of!(#sn, #fname) as i32;
+                            __st.load_field(&mut __c.b, #vt, &__addr, __f, #class, __f)
+                        }
                     }),
                 );
             }
@@ -1554,7 +1560,12 @@ impl<'g> Gen<'g> {
         match (rr, &rty) {
             (Repr::R(sc), _) => {
                 let vt = sc_valty(*sc);
-                self.bind(fi, r, quote!({ #addr __st.load_field(&mut __c.b, #vt, &__addr, #off as i32) }))
+                let class = alias_class(&sname);
+                self.bind(
+                    fi,
+                    r,
+                    quote!({ #addr __st.load_field(&mut __c.b, #vt, &__addr, #off as i32, #class, #off as i32) }),
+                )
             }
             (Repr::RPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
                 self.bind(fi, r, quote!({ #addr __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, #off as i32) }))
@@ -1615,7 +1626,7 @@ impl<'g> Gen<'g> {
                         let __i = #i;
                         #addr
                         match #rt::heap::vec_layout::<#t>() {
-                            Some(__l) => __c.b.red_vec_elem(&__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l),
+                            Some(__l) => __st.vec_elem(&mut __c.b, &__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l),
                             None => { __c.decline("a Vec whose layout is not known"); break 'path None; }
                         }
                     }),
@@ -1629,7 +1640,7 @@ impl<'g> Gen<'g> {
                     #addr
                     match #rt::heap::vec_layout::<#t>() {
                         Some(__l) => {
-                            let __e = __c.b.red_vec_elem(&__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l);
+                            let __e = __st.vec_elem(&mut __c.b, &__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l);
                             __c.b.red_load(#vt, &__e, 0)
                         }
                         None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__addr, __i], &[#vt])[0],
@@ -2477,4 +2488,12 @@ pub fn rust_path(name: &str) -> TokenStream {
         "crate" | "std" | "core" => quote!(#(#idents)::*),
         _ => quote!(super::#(#idents)::*),
     }
+}
+
+/// The alias class of the fields of the module's struct `name` (see
+/// `jitgen_runtime::state::Fact`): a hash of the name, never
+/// `VEC_HEADER` (0).
+fn alias_class(name: &str) -> u32 {
+    let h = name.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
+    h | 1
 }

@@ -493,6 +493,27 @@ pub struct ResidualBuilder {
     /// Execute mode (the blackhole interpreter): red boxes are all
     /// constants and operations happen at once instead of being recorded.
     pub(crate) exec: bool,
+    /// How addresses were computed (see [`SymAddr`]), for the values that
+    /// are not roots.
+    pub(crate) addrs: rustc_hash::FxHashMap<Val, SymAddr>,
+    /// Integer values made by a widening cast, and what they widen.
+    pub(crate) widened: rustc_hash::FxHashMap<Val, Val>,
+    /// Calls recorded so far (a call may change any `Vec`'s length or buffer).
+    pub(crate) calls: u64,
+}
+
+/// An address as it was computed: `root + index * stride + offset`, `root`
+/// being a value that was not computed so (an input, a load, a constant).
+/// Two addresses with equal `SymAddr`s are equal, whatever residual values
+/// computed them: this is what lets a known field be found again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SymAddr {
+    /// Where the computation started.
+    pub root: crate::redbox::RedBox,
+    /// A run-time index (through widening casts) and its stride, if any.
+    pub index: Option<(crate::redbox::RedBox, u64)>,
+    /// Bytes added.
+    pub offset: i64,
 }
 
 impl ResidualBuilder {
@@ -511,6 +532,9 @@ impl ResidualBuilder {
             cur: Some(Label(0)),
             ops: 0,
             exec: false,
+            addrs: Default::default(),
+            widened: Default::default(),
+            calls: 0,
         };
         for t in inputs {
             let v = b.new_val(*t);
@@ -605,6 +629,7 @@ impl ResidualBuilder {
     /// A call of a Rust callback (see [`CallbackFn`]) returning values of the given types.
     pub fn call(&mut self, func: CallbackFn, name: &str, args: &[(Val, ValTy)], rets: &[ValTy]) -> Vec<Val> {
         let dsts: Vec<Val> = rets.iter().map(|t| self.new_val(*t)).collect();
+        self.calls += 1;
         self.push(Inst::Call { dsts: dsts.clone(), func, name: name.to_string(), args: args.to_vec() });
         dsts
     }

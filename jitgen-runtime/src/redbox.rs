@@ -7,7 +7,7 @@
 //! (a division by zero) is emitted too, so that its check fires when, and
 //! only if, residual code reaches it.
 
-use crate::builder::{CallbackFn, ResidualBuilder, Val};
+use crate::builder::{CallbackFn, ResidualBuilder, SymAddr, Val};
 use crate::ops::{fold_bin, fold_cast, fold_cmp, fold_un, BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
 /// How an execution in execute mode stopped early: the error the interpreter
@@ -213,7 +213,39 @@ impl ResidualBuilder {
         }
         let x = self.materialize(a);
         let v = self.cast(a.ty(), to, x);
+        if a.ty().is_int() && to.is_int() && to.bits() > a.ty().bits() {
+            // Widening is one-to-one: the narrow value is the wide one truncated.
+            self.widened.insert(v, x);
+        }
         self.var(v)
+    }
+
+    /// How the address in `r` was computed (itself as the root if it was
+    /// not computed by [`ResidualBuilder::red_offset`] or
+    /// [`ResidualBuilder::red_index_addr`]).
+    pub fn sym_addr(&self, r: &RedBox) -> SymAddr {
+        match r {
+            RedBox::Var { val, .. } => self.addrs.get(val).copied(),
+            RedBox::Const { .. } => None,
+        }
+        .unwrap_or(SymAddr { root: *r, index: None, offset: 0 })
+    }
+
+    /// The value `r` widens (through any number of widening casts), or `r`.
+    pub fn unwiden(&self, r: &RedBox) -> RedBox {
+        let mut r = *r;
+        while let RedBox::Var { val, .. } = r {
+            match self.widened.get(&val) {
+                Some(&n) => r = self.var(n),
+                None => break,
+            }
+        }
+        r
+    }
+
+    /// The value `v` was widened from, if it was.
+    pub fn widened_from(&self, v: Val) -> Option<Val> {
+        self.widened.get(&v).copied()
     }
 
     /// A load of type `ty` at `base + offset` (always residual: reads that may
@@ -268,7 +300,32 @@ impl ResidualBuilder {
 
     /// The address `offset` bytes past `addr` (a field inside an object).
     pub fn red_offset(&mut self, addr: &RedBox, offset: u64) -> RedBox {
-        self.red_bin(BinOp::Add, Overflow::Wrap, addr, &RedBox::constant(ValTy::Ptr, offset))
+        let s = self.sym_addr(addr);
+        let r = self.red_bin(BinOp::Add, Overflow::Wrap, addr, &RedBox::constant(ValTy::Ptr, offset));
+        if let (RedBox::Var { val, .. }, false) = (r, r == *addr) {
+            self.addrs.insert(val, SymAddr { offset: s.offset.wrapping_add(offset as i64), ..s });
+        }
+        r
+    }
+
+    /// The address of element `index` (elements of `size` bytes) of the
+    /// buffer at `buf`, no check made.
+    pub fn red_index_addr(&mut self, buf: &RedBox, index: &RedBox, size: u64) -> RedBox {
+        if let Some(k) = index.as_const() {
+            return self.red_offset(buf, k.wrapping_mul(size));
+        }
+        let s = self.sym_addr(buf);
+        let off = self.red_bin(BinOp::Mul, Overflow::Wrap, index, &RedBox::u64(size));
+        let off = self.red_cast(&off, ValTy::Ptr);
+        let r = self.red_bin(BinOp::Add, Overflow::Wrap, buf, &off);
+        if let RedBox::Var { val, .. } = r {
+            let at = match s.index {
+                None => SymAddr { index: Some((self.unwiden(index), size)), ..s },
+                Some(_) => SymAddr { root: *buf, index: Some((self.unwiden(index), size)), offset: 0 },
+            };
+            self.addrs.insert(val, at);
+        }
+        r
     }
 
     /// `v.len()` of a `Vec<T>` at `addr`, its fields at the probed offsets
@@ -283,9 +340,7 @@ impl ResidualBuilder {
         let len = self.red_vec_len(addr, layout);
         self.red_bounds_check(index, &len);
         let buf = self.red_load(ValTy::Ptr, addr, layout.0);
-        let off = self.red_bin(BinOp::Mul, Overflow::Wrap, index, &RedBox::u64(size));
-        let off = self.red_cast(&off, ValTy::Ptr);
-        self.red_bin(BinOp::Add, Overflow::Wrap, &buf, &off)
+        self.red_index_addr(&buf, index, size)
     }
 
     /// Checks `index < len` (both `usize`); folds away when both are known and in bounds.

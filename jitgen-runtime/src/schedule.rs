@@ -26,11 +26,11 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
-use crate::builder::{Label, ResidualBuilder, ResidualFunction, Val};
+use crate::builder::{Label, ResidualBuilder, ResidualFunction, SymAddr, Val};
 use crate::driver::Stats;
 use crate::ops::{ErrorKind, ValTy};
 use crate::redbox::RedBox;
-use crate::state::{Frame, JitState, StateKey};
+use crate::state::{Fact, Frame, JitState, StateKey};
 
 /// Limits of one compilation.
 #[derive(Clone, Copy, Debug)]
@@ -124,6 +124,9 @@ pub struct CompileStats {
 enum Shape {
     Const(ValTy, u64),
     Var(ValTy),
+    /// The same run-time value as the red at this earlier position (a copy:
+    /// one parameter serves both, so facts about one hold for the other).
+    Same(usize),
 }
 
 impl Shape {
@@ -136,9 +139,196 @@ impl Shape {
     }
 }
 
+/// Whether a version of this shape covers a state with these reds.
+fn shape_covers(shape: &[Shape], reds: &[RedBox]) -> bool {
+    shape.len() == reds.len()
+        && shape.iter().zip(reds).all(|(s, r)| match s {
+            Shape::Same(j) => reds[*j] == *r,
+            s => s.covers(r),
+        })
+}
+
+/// The exact shape of these reds: constants kept, copies of a run-time
+/// value marked as such.
+fn exact_shape(reds: &[RedBox]) -> Vec<Shape> {
+    reds.iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            RedBox::Const { ty, bits } => Shape::Const(*ty, *bits),
+            RedBox::Var { ty, .. } => match reds[..i].iter().position(|x| x == r) {
+                Some(j) => Shape::Same(j),
+                None => Shape::Var(*ty),
+            },
+        })
+        .collect()
+}
+
 struct Version {
     label: Label,
     shape: Vec<Shape>,
+    /// The fields this version knows (its label's last parameters are
+    /// their run-time values).
+    facts: Vec<FactDesc>,
+}
+
+/// Where a known field's root or index comes from at a merge point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FactRef {
+    /// A red of the state (by position in [`JitState::core_reds`]).
+    Core(usize),
+    /// The value of an earlier known field.
+    Fact(usize),
+    /// A constant.
+    Const(RedBox),
+}
+
+/// What a known field holds at a merge point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FactVal {
+    Const(RedBox),
+    /// The state's red at this position (the value, or its widening).
+    Core(usize),
+    /// A parameter of the merge point's label, of this type.
+    Var(ValTy),
+}
+
+/// A known field ([`crate::state::Fact`]) at a merge point, its values
+/// named by where they are in the state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FactDesc {
+    root: FactRef,
+    index: Option<(FactRef, u64)>,
+    offset: i64,
+    ty: ValTy,
+    class: u32,
+    field: i32,
+    value: FactVal,
+}
+
+/// The known fields of a state that a merge point can keep (those whose
+/// root and index are reds of the state, constants or values of earlier
+/// kept fields), with their values.
+fn describe_facts(b: &ResidualBuilder, known: &[Fact], core: &[RedBox]) -> Vec<(FactDesc, RedBox)> {
+    let mut out: Vec<(FactDesc, RedBox)> = vec![];
+    for f in known {
+        let refer = |r: &RedBox, out: &[(FactDesc, RedBox)]| -> Option<FactRef> {
+            if r.is_const() {
+                return Some(FactRef::Const(*r));
+            }
+            if let Some(j) = core.iter().position(|c| c == r) {
+                return Some(FactRef::Core(j));
+            }
+            out.iter().position(|(_, v)| v == r).map(FactRef::Fact)
+        };
+        let Some(root) = refer(&f.at.root, &out) else { continue };
+        let index = match f.at.index {
+            None => None,
+            Some((i, stride)) => match refer(&i, &out) {
+                Some(r) => Some((r, stride)),
+                None => continue,
+            },
+        };
+        let value = if f.value.is_const() {
+            FactVal::Const(f.value)
+        } else if let Some(j) = core.iter().position(|c| *c == f.value || b.unwiden(c) == f.value) {
+            FactVal::Core(j)
+        } else {
+            FactVal::Var(f.value.ty())
+        };
+        let desc = FactDesc { root, index, offset: f.at.offset, ty: f.ty, class: f.class, field: f.field, value };
+        out.push((desc, f.value));
+    }
+    out
+}
+
+/// For each known field of a version, the state's known field it is
+/// (same place, value covered), or `None` if the state lacks one.
+fn match_facts(want: &[FactDesc], have: &[(FactDesc, RedBox)]) -> Option<Vec<usize>> {
+    let mut map: Vec<usize> = Vec::with_capacity(want.len());
+    for d in want {
+        let remap = |r: FactRef| match r {
+            FactRef::Fact(m) => FactRef::Fact(map[m]),
+            other => other,
+        };
+        let (root, index) = (remap(d.root), d.index.map(|(i, s)| (remap(i), s)));
+        let k = have.iter().position(|(e, v)| {
+            e.root == root
+                && e.index == index
+                && (e.offset, e.ty, e.class, e.field) == (d.offset, d.ty, d.class, d.field)
+                && match d.value {
+                    FactVal::Var(t) => v.ty() == t,
+                    other => e.value == other,
+                }
+        })?;
+        map.push(k);
+    }
+    Some(map)
+}
+
+/// The known fields of a widened version: those of `prev` that the state
+/// also knows, their values run-time where the two differ.
+fn widen_facts(prev: &[FactDesc], have: &[(FactDesc, RedBox)]) -> Vec<FactDesc> {
+    let mut out: Vec<FactDesc> = vec![];
+    // The state's fact for each of `prev`'s, and the kept fact for each of the state's.
+    let mut in_have: Vec<Option<usize>> = vec![];
+    let mut in_out: Vec<Option<usize>> = vec![None; have.len()];
+    for d in prev {
+        let to_have = |r: FactRef| match r {
+            FactRef::Fact(m) => in_have[m].map(FactRef::Fact),
+            other => Some(other),
+        };
+        let index = match d.index {
+            None => Some(None),
+            Some((i, s)) => to_have(i).map(|r| Some((r, s))),
+        };
+        let k = match (to_have(d.root), index) {
+            (Some(root), Some(index)) => have.iter().position(|(e, _)| {
+                e.root == root
+                    && e.index == index
+                    && (e.offset, e.ty, e.class, e.field) == (d.offset, d.ty, d.class, d.field)
+            }),
+            _ => None,
+        };
+        in_have.push(k);
+        let Some(k) = k else { continue };
+        let (e, v) = &have[k];
+        let to_out = |r: FactRef| match r {
+            FactRef::Fact(j) => FactRef::Fact(in_out[j].expect("a root kept before")),
+            other => other,
+        };
+        let value = if e.value == d.value { d.value } else { FactVal::Var(v.ty()) };
+        out.push(FactDesc { root: to_out(e.root), index: e.index.map(|(i, s)| (to_out(i), s)), value, ..d.clone() });
+        in_out[k] = Some(out.len() - 1);
+    }
+    out
+}
+
+/// The known fields of a version, made of the label's reds (`core`) and
+/// parameters.
+fn rebuild_facts(descs: &[FactDesc], core: &[RedBox], params: &mut impl Iterator<Item = Val>) -> Vec<Fact> {
+    let mut out: Vec<Fact> = vec![];
+    for d in descs {
+        let get = |r: FactRef, out: &[Fact]| match r {
+            FactRef::Core(j) => core[j],
+            FactRef::Fact(m) => out[m].value,
+            FactRef::Const(c) => c,
+        };
+        let root = get(d.root, &out);
+        let index = d.index.map(|(i, s)| (get(i, &out), s));
+        let value = match d.value {
+            FactVal::Const(c) => c,
+            FactVal::Core(j) => core[j],
+            FactVal::Var(ty) => RedBox::Var { ty, val: params.next().expect("one parameter per run-time field") },
+        };
+        out.push(Fact {
+            at: SymAddr { root, index, offset: d.offset },
+            ty: d.ty,
+            class: d.class,
+            field: d.field,
+            value,
+        });
+    }
+    out
 }
 
 /// What a generating extension provides so that its states can be resumed
@@ -206,7 +396,8 @@ enum Layout {
 /// Resumed states (key, layout of reds) to the entry and name of their piece.
 /// The promoted value is part of the key: a frame's key does not show the
 /// value handed to it.
-type CaseCache<G> = HashMap<(StateKey<<G as Frame>::Key>, Vec<Layout>, Option<u64>), (usize, String)>;
+type CaseCache<G> = HashMap<(StateKey<<G as Frame>::Key>, FactsKey, Vec<Layout>, Option<u64>), (usize, String)>;
+type FactsKey = Vec<(u32, i32, ValTy, Option<u64>, i64)>;
 
 fn layout(reds: &[RedBox], inputs: &[RedBox]) -> Vec<Layout> {
     reds.iter()
@@ -443,16 +634,22 @@ impl<F: Frame> Compilation<F> {
             crate::redbox::exec_stop(crate::redbox::ExecStop::Unsupported("a flexswitch in execute mode".into()));
         }
         let mut st = st;
+        st.sync_facts(&self.b);
         st.normalize();
-        let promoted = match value {
-            Some(RedBox::Var { val, .. }) => Some(*val),
-            _ => None,
-        };
+        // The promoted value, and the narrower values it widens: each is
+        // known in a case (a field loaded as `u32`, promoted as `usize`).
+        let mut promoted: Vec<Val> = vec![];
+        if let Some(RedBox::Var { val, .. }) = value {
+            promoted.push(*val);
+            while let Some(n) = self.b.widened_from(*promoted.last().expect("pushed")) {
+                promoted.push(n);
+            }
+        }
         let mut live: Vec<Val> = vec![];
         let mut slots = vec![];
         for r in st.reds() {
             slots.push(match r {
-                RedBox::Var { ty, val } if Some(val) == promoted => Slot::Promoted(ty),
+                RedBox::Var { ty, val } if promoted.contains(&val) => Slot::Promoted(ty),
                 RedBox::Var { val, .. } => match live.iter().position(|v| *v == val) {
                     Some(i) => Slot::Input(i),
                     None => {
@@ -488,7 +685,8 @@ impl<F: Frame> Compilation<F> {
                 if promoting {
                     (fns.deliver)(&mut st, w);
                 }
-                let key = (st.key(), layout(&reds, &inputs), promoting.then_some(w));
+                st.epoch = c.b.calls;
+                let key = (st.key(), st.facts_key(), layout(&reds, &inputs), promoting.then_some(w));
                 {
                     let mut cache = tree.cases.borrow_mut();
                     let cache = cache.get_or_insert_with(|| Box::new(CaseCache::<G>::new()));
@@ -577,8 +775,7 @@ impl<F: Frame> Compilation<F> {
             return None;
         }
         self.stats.merges += 1;
-        // What a path knew of real objects' fields does not survive a merge.
-        st.forget_fields();
+        st.sync_facts(&self.b);
         st.normalize();
         if !st.heap.objects.is_empty() && !self.versions.contains_key(&st.key()) {
             // Code already exists for this state with its objects real: the
@@ -589,75 +786,104 @@ impl<F: Frame> Compilation<F> {
             }
         }
         let key = st.key();
-        let reds = st.reds();
+        let reds = st.core_reds();
+        let facts = describe_facts(&self.b, &st.known, &reds);
         let versions = self.versions.entry(key.clone()).or_default();
-        if let Some(v) = versions.iter().find(|v| v.shape.iter().zip(&reds).all(|(s, r)| s.covers(r))) {
+        let found = versions.iter().find_map(|v| {
+            if !shape_covers(&v.shape, &reds) {
+                return None;
+            }
+            match_facts(&v.facts, &facts).map(|m| (v, m))
+        });
+        if let Some((v, map)) = found {
             let label = v.label;
-            let passed: Vec<RedBox> =
+            let mut passed: Vec<RedBox> =
                 v.shape.iter().zip(&reds).filter(|(s, _)| matches!(s, Shape::Var(_))).map(|(_, r)| *r).collect();
+            for (d, &k) in v.facts.iter().zip(&map) {
+                if let FactVal::Var(_) = d.value {
+                    passed.push(facts[k].1);
+                }
+            }
             let args: Vec<_> = passed.iter().map(|r| self.b.materialize(r)).collect();
             self.b.jump(label, &args);
             self.stats.matches += 1;
             return None;
         }
         let general = kind == MergeKind::LoopHeadGeneral || versions.len() + 1 >= self.limits.max_versions;
-        let exact = || -> Vec<Shape> {
-            reds.iter()
-                .map(|r| match r {
-                    RedBox::Const { ty, bits } => Shape::Const(*ty, *bits),
-                    RedBox::Var { ty, .. } => Shape::Var(*ty),
-                })
-                .collect()
-        };
-        let shape: Vec<Shape> = match (general, kind, versions.last()) {
-            (true, _, _) => reds.iter().map(|r| Shape::Var(r.ty())).collect(),
-            (false, MergeKind::Join, _) | (false, _, None) => exact(),
+        let exact = || exact_shape(&reds);
+        let all_facts = || facts.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>();
+        let (shape, fact_descs): (Vec<Shape>, Vec<FactDesc>) = match (general, kind, versions.last()) {
+            // The most general version knows no field: it covers every state.
+            (true, _, _) => (reds.iter().map(|r| Shape::Var(r.ty())).collect(), vec![]),
+            (false, MergeKind::Join, _) | (false, _, None) => (exact(), all_facts()),
             // The second shape of a loop head is kept exact too: the first
             // turn of a loop often differs from the steady state (a stack
             // slot written during the turn, a flag set once), and constants
             // that hold from the second turn on then survive. A third shape
             // widens.
-            (false, _, Some(_)) if versions.len() == 1 => exact(),
+            (false, _, Some(_)) if versions.len() == 1 => (exact(), all_facts()),
             (false, _, Some(prev)) => {
                 self.stats.widenings += 1;
-                prev.shape
+                let shape = prev
+                    .shape
                     .iter()
                     .zip(&reds)
-                    .map(|(s, r)| if s.covers(r) && s != &Shape::Var(r.ty()) { s.clone() } else { Shape::Var(r.ty()) })
-                    .collect()
+                    .map(|(s, r)| match s {
+                        Shape::Same(j) if reds[*j] == *r => s.clone(),
+                        Shape::Const(..) if s.covers(r) => s.clone(),
+                        _ => Shape::Var(r.ty()),
+                    })
+                    .collect();
+                (shape, widen_facts(&prev.facts, &facts))
             }
         };
-        let var_tys: Vec<ValTy> = shape
+        // (A new version's facts are the state's, so they match.)
+        let (fact_descs, map) = match match_facts(&fact_descs, &facts) {
+            Some(map) => (fact_descs, map),
+            None => (vec![], vec![]),
+        };
+        let mut var_tys: Vec<ValTy> = shape
             .iter()
             .filter_map(|s| match s {
                 Shape::Var(t) => Some(*t),
-                Shape::Const(..) => None,
+                Shape::Const(..) | Shape::Same(_) => None,
             })
             .collect();
+        var_tys.extend(fact_descs.iter().filter_map(|d| match d.value {
+            FactVal::Var(t) => Some(t),
+            _ => None,
+        }));
         let (label, params) = self.b.new_label(&var_tys);
-        let args: Vec<_> = shape
-            .iter()
-            .zip(&reds)
-            .filter(|(s, _)| matches!(s, Shape::Var(_)))
-            .map(|(_, r)| *r)
-            .collect::<Vec<_>>()
-            .iter()
-            .map(|r| self.b.materialize(r))
-            .collect();
+        let mut passed: Vec<RedBox> =
+            shape.iter().zip(&reds).filter(|(s, _)| matches!(s, Shape::Var(_))).map(|(_, r)| *r).collect();
+
+        for (d, &k) in fact_descs.iter().zip(&map) {
+            if let FactVal::Var(_) = d.value {
+                passed.push(facts[k].1);
+            }
+        }
+        let args: Vec<_> = passed.iter().map(|r| self.b.materialize(r)).collect();
         self.b.jump(label, &args);
         self.b.switch_to(label);
         let mut params = params.into_iter();
-        let new_reds: Vec<RedBox> = shape
-            .iter()
-            .map(|s| match s {
+        let mut new_reds: Vec<RedBox> = Vec::with_capacity(shape.len());
+        for s in &shape {
+            let r = match s {
                 Shape::Const(ty, bits) => RedBox::Const { ty: *ty, bits: *bits },
                 Shape::Var(ty) => RedBox::Var { ty: *ty, val: params.next().expect("one parameter per run-time red") },
-            })
-            .collect();
+                Shape::Same(j) => new_reds[*j],
+            };
+            new_reds.push(r);
+        }
+        st.known = rebuild_facts(&fact_descs, &new_reds, &mut params);
+        for f in &st.known {
+            f.reds_into(&mut new_reds);
+        }
+        st.epoch = self.b.calls;
         if self.entry_key.is_none() {
             self.entry_key = Some(key.clone());
         }
-        self.versions.get_mut(&key).expect("entry made above").push(Version { label, shape });
+        self.versions.get_mut(&key).expect("entry made above").push(Version { label, shape, facts: fact_descs });
         st.set_reds(&new_reds);
         Some(st)
     }
@@ -774,8 +1000,10 @@ impl<F: Frame> Compilation<F> {
             None => vec![],
         };
         let f = self.finish()?;
-        let mut slots: Vec<usize> =
-            heads.iter().flat_map(|(label, vars)| f.invariant_divisors(*label).into_iter().map(|k| vars[k])).collect();
+        let mut slots: Vec<usize> = heads
+            .iter()
+            .flat_map(|(label, vars)| f.invariant_divisors(*label).into_iter().filter_map(|k| vars.get(k).copied()))
+            .collect();
         slots.sort_unstable();
         slots.dedup();
         Ok((f, slots))

@@ -12,6 +12,7 @@ use std::fmt::Debug;
 use std::hash::Hash;
 
 use crate::builder::ResidualBuilder;
+use crate::builder::SymAddr;
 use crate::ops::ValTy;
 use crate::redbox::RedBox;
 use crate::virtuals::{VHeap, VPtr};
@@ -46,10 +47,72 @@ pub struct JitState<F> {
     pub frames: Vec<F>,
     /// The virtual objects the frames point to.
     pub heap: VHeap,
-    /// Fields of real objects known on this path: (address, offset, type,
-    /// value). Loaded or stored since the last merge point or call that is
-    /// not inlined; a promotion turns a known value into a constant.
-    pub known: Vec<(RedBox, i32, ValTy, RedBox)>,
+    /// Fields of real objects known on this path (see [`Fact`]): loaded or
+    /// stored since the last call that is not inlined, oldest first. They
+    /// survive merge points (see `schedule`) and flexswitches; a promotion
+    /// turns a known value into a constant.
+    pub known: Vec<Fact>,
+    /// The builder's call count when `known` was last brought up to date
+    /// (see [`JitState::sync_facts`]).
+    pub epoch: u64,
+}
+
+/// The alias class of `Vec` headers (their buffer and length fields).
+pub const VEC_HEADER: u32 = 0;
+
+/// Facts kept per state at most (the oldest go first).
+pub const MAX_FACTS: usize = 12;
+
+/// A field of a real object known on a path: the `ty` at `at` holds `value`.
+///
+/// Facts are found again by address *computation* ([`SymAddr`]), so a field
+/// read twice through addresses computed twice is loaded once. A store
+/// forgets the facts it may overwrite: those of the same alias class
+/// (`class`: the Rust type the field belongs to, or [`VEC_HEADER`]) whose
+/// bytes overlap the stored ones (`field`: the offset in that type). Rust
+/// does not let a place of one type be written as a place of another, so
+/// facts of other classes stay true. A call may change any `Vec`, so
+/// [`VEC_HEADER`] facts last until the next call only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fact {
+    /// Where.
+    pub at: SymAddr,
+    /// The type of the field.
+    pub ty: ValTy,
+    /// The alias class.
+    pub class: u32,
+    /// The offset of the field in its class's type.
+    pub field: i32,
+    /// What it holds: a value of type `ty`, or one of a wider integer type
+    /// that `ty`'s value was widened to (so that promoting the wide value
+    /// makes the field known).
+    pub value: RedBox,
+}
+
+impl Fact {
+    fn overlaps(&self, class: u32, field: i32, ty: ValTy) -> bool {
+        let end = |o: i32, t: ValTy| o + (t.bits() as i32 / 8).max(1);
+        self.class == class && self.field < end(field, ty) && field < end(self.field, self.ty)
+    }
+
+    pub(crate) fn reds_into(&self, out: &mut Vec<RedBox>) {
+        out.push(self.at.root);
+        if let Some((i, _)) = self.at.index {
+            out.push(i);
+        }
+        out.push(self.value);
+    }
+
+    fn set_reds(&mut self, reds: &[RedBox], at: &mut usize) {
+        self.at.root = reds[*at];
+        *at += 1;
+        if let Some((i, _)) = &mut self.at.index {
+            *i = reds[*at];
+            *at += 1;
+        }
+        self.value = reds[*at];
+        *at += 1;
+    }
 }
 
 impl<F: Frame> JitState<F> {
@@ -60,7 +123,7 @@ impl<F: Frame> JitState<F> {
 
     /// A state with one frame and the virtual objects it points to.
     pub fn with_heap(frame: F, heap: VHeap) -> JitState<F> {
-        JitState { frames: vec![frame], heap, known: vec![] }
+        JitState { frames: vec![frame], heap, known: vec![], epoch: 0 }
     }
 
     /// Puts the heap in canonical order (see [`crate::virtuals`]): pointers
@@ -107,7 +170,7 @@ impl<F: Frame> JitState<F> {
 
     /// The key this state would have with every virtual object forced.
     pub fn forced_key(&self) -> StateKey<F::Key> {
-        let mut c = JitState { frames: self.frames.clone(), heap: VHeap::default(), known: vec![] };
+        let mut c = JitState { frames: self.frames.clone(), heap: VHeap::default(), known: vec![], epoch: 0 };
         for f in &mut c.frames {
             f.vptrs_mut(&mut |p| {
                 if let VPtr::Virtual(_) = p {
@@ -126,36 +189,104 @@ impl<F: Frame> JitState<F> {
             f.vptrs_mut(&mut |p| *p = VPtr::Real(heap.force(b, p)));
         }
         heap.write_back(b);
+        // Written back through raw stores: what was known may be stale.
+        self.forget_fields();
         self.normalize();
     }
 
-    /// Reads a field of a real object: the value known on this path, or a
-    /// load (then known).
-    pub fn load_field(&mut self, b: &mut ResidualBuilder, ty: ValTy, addr: &RedBox, offset: i32) -> RedBox {
-        if let Some(k) = self.known.iter().find(|k| k.0 == *addr && k.1 == offset && k.2 == ty) {
-            return k.3;
+    /// Forgets the [`VEC_HEADER`] facts if a call was recorded since they
+    /// were last checked.
+    pub fn sync_facts(&mut self, b: &ResidualBuilder) {
+        if self.epoch != b.calls {
+            self.known.retain(|f| f.class != VEC_HEADER);
+            self.epoch = b.calls;
+        }
+    }
+
+    /// Reads a field (of type `ty`, alias class `class`, at `field` in its
+    /// type) of a real object at `addr + offset`: the value known on this
+    /// path, or a load (then known).
+    pub fn load_field(
+        &mut self,
+        b: &mut ResidualBuilder,
+        ty: ValTy,
+        addr: &RedBox,
+        offset: i32,
+        class: u32,
+        field: i32,
+    ) -> RedBox {
+        if b.exec {
+            return b.red_load(ty, addr, offset);
+        }
+        self.sync_facts(b);
+        let s = b.sym_addr(addr);
+        let at = SymAddr { offset: s.offset.wrapping_add(offset as i64), ..s };
+        if let Some(f) = self.known.iter().find(|f| f.at == at && f.ty == ty && f.class == class) {
+            let v = f.value;
+            return b.red_cast(&v, ty);
         }
         let v = b.red_load(ty, addr, offset);
-        if !b.exec {
-            self.known.push((*addr, offset, ty, v));
-        }
+        self.know(Fact { at, ty, class, field, value: v });
         v
     }
 
-    /// Writes a field of a real object; it is known from then on, and what
-    /// was known at the same offset of other objects (which may be this
-    /// one) is forgotten.
-    pub fn store_field(&mut self, b: &mut ResidualBuilder, addr: &RedBox, offset: i32, value: &RedBox) {
+    /// Writes a field of a real object (as [`JitState::load_field`] reads
+    /// it); it is known from then on, and the facts the store may overwrite
+    /// are forgotten.
+    pub fn store_field(
+        &mut self,
+        b: &mut ResidualBuilder,
+        addr: &RedBox,
+        offset: i32,
+        value: &RedBox,
+        class: u32,
+        field: i32,
+    ) {
         b.red_store(addr, offset, value);
-        self.known.retain(|k| k.1 != offset);
-        if !b.exec {
-            self.known.push((*addr, offset, value.ty(), *value));
+        if b.exec {
+            return;
         }
+        self.sync_facts(b);
+        let ty = value.ty();
+        self.known.retain(|f| !f.overlaps(class, field, ty));
+        let s = b.sym_addr(addr);
+        let at = SymAddr { offset: s.offset.wrapping_add(offset as i64), ..s };
+        self.know(Fact { at, ty, class, field, value: *value });
+    }
+
+    fn know(&mut self, f: Fact) {
+        if self.known.len() >= MAX_FACTS {
+            self.known.remove(0);
+        }
+        self.known.push(f);
+    }
+
+    /// The address of element `index` of the `Vec` at `addr` (elements of
+    /// `size` bytes, header fields at `layout`), after Rust's bounds check;
+    /// the header is read through [`JitState::load_field`].
+    pub fn vec_elem(
+        &mut self,
+        b: &mut ResidualBuilder,
+        addr: &RedBox,
+        index: &RedBox,
+        size: u64,
+        layout: (i32, i32),
+    ) -> RedBox {
+        let len = self.load_field(b, ValTy::U64, addr, layout.1, VEC_HEADER, layout.1);
+        b.red_bounds_check(index, &len);
+        let buf = self.load_field(b, ValTy::Ptr, addr, layout.0, VEC_HEADER, layout.0);
+        b.red_index_addr(&buf, index, size)
     }
 
     /// Forgets every known field (a call that is not inlined may write any).
     pub fn forget_fields(&mut self) {
         self.known.clear();
+    }
+
+    /// The alias classes, types and offsets of the known fields, in order:
+    /// states whose reds are laid out alike but know other fields differ here.
+    pub fn facts_key(&self) -> Vec<(u32, i32, ValTy, Option<u64>, i64)> {
+        self.known.iter().map(|f| (f.class, f.field, f.ty, f.at.index.map(|(_, s)| s), f.at.offset)).collect()
     }
 
     /// The merge key of the whole chain (of a normalized state).
@@ -180,10 +311,18 @@ impl<F: Frame> JitState<F> {
                 l.reds_into(&mut r);
             }
         }
-        for k in &self.known {
-            r.push(k.0);
-            r.push(k.3);
+        for f in &self.known {
+            f.reds_into(&mut r);
         }
+        r
+    }
+
+    /// The reds of the frames and virtual objects only: [`JitState::reds`]
+    /// without the known fields'.
+    pub fn core_reds(&self) -> Vec<RedBox> {
+        let mut r = self.reds();
+        let n: usize = self.known.iter().map(|f| 2 + f.at.index.is_some() as usize).sum();
+        r.truncate(r.len() - n);
         r
     }
 
@@ -207,10 +346,8 @@ impl<F: Frame> JitState<F> {
                 l.set_reds(reds, &mut at);
             }
         }
-        for k in &mut self.known {
-            k.0 = reds[at];
-            k.3 = reds[at + 1];
-            at += 2;
+        for f in &mut self.known {
+            f.set_reds(reds, &mut at);
         }
     }
 }

@@ -319,7 +319,7 @@ fn inlined_call_keeps_a_chain_of_frames() {
     // Caller frame: block 10 is where f continues after the call (a join: g returns twice).
     let caller = Blk { block: 10, green: 0, reds: vec![] };
     let callee = Blk { block: 1, green: 0, reds: vec![x] };
-    let mut next = Some(JitState { frames: vec![caller, callee], heap: Default::default(), known: vec![] });
+    let mut next = Some(JitState { frames: vec![caller, callee], heap: Default::default(), known: vec![], epoch: 0 });
     let mut depth_seen = vec![];
     while let Some(mut s) = next.take() {
         depth_seen.push(s.frames.len());
