@@ -660,12 +660,12 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                         let __st = __build(&mut __c);
                         let __st = __c.promote_entry(__st, &__slots, &__now.reds());
                         __run(&mut __c, __st);
-                        __c.finish().ok()
+                        // Compiled here too: whatever goes wrong with the
+                        // promoted version, the general one is still good.
+                        __c.finish().ok().and_then(|__g| #rt::residual::compile_host(&__g).ok())
                     }));
-                    if let Ok(Some(__g)) = __promoted {
-                        if let Ok(__code) = #rt::residual::compile_host(&__g) {
-                            return Ok(__code);
-                        }
+                    if let Ok(Some(__code)) = __promoted {
+                        return Ok(__code);
                     }
                 }
                 #rt::residual::compile_host(&__f).map_err(|e| e.to_string())
