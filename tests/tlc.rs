@@ -274,11 +274,19 @@ fn random_programs_agree() {
     let before = jit::stats();
     let mut r = Rng(0x9E37_79B9_7F4A_7C15);
     let n = how_many(600);
+    let mut last_decline = jit::last_decline();
     for i in 0..n {
         let src = well_formed(&mut r);
         let a = asm::assemble(&src).unwrap_or_else(|e| panic!("generated program {i} does not assemble: {e}\n{src}"));
         for input in [0, 3, -2] {
             let _ = both(&a, input, &format!("random program {i}:\n{src}\n"));
+            // Declines are fine; a compiler that fails is not.
+            let why = jit::last_decline();
+            if why != last_decline {
+                let broken = |d: &str| d.contains("panicked") || d.contains("jitgen bug");
+                assert!(!why.as_deref().is_some_and(broken), "random program {i} (input {input}): {why:?}\n{src}");
+                last_decline = why;
+            }
         }
     }
     for i in 0..n {

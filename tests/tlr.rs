@@ -137,11 +137,19 @@ fn random_programs_agree() {
     let n = how_many(1000);
     let mut r = Rng(0x2545_F491_4F6C_DD1D);
     let before = jit::stats();
+    let mut last_decline = jit::last_decline();
     for i in 0..n {
         let p = random_program(&mut r);
         for a in [1i64, 2, 9, 40] {
             // (The counted loops count register 0 down from a, so a > 0.)
             assert_eq!(tlr::interpret(&p, a), jit::plain::interpret(&p, a), "random program {i}: {p:?} a={a}");
+            // Declines are fine; a compiler that fails is not.
+            let why = jit::last_decline();
+            if why != last_decline {
+                let broken = |d: &str| d.contains("panicked") || d.contains("jitgen bug");
+                assert!(!why.as_deref().is_some_and(broken), "random program {i}: {p:?} a={a}: {why:?}");
+                last_decline = why;
+            }
         }
     }
     let after = jit::stats();

@@ -203,6 +203,141 @@ impl ResidualFunction {
         self.inputs.len().max(self.outputs.len()).max(live).max(2)
     }
 
+    /// Live blocks in reverse postorder from the entry (then any live block
+    /// not reached, in label order): every block comes after the blocks that
+    /// dominate it, so a value's definition comes before its uses. Label
+    /// order does not promise that: `simplify` may merge a block into a
+    /// predecessor created after the blocks it dominates.
+    pub fn blocks_in_dominance_order(&self) -> Vec<Label> {
+        let n = self.blocks.len();
+        let mut seen = vec![false; n];
+        let mut post: Vec<Label> = Vec::with_capacity(n);
+        // Iterative depth-first search: (block, next successor to visit).
+        let mut stack: Vec<(usize, usize)> = vec![];
+        if self.blocks.first().is_some_and(|b| b.term.is_some()) {
+            seen[0] = true;
+            stack.push((0, 0));
+        }
+        while let Some((b, k)) = stack.last_mut() {
+            let targets = self.blocks[*b].term.as_ref().map(Terminator::targets).unwrap_or_default();
+            if let Some(t) = targets.get(*k) {
+                *k += 1;
+                let t = t.0 as usize;
+                if !seen[t] && self.blocks[t].term.is_some() {
+                    seen[t] = true;
+                    stack.push((t, 0));
+                }
+            } else {
+                post.push(Label(*b as u32));
+                stack.pop();
+            }
+        }
+        post.reverse();
+        post.extend(self.live_blocks().map(|(l, _)| l).filter(|l| !seen[l.0 as usize]));
+        post
+    }
+
+    /// Checks that every value is defined before its uses on every path
+    /// (SSA dominance); the first violation, described.
+    pub fn check_dominance(&self) -> Result<(), String> {
+        let order = self.blocks_in_dominance_order();
+        let n = self.blocks.len();
+        let mut rpo_index = vec![usize::MAX; n];
+        for (k, l) in order.iter().enumerate() {
+            rpo_index[l.0 as usize] = k;
+        }
+        let mut preds: Vec<Vec<usize>> = vec![vec![]; n];
+        for l in &order {
+            if let Some(t) = &self.blocks[l.0 as usize].term {
+                for x in t.targets() {
+                    preds[x.0 as usize].push(l.0 as usize);
+                }
+            }
+        }
+        // Cooper, Harvey and Kennedy's iterative dominators.
+        let mut idom = vec![usize::MAX; n];
+        idom[0] = 0;
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for l in order.iter().skip(1) {
+                let b = l.0 as usize;
+                let mut new = usize::MAX;
+                for &p in &preds[b] {
+                    if idom[p] == usize::MAX {
+                        continue;
+                    }
+                    if new == usize::MAX {
+                        new = p;
+                        continue;
+                    }
+                    let (mut x, mut y) = (p, new);
+                    while x != y {
+                        while rpo_index[x] > rpo_index[y] {
+                            x = idom[x];
+                        }
+                        while rpo_index[y] > rpo_index[x] {
+                            y = idom[y];
+                        }
+                    }
+                    new = x;
+                }
+                if new != usize::MAX && idom[b] != new {
+                    idom[b] = new;
+                    changed = true;
+                }
+            }
+        }
+        let mut def_block = vec![usize::MAX; self.vals.len()];
+        for l in &order {
+            let b = &self.blocks[l.0 as usize];
+            for p in &b.params {
+                def_block[p.0 as usize] = l.0 as usize;
+            }
+            for i in &b.insts {
+                for d in i.defs() {
+                    def_block[d.0 as usize] = l.0 as usize;
+                }
+            }
+        }
+        let dominates = |d: usize, mut b: usize| loop {
+            if b == d {
+                return true;
+            }
+            if b == 0 || idom[b] == usize::MAX {
+                return false;
+            }
+            b = idom[b];
+        };
+        for l in &order {
+            let b = l.0 as usize;
+            let blk = &self.blocks[b];
+            let mut seen: Vec<Val> = blk.params.clone();
+            let bad = std::cell::Cell::new(None);
+            let check = |v: Val, seen: &[Val]| {
+                let d = def_block[v.0 as usize];
+                let ok = if d == b { seen.contains(&v) } else { d != usize::MAX && dominates(d, b) };
+                if !ok && bad.get().is_none() {
+                    bad.set(Some((v, d)));
+                }
+                v
+            };
+            for i in &blk.insts {
+                let mut i = i.clone();
+                i.map_uses(&|v| check(v, &seen));
+                seen.extend(i.defs());
+            }
+            if let Some(t) = &blk.term {
+                let mut t = t.clone();
+                t.map_uses(&|v| check(v, &seen));
+            }
+            if let Some((v, d)) = bad.get() {
+                return Err(format!("{v:?} used in L{b}, defined in L{d}"));
+            }
+        }
+        Ok(())
+    }
+
     /// Live blocks in label order.
     pub fn live_blocks(&self) -> impl Iterator<Item = (Label, &RBlock)> {
         self.blocks.iter().enumerate().filter(|(_, b)| b.term.is_some()).map(|(i, b)| (Label(i as u32), b))
@@ -404,12 +539,47 @@ impl ResidualFunction {
             // Jump threading: a block that only branches on one of its
             // parameters, reached by a jump passing a constant there, is
             // skipped by that jump (a `&&` or `||` whose side is known on
-            // one path leaves such blocks).
+            // one path leaves such blocks). Only when the blocks it branches
+            // to get all they need as arguments: code dominated by the
+            // skipped block may use its parameters directly, and they would
+            // not be defined on the new path.
+            let escaping: std::cell::RefCell<rustc_hash::FxHashSet<Val>> = Default::default();
+            {
+                let mut def_block = vec![usize::MAX; self.vals.len()];
+                for (b, blk) in self.blocks.iter().enumerate().filter(|(_, b)| b.term.is_some()) {
+                    for v in blk.params.iter().copied().chain(blk.insts.iter().flat_map(Inst::defs)) {
+                        def_block[v.0 as usize] = b;
+                    }
+                }
+                for (b, blk) in self.blocks.iter().enumerate().filter(|(_, b)| b.term.is_some()) {
+                    let note = |v: Val| {
+                        // (Through the substitutions made so far: uses are
+                        // rewritten only at the end.)
+                        let mut v = v;
+                        while let Some(n) = subst.get(&v) {
+                            v = *n;
+                        }
+                        if def_block[v.0 as usize] != b {
+                            escaping.borrow_mut().insert(v);
+                        }
+                        v
+                    };
+                    for i in &blk.insts {
+                        i.clone().map_uses(&note);
+                    }
+                    if let Some(t) = &blk.term {
+                        t.clone().map_uses(&note);
+                    }
+                }
+            }
             for p in 0..n {
                 let Some(Terminator::Jump(l, args)) = &self.blocks[p].term else { continue };
                 let target = &self.blocks[l.0 as usize];
                 let Some(Terminator::Branch { cond, if_true, if_false }) = &target.term else { continue };
-                if !target.insts.is_empty() || l.0 as usize == p {
+                if !target.insts.is_empty()
+                    || l.0 as usize == p
+                    || target.params.iter().any(|q| escaping.borrow().contains(q))
+                {
                     continue;
                 }
                 let Some(i) = target.params.iter().position(|q| q == cond) else { continue };

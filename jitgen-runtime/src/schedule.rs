@@ -1042,6 +1042,13 @@ impl<F: Frame> Compilation<F> {
             return Err(self.declined.take().expect("set by over_budget"));
         }
         let mut f = self.b.finish();
+        if cfg!(debug_assertions) {
+            // Residual code must be SSA; checked where it is cheap to.
+            if let Err(e) = f.check_dominance() {
+                let text = crate::builder::listing(&f);
+                return Err(Declined::Unsupported(format!("jitgen bug: residual code is not SSA: {e}\n{text}")));
+            }
+        }
         if !f.switches.is_empty() {
             f.pieces = Some(self.tree.clone());
         }

@@ -724,7 +724,8 @@ impl Backend for CraneliftBackend {
             }
             let first = tr.blocks[&Label(0)];
             tr.b.ins().jump(first, &args);
-            for (l, blk) in f.live_blocks() {
+            for l in f.blocks_in_dominance_order() {
+                let blk = &f.blocks[l.0 as usize];
                 let cb = tr.blocks[&l];
                 tr.b.switch_to_block(cb);
                 for i in &blk.insts {
