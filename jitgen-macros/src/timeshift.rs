@@ -1646,13 +1646,33 @@ impl<'g> Gen<'g> {
                         None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__addr, __i], &[#vt])[0],
                     }
                 });
-                match list_local(self, fi, base) {
-                    Some(l) => self.bind(
+                let green_base = match self.value_repr(fi, base) {
+                    from @ (Repr::GRef(_) | Repr::GSlice(_)) => self.operand(fi, base, &from),
+                    _ => None,
+                };
+                match (list_local(self, fi, base), green_base) {
+                    (Some(l), _) => self.bind(
                         fi,
                         r,
                         quote!({ let __i = #i; match #l.get_const(&__i) { Some(__x) => __x, None => #real } }),
                     ),
-                    None => self.bind(fi, r, quote!({ let __i = #i; #real })),
+                    (None, Some(g)) => {
+                        // Green data (frozen, and part of the portal's content
+                        // check) at an index known now: read now.
+                        let w = to_word(esc, quote!(*__x));
+                        self.bind(
+                            fi,
+                            r,
+                            quote!({
+                                let __i = #i;
+                                match __i.as_const().and_then(|__k| (#g).get(__k as usize)) {
+                                    Some(__x) => #rt::redbox::RedBox::constant(#vt, #w),
+                                    None => #real,
+                                }
+                            }),
+                        )
+                    }
+                    (None, None) => self.bind(fi, r, quote!({ let __i = #i; #real })),
                 }
             }
             Ty::Slice(_) | Ty::Array(..) => {
