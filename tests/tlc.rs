@@ -463,6 +463,19 @@ fn known_fields_of_objects_survive_loops_but_not_calls() {
     let _ = both(&program("accumulator"), 100_000, "accumulator");
     let after = jit::stats();
     assert_eq!(after.flexswitch_cases - before.flexswitch_cases, 1, "{before:?} {after:?}");
+    // That piece's loop reads no green data at run time (the class's
+    // attribute table is read while compiling: the attribute's index is a
+    // constant there) and checks the object's index against the heap's
+    // length once, before the loop (a checked bound is known too).
+    let all = jit::portal_listings().join("\n");
+    let piece = &all[all.find("run_piece1:").expect("a piece for the class")..];
+    // (Small pointer constants are field offsets; addresses are large.)
+    let address = |l: &str| {
+        l.split("const.ptr 0x").nth(1).is_some_and(|h| u64::from_str_radix(h.trim(), 16).is_ok_and(|a| a >= 1 << 16))
+    };
+    let green_addresses = piece.lines().filter(|l| address(l)).count();
+    assert_eq!(green_addresses, 0, "{piece}");
+    assert!(piece.matches("bounds_check").count() <= 1, "{piece}");
     // A `push` onto the heap's objects (a call) may move them: what was
     // known of where they are is forgotten.
     let a = asm::assemble(NEW_IN_LOOP).expect("assembles");

@@ -60,8 +60,12 @@ pub struct JitState<F> {
 /// The alias class of `Vec` headers (their buffer and length fields).
 pub const VEC_HEADER: u32 = 0;
 
+/// The class of bounds-check facts: `index < len` held (the fact's root is
+/// the length, its index the index). About values, so no store forgets them.
+pub const BOUNDS_CHECKED: u32 = 2;
+
 /// Facts kept per state at most (the oldest go first).
-pub const MAX_FACTS: usize = 12;
+pub const MAX_FACTS: usize = 16;
 
 /// A field of a real object known on a path: the `ty` at `at` holds `value`.
 ///
@@ -273,9 +277,23 @@ impl<F: Frame> JitState<F> {
         layout: (i32, i32),
     ) -> RedBox {
         let len = self.load_field(b, ValTy::U64, addr, layout.1, VEC_HEADER, layout.1);
-        b.red_bounds_check(index, &len);
+        self.bounds_check(b, index, &len);
         let buf = self.load_field(b, ValTy::Ptr, addr, layout.0, VEC_HEADER, layout.0);
         b.red_index_addr(&buf, index, size)
+    }
+
+    /// Checks `index < len` unless this path already did.
+    pub fn bounds_check(&mut self, b: &mut ResidualBuilder, index: &RedBox, len: &RedBox) {
+        if b.exec || index.is_const() && len.is_const() {
+            b.red_bounds_check(index, len);
+            return;
+        }
+        let at = SymAddr { root: *len, index: Some((b.unwiden(index), 0)), offset: 0 };
+        if self.known.iter().any(|f| f.class == BOUNDS_CHECKED && f.at == at) {
+            return;
+        }
+        b.red_bounds_check(index, len);
+        self.know(Fact { at, ty: ValTy::Bool, class: BOUNDS_CHECKED, field: 0, value: RedBox::bool(true) });
     }
 
     /// Forgets every known field (a call that is not inlined may write any).
