@@ -73,11 +73,13 @@ fn child_portal_compiles_once_hot_and_agrees_with_plain() {
     let after = plus_minus::jit::stats();
     // One compilation per program (its first position, once hot); every
     // later call runs residual code. A position may compile early when its
-    // counter bucket is shared with another program's (the table is
+    // counter bucket is shared with another position's (the table is
     // direct-mapped, and the keys hold addresses that differ from run to
-    // run), so one program in the run may compile a second position.
+    // run): then the positions before it, still interpreted, compile too
+    // when hot. About one run in fifty has such a collision (measured:
+    // 2 in 100 and 2 in 150), with two extra compilations.
     let n = after.compilations - before.compilations;
-    assert!(n >= programs.len() as u64 && n <= programs.len() as u64 + 1, "{after:?}");
+    assert!(n >= programs.len() as u64 && n <= programs.len() as u64 + 2, "{after:?}");
     assert!(after.entries - before.entries >= 4 * 20, "{after:?}");
     assert_eq!(after.declined, before.declined);
 }

@@ -306,7 +306,8 @@ fn same_content(stored: &[Vec<u8>], now: &[&[u8]]) -> bool {
 /// in a small direct-mapped table of buckets (a hash, an increment, a
 /// compare); only keys whose bucket is hot, or holds compiled or declined
 /// code, are looked up exactly (hashed with `rustc-hash`). A bucket shared by
-/// several keys gets hot sooner, which only makes its keys compile sooner.
+/// several keys gets hot sooner, which only makes its keys compile sooner; a
+/// key whose bucket holds another key's code is counted from zero.
 pub struct PortalCache<K> {
     counts: FxHashMap<K, u32>,
     entries: FxHashMap<K, Entry>,
@@ -385,6 +386,10 @@ impl<K: Hash + Eq + Clone + AsRef<[u64]>> PortalCache<K> {
                 return Hot::Cold;
             }
         }
+        // Hot because the bucket counted past the threshold (this key's
+        // visits among them), or because it holds another key's code (then
+        // this key has not been counted yet).
+        let counted = b.entries == 0;
         if b.entries > 0 {
             match self.entries.get_mut(key) {
                 Some(Entry::Compiled { code, content: c, runs, .. }) if same_content(c, content) => {
@@ -414,7 +419,7 @@ impl<K: Hash + Eq + Clone + AsRef<[u64]>> PortalCache<K> {
             self.counts.clear();
         }
         // The bucket got hot: count this key exactly from there.
-        let n = self.counts.entry(key.clone()).or_insert(threshold);
+        let n = self.counts.entry(key.clone()).or_insert(if counted { threshold } else { 0 });
         *n = n.saturating_add(1);
         if *n > threshold {
             Hot::Compile
