@@ -7,7 +7,7 @@ mod common;
 #[path = "../examples/tlr/interp.rs"]
 mod interp;
 
-use common::self_loops;
+use common::cyclic_blocks;
 
 use interp::tlr::{self, jit, Frame, TlrError};
 use jitgen::prelude::*;
@@ -30,7 +30,7 @@ fn the_square_loop_keeps_the_frame_in_registers_and_writes_it_back() {
         assert_eq!(got, want, "a = {a}");
     }
     let listings = jit::portal_listings();
-    let loops: Vec<String> = listings.iter().flat_map(|l| self_loops(l)).collect();
+    let loops: Vec<String> = listings.iter().flat_map(|l| cyclic_blocks(l)).collect();
     assert!(!loops.is_empty(), "no loop compiled: {listings:?}");
     for body in &loops {
         assert!(!body.contains("load") && !body.contains("store") && !body.contains("call"), "{body}");

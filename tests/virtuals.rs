@@ -8,7 +8,7 @@ mod common;
 #[path = "../examples/tlr/interp.rs"]
 mod interp;
 
-use common::self_loops;
+use common::cyclic_blocks;
 
 use jitgen::prelude::*;
 
@@ -105,7 +105,7 @@ fn tlr_registers_live_in_registers_inside_the_portals_loop() {
     // its elements are loaded once at entry, then kept in registers.
     let listings = jit::portal_listings();
     assert!(!listings.is_empty());
-    let loops: Vec<String> = listings.iter().flat_map(|l| self_loops(l)).collect();
+    let loops: Vec<String> = listings.iter().flat_map(|l| cyclic_blocks(l)).collect();
     assert!(!loops.is_empty(), "{listings:?}");
     for body in &loops {
         assert!(!body.contains("load") && !body.contains("store") && !body.contains("call"), "{body}");
@@ -293,6 +293,26 @@ mod wint {
         v[0]
     }
 
+    /// Reads element `i` of a vector of enums, writes element `j` (which may
+    /// be the same), reads element `i` again; then adds to element `i` in a
+    /// loop.
+    pub fn enums_by_index(s: &mut Slots, i: usize, j: usize, n: i64) -> i64 {
+        let a = s.items[i].unwrap_or(-1);
+        s.items[j] = Some(7);
+        let b = s.items[i].unwrap_or(-1);
+        let mut k = 0;
+        while k < n {
+            s.items[i] = Some(s.items[i].unwrap_or(0) + k);
+            k += 1;
+        }
+        a * 100 + b
+    }
+
+    /// Optional values in a vector, behind a struct.
+    pub struct Slots {
+        pub items: Vec<Option<i64>>,
+    }
+
     /// `a + b + c`.
     pub fn sum3(a: &WObj, b: &WObj, c: &WObj) -> i64 {
         let ab = add(a, b);
@@ -360,6 +380,23 @@ fn a_store_forgets_what_it_may_overwrite() {
     // `objs[j]` may be `objs[i]`: the type is loaded again after the store.
     let listing = r.listing();
     assert_eq!(listing.matches("load.u32").count(), 2, "{listing}");
+}
+
+#[test]
+fn elements_of_a_vector_of_enums_are_known_until_a_store_may_overwrite_them() {
+    use wint::Slots;
+    let r = wint::jit::specialize::enums_by_index();
+    let v = || Slots { items: vec![Some(1i64), None, Some(3)] };
+    for (i, j, n) in [(0, 0, 5), (0, 1, 5), (1, 1, 0), (1, 2, 3), (2, 0, 100)] {
+        let (mut a, mut b) = (v(), v());
+        assert_eq!(r.call(&mut a, i, j, n), wint::jit::plain::enums_by_index(&mut b, i, j, n), "{i} {j} {n}");
+        assert_eq!(a.items, b.items, "{i} {j} {n}");
+    }
+    // The loop keeps `v[i]` in a register: no block on a cycle loads.
+    let listing = r.listing_with_cases();
+    let blocks = cyclic_blocks(&listing);
+    assert!(!blocks.is_empty(), "{listing}");
+    assert!(blocks.iter().all(|b| !b.contains("load.")), "{listing}");
 }
 
 #[test]
@@ -496,7 +533,7 @@ fn an_operand_stack_of_enum_values_stays_virtual() {
     for x in [5, 100, 1, 2] {
         assert_eq!(stackvm::run(&prog, x), stackvm::jit::plain::run(&prog, x), "x = {x}");
     }
-    let loops: Vec<String> = stackvm::jit::portal_listings().iter().flat_map(|l| self_loops(l)).collect();
+    let loops: Vec<String> = stackvm::jit::portal_listings().iter().flat_map(|l| cyclic_blocks(l)).collect();
     assert!(!loops.is_empty(), "{:?}", stackvm::jit::portal_listings());
     for body in &loops {
         assert!(!body.contains("load") && !body.contains("store") && !body.contains("call"), "{body}");

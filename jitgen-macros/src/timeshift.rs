@@ -186,6 +186,7 @@ impl<'g> Gen<'g> {
         let u = quote!(#rt::redbox::RedBox);
         let usize_r = Repr::R(Sc::Int(IntTy::Usize));
         let m = flat_marker(&ety);
+        let class = elem_class(&quote!(#m).to_string());
         let (_, _, tys) = enum_helpers(&ety);
         let force = |l: &Ident| quote!(#l.force_flat(&mut __c.b, #n, #rt::heap::flat_vec_new::<#m>));
         let et = rust_ty(&ety, None);
@@ -221,10 +222,10 @@ impl<'g> Gen<'g> {
                                         // In place: the tag and every slot (those
                                         // of other variants are not looked at).
                                         let __e = __st.vec_elem(&mut __c.b, &__a, &__i, __el.size, __vl);
-                                        let __t = __c.b.red_load(__el.tag.1, &__e, __el.tag.0);
+                                        let __t = __st.load_field(&mut __c.b, __el.tag.1, &__e, __el.tag.0, #class, __el.tag.0);
                                         let mut __v = vec![__c.b.red_cast(&__t, #rt::ops::ValTy::U32)];
                                         for (__off, __ty) in &__el.slots {
-                                            __v.push(__c.b.red_load(*__ty, &__e, *__off));
+                                            __v.push(__st.load_field(&mut __c.b, *__ty, &__e, *__off, #class, *__off));
                                         }
                                         <[#u; #n]>::try_from(&__v[..]).expect("n slots")
                                     }
@@ -251,10 +252,10 @@ impl<'g> Gen<'g> {
                             (Some(__el), Some(__vl), Some(__k)) => {
                                 // The variant is known: its tag and its slots, in place.
                                 let __e = __st.vec_elem(&mut __c.b, &__a, &__i, __el.size, __vl);
-                                __c.b.red_store(&__e, __el.tag.0, &#u::constant(__el.tag.1, __k));
+                                __st.store_field(&mut __c.b, &__e, __el.tag.0, &#u::constant(__el.tag.1, __k), #class, __el.tag.0);
                                 for (__j, (__off, _)) in __el.slots.iter().enumerate() {
                                     if __el.slot_variant[__j] == __k as usize {
-                                        __c.b.red_store(&__e, *__off, &__x[__j + 1]);
+                                        __st.store_field(&mut __c.b, &__e, *__off, &__x[__j + 1], #class, *__off);
                                     }
                                 }
                             }
@@ -2516,4 +2517,11 @@ pub fn rust_path(name: &str) -> TokenStream {
 fn alias_class(name: &str) -> u32 {
     let h = name.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
     h | 1
+}
+
+/// The alias class of the elements of `Vec`s of the type `name` (see
+/// `jitgen_runtime::state::Fact`): even, with bit 2 set, so never a struct's
+/// class, `VEC_HEADER` or `BOUNDS_CHECKED`; a call forgets them.
+fn elem_class(name: &str) -> u32 {
+    (alias_class(name) & !1) | 4
 }

@@ -789,8 +789,12 @@ impl<F: Frame> Compilation<F> {
         let reds = st.core_reds();
         let facts = describe_facts(&self.b, &st.known, &reds);
         let versions = self.versions.entry(key.clone()).or_default();
+        // The first version of a merge point is often made on a path that
+        // knows fewer fields than later ones (a loop entered in mid-turn, by
+        // a flexswitch's case): one more, exact version keeps what they know.
+        let one_more = versions.len() == 1;
         let found = versions.iter().find_map(|v| {
-            if !shape_covers(&v.shape, &reds) {
+            if !shape_covers(&v.shape, &reds) || one_more && v.facts.len() < facts.len() {
                 return None;
             }
             match_facts(&v.facts, &facts).map(|m| (v, m))

@@ -57,7 +57,9 @@ pub struct JitState<F> {
     pub epoch: u64,
 }
 
-/// The alias class of `Vec` headers (their buffer and length fields).
+/// The alias class of `Vec` headers (their buffer and length fields). The
+/// classes of module structs' fields are odd; those of `Vec` elements even
+/// (with bit 2 set).
 pub const VEC_HEADER: u32 = 0;
 
 /// The class of bounds-check facts: `index < len` held (the fact's root is
@@ -94,6 +96,13 @@ pub struct Fact {
 }
 
 impl Fact {
+    /// Whether a call may change it: a `Vec`'s header or elements (the
+    /// runtime's helpers write them), not a struct's field (only calls that
+    /// are not inlined do, and they forget every fact) or a checked bound.
+    fn calls_may_change(&self) -> bool {
+        self.class == VEC_HEADER || self.class & 1 == 0 && self.class != BOUNDS_CHECKED
+    }
+
     fn overlaps(&self, class: u32, field: i32, ty: ValTy) -> bool {
         let end = |o: i32, t: ValTy| o + (t.bits() as i32 / 8).max(1);
         self.class == class && self.field < end(field, ty) && field < end(self.field, self.ty)
@@ -202,7 +211,7 @@ impl<F: Frame> JitState<F> {
     /// were last checked.
     pub fn sync_facts(&mut self, b: &ResidualBuilder) {
         if self.epoch != b.calls {
-            self.known.retain(|f| f.class != VEC_HEADER);
+            self.known.retain(|f| !f.calls_may_change());
             self.epoch = b.calls;
         }
     }

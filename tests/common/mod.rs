@@ -1,21 +1,51 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-/// The blocks of a listing that jump to themselves (loop bodies).
-pub fn self_loops(listing: &str) -> Vec<String> {
+/// The blocks of a listing: label and body (the lines after the label's).
+fn blocks_of(listing: &str) -> Vec<(String, String)> {
     let mut blocks = vec![];
     let mut cur: Option<(String, String)> = None;
     for line in listing.lines() {
         if !line.starts_with(' ') {
             blocks.extend(cur.take());
-            cur = Some((line.split('(').next().unwrap_or("").to_string(), String::new()));
+            cur = Some((line.split(['(', ':']).next().unwrap_or("").to_string(), String::new()));
         } else if let Some((_, body)) = &mut cur {
             body.push_str(line);
             body.push('\n');
         }
     }
     blocks.extend(cur);
-    blocks.into_iter().filter(|(l, body)| body.contains(&format!("{l}("))).map(|(_, b)| b).collect()
+    blocks
+}
+
+/// The blocks of a listing that lie on a cycle of jumps and branches (the
+/// bodies of its loops).
+pub fn cyclic_blocks(listing: &str) -> Vec<String> {
+    let blocks = blocks_of(listing);
+    let succs = |body: &str| -> Vec<usize> {
+        let term = body.lines().last().unwrap_or("").trim_start();
+        if !(term.starts_with("jump") || term.starts_with("branch")) {
+            return vec![];
+        }
+        term.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.starts_with('L'))
+            .filter_map(|w| blocks.iter().position(|b| b.0 == w))
+            .collect()
+    };
+    let mut out = vec![];
+    for (k, (_, body)) in blocks.iter().enumerate() {
+        let mut seen = vec![false; blocks.len()];
+        let mut stack = succs(body);
+        while let Some(j) = stack.pop() {
+            if !std::mem::replace(&mut seen[j], true) {
+                stack.extend(succs(&blocks[j].1));
+            }
+        }
+        if seen[k] {
+            out.push(body.clone());
+        }
+    }
+    out
 }
 
 /// A small deterministic generator of random programs (xorshift64*).
