@@ -237,6 +237,18 @@ impl ResidualFunction {
         post
     }
 
+    /// The block defining each value (as a parameter or by an instruction)
+    /// among the live blocks; `usize::MAX` for values defined nowhere.
+    fn def_blocks(&self) -> Vec<usize> {
+        let mut def_block = vec![usize::MAX; self.vals.len()];
+        for (b, blk) in self.live_blocks() {
+            for v in blk.params.iter().copied().chain(blk.insts.iter().flat_map(Inst::defs)) {
+                def_block[v.0 as usize] = b.0 as usize;
+            }
+        }
+        def_block
+    }
+
     /// Checks that every value is defined before its uses on every path
     /// (SSA dominance); the first violation, described.
     pub fn check_dominance(&self) -> Result<(), String> {
@@ -288,18 +300,7 @@ impl ResidualFunction {
                 }
             }
         }
-        let mut def_block = vec![usize::MAX; self.vals.len()];
-        for l in &order {
-            let b = &self.blocks[l.0 as usize];
-            for p in &b.params {
-                def_block[p.0 as usize] = l.0 as usize;
-            }
-            for i in &b.insts {
-                for d in i.defs() {
-                    def_block[d.0 as usize] = l.0 as usize;
-                }
-            }
-        }
+        let def_block = self.def_blocks();
         let dominates = |d: usize, mut b: usize| loop {
             if b == d {
                 return true;
@@ -545,12 +546,7 @@ impl ResidualFunction {
             // not be defined on the new path.
             let escaping: std::cell::RefCell<rustc_hash::FxHashSet<Val>> = Default::default();
             {
-                let mut def_block = vec![usize::MAX; self.vals.len()];
-                for (b, blk) in self.blocks.iter().enumerate().filter(|(_, b)| b.term.is_some()) {
-                    for v in blk.params.iter().copied().chain(blk.insts.iter().flat_map(Inst::defs)) {
-                        def_block[v.0 as usize] = b;
-                    }
-                }
+                let def_block = self.def_blocks();
                 for (b, blk) in self.blocks.iter().enumerate().filter(|(_, b)| b.term.is_some()) {
                     let note = |v: Val| {
                         // (Through the substitutions made so far: uses are
@@ -684,6 +680,13 @@ pub struct SymAddr {
     pub index: Option<(crate::redbox::RedBox, u64)>,
     /// Bytes added.
     pub offset: i64,
+}
+
+impl SymAddr {
+    /// The address `offset` bytes further.
+    pub fn plus(self, offset: i64) -> SymAddr {
+        SymAddr { offset: self.offset.wrapping_add(offset), ..self }
+    }
 }
 
 impl ResidualBuilder {

@@ -303,7 +303,7 @@ impl ResidualBuilder {
         let s = self.sym_addr(addr);
         let r = self.red_bin(BinOp::Add, Overflow::Wrap, addr, &RedBox::constant(ValTy::Ptr, offset));
         if let (RedBox::Var { val, .. }, false) = (r, r == *addr) {
-            self.addrs.insert(val, SymAddr { offset: s.offset.wrapping_add(offset as i64), ..s });
+            self.addrs.insert(val, s.plus(offset as i64));
         }
         r
     }

@@ -205,6 +205,16 @@ struct FactDesc {
     value: FactVal,
 }
 
+impl FactDesc {
+    /// Whether this is the field `other` is, with `other`'s root and index
+    /// named as `root` and `index` are.
+    fn is_at(&self, root: FactRef, index: Option<(FactRef, u64)>, other: &FactDesc) -> bool {
+        self.root == root
+            && self.index == index
+            && (self.offset, self.ty, self.class, self.field) == (other.offset, other.ty, other.class, other.field)
+    }
+}
+
 /// The known fields of a state that a merge point can keep (those whose
 /// root and index are reds of the state, constants or values of earlier
 /// kept fields), with their values.
@@ -252,9 +262,7 @@ fn match_facts(want: &[FactDesc], have: &[(FactDesc, RedBox)]) -> Option<Vec<usi
         };
         let (root, index) = (remap(d.root), d.index.map(|(i, s)| (remap(i), s)));
         let k = have.iter().position(|(e, v)| {
-            e.root == root
-                && e.index == index
-                && (e.offset, e.ty, e.class, e.field) == (d.offset, d.ty, d.class, d.field)
+            e.is_at(root, index, d)
                 && match d.value {
                     FactVal::Var(t) => v.ty() == t,
                     other => e.value == other,
@@ -282,11 +290,7 @@ fn widen_facts(prev: &[FactDesc], have: &[(FactDesc, RedBox)]) -> Vec<FactDesc> 
             Some((i, s)) => to_have(i).map(|r| Some((r, s))),
         };
         let k = match (to_have(d.root), index) {
-            (Some(root), Some(index)) => have.iter().position(|(e, _)| {
-                e.root == root
-                    && e.index == index
-                    && (e.offset, e.ty, e.class, e.field) == (d.offset, d.ty, d.class, d.field)
-            }),
+            (Some(root), Some(index)) => have.iter().position(|(e, _)| e.is_at(root, index, d)),
             _ => None,
         };
         in_have.push(k);

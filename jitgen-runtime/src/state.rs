@@ -74,11 +74,12 @@ pub const MAX_FACTS: usize = 16;
 /// Facts are found again by address *computation* ([`SymAddr`]), so a field
 /// read twice through addresses computed twice is loaded once. A store
 /// forgets the facts it may overwrite: those of the same alias class
-/// (`class`: the Rust type the field belongs to, or [`VEC_HEADER`]) whose
-/// bytes overlap the stored ones (`field`: the offset in that type). Rust
-/// does not let a place of one type be written as a place of another, so
-/// facts of other classes stay true. A call may change any `Vec`, so
-/// [`VEC_HEADER`] facts last until the next call only.
+/// (`class`: the Rust type the field belongs to, the element type of a
+/// `Vec`, or [`VEC_HEADER`]) whose bytes overlap the stored ones (`field`:
+/// the offset in that type). Rust does not let a place of one type be written
+/// as a place of another, so facts of other classes stay true. A call may
+/// change any `Vec`, so facts about `Vec` headers and elements last until the
+/// next call only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fact {
     /// Where.
@@ -207,8 +208,8 @@ impl<F: Frame> JitState<F> {
         self.normalize();
     }
 
-    /// Forgets the [`VEC_HEADER`] facts if a call was recorded since they
-    /// were last checked.
+    /// Forgets the facts a call may change (`Vec` headers and elements) if
+    /// a call was recorded since they were last checked.
     pub fn sync_facts(&mut self, b: &ResidualBuilder) {
         if self.epoch != b.calls {
             self.known.retain(|f| !f.calls_may_change());
@@ -232,8 +233,7 @@ impl<F: Frame> JitState<F> {
             return b.red_load(ty, addr, offset);
         }
         self.sync_facts(b);
-        let s = b.sym_addr(addr);
-        let at = SymAddr { offset: s.offset.wrapping_add(offset as i64), ..s };
+        let at = b.sym_addr(addr).plus(offset as i64);
         if let Some(f) = self.known.iter().find(|f| f.at == at && f.ty == ty && f.class == class) {
             let v = f.value;
             return b.red_cast(&v, ty);
@@ -262,8 +262,7 @@ impl<F: Frame> JitState<F> {
         self.sync_facts(b);
         let ty = value.ty();
         self.known.retain(|f| !f.overlaps(class, field, ty));
-        let s = b.sym_addr(addr);
-        let at = SymAddr { offset: s.offset.wrapping_add(offset as i64), ..s };
+        let at = b.sym_addr(addr).plus(offset as i64);
         self.know(Fact { at, ty, class, field, value: *value });
     }
 
