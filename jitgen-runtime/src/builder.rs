@@ -237,6 +237,27 @@ impl ResidualFunction {
         post
     }
 
+    /// For each block (by label), whether every path from it leaves the
+    /// function (returns, errors or reaches a flexswitch) without passing a
+    /// cycle. Such blocks run at most once per call, so the backend lays them
+    /// out after the others: a loop's exit test then falls through into the
+    /// loop's body, and the loop takes one jump per turn, not two.
+    pub fn exit_paths(&self) -> Vec<bool> {
+        let mut exit = vec![false; self.blocks.len()];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (l, b) in self.live_blocks() {
+                let targets = b.term.as_ref().map(Terminator::targets).unwrap_or_default();
+                if !exit[l.0 as usize] && targets.iter().all(|t| exit[t.0 as usize]) {
+                    exit[l.0 as usize] = true;
+                    changed = true;
+                }
+            }
+        }
+        exit
+    }
+
     /// The block defining each value (as a parameter or by an instruction)
     /// among the live blocks; `usize::MAX` for values defined nowhere.
     fn def_blocks(&self) -> Vec<usize> {

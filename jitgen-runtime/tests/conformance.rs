@@ -372,3 +372,41 @@ fn out_of_bounds_and_callback_panics_carry_their_messages() {
         other => panic!("expected a carried panic, got {other:?}"),
     }
 }
+
+#[test]
+fn exit_paths_are_the_blocks_that_leave_without_passing_a_cycle() {
+    // entry -> head <-> body; head -> test -> (one | two), each returning.
+    let mut b = ResidualBuilder::new("exits", &[ValTy::U64], &[ValTy::U64]);
+    let n = b.inputs()[0];
+    let zero = b.konst(ValTy::U64, 0);
+    let one = b.konst(ValTy::U64, 1);
+    let (head, p) = b.new_label(&[ValTy::U64]);
+    b.jump(head, &[zero]);
+    b.switch_to(head);
+    let more = b.cmp(CmpOp::Lt, ValTy::U64, p[0], n);
+    let (body, _) = b.new_label(&[]);
+    let (test, _) = b.new_label(&[]);
+    b.branch(more, (body, &[]), (test, &[]));
+    b.switch_to(body);
+    let i2 = b.bin(BinOp::Add, ValTy::U64, Overflow::Wrap, p[0], one);
+    b.jump(head, &[i2]);
+    b.switch_to(test);
+    let odd = b.bin(BinOp::And, ValTy::U64, Overflow::Wrap, p[0], one);
+    let is_odd = b.cmp(CmpOp::Ne, ValTy::U64, odd, zero);
+    let (yes, _) = b.new_label(&[]);
+    let (no, _) = b.new_label(&[]);
+    b.branch(is_odd, (yes, &[]), (no, &[]));
+    b.switch_to(yes);
+    b.ret(&[p[0]]);
+    b.switch_to(no);
+    b.ret(&[zero]);
+    let f = b.finish();
+    let exits = f.exit_paths();
+    let exit = |l: jitgen_runtime::builder::Label| exits[l.0 as usize];
+    assert!(!exit(jitgen_runtime::builder::Label(0)) && !exit(head) && !exit(body), "{exits:?}");
+    assert!(exit(test) && exit(yes) && exit(no), "{exits:?}");
+    // The layout they give still computes the same.
+    let code = compile(&f);
+    assert_eq!(run(&code, &[7]), Ok(vec![7]));
+    assert_eq!(run(&code, &[8]), Ok(vec![0]));
+}

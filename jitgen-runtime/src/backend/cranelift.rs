@@ -684,6 +684,19 @@ impl Tr<'_, '_> {
     }
 }
 
+/// With `JITGEN_DUMP_CODE=dir`, writes each compiled function's machine code
+/// to `dir/code-N.bin` (for `objdump -D -b binary -m i386:x86-64`).
+fn dump_machine_code(ctx: &cranelift_codegen::Context) {
+    static DUMPED: AtomicUsize = AtomicUsize::new(0);
+    let Some(dir) = std::env::var_os("JITGEN_DUMP_CODE") else { return };
+    let Some(code) = ctx.compiled_code() else { return };
+    let n = DUMPED.fetch_add(1, Ordering::Relaxed);
+    let path = std::path::Path::new(&dir).join(format!("code-{n}.bin"));
+    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, code.code_buffer())) {
+        eprintln!("jitgen: cannot write {}: {e}", path.display());
+    }
+}
+
 impl Backend for CraneliftBackend {
     type Code = NativeCode;
 
@@ -702,8 +715,12 @@ impl Backend for CraneliftBackend {
             let frame = b.block_params(entry)[0];
             let mut blocks = HashMap::new();
             let mut vals = vec![None; f.vals.len()];
+            let exit_paths = f.exit_paths();
             for (l, blk) in f.live_blocks() {
                 let cb = b.create_block();
+                if exit_paths[l.0 as usize] {
+                    b.set_cold_block(cb);
+                }
                 for p in &blk.params {
                     vals[p.0 as usize] = Some(b.append_block_param(cb, clif(f.vals[p.0 as usize])));
                 }
@@ -740,6 +757,7 @@ impl Backend for CraneliftBackend {
         let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
         let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
         module.define_function(id, &mut ctx).map_err(|e| err(&format!("{e:?}")))?;
+        dump_machine_code(&ctx);
         module.clear_context(&mut ctx);
         module.finalize_definitions().map_err(|e| err(&e))?;
         let ptr = module.get_finalized_function(id);
