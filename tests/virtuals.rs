@@ -280,6 +280,17 @@ mod wint {
         (before * 10 + after) as i64
     }
 
+    /// Stores a type twice around a store to another field, then once more
+    /// after storing the type of an object that may be the same one.
+    pub fn kinds_stored_twice(objs: &mut Vec<WObj>, i: usize, j: usize) -> i64 {
+        objs[i].kind = 7;
+        objs[i].intval = 1;
+        objs[i].kind = 7;
+        objs[j].kind = 8;
+        objs[i].kind = 7;
+        objs[i].kind as i64 * 10 + objs[j].kind as i64
+    }
+
     /// Reads and writes a vector's first element around a push, which may
     /// move its elements.
     pub fn push_moves(v: &mut Vec<i64>, n: i64) -> i64 {
@@ -397,6 +408,26 @@ fn elements_of_a_vector_of_enums_are_known_until_a_store_may_overwrite_them() {
     let blocks = cyclic_blocks(&listing);
     assert!(!blocks.is_empty(), "{listing}");
     assert!(blocks.iter().all(|b| !b.contains("load.")), "{listing}");
+    // Nor does it store the tag `Some` again: only the payload.
+    assert!(blocks.iter().all(|b| b.matches("store.").count() <= 1), "{listing}");
+    assert_eq!(blocks.iter().map(|b| b.matches("store.").count()).sum::<usize>(), 1, "{listing}");
+}
+
+#[test]
+fn a_store_of_the_known_value_is_left_out_unless_a_store_between_may_have_changed_it() {
+    use wint::WObj;
+    let r = wint::jit::specialize::kinds_stored_twice();
+    let objs = || vec![WObj { kind: 1, intval: 0 }, WObj { kind: 2, intval: 0 }];
+    for (i, j) in [(0, 0), (0, 1), (1, 1), (1, 0)] {
+        let (mut a, mut b) = (objs(), objs());
+        assert_eq!(r.call(&mut a, i, j), wint::jit::plain::kinds_stored_twice(&mut b, i, j), "i {i} j {j}");
+        assert_eq!((a[0].kind, a[1].kind, a[0].intval, a[1].intval), (b[0].kind, b[1].kind, b[0].intval, b[1].intval));
+    }
+    // Stores: kind 7, intval (the kind 7 after it is left out), kind 8,
+    // kind 7 again (`objs[j]` may be `objs[i]`).
+    let listing = r.listing();
+    assert_eq!(listing.matches("store.u32").count(), 3, "{listing}");
+    assert_eq!(listing.matches("store.i64").count(), 1, "{listing}");
 }
 
 #[test]

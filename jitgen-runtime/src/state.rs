@@ -245,7 +245,8 @@ impl<F: Frame> JitState<F> {
 
     /// Writes a field of a real object (as [`JitState::load_field`] reads
     /// it); it is known from then on, and the facts the store may overwrite
-    /// are forgotten.
+    /// are forgotten. A store of the value the field is known to hold is
+    /// left out (a loop storing an enum's unchanged tag every turn).
     pub fn store_field(
         &mut self,
         b: &mut ResidualBuilder,
@@ -255,14 +256,18 @@ impl<F: Frame> JitState<F> {
         class: u32,
         field: i32,
     ) {
-        b.red_store(addr, offset, value);
         if b.exec {
+            b.red_store(addr, offset, value);
             return;
         }
         self.sync_facts(b);
         let ty = value.ty();
-        self.known.retain(|f| !f.overlaps(class, field, ty));
         let at = b.sym_addr(addr).plus(offset as i64);
+        if self.known.iter().any(|f| f.class == class && f.field == field && f.at == at && f.value == *value) {
+            return;
+        }
+        b.red_store(addr, offset, value);
+        self.known.retain(|f| !f.overlaps(class, field, ty));
         self.know(Fact { at, ty, class, field, value: *value });
     }
 
