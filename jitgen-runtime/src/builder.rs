@@ -258,6 +258,46 @@ impl ResidualFunction {
         exit
     }
 
+    /// For each block (by label) ending in a branch, whether its true side
+    /// leads back to it by a shorter path than its false side: the true side
+    /// continues the innermost loop and the false side leaves it (or leaves
+    /// the function). The backend makes such a true side the fall-through,
+    /// so that an inner loop whose test is at its head takes one jump per
+    /// turn (the back edge), not two.
+    pub fn true_side_loops(&self) -> Vec<bool> {
+        let mut out = vec![false; self.blocks.len()];
+        let mut dist = vec![usize::MAX; self.blocks.len()];
+        let mut queue = std::collections::VecDeque::new();
+        // The number of jumps from `from` back to `to`, if it comes back.
+        let mut back = |from: Label, to: Label| -> Option<usize> {
+            dist.fill(usize::MAX);
+            queue.clear();
+            dist[from.0 as usize] = 0;
+            queue.push_back(from);
+            while let Some(l) = queue.pop_front() {
+                let d = dist[l.0 as usize];
+                if l == to {
+                    return Some(d);
+                }
+                for t in self.blocks[l.0 as usize].term.as_ref().map(Terminator::targets).unwrap_or_default() {
+                    if dist[t.0 as usize] == usize::MAX {
+                        dist[t.0 as usize] = d + 1;
+                        queue.push_back(t);
+                    }
+                }
+            }
+            None
+        };
+        for (l, b) in self.live_blocks() {
+            if let Some(Terminator::Branch { if_true, if_false, .. }) = &b.term {
+                if let Some(t) = back(if_true.0, l) {
+                    out[l.0 as usize] = back(if_false.0, l).is_none_or(|f| t < f);
+                }
+            }
+        }
+        out
+    }
+
     /// The block defining each value (as a parameter or by an instruction)
     /// among the live blocks; `usize::MAX` for values defined nowhere.
     fn def_blocks(&self) -> Vec<usize> {

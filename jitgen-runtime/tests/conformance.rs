@@ -410,3 +410,57 @@ fn exit_paths_are_the_blocks_that_leave_without_passing_a_cycle() {
     assert_eq!(run(&code, &[7]), Ok(vec![7]));
     assert_eq!(run(&code, &[8]), Ok(vec![0]));
 }
+
+#[test]
+fn a_branch_whose_true_side_continues_the_innermost_loop_is_found() {
+    // f1: x = 1; for i in 0..n { for j in 1..=i+1 (tested as j <= i before
+    // j += 1) { x += i & j } }, with the inner test's true side the inner
+    // body and the outer test's true side leaving.
+    let mut b = ResidualBuilder::new("f1", &[ValTy::I64], &[ValTy::I64]);
+    let n = b.inputs()[0];
+    let (zero, one) = (b.konst(ValTy::I64, 0), b.konst(ValTy::I64, 1));
+    let (outer, o) = b.new_label(&[ValTy::I64, ValTy::I64]);
+    b.jump(outer, &[one, zero]);
+    b.switch_to(outer);
+    let (x, i) = (o[0], o[1]);
+    let done = b.cmp(CmpOp::Ge, ValTy::I64, i, n);
+    let (exit, _) = b.new_label(&[]);
+    let (inner, p) = b.new_label(&[ValTy::I64, ValTy::I64]);
+    b.branch(done, (exit, &[]), (inner, &[x, zero]));
+    b.switch_to(exit);
+    b.ret(&[x]);
+    b.switch_to(inner);
+    let (x2, j) = (p[0], p[1]);
+    let more = b.cmp(CmpOp::Le, ValTy::I64, j, i);
+    let (body, _) = b.new_label(&[]);
+    let (latch, _) = b.new_label(&[]);
+    b.branch(more, (body, &[]), (latch, &[]));
+    b.switch_to(body);
+    let j1 = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, j, one);
+    let ij = b.bin(BinOp::And, ValTy::I64, Overflow::Wrap, i, j1);
+    let x3 = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, x2, ij);
+    b.jump(inner, &[x3, j1]);
+    b.switch_to(latch);
+    let i1 = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, i, one);
+    b.jump(outer, &[x2, i1]);
+    let f = b.finish();
+    let loops = f.true_side_loops();
+    assert!(loops[inner.0 as usize], "the inner test's true side is the inner body");
+    assert!(!loops[outer.0 as usize], "the outer test's true side leaves");
+    // Compiled with the inner body as the fall-through, it computes f1.
+    let code = compile(&f);
+    let f1 = |n: i64| {
+        let mut x = 1i64;
+        for i in 0..n {
+            let mut j = 0;
+            while j <= i {
+                j += 1;
+                x = x.wrapping_add(i & j);
+            }
+        }
+        x
+    };
+    for n in [0, 1, 2, 7, 100] {
+        assert_eq!(run(&code, &[n as u64]), Ok(vec![f1(n) as u64]), "n {n}");
+    }
+}

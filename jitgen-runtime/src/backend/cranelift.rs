@@ -210,6 +210,10 @@ struct Tr<'a, 'b> {
     errors: HashMap<u64, Block>,
     bounds_error: Option<Block>,
     propagate: Option<Block>,
+    /// [`ResidualFunction::true_side_loops`].
+    true_side_loops: Vec<bool>,
+    /// The block being translated.
+    current: Label,
 }
 
 impl Tr<'_, '_> {
@@ -577,7 +581,16 @@ impl Tr<'_, '_> {
             Terminator::Branch { cond, if_true, if_false } => {
                 let (ta, fa) = (self.args(&if_true.1), self.args(&if_false.1));
                 let c = self.v(*cond);
-                self.b.ins().brif(c, self.blocks[&if_true.0], &ta, self.blocks[&if_false.0], &fa);
+                let (t, f) = (self.blocks[&if_true.0], self.blocks[&if_false.0]);
+                if self.true_side_loops[self.current.0 as usize] {
+                    // Cranelift lays a branch's false side right after it:
+                    // the loop's side goes there (`c == 0` folds into the
+                    // comparison that made `c`).
+                    let not = self.b.ins().icmp_imm_u(IntCC::Equal, c, 0);
+                    self.b.ins().brif(not, f, &fa, t, &ta);
+                } else {
+                    self.b.ins().brif(c, t, &ta, f, &fa);
+                }
             }
             Terminator::Return(vals) => {
                 for (k, v) in vals.iter().enumerate() {
@@ -685,7 +698,8 @@ impl Tr<'_, '_> {
 }
 
 /// With `JITGEN_DUMP_CODE=dir`, writes each compiled function's machine code
-/// to `dir/code-N.bin` (for `objdump -D -b binary -m i386:x86-64`).
+/// to `dir/code-N.bin` (for `objdump -D -b binary -m i386:x86-64`) and its
+/// Cranelift IR, as optimized, to `dir/code-N.clif`.
 fn dump_machine_code(ctx: &cranelift_codegen::Context) {
     static DUMPED: AtomicUsize = AtomicUsize::new(0);
     let Some(dir) = std::env::var_os("JITGEN_DUMP_CODE") else { return };
@@ -695,6 +709,7 @@ fn dump_machine_code(ctx: &cranelift_codegen::Context) {
     if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, code.code_buffer())) {
         eprintln!("jitgen: cannot write {}: {e}", path.display());
     }
+    let _ = std::fs::write(std::path::Path::new(&dir).join(format!("code-{n}.clif")), ctx.func.display().to_string());
 }
 
 impl Backend for CraneliftBackend {
@@ -726,8 +741,18 @@ impl Backend for CraneliftBackend {
                 }
                 blocks.insert(l, cb);
             }
-            let mut tr =
-                Tr { b: &mut b, f, vals, blocks, frame, errors: HashMap::new(), bounds_error: None, propagate: None };
+            let mut tr = Tr {
+                b: &mut b,
+                f,
+                vals,
+                blocks,
+                frame,
+                errors: HashMap::new(),
+                bounds_error: None,
+                propagate: None,
+                true_side_loops: f.true_side_loops(),
+                current: Label(0),
+            };
             tr.b.switch_to_block(entry);
             let mut args = vec![];
             for (k, t) in f.inputs.iter().enumerate() {
@@ -745,6 +770,7 @@ impl Backend for CraneliftBackend {
                 let blk = &f.blocks[l.0 as usize];
                 let cb = tr.blocks[&l];
                 tr.b.switch_to_block(cb);
+                tr.current = l;
                 for i in &blk.insts {
                     tr.inst(i);
                 }
