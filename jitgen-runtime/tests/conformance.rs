@@ -99,6 +99,36 @@ fn binary_operations_match_the_semantics_on_every_type() {
 }
 
 #[test]
+fn division_and_remainder_by_constants_match_the_semantics() {
+    // A signed division by a positive constant branches on the dividend's
+    // sign (unsigned when it is not negative): both sides, every divisor.
+    let mut rng = Rng(0x2545f4914f6cdd1d);
+    let mut checked = 0;
+    for ty in ValTy::ALL_INTS {
+        let mut divisors = samples(ty, &mut rng);
+        divisors.extend([5, 10, 99_999_989].map(|c| ty.canon(c)));
+        for op in [BinOp::Div, BinOp::Rem] {
+            for &c in &divisors {
+                let mut b = ResidualBuilder::new("by_const", &[ty], &[ty]);
+                let x = b.inputs()[0];
+                let k = b.konst(ty, c);
+                let r = b.bin(op, ty, Overflow::Wrap, x, k);
+                b.ret(&[r]);
+                let f = compile(&b.finish());
+                for a in
+                    samples(ty, &mut rng).into_iter().chain([ty.canon(99_999_988), ty.canon(u64::MAX - 99_999_988)])
+                {
+                    let want = fold_bin(op, ty, Overflow::Wrap, a, c).map(|r| vec![r]);
+                    assert_eq!(run(&f, &[a]), want, "{op:?} {ty} {a:#x} by {c:#x}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 3_000, "{checked}");
+}
+
+#[test]
 fn unary_comparison_and_cast_operations_match_the_semantics() {
     let mut rng = Rng(77);
     let all: Vec<ValTy> = ValTy::ALL_INTS.into_iter().chain([ValTy::F64, ValTy::Bool]).collect();

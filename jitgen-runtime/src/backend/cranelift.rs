@@ -256,6 +256,20 @@ impl Tr<'_, '_> {
     }
 
     /// Continues only if `cond` is false; otherwise leaves with `kind`.
+    /// The value of `v` when it is an integer constant (sign-extended).
+    fn const_of(&self, v: Value) -> Option<i64> {
+        use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+        let ValueDef::Result(inst, _) = self.b.func.dfg.value_def(v) else { return None };
+        match self.b.func.dfg.insts[inst] {
+            InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } => {
+                let bits = self.b.func.dfg.value_type(v).bits();
+                let x = imm.bits();
+                Some(if bits < 64 { (x << (64 - bits)) >> (64 - bits) } else { x })
+            }
+            _ => None,
+        }
+    }
+
     fn exit_if(&mut self, cond: Value, kind: ErrorKind) {
         let err = self.error_block(kind);
         let cont = self.b.create_block();
@@ -348,6 +362,24 @@ impl Tr<'_, '_> {
             BinOp::Add => self.b.ins().iadd(a, b),
             BinOp::Sub => self.b.ins().isub(a, b),
             BinOp::Mul => self.b.ins().imul(a, b),
+            BinOp::Div | BinOp::Rem if signed && self.const_of(b).is_some_and(|c| c > 0) => {
+                // By a positive constant: nothing to check, and a dividend
+                // that is not negative (the common case, and predicted)
+                // takes the unsigned sequence, shorter than the signed one.
+                let nonneg = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, a, 0);
+                let (fast, slow, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+                self.b.set_cold_block(slow);
+                let r = self.b.append_block_param(join, cty);
+                self.b.ins().brif(nonneg, fast, &[], slow, &[]);
+                self.b.switch_to_block(fast);
+                let q = if op == BinOp::Div { self.b.ins().udiv(a, b) } else { self.b.ins().urem(a, b) };
+                self.b.ins().jump(join, &[BlockArg::Value(q)]);
+                self.b.switch_to_block(slow);
+                let q = if op == BinOp::Div { self.b.ins().sdiv(a, b) } else { self.b.ins().srem(a, b) };
+                self.b.ins().jump(join, &[BlockArg::Value(q)]);
+                self.b.switch_to_block(join);
+                r
+            }
             BinOp::Div | BinOp::Rem => {
                 let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
                 let kind = if op == BinOp::Div { ErrorKind::DivideByZero } else { ErrorKind::RemainderByZero };
