@@ -752,11 +752,65 @@ impl Backend for CraneliftBackend {
             return Err(BackendError(format!("a frame of {} words (at most {MAX_FRAME_WORDS})", f.frame_words())));
         }
         let mut module = JITModule::new(JITBuilder::with_isa(self.isa.clone(), default_libcall_names()));
-        let mut ctx = module.make_context();
+        let mut warm = WarmContexts::take();
+        let r = self.compile_in(f, &mut module, &mut warm);
+        warm.give_back();
+        let id = r?;
+        module.finalize_definitions().map_err(|e| BackendError(e.to_string()))?;
+        let ptr = module.get_finalized_function(id);
+        Ok(NativeCode {
+            entry: ptr,
+            frame_words: f.frame_words(),
+            trampoline: self.trampoline,
+            _owner: Rc::new(CodeOwner::new(module)),
+            switches: f.switches.clone(),
+        })
+    }
+}
+
+/// Cranelift's compilation contexts, kept between compilations (of any
+/// thread: the benchmark harness compiles each run in a fresh thread). They
+/// hold the allocations of the mid-end and the register allocator; made
+/// anew, they cost more than the compilation of a small loop.
+struct WarmContexts {
+    ctx: cranelift_codegen::Context,
+    fbc: FunctionBuilderContext,
+}
+
+static WARM_CONTEXTS: std::sync::Mutex<Vec<WarmContexts>> = std::sync::Mutex::new(Vec::new());
+
+impl WarmContexts {
+    fn take() -> WarmContexts {
+        let kept = WARM_CONTEXTS.lock().ok().and_then(|mut v| v.pop());
+        kept.unwrap_or_else(|| WarmContexts {
+            ctx: cranelift_codegen::Context::new(),
+            fbc: FunctionBuilderContext::new(),
+        })
+    }
+
+    fn give_back(mut self) {
+        self.ctx.clear();
+        if let Ok(mut v) = WARM_CONTEXTS.lock() {
+            // One per thread compiling at once is plenty.
+            if v.len() < 8 {
+                v.push(self);
+            }
+        }
+    }
+}
+
+impl CraneliftBackend {
+    /// Translates `f` and defines it in `module`.
+    fn compile_in(
+        &self,
+        f: &ResidualFunction,
+        module: &mut JITModule,
+        warm: &mut WarmContexts,
+    ) -> Result<cranelift_module::FuncId, BackendError> {
+        let (ctx, fbc) = (&mut warm.ctx, &mut warm.fbc);
         ctx.func.signature = tail_sig();
-        let mut fbc = FunctionBuilderContext::new();
         {
-            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+            let mut b = FunctionBuilder::new(&mut ctx.func, fbc);
             let entry = b.create_block();
             b.append_block_params_for_function_params(entry);
             let frame = b.block_params(entry)[0];
@@ -814,17 +868,8 @@ impl Backend for CraneliftBackend {
         }
         let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
         let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
-        module.define_function(id, &mut ctx).map_err(|e| err(&format!("{e:?}")))?;
-        dump_machine_code(&ctx);
-        module.clear_context(&mut ctx);
-        module.finalize_definitions().map_err(|e| err(&e))?;
-        let ptr = module.get_finalized_function(id);
-        Ok(NativeCode {
-            entry: ptr,
-            frame_words: f.frame_words(),
-            trampoline: self.trampoline,
-            _owner: Rc::new(CodeOwner::new(module)),
-            switches: f.switches.clone(),
-        })
+        module.define_function(id, ctx).map_err(|e| err(&format!("{e:?}")))?;
+        dump_machine_code(ctx);
+        Ok(id)
     }
 }
