@@ -2346,14 +2346,18 @@ impl<'g> Gen<'g> {
                         __Frame::__Phantom(_) => (u32::MAX, ::std::vec::Vec::new()),
                     }
                 }
-                #[allow(unused_variables, unused_mut)]
                 fn reds(&self) -> ::std::vec::Vec<#rt::redbox::RedBox> {
                     let mut __r = ::std::vec::Vec::new();
+                    self.reds_into(&mut __r);
+                    __r
+                }
+                #[allow(unused_variables, unused_mut)]
+                fn reds_into(&self, __out: &mut ::std::vec::Vec<#rt::redbox::RedBox>) {
+                    let mut __r = __out;
                     match self {
                         #(#reds_arms)*
                         __Frame::__Phantom(_) => {}
                     }
-                    __r
                 }
                 #[allow(unused_variables)]
                 fn vptrs_mut(&mut self, __f: &mut dyn FnMut(&mut #rt::virtuals::VPtr)) {
@@ -2368,13 +2372,17 @@ impl<'g> Gen<'g> {
                         _ => {}
                     }
                 }
-                #[allow(unused_variables, unused_mut, unused_assignments)]
                 fn set_reds(&mut self, __reds: &[#rt::redbox::RedBox]) {
+                    self.set_reds_counted(__reds);
+                }
+                #[allow(unused_variables, unused_mut, unused_assignments)]
+                fn set_reds_counted(&mut self, __reds: &[#rt::redbox::RedBox]) -> usize {
                     let mut __at = 0usize;
                     match self {
                         #(#set_arms)*
                         __Frame::__Phantom(_) => {}
                     }
+                    __at
                 }
             }
 

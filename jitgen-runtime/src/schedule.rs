@@ -151,13 +151,18 @@ fn shape_covers(shape: &[Shape], reds: &[RedBox]) -> bool {
 /// The exact shape of these reds: constants kept, copies of a run-time
 /// value marked as such.
 fn exact_shape(reds: &[RedBox]) -> Vec<Shape> {
+    // The run-time values seen so far, with their first position.
+    let mut seen: Vec<(Val, usize)> = Vec::with_capacity(reds.len());
     reds.iter()
         .enumerate()
         .map(|(i, r)| match r {
             RedBox::Const { ty, bits } => Shape::Const(*ty, *bits),
-            RedBox::Var { ty, .. } => match reds[..i].iter().position(|x| x == r) {
-                Some(j) => Shape::Same(j),
-                None => Shape::Var(*ty),
+            RedBox::Var { ty, val } => match seen.iter().find(|(v, _)| v == val) {
+                Some(&(_, j)) => Shape::Same(j),
+                None => {
+                    seen.push((*val, i));
+                    Shape::Var(*ty)
+                }
             },
         })
         .collect()
@@ -781,18 +786,22 @@ impl<F: Frame> Compilation<F> {
         self.stats.merges += 1;
         st.sync_facts(&self.b);
         st.normalize();
-        if !st.heap.objects.is_empty() && !self.versions.contains_key(&st.key()) {
+        let mut key = st.key();
+        if !st.heap.objects.is_empty() && !self.versions.contains_key(&key) {
             // Code already exists for this state with its objects real: the
             // virtual objects are forced here, at the merge, and share it.
             if self.versions.contains_key(&st.forced_key()) {
                 self.stats.forced_at_merges += 1;
                 st.force_all(&mut self.b);
+                key = st.key();
             }
         }
-        let key = st.key();
         let reds = st.core_reds();
         let facts = describe_facts(&self.b, &st.known, &reds);
-        let versions = self.versions.entry(key.clone()).or_default();
+        if !self.versions.contains_key(&key) {
+            self.versions.insert(key.clone(), vec![]);
+        }
+        let versions = self.versions.get_mut(&key).expect("inserted above");
         // The first version of a merge point is often made on a path that
         // knows fewer fields than later ones (a loop entered in mid-turn, by
         // a flexswitch's case): one more, exact version keeps what they know.

@@ -28,6 +28,18 @@ pub trait Frame: Clone {
     fn reds(&self) -> Vec<RedBox>;
     /// Replaces the red boxes, in the order of [`Frame::reds`].
     fn set_reds(&mut self, reds: &[RedBox]);
+    /// Appends the red boxes to `out` ([`Frame::reds`] without a vector of
+    /// its own; generated frames implement it so, merge points call it).
+    fn reds_into(&self, out: &mut Vec<RedBox>) {
+        out.extend(self.reds());
+    }
+    /// Replaces the red boxes from the start of `reds` (which may go on
+    /// beyond them) and returns how many it took.
+    fn set_reds_counted(&mut self, reds: &[RedBox]) -> usize {
+        let n = self.reds().len();
+        self.set_reds(&reds[..n]);
+        n
+    }
     /// For a frame at a merge point that already went through it: marks it
     /// as not merged yet, so that a compilation resuming it (a deferred
     /// path) registers the merge point first.
@@ -334,7 +346,10 @@ impl<F: Frame> JitState<F> {
     /// Every red box of the chain, outermost frame first, then the fields of
     /// the virtual objects (of a normalized state).
     pub fn reds(&self) -> Vec<RedBox> {
-        let mut r: Vec<RedBox> = self.frames.iter().flat_map(Frame::reds).collect();
+        let mut r: Vec<RedBox> = Vec::with_capacity(32);
+        for f in &self.frames {
+            f.reds_into(&mut r);
+        }
         for o in &self.heap.objects {
             r.extend_from_slice(&o.fields);
             r.extend(o.backing);
@@ -361,9 +376,7 @@ impl<F: Frame> JitState<F> {
     pub fn set_reds(&mut self, reds: &[RedBox]) {
         let mut at = 0;
         for f in &mut self.frames {
-            let n = f.reds().len();
-            f.set_reds(&reds[at..at + n]);
-            at += n;
+            at += f.set_reds_counted(&reds[at..]);
         }
         for o in &mut self.heap.objects {
             let n = o.fields.len();
