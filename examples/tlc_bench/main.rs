@@ -68,7 +68,7 @@ const BENCHES: &[Bench] = &[
         program: "accumulator",
         peer: "accum",
         native: (100_000_000, 1),
-        jit: (10_000_000, 1),
+        jit: (100_000_000, 1),
         slow: (10_000_000, 1),
     },
 ];

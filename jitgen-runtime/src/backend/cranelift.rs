@@ -71,6 +71,10 @@ impl CraneliftBackend {
         flags.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
         flags.set("is_pic", "false").map_err(|x| e(&x))?;
         flags.set("preserve_frame_pointers", "true").map_err(|x| e(&x))?;
+        // Functions start on a cache line: where a loop falls relative to
+        // cache lines and 32-byte fetch windows then depends on the code
+        // alone, not on where the code allocator put it.
+        flags.set("log2_min_function_alignment", "6").map_err(|x| e(&x))?;
         flags.set("enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" }).map_err(|x| e(&x))?;
         let isa = cranelift_native::builder().map_err(|x| e(&x))?;
         isa.finish(settings::Flags::new(flags)).map_err(|x| e(&x))
