@@ -923,10 +923,14 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     #(#lens)*
                     let __key: [u64; #nkey] = [#(#key),*];
                     let __content: &[&[u8]] = &[#(#content,)* #deep_content];
-                    let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, __content, __cfg.threshold()));
+                    let __threshold = __cfg.threshold();
+                    let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, __content, __threshold));
                     match __hot {
                         #rt::driver::Hot::Cold => {
                             #period.set(0);
+                            // Not hot yet: the next visits go uncounted
+                            // (`visit` counted this one for them).
+                            #skip.set(#rt::driver::sample_period(__threshold) - 1);
                             return None;
                         }
                         #rt::driver::Hot::Declined => {

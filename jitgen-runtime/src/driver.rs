@@ -368,8 +368,19 @@ impl<K: Hash + Eq + Clone> Default for PortalCache<K> {
     }
 }
 
+/// How many merge point visits one counted visit stands for. A portal that
+/// gets [`Hot::Cold`] skips the next `sample_period - 1` visits (no hashing,
+/// no counting), and [`PortalCache::visit`] counts each visit it sees that
+/// many times: code that is not hot yet runs nearly at the plain
+/// interpreter's speed. Small thresholds (tests, `JITGEN_THRESHOLD`) count
+/// every visit.
+pub fn sample_period(threshold: u32) -> u32 {
+    (threshold / 64).clamp(1, 8)
+}
+
 impl<K: Hash + Eq + Clone + AsRef<[u64]>> PortalCache<K> {
-    /// Counts one iteration at `key` and says what to do.
+    /// Counts one iteration at `key` (as [`sample_period`] visits) and says
+    /// what to do.
     #[inline]
     pub fn visit(&mut self, key: &K, content: &[&[u8]], threshold: u32) -> Hot {
         if self.buckets.is_empty() {
@@ -380,8 +391,9 @@ impl<K: Hash + Eq + Clone + AsRef<[u64]>> PortalCache<K> {
         if b.declined_hash == Some(h) {
             return Hot::Declined;
         }
+        let weight = sample_period(threshold);
         if b.entries == 0 && b.count <= threshold {
-            b.count += 1;
+            b.count = b.count.saturating_add(weight);
             if b.count <= threshold {
                 return Hot::Cold;
             }
@@ -420,7 +432,7 @@ impl<K: Hash + Eq + Clone + AsRef<[u64]>> PortalCache<K> {
         }
         // The bucket got hot: count this key exactly from there.
         let n = self.counts.entry(key.clone()).or_insert(if counted { threshold } else { 0 });
-        *n = n.saturating_add(1);
+        *n = n.saturating_add(weight);
         if *n > threshold {
             Hot::Compile
         } else {

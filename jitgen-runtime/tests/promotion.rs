@@ -219,3 +219,18 @@ fn a_cold_key_compiles_past_the_threshold() {
     }
     assert!(early <= 10, "{early} keys compiled before their threshold");
 }
+
+#[test]
+fn a_counted_visit_stands_for_a_sample_period_of_visits() {
+    use jitgen_runtime::driver::{sample_period, Hot, PortalCache};
+    // The default threshold samples one visit in 8; small ones count all.
+    assert_eq!(sample_period(1000), 8);
+    assert_eq!((sample_period(0), sample_period(3), sample_period(127)), (1, 1, 1));
+    for (threshold, counted) in [(1000u32, 125), (100, 100), (3, 3)] {
+        let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
+        for i in 0..counted {
+            assert!(matches!(cache.visit(&[3], &[], threshold), Hot::Cold), "visit {i} of {threshold}");
+        }
+        assert!(matches!(cache.visit(&[3], &[], threshold), Hot::Compile), "{threshold}");
+    }
+}
