@@ -412,10 +412,15 @@ impl ResidualFunction {
 
     /// The parameters of `head` (by position) that are loop invariant and
     /// divide: every edge into `head` from a block `head` reaches (a back
-    /// edge; there must be one) passes the parameter's own value back (directly, or through parameters of
-    /// other blocks that only ever receive it), and some integer division or
-    /// remainder divides by that value. Knowing such a value as a constant
-    /// turns a hardware division per iteration into a multiplication
+    /// edge; there must be one) passes the parameter's own value back
+    /// (directly, or through parameters of other blocks that only ever
+    /// receive it), and some integer division or remainder divides by that
+    /// value. Also a dividing parameter that every back edge gives a copy of
+    /// such an invariant one (a loop entered where the divisor is a copy of
+    /// an invariant slot), with the parameters along the way: its first turn
+    /// divides by its own entry value, later turns by the invariant's.
+    /// Knowing such values as constants turns a hardware division per
+    /// iteration into a multiplication
     /// ([`crate::schedule::Compilation::promote_entry`]).
     pub fn invariant_divisors(&self, head: Label) -> Vec<usize> {
         let Some(hb) = self.blocks.get(head.0 as usize).filter(|b| b.term.is_some()) else { return vec![] };
@@ -502,13 +507,40 @@ impl ResidualFunction {
         }
         let back: Vec<&[Val]> =
             incoming[head.0 as usize].iter().filter(|(from, _)| inside[from.0 as usize]).map(|(_, a)| *a).collect();
-        (0..hb.params.len())
-            .filter(|k| {
-                !back.is_empty()
-                    && back.iter().all(|args| origin[args[*k].0 as usize] == Origin::Of(*k))
-                    && divisors.iter().any(|d| origin[d.0 as usize] == Origin::Of(*k))
+        if back.is_empty() {
+            return vec![];
+        }
+        // The parameter of `head` each parameter receives back on every back
+        // edge, if there is one.
+        let passed_back: Vec<Option<usize>> = (0..hb.params.len())
+            .map(|k| match origin[back[0][k].0 as usize] {
+                Origin::Of(j) if back.iter().all(|args| origin[args[k].0 as usize] == Origin::Of(j)) => Some(j),
+                _ => None,
             })
-            .collect()
+            .collect();
+        let mut found = vec![false; hb.params.len()];
+        for k in 0..hb.params.len() {
+            if !divisors.iter().any(|d| origin[d.0 as usize] == Origin::Of(k)) {
+                continue;
+            }
+            // Follow the copies back to a parameter passed back as itself.
+            let mut path = vec![k];
+            let mut at = k;
+            while let Some(j) = passed_back[at] {
+                if j == at {
+                    for &p in &path {
+                        found[p] = true;
+                    }
+                    break;
+                }
+                if path.contains(&j) {
+                    break;
+                }
+                path.push(j);
+                at = j;
+            }
+        }
+        (0..hb.params.len()).filter(|&k| found[k]).collect()
     }
 
     /// Merges every block reached only by a `jump` from one predecessor into

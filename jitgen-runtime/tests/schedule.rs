@@ -520,3 +520,37 @@ fn invariant_divisors_through_an_inner_loop() {
     args[1] = args[0];
     assert_eq!(g.invariant_divisors(head), Vec::<usize>::new());
 }
+
+#[test]
+fn invariant_divisors_through_a_copy_of_an_invariant_slot() {
+    use jitgen_runtime::builder::ResidualBuilder;
+    // A loop entered where its divisor `t` is a copy of the invariant `d`
+    // (an interpreter's stack top): `for i in 0..n { i % t; t = d }`.
+    let i64t = ValTy::I64;
+    let build = |back_t: usize| {
+        let mut b = ResidualBuilder::new("copied", &[i64t, i64t, i64t], &[i64t]);
+        let (n, d, t) = (b.inputs()[0], b.inputs()[1], b.inputs()[2]);
+        let zero = b.konst(i64t, 0);
+        let (head, hp) = b.new_label(&[i64t, i64t, i64t]);
+        b.jump(head, &[zero, d, t]);
+        b.switch_to(head);
+        let more = b.cmp(CmpOp::Lt, i64t, hp[0], n);
+        let (body, _) = b.new_label(&[]);
+        let (exit, _) = b.new_label(&[]);
+        b.branch(more, (body, &[]), (exit, &[]));
+        b.switch_to(exit);
+        b.ret(&[hp[0]]);
+        b.switch_to(body);
+        let _ = b.bin(BinOp::Rem, i64t, Overflow::Wrap, hp[0], hp[2]);
+        let one = b.konst(i64t, 1);
+        let i = b.bin(BinOp::Add, i64t, Overflow::Wrap, hp[0], one);
+        b.jump(head, &[i, hp[1], hp[back_t]]);
+        (b.finish(), head)
+    };
+    // Given `d` back: both the copy and the slot it copies are promoted.
+    let (f, head) = build(1);
+    assert_eq!(f.invariant_divisors(head), [1, 2], "{}", listing(&f));
+    // Given `i` back: the divisor changes every turn.
+    let (g, head) = build(0);
+    assert_eq!(g.invariant_divisors(head), Vec::<usize>::new(), "{}", listing(&g));
+}
