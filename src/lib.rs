@@ -11,7 +11,7 @@
 
 pub use hint_annotator::{CallKind, Color, ColoredGraph, ColoredGraphs};
 pub use jitgen_macros::jit_interpreter;
-pub use jitgen_runtime::driver::{Config, StatsSnapshot};
+pub use jitgen_runtime::driver::{Config, HotPolicy, StatsSnapshot};
 
 /// A binding-time hint. Interpreted, it returns its first argument unchanged
 /// (`hint!(global_merge_point)` does nothing), so an annotated module is

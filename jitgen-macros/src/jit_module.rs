@@ -923,14 +923,14 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     #(#lens)*
                     let __key: [u64; #nkey] = [#(#key),*];
                     let __content: &[&[u8]] = &[#(#content,)* #deep_content];
-                    let __threshold = __cfg.threshold();
-                    let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, __content, __threshold));
+                    let __policy = __cfg.hot_policy();
+                    let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, __content, __policy));
                     match __hot {
                         #rt::driver::Hot::Cold => {
                             #period.set(0);
                             // Not hot yet: the next visits go uncounted
                             // (`visit` counted this one for them).
-                            #skip.set(#rt::driver::sample_period(__threshold) - 1);
+                            #skip.set(#rt::driver::sample_period(__policy.threshold) - 1);
                             return None;
                         }
                         #rt::driver::Hot::Declined => {
@@ -951,10 +951,12 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                         #rt::driver::Hot::Compile => {
                             let __t = ::std::time::Instant::now();
                             let __r = #compile(#(#green_args,)* Some(&__words));
+                            let __took = __t.elapsed();
                             super::jit::__STATS.compiled(
                                 __r.as_ref().ok().map(|__f| __f.op_count()),
-                                __t.elapsed().as_nanos() as u64,
+                                __took.as_nanos() as u64,
                             );
+                            #cache.with(|__c| __c.borrow_mut().compiled_in(__took));
                             if let Err(__why) = &__r {
                                 super::jit::__STATS.declined_because(__why);
                             }

@@ -3,7 +3,8 @@
 //!
 //! Each annotated module has one [`Config`] and one [`Stats`] (statics in the
 //! generated code). The environment is read once per process:
-//! `JITGEN_THRESHOLD=N` (0 compiles at first sight) and `JITGEN_OFF=1`
+//! `JITGEN_THRESHOLD=N` (compile past N visits, 0 at first sight, no
+//! warm-up) and `JITGEN_OFF=1`
 //! (interpret only); explicit settings through [`Config`] win over it.
 
 use rustc_hash::FxHashMap;
@@ -14,8 +15,41 @@ use std::sync::{Mutex, OnceLock};
 use crate::residual::ResidualFn;
 use crate::schedule::Limits;
 
-/// The default hot-spot threshold: iterations of one position key before it compiles.
+/// The default hot-spot threshold: iterations of one position key before it
+/// is warm. Under the default policy a warm key compiles once the program
+/// has also run for [`WARMUP_FACTOR`] times the expected compile time since
+/// the key got warm (see [`HotPolicy`]); an explicit threshold compiles
+/// right past it.
 pub const DEFAULT_THRESHOLD: u32 = 1000;
+
+/// How long a warm key keeps being interpreted, in expected compile times,
+/// before it compiles (the default policy). Compiling only once the run has
+/// lasted twice the compile time bounds what compiling costs a run that
+/// ends just after: at most 1.5x its interpreted time.
+pub const WARMUP_FACTOR: u32 = 4;
+
+/// The compile time a portal cache expects before it has measured one
+/// (TLC loops, 2026-11-23: 1.7-3.3 ms).
+pub const EXPECTED_COMPILE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// When a counted key compiles: past `threshold` visits, and, with
+/// `warmup`, once the program has run [`WARMUP_FACTOR`] times the expected
+/// compile time since the key passed the threshold (the clock is read when
+/// its count passes each further multiple of the threshold, not at every
+/// visit). A bare threshold (`u32`) is exact: no warm-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HotPolicy {
+    /// Visits (as counted: see [`sample_period`]) before a key is warm.
+    pub threshold: u32,
+    /// Whether a warm key also waits for run time before it compiles.
+    pub warmup: bool,
+}
+
+impl From<u32> for HotPolicy {
+    fn from(threshold: u32) -> HotPolicy {
+        HotPolicy { threshold, warmup: false }
+    }
+}
 
 struct Env {
     threshold: Option<u32>,
@@ -83,10 +117,21 @@ impl Config {
         }
     }
 
-    /// Iterations of a position key before it compiles (0: at first sight).
+    /// Iterations of a position key before it compiles (0: at first sight),
+    /// exactly: with an explicit threshold there is no warm-up (see
+    /// [`HotPolicy`]).
     pub fn set_threshold(&self, n: u32) {
         self.threshold.store(n, Ordering::Relaxed);
         self.explicit_threshold.store(true, Ordering::Relaxed);
+    }
+
+    /// The hot-spot policy in force: the default threshold with warm-up, or
+    /// an explicit threshold ([`Config::set_threshold`], `JITGEN_THRESHOLD`)
+    /// without.
+    #[inline]
+    pub fn hot_policy(&self) -> HotPolicy {
+        let explicit = self.explicit_threshold.load(Ordering::Relaxed) || env().threshold.is_some();
+        HotPolicy { threshold: self.threshold(), warmup: !explicit }
     }
 
     /// The threshold in force.
@@ -247,9 +292,23 @@ impl Stats {
     }
 }
 
+/// What a portal cache holds for one key.
 enum Entry {
-    Compiled { code: ResidualFn, content: Vec<Vec<u8>>, runs: u32, handovers: u32 },
+    /// Counted visits (each sampled visit counts [`sample_period`]), not
+    /// compiled yet, and since when the key is warm (past the threshold,
+    /// under a policy with warm-up): microseconds of the cache's clock
+    /// ([`PortalCache::now_micros`]; 0: not warm). Small: a cache may hold
+    /// [`MAX_COUNTERS`] of them.
+    Counting(u32, u32),
+    Compiled(Box<Compiled>),
     Declined,
+}
+
+struct Compiled {
+    code: ResidualFn,
+    content: Vec<Vec<u8>>,
+    runs: u32,
+    handovers: u32,
 }
 
 /// Compiled (or declined) keys of one portal, past which it compiles no more.
@@ -289,6 +348,13 @@ pub fn skip_after_declined(last: u32) -> u32 {
     (last.max(1) * 2).min(MAX_SKIP)
 }
 
+/// Microseconds since a portal cache's `epoch` (set now if unset), never 0;
+/// wraps after about 71 minutes (a warm key then waits its budget again).
+fn now_micros(epoch: &mut Option<std::time::Instant>) -> u32 {
+    let t = epoch.get_or_insert_with(std::time::Instant::now);
+    (t.elapsed().as_micros() as u32).max(1)
+}
+
 fn same_content(stored: &[Vec<u8>], now: &[&[u8]]) -> bool {
     stored.len() == now.len() && stored.iter().zip(now).all(|(a, b)| a.as_slice() == *b)
 }
@@ -302,52 +368,21 @@ fn same_content(stored: &[Vec<u8>], now: &[&[u8]]) -> bool {
 /// a changed content recompiles. While a key is only being counted, the
 /// content is not looked at.
 ///
-/// The cold path is what an interpreted merge point pays: a key first counts
-/// in a small direct-mapped table of buckets (a hash, an increment, a
-/// compare); only keys whose bucket is hot, or holds compiled or declined
-/// code, are looked up exactly (hashed with `rustc-hash`). A bucket shared by
-/// several keys gets hot sooner, which only makes its keys compile sooner; a
-/// key whose bucket holds another key's code is counted from zero.
+/// One exact map (hashed with `rustc-hash`) holds each key's count, then its
+/// code: a visit is one lookup. The cold path stays cheap because portals
+/// sample it (see [`sample_period`]), not by approximating the counts: a key
+/// compiles after its own visits, never another's. (A direct-mapped table
+/// of shared counters came before the sampling; its 4096 buckets cost each
+/// thread about 50 µs of page faults at its first visit, and a bucket shared
+/// by keys made them compile early.)
 pub struct PortalCache<K> {
-    counts: FxHashMap<K, u32>,
-    entries: FxHashMap<K, Entry>,
-    /// Allocated on first use (so that a cache can be made in a `const`).
-    buckets: Vec<Bucket>,
-}
-
-/// Direct-mapped buckets of a portal cache.
-const BUCKET_BITS: u32 = 12;
-const BUCKETS: usize = 1 << BUCKET_BITS;
-
-#[derive(Clone, Copy, Default)]
-struct Bucket {
-    count: u32,
-    /// Compiled or declined keys that hash here.
-    entries: u32,
-    /// When the only entry here is declined: its key's full hash, so that
-    /// visits of that key stay cold without comparing keys (a different key
-    /// with the same 64-bit hash would stay cold too: not compiled, never
-    /// wrong).
-    declined_hash: Option<u64>,
-}
-
-/// The hash of a key: each word multiplied by its own odd constant and the
-/// products summed (independent multiplies, no chain through the words as
-/// in a streaming hasher: this runs at every interpreted merge point), then
-/// mixed once.
-#[inline]
-fn hash_of<K: AsRef<[u64]>>(key: &K) -> u64 {
-    const C: [u64; 4] = [0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F, 0x1656_67B1_9E37_79F9, 0xD6E8_FEB8_6659_FD93];
-    let mut h = 0u64;
-    for (i, w) in key.as_ref().iter().enumerate() {
-        h = h.wrapping_add((w ^ (i as u64)).wrapping_mul(C[i % 4]).rotate_left(i as u32 * 7));
-    }
-    (h ^ (h >> 31)).wrapping_mul(0x94D0_49BB_1331_11EB)
-}
-
-fn bucket_of<K: AsRef<[u64]>>(key: &K) -> usize {
-    // The high bits: a multiplicative hash mixes its input into them.
-    (hash_of(key) >> (64 - BUCKET_BITS)) as usize
+    keys: FxHashMap<K, Entry>,
+    /// How many entries of `keys` are [`Entry::Counting`].
+    counting: usize,
+    /// The compile time expected next (see [`PortalCache::compiled_in`]).
+    expected_compile: std::time::Duration,
+    /// The origin of the cache's clock (set when a first key gets warm).
+    epoch: Option<std::time::Instant>,
 }
 
 impl<K> PortalCache<K> {
@@ -355,9 +390,10 @@ impl<K> PortalCache<K> {
     /// initialized without a run-time check).
     pub const fn new() -> Self {
         PortalCache {
-            counts: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
-            entries: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
-            buckets: Vec::new(),
+            keys: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
+            counting: 0,
+            expected_compile: EXPECTED_COMPILE,
+            epoch: None,
         }
     }
 }
@@ -372,92 +408,102 @@ impl<K: Hash + Eq + Clone> Default for PortalCache<K> {
 /// gets [`Hot::Cold`] skips the next `sample_period - 1` visits (no hashing,
 /// no counting), and [`PortalCache::visit`] counts each visit it sees that
 /// many times: code that is not hot yet runs nearly at the plain
-/// interpreter's speed. Small thresholds (tests, `JITGEN_THRESHOLD`) count
-/// every visit.
+/// interpreter's speed: 62 at the default threshold, at most 64. Thresholds
+/// below 32 (tests, small `JITGEN_THRESHOLD`s) count every visit.
+#[inline]
 pub fn sample_period(threshold: u32) -> u32 {
-    (threshold / 64).clamp(1, 8)
+    (threshold / 16).clamp(1, 64)
 }
 
-impl<K: Hash + Eq + Clone + AsRef<[u64]>> PortalCache<K> {
+impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// Counts one iteration at `key` (as [`sample_period`] visits) and says
-    /// what to do.
+    /// what to do under `policy` (a bare threshold, or a [`HotPolicy`]).
     #[inline]
-    pub fn visit(&mut self, key: &K, content: &[&[u8]], threshold: u32) -> Hot {
-        if self.buckets.is_empty() {
-            self.buckets = vec![Bucket::default(); BUCKETS];
-        }
-        let h = hash_of(key);
-        let b = &mut self.buckets[(h >> (64 - BUCKET_BITS)) as usize];
-        if b.declined_hash == Some(h) {
-            return Hot::Declined;
-        }
+    pub fn visit(&mut self, key: &K, content: &[&[u8]], policy: impl Into<HotPolicy>) -> Hot {
+        let HotPolicy { threshold, warmup } = policy.into();
         let weight = sample_period(threshold);
-        if b.entries == 0 && b.count <= threshold {
-            b.count = b.count.saturating_add(weight);
-            if b.count <= threshold {
-                return Hot::Cold;
-            }
-        }
-        // Hot because the bucket counted past the threshold (this key's
-        // visits among them), or because it holds another key's code (then
-        // this key has not been counted yet).
-        let counted = b.entries == 0;
-        if b.entries > 0 {
-            match self.entries.get_mut(key) {
-                Some(Entry::Compiled { code, content: c, runs, .. }) if same_content(c, content) => {
-                    *runs = runs.saturating_add(1);
-                    return Hot::Run(code.clone());
+        let compiled = self.keys.len() - self.counting;
+        let budget = self.expected_compile * WARMUP_FACTOR;
+        let epoch = &mut self.epoch;
+        match self.keys.get_mut(key) {
+            Some(Entry::Counting(n, warm_at)) => {
+                let before = *n;
+                *n = n.saturating_add(weight);
+                if *n <= threshold || compiled >= MAX_ENTRIES {
+                    return Hot::Cold;
                 }
-                // Declined code stays declined, whatever the content: no
-                // need to compare it at every merge point.
-                Some(Entry::Declined) => return Hot::Declined,
-                Some(_) => {
-                    // The green data changed under the same address.
-                    self.entries.remove(key);
-                    let b = &mut self.buckets[bucket_of(key)];
-                    b.entries -= 1;
-                    b.declined_hash = None;
-                    self.counts.remove(key);
+                if !warmup {
+                    return Hot::Compile;
                 }
-                None => {}
+                if *warm_at == 0 {
+                    *warm_at = now_micros(epoch);
+                    return Hot::Cold;
+                }
+                // The clock is read once per `threshold` counts.
+                let check = *n / threshold.max(1) != before / threshold.max(1);
+                if check && u64::from(now_micros(epoch).wrapping_sub(*warm_at)) >= budget.as_micros() as u64 {
+                    Hot::Compile
+                } else {
+                    Hot::Cold
+                }
             }
-        }
-        if self.entries.len() >= MAX_ENTRIES {
-            // A program whose green state never repeats: stop compiling.
-            return Hot::Cold;
-        }
-        if self.counts.len() >= MAX_COUNTERS && !self.counts.contains_key(key) {
-            // Bounded memory for counters too: start counting afresh.
-            self.counts.clear();
-        }
-        // The bucket got hot: count this key exactly from there.
-        let n = self.counts.entry(key.clone()).or_insert(if counted { threshold } else { 0 });
-        *n = n.saturating_add(weight);
-        if *n > threshold {
-            Hot::Compile
-        } else {
-            Hot::Cold
+            Some(Entry::Compiled(c)) if same_content(&c.content, content) => {
+                c.runs = c.runs.saturating_add(1);
+                Hot::Run(c.code.clone())
+            }
+            // Declined code stays declined, whatever the content: no need to
+            // compare it at every merge point.
+            Some(Entry::Declined) => Hot::Declined,
+            Some(e) => {
+                // The green data changed under the same address: counted
+                // afresh.
+                let warm = if weight > threshold && warmup { now_micros(epoch) } else { 0 };
+                *e = Entry::Counting(weight, warm);
+                self.counting += 1;
+                if weight > threshold && !warmup {
+                    Hot::Compile
+                } else {
+                    Hot::Cold
+                }
+            }
+            // A program whose green state never repeats: stop compiling
+            // (and counting).
+            None if compiled >= MAX_ENTRIES => Hot::Cold,
+            None => {
+                if self.counting >= MAX_COUNTERS {
+                    // Bounded memory for counters too: start counting afresh.
+                    self.keys.retain(|_, e| !matches!(e, Entry::Counting(..)));
+                    self.counting = 0;
+                }
+                let warm = if weight > threshold && warmup { now_micros(&mut self.epoch) } else { 0 };
+                self.keys.insert(key.clone(), Entry::Counting(weight, warm));
+                self.counting += 1;
+                if weight > threshold && !warmup {
+                    Hot::Compile
+                } else {
+                    Hot::Cold
+                }
+            }
         }
     }
 
     /// Records the outcome of a compilation for `key` (the content is copied now).
     pub fn insert(&mut self, key: K, content: &[&[u8]], code: Option<ResidualFn>) {
-        self.counts.remove(&key);
-        if self.buckets.is_empty() {
-            self.buckets = vec![Bucket::default(); BUCKETS];
-        }
-        let h = hash_of(&key);
-        let b = &mut self.buckets[(h >> (64 - BUCKET_BITS)) as usize];
-        if !self.entries.contains_key(&key) {
-            b.entries += 1;
-        }
-        b.declined_hash = (code.is_none() && b.entries == 1).then_some(h);
         let content = content.iter().map(|c| c.to_vec()).collect();
         let e = match code {
-            Some(code) => Entry::Compiled { code, content, runs: 0, handovers: 0 },
+            Some(code) => Entry::Compiled(Box::new(Compiled { code, content, runs: 0, handovers: 0 })),
             None => Entry::Declined,
         };
-        self.entries.insert(key, e);
+        if let Some(Entry::Counting(..)) = self.keys.insert(key, e) {
+            self.counting -= 1;
+        }
+    }
+
+    /// Records how long a compilation took: the warm-up of later keys waits
+    /// for [`WARMUP_FACTOR`] times the mean of this and the previous
+    /// expectation.
+    pub fn compiled_in(&mut self, took: std::time::Duration) {
+        self.expected_compile = (self.expected_compile + took) / 2;
     }
 
     /// Records that the code of `key` handed over to the interpreter. Code
@@ -465,13 +511,11 @@ impl<K: Hash + Eq + Clone + AsRef<[u64]>> PortalCache<K> {
     /// half of its runs: its switches are full of other values) is retired:
     /// the key is interpreted from then on. Returns whether it was retired.
     pub fn handed_over(&mut self, key: &K) -> bool {
-        let Some(Entry::Compiled { runs, handovers, .. }) = self.entries.get_mut(key) else { return false };
-        *handovers = handovers.saturating_add(1);
-        if *handovers >= RETIRE_AFTER && *handovers * 2 > *runs {
-            self.entries.insert(key.clone(), Entry::Declined);
-            let h = hash_of(key);
-            let b = &mut self.buckets[(h >> (64 - BUCKET_BITS)) as usize];
-            b.declined_hash = (b.entries == 1).then_some(h);
+        let Some(e) = self.keys.get_mut(key) else { return false };
+        let Entry::Compiled(c) = e else { return false };
+        c.handovers = c.handovers.saturating_add(1);
+        if c.handovers >= RETIRE_AFTER && c.handovers * 2 > c.runs {
+            *e = Entry::Declined;
             return true;
         }
         false
@@ -479,28 +523,28 @@ impl<K: Hash + Eq + Clone + AsRef<[u64]>> PortalCache<K> {
 
     /// The listings (with their flexswitch cases) of the code compiled so far.
     pub fn listings(&self) -> Vec<String> {
-        self.entries
+        self.keys
             .values()
             .filter_map(|e| match e {
-                Entry::Compiled { code, .. } => Some(code.listing_with_cases()),
-                Entry::Declined => None,
+                Entry::Compiled(c) => Some(c.code.listing_with_cases()),
+                Entry::Counting(..) | Entry::Declined => None,
             })
             .collect()
     }
 
     /// Keys being counted (not compiled yet).
     pub fn counters(&self) -> usize {
-        self.counts.len()
+        self.counting
     }
 
     /// Compiled (or declined) keys.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.keys.len() - self.counting
     }
 
     /// Whether nothing was compiled yet.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 }
 

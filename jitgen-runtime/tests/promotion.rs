@@ -185,8 +185,7 @@ fn a_portal_cache_stays_bounded_when_keys_never_repeat() {
     assert_eq!(compiled, MAX_ENTRIES);
     assert_eq!(cache.len(), MAX_ENTRIES);
     // Counters for keys never compiled are bounded too: a million keys,
-    // each counted exactly (threshold 1: their buckets get hot at once) and
-    // never given code.
+    // each counted once (threshold 1) and never given code.
     let mut cold: PortalCache<[u64; 1]> = PortalCache::default();
     let mut most = 0;
     for k in 0..1_000_000u64 {
@@ -208,29 +207,66 @@ fn a_cold_key_compiles_past_the_threshold() {
     assert!(matches!(cache.visit(&[3, 7], &[], 5), Hot::Compile));
     // With threshold 0, at first sight.
     assert!(matches!(cache.visit(&[1000, 1], &[], 0), Hot::Compile));
-    // Many keys: a key sharing its bucket with others gets hot sooner; with
-    // 100 keys in 4096 buckets, only a few do.
+    // Many keys: each is counted by itself, so none gets hot before its own
+    // threshold, and each gets hot at the visit past it.
     let mut cache: PortalCache<[u64; 2]> = PortalCache::default();
-    let mut early = 0;
-    for _ in 0..5 {
-        for k in 0..100u64 {
-            early += usize::from(!matches!(cache.visit(&[k, 7], &[], 5), Hot::Cold));
+    for round in 0..5 {
+        for k in 0..10_000u64 {
+            assert!(matches!(cache.visit(&[k, 7], &[], 5), Hot::Cold), "key {k} in round {round}");
         }
     }
-    assert!(early <= 10, "{early} keys compiled before their threshold");
+    for k in 0..10_000u64 {
+        assert!(matches!(cache.visit(&[k, 7], &[], 5), Hot::Compile), "key {k}");
+    }
 }
 
 #[test]
 fn a_counted_visit_stands_for_a_sample_period_of_visits() {
     use jitgen_runtime::driver::{sample_period, Hot, PortalCache};
-    // The default threshold samples one visit in 8; small ones count all.
-    assert_eq!(sample_period(1000), 8);
-    assert_eq!((sample_period(0), sample_period(3), sample_period(127)), (1, 1, 1));
-    for (threshold, counted) in [(1000u32, 125), (100, 100), (3, 3)] {
+    // The default threshold samples one visit in 62; small ones count all.
+    assert_eq!(sample_period(1000), 62);
+    assert_eq!((sample_period(0), sample_period(3), sample_period(31)), (1, 1, 1));
+    assert_eq!(sample_period(100_000), 64);
+    for (threshold, counted) in [(1000u32, 16), (100, 16), (3, 3)] {
         let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
         for i in 0..counted {
             assert!(matches!(cache.visit(&[3], &[], threshold), Hot::Cold), "visit {i} of {threshold}");
         }
         assert!(matches!(cache.visit(&[3], &[], threshold), Hot::Compile), "{threshold}");
     }
+}
+
+#[test]
+fn a_warm_key_compiles_once_the_run_lasted_twice_the_expected_compile_time() {
+    use jitgen_runtime::driver::{Hot, HotPolicy, PortalCache, WARMUP_FACTOR};
+    use std::time::{Duration, Instant};
+    let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
+    // Compilations measured at 5 ms: the expectation converges there.
+    for _ in 0..40 {
+        cache.compiled_in(Duration::from_millis(5));
+    }
+    let policy = HotPolicy { threshold: 5, warmup: true };
+    // Past the threshold the key is only warm.
+    for i in 0..=5 {
+        assert!(matches!(cache.visit(&[1], &[], policy), Hot::Cold), "visit {i}");
+    }
+    let warm = Instant::now();
+    let mut visits = 0u64;
+    loop {
+        visits += 1;
+        match cache.visit(&[1], &[], policy) {
+            Hot::Cold => assert!(warm.elapsed() < Duration::from_secs(5), "never compiled"),
+            Hot::Compile => break,
+            _ => panic!("no code yet"),
+        }
+    }
+    let waited = warm.elapsed();
+    assert!(waited >= Duration::from_millis(5) * WARMUP_FACTOR - Duration::from_millis(1), "{waited:?}");
+    assert!(visits > 5, "{visits}");
+    // An exact threshold does not wait.
+    let mut exact: PortalCache<[u64; 1]> = PortalCache::default();
+    for _ in 0..=4 {
+        assert!(matches!(exact.visit(&[1], &[], HotPolicy { warmup: false, ..policy }), Hot::Cold));
+    }
+    assert!(matches!(exact.visit(&[1], &[], HotPolicy { warmup: false, ..policy }), Hot::Compile));
 }
