@@ -202,7 +202,10 @@ pub struct ResidualFn(std::rc::Rc<Compiled>);
 struct Compiled {
     inputs: Vec<ValTy>,
     outputs: Vec<ValTy>,
-    listing: String,
+    /// Kept to print the listing when asked (formatting it at every
+    /// compilation took about 2% of the compile time).
+    function: ResidualFunction,
+    listing: std::cell::OnceCell<String>,
     ops: usize,
     native: NativeCode,
     /// Owns the code compiled later for the states its switches resume.
@@ -215,7 +218,8 @@ impl ResidualFn {
         Ok(ResidualFn(std::rc::Rc::new(Compiled {
             inputs: f.inputs.clone(),
             outputs: f.outputs.clone(),
-            listing: TextBackend.compile(f)?,
+            function: f.clone(),
+            listing: std::cell::OnceCell::new(),
             ops: f.op_count(),
             native: backend.compile(f)?,
             pieces: f.pieces.clone(),
@@ -224,13 +228,13 @@ impl ResidualFn {
 
     /// The residual operations, one per line.
     pub fn listing(&self) -> &str {
-        &self.0.listing
+        self.0.listing.get_or_init(|| crate::builder::listing(&self.0.function))
     }
 
     /// The listing, followed by the cases compiled so far for each of its
     /// flexswitches (nested cases indented).
     pub fn listing_with_cases(&self) -> String {
-        let mut out = self.0.listing.clone();
+        let mut out = self.listing().to_string();
         for (i, t) in self.0.native.switches().iter().enumerate() {
             out.push_str(&format!("switch #{i}:\n"));
             t.describe(&mut out, 1);
