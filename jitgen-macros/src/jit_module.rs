@@ -886,6 +886,8 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let cache = format_ident!("__CACHE_{}", name.to_uppercase());
             let skip = format_ident!("__SKIP_{}", name.to_uppercase());
             let period = format_ident!("__PERIOD_{}", name.to_uppercase());
+            let weight = format_ident!("__WEIGHT_{}", name.to_uppercase());
+            let streak = format_ident!("__STREAK_{}", name.to_uppercase());
             let skip_fn = format_ident!("__skip_{}", name);
             hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
             let mut params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
@@ -924,13 +926,19 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     let __key: [u64; #nkey] = [#(#key),*];
                     let __content: &[&[u8]] = &[#(#content,)* #deep_content];
                     let __policy = __cfg.hot_policy();
-                    let __hot = #cache.with(|__c| __c.borrow_mut().visit(&__key, __content, __policy));
+                    // The visits this one stands for (set where skips begin).
+                    let __weight = #weight.replace(1);
+                    let __hot = #cache.with(|__c| __c.borrow_mut().visit_weighted(&__key, __content, __policy, __weight));
                     match __hot {
                         #rt::driver::Hot::Cold => {
                             #period.set(0);
-                            // Not hot yet: the next visits go uncounted
-                            // (`visit` counted this one for them).
-                            #skip.set(#rt::driver::sample_period(__policy.threshold) - 1);
+                            // Not hot yet: the next visits go uncounted;
+                            // the one after them counts for them.
+                            let __streak = #streak.get();
+                            #streak.set(__streak.saturating_add(1));
+                            let __skip = #rt::driver::skip_after_cold(__streak, __policy.threshold);
+                            #skip.set(__skip);
+                            #weight.set(__skip + 1);
                             return None;
                         }
                         #rt::driver::Hot::Declined => {
@@ -939,7 +947,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                             #skip.set(__p);
                             return None;
                         }
-                        _ => {}
+                        _ => #streak.set(0),
                     }
                     // The inputs of residual code (which the compiler may
                     // also read: see `finish_promoting`).
@@ -1010,6 +1018,12 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     /// skipped (see `skip_after_declined`).
                     static #skip: ::core::cell::Cell<u32> = const { ::core::cell::Cell::new(0) };
                     static #period: ::core::cell::Cell<u32> = const { ::core::cell::Cell::new(0) };
+                    /// How many visits the next one that reaches the hook
+                    /// stands for (see `visit_weighted`).
+                    static #weight: ::core::cell::Cell<u32> = const { ::core::cell::Cell::new(1) };
+                    /// Cold visits in a row since residual code last ran
+                    /// (see `skip_after_cold`).
+                    static #streak: ::core::cell::Cell<u32> = const { ::core::cell::Cell::new(0) };
                 }
                 /// The variables a portal gets back when it continues in the interpreter.
                 #[allow(non_camel_case_types)]

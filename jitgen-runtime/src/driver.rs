@@ -404,6 +404,28 @@ impl<K: Hash + Eq + Clone> Default for PortalCache<K> {
     }
 }
 
+/// Cold visits in a row, since residual code last ran, that a portal makes
+/// before it starts skipping (see [`skip_after_cold`]).
+pub const COLD_RAMP: u32 = 8;
+
+/// How many visits a portal skips after a cold visit, the `streak`-th in a
+/// row since residual code last ran (or since the thread began): none for
+/// the first [`COLD_RAMP`], then 1, 2, 4, ... up to `sample_period - 1`.
+/// So residual code that returns to the interpreter is entered again at the
+/// next compiled key within a few visits, not a sample period later (when
+/// every cold visit skipped a full period, a function whose compiled loop
+/// began a few merge points into it ran compiled in one call of about 15),
+/// while code that stays cold is soon sampled at the full period.
+#[inline]
+pub fn skip_after_cold(streak: u32, threshold: u32) -> u32 {
+    let most = sample_period(threshold) - 1;
+    if streak < COLD_RAMP {
+        0
+    } else {
+        (1u32 << (streak - COLD_RAMP).min(16)).min(most)
+    }
+}
+
 /// How many merge point visits one counted visit stands for. A portal that
 /// gets [`Hot::Cold`] skips the next `sample_period - 1` visits (no hashing,
 /// no counting), and [`PortalCache::visit`] counts each visit it sees that
@@ -420,8 +442,20 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// what to do under `policy` (a bare threshold, or a [`HotPolicy`]).
     #[inline]
     pub fn visit(&mut self, key: &K, content: &[&[u8]], policy: impl Into<HotPolicy>) -> Hot {
-        let HotPolicy { threshold, warmup } = policy.into();
-        let weight = sample_period(threshold);
+        let policy = policy.into();
+        self.visit_weighted(key, content, policy, sample_period(policy.threshold))
+    }
+
+    /// Counts `weight` iterations at `key`: the visit that reaches the hook
+    /// stands for itself and the visits the portal skipped before it (a
+    /// visit right after residual code ran, or after a declined key's skips,
+    /// stands for itself only: weighting it as a sample would count the
+    /// first merge point of a program that runs residual code once per call
+    /// a sample period at each call).
+    #[inline]
+    pub fn visit_weighted(&mut self, key: &K, content: &[&[u8]], policy: HotPolicy, weight: u32) -> Hot {
+        let HotPolicy { threshold, warmup } = policy;
+        let weight = weight.max(1);
         let compiled = self.keys.len() - self.counting;
         let budget = self.expected_compile * WARMUP_FACTOR;
         let epoch = &mut self.epoch;

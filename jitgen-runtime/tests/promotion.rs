@@ -270,3 +270,15 @@ fn a_warm_key_compiles_once_the_run_lasted_twice_the_expected_compile_time() {
     }
     assert!(matches!(exact.visit(&[1], &[], HotPolicy { warmup: false, ..policy }), Hot::Compile));
 }
+
+#[test]
+fn cold_visits_skip_nothing_at_first_then_up_to_a_sample_period() {
+    use jitgen_runtime::driver::{sample_period, skip_after_cold, COLD_RAMP};
+    let skips: Vec<u32> = (0..COLD_RAMP + 10).map(|s| skip_after_cold(s, 1000)).collect();
+    assert!(skips[..COLD_RAMP as usize].iter().all(|&s| s == 0), "{skips:?}");
+    assert_eq!(skips[COLD_RAMP as usize..], [1, 2, 4, 8, 16, 32, 61, 61, 61, 61]);
+    assert_eq!(sample_period(1000), 62);
+    // Small thresholds never skip.
+    assert!((0..100).all(|s| skip_after_cold(s, 3) == 0));
+    assert_eq!(skip_after_cold(u32::MAX, 1000), 61);
+}
