@@ -348,6 +348,14 @@ pub fn skip_after_declined(last: u32) -> u32 {
     (last.max(1) * 2).min(MAX_SKIP)
 }
 
+/// The entry of a key counted for the first time, and what to do.
+fn first_count(weight: u32, policy: HotPolicy, epoch: &mut Option<std::time::Instant>) -> (Entry, Hot) {
+    let past = weight > policy.threshold;
+    let warm_at = if past && policy.warmup { now_micros(epoch) } else { 0 };
+    let hot = if past && !policy.warmup { Hot::Compile } else { Hot::Cold };
+    (Entry::Counting(weight, warm_at), hot)
+}
+
 /// Microseconds since a portal cache's `epoch` (set now if unset), never 0;
 /// wraps after about 71 minutes (a warm key then waits its budget again).
 fn now_micros(epoch: &mut Option<std::time::Instant>) -> u32 {
@@ -426,12 +434,14 @@ pub fn skip_after_cold(streak: u32, threshold: u32) -> u32 {
     }
 }
 
-/// How many merge point visits one counted visit stands for. A portal that
-/// gets [`Hot::Cold`] skips the next `sample_period - 1` visits (no hashing,
-/// no counting), and [`PortalCache::visit`] counts each visit it sees that
-/// many times: code that is not hot yet runs nearly at the plain
-/// interpreter's speed: 62 at the default threshold, at most 64. Thresholds
-/// below 32 (tests, small `JITGEN_THRESHOLD`s) count every visit.
+/// The longest run of visits a portal samples with one: after a visit gets
+/// [`Hot::Cold`], a portal skips up to `sample_period - 1` visits (no
+/// hashing, no counting; see [`skip_after_cold`]), and the visit after them
+/// counts for them ([`PortalCache::visit_weighted`]; [`PortalCache::visit`]
+/// counts each visit as a full period). Code that is not hot yet runs nearly
+/// at the plain interpreter's speed. 62 at the default threshold, at most
+/// 64; thresholds below 32 (tests, small `JITGEN_THRESHOLD`s) count every
+/// visit.
 #[inline]
 pub fn sample_period(threshold: u32) -> u32 {
     (threshold / 16).clamp(1, 64)
@@ -491,14 +501,10 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             Some(e) => {
                 // The green data changed under the same address: counted
                 // afresh.
-                let warm = if weight > threshold && warmup { now_micros(epoch) } else { 0 };
-                *e = Entry::Counting(weight, warm);
+                let (fresh, hot) = first_count(weight, policy, epoch);
+                *e = fresh;
                 self.counting += 1;
-                if weight > threshold && !warmup {
-                    Hot::Compile
-                } else {
-                    Hot::Cold
-                }
+                hot
             }
             // A program whose green state never repeats: stop compiling
             // (and counting).
@@ -509,14 +515,10 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                     self.keys.retain(|_, e| !matches!(e, Entry::Counting(..)));
                     self.counting = 0;
                 }
-                let warm = if weight > threshold && warmup { now_micros(&mut self.epoch) } else { 0 };
-                self.keys.insert(key.clone(), Entry::Counting(weight, warm));
+                let (fresh, hot) = first_count(weight, policy, &mut self.epoch);
+                self.keys.insert(key.clone(), fresh);
                 self.counting += 1;
-                if weight > threshold && !warmup {
-                    Hot::Compile
-                } else {
-                    Hot::Cold
-                }
+                hot
             }
         }
     }
