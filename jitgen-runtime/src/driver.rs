@@ -297,7 +297,7 @@ enum Entry {
     /// Counted visits (each sampled visit counts [`sample_period`]), not
     /// compiled yet, and since when the key is warm (past the threshold,
     /// under a policy with warm-up): microseconds of the cache's clock
-    /// ([`PortalCache::now_micros`]; 0: not warm). Small: a cache may hold
+    /// ([`now_micros`]; 0: not warm). Small: a cache may hold
     /// [`MAX_COUNTERS`] of them.
     Counting(u32, u32),
     Compiled(Box<Compiled>),
