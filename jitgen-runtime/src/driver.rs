@@ -467,7 +467,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         let HotPolicy { threshold, warmup } = policy;
         let weight = weight.max(1);
         let compiled = self.keys.len() - self.counting;
-        let budget = self.expected_compile * WARMUP_FACTOR;
+        let expected_compile = self.expected_compile;
         let epoch = &mut self.epoch;
         match self.keys.get_mut(key) {
             Some(Entry::Counting(n, warm_at)) => {
@@ -485,7 +485,8 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                 }
                 // The clock is read once per `threshold` counts.
                 let check = *n / threshold.max(1) != before / threshold.max(1);
-                if check && u64::from(now_micros(epoch).wrapping_sub(*warm_at)) >= budget.as_micros() as u64 {
+                let budget = (expected_compile * WARMUP_FACTOR).as_micros() as u64;
+                if check && u64::from(now_micros(epoch).wrapping_sub(*warm_at)) >= budget {
                     Hot::Compile
                 } else {
                     Hot::Cold

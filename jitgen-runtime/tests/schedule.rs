@@ -473,6 +473,28 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
     }
 }
 
+/// The head of `for i in 0..n` carrying `i` and `carried` (i64s), which
+/// returns `i` when done; leaves the builder in the loop's body.
+fn counted_loop(
+    b: &mut jitgen_runtime::builder::ResidualBuilder,
+    n: jitgen_runtime::builder::Val,
+    carried: &[jitgen_runtime::builder::Val],
+) -> (jitgen_runtime::builder::Label, Vec<jitgen_runtime::builder::Val>) {
+    let i64t = ValTy::I64;
+    let zero = b.konst(i64t, 0);
+    let (head, hp) = b.new_label(&vec![i64t; carried.len() + 1]);
+    b.jump(head, &[&[zero][..], carried].concat());
+    b.switch_to(head);
+    let more = b.cmp(CmpOp::Lt, i64t, hp[0], n);
+    let (body, _) = b.new_label(&[]);
+    let (exit, _) = b.new_label(&[]);
+    b.branch(more, (body, &[]), (exit, &[]));
+    b.switch_to(exit);
+    b.ret(&[hp[0]]);
+    b.switch_to(body);
+    (head, hp)
+}
+
 #[test]
 fn invariant_divisors_through_an_inner_loop() {
     use jitgen_runtime::builder::ResidualBuilder;
@@ -481,17 +503,7 @@ fn invariant_divisors_through_an_inner_loop() {
     let i64t = ValTy::I64;
     let mut b = ResidualBuilder::new("nested", &[i64t, i64t], &[i64t]);
     let (n, d) = (b.inputs()[0], b.inputs()[1]);
-    let zero = b.konst(i64t, 0);
-    let (head, hp) = b.new_label(&[i64t, i64t]);
-    b.jump(head, &[zero, d]);
-    b.switch_to(head);
-    let more = b.cmp(CmpOp::Lt, i64t, hp[0], n);
-    let (outer_body, _) = b.new_label(&[]);
-    let (exit, _) = b.new_label(&[]);
-    b.branch(more, (outer_body, &[]), (exit, &[]));
-    b.switch_to(exit);
-    b.ret(&[hp[0]]);
-    b.switch_to(outer_body);
+    let (head, hp) = counted_loop(&mut b, n, &[d]);
     let zero = b.konst(i64t, 0);
     let (inner, ip) = b.new_label(&[i64t, i64t]);
     b.jump(inner, &[zero, hp[1]]);
@@ -530,17 +542,7 @@ fn invariant_divisors_through_a_copy_of_an_invariant_slot() {
     let build = |back_t: usize| {
         let mut b = ResidualBuilder::new("copied", &[i64t, i64t, i64t], &[i64t]);
         let (n, d, t) = (b.inputs()[0], b.inputs()[1], b.inputs()[2]);
-        let zero = b.konst(i64t, 0);
-        let (head, hp) = b.new_label(&[i64t, i64t, i64t]);
-        b.jump(head, &[zero, d, t]);
-        b.switch_to(head);
-        let more = b.cmp(CmpOp::Lt, i64t, hp[0], n);
-        let (body, _) = b.new_label(&[]);
-        let (exit, _) = b.new_label(&[]);
-        b.branch(more, (body, &[]), (exit, &[]));
-        b.switch_to(exit);
-        b.ret(&[hp[0]]);
-        b.switch_to(body);
+        let (head, hp) = counted_loop(&mut b, n, &[d, t]);
         let _ = b.bin(BinOp::Rem, i64t, Overflow::Wrap, hp[0], hp[2]);
         let one = b.konst(i64t, 1);
         let i = b.bin(BinOp::Add, i64t, Overflow::Wrap, hp[0], one);
