@@ -17,10 +17,11 @@
 //! When a path ends (a return, a jump to existing code), the extension asks
 //! [`Compilation::next_pending`] for the next queued state.
 //!
-//! Termination: the versions of one key only grow more general, and past
-//! [`Limits::max_versions`] the next version is the fully general one, which
-//! matches every later arrival; and every compilation has a budget of residual
-//! operations, past which it is declined.
+//! Termination: one key has at most [`Limits::max_versions`] versions that
+//! keep constants (the last of them only those that every version and its
+//! own state agree on), then the fully general one, which matches every later
+//! arrival; and every compilation has a budget of residual operations, past
+//! which it is declined.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -826,12 +827,32 @@ impl<F: Frame> Compilation<F> {
             self.stats.matches += 1;
             return None;
         }
-        let general = kind == MergeKind::LoopHeadGeneral || versions.len() + 1 >= self.limits.max_versions;
+        let general = kind == MergeKind::LoopHeadGeneral || versions.len() >= self.limits.max_versions;
+        let last_widening = versions.len() + 1 >= self.limits.max_versions;
         let exact = || exact_shape(&reds);
         let all_facts = || facts.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>();
         let (shape, fact_descs): (Vec<Shape>, Vec<FactDesc>) = match (general, kind, versions.last()) {
             // The most general version knows no field: it covers every state.
             (true, _, _) => (reds.iter().map(|r| Shape::Var(r.ty())).collect(), vec![]),
+            // The last version before it keeps only what every version so
+            // far and this state agree on: a constant that never varied (an
+            // enum's tag, most often) stays one. Making it a run-time value
+            // too would compile every case of the code that tests it, which
+            // nothing has reached; if something does, it gets the most
+            // general version.
+            (false, _, Some(_)) if last_widening => {
+                self.stats.widenings += 1;
+                let shape = exact()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, s)| match s {
+                        Shape::Var(_) => s,
+                        _ if versions.iter().all(|v| v.shape.get(i) == Some(&s)) => s,
+                        _ => Shape::Var(reds[i].ty()),
+                    })
+                    .collect();
+                (shape, vec![])
+            }
             (false, MergeKind::Join, _) | (false, _, None) => (exact(), all_facts()),
             // The second shape of a loop head is kept exact too: the first
             // turn of a loop often differs from the steady state (a stack

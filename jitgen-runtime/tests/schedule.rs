@@ -249,6 +249,40 @@ fn widening_at_a_merge() {
 }
 
 #[test]
+fn the_last_version_before_the_general_one_keeps_what_all_versions_agree_on() {
+    // One merge key reached by states that always hold the same tag (7) and
+    // a payload that differs. Making the tag a run-time value would compile
+    // every case of the code that tests it; only a state with another tag
+    // gets the fully general version.
+    let mut c: Compilation<Blk> = Compilation::new("versions", &[ValTy::I64], &[ValTy::I64], Limits::default());
+    let x = c.inputs()[0];
+    let tag = |t: u64| RedBox::constant(ValTy::U32, t);
+    let mut arrive = |t: u64, payload: RedBox| {
+        let reds = c.merge(st(1, vec![tag(t), payload]), MergeKind::Join).map(|s| s.top().reds.clone());
+        if reds.is_none() {
+            // The path jumped to existing code: the next one starts elsewhere.
+            let (elsewhere, _) = c.b.new_label(&[]);
+            c.b.switch_to(elsewhere);
+        }
+        reds
+    };
+    assert_eq!(Limits::default().max_versions, 4);
+    for k in 0..3 {
+        assert_eq!(arrive(7, RedBox::i64(k)), Some(vec![tag(7), RedBox::i64(k)]), "exact version {k}");
+    }
+    let last = arrive(7, RedBox::i64(3)).expect("a fourth version");
+    assert_eq!(last[0], tag(7), "the tag every version agreed on stays a constant");
+    assert_eq!(last[1].as_const(), None, "the payload that differed is a run-time value");
+    assert_eq!(arrive(7, x), None, "the fourth version covers any payload with tag 7");
+    let general = arrive(8, RedBox::i64(0)).expect("the fully general version");
+    assert!(general.iter().all(|r| r.as_const().is_none()), "{general:?}");
+    assert_eq!(arrive(9, x), None, "the general version covers every state");
+    c.finish_return(&[x]);
+    assert_eq!(c.stats().widenings, 1);
+    assert!(c.finish().is_ok());
+}
+
+#[test]
 fn compilation_terminates_when_greens_never_repeat() {
     // A merge key that changes every turn (a green counter) never matches:
     // the budget ends the compilation.
