@@ -45,6 +45,11 @@ struct Entry {
     /// Statements of the hook computing the lengths of the lists the entry
     /// virtualizes (they are green parameters of the compile function).
     lens: Vec<TokenStream>,
+    /// The greens that are cheap to read (scalars, addresses), as words:
+    /// expressions at the portal's merge point, and in the hook. Their
+    /// `green_word` keys the entry filter of the portal's `Sampler`.
+    cheap_greens: Vec<TokenStream>,
+    cheap_greens_in_hook: Vec<TokenStream>,
 }
 
 /// `portal`: the entry of a portal hook, which virtualizes the lists it is
@@ -65,6 +70,8 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
         green_params: vec![],
         bad: None,
         lens: vec![],
+        cheap_greens: vec![],
+        cheap_greens_in_hook: vec![],
     };
     for v in vars {
         let info = f.graph.var(*v);
@@ -90,6 +97,8 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                 e.green_params.push((n.clone(), t.clone(), t));
                 e.frame_lets.push(quote!(let #fid = #n;));
                 let w = to_word(*sc, quote!(#n));
+                e.cheap_greens_in_hook.push(w.clone());
+                e.cheap_greens.push(to_word(*sc, quote!(#src)));
                 e.key.push(w);
             }
             Repr::GRef(target) | Repr::GSlice(target) => {
@@ -103,6 +112,8 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                 };
                 let arg = if matches!(ty, Ty::Ref { .. }) { quote!(&*#src) } else { quote!(&#src) };
                 e.params.push((n.clone(), quote!(&#referent)));
+                e.cheap_greens.push(quote!((#arg) as *const _ as *const u8 as usize as u64));
+                e.cheap_greens_in_hook.push(quote!(#n as *const _ as *const u8 as usize as u64));
                 e.args.push(arg);
                 e.green_params.push((n.clone(), quote!(&'a #referent), quote!(&#referent)));
                 e.frame_lets.push(quote!(let #fid = #n;));
@@ -884,10 +895,9 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let compile = format_ident!("__compile_portal_{}", name);
             let hook = format_ident!("__portal_{}", name);
             let cache = format_ident!("__CACHE_{}", name.to_uppercase());
-            let skip = format_ident!("__SKIP_{}", name.to_uppercase());
-            let period = format_ident!("__PERIOD_{}", name.to_uppercase());
-            let weight = format_ident!("__WEIGHT_{}", name.to_uppercase());
-            let streak = format_ident!("__STREAK_{}", name.to_uppercase());
+            let sampler = format_ident!("__SAMPLER_{}", name.to_uppercase());
+            let cheap_in_hook = &e.cheap_greens_in_hook;
+            let cheap = &e.cheap_greens;
             let skip_fn = format_ident!("__skip_{}", name);
             hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
             let mut params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
@@ -927,27 +937,20 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     let __content: &[&[u8]] = &[#(#content,)* #deep_content];
                     let __policy = __cfg.hot_policy();
                     // The visits this one stands for (set where skips begin).
-                    let __weight = #weight.replace(1);
+                    let __weight = #sampler.with(|__s| __s.take_weight());
                     let __hot = #cache.with(|__c| __c.borrow_mut().visit_weighted(&__key, __content, __policy, __weight));
                     match __hot {
                         #rt::driver::Hot::Cold => {
-                            #period.set(0);
                             // Not hot yet: the next visits go uncounted;
                             // the one after them counts for them.
-                            let __streak = #streak.get();
-                            #streak.set(__streak.saturating_add(1));
-                            let __skip = #rt::driver::skip_after_cold(__streak, __policy.threshold);
-                            #skip.set(__skip);
-                            #weight.set(__skip + 1);
+                            #sampler.with(|__s| __s.cold(__policy.threshold));
                             return None;
                         }
                         #rt::driver::Hot::Declined => {
-                            let __p = #rt::driver::skip_after_declined(#period.get());
-                            #period.set(__p);
-                            #skip.set(__p);
+                            #sampler.with(|__s| __s.declined());
                             return None;
                         }
-                        _ => #streak.set(0),
+                        _ => #sampler.with(|__s| __s.ran()),
                     }
                     // The inputs of residual code (which the compiler may
                     // also read: see `finish_promoting`).
@@ -969,6 +972,9 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                                 super::jit::__STATS.declined_because(__why);
                             }
                             let __ok = __r.ok();
+                            if __ok.is_some() {
+                                #sampler.with(|__s| __s.add_entry(#rt::driver::green_word(&[#(#cheap_in_hook),*])));
+                            }
                             #cache.with(|__c| __c.borrow_mut().insert(__key, __content, __ok.clone()));
                             __ok?
                         }
@@ -1014,31 +1020,19 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 ::std::thread_local! {
                     static #cache: ::core::cell::RefCell<#rt::driver::PortalCache<[u64; #nkey]>> =
                         const { ::core::cell::RefCell::new(#rt::driver::PortalCache::new()) };
-                    /// Merge point visits still to skip, and the last run
-                    /// skipped (see `skip_after_declined`).
-                    static #skip: ::core::cell::Cell<u32> = const { ::core::cell::Cell::new(0) };
-                    static #period: ::core::cell::Cell<u32> = const { ::core::cell::Cell::new(0) };
-                    /// How many visits the next one that reaches the hook
-                    /// stands for (see `visit_weighted`).
-                    static #weight: ::core::cell::Cell<u32> = const { ::core::cell::Cell::new(1) };
-                    /// Cold visits in a row since residual code last ran
-                    /// (see `skip_after_cold`).
-                    static #streak: ::core::cell::Cell<u32> = const { ::core::cell::Cell::new(0) };
+                    /// Which merge point visits to skip, and where code starts.
+                    static #sampler: #rt::driver::Sampler = const { #rt::driver::Sampler::new() };
                 }
                 /// The variables a portal gets back when it continues in the interpreter.
                 #[allow(non_camel_case_types)]
                 pub(super) struct #parked { #(#parked_fields),* }
 
-                /// Whether the portal skips this visit of its merge point
-                /// (counting one down); inlined into the interpreter loop.
+                /// Whether the portal skips this visit of its merge point,
+                /// given the position's `green_word` (see `Sampler::skip`);
+                /// inlined into the interpreter loop.
                 #[inline(always)]
-                pub(super) fn #skip_fn() -> bool {
-                    let __skip = #skip.get();
-                    if __skip != 0 {
-                        #skip.set(__skip - 1);
-                        return true;
-                    }
-                    false
+                pub(super) fn #skip_fn(__green: impl FnOnce() -> u64) -> bool {
+                    #sampler.with(|__s| __s.skip(__green))
                 }
 
                 #[allow(unused_variables, unused_mut, clippy::all)]
@@ -1060,7 +1054,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 args.push(quote!(&mut __jit_deep_content));
             }
             let call = quote! {
-                if !self::__jit::#skip_fn() {
+                if !self::__jit::#skip_fn(|| #rt::driver::green_word(&[#(#cheap),*])) {
                     match self::__jit::#hook(#(#args),*) {
                         ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
                         ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }

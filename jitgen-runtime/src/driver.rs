@@ -8,6 +8,7 @@
 //! (interpret only); explicit settings through [`Config`] win over it.
 
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -434,6 +435,154 @@ pub fn skip_after_cold(streak: u32, threshold: u32) -> u32 {
     }
 }
 
+/// Bit of [`Sampler`]'s skip counter: code exists, so skipping consults
+/// the entry filter.
+const FILTERED: u32 = 1 << 31;
+
+/// The sampling state of one portal in one thread: how many merge point
+/// visits it still skips, what the next visit that reaches the hook stands
+/// for, and where compiled code may start.
+///
+/// The entry filter is approximate: 256 bits, one per [`green_word`] of a
+/// position with code. A skipping portal still visits where the filter says
+/// code may start. Otherwise a function whose compiled loop begins a few
+/// merge points in passes its entry unseen whenever the visit there falls
+/// among the skipped ones: it interprets the loop until a counted visit
+/// lands on the entry (about a thousand merge points in TLC's f1), and
+/// credits the loop's other merge points with those visits until they
+/// compile a second copy of the loop. Bits are never cleared: a word whose
+/// code is gone costs a visit, no more. Until the portal has code, skipping
+/// costs what it did without a filter (a flag in the skip counter).
+pub struct Sampler {
+    /// Visits still to skip, and [`FILTERED`].
+    skip: Cell<u32>,
+    /// The last run of visits skipped after a declined key.
+    period: Cell<u32>,
+    /// How many visits the next one that reaches the hook stands for.
+    weight: Cell<u32>,
+    /// Cold visits in a row since residual code last ran.
+    streak: Cell<u32>,
+    entries: [Cell<u64>; 4],
+}
+
+impl Sampler {
+    /// Nothing skipped, no code (a `const fn`, for thread-locals).
+    pub const fn new() -> Sampler {
+        Sampler {
+            skip: Cell::new(0),
+            period: Cell::new(0),
+            weight: Cell::new(1),
+            streak: Cell::new(0),
+            entries: [const { Cell::new(0) }; 4],
+        }
+    }
+
+    /// Whether the portal skips this visit of its merge point (counting
+    /// one down), given the position's [`green_word`] (computed only if the
+    /// portal has code). Where code may start it visits, and the visit
+    /// stands for the ones skipped so far.
+    #[inline(always)]
+    pub fn skip(&self, green: impl FnOnce() -> u64) -> bool {
+        let s = self.skip.get();
+        if s == 0 {
+            return false;
+        }
+        if s & FILTERED == 0 {
+            self.skip.set(s - 1);
+            return true;
+        }
+        self.skip_filtered(s, green())
+    }
+
+    /// [`Sampler::skip`] once the portal has code (kept out of line: the
+    /// interpreter loop it is inlined into stays as it was).
+    #[inline(never)]
+    fn skip_filtered(&self, s: u32, word: u64) -> bool {
+        let left = s & !FILTERED;
+        if left == 0 {
+            return false;
+        }
+        if self.may_enter(word) {
+            self.weight.set(self.weight.get().saturating_sub(left).max(1));
+            self.skip.set(FILTERED);
+            return false;
+        }
+        self.skip.set(s - 1);
+        true
+    }
+
+    /// The visits this one stands for (the count starts again at 1).
+    #[inline]
+    pub fn take_weight(&self) -> u32 {
+        self.weight.replace(1)
+    }
+
+    /// After a visit that got [`Hot::Cold`]: skips as [`skip_after_cold`]
+    /// says, and the visit after them stands for them.
+    #[inline]
+    pub fn cold(&self, threshold: u32) {
+        self.period.set(0);
+        let streak = self.streak.get();
+        self.streak.set(streak.saturating_add(1));
+        let skip = skip_after_cold(streak, threshold);
+        self.set_skip(skip);
+        self.weight.set(skip + 1);
+    }
+
+    /// After a visit that met a declined key: skips as
+    /// [`skip_after_declined`] says (the visit after them stands for itself).
+    #[inline]
+    pub fn declined(&self) {
+        let p = skip_after_declined(self.period.get());
+        self.period.set(p);
+        self.set_skip(p);
+    }
+
+    /// Residual code runs (or compiles) now: the cold streak is over.
+    #[inline]
+    pub fn ran(&self) {
+        self.streak.set(0);
+    }
+
+    /// Records that code starts at positions with this green word.
+    pub fn add_entry(&self, word: u64) {
+        let (i, b) = Self::bit(word);
+        self.entries[i].set(self.entries[i].get() | b);
+        self.skip.set(self.skip.get() | FILTERED);
+    }
+
+    /// Whether code may start at positions with this green word.
+    pub fn may_enter(&self, word: u64) -> bool {
+        let (i, b) = Self::bit(word);
+        self.entries[i].get() & b != 0
+    }
+
+    fn bit(word: u64) -> (usize, u64) {
+        let h = (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize;
+        (h >> 6, 1 << (h & 63))
+    }
+
+    fn set_skip(&self, n: u32) {
+        self.skip.set(n | (self.skip.get() & FILTERED));
+    }
+}
+
+impl Default for Sampler {
+    fn default() -> Self {
+        Sampler::new()
+    }
+}
+
+/// One word of the green values of a position that are cheap to read where
+/// a portal decides whether to skip a visit (scalars, addresses of green
+/// data), for its [`Sampler`]'s entry filter.
+#[inline(always)]
+pub fn green_word(greens: &[u64]) -> u64 {
+    // Independent rotations, so that the words combine in parallel; the
+    // filter's multiply mixes them.
+    greens.iter().enumerate().fold(0u64, |w, (i, &g)| w ^ g.rotate_left(i as u32 * 23))
+}
+
 /// The longest run of visits a portal samples with one: after a visit gets
 /// [`Hot::Cold`], a portal skips up to `sample_period - 1` visits (no
 /// hashing, no counting; see [`skip_after_cold`]), and the visit after them
@@ -525,10 +674,29 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     }
 
     /// Records the outcome of a compilation for `key` (the content is copied now).
+    ///
+    /// New code cools the keys that are warm (waiting for their warm-up):
+    /// their counts start again from 0, their warm-up clock kept. They got
+    /// warm while the loop just compiled was interpreted, most often, and
+    /// are its other merge points: from now on the interpreter visits them
+    /// only on its way into that code (once per call of a function whose
+    /// loop is compiled), and compiling them too would make a second copy
+    /// of the loop. A key of another hot loop earns its threshold again
+    /// within a threshold's visits and then compiles at once if its warm-up
+    /// is over. (Under an exact threshold no key is ever warm.)
     pub fn insert(&mut self, key: K, content: &[&[u8]], code: Option<ResidualFn>) {
         let content = content.iter().map(|c| c.to_vec()).collect();
         let e = match code {
-            Some(code) => Entry::Compiled(Box::new(Compiled { code, content, runs: 0, handovers: 0 })),
+            Some(code) => {
+                for e in self.keys.values_mut() {
+                    if let Entry::Counting(n, warm_at) = e {
+                        if *warm_at != 0 {
+                            *n = 0;
+                        }
+                    }
+                }
+                Entry::Compiled(Box::new(Compiled { code, content, runs: 0, handovers: 0 }))
+            }
             None => Entry::Declined,
         };
         if let Some(Entry::Counting(..)) = self.keys.insert(key, e) {

@@ -272,6 +272,72 @@ fn a_warm_key_compiles_once_the_run_lasted_twice_the_expected_compile_time() {
 }
 
 #[test]
+fn new_code_cools_the_keys_that_are_warm() {
+    use jitgen_runtime::driver::{Hot, HotPolicy, PortalCache};
+    use std::time::Duration;
+    let (f, _, _) = promoted(1);
+    let policy = HotPolicy { threshold: 5, warmup: true };
+    // Keys 1 and 2 get warm together (the merge points of one loop); with
+    // compilations expected to take no time, a warm key compiles at its
+    // next threshold crossing (the clock is read once per threshold).
+    let warm_pair = || {
+        let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
+        for _ in 0..60 {
+            cache.compiled_in(Duration::ZERO);
+        }
+        for k in [1, 2] {
+            for _ in 0..6 {
+                assert!(matches!(cache.visit_weighted(&[k], &[], policy, 1), Hot::Cold));
+            }
+        }
+        cache
+    };
+    let visits_until_compile = |cache: &mut PortalCache<[u64; 1]>| {
+        (1..100).find(|_| matches!(cache.visit_weighted(&[1], &[], policy, 1), Hot::Compile)).expect("compiles")
+    };
+    // Alone, key 1 compiles at its next crossing: 4 visits on (count 10).
+    assert_eq!(visits_until_compile(&mut warm_pair()), 4);
+    // Once key 2 has code, key 1 counts from 0 again: it earns the
+    // threshold anew, then compiles at once (its warm-up is long over).
+    let mut cache = warm_pair();
+    cache.insert([2], &[], Some(f.clone()));
+    assert_eq!(visits_until_compile(&mut cache), 10);
+    // Declined code cools nothing.
+    let mut cache = warm_pair();
+    cache.insert([2], &[], None);
+    assert_eq!(visits_until_compile(&mut cache), 4);
+}
+
+#[test]
+fn a_sampling_portal_still_visits_where_code_starts() {
+    use jitgen_runtime::driver::{green_word, Sampler, COLD_RAMP};
+    let s = Sampler::new();
+    let (entry, other) = (green_word(&[0x5000, 17]), green_word(&[0x5000, 18]));
+    // A long cold streak: runs of skips up to a sample period.
+    for _ in 0..COLD_RAMP + 20 {
+        s.take_weight();
+        s.cold(1000);
+    }
+    let skipped = |s: &Sampler, word: u64| (0..100).take_while(|_| s.skip(|| word)).count();
+    assert_eq!(skipped(&s, other), 61, "a full period skipped");
+    assert_eq!(s.take_weight(), 62, "the visit after it stands for the period");
+    // Code starts at `entry`: a visit there is never skipped, and stands
+    // for the visits skipped before it.
+    s.add_entry(entry);
+    assert!(s.may_enter(entry));
+    s.cold(1000);
+    for i in 0..10 {
+        assert!(s.skip(|| other), "other positions are still skipped ({i})");
+    }
+    assert!(!s.skip(|| entry), "the entry is visited");
+    assert_eq!(s.take_weight(), 11);
+    // After the code ran, the ramp starts again: nothing skipped.
+    s.ran();
+    s.cold(1000);
+    assert!(!s.skip(|| other));
+}
+
+#[test]
 fn cold_visits_skip_nothing_at_first_then_up_to_a_sample_period() {
     use jitgen_runtime::driver::{sample_period, skip_after_cold, COLD_RAMP};
     let skips: Vec<u32> = (0..COLD_RAMP + 10).map(|s| skip_after_cold(s, 1000)).collect();
