@@ -550,6 +550,7 @@ impl ResidualFunction {
         let n = self.blocks.len();
         let mut subst: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
         let mut threaded = 0;
+        let mut forward_rounds = 0;
         // Constants, for jump threading (instructions move between blocks
         // below, but keep their values).
         let consts: rustc_hash::FxHashMap<Val, u64> = self
@@ -584,59 +585,7 @@ impl ResidualFunction {
                 }
             }
             let mut changed = false;
-            // Empty forwarding blocks (no parameters, no instructions, a jump):
-            // their predecessors jump straight on. The forwarded values
-            // dominate the forwarder, hence each of its predecessors.
-            let forward: rustc_hash::FxHashMap<usize, (Label, Vec<Val>)> = (1..n)
-                .filter_map(|f| match &self.blocks[f].term {
-                    Some(Terminator::Jump(to, fwd))
-                        if self.blocks[f].params.is_empty()
-                            && self.blocks[f].insts.is_empty()
-                            && to.0 as usize != f =>
-                    {
-                        Some((f, (*to, fwd.clone())))
-                    }
-                    _ => None,
-                })
-                .collect();
-            if !forward.is_empty() {
-                let redirect = |t: &mut (Label, Vec<Val>)| -> bool {
-                    // Follow a chain of forwarders (bounded: they may form a cycle).
-                    let mut moved = false;
-                    for _ in 0..n {
-                        match forward.get(&(t.0 .0 as usize)) {
-                            Some(next) if next.0 != t.0 => {
-                                *t = next.clone();
-                                moved = true;
-                            }
-                            _ => break,
-                        }
-                    }
-                    moved
-                };
-                for p in 0..n {
-                    match &mut self.blocks[p].term {
-                        Some(Terminator::Jump(l, args)) => {
-                            let mut t = (*l, std::mem::take(args));
-                            changed |= redirect(&mut t);
-                            (*l, *args) = t;
-                        }
-                        Some(Terminator::Branch { if_true, if_false, .. }) => {
-                            let a = redirect(if_true);
-                            let b = redirect(if_false);
-                            changed |= a || b;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            // Jump threading: a block that only branches on one of its
-            // parameters, reached by a jump passing a constant there, is
-            // skipped by that jump (a `&&` or `||` whose side is known on
-            // one path leaves such blocks). Only when the blocks it branches
-            // to get all they need as arguments: code dominated by the
-            // skipped block may use its parameters directly, and they would
-            // not be defined on the new path.
+            // Values used outside the block that defines them.
             let escaping: std::cell::RefCell<rustc_hash::FxHashSet<Val>> = Default::default();
             {
                 let def_block = self.def_blocks();
@@ -661,6 +610,77 @@ impl ResidualFunction {
                     }
                 }
             }
+            // Forwarding blocks (no instructions, a jump, parameters used
+            // by that jump alone): their predecessors jump straight on, with
+            // the parameters replaced by what they pass. The other forwarded
+            // values dominate the forwarder, hence each of its predecessors.
+            // (A loop's back edge through a block that reorders or copies its
+            // parameters leaves one.)
+            type Forward = (Label, Vec<Val>, Vec<Val>);
+            let forward: rustc_hash::FxHashMap<usize, Forward> = (1..n)
+                .filter_map(|f| match &self.blocks[f].term {
+                    Some(Terminator::Jump(to, fwd))
+                        if self.blocks[f].insts.is_empty()
+                            && to.0 as usize != f
+                            && !self.blocks[f].params.iter().any(|q| escaping.borrow().contains(q)) =>
+                    {
+                        Some((f, (*to, fwd.clone(), self.blocks[f].params.clone())))
+                    }
+                    _ => None,
+                })
+                .collect();
+            // (Bounded: a cycle of forwarders entered from outside would
+            // move its entry edge around the cycle forever.)
+            forward_rounds += 1;
+            if !forward.is_empty() && forward_rounds <= n {
+                let redirect = |t: &mut (Label, Vec<Val>)| -> bool {
+                    // Follow a chain of forwarders (bounded: they may form a cycle).
+                    let mut moved = false;
+                    for _ in 0..n {
+                        match forward.get(&(t.0 .0 as usize)) {
+                            Some((to, fwd, params)) if *to != t.0 => {
+                                let args = fwd
+                                    .iter()
+                                    .map(|v| match params.iter().position(|q| q == v) {
+                                        Some(j) => t.1[j],
+                                        None => *v,
+                                    })
+                                    .collect();
+                                *t = (*to, args);
+                                moved = true;
+                            }
+                            _ => break,
+                        }
+                    }
+                    moved
+                };
+                for p in 0..n {
+                    match &mut self.blocks[p].term {
+                        Some(Terminator::Jump(l, args)) => {
+                            let mut t = (*l, std::mem::take(args));
+                            changed |= redirect(&mut t);
+                            (*l, *args) = t;
+                        }
+                        Some(Terminator::Branch { if_true, if_false, .. }) => {
+                            let a = redirect(if_true);
+                            let b = redirect(if_false);
+                            changed |= a || b;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if changed {
+                // Uses moved between blocks: recount what escapes.
+                continue;
+            }
+            // Jump threading: a block that only branches on one of its
+            // parameters, reached by a jump passing a constant there, is
+            // skipped by that jump (a `&&` or `||` whose side is known on
+            // one path leaves such blocks). Only when the blocks it branches
+            // to get all they need as arguments: code dominated by the
+            // skipped block may use its parameters directly, and they would
+            // not be defined on the new path.
             for p in 0..n {
                 let Some(Terminator::Jump(l, args)) = &self.blocks[p].term else { continue };
                 let target = &self.blocks[l.0 as usize];

@@ -283,6 +283,57 @@ fn the_last_version_before_the_general_one_keeps_what_all_versions_agree_on() {
 }
 
 #[test]
+fn a_block_that_only_forwards_its_parameters_is_jumped_over() {
+    use jitgen_runtime::builder::ResidualBuilder;
+    // sum(n): a loop entered, and closed, through a block that swaps and
+    // copies its parameters (as a loop entered in mid-turn leaves one).
+    let mut b = ResidualBuilder::new("forward", &[ValTy::I64], &[ValTy::I64]);
+    let n = b.inputs()[0];
+    let (head, hp) = b.new_label(&[ValTy::I64, ValTy::I64, ValTy::I64]);
+    let (body, _) = b.new_label(&[]);
+    let (done, _) = b.new_label(&[]);
+    let (fwd, fp) = b.new_label(&[ValTy::I64, ValTy::I64]);
+    let zero = b.konst(ValTy::I64, 0);
+    b.jump(fwd, &[zero, zero]);
+    b.switch_to(head);
+    let (i, acc, copy) = (hp[0], hp[1], hp[2]);
+    let more = b.cmp(CmpOp::Lt, ValTy::I64, i, n);
+    b.branch(more, (body, &[]), (done, &[]));
+    b.switch_to(body);
+    let acc = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, acc, copy);
+    let one = b.konst(ValTy::I64, 1);
+    let i = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, i, one);
+    b.jump(fwd, &[acc, i]);
+    b.switch_to(fwd);
+    b.jump(head, &[fp[1], fp[0], fp[1]]);
+    b.switch_to(done);
+    b.ret(&[hp[1]]);
+    let f = b.finish();
+    expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 0
+            jump L1(v1, v1, v1)
+        L1(v2: i64, v3: i64, v4: i64):
+            v5 = lt.i64 v2, v0
+            branch v5, L2(), L3()
+        L2():
+            v6 = add.i64 v3, v4
+            v7 = const.i64 1
+            v8 = add.i64 v2, v7
+            jump L1(v8, v6, v8)
+        L3():
+            return v3
+    "#]]
+    .assert_eq(&listing(&f));
+    let code = Residual::<(i64,), i64>::new(ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap());
+    let code = code.unwrap();
+    // acc takes the previous i each turn: 0 + 0 + 1 + ... + (n - 1).
+    for n in [0i64, 1, 2, 5, 100] {
+        assert_eq!(code.call((n,)).unwrap(), (0..n).sum::<i64>());
+    }
+}
+
+#[test]
 fn compilation_terminates_when_greens_never_repeat() {
     // A merge key that changes every turn (a green counter) never matches:
     // the budget ends the compilation.
