@@ -854,6 +854,11 @@ impl ResidualBuilder {
         self.exec
     }
 
+    /// The function recorded so far (not simplified yet).
+    pub fn function(&self) -> &ResidualFunction {
+        &self.f
+    }
+
     /// Whether a block is being filled (false after a terminator, until `switch_to`).
     pub fn is_open(&self) -> bool {
         self.cur.is_some()

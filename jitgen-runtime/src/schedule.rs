@@ -1037,11 +1037,16 @@ impl<F: Frame> Compilation<F> {
                 .collect(),
             None => vec![],
         };
-        let f = self.finish()?;
+        // Found before simplification, which may jump over a head (one that
+        // only forwards its parameters to the next merge point).
+        let unsimplified = self.b.function();
         let mut slots: Vec<usize> = heads
             .iter()
-            .flat_map(|(label, vars)| f.invariant_divisors(*label).into_iter().filter_map(|k| vars.get(k).copied()))
+            .flat_map(|(label, vars)| {
+                unsimplified.invariant_divisors(*label).into_iter().filter_map(|k| vars.get(k).copied())
+            })
             .collect();
+        let f = self.finish()?;
         slots.sort_unstable();
         slots.dedup();
         Ok((f, slots))

@@ -558,6 +558,47 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
     }
 }
 
+#[test]
+fn invariant_divisors_are_found_when_the_first_merge_point_only_forwards() {
+    // `while i < n { acc = (acc + i) % d; i += 1 }` with two merge points
+    // in a row at the top of the loop, the compilation starting at the
+    // first (as TLC factorial compiled at a PICK): its block only forwards
+    // its parameters to the second, and simplification jumps over it.
+    let tys = [ValTy::I64; 4];
+    let mut c: Compilation<Blk> = Compilation::new("modsum", &tys, &[ValTy::I64], Limits::default());
+    let mut next = Some(st(0, c.inputs()));
+    while let Some(s) = next.take() {
+        let f = s.top().clone();
+        next = match (f.block, c.merge(s, MergeKind::LoopHead)) {
+            (0, Some(s)) => {
+                let [i, acc, n, d] = s.top().reds[..] else { unreachable!() };
+                Some(st(1, vec![d, n, acc, i]))
+            }
+            (1, Some(s)) => {
+                let [d, n, acc, i] = s.top().reds[..] else { unreachable!() };
+                let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
+                if c.split(&more, || st(2, vec![acc])) {
+                    let sum = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &i);
+                    let acc = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &sum, &d);
+                    let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
+                    Some(st(0, vec![i, acc, n, d]))
+                } else {
+                    Some(st(2, vec![acc]))
+                }
+            }
+            (_, Some(s)) => {
+                c.finish_return(&s.top().reds);
+                c.next_pending()
+            }
+            (_, None) => c.next_pending(),
+        };
+    }
+    let (f, slots) = c.finish_promoting().expect("within budget");
+    let text = listing(&f);
+    assert_eq!(text.matches("jump").count(), 2, "the first merge point's block is jumped over:\n{text}");
+    assert_eq!(slots, [3], "d, last in the entry state");
+}
+
 /// The head of `for i in 0..n` carrying `i` and `carried` (i64s), which
 /// returns `i` when done; leaves the builder in the loop's body.
 fn counted_loop(
