@@ -1,6 +1,8 @@
 //! TLC through the generated JIT: every shipped program, every error kind,
 //! and random programs (well-formed and malformed) give the same result,
-//! output and error under the JIT as under `jit::plain`.
+//! output and error under the JIT as under `jit::plain`; and, in a child
+//! process under the default hot-spot policy, a loop whose compiled entry
+//! lies a few merge points into a call compiles once over many calls.
 //!
 //! `JITGEN_RANDOM_PROGRAMS=N` runs N random programs of each kind instead of
 //! the default.
@@ -485,4 +487,43 @@ fn known_fields_of_objects_survive_loops_but_not_calls() {
     for n in [0, 1, 5, 100, 5000] {
         assert_eq!(both(&a, n, "new in loop").0, Ok(n.to_string()));
     }
+}
+
+/// Runs one ignored test of this binary in a child process: a fresh
+/// process, whose hot-spot policy is the default one (the tests above set
+/// explicit thresholds, which are exact and have no warm-up).
+fn run_child(test: &str) -> bool {
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+    cmd.args([test, "--exact", "--ignored", "--nocapture"]).env_remove("JITGEN_THRESHOLD");
+    cmd.status().expect("the child test runs").success()
+}
+
+#[test]
+fn a_loop_entered_a_few_merge_points_in_compiles_once_over_many_calls() {
+    assert!(run_child("child_f1_compiles_once_over_many_calls"));
+}
+
+#[test]
+#[ignore = "run by a_loop_entered_a_few_merge_points_in_compiles_once_over_many_calls in a child process"]
+fn child_f1_compiles_once_over_many_calls() {
+    assert!(jit::config().hot_policy().warmup, "the default policy");
+    let a = program("f1");
+    let want = run(&a, 200, false);
+    // f1's compiled loop nest starts about 17 merge points into a call.
+    let start = std::time::Instant::now();
+    while jit::stats().compilations == 0 {
+        assert_eq!(run(&a, 200, true), want);
+        assert!(start.elapsed() < std::time::Duration::from_secs(120), "never compiled");
+    }
+    // Each later call interprets up to that entry with its cold visits
+    // sampled, and must still find the code there: missing it interprets
+    // the loop and makes the loop's other merge points hot, which compiled
+    // more copies of it.
+    let entries = jit::stats().entries;
+    for _ in 0..40 {
+        assert_eq!(run(&a, 200, true), want);
+    }
+    let s = jit::stats();
+    assert_eq!((s.compilations, s.declined), (1, 0), "{s:?}");
+    assert!(s.entries >= entries + 40, "{s:?}");
 }
