@@ -448,7 +448,7 @@ const FILTERED: u32 = 1 << 31;
 /// code may start. Otherwise a function whose compiled loop begins a few
 /// merge points in passes its entry unseen whenever the visit there falls
 /// among the skipped ones: it interprets the loop until a counted visit
-/// lands on the entry (about a thousand merge points in TLC's f1), and
+/// lands on the entry (about 1400 merge points per call in TLC's f1), and
 /// credits the loop's other merge points with those visits until they
 /// compile a second copy of the loop. Bits are never cleared: a word whose
 /// code is gone costs a visit, no more. Until the portal has code, skipping
