@@ -658,9 +658,10 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                 let mut __c = __new();
                 let __st = __build(&mut __c);
                 __run(&mut __c, __st);
-                let (__f, __slots) = __c.finish_promoting().map_err(|d| ::std::format!("{d:?}"))?;
-                if let (false, Some(__w)) = (__slots.is_empty(), __words) {
-                    // Again, with those values constant behind a guard.
+                let (__f, __facts) = __c.finish_promoting().map_err(|d| ::std::format!("{d:?}"))?;
+                if let (false, Some(__w)) = (__facts.is_empty(), __words) {
+                    // Again, with those values constant (and copies one)
+                    // behind guards.
                     let __promoted = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {
                         let mut __x: #rt::schedule::Compilation<__Frame<'a>> =
                             #rt::schedule::Compilation::executing(#label, &__inputs, __w, &__outputs);
@@ -669,7 +670,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                         __now.normalize();
                         let mut __c = __new();
                         let __st = __build(&mut __c);
-                        let __st = __c.promote_entry(__st, &__slots, &__now.reds());
+                        let __st = __c.promote_entry(__st, &__facts, &__now.reds());
                         __run(&mut __c, __st);
                         // Compiled here too: whatever goes wrong with the
                         // promoted version, the general one is still good.

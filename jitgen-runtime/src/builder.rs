@@ -410,6 +410,60 @@ impl ResidualFunction {
         self.live_blocks().map(|(_, b)| b.insts.len()).sum()
     }
 
+    /// The blocks `head` reaches (edges from them into `head` close a loop).
+    fn reached_from(&self, head: Label) -> Vec<bool> {
+        let mut inside = vec![false; self.blocks.len()];
+        let mut todo = vec![head];
+        while let Some(l) = todo.pop() {
+            if let Some(t) = self.blocks[l.0 as usize].term.as_ref() {
+                for n in t.targets() {
+                    if !std::mem::replace(&mut inside[n.0 as usize], true) {
+                        todo.push(n);
+                    }
+                }
+            }
+        }
+        inside
+    }
+
+    /// Pairs `(a, b)`, `a < b`, of parameters of `head` that every edge into
+    /// `head` from a block `head` reaches (a back edge; there must be one)
+    /// gives the same value: after the first turn they are one value. A
+    /// loop entered where the interpreter's state held a copy (a value
+    /// picked onto a stack) gets two parameters for it, which the entry
+    /// loads apart; knowing them equal behind a guard gives the loop one
+    /// ([`crate::schedule::Compilation::promote_entry`]).
+    pub fn copied_params(&self, head: Label) -> Vec<(usize, usize)> {
+        let Some(hb) = self.blocks.get(head.0 as usize).filter(|b| b.term.is_some()) else { return vec![] };
+        let inside = self.reached_from(head);
+        let mut back: Vec<&[Val]> = vec![];
+        for (_, b) in self.live_blocks().filter(|(l, _)| inside[l.0 as usize]) {
+            match b.term.as_ref() {
+                Some(Terminator::Jump(t, args)) if *t == head => back.push(args),
+                Some(Terminator::Branch { if_true, if_false, .. }) => {
+                    for (t, args) in [if_true, if_false] {
+                        if *t == head {
+                            back.push(args);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let n = hb.params.len();
+        if back.is_empty() || back.iter().any(|args| args.len() != n) {
+            return vec![];
+        }
+        let mut pairs = vec![];
+        for b in 0..n {
+            // Each later parameter pairs with the first one equal to it.
+            if let Some(a) = (0..b).find(|&a| back.iter().all(|args| args[a] == args[b])) {
+                pairs.push((a, b));
+            }
+        }
+        pairs
+    }
+
     /// The parameters of `head` (by position) that are loop invariant and
     /// divide: every edge into `head` from a block `head` reaches (a back
     /// edge; there must be one) passes the parameter's own value back
@@ -447,18 +501,7 @@ impl ResidualFunction {
                 _ => {}
             }
         }
-        // The blocks `head` reaches: edges from them into `head` close a loop.
-        let mut inside = vec![false; self.blocks.len()];
-        let mut todo = vec![head];
-        while let Some(l) = todo.pop() {
-            if let Some(t) = self.blocks[l.0 as usize].term.as_ref() {
-                for n in t.targets() {
-                    if !std::mem::replace(&mut inside[n.0 as usize], true) {
-                        todo.push(n);
-                    }
-                }
-            }
-        }
+        let inside = self.reached_from(head);
         // Which parameter of `head` each value is a copy of, by optimistic
         // copy propagation over block parameters: `Top` (no constraint yet),
         // `Of(k)`, or `Bottom` (anything else).

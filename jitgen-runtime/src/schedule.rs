@@ -101,6 +101,28 @@ pub enum Declined {
     Unsupported(String),
 }
 
+/// What is worth knowing at a compilation's entry about the reds of its
+/// entry state (indices into [`JitState::reds`] of that state, normalized),
+/// found by compiling it generally ([`Compilation::finish_promoting`]) and
+/// used by compiling it again ([`Compilation::promote_entry`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntryFacts {
+    /// Run-time values that the loop closed at the first merge point keeps
+    /// unchanged and divides by (see
+    /// [`ResidualFunction::invariant_divisors`]): made constants.
+    pub divisors: Vec<usize>,
+    /// Pairs of reds that the loop gives the same value on every back edge
+    /// (see [`ResidualFunction::copied_params`]): made one value.
+    pub copies: Vec<(usize, usize)>,
+}
+
+impl EntryFacts {
+    /// Whether there is nothing to promote.
+    pub fn is_empty(&self) -> bool {
+        self.divisors.is_empty() && self.copies.is_empty()
+    }
+}
+
 /// Counts of what one compilation did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompileStats {
@@ -1019,12 +1041,10 @@ impl<F: Frame> Compilation<F> {
         Some(st)
     }
 
-    /// Like [`Compilation::finish`], and also which reds of the state the
-    /// compilation started from (indices into [`JitState::reds`] of that
-    /// state, normalized) are worth promoting at entry: run-time values that
-    /// the loop closed at the first merge point keeps unchanged and divides
-    /// by (see [`ResidualFunction::invariant_divisors`]).
-    pub fn finish_promoting(mut self) -> Result<(ResidualFunction, Vec<usize>), Declined> {
+    /// Like [`Compilation::finish`], and also what is worth knowing at entry
+    /// about the reds of the state the compilation started from (indices
+    /// into [`JitState::reds`] of that state, normalized): see [`EntryFacts`].
+    pub fn finish_promoting(mut self) -> Result<(ResidualFunction, EntryFacts), Declined> {
         // The versions of that merge point: the loop may close on a later,
         // more general one than the entry's (its first turns specialized).
         let heads: Vec<(Label, Vec<usize>)> = match self.entry_key.take().and_then(|k| self.versions.remove(&k)) {
@@ -1046,24 +1066,58 @@ impl<F: Frame> Compilation<F> {
                 unsimplified.invariant_divisors(*label).into_iter().filter_map(|k| vars.get(k).copied())
             })
             .collect();
-        let f = self.finish()?;
         slots.sort_unstable();
         slots.dedup();
-        Ok((f, slots))
+        // Copies only where the loop closes at the entry's own version: a
+        // later version that keeps them one already has one parameter.
+        let mut copies: Vec<(usize, usize)> = match heads.first() {
+            Some((label, vars)) => unsimplified
+                .copied_params(*label)
+                .into_iter()
+                .filter_map(|(a, b)| Some((*vars.get(a)?, *vars.get(b)?)))
+                .collect(),
+            None => vec![],
+        };
+        copies.sort_unstable();
+        let f = self.finish()?;
+        Ok((f, EntryFacts { divisors: slots, copies }))
     }
 
-    /// Entry promotion: guards that the reds at `slots` of the entry state
-    /// `st` hold the values at the same slots of `now` (the reds of the same
-    /// entry built in execute mode from the interpreter's state when the
-    /// compilation started, normalized) and returns the state with them constant;
-    /// where a guard fails, the general state continues, compiled when first
-    /// taken. The slots are those [`Compilation::finish_promoting`] chose
-    /// while compiling the same entry generally.
-    pub fn promote_entry(&mut self, mut st: JitState<F>, slots: &[usize], now: &[RedBox]) -> JitState<F> {
+    /// Entry promotion: guards that the reds at the divisor slots of `facts`
+    /// in the entry state `st` hold the values at the same slots of `now`
+    /// (the reds of the same entry built in execute mode from the
+    /// interpreter's state when the compilation started, normalized), and
+    /// that the pairs of its copies hold one value (where they do in `now`),
+    /// and returns the state with them constant and one; where a guard
+    /// fails, the general state continues, compiled when first taken. The
+    /// facts are those [`Compilation::finish_promoting`] found while
+    /// compiling the same entry generally.
+    pub fn promote_entry(&mut self, mut st: JitState<F>, facts: &EntryFacts, now: &[RedBox]) -> JitState<F> {
         st.forget_fields();
         st.normalize();
         let mut reds = st.reds();
-        for &k in slots {
+        for &(a, b) in &facts.copies {
+            // One value behind a guard that they are equal, if they are now.
+            let (Some(ra @ RedBox::Var { ty, .. }), Some(rb @ RedBox::Var { .. })) =
+                (reds.get(a).copied(), reds.get(b).copied())
+            else {
+                continue;
+            };
+            let (Some(x), Some(y)) = (now.get(a).and_then(|v| v.as_const()), now.get(b).and_then(|v| v.as_const()))
+            else {
+                continue;
+            };
+            if x != y || ra == rb || ra.ty() != rb.ty() {
+                continue;
+            }
+            let general = st.clone();
+            let (va, vb) = (self.b.materialize(&ra), self.b.materialize(&rb));
+            let same = self.b.cmp(crate::ops::CmpOp::Eq, ty, va, vb);
+            self.branch_off(&RedBox::Var { ty: ValTy::Bool, val: same }, true, general);
+            reds[b] = ra;
+            st.set_reds(&reds);
+        }
+        for &k in &facts.divisors {
             let (Some(r @ RedBox::Var { ty, .. }), Some(bits)) =
                 (reds.get(k).copied(), now.get(k).and_then(|v| v.as_const()))
             else {

@@ -488,14 +488,15 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
     mod_sum(&mut c, st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]));
     // Of the loop's reds, `d` (index 3) is kept by the loop and divides;
     // `n` is kept but only compared, `i` and `acc` change.
-    let (_, slots) = c.finish_promoting().expect("within budget");
-    assert_eq!(slots, [3]);
+    let (_, facts) = c.finish_promoting().expect("within budget");
+    assert_eq!(facts.divisors, [3]);
+    assert_eq!(facts.copies, []);
     // Compiled again with d = 7 behind a guard: the other divisors take the
     // general loop (queued here: this compilation cannot defer).
     let mut c: Compilation<Blk> = Compilation::new("modsum", &tys, &[ValTy::I64], Limits::default());
     let [n, d] = c.inputs()[..] else { unreachable!() };
     let now = [RedBox::i64(0), RedBox::i64(0), RedBox::i64(100), RedBox::i64(7)];
-    let first = c.promote_entry(st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]), &slots, &now);
+    let first = c.promote_entry(st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]), &facts, &now);
     assert_eq!(first.top().reds[3], RedBox::i64(7));
     mod_sum(&mut c, first);
     let (f, _) = native::<(i64, i64), i64>(c);
@@ -593,10 +594,65 @@ fn invariant_divisors_are_found_when_the_first_merge_point_only_forwards() {
             (_, None) => c.next_pending(),
         };
     }
-    let (f, slots) = c.finish_promoting().expect("within budget");
+    let (f, facts) = c.finish_promoting().expect("within budget");
     let text = listing(&f);
     assert_eq!(text.matches("jump").count(), 2, "the first merge point's block is jumped over:\n{text}");
-    assert_eq!(slots, [3], "d, last in the entry state");
+    assert_eq!(facts.divisors, [3], "d, last in the entry state");
+}
+
+/// `while i < n { x += i; copy = x; i += 1 } copy`, all red: the loop's
+/// back edge passes one value for `x` and `copy`.
+fn copy_loop(c: &mut Compilation<Blk>, first: JitState<Blk>) {
+    let mut next = Some(first);
+    while let Some(s) = next.take() {
+        let f = s.top().clone();
+        next = match (f.block, c.merge(s, MergeKind::LoopHead)) {
+            (1, Some(s)) => {
+                let [i, x, copy, n] = s.top().reds[..] else { unreachable!() };
+                let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
+                if c.split(&more, || st(2, vec![copy])) {
+                    let x = c.b.red_bin(BinOp::Add, Overflow::Wrap, &x, &i);
+                    let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
+                    Some(st(1, vec![i, x, x, n]))
+                } else {
+                    Some(st(2, vec![copy]))
+                }
+            }
+            (_, Some(s)) => {
+                c.finish_return(&s.top().reds);
+                c.next_pending()
+            }
+            (_, None) => c.next_pending(),
+        };
+    }
+}
+
+#[test]
+fn copies_that_the_loop_keeps_equal_become_one_value_behind_a_guard() {
+    let tys = [ValTy::I64; 4];
+    let mut c: Compilation<Blk> = Compilation::new("copies", &tys, &[ValTy::I64], Limits::default());
+    let first = st(1, c.inputs());
+    copy_loop(&mut c, first);
+    let (_, facts) = c.finish_promoting().expect("within budget");
+    assert_eq!(facts.copies, [(1, 2)], "x and copy");
+    assert_eq!(facts.divisors, []);
+    // Entered where they are equal (as they are now): one loop parameter
+    // for both behind the guard, the general loop beside it.
+    let mut c: Compilation<Blk> = Compilation::new("copies", &tys, &[ValTy::I64], Limits::default());
+    let now = [RedBox::i64(0), RedBox::i64(5), RedBox::i64(5), RedBox::i64(10)];
+    let general = st(1, c.inputs());
+    let first = c.promote_entry(general, &facts, &now);
+    assert_eq!(first.top().reds[1], first.top().reds[2]);
+    copy_loop(&mut c, first);
+    let (f, _) = native::<(i64, i64, i64, i64), i64>(c);
+    let text = f.listing();
+    let loop_params: Vec<usize> =
+        text.lines().filter(|l| l.starts_with('L') && l.contains("i64")).map(|l| l.matches("i64").count()).collect();
+    assert!(loop_params.contains(&3), "a loop head with i, x and n only:\n{text}");
+    let want = |i: i64, x: i64, copy: i64, n: i64| if i < n { x + (i..n).sum::<i64>() } else { copy };
+    for (i, x, copy, n) in [(0, 5, 5, 10), (0, 5, 7, 10), (3, 1, 1, 2), (3, 1, 9, 2), (0, -4, -4, 1000)] {
+        assert_eq!(f.call((i, x, copy, n)).unwrap(), want(i, x, copy, n), "{text}");
+    }
 }
 
 /// The head of `for i in 0..n` carrying `i` and `carried` (i64s), which
