@@ -567,33 +567,25 @@ fn invariant_divisors_are_found_when_the_first_merge_point_only_forwards() {
     // its parameters to the second, and simplification jumps over it.
     let tys = [ValTy::I64; 4];
     let mut c: Compilation<Blk> = Compilation::new("modsum", &tys, &[ValTy::I64], Limits::default());
-    let mut next = Some(st(0, c.inputs()));
-    while let Some(s) = next.take() {
-        let f = s.top().clone();
-        next = match (f.block, c.merge(s, MergeKind::LoopHead)) {
-            (0, Some(s)) => {
-                let [i, acc, n, d] = s.top().reds[..] else { unreachable!() };
-                Some(st(1, vec![d, n, acc, i]))
+    let first = st(0, c.inputs());
+    drive(&mut c, first, |c, s| match s.top().block {
+        0 => {
+            let [i, acc, n, d] = s.top().reds[..] else { unreachable!() };
+            st(1, vec![d, n, acc, i])
+        }
+        _ => {
+            let [d, n, acc, i] = s.top().reds[..] else { unreachable!() };
+            let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
+            if c.split(&more, || st(2, vec![acc])) {
+                let sum = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &i);
+                let acc = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &sum, &d);
+                let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
+                st(0, vec![i, acc, n, d])
+            } else {
+                st(2, vec![acc])
             }
-            (1, Some(s)) => {
-                let [d, n, acc, i] = s.top().reds[..] else { unreachable!() };
-                let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
-                if c.split(&more, || st(2, vec![acc])) {
-                    let sum = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &i);
-                    let acc = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &sum, &d);
-                    let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
-                    Some(st(0, vec![i, acc, n, d]))
-                } else {
-                    Some(st(2, vec![acc]))
-                }
-            }
-            (_, Some(s)) => {
-                c.finish_return(&s.top().reds);
-                c.next_pending()
-            }
-            (_, None) => c.next_pending(),
-        };
-    }
+        }
+    });
     let (f, facts) = c.finish_promoting().expect("within budget");
     let text = listing(&f);
     assert_eq!(text.matches("jump").count(), 2, "the first merge point's block is jumped over:\n{text}");
@@ -603,26 +595,37 @@ fn invariant_divisors_are_found_when_the_first_merge_point_only_forwards() {
 /// `while i < n { x += i; copy = x; i += 1 } copy`, all red: the loop's
 /// back edge passes one value for `x` and `copy`.
 fn copy_loop(c: &mut Compilation<Blk>, first: JitState<Blk>) {
+    drive(c, first, |c, s| {
+        let [i, x, copy, n] = s.top().reds[..] else { unreachable!() };
+        let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
+        if c.split(&more, || st(2, vec![copy])) {
+            let x = c.b.red_bin(BinOp::Add, Overflow::Wrap, &x, &i);
+            let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
+            st(1, vec![i, x, x, n])
+        } else {
+            st(2, vec![copy])
+        }
+    });
+}
+
+/// Drives a hand-written extension whose every block starts at a merge
+/// point (a loop head): block 2 returns its reds; from any other block's
+/// merged state, `turn` emits the block and gives the next state.
+fn drive(
+    c: &mut Compilation<Blk>,
+    first: JitState<Blk>,
+    mut turn: impl FnMut(&mut Compilation<Blk>, JitState<Blk>) -> JitState<Blk>,
+) {
     let mut next = Some(first);
     while let Some(s) = next.take() {
-        let f = s.top().clone();
-        next = match (f.block, c.merge(s, MergeKind::LoopHead)) {
-            (1, Some(s)) => {
-                let [i, x, copy, n] = s.top().reds[..] else { unreachable!() };
-                let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
-                if c.split(&more, || st(2, vec![copy])) {
-                    let x = c.b.red_bin(BinOp::Add, Overflow::Wrap, &x, &i);
-                    let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
-                    Some(st(1, vec![i, x, x, n]))
-                } else {
-                    Some(st(2, vec![copy]))
-                }
-            }
-            (_, Some(s)) => {
+        let block = s.top().block;
+        next = match c.merge(s, MergeKind::LoopHead) {
+            Some(s) if block == 2 => {
                 c.finish_return(&s.top().reds);
                 c.next_pending()
             }
-            (_, None) => c.next_pending(),
+            Some(s) => Some(turn(c, s)),
+            None => c.next_pending(),
         };
     }
 }
