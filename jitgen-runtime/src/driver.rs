@@ -588,12 +588,18 @@ pub fn green_word(greens: &[u64]) -> u64 {
 /// hashing, no counting; see [`skip_after_cold`]), and the visit after them
 /// counts for them ([`PortalCache::visit_weighted`]; [`PortalCache::visit`]
 /// counts each visit as a full period). Code that is not hot yet runs nearly
-/// at the plain interpreter's speed. 62 at the default threshold, at most
-/// 64; thresholds below 32 (tests, small `JITGEN_THRESHOLD`s) count every
-/// visit.
+/// at the plain interpreter's speed. A quarter of the threshold, so that a
+/// key is sampled at least four times before it gets hot: 250 at the
+/// default threshold, at most 256; thresholds below 8 (tests, small
+/// `JITGEN_THRESHOLD`s) count every visit.
+///
+/// A counted visit costs about 30 ns (the key built and hashed, a map
+/// lookup, branches the interpreter loop rarely takes): sampling one visit
+/// in 62, TLC's interpreter loop ran at 1.2x its plain time; one in 250,
+/// at 1.07x (factorial(3e6), a threshold never reached, one pinned core).
 #[inline]
 pub fn sample_period(threshold: u32) -> u32 {
-    (threshold / 16).clamp(1, 64)
+    (threshold / 4).clamp(1, 256)
 }
 
 impl<K: Hash + Eq + Clone> PortalCache<K> {

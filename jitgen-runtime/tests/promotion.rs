@@ -223,11 +223,12 @@ fn a_cold_key_compiles_past_the_threshold() {
 #[test]
 fn a_counted_visit_stands_for_a_sample_period_of_visits() {
     use jitgen_runtime::driver::{sample_period, Hot, PortalCache};
-    // The default threshold samples one visit in 62; small ones count all.
-    assert_eq!(sample_period(1000), 62);
-    assert_eq!((sample_period(0), sample_period(3), sample_period(31)), (1, 1, 1));
-    assert_eq!(sample_period(100_000), 64);
-    for (threshold, counted) in [(1000u32, 16), (100, 16), (3, 3)] {
+    // The default threshold samples one visit in 250; small ones count all.
+    assert_eq!(sample_period(1000), 250);
+    assert_eq!((sample_period(0), sample_period(3), sample_period(7)), (1, 1, 1));
+    assert_eq!(sample_period(100_000), 256);
+    // A key is sampled at least four times before it gets hot.
+    for (threshold, counted) in [(1000u32, 4), (100, 4), (10, 5), (3, 3)] {
         let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
         for i in 0..counted {
             assert!(matches!(cache.visit(&[3], &[], threshold), Hot::Cold), "visit {i} of {threshold}");
@@ -318,9 +319,9 @@ fn a_sampling_portal_still_visits_where_code_starts() {
         s.take_weight();
         s.cold(1000);
     }
-    let skipped = |s: &Sampler, word: u64| (0..100).take_while(|_| s.skip(|| word)).count();
-    assert_eq!(skipped(&s, other), 61, "a full period skipped");
-    assert_eq!(s.take_weight(), 62, "the visit after it stands for the period");
+    let skipped = |s: &Sampler, word: u64| (0..1000).take_while(|_| s.skip(|| word)).count();
+    assert_eq!(skipped(&s, other), 249, "a full period skipped");
+    assert_eq!(s.take_weight(), 250, "the visit after it stands for the period");
     // Code starts at `entry`: a visit there is never skipped, and stands
     // for the visits skipped before it.
     s.add_entry(entry);
@@ -342,9 +343,9 @@ fn cold_visits_skip_nothing_at_first_then_up_to_a_sample_period() {
     use jitgen_runtime::driver::{sample_period, skip_after_cold, COLD_RAMP};
     let skips: Vec<u32> = (0..COLD_RAMP + 10).map(|s| skip_after_cold(s, 1000)).collect();
     assert!(skips[..COLD_RAMP as usize].iter().all(|&s| s == 0), "{skips:?}");
-    assert_eq!(skips[COLD_RAMP as usize..], [1, 2, 4, 8, 16, 32, 61, 61, 61, 61]);
-    assert_eq!(sample_period(1000), 62);
+    assert_eq!(skips[COLD_RAMP as usize..], [1, 2, 4, 8, 16, 32, 64, 128, 249, 249]);
+    assert_eq!(sample_period(1000), 250);
     // Small thresholds never skip.
     assert!((0..100).all(|s| skip_after_cold(s, 3) == 0));
-    assert_eq!(skip_after_cold(u32::MAX, 1000), 61);
+    assert_eq!(skip_after_cold(u32::MAX, 1000), 249);
 }
