@@ -11,7 +11,8 @@
 //! shared/notes/peer-benchmarks.md, whose algorithms, sizes and arithmetic they
 //! follow). Every result is checked. It prints medians with their spread, ns
 //! per inner iteration, and the ratios to `rustc -O` and to the interpreter,
-//! and writes the table to BENCHMARKS.md.
+//! and writes the table to BENCHMARKS.md, with a second one: the JIT's total
+//! time against the interpreter's on small inputs, where compiling may not pay.
 
 #[allow(dead_code)]
 #[path = "../tlc/asm.rs"]
@@ -402,6 +403,8 @@ fn main() {
     for n in &compile_notes {
         println!("{n}");
     }
+    let small = small_inputs();
+    println!("\n{small}");
     if write {
         let machine = machine();
         let mut versions = vec![version("rustc", "-V").unwrap_or_else(|| "rustc ?".into())];
@@ -413,13 +416,59 @@ fn main() {
              ns/iter = median time / inner iterations (f1: REPS x n(n+1)/2; fact, fib: N; accum: N calls). \
              In-process rows (rustc, TLC) time the computation; peer rows time whole processes (start-up included). \
              Interpreters run smaller sizes: compare ns/iter.\n\n{table}\nJIT work per run (compilation included; a process's first compilation also makes the \
-             backend, which the median leaves out):\n\n{}\n",
+             backend, which the median leaves out):\n\n{}\n\n\
+             Small inputs: the JIT's total time against the plain interpreter's, each run in a fresh \
+             thread (empty code caches), median of {SMALL_RUNS} runs; the hot-spot policy decides \
+             whether the loop compiles.\n\n{small}",
             versions.iter().map(|v| format!("- {v}")).collect::<Vec<_>>().join("\n"),
             compile_notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n"),
         );
         std::fs::write(root.join("BENCHMARKS.md"), doc).expect("BENCHMARKS.md is writable");
         eprintln!("wrote BENCHMARKS.md");
     }
+}
+
+/// Runs per size in [`small_inputs`] (they are short: medians of many).
+const SMALL_RUNS: usize = 21;
+
+/// Sizes from tens of microseconds interpreted up past the point where the
+/// loop compiles (under the default hot-spot policy).
+const SMALL_SIZES: &[(&str, &[i64])] = &[
+    ("f1", &[30, 100, 400, 700]),
+    ("factorial", &[1000, 10_000, 100_000, 200_000, 300_000]),
+    ("fibonacci", &[1000, 10_000, 100_000, 200_000, 300_000]),
+    ("accumulator", &[1000, 10_000, 30_000, 80_000]),
+];
+
+/// A table of the JIT's total time against the plain interpreter's on small
+/// inputs, where compiling may not pay (the hot-spot policy at work).
+fn small_inputs() -> String {
+    let mut table = String::from(
+        "| program | input | interpreter µs | JIT µs | JIT / interpreter | compilations per run |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    for &(program, sizes) in SMALL_SIZES {
+        eprintln!("{program}, small inputs...");
+        let a = asm::assemble(programs::source(program).expect("shipped")).expect("assembles");
+        for &n in sizes {
+            let (mut plain, mut jitted) = (vec![], vec![]);
+            let before = jit::stats();
+            for _ in 0..SMALL_RUNS {
+                for (use_jit, times) in [(false, &mut plain), (true, &mut jitted)] {
+                    let a = a.clone();
+                    let (r, t) =
+                        std::thread::spawn(move || timed(|| tlc_run(&a, (n, 1), use_jit))).join().expect("runs");
+                    times.push((r, t));
+                }
+            }
+            let compilations = (jit::stats().compilations - before.compilations) as f64 / SMALL_RUNS as f64;
+            assert!(plain.iter().chain(&jitted).all(|(r, _)| *r == plain[0].0), "{program}({n}): results differ");
+            let med =
+                |v: &[(String, Duration)]| median(&v.iter().map(|(_, t)| *t).collect::<Vec<_>>()).as_secs_f64() * 1e6;
+            let (p, j) = (med(&plain), med(&jitted));
+            table.push_str(&format!("| {program} | {n} | {p:.1} | {j:.1} | {:.2} | {compilations:.2} |\n", j / p));
+        }
+    }
+    table
 }
 
 /// What the machine is: CPU model, cores, kernel, load.
