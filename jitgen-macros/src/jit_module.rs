@@ -658,8 +658,8 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                 let mut __c = __new();
                 let __st = __build(&mut __c);
                 __run(&mut __c, __st);
-                let (__f, __facts) = __c.finish_promoting().map_err(|d| ::std::format!("{d:?}"))?;
-                if let (false, Some(__w)) = (__facts.is_empty(), __words) {
+                let __facts = __c.entry_facts();
+                if let (false, false, Some(__w)) = (__c.is_declined(), __facts.is_empty(), __words) {
                     // Again, with those values constant (and copies one)
                     // behind guards.
                     let __promoted = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {
@@ -680,6 +680,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                         return Ok(__code);
                     }
                 }
+                let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
                 #rt::residual::compile_host(&__f).map_err(|e| e.to_string())
             };
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
@@ -954,7 +955,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                         _ => #sampler.with(|__s| __s.ran()),
                     }
                     // The inputs of residual code (which the compiler may
-                    // also read: see `finish_promoting`).
+                    // also read: see `Compilation::promote_entry`).
                     let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
                     #(#words)*
                     let __code = match __hot {

@@ -488,7 +488,7 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
     mod_sum(&mut c, st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]));
     // Of the loop's reds, `d` (index 3) is kept by the loop and divides;
     // `n` is kept but only compared, `i` and `acc` change.
-    let (_, facts) = c.finish_promoting().expect("within budget");
+    let facts = c.entry_facts();
     assert_eq!(facts.divisors, [3]);
     assert_eq!(facts.copies, []);
     // Compiled again with d = 7 behind a guard: the other divisors take the
@@ -586,7 +586,8 @@ fn invariant_divisors_are_found_when_the_first_merge_point_only_forwards() {
             }
         }
     });
-    let (f, facts) = c.finish_promoting().expect("within budget");
+    let facts = c.entry_facts();
+    let f = c.finish().expect("within budget");
     let text = listing(&f);
     assert_eq!(text.matches("jump").count(), 2, "the first merge point's block is jumped over:\n{text}");
     assert_eq!(facts.divisors, [3], "d, last in the entry state");
@@ -636,7 +637,7 @@ fn copies_that_the_loop_keeps_equal_become_one_value_behind_a_guard() {
     let mut c: Compilation<Blk> = Compilation::new("copies", &tys, &[ValTy::I64], Limits::default());
     let first = st(1, c.inputs());
     copy_loop(&mut c, first);
-    let (_, facts) = c.finish_promoting().expect("within budget");
+    let facts = c.entry_facts();
     assert_eq!(facts.copies, [(1, 2)], "x and copy");
     assert_eq!(facts.divisors, []);
     // Entered where they are equal (as they are now): one loop parameter
