@@ -420,6 +420,56 @@ fn loop_invariant_divisors_are_promoted_at_entry() {
     assert_eq!(after.flexswitch_cases - mid.flexswitch_cases, 1, "{mid:?} {after:?}");
 }
 
+/// A loop entered with ten values on the stack: the deepest two are below
+/// the ones whose variants the portal's key holds, and one is read each turn.
+const DEEP_STACK: &str = "
+    PUSH 1
+    PUSH 2
+    PUSH 3
+    PUSH 4
+    PUSH 5
+    PUSH 6
+    PUSH 7
+    PUSH 8
+    PUSHARG
+    PUSH 0
+loop:
+    PICK 1
+    PUSH 0
+    GT
+    BR_COND body
+    BR end
+body:
+    PICK 8
+    ADD
+    SWAP
+    PUSH 1
+    SUB
+    SWAP
+    BR loop
+end:
+    RETURN
+";
+
+#[test]
+fn the_entry_reads_the_operand_stack_in_place() {
+    let _turn = serial();
+    jit::config().set_threshold(3);
+    // Where the layouts of `Vec` and of the values are known (measured),
+    // compiled code reads the stack it starts from with loads, not a call
+    // per element: one bounds check, then only the words of the variants
+    // the key holds (and the tags of the deeper ones).
+    let a = asm::assemble(DEEP_STACK).expect("assembles");
+    for n in [0, 1, 10, 1000] {
+        assert_eq!(both(&a, n, "deep stack").0, Ok((n * 2).to_string()));
+    }
+    let all = jit::portal_listings().join("\n");
+    let entry = &all[..all.find("\nL").unwrap_or(all.len())];
+    assert!(!entry.contains("vec_get") && entry.contains("load."), "{all}");
+    // One check for the stack, one for the arguments.
+    assert_eq!(entry.matches("bounds_check").count(), 2, "{all}");
+}
+
 /// Objects made inside a loop (the heap's vector of objects grows and
 /// moves) while an older object's attribute is read and written each turn.
 const NEW_IN_LOOP: &str = "

@@ -303,6 +303,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     let ranges: Vec<TokenStream> =
                         variant_ranges(ety, gen.cg.types()).iter().map(|(a, b)| quote!((#a, #b))).collect();
                     let marker = flat_marker(ety);
+                    let et = rust_ty(ety, None);
                     let get = quote!(#rt::heap::flat_vec_get::<#marker>);
                     e.frame_lets.push(quote! {
                         let #fid = {
@@ -311,21 +312,65 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                                 let __ranges: &[(usize, usize)] = &[#(#ranges),*];
                                 let __tys = #tys();
                                 let mut __items = ::std::vec::Vec::new();
+                                // Where the layouts are known, the elements
+                                // are read in place: one bounds check, then
+                                // loads of the words in use (a call per
+                                // element made the entry most of the code
+                                // Cranelift compiled for a TLC loop).
+                                let __in_place = match (
+                                    <#marker as #rt::heap::Flat>::layout(),
+                                    #rt::heap::vec_layout::<#et>(),
+                                ) {
+                                    (Some(__el), Some(__vl)) if #len > 0 && __el.slots.len() + 1 >= #w => {
+                                        let __n = __c.b.red_load(#rt::ops::ValTy::U64, &__p, __vl.1);
+                                        __c.b.red_bounds_check(&#rt::redbox::RedBox::u64(#len as u64 - 1), &__n);
+                                        let __buf = __c.b.red_load(#rt::ops::ValTy::Ptr, &__p, __vl.0);
+                                        Some((__el, __buf))
+                                    }
+                                    _ => None,
+                                };
                                 for __i in 0..#len {
-                                    let __e = __c.b.red_call(#get, "vec_get", &[__p, #rt::redbox::RedBox::u64(__i as u64)], &__tys);
-                                    let mut __e: ::std::vec::Vec<#rt::redbox::RedBox> = __e[..#w].to_vec();
                                     let __depth = #len - 1 - __i;
                                     let __t = if __depth < #top { ((#tags >> (4 * __depth)) & 15) as usize } else { 15 };
-                                    if let Some(&(__a, __b)) = __ranges.get(__t) {
-                                        // The variant is known: its tag is a
-                                        // constant, other variants' slots are 0.
-                                        __e[0] = #rt::redbox::RedBox::constant(__tys[0], __t as u64);
-                                        for __s in 1..#w {
-                                            if __s < __a || __s >= __b {
-                                                __e[__s] = #rt::redbox::RedBox::constant(__tys[__s], 0);
+                                    // The variant, if known: then its tag is a
+                                    // constant, other variants' slots are 0.
+                                    let __known = __ranges.get(__t).copied();
+                                    let __other = |__s: usize| matches!(__known, Some((__a, __b)) if __s < __a || __s >= __b);
+                                    let __e: ::std::vec::Vec<#rt::redbox::RedBox> = match &__in_place {
+                                        Some((__el, __buf)) => {
+                                            let __at = __c.b.red_offset(__buf, __i as u64 * __el.size);
+                                            let mut __e = ::std::vec::Vec::with_capacity(#w);
+                                            __e.push(match __known {
+                                                Some(_) => #rt::redbox::RedBox::constant(__tys[0], __t as u64),
+                                                None => {
+                                                    let __tag = __c.b.red_load(__el.tag.1, &__at, __el.tag.0);
+                                                    __c.b.red_cast(&__tag, __tys[0])
+                                                }
+                                            });
+                                            for __s in 1..#w {
+                                                let (__off, __ty) = __el.slots[__s - 1];
+                                                __e.push(if __other(__s) {
+                                                    #rt::redbox::RedBox::constant(__tys[__s], 0)
+                                                } else {
+                                                    __c.b.red_load(__ty, &__at, __off)
+                                                });
                                             }
+                                            __e
                                         }
-                                    }
+                                        None => {
+                                            let __e = __c.b.red_call(#get, "vec_get", &[__p, #rt::redbox::RedBox::u64(__i as u64)], &__tys);
+                                            let mut __e: ::std::vec::Vec<#rt::redbox::RedBox> = __e[..#w].to_vec();
+                                            if __known.is_some() {
+                                                __e[0] = #rt::redbox::RedBox::constant(__tys[0], __t as u64);
+                                            }
+                                            for __s in 1..#w {
+                                                if __other(__s) {
+                                                    __e[__s] = #rt::redbox::RedBox::constant(__tys[__s], 0);
+                                                }
+                                            }
+                                            __e
+                                        }
+                                    };
                                     __items.extend_from_slice(&__e);
                                 }
                                 #rt::vlist::VList::Virtual(__items)
