@@ -466,8 +466,9 @@ fn the_entry_reads_the_operand_stack_in_place() {
     let all = jit::portal_listings().join("\n");
     let entry = &all[..all.find("\nL").unwrap_or(all.len())];
     assert!(!entry.contains("vec_get") && entry.contains("load."), "{all}");
-    // One check for the stack, one for the arguments.
-    assert_eq!(entry.matches("bounds_check").count(), 2, "{all}");
+    // At most one check per vector (the stack, the arguments; an entry at
+    // the program's start has an empty stack).
+    assert!(entry.matches("bounds_check").count() <= 2, "{all}");
 }
 
 /// Objects made inside a loop (the heap's vector of objects grows and
