@@ -821,10 +821,12 @@ impl<F: Frame> Compilation<F> {
         }
         let reds = st.core_reds();
         let facts = describe_facts(&self.b, &st.known, &reds);
-        if !self.versions.contains_key(&key) {
-            self.versions.insert(key.clone(), vec![]);
+        if self.entry_key.is_none() {
+            self.entry_key = Some(key.clone());
         }
-        let versions = self.versions.get_mut(&key).expect("inserted above");
+        // One lookup: the versions are borrowed until the new one is pushed
+        // (keys are long; hashing and comparing them again showed up).
+        let versions = self.versions.entry(key).or_default();
         // The first version of a merge point is often made on a path that
         // knows fewer fields than later ones (a loop entered in mid-turn, by
         // a flexswitch's case): one more, exact version keeps what they know.
@@ -940,10 +942,7 @@ impl<F: Frame> Compilation<F> {
             f.reds_into(&mut new_reds);
         }
         st.epoch = self.b.calls;
-        if self.entry_key.is_none() {
-            self.entry_key = Some(key.clone());
-        }
-        self.versions.get_mut(&key).expect("entry made above").push(Version { label, shape, facts: fact_descs });
+        versions.push(Version { label, shape, facts: fact_descs });
         st.set_reds(&new_reds);
         Some(st)
     }
