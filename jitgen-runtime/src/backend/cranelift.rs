@@ -654,29 +654,42 @@ impl Tr<'_, '_> {
                 self.b.ins().store(MemFlagsData::trusted(), vw, self.frame, 8 * live.len() as i32);
                 let table = Rc::as_ptr(&self.f.switches[*switch as usize]) as usize as i64;
                 let tbl = self.b.ins().iconst(types::I64, table);
-                // Scan the cases: (value, code) pairs.
-                let scan = self.b.create_block();
-                let body = self.b.create_block();
                 let hit = self.b.create_block();
                 let miss = self.b.create_block();
-                self.b.append_block_param(scan, types::I64);
-                let zero = self.b.ins().iconst(types::I64, 0);
-                self.b.ins().jump(scan, &[BlockArg::Value(zero)]);
-                self.b.switch_to_block(scan);
-                let i = self.b.block_params(scan)[0];
-                let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 0);
-                let done = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
-                self.b.ins().brif(done, miss, &[], body, &[]);
-                self.b.switch_to_block(body);
-                let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 8);
-                let off = self.b.ins().imul_imm_s(i, 16);
-                let e = self.b.ins().iadd(entries, off);
-                let key = self.b.ins().load(types::I64, MemFlagsData::trusted(), e, 0);
-                let code = self.b.ins().load(types::I64, MemFlagsData::trusted(), e, 8);
-                let next = self.b.ins().iadd_imm_s(i, 1);
-                let same = self.b.ins().icmp(IntCC::Equal, key, vw);
                 self.b.append_block_param(hit, types::I64);
-                self.b.ins().brif(same, hit, &[BlockArg::Value(code)], scan, &[BlockArg::Value(next)]);
+                if self.const_of(x).is_some() {
+                    // A constant (the lazily compiled side of a split): only
+                    // this value ever misses, so a table with a case holds
+                    // just its case, first.
+                    let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 0);
+                    let first = self.b.create_block();
+                    self.b.ins().brif(len, first, &[], miss, &[]);
+                    self.b.switch_to_block(first);
+                    let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 8);
+                    let code = self.b.ins().load(types::I64, MemFlagsData::trusted(), entries, 8);
+                    self.b.ins().jump(hit, &[BlockArg::Value(code)]);
+                } else {
+                    // Scan the cases: (value, code) pairs.
+                    let scan = self.b.create_block();
+                    let body = self.b.create_block();
+                    self.b.append_block_param(scan, types::I64);
+                    let zero = self.b.ins().iconst(types::I64, 0);
+                    self.b.ins().jump(scan, &[BlockArg::Value(zero)]);
+                    self.b.switch_to_block(scan);
+                    let i = self.b.block_params(scan)[0];
+                    let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 0);
+                    let done = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+                    self.b.ins().brif(done, miss, &[], body, &[]);
+                    self.b.switch_to_block(body);
+                    let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 8);
+                    let off = self.b.ins().imul_imm_s(i, 16);
+                    let e = self.b.ins().iadd(entries, off);
+                    let key = self.b.ins().load(types::I64, MemFlagsData::trusted(), e, 0);
+                    let code = self.b.ins().load(types::I64, MemFlagsData::trusted(), e, 8);
+                    let next = self.b.ins().iadd_imm_s(i, 1);
+                    let same = self.b.ins().icmp(IntCC::Equal, key, vw);
+                    self.b.ins().brif(same, hit, &[BlockArg::Value(code)], scan, &[BlockArg::Value(next)]);
+                }
                 self.b.switch_to_block(hit);
                 let target = self.b.block_params(hit)[0];
                 let tsig = self.b.import_signature(tail_sig());
