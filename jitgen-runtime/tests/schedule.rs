@@ -334,6 +334,64 @@ fn a_block_that_only_forwards_its_parameters_is_jumped_over() {
 }
 
 #[test]
+fn a_loop_closed_through_a_small_block_gets_a_copy_of_it() {
+    use jitgen_runtime::builder::ResidualBuilder;
+    // sum(n) entered in mid-turn: the rest of a turn (`acc += i`) heads the
+    // loop, and the back edge comes through it: three blocks a turn.
+    let mut b = ResidualBuilder::new("mid-turn", &[ValTy::I64], &[ValTy::I64]);
+    let n = b.inputs()[0];
+    let (rest, rp) = b.new_label(&[ValTy::I64, ValTy::I64]);
+    let (test, tp) = b.new_label(&[ValTy::I64, ValTy::I64]);
+    let (body, _) = b.new_label(&[]);
+    let (done, _) = b.new_label(&[]);
+    let zero = b.konst(ValTy::I64, 0);
+    // (The test has another way in, so it does not merge into `rest`.)
+    let negative = b.cmp(CmpOp::Lt, ValTy::I64, n, zero);
+    b.branch(negative, (test, &[zero, zero]), (rest, &[zero, zero]));
+    b.switch_to(rest);
+    let acc = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, rp[1], rp[0]);
+    b.jump(test, &[rp[0], acc]);
+    b.switch_to(test);
+    let more = b.cmp(CmpOp::Lt, ValTy::I64, tp[0], n);
+    b.branch(more, (body, &[]), (done, &[]));
+    b.switch_to(body);
+    let one = b.konst(ValTy::I64, 1);
+    let i = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, tp[0], one);
+    b.jump(rest, &[i, tp[1]]);
+    b.switch_to(done);
+    b.ret(&[tp[1]]);
+    let f = b.finish();
+    // The back edge's block ends with a copy of `rest` and jumps to the
+    // test: two blocks a turn; `rest` stays for the entry.
+    expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 0
+            v2 = lt.i64 v0, v1
+            branch v2, L2(v1, v1), L1(v1, v1)
+        L1(v3: i64, v4: i64):
+            v5 = add.i64 v4, v3
+            jump L2(v3, v5)
+        L2(v6: i64, v7: i64):
+            v8 = lt.i64 v6, v0
+            branch v8, L3(), L4()
+        L3():
+            v9 = const.i64 1
+            v10 = add.i64 v6, v9
+            v11 = add.i64 v7, v10
+            jump L2(v10, v11)
+        L4():
+            return v7
+    "#]]
+    .assert_eq(&listing(&f));
+    let code = Residual::<(i64,), i64>::new(ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap());
+    let code = code.unwrap();
+    // 0 + 1 + ... + n (just 0 when n <= 0).
+    for n in [-3i64, 0, 1, 2, 5, 100] {
+        assert_eq!(code.call((n,)).unwrap(), (0..=n).sum::<i64>());
+    }
+}
+
+#[test]
 fn compilation_terminates_when_greens_never_repeat() {
     // A merge key that changes every turn (a green counter) never matches:
     // the budget ends the compilation.
