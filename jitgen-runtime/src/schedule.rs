@@ -1045,7 +1045,7 @@ impl<F: Frame> Compilation<F> {
     /// state, normalized): see [`EntryFacts`]. Called once the extension is
     /// done, before [`Compilation::finish`], which the caller skips when it
     /// compiles the entry again with the facts (simplifying a function only
-    /// to drop it took about 3% of compiling a TLC loop).
+    /// to drop it: TLC factorial compiled in 1.84 ms that way, 1.71 without).
     pub fn entry_facts(&mut self) -> EntryFacts {
         // The versions of that merge point: the loop may close on a later,
         // more general one than the entry's (its first turns specialized).

@@ -40,7 +40,14 @@ fn native<A: jitgen_runtime::residual::Args, R: jitgen_runtime::residual::Output
 ) -> (Residual<A, R>, CompileStats) {
     let stats = c.stats();
     let f = c.finish().expect("within budget");
-    (Residual::new(ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap()).unwrap(), stats)
+    (compiled(&f), stats)
+}
+
+/// A residual function through Cranelift, callable with typed arguments.
+fn compiled<A: jitgen_runtime::residual::Args, R: jitgen_runtime::residual::Outputs>(
+    f: &jitgen_runtime::builder::ResidualFunction,
+) -> Residual<A, R> {
+    Residual::new(ResidualFn::compile(f, &mut CraneliftBackend::new().unwrap()).unwrap()).unwrap()
 }
 
 #[test]
@@ -325,8 +332,7 @@ fn a_block_that_only_forwards_its_parameters_is_jumped_over() {
             return v3
     "#]]
     .assert_eq(&listing(&f));
-    let code = Residual::<(i64,), i64>::new(ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap());
-    let code = code.unwrap();
+    let code: Residual<(i64,), i64> = compiled(&f);
     // acc takes the previous i each turn: 0 + 0 + 1 + ... + (n - 1).
     for n in [0i64, 1, 2, 5, 100] {
         assert_eq!(code.call((n,)).unwrap(), (0..n).sum::<i64>());
@@ -383,8 +389,7 @@ fn a_loop_closed_through_a_small_block_gets_a_copy_of_it() {
             return v7
     "#]]
     .assert_eq(&listing(&f));
-    let code = Residual::<(i64,), i64>::new(ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap());
-    let code = code.unwrap();
+    let code: Residual<(i64,), i64> = compiled(&f);
     // 0 + 1 + ... + n (just 0 when n <= 0).
     for n in [-3i64, 0, 1, 2, 5, 100] {
         assert_eq!(code.call((n,)).unwrap(), (0..=n).sum::<i64>());
