@@ -702,27 +702,24 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                 };
                 let mut __c = __new();
                 let __st = __build(&mut __c);
+                let __entry = __words.map(|_| __st.clone());
+                __c.mark_entry();
                 __run(&mut __c, __st);
                 let __facts = __c.entry_facts();
-                if let (false, false, Some(__w)) = (__c.is_declined(), __facts.is_empty(), __words) {
-                    // Again, with those values constant (and copies one)
-                    // behind guards.
-                    let __promoted = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {
+                if let (false, false, Some(__w), Some(__entry)) = (__c.is_declined(), __facts.is_empty(), __words, __entry) {
+                    // The entry in execute mode: the values residual code
+                    // gets now, to make constants (and copies one) behind
+                    // guards at entry in the code just recorded.
+                    let __now = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {
                         let mut __x: #rt::schedule::Compilation<__Frame<'a>> =
                             #rt::schedule::Compilation::executing(#label, &__inputs, __w, &__outputs);
                         let mut __now = __build(&mut __x);
                         __now.forget_fields();
                         __now.normalize();
-                        let mut __c = __new();
-                        let __st = __build(&mut __c);
-                        let __st = __c.promote_entry(__st, &__facts, &__now.reds());
-                        __run(&mut __c, __st);
-                        // Compiled here too: whatever goes wrong with the
-                        // promoted version, the general one is still good.
-                        __c.finish().ok().and_then(|__g| #rt::residual::compile_host(&__g).ok())
+                        __now.reds()
                     }));
-                    if let Ok(Some(__code)) = __promoted {
-                        return Ok(__code);
+                    if let Ok(__now) = __now {
+                        __c.version_entry(__entry, &__facts, &__now);
                     }
                 }
                 let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
@@ -1000,7 +997,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                         _ => #sampler.with(|__s| __s.ran()),
                     }
                     // The inputs of residual code (which the compiler may
-                    // also read: see `Compilation::promote_entry`).
+                    // also read: see `Compilation::version_entry`).
                     let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
                     #(#words)*
                     let __code = match __hot {

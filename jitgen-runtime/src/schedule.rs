@@ -104,7 +104,7 @@ pub enum Declined {
 /// What is worth knowing at a compilation's entry about the reds of its
 /// entry state (indices into [`JitState::reds`] of that state, normalized),
 /// found by compiling it generally ([`Compilation::entry_facts`]) and
-/// used by compiling it again ([`Compilation::promote_entry`]).
+/// used to version that code ([`Compilation::version_entry`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EntryFacts {
     /// Run-time values that the loop closed at the first merge point keeps
@@ -483,6 +483,8 @@ pub struct Compilation<F: Frame> {
     /// The key of the first merge point reached (see
     /// [`Compilation::entry_facts`]).
     entry_key: Option<StateKey<F::Key>>,
+    /// Where the extension started ([`Compilation::mark_entry`]).
+    entry_mark: Option<(Label, usize)>,
 }
 
 impl<F: Frame> Compilation<F> {
@@ -510,6 +512,7 @@ impl<F: Frame> Compilation<F> {
             park_ok: false,
             parked: None,
             entry_key: None,
+            entry_mark: None,
         }
     }
 
@@ -1084,22 +1087,47 @@ impl<F: Frame> Compilation<F> {
         EntryFacts { divisors: slots, copies }
     }
 
-    /// Entry promotion: guards that the reds at the divisor slots of `facts`
-    /// in the entry state `st` hold the values at the same slots of `now`
-    /// (the reds of the same entry built in execute mode from the
-    /// interpreter's state when the compilation started, normalized), and
-    /// that the pairs of its copies hold one value (where they do in `now`),
-    /// and returns the state with them constant and one; where a guard
-    /// fails, the general state continues, compiled when first taken. The
-    /// facts are those [`Compilation::entry_facts`] found while
-    /// compiling the same entry generally.
-    pub fn promote_entry(&mut self, mut st: JitState<F>, facts: &EntryFacts, now: &[RedBox]) -> JitState<F> {
+    /// Marks where the generating extension starts: after the code that
+    /// builds the entry state (loads of the interpreter's state), before the
+    /// first merge point. [`Compilation::version_entry`] puts its guards
+    /// there.
+    pub fn mark_entry(&mut self) {
+        self.entry_mark = self.b.mark();
+    }
+
+    /// Entry promotion, on the residual code already recorded: guards, at
+    /// the mark ([`Compilation::mark_entry`]), that the reds at the divisor
+    /// slots of `facts` in the entry state `entry` hold the values at the
+    /// same slots of `now` (the reds of the same entry built in execute mode
+    /// from the interpreter's state when the compilation started,
+    /// normalized), and that the pairs of its copies hold one value (where
+    /// they do in `now`); behind the guards, the code recorded from `entry`
+    /// uses the constants and one value of each pair, and simplification
+    /// ([`ResidualFunction::propagate`]) carries them into the loop. Where a
+    /// guard fails, the general state continues, compiled when first taken.
+    /// The facts are those [`Compilation::entry_facts`] found in the same
+    /// code. Returns whether a guard was made.
+    ///
+    /// Compiling the entry a second time with the constants made TLC
+    /// factorial's compilation run the generating extension twice (820 steps,
+    /// then 505).
+    pub fn version_entry(&mut self, entry: JitState<F>, facts: &EntryFacts, now: &[RedBox]) -> bool {
+        let Some((at_label, at)) = self.entry_mark.take() else { return false };
+        if self.over_budget() || self.b.is_open() {
+            return false;
+        }
+        let before = self.b.function().blocks.len();
+        let rest = self.b.split_block(at_label, at);
+        let mut st = entry;
         st.forget_fields();
         st.normalize();
         let mut reds = st.reds();
+        // Each use of a value of the first kind becomes one of the second
+        // (the value kept for a pair may then become a constant).
+        let mut subst: Vec<(Val, Val)> = vec![];
         for &(a, b) in &facts.copies {
             // One value behind a guard that they are equal, if they are now.
-            let (Some(ra @ RedBox::Var { ty, .. }), Some(rb @ RedBox::Var { .. })) =
+            let (Some(ra @ RedBox::Var { ty, val: va }), Some(rb @ RedBox::Var { val: vb, .. })) =
                 (reds.get(a).copied(), reds.get(b).copied())
             else {
                 continue;
@@ -1112,26 +1140,32 @@ impl<F: Frame> Compilation<F> {
                 continue;
             }
             let general = st.clone();
-            let (va, vb) = (self.b.materialize(&ra), self.b.materialize(&rb));
             let same = self.b.cmp(crate::ops::CmpOp::Eq, ty, va, vb);
             self.branch_off(&RedBox::Var { ty: ValTy::Bool, val: same }, true, general);
+            subst.push((vb, va));
             reds[b] = ra;
             st.set_reds(&reds);
         }
         for &k in &facts.divisors {
-            let (Some(r @ RedBox::Var { ty, .. }), Some(bits)) =
+            let (Some(RedBox::Var { ty, val }), Some(bits)) =
                 (reds.get(k).copied(), now.get(k).and_then(|v| v.as_const()))
             else {
                 continue;
             };
             let general = st.clone();
-            let (a, c) = (self.b.materialize(&r), self.b.konst(ty, bits));
-            let same = self.b.cmp(crate::ops::CmpOp::Eq, ty, a, c);
+            let c = self.b.konst(ty, bits);
+            let same = self.b.cmp(crate::ops::CmpOp::Eq, ty, val, c);
             self.branch_off(&RedBox::Var { ty: ValTy::Bool, val: same }, true, general);
+            subst.push((val, c));
             reds[k] = RedBox::Const { ty, bits };
             st.set_reds(&reds);
         }
-        st
+        self.b.jump(rest, &[]);
+        // The code recorded from the entry state: the blocks that were there
+        // (but the entry's own start) and the rest of the entry block.
+        let subst: rustc_hash::FxHashMap<Val, Val> = subst.into_iter().collect();
+        self.b.substitute(|l| l == rest || (l.0 as usize) < before && l != at_label, &subst);
+        !subst.is_empty()
     }
 
     /// The residual function, or why the compilation was declined.

@@ -193,17 +193,17 @@ fn red_loop_compiles_to_a_residual_loop() {
         entry(v0: i64):
             v1 = const.i64 0
             v2 = const.i64 0
-            jump L1(v1, v2, v0)
-        L1(v3: i64, v4: i64, v5: i64):
-            v6 = lt.i64 v3, v5
-            branch v6, L2(), L4(v4)
+            jump L1(v1, v2)
+        L1(v3: i64, v4: i64):
+            v5 = lt.i64 v3, v0
+            branch v5, L2(), L4(v4)
         L2():
-            v7 = add.i64 v4, v3
-            v8 = const.i64 1
-            v9 = add.i64 v3, v8
-            jump L1(v9, v7, v5)
-        L4(v10: i64):
-            return v10
+            v6 = add.i64 v4, v3
+            v7 = const.i64 1
+            v8 = add.i64 v3, v7
+            jump L1(v8, v6)
+        L4(v9: i64):
+            return v9
     "#]]
     .assert_eq(f.listing());
     for n in [-3i64, 0, 1, 10, 100_000] {
@@ -225,28 +225,28 @@ fn widening_at_a_merge() {
         entry(v0: i64):
             v1 = const.i64 0
             v2 = lt.i64 v1, v0
-            branch v2, L4(v0), L10()
-        L4(v3: i64):
-            v4 = const.i64 1
-            v5 = lt.i64 v4, v3
-            branch v5, L5(), L10()
+            branch v2, L4(), L10()
+        L4():
+            v3 = const.i64 1
+            v4 = lt.i64 v3, v0
+            branch v4, L5(), L10()
         L5():
-            v6 = const.i64 2
-            v7 = const.i64 1
-            jump L7(v6, v7, v3)
-        L7(v8: i64, v9: i64, v10: i64):
-            v11 = lt.i64 v8, v10
-            branch v11, L8(), L11(v9)
+            v5 = const.i64 2
+            v6 = const.i64 1
+            jump L7(v5, v6)
+        L7(v7: i64, v8: i64):
+            v9 = lt.i64 v7, v0
+            branch v9, L8(), L11(v8)
         L8():
-            v12 = add.i64 v9, v8
-            v13 = const.i64 1
-            v14 = add.i64 v8, v13
-            jump L7(v14, v12, v10)
+            v10 = add.i64 v8, v7
+            v11 = const.i64 1
+            v12 = add.i64 v7, v11
+            jump L7(v12, v10)
         L10():
-            v15 = const.i64 0
-            return v15
-        L11(v16: i64):
-            return v16
+            v13 = const.i64 0
+            return v13
+        L11(v14: i64):
+            return v14
     "#]]
     .assert_eq(f.listing());
     let text = f.listing();
@@ -319,15 +319,15 @@ fn a_block_that_only_forwards_its_parameters_is_jumped_over() {
     expect![[r#"
         entry(v0: i64):
             v1 = const.i64 0
-            jump L1(v1, v1, v1)
-        L1(v2: i64, v3: i64, v4: i64):
-            v5 = lt.i64 v2, v0
-            branch v5, L2(), L3()
+            jump L1(v1, v1)
+        L1(v2: i64, v3: i64):
+            v4 = lt.i64 v2, v0
+            branch v4, L2(), L3()
         L2():
-            v6 = add.i64 v3, v4
-            v7 = const.i64 1
-            v8 = add.i64 v2, v7
-            jump L1(v8, v6, v8)
+            v5 = add.i64 v3, v2
+            v6 = const.i64 1
+            v7 = add.i64 v2, v6
+            jump L1(v7, v5)
         L3():
             return v3
     "#]]
@@ -548,72 +548,93 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
     let tys = [ValTy::I64, ValTy::I64];
     let mut c: Compilation<Blk> = Compilation::new("modsum", &tys, &[ValTy::I64], Limits::default());
     let [n, d] = c.inputs()[..] else { unreachable!() };
-    mod_sum(&mut c, st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]));
+    let entry = st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]);
+    c.mark_entry();
+    mod_sum(&mut c, entry.clone());
     // Of the loop's reds, `d` (index 3) is kept by the loop and divides;
     // `n` is kept but only compared, `i` and `acc` change.
     let facts = c.entry_facts();
     assert_eq!(facts.divisors, [3]);
     assert_eq!(facts.copies, []);
-    // Compiled again with d = 7 behind a guard: the other divisors take the
-    // general loop (queued here: this compilation cannot defer).
-    let mut c: Compilation<Blk> = Compilation::new("modsum", &tys, &[ValTy::I64], Limits::default());
-    let [n, d] = c.inputs()[..] else { unreachable!() };
+    // The same code with d = 7 behind a guard: the other divisors take the
+    // general loop (queued here, and compiled next: this compilation cannot
+    // defer).
     let now = [RedBox::i64(0), RedBox::i64(0), RedBox::i64(100), RedBox::i64(7)];
-    let first = c.promote_entry(st(1, vec![RedBox::i64(0), RedBox::i64(0), n, d]), &facts, &now);
-    assert_eq!(first.top().reds[3], RedBox::i64(7));
-    mod_sum(&mut c, first);
+    assert!(c.version_entry(entry, &facts, &now));
+    let general = c.next_pending().expect("the general state, queued");
+    assert_eq!(general.top().reds[3], d);
+    mod_sum(&mut c, general);
     let (f, _) = native::<(i64, i64), i64>(c);
     // The promoted loop divides by the constant; the general one by `d`.
     expect![[r#"
         entry(v0: i64, v1: i64):
             v2 = const.i64 7
             v3 = eq.i64 v1, v2
-            branch v3, L3(v0), L2()
-        L2():
+            branch v3, L1(), L13()
+        L1():
             v4 = const.i64 0
-            v5 = const.i64 0
-            jump L12(v4, v5, v0, v1)
-        L3(v6: i64):
+            v5 = lt.i64 v4, v0
+            branch v5, L2(), L3()
+        L2():
+            v6 = const.i64 0
             v7 = const.i64 0
-            v8 = lt.i64 v7, v6
-            branch v8, L6(v6), L5()
+            v8 = const.i64 1
+            v9 = lt.i64 v8, v0
+            branch v9, L5(), L6()
+        L3():
+            v10 = const.i64 0
+            return v10
         L5():
-            v9 = const.i64 0
-            return v9
-        L6(v10: i64):
             v11 = const.i64 1
-            v12 = lt.i64 v11, v10
-            branch v12, L7(), L8()
-        L7():
-            v13 = const.i64 2
-            v14 = const.i64 1
-            jump L9(v13, v14, v10)
+            v12 = const.i64 1
+            v13 = const.i64 1
+            v14 = const.i64 2
+            jump L7(v14, v13)
+        L6():
+            return v7
+        L7(v15: i64, v16: i64):
+            v17 = lt.i64 v15, v0
+            branch v17, L8(), L9()
         L8():
-            v15 = const.i64 0
-            return v15
-        L9(v16: i64, v17: i64, v18: i64):
-            v19 = lt.i64 v16, v18
-            branch v19, L10(), L11()
-        L10():
-            v20 = add.i64 v17, v16
-            v21 = const.i64 7
-            v22 = rem.i64 v20, v21
-            v23 = const.i64 1
-            v24 = add.i64 v16, v23
-            jump L9(v24, v22, v18)
-        L11():
-            return v17
-        L12(v25: i64, v26: i64, v27: i64, v28: i64):
-            v29 = lt.i64 v25, v27
-            branch v29, L13(), L14()
+            v18 = add.i64 v16, v15
+            v19 = rem.i64 v18, v2
+            v20 = const.i64 1
+            v21 = add.i64 v15, v20
+            jump L7(v21, v19)
+        L9():
+            return v16
         L13():
-            v30 = add.i64 v26, v25
-            v31 = rem.i64 v30, v28
-            v32 = const.i64 1
-            v33 = add.i64 v25, v32
-            jump L12(v33, v31, v27, v28)
+            v22 = const.i64 0
+            v23 = lt.i64 v22, v0
+            branch v23, L14(), L15()
         L14():
-            return v26
+            v24 = const.i64 0
+            v25 = rem.i64 v24, v1
+            v26 = const.i64 1
+            v27 = lt.i64 v26, v0
+            branch v27, L17(), L18()
+        L15():
+            v28 = const.i64 0
+            return v28
+        L17():
+            v29 = const.i64 1
+            v30 = add.i64 v25, v29
+            v31 = rem.i64 v30, v1
+            v32 = const.i64 2
+            jump L19(v32, v31)
+        L18():
+            return v25
+        L19(v33: i64, v34: i64):
+            v35 = lt.i64 v33, v0
+            branch v35, L20(), L21()
+        L20():
+            v36 = add.i64 v34, v33
+            v37 = rem.i64 v36, v1
+            v38 = const.i64 1
+            v39 = add.i64 v33, v38
+            jump L19(v39, v37)
+        L21():
+            return v34
     "#]]
     .assert_eq(f.listing());
     let want = |n: i64, d: i64| (0..n).fold(0i64, |acc, i| (acc + i) % d);
@@ -698,24 +719,26 @@ fn drive(
 fn copies_that_the_loop_keeps_equal_become_one_value_behind_a_guard() {
     let tys = [ValTy::I64; 4];
     let mut c: Compilation<Blk> = Compilation::new("copies", &tys, &[ValTy::I64], Limits::default());
-    let first = st(1, c.inputs());
-    copy_loop(&mut c, first);
+    let entry = st(1, c.inputs());
+    c.mark_entry();
+    copy_loop(&mut c, entry.clone());
     let facts = c.entry_facts();
     assert_eq!(facts.copies, [(1, 2)], "x and copy");
     assert_eq!(facts.divisors, []);
     // Entered where they are equal (as they are now): one loop parameter
     // for both behind the guard, the general loop beside it.
-    let mut c: Compilation<Blk> = Compilation::new("copies", &tys, &[ValTy::I64], Limits::default());
     let now = [RedBox::i64(0), RedBox::i64(5), RedBox::i64(5), RedBox::i64(10)];
-    let general = st(1, c.inputs());
-    let first = c.promote_entry(general, &facts, &now);
-    assert_eq!(first.top().reds[1], first.top().reds[2]);
-    copy_loop(&mut c, first);
+    assert!(c.version_entry(entry, &facts, &now));
+    let general = c.next_pending().expect("the general state, queued");
+    assert_ne!(general.top().reds[1], general.top().reds[2]);
+    copy_loop(&mut c, general);
     let (f, _) = native::<(i64, i64, i64, i64), i64>(c);
     let text = f.listing();
     let loop_params: Vec<usize> =
         text.lines().filter(|l| l.starts_with('L') && l.contains("i64")).map(|l| l.matches("i64").count()).collect();
-    assert!(loop_params.contains(&3), "a loop head with i, x and n only:\n{text}");
+    // (`n`, the same every turn, is no parameter: simplification passes it
+    // through.)
+    assert!(loop_params.contains(&2), "a loop head with i and x only:\n{text}");
     let want = |i: i64, x: i64, copy: i64, n: i64| if i < n { x + (i..n).sum::<i64>() } else { copy };
     for (i, x, copy, n) in [(0, 5, 5, 10), (0, 5, 7, 10), (3, 1, 1, 2), (3, 1, 9, 2), (0, -4, -4, 1000)] {
         assert_eq!(f.call((i, x, copy, n)).unwrap(), want(i, x, copy, n), "{text}");
@@ -771,7 +794,7 @@ fn invariant_divisors_through_an_inner_loop() {
     let one = b.konst(i64t, 1);
     let i = b.bin(BinOp::Add, i64t, Overflow::Wrap, hp[0], one);
     b.jump(head, &[i, ip[1]]);
-    let f = b.finish();
+    let f = b.function().clone();
     assert_eq!(f.invariant_divisors(head), [1], "{}", listing(&f));
     // Not when the outer loop changes it.
     let mut g = f.clone();
@@ -796,7 +819,7 @@ fn invariant_divisors_through_a_copy_of_an_invariant_slot() {
         let one = b.konst(i64t, 1);
         let i = b.bin(BinOp::Add, i64t, Overflow::Wrap, hp[0], one);
         b.jump(head, &[i, hp[1], hp[back_t]]);
-        (b.finish(), head)
+        (b.function().clone(), head)
     };
     // Given `d` back: both the copy and the slot it copies are promoted.
     let (f, head) = build(1);
@@ -804,4 +827,69 @@ fn invariant_divisors_through_a_copy_of_an_invariant_slot() {
     // Given `i` back: the divisor changes every turn.
     let (g, head) = build(0);
     assert_eq!(g.invariant_divisors(head), Vec::<usize>::new(), "{}", listing(&g));
+}
+
+#[test]
+fn simplification_propagates_invariant_and_equal_parameters_and_folds_constants() {
+    use jitgen_runtime::builder::ResidualBuilder;
+    // What versioning at entry leaves: a loop whose divisor `d` arrives as
+    // a constant and comes back unchanged, with `i` passed twice, and a
+    // check on the divisor that is a comparison of constants.
+    // `acc = (acc + i) % d` for i in 0..n.
+    let i64t = ValTy::I64;
+    let mut b = ResidualBuilder::new("propagate", &[i64t], &[i64t]);
+    let n = b.inputs()[0];
+    let (head, hp) = b.new_label(&[i64t, i64t, i64t, i64t]);
+    let (body, _) = b.new_label(&[]);
+    let (divide, _) = b.new_label(&[]);
+    let (by_zero, _) = b.new_label(&[]);
+    let (done, _) = b.new_label(&[]);
+    let zero = b.konst(i64t, 0);
+    let seven = b.konst(i64t, 7);
+    b.jump(head, &[zero, zero, seven, zero]);
+    b.switch_to(head);
+    let [i, acc, d, i_again] = hp[..] else { unreachable!() };
+    let more = b.cmp(CmpOp::Lt, i64t, i, n);
+    b.branch(more, (body, &[]), (done, &[]));
+    b.switch_to(body);
+    let zero = b.konst(i64t, 0);
+    let is_zero = b.cmp(CmpOp::Eq, i64t, d, zero);
+    b.branch(is_zero, (by_zero, &[]), (divide, &[]));
+    b.switch_to(by_zero);
+    b.error_exit(jitgen_runtime::ops::ErrorKind::RemainderByZero);
+    b.switch_to(divide);
+    let sum = b.bin(BinOp::Add, i64t, Overflow::Wrap, acc, i_again);
+    let acc = b.bin(BinOp::Rem, i64t, Overflow::Wrap, sum, d);
+    let one = b.konst(i64t, 1);
+    let next = b.bin(BinOp::Add, i64t, Overflow::Wrap, i, one);
+    b.jump(head, &[next, acc, d, next]);
+    b.switch_to(done);
+    b.ret(&[hp[1]]);
+    let f = b.finish();
+    // One parameter each for `i` and `acc`; the remainder by the constant;
+    // the check gone.
+    expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 0
+            v2 = const.i64 7
+            jump L1(v1, v1)
+        L1(v3: i64, v4: i64):
+            v5 = lt.i64 v3, v0
+            branch v5, L2(), L5()
+        L2():
+            v6 = const.i64 0
+            v7 = const.bool false
+            v8 = add.i64 v4, v3
+            v9 = rem.i64 v8, v2
+            v10 = const.i64 1
+            v11 = add.i64 v3, v10
+            jump L1(v11, v9)
+        L5():
+            return v4
+    "#]]
+    .assert_eq(&listing(&f));
+    let code: Residual<(i64,), i64> = compiled(&f);
+    for n in [0i64, 1, 5, 1000] {
+        assert_eq!(code.call((n,)).unwrap(), (0..n).fold(0, |acc, i| (acc + i) % 7), "n {n}");
+    }
 }
