@@ -27,7 +27,7 @@ fn square_specializes_to_a_loop_without_dispatch() {
     let labels: Vec<&str> =
         listing.lines().filter(|l| l.starts_with('L')).map(|l| l.split('(').next().unwrap()).collect();
     let back_jump = listing.lines().enumerate().any(|(i, l)| {
-        l.trim_start().starts_with("jump ")
+        (l.trim_start().starts_with("jump ") || l.trim_start().starts_with("branch "))
             && labels.iter().any(|lab| {
                 l.contains(&format!("{lab}("))
                     && listing.lines().position(|x| x.starts_with(&format!("{lab}("))).is_some_and(|p| p < i)

@@ -204,6 +204,21 @@ impl Terminator {
         }
     }
 
+    /// Appends `v` to the arguments of each edge to `to`.
+    fn push_arg_to(&mut self, to: Label, v: Val) {
+        match self {
+            Terminator::Jump(l, args) if *l == to => args.push(v),
+            Terminator::Branch { if_true, if_false, .. } => {
+                for (l, args) in [if_true, if_false] {
+                    if *l == to {
+                        args.push(v);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// The labels this terminator may continue at.
     pub fn targets(&self) -> Vec<Label> {
         match self {
@@ -901,7 +916,9 @@ impl ResidualFunction {
         if self.propagate() {
             self.merge_blocks();
         }
-        self.close_loops_through_small_blocks();
+        if self.close_loops_through_small_blocks() && self.propagate() {
+            self.merge_blocks();
+        }
     }
 
     /// Jumps over forwarding blocks, threads jumps that pass a constant to
@@ -1120,80 +1137,233 @@ impl ResidualFunction {
         }
     }
 
-    /// A loop whose back edge jumps into a small block that only jumps on
-    /// (a loop entered in mid-turn: the rest of the turn heads the loop)
-    /// gets a copy of that block at the end of the back edge's block, so
-    /// that each turn runs two blocks, not three. Only blocks of at most
-    /// [`MAX_COPIED_OPS`] operations whose values are used in them alone.
-    /// TLC f1 compiled at such an entry (the loop head `x += i & j`, the
-    /// back edge through it) took 3.6-4.4 ms per call of f1(2117); with the
-    /// copy, 0.8-1.24 ms (one pinned core, 30 calls in a thread, 2026-11-22).
-    fn close_loops_through_small_blocks(&mut self) {
+    /// A loop whose back edge jumps into a small block that jumps or
+    /// branches on (a loop entered in mid-turn: the rest of the turn heads
+    /// the loop; or a `while` loop, whose head tests) gets a copy of that
+    /// block for the back edge alone, which then joins the back edge's
+    /// block: each turn runs one block fewer, and a `while`
+    /// loop tests at its bottom (loop rotation). Only blocks of at most
+    /// [`MAX_COPIED_OPS`] operations. Code elsewhere that used the copied
+    /// block's values gets the original's or the copy's through new
+    /// parameters ([`ResidualFunction::repair_after_copy`]). TLC f1
+    /// compiled at such an entry (the loop head `x += i & j`, the back edge
+    /// through it) took 3.6-4.4 ms per call of f1(2117); with the copy,
+    /// 0.8-1.24 ms (one pinned core, 30 calls in a thread, 2026-11-22).
+    /// Returns whether it added parameters (some may have one value: see
+    /// [`ResidualFunction::propagate`]).
+    fn close_loops_through_small_blocks(&mut self) -> bool {
         let n = self.blocks.len();
         let mut preds = vec![0usize; n];
-        let mut def_block = vec![usize::MAX; self.vals.len()];
-        for (l, b) in self.live_blocks() {
+        for (_, b) in self.live_blocks() {
             for t in b.term.iter().flat_map(|t| t.targets()) {
                 preds[t.0 as usize] += 1;
             }
-            for q in b.params.iter().copied().chain(b.insts.iter().flat_map(|i| i.defs())) {
-                def_block[q.0 as usize] = l.0 as usize;
-            }
         }
-        // Values used outside the block that defines them.
-        let mut escaping = vec![false; self.vals.len()];
-        for (l, b) in self.live_blocks() {
-            let mut note = |v: Val| {
-                if def_block[v.0 as usize] != l.0 as usize {
-                    escaping[v.0 as usize] = true;
-                }
-            };
-            for i in &b.insts {
-                i.for_each_use(&mut note);
-            }
-            if let Some(t) = &b.term {
-                t.for_each_use(&mut note);
-            }
-        }
-        for p in 0..n {
-            let Some(Terminator::Jump(t, args)) = &self.blocks[p].term else { continue };
+        // Copies end the way their originals do, so a copy may be a back
+        // edge's block in turn: each is visited too, up to one copy per
+        // original block.
+        // (copy, the block that jumps to it)
+        let mut copies: Vec<(usize, usize)> = Vec::new();
+        let mut repaired = false;
+        let mut p = 0;
+        while p < self.blocks.len() && copies.len() < n {
+            p += 1;
+            let p = p - 1;
+            let Some(Terminator::Jump(t, _)) = &self.blocks[p].term else { continue };
+            let t = *t;
             let tb = t.0 as usize;
             let target = &self.blocks[tb];
-            let Some(Terminator::Jump(u, targs)) = &target.term else { continue };
-            if tb == p
+            let Some(term) = &target.term else { continue };
+            let onward = term.targets();
+            if onward.is_empty()
+                || onward.contains(&t)
+                || tb == p
                 || tb == 0
-                || *u == *t
                 || preds[tb] < 2
                 || target.insts.len() > MAX_COPIED_OPS
-                || target
-                    .params
-                    .iter()
-                    .chain(target.insts.iter().flat_map(|i| i.defs()).collect::<Vec<_>>().iter())
-                    .any(|q| escaping[q.0 as usize])
-                || !self.reached_from(*t)[p]
+                || !self.reached_from(t)[p]
             {
                 continue;
             }
-            let mut map: rustc_hash::FxHashMap<Val, Val> =
-                target.params.iter().copied().zip(args.iter().copied()).collect();
-            let mut copies = target.insts.clone();
-            let (u, targs) = (*u, targs.clone());
-            for i in &mut copies {
+            let defs: Vec<Val> =
+                target.params.iter().copied().chain(target.insts.iter().flat_map(|i| i.defs())).collect();
+            let escaping = self.used_outside(tb, &defs);
+            let (params, mut insts, mut term) = (target.params.clone(), target.insts.clone(), term.clone());
+            let mut map: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
+            let vals = &mut self.vals;
+            let mut fresh = |d: Val, map: &mut rustc_hash::FxHashMap<Val, Val>| {
+                let f = Val(vals.len() as u32);
+                vals.push(vals[d.0 as usize]);
+                map.insert(d, f);
+                f
+            };
+            let params: Vec<Val> = params.into_iter().map(|q| fresh(q, &mut map)).collect();
+            for i in &mut insts {
                 i.map_uses(&|v| map.get(&v).copied().unwrap_or(v));
-                let vals = &mut self.vals;
-                i.map_defs(&mut |d| {
-                    let fresh = Val(vals.len() as u32);
-                    vals.push(vals[d.0 as usize]);
-                    map.insert(d, fresh);
-                    fresh
-                });
+                i.map_defs(&mut |d| fresh(d, &mut map));
             }
-            let targs = targs.iter().map(|v| map.get(v).copied().unwrap_or(*v)).collect();
+            term.map_uses(&|v| map.get(&v).copied().unwrap_or(v));
+            let copy = self.blocks.len();
+            self.blocks.push(RBlock { params, insts, term: Some(term) });
+            if let Some(Terminator::Jump(to, _)) = &mut self.blocks[p].term {
+                *to = Label(copy as u32);
+            }
             preds[tb] -= 1;
-            self.blocks[p].insts.extend(copies);
-            self.blocks[p].term = Some(Terminator::Jump(u, targs));
+            preds.push(1);
+            for u in onward {
+                preds[u.0 as usize] += 1;
+            }
+            for e in &escaping {
+                self.repair_after_copy(*e, tb, copy, map[e]);
+            }
+            repaired |= !escaping.is_empty();
+            copies.push((copy, p));
+        }
+        // Each copy has one way in, a jump from the block it was made for:
+        // it joins that block (or the block that one joined).
+        // Its parameters become the jump's arguments everywhere (SSA repair
+        // may have passed them on).
+        let mut joined: rustc_hash::FxHashMap<usize, usize> = rustc_hash::FxHashMap::default();
+        let mut subst: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
+        for &(copy, p) in &copies {
+            let into = joined.get(&p).copied().unwrap_or(p);
+            let Some(Terminator::Jump(to, args)) = self.blocks[into].term.take() else { unreachable!() };
+            debug_assert_eq!(to.0 as usize, copy);
+            let RBlock { params, insts, term } = std::mem::take(&mut self.blocks[copy]);
+            subst.extend(params.into_iter().zip(args));
+            let blk = &mut self.blocks[into];
+            blk.insts.extend(insts);
+            blk.term = term;
+            joined.insert(copy, into);
+        }
+        if !subst.is_empty() {
+            let resolve = |mut v: Val| {
+                while let Some(n) = subst.get(&v) {
+                    v = *n;
+                }
+                v
+            };
+            for b in &mut self.blocks {
+                b.insts.iter_mut().for_each(|i| i.map_uses(&resolve));
+                b.term.iter_mut().for_each(|t| t.map_uses(&resolve));
+            }
+        }
+        repaired
+    }
+
+    /// Of `defs` (values of block `b`), those that code in other live
+    /// blocks uses.
+    fn used_outside(&self, b: usize, defs: &[Val]) -> Vec<Val> {
+        let mut used = vec![false; defs.len()];
+        for (l, blk) in self.live_blocks() {
+            if l.0 as usize == b {
+                continue;
+            }
+            let mut note = |v: Val| {
+                if let Some(k) = defs.iter().position(|d| *d == v) {
+                    used[k] = true;
+                }
+            };
+            blk.insts.iter().for_each(|i| i.for_each_use(&mut note));
+            blk.term.iter().for_each(|t| t.for_each_use(&mut note));
+        }
+        defs.iter().zip(used).filter(|(_, u)| *u).map(|(d, _)| *d).collect()
+    }
+
+    /// SSA repair after block `t` was copied as block `copy`: `e`, defined
+    /// in `t`, now has a second definition, `e_copy` in the copy. Each use
+    /// of `e` outside the two becomes the value that reaches it: a block
+    /// with several predecessors gets a parameter where they may bring
+    /// different ones. Since `t` dominated every use, every path to one now
+    /// passes `t` or the copy.
+    fn repair_after_copy(&mut self, e: Val, t: usize, copy: usize, e_copy: Val) {
+        let n = self.blocks.len();
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut users = Vec::new();
+        for (l, blk) in self.live_blocks() {
+            let b = l.0 as usize;
+            for s in blk.term.iter().flat_map(|t| t.targets()) {
+                if !preds[s.0 as usize].contains(&b) {
+                    preds[s.0 as usize].push(b);
+                }
+            }
+            let mut uses = false;
+            let mut note = |v: Val| uses |= v == e;
+            blk.insts.iter().for_each(|i| i.for_each_use(&mut note));
+            blk.term.iter().for_each(|t| t.for_each_use(&mut note));
+            if uses && b != t && b != copy {
+                users.push(b);
+            }
+        }
+        let defs = Defs { e, t, copy, e_copy };
+        let mut at_start = rustc_hash::FxHashMap::default();
+        for b in users {
+            let r = self.value_at_start(b, &defs, &preds, &mut at_start);
+            let swap = |v: Val| if v == e { r } else { v };
+            let blk = &mut self.blocks[b];
+            blk.insts.iter_mut().for_each(|i| i.map_uses(&swap));
+            blk.term.iter_mut().for_each(|t| t.map_uses(&swap));
         }
     }
+
+    /// The value of a copied block's value (see
+    /// [`ResidualFunction::repair_after_copy`]) on entry to block `b`;
+    /// adds the parameters it needs.
+    fn value_at_start(
+        &mut self,
+        b: usize,
+        d: &Defs,
+        preds: &[Vec<usize>],
+        at_start: &mut rustc_hash::FxHashMap<usize, Val>,
+    ) -> Val {
+        if let Some(v) = at_start.get(&b) {
+            return *v;
+        }
+        let at_end = |s: &mut Self, q: usize, at_start: &mut rustc_hash::FxHashMap<usize, Val>| {
+            if q == d.t {
+                d.e
+            } else if q == d.copy {
+                d.e_copy
+            } else {
+                s.value_at_start(q, d, preds, at_start)
+            }
+        };
+        match preds[b].as_slice() {
+            _ if b == 0 => {
+                // Reached without passing either definition.
+                debug_assert!(false, "v{} used where its block {} does not dominate", d.e.0, d.t);
+                d.e
+            }
+            [] => d.e,
+            [q] => {
+                let v = at_end(self, *q, at_start);
+                at_start.insert(b, v);
+                v
+            }
+            _ => {
+                let phi = Val(self.vals.len() as u32);
+                self.vals.push(self.vals[d.e.0 as usize]);
+                self.blocks[b].params.push(phi);
+                at_start.insert(b, phi);
+                for &q in &preds[b] {
+                    let v = at_end(self, q, at_start);
+                    if let Some(term) = &mut self.blocks[q].term {
+                        term.push_arg_to(Label(b as u32), v);
+                    }
+                }
+                phi
+            }
+        }
+    }
+}
+
+/// A value with two definitions after a block was copied: `e` in block
+/// `t`, `e_copy` in block `copy`.
+struct Defs {
+    e: Val,
+    t: usize,
+    copy: usize,
+    e_copy: Val,
 }
 
 /// Records a residual function. Values and labels are numbered in creation order.

@@ -473,10 +473,14 @@ fn a_branch_whose_true_side_continues_the_innermost_loop_is_found() {
     b.switch_to(latch);
     let i1 = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, i, one);
     b.jump(outer, &[x2, i1]);
+    let recorded = b.function().clone();
     let f = b.finish();
-    let loops = f.true_side_loops();
+    let loops = recorded.true_side_loops();
     assert!(loops[inner.0 as usize], "the inner test's true side is the inner body");
     assert!(!loops[outer.0 as usize], "the outer test's true side leaves");
+    // Simplified, the body ends with a copy of the inner test (loop
+    // rotation), whose true side is the body itself.
+    assert!(f.true_side_loops()[body.0 as usize], "the rotated test's true side is the body");
     // Compiled with the inner body as the fall-through, it computes f1.
     let code = compile(&f);
     let f1 = |n: i64| {

@@ -193,17 +193,16 @@ fn red_loop_compiles_to_a_residual_loop() {
         entry(v0: i64):
             v1 = const.i64 0
             v2 = const.i64 0
-            jump L1(v1, v2)
-        L1(v3: i64, v4: i64):
-            v5 = lt.i64 v3, v0
-            branch v5, L2(), L4(v4)
-        L2():
-            v6 = add.i64 v4, v3
+            v3 = lt.i64 v1, v0
+            branch v3, L2(v1, v2), L4(v2)
+        L2(v4: i64, v5: i64):
+            v6 = add.i64 v5, v4
             v7 = const.i64 1
-            v8 = add.i64 v3, v7
-            jump L1(v8, v6)
-        L4(v9: i64):
-            return v9
+            v8 = add.i64 v4, v7
+            v9 = lt.i64 v8, v0
+            branch v9, L2(v8, v6), L4(v6)
+        L4(v10: i64):
+            return v10
     "#]]
     .assert_eq(f.listing());
     for n in [-3i64, 0, 1, 10, 100_000] {
@@ -233,20 +232,19 @@ fn widening_at_a_merge() {
         L5():
             v5 = const.i64 2
             v6 = const.i64 1
-            jump L7(v5, v6)
-        L7(v7: i64, v8: i64):
-            v9 = lt.i64 v7, v0
-            branch v9, L8(), L11(v8)
-        L8():
-            v10 = add.i64 v8, v7
+            v7 = lt.i64 v5, v0
+            branch v7, L8(v5, v6), L11(v6)
+        L8(v8: i64, v9: i64):
+            v10 = add.i64 v9, v8
             v11 = const.i64 1
-            v12 = add.i64 v7, v11
-            jump L7(v12, v10)
+            v12 = add.i64 v8, v11
+            v13 = lt.i64 v12, v0
+            branch v13, L8(v12, v10), L11(v10)
         L10():
-            v13 = const.i64 0
-            return v13
-        L11(v14: i64):
+            v14 = const.i64 0
             return v14
+        L11(v15: i64):
+            return v15
     "#]]
     .assert_eq(f.listing());
     let text = f.listing();
@@ -319,17 +317,16 @@ fn a_block_that_only_forwards_its_parameters_is_jumped_over() {
     expect![[r#"
         entry(v0: i64):
             v1 = const.i64 0
-            jump L1(v1, v1)
-        L1(v2: i64, v3: i64):
-            v4 = lt.i64 v2, v0
-            branch v4, L2(), L3()
-        L2():
-            v5 = add.i64 v3, v2
+            v2 = lt.i64 v1, v0
+            branch v2, L2(v1, v1), L3(v1)
+        L2(v3: i64, v4: i64):
+            v5 = add.i64 v4, v3
             v6 = const.i64 1
-            v7 = add.i64 v2, v6
-            jump L1(v7, v5)
-        L3():
-            return v3
+            v7 = add.i64 v3, v6
+            v8 = lt.i64 v7, v0
+            branch v8, L2(v7, v5), L3(v5)
+        L3(v9: i64):
+            return v9
     "#]]
     .assert_eq(&listing(&f));
     let code: Residual<(i64,), i64> = compiled(&f);
@@ -367,26 +364,79 @@ fn a_loop_closed_through_a_small_block_gets_a_copy_of_it() {
     b.switch_to(done);
     b.ret(&[tp[1]]);
     let f = b.finish();
-    // The back edge's block ends with a copy of `rest` and jumps to the
-    // test: two blocks a turn; `rest` stays for the entry.
+    // The back edge's block ends with a copy of `rest` and of the test
+    // (copies of a copy): one block a turn; the entry's ways in keep
+    // theirs.
     expect![[r#"
         entry(v0: i64):
             v1 = const.i64 0
             v2 = lt.i64 v0, v1
-            branch v2, L2(v1, v1), L1(v1, v1)
-        L1(v3: i64, v4: i64):
-            v5 = add.i64 v4, v3
-            jump L2(v3, v5)
-        L2(v6: i64, v7: i64):
-            v8 = lt.i64 v6, v0
-            branch v8, L3(), L4()
-        L3():
-            v9 = const.i64 1
-            v10 = add.i64 v6, v9
-            v11 = add.i64 v7, v10
-            jump L2(v10, v11)
-        L4():
-            return v7
+            branch v2, L2(), L1()
+        L1():
+            v3 = const.i64 0
+            v4 = lt.i64 v1, v0
+            branch v4, L3(v1, v3), L4(v3)
+        L2():
+            v5 = lt.i64 v1, v0
+            branch v5, L3(v1, v1), L4(v1)
+        L3(v6: i64, v7: i64):
+            v8 = const.i64 1
+            v9 = add.i64 v6, v8
+            v10 = add.i64 v7, v9
+            v11 = lt.i64 v9, v0
+            branch v11, L3(v9, v10), L4(v10)
+        L4(v12: i64):
+            return v12
+    "#]]
+    .assert_eq(&listing(&f));
+    let code: Residual<(i64,), i64> = compiled(&f);
+    // 0 + 1 + ... + n (just 0 when n <= 0).
+    for n in [-3i64, 0, 1, 2, 5, 100] {
+        assert_eq!(code.call((n,)).unwrap(), (0..=n).sum::<i64>());
+    }
+}
+
+#[test]
+fn a_loop_head_whose_values_are_used_after_it_is_rotated() {
+    // `acc += i` then `i < n` at the head, as TLC f1's inner loop compiled
+    // at the `x += i & j`: the back edge's block passes the head's new
+    // `acc` back to it, and the exit returns it. Copying the head to the
+    // back edge gives `acc` two definitions: the body gets a parameter for
+    // it, and so does the exit.
+    use jitgen_runtime::builder::ResidualBuilder;
+    let mut b = ResidualBuilder::new("rotate", &[ValTy::I64], &[ValTy::I64]);
+    let n = b.inputs()[0];
+    let (head, hp) = b.new_label(&[ValTy::I64, ValTy::I64]);
+    let (body, _) = b.new_label(&[]);
+    let (done, _) = b.new_label(&[]);
+    let zero = b.konst(ValTy::I64, 0);
+    b.jump(head, &[zero, zero]);
+    b.switch_to(head);
+    let (acc, i) = (hp[0], hp[1]);
+    let acc = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, acc, i);
+    let more = b.cmp(CmpOp::Lt, ValTy::I64, i, n);
+    b.branch(more, (body, &[]), (done, &[]));
+    b.switch_to(body);
+    let one = b.konst(ValTy::I64, 1);
+    let i = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, hp[1], one);
+    b.jump(head, &[acc, i]);
+    b.switch_to(done);
+    b.ret(&[acc]);
+    let f = b.finish();
+    expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 0
+            v2 = const.i64 0
+            v3 = lt.i64 v1, v0
+            branch v3, L2(v1, v2), L3(v2)
+        L2(v4: i64, v5: i64):
+            v6 = const.i64 1
+            v7 = add.i64 v4, v6
+            v8 = add.i64 v5, v7
+            v9 = lt.i64 v7, v0
+            branch v9, L2(v7, v8), L3(v8)
+        L3(v10: i64):
+            return v10
     "#]]
     .assert_eq(&listing(&f));
     let code: Residual<(i64,), i64> = compiled(&f);
@@ -589,52 +639,50 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
             v12 = const.i64 1
             v13 = const.i64 1
             v14 = const.i64 2
-            jump L7(v14, v13)
+            v15 = lt.i64 v14, v0
+            branch v15, L8(v14, v13), L9(v13)
         L6():
             return v7
-        L7(v15: i64, v16: i64):
-            v17 = lt.i64 v15, v0
-            branch v17, L8(), L9()
-        L8():
-            v18 = add.i64 v16, v15
+        L8(v16: i64, v17: i64):
+            v18 = add.i64 v17, v16
             v19 = rem.i64 v18, v2
             v20 = const.i64 1
-            v21 = add.i64 v15, v20
-            jump L7(v21, v19)
-        L9():
-            return v16
+            v21 = add.i64 v16, v20
+            v22 = lt.i64 v21, v0
+            branch v22, L8(v21, v19), L9(v19)
+        L9(v23: i64):
+            return v23
         L13():
-            v22 = const.i64 0
-            v23 = lt.i64 v22, v0
-            branch v23, L14(), L15()
-        L14():
             v24 = const.i64 0
-            v25 = rem.i64 v24, v1
-            v26 = const.i64 1
-            v27 = lt.i64 v26, v0
-            branch v27, L17(), L18()
+            v25 = lt.i64 v24, v0
+            branch v25, L14(), L15()
+        L14():
+            v26 = const.i64 0
+            v27 = rem.i64 v26, v1
+            v28 = const.i64 1
+            v29 = lt.i64 v28, v0
+            branch v29, L17(), L18()
         L15():
-            v28 = const.i64 0
-            return v28
+            v30 = const.i64 0
+            return v30
         L17():
-            v29 = const.i64 1
-            v30 = add.i64 v25, v29
-            v31 = rem.i64 v30, v1
-            v32 = const.i64 2
-            jump L19(v32, v31)
+            v31 = const.i64 1
+            v32 = add.i64 v27, v31
+            v33 = rem.i64 v32, v1
+            v34 = const.i64 2
+            v35 = lt.i64 v34, v0
+            branch v35, L20(v34, v33), L21(v33)
         L18():
-            return v25
-        L19(v33: i64, v34: i64):
-            v35 = lt.i64 v33, v0
-            branch v35, L20(), L21()
-        L20():
-            v36 = add.i64 v34, v33
-            v37 = rem.i64 v36, v1
-            v38 = const.i64 1
-            v39 = add.i64 v33, v38
-            jump L19(v39, v37)
-        L21():
-            return v34
+            return v27
+        L20(v36: i64, v37: i64):
+            v38 = add.i64 v37, v36
+            v39 = rem.i64 v38, v1
+            v40 = const.i64 1
+            v41 = add.i64 v36, v40
+            v42 = lt.i64 v41, v0
+            branch v42, L20(v41, v39), L21(v39)
+        L21(v43: i64):
+            return v43
     "#]]
     .assert_eq(f.listing());
     let want = |n: i64, d: i64| (0..n).fold(0i64, |acc, i| (acc + i) % d);
@@ -673,7 +721,12 @@ fn invariant_divisors_are_found_when_the_first_merge_point_only_forwards() {
     let facts = c.entry_facts();
     let f = c.finish().expect("within budget");
     let text = listing(&f);
-    assert_eq!(text.matches("jump").count(), 2, "the first merge point's block is jumped over:\n{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with('L')).count(),
+        2,
+        "the first merge point's block is jumped over (blocks besides the entry: the loop, \
+         its test rotated to its end, and the exit):\n{text}"
+    );
     assert_eq!(facts.divisors, [3], "d, last in the entry state");
 }
 
@@ -872,20 +925,19 @@ fn simplification_propagates_invariant_and_equal_parameters_and_folds_constants(
         entry(v0: i64):
             v1 = const.i64 0
             v2 = const.i64 7
-            jump L1(v1, v1)
-        L1(v3: i64, v4: i64):
-            v5 = lt.i64 v3, v0
-            branch v5, L2(), L5()
-        L2():
+            v3 = lt.i64 v1, v0
+            branch v3, L2(v1, v1), L5(v1)
+        L2(v4: i64, v5: i64):
             v6 = const.i64 0
             v7 = const.bool false
-            v8 = add.i64 v4, v3
+            v8 = add.i64 v5, v4
             v9 = rem.i64 v8, v2
             v10 = const.i64 1
-            v11 = add.i64 v3, v10
-            jump L1(v11, v9)
-        L5():
-            return v4
+            v11 = add.i64 v4, v10
+            v12 = lt.i64 v11, v0
+            branch v12, L2(v11, v9), L5(v9)
+        L5(v13: i64):
+            return v13
     "#]]
     .assert_eq(&listing(&f));
     let code: Residual<(i64,), i64> = compiled(&f);
