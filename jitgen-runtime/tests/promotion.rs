@@ -14,6 +14,74 @@ use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::residual::{ResidualError, ResidualFn};
 use jitgen_runtime::schedule::Compilation;
 
+/// A guard's failure dispatches through a flexswitch: an exit path, like its
+/// miss path (the call back into the compiler), so Cranelift lays all of it
+/// out after the loop that the guard protects.
+#[test]
+fn a_guards_flexswitch_is_laid_out_after_the_loop() {
+    let table = FlexTable::new(
+        4,
+        Box::new(|g: u64| {
+            // The general case: n * g.
+            let mut b = ResidualBuilder::new("case", &[ValTy::I64], &[ValTy::I64]);
+            let n = b.inputs()[0];
+            let g = b.konst(ValTy::I64, g);
+            let r = b.bin(BinOp::Mul, ValTy::I64, Overflow::Wrap, n, g);
+            b.ret(&[r]);
+            let f = b.finish();
+            Some(Case::Owned(CraneliftBackend::new().ok()?.compile(&f).ok()?, listing(&f)))
+        }),
+    );
+    // entry(n, g): if g == 7 { 7 added n times } else { switch on g }.
+    let mut b = ResidualBuilder::new("guarded", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);
+    let (n, g) = (b.inputs()[0], b.inputs()[1]);
+    let (head, hp) = b.new_label(&[ValTy::I64, ValTy::I64]);
+    let (body, _) = b.new_label(&[]);
+    let (done, _) = b.new_label(&[]);
+    let (general, _) = b.new_label(&[]);
+    let seven = b.konst(ValTy::I64, 7);
+    let zero = b.konst(ValTy::I64, 0);
+    let ok = b.cmp(jitgen_runtime::ops::CmpOp::Eq, ValTy::I64, g, seven);
+    b.branch(ok, (head, &[zero, zero]), (general, &[]));
+    b.switch_to(head);
+    let more = b.cmp(jitgen_runtime::ops::CmpOp::Lt, ValTy::I64, hp[0], n);
+    b.branch(more, (body, &[]), (done, &[]));
+    b.switch_to(body);
+    let one = b.konst(ValTy::I64, 1);
+    let i = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, hp[0], one);
+    let acc = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, hp[1], seven);
+    b.jump(head, &[i, acc]);
+    b.switch_to(done);
+    b.ret(&[hp[1]]);
+    b.switch_to(general);
+    b.flexswitch(g, &[n], table.clone());
+    let f = b.finish();
+    let clif = CraneliftBackend::new().unwrap().clif(&f);
+    // Blocks as (header, body); every call (the miss path's call into the
+    // compiler, and the tail calls into cases) is in a cold block, and the
+    // loop (a block that adds and branches to itself) is not.
+    let blocks: Vec<(&str, &str)> = clif
+        .split("\nblock")
+        .skip(1)
+        .map(|b| b.split_once(":\n").unwrap_or((b, "")))
+        .collect();
+    let calls: Vec<_> = blocks.iter().filter(|(_, body)| body.contains("call_indirect")).collect();
+    assert!(calls.len() >= 2, "the miss call and the tail calls:\n{clif}");
+    assert!(calls.iter().all(|(head, _)| head.ends_with(" cold")), "a call in a block laid out early:\n{clif}");
+    let loops: Vec<_> = blocks
+        .iter()
+        .filter(|(head, body)| {
+            let name = head.split(['(', ' ']).next().unwrap_or_default();
+            body.contains(&format!("block{name}(")) && body.contains("iadd")
+        })
+        .collect();
+    assert!(!loops.is_empty() && loops.iter().all(|(head, _)| !head.ends_with(" cold")), "{clif}");
+    let code = ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap();
+    for (n, g) in [(0i64, 7i64), (5, 7), (100, 7), (5, 3), (6, 3), (9, -2)] {
+        assert_eq!(code.call_words(&[n as u64, g as u64]).unwrap(), [(n * g) as u64], "n {n}, g {g}");
+    }
+}
+
 /// The report's example: `b = a / 10; c = hint(b, promote); d = c + 5; d + y`.
 /// Returns the entry function, its switch's table, and the case listings.
 fn promoted(max_cases: usize) -> (ResidualFn, Rc<FlexTable>, Rc<RefCell<Vec<String>>>) {

@@ -654,15 +654,27 @@ impl Tr<'_, '_> {
                 self.b.ins().store(MemFlagsData::trusted(), vw, self.frame, 8 * live.len() as i32);
                 let table = Rc::as_ptr(&self.f.switches[*switch as usize]) as usize as i64;
                 let tbl = self.b.ins().iconst(types::I64, table);
-                let hit = self.b.create_block();
-                let miss = self.b.create_block();
+                // A switch leaves the function, so its block is an exit path,
+                // laid out last (cold): so are the blocks of its dispatch and
+                // of its miss path, so that they do not stand between the
+                // entry and a loop (a guard's failure side).
+                let cold = self.b.current_block().is_some_and(|c| self.b.func.layout.is_cold(c));
+                let block = |b: &mut FunctionBuilder| {
+                    let blk = b.create_block();
+                    if cold {
+                        b.set_cold_block(blk);
+                    }
+                    blk
+                };
+                let hit = block(self.b);
+                let miss = block(self.b);
                 self.b.append_block_param(hit, types::I64);
                 if self.const_of(x).is_some() {
                     // A constant (the lazily compiled side of a split): only
                     // this value ever misses, so a table with a case holds
                     // just its case, first.
                     let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 0);
-                    let first = self.b.create_block();
+                    let first = block(self.b);
                     self.b.ins().brif(len, first, &[], miss, &[]);
                     self.b.switch_to_block(first);
                     let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 8);
@@ -670,8 +682,8 @@ impl Tr<'_, '_> {
                     self.b.ins().jump(hit, &[BlockArg::Value(code)]);
                 } else {
                     // Scan the cases: (value, code) pairs.
-                    let scan = self.b.create_block();
-                    let body = self.b.create_block();
+                    let scan = block(self.b);
+                    let body = block(self.b);
                     self.b.append_block_param(scan, types::I64);
                     let zero = self.b.ins().iconst(types::I64, 0);
                     self.b.ins().jump(scan, &[BlockArg::Value(zero)]);
@@ -705,8 +717,8 @@ impl Tr<'_, '_> {
                 let call = self.b.ins().call_indirect(msig, fp, &[tbl, vw]);
                 let code = self.b.inst_results(call)[0];
                 let none = self.b.ins().icmp_imm_s(IntCC::Equal, code, 0);
-                let resume = self.b.create_block();
-                let go = self.b.create_block();
+                let resume = block(self.b);
+                let go = block(self.b);
                 self.b.ins().brif(none, resume, &[], go, &[]);
                 self.b.switch_to_block(go);
                 let tsig = self.b.import_signature(tail_sig());
@@ -826,9 +838,28 @@ impl CraneliftBackend {
         warm: &mut WarmContexts,
     ) -> Result<cranelift_module::FuncId, BackendError> {
         let (ctx, fbc) = (&mut warm.ctx, &mut warm.fbc);
-        ctx.func.signature = tail_sig();
+        self.translate(f, &mut ctx.func, fbc);
+        let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
+        let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
+        module.define_function(id, ctx).map_err(|e| err(&format!("{e:?}")))?;
+        dump_machine_code(ctx);
+        Ok(id)
+    }
+
+    /// The Cranelift IR that `f` translates to, as text (before Cranelift's
+    /// optimizations; blocks laid out last are marked `cold`).
+    pub fn clif(&self, f: &ResidualFunction) -> String {
+        let mut func = cranelift_codegen::ir::Function::new();
+        self.translate(f, &mut func, &mut FunctionBuilderContext::new());
+        func.display().to_string()
+    }
+
+    /// Translates `f` into `func` (cleared first).
+    fn translate(&self, f: &ResidualFunction, func: &mut cranelift_codegen::ir::Function, fbc: &mut FunctionBuilderContext) {
+        func.clear();
+        func.signature = tail_sig();
         {
-            let mut b = FunctionBuilder::new(&mut ctx.func, fbc);
+            let mut b = FunctionBuilder::new(func, fbc);
             let entry = b.create_block();
             b.append_block_params_for_function_params(entry);
             let frame = b.block_params(entry)[0];
@@ -882,12 +913,7 @@ impl CraneliftBackend {
             }
             tr.error_blocks();
             b.seal_all_blocks();
-            b.finalize(module.target_config());
+            b.finalize(self.isa.frontend_config());
         }
-        let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
-        let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
-        module.define_function(id, ctx).map_err(|e| err(&format!("{e:?}")))?;
-        dump_machine_code(ctx);
-        Ok(id)
     }
 }
