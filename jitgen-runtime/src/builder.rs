@@ -1227,8 +1227,11 @@ impl ResidualFunction {
         let mut subst: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
         for &(copy, p) in &copies {
             let into = joined.get(&p).copied().unwrap_or(p);
-            let Some(Terminator::Jump(to, args)) = self.blocks[into].term.take() else { unreachable!() };
-            debug_assert_eq!(to.0 as usize, copy);
+            let args = match &mut self.blocks[into].term {
+                Some(Terminator::Jump(to, args)) if to.0 as usize == copy => std::mem::take(args),
+                // (Not expected: the copy then stays a block of its own.)
+                _ => continue,
+            };
             let RBlock { params, insts, term } = std::mem::take(&mut self.blocks[copy]);
             subst.extend(params.into_iter().zip(args));
             let blk = &mut self.blocks[into];
