@@ -60,11 +60,8 @@ fn a_guards_flexswitch_is_laid_out_after_the_loop() {
     // Blocks as (header, body); every call (the miss path's call into the
     // compiler, and the tail calls into cases) is in a cold block, and the
     // loop (a block that adds and branches to itself) is not.
-    let blocks: Vec<(&str, &str)> = clif
-        .split("\nblock")
-        .skip(1)
-        .map(|b| b.split_once(":\n").unwrap_or((b, "")))
-        .collect();
+    let blocks: Vec<(&str, &str)> =
+        clif.split("\nblock").skip(1).map(|b| b.split_once(":\n").unwrap_or((b, ""))).collect();
     let calls: Vec<_> = blocks.iter().filter(|(_, body)| body.contains("call_indirect")).collect();
     assert!(calls.len() >= 2, "the miss call and the tail calls:\n{clif}");
     assert!(calls.iter().all(|(head, _)| head.ends_with(" cold")), "a call in a block laid out early:\n{clif}");

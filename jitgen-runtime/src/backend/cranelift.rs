@@ -855,7 +855,12 @@ impl CraneliftBackend {
     }
 
     /// Translates `f` into `func` (cleared first).
-    fn translate(&self, f: &ResidualFunction, func: &mut cranelift_codegen::ir::Function, fbc: &mut FunctionBuilderContext) {
+    fn translate(
+        &self,
+        f: &ResidualFunction,
+        func: &mut cranelift_codegen::ir::Function,
+        fbc: &mut FunctionBuilderContext,
+    ) {
         func.clear();
         func.signature = tail_sig();
         {
