@@ -389,10 +389,14 @@ fn a_loop_closed_through_a_small_block_gets_a_copy_of_it() {
             return v12
     "#]]
     .assert_eq(&listing(&f));
-    let code: Residual<(i64,), i64> = compiled(&f);
-    // 0 + 1 + ... + n (just 0 when n <= 0).
+    sums_up_to_n(&f);
+}
+
+/// Checks that `f(n)` is 0 + 1 + ... + n (just 0 when n <= 0), compiled.
+fn sums_up_to_n(f: &jitgen_runtime::builder::ResidualFunction) {
+    let code: Residual<(i64,), i64> = compiled(f);
     for n in [-3i64, 0, 1, 2, 5, 100] {
-        assert_eq!(code.call((n,)).unwrap(), (0..=n).sum::<i64>());
+        assert_eq!(code.call((n,)).unwrap(), (0..=n).sum::<i64>(), "n {n}");
     }
 }
 
@@ -439,11 +443,7 @@ fn a_loop_head_whose_values_are_used_after_it_is_rotated() {
             return v10
     "#]]
     .assert_eq(&listing(&f));
-    let code: Residual<(i64,), i64> = compiled(&f);
-    // 0 + 1 + ... + n (just 0 when n <= 0).
-    for n in [-3i64, 0, 1, 2, 5, 100] {
-        assert_eq!(code.call((n,)).unwrap(), (0..=n).sum::<i64>());
-    }
+    sums_up_to_n(&f);
 }
 
 #[test]
