@@ -1165,10 +1165,10 @@ impl ResidualFunction {
         // (copy, the block that jumps to it)
         let mut copies: Vec<(usize, usize)> = Vec::new();
         let mut repaired = false;
-        let mut p = 0;
-        while p < self.blocks.len() && copies.len() < n {
-            p += 1;
-            let p = p - 1;
+        let mut next = 0;
+        while next < self.blocks.len() && copies.len() < n {
+            let p = next;
+            next += 1;
             let Some(Terminator::Jump(t, _)) = &self.blocks[p].term else { continue };
             let t = *t;
             let tb = t.0 as usize;
@@ -1213,10 +1213,13 @@ impl ResidualFunction {
             for u in onward {
                 preds[u.0 as usize] += 1;
             }
-            for e in &escaping {
-                self.repair_after_copy(*e, tb, copy, map[e]);
+            if !escaping.is_empty() {
+                let preds = self.pred_lists();
+                for e in &escaping {
+                    self.repair_after_copy(*e, tb, copy, map[e], &preds);
+                }
+                repaired = true;
             }
-            repaired |= !escaping.is_empty();
             copies.push((copy, p));
         }
         // Each copy has one way in, a jump from the block it was made for:
@@ -1254,6 +1257,19 @@ impl ResidualFunction {
         repaired
     }
 
+    /// For each block, the live blocks that continue at it (each once).
+    fn pred_lists(&self) -> Vec<Vec<usize>> {
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); self.blocks.len()];
+        for (l, blk) in self.live_blocks() {
+            for s in blk.term.iter().flat_map(|t| t.targets()) {
+                if !preds[s.0 as usize].contains(&(l.0 as usize)) {
+                    preds[s.0 as usize].push(l.0 as usize);
+                }
+            }
+        }
+        preds
+    }
+
     /// Of `defs` (values of block `b`), those that code in other live
     /// blocks uses.
     fn used_outside(&self, b: usize, defs: &[Val]) -> Vec<Val> {
@@ -1279,17 +1295,12 @@ impl ResidualFunction {
     /// with several predecessors gets a parameter where they may bring
     /// different ones. Since `t` dominated every use, every path to one now
     /// passes `t` or the copy.
-    fn repair_after_copy(&mut self, e: Val, t: usize, copy: usize, e_copy: Val) {
-        let n = self.blocks.len();
-        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    /// (`preds`: [`ResidualFunction::pred_lists`]; repair adds arguments,
+    /// never edges.)
+    fn repair_after_copy(&mut self, e: Val, t: usize, copy: usize, e_copy: Val, preds: &[Vec<usize>]) {
         let mut users = Vec::new();
         for (l, blk) in self.live_blocks() {
             let b = l.0 as usize;
-            for s in blk.term.iter().flat_map(|t| t.targets()) {
-                if !preds[s.0 as usize].contains(&b) {
-                    preds[s.0 as usize].push(b);
-                }
-            }
             let mut uses = false;
             let mut note = |v: Val| uses |= v == e;
             blk.insts.iter().for_each(|i| i.for_each_use(&mut note));
@@ -1301,7 +1312,7 @@ impl ResidualFunction {
         let defs = Defs { e, t, copy, e_copy };
         let mut at_start = rustc_hash::FxHashMap::default();
         for b in users {
-            let r = self.value_at_start(b, &defs, &preds, &mut at_start);
+            let r = self.value_at_start(b, &defs, preds, &mut at_start);
             let swap = |v: Val| if v == e { r } else { v };
             let blk = &mut self.blocks[b];
             blk.insts.iter_mut().for_each(|i| i.map_uses(&swap));

@@ -854,14 +854,14 @@ impl CraneliftBackend {
         func.display().to_string()
     }
 
-    /// Translates `f` into `func` (cleared first).
+    /// Translates `f` into `func`, an empty function (a new one, or a warm
+    /// context's, which `WarmContexts::give_back` cleared).
     fn translate(
         &self,
         f: &ResidualFunction,
         func: &mut cranelift_codegen::ir::Function,
         fbc: &mut FunctionBuilderContext,
     ) {
-        func.clear();
         func.signature = tail_sig();
         {
             let mut b = FunctionBuilder::new(func, fbc);
