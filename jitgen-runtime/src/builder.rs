@@ -21,6 +21,9 @@ use std::fmt::Write as _;
 
 use crate::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
+mod unroll;
+pub use unroll::{MAX_UNROLLED_OPS, UNROLL_TURNS};
+
 /// A value of residual code.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct Val(pub u32);
@@ -910,7 +913,9 @@ impl ResidualFunction {
     /// because a merge point might have been reached again disappear. Then
     /// [`ResidualFunction::propagate`] (on the smaller function: run first,
     /// it took TLC factorial's compilation 0.2 ms), and again if it changed
-    /// anything, and loops are closed through small blocks.
+    /// anything, and loops are closed through small blocks. Last, counted
+    /// loops of one block are unrolled ([`UNROLL_TURNS`] turns per jump
+    /// behind a guard; see the `unroll` module).
     pub fn simplify(&mut self) {
         self.merge_blocks();
         if self.propagate() {
@@ -919,6 +924,7 @@ impl ResidualFunction {
         if self.close_loops_through_small_blocks() && self.propagate() {
             self.merge_blocks();
         }
+        self.unroll_counted_loops();
     }
 
     /// Jumps over forwarding blocks, threads jumps that pass a constant to
