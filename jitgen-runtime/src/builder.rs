@@ -1555,6 +1555,39 @@ impl ResidualBuilder {
         (Label(self.f.blocks.len() as u32 - 1), vals)
     }
 
+    /// If the current block has recorded nothing and `args` (of types
+    /// `tys`) are distinct parameters of it: the block, and the position of
+    /// each among its parameters. Jumping to the block with them there
+    /// ([`ResidualBuilder::args_at`]) is then the same as continuing here.
+    pub fn forwarding_params(&self, args: &[Val], tys: &[ValTy]) -> Option<(Label, Vec<u32>)> {
+        let l = self.cur?;
+        let blk = &self.f.blocks[l.0 as usize];
+        if l.0 == 0 || !blk.insts.is_empty() || args.len() != tys.len() {
+            return None;
+        }
+        let mut perm = Vec::with_capacity(args.len());
+        for (a, t) in args.iter().zip(tys) {
+            let p = blk.params.iter().position(|p| p == a)? as u32;
+            if perm.contains(&p) || self.f.vals[a.0 as usize] != *t {
+                return None;
+            }
+            perm.push(p);
+        }
+        Some((l, perm))
+    }
+
+    /// The arguments of a jump to `l` that puts `args` at the positions
+    /// `perm` among its parameters; the others get zeros (the code there
+    /// no longer reads them).
+    pub fn args_at(&mut self, l: Label, perm: &[u32], args: &[Val]) -> Vec<Val> {
+        let params = self.f.blocks[l.0 as usize].params.clone();
+        let mut out: Vec<Option<Val>> = vec![None; params.len()];
+        for (&p, a) in perm.iter().zip(args) {
+            out[p as usize] = Some(*a);
+        }
+        params.iter().zip(out).map(|(p, a)| a.unwrap_or_else(|| self.konst(self.f.vals[p.0 as usize], 0))).collect()
+    }
+
     /// Where the next instruction goes: the current block and its length.
     pub fn mark(&self) -> Option<(Label, usize)> {
         self.cur.map(|l| (l, self.f.blocks[l.0 as usize].insts.len()))

@@ -193,6 +193,9 @@ fn exact_shape(reds: &[RedBox]) -> Vec<Shape> {
 
 struct Version {
     label: Label,
+    /// For a label made for an earlier version (see `Compilation::merge`):
+    /// the position among its parameters of each value this version passes.
+    perm: Option<Vec<u32>>,
     shape: Vec<Shape>,
     /// The fields this version knows (its label's last parameters are
     /// their run-time values).
@@ -850,7 +853,13 @@ impl<F: Frame> Compilation<F> {
                 }
             }
             let args: Vec<_> = passed.iter().map(|r| self.b.materialize(r)).collect();
-            self.b.jump(label, &args);
+            match &v.perm {
+                None => self.b.jump(label, &args),
+                Some(perm) => {
+                    let args = self.b.args_at(label, perm, &args);
+                    self.b.jump(label, &args);
+                }
+            }
             self.stats.matches += 1;
             return None;
         }
@@ -918,18 +927,28 @@ impl<F: Frame> Compilation<F> {
             FactVal::Var(t) => Some(t),
             _ => None,
         }));
-        let (label, params) = self.b.new_label(&var_tys);
         let mut passed: Vec<RedBox> =
             shape.iter().zip(&reds).filter(|(s, _)| matches!(s, Shape::Var(_))).map(|(_, r)| *r).collect();
-
         for (d, &k) in fact_descs.iter().zip(&map) {
             if let FactVal::Var(_) = d.value {
                 passed.push(facts[k].1);
             }
         }
         let args: Vec<_> = passed.iter().map(|r| self.b.materialize(r)).collect();
-        self.b.jump(label, &args);
-        self.b.switch_to(label);
+        // A block that has recorded nothing since it began, and whose
+        // parameters hold every value passed, serves as this version's
+        // label too: no block that only forwards its parameters is made
+        // (most merge points of an interpreter's loop record nothing in
+        // between: TLC's PICK, PUSH and POP).
+        let (label, params, perm) = match self.b.forwarding_params(&args, &var_tys) {
+            Some((label, perm)) => (label, args, Some(perm)),
+            None => {
+                let (label, params) = self.b.new_label(&var_tys);
+                self.b.jump(label, &args);
+                self.b.switch_to(label);
+                (label, params, None)
+            }
+        };
         let mut params = params.into_iter();
         let mut new_reds: Vec<RedBox> = Vec::with_capacity(shape.len());
         for s in &shape {
@@ -945,7 +964,7 @@ impl<F: Frame> Compilation<F> {
             f.reds_into(&mut new_reds);
         }
         st.epoch = self.b.calls;
-        versions.push(Version { label, shape, facts: fact_descs });
+        versions.push(Version { label, perm, shape, facts: fact_descs });
         st.set_reds(&new_reds);
         Some(st)
     }
@@ -1051,12 +1070,27 @@ impl<F: Frame> Compilation<F> {
     pub fn entry_facts(&mut self) -> EntryFacts {
         // The versions of that merge point: the loop may close on a later,
         // more general one than the entry's (its first turns specialized).
-        let heads: Vec<(Label, Vec<usize>)> = match self.entry_key.take().and_then(|k| self.versions.remove(&k)) {
+        // (Each version's label, and for each of the label's parameters the
+        // red it holds, if any.)
+        let heads: Vec<(Label, Vec<Option<usize>>)> = match self.entry_key.take().and_then(|k| self.versions.remove(&k))
+        {
             Some(vs) => vs
                 .into_iter()
                 .map(|v| {
                     let vars = v.shape.iter().enumerate().filter(|(_, s)| matches!(s, Shape::Var(_)));
-                    (v.label, vars.map(|(i, _)| i).collect())
+                    let vars: Vec<usize> = vars.map(|(i, _)| i).collect();
+                    let held = match &v.perm {
+                        None => vars.into_iter().map(Some).collect(),
+                        Some(perm) => {
+                            let n = self.b.function().blocks[v.label.0 as usize].params.len();
+                            let mut held = vec![None; n];
+                            for (&p, r) in perm.iter().zip(vars) {
+                                held[p as usize] = Some(r);
+                            }
+                            held
+                        }
+                    };
+                    (v.label, held)
                 })
                 .collect(),
             None => vec![],
@@ -1067,7 +1101,7 @@ impl<F: Frame> Compilation<F> {
         let mut slots: Vec<usize> = heads
             .iter()
             .flat_map(|(label, vars)| {
-                unsimplified.invariant_divisors(*label).into_iter().filter_map(|k| vars.get(k).copied())
+                unsimplified.invariant_divisors(*label).into_iter().filter_map(|k| vars.get(k).copied().flatten())
             })
             .collect();
         slots.sort_unstable();
@@ -1078,7 +1112,7 @@ impl<F: Frame> Compilation<F> {
             Some((label, vars)) => unsimplified
                 .copied_params(*label)
                 .into_iter()
-                .filter_map(|(a, b)| Some((*vars.get(a)?, *vars.get(b)?)))
+                .filter_map(|(a, b)| Some(((*vars.get(a)?)?, (*vars.get(b)?)?)))
                 .collect(),
             None => vec![],
         };

@@ -3,7 +3,7 @@
 
 use expect_test::expect;
 use jitgen_runtime::backend::cranelift::CraneliftBackend;
-use jitgen_runtime::builder::listing;
+use jitgen_runtime::builder::{listing, Terminator};
 use jitgen_runtime::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::residual::{Residual, ResidualFn};
@@ -249,35 +249,35 @@ fn widening_at_a_merge() {
         entry(v0: i64):
             v1 = const.i64 0
             v2 = lt.i64 v1, v0
-            branch v2, L4(), L10()
+            branch v2, L4(), L3()
+        L3():
+            v3 = const.i64 0
+            return v3
         L4():
-            v3 = const.i64 1
-            v4 = lt.i64 v3, v0
-            branch v4, L5(), L10()
+            v4 = const.i64 1
+            v5 = lt.i64 v4, v0
+            branch v5, L5(), L3()
         L5():
-            v5 = const.i64 2
-            v6 = const.i64 1
-            v7 = lt.i64 v5, v0
-            branch v7, L13(v5, v6), L11(v6)
-        L8(v8: i64, v9: i64):
-            v10 = add.i64 v9, v8
-            v11 = const.i64 1
-            v12 = add.i64 v8, v11
-            v13 = lt.i64 v12, v0
-            branch v13, L8(v12, v10), L11(v10)
-        L10():
-            v14 = const.i64 0
-            return v14
-        L11(v15: i64):
+            v6 = const.i64 2
+            v7 = const.i64 1
+            v8 = lt.i64 v6, v0
+            branch v8, L12(v6, v7), L10(v7)
+        L8(v9: i64, v10: i64):
+            v11 = add.i64 v10, v9
+            v12 = const.i64 1
+            v13 = add.i64 v9, v12
+            v14 = lt.i64 v13, v0
+            branch v14, L8(v13, v11), L10(v11)
+        L10(v15: i64):
             return v15
-        L13(v16: i64, v17: i64):
+        L12(v16: i64, v17: i64):
             v18 = const.i64 3
             v19 = sub.i64 v0, v18
             v20 = lt.i64 v19, v0
             v21 = lt.i64 v16, v19
             v22 = and.bool v20, v21
-            branch v22, L14(v16, v17, v19), L8(v16, v17)
-        L14(v23: i64, v24: i64, v25: i64):
+            branch v22, L13(v16, v17, v19), L8(v16, v17)
+        L13(v23: i64, v24: i64, v25: i64):
             v26 = const.i64 1
             v27 = add.i64 v23, v26
             v28 = add.i64 v23, v27
@@ -292,9 +292,9 @@ fn widening_at_a_merge() {
             v37 = add.i64 v23, v36
             v38 = lt.i64 v37, v0
             v39 = lt.i64 v37, v25
-            branch v39, L14(v37, v35, v25), L15()
-        L15():
-            branch v38, L8(v37, v35), L11(v35)
+            branch v39, L13(v37, v35, v25), L14()
+        L14():
+            branch v38, L8(v37, v35), L10(v35)
     "#]]
     .assert_eq(f.listing());
     let text = f.listing();
@@ -901,6 +901,15 @@ fn invariant_divisors_are_found_when_the_first_merge_point_only_forwards() {
             }
         }
     });
+    // The second merge point made no block of its own that only passes the
+    // first one's parameters on: the first one's, still empty, serves it.
+    let recorded = c.b.function();
+    let forwarding = recorded
+        .blocks
+        .iter()
+        .skip(1)
+        .filter(|b| !b.params.is_empty() && b.insts.is_empty() && matches!(b.term, Some(Terminator::Jump(..))));
+    assert_eq!(forwarding.count(), 0, "{}", listing(recorded));
     let facts = c.entry_facts();
     let f = c.finish().expect("within budget");
     let text = listing(&f);
@@ -914,6 +923,46 @@ fn invariant_divisors_are_found_when_the_first_merge_point_only_forwards() {
 
 /// `while i < n { x += i; copy = x; i += 1 } copy`, all red: the loop's
 /// back edge passes one value for `x` and `copy`.
+#[test]
+fn invariant_divisors_are_found_through_a_version_that_shares_another_merge_points_label() {
+    // The entry state knows `acc` = 0; the loop comes back with it a
+    // run-time value, through a second merge point (block 1) that records
+    // nothing before the first (block 0) is reached again. That second
+    // version of block 0 shares block 1's label, whose parameters hold the
+    // reds in another order; the loop closes there, never at the entry's
+    // own label, so `d` is known invariant only through the shared one.
+    let tys = [ValTy::I64; 3];
+    let mut c: Compilation<Blk> = Compilation::new("modsum", &tys, &[ValTy::I64], Limits::default());
+    let [i, n, d] = c.inputs()[..] else { unreachable!() };
+    let first = st(0, vec![i, RedBox::i64(0), n, d]);
+    drive(&mut c, first, |c, s| match s.top().block {
+        0 => {
+            let [i, acc, n, d] = s.top().reds[..] else { unreachable!() };
+            let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
+            if c.split(&more, || st(2, vec![acc])) {
+                let sum = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &i);
+                let acc = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &sum, &d);
+                let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
+                st(1, vec![d, n, acc, i])
+            } else {
+                st(2, vec![acc])
+            }
+        }
+        _ => {
+            let [d, n, acc, i] = s.top().reds[..] else { unreachable!() };
+            st(0, vec![i, acc, n, d])
+        }
+    });
+    let facts = c.entry_facts();
+    assert_eq!(facts.divisors, [3], "d, last in the entry state");
+    let f = c.finish().expect("within budget");
+    let f: jitgen_runtime::residual::Residual<(i64, i64, i64), i64> = compiled(&f);
+    for (i, n, d) in [(0, 10, 7), (3, 50, 9), (5, 2, 3)] {
+        let want = (i..n).fold(0, |acc, i| (acc + i) % d);
+        assert_eq!(f.call((i, n, d)).unwrap(), want);
+    }
+}
+
 fn copy_loop(c: &mut Compilation<Blk>, first: JitState<Blk>) {
     drive(c, first, |c, s| {
         let [i, x, copy, n] = s.top().reds[..] else { unreachable!() };
