@@ -427,6 +427,23 @@ fn loop_invariant_divisors_are_promoted_at_entry() {
     assert_eq!(after.flexswitch_cases - mid.flexswitch_cases, 1, "{mid:?} {after:?}");
 }
 
+#[test]
+fn f1s_inner_loop_runs_four_turns_per_jump() {
+    let _turn = serial();
+    jit::config().set_threshold(3);
+    let a = program("f1");
+    for n in [0, 1, 3, 5, 40, 300] {
+        let _ = both(&a, n, "f1");
+    }
+    // Some compiled block does `i & j` four times: the unrolled inner loop.
+    let listings = jit::portal_listings();
+    let unrolled = listings
+        .iter()
+        .flat_map(|l| l.split("\nL"))
+        .any(|blk| blk.lines().filter(|x| x.contains(" = and.i64 ")).count() == 4);
+    assert!(unrolled, "{listings:#?}");
+}
+
 /// A loop entered with ten values on the stack: the deepest two are below
 /// the ones whose variants the portal's key holds, and one is read each turn.
 const DEEP_STACK: &str = "
