@@ -278,7 +278,15 @@ fn random_programs_agree() {
     let n = how_many(600);
     let mut last_decline = jit::last_decline();
     for i in 0..n {
-        let src = well_formed(&mut r);
+        // (A call or jump past TLC's signed-byte offsets: drawn again; the
+        // first such program was number 9687 of this seed.)
+        let src = loop {
+            let src = well_formed(&mut r);
+            match asm::assemble(&src) {
+                Err(e) if e.to_string().contains("is too far") => continue,
+                _ => break src,
+            }
+        };
         let a = asm::assemble(&src).unwrap_or_else(|e| panic!("generated program {i} does not assemble: {e}\n{src}"));
         for input in [0, 3, -2] {
             let _ = both(&a, input, &format!("random program {i}:\n{src}\n"));
