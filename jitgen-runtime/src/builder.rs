@@ -39,8 +39,11 @@ pub struct Label(pub u32);
 /// The address of a Rust function that residual code may call, with the
 /// callback convention `extern "C" fn(args: *mut u64) -> u64`: arguments in
 /// the buffer, the result written to word 0, a status word returned (0 for
-/// success; see [`crate::residual::run_callback`]).
-pub type CallbackFn = extern "C" fn(*mut u64) -> u64;
+/// success; see [`crate::residual::run_callback`]). Unsafe to call: `args`
+/// must point to as many words as the callback reads and writes (the most
+/// of its arguments and results, at least one), and the addresses among
+/// them must be those of live objects of the types it expects.
+pub type CallbackFn = unsafe extern "C" fn(*mut u64) -> u64;
 
 /// An instruction.
 #[derive(Clone, Debug)]

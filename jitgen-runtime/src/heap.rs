@@ -7,6 +7,13 @@
 //! and resumed by the caller, so an index out of bounds gives Rust's message).
 //! Objects that residual code allocates live in a per-thread arena until the
 //! residual call that made them returns (`arena_mark` / `arena_release`).
+//!
+//! The helpers are `unsafe` to call, all for one reason, stated once here
+//! rather than on each (hence the `missing_safety_doc` allowance): the
+//! buffer must hold the words the helper's doc lists (`[arguments] ->
+//! [results]`), and the addresses among them must be those of live objects
+//! of the helper's types, as [`crate::builder::CallbackFn`] says.
+#![allow(clippy::missing_safety_doc)]
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -116,7 +123,7 @@ unsafe fn vec_at<'v, T>(addr: u64) -> &'v mut Vec<T> {
 }
 
 /// `Vec::new()`: `[] -> [addr]`.
-pub extern "C" fn vec_new<T: Word + 'static>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_new<T: Word + 'static>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: one result word.
         let b = unsafe { args(buf, 1) };
@@ -126,7 +133,7 @@ pub extern "C" fn vec_new<T: Word + 'static>(buf: *mut u64) -> u64 {
 }
 
 /// `vec![elem; n]`: `[elem, n] -> [addr]`.
-pub extern "C" fn vec_new_repeat<T: Word + 'static>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_new_repeat<T: Word + 'static>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two argument words.
         let b = unsafe { args(buf, 2) };
@@ -138,7 +145,7 @@ pub extern "C" fn vec_new_repeat<T: Word + 'static>(buf: *mut u64) -> u64 {
 
 /// Writes back a virtual list into a `Vec` the interpreter owns (a field of
 /// a virtualizable object): `[dest, n, e0, .. e(n-1)] -> []`.
-pub extern "C" fn vec_store<T: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_store<T: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words, then `n` more; the address is a live Vec<T>.
         let n = unsafe { args(buf, 2) }[1] as usize;
@@ -152,7 +159,7 @@ pub extern "C" fn vec_store<T: Word>(buf: *mut u64) -> u64 {
 
 /// Moves a real `Vec` into another place (`*dest = take(src)`; nothing when
 /// they are the same): `[dest, src] -> []`.
-pub extern "C" fn vec_move<T: 'static>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_move<T: 'static>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words; both addresses are live Vec<T>s.
         let b = unsafe { args(buf, 2) };
@@ -165,7 +172,7 @@ pub extern "C" fn vec_move<T: 'static>(buf: *mut u64) -> u64 {
 }
 
 /// `v.len()`: `[addr] -> [len]`.
-pub extern "C" fn vec_len<T: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_len<T: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: one word; the address is a live Vec<T>.
         let b = unsafe { args(buf, 1) };
@@ -175,7 +182,7 @@ pub extern "C" fn vec_len<T: Word>(buf: *mut u64) -> u64 {
 }
 
 /// `v[i]`: `[addr, i] -> [elem]` (panics as Rust does when out of bounds).
-pub extern "C" fn vec_get<T: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_get<T: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words; the address is a live Vec<T>.
         let b = unsafe { args(buf, 2) };
@@ -186,7 +193,7 @@ pub extern "C" fn vec_get<T: Word>(buf: *mut u64) -> u64 {
 }
 
 /// `v[i] = x`: `[addr, i, x] -> []`.
-pub extern "C" fn vec_set<T: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_set<T: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: three words; the address is a live Vec<T>.
         let b = unsafe { args(buf, 3) };
@@ -197,7 +204,7 @@ pub extern "C" fn vec_set<T: Word>(buf: *mut u64) -> u64 {
 }
 
 /// `v.push(x)`: `[addr, x] -> []`.
-pub extern "C" fn vec_push<T: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_push<T: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words; the address is a live Vec<T>.
         let b = unsafe { args(buf, 2) };
@@ -207,7 +214,7 @@ pub extern "C" fn vec_push<T: Word>(buf: *mut u64) -> u64 {
 }
 
 /// `v.pop()`: `[addr] -> [tag (0 None, 1 Some), elem]`.
-pub extern "C" fn vec_pop<T: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_pop<T: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words (results); the address is a live Vec<T>.
         let b = unsafe { args(buf, 2) };
@@ -364,7 +371,7 @@ pub fn enum_layout<F: Flat>(tys: &[ValTy], ranges: &[(usize, usize)]) -> Option<
 }
 
 /// `v.len()` of a `Vec` of any element type: `[addr] -> [len]`.
-pub extern "C" fn flat_vec_len<F: Flat>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn flat_vec_len<F: Flat>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: one word; the address is a live Vec<F::T>.
         let b = unsafe { args(buf, 1) };
@@ -374,7 +381,7 @@ pub extern "C" fn flat_vec_len<F: Flat>(buf: *mut u64) -> u64 {
 }
 
 /// `v[i]`: `[addr, i] -> [w0 .. wN-1]`; an index out of bounds is an error.
-pub extern "C" fn flat_vec_get<F: Flat>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn flat_vec_get<F: Flat>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: max(2, N) words; the address is a live Vec<F::T>.
         let b = unsafe { args(buf, F::N.max(2)) };
@@ -386,7 +393,7 @@ pub extern "C" fn flat_vec_get<F: Flat>(buf: *mut u64) -> u64 {
 }
 
 /// `v[i] = x`: `[addr, i, w0 .. wN-1] -> []`; out of bounds is an error.
-pub extern "C" fn flat_vec_set<F: Flat>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn flat_vec_set<F: Flat>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: 2 + N words; the address is a live Vec<F::T>.
         let b = unsafe { args(buf, 2 + F::N) };
@@ -398,7 +405,7 @@ pub extern "C" fn flat_vec_set<F: Flat>(buf: *mut u64) -> u64 {
 }
 
 /// `v.push(x)`: `[addr, w0 .. wN-1] -> []`.
-pub extern "C" fn flat_vec_push<F: Flat>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn flat_vec_push<F: Flat>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: 1 + N words; the address is a live Vec<F::T>.
         let b = unsafe { args(buf, 1 + F::N) };
@@ -408,7 +415,7 @@ pub extern "C" fn flat_vec_push<F: Flat>(buf: *mut u64) -> u64 {
 }
 
 /// `v.pop()`: `[addr] -> [tag (0 None, 1 Some), w0 .. wN-1]`.
-pub extern "C" fn flat_vec_pop<F: Flat>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn flat_vec_pop<F: Flat>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: 1 + N words (results); the address is a live Vec<F::T>.
         let b = unsafe { args(buf, 1 + F::N) };
@@ -425,7 +432,7 @@ pub extern "C" fn flat_vec_pop<F: Flat>(buf: *mut u64) -> u64 {
 
 /// A new `Vec` of `n` elements (a virtual list forced):
 /// `[n, e0 words .. e(n-1) words] -> [addr]`.
-pub extern "C" fn flat_vec_new<F: Flat>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn flat_vec_new<F: Flat>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: one word, then n * N more.
         let n = unsafe { args(buf, 1) }[0] as usize;
@@ -438,7 +445,7 @@ pub extern "C" fn flat_vec_new<F: Flat>(buf: *mut u64) -> u64 {
 
 /// Writes a virtual list into a `Vec` field of an object:
 /// `[dest, n, e0 words .. e(n-1) words] -> []`.
-pub extern "C" fn flat_vec_store<F: Flat>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn flat_vec_store<F: Flat>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words, then n * N more; the address is a live Vec<F::T>.
         let n = unsafe { args(buf, 2) }[1] as usize;
@@ -452,7 +459,7 @@ pub extern "C" fn flat_vec_store<F: Flat>(buf: *mut u64) -> u64 {
 
 /// `v.push(x)` of an object residual code made: `[addr, obj] -> []`, the
 /// object moved out of the arena (an object elsewhere cannot be moved).
-pub extern "C" fn vec_push_moved<T: 'static>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_push_moved<T: 'static>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words; the address is a live Vec<T>.
         let b = unsafe { args(buf, 2) };
@@ -464,7 +471,7 @@ pub extern "C" fn vec_push_moved<T: 'static>(buf: *mut u64) -> u64 {
 
 /// `v.pop()` of a `Vec` of objects: `[addr] -> [tag (0 None, 1 Some), obj]`,
 /// the object moved into the arena.
-pub extern "C" fn vec_pop_moved<T: 'static>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_pop_moved<T: 'static>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words; the address is a live Vec<T>.
         let b = unsafe { args(buf, 2) };
@@ -501,7 +508,7 @@ fn put_option<V: Word>(b: &mut [u64], v: Option<V>) {
 }
 
 /// `HashMap::new()`: `[] -> [addr]`.
-pub extern "C" fn map_new<K: Word + Hash + Eq + 'static, V: Word + 'static>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn map_new<K: Word + Hash + Eq + 'static, V: Word + 'static>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: one result word.
         let b = unsafe { args(buf, 1) };
@@ -511,7 +518,7 @@ pub extern "C" fn map_new<K: Word + Hash + Eq + 'static, V: Word + 'static>(buf:
 }
 
 /// `m.insert(k, v)`: `[addr, k, v] -> [tag, old]`.
-pub extern "C" fn map_insert<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn map_insert<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: three words; the address is a live HashMap<K, V>.
         let b = unsafe { args(buf, 3) };
@@ -523,7 +530,7 @@ pub extern "C" fn map_insert<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64
 }
 
 /// `m.get(&k).copied()`: `[addr, k] -> [tag, value]`.
-pub extern "C" fn map_get<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn map_get<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words; the address is a live HashMap<K, V>.
         let b = unsafe { args(buf, 2) };
@@ -535,7 +542,7 @@ pub extern "C" fn map_get<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
 }
 
 /// `m.remove(&k)`: `[addr, k] -> [tag, value]`.
-pub extern "C" fn map_remove<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn map_remove<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words; the address is a live HashMap<K, V>.
         let b = unsafe { args(buf, 2) };
@@ -547,7 +554,7 @@ pub extern "C" fn map_remove<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64
 }
 
 /// `m.contains_key(&k)`: `[addr, k] -> [bool]`.
-pub extern "C" fn map_contains<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn map_contains<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: two words; the address is a live HashMap<K, V>.
         let b = unsafe { args(buf, 2) };
@@ -558,7 +565,7 @@ pub extern "C" fn map_contains<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u
 }
 
 /// `m.len()`: `[addr] -> [len]`.
-pub extern "C" fn map_len<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn map_len<K: Word + Hash + Eq, V: Word>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: one word; the address is a live HashMap<K, V>.
         let b = unsafe { args(buf, 1) };

@@ -171,7 +171,11 @@ impl FlexTable {
 
 /// Called by residual code when no case matches `value`: compiles one and
 /// returns its entry (a `Tail`-convention function of the frame), or null.
-pub extern "C" fn flex_miss(table: *const FlexTable, value: u64) -> usize {
+///
+/// # Safety
+/// `table` must point to a live `FlexTable` (residual code passes the table
+/// it was compiled with, which its machine code keeps alive).
+pub unsafe extern "C" fn flex_miss(table: *const FlexTable, value: u64) -> usize {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: residual code passes the table it was compiled with, which
         // its machine code keeps alive.

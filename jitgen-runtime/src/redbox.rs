@@ -281,7 +281,11 @@ impl ResidualBuilder {
             for (k, a) in args.iter().enumerate() {
                 buf[k] = known(a);
             }
-            let status = func(buf.as_mut_ptr());
+            // SAFETY: the buffer holds the most of the arguments and results
+            // (at least one word), and the addresses among the arguments are
+            // of live objects: in execute mode they are the interpreter's
+            // own, read from its state.
+            let status = unsafe { func(buf.as_mut_ptr()) };
             if status != 0 {
                 match crate::residual::take_callback_panic(status) {
                     Some(p) => exec_stop(ExecStop::Panicked(p)),
