@@ -25,7 +25,7 @@
 //! to the same value. Wrapping addition is associative, so this is exact;
 //! additions that check overflow are copied as they are.
 //!
-//! Invariant: the turns of `U` are exactly turns of the original loop, in
+//! Architecture Invariant: the turns of `U` are exactly turns of the original loop, in
 //! order: the guard proves, without overflow, that the tests between them
 //! would all have passed. Errors (checked arithmetic, bounds checks) leave
 //! at the same turn as before.
