@@ -124,6 +124,8 @@ pub enum BinOp {
     WrappingAdd,
     WrappingSub,
     WrappingMul,
+    WrappingDiv,
+    WrappingRem,
     Min,
     Max,
 }
@@ -151,6 +153,8 @@ impl BinOp {
             BinOp::WrappingAdd => "wrapping_add",
             BinOp::WrappingSub => "wrapping_sub",
             BinOp::WrappingMul => "wrapping_mul",
+            BinOp::WrappingDiv => "wrapping_div",
+            BinOp::WrappingRem => "wrapping_rem",
             BinOp::Min => "min",
             BinOp::Max => "max",
         }

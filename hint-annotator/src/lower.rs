@@ -1352,11 +1352,19 @@ impl Lowering<'_, '_> {
             {
                 let recv = self.rvalue(recv, mc);
                 match (m, nargs) {
-                    ("wrapping_add", 1) | ("wrapping_sub", 1) | ("wrapping_mul", 1) | ("min", 1) | ("max", 1) => {
+                    ("wrapping_add", 1)
+                    | ("wrapping_sub", 1)
+                    | ("wrapping_mul", 1)
+                    | ("wrapping_div", 1)
+                    | ("wrapping_rem", 1)
+                    | ("min", 1)
+                    | ("max", 1) => {
                         let op = match m {
                             "wrapping_add" => BinOp::WrappingAdd,
                             "wrapping_sub" => BinOp::WrappingSub,
                             "wrapping_mul" => BinOp::WrappingMul,
+                            "wrapping_div" => BinOp::WrappingDiv,
+                            "wrapping_rem" => BinOp::WrappingRem,
                             "min" => BinOp::Min,
                             _ => BinOp::Max,
                         };
@@ -1392,7 +1400,7 @@ impl Lowering<'_, '_> {
         }
         let shown = self.u.show(&recv_ty);
         self.error(mc.method.span(), format!(
-            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/neg, min, max, abs"
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, min, max, abs"
         ));
         self.poison(mc.span())
     }

@@ -667,6 +667,8 @@ impl<'g> Gen<'g> {
             } else {
                 #rt::ops::Overflow::Wrap
             }),
+            // `MIN / -1` and `MIN % -1` panic in Rust whatever the build.
+            BinOp::Div | BinOp::Rem => quote!(#rt::ops::Overflow::Check),
             _ => quote!(#rt::ops::Overflow::Wrap),
         }
     }
@@ -928,6 +930,8 @@ impl<'g> Gen<'g> {
                     BinOp::WrappingAdd => (quote!(Add), Self::overflow(BinOp::Min)),
                     BinOp::WrappingSub => (quote!(Sub), Self::overflow(BinOp::Min)),
                     BinOp::WrappingMul => (quote!(Mul), Self::overflow(BinOp::Min)),
+                    BinOp::WrappingDiv => (quote!(Div), Self::overflow(BinOp::Min)),
+                    BinOp::WrappingRem => (quote!(Rem), Self::overflow(BinOp::Min)),
                     BinOp::Min => (quote!(Min), Self::overflow(*b)),
                     BinOp::Max => (quote!(Max), Self::overflow(*b)),
                     _ => unreachable!("comparisons handled above"),

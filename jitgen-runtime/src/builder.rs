@@ -51,8 +51,9 @@ pub type CallbackFn = unsafe extern "C" fn(*mut u64) -> u64;
 pub enum Inst {
     /// A constant word of the given type.
     Const { dst: Val, ty: ValTy, bits: u64 },
-    /// `a op b`; division and remainder check for zero and overflow, and with
-    /// `Overflow::Check` the arithmetic checks overflow, leaving through an error exit.
+    /// `a op b`; division and remainder check for zero, and with
+    /// `Overflow::Check` the arithmetic checks overflow (`MIN / -1` too),
+    /// leaving through an error exit.
     Bin { dst: Val, op: BinOp, ty: ValTy, ov: Overflow, a: Val, b: Val },
     /// `op a`.
     Un { dst: Val, op: UnOp, ty: ValTy, ov: Overflow, a: Val },

@@ -95,7 +95,8 @@ impl fmt::Display for ValTy {
 /// on (debug builds) and wraps without them; `wrapping_add` always wraps.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Overflow {
-    /// Wrap around (and mask shift amounts).
+    /// Wrap around (and mask shift amounts; `MIN / -1` is `MIN` and
+    /// `MIN % -1` is 0, as `wrapping_div` and `wrapping_rem` give).
     Wrap,
     /// Leave through an error exit, as Rust panics.
     Check,
@@ -358,10 +359,12 @@ pub fn fold_bin(op: BinOp, ty: ValTy, ov: Overflow, a: u64, b: u64) -> Result<u6
             if y == 0 {
                 return Err(if op == BinOp::Div { ErrorKind::DivideByZero } else { ErrorKind::RemainderByZero });
             }
-            if signed && a == ty.min_signed() && y == -1 {
-                // `MIN / -1` and `MIN % -1` panic in Rust whatever the build.
+            if signed && a == ty.min_signed() && y == -1 && ov == Overflow::Check {
+                // `MIN / -1` and `MIN % -1` panic in Rust whatever the build
+                // (`wrapping_div` and `wrapping_rem` give `MIN` and 0).
                 return Err(ErrorKind::Overflow(op));
             }
+            // (Computed wide, then wrapped: `MIN / -1` is `-MIN`, which wraps to `MIN`.)
             Ok(ty.canon((if op == BinOp::Div { x / y } else { x % y }) as u64))
         }
         BinOp::And => Ok(ty.canon(a & b)),

@@ -199,8 +199,10 @@ macro_rules! check_against_rust {
                 assert_eq!(fold_bin(BinOp::Sub, ty, Overflow::Check, a, b).ok(), x.checked_sub(y).map(w));
                 assert_eq!(fold_bin(BinOp::Mul, ty, Overflow::Wrap, a, b), Ok(w(x.wrapping_mul(y))));
                 assert_eq!(fold_bin(BinOp::Mul, ty, Overflow::Check, a, b).ok(), x.checked_mul(y).map(w));
-                assert_eq!(fold_bin(BinOp::Div, ty, Overflow::Wrap, a, b).ok(), x.checked_div(y).map(w));
-                assert_eq!(fold_bin(BinOp::Rem, ty, Overflow::Wrap, a, b).ok(), x.checked_rem(y).map(w));
+                assert_eq!(fold_bin(BinOp::Div, ty, Overflow::Check, a, b).ok(), x.checked_div(y).map(w));
+                assert_eq!(fold_bin(BinOp::Rem, ty, Overflow::Check, a, b).ok(), x.checked_rem(y).map(w));
+                assert_eq!(fold_bin(BinOp::Div, ty, Overflow::Wrap, a, b).ok(), (y != 0).then(|| w(x.wrapping_div(y))));
+                assert_eq!(fold_bin(BinOp::Rem, ty, Overflow::Wrap, a, b).ok(), (y != 0).then(|| w(x.wrapping_rem(y))));
                 assert_eq!(fold_bin(BinOp::Shl, ty, Overflow::Wrap, a, b), Ok(w(x.wrapping_shl(b as u32))));
                 assert_eq!(fold_bin(BinOp::Shr, ty, Overflow::Wrap, a, b), Ok(w(x.wrapping_shr(b as u32))));
                 assert_eq!(fold_bin(BinOp::Shl, ty, Overflow::Check, a, b).ok(), (b < <$t>::BITS as u64).then(|| w(x << b)));
@@ -255,7 +257,7 @@ fn cases() -> Vec<(&'static str, ResidualFunction, Vec<(Vec<u64>, Result<Vec<u64
     // A checked division.
     let mut b = ResidualBuilder::new("div", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);
     let (x, y) = (b.inputs()[0], b.inputs()[1]);
-    let q = b.bin(BinOp::Div, ValTy::I64, Overflow::Wrap, x, y);
+    let q = b.bin(BinOp::Div, ValTy::I64, Overflow::Check, x, y);
     b.ret(&[q]);
     out.push((
         "div",
@@ -264,6 +266,24 @@ fn cases() -> Vec<(&'static str, ResidualFunction, Vec<(Vec<u64>, Result<Vec<u64
             (vec![17, 5], Ok(vec![3])),
             (vec![1, 0], Err(ErrorKind::DivideByZero)),
             (vec![i64::MIN as u64, u64::MAX], Err(ErrorKind::Overflow(BinOp::Div))),
+        ],
+    ));
+    // Wrapping division and remainder (`wrapping_div`, `wrapping_rem`):
+    // by -1 they wrap instead of leaving; by zero they still leave.
+    let mut b = ResidualBuilder::new("wrapping div", &[ValTy::I64, ValTy::I64], &[ValTy::I64, ValTy::I64]);
+    let (x, y) = (b.inputs()[0], b.inputs()[1]);
+    let q = b.bin(BinOp::Div, ValTy::I64, Overflow::Wrap, x, y);
+    let r = b.bin(BinOp::Rem, ValTy::I64, Overflow::Wrap, x, y);
+    b.ret(&[q, r]);
+    let min = i64::MIN as u64;
+    out.push((
+        "wrapping div",
+        b.finish(),
+        vec![
+            (vec![(-17i64) as u64, 5], Ok(vec![(-3i64) as u64, (-2i64) as u64])),
+            (vec![min, u64::MAX], Ok(vec![min, 0])),
+            (vec![7, u64::MAX], Ok(vec![(-7i64) as u64, 0])),
+            (vec![1, 0], Err(ErrorKind::DivideByZero)),
         ],
     ));
     // A loop with labels and parameters: sum of 0..n.

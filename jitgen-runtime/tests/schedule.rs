@@ -597,7 +597,7 @@ fn division_by_zero_and_out_of_bounds_are_errors_from_residual_code() {
     // stay in residual code and leave through an error exit.
     let mut c: Compilation<Blk> = Compilation::new("div", &[ValTy::I64, ValTy::I64], &[ValTy::I64], Limits::default());
     let [a, b] = c.inputs()[..] else { unreachable!() };
-    let q = c.b.red_bin(BinOp::Div, Overflow::Wrap, &a, &b);
+    let q = c.b.red_bin(BinOp::Div, Overflow::Check, &a, &b);
     let zero = c.b.red_cmp(CmpOp::Eq, &a, &RedBox::i64(0));
     assert!(c.split(&zero, || st(0, vec![])));
     let bad = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &RedBox::i64(1), &RedBox::i64(0));

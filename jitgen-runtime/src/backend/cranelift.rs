@@ -388,11 +388,24 @@ impl Tr<'_, '_> {
                 let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
                 let kind = if op == BinOp::Div { ErrorKind::DivideByZero } else { ErrorKind::RemainderByZero };
                 self.exit_if(zero, kind);
-                if signed {
+                if signed && ov == Overflow::Check {
                     let is_min = self.b.ins().icmp_imm_s(IntCC::Equal, a, Self::min_of(ty));
                     let is_m1 = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
                     let both = self.b.ins().band(is_min, is_m1);
                     self.exit_if(both, ErrorKind::Overflow(op));
+                } else if signed {
+                    // Wrapping: by -1, `a / -1` is `-a` (`MIN` stays `MIN`)
+                    // and `a % -1` is 0, without the division, which traps
+                    // on `MIN / -1`.
+                    let is_m1 = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+                    let one = self.b.ins().iconst(clif(ty), 1);
+                    let divisor = self.b.ins().select(is_m1, one, b);
+                    let (by_m1, r) = if op == BinOp::Div {
+                        (self.b.ins().ineg(a), self.b.ins().sdiv(a, divisor))
+                    } else {
+                        (self.b.ins().iconst(clif(ty), 0), self.b.ins().srem(a, divisor))
+                    };
+                    return self.b.ins().select(is_m1, by_m1, r);
                 }
                 match (op, signed) {
                     (BinOp::Div, true) => self.b.ins().sdiv(a, b),
