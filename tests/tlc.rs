@@ -452,6 +452,62 @@ fn f1s_inner_loop_runs_four_turns_per_jump() {
     assert!(unrolled, "{listings:#?}");
 }
 
+/// `i64::MIN` by doubling 1 sixty-three times (multiplication wraps), then
+/// `MIN // a`, `MIN mod a`, `7 // a` and `-7 mod a` for the argument `a`,
+/// printed, after the loop compiled.
+const MIN_DIVIDED: &str = "
+    PUSH 1
+    PUSH 63
+pow:
+    PICK 0
+    BR_COND body
+    BR done
+body:
+    PICK 1
+    PUSH 2
+    MUL
+    PUT 1
+    PUSH 1
+    SUB
+    BR pow
+done:
+    POP
+    PICK 0
+    PUSHARG
+    DIV
+    PRINT
+    PICK 0
+    PUSHARG
+    MOD
+    PRINT
+    PUSH 7
+    PUSHARG
+    DIV
+    PRINT
+    PUSH -7
+    PUSHARG
+    MOD
+";
+
+#[test]
+fn floor_division_and_modulo_wrap_at_the_ends_of_the_range_under_the_jit() {
+    let _turn = serial();
+    jit::config().set_threshold(3);
+    let a = asm::assemble(MIN_DIVIDED).expect("assembles");
+    let before = jit::stats().entries;
+    let (r, lines) = both(&a, -1, "MIN // -1");
+    assert_eq!(r, Ok("0".into()));
+    assert_eq!(lines, ["-9223372036854775808", "0", "-7"]);
+    for d in [1, 2, -2, 3, -3, 7, -7, 8, 0] {
+        let _ = both(&a, d, &format!("MIN // {d}"));
+    }
+    assert!(jit::stats().entries > before, "the loop compiled");
+    // The division after it is compiled code's too: a wrapping one (TLC's
+    // DIV and MOD use `wrapping_div` and `wrapping_rem`).
+    let listings = jit::portal_listings();
+    assert!(listings.iter().any(|l| l.contains(" = div.i64 ") && l.contains(" = rem.i64 ")), "{listings:#?}");
+}
+
 /// A loop entered with ten values on the stack: the deepest two are below
 /// the ones whose variants the portal's key holds, and one is read each turn.
 const DEEP_STACK: &str = "

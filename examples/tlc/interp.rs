@@ -353,11 +353,8 @@ pub mod tlc {
         if a == 0 {
             return Err(Error::ZeroDivisionError);
         }
-        if a == -1 {
-            return Ok(b.wrapping_neg());
-        }
-        let q = b / a;
-        if b % a != 0 && ((b < 0) != (a < 0)) {
+        let q = b.wrapping_div(a);
+        if b.wrapping_rem(a) != 0 && ((b < 0) != (a < 0)) {
             return Ok(q - 1);
         }
         Ok(q)
@@ -368,10 +365,7 @@ pub mod tlc {
         if a == 0 {
             return Err(Error::ZeroDivisionError);
         }
-        if a == -1 {
-            return Ok(0);
-        }
-        let r = b % a;
+        let r = b.wrapping_rem(a);
         if r != 0 && ((r < 0) != (a < 0)) {
             return Ok(r + a);
         }
