@@ -36,6 +36,9 @@ pub const MAX_FRAME_WORDS: usize = 64;
 pub struct CraneliftBackend {
     isa: OwnedTargetIsa,
     trampoline: Trampoline,
+    /// The address of the flexswitch miss path shared by all residual code
+    /// (see [`CraneliftBackend::miss_stub`]).
+    miss_stub: usize,
 }
 
 /// `extern "C" fn(code, frame) -> status`: enters a `tail`-convention function.
@@ -60,7 +63,9 @@ impl CraneliftBackend {
         let entry = TRAMPOLINE.get_or_init(|| Self::trampoline(&isa).map(|t| t as usize)).clone()?;
         // SAFETY: made by `trampoline` with this signature, and never freed.
         let trampoline = unsafe { std::mem::transmute::<usize, Trampoline>(entry) };
-        Ok(CraneliftBackend { isa, trampoline })
+        static MISS_STUB: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
+        let miss_stub = MISS_STUB.get_or_init(|| Self::miss_stub(&isa)).clone()?;
+        Ok(CraneliftBackend { isa, trampoline, miss_stub })
     }
 
     /// The host's ISA with jitgen's flags.
@@ -114,6 +119,70 @@ impl CraneliftBackend {
         std::mem::forget(module);
         Ok(entry)
     }
+}
+
+impl CraneliftBackend {
+    /// The miss path of every flexswitch, compiled once per process and
+    /// tail-called by residual code: `(frame, table, value, offset, status)`
+    /// in the tail convention. It asks the compiler for a case
+    /// ([`crate::promotion::flex_miss`]) and tail-calls it; if there is
+    /// none, it writes the table at `frame + offset` and returns `status`
+    /// (a hand-over). Made inline, this path was about a third of each
+    /// switch's Cranelift time (a switch cost 35-40 us of a TLC loop's
+    /// compilation, measured 2026-11-23).
+    fn miss_stub(isa: &OwnedTargetIsa) -> Result<usize, BackendError> {
+        let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
+        let mut module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
+        let mut ctx = module.make_context();
+        ctx.func.signature = miss_stub_sig();
+        let mut fbc = FunctionBuilderContext::new();
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+            let blk = b.create_block();
+            b.append_block_params_for_function_params(blk);
+            b.switch_to_block(blk);
+            let p = b.block_params(blk).to_vec();
+            let (frame, tbl, value, offset, status) = (p[0], p[1], p[2], p[3], p[4]);
+            let mut msig = Signature::new(CallConv::SystemV);
+            msig.params.push(AbiParam::new(types::I64));
+            msig.params.push(AbiParam::new(types::I64));
+            msig.returns.push(AbiParam::new(types::I64));
+            let msig = b.import_signature(msig);
+            let fp = b.ins().iconst(types::I64, crate::promotion::flex_miss as *const () as usize as i64);
+            let call = b.ins().call_indirect(msig, fp, &[tbl, value]);
+            let code = b.inst_results(call)[0];
+            let (go, resume) = (b.create_block(), b.create_block());
+            b.ins().brif(code, go, &[], resume, &[]);
+            b.switch_to_block(go);
+            let tsig = b.import_signature(tail_sig());
+            b.ins().return_call_indirect(tsig, code, &[frame]);
+            // No case: hand over, the table last in the frame so that the
+            // caller finds how to continue.
+            b.switch_to_block(resume);
+            let at = b.ins().iadd(frame, offset);
+            b.ins().store(MemFlagsData::trusted(), tbl, at, 0);
+            b.ins().return_(&[status]);
+            b.seal_all_blocks();
+            b.finalize(module.target_config());
+        }
+        let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
+        module.define_function(id, &mut ctx).map_err(|e| err(&format!("{e:?}")))?;
+        module.finalize_definitions().map_err(|e| err(&e))?;
+        let ptr = module.get_finalized_function(id) as usize;
+        // As the trampoline: kept for the life of the process.
+        std::mem::forget(module);
+        Ok(ptr)
+    }
+}
+
+/// The signature of [`CraneliftBackend::miss_stub`].
+fn miss_stub_sig() -> Signature {
+    let mut sig = Signature::new(CallConv::Tail);
+    for _ in 0..5 {
+        sig.params.push(AbiParam::new(types::I64));
+    }
+    sig.returns.push(AbiParam::new(types::I64));
+    sig
 }
 
 static LIVE_MODULES: AtomicUsize = AtomicUsize::new(0);
@@ -218,6 +287,8 @@ struct Tr<'a, 'b> {
     true_side_loops: Vec<bool>,
     /// The block being translated.
     current: Label,
+    /// [`CraneliftBackend::miss_stub`]'s address.
+    miss_stub: usize,
 }
 
 impl Tr<'_, '_> {
@@ -719,30 +790,16 @@ impl Tr<'_, '_> {
                 let target = self.b.block_params(hit)[0];
                 let tsig = self.b.import_signature(tail_sig());
                 self.b.ins().return_call_indirect(tsig, target, &[self.frame]);
-                // A miss calls back into the compiler for a new case.
+                // A miss calls back into the compiler for a new case, in the
+                // shared stub; it hands over with the table after the
+                // promoted value if there is none.
                 self.b.switch_to_block(miss);
-                let mut msig = Signature::new(CallConv::SystemV);
-                msig.params.push(AbiParam::new(types::I64));
-                msig.params.push(AbiParam::new(types::I64));
-                msig.returns.push(AbiParam::new(types::I64));
-                let msig = self.b.import_signature(msig);
-                let fp = self.b.ins().iconst(types::I64, crate::promotion::flex_miss as *const () as usize as i64);
-                let call = self.b.ins().call_indirect(msig, fp, &[tbl, vw]);
-                let code = self.b.inst_results(call)[0];
-                let none = self.b.ins().icmp_imm_s(IntCC::Equal, code, 0);
-                let resume = block(self.b);
-                let go = block(self.b);
-                self.b.ins().brif(none, resume, &[], go, &[]);
-                self.b.switch_to_block(go);
-                let tsig = self.b.import_signature(tail_sig());
-                self.b.ins().return_call_indirect(tsig, code, &[self.frame]);
-                // No case: hand over, the table last in the frame so that the
-                // caller finds how to continue.
-                self.b.switch_to_block(resume);
-                self.b.ins().store(MemFlagsData::trusted(), tbl, self.frame, 8 * (live.len() as i32 + 1));
+                let offset = self.b.ins().iconst(types::I64, 8 * (live.len() as i64 + 1));
                 let status = ErrorKind::Resume(live.len() as u32 + 2).code() as i64;
-                let st = self.b.ins().iconst(types::I64, status);
-                self.b.ins().return_(&[st]);
+                let status = self.b.ins().iconst(types::I64, status);
+                let stub = self.b.ins().iconst(types::I64, self.miss_stub as i64);
+                let ssig = self.b.import_signature(miss_stub_sig());
+                self.b.ins().return_call_indirect(ssig, stub, &[self.frame, tbl, vw, offset, status]);
             }
         }
     }
@@ -905,6 +962,7 @@ impl CraneliftBackend {
                 propagate: None,
                 true_side_loops: f.true_side_loops(),
                 current: Label(0),
+                miss_stub: self.miss_stub,
             };
             tr.b.switch_to_block(entry);
             let mut args = vec![];
