@@ -87,41 +87,20 @@ impl CraneliftBackend {
 
     /// `extern "C" fn(code, frame) -> status`: calls a tail-convention function.
     fn trampoline(isa: &OwnedTargetIsa) -> Result<Trampoline, BackendError> {
-        let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
-        let mut module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
-        let mut ctx = module.make_context();
-        ctx.func.signature = Signature::new(CallConv::SystemV);
-        ctx.func.signature.params.push(AbiParam::new(types::I64));
-        ctx.func.signature.params.push(AbiParam::new(types::I64));
-        ctx.func.signature.returns.push(AbiParam::new(types::I64));
-        let mut fbc = FunctionBuilderContext::new();
-        {
-            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-            let blk = b.create_block();
-            b.append_block_params_for_function_params(blk);
-            b.switch_to_block(blk);
-            let (code, frame) = (b.block_params(blk)[0], b.block_params(blk)[1]);
+        let mut sig = Signature::new(CallConv::SystemV);
+        sig.params.push(AbiParam::new(types::I64));
+        sig.params.push(AbiParam::new(types::I64));
+        sig.returns.push(AbiParam::new(types::I64));
+        let ptr = infrastructure(isa, sig, |b, p| {
             let sig = b.import_signature(tail_sig());
-            let call = b.ins().call_indirect(sig, code, &[frame]);
+            let call = b.ins().call_indirect(sig, p[0], &[p[1]]);
             let status = b.inst_results(call)[0];
             b.ins().return_(&[status]);
-            b.seal_all_blocks();
-            b.finalize(module.target_config());
-        }
-        let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
-        module.define_function(id, &mut ctx).map_err(|e| err(&format!("{e:?}")))?;
-        module.finalize_definitions().map_err(|e| err(&e))?;
-        let ptr = module.get_finalized_function(id);
+        })?;
         // SAFETY: compiled just above with the SystemV signature (i64, i64) -> i64.
-        let entry = unsafe { std::mem::transmute::<*const u8, Trampoline>(ptr) };
-        // Infrastructure, not residual code: one small function per process,
-        // kept for the life of the process (its module is never freed).
-        std::mem::forget(module);
-        Ok(entry)
+        Ok(unsafe { std::mem::transmute::<usize, Trampoline>(ptr) })
     }
-}
 
-impl CraneliftBackend {
     /// The miss path of every flexswitch, compiled once per process and
     /// tail-called by residual code: `(frame, table, value, offset, status)`
     /// in the tail convention. It asks the compiler for a case
@@ -131,17 +110,7 @@ impl CraneliftBackend {
     /// switch's Cranelift time (a switch cost 35-40 us of a TLC loop's
     /// compilation, measured 2026-11-23).
     fn miss_stub(isa: &OwnedTargetIsa) -> Result<usize, BackendError> {
-        let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
-        let mut module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
-        let mut ctx = module.make_context();
-        ctx.func.signature = miss_stub_sig();
-        let mut fbc = FunctionBuilderContext::new();
-        {
-            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-            let blk = b.create_block();
-            b.append_block_params_for_function_params(blk);
-            b.switch_to_block(blk);
-            let p = b.block_params(blk).to_vec();
+        infrastructure(isa, miss_stub_sig(), |b, p| {
             let (frame, tbl, value, offset, status) = (p[0], p[1], p[2], p[3], p[4]);
             let mut msig = Signature::new(CallConv::SystemV);
             msig.params.push(AbiParam::new(types::I64));
@@ -162,17 +131,40 @@ impl CraneliftBackend {
             let at = b.ins().iadd(frame, offset);
             b.ins().store(MemFlagsData::trusted(), tbl, at, 0);
             b.ins().return_(&[status]);
-            b.seal_all_blocks();
-            b.finalize(module.target_config());
-        }
-        let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
-        module.define_function(id, &mut ctx).map_err(|e| err(&format!("{e:?}")))?;
-        module.finalize_definitions().map_err(|e| err(&e))?;
-        let ptr = module.get_finalized_function(id) as usize;
-        // As the trampoline: kept for the life of the process.
-        std::mem::forget(module);
-        Ok(ptr)
+        })
     }
+}
+
+/// Compiles one function of jitgen's own (infrastructure, not residual
+/// code) with `sig`, its body made by `body` from the entry block's
+/// parameters, and returns its address. It is kept for the life of the
+/// process (its module is never freed): one small function each.
+fn infrastructure(
+    isa: &OwnedTargetIsa,
+    sig: Signature,
+    body: impl FnOnce(&mut FunctionBuilder, &[Value]),
+) -> Result<usize, BackendError> {
+    let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
+    let mut module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
+    let mut ctx = module.make_context();
+    ctx.func.signature = sig;
+    let mut fbc = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+        let blk = b.create_block();
+        b.append_block_params_for_function_params(blk);
+        b.switch_to_block(blk);
+        let params = b.block_params(blk).to_vec();
+        body(&mut b, &params);
+        b.seal_all_blocks();
+        b.finalize(module.target_config());
+    }
+    let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
+    module.define_function(id, &mut ctx).map_err(|e| err(&format!("{e:?}")))?;
+    module.finalize_definitions().map_err(|e| err(&e))?;
+    let ptr = module.get_finalized_function(id) as usize;
+    std::mem::forget(module);
+    Ok(ptr)
 }
 
 /// The signature of [`CraneliftBackend::miss_stub`].
