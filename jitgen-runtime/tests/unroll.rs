@@ -285,25 +285,22 @@ fn an_accumulator_is_carried_by_one_addition_per_unrolled_turn() {
                 v32 = and.i64 v30, v31
                 v33 = const.i64 2
                 v34 = add.i64 v25, v33
-                v35 = const.i64 255
-                v36 = and.i64 v34, v35
-                v37 = add.i64 v32, v36
-                v38 = const.i64 3
-                v39 = add.i64 v25, v38
-                v40 = const.i64 255
-                v41 = and.i64 v39, v40
-                v42 = add.i64 v37, v41
-                v43 = const.i64 4
-                v44 = add.i64 v25, v43
-                v45 = const.i64 255
-                v46 = and.i64 v44, v45
-                v47 = add.i64 v42, v46
-                v48 = add.i64 v26, v47
-                v49 = le.i64 v44, v27
-                v50 = le.i64 v44, v28
-                branch v50, L4(v44, v48, v27, v28), L5()
+                v35 = and.i64 v34, v31
+                v36 = add.i64 v32, v35
+                v37 = const.i64 3
+                v38 = add.i64 v25, v37
+                v39 = and.i64 v38, v31
+                v40 = add.i64 v36, v39
+                v41 = const.i64 4
+                v42 = add.i64 v25, v41
+                v43 = and.i64 v42, v31
+                v44 = add.i64 v40, v43
+                v45 = add.i64 v26, v44
+                v46 = le.i64 v42, v27
+                v47 = le.i64 v42, v28
+                branch v47, L4(v42, v45, v27, v28), L5()
             L5():
-                branch v49, L1(v44, v48, v27), L2(v39, v48)
+                branch v46, L1(v42, v45, v27), L2(v38, v45)
         "#]],
     );
 }

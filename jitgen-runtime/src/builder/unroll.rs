@@ -53,9 +53,8 @@ struct Counted {
 }
 
 impl ResidualFunction {
-    /// Unrolls each counted loop of one block (see the module doc); returns
-    /// whether one was.
-    pub(super) fn unroll_counted_loops(&mut self) -> bool {
+    /// Unrolls each counted loop of one block (see the module doc).
+    pub(super) fn unroll_counted_loops(&mut self) {
         let mut consts: FxHashMap<Val, u64> = FxHashMap::default();
         for (_, b) in self.live_blocks() {
             for i in &b.insts {
@@ -64,14 +63,11 @@ impl ResidualFunction {
                 }
             }
         }
-        let mut any = false;
         for b in 1..self.blocks.len() {
             if let Some(c) = self.counted_loop(b, &consts) {
                 self.unroll(b, &c, &mut consts);
-                any = true;
             }
         }
-        any
     }
 
     fn counted_loop(&self, b: usize, consts: &FxHashMap<Val, u64>) -> Option<Counted> {
@@ -246,9 +242,17 @@ impl ResidualFunction {
         // For each operation, whether it accumulates into a parameter.
         let accumulates: Vec<Option<Side>> =
             orig.insts.iter().map(|i| accumulator(i, &orig.params, &next, consts)).collect();
+        let mut first_consts: FxHashMap<Val, Val> = FxHashMap::default();
         for _ in 0..UNROLL_TURNS {
             last_start = orig.params.iter().map(|p| env[p]).collect();
             for (inst, side) in orig.insts.iter().zip(&accumulates) {
+                // A constant of the loop is made once, by the first turn.
+                if let Inst::Const { dst, .. } = inst {
+                    if let Some(&made) = first_consts.get(dst) {
+                        env.insert(*dst, made);
+                        continue;
+                    }
+                }
                 let mut i = inst.clone();
                 i.map_uses(&|v| env.get(&v).copied().unwrap_or(v));
                 let old = inst.defs();
@@ -262,8 +266,9 @@ impl ResidualFunction {
                 match side {
                     Some(side) => self.push_reassociated(i, *side, &mut sums, consts, &mut insts),
                     None => {
-                        if let Inst::Const { dst, bits, .. } = &i {
+                        if let (Inst::Const { dst, bits, .. }, Inst::Const { dst: orig_dst, .. }) = (&i, inst) {
                             consts.insert(*dst, *bits);
+                            first_consts.insert(*orig_dst, *dst);
                         }
                         insts.push(i)
                     }
