@@ -20,147 +20,17 @@ mod asm;
 #[allow(dead_code)]
 #[path = "../tlc/interp.rs"]
 mod interp;
+mod peers;
 #[path = "../tlc/programs.rs"]
 mod programs;
 
-use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use interp::tlc::{self, jit, Heap, Value};
 use interp::Out;
 
-const M: u64 = 99_999_989;
-
-/// One benchmark: its TLC program, its peer file stem, and sizes.
-struct Bench {
-    name: &'static str,
-    program: &'static str,
-    peer: &'static str,
-    /// (argument, repetitions) for native code and fast JITs.
-    native: (i64, u64),
-    /// For the JIT.
-    jit: (i64, u64),
-    /// For interpreters (jitgen's plain one, CPython, Lua 5.4).
-    slow: (i64, u64),
-}
-
-const BENCHES: &[Bench] = &[
-    Bench { name: "f1", program: "f1", peer: "f1", native: (2117, 1000), jit: (2117, 100), slow: (2117, 20) },
-    Bench {
-        name: "fact",
-        program: "factorial",
-        peer: "fact",
-        native: (90_000_000, 1),
-        jit: (90_000_000, 1),
-        slow: (9_000_000, 1),
-    },
-    Bench {
-        name: "fib",
-        program: "fibonacci",
-        peer: "fib",
-        native: (90_000_000, 1),
-        jit: (90_000_000, 1),
-        slow: (9_000_000, 1),
-    },
-    Bench {
-        name: "accum",
-        program: "accumulator",
-        peer: "accum",
-        native: (100_000_000, 1),
-        jit: (100_000_000, 1),
-        slow: (10_000_000, 1),
-    },
-];
-
-/// Inner iterations of a run (the unit of ns/iter).
-fn inner(b: &Bench, (n, reps): (i64, u64)) -> f64 {
-    match b.name {
-        "f1" => reps as f64 * (n as f64) * (n as f64 + 1.0) / 2.0,
-        _ => (n as f64) * reps as f64,
-    }
-}
-
-// ----- the algorithms in Rust -------------------------------------------------
-
-fn f1(n: i64) -> u64 {
-    let mut x: u64 = 1;
-    let mut i = 0;
-    while i < n {
-        let mut j = 0;
-        while j <= i {
-            j += 1;
-            x = x.wrapping_add((i & j) as u64);
-        }
-        i += 1;
-    }
-    x
-}
-
-fn fact(n: u64) -> u64 {
-    let mut f = 1;
-    let mut i = 1;
-    while i <= n {
-        f = f * i % M;
-        i += 1;
-    }
-    f
-}
-
-fn fib(n: u64) -> u64 {
-    let (mut a, mut b, mut n) = (0, 1, n);
-    while n > 0 {
-        let t = (a + b) % M;
-        a = b;
-        b = t;
-        n -= 1;
-    }
-    a
-}
-
-trait Accumulator {
-    fn accumulate(&mut self, x: i64);
-    fn value(&self) -> i64;
-}
-struct Count(i64);
-struct Add(i64);
-impl Accumulator for Count {
-    fn accumulate(&mut self, _: i64) {
-        self.0 += 1;
-    }
-    fn value(&self) -> i64 {
-        self.0
-    }
-}
-impl Accumulator for Add {
-    fn accumulate(&mut self, x: i64) {
-        self.0 += x;
-    }
-    fn value(&self) -> i64 {
-        self.0
-    }
-}
-
-fn accum(n: i64) -> i64 {
-    let (mut obj, mut n): (Box<dyn Accumulator>, i64) =
-        if n < 0 { (Box::new(Count(0)), -n) } else { (Box::new(Add(0)), n) };
-    while n > 0 {
-        obj.accumulate(black_box(n));
-        n -= 1;
-    }
-    obj.value()
-}
-
-/// The Rust result of a benchmark at a size (also the expected value).
-fn native(b: &Bench, (n, reps): (i64, u64)) -> String {
-    match b.name {
-        "f1" => (0..reps).fold(0u64, |s, _| s.wrapping_add(f1(black_box(n)))).to_string(),
-        "fact" => fact(black_box(n as u64)).to_string(),
-        "fib" => fib(black_box(n as u64)).to_string(),
-        _ => accum(black_box(n)).to_string(),
-    }
-}
+use peers::{inner, native, peers, version, Bench, BENCHES};
 
 // ----- TLC ---------------------------------------------------------------------
 
@@ -215,87 +85,6 @@ fn timed(f: impl FnOnce() -> String) -> (String, Duration) {
     (r, t.elapsed())
 }
 
-/// The first line a command prints of its version, if it runs.
-fn version(cmd: &str, arg: &str) -> Option<String> {
-    let o = Command::new(cmd).arg(arg).output().ok()?;
-    let text = if o.stdout.is_empty() { o.stderr } else { o.stdout };
-    String::from_utf8_lossy(&text).lines().next().map(|l| l.trim().to_string())
-}
-
-/// A peer: a name, a command line for a benchmark and size, and whether it
-/// is slow (then it runs the small size).
-struct Peer {
-    name: String,
-    version: String,
-    slow: bool,
-    cmd: Box<dyn Fn(&Bench, (i64, u64)) -> Vec<String>>,
-}
-
-fn peers(root: &Path, build: &Path) -> Vec<Peer> {
-    let src = root.join("bench/peers");
-    let mut v: Vec<Peer> = vec![];
-    if let Some(ver) = version("gcc", "--version") {
-        for opt in ["-O0", "-O2"] {
-            let mut ok = true;
-            for b in BENCHES {
-                let out = build.join(format!("{}.gcc{}", b.peer, opt));
-                let st =
-                    Command::new("gcc").arg(opt).arg("-o").arg(&out).arg(src.join(format!("{}.c", b.peer))).status();
-                ok &= st.is_ok_and(|s| s.success());
-            }
-            if ok {
-                let build = build.to_path_buf();
-                v.push(Peer {
-                    name: format!("gcc {opt}"),
-                    version: ver.clone(),
-                    slow: false,
-                    cmd: Box::new(move |b, s| {
-                        vec![
-                            build.join(format!("{}.gcc{}", b.peer, opt)).display().to_string(),
-                            s.0.to_string(),
-                            s.1.to_string(),
-                        ]
-                    }),
-                });
-            }
-        }
-    }
-    let scripted: [(&str, &str, &str, bool); 5] = [
-        ("pypy3", "pypy3", "py", false),
-        ("luajit", "luajit", "lua", false),
-        ("node", "node", "js", false),
-        ("cpython", "python3", "py", true),
-        ("lua5.4", "lua5.4", "lua", true),
-    ];
-    for (name, exe, ext, slow) in scripted {
-        let arg = if exe.starts_with("lua") { "-v" } else { "--version" };
-        let Some(ver) = version(exe, arg) else { continue };
-        let src = src.clone();
-        v.push(Peer {
-            name: name.to_string(),
-            version: ver,
-            slow,
-            cmd: Box::new(move |b, s| {
-                vec![
-                    exe.to_string(),
-                    src.join(format!("{}.{ext}", b.peer)).display().to_string(),
-                    s.0.to_string(),
-                    s.1.to_string(),
-                ]
-            }),
-        });
-    }
-    v
-}
-
-/// The arguments of a peer run: f1 takes n and REPS, the others N.
-fn peer_args(b: &Bench, mut argv: Vec<String>) -> Vec<String> {
-    if b.name != "f1" {
-        argv.pop();
-    }
-    argv
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let runs: usize = args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(5);
@@ -306,6 +95,7 @@ fn main() {
     let peers = peers(&root, &build);
     let mut rows: Vec<Row> = vec![];
     let mut compile_notes: Vec<String> = vec![];
+    let mut skipped: Vec<String> = vec![];
     for b in BENCHES {
         eprintln!("{}...", b.name);
         let a = asm::assemble(programs::source(b.program).expect("shipped")).expect("assembles");
@@ -359,19 +149,25 @@ fn main() {
         row("TLC JIT, warm", b.jit, measure(runs, || timed(|| tlc_run(&a, b.jit, true)), &want_jit, "JIT warm"));
         for p in &peers {
             let size = if p.slow { b.slow } else { b.native };
-            let want = native(b, size);
-            let argv = peer_args(b, (p.cmd)(b, size));
-            let times = measure(
-                runs,
-                || {
-                    timed(|| {
-                        let o = Command::new(&argv[0]).args(&argv[1..]).output().expect("the peer runs");
-                        String::from_utf8_lossy(&o.stdout).trim().to_string()
-                    })
-                },
-                &want,
-                &p.name,
-            );
+            // A peer that fails (not installed right, or a wrong result) is
+            // reported and left out of the table.
+            let mut times = vec![];
+            let mut failed = None;
+            for _ in 0..runs {
+                let t = Instant::now();
+                match p.run(b, size) {
+                    Ok(_) => times.push(t.elapsed()),
+                    Err(why) => {
+                        failed = Some(why);
+                        break;
+                    }
+                }
+            }
+            if let Some(why) = failed {
+                eprintln!("{}: {} skipped: {why}", b.name, p.name);
+                skipped.push(format!("{} on {}: {why}", p.name, b.name));
+                continue;
+            }
             row(&p.name, size, times);
         }
     }
@@ -403,6 +199,9 @@ fn main() {
     for n in &compile_notes {
         println!("{n}");
     }
+    for n in &skipped {
+        println!("skipped: {n}");
+    }
     let small = small_inputs();
     println!("\n{small}");
     if write {
@@ -419,9 +218,14 @@ fn main() {
              backend, which the median leaves out):\n\n{}\n\n\
              Small inputs: the JIT's total time against the plain interpreter's, each run in a fresh \
              thread (empty code caches), median of {SMALL_RUNS} runs; the hot-spot policy decides \
-             whether the loop compiles.\n\n{small}",
+             whether the loop compiles.\n\n{small}{}",
             versions.iter().map(|v| format!("- {v}")).collect::<Vec<_>>().join("\n"),
             compile_notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n"),
+            if skipped.is_empty() {
+                String::new()
+            } else {
+                format!("\nPeers skipped (they failed):\n\n{}\n", skipped.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n"))
+            },
         );
         std::fs::write(root.join("BENCHMARKS.md"), doc).expect("BENCHMARKS.md is writable");
         eprintln!("wrote BENCHMARKS.md");
