@@ -15,6 +15,22 @@
 //! Not covered (documented as green data that must stay unchanged while
 //! code compiled for it is cached): `HashMap`s (their length only) and
 //! types from outside the module.
+//!
+//! ## Green data and cached code
+//!
+//! **Green data and cached code** (`content.rs` in the macro crate). Compiled code is
+//! cached by the addresses of the green data it was specialized on, and may hold
+//! addresses of green data it reads at run time. So each cache entry also keeps the
+//! *content* of the portal's green data: the bytes of green slices of scalars (compared
+//! in place), and for deeper green data (a `&Program` with its class table) the bytes of
+//! everything reachable plus the addresses of every buffer, taken once per call of the
+//! portal by generated `__content_T` functions. Code is reused only when the content is
+//! equal; a program freed and another allocated at the same address recompiles. Found by
+//! TLC's tests, which assemble a fresh program per run: stale code read freed class
+//! tables. `HashMap`s (length only) and types from outside the module are not covered.
+//!
+//! Architecture Invariant: compiled code runs only on green data equal, in content and
+//! in the addresses of its buffers, to the data it was compiled for.
 
 use hint_annotator::types::Ty;
 use hint_annotator::ModuleTypes;

@@ -152,7 +152,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     let #fid: [#rt::redbox::RedBox; #nslots] = {
                         let __w = #flat(#n);
                         let __t = #tys();
-                        ::core::array::from_fn(|__i| #rt::redbox::RedBox::constant(__t[__i], __w[__i]))
+                        #rt::redbox::RedBox::constants(&__t, &__w)
                     };
                 ));
                 let nw = *nslots;
@@ -177,7 +177,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                 e.args.push(quote!(&#src));
                 e.input_tys.push(quote!(__t.extend_from_slice(&#tys());));
                 e.input_words.push(quote!(__words.extend_from_slice(&#flat(#n));));
-                e.frame_lets.push(quote!(let #fid: [#rt::redbox::RedBox; #nslots] = ::core::array::from_fn(|_| __in.next().expect("an input"));));
+                e.frame_lets.push(quote!(let #fid: [#rt::redbox::RedBox; #nslots] = #rt::redbox::next_n(&mut __in);));
             }
             Repr::VOpt => e.bad = Some(format!("an `Option` of a struct (`{ty}`) is live here")),
             Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VPtr | Repr::VDict(..) | Repr::VOList(_) => {

@@ -9,6 +9,49 @@
 //!
 //! Architecture Invariant: only this crate emits tokens; generated code refers
 //! to jitgen only through `::jitgen::__private`, and its own names start with `__`.
+//!
+//! ## How the expansion works
+//!
+//! **Representation** (`repr.rs`), by type and color: green scalars are Rust values;
+//! green pointers are `&'a` references to the interpreter's own data (frozen while
+//! compiling); red scalars and pointers are red boxes, a red pointer being the address of
+//! the object its type designates (`Box<T>`: the `T`), a red `&[T]` two boxes (address,
+//! length); enums (`Option`, `Result`, the module's own), green or red, are arrays of red
+//! boxes in a flattened layout (tag, then every variant's payload fields; unused slots
+//! constant 0). Green enums are part of the merge key, red ones of the reds.
+//!
+//! **Timeshifting** (`timeshift.rs`): green operations become Rust on Rust values.
+//! Green arithmetic goes through `ops::fold_*`, so that an operation that would panic
+//! ends the path with the same error exit in residual code instead of panicking in the
+//! compiler; green indexing that would fail does the same with a bounds check. Red
+//! operations become red-box operations (`red_bin`, ...). At the entry of a join block
+//! the state goes through `merge` first (`MergeKind::LoopHead` for back-edge targets of
+//! the interpreter's graph, `Join` otherwise); a red branch goes through `split`. Calls:
+//! a green call (pure, green result) runs the Rust function now; red, gray and yellow
+//! calls are inlined by pushing a continuation frame and the callee's entry frame
+//! (the callee's `@green_result` copy for yellow calls); `#[jit_opaque]` functions and
+//! functions outside the module become residual calls through generated callbacks.
+//! Red `Vec<scalar>` length, reads and writes are inline loads and stores at offsets
+//! measured at run time (`heap::vec_layout`), with Rust's bounds check; push, pop and
+//! allocation are callbacks; allocations live in an arena until the residual call
+//! returns. What cannot be compiled yet (allocating structs and boxes, promoting a
+//! run-time value, types that cannot be laid out) generates `decline("why")`: the
+//! compilation is declined, the portal remembers the key as declined, the interpreter
+//! goes on, and `jit::last_decline()` (or `JITGEN_LOG=1`) tells why.
+//!
+//! **Portals.** A function with `hint!(global_merge_point)` is a portal. Its hook counts
+//! iterations per position key (the green variables live there: addresses of green
+//! data, values of green scalars) in a thread-local `PortalCache`; past the threshold
+//! (1000 by default) a key is warm, and once the run has lasted `WARMUP_FACTOR` (4)
+//! times the expected compile time since then, it compiles residual code that starts
+//! at the merge point with the interpreter's red values as inputs and returns the
+//! function's result. An explicit threshold (`set_threshold`, `JITGEN_THRESHOLD`)
+//! compiles right past the count, with no warm-up. Reuse of compiled code compares
+//! the content of green sequences with what was compiled against (not copied while
+//! merely counting): a buffer refilled with another program recompiles. Deeper green
+//! data (a `&Program`) is compared by its bytes and buffer addresses, taken once per
+//! portal call (see "Green data and cached code"). Settings and
+//! counts: `jit::config()` (`JITGEN_THRESHOLD`, `JITGEN_OFF`), `jit::stats()`.
 
 mod check;
 mod content;

@@ -293,14 +293,14 @@ impl<'g> Gen<'g> {
                     quote!(match #l.pop_w(#n) {
                         Some(Some(__e)) => {
                             let __t = #otys();
-                            let mut __a: [#u; #m1] = ::core::array::from_fn(|__k| #u::constant(__t[__k], 0));
+                            let mut __a: [#u; #m1] = #u::zeros(&__t);
                             __a[0] = #u::constant(__t[0], 1);
                             __a[1..].copy_from_slice(&__e);
                             __a
                         }
                         Some(None) => {
                             let __t = #otys();
-                            ::core::array::from_fn(|__k| #u::constant(__t[__k], 0))
+                            #u::zeros(&__t)
                         }
                         None => {
                             let __a = #addr;
@@ -1360,7 +1360,7 @@ impl<'g> Gen<'g> {
                     r,
                     quote!({
                         let __t = #tys();
-                        let mut __e: [#rt::redbox::RedBox; #n] = ::core::array::from_fn(|__i| #rt::redbox::RedBox::constant(__t[__i], 0));
+                        let mut __e: [#rt::redbox::RedBox; #n] = #rt::redbox::RedBox::zeros(&__t);
                         __e[0] = #rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, #tag);
                         #(#sets)*
                         __e
@@ -1425,7 +1425,7 @@ impl<'g> Gen<'g> {
             Repr::RPtr | Repr::VList(_) => self.bind_ptr(fi, r, quote!(#a[#off])),
             Repr::Enum(_, n) => {
                 let end = off + n;
-                self.bind(fi, r, quote!(<[#rt::redbox::RedBox; #n]>::try_from(&#a[#off..#end]).expect("layout")))
+                self.bind(fi, r, quote!(#rt::redbox::first_n::<#n>(&#a[#off..#end])))
             }
             Repr::GRef(t) => {
                 // A pointer in a green enum value read from frozen data.
@@ -1456,7 +1456,7 @@ impl<'g> Gen<'g> {
         quote!({
             let __w = #flat(#place);
             let __t = #tys();
-            ::core::array::from_fn(|__i| #rt::redbox::RedBox::constant(__t[__i], __w[__i]))
+            #rt::redbox::RedBox::constants(&__t, &__w)
         })
     }
 
@@ -1728,7 +1728,10 @@ impl<'g> Gen<'g> {
                 (Repr::GRef(_) | Repr::GSlice(_), Ty::Ref { mutable: false, .. }) => e,
                 (Repr::Enum(t, _), _) if plain(t, self.cg.types()) => {
                     let (_, unflat, _) = enum_helpers(t);
-                    quote!(#unflat(&#e.map(|__b| __b.as_const().unwrap_or(0))))
+                    {
+                        let rt = rt();
+                        quote!(#unflat(&#rt::redbox::const_words(&#e)))
+                    }
                 }
                 _ => return self.decline("an argument of this type to a call run at compile time"),
             });
@@ -1825,7 +1828,7 @@ impl<'g> Gen<'g> {
             }
             Repr::Enum(_, n) => {
                 let id = v_ident(r);
-                quote!(let #id: [#rt::redbox::RedBox; #n] = ::core::array::from_fn(|__i| __v[__i]);)
+                quote!(let #id: [#rt::redbox::RedBox; #n] = #rt::redbox::first_n(&__v);)
             }
             _ => return self.decline("the result of this residual call"),
         };
@@ -2007,7 +2010,7 @@ impl<'g> Gen<'g> {
                         Ok(s) => s,
                         Err(w) => return self.decline(&w),
                     };
-                    quote!(if __c.split(&#c, || #other) { #gt } else { #gf })
+                    quote!(if __c.split(&#c, &mut || #other) { #gt } else { #gf })
                 }
             }
             Exit::Return(v) => {
@@ -2065,6 +2068,7 @@ impl<'g> Gen<'g> {
         let mut run_arms = vec![];
         let mut unmerge_arms = vec![];
         let mut vptr_arms = vec![];
+        let mut point_fns = vec![];
         for p in 0..self.points.len() {
             let code = self.point_code(p);
             let pt = &self.points[p];
@@ -2223,12 +2227,45 @@ impl<'g> Gen<'g> {
             } else {
                 quote!()
             };
-            run_arms.push(quote! {
-                __Frame::#vname { #(#pat_all),* } => 'path: {
-                    #park
-                    #merge
-                    #code
+            // The code of each point is a function of its own: the dispatch
+            // stays a small match, and rustc and LLVM see hundreds of small
+            // functions instead of one that holds every point.
+            let point_fn = format_ident!("__point{}", p);
+            let mut params = vec![];
+            for v in &pt.live {
+                let id = v_ident(*v);
+                let r = self.repr(pt.f, *v);
+                let t = field_ty(&r);
+                params.push(if is_container(&r) { quote!(mut #id: #t) } else { quote!(#id: #t) });
+            }
+            if let Some(r) = pt.ret {
+                let t = field_ty(&self.repr(pt.f, r));
+                params.push(quote!(__ret: ::core::option::Option<#t>));
+            }
+            if is_join {
+                params.push(quote!(__merged: bool));
+            }
+            let pass: Vec<TokenStream> = pat_all
+                .iter()
+                .map(|p| p.clone().into_iter().last().map(TokenStream::from).unwrap_or_default())
+                .collect();
+            point_fns.push(quote! {
+                #[allow(unused_variables, unused_mut, unused_braces, unreachable_code, unused_labels, clippy::all)]
+                #[inline(never)]
+                fn #point_fn<'a>(
+                    __c: &mut #rt::schedule::Compilation<__Frame<'a>>,
+                    mut __st: #rt::state::JitState<__Frame<'a>>,
+                    #(#params),*
+                ) -> ::core::option::Option<#rt::state::JitState<__Frame<'a>>> {
+                    'path: {
+                        #park
+                        #merge
+                        #code
+                    }
                 }
+            });
+            run_arms.push(quote! {
+                __Frame::#vname { #(#pass),* } => #point_fn(__c, __st, #(#pass),*),
             });
         }
         // Deliver: a returning function hands its value to its caller's continuation.
@@ -2411,6 +2448,7 @@ impl<'g> Gen<'g> {
                 }
             }
 
+            #(#point_fns)*
             #(#enum_fns)*
             #(#vdescs)*
             #(#callbacks)*

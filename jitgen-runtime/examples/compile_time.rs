@@ -8,7 +8,6 @@
 
 use std::time::{Duration, Instant};
 
-use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::residual::ResidualFn;
@@ -63,7 +62,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let mut backend = CraneliftBackend::new().expect("host supported");
+    let mut backend = jitgen_runtime::residual::native_backend().expect("host supported");
     // The first compilation in a process pays for warming up: not counted.
     let _ = ResidualFn::compile(&record(&[0, 1]), &mut backend).unwrap();
     println!(

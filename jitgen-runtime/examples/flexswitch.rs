@@ -8,7 +8,6 @@
 
 use std::time::Instant;
 
-use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::builder::ResidualBuilder;
 use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
 use jitgen_runtime::promotion::{Case, FlexTable};
@@ -24,7 +23,7 @@ fn straight() -> ResidualFn {
     let d = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, q, five);
     let r = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, d, y);
     b.ret(&[r]);
-    ResidualFn::compile(&b.finish(), &mut CraneliftBackend::new().unwrap()).unwrap()
+    ResidualFn::compile(&b.finish(), &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap()
 }
 
 fn switched() -> (ResidualFn, std::rc::Rc<FlexTable>) {
@@ -44,7 +43,7 @@ fn switched() -> (ResidualFn, std::rc::Rc<FlexTable>) {
     let ten = b.konst(ValTy::I64, 10);
     let q = b.bin(BinOp::Div, ValTy::I64, Overflow::Wrap, a, ten);
     b.flexswitch(q, &[y], table.clone());
-    (ResidualFn::compile(&b.finish(), &mut CraneliftBackend::new().unwrap()).unwrap(), table)
+    (ResidualFn::compile(&b.finish(), &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap(), table)
 }
 
 fn time(f: &ResidualFn, a: i64, n: u64) -> f64 {

@@ -3,7 +3,6 @@
 //! backend's machine code is run and compared with the semantics of
 //! `jitgen_runtime::ops` (which is itself checked against Rust below).
 
-use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::backend::text::TextBackend;
 use jitgen_runtime::backend::Backend;
 use jitgen_runtime::builder::{ResidualBuilder, ResidualFunction};
@@ -46,7 +45,7 @@ fn samples(ty: ValTy, rng: &mut Rng) -> Vec<u64> {
 }
 
 fn compile(f: &ResidualFunction) -> ResidualFn {
-    ResidualFn::compile(f, &mut CraneliftBackend::new().unwrap()).unwrap()
+    ResidualFn::compile(f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap()
 }
 
 /// Runs `f` on `inputs` and returns the outputs or the error kind.

@@ -41,7 +41,7 @@ fn ext(c: &mut Compilation<Blk>) {
                 Some(s) => {
                     let [i, acc, n] = s.top().reds[..] else { unreachable!() };
                     let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
-                    if c.split(&more, || JitState::new(Blk { block: 2, reds: vec![acc] })) {
+                    if c.split(&more, &mut || JitState::new(Blk { block: 2, reds: vec![acc] })) {
                         let d = c.b.red_bin(BinOp::Sub, Overflow::Wrap, &i, &RedBox::i64(3));
                         let q = c.b.red_bin(BinOp::Div, Overflow::Wrap, &RedBox::i64(100), &d);
                         let acc = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &q);

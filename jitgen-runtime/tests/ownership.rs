@@ -1,6 +1,6 @@
 //! Residual code is owned by its handles and freed with the last of them.
 
-use jitgen_runtime::backend::cranelift::{live_code_modules, CraneliftBackend};
+use jitgen_runtime::backend::cranelift::live_code_modules;
 use jitgen_runtime::builder::ResidualBuilder;
 use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
 use jitgen_runtime::residual::{Residual, ResidualFn};
@@ -11,7 +11,8 @@ fn adder(k: i64) -> Residual<(i64,), i64> {
     let c = b.konst(ValTy::I64, k as u64);
     let r = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, x, c);
     b.ret(&[r]);
-    Residual::new(ResidualFn::compile(&b.finish(), &mut CraneliftBackend::new().unwrap()).unwrap()).unwrap()
+    Residual::new(ResidualFn::compile(&b.finish(), &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap())
+        .unwrap()
 }
 
 #[test]

@@ -2,7 +2,6 @@
 //! the shape `#[jit_interpreter]` will emit: a resumable state machine over the
 //! function's join blocks, greens in their Rust types, reds as red boxes.
 
-use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::residual::{Residual, ResidualFn};
@@ -85,7 +84,7 @@ fn specialize(s: &[u8]) -> Residual<(i64, i64), i64> {
         }
     }
     let f = c.finish().expect("within budget");
-    let mut backend = CraneliftBackend::new().unwrap();
+    let mut backend = jitgen_runtime::residual::native_backend().unwrap();
     Residual::new(ResidualFn::compile(&f, &mut backend).unwrap()).unwrap()
 }
 

@@ -5,7 +5,6 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::backend::Backend;
 use jitgen_runtime::builder::{listing, ResidualBuilder};
 use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
@@ -29,7 +28,7 @@ fn a_guards_flexswitch_is_laid_out_after_the_loop() {
             let r = b.bin(BinOp::Mul, ValTy::I64, Overflow::Wrap, n, g);
             b.ret(&[r]);
             let f = b.finish();
-            Some(Case::Owned(CraneliftBackend::new().ok()?.compile(&f).ok()?, listing(&f)))
+            Some(Case::Owned(jitgen_runtime::residual::native_backend().ok()?.compile(&f).ok()?, listing(&f)))
         }),
     );
     // entry(n, g): if g == 7 { 7 added n times } else { switch on g }.
@@ -56,7 +55,7 @@ fn a_guards_flexswitch_is_laid_out_after_the_loop() {
     b.switch_to(general);
     b.flexswitch(g, &[n], table.clone());
     let f = b.finish();
-    let clif = CraneliftBackend::new().unwrap().clif(&f);
+    let clif = jitgen_runtime::residual::native_backend().unwrap().clif(&f);
     // Blocks as (header, body); every call (the miss path's call into the
     // compiler, and the tail calls into cases) is in a cold block, and the
     // loop (a block that adds and branches to itself) is not.
@@ -73,7 +72,7 @@ fn a_guards_flexswitch_is_laid_out_after_the_loop() {
         })
         .collect();
     assert!(!loops.is_empty() && loops.iter().all(|(head, _)| !head.ends_with(" cold")), "{clif}");
-    let code = ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap();
+    let code = ResidualFn::compile(&f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap();
     for (n, g) in [(0i64, 7i64), (5, 7), (100, 7), (5, 3), (6, 3), (9, -2)] {
         assert_eq!(code.call_words(&[n as u64, g as u64]).unwrap(), [(n * g) as u64], "n {n}, g {g}");
     }
@@ -97,7 +96,7 @@ fn promoted(max_cases: usize) -> (ResidualFn, Rc<FlexTable>, Rc<RefCell<Vec<Stri
             b.ret(&[v]);
             let f = b.finish();
             seen.borrow_mut().push(listing(&f));
-            Some(Case::Owned(CraneliftBackend::new().ok()?.compile(&f).ok()?, listing(&f)))
+            Some(Case::Owned(jitgen_runtime::residual::native_backend().ok()?.compile(&f).ok()?, listing(&f)))
         }),
     );
     let mut b = ResidualBuilder::new("entry", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);
@@ -106,7 +105,7 @@ fn promoted(max_cases: usize) -> (ResidualFn, Rc<FlexTable>, Rc<RefCell<Vec<Stri
     let q = b.bin(BinOp::Div, ValTy::I64, Overflow::Wrap, a, ten);
     b.flexswitch(q, &[y], table.clone());
     let f = b.finish();
-    let code = ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap();
+    let code = ResidualFn::compile(&f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap();
     (code, table, listings)
 }
 

@@ -2,7 +2,6 @@
 //! residual loops, widening, and error exits from residual code.
 
 use expect_test::expect;
-use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::builder::{listing, Terminator};
 use jitgen_runtime::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 use jitgen_runtime::redbox::RedBox;
@@ -47,7 +46,7 @@ fn native<A: jitgen_runtime::residual::Args, R: jitgen_runtime::residual::Output
 fn compiled<A: jitgen_runtime::residual::Args, R: jitgen_runtime::residual::Outputs>(
     f: &jitgen_runtime::builder::ResidualFunction,
 ) -> Residual<A, R> {
-    Residual::new(ResidualFn::compile(f, &mut CraneliftBackend::new().unwrap()).unwrap()).unwrap()
+    Residual::new(ResidualFn::compile(f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap()).unwrap()
 }
 
 #[test]
@@ -62,7 +61,7 @@ fn constant_red_boxes_fold() {
     assert_eq!(cond, RedBox::bool(true));
     assert_eq!(c.b.red_cast(&RedBox::i64(300), ValTy::U8), RedBox::constant(ValTy::U8, 44));
     // A constant condition folds: no branch, no queued state.
-    assert!(c.split(&cond, || unreachable!("the false side of a constant condition is never made")));
+    assert!(c.split(&cond, &mut || unreachable!("the false side of a constant condition is never made")));
     // Identities with a run-time operand emit nothing either.
     let ops_before = c.b.op_count();
     assert_eq!(c.b.red_bin(BinOp::Add, Overflow::Check, &RedBox::i64(0), &x), x);
@@ -101,7 +100,7 @@ fn red_if_whose_sides_merge_again() {
     let x = c.inputs()[0];
     let cond = c.b.red_cmp(CmpOp::Gt, &x, &RedBox::i64(0));
     // block 1: then; block 2: else; block 3: the join with y.
-    let mut next = Some(if c.split(&cond, || st(2, vec![x])) { st(1, vec![x]) } else { st(2, vec![x]) });
+    let mut next = Some(if c.split(&cond, &mut || st(2, vec![x])) { st(1, vec![x]) } else { st(2, vec![x]) });
     while let Some(s) = next.take() {
         let f = s.top().clone();
         match f.block {
@@ -159,7 +158,7 @@ fn count(generalize: bool, limits: Limits) -> (Compilation<Blk>, usize) {
                 Some(s) => {
                     let [i, acc, n] = s.top().reds[..] else { unreachable!() };
                     let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
-                    if c.split(&more, || st(2, vec![acc])) {
+                    if c.split(&more, &mut || st(2, vec![acc])) {
                         let acc = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &i);
                         let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
                         next = Some(st(1, vec![i, acc, n]));
@@ -599,7 +598,7 @@ fn division_by_zero_and_out_of_bounds_are_errors_from_residual_code() {
     let [a, b] = c.inputs()[..] else { unreachable!() };
     let q = c.b.red_bin(BinOp::Div, Overflow::Check, &a, &b);
     let zero = c.b.red_cmp(CmpOp::Eq, &a, &RedBox::i64(0));
-    assert!(c.split(&zero, || st(0, vec![])));
+    assert!(c.split(&zero, &mut || st(0, vec![])));
     let bad = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &RedBox::i64(1), &RedBox::i64(0));
     assert!(!bad.is_const(), "a constant remainder by zero must not fold");
     c.finish_return(&[bad]);
@@ -625,7 +624,7 @@ fn division_by_zero_and_out_of_bounds_are_errors_from_residual_code() {
     let f = c.finish().unwrap();
     let text = listing(&f);
     assert!(text.contains("bounds_check"), "{text}");
-    let f = ResidualFn::compile(&f, &mut CraneliftBackend::new().unwrap()).unwrap();
+    let f = ResidualFn::compile(&f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap();
     let data = [5i64, 6, 7];
     let call = |i: u64| f.call_words(&[data.as_ptr() as u64, data.len() as u64, i]);
     assert_eq!(call(2).unwrap(), [7]);
@@ -653,7 +652,7 @@ fn inlined_call_keeps_a_chain_of_frames() {
                 let pos = c.b.red_cmp(CmpOp::Gt, &f.reds[0], &RedBox::i64(0));
                 let mut other = s.clone();
                 other.top_mut().block = 3;
-                if c.split(&pos, move || other) {
+                if c.split(&pos, &mut || other.clone()) {
                     s.top_mut().block = 2;
                 } else {
                     s.top_mut().block = 3;
@@ -699,7 +698,7 @@ fn mod_sum(c: &mut Compilation<Blk>, first: JitState<Blk>) {
                 Some(s) => {
                     let [i, acc, n, d] = s.top().reds[..] else { unreachable!() };
                     let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
-                    if c.split(&more, || st(2, vec![acc])) {
+                    if c.split(&more, &mut || st(2, vec![acc])) {
                         let sum = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &i);
                         let acc = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &sum, &d);
                         let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
@@ -891,7 +890,7 @@ fn invariant_divisors_are_found_when_the_first_merge_point_only_forwards() {
         _ => {
             let [d, n, acc, i] = s.top().reds[..] else { unreachable!() };
             let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
-            if c.split(&more, || st(2, vec![acc])) {
+            if c.split(&more, &mut || st(2, vec![acc])) {
                 let sum = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &i);
                 let acc = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &sum, &d);
                 let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
@@ -939,7 +938,7 @@ fn invariant_divisors_are_found_through_a_version_that_shares_another_merge_poin
         0 => {
             let [i, acc, n, d] = s.top().reds[..] else { unreachable!() };
             let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
-            if c.split(&more, || st(2, vec![acc])) {
+            if c.split(&more, &mut || st(2, vec![acc])) {
                 let sum = c.b.red_bin(BinOp::Add, Overflow::Wrap, &acc, &i);
                 let acc = c.b.red_bin(BinOp::Rem, Overflow::Wrap, &sum, &d);
                 let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
@@ -967,7 +966,7 @@ fn copy_loop(c: &mut Compilation<Blk>, first: JitState<Blk>) {
     drive(c, first, |c, s| {
         let [i, x, copy, n] = s.top().reds[..] else { unreachable!() };
         let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
-        if c.split(&more, || st(2, vec![copy])) {
+        if c.split(&more, &mut || st(2, vec![copy])) {
             let x = c.b.red_bin(BinOp::Add, Overflow::Wrap, &x, &i);
             let i = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
             st(1, vec![i, x, x, n])

@@ -4,7 +4,6 @@
 //! the integer range, where the guard must refuse to unroll.
 
 use expect_test::{expect, Expect};
-use jitgen_runtime::backend::cranelift::CraneliftBackend;
 use jitgen_runtime::builder::{listing, ResidualBuilder, ResidualFunction};
 use jitgen_runtime::ops::{BinOp, CmpOp, ErrorKind, Overflow, ValTy};
 use jitgen_runtime::residual::{ResidualError, ResidualFn};
@@ -152,7 +151,7 @@ fn reference(s: Shape, start: u64, bound: u64, init: u64, pick: u64) -> Option<R
 }
 
 fn compile(f: &ResidualFunction) -> ResidualFn {
-    ResidualFn::compile(f, &mut CraneliftBackend::new().unwrap()).unwrap()
+    ResidualFn::compile(f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap()
 }
 
 /// Runs the compiled loop on starts and bounds around zero and the ends of

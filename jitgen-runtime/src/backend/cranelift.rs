@@ -5,6 +5,26 @@
 //! handle is dropped. Checks that Rust performs (division by zero, overflow
 //! with overflow checks, bounds) are explicit branches to error exits that
 //! return a status word; generated code never traps and never unwinds.
+//!
+//! ## The calling convention
+//!
+//! **Calling convention.** Compiled residual code is a function of a frame pointer
+//! returning a status word (Cranelift's `tail` convention, entered through a SystemV
+//! trampoline: `tramp(code, frame)`; frames hold `MAX_FRAME_WORDS` = 64 words):
+//! inputs are read from a frame of 64-bit words, outputs written back to it, and the
+//! return value is a status word: 0, or the code of the error exit taken. A uniform
+//! signature means one safe typed handle for every function (`Residual<(i64, i64),
+//! i64>::call((x, y))`) and no transmute per signature; it costs a few loads and stores
+//! at entry and exit only. Checks that Rust performs (division and remainder by zero,
+//! `MIN / -1`, overflow where overflow checks are on, shift amounts, bounds) are
+//! branches to error blocks that return a status; nothing traps. (`/` and `%` are
+//! recorded with `Overflow::Check`; `wrapping_div` and `wrapping_rem` with
+//! `Overflow::Wrap`, which gives `MIN` and 0 by -1 without dividing.) Callbacks into Rust use
+//! `unsafe extern "C" fn(*mut u64) -> u64` too (`CallbackFn`: unsafe because the buffer
+//! must hold the words the callback reads and writes, and the addresses in it must be of
+//! live objects of its types), wrapped in `run_callback`, which catches a
+//! panic, keeps its payload in a thread-local and returns a status; the caller of the
+//! residual function resumes the panic (`ResidualError::resume`).
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -21,8 +41,8 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 
 use super::{Backend, BackendError};
-use crate::builder::{Inst, Label, ResidualFunction, Terminator, Val};
-use crate::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
+use crate::ir::builder::{CaseTable, Inst, Label, ResidualFunction, SwitchTable, Terminator, Val};
+use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
 /// Frames hold at most this many words (inputs, outputs, the live values of a
 /// flexswitch); a function needing more is not compiled.
@@ -41,6 +61,20 @@ pub struct CraneliftBackend {
     miss_stub: usize,
 }
 
+/// What residual code calls at run time, given by the layer that runs it:
+/// the backend compiles calls to these addresses and imports nothing of it.
+#[derive(Clone, Copy, Debug)]
+pub struct RuntimeHooks {
+    /// Called by a flexswitch when no case matches: given the switch's
+    /// [`CaseTable`] and the value, returns the entry of the case to
+    /// tail-call (compiling it if need be), or 0 to hand over.
+    pub flex_miss: unsafe extern "C" fn(*const CaseTable, u64) -> usize,
+}
+
+/// Where machine code finds a case table's fields.
+const CASES_LEN: i32 = std::mem::offset_of!(CaseTable, len) as i32;
+const CASES_ENTRIES: i32 = std::mem::offset_of!(CaseTable, entries) as i32;
+
 /// `extern "C" fn(code, frame) -> status`: enters a `tail`-convention function.
 type Trampoline = unsafe extern "C" fn(usize, *mut u64) -> u64;
 
@@ -52,8 +86,10 @@ fn tail_sig() -> Signature {
 }
 
 impl CraneliftBackend {
-    /// A backend for the host machine. The verifier runs in debug builds.
-    pub fn new() -> Result<CraneliftBackend, BackendError> {
+    /// A backend for the host machine, whose code calls `hooks` at run time.
+    /// The verifier runs in debug builds. The hooks of a process's first
+    /// backend are those of every later one (the miss stub is compiled once).
+    pub fn new(hooks: RuntimeHooks) -> Result<CraneliftBackend, BackendError> {
         // The ISA (host detection and flags) is made once per process.
         static ISA: std::sync::OnceLock<Result<OwnedTargetIsa, BackendError>> = std::sync::OnceLock::new();
         let isa = ISA.get_or_init(Self::host_isa).clone()?;
@@ -64,7 +100,7 @@ impl CraneliftBackend {
         // SAFETY: made by `trampoline` with this signature, and never freed.
         let trampoline = unsafe { std::mem::transmute::<usize, Trampoline>(entry) };
         static MISS_STUB: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
-        let miss_stub = MISS_STUB.get_or_init(|| Self::miss_stub(&isa)).clone()?;
+        let miss_stub = MISS_STUB.get_or_init(|| Self::miss_stub(&isa, hooks)).clone()?;
         Ok(CraneliftBackend { isa, trampoline, miss_stub })
     }
 
@@ -104,12 +140,12 @@ impl CraneliftBackend {
     /// The miss path of every flexswitch, compiled once per process and
     /// tail-called by residual code: `(frame, table, value, offset, status)`
     /// in the tail convention. It asks the compiler for a case
-    /// ([`crate::promotion::flex_miss`]) and tail-calls it; if there is
+    /// (the `flex_miss` of the [`RuntimeHooks`] it was made with) and tail-calls it; if there is
     /// none, it writes the table at `frame + offset` and returns `status`
-    /// (a hand-over). Made inline, this path was about a third of each
-    /// switch's Cranelift time (a switch cost 35-40 us of a TLC loop's
-    /// compilation, measured 2026-11-23).
-    fn miss_stub(isa: &OwnedTargetIsa) -> Result<usize, BackendError> {
+    /// (a hand-over). One stub for all residual code: made inline in every
+    /// switch, this path cost a third of each switch's compile time
+    /// (PERFORMANCE.md).
+    fn miss_stub(isa: &OwnedTargetIsa, hooks: RuntimeHooks) -> Result<usize, BackendError> {
         infrastructure(isa, miss_stub_sig(), |b, p| {
             let (frame, tbl, value, offset, status) = (p[0], p[1], p[2], p[3], p[4]);
             let mut msig = Signature::new(CallConv::SystemV);
@@ -117,7 +153,7 @@ impl CraneliftBackend {
             msig.params.push(AbiParam::new(types::I64));
             msig.returns.push(AbiParam::new(types::I64));
             let msig = b.import_signature(msig);
-            let fp = b.ins().iconst(types::I64, crate::promotion::flex_miss as *const () as usize as i64);
+            let fp = b.ins().iconst(types::I64, hooks.flex_miss as *const () as usize as i64);
             let call = b.ins().call_indirect(msig, fp, &[tbl, value]);
             let code = b.inst_results(call)[0];
             let (go, resume) = (b.create_block(), b.create_block());
@@ -208,14 +244,14 @@ impl Drop for CodeOwner {
 }
 
 /// Compiled residual code: an entry point with the frame calling convention
-/// of [`crate::builder`], and the memory that holds it.
+/// of [`crate::ir::builder`], and the memory that holds it.
 #[derive(Clone)]
 pub struct NativeCode {
     entry: *const u8,
     frame_words: usize,
     trampoline: Trampoline,
     _owner: Rc<CodeOwner>,
-    switches: Vec<Rc<crate::promotion::FlexTable>>,
+    switches: Vec<Rc<dyn SwitchTable>>,
 }
 
 impl std::fmt::Debug for NativeCode {
@@ -237,7 +273,7 @@ impl NativeCode {
     }
 
     /// The tables of this code's flexswitches.
-    pub fn switches(&self) -> &[Rc<crate::promotion::FlexTable>] {
+    pub fn switches(&self) -> &[Rc<dyn SwitchTable>] {
         &self.switches
     }
 
@@ -728,7 +764,7 @@ impl Tr<'_, '_> {
                 let vw = self.to_word(x, t);
                 let vw = if t == ValTy::F64 { self.b.ins().bitcast(types::I64, MemFlagsData::new(), vw) } else { vw };
                 self.b.ins().store(MemFlagsData::trusted(), vw, self.frame, 8 * live.len() as i32);
-                let table = Rc::as_ptr(&self.f.switches[*switch as usize]) as usize as i64;
+                let table = self.f.switches[*switch as usize].case_table() as usize as i64;
                 let tbl = self.b.ins().iconst(types::I64, table);
                 // A switch leaves the function, so its block is an exit path,
                 // laid out last (cold): so are the blocks of its dispatch and
@@ -749,11 +785,11 @@ impl Tr<'_, '_> {
                     // A constant (the lazily compiled side of a split): only
                     // this value ever misses, so a table with a case holds
                     // just its case, first.
-                    let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 0);
+                    let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_LEN);
                     let first = block(self.b);
                     self.b.ins().brif(len, first, &[], miss, &[]);
                     self.b.switch_to_block(first);
-                    let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 8);
+                    let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_ENTRIES);
                     let code = self.b.ins().load(types::I64, MemFlagsData::trusted(), entries, 8);
                     self.b.ins().jump(hit, &[BlockArg::Value(code)]);
                 } else {
@@ -765,11 +801,11 @@ impl Tr<'_, '_> {
                     self.b.ins().jump(scan, &[BlockArg::Value(zero)]);
                     self.b.switch_to_block(scan);
                     let i = self.b.block_params(scan)[0];
-                    let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 0);
+                    let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_LEN);
                     let done = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
                     self.b.ins().brif(done, miss, &[], body, &[]);
                     self.b.switch_to_block(body);
-                    let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, 8);
+                    let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_ENTRIES);
                     let off = self.b.ins().imul_imm_s(i, 16);
                     let e = self.b.ins().iadd(entries, off);
                     let key = self.b.ins().load(types::I64, MemFlagsData::trusted(), e, 0);
@@ -861,9 +897,8 @@ impl Backend for CraneliftBackend {
 
 /// Cranelift's compilation contexts, kept between compilations (of any
 /// thread: the benchmark harness compiles each run in a fresh thread). They
-/// hold the tables of the mid-end and the register allocator; made anew for
-/// each compilation, those were allocated again (about 5% of a TLC loop's
-/// compile time, measured 2026-11-22).
+/// hold the tables of the mid-end and the register allocator, which would
+/// otherwise be allocated again for each compilation.
 struct WarmContexts {
     ctx: cranelift_codegen::Context,
     fbc: FunctionBuilderContext,

@@ -7,14 +7,14 @@
 //!
 //! Both consume the same function, and one conformance suite
 //! (`tests/conformance.rs`) checks the listing of each case and the results
-//! of the machine code against the semantics of [`crate::ops`].
+//! of the machine code against the semantics of [`crate::ir::ops`].
 
 pub mod cranelift;
 pub mod text;
 
 use std::fmt;
 
-use crate::builder::ResidualFunction;
+use crate::ir::builder::ResidualFunction;
 
 /// A backend: compiles residual functions to its kind of code.
 pub trait Backend {

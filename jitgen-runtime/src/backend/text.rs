@@ -1,7 +1,7 @@
 //! The text backend: a readable listing of the residual operations.
 
 use super::{Backend, BackendError};
-use crate::builder::{listing, ResidualFunction};
+use crate::ir::builder::{listing, ResidualFunction};
 
 /// Produces listings.
 #[derive(Clone, Copy, Debug, Default)]

@@ -6,9 +6,17 @@
 //! operation. An operation that would panic in Rust on its constant operands
 //! (a division by zero) is emitted too, so that its check fires when, and
 //! only if, residual code reaches it.
+//!
+//! ## Folding
+//!
+//! **Red boxes** are `Copy`: a typed constant word or a residual value. Operations
+//! fold when every operand is constant and the operation cannot fail in Rust;
+//! integer identities (`x + 0`, `x * 1`, ...) fold too. An operation that would panic
+//! on its constant operands is emitted, so that its check fires when, and only if,
+//! residual code reaches it.
 
-use crate::builder::{CallbackFn, ResidualBuilder, SymAddr, Val};
-use crate::ops::{fold_bin, fold_cast, fold_cmp, fold_un, BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
+use crate::ir::builder::{CallbackFn, ResidualBuilder, SymAddr, Val};
+use crate::ir::ops::{fold_bin, fold_cast, fold_cmp, fold_un, BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
 /// How an execution in execute mode stopped early: the error the interpreter
 /// would have raised (carried as a panic payload to the caller of the
@@ -69,64 +77,7 @@ unsafe fn write(ty: ValTy, addr: u64, w: u64) {
     }
 }
 
-/// A red value at compile time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RedBox {
-    /// Known after all: a constant word (canonical for its type).
-    Const {
-        /// Its type.
-        ty: ValTy,
-        /// Its value.
-        bits: u64,
-    },
-    /// A value of residual code.
-    Var {
-        /// Its type.
-        ty: ValTy,
-        /// The residual value.
-        val: Val,
-    },
-}
-
-#[allow(missing_docs)]
-impl RedBox {
-    /// A constant of any type.
-    pub fn constant(ty: ValTy, bits: u64) -> RedBox {
-        RedBox::Const { ty, bits: ty.canon(bits) }
-    }
-    pub fn i64(v: i64) -> RedBox {
-        RedBox::constant(ValTy::I64, v as u64)
-    }
-    pub fn u64(v: u64) -> RedBox {
-        RedBox::constant(ValTy::U64, v)
-    }
-    pub fn bool(v: bool) -> RedBox {
-        RedBox::constant(ValTy::Bool, v as u64)
-    }
-    pub fn f64(v: f64) -> RedBox {
-        RedBox::constant(ValTy::F64, v.to_bits())
-    }
-
-    /// Its type.
-    pub fn ty(&self) -> ValTy {
-        match self {
-            RedBox::Const { ty, .. } | RedBox::Var { ty, .. } => *ty,
-        }
-    }
-
-    /// The constant, if it is one.
-    pub fn as_const(&self) -> Option<u64> {
-        match self {
-            RedBox::Const { bits, .. } => Some(*bits),
-            RedBox::Var { .. } => None,
-        }
-    }
-
-    /// Whether it is a compile-time constant.
-    pub fn is_const(&self) -> bool {
-        self.as_const().is_some()
-    }
-}
+pub use crate::ir::operand::RedBox;
 
 impl ResidualBuilder {
     /// The residual value of a red box (a constant is emitted).
@@ -287,7 +238,7 @@ impl ResidualBuilder {
             // own, read from its state.
             let status = unsafe { func(buf.as_mut_ptr()) };
             if status != 0 {
-                match crate::residual::take_callback_panic(status) {
+                match crate::run::residual::take_callback_panic(status) {
                     Some(p) => exec_stop(ExecStop::Panicked(p)),
                     None => exec_stop(ExecStop::Error(
                         ErrorKind::from_code(status).unwrap_or(ErrorKind::Abort(u32::MAX)),
@@ -333,7 +284,7 @@ impl ResidualBuilder {
     }
 
     /// `v.len()` of a `Vec<T>` at `addr`, its fields at the probed offsets
-    /// ([`crate::heap::vec_layout`]).
+    /// ([`crate::run::heap::vec_layout`]).
     pub fn red_vec_len(&mut self, addr: &RedBox, layout: (i32, i32)) -> RedBox {
         self.red_load(ValTy::U64, addr, layout.1)
     }
@@ -360,4 +311,31 @@ impl ResidualBuilder {
         let (i, n) = (self.materialize(index), self.materialize(len));
         self.bounds_check(i, n);
     }
+}
+
+/// The first `N` red boxes of `v` (a flattened enum read out of a longer
+/// layout). One function per `N`, not one per call site of generated code.
+pub fn first_n<const N: usize>(v: &[RedBox]) -> [RedBox; N] {
+    let mut out = [RedBox::Const { ty: ValTy::U64, bits: 0 }; N];
+    out.copy_from_slice(&v[..N]);
+    out
+}
+
+/// The next `N` red boxes of `it` (the inputs of a compilation).
+pub fn next_n<const N: usize>(it: &mut dyn Iterator<Item = RedBox>) -> [RedBox; N] {
+    let mut out = [RedBox::Const { ty: ValTy::U64, bits: 0 }; N];
+    for slot in &mut out {
+        *slot = it.next().expect("an input");
+    }
+    out
+}
+
+/// The constant words of `v`, 0 where a box is not constant (a flattened
+/// enum handed to a function run at compile time).
+pub fn const_words<const N: usize>(v: &[RedBox; N]) -> [u64; N] {
+    let mut out = [0; N];
+    for (w, b) in out.iter_mut().zip(v) {
+        *w = b.as_const().unwrap_or(0);
+    }
+    out
 }

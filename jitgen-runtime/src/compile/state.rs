@@ -11,11 +11,11 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
-use crate::builder::ResidualBuilder;
-use crate::builder::SymAddr;
-use crate::ops::ValTy;
-use crate::redbox::RedBox;
-use crate::virtuals::{VHeap, VPtr};
+use crate::compile::redbox::RedBox;
+use crate::compile::virtuals::{VHeap, VPtr};
+use crate::ir::builder::ResidualBuilder;
+use crate::ir::builder::SymAddr;
+use crate::ir::ops::ValTy;
 
 /// One virtual frame of a generating extension.
 pub trait Frame: Clone {
@@ -152,7 +152,7 @@ impl<F: Frame> JitState<F> {
         JitState { frames: vec![frame], heap, known: vec![], epoch: 0 }
     }
 
-    /// Puts the heap in canonical order (see [`crate::virtuals`]): pointers
+    /// Puts the heap in canonical order (see [`crate::compile::virtuals`]): pointers
     /// to forced objects become real, virtual objects are numbered by first
     /// reference from the frames, unreachable ones dropped.
     pub fn normalize(&mut self) {
@@ -200,7 +200,7 @@ impl<F: Frame> JitState<F> {
         for f in &mut c.frames {
             f.vptrs_mut(&mut |p| {
                 if let VPtr::Virtual(_) = p {
-                    *p = VPtr::Real(RedBox::constant(crate::ops::ValTy::Ptr, 0));
+                    *p = VPtr::Real(RedBox::constant(crate::ir::ops::ValTy::Ptr, 0));
                 }
             });
         }
@@ -209,7 +209,7 @@ impl<F: Frame> JitState<F> {
 
     /// Forces every virtual object the frames point to (in residual code
     /// recorded by `b`), leaving the state normalized with an empty heap.
-    pub fn force_all(&mut self, b: &mut crate::builder::ResidualBuilder) {
+    pub fn force_all(&mut self, b: &mut crate::ir::builder::ResidualBuilder) {
         let heap = &mut self.heap;
         for f in &mut self.frames {
             f.vptrs_mut(&mut |p| *p = VPtr::Real(heap.force(b, p)));

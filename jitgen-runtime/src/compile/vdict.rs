@@ -11,9 +11,9 @@
 //! Invariant: the keys of a virtual dict are part of the state's key
 //! ([`VDict::key_words`]); only the values are reds.
 
-use crate::builder::{CallbackFn, ResidualBuilder};
-use crate::ops::ValTy;
-use crate::redbox::RedBox;
+use crate::compile::redbox::RedBox;
+use crate::ir::builder::{CallbackFn, ResidualBuilder};
+use crate::ir::ops::ValTy;
 
 /// The most entries a dict keeps virtual; an insert past it forces it.
 pub const MAX_VIRTUAL_ENTRIES: usize = 64;

@@ -19,8 +19,8 @@
 //! *Virtualizable* objects (structs marked `#[virtualizable]`, the
 //! interpreter's frame) are virtual objects with a *backing*: the address of
 //! the real object they were loaded from at a portal's entry. Forcing one writes its fields back into the
-//! backing object (stores, and [`crate::heap::vec_store`] /
-//! [`crate::heap::vec_move`] for lists) and makes it real again; every
+//! backing object (stores, and [`crate::run::heap::vec_store`] /
+//! [`crate::run::heap::vec_move`] for lists) and makes it real again; every
 //! return of residual code writes them back ([`VHeap::write_back`]).
 //! Residual code may keep them in registers in between because the
 //! interpreter gave it a `&mut` to the frame: nothing else can read the
@@ -28,15 +28,148 @@
 //! and an object escaping into such a call is forced first.
 //!
 //! Invariant: a state's heap is in canonical order whenever its key or reds
-//! are taken ([`crate::state::JitState::normalize`]): objects numbered by
+//! are taken ([`crate::compile::state::JitState::normalize`]): objects numbered by
 //! first reference from the frames, outermost first, unreachable and forced
 //! objects gone. So two states with equal keys have heaps of the same shape,
 //! and their reds line up.
+//!
+//! ## Virtual containers in detail
+//!
+//! **Virtual containers** (`vlist.rs`, `virtuals.rs`). A red local `Vec` of scalars is
+//! a `VList`: virtual (its elements' red boxes) or real (the `Vec`'s address). `Vec::new`,
+//! `vec![a, b]` and `vec![x; n]` with a compile-time `n` (at most `MAX_VIRTUAL_LEN` = 64
+//! elements) make virtual lists; push, pop, `len`, and reads and writes at compile-time
+//! indices emit nothing. A virtual list is forced (allocated by `vec_new_repeat` in the
+//! arena, its elements stored) when its address is needed: a run-time index, a reference
+//! taken, a call that is not inlined. Its length is part of its frame's key. A portal's
+//! own `Vec` locals live at the merge point are *virtualized at entry*: the hook puts
+//! their length into the position key, and the compiled entry loads their elements once
+//! into registers (TLR's registers: no loads or stores in the square loop); after a
+//! hand-over the portal gets back a `Vec` rebuilt from the registers.
+//! A red value whose type is a module struct with scalar fields (by value, boxed, or
+//! behind a reference) is a `VPtr`: real (an address) or virtual (an index into the
+//! state's `VHeap`). Struct literals and `Box::new` make virtual objects; every
+//! reference to one is the same `VPtr`, so aliasing is exact within a state (an inlined
+//! `fn bump(o: &mut Obj)` writes the caller's object). Field reads and writes of a
+//! virtual object emit nothing. It is forced (its type's generated constructor called
+//! in residual code, the object placed in the arena) when its address is needed: a call
+//! that is not inlined, a pointer conversion. At a merge point, a state whose virtual
+//! objects would match code already compiled for the same state with them real is
+//! forced there and jumps to it (`CompileStats::forced_at_merges`). States are
+//! normalized before their key is taken: objects numbered by first reference from the
+//! frames, forced and unreachable ones dropped, so equal keys mean heaps of one shape.
+//! A red local `Vec` of a plain enum (an operand stack of values) is a `VList` of
+//! flattened elements (`Repr::VEList`): push, pop, `len` and constant indices work on
+//! each element's slots. A real one (an object's field, a list forced at a run-time
+//! index or when its address is needed) is worked on through the runtime's helpers
+//! for `Vec`s of flattened elements (`heap::flat_vec_*`, generic over the trait
+//! `heap::Flat` that the macro implements on a marker type `__F_T` per plain enum),
+//! or in place: Rust does not specify an enum's layout, so `heap::enum_layout`
+//! measures it once per type at run time (the one offset where an unsigned integer
+//! reads as the variant's index, and for each payload slot the one offset where it
+//! reads as its word, over samples of every variant written over different fills),
+//! and only when every sample agrees do reads load the tag and all slots, and writes
+//! of a known variant store its tag and its slots. An enum whose tag hides in a
+//! payload's niche gets no layout and keeps the calls (`jitgen-runtime/tests/enum_layout.rs`). A portal's own
+//! list of enums is read at entry through `flat_vec_get` and handed back rebuilt
+//! (`__unflat_*`).
+//! Module structs whose fields are scalars or lists (of scalars or of plain enums)
+//! are virtual structures too (a TLC call frame `{ stack, args, ret }`, an instance
+//! `{ class, fields }`): their virtual objects keep the lists as `VList`s, and forcing
+//! one allocates it with empty lists (`__valloc_S`) and stores them (`vec_store` /
+//! `flat_vec_store`, or `vec_move` of a real list). A list field read from an owned
+//! struct (`caller.stack` of a popped frame) moves the list out: the temporary is the
+//! object's list itself, never forced. A red `Vec` of such structs (the interpreter's
+//! saved frames) is a `VPList` (`Repr::VOList`): a virtual list of `VPtr`s, its length
+//! and which elements are virtual in the key, at most `MAX_VIRTUAL_PTRS` = 4 long
+//! (past that the compilation declines: language-level recursion is not unrolled,
+//! each level of which may split). Its `pop` gives an `Option` of the struct as a tag
+//! and a `VPtr` (`Repr::VOpt`). A real one is worked on in memory: elements by
+//! address (`vec_layout`), push and pop moving objects through the arena
+//! (`vec_push_moved`, `vec_pop_moved`). A portal starts compiled code only where its
+//! `Vec` of frames is empty (its length is in the position key; other positions
+//! decline at once), and a hand-over inside an inlined call parks with the saved
+//! frames rebuilt from the state (`__unpark_S`). So TLC's SEND/CALL/RETURN compile
+//! into the caller's loop: the callee's frame, operand stack and arguments stay
+//! virtual, and only the instance's fields are memory.
+//! A red local `HashMap` of scalars is a `VDict` (`vdict.rs`): virtual while every key
+//! used is a compile-time constant (entries sorted by key, the keys in the frame's key,
+//! the values reds; `insert`, `get(&k).copied()`, `remove`, `contains_key` and `len` emit
+//! nothing), forced into Rust's own `HashMap` (in the arena) at a key known only at run
+//! time. Fields of *real* objects are remembered on a path (`JitState::known`, a list of
+//! `state::Fact`s, at most `MAX_FACTS`): a struct field or a `Vec`'s buffer and length,
+//! loaded or stored, is not loaded again. A fact is found by how its address was
+//! computed (`builder::SymAddr`: root value + index × stride + offset, the index seen
+//! through widening casts), not by the residual value that computed it, so
+//! `heap.objects[o].class` computed twice is one fact. Facts are reds of the state: they
+//! cross flexswitches (a promotion makes them constants, also through a widening
+//! cast: a `u32` field promoted as `usize`) and merge points (a version lists the facts
+//! it knows, by where their roots and values are in the state; a state is covered only
+//! if it knows them too, extra facts are dropped; a widened version keeps the facts
+//! both know, the fully general one none). Copies of one run-time value stay one label
+//! parameter at a merge (`Shape::Same`), so a fact about one copy holds for the others.
+//! With both, TLC's accumulator promotes its object's class once per loop entry
+//! instead of three times per turn. Bounds checks are facts too (class
+//! `BOUNDS_CHECKED`: `index < len` held for these values; no store forgets them), so an
+//! index checked once is not checked again on the path. So are the tag and slots of
+//! elements of `Vec`s of enums (a class per element type, even; a call forgets them,
+//! as it may write through the runtime's helpers): the accumulator's attribute value
+//! stays in a register through its loop. A merge point whose only version knows fewer
+//! facts than an arriving state gets a second, exact version (a loop first reached in
+//! mid-turn, as in a flexswitch's case, closes on the facts a full turn knows).
+//! Green data read at an index that is red but constant while compiling (TLC's
+//! `attr_index` loop counter, red because the attribute name is) is read while
+//! compiling, like any green read: it is frozen and part of the portal's content check.
+//! Architecture Invariant: a store forgets every fact of its alias class (the struct
+//! type, the element type, or `VEC_HEADER`) whose bytes it overlaps, whatever the address: two addresses
+//! computed differently may be equal (`objs[i]`, `objs[j]`). Facts of another class stay
+//! (Rust never writes a place of one type as another). A call forgets the `Vec` facts
+//! (it may push), a call that is not inlined or a write-back of virtual objects all.
+//! A store of the very value a field is known to hold (same address, class and red box)
+//! is left out: the accumulator's loop stored its attribute's unchanged tag every turn.
+//! Errors as values: enums (`Result`, `Option`, the module's own) are flattened into
+//! red boxes, never allocated, so an `Err` payload is built only where residual code
+//! returns it.
+//!
+//! ## Virtualizable frames
+//!
+//! **Virtualizable frames** (`virtuals.rs`). A portal's live `&mut S` where `S` is
+//! `#[virtualizable]` (scalar and `Vec`-of-scalar fields) becomes, at the portal's
+//! entry, a virtual object with a *backing*: the real object's address. Its scalar
+//! fields are loaded once, its lists like a portal's own `Vec`s (length in the position
+//! key, elements in registers); from then on `frame.a`, `frame.regs[n]`, even inside
+//! inlined methods taking the frame, emit nothing. A list field read (`frame.regs`)
+//! gives a copy of the object's list that goes back into the object after each list
+//! operation on it; if the copy is used any other way (bound to a reference, passed to
+//! a call, carried to another block) the object is forced first. The object is written
+//! back (stores, `vec_store`/`vec_move` for lists) when residual code returns
+//! (`VHeap::write_back` before `finish_return`), when it escapes (forcing a backed
+//! object writes it back and makes it real again), and in execute mode before the
+//! portal parks and the interpreter proper continues from memory. Normalization keeps
+//! backed objects even when no frame points to them any more, so their writes are not
+//! lost. Why this is cheaper than PyPy's virtualizables: the interpreter hands residual
+//! code a `&mut S`, and while that borrow lives no other code can read `S` except code
+//! residual code itself calls, where the object escapes and is written back first. So
+//! nothing outside residual code needs PyPy's check of a hidden "this frame is virtual"
+//! field before every access. A panic in residual code (a bounds check, an overflow)
+//! does not write the frame back: the interpreter would have panicked too, and a frame
+//! caught with `catch_unwind` holds the values of the last write-back.
+//!
+//! Architecture Invariant: a virtual object with a backing is written back before
+//! control leaves residual code other than by a panic (return, escape, park), and
+//! is never dropped from a state before that.
+//!
+//! Virtualizable structs may have list-of-enum fields too; those stay in the backing
+//! object (the virtual object names the field's real `Vec`), not in registers.
+//!
+//! Not yet: dicts of non-scalars, lists of lists, virtual objects with pointer or enum
+//! fields, `vec![x; n]` of enums with a run-time `n` (these decline); forcing a virtual
+//! `Vec` of structs; push and pop on real lists of enums in place (calls).
 
-use crate::builder::{CallbackFn, ResidualBuilder};
-use crate::ops::ValTy;
-use crate::redbox::RedBox;
-use crate::vlist::VList;
+use crate::compile::redbox::RedBox;
+use crate::compile::vlist::VList;
+use crate::ir::builder::{CallbackFn, ResidualBuilder};
+use crate::ir::ops::ValTy;
 
 /// A pointer to a struct at compile time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -141,10 +274,10 @@ pub struct VListField {
     /// The red boxes per element: 1 for scalars, the flattened slots of a
     /// plain enum.
     pub width: usize,
-    /// [`crate::heap::vec_store`] (or [`crate::heap::flat_vec_store`]) for
+    /// [`crate::run::heap::vec_store`] (or [`crate::run::heap::flat_vec_store`]) for
     /// its element type: `[dest, n, slots..] -> []`.
     pub store: CallbackFn,
-    /// [`crate::heap::vec_move`] for its element type.
+    /// [`crate::run::heap::vec_move`] for its element type.
     pub mov: CallbackFn,
 }
 

@@ -14,9 +14,9 @@
 //! [`VList::key_word`]), so that states merged into one residual block agree
 //! on it, and only its elements are reds.
 
-use crate::builder::ResidualBuilder;
-use crate::ops::ValTy;
-use crate::redbox::RedBox;
+use crate::compile::redbox::RedBox;
+use crate::ir::builder::ResidualBuilder;
+use crate::ir::ops::ValTy;
 
 /// The longest list kept virtual: past it (or when a push would make it
 /// longer), the list is forced. It bounds the unrolling of a loop that grows
@@ -162,8 +162,8 @@ impl VList {
         &mut self,
         b: &mut ResidualBuilder,
         elem: ValTy,
-        new_repeat: crate::builder::CallbackFn,
-        set: crate::builder::CallbackFn,
+        new_repeat: crate::ir::builder::CallbackFn,
+        set: crate::ir::builder::CallbackFn,
     ) -> RedBox {
         let items = match self {
             VList::Real(p) => return *p,
@@ -180,8 +180,8 @@ impl VList {
 
     /// The address of a real `Vec` of `w`-slot elements (a list of enums),
     /// forcing a virtual one first: residual code calls `new`
-    /// ([`crate::heap::flat_vec_new`]) with the length and the slots.
-    pub fn force_flat(&mut self, b: &mut ResidualBuilder, w: usize, new: crate::builder::CallbackFn) -> RedBox {
+    /// ([`crate::run::heap::flat_vec_new`]) with the length and the slots.
+    pub fn force_flat(&mut self, b: &mut ResidualBuilder, w: usize, new: crate::ir::builder::CallbackFn) -> RedBox {
         let items = match self {
             VList::Real(p) => return *p,
             VList::Virtual(items) => std::mem::take(items),

@@ -4,7 +4,7 @@
 //! typed parameters, instructions and one terminator. Generating extensions
 //! never touch it directly: they work on red boxes, and the scheduler and merge
 //! logic decide where labels go and what flows into them. The builder only
-//! records; backends ([`crate::backend`]) consume the finished function.
+//! records; backends consume the finished function.
 //!
 //! Calling convention of compiled residual code: one argument, a pointer to a
 //! frame of 64-bit words. Inputs are read from the frame on entry; outputs are
@@ -15,11 +15,83 @@
 //! Architecture Invariant: the IR is in SSA form with block parameters; a value
 //! is used only in its defining block or in blocks it dominates. The scheduler
 //! guarantees this: values cross a merge point only as label parameters.
+//!
+//! ## How residual code is simplified and laid out
+//!
+//! **Residual code** is recorded, not emitted directly: `ResidualBuilder` appends
+//! instructions to blocks (labels) with typed parameters, and a finished
+//! `ResidualFunction` goes to a backend. So the text listing and the machine code come
+//! from the very same function, and `listing()` costs nothing extra to keep true.
+//! Before any backend sees it, `simplify` threads forwarding blocks (no instructions, a
+//! jump, parameters used by that jump alone: a loop entered in mid-turn often closes
+//! through one that reorders or copies its parameters) and merges every block reached
+//! by a single `jump` into its predecessor: labels made at merge points that were never
+//! reached again disappear (`+-+` lists as exactly add, sub, add). Then `propagate`
+//! (parameters that every edge gives one value become that value, so a loop-invariant
+//! value is no loop parameter; parameters of a block that every edge gives equal values
+//! become one; operations on constants and branches on them fold), and the merging
+//! again if it changed anything. It runs on the merged function: run first, on the
+//! recorded one (TLC factorial: 180 blocks), it cost 0.2 ms of a compilation. Last, a
+//! loop whose back edge jumps into a small block (at most `MAX_COPIED_OPS` = 4
+//! operations) that jumps or branches on gets a copy of that block for the back edge
+//! alone, which joins the back edge's block (`close_loops_through_small_blocks`): a
+//! loop entered in mid-turn no longer runs three blocks a turn, and a `while` loop,
+//! whose head tests, tests at its bottom (loop rotation: one block and one branch a
+//! turn). Copies end as their originals do, so a copy may get a copy in turn (mid-turn
+//! entry, then the test). Where code after the copied block used its values, SSA repair
+//! (`repair_after_copy`, on demand in the manner of Braun et al.'s SSA construction,
+//! 2013) gives it the original's or the copy's value, through a new parameter where a
+//! block has several predecessors; `propagate` then drops those that carry one value.
+//! It costs 0.06-0.08 ms of a compilation (alternating runs: factorial 1.32 -> 1.39 ms,
+//! fibonacci 1.22 -> 1.30, f1 1.20 -> 1.28). A caution for such measurements: on these
+//! machines a tight loop's time is bimodal from one call to the next, for native code
+//! too (f1's loop in C, `gcc -O2 -fno-tree-vectorize`: 0.78 or 1.5 ms per call of
+//! f1(2117), alternating within one process), which earlier made f1's speed look as if
+//! it depended on the key compiled more than it did; compare medians of many calls.
+//! After rotation, a counted loop of one block (its test compares a parameter stepped
+//! by a constant with a bound that does not change in the loop, at most
+//! `MAX_UNROLLED_OPS` = 8 operations, no calls) is unrolled (`builder/unroll.rs`): a
+//! guard at its entry computes `limit = bound - (UNROLL_TURNS-1)*step`, checks that
+//! this did not wrap around and that the induction variable has not passed `limit`, and
+//! if so runs a block of `UNROLL_TURNS` = 4 copies of the turn with no test between
+//! them, which loops on the same check and then leaves through a block that ends as the
+//! loop did; the original block runs the turns left over. Every turn of the unrolled
+//! block is a turn the loop would have run, in order, so errors leave at the same turn.
+//! In the copies, an accumulating wrapping addition (`p' = p + e`, `p'` the next `p`)
+//! is reassociated: `x + a1 + a2` becomes `x + (a1 + a2)`, and an induction variable's
+//! copies add 1, 2, 3, 4 times the step to the same value, so each value carried from
+//! one jump to the next waits for one addition per four turns instead of four. Values
+//! of the loop that its exit used directly get SSA repair as for copies. Merging moves
+//! code into blocks made later, so label order is not dominance order: the Cranelift
+//! backend translates blocks in reverse postorder
+//! (`ResidualFunction::blocks_in_dominance_order`). Block layout is Cranelift's (its
+//! own reverse postorder, the false side of a branch first); the backend steers it with
+//! two properties of the residual function: blocks that only lead out of the function
+//! (`exit_paths`) are marked cold and go last (a flexswitch leaves the function, so its
+//! block is one, and so are the blocks of its dispatch and of its miss path, the call
+//! into the compiler: in TLC f1 compiled behind an entry guard, they had stood between
+//! the entry and the loop; `CraneliftBackend::clif` shows the translation, cold blocks
+//! marked), and a branch whose true side returns to it by a shorter path than its false
+//! side (`true_side_loops`: the true side continues the innermost loop) is emitted
+//! inverted, so the loop's side falls through. A loop then takes one jump per turn, its
+//! back edge (TLC's accumulator went from 1.1 to 0.5 ns per turn with that alone). A
+//! signed division or remainder by a positive constant branches on the dividend's sign,
+//! the non-negative side using the shorter unsigned magic-number sequence.
+//! `JITGEN_DUMP_CODE=dir` writes the machine code and optimized CLIF to read such
+//! things. Architecture Invariant: residual code is SSA (every use dominated by its
+//! definition). Debug builds check it after `simplify`
+//! (`ResidualFunction::check_dominance`) and decline with the listing ("jitgen bug:
+//! residual code is not SSA"); the random TLC and TLR tests fail on such a decline, and
+//! on any compiler panic. Architecture Invariant: simplification keeps the order of
+//! effects and errors: the turns of an unrolled loop are turns the original would have
+//! run, in order, and only wrapping arithmetic is reassociated
+//! (`jitgen-runtime/tests/unroll.rs` runs unrolled loops against the loop taken one
+//! turn at a time, at the ends of the integer range).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
+use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
 mod unroll;
 pub use unroll::{MAX_UNROLLED_OPS, UNROLL_TURNS};
@@ -39,11 +111,43 @@ pub struct Label(pub u32);
 /// The address of a Rust function that residual code may call, with the
 /// callback convention `extern "C" fn(args: *mut u64) -> u64`: arguments in
 /// the buffer, the result written to word 0, a status word returned (0 for
-/// success; see [`crate::residual::run_callback`]). Unsafe to call: `args`
+/// success; the run-time layer's `run_callback` makes that status). Unsafe to call: `args`
 /// must point to as many words as the callback reads and writes (the most
 /// of its arguments and results, at least one), and the addresses among
 /// them must be those of live objects of the types it expects.
 pub type CallbackFn = unsafe extern "C" fn(*mut u64) -> u64;
+
+/// The cases of a flexswitch as residual code scans them: `len` pairs of
+/// (value, code address) at `entries`. The run-time side of the switch fills
+/// it (its first field, so that the table's address is this one's); machine
+/// code reads these fields at their offsets and passes this address to the
+/// miss handler.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CaseTable {
+    /// Cases so far.
+    pub len: usize,
+    /// `len` pairs of a value and the address of its case's code.
+    pub entries: *const [u64; 2],
+}
+
+/// The run-time side of a flexswitch, which a residual function only names:
+/// its [`CaseTable`], and the cases compiled so far for listings.
+pub trait SwitchTable: std::fmt::Debug {
+    /// The address residual code scans and passes to the miss handler.
+    fn case_table(&self) -> *const CaseTable;
+    /// Appends the listing of every case so far (nested cases indented) to `out`.
+    fn describe(&self, out: &mut String, depth: usize);
+    /// Itself, for the run-time layer to find its own type again.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// The code compiled later for the states a function's switches resume,
+/// owned by the function (the run-time layer's tree of pieces).
+pub trait Pieces: std::fmt::Debug {
+    /// Appends each piece's listing and its switches' cases to `out`.
+    fn describe(&self, out: &mut String);
+}
 
 /// An instruction.
 #[derive(Clone, Debug)]
@@ -166,7 +270,7 @@ pub enum Terminator {
     /// Promotion (a flexswitch): continue in the code compiled for the run-time
     /// value of `value`. Cases are added after the code has run, so they live
     /// outside this function, in the table `switches[switch]` of the function
-    /// ([`crate::promotion`]); a case receives the `live` values as its inputs.
+    /// ([`SwitchTable`]); a case receives the `live` values as its inputs.
     FlexSwitch {
         /// The promoted value.
         value: Val,
@@ -261,10 +365,10 @@ pub struct ResidualFunction {
     /// Blocks, indexed by label; removed blocks have no terminator.
     pub blocks: Vec<RBlock>,
     /// The case tables of the function's flexswitches.
-    pub switches: Vec<std::rc::Rc<crate::promotion::FlexTable>>,
+    pub switches: Vec<std::rc::Rc<dyn SwitchTable>>,
     /// The pieces compiled later for the states its switches resume (kept
     /// alive by the function's code; see `schedule`).
-    pub pieces: Option<std::rc::Rc<dyn crate::promotion::Pieces>>,
+    pub pieces: Option<std::rc::Rc<dyn Pieces>>,
 }
 
 impl ResidualFunction {
@@ -510,7 +614,7 @@ impl ResidualFunction {
     /// loop entered where the interpreter's state held a copy (a value
     /// picked onto a stack) gets two parameters for it, which the entry
     /// loads apart; knowing them equal behind a guard gives the loop one
-    /// ([`crate::schedule::Compilation::version_entry`]).
+    /// (the scheduler's `Compilation::version_entry`).
     pub fn copied_params(&self, head: Label) -> Vec<(usize, usize)> {
         let Some(hb) = self.blocks.get(head.0 as usize).filter(|b| b.term.is_some()) else { return vec![] };
         let inside = self.reached_from(head);
@@ -553,7 +657,7 @@ impl ResidualFunction {
     /// divides by its own entry value, later turns by the invariant's.
     /// Knowing such values as constants turns a hardware division per
     /// iteration into a multiplication
-    /// ([`crate::schedule::Compilation::version_entry`]).
+    /// (the scheduler's `Compilation::version_entry`).
     pub fn invariant_divisors(&self, head: Label) -> Vec<usize> {
         let Some(hb) = self.blocks.get(head.0 as usize).filter(|b| b.term.is_some()) else { return vec![] };
         let divisors: Vec<Val> = self
@@ -666,7 +770,7 @@ impl ResidualFunction {
 
     /// Parameters that every edge gives one value (a loop-invariant value
     /// passed around its loop; a constant that a guard at entry established,
-    /// [`crate::schedule::Compilation::version_entry`]) become that value;
+    /// the scheduler's `Compilation::version_entry`) become that value;
     /// parameters of a block that every edge gives equal values become one;
     /// operations on constants fold, and branches on constants jump. Again
     /// while anything changes (a folded branch removes an edge, which may
@@ -868,7 +972,7 @@ impl ResidualFunction {
     /// Folds operations whose operands are constants (those that cannot
     /// fail) into constants, and branches on constants into jumps.
     fn fold_constants(&mut self) -> bool {
-        use crate::ops::{fold_bin, fold_cast, fold_cmp, fold_un};
+        use crate::ir::ops::{fold_bin, fold_cast, fold_cmp, fold_un};
         let mut consts: rustc_hash::FxHashMap<Val, u64> = rustc_hash::FxHashMap::default();
         let mut changed = false;
         for l in self.blocks_in_dominance_order() {
@@ -1155,10 +1259,7 @@ impl ResidualFunction {
     /// loop tests at its bottom (loop rotation). Only blocks of at most
     /// [`MAX_COPIED_OPS`] operations. Code elsewhere that used the copied
     /// block's values gets the original's or the copy's through new
-    /// parameters ([`ResidualFunction::repair_after_copy`]). TLC f1
-    /// compiled at such an entry (the loop head `x += i & j`, the back edge
-    /// through it) took 3.6-4.4 ms per call of f1(2117); with the copy,
-    /// 0.8-1.24 ms (one pinned core, 30 calls in a thread, 2026-11-22).
+    /// parameters ([`ResidualFunction::repair_after_copy`]).
     /// Returns whether it added parameters (some may have one value: see
     /// [`ResidualFunction::propagate`]).
     fn close_loops_through_small_blocks(&mut self) -> bool {
@@ -1415,9 +1516,9 @@ pub struct ResidualBuilder {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SymAddr {
     /// Where the computation started.
-    pub root: crate::redbox::RedBox,
+    pub root: crate::ir::operand::RedBox,
     /// A run-time index (through widening casts) and its stride, if any.
-    pub index: Option<(crate::redbox::RedBox, u64)>,
+    pub index: Option<(crate::ir::operand::RedBox, u64)>,
     /// Bytes added.
     pub offset: i64,
 }
@@ -1476,7 +1577,7 @@ impl ResidualBuilder {
         self.ops
     }
 
-    /// Whether the builder executes instead of recording (see [`crate::schedule::Compilation::executing`]).
+    /// Whether the builder executes instead of recording (the scheduler's execute mode, `Compilation::executing`).
     pub fn is_executing(&self) -> bool {
         self.exec
     }
@@ -1673,7 +1774,7 @@ impl ResidualBuilder {
 
     /// Ends the current block with a flexswitch on `value` dispatching
     /// through `table` (see [`Terminator::FlexSwitch`]).
-    pub fn flexswitch(&mut self, value: Val, live: &[Val], table: std::rc::Rc<crate::promotion::FlexTable>) {
+    pub fn flexswitch(&mut self, value: Val, live: &[Val], table: std::rc::Rc<dyn SwitchTable>) {
         self.f.switches.push(table);
         let switch = self.f.switches.len() as u32 - 1;
         self.terminate(Terminator::FlexSwitch { value, live: live.to_vec(), switch });

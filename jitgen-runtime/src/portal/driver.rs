@@ -6,15 +6,88 @@
 //! `JITGEN_THRESHOLD=N` (compile past N visits, 0 at first sight, no
 //! warm-up) and `JITGEN_OFF=1`
 //! (interpret only); explicit settings through [`Config`] win over it.
+//!
+//! ## Hand-over, the hot-spot policy and portal entry
+//!
+//! *Hand-over.* Past `max_cases`, or when a case declines, the switch returns
+//! `Resume(n)` with the live values, the promoted value and its table's address in the
+//! frame; `ResidualFn::call_words` finds the table's resumer and runs the generating
+//! extension in execute mode (below) from the snapshot with those values. Called from a
+//! portal (`residual::call_parking`), execute mode stops at the portal's merge point
+//! and returns the state there (`ResidualError::Parked`); the portal hook writes it
+//! back into the interpreter's variables (scalars, references, and an owned object
+//! residual code made, moved out of the arena) and the interpreter proper goes on:
+//! after a hand-over, at most one iteration of the interpreter loop runs in execute
+//! mode, which is about two orders of magnitude slower than plain interpretation.
+//! Portal code that keeps handing over (64 times, in more than half of its runs) is
+//! retired: its key is interpreted from then on. Measured with `cargo run --release
+//! --example subroutines -- 1000000 --max-cases 0` (every return handed over): 139 ms
+//! against 14 ms interpreted, most of it the portal hook's lookup at every merge point
+//! of retired keys, not the hand-overs (384 of them). The hook's cold path is sampled:
+//! after a cold visit the hook skips the next visits (a thread-local countdown checked
+//! inline in the interpreter loop), and the visit that reaches the hook next counts for
+//! itself and the visits skipped before it (`PortalCache::visit_weighted`). The skips
+//! ramp up (`skip_after_cold`): none for the first `COLD_RAMP` (8) cold visits since
+//! residual code last ran, then 1, 2, 4, ... up to `sample_period(threshold) - 1` (a
+//! quarter of the threshold, at most 256: 249 at the default threshold; thresholds
+//! below 8, as in tests, never skip). So code that stays cold is sampled once in 250
+//! visits, a key is sampled at least four times before it gets hot, and residual code
+//! that returned to the interpreter is entered again at the next compiled key within a
+//! few visits. A counted visit costs about 30 ns (the key built and hashed, the map
+//! lookup, branches the interpreter loop seldom takes): sampled once in 62 visits, as
+//! at first, the counted visits were most of the cold path's cost. Where compiled code
+//! starts, a skipping portal still visits: `Sampler` (one thread-local per portal, in
+//! `driver.rs`) keeps a 256-bit filter of the green words (`green_word` of the cheap
+//! greens: scalars and addresses) of positions with code, consulted only once the
+//! portal has code (a flag bit in the skip counter; the check is out of line, so the
+//! interpreter loop it is inlined into costs what it did). Without it, TLC f1 called
+//! 100 times in a thread passed its loop's entry unseen whenever the visit there fell
+//! among the skipped ones, interpreted about 1400 merge points per call before a
+//! counted visit landed on it, and credited the loop's other merge points with those
+//! samples until they compiled two or three more copies of the loop. New code also
+//! cools the keys that are warm (`PortalCache::insert`: their counts restart, their
+//! warm-up clock is kept). Counts are exact per key, in one map that also holds each
+//! key's code (`PortalCache`): a key compiles after its own visits, never another's.
+//! After a visit meets a declined key the hook skips the next visits too (doubling up
+//! to `MAX_SKIP` = 64). The first visit of a thread costs a few microseconds (that
+//! table's 4096 buckets cost about 50 µs of page faults). Two mistakes this design
+//! avoids, both seen on TLC: with a fixed sample weight, the first merge point of a
+//! program that runs residual code once per call was sampled at every call and compiled
+//! early, into slow code; and with a full sample period skipped after every cold visit,
+//! compiled code a few merge points into a function was entered in one call of about
+//! 15.
+//!
+//! Why the warm-up: compiling a loop takes 2-3 ms, about 60,000 turns of TLC's
+//! factorial loop in the interpreter. With a bare threshold of 1000, a run that ends
+//! soon after compiling paid for it in full: `tlc factorial.tlc 1000` took 2.1 ms
+//! against 0.05 ms interpreted. Compiling only after the run has lasted four expected
+//! compile times bounds that loss. When counted visits were sampled once in 62, short
+//! runs cost 1.2-1.45x and factorial(160,000) 1.4-1.9x. The cost of the warm-up: a long
+//! run compiles about 8 ms later than it could.
+//!
+//! Portal entry and types: for a portal's own list of enums (an operand stack of
+//! values), the variants of its top 8 elements (4 bits each) are a key word; the
+//! compiled entry makes their tags constants and the slots of other variants 0. So the
+//! loop compiled for a stack of integers has no tag checks (TLC f1's inner loop:
+//! compare, add, and, add), and a stack holding other types at the same position is a
+//! different key with its own code. Computing the word costs the hook a few nanoseconds
+//! per visit for deep stacks (only the top 8 are looked at). The entry reads the list
+//! in place where the layouts of `Vec` and of the element enum are measured
+//! (`heap::vec_layout`, `Flat::layout`): one bounds check, then loads of the words in
+//! use (a known variant's slots; tag and all slots below the top 8), and `vec_get`
+//! calls only where a layout is not known. `jit::stats()` counts `flexswitches`,
+//! `flexswitch_cases`, `flexswitch_misses` (callbacks into the compiler), `declined`
+//! and `resumptions`.
 
 use rustc_hash::FxHashMap;
 use std::cell::Cell;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::OnceLock;
 
-use crate::residual::ResidualFn;
-use crate::schedule::Limits;
+use crate::compile::schedule::Limits;
+use crate::run::residual::ResidualFn;
+pub use crate::run::stats::{Stats, StatsSnapshot};
 
 /// The default hot-spot threshold: iterations of one position key before it
 /// is warm. Under the default policy a warm key compiles once the program
@@ -30,7 +103,7 @@ pub const DEFAULT_THRESHOLD: u32 = 1000;
 pub const WARMUP_FACTOR: u32 = 4;
 
 /// The compile time a portal cache expects before it has measured one
-/// (TLC loops, 2026-11-23: 1.7-3.3 ms).
+/// (about what a TLC loop costs: PERFORMANCE.md).
 pub const EXPECTED_COMPILE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// When a counted key compiles: past `threshold` visits, and, with
@@ -165,131 +238,6 @@ impl Config {
 impl Default for Config {
     fn default() -> Config {
         Config::new()
-    }
-}
-
-/// Counters of one annotated module (all threads).
-#[derive(Default)]
-pub struct Stats {
-    compilations: AtomicU64,
-    declined: AtomicU64,
-    residual_ops: AtomicU64,
-    entries: AtomicU64,
-    compile_nanos: AtomicU64,
-    flexswitches: AtomicU64,
-    flexswitch_cases: AtomicU64,
-    flexswitch_misses: AtomicU64,
-    resumptions: AtomicU64,
-    last_decline: Mutex<Option<String>>,
-}
-
-/// A snapshot of [`Stats`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StatsSnapshot {
-    /// Times the compiler ran (declined runs included).
-    pub compilations: u64,
-    /// Compilations that gave up (budget, unsupported construct, panic).
-    pub declined: u64,
-    /// Residual operations in the code compiled so far.
-    pub residual_ops: u64,
-    /// Times residual code was entered from the interpreter.
-    pub entries: u64,
-    /// Time spent compiling, in nanoseconds.
-    pub compile_nanos: u64,
-    /// Flexswitches emitted: promotions of run-time values, and sides of
-    /// red splits left to compile when first taken.
-    pub flexswitches: u64,
-    /// Flexswitch cases compiled (each is also counted in `compilations`).
-    pub flexswitch_cases: u64,
-    /// Times residual code called back into the compiler (a value, or a
-    /// lazily compiled side, seen for the first time).
-    pub flexswitch_misses: u64,
-    /// Times residual code handed over to the interpreter (a full switch,
-    /// a declined case), which then continued from the state it left.
-    pub resumptions: u64,
-}
-
-impl Stats {
-    /// No counts yet.
-    pub const fn new() -> Stats {
-        Stats {
-            compilations: AtomicU64::new(0),
-            declined: AtomicU64::new(0),
-            residual_ops: AtomicU64::new(0),
-            entries: AtomicU64::new(0),
-            compile_nanos: AtomicU64::new(0),
-            flexswitches: AtomicU64::new(0),
-            flexswitch_cases: AtomicU64::new(0),
-            flexswitch_misses: AtomicU64::new(0),
-            resumptions: AtomicU64::new(0),
-            last_decline: Mutex::new(None),
-        }
-    }
-
-    /// Records why a compilation was declined (and prints it when `JITGEN_LOG` is set).
-    pub fn declined_because(&self, why: &str) {
-        if std::env::var_os("JITGEN_LOG").is_some() {
-            eprintln!("jitgen: compilation declined: {why}");
-        }
-        *self.last_decline.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.to_string());
-    }
-
-    /// Why the last declined compilation gave up.
-    pub fn last_decline(&self) -> Option<String> {
-        self.last_decline.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Records one run of the compiler.
-    pub fn compiled(&self, ops: Option<usize>, nanos: u64) {
-        self.compilations.fetch_add(1, Ordering::Relaxed);
-        self.compile_nanos.fetch_add(nanos, Ordering::Relaxed);
-        match ops {
-            Some(n) => {
-                self.residual_ops.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            None => {
-                self.declined.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// Records a flexswitch emitted into residual code.
-    pub fn flexswitch_made(&self) {
-        self.flexswitches.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Records a callback from a flexswitch into the compiler, and whether
-    /// it produced a case.
-    pub fn flexswitch_missed(&self, got_case: bool) {
-        self.flexswitch_misses.fetch_add(1, Ordering::Relaxed);
-        if got_case {
-            self.flexswitch_cases.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Records a hand-over from residual code to the interpreter.
-    pub fn resumed(&self) {
-        self.resumptions.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Records an entry into residual code.
-    pub fn entered(&self) {
-        self.entries.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The counts now.
-    pub fn snapshot(&self) -> StatsSnapshot {
-        StatsSnapshot {
-            compilations: self.compilations.load(Ordering::Relaxed),
-            declined: self.declined.load(Ordering::Relaxed),
-            residual_ops: self.residual_ops.load(Ordering::Relaxed),
-            entries: self.entries.load(Ordering::Relaxed),
-            compile_nanos: self.compile_nanos.load(Ordering::Relaxed),
-            flexswitches: self.flexswitches.load(Ordering::Relaxed),
-            flexswitch_cases: self.flexswitch_cases.load(Ordering::Relaxed),
-            flexswitch_misses: self.flexswitch_misses.load(Ordering::Relaxed),
-            resumptions: self.resumptions.load(Ordering::Relaxed),
-        }
     }
 }
 

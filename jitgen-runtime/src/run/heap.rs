@@ -2,7 +2,7 @@
 //! `Vec` and `HashMap` operations.
 //!
 //! Residual code does not know the layout of Rust's `Vec`; it calls these
-//! helpers (the callback convention of [`crate::builder::CallbackFn`]), which
+//! helpers (the callback convention of [`crate::ir::builder::CallbackFn`]), which
 //! run Rust's own code, panics included (a panic is carried out as a status
 //! and resumed by the caller, so an index out of bounds gives Rust's message).
 //! Objects that residual code allocates live in a per-thread arena until the
@@ -12,7 +12,7 @@
 //! rather than on each (hence the `missing_safety_doc` allowance): the
 //! buffer must hold the words the helper's doc lists (`[arguments] ->
 //! [results]`), and the addresses among them must be those of live objects
-//! of the helper's types, as [`crate::builder::CallbackFn`] says.
+//! of the helper's types, as [`crate::ir::builder::CallbackFn`] says.
 #![allow(clippy::missing_safety_doc)]
 
 use std::any::Any;
@@ -20,8 +20,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use crate::ops::ValTy;
-use crate::residual::{run_callback, Word};
+use crate::ir::ops::ValTy;
+use crate::run::residual::{run_callback, Word};
 
 thread_local! {
     static ARENA: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
@@ -386,7 +386,7 @@ pub unsafe extern "C" fn flat_vec_get<F: Flat>(buf: *mut u64) -> u64 {
         // SAFETY: max(2, N) words; the address is a live Vec<F::T>.
         let b = unsafe { args(buf, F::N.max(2)) };
         let v = unsafe { vec_at::<F::T>(b[0]) };
-        let x = v.get(b[1] as usize).ok_or(crate::ops::ErrorKind::IndexOutOfBounds)?;
+        let x = v.get(b[1] as usize).ok_or(crate::ir::ops::ErrorKind::IndexOutOfBounds)?;
         F::flat(x, &mut b[..F::N]);
         Ok(())
     })
@@ -398,7 +398,7 @@ pub unsafe extern "C" fn flat_vec_set<F: Flat>(buf: *mut u64) -> u64 {
         // SAFETY: 2 + N words; the address is a live Vec<F::T>.
         let b = unsafe { args(buf, 2 + F::N) };
         let v = unsafe { vec_at::<F::T>(b[0]) };
-        let slot = v.get_mut(b[1] as usize).ok_or(crate::ops::ErrorKind::IndexOutOfBounds)?;
+        let slot = v.get_mut(b[1] as usize).ok_or(crate::ir::ops::ErrorKind::IndexOutOfBounds)?;
         *slot = F::unflat(&b[2..]);
         Ok(())
     })

@@ -13,21 +13,75 @@
 //!
 //! Growth is bounded: past `max_cases`, and when the compiler declines, the
 //! miss returns no code and residual code leaves with the status
-//! [`crate::ops::ErrorKind::Resume`], the live values and the promoted value
+//! [`crate::ir::ops::ErrorKind::Resume`], the live values and the promoted value
 //! in its frame, for the caller to continue in the interpreter.
 //!
 //! Memory: a table holds its cases' machine code (about one page each, see
 //! `shared/notes`) and the compiler closure with its snapshot (the JIT state at
 //! the switch: a few words per live variable). A bounded switch therefore uses
 //! bounded memory whatever the number of distinct values seen.
+//!
+//! ## Promotion in detail
+//!
+//! **Promotion** (`promotion.rs`, `schedule.rs`). A block may end with
+//! `Terminator::FlexSwitch { value, live, switch }`. Its cases are separate residual
+//! functions compiled when a value is first seen: residual functions use Cranelift's
+//! `tail` convention (Rust enters them through a SystemV trampoline compiled once per
+//! process), the switch stores the live values and the promoted value into the frame,
+//! scans the Rust-owned `FlexTable` inline (pairs of value and code pointer, reloaded
+//! at every dispatch since the vector may move) and tail-calls the match, so that a
+//! chain of cases never grows the stack. A miss tail-calls a stub shared by all
+//! residual code (`CraneliftBackend::miss_stub`, compiled once per process like the
+//! trampoline), which calls `flex_miss` (it runs the table's case compiler, appends the
+//! case and returns its code) and tail-calls the new case, or hands over. A flexswitch
+//! on a constant (the lazily compiled side of a split) has at most one case, its
+//! value's: it tail-calls the table's first case without a scan (fewer blocks for
+//! Cranelift: compiling TLC factorial's loop, with two such guards at entry, took 3-4%
+//! less).
+//!
+//! *How compilation resumes.* `hint!(e, promote)` on a red scalar is a resume point of
+//! the generating extension, like the continuation of an inlined call: the extension
+//! pushes the continuation frame (the value to come in its `__ret`) and calls
+//! `Compilation::flexswitch(state, value, fns)`. The snapshot is that state: the chain of
+//! virtual frames at the promotion, with the run-time reds replaced by slots (an input
+//! of the case, a constant kept, or the promoted value); `fns` are the extension's
+//! `__run`, the function that hands a promoted value to the continuation, and `__defer`.
+//! No path is replayed: the state *is* where compilation stopped. A case compiles that
+//! state with the live values as inputs and the value delivered as a constant, in a
+//! compilation of its own (its own budget) that shares its root's *tree*. Memory: a
+//! switch holds its snapshot (its frames: a word or two per live variable and a key
+//! vector per frame) and two closures; each case is a piece of machine code (a page or
+//! so, see `shared/notes`) with its listing. Green references inside a snapshot point
+//! into the interpreter's data; they are only used while residual code of the switch
+//! runs, which is entered under the portal's key and content check (or borrows them,
+//! for `jit::specialize`, whose result carries their lifetime).
+//!
+//! *Pieces and the tree.* The code compiled for cases belongs to the root function (its
+//! `ResidualFn` owns the tree: the pieces, their listings, a cache from resumed state
+//! to piece); switches refer to the tree weakly and to pieces by entry address. A state
+//! resumed again (same key, same layout of constants and inputs, same promoted value)
+//! reuses its piece, so pieces may jump to each other in loops without reference
+//! cycles. `Limits::max_cases` bounds a switch, `Limits::max_tree_cases` (1000) the
+//! pieces under one root.
+//!
+//! *Lazy sides and the budget.* When the extension was given `set_defer` (macro-generated
+//! compilations are), a red split made after `Limits::lazy_after_ops` residual
+//! operations (2000 by default) does not queue its false side: the side becomes a
+//! single-case switch on a constant, compiled when first taken; one never taken is never
+//! compiled (`tests/lazy.rs`). Past `Limits::max_ops` (20000 by default), each path is
+//! deferred the same way at its next merge point and the pending ones at once. A loop
+//! cut by the budget thus runs as pieces that reuse each other; TLR's square with a
+//! budget of 30 operations compiles at most one piece per instruction, all within the
+//! first 40 turns, and none more for 1000 turns (`tests/lazy.rs`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::backend::cranelift::NativeCode;
-use crate::driver::Stats;
-use crate::residual::ResidualError;
+use crate::backend::cranelift::{NativeCode, RuntimeHooks};
+use crate::ir::builder::{CaseTable, SwitchTable};
+use crate::run::residual::ResidualError;
+use crate::run::stats::Stats;
 
 /// A compiled case.
 pub enum Case {
@@ -40,12 +94,7 @@ pub enum Case {
     Shared(*const u8, String),
 }
 
-/// The code compiled below a root function for the states its switches
-/// resume, owned by the root function.
-pub trait Pieces: std::fmt::Debug {
-    /// Appends each piece's listing and its switches' cases to `out`.
-    fn describe(&self, out: &mut String);
-}
+pub use crate::ir::builder::Pieces;
 
 /// Compiles the case of a value; `None` declines.
 pub type CaseCompiler = Box<dyn FnMut(u64) -> Option<Case>>;
@@ -55,12 +104,11 @@ pub type CaseCompiler = Box<dyn FnMut(u64) -> Option<Case>>;
 /// function the switch belongs to (or its error).
 pub type Resumer = Rc<dyn Fn(&[u64], u64) -> Result<Vec<u64>, ResidualError>>;
 
-/// The cases of one flexswitch. Residual code reads `len` and `entries`
-/// directly (hence `repr(C)` and the fixed field order).
+/// The cases of one flexswitch. Residual code reads `cases` directly
+/// (hence `repr(C)`, and `cases` first: the table's address is its).
 #[repr(C)]
 pub struct FlexTable {
-    len: usize,
-    entries: *const [u64; 2],
+    cases: CaseTable,
     inner: RefCell<Inner>,
     resume: Option<Resumer>,
     stats: Option<&'static Stats>,
@@ -87,7 +135,7 @@ pub fn global_counts() -> (u64, u64) {
 
 impl std::fmt::Debug for FlexTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FlexTable({} cases)", self.len)
+        write!(f, "FlexTable({} cases)", self.cases.len)
     }
 }
 
@@ -98,7 +146,7 @@ impl FlexTable {
     }
 
     /// A table whose switch, when it gets no case, continues through `resume`
-    /// (inside [`crate::residual::ResidualFn::call_words`]), counting in `stats`.
+    /// (inside [`crate::run::residual::ResidualFn::call_words`]), counting in `stats`.
     pub fn resumable(
         max_cases: usize,
         compile: CaseCompiler,
@@ -106,8 +154,7 @@ impl FlexTable {
         stats: Option<&'static Stats>,
     ) -> Rc<FlexTable> {
         Rc::new(FlexTable {
-            len: 0,
-            entries: std::ptr::null(),
+            cases: CaseTable { len: 0, entries: std::ptr::null() },
             inner: RefCell::new(Inner {
                 entries: vec![],
                 code: vec![],
@@ -150,7 +197,7 @@ impl FlexTable {
 
     /// Cases compiled so far.
     pub fn cases(&self) -> usize {
-        self.len
+        self.cases.len
     }
 
     /// Times residual code called back into the compiler.
@@ -175,11 +222,13 @@ impl FlexTable {
 /// # Safety
 /// `table` must point to a live `FlexTable` (residual code passes the table
 /// it was compiled with, which its machine code keeps alive).
-pub unsafe extern "C" fn flex_miss(table: *const FlexTable, value: u64) -> usize {
+pub unsafe extern "C" fn flex_miss(table: *const CaseTable, value: u64) -> usize {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: residual code passes the table it was compiled with, which
         // its machine code keeps alive.
-        let table = unsafe { &*table };
+        // A `CaseTable` handed to residual code is the first field of a
+        // `FlexTable` (`repr(C)`), at the same address.
+        let table = unsafe { &*(table as *const FlexTable) };
         // A reentrant miss (the compiler itself running residual code of this
         // table) declines rather than borrowing twice.
         let Ok(mut inner) = table.inner.try_borrow_mut() else { return 0 };
@@ -208,10 +257,26 @@ pub unsafe extern "C" fn flex_miss(table: *const FlexTable, value: u64) -> usize
         // the thread that runs the code.
         unsafe {
             let t = table as *const FlexTable as *mut FlexTable;
-            (*t).entries = ptr;
-            (*t).len = len;
+            (*t).cases.entries = ptr;
+            (*t).cases.len = len;
         }
         entry
     }));
     outcome.unwrap_or(0)
 }
+
+impl SwitchTable for FlexTable {
+    fn case_table(&self) -> *const CaseTable {
+        &self.cases
+    }
+    fn describe(&self, out: &mut String, depth: usize) {
+        FlexTable::describe(self, out, depth)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// What residual code compiled by this crate calls at run time: the
+/// flexswitch miss handler.
+pub const HOOKS: RuntimeHooks = RuntimeHooks { flex_miss };

@@ -17,8 +17,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::backend::cranelift::{CraneliftBackend, NativeCode, MAX_FRAME_WORDS};
 use crate::backend::text::TextBackend;
 use crate::backend::{Backend, BackendError};
-use crate::builder::ResidualFunction;
-use crate::ops::{ErrorKind, ValTy};
+use crate::ir::builder::ResidualFunction;
+use crate::ir::ops::{ErrorKind, ValTy};
+
+/// A Cranelift backend whose code calls this crate's run-time hooks (the
+/// flexswitch miss handler): the one to compile residual code with.
+pub fn native_backend() -> Result<CraneliftBackend, BackendError> {
+    CraneliftBackend::new(crate::run::promotion::HOOKS)
+}
 
 static MESSAGES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
 
@@ -87,7 +93,7 @@ pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
     HOST_BACKEND.with(|b| {
         let mut b = b.borrow_mut();
         if b.is_none() {
-            *b = Some(CraneliftBackend::new()?);
+            *b = Some(native_backend()?);
         }
         ResidualFn::compile(f, b.as_mut().expect("made above"))
     })
@@ -99,7 +105,7 @@ pub fn compile_native(f: &ResidualFunction) -> Result<(NativeCode, String), Back
     HOST_BACKEND.with(|b| {
         let mut b = b.borrow_mut();
         if b.is_none() {
-            *b = Some(CraneliftBackend::new()?);
+            *b = Some(native_backend()?);
         }
         let native = b.as_mut().expect("made above").compile(f)?;
         Ok((native, TextBackend.compile(f)?))
@@ -209,7 +215,7 @@ struct Compiled {
     ops: usize,
     native: NativeCode,
     /// Owns the code compiled later for the states its switches resume.
-    pieces: Option<std::rc::Rc<dyn crate::promotion::Pieces>>,
+    pieces: Option<std::rc::Rc<dyn crate::run::promotion::Pieces>>,
 }
 
 impl ResidualFn {
@@ -228,7 +234,7 @@ impl ResidualFn {
 
     /// The residual operations, one per line.
     pub fn listing(&self) -> &str {
-        self.0.listing.get_or_init(|| crate::builder::listing(&self.0.function))
+        self.0.listing.get_or_init(|| crate::ir::builder::listing(&self.0.function))
     }
 
     /// The listing, followed by the cases compiled so far for each of its
@@ -246,8 +252,8 @@ impl ResidualFn {
     }
 
     /// The tables of the function's own flexswitches.
-    pub fn switches(&self) -> &[std::rc::Rc<crate::promotion::FlexTable>] {
-        self.0.native.switches()
+    pub fn switches(&self) -> Vec<&crate::run::promotion::FlexTable> {
+        self.0.native.switches().iter().filter_map(|t| t.as_any().downcast_ref()).collect()
     }
 
     /// The number of residual operations.
@@ -286,7 +292,7 @@ impl ResidualFn {
             Some(ErrorKind::Resume(n)) => {
                 // The live values, the promoted value, the switch's table.
                 let n = n as usize;
-                let table = frame[n - 1] as usize as *const crate::promotion::FlexTable;
+                let table = frame[n - 1] as usize as *const crate::run::promotion::FlexTable;
                 // SAFETY: residual code put the address of one of its tables
                 // there; the tables live as long as the code, owned by `self`
                 // (directly, or through the cases of its switches).

@@ -31,7 +31,7 @@
 //! at the same turn as before.
 
 use super::{Inst, Label, RBlock, ResidualFunction, Terminator, Val};
-use crate::ops::{BinOp, CmpOp, Overflow, ValTy};
+use crate::ir::ops::{BinOp, CmpOp, Overflow, ValTy};
 use rustc_hash::FxHashMap;
 
 /// Turns of a counted loop run per jump of its unrolled version.

@@ -1,0 +1,131 @@
+//! Counters of one annotated module, shared by all its threads: compilations,
+//! declines and why, residual operations, entries into residual code,
+//! flexswitches and their cases, hand-overs. `jit::stats()` is a snapshot.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Counters of one annotated module (all threads).
+#[derive(Default)]
+pub struct Stats {
+    compilations: AtomicU64,
+    declined: AtomicU64,
+    residual_ops: AtomicU64,
+    entries: AtomicU64,
+    compile_nanos: AtomicU64,
+    flexswitches: AtomicU64,
+    flexswitch_cases: AtomicU64,
+    flexswitch_misses: AtomicU64,
+    resumptions: AtomicU64,
+    last_decline: Mutex<Option<String>>,
+}
+
+/// A snapshot of [`Stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// Times the compiler ran (declined runs included).
+    pub compilations: u64,
+    /// Compilations that gave up (budget, unsupported construct, panic).
+    pub declined: u64,
+    /// Residual operations in the code compiled so far.
+    pub residual_ops: u64,
+    /// Times residual code was entered from the interpreter.
+    pub entries: u64,
+    /// Time spent compiling, in nanoseconds.
+    pub compile_nanos: u64,
+    /// Flexswitches emitted: promotions of run-time values, and sides of
+    /// red splits left to compile when first taken.
+    pub flexswitches: u64,
+    /// Flexswitch cases compiled (each is also counted in `compilations`).
+    pub flexswitch_cases: u64,
+    /// Times residual code called back into the compiler (a value, or a
+    /// lazily compiled side, seen for the first time).
+    pub flexswitch_misses: u64,
+    /// Times residual code handed over to the interpreter (a full switch,
+    /// a declined case), which then continued from the state it left.
+    pub resumptions: u64,
+}
+
+impl Stats {
+    /// No counts yet.
+    pub const fn new() -> Stats {
+        Stats {
+            compilations: AtomicU64::new(0),
+            declined: AtomicU64::new(0),
+            residual_ops: AtomicU64::new(0),
+            entries: AtomicU64::new(0),
+            compile_nanos: AtomicU64::new(0),
+            flexswitches: AtomicU64::new(0),
+            flexswitch_cases: AtomicU64::new(0),
+            flexswitch_misses: AtomicU64::new(0),
+            resumptions: AtomicU64::new(0),
+            last_decline: Mutex::new(None),
+        }
+    }
+
+    /// Records why a compilation was declined (and prints it when `JITGEN_LOG` is set).
+    pub fn declined_because(&self, why: &str) {
+        if std::env::var_os("JITGEN_LOG").is_some() {
+            eprintln!("jitgen: compilation declined: {why}");
+        }
+        *self.last_decline.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.to_string());
+    }
+
+    /// Why the last declined compilation gave up.
+    pub fn last_decline(&self) -> Option<String> {
+        self.last_decline.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Records one run of the compiler.
+    pub fn compiled(&self, ops: Option<usize>, nanos: u64) {
+        self.compilations.fetch_add(1, Ordering::Relaxed);
+        self.compile_nanos.fetch_add(nanos, Ordering::Relaxed);
+        match ops {
+            Some(n) => {
+                self.residual_ops.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            None => {
+                self.declined.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Records a flexswitch emitted into residual code.
+    pub fn flexswitch_made(&self) {
+        self.flexswitches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a callback from a flexswitch into the compiler, and whether
+    /// it produced a case.
+    pub fn flexswitch_missed(&self, got_case: bool) {
+        self.flexswitch_misses.fetch_add(1, Ordering::Relaxed);
+        if got_case {
+            self.flexswitch_cases.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records a hand-over from residual code to the interpreter.
+    pub fn resumed(&self) {
+        self.resumptions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records an entry into residual code.
+    pub fn entered(&self) {
+        self.entries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counts now.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            compilations: self.compilations.load(Ordering::Relaxed),
+            declined: self.declined.load(Ordering::Relaxed),
+            residual_ops: self.residual_ops.load(Ordering::Relaxed),
+            entries: self.entries.load(Ordering::Relaxed),
+            compile_nanos: self.compile_nanos.load(Ordering::Relaxed),
+            flexswitches: self.flexswitches.load(Ordering::Relaxed),
+            flexswitch_cases: self.flexswitch_cases.load(Ordering::Relaxed),
+            flexswitch_misses: self.flexswitch_misses.load(Ordering::Relaxed),
+            resumptions: self.resumptions.load(Ordering::Relaxed),
+        }
+    }
+}
