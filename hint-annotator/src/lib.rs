@@ -15,6 +15,56 @@
 //! Architecture Invariant: every problem is reported as a `syn::Error` at the
 //! span of the offending code, and all problems of a module are reported
 //! together, never only the first.
+//!
+//! ## How the front half works
+//!
+//! **Flow graphs.** PyPy-style: a block has input arguments, operations and one exit
+//! (`goto`, a two-way branch on a bool, `return`, or `abort` for panics). Exits leave
+//! through links, the edges of a petgraph `StableDiGraph`, that carry one value per input
+//! argument of the target. Constants are inline operands. Lowering gives every join
+//! block (loop headers, ends of `if`/`match`) one input argument per binding in scope;
+//! afterwards, arguments that receive one value everywhere are replaced by it, dead ones
+//! dropped, and blocks that only forward are bypassed: what remains are the real joins.
+//! `match` lowers to a chain of tests (tag or value comparisons, range bounds); the last
+//! unguarded arm needs no test because rustc checked exhaustiveness.
+//!
+//! **Memory model.** Integers, bools, chars, floats and enums (with `Option` and
+//! `Result`) are values. Structs, `Vec`, `Box`, slices, arrays and references are
+//! pointers: a struct literal allocates, `p.f = v` stores through the pointer, `&x` and
+//! `*r` of pointers are copies. This is PyPy's low-level model; virtual lists and
+//! structures (`jitgen-runtime`'s `vlist.rs` and `virtuals.rs`) remove the allocations
+//! again in residual code.
+//!
+//! **Types.** Unification with three kinds of inference variables (any, integer literal,
+//! float literal). An unsuffixed literal takes its type from its use (`let mut pc = 0;`
+//! is a `usize` because of `s[pc]`) and defaults to `i32`/`f64` as in rustc. A variable
+//! whose type stays unknown is an error at its span asking for an ascription.
+//!
+//! **Binding-time rules** (`bta.rs`, module doc): constants green, everything else red
+//! by default; foldable operations green when all their operands are; reads foldable
+//! through *frozen* pointers only; non-foldable operations red; a join red unless a
+//! `concrete` hint needs it green (then everything flowing in must be); `concrete`
+//! global and backward with an error naming the blocking red value; `promote` local;
+//! `variable` red; `deepfreeze` marks a value frozen. Calls: each function has a summary
+//! (the parameters its result depends on through foldable operations, the parameters
+//! its own hints require green, whether it has effects); a call site reproduces the
+//! dependency locally, so two call sites never pollute each other. A call whose result
+//! must be green uses a specialized copy of the callee whose result is forced green
+//! (`NAME@green_result` in `ColoredGraphs`). A parameter is green when its hints require
+//! it or every call site passes a green value (a monotone fixpoint from all-red).
+//! Calls are green (green result, no effects: run at compile time), gray (no result,
+//! effects), yellow (green result, effects) or red.
+//!
+//! **Frozen pointers.** A value of type `&T` is frozen: Rust forbids mutation behind a
+//! shared reference while it lives, so reads through it are foldable without a hint
+//! (this is where jitgen is simpler to use than PyPy, which needed `deepfreeze` for
+//! every structure). `hint!(e, deepfreeze)` makes any value frozen. What is read through
+//! a frozen pointer is frozen; a join is frozen when everything flowing in is. The
+//! runtime must still treat green data behind references as content (DESIGN.md
+//! section 6): a caller may reuse the same buffer for another program.
+//!
+//! **Position keys.** At a `hint!(global_merge_point)`, the green variables live there
+//! (liveness on the graph). No hand-written list of greens and reds.
 
 #![warn(missing_docs)]
 
