@@ -2245,10 +2245,7 @@ impl<'g> Gen<'g> {
             if is_join {
                 params.push(quote!(__merged: bool));
             }
-            let pass: Vec<TokenStream> = pat_all
-                .iter()
-                .map(|p| p.clone().into_iter().last().map(TokenStream::from).unwrap_or_default())
-                .collect();
+            let pass = &field_exprs;
             point_fns.push(quote! {
                 #[allow(unused_variables, unused_mut, unused_braces, unreachable_code, unused_labels, clippy::all)]
                 #[inline(never)]

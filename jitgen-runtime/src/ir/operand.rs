@@ -42,11 +42,7 @@ impl RedBox {
     }
     /// `N` zeros of the types `tys` (the unused slots of a flattened enum).
     pub fn zeros<const N: usize>(tys: &[ValTy]) -> [RedBox; N] {
-        let mut out = [RedBox::Const { ty: ValTy::U64, bits: 0 }; N];
-        for (k, slot) in out.iter_mut().enumerate() {
-            *slot = RedBox::constant(tys[k], 0);
-        }
-        out
+        RedBox::constants(tys, &[0; N])
     }
     pub fn i64(v: i64) -> RedBox {
         RedBox::constant(ValTy::I64, v as u64)
