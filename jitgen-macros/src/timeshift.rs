@@ -2231,29 +2231,17 @@ impl<'g> Gen<'g> {
             // stays a small match, and rustc and LLVM see hundreds of small
             // functions instead of one that holds every point.
             let point_fn = format_ident!("__point{}", p);
-            let mut params = vec![];
-            for v in &pt.live {
-                let id = v_ident(*v);
-                let r = self.repr(pt.f, *v);
-                let t = field_ty(&r);
-                params.push(if is_container(&r) { quote!(mut #id: #t) } else { quote!(#id: #t) });
-            }
-            if let Some(r) = pt.ret {
-                let t = field_ty(&self.repr(pt.f, r));
-                params.push(quote!(__ret: ::core::option::Option<#t>));
-            }
-            if is_join {
-                params.push(quote!(__merged: bool));
-            }
-            let pass = &field_exprs;
             point_fns.push(quote! {
                 #[allow(unused_variables, unused_mut, unused_braces, unreachable_code, unused_labels, clippy::all)]
                 #[inline(never)]
                 fn #point_fn<'a>(
                     __c: &mut #rt::schedule::Compilation<__Frame<'a>>,
                     mut __st: #rt::state::JitState<__Frame<'a>>,
-                    #(#params),*
+                    __frame: __Frame<'a>,
                 ) -> ::core::option::Option<#rt::state::JitState<__Frame<'a>>> {
+                    let __Frame::#vname { #(#pat_all),* } = __frame else {
+                        unreachable!("jitgen: a frame dispatched to another point's code")
+                    };
                     'path: {
                         #park
                         #merge
@@ -2262,7 +2250,7 @@ impl<'g> Gen<'g> {
                 }
             });
             run_arms.push(quote! {
-                __Frame::#vname { #(#pass),* } => #point_fn(__c, __st, #(#pass),*),
+                __Frame::#vname { .. } => #point_fn(__c, __st, __frame),
             });
         }
         // Deliver: a returning function hands its value to its caller's continuation.
