@@ -11,8 +11,7 @@
 # The edit is undone on exit. Figures are wall-clock seconds on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-interp=examples/interpreters/src/tlc/interp.rs
-[ -f "$interp" ] || interp=examples/tlc/interp.rs
+interp=interpreters/tlc/src/lib.rs
 backup=$(mktemp)
 cp "$interp" "$backup"
 restore() { cp "$backup" "$interp"; rm -f "$backup"; }

@@ -3,9 +3,7 @@
 //! compiled when reached, or in the interpreter. Every result is compared
 //! with `jit::plain`; each module is used by one test (stats are per module).
 
-#[allow(dead_code)] // this test uses one of the two portals
-#[path = "../examples/tlr/interp.rs"]
-mod interp;
+use tlr_interp as interp;
 
 use jitgen::prelude::*;
 

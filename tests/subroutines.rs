@@ -2,8 +2,7 @@
 //! are promoted, so dispatch continues in compiled code per return site.
 //! Every result and error is compared with `jit::plain`.
 
-#[path = "../examples/subroutines/interp.rs"]
-mod interp;
+use subroutines_interp as interp;
 
 use interp::sub::{self, jit, SubError, ADD, CALL, DECR, DOUBLE, HALT, JNZ, RET};
 

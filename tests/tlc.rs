@@ -7,13 +7,10 @@
 //! `JITGEN_RANDOM_PROGRAMS=N` runs N random programs of each kind instead of
 //! the default.
 
-#[path = "../examples/tlc/asm.rs"]
-mod asm;
 mod common;
-#[path = "../examples/tlc/interp.rs"]
-mod interp;
-#[path = "../examples/tlc/programs.rs"]
-mod programs;
+
+use tlc_interp as interp;
+use tlc_interp::{asm, programs};
 
 use common::{how_many, Rng};
 use interp::tlc::{self, jit, Heap, Program};

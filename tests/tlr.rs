@@ -2,9 +2,7 @@
 //! portal (compiled when hot); every result compared with `jit::plain`.
 
 mod common;
-#[allow(dead_code)] // each test uses one of the two portals
-#[path = "../examples/tlr/interp.rs"]
-mod interp;
+use tlr_interp as interp;
 
 use common::{how_many, Rng};
 

@@ -3,9 +3,7 @@
 //! left behind.
 
 mod common;
-#[allow(dead_code)] // each test uses one of the two portals
-#[path = "../examples/tlr/interp.rs"]
-mod interp;
+use tlr_interp as interp;
 
 use common::cyclic_blocks;
 

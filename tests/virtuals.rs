@@ -4,9 +4,7 @@
 //! Every result is compared with `jit::plain`.
 
 mod common;
-#[allow(dead_code)] // each test uses one of the two portals
-#[path = "../examples/tlr/interp.rs"]
-mod interp;
+use tlr_interp as interp;
 
 use common::cyclic_blocks;
 

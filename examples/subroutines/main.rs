@@ -1,9 +1,7 @@
 //! Runs a program with subroutines interpreted and through the JIT, and
 //! prints both times: `cargo run --release --example subroutines [-- N]`.
 
-mod interp;
-
-use interp::sub::{self, jit, ADD, CALL, DECR, HALT, JNZ, RET};
+use subroutines_interp::sub::{self, jit, ADD, CALL, DECR, HALT, JNZ, RET};
 
 /// Counts `a` down: each turn calls a subroutine from three sites, and the
 /// subroutine calls another. `RET` pops return addresses (2, 4, 6 and 16),

@@ -2,9 +2,8 @@
 //! [--no-jit] [--stats] [--listing]` runs a program; with no file it runs the
 //! shipped benchmark programs interpreted and compiled and prints their times.
 
-mod asm;
-mod interp;
-mod programs;
+use tlc_interp as interp;
+use tlc_interp::{asm, programs};
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

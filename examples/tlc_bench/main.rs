@@ -14,15 +14,10 @@
 //! and writes the table to BENCHMARKS.md, with a second one: the JIT's total
 //! time against the interpreter's on small inputs, where compiling may not pay.
 
-#[allow(dead_code)]
-#[path = "../tlc/asm.rs"]
-mod asm;
-#[allow(dead_code)]
-#[path = "../tlc/interp.rs"]
-mod interp;
 mod peers;
-#[path = "../tlc/programs.rs"]
-mod programs;
+
+use tlc_interp as interp;
+use tlc_interp::{asm, programs};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -30,7 +25,7 @@ use std::time::{Duration, Instant};
 use interp::tlc::{self, jit, Heap, Value};
 use interp::Out;
 
-use peers::{inner, native, peers, version, Bench, BENCHES};
+use peers::{inner, native, peers, version, BENCHES};
 
 // ----- TLC ---------------------------------------------------------------------
 

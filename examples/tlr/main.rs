@@ -3,9 +3,7 @@
 //! `cargo run --example tlr [N]` runs the square program on N (default 10) and
 //! prints the colored flow graph of the interpreter.
 
-mod interp;
-
-use interp::tlr;
+use tlr_interp::tlr;
 
 /// The square program of tlr.md: a*a by repeated addition.
 pub const SQUARE: &[u8] = &[7, 3, 1, 0, 1, 1, 4, 0, 1, 2, 4, 1, 8, 5, 0, 1, 0, 2, 2, 5, 1, 1, 2, 2, 0, 3, 10, 2, 2, 6];

@@ -7,7 +7,7 @@ fn annotate(src: &str) -> ColoredGraphs {
 }
 
 const PLUS_MINUS: &str = include_str!("../../examples/plus_minus.rs");
-const TLR: &str = include_str!("../../examples/tlr/interp.rs");
+const TLR: &str = include_str!("../../interpreters/tlr/src/lib.rs");
 
 #[test]
 fn ll_plus_minus_colors() {

@@ -1,7 +1,7 @@
 //! The TLC assembler of shared/languages/tlc.md: one instruction per line,
 //! labels, class descriptors and names.
 
-use crate::interp::tlc::{self, Class, Method, Program};
+use crate::tlc::{self, Class, Method, Program};
 
 /// An assembled program and its string table (attribute and method names).
 #[derive(Clone, Debug, Default)]

@@ -5,6 +5,9 @@
 //! VMs). The current frame's operand stack and arguments are locals of the
 //! dispatch loop; calls save them in a `Vec` of frames.
 
+pub mod asm;
+pub mod programs;
+
 use std::fmt::Write as _;
 
 use jitgen::prelude::*;
