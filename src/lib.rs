@@ -41,10 +41,62 @@ pub mod prelude {
 }
 
 /// Paths used by code that `#[jit_interpreter]` generates. Not a public API.
+/// What generated code names, and nothing else: each name here is one that
+/// `#[jit_interpreter]` emits. Not part of the public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use hint_annotator;
-    pub use jitgen_runtime as rt;
+    pub use hint_annotator::ColoredGraphs;
+
+    /// The runtime items generating extensions call, by the layer's file.
+    pub mod rt {
+        /// One compilation and its scheduling.
+        pub mod schedule {
+            pub use jitgen_runtime::compile::schedule::{Compilation, MergeKind, ResumeFns};
+        }
+        /// The JIT state and the frames it chains.
+        pub mod state {
+            pub use jitgen_runtime::compile::state::{Frame, JitState};
+        }
+        /// Red boxes and helpers that build arrays of them.
+        pub mod redbox {
+            pub use jitgen_runtime::compile::redbox::{const_words, first_n, next_n, RedBox};
+        }
+        /// Virtual lists, dicts and structures.
+        pub mod vlist {
+            pub use jitgen_runtime::compile::vlist::{VList, MAX_VIRTUAL_LEN};
+        }
+        pub mod vdict {
+            pub use jitgen_runtime::compile::vdict::VDict;
+        }
+        pub mod virtuals {
+            pub use jitgen_runtime::compile::virtuals::{VDesc, VHeap, VListField, VPList, VPtr, MAX_VIRTUAL_PTRS};
+        }
+        /// Residual operations and their semantics.
+        pub mod ops {
+            pub use jitgen_runtime::ir::ops::{fold_bin, fold_un, BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
+        }
+        /// The helpers residual code calls, and layouts measured at run time.
+        pub mod heap {
+            pub use jitgen_runtime::run::heap::{
+                arena_alloc, arena_mark, arena_release, arena_take, enum_layout, flat_vec_get, flat_vec_len,
+                flat_vec_new, flat_vec_pop, flat_vec_push, flat_vec_set, flat_vec_store, map_contains, map_get,
+                map_insert, map_len, map_new, map_remove, take_vec, vec_get, vec_layout, vec_len, vec_move, vec_new,
+                vec_new_repeat, vec_pop, vec_pop_moved, vec_push, vec_push_moved, vec_set, vec_store, EnumLayout, Flat,
+            };
+        }
+        /// Compiled code, its calls and callbacks.
+        pub mod residual {
+            pub use jitgen_runtime::run::residual::{
+                call_parking, compile_host, message_id, run_callback, ResidualError, ResidualFn,
+            };
+        }
+        /// Portals: settings, counters, the hot-spot policy and its cache.
+        pub mod driver {
+            pub use jitgen_runtime::portal::driver::{
+                content_bytes, green_word, Config, PortalCache, PortalSite, Sampler, Stats, StatsSnapshot,
+            };
+        }
+    }
 
     /// Annotates the module source the macro embedded.
     pub fn graphs_from_source(src: &str) -> hint_annotator::ColoredGraphs {

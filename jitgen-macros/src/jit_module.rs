@@ -979,51 +979,25 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     #(#lens)*
                     let __key: [u64; #nkey] = [#(#key),*];
                     let __content: &[&[u8]] = &[#(#content,)* #deep_content];
-                    let __policy = __cfg.hot_policy();
-                    // The visits this one stands for (set where skips begin).
-                    let __weight = #sampler.with(|__s| __s.take_weight());
-                    let __hot = #cache.with(|__c| __c.borrow_mut().visit_weighted(&__key, __content, __policy, __weight));
-                    match __hot {
-                        #rt::driver::Hot::Cold => {
-                            // Not hot yet: the next visits go uncounted;
-                            // the one after them counts for them.
-                            #sampler.with(|__s| __s.cold(__policy.threshold));
-                            return None;
-                        }
-                        #rt::driver::Hot::Declined => {
-                            #sampler.with(|__s| __s.declined());
-                            return None;
-                        }
-                        _ => #sampler.with(|__s| __s.ran()),
-                    }
+                    let __site = #rt::driver::PortalSite {
+                        cache: &#cache,
+                        sampler: &#sampler,
+                        config: __cfg,
+                        stats: &super::jit::__STATS,
+                    };
+                    let __hot = __site.visit(&__key, __content)?;
                     // The inputs of residual code (which the compiler may
                     // also read: see `Compilation::version_entry`).
                     let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
                     #(#words)*
-                    let __code = match __hot {
-                        #rt::driver::Hot::Cold | #rt::driver::Hot::Declined => unreachable!("returned above"),
-                        #rt::driver::Hot::Run(__code) => __code,
-                        #rt::driver::Hot::Compile => {
-                            let __t = ::std::time::Instant::now();
-                            let __r = #compile(#(#green_args,)* Some(&__words));
-                            let __took = __t.elapsed();
-                            super::jit::__STATS.compiled(
-                                __r.as_ref().ok().map(|__f| __f.op_count()),
-                                __took.as_nanos() as u64,
-                            );
-                            #cache.with(|__c| __c.borrow_mut().compiled_in(__took));
-                            if let Err(__why) = &__r {
-                                super::jit::__STATS.declined_because(__why);
-                            }
-                            let __ok = __r.ok();
-                            if __ok.is_some() {
-                                #sampler.with(|__s| __s.add_entry(#rt::driver::green_word(&[#(#cheap_in_hook),*])));
-                            }
-                            #cache.with(|__c| __c.borrow_mut().insert(__key, __content, __ok.clone()));
-                            __ok?
-                        }
-                    };
-                    super::jit::__STATS.entered();
+                    let __code = __site.code(
+                        __hot,
+                        __key,
+                        __content,
+                        &__words,
+                        &mut |__w| #compile(#(#green_args,)* Some(__w)),
+                        &|| #rt::driver::green_word(&[#(#cheap_in_hook),*]),
+                    )?;
                     #(#origins)*
                     let __mark = #rt::heap::arena_mark();
                     let __out = #rt::residual::call_parking(&__code, &__words);
@@ -1032,9 +1006,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                         // After a hand-over, the interpreter reached the merge
                         // point: the interpreter proper goes on from there.
                         Err(#rt::residual::ResidualError::Parked(__p)) => {
-                            if #cache.with(|__c| __c.borrow_mut().handed_over(&__key)) {
-                                super::jit::__STATS.declined_because("residual code retired: it kept handing over to the interpreter");
-                            }
+                            __site.handed_over(&__key);
                             let __st = *__p
                                 .downcast::<#rt::state::JitState<__Frame<'static>>>()
                                 .expect("jitgen: a state of this portal");
@@ -1238,7 +1210,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             pub static __STATS: #rt::driver::Stats = #rt::driver::Stats::new();
 
             /// The colored flow graphs of every function of the module (computed on each call).
-            pub fn graphs() -> ::jitgen::__private::hint_annotator::ColoredGraphs {
+            pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
                 ::jitgen::__private::graphs_from_source(__SOURCE)
             }
 

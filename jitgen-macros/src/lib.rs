@@ -59,6 +59,9 @@ mod jit_module;
 mod repr;
 mod timeshift;
 
+#[cfg(test)]
+mod tests;
+
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 use quote::{quote, ToTokens};
@@ -66,15 +69,18 @@ use quote::{quote, ToTokens};
 /// Turns an interpreter module into a JIT compiler generator. See the jitgen crate.
 #[proc_macro_attribute]
 pub fn jit_interpreter(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let attr = TokenStream2::from(attr);
-    let mut module = match syn::parse::<syn::ItemMod>(item.clone()) {
+    expand_attribute(attr.into(), item.into()).into()
+}
+
+/// The whole of `#[jit_interpreter]` over `proc_macro2` tokens, so that
+/// tests can expand a module outside a compiler.
+fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
+    let mut module = match syn::parse2::<syn::ItemMod>(item.clone()) {
         Ok(m) => m,
         Err(_) => {
-            let item2 = TokenStream2::from(item);
-            let err =
-                syn::Error::new_spanned(&item2, "#[jit_interpreter] goes on an inline module: `mod name { ... }`")
-                    .to_compile_error();
-            return quote!(#err #item2).into();
+            let err = syn::Error::new_spanned(&item, "#[jit_interpreter] goes on an inline module: `mod name { ... }`")
+                .to_compile_error();
+            return quote!(#err #item);
         }
     };
     let mut errors = vec![];
@@ -96,7 +102,7 @@ pub fn jit_interpreter(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     let errs: Vec<TokenStream2> = errors.iter().map(syn::Error::to_compile_error).collect();
     let Some((_, items)) = &mut module.content else {
-        return quote!(#(#errs)* #module).into();
+        return quote!(#(#errs)* #module);
     };
     match graphs {
         Some(g) if errors.is_empty() => {
@@ -126,7 +132,7 @@ pub fn jit_interpreter(attr: TokenStream, item: TokenStream) -> TokenStream {
         let path = std::path::Path::new(&dir).join(format!("{}.rs", module.ident));
         let _ = std::fs::write(path, out.to_string());
     }
-    out.into()
+    out
 }
 
 /// Removes the marker attributes jitgen consumes (`#[virtualizable]`,

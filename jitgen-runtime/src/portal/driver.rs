@@ -707,6 +707,92 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     }
 }
 
+/// One portal's run-time state, as its hook sees it: the thread-local code
+/// cache and sampler, and the module's settings and counters. The hook is
+/// generated; the hot-spot policy it follows is these two methods.
+pub struct PortalSite<K: 'static> {
+    /// The code cache per position key (this thread's).
+    pub cache: &'static std::thread::LocalKey<std::cell::RefCell<PortalCache<K>>>,
+    /// Which visits to skip (this thread's).
+    pub sampler: &'static std::thread::LocalKey<Sampler>,
+    /// The module's settings.
+    pub config: &'static Config,
+    /// The module's counters.
+    pub stats: &'static Stats,
+}
+
+impl<K: Hash + Eq + Clone> PortalSite<K> {
+    /// Counts a visit of the merge point at `key`, for the visits skipped
+    /// before it too, and says whether to compile or run (`Some`) or to keep
+    /// interpreting (`None`: the next visits are skipped, see [`Sampler`]).
+    pub fn visit(&self, key: &K, content: &[&[u8]]) -> Option<Hot> {
+        let policy = self.config.hot_policy();
+        let weight = self.sampler.with(|s| s.take_weight());
+        let hot = self.cache.with(|c| c.borrow_mut().visit_weighted(key, content, policy, weight));
+        match hot {
+            Hot::Cold => {
+                // The next visits go uncounted; the one after them counts for them.
+                self.sampler.with(|s| s.cold(policy.threshold));
+                None
+            }
+            Hot::Declined => {
+                self.sampler.with(|s| s.declined());
+                None
+            }
+            Hot::Compile | Hot::Run(_) => {
+                self.sampler.with(|s| s.ran());
+                Some(hot)
+            }
+        }
+    }
+
+    /// The code to run for `hot` (what [`PortalSite::visit`] said): the cached
+    /// code, or a new compilation by `compile` of the residual code's inputs
+    /// `words`, timed and recorded in the cache, declined (`None`) or not.
+    /// `entry_word` is the position's [`green_word`], which the sampler lets
+    /// through once code starts there.
+    pub fn code(
+        &self,
+        hot: Hot,
+        key: K,
+        content: &[&[u8]],
+        words: &[u64],
+        compile: &mut dyn FnMut(&[u64]) -> Result<ResidualFn, String>,
+        entry_word: &dyn Fn() -> u64,
+    ) -> Option<ResidualFn> {
+        let code = match hot {
+            Hot::Cold | Hot::Declined => return None,
+            Hot::Run(code) => code,
+            Hot::Compile => {
+                let t = std::time::Instant::now();
+                let r = compile(words);
+                let took = t.elapsed();
+                self.stats.compiled(r.as_ref().ok().map(|f| f.op_count()), took.as_nanos() as u64);
+                self.cache.with(|c| c.borrow_mut().compiled_in(took));
+                if let Err(why) = &r {
+                    self.stats.declined_because(why);
+                }
+                let ok = r.ok();
+                if ok.is_some() {
+                    self.sampler.with(|s| s.add_entry(entry_word()));
+                }
+                self.cache.with(|c| c.borrow_mut().insert(key, content, ok.clone()));
+                ok?
+            }
+        };
+        self.stats.entered();
+        Some(code)
+    }
+
+    /// Records that the code of `key` handed over to the interpreter (see
+    /// [`PortalCache::handed_over`]).
+    pub fn handed_over(&self, key: &K) {
+        if self.cache.with(|c| c.borrow_mut().handed_over(key)) {
+            self.stats.declined_because("residual code retired: it kept handing over to the interpreter");
+        }
+    }
+}
+
 /// The bytes of a slice of plain values, for content checks.
 pub fn content_bytes<T: Copy>(s: &[T]) -> &[u8] {
     // SAFETY: any initialized memory can be viewed as bytes; T: Copy has no

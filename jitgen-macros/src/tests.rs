@@ -1,0 +1,66 @@
+//! Expansion tests: the example interpreters expanded outside a compiler and
+//! printed with prettyplease. plus_minus's whole expansion is a snapshot that
+//! shows the shape of generated code (`UPDATE_EXPECT=1` rewrites it); TLC's is
+//! held to a size budget, since every line of it is compiled in the user's
+//! crate on each edit of the interpreter.
+
+use expect_test::{expect_file, ExpectFile};
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+
+/// The source of an example interpreter, relative to the workspace root.
+fn source(path: &str) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The `#[jit_interpreter]` module of `file`, expanded and printed.
+fn expand(file: &str) -> String {
+    let parsed = syn::parse_file(file).expect("the example parses");
+    let mut module = parsed
+        .items
+        .into_iter()
+        .find_map(|i| match i {
+            syn::Item::Mod(m) if m.attrs.iter().any(|a| a.path().is_ident("jit_interpreter")) => Some(m),
+            _ => None,
+        })
+        .expect("a #[jit_interpreter] module");
+    module.attrs.retain(|a| !a.path().is_ident("jit_interpreter"));
+    let out = crate::expand_attribute(TokenStream::new(), module.into_token_stream());
+    let printed = syn::parse2::<syn::File>(out).expect("the expansion parses as items");
+    prettyplease::unparse(&printed)
+}
+
+fn check(path: &str, expect: ExpectFile) {
+    expect.assert_eq(&expand(&source(path)));
+}
+
+#[test]
+fn plus_minus_expands_to_its_snapshot() {
+    check("examples/plus_minus.rs", expect_file!["../tests/expand/plus_minus.rs"]);
+}
+
+#[test]
+fn expansion_is_deterministic() {
+    let src = source("interpreters/subroutines/src/lib.rs");
+    assert_eq!(expand(&src), expand(&src));
+}
+
+/// Lines of TLC's printed expansion, its original items included (67,612
+/// when the budget was set, with a margin). A change that grows generated
+/// code past it must say why here, with the release rebuild time it costs
+/// (`bench/build_time.sh`).
+const TLC_EXPANSION_BUDGET: usize = 72_000;
+
+#[test]
+fn tlc_expansion_stays_within_its_budget() {
+    let src = source("interpreters/tlc/src/lib.rs");
+    let original = src.lines().count();
+    let lines = expand(&src).lines().count();
+    eprintln!("TLC: {original} lines of source, {lines} lines expanded (budget {TLC_EXPANSION_BUDGET})");
+    assert!(lines > original, "the expansion holds the module and its generating extension");
+    assert!(
+        lines <= TLC_EXPANSION_BUDGET,
+        "TLC's expansion has {lines} lines, over its budget of {TLC_EXPANSION_BUDGET}"
+    );
+}

@@ -1,0 +1,1177 @@
+pub mod plus_minus {
+    use super::*;
+    /// Applies each `+` (add y) and `-` (subtract y) of `s` to `x`.
+    pub fn ll_plus_minus(s: &[u8], x: i64, y: i64) -> i64 {
+        let mut acc = x;
+        let mut pc = 0;
+        while pc < s.len() {
+            if !self::__jit::__skip_ll_plus_minus(|| ::jitgen::__private::rt::driver::green_word(
+                &[(&*s) as *const _ as *const u8 as usize as u64, ((pc) as u64)],
+            )) {
+                match self::__jit::__portal_ll_plus_minus(&*s, y, acc, pc) {
+                    ::core::option::Option::Some(::core::result::Result::Ok(__r)) => {
+                        return __r;
+                    }
+                    ::core::option::Option::Some(::core::result::Result::Err(__p)) => {
+                        acc = __p.acc;
+                        pc = __p.pc;
+                    }
+                    ::core::option::Option::None => {}
+                }
+            }
+            let op = hint!(s[pc], concrete);
+            if op == b'+' {
+                acc += y;
+            } else if op == b'-' {
+                acc -= y;
+            }
+            pc += 1;
+        }
+        acc
+    }
+    #[doc(hidden)]
+    #[allow(
+        unused_imports,
+        dead_code,
+        non_snake_case,
+        non_camel_case_types,
+        unused_parens,
+        clippy::all
+    )]
+    pub mod __jit {
+        use super::*;
+        #[derive(Clone)]
+        #[allow(non_camel_case_types, dead_code)]
+        pub(super) enum __Frame<'a> {
+            R0 {
+                v0: &'a [u8],
+                v1: ::jitgen::__private::rt::redbox::RedBox,
+                v2: ::jitgen::__private::rt::redbox::RedBox,
+            },
+            R1 {
+                v0: &'a [u8],
+                v2: ::jitgen::__private::rt::redbox::RedBox,
+                v7: ::jitgen::__private::rt::redbox::RedBox,
+                v8: usize,
+                __merged: bool,
+            },
+            R2 { v7: ::jitgen::__private::rt::redbox::RedBox },
+            R3 {
+                v0: &'a [u8],
+                v2: ::jitgen::__private::rt::redbox::RedBox,
+                v7: ::jitgen::__private::rt::redbox::RedBox,
+                v8: usize,
+            },
+            R4 {
+                v0: &'a [u8],
+                v2: ::jitgen::__private::rt::redbox::RedBox,
+                v8: usize,
+                v22: ::jitgen::__private::rt::redbox::RedBox,
+                __merged: bool,
+            },
+            R5 {
+                v0: &'a [u8],
+                v2: ::jitgen::__private::rt::redbox::RedBox,
+                v7: ::jitgen::__private::rt::redbox::RedBox,
+                v8: usize,
+            },
+            R6 {
+                v0: &'a [u8],
+                v2: ::jitgen::__private::rt::redbox::RedBox,
+                v7: ::jitgen::__private::rt::redbox::RedBox,
+                v8: usize,
+                v18: u8,
+            },
+            R7 {
+                v0: &'a [u8],
+                v2: ::jitgen::__private::rt::redbox::RedBox,
+                v7: ::jitgen::__private::rt::redbox::RedBox,
+                v8: usize,
+            },
+            __Phantom(::core::marker::PhantomData<&'a ()>),
+        }
+        impl<'a> ::jitgen::__private::rt::state::Frame for __Frame<'a> {
+            type Key = (u32, ::std::vec::Vec<u64>);
+            #[allow(unused_variables, unused_mut)]
+            fn key(&self) -> Self::Key {
+                match self {
+                    __Frame::R0 { v0, v1, v2, .. } => {
+                        let mut __k = ::std::vec::Vec::new();
+                        __k.push(v0.as_ptr() as usize as u64);
+                        __k.push(v0.len() as u64);
+                        (0u32, __k)
+                    }
+                    __Frame::R1 { v0, v2, v7, v8, .. } => {
+                        let mut __k = ::std::vec::Vec::new();
+                        __k.push(v0.as_ptr() as usize as u64);
+                        __k.push(v0.len() as u64);
+                        __k.push(((*v8) as u64));
+                        (1u32, __k)
+                    }
+                    __Frame::R2 { v7, .. } => {
+                        let mut __k = ::std::vec::Vec::new();
+                        (2u32, __k)
+                    }
+                    __Frame::R3 { v0, v2, v7, v8, .. } => {
+                        let mut __k = ::std::vec::Vec::new();
+                        __k.push(v0.as_ptr() as usize as u64);
+                        __k.push(v0.len() as u64);
+                        __k.push(((*v8) as u64));
+                        (3u32, __k)
+                    }
+                    __Frame::R4 { v0, v2, v8, v22, .. } => {
+                        let mut __k = ::std::vec::Vec::new();
+                        __k.push(v0.as_ptr() as usize as u64);
+                        __k.push(v0.len() as u64);
+                        __k.push(((*v8) as u64));
+                        (4u32, __k)
+                    }
+                    __Frame::R5 { v0, v2, v7, v8, .. } => {
+                        let mut __k = ::std::vec::Vec::new();
+                        __k.push(v0.as_ptr() as usize as u64);
+                        __k.push(v0.len() as u64);
+                        __k.push(((*v8) as u64));
+                        (5u32, __k)
+                    }
+                    __Frame::R6 { v0, v2, v7, v8, v18, .. } => {
+                        let mut __k = ::std::vec::Vec::new();
+                        __k.push(v0.as_ptr() as usize as u64);
+                        __k.push(v0.len() as u64);
+                        __k.push(((*v8) as u64));
+                        __k.push(((*v18) as u64));
+                        (6u32, __k)
+                    }
+                    __Frame::R7 { v0, v2, v7, v8, .. } => {
+                        let mut __k = ::std::vec::Vec::new();
+                        __k.push(v0.as_ptr() as usize as u64);
+                        __k.push(v0.len() as u64);
+                        __k.push(((*v8) as u64));
+                        (7u32, __k)
+                    }
+                    __Frame::__Phantom(_) => (u32::MAX, ::std::vec::Vec::new()),
+                }
+            }
+            fn reds(&self) -> ::std::vec::Vec<::jitgen::__private::rt::redbox::RedBox> {
+                let mut __r = ::std::vec::Vec::new();
+                self.reds_into(&mut __r);
+                __r
+            }
+            #[allow(unused_variables, unused_mut)]
+            fn reds_into(
+                &self,
+                __out: &mut ::std::vec::Vec<::jitgen::__private::rt::redbox::RedBox>,
+            ) {
+                let mut __r = __out;
+                match self {
+                    __Frame::R0 { v0, v1, v2, .. } => {
+                        __r.push(*v1);
+                        __r.push(*v2);
+                    }
+                    __Frame::R1 { v0, v2, v7, v8, .. } => {
+                        __r.push(*v2);
+                        __r.push(*v7);
+                    }
+                    __Frame::R2 { v7, .. } => {
+                        __r.push(*v7);
+                    }
+                    __Frame::R3 { v0, v2, v7, v8, .. } => {
+                        __r.push(*v2);
+                        __r.push(*v7);
+                    }
+                    __Frame::R4 { v0, v2, v8, v22, .. } => {
+                        __r.push(*v2);
+                        __r.push(*v22);
+                    }
+                    __Frame::R5 { v0, v2, v7, v8, .. } => {
+                        __r.push(*v2);
+                        __r.push(*v7);
+                    }
+                    __Frame::R6 { v0, v2, v7, v8, v18, .. } => {
+                        __r.push(*v2);
+                        __r.push(*v7);
+                    }
+                    __Frame::R7 { v0, v2, v7, v8, .. } => {
+                        __r.push(*v2);
+                        __r.push(*v7);
+                    }
+                    __Frame::__Phantom(_) => {}
+                }
+            }
+            #[allow(unused_variables)]
+            fn vptrs_mut(
+                &mut self,
+                __f: &mut dyn FnMut(&mut ::jitgen::__private::rt::virtuals::VPtr),
+            ) {
+                match self {
+                    _ => {}
+                }
+            }
+            fn unmerge(&mut self) {
+                match self {
+                    __Frame::R1 { __merged, .. } => *__merged = false,
+                    __Frame::R4 { __merged, .. } => *__merged = false,
+                    _ => {}
+                }
+            }
+            fn set_reds(&mut self, __reds: &[::jitgen::__private::rt::redbox::RedBox]) {
+                self.set_reds_counted(__reds);
+            }
+            #[allow(unused_variables, unused_mut, unused_assignments)]
+            fn set_reds_counted(
+                &mut self,
+                __reds: &[::jitgen::__private::rt::redbox::RedBox],
+            ) -> usize {
+                let mut __at = 0usize;
+                match self {
+                    __Frame::R0 { v0, v1, v2, .. } => {
+                        *v1 = __reds[__at];
+                        __at += 1;
+                        *v2 = __reds[__at];
+                        __at += 1;
+                    }
+                    __Frame::R1 { v0, v2, v7, v8, .. } => {
+                        *v2 = __reds[__at];
+                        __at += 1;
+                        *v7 = __reds[__at];
+                        __at += 1;
+                    }
+                    __Frame::R2 { v7, .. } => {
+                        *v7 = __reds[__at];
+                        __at += 1;
+                    }
+                    __Frame::R3 { v0, v2, v7, v8, .. } => {
+                        *v2 = __reds[__at];
+                        __at += 1;
+                        *v7 = __reds[__at];
+                        __at += 1;
+                    }
+                    __Frame::R4 { v0, v2, v8, v22, .. } => {
+                        *v2 = __reds[__at];
+                        __at += 1;
+                        *v22 = __reds[__at];
+                        __at += 1;
+                    }
+                    __Frame::R5 { v0, v2, v7, v8, .. } => {
+                        *v2 = __reds[__at];
+                        __at += 1;
+                        *v7 = __reds[__at];
+                        __at += 1;
+                    }
+                    __Frame::R6 { v0, v2, v7, v8, v18, .. } => {
+                        *v2 = __reds[__at];
+                        __at += 1;
+                        *v7 = __reds[__at];
+                        __at += 1;
+                    }
+                    __Frame::R7 { v0, v2, v7, v8, .. } => {
+                        *v2 = __reds[__at];
+                        __at += 1;
+                        *v7 = __reds[__at];
+                        __at += 1;
+                    }
+                    __Frame::__Phantom(_) => {}
+                }
+                __at
+            }
+        }
+        #[allow(unused_variables, unreachable_patterns)]
+        fn __deliver_f0<'a>(
+            __st: &mut ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __v: ::jitgen::__private::rt::redbox::RedBox,
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+        ) {
+            match __st.frames.last_mut() {
+                _ => __c.decline("a return without a caller"),
+            }
+        }
+        /// Hands a promoted value to the continuation of its promotion.
+        #[allow(unused_variables, unreachable_patterns)]
+        fn __deliver_promoted<'a>(
+            __st: &mut ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __w: u64,
+        ) {
+            match __st.frames.last_mut() {
+                _ => panic!("jitgen: a promoted value without its continuation"),
+            }
+        }
+        fn __resume_fns() -> ::jitgen::__private::rt::schedule::ResumeFns<
+            __Frame<'static>,
+        > {
+            ::jitgen::__private::rt::schedule::ResumeFns {
+                run: __run,
+                deliver: __deliver_promoted,
+                defer: __defer,
+            }
+        }
+        /// Ends the path in a flexswitch on `__v` (see `Compilation::flexswitch`).
+        fn __promote<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __v: &::jitgen::__private::rt::redbox::RedBox,
+        ) {
+            __c.flexswitch(__forever(__st), Some(__v), __resume_fns());
+        }
+        /// Ends the path in a lazily compiled continuation of `__st`.
+        pub(super) fn __defer<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        ) {
+            __c.flexswitch(__forever(__st), None, __resume_fns());
+        }
+        /// A state kept by a flexswitch, beyond the compilation that made it.
+        fn __forever<'a>(
+            __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        ) -> ::jitgen::__private::rt::state::JitState<__Frame<'static>> {
+            unsafe {
+                ::core::mem::transmute::<
+                    ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+                    ::jitgen::__private::rt::state::JitState<__Frame<'static>>,
+                >(__st)
+            }
+        }
+        #[allow(
+            unused_variables,
+            unused_mut,
+            unused_braces,
+            unreachable_code,
+            unused_labels,
+            clippy::all
+        )]
+        pub(super) fn __run<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            __start: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        ) {
+            let mut __next = Some(__start);
+            while let Some(mut __st) = __next.take() {
+                if !__c.step() {
+                    return;
+                }
+                let Some(__frame) = __st.frames.pop() else { continue };
+                let __r: ::core::option::Option<
+                    ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+                > = match __frame {
+                    __Frame::R0 { .. } => __point0(__c, __st, __frame),
+                    __Frame::R1 { .. } => __point1(__c, __st, __frame),
+                    __Frame::R2 { .. } => __point2(__c, __st, __frame),
+                    __Frame::R3 { .. } => __point3(__c, __st, __frame),
+                    __Frame::R4 { .. } => __point4(__c, __st, __frame),
+                    __Frame::R5 { .. } => __point5(__c, __st, __frame),
+                    __Frame::R6 { .. } => __point6(__c, __st, __frame),
+                    __Frame::R7 { .. } => __point7(__c, __st, __frame),
+                    __Frame::__Phantom(_) => None,
+                };
+                __next = match __r {
+                    Some(__s) => Some(__s),
+                    None => __c.next_pending(),
+                };
+            }
+        }
+        #[allow(
+            unused_variables,
+            unused_mut,
+            unused_braces,
+            unreachable_code,
+            unused_labels,
+            clippy::all
+        )]
+        #[inline(never)]
+        fn __point0<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __frame: __Frame<'a>,
+        ) -> ::core::option::Option<
+            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        > {
+            let __Frame::R0 { v0, v1, v2 } = __frame else {
+                unreachable!("jitgen: a frame dispatched to another point's code")
+            };
+            'path: {
+                let v3: usize = (0 as usize);
+                {
+                    let __a0 = v1;
+                    let __a1 = v3;
+                    let mut __s = __st;
+                    __s.frames
+                        .push(__Frame::R1 {
+                            v0,
+                            v2,
+                            v7: __a0,
+                            v8: __a1,
+                            __merged: false,
+                        });
+                    Some(__s)
+                }
+            }
+        }
+        #[allow(
+            unused_variables,
+            unused_mut,
+            unused_braces,
+            unreachable_code,
+            unused_labels,
+            clippy::all
+        )]
+        #[inline(never)]
+        fn __point1<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __frame: __Frame<'a>,
+        ) -> ::core::option::Option<
+            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        > {
+            let __Frame::R1 { v0, v2, v7, v8, __merged } = __frame else {
+                unreachable!("jitgen: a frame dispatched to another point's code")
+            };
+            'path: {
+                if !__merged {
+                    let mut __s = __st;
+                    __s.frames
+                        .push(__Frame::R1 {
+                            v0,
+                            v2,
+                            v7,
+                            v8,
+                            __merged: true,
+                        });
+                    break 'path __c
+                        .merge(
+                            __s,
+                            ::jitgen::__private::rt::schedule::MergeKind::LoopHead,
+                        );
+                }
+                let v14: usize = v0.len();
+                let v15: bool = v8 < v14;
+                if v15 {
+                    {
+                        let mut __s = __st;
+                        __s.frames.push(__Frame::R3 { v0, v2, v7, v8 });
+                        Some(__s)
+                    }
+                } else {
+                    {
+                        let mut __s = __st;
+                        __s.frames.push(__Frame::R2 { v7 });
+                        Some(__s)
+                    }
+                }
+            }
+        }
+        #[allow(
+            unused_variables,
+            unused_mut,
+            unused_braces,
+            unreachable_code,
+            unused_labels,
+            clippy::all
+        )]
+        #[inline(never)]
+        fn __point2<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __frame: __Frame<'a>,
+        ) -> ::core::option::Option<
+            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        > {
+            let __Frame::R2 { v7 } = __frame else {
+                unreachable!("jitgen: a frame dispatched to another point's code")
+            };
+            'path: {
+                let __rv = v7;
+                if __st.frames.is_empty() {
+                    __st.heap.write_back(&mut __c.b);
+                    __c.finish_return(&[__rv]);
+                    None
+                } else {
+                    __deliver_f0(&mut __st, __rv, __c);
+                    Some(__st)
+                }
+            }
+        }
+        #[allow(
+            unused_variables,
+            unused_mut,
+            unused_braces,
+            unreachable_code,
+            unused_labels,
+            clippy::all
+        )]
+        #[inline(never)]
+        fn __point3<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __frame: __Frame<'a>,
+        ) -> ::core::option::Option<
+            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        > {
+            let __Frame::R3 { v0, v2, v7, v8 } = __frame else {
+                unreachable!("jitgen: a frame dispatched to another point's code")
+            };
+            'path: {
+                if __st.frames.is_empty() && __c.parking() {
+                    __st.heap.write_back(&mut __c.b);
+                    __st.frames.push(__Frame::R3 { v0, v2, v7, v8 });
+                    __c.park(::std::boxed::Box::new(__forever(__st)));
+                    break 'path None;
+                }
+                let v17: u8 = match v0.get(v8 as usize) {
+                    Some(__x) => *__x,
+                    None => {
+                        __c.b
+                            .red_bounds_check(
+                                &::jitgen::__private::rt::redbox::RedBox::u64(v8 as u64),
+                                &::jitgen::__private::rt::redbox::RedBox::u64(
+                                    v0.len() as u64,
+                                ),
+                            );
+                        __c.error_exit(
+                            ::jitgen::__private::rt::ops::ErrorKind::IndexOutOfBounds,
+                        );
+                        break 'path None;
+                    }
+                };
+                let v18: u8 = v17;
+                let v26: bool = v18 == (43 as u8);
+                if v26 {
+                    {
+                        let mut __s = __st;
+                        __s.frames.push(__Frame::R5 { v0, v2, v7, v8 });
+                        Some(__s)
+                    }
+                } else {
+                    {
+                        let mut __s = __st;
+                        __s.frames.push(__Frame::R6 { v0, v2, v7, v8, v18 });
+                        Some(__s)
+                    }
+                }
+            }
+        }
+        #[allow(
+            unused_variables,
+            unused_mut,
+            unused_braces,
+            unreachable_code,
+            unused_labels,
+            clippy::all
+        )]
+        #[inline(never)]
+        fn __point4<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __frame: __Frame<'a>,
+        ) -> ::core::option::Option<
+            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        > {
+            let __Frame::R4 { v0, v2, v8, v22, __merged } = __frame else {
+                unreachable!("jitgen: a frame dispatched to another point's code")
+            };
+            'path: {
+                if !__merged {
+                    let mut __s = __st;
+                    __s.frames
+                        .push(__Frame::R4 {
+                            v0,
+                            v2,
+                            v8,
+                            v22,
+                            __merged: true,
+                        });
+                    break 'path __c
+                        .merge(__s, ::jitgen::__private::rt::schedule::MergeKind::Join);
+                }
+                let v37: usize = match ::jitgen::__private::rt::ops::fold_bin(
+                    ::jitgen::__private::rt::ops::BinOp::Add,
+                    ::jitgen::__private::rt::ops::ValTy::Int {
+                        bits: 64u8,
+                        signed: false,
+                    },
+                    if cfg!(debug_assertions) {
+                        ::jitgen::__private::rt::ops::Overflow::Check
+                    } else {
+                        ::jitgen::__private::rt::ops::Overflow::Wrap
+                    },
+                    ((v8) as u64),
+                    (((1 as usize)) as u64),
+                ) {
+                    Ok(__w) => ((__w) as usize),
+                    Err(__k) => {
+                        __c.error_exit(__k);
+                        break 'path None;
+                    }
+                };
+                {
+                    let __a0 = v22;
+                    let __a1 = v37;
+                    let mut __s = __st;
+                    __s.frames
+                        .push(__Frame::R1 {
+                            v0,
+                            v2,
+                            v7: __a0,
+                            v8: __a1,
+                            __merged: false,
+                        });
+                    Some(__s)
+                }
+            }
+        }
+        #[allow(
+            unused_variables,
+            unused_mut,
+            unused_braces,
+            unreachable_code,
+            unused_labels,
+            clippy::all
+        )]
+        #[inline(never)]
+        fn __point5<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __frame: __Frame<'a>,
+        ) -> ::core::option::Option<
+            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        > {
+            let __Frame::R5 { v0, v2, v7, v8 } = __frame else {
+                unreachable!("jitgen: a frame dispatched to another point's code")
+            };
+            'path: {
+                let v27: ::jitgen::__private::rt::redbox::RedBox = __c
+                    .b
+                    .red_bin(
+                        ::jitgen::__private::rt::ops::BinOp::Add,
+                        if cfg!(debug_assertions) {
+                            ::jitgen::__private::rt::ops::Overflow::Check
+                        } else {
+                            ::jitgen::__private::rt::ops::Overflow::Wrap
+                        },
+                        &v7,
+                        &v2,
+                    );
+                {
+                    let __a0 = v27;
+                    let mut __s = __st;
+                    __s.frames
+                        .push(__Frame::R4 {
+                            v0,
+                            v2,
+                            v8,
+                            v22: __a0,
+                            __merged: false,
+                        });
+                    Some(__s)
+                }
+            }
+        }
+        #[allow(
+            unused_variables,
+            unused_mut,
+            unused_braces,
+            unreachable_code,
+            unused_labels,
+            clippy::all
+        )]
+        #[inline(never)]
+        fn __point6<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __frame: __Frame<'a>,
+        ) -> ::core::option::Option<
+            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        > {
+            let __Frame::R6 { v0, v2, v7, v8, v18 } = __frame else {
+                unreachable!("jitgen: a frame dispatched to another point's code")
+            };
+            'path: {
+                let v35: bool = v18 == (45 as u8);
+                if v35 {
+                    {
+                        let mut __s = __st;
+                        __s.frames.push(__Frame::R7 { v0, v2, v7, v8 });
+                        Some(__s)
+                    }
+                } else {
+                    {
+                        let __a0 = v7;
+                        let mut __s = __st;
+                        __s.frames
+                            .push(__Frame::R4 {
+                                v0,
+                                v2,
+                                v8,
+                                v22: __a0,
+                                __merged: false,
+                            });
+                        Some(__s)
+                    }
+                }
+            }
+        }
+        #[allow(
+            unused_variables,
+            unused_mut,
+            unused_braces,
+            unreachable_code,
+            unused_labels,
+            clippy::all
+        )]
+        #[inline(never)]
+        fn __point7<'a>(
+            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __frame: __Frame<'a>,
+        ) -> ::core::option::Option<
+            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+        > {
+            let __Frame::R7 { v0, v2, v7, v8 } = __frame else {
+                unreachable!("jitgen: a frame dispatched to another point's code")
+            };
+            'path: {
+                let v36: ::jitgen::__private::rt::redbox::RedBox = __c
+                    .b
+                    .red_bin(
+                        ::jitgen::__private::rt::ops::BinOp::Sub,
+                        if cfg!(debug_assertions) {
+                            ::jitgen::__private::rt::ops::Overflow::Check
+                        } else {
+                            ::jitgen::__private::rt::ops::Overflow::Wrap
+                        },
+                        &v7,
+                        &v2,
+                    );
+                {
+                    let __a0 = v36;
+                    let mut __s = __st;
+                    __s.frames
+                        .push(__Frame::R4 {
+                            v0,
+                            v2,
+                            v8,
+                            v22: __a0,
+                            __merged: false,
+                        });
+                    Some(__s)
+                }
+            }
+        }
+        /// Compiles the entry; `__words` (the inputs residual code would
+        /// get now) lets it promote loop-invariant divisors at entry.
+        #[allow(unused_variables, unused_mut, clippy::all)]
+        pub(super) fn __compile_portal_ll_plus_minus<'a>(
+            s: &'a [u8],
+            pc: usize,
+            __words: ::core::option::Option<&[u64]>,
+        ) -> ::core::result::Result<
+            ::jitgen::__private::rt::residual::ResidualFn,
+            ::std::string::String,
+        > {
+            let __body = || -> ::core::result::Result<
+                ::jitgen::__private::rt::residual::ResidualFn,
+                ::std::string::String,
+            > {
+                let __inputs = {
+                    let mut __t: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = ::std::vec::Vec::new();
+                    __t.push(::jitgen::__private::rt::ops::ValTy::Int {
+                        bits: 64u8,
+                        signed: true,
+                    });
+                    __t.push(::jitgen::__private::rt::ops::ValTy::Int {
+                        bits: 64u8,
+                        signed: true,
+                    });
+                    __t
+                };
+                let __outputs: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = vec![
+                    ::jitgen::__private::rt::ops::ValTy::Int { bits : 64u8, signed : true
+                    }
+                ];
+                let __new = || {
+                    let mut __c: ::jitgen::__private::rt::schedule::Compilation<
+                        __Frame<'a>,
+                    > = ::jitgen::__private::rt::schedule::Compilation::new(
+                        "ll_plus_minus",
+                        &__inputs,
+                        &__outputs,
+                        super::jit::__CONFIG.limits(),
+                    );
+                    __c.set_defer(Some(&super::jit::__STATS), __defer);
+                    __c
+                };
+                let __build = |
+                    __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+                | -> ::jitgen::__private::rt::state::JitState<__Frame<'a>> {
+                    let mut __in = __c.inputs().into_iter();
+                    let mut __heap = ::jitgen::__private::rt::virtuals::VHeap::default();
+                    let v0 = s;
+                    let v2 = __in.next().expect("an input");
+                    let v7 = __in.next().expect("an input");
+                    let v8 = pc;
+                    let __frame = __Frame::R3 { v0, v2, v7, v8 };
+                    ::jitgen::__private::rt::state::JitState::with_heap(__frame, __heap)
+                };
+                let mut __c = __new();
+                let __st = __build(&mut __c);
+                let __entry = __words.map(|_| __st.clone());
+                __c.mark_entry();
+                __run(&mut __c, __st);
+                let __facts = __c.entry_facts();
+                if let (false, false, Some(__w), Some(__entry)) = (
+                    __c.is_declined(),
+                    __facts.is_empty(),
+                    __words,
+                    __entry,
+                ) {
+                    let __now = ::std::panic::catch_unwind(
+                        ::std::panic::AssertUnwindSafe(|| {
+                            let mut __x: ::jitgen::__private::rt::schedule::Compilation<
+                                __Frame<'a>,
+                            > = ::jitgen::__private::rt::schedule::Compilation::executing(
+                                "ll_plus_minus",
+                                &__inputs,
+                                __w,
+                                &__outputs,
+                            );
+                            let mut __now = __build(&mut __x);
+                            __now.forget_fields();
+                            __now.normalize();
+                            __now.reds()
+                        }),
+                    );
+                    if let Ok(__now) = __now {
+                        __c.version_entry(__entry, &__facts, &__now);
+                    }
+                }
+                let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
+                ::jitgen::__private::rt::residual::compile_host(&__f)
+                    .map_err(|e| e.to_string())
+            };
+            match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
+                Ok(r) => r,
+                Err(_) => {
+                    Err(::std::string::String::from("the generating extension panicked"))
+                }
+            }
+        }
+        /// The listings of this portal's compiled code (this thread's).
+        pub(super) fn __listings_ll_plus_minus() -> ::std::vec::Vec<
+            ::std::string::String,
+        > {
+            __CACHE_LL_PLUS_MINUS.with(|__c| __c.borrow().listings())
+        }
+        ::std::thread_local! {
+            static __CACHE_LL_PLUS_MINUS : ::core::cell::RefCell <
+            ::jitgen::__private::rt::driver::PortalCache < [u64; 3usize] >> = const {
+            ::core::cell::RefCell::new(::jitgen::__private::rt::driver::PortalCache::new())
+            }; #[doc = r" Which merge point visits to skip, and where code starts."]
+            static __SAMPLER_LL_PLUS_MINUS : ::jitgen::__private::rt::driver::Sampler =
+            const { ::jitgen::__private::rt::driver::Sampler::new() };
+        }
+        /// The variables a portal gets back when it continues in the interpreter.
+        #[allow(non_camel_case_types)]
+        pub(super) struct __Parked_ll_plus_minus {
+            pub acc: i64,
+            pub pc: usize,
+        }
+        /// Whether the portal skips this visit of its merge point,
+        /// given the position's `green_word` (see `Sampler::skip`);
+        /// inlined into the interpreter loop.
+        #[inline(always)]
+        pub(super) fn __skip_ll_plus_minus(__green: impl FnOnce() -> u64) -> bool {
+            __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.skip(__green))
+        }
+        #[allow(unused_variables, unused_mut, clippy::all)]
+        pub(super) fn __portal_ll_plus_minus(
+            s: &[u8],
+            y: i64,
+            acc: i64,
+            pc: usize,
+        ) -> ::core::option::Option<
+            ::core::result::Result<i64, __Parked_ll_plus_minus>,
+        > {
+            let __cfg = &super::jit::__CONFIG;
+            if !__cfg.enabled() {
+                return None;
+            }
+            let __key: [u64; 3usize] = [
+                s as *const _ as *const u8 as usize as u64,
+                s.len() as u64,
+                ((pc) as u64),
+            ];
+            let __content: &[&[u8]] = &[
+                ::jitgen::__private::rt::driver::content_bytes(&s[..]),
+            ];
+            let __site = ::jitgen::__private::rt::driver::PortalSite {
+                cache: &__CACHE_LL_PLUS_MINUS,
+                sampler: &__SAMPLER_LL_PLUS_MINUS,
+                config: __cfg,
+                stats: &super::jit::__STATS,
+            };
+            let __hot = __site.visit(&__key, __content)?;
+            let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
+            __words.push(((y) as u64));
+            __words.push(((acc) as u64));
+            let __code = __site
+                .code(
+                    __hot,
+                    __key,
+                    __content,
+                    &__words,
+                    &mut |__w| __compile_portal_ll_plus_minus(s, pc, Some(__w)),
+                    &|| ::jitgen::__private::rt::driver::green_word(
+                        &[s as *const _ as *const u8 as usize as u64, ((pc) as u64)],
+                    ),
+                )?;
+            let __mark = ::jitgen::__private::rt::heap::arena_mark();
+            let __out = ::jitgen::__private::rt::residual::call_parking(
+                &__code,
+                &__words,
+            );
+            let __r = match __out {
+                Ok(__w) => Ok(((__w[0]) as i64)),
+                Err(::jitgen::__private::rt::residual::ResidualError::Parked(__p)) => {
+                    __site.handed_over(&__key);
+                    let __st = *__p
+                        .downcast::<
+                            ::jitgen::__private::rt::state::JitState<__Frame<'static>>,
+                        >()
+                        .expect("jitgen: a state of this portal");
+                    let __vheap = __st.heap;
+                    match __st.frames.into_iter().next_back() {
+                        Some(__Frame::R3 { v7, v8, .. }) => {
+                            Err(__Parked_ll_plus_minus {
+                                acc: ((v7
+                                    .as_const()
+                                    .expect(
+                                        "jitgen: `acc` is not known when handing over to the interpreter",
+                                    )) as i64),
+                                pc: v8,
+                            })
+                        }
+                        _ => {
+                            panic!(
+                                "jitgen: the interpreter stopped elsewhere than the merge point"
+                            )
+                        }
+                    }
+                }
+                Err(__e) => {
+                    ::jitgen::__private::rt::heap::arena_release(__mark);
+                    __e.resume()
+                }
+            };
+            ::jitgen::__private::rt::heap::arena_release(__mark);
+            Some(__r)
+        }
+        /// Compiles the entry; `__words` (the inputs residual code would
+        /// get now) lets it promote loop-invariant divisors at entry.
+        #[allow(unused_variables, unused_mut, clippy::all)]
+        pub(super) fn __specialize_ll_plus_minus<'a>(
+            s: &'a [u8],
+            __words: ::core::option::Option<&[u64]>,
+        ) -> ::core::result::Result<
+            ::jitgen::__private::rt::residual::ResidualFn,
+            ::std::string::String,
+        > {
+            let __body = || -> ::core::result::Result<
+                ::jitgen::__private::rt::residual::ResidualFn,
+                ::std::string::String,
+            > {
+                let __inputs = {
+                    let mut __t: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = ::std::vec::Vec::new();
+                    __t.push(::jitgen::__private::rt::ops::ValTy::Int {
+                        bits: 64u8,
+                        signed: true,
+                    });
+                    __t.push(::jitgen::__private::rt::ops::ValTy::Int {
+                        bits: 64u8,
+                        signed: true,
+                    });
+                    __t
+                };
+                let __outputs: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = vec![
+                    ::jitgen::__private::rt::ops::ValTy::Int { bits : 64u8, signed : true
+                    }
+                ];
+                let __new = || {
+                    let mut __c: ::jitgen::__private::rt::schedule::Compilation<
+                        __Frame<'a>,
+                    > = ::jitgen::__private::rt::schedule::Compilation::new(
+                        "ll_plus_minus",
+                        &__inputs,
+                        &__outputs,
+                        super::jit::__CONFIG.limits(),
+                    );
+                    __c.set_defer(Some(&super::jit::__STATS), __defer);
+                    __c
+                };
+                let __build = |
+                    __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+                | -> ::jitgen::__private::rt::state::JitState<__Frame<'a>> {
+                    let mut __in = __c.inputs().into_iter();
+                    let mut __heap = ::jitgen::__private::rt::virtuals::VHeap::default();
+                    let v0 = s;
+                    let v1 = __in.next().expect("an input");
+                    let v2 = __in.next().expect("an input");
+                    let __frame = __Frame::R0 { v0, v1, v2 };
+                    ::jitgen::__private::rt::state::JitState::with_heap(__frame, __heap)
+                };
+                let mut __c = __new();
+                let __st = __build(&mut __c);
+                let __entry = __words.map(|_| __st.clone());
+                __c.mark_entry();
+                __run(&mut __c, __st);
+                let __facts = __c.entry_facts();
+                if let (false, false, Some(__w), Some(__entry)) = (
+                    __c.is_declined(),
+                    __facts.is_empty(),
+                    __words,
+                    __entry,
+                ) {
+                    let __now = ::std::panic::catch_unwind(
+                        ::std::panic::AssertUnwindSafe(|| {
+                            let mut __x: ::jitgen::__private::rt::schedule::Compilation<
+                                __Frame<'a>,
+                            > = ::jitgen::__private::rt::schedule::Compilation::executing(
+                                "ll_plus_minus",
+                                &__inputs,
+                                __w,
+                                &__outputs,
+                            );
+                            let mut __now = __build(&mut __x);
+                            __now.forget_fields();
+                            __now.normalize();
+                            __now.reds()
+                        }),
+                    );
+                    if let Ok(__now) = __now {
+                        __c.version_entry(__entry, &__facts, &__now);
+                    }
+                }
+                let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
+                ::jitgen::__private::rt::residual::compile_host(&__f)
+                    .map_err(|e| e.to_string())
+            };
+            match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
+                Ok(r) => r,
+                Err(_) => {
+                    Err(::std::string::String::from("the generating extension panicked"))
+                }
+            }
+        }
+    }
+    /// What `#[jit_interpreter]` derived from this module.
+    pub mod jit {
+        const __SOURCE: &str = "pub mod plus_minus { use super :: * ; # [doc = \" Applies each `+` (add y) and `-` (subtract y) of `s` to `x`.\"] pub fn ll_plus_minus (s : & [u8] , x : i64 , y : i64) -> i64 { let mut acc = x ; let mut pc = 0 ; while pc < s . len () { hint ! (global_merge_point) ; let op = hint ! (s [pc] , concrete) ; if op == b'+' { acc += y ; } else if op == b'-' { acc -= y ; } pc += 1 ; } acc } }";
+        #[doc(hidden)]
+        pub static __CONFIG: ::jitgen::__private::rt::driver::Config = ::jitgen::__private::rt::driver::Config::new();
+        #[doc(hidden)]
+        pub static __STATS: ::jitgen::__private::rt::driver::Stats = ::jitgen::__private::rt::driver::Stats::new();
+        /// The colored flow graphs of every function of the module (computed on each call).
+        pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
+            ::jitgen::__private::graphs_from_source(__SOURCE)
+        }
+        /// Counts: compilations, residual operations, entries into residual code, ...
+        pub fn stats() -> ::jitgen::__private::rt::driver::StatsSnapshot {
+            __STATS.snapshot()
+        }
+        /// The listings of the code the portals compiled so far in this
+        /// thread, with their flexswitch cases (for tests and tools).
+        pub fn portal_listings() -> ::std::vec::Vec<::std::string::String> {
+            let mut __l = ::std::vec::Vec::new();
+            __l.extend(super::__jit::__listings_ll_plus_minus());
+            __l
+        }
+        /// Why the last declined compilation gave up, if one did.
+        pub fn last_decline() -> ::core::option::Option<::std::string::String> {
+            __STATS.last_decline()
+        }
+        /// Settings: threshold, on/off (the environment's JITGEN_THRESHOLD and JITGEN_OFF by default).
+        pub fn config() -> &'static ::jitgen::__private::rt::driver::Config {
+            &__CONFIG
+        }
+        /// The unmodified interpreter: never compiles.
+        #[allow(unused_imports, clippy::all)]
+        pub mod plain {
+            use super::super::*;
+            pub use super::super::__plain_ll_plus_minus as ll_plus_minus;
+        }
+        /// The generating extensions called directly: specialize a function to its green arguments.
+        #[allow(non_snake_case, unused_imports, clippy::all)]
+        pub mod specialize {
+            use super::super::*;
+            use super::super::__jit::*;
+            ///`ll_plus_minus` specialized to its green arguments: a residual function of its red ones.
+            ///
+            ///It borrows the green arguments: the compiler may resume from them when a promotion meets a new value.
+            pub struct ResidualLlPlusMinus<'a> {
+                f: ::jitgen::__private::rt::residual::ResidualFn,
+                _greens: ::core::marker::PhantomData<&'a ()>,
+            }
+            impl<'a> ResidualLlPlusMinus<'a> {
+                /// Runs the residual code; panics where the interpreter would.
+                #[allow(unused_mut, unused_variables)]
+                pub fn call(&self, x: i64, y: i64) -> i64 {
+                    let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
+                    __words.push(((x) as u64));
+                    __words.push(((y) as u64));
+                    let __mark = ::jitgen::__private::rt::heap::arena_mark();
+                    let __out = self.f.call_words(&__words);
+                    ::jitgen::__private::rt::heap::arena_release(__mark);
+                    match __out {
+                        Ok(__w) => ((__w[0]) as i64),
+                        Err(__e) => __e.resume(),
+                    }
+                }
+                /// The residual operations, one per line.
+                pub fn listing(&self) -> &str {
+                    self.f.listing()
+                }
+                /// The listing followed by the flexswitch cases compiled so far.
+                pub fn listing_with_cases(&self) -> ::std::string::String {
+                    self.f.listing_with_cases()
+                }
+                /// The compiled function.
+                pub fn function(
+                    &self,
+                ) -> &::jitgen::__private::rt::residual::ResidualFn {
+                    &self.f
+                }
+            }
+            ///`ll_plus_minus` specialized to its green arguments: a residual function of its red ones.
+            #[allow(clippy::all)]
+            pub fn ll_plus_minus<'a>(s: &'a [u8]) -> ResidualLlPlusMinus<'a> {
+                match super::super::__jit::__specialize_ll_plus_minus(s, None) {
+                    Ok(f) => {
+                        super::__STATS.compiled(Some(f.op_count()), 0);
+                        ResidualLlPlusMinus {
+                            f,
+                            _greens: ::core::marker::PhantomData,
+                        }
+                    }
+                    Err(why) => {
+                        panic!(
+                            "jit::specialize::{} could not compile: {}", "ll_plus_minus",
+                            why
+                        )
+                    }
+                }
+            }
+        }
+    }
+    /// Applies each `+` (add y) and `-` (subtract y) of `s` to `x`.
+    #[doc(hidden)]
+    pub fn __plain_ll_plus_minus(s: &[u8], x: i64, y: i64) -> i64 {
+        let mut acc = x;
+        let mut pc = 0;
+        while pc < s.len() {
+            hint!(global_merge_point);
+            let op = hint!(s[pc], concrete);
+            if op == b'+' {
+                acc += y;
+            } else if op == b'-' {
+                acc -= y;
+            }
+            pc += 1;
+        }
+        acc
+    }
+}
