@@ -40,7 +40,6 @@ pub mod prelude {
     pub use crate::{jit_interpreter, CallKind, Color};
 }
 
-/// Paths used by code that `#[jit_interpreter]` generates. Not a public API.
 /// What generated code names, and nothing else: each name here is one that
 /// `#[jit_interpreter]` emits. Not part of the public API.
 #[doc(hidden)]

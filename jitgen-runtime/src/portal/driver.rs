@@ -709,7 +709,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
 
 /// One portal's run-time state, as its hook sees it: the thread-local code
 /// cache and sampler, and the module's settings and counters. The hook is
-/// generated; the hot-spot policy it follows is these two methods.
+/// generated; the hot-spot policy it follows is these methods.
 pub struct PortalSite<K: 'static> {
     /// The code cache per position key (this thread's).
     pub cache: &'static std::thread::LocalKey<std::cell::RefCell<PortalCache<K>>>,
