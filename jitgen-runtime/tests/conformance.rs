@@ -451,8 +451,8 @@ fn exit_paths_are_the_blocks_that_leave_without_passing_a_cycle() {
     b.ret(&[zero]);
     let f = b.finish();
     let exits = f.exit_paths();
-    let exit = |l: jitgen_runtime::builder::Label| exits[l.0 as usize];
-    assert!(!exit(jitgen_runtime::builder::Label(0)) && !exit(head) && !exit(body), "{exits:?}");
+    let exit = |l: jitgen_runtime::builder::Label| exits[l];
+    assert!(!exit(jitgen_runtime::builder::Label::ENTRY) && !exit(head) && !exit(body), "{exits:?}");
     assert!(exit(test) && exit(yes) && exit(no), "{exits:?}");
     // The layout they give still computes the same.
     let code = compile(&f);
@@ -495,11 +495,11 @@ fn a_branch_whose_true_side_continues_the_innermost_loop_is_found() {
     let recorded = b.function().clone();
     let f = b.finish();
     let loops = recorded.true_side_loops();
-    assert!(loops[inner.0 as usize], "the inner test's true side is the inner body");
-    assert!(!loops[outer.0 as usize], "the outer test's true side leaves");
+    assert!(loops[inner], "the inner test's true side is the inner body");
+    assert!(!loops[outer], "the outer test's true side leaves");
     // Simplified, the body ends with a copy of the inner test (loop
     // rotation), whose true side is the body itself.
-    assert!(f.true_side_loops()[body.0 as usize], "the rotated test's true side is the body");
+    assert!(f.true_side_loops()[body], "the rotated test's true side is the body");
     // Compiled with the inner body as the fall-through, it computes f1.
     let code = compile(&f);
     let f1 = |n: i64| {

@@ -905,7 +905,7 @@ fn invariant_divisors_are_found_when_the_first_merge_point_only_forwards() {
     let recorded = c.b.function();
     let forwarding = recorded
         .blocks
-        .iter()
+        .values()
         .skip(1)
         .filter(|b| !b.params.is_empty() && b.insts.is_empty() && matches!(b.term, Some(Terminator::Jump(..))));
     assert_eq!(forwarding.count(), 0, "{}", listing(recorded));
@@ -1081,7 +1081,7 @@ fn invariant_divisors_through_an_inner_loop() {
     assert_eq!(f.invariant_divisors(head), [1], "{}", listing(&f));
     // Not when the outer loop changes it.
     let mut g = f.clone();
-    let Some(jitgen_runtime::builder::Terminator::Jump(_, args)) = &mut g.blocks[back.0 as usize].term else {
+    let Some(jitgen_runtime::builder::Terminator::Jump(_, args)) = &mut g.blocks[back].term else {
         panic!("the back edge: {}", listing(&f))
     };
     args[1] = args[0];

@@ -41,7 +41,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 
 use super::{Backend, BackendError};
-use crate::ir::builder::{CaseTable, Inst, Label, ResidualFunction, SwitchTable, Terminator, Val};
+use crate::ir::builder::{CaseTable, Inst, Label, ResidualFunction, SecondaryMap, SwitchTable, Terminator, Val};
 use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
 /// Frames hold at most this many words (inputs, outputs, the live values of a
@@ -305,14 +305,14 @@ fn clif(ty: ValTy) -> Type {
 struct Tr<'a, 'b> {
     b: &'a mut FunctionBuilder<'b>,
     f: &'a ResidualFunction,
-    vals: Vec<Option<Value>>,
+    vals: SecondaryMap<Val, Option<Value>>,
     blocks: HashMap<Label, Block>,
     frame: Value,
     errors: HashMap<u64, Block>,
     bounds_error: Option<Block>,
     propagate: Option<Block>,
     /// [`ResidualFunction::true_side_loops`].
-    true_side_loops: Vec<bool>,
+    true_side_loops: SecondaryMap<Label, bool>,
     /// The block being translated.
     current: Label,
     /// [`CraneliftBackend::miss_stub`]'s address.
@@ -321,15 +321,15 @@ struct Tr<'a, 'b> {
 
 impl Tr<'_, '_> {
     fn v(&self, v: Val) -> Value {
-        self.vals[v.0 as usize].expect("value defined before use")
+        self.vals[v].expect("value defined before use")
     }
 
     fn def(&mut self, v: Val, x: Value) {
-        self.vals[v.0 as usize] = Some(x);
+        self.vals[v] = Some(x);
     }
 
     fn ty(&self, v: Val) -> ValTy {
-        self.f.vals[v.0 as usize]
+        self.f.vals[v]
     }
 
     /// A value widened to a 64-bit word (floats stay floats).
@@ -730,7 +730,7 @@ impl Tr<'_, '_> {
                 let (ta, fa) = (self.args(&if_true.1), self.args(&if_false.1));
                 let c = self.v(*cond);
                 let (t, f) = (self.blocks[&if_true.0], self.blocks[&if_false.0]);
-                if self.true_side_loops[self.current.0 as usize] {
+                if self.true_side_loops[self.current] {
                     // Cranelift lays a branch's false side right after it:
                     // the loop's side goes there (`c == 0` folds into the
                     // comparison that made `c`).
@@ -966,15 +966,15 @@ impl CraneliftBackend {
             b.append_block_params_for_function_params(entry);
             let frame = b.block_params(entry)[0];
             let mut blocks = HashMap::new();
-            let mut vals = vec![None; f.vals.len()];
+            let mut vals = SecondaryMap::with_capacity(f.vals.len());
             let exit_paths = f.exit_paths();
             for (l, blk) in f.live_blocks() {
                 let cb = b.create_block();
-                if exit_paths[l.0 as usize] {
+                if exit_paths[l] {
                     b.set_cold_block(cb);
                 }
                 for p in &blk.params {
-                    vals[p.0 as usize] = Some(b.append_block_param(cb, clif(f.vals[p.0 as usize])));
+                    vals[*p] = Some(b.append_block_param(cb, clif(f.vals[*p])));
                 }
                 blocks.insert(l, cb);
             }
@@ -988,7 +988,7 @@ impl CraneliftBackend {
                 bounds_error: None,
                 propagate: None,
                 true_side_loops: f.true_side_loops(),
-                current: Label(0),
+                current: Label::ENTRY,
                 miss_stub: self.miss_stub,
             };
             tr.b.switch_to_block(entry);
@@ -1002,10 +1002,10 @@ impl CraneliftBackend {
                 };
                 args.push(BlockArg::Value(x));
             }
-            let first = tr.blocks[&Label(0)];
+            let first = tr.blocks[&Label::ENTRY];
             tr.b.ins().jump(first, &args);
             for l in f.blocks_in_dominance_order() {
-                let blk = &f.blocks[l.0 as usize];
+                let blk = &f.blocks[l];
                 let cb = tr.blocks[&l];
                 tr.b.switch_to_block(cb);
                 tr.current = l;

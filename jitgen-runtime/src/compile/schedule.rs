@@ -1214,7 +1214,7 @@ impl<F: Frame> Compilation<F> {
                     let held = match &v.perm {
                         None => vars.into_iter().map(Some).collect(),
                         Some(perm) => {
-                            let n = self.b.function().blocks[v.label.0 as usize].params.len();
+                            let n = self.b.function().blocks[v.label].params.len();
                             let mut held = vec![None; n];
                             for (&p, r) in perm.iter().zip(vars) {
                                 held[p as usize] = Some(r);
@@ -1281,7 +1281,7 @@ impl<F: Frame> Compilation<F> {
         if self.over_budget() || self.b.is_open() {
             return false;
         }
-        let before = self.b.function().blocks.len();
+        let before = self.b.function().blocks.next_key();
         let rest = self.b.split_block(at_label, at);
         let mut st = entry;
         st.forget_fields();
@@ -1329,7 +1329,7 @@ impl<F: Frame> Compilation<F> {
         // The code recorded from the entry state: the blocks that were there
         // (but the entry's own start) and the rest of the entry block.
         let subst: rustc_hash::FxHashMap<Val, Val> = subst.into_iter().collect();
-        self.b.substitute(|l| l == rest || (l.0 as usize) < before && l != at_label, &subst);
+        self.b.substitute(|l| l == rest || l < before && l != at_label, &subst);
         !subst.is_empty()
     }
 

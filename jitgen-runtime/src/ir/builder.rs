@@ -91,22 +91,31 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+pub use cranelift_entity::{EntityRef, PrimaryMap, SecondaryMap};
+
 use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
 mod unroll;
 pub use unroll::{MAX_UNROLLED_OPS, UNROLL_TURNS};
 
-/// A value of residual code.
+/// A value of residual code: an index into [`ResidualFunction::vals`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct Val(pub u32);
+pub struct Val(u32);
+cranelift_entity::entity_impl!(Val);
 
 /// The most operations [`ResidualFunction::simplify`] copies to close a
 /// loop through a small block.
 pub const MAX_COPIED_OPS: usize = 4;
 
-/// A block of residual code; `Label(0)` is the entry.
+/// A block of residual code: an index into [`ResidualFunction::blocks`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct Label(pub u32);
+pub struct Label(u32);
+cranelift_entity::entity_impl!(Label);
+
+impl Label {
+    /// The entry block, whose parameters are the function's inputs.
+    pub const ENTRY: Label = Label(0);
+}
 
 /// The address of a Rust function that residual code may call, with the
 /// callback convention `extern "C" fn(args: *mut u64) -> u64`: arguments in
@@ -361,9 +370,9 @@ pub struct ResidualFunction {
     /// Output types.
     pub outputs: Vec<ValTy>,
     /// The type of each value.
-    pub vals: Vec<ValTy>,
+    pub vals: PrimaryMap<Val, ValTy>,
     /// Blocks, indexed by label; removed blocks have no terminator.
-    pub blocks: Vec<RBlock>,
+    pub blocks: PrimaryMap<Label, RBlock>,
     /// The case tables of the function's flexswitches.
     pub switches: Vec<std::rc::Rc<dyn SwitchTable>>,
     /// The pieces compiled later for the states its switches resume (kept
@@ -391,31 +400,29 @@ impl ResidualFunction {
     /// order does not promise that: `simplify` may merge a block into a
     /// predecessor created after the blocks it dominates.
     pub fn blocks_in_dominance_order(&self) -> Vec<Label> {
-        let n = self.blocks.len();
-        let mut seen = vec![false; n];
-        let mut post: Vec<Label> = Vec::with_capacity(n);
+        let mut seen: SecondaryMap<Label, bool> = SecondaryMap::new();
+        let mut post: Vec<Label> = Vec::with_capacity(self.blocks.len());
         // Iterative depth-first search: (block, next successor to visit).
-        let mut stack: Vec<(usize, usize)> = vec![];
-        if self.blocks.first().is_some_and(|b| b.term.is_some()) {
-            seen[0] = true;
-            stack.push((0, 0));
+        let mut stack: Vec<(Label, usize)> = vec![];
+        if self.blocks.get(Label::ENTRY).is_some_and(|b| b.term.is_some()) {
+            seen[Label::ENTRY] = true;
+            stack.push((Label::ENTRY, 0));
         }
         while let Some((b, k)) = stack.last_mut() {
             let targets = self.blocks[*b].term.as_ref().map(Terminator::targets).unwrap_or_default();
-            if let Some(t) = targets.get(*k) {
+            if let Some(&t) = targets.get(*k) {
                 *k += 1;
-                let t = t.0 as usize;
                 if !seen[t] && self.blocks[t].term.is_some() {
                     seen[t] = true;
                     stack.push((t, 0));
                 }
             } else {
-                post.push(Label(*b as u32));
+                post.push(*b);
                 stack.pop();
             }
         }
         post.reverse();
-        post.extend(self.live_blocks().map(|(l, _)| l).filter(|l| !seen[l.0 as usize]));
+        post.extend(self.live_blocks().map(|(l, _)| l).filter(|l| !seen[*l]));
         post
     }
 
@@ -424,15 +431,15 @@ impl ResidualFunction {
     /// cycle. Such blocks run at most once per call, so the backend lays them
     /// out after the others: a loop's exit test then falls through into the
     /// loop's body, and the loop takes one jump per turn, not two.
-    pub fn exit_paths(&self) -> Vec<bool> {
-        let mut exit = vec![false; self.blocks.len()];
+    pub fn exit_paths(&self) -> SecondaryMap<Label, bool> {
+        let mut exit: SecondaryMap<Label, bool> = SecondaryMap::new();
         let mut changed = true;
         while changed {
             changed = false;
             for (l, b) in self.live_blocks() {
                 let targets = b.term.as_ref().map(Terminator::targets).unwrap_or_default();
-                if !exit[l.0 as usize] && targets.iter().all(|t| exit[t.0 as usize]) {
-                    exit[l.0 as usize] = true;
+                if !exit[l] && targets.iter().all(|t| exit[*t]) {
+                    exit[l] = true;
                     changed = true;
                 }
             }
@@ -446,24 +453,24 @@ impl ResidualFunction {
     /// the function). The backend makes such a true side the fall-through,
     /// so that an inner loop whose test is at its head takes one jump per
     /// turn (the back edge), not two.
-    pub fn true_side_loops(&self) -> Vec<bool> {
-        let mut out = vec![false; self.blocks.len()];
-        let mut dist = vec![usize::MAX; self.blocks.len()];
+    pub fn true_side_loops(&self) -> SecondaryMap<Label, bool> {
+        let mut out: SecondaryMap<Label, bool> = SecondaryMap::new();
+        let mut dist: SecondaryMap<Label, usize> = SecondaryMap::with_default(usize::MAX);
         let mut queue = std::collections::VecDeque::new();
         // The number of jumps from `from` back to `to`, if it comes back.
         let mut back = |from: Label, to: Label| -> Option<usize> {
-            dist.fill(usize::MAX);
+            dist.clear();
             queue.clear();
-            dist[from.0 as usize] = 0;
+            dist[from] = 0;
             queue.push_back(from);
             while let Some(l) = queue.pop_front() {
-                let d = dist[l.0 as usize];
+                let d = dist[l];
                 if l == to {
                     return Some(d);
                 }
-                for t in self.blocks[l.0 as usize].term.as_ref().map(Terminator::targets).unwrap_or_default() {
-                    if dist[t.0 as usize] == usize::MAX {
-                        dist[t.0 as usize] = d + 1;
+                for t in self.blocks[l].term.as_ref().map(Terminator::targets).unwrap_or_default() {
+                    if dist[t] == usize::MAX {
+                        dist[t] = d + 1;
                         queue.push_back(t);
                     }
                 }
@@ -473,7 +480,7 @@ impl ResidualFunction {
         for (l, b) in self.live_blocks() {
             if let Some(Terminator::Branch { if_true, if_false, .. }) = &b.term {
                 if let Some(t) = back(if_true.0, l) {
-                    out[l.0 as usize] = back(if_false.0, l).is_none_or(|f| t < f);
+                    out[l] = back(if_false.0, l).is_none_or(|f| t < f);
                 }
             }
         }
@@ -481,12 +488,12 @@ impl ResidualFunction {
     }
 
     /// The block defining each value (as a parameter or by an instruction)
-    /// among the live blocks; `usize::MAX` for values defined nowhere.
-    fn def_blocks(&self) -> Vec<usize> {
-        let mut def_block = vec![usize::MAX; self.vals.len()];
+    /// among the live blocks; `None` for values defined nowhere.
+    fn def_blocks(&self) -> SecondaryMap<Val, Option<Label>> {
+        let mut def_block = SecondaryMap::new();
         for (b, blk) in self.live_blocks() {
             for v in blk.params.iter().copied().chain(blk.insts.iter().flat_map(Inst::defs)) {
-                def_block[v.0 as usize] = b.0 as usize;
+                def_block[v] = Some(b);
             }
         }
         def_block
@@ -496,71 +503,68 @@ impl ResidualFunction {
     /// (SSA dominance); the first violation, described.
     pub fn check_dominance(&self) -> Result<(), String> {
         let order = self.blocks_in_dominance_order();
-        let n = self.blocks.len();
-        let mut rpo_index = vec![usize::MAX; n];
+        let mut rpo_index: SecondaryMap<Label, usize> = SecondaryMap::with_default(usize::MAX);
         for (k, l) in order.iter().enumerate() {
-            rpo_index[l.0 as usize] = k;
+            rpo_index[*l] = k;
         }
-        let mut preds: Vec<Vec<usize>> = vec![vec![]; n];
+        let mut preds: SecondaryMap<Label, Vec<Label>> = SecondaryMap::new();
         for l in &order {
-            if let Some(t) = &self.blocks[l.0 as usize].term {
+            if let Some(t) = &self.blocks[*l].term {
                 for x in t.targets() {
-                    preds[x.0 as usize].push(l.0 as usize);
+                    preds[x].push(*l);
                 }
             }
         }
         // Cooper, Harvey and Kennedy's iterative dominators.
-        let mut idom = vec![usize::MAX; n];
-        idom[0] = 0;
+        let mut idom: SecondaryMap<Label, Option<Label>> = SecondaryMap::new();
+        idom[Label::ENTRY] = Some(Label::ENTRY);
         let mut changed = true;
         while changed {
             changed = false;
-            for l in order.iter().skip(1) {
-                let b = l.0 as usize;
-                let mut new = usize::MAX;
+            for &b in order.iter().skip(1) {
+                let mut new: Option<Label> = None;
                 for &p in &preds[b] {
-                    if idom[p] == usize::MAX {
+                    if idom[p].is_none() {
                         continue;
                     }
-                    if new == usize::MAX {
-                        new = p;
+                    let Some(so_far) = new else {
+                        new = Some(p);
                         continue;
-                    }
-                    let (mut x, mut y) = (p, new);
+                    };
+                    let (mut x, mut y) = (p, so_far);
                     while x != y {
                         while rpo_index[x] > rpo_index[y] {
-                            x = idom[x];
+                            x = idom[x].expect("processed");
                         }
                         while rpo_index[y] > rpo_index[x] {
-                            y = idom[y];
+                            y = idom[y].expect("processed");
                         }
                     }
-                    new = x;
+                    new = Some(x);
                 }
-                if new != usize::MAX && idom[b] != new {
+                if new.is_some() && idom[b] != new {
                     idom[b] = new;
                     changed = true;
                 }
             }
         }
         let def_block = self.def_blocks();
-        let dominates = |d: usize, mut b: usize| loop {
+        let dominates = |d: Label, mut b: Label| loop {
             if b == d {
                 return true;
             }
-            if b == 0 || idom[b] == usize::MAX {
-                return false;
+            match idom[b] {
+                Some(up) if b != Label::ENTRY => b = up,
+                _ => return false,
             }
-            b = idom[b];
         };
-        for l in &order {
-            let b = l.0 as usize;
+        for &b in &order {
             let blk = &self.blocks[b];
             let mut seen: Vec<Val> = blk.params.clone();
             let bad = std::cell::Cell::new(None);
             let check = |v: Val, seen: &[Val]| {
-                let d = def_block[v.0 as usize];
-                let ok = if d == b { seen.contains(&v) } else { d != usize::MAX && dominates(d, b) };
+                let d = def_block[v];
+                let ok = if d == Some(b) { seen.contains(&v) } else { d.is_some_and(|d| dominates(d, b)) };
                 if !ok && bad.get().is_none() {
                     bad.set(Some((v, d)));
                 }
@@ -576,7 +580,8 @@ impl ResidualFunction {
                 t.map_uses(&|v| check(v, &seen));
             }
             if let Some((v, d)) = bad.get() {
-                return Err(format!("{v:?} used in L{b}, defined in L{d}"));
+                let d = d.map_or("no live block".to_string(), |d| format!("L{}", d.index()));
+                return Err(format!("{v:?} used in L{}, defined in {d}", b.index()));
             }
         }
         Ok(())
@@ -584,7 +589,7 @@ impl ResidualFunction {
 
     /// Live blocks in label order.
     pub fn live_blocks(&self) -> impl Iterator<Item = (Label, &RBlock)> {
-        self.blocks.iter().enumerate().filter(|(_, b)| b.term.is_some()).map(|(i, b)| (Label(i as u32), b))
+        self.blocks.iter().filter(|(_, b)| b.term.is_some())
     }
 
     /// The number of instructions (residual operations) in live blocks.
@@ -593,13 +598,13 @@ impl ResidualFunction {
     }
 
     /// The blocks `head` reaches (edges from them into `head` close a loop).
-    fn reached_from(&self, head: Label) -> Vec<bool> {
-        let mut inside = vec![false; self.blocks.len()];
+    fn reached_from(&self, head: Label) -> SecondaryMap<Label, bool> {
+        let mut inside = SecondaryMap::new();
         let mut todo = vec![head];
         while let Some(l) = todo.pop() {
-            if let Some(t) = self.blocks[l.0 as usize].term.as_ref() {
+            if let Some(t) = self.blocks[l].term.as_ref() {
                 for n in t.targets() {
-                    if !std::mem::replace(&mut inside[n.0 as usize], true) {
+                    if !std::mem::replace(&mut inside[n], true) {
                         todo.push(n);
                     }
                 }
@@ -616,10 +621,10 @@ impl ResidualFunction {
     /// loads apart; knowing them equal behind a guard gives the loop one
     /// (the scheduler's `Compilation::version_entry`).
     pub fn copied_params(&self, head: Label) -> Vec<(usize, usize)> {
-        let Some(hb) = self.blocks.get(head.0 as usize).filter(|b| b.term.is_some()) else { return vec![] };
+        let Some(hb) = self.blocks.get(head).filter(|b| b.term.is_some()) else { return vec![] };
         let inside = self.reached_from(head);
         let mut back: Vec<&[Val]> = vec![];
-        for (_, b) in self.live_blocks().filter(|(l, _)| inside[l.0 as usize]) {
+        for (_, b) in self.live_blocks().filter(|(l, _)| inside[*l]) {
             match b.term.as_ref() {
                 Some(Terminator::Jump(t, args)) if *t == head => back.push(args),
                 Some(Terminator::Branch { if_true, if_false, .. }) => {
@@ -659,7 +664,7 @@ impl ResidualFunction {
     /// iteration into a multiplication
     /// (the scheduler's `Compilation::version_entry`).
     pub fn invariant_divisors(&self, head: Label) -> Vec<usize> {
-        let Some(hb) = self.blocks.get(head.0 as usize).filter(|b| b.term.is_some()) else { return vec![] };
+        let Some(hb) = self.blocks.get(head).filter(|b| b.term.is_some()) else { return vec![] };
         let divisors: Vec<Val> = self
             .live_blocks()
             .flat_map(|(_, b)| &b.insts)
@@ -672,13 +677,13 @@ impl ResidualFunction {
             return vec![];
         }
         // Edges into each block: (from, arguments).
-        let mut incoming: Vec<Vec<(Label, &[Val])>> = vec![vec![]; self.blocks.len()];
+        let mut incoming: SecondaryMap<Label, Vec<(Label, &[Val])>> = SecondaryMap::new();
         for (l, b) in self.live_blocks() {
             match b.term.as_ref() {
-                Some(Terminator::Jump(t, args)) => incoming[t.0 as usize].push((l, args)),
+                Some(Terminator::Jump(t, args)) => incoming[*t].push((l, args)),
                 Some(Terminator::Branch { if_true, if_false, .. }) => {
-                    incoming[if_true.0 .0 as usize].push((l, &if_true.1));
-                    incoming[if_false.0 .0 as usize].push((l, &if_false.1));
+                    incoming[if_true.0].push((l, &if_true.1));
+                    incoming[if_false.0].push((l, &if_false.1));
                 }
                 _ => {}
             }
@@ -687,41 +692,42 @@ impl ResidualFunction {
         // Which parameter of `head` each value is a copy of, by optimistic
         // copy propagation over block parameters: `Top` (no constraint yet),
         // `Of(k)`, or `Bottom` (anything else).
-        #[derive(Clone, Copy, PartialEq)]
+        #[derive(Clone, Copy, PartialEq, Default)]
         enum Origin {
             Top,
             Of(usize),
+            #[default]
             Bottom,
         }
-        let mut origin = vec![Origin::Bottom; self.vals.len()];
+        let mut origin: SecondaryMap<Val, Origin> = SecondaryMap::new();
         for (_, b) in self.live_blocks() {
             for q in &b.params {
-                origin[q.0 as usize] = Origin::Top;
+                origin[*q] = Origin::Top;
             }
         }
         for (k, p) in hb.params.iter().enumerate() {
-            origin[p.0 as usize] = Origin::Of(k);
+            origin[*p] = Origin::Of(k);
         }
-        for q in &self.blocks[0].params {
-            origin[q.0 as usize] = Origin::Bottom;
+        for q in &self.blocks[Label::ENTRY].params {
+            origin[*q] = Origin::Bottom;
         }
         loop {
             let mut changed = false;
             for (l, b) in self.live_blocks() {
-                if l == head || l.0 == 0 {
+                if l == head || l == Label::ENTRY {
                     continue;
                 }
                 for (j, q) in b.params.iter().enumerate() {
                     let mut o = Origin::Top;
-                    for (_, args) in &incoming[l.0 as usize] {
-                        o = match (o, origin[args[j].0 as usize]) {
+                    for (_, args) in &incoming[l] {
+                        o = match (o, origin[args[j]]) {
                             (Origin::Top, x) | (x, Origin::Top) => x,
                             (Origin::Of(a), Origin::Of(b)) if a == b => Origin::Of(a),
                             _ => Origin::Bottom,
                         };
                     }
-                    if o != origin[q.0 as usize] {
-                        origin[q.0 as usize] = o;
+                    if o != origin[*q] {
+                        origin[*q] = o;
                         changed = true;
                     }
                 }
@@ -730,22 +736,21 @@ impl ResidualFunction {
                 break;
             }
         }
-        let back: Vec<&[Val]> =
-            incoming[head.0 as usize].iter().filter(|(from, _)| inside[from.0 as usize]).map(|(_, a)| *a).collect();
+        let back: Vec<&[Val]> = incoming[head].iter().filter(|(from, _)| inside[*from]).map(|(_, a)| *a).collect();
         if back.is_empty() {
             return vec![];
         }
         // The parameter of `head` each parameter receives back on every back
         // edge, if there is one.
         let passed_back: Vec<Option<usize>> = (0..hb.params.len())
-            .map(|k| match origin[back[0][k].0 as usize] {
-                Origin::Of(j) if back.iter().all(|args| origin[args[k].0 as usize] == Origin::Of(j)) => Some(j),
+            .map(|k| match origin[back[0][k]] {
+                Origin::Of(j) if back.iter().all(|args| origin[args[k]] == Origin::Of(j)) => Some(j),
                 _ => None,
             })
             .collect();
         let mut found = vec![false; hb.params.len()];
         for k in 0..hb.params.len() {
-            if !divisors.iter().any(|d| origin[d.0 as usize] == Origin::Of(k)) {
+            if !divisors.iter().any(|d| origin[*d] == Origin::Of(k)) {
                 continue;
             }
             // Follow the copies back to a parameter passed back as itself.
@@ -791,15 +796,15 @@ impl ResidualFunction {
     }
 
     /// The blocks reachable from the entry.
-    fn reachable(&self) -> Vec<bool> {
-        let mut reach = vec![false; self.blocks.len()];
-        let mut todo = vec![0usize];
+    fn reachable(&self) -> SecondaryMap<Label, bool> {
+        let mut reach = SecondaryMap::new();
+        let mut todo = vec![Label::ENTRY];
         while let Some(b) = todo.pop() {
-            if b >= reach.len() || std::mem::replace(&mut reach[b], true) {
+            if !self.blocks.is_valid(b) || std::mem::replace(&mut reach[b], true) {
                 continue;
             }
             if let Some(t) = &self.blocks[b].term {
-                todo.extend(t.targets().iter().map(|l| l.0 as usize));
+                todo.extend(t.targets());
             }
         }
         reach
@@ -809,17 +814,16 @@ impl ResidualFunction {
     /// blocks and the arguments for them from every edge, and replaces their
     /// uses.
     fn replace_params(&mut self, gone: &rustc_hash::FxHashMap<Val, Val>) {
-        let n = self.blocks.len();
         // For each block, which of its parameters stay.
-        let keep: Vec<Option<Vec<bool>>> = (0..n)
-            .map(|b| {
-                let params = &self.blocks[b].params;
-                (b != 0 && params.iter().any(|p| gone.contains_key(p)))
-                    .then(|| params.iter().map(|p| !gone.contains_key(p)).collect())
-            })
-            .collect();
+        let mut keep: SecondaryMap<Label, Option<Vec<bool>>> = SecondaryMap::new();
+        for (b, blk) in self.blocks.iter() {
+            let params = &blk.params;
+            if b != Label::ENTRY && params.iter().any(|p| gone.contains_key(p)) {
+                keep[b] = Some(params.iter().map(|p| !gone.contains_key(p)).collect());
+            }
+        }
         let resolve = |v: Val| gone.get(&v).copied().unwrap_or(v);
-        for b in 0..n {
+        for b in self.blocks.keys() {
             if let Some(k) = &keep[b] {
                 let mut it = k.iter();
                 self.blocks[b].params.retain(|_| *it.next().expect("one flag per parameter"));
@@ -831,7 +835,7 @@ impl ResidualFunction {
             let Some(t) = &mut blk.term else { continue };
             t.map_uses(&resolve);
             let drop_args = |(l, args): &mut (Label, Vec<Val>)| {
-                if let Some(k) = &keep[l.0 as usize] {
+                if let Some(k) = &keep[*l] {
                     let mut it = k.iter();
                     args.retain(|_| *it.next().expect("one argument per parameter"));
                 }
@@ -874,11 +878,11 @@ impl ResidualFunction {
         }
         let reach = self.reachable();
         // For the parameters of reached blocks but the entry: what flows in.
-        let mut flow: Vec<Option<Flow>> = vec![None; self.vals.len()];
+        let mut flow: SecondaryMap<Val, Option<Flow>> = SecondaryMap::new();
         let mut any = false;
-        for (_, blk) in self.blocks.iter().enumerate().skip(1).filter(|(b, _)| reach[*b]) {
+        for (_, blk) in self.blocks.iter().skip(1).filter(|(b, _)| reach[*b]) {
             for p in &blk.params {
-                flow[p.0 as usize] = Some(Flow::Unknown);
+                flow[*p] = Some(Flow::Unknown);
                 any = true;
             }
         }
@@ -887,26 +891,26 @@ impl ResidualFunction {
         }
         loop {
             let mut changed = false;
-            for (_, blk) in self.blocks.iter().enumerate().filter(|(b, _)| reach[*b]) {
+            for (_, blk) in self.blocks.iter().filter(|(b, _)| reach[*b]) {
                 let Some(t) = &blk.term else { continue };
                 for (l, args) in Self::edges(t) {
-                    if l.0 == 0 {
+                    if l == Label::ENTRY {
                         continue;
                     }
-                    for (p, a) in self.blocks[l.0 as usize].params.iter().zip(args) {
-                        let incoming = match flow[a.0 as usize] {
+                    for (p, a) in self.blocks[l].params.iter().zip(args) {
+                        let incoming = match flow[*a] {
                             Some(Flow::Unknown) => continue,
                             Some(x) => x,
                             None => Flow::One(*a),
                         };
-                        let Some(old) = flow[p.0 as usize] else { continue };
+                        let Some(old) = flow[*p] else { continue };
                         let new = match (old, incoming) {
                             (Flow::Unknown, x) => x,
                             (Flow::One(x), Flow::One(y)) if x == y => old,
                             _ => Flow::Many,
                         };
                         if new != old {
-                            flow[p.0 as usize] = Some(new);
+                            flow[*p] = Some(new);
                             changed = true;
                         }
                     }
@@ -917,10 +921,9 @@ impl ResidualFunction {
             }
         }
         let gone: rustc_hash::FxHashMap<Val, Val> = flow
-            .into_iter()
-            .enumerate()
-            .filter_map(|(p, f)| match f {
-                Some(Flow::One(x)) if x.0 as usize != p => Some((Val(p as u32), x)),
+            .iter()
+            .filter_map(|(p, f)| match *f {
+                Some(Flow::One(x)) if x != p => Some((p, x)),
                 _ => None,
             })
             .collect();
@@ -936,22 +939,21 @@ impl ResidualFunction {
     /// value, once a guard at entry made them equal there too). An edge from
     /// the block to itself may pass the two parameters themselves.
     fn merge_equal_params(&mut self) -> bool {
-        let n = self.blocks.len();
         let reach = self.reachable();
         // The argument lists of the edges into each block.
-        let mut incoming: Vec<Vec<(usize, &[Val])>> = vec![vec![]; n];
-        for (b, blk) in self.blocks.iter().enumerate().filter(|(b, _)| reach[*b]) {
+        let mut incoming: SecondaryMap<Label, Vec<(Label, &[Val])>> = SecondaryMap::new();
+        for (b, blk) in self.blocks.iter().filter(|(b, _)| reach[*b]) {
             for (l, args) in blk.term.iter().flat_map(Self::edges) {
-                incoming[l.0 as usize].push((b, args));
+                incoming[l].push((b, args));
             }
         }
         let mut gone: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
-        for (b, blk) in self.blocks.iter().enumerate().skip(1).filter(|(b, _)| reach[*b]) {
+        for (b, blk) in self.blocks.iter().skip(1).filter(|(b, _)| reach[*b]) {
             let params = &blk.params;
             for j in 1..params.len() {
-                let ty = self.vals[params[j].0 as usize];
+                let ty = self.vals[params[j]];
                 let same = (0..j).find(|&i| {
-                    self.vals[params[i].0 as usize] == ty
+                    self.vals[params[i]] == ty
                         && !gone.contains_key(&params[i])
                         && incoming[b].iter().all(|(from, args)| {
                             args[i] == args[j] || *from == b && args[i] == params[i] && args[j] == params[j]
@@ -976,7 +978,7 @@ impl ResidualFunction {
         let mut consts: rustc_hash::FxHashMap<Val, u64> = rustc_hash::FxHashMap::default();
         let mut changed = false;
         for l in self.blocks_in_dominance_order() {
-            let blk = &mut self.blocks[l.0 as usize];
+            let blk = &mut self.blocks[l];
             for i in &mut blk.insts {
                 let c = |v: &Val| consts.get(v).copied();
                 let folded = match i {
@@ -1047,7 +1049,7 @@ impl ResidualFunction {
         // below, but keep their values).
         let consts: rustc_hash::FxHashMap<Val, u64> = self
             .blocks
-            .iter()
+            .values()
             .filter(|b| b.term.is_some())
             .flat_map(|b| &b.insts)
             .filter_map(|i| match i {
@@ -1056,32 +1058,32 @@ impl ResidualFunction {
             })
             .collect();
         loop {
-            let mut preds = vec![0usize; n];
-            let mut reach = vec![false; n];
-            let mut stack = vec![0usize];
+            let mut preds: SecondaryMap<Label, usize> = SecondaryMap::new();
+            let mut reach: SecondaryMap<Label, bool> = SecondaryMap::new();
+            let mut stack = vec![Label::ENTRY];
             while let Some(b) = stack.pop() {
                 if std::mem::replace(&mut reach[b], true) {
                     continue;
                 }
                 if let Some(t) = &self.blocks[b].term {
                     for l in t.targets() {
-                        preds[l.0 as usize] += 1;
-                        stack.push(l.0 as usize);
+                        preds[l] += 1;
+                        stack.push(l);
                     }
                 }
             }
-            for (b, r) in reach.iter().enumerate() {
-                if !r {
+            for b in self.blocks.keys() {
+                if !reach[b] {
                     self.blocks[b].term = None;
                     self.blocks[b].insts.clear();
                 }
             }
             let mut changed = false;
             // Values used outside the block that defines them.
-            let mut escaping = vec![false; self.vals.len()];
+            let mut escaping: SecondaryMap<Val, bool> = SecondaryMap::new();
             {
                 let def_block = self.def_blocks();
-                for (b, blk) in self.blocks.iter().enumerate().filter(|(_, b)| b.term.is_some()) {
+                for (b, blk) in self.live_blocks() {
                     let mut note = |v: Val| {
                         // (Through the substitutions made so far: uses are
                         // rewritten only at the end.)
@@ -1089,8 +1091,8 @@ impl ResidualFunction {
                         while let Some(n) = subst.get(&v) {
                             v = *n;
                         }
-                        if def_block[v.0 as usize] != b {
-                            escaping[v.0 as usize] = true;
+                        if def_block[v] != Some(b) {
+                            escaping[v] = true;
                         }
                     };
                     for i in &blk.insts {
@@ -1108,12 +1110,12 @@ impl ResidualFunction {
             // (A loop's back edge through a block that reorders or copies its
             // parameters leaves one.)
             type Forward = (Label, Vec<Val>, Vec<Val>);
-            let forward: rustc_hash::FxHashMap<usize, Forward> = (1..n)
+            let forward: rustc_hash::FxHashMap<Label, Forward> = (self.blocks.keys().skip(1))
                 .filter_map(|f| match &self.blocks[f].term {
                     Some(Terminator::Jump(to, fwd))
                         if self.blocks[f].insts.is_empty()
-                            && to.0 as usize != f
-                            && !self.blocks[f].params.iter().any(|q| escaping[q.0 as usize]) =>
+                            && *to != f
+                            && !self.blocks[f].params.iter().any(|q| escaping[*q]) =>
                     {
                         Some((f, (*to, fwd.clone(), self.blocks[f].params.clone())))
                     }
@@ -1128,7 +1130,7 @@ impl ResidualFunction {
                     // Follow a chain of forwarders (bounded: they may form a cycle).
                     let mut moved = false;
                     for _ in 0..n {
-                        match forward.get(&(t.0 .0 as usize)) {
+                        match forward.get(&t.0) {
                             Some((to, fwd, params)) if *to != t.0 => {
                                 let args = fwd
                                     .iter()
@@ -1145,7 +1147,7 @@ impl ResidualFunction {
                     }
                     moved
                 };
-                for p in 0..n {
+                for p in self.blocks.keys() {
                     match &mut self.blocks[p].term {
                         Some(Terminator::Jump(l, args)) => {
                             let mut t = (*l, std::mem::take(args));
@@ -1172,12 +1174,11 @@ impl ResidualFunction {
             // to get all they need as arguments: code dominated by the
             // skipped block may use its parameters directly, and they would
             // not be defined on the new path.
-            for p in 0..n {
+            for p in self.blocks.keys() {
                 let Some(Terminator::Jump(l, args)) = &self.blocks[p].term else { continue };
-                let target = &self.blocks[l.0 as usize];
+                let target = &self.blocks[*l];
                 let Some(Terminator::Branch { cond, if_true, if_false }) = &target.term else { continue };
-                if !target.insts.is_empty() || l.0 as usize == p || target.params.iter().any(|q| escaping[q.0 as usize])
-                {
+                if !target.insts.is_empty() || *l == p || target.params.iter().any(|q| escaping[*q]) {
                     continue;
                 }
                 let Some(i) = target.params.iter().position(|q| q == cond) else { continue };
@@ -1206,13 +1207,13 @@ impl ResidualFunction {
                 // Predecessor counts changed: recount before merging blocks.
                 continue;
             }
-            for p in 0..n {
+            for p in self.blocks.keys() {
                 // A chain of such blocks merges into `p` at once (one pass
                 // per block of a chain made simplification quadratic).
                 loop {
                     let Some(Terminator::Jump(l, args)) = &self.blocks[p].term else { break };
-                    let b = l.0 as usize;
-                    if b == p || b == 0 || preds[b] != 1 {
+                    let b = *l;
+                    if b == p || b == Label::ENTRY || preds[b] != 1 {
                         break;
                     }
                     let args = args.clone();
@@ -1241,7 +1242,7 @@ impl ResidualFunction {
             }
             v
         };
-        for b in &mut self.blocks {
+        for b in self.blocks.values_mut() {
             for i in &mut b.insts {
                 i.map_uses(&resolve);
             }
@@ -1264,32 +1265,32 @@ impl ResidualFunction {
     /// [`ResidualFunction::propagate`]).
     fn close_loops_through_small_blocks(&mut self) -> bool {
         let n = self.blocks.len();
-        let mut preds = vec![0usize; n];
+        let mut preds: SecondaryMap<Label, usize> = SecondaryMap::new();
         for (_, b) in self.live_blocks() {
             for t in b.term.iter().flat_map(|t| t.targets()) {
-                preds[t.0 as usize] += 1;
+                preds[t] += 1;
             }
         }
         // Copies end the way their originals do, so a copy may be a back
         // edge's block in turn: each is visited too, up to one copy per
         // original block.
         // (copy, the block that jumps to it)
-        let mut copies: Vec<(usize, usize)> = Vec::new();
+        let mut copies: Vec<(Label, Label)> = Vec::new();
         let mut repaired = false;
         let mut next = 0;
         while next < self.blocks.len() && copies.len() < n {
-            let p = next;
+            let p = Label::new(next);
             next += 1;
             let Some(Terminator::Jump(t, _)) = &self.blocks[p].term else { continue };
             let t = *t;
-            let tb = t.0 as usize;
+            let tb = t;
             let target = &self.blocks[tb];
             let Some(term) = &target.term else { continue };
             let onward = term.targets();
             if onward.is_empty()
                 || onward.contains(&t)
                 || tb == p
-                || tb == 0
+                || tb == Label::ENTRY
                 || preds[tb] < 2
                 || target.insts.len() > MAX_COPIED_OPS
                 || !self.reached_from(t)[p]
@@ -1303,8 +1304,7 @@ impl ResidualFunction {
             let mut map: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
             let vals = &mut self.vals;
             let mut fresh = |d: Val, map: &mut rustc_hash::FxHashMap<Val, Val>| {
-                let f = Val(vals.len() as u32);
-                vals.push(vals[d.0 as usize]);
+                let f = vals.push(vals[d]);
                 map.insert(d, f);
                 f
             };
@@ -1314,15 +1314,14 @@ impl ResidualFunction {
                 i.map_defs(&mut |d| fresh(d, &mut map));
             }
             term.map_uses(&|v| map.get(&v).copied().unwrap_or(v));
-            let copy = self.blocks.len();
-            self.blocks.push(RBlock { params, insts, term: Some(term) });
+            let copy = self.blocks.push(RBlock { params, insts, term: Some(term) });
             if let Some(Terminator::Jump(to, _)) = &mut self.blocks[p].term {
-                *to = Label(copy as u32);
+                *to = copy;
             }
             preds[tb] -= 1;
-            preds.push(1);
+            preds[copy] = 1;
             for u in onward {
-                preds[u.0 as usize] += 1;
+                preds[u] += 1;
             }
             if !escaping.is_empty() {
                 let preds = self.pred_lists();
@@ -1337,12 +1336,12 @@ impl ResidualFunction {
         // it joins that block (or the block that one joined).
         // Its parameters become the jump's arguments everywhere (SSA repair
         // may have passed them on).
-        let mut joined: rustc_hash::FxHashMap<usize, usize> = rustc_hash::FxHashMap::default();
+        let mut joined: rustc_hash::FxHashMap<Label, Label> = rustc_hash::FxHashMap::default();
         let mut subst: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
         for &(copy, p) in &copies {
             let into = joined.get(&p).copied().unwrap_or(p);
             let args = match &mut self.blocks[into].term {
-                Some(Terminator::Jump(to, args)) if to.0 as usize == copy => std::mem::take(args),
+                Some(Terminator::Jump(to, args)) if *to == copy => std::mem::take(args),
                 // (Not expected: the copy then stays a block of its own.)
                 _ => continue,
             };
@@ -1360,7 +1359,7 @@ impl ResidualFunction {
                 }
                 v
             };
-            for b in &mut self.blocks {
+            for b in self.blocks.values_mut() {
                 b.insts.iter_mut().for_each(|i| i.map_uses(&resolve));
                 b.term.iter_mut().for_each(|t| t.map_uses(&resolve));
             }
@@ -1369,12 +1368,12 @@ impl ResidualFunction {
     }
 
     /// For each block, the live blocks that continue at it (each once).
-    fn pred_lists(&self) -> Vec<Vec<usize>> {
-        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); self.blocks.len()];
+    fn pred_lists(&self) -> SecondaryMap<Label, Vec<Label>> {
+        let mut preds: SecondaryMap<Label, Vec<Label>> = SecondaryMap::new();
         for (l, blk) in self.live_blocks() {
             for s in blk.term.iter().flat_map(|t| t.targets()) {
-                if !preds[s.0 as usize].contains(&(l.0 as usize)) {
-                    preds[s.0 as usize].push(l.0 as usize);
+                if !preds[s].contains(&l) {
+                    preds[s].push(l);
                 }
             }
         }
@@ -1383,10 +1382,10 @@ impl ResidualFunction {
 
     /// Of `defs` (values of block `b`), those that code in other live
     /// blocks uses.
-    fn used_outside(&self, b: usize, defs: &[Val]) -> Vec<Val> {
+    fn used_outside(&self, b: Label, defs: &[Val]) -> Vec<Val> {
         let mut used = vec![false; defs.len()];
         for (l, blk) in self.live_blocks() {
-            if l.0 as usize == b {
+            if l == b {
                 continue;
             }
             let mut note = |v: Val| {
@@ -1408,10 +1407,16 @@ impl ResidualFunction {
     /// passes `t` or the copy.
     /// (`preds`: [`ResidualFunction::pred_lists`]; repair adds arguments,
     /// never edges.)
-    fn repair_after_copy(&mut self, e: Val, t: usize, copy: usize, e_copy: Val, preds: &[Vec<usize>]) {
+    fn repair_after_copy(
+        &mut self,
+        e: Val,
+        t: Label,
+        copy: Label,
+        e_copy: Val,
+        preds: &SecondaryMap<Label, Vec<Label>>,
+    ) {
         let mut users = Vec::new();
-        for (l, blk) in self.live_blocks() {
-            let b = l.0 as usize;
+        for (b, blk) in self.live_blocks() {
             let mut uses = false;
             let mut note = |v: Val| uses |= v == e;
             blk.insts.iter().for_each(|i| i.for_each_use(&mut note));
@@ -1436,15 +1441,15 @@ impl ResidualFunction {
     /// adds the parameters it needs.
     fn value_at_start(
         &mut self,
-        b: usize,
+        b: Label,
         d: &Defs,
-        preds: &[Vec<usize>],
-        at_start: &mut rustc_hash::FxHashMap<usize, Val>,
+        preds: &SecondaryMap<Label, Vec<Label>>,
+        at_start: &mut rustc_hash::FxHashMap<Label, Val>,
     ) -> Val {
         if let Some(v) = at_start.get(&b) {
             return *v;
         }
-        let at_end = |s: &mut Self, q: usize, at_start: &mut rustc_hash::FxHashMap<usize, Val>| {
+        let at_end = |s: &mut Self, q: Label, at_start: &mut rustc_hash::FxHashMap<Label, Val>| {
             if q == d.t {
                 d.e
             } else if q == d.copy {
@@ -1454,9 +1459,9 @@ impl ResidualFunction {
             }
         };
         match preds[b].as_slice() {
-            _ if b == 0 => {
+            _ if b == Label::ENTRY => {
                 // Reached without passing either definition.
-                debug_assert!(false, "v{} used where its block {} does not dominate", d.e.0, d.t);
+                debug_assert!(false, "{:?} used where its block {:?} does not dominate", d.e, d.t);
                 d.e
             }
             [] => d.e,
@@ -1466,14 +1471,13 @@ impl ResidualFunction {
                 v
             }
             _ => {
-                let phi = Val(self.vals.len() as u32);
-                self.vals.push(self.vals[d.e.0 as usize]);
+                let phi = self.vals.push(self.vals[d.e]);
                 self.blocks[b].params.push(phi);
                 at_start.insert(b, phi);
                 for &q in &preds[b] {
                     let v = at_end(self, q, at_start);
                     if let Some(term) = &mut self.blocks[q].term {
-                        term.push_arg_to(Label(b as u32), v);
+                        term.push_arg_to(b, v);
                     }
                 }
                 phi
@@ -1486,8 +1490,8 @@ impl ResidualFunction {
 /// `t`, `e_copy` in block `copy`.
 struct Defs {
     e: Val,
-    t: usize,
-    copy: usize,
+    t: Label,
+    copy: Label,
     e_copy: Val,
 }
 
@@ -1538,12 +1542,12 @@ impl ResidualBuilder {
                 name: name.to_string(),
                 inputs: inputs.to_vec(),
                 outputs: outputs.to_vec(),
-                vals: vec![],
-                blocks: vec![RBlock::default()],
+                vals: PrimaryMap::new(),
+                blocks: PrimaryMap::from(vec![RBlock::default()]),
                 switches: vec![],
                 pieces: None,
             },
-            cur: Some(Label(0)),
+            cur: Some(Label::ENTRY),
             ops: 0,
             exec: false,
             addrs: Default::default(),
@@ -1552,24 +1556,23 @@ impl ResidualBuilder {
         };
         for t in inputs {
             let v = b.new_val(*t);
-            b.f.blocks[0].params.push(v);
+            b.f.blocks[Label::ENTRY].params.push(v);
         }
         b
     }
 
     fn new_val(&mut self, ty: ValTy) -> Val {
-        self.f.vals.push(ty);
-        Val(self.f.vals.len() as u32 - 1)
+        self.f.vals.push(ty)
     }
 
     /// The entry block's parameters.
     pub fn inputs(&self) -> &[Val] {
-        &self.f.blocks[0].params
+        &self.f.blocks[Label::ENTRY].params
     }
 
     /// The type of a value.
     pub fn ty(&self, v: Val) -> ValTy {
-        self.f.vals[v.0 as usize]
+        self.f.vals[v]
     }
 
     /// Residual instructions recorded so far.
@@ -1595,7 +1598,7 @@ impl ResidualBuilder {
     fn push(&mut self, inst: Inst) {
         let l = self.cur.expect("emitting into a terminated block");
         self.ops += 1;
-        self.f.blocks[l.0 as usize].insts.push(inst);
+        self.f.blocks[l].insts.push(inst);
     }
 
     fn push_def(&mut self, ty: ValTy, make: impl FnOnce(Val) -> Inst) -> Val {
@@ -1656,8 +1659,7 @@ impl ResidualBuilder {
     /// A new label with parameters of the given types (not current).
     pub fn new_label(&mut self, params: &[ValTy]) -> (Label, Vec<Val>) {
         let vals: Vec<Val> = params.iter().map(|t| self.new_val(*t)).collect();
-        self.f.blocks.push(RBlock { params: vals.clone(), insts: vec![], term: None });
-        (Label(self.f.blocks.len() as u32 - 1), vals)
+        (self.f.blocks.push(RBlock { params: vals.clone(), insts: vec![], term: None }), vals)
     }
 
     /// If the current block has recorded nothing and `args` (of types
@@ -1666,14 +1668,14 @@ impl ResidualBuilder {
     /// ([`ResidualBuilder::args_at`]) is then the same as continuing here.
     pub fn forwarding_params(&self, args: &[Val], tys: &[ValTy]) -> Option<(Label, Vec<u32>)> {
         let l = self.cur?;
-        let blk = &self.f.blocks[l.0 as usize];
-        if l.0 == 0 || !blk.insts.is_empty() || args.len() != tys.len() {
+        let blk = &self.f.blocks[l];
+        if l == Label::ENTRY || !blk.insts.is_empty() || args.len() != tys.len() {
             return None;
         }
         let mut perm = Vec::with_capacity(args.len());
         for (a, t) in args.iter().zip(tys) {
             let p = blk.params.iter().position(|p| p == a)? as u32;
-            if perm.contains(&p) || self.f.vals[a.0 as usize] != *t {
+            if perm.contains(&p) || self.f.vals[*a] != *t {
                 return None;
             }
             perm.push(p);
@@ -1685,17 +1687,17 @@ impl ResidualBuilder {
     /// `perm` among its parameters; the others get zeros (the code there
     /// no longer reads them).
     pub fn args_at(&mut self, l: Label, perm: &[u32], args: &[Val]) -> Vec<Val> {
-        let params = self.f.blocks[l.0 as usize].params.clone();
+        let params = self.f.blocks[l].params.clone();
         let mut out: Vec<Option<Val>> = vec![None; params.len()];
         for (&p, a) in perm.iter().zip(args) {
             out[p as usize] = Some(*a);
         }
-        params.iter().zip(out).map(|(p, a)| a.unwrap_or_else(|| self.konst(self.f.vals[p.0 as usize], 0))).collect()
+        params.iter().zip(out).map(|(p, a)| a.unwrap_or_else(|| self.konst(self.f.vals[*p], 0))).collect()
     }
 
     /// Where the next instruction goes: the current block and its length.
     pub fn mark(&self) -> Option<(Label, usize)> {
-        self.cur.map(|l| (l, self.f.blocks[l.0 as usize].insts.len()))
+        self.cur.map(|l| (l, self.f.blocks[l].insts.len()))
     }
 
     /// Moves the instructions of terminated block `l` from index `at` on,
@@ -1703,9 +1705,9 @@ impl ResidualBuilder {
     /// returns; `l` is current again, open at its end.
     pub fn split_block(&mut self, l: Label, at: usize) -> Label {
         let (rest, _) = self.new_label(&[]);
-        let blk = &mut self.f.blocks[l.0 as usize];
+        let blk = &mut self.f.blocks[l];
         let (insts, term) = (blk.insts.split_off(at), blk.term.take());
-        let moved = &mut self.f.blocks[rest.0 as usize];
+        let moved = &mut self.f.blocks[rest];
         (moved.insts, moved.term) = (insts, term);
         self.cur = Some(l);
         rest
@@ -1725,8 +1727,8 @@ impl ResidualBuilder {
             }
             v
         };
-        for (i, b) in self.f.blocks.iter_mut().enumerate() {
-            if !in_block(Label(i as u32)) {
+        for (l, b) in self.f.blocks.iter_mut() {
+            if !in_block(l) {
                 continue;
             }
             for inst in &mut b.insts {
@@ -1745,7 +1747,7 @@ impl ResidualBuilder {
 
     fn terminate(&mut self, t: Terminator) {
         let l = self.cur.take().expect("terminating a terminated block");
-        self.f.blocks[l.0 as usize].term = Some(t);
+        self.f.blocks[l].term = Some(t);
     }
 
     /// Ends the current block with a jump.
@@ -1783,13 +1785,14 @@ impl ResidualBuilder {
     /// The finished function, simplified. Blocks left open are an error exit
     /// (they cannot be reached by a complete compilation).
     pub fn finish(mut self) -> ResidualFunction {
-        for b in &mut self.f.blocks {
+        for b in self.f.blocks.values_mut() {
             if b.term.is_none() && (!b.insts.is_empty() || !b.params.is_empty()) {
                 b.term = Some(Terminator::Error(ErrorKind::Abort(u32::MAX)));
             }
         }
-        if self.f.blocks[0].term.is_none() {
-            self.f.blocks[0].term = Some(Terminator::Error(ErrorKind::Abort(u32::MAX)));
+        let entry = &mut self.f.blocks[Label::ENTRY];
+        if entry.term.is_none() {
+            entry.term = Some(Terminator::Error(ErrorKind::Abort(u32::MAX)));
         }
         self.f.simplify();
         self.f
@@ -1815,14 +1818,14 @@ pub fn listing(f: &ResidualFunction) -> String {
     }
     let v = |x: &Val| match number.get(x) {
         Some(n) => format!("v{n}"),
-        None => format!("?{}", x.0),
+        None => format!("?{}", x.index()),
     };
     let vs = |xs: &[Val]| xs.iter().map(v).collect::<Vec<_>>().join(", ");
-    let target = |(l, args): &(Label, Vec<Val>)| format!("L{}({})", l.0, vs(args));
+    let target = |(l, args): &(Label, Vec<Val>)| format!("L{}({})", l.index(), vs(args));
     let mut out = String::new();
     for (l, b) in f.live_blocks() {
-        let params: Vec<String> = b.params.iter().map(|p| format!("{}: {}", v(p), f.vals[p.0 as usize])).collect();
-        let name = if l.0 == 0 { "entry".to_string() } else { format!("L{}", l.0) };
+        let params: Vec<String> = b.params.iter().map(|p| format!("{}: {}", v(p), f.vals[*p])).collect();
+        let name = if l == Label::ENTRY { "entry".to_string() } else { format!("L{}", l.index()) };
         let _ = writeln!(out, "{name}({}):", params.join(", "));
         for i in &b.insts {
             let line = match i {

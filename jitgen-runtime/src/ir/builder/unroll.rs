@@ -30,7 +30,7 @@
 //! would all have passed. Errors (checked arithmetic, bounds checks) leave
 //! at the same turn as before.
 
-use super::{Inst, Label, RBlock, ResidualFunction, Terminator, Val};
+use super::{EntityRef, Inst, Label, RBlock, ResidualFunction, Terminator, Val};
 use crate::ir::ops::{BinOp, CmpOp, Overflow, ValTy};
 use rustc_hash::FxHashMap;
 
@@ -63,17 +63,16 @@ impl ResidualFunction {
                 }
             }
         }
-        for b in 1..self.blocks.len() {
+        for b in self.blocks.keys().skip(1) {
             if let Some(c) = self.counted_loop(b, &consts) {
                 self.unroll(b, &c, &mut consts);
             }
         }
     }
 
-    fn counted_loop(&self, b: usize, consts: &FxHashMap<Val, u64>) -> Option<Counted> {
-        let blk = &self.blocks[b];
+    fn counted_loop(&self, me: Label, consts: &FxHashMap<Val, u64>) -> Option<Counted> {
+        let blk = &self.blocks[me];
         let Some(Terminator::Branch { cond, if_true, if_false }) = &blk.term else { return None };
-        let me = Label(b as u32);
         let (on_true, next) = match (if_true.0 == me, if_false.0 == me) {
             (true, false) => (true, &if_true.1),
             (false, true) => (false, &if_false.1),
@@ -150,20 +149,17 @@ impl ResidualFunction {
     }
 
     fn fresh(&mut self, like: Val) -> Val {
-        let v = Val(self.vals.len() as u32);
-        self.vals.push(self.vals[like.0 as usize]);
-        v
+        self.vals.push(self.vals[like])
     }
 
     fn fresh_of(&mut self, ty: ValTy) -> Val {
-        let v = Val(self.vals.len() as u32);
-        self.vals.push(ty);
-        v
+        self.vals.push(ty)
     }
 
-    fn unroll(&mut self, b: usize, c: &Counted, consts: &mut FxHashMap<Val, u64>) {
-        let me = Label(b as u32);
-        let (g, u, t) = (self.blocks.len(), self.blocks.len() + 1, self.blocks.len() + 2);
+    fn unroll(&mut self, me: Label, c: &Counted, consts: &mut FxHashMap<Val, u64>) {
+        let b = me;
+        let next_label = |k: usize| Label::new(self.blocks.len() + k);
+        let (g, u, t) = (next_label(0), next_label(1), next_label(2));
         // Values of the loop used after it (by its exit, which had only it
         // as predecessor) now have a second definition: in the last turn
         // of U, for the way out through T.
@@ -173,16 +169,16 @@ impl ResidualFunction {
         };
         let escaping = self.used_outside(b, &defs);
         // The loop's other ways in now pass the guard.
-        for (i, blk) in self.blocks.iter_mut().enumerate() {
+        for (i, blk) in self.blocks.iter_mut() {
             if i == b {
                 continue;
             }
             match &mut blk.term {
-                Some(Terminator::Jump(l, _)) if *l == me => *l = Label(g as u32),
+                Some(Terminator::Jump(l, _)) if *l == me => *l = g,
                 Some(Terminator::Branch { if_true, if_false, .. }) => {
                     for (l, _) in [if_true, if_false] {
                         if *l == me {
-                            *l = Label(g as u32);
+                            *l = g;
                         }
                     }
                 }
@@ -222,11 +218,12 @@ impl ResidualFunction {
         ];
         let mut with_limit = gp.clone();
         with_limit.push(limit);
-        self.blocks.push(RBlock {
+        let made = self.blocks.push(RBlock {
             params: gp.clone(),
             insts: guard,
-            term: Some(Terminator::Branch { cond: go, if_true: (Label(u as u32), with_limit), if_false: (me, gp) }),
+            term: Some(Terminator::Branch { cond: go, if_true: (u, with_limit), if_false: (me, gp) }),
         });
+        debug_assert_eq!(made, g);
 
         // U: the turns.
         let mut up_params: Vec<Val> = orig.params.iter().map(|p| self.fresh(*p)).collect();
@@ -294,14 +291,13 @@ impl ResidualFunction {
         let mut again_args = after.clone();
         again_args.push(u_limit);
         up_params.push(u_limit);
-        let u_term = Terminator::Branch {
-            cond: again,
-            if_true: (Label(u as u32), again_args),
-            if_false: (Label(t as u32), vec![]),
-        };
+        let u_term = Terminator::Branch { cond: again, if_true: (u, again_args), if_false: (t, vec![]) };
         let repairs: Vec<(Val, Val)> = escaping.iter().map(|e| (*e, last(*e))).collect();
-        self.blocks.push(RBlock { params: up_params, insts, term: Some(u_term) });
-        self.blocks.push(RBlock { params: vec![], insts: vec![], term: Some(term_t) });
+        let made = (
+            self.blocks.push(RBlock { params: up_params, insts, term: Some(u_term) }),
+            self.blocks.push(RBlock { params: vec![], insts: vec![], term: Some(term_t) }),
+        );
+        debug_assert_eq!(made, (u, t));
         if !repairs.is_empty() {
             let preds = self.pred_lists();
             for (e, e_last) in repairs {
