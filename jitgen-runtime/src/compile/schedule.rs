@@ -66,7 +66,7 @@
 //!
 //! ## Entry promotion and jump threading
 //!
-//! *Entry promotion of loop-invariant divisors* (`schedule.rs`, `builder.rs`, the
+//! *Entry promotion of loop-invariant divisors* (`schedule.rs`, `ir/function.rs`, the
 //! portal's generated compile function). A hardware division costs 20-40 cycles; by a
 //! constant, Cranelift makes it a multiplication. The portal's hook gathers the inputs
 //! of residual code before it compiles and hands them to the compile function. After

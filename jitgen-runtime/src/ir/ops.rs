@@ -166,6 +166,9 @@ pub enum UnOp {
 }
 
 impl UnOp {
+    /// Every unary operation, in declaration order.
+    pub const ALL: [UnOp; 3] = [UnOp::Neg, UnOp::Not, UnOp::Abs];
+
     /// The name in listings.
     pub fn name(self) -> &'static str {
         match self {
@@ -189,6 +192,9 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// Every comparison, in declaration order.
+    pub const ALL: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
+
     /// The name in listings.
     pub fn name(self) -> &'static str {
         match self {

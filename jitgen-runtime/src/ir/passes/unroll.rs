@@ -30,7 +30,7 @@
 //! would all have passed. Errors (checked arithmetic, bounds checks) leave
 //! at the same turn as before.
 
-use super::{EntityRef, Inst, Label, RBlock, ResidualFunction, Terminator, Val};
+use crate::ir::function::{EntityRef, Inst, Label, RBlock, ResidualFunction, Terminator, Val};
 use crate::ir::ops::{BinOp, CmpOp, Overflow, ValTy};
 use rustc_hash::FxHashMap;
 
@@ -54,7 +54,7 @@ struct Counted {
 
 impl ResidualFunction {
     /// Unrolls each counted loop of one block (see the module doc).
-    pub(super) fn unroll_counted_loops(&mut self) {
+    pub fn unroll_counted_loops(&mut self) {
         let mut consts: FxHashMap<Val, u64> = FxHashMap::default();
         for (_, b) in self.live_blocks() {
             for i in &b.insts {

@@ -1,0 +1,85 @@
+//! Passes over a finished residual function, run by [`ResidualFunction::simplify`]
+//! before any backend sees it; one file per pass. Each is tested text in,
+//! text out: a listing parsed ([`crate::ir::listing::parse`]), the pass run,
+//! the listing printed (`jitgen-runtime/tests/passes.rs`).
+//!
+//! Residual code is recorded, not emitted directly, so the listing and the
+//! machine code come from the very same function. In order:
+//!
+//! 1. **Merging** (`merge.rs`): forwarding blocks (no instructions, a jump,
+//!    parameters used by that jump alone: a loop entered in mid-turn often
+//!    closes through one that reorders or copies its parameters) are jumped
+//!    over; a jump passing a constant to a block that only branches on it is
+//!    threaded; a block reached by one `jump` joins its predecessor. Labels
+//!    made at merge points that were never reached again disappear (`+-+`
+//!    lists as exactly add, sub, add).
+//! 2. **Propagation** (`propagate.rs`): parameters that every edge gives one
+//!    value become that value (a loop-invariant value is no loop parameter);
+//!    parameters that every edge gives equal values become one; operations
+//!    on constants and branches on them fold. Then merging again if it
+//!    changed anything. It runs on the merged function, which is much smaller
+//!    than the recorded one.
+//! 3. **Rotation** (`rotate.rs`): a loop whose back edge jumps into a small
+//!    block (at most [`MAX_COPIED_OPS`] operations) that jumps or branches on
+//!    gets a copy of that block for the back edge alone, which joins the back
+//!    edge's block: a loop entered in mid-turn no longer runs three blocks a
+//!    turn, and a `while` loop tests at its bottom. Copies end as their
+//!    originals do, so a copy may get a copy in turn. Where code after the
+//!    copied block used its values, SSA repair (on demand, in the manner of
+//!    Braun et al.'s SSA construction, 2013) gives it the original's or the
+//!    copy's value, through a new parameter where a block has several
+//!    predecessors; propagation then drops those that carry one value.
+//! 4. **Unrolling** (`unroll.rs`): a counted loop of one block runs
+//!    [`UNROLL_TURNS`] turns per jump behind a guard (see that module).
+//!
+//! Merging moves code into blocks made later, so label order is not
+//! dominance order: backends translate blocks in reverse postorder
+//! ([`ResidualFunction::blocks_in_dominance_order`]). Two more analyses steer
+//! the Cranelift backend's block layout: blocks that only lead out of the
+//! function ([`ResidualFunction::exit_paths`]: returns, errors, flexswitches
+//! and their miss paths) are cold and go last, and a branch whose true side
+//! continues the innermost loop ([`ResidualFunction::true_side_loops`]) is
+//! emitted inverted, so the loop's side falls through and a loop takes one
+//! jump per turn. `JITGEN_DUMP_CODE=dir` writes the machine code and the
+//! optimized CLIF.
+//!
+//! Architecture Invariant: residual code is SSA (every use dominated by its
+//! definition). Debug builds check it after `simplify`
+//! ([`ResidualFunction::check_dominance`]) and decline with the listing
+//! ("jitgen bug: residual code is not SSA"); the random TLC and TLR tests
+//! fail on such a decline, and on any compiler panic.
+//! Architecture Invariant: simplification keeps the order of effects and
+//! errors: the turns of an unrolled loop are turns the original would have
+//! run, in order, and only wrapping arithmetic is reassociated
+//! (`jitgen-runtime/tests/unroll.rs` runs unrolled loops against the loop
+//! taken one turn at a time, at the ends of the integer range).
+
+mod merge;
+mod propagate;
+mod rotate;
+mod unroll;
+
+pub use rotate::MAX_COPIED_OPS;
+pub use unroll::{MAX_UNROLLED_OPS, UNROLL_TURNS};
+
+use crate::ir::function::ResidualFunction;
+
+impl ResidualFunction {
+    /// Merges every block reached only by a `jump` from one predecessor into
+    /// that predecessor, and drops unreachable blocks: labels that exist only
+    /// because a merge point might have been reached again disappear. Then
+    /// [`ResidualFunction::propagate`] (on the smaller function), and again if it changed
+    /// anything, and loops are closed through small blocks. Last, counted
+    /// loops of one block are unrolled ([`UNROLL_TURNS`] turns per jump
+    /// behind a guard; see the `unroll` module).
+    pub fn simplify(&mut self) {
+        self.merge_blocks();
+        if self.propagate() {
+            self.merge_blocks();
+        }
+        if self.close_loops_through_small_blocks() && self.propagate() {
+            self.merge_blocks();
+        }
+        self.unroll_counted_loops();
+    }
+}

@@ -1,0 +1,360 @@
+//! The passes of residual code, text in, text out: each test parses a
+//! listing, runs one pass, and snapshots the listing after it
+//! (`UPDATE_EXPECT=1` rewrites the snapshots). Each also compiles the
+//! function before and after the pass and runs both on small inputs: a
+//! pass that changes what the function computes fails here even if its
+//! listing was accepted. And every listing the conformance suite prints
+//! parses back to itself.
+
+use expect_test::{expect, Expect};
+use jitgen_runtime::ir::function::ResidualFunction;
+use jitgen_runtime::ir::listing::{listing, parse, ListedCallback, ParseError};
+use jitgen_runtime::ops::ValTy;
+use jitgen_runtime::residual::{compile_host, ResidualError};
+
+fn parsed(text: &str) -> ResidualFunction {
+    parse(text, &[]).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// What a function returns for `inputs`: its outputs, or the error it
+/// leaves with.
+fn outcome(f: &ResidualFunction, inputs: &[u64]) -> Result<Vec<u64>, String> {
+    let code = compile_host(f).unwrap_or_else(|e| panic!("{e:?}\n{}", listing(f)));
+    match code.call_words(inputs) {
+        Ok(w) => Ok(w),
+        Err(ResidualError::Exit { kind, .. }) => Err(format!("{kind:?}")),
+        Err(e) => Err(format!("{e:?}")),
+    }
+}
+
+/// Every combination of a few small inputs (loops in these tests count up
+/// to an input, so each run is short).
+fn small_inputs(n: usize) -> Vec<Vec<u64>> {
+    let values = [0u64, 1, 2, 3, 7, 10];
+    let mut out = vec![vec![]];
+    for _ in 0..n {
+        out = out.into_iter().flat_map(|v| values.iter().map(move |x| [v.clone(), vec![*x]].concat())).collect();
+    }
+    out
+}
+
+/// Parses `input`, runs `pass` on it, checks that the result is SSA and
+/// computes what the input did on small inputs, and snapshots its listing.
+fn check(pass: fn(&mut ResidualFunction), input: &str, expect: Expect) {
+    let before = parsed(input);
+    assert_eq!(listing(&before), listing(&parsed(&listing(&before))), "the listing parses back to itself");
+    let mut after = before.clone();
+    pass(&mut after);
+    after.check_dominance().unwrap_or_else(|e| panic!("{e}\n{}", listing(&after)));
+    for inputs in small_inputs(before.inputs.len()) {
+        assert_eq!(outcome(&before, &inputs), outcome(&after, &inputs), "inputs {inputs:?}\n{}", listing(&after));
+    }
+    expect.assert_eq(&listing(&after));
+}
+
+#[test]
+fn every_conformance_listing_parses_back_to_itself() {
+    let text = include_str!("conformance.listings.txt");
+    let mut seen = 0;
+    for chunk in format!("\n{text}").split("\n# ").skip(1) {
+        let (name, body) = chunk.split_once('\n').unwrap();
+        let body = body.trim_end().to_string() + "\n";
+        let calls = [
+            ListedCallback { name: "add_one", func: noop, rets: &[ValTy::I64] },
+            ListedCallback { name: "explode", func: noop, rets: &[] },
+        ];
+        let f = parse(&body, &calls).unwrap_or_else(|e| panic!("{name}: {e}\n{body}"));
+        assert_eq!(listing(&f), body, "{name}");
+        seen += 1;
+    }
+    assert!(seen >= 8, "only {seen} listings");
+}
+
+unsafe extern "C" fn noop(_: *mut u64) -> u64 {
+    0
+}
+
+#[test]
+fn malformed_listings_are_refused_at_their_line() {
+    let err = |text: &str| parse(text, &[]).unwrap_err();
+    assert_eq!(
+        err("entry(v0: i64):\n    v1 = add.i64 v0, v9\n    return v1\n"),
+        ParseError { line: 2, message: "v9 is never defined".into() }
+    );
+    assert_eq!(err("entry(v0: i65):\n    return v0\n").message, "unknown type `i65`");
+    assert_eq!(err("entry():\n    jump L4()\n").message, "L4 is not a block of this listing");
+    assert_eq!(err("entry(v0: i64):\n    v1 = frob.i64 v0\n    return v1\n").message, "unknown operation `frob`");
+    assert_eq!(err("entry(v0: i64):\n    v1 = call f(v0)\n    return v1\n").message, "no callback named `f` given");
+    assert_eq!(err("entry(v0: i64):\n    v0 = const.i64 1\n    return v0\n").message, "v0 is defined twice");
+    assert_eq!(err("entry(v0: i64):\n    return v0\n    return v0\n").line, 3);
+    assert_eq!(err("L1():\n    return\n").message, "no entry block");
+    assert_eq!(err("entry():\n    v0 = const.i64 1\n").message, "block L0 has no terminator");
+    assert_eq!(err("entry():\n    error Abort(x)\n").message, "unknown error `Abort(x)`");
+}
+
+#[test]
+fn merging_jumps_over_forwarders_and_joins_single_predecessors() {
+    check(
+        ResidualFunction::merge_blocks,
+        "
+entry(v0: i64, v1: i64):
+    v2 = const.i64 0
+    jump L1(v2, v1)
+L1(v3: i64, v4: i64):
+    v5 = lt.i64 v3, v0
+    branch v5, L2(v3, v4), L4(v4)
+L2(v6: i64, v7: i64):
+    v8 = const.i64 1
+    v9 = add.i64 v6, v8
+    v10 = add.i64 v7, v6
+    jump L3(v10, v9)
+L3(v11: i64, v12: i64):
+    jump L1(v12, v11)
+L4(v13: i64):
+    jump L5(v13)
+L5(v14: i64):
+    return v14
+L6(v15: i64):
+    return v15
+",
+        expect![[r#"
+            entry(v0: i64, v1: i64):
+                v2 = const.i64 0
+                jump L1(v2, v1)
+            L1(v3: i64, v4: i64):
+                v5 = lt.i64 v3, v0
+                branch v5, L2(v3, v4), L5(v4)
+            L2(v6: i64, v7: i64):
+                v8 = const.i64 1
+                v9 = add.i64 v6, v8
+                v10 = add.i64 v7, v6
+                jump L1(v9, v10)
+            L5(v11: i64):
+                return v11
+        "#]],
+    );
+}
+
+#[test]
+fn propagation_replaces_single_valued_and_equal_parameters_and_folds_constants() {
+    check(
+        |f| {
+            f.propagate();
+        },
+        "
+entry(v0: i64):
+    v1 = const.i64 0
+    v2 = const.i64 3
+    jump L1(v1, v2, v0, v0)
+L1(v3: i64, v4: i64, v5: i64, v6: i64):
+    v7 = lt.i64 v3, v5
+    branch v7, L2(), L3()
+L2():
+    v8 = add.i64 v3, v4
+    v9 = const.bool true
+    branch v9, L1(v8, v4, v5, v6), L3()
+L3():
+    v10 = sub.i64 v6, v5
+    v11 = mul.i64 v4, v2
+    v12 = add.i64 v10, v11
+    return v12, v3
+",
+        expect![[r#"
+            entry(v0: i64):
+                v1 = const.i64 0
+                v2 = const.i64 3
+                jump L1(v1)
+            L1(v3: i64):
+                v4 = lt.i64 v3, v0
+                branch v4, L2(), L3()
+            L2():
+                v5 = add.i64 v3, v2
+                v6 = const.bool true
+                jump L1(v5)
+            L3():
+                v7 = sub.i64 v0, v0
+                v8 = const.i64 9
+                v9 = add.i64 v7, v8
+                return v9, v3
+        "#]],
+    );
+}
+
+/// A `while` loop: its test heads the loop, and the back edge jumps to it.
+const WHILE_LOOP: &str = "
+entry(v0: i64):
+    v1 = const.i64 0
+    jump L1(v1, v1)
+L1(v2: i64, v3: i64):
+    v4 = lt.i64 v2, v0
+    branch v4, L2(), L3()
+L2():
+    v5 = add.i64 v3, v2
+    v6 = const.i64 1
+    v7 = add.i64 v2, v6
+    jump L1(v7, v5)
+L3():
+    return v3
+";
+
+#[test]
+fn rotation_copies_a_loop_test_onto_the_back_edge() {
+    check(
+        |f| {
+            f.close_loops_through_small_blocks();
+        },
+        WHILE_LOOP,
+        expect![[r#"
+            entry(v0: i64):
+                v1 = const.i64 0
+                jump L1(v1, v1)
+            L1(v2: i64, v3: i64):
+                v4 = lt.i64 v2, v0
+                branch v4, L2(v2, v3), L3(v3)
+            L2(v5: i64, v6: i64):
+                v7 = add.i64 v6, v5
+                v8 = const.i64 1
+                v9 = add.i64 v5, v8
+                v10 = lt.i64 v9, v0
+                branch v10, L2(v9, v7), L3(v7)
+            L3(v11: i64):
+                return v11
+        "#]],
+    );
+}
+
+#[test]
+fn unrolling_runs_a_counted_loop_four_turns_per_jump_behind_a_guard() {
+    check(
+        ResidualFunction::unroll_counted_loops,
+        "
+entry(v0: i64):
+    v1 = const.i64 0
+    jump L1(v1, v1)
+L1(v2: i64, v3: i64):
+    v4 = add.i64 v3, v2
+    v5 = const.i64 1
+    v6 = add.i64 v2, v5
+    v7 = lt.i64 v6, v0
+    branch v7, L1(v6, v4), L2()
+L2():
+    return v4
+",
+        expect![[r#"
+            entry(v0: i64):
+                v1 = const.i64 0
+                jump L3(v1, v1)
+            L1(v2: i64, v3: i64):
+                v4 = add.i64 v3, v2
+                v5 = const.i64 1
+                v6 = add.i64 v2, v5
+                v7 = lt.i64 v6, v0
+                branch v7, L1(v6, v4), L2(v4)
+            L2(v8: i64):
+                return v8
+            L3(v9: i64, v10: i64):
+                v11 = const.i64 3
+                v12 = sub.i64 v0, v11
+                v13 = lt.i64 v12, v0
+                v14 = lt.i64 v9, v12
+                v15 = and.bool v13, v14
+                branch v15, L4(v9, v10, v12), L1(v9, v10)
+            L4(v16: i64, v17: i64, v18: i64):
+                v19 = const.i64 1
+                v20 = add.i64 v16, v19
+                v21 = add.i64 v16, v20
+                v22 = const.i64 2
+                v23 = add.i64 v16, v22
+                v24 = add.i64 v21, v23
+                v25 = const.i64 3
+                v26 = add.i64 v16, v25
+                v27 = add.i64 v24, v26
+                v28 = add.i64 v17, v27
+                v29 = const.i64 4
+                v30 = add.i64 v16, v29
+                v31 = lt.i64 v30, v0
+                v32 = lt.i64 v30, v18
+                branch v32, L4(v30, v28, v18), L5()
+            L5():
+                branch v31, L1(v30, v28), L2(v28)
+        "#]],
+    );
+}
+
+#[test]
+fn simplification_rotates_then_unrolls_a_while_loop() {
+    check(
+        ResidualFunction::simplify,
+        WHILE_LOOP,
+        expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 0
+            v2 = lt.i64 v1, v0
+            branch v2, L5(v1, v1), L3(v1)
+        L2(v3: i64, v4: i64):
+            v5 = add.i64 v4, v3
+            v6 = const.i64 1
+            v7 = add.i64 v3, v6
+            v8 = lt.i64 v7, v0
+            branch v8, L2(v7, v5), L3(v5)
+        L3(v9: i64):
+            return v9
+        L5(v10: i64, v11: i64):
+            v12 = const.i64 3
+            v13 = sub.i64 v0, v12
+            v14 = lt.i64 v13, v0
+            v15 = lt.i64 v10, v13
+            v16 = and.bool v14, v15
+            branch v16, L6(v10, v11, v13), L2(v10, v11)
+        L6(v17: i64, v18: i64, v19: i64):
+            v20 = const.i64 1
+            v21 = add.i64 v17, v20
+            v22 = add.i64 v17, v21
+            v23 = const.i64 2
+            v24 = add.i64 v17, v23
+            v25 = add.i64 v22, v24
+            v26 = const.i64 3
+            v27 = add.i64 v17, v26
+            v28 = add.i64 v25, v27
+            v29 = add.i64 v18, v28
+            v30 = const.i64 4
+            v31 = add.i64 v17, v30
+            v32 = lt.i64 v31, v0
+            v33 = lt.i64 v31, v19
+            branch v33, L6(v31, v29, v19), L7()
+        L7():
+            branch v32, L2(v31, v29), L3(v29)
+    "#]],
+    );
+}
+
+#[test]
+fn a_flexswitch_and_errors_survive_the_round_trip() {
+    let text = "entry(v0: i64, v1: u8):
+    v2 = const.u8 255
+    v3 = add_checked.u8 v1, v2
+    v4 = cast.u8.i64 v3
+    v5 = const.i64 -7
+    v6 = div_checked.i64 v0, v5
+    v7 = neg_checked.i64 v6
+    v8 = const.f64 -0.5
+    v9 = const.bool false
+    v10 = const.ptr 0x1000
+    v11 = load.i64 v10+-8
+    store.u8 v10+16, v3
+    bounds_check v4, v0
+    branch v9, L1(), L2()
+L1():
+    flexswitch v7 [live v0, v8] #0
+L2():
+    branch v9, L3(), L4()
+L3():
+    error Overflow(Mul)
+L4():
+    error Abort(3)
+";
+    let f = parsed(text);
+    assert_eq!(listing(&f), text);
+    assert_eq!(f.inputs, [ValTy::I64, ValTy::U8]);
+    assert_eq!(f.switches.len(), 1);
+}
