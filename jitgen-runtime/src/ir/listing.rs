@@ -304,6 +304,9 @@ fn split_top(s: &str) -> Vec<&str> {
     out
 }
 
+/// A block's parameters: names and types.
+type Params<'t> = Vec<(&'t str, ValTy)>;
+
 struct Parser<'a, 't> {
     calls: &'a [ListedCallback<'a>],
     names: HashMap<&'t str, Val>,
@@ -352,7 +355,7 @@ impl<'t> Parser<'_, 't> {
     }
 
     /// `NAME(v0: ty, ..)` of a block header.
-    fn header(&self, head: &'t str) -> Result<(Label, Vec<(&'t str, ValTy)>), ParseError> {
+    fn header(&self, head: &'t str) -> Result<(Label, Params<'t>), ParseError> {
         let (name, params) = head.split_once('(').ok_or_else(|| self.err("a block header: NAME(PARAMS):".into()))?;
         let params = params.strip_suffix(')').ok_or_else(|| self.err("a block header: NAME(PARAMS):".into()))?;
         let params = split_top(params)

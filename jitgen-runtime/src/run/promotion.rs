@@ -23,7 +23,7 @@
 //!
 //! ## Promotion in detail
 //!
-//! **Promotion** (`promotion.rs`, `schedule.rs`). A block may end with
+//! **Promotion** (`promotion.rs`, `compile/schedule/resume.rs`). A block may end with
 //! `Terminator::FlexSwitch { value, live, switch }`. Its cases are separate residual
 //! functions compiled when a value is first seen: residual functions use Cranelift's
 //! `tail` convention (Rust enters them through a SystemV trampoline compiled once per

@@ -1,0 +1,177 @@
+//! The known fields of memory ([`crate::compile::state::Fact`]: a value
+//! loaded or stored at an address the compiler can name again) that a merge
+//! point keeps. A state's facts are described relative to the state
+//! ([`FactDesc`]: root and index as its reds, constants or earlier facts),
+//! so that two arrivals at one key can be compared; a version keeps the
+//! facts whose values are parameters of its label, a widened version the
+//! facts that every arrival had, and a jump to a version passes the values
+//! of the facts it keeps.
+
+use crate::compile::redbox::RedBox;
+use crate::compile::state::Fact;
+use crate::ir::builder::{ResidualBuilder, SymAddr, Val};
+use crate::ir::ops::ValTy;
+
+/// Where a known field's root or index comes from at a merge point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FactRef {
+    /// A red of the state (by position in [`JitState::core_reds`]).
+    Core(usize),
+    /// The value of an earlier known field.
+    Fact(usize),
+    /// A constant.
+    Const(RedBox),
+}
+
+/// What a known field holds at a merge point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FactVal {
+    Const(RedBox),
+    /// The state's red at this position (the value, or its widening).
+    Core(usize),
+    /// A parameter of the merge point's label, of this type.
+    Var(ValTy),
+}
+
+/// A known field ([`crate::compile::state::Fact`]) at a merge point, its values
+/// named by where they are in the state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct FactDesc {
+    pub(super) root: FactRef,
+    pub(super) index: Option<(FactRef, u64)>,
+    pub(super) offset: i64,
+    pub(super) ty: ValTy,
+    pub(super) class: u32,
+    pub(super) field: i32,
+    pub(super) value: FactVal,
+}
+
+impl FactDesc {
+    /// Whether this is the field `other` is, with `other`'s root and index
+    /// named as `root` and `index` are.
+    fn is_at(&self, root: FactRef, index: Option<(FactRef, u64)>, other: &FactDesc) -> bool {
+        self.root == root
+            && self.index == index
+            && (self.offset, self.ty, self.class, self.field) == (other.offset, other.ty, other.class, other.field)
+    }
+}
+
+/// The known fields of a state that a merge point can keep (those whose
+/// root and index are reds of the state, constants or values of earlier
+/// kept fields), with their values.
+pub(super) fn describe_facts(b: &ResidualBuilder, known: &[Fact], core: &[RedBox]) -> Vec<(FactDesc, RedBox)> {
+    let mut out: Vec<(FactDesc, RedBox)> = vec![];
+    for f in known {
+        let refer = |r: &RedBox, out: &[(FactDesc, RedBox)]| -> Option<FactRef> {
+            if r.is_const() {
+                return Some(FactRef::Const(*r));
+            }
+            if let Some(j) = core.iter().position(|c| c == r) {
+                return Some(FactRef::Core(j));
+            }
+            out.iter().position(|(_, v)| v == r).map(FactRef::Fact)
+        };
+        let Some(root) = refer(&f.at.root, &out) else { continue };
+        let index = match f.at.index {
+            None => None,
+            Some((i, stride)) => match refer(&i, &out) {
+                Some(r) => Some((r, stride)),
+                None => continue,
+            },
+        };
+        let value = if f.value.is_const() {
+            FactVal::Const(f.value)
+        } else if let Some(j) = core.iter().position(|c| *c == f.value || b.unwiden(c) == f.value) {
+            FactVal::Core(j)
+        } else {
+            FactVal::Var(f.value.ty())
+        };
+        let desc = FactDesc { root, index, offset: f.at.offset, ty: f.ty, class: f.class, field: f.field, value };
+        out.push((desc, f.value));
+    }
+    out
+}
+
+/// For each known field of a version, the state's known field it is
+/// (same place, value covered), or `None` if the state lacks one.
+pub(super) fn match_facts(want: &[FactDesc], have: &[(FactDesc, RedBox)]) -> Option<Vec<usize>> {
+    let mut map: Vec<usize> = Vec::with_capacity(want.len());
+    for d in want {
+        let remap = |r: FactRef| match r {
+            FactRef::Fact(m) => FactRef::Fact(map[m]),
+            other => other,
+        };
+        let (root, index) = (remap(d.root), d.index.map(|(i, s)| (remap(i), s)));
+        let k = have.iter().position(|(e, v)| {
+            e.is_at(root, index, d)
+                && match d.value {
+                    FactVal::Var(t) => v.ty() == t,
+                    other => e.value == other,
+                }
+        })?;
+        map.push(k);
+    }
+    Some(map)
+}
+
+/// The known fields of a widened version: those of `prev` that the state
+/// also knows, their values run-time where the two differ.
+pub(super) fn widen_facts(prev: &[FactDesc], have: &[(FactDesc, RedBox)]) -> Vec<FactDesc> {
+    let mut out: Vec<FactDesc> = vec![];
+    // The state's fact for each of `prev`'s, and the kept fact for each of the state's.
+    let mut in_have: Vec<Option<usize>> = vec![];
+    let mut in_out: Vec<Option<usize>> = vec![None; have.len()];
+    for d in prev {
+        let to_have = |r: FactRef| match r {
+            FactRef::Fact(m) => in_have[m].map(FactRef::Fact),
+            other => Some(other),
+        };
+        let index = match d.index {
+            None => Some(None),
+            Some((i, s)) => to_have(i).map(|r| Some((r, s))),
+        };
+        let k = match (to_have(d.root), index) {
+            (Some(root), Some(index)) => have.iter().position(|(e, _)| e.is_at(root, index, d)),
+            _ => None,
+        };
+        in_have.push(k);
+        let Some(k) = k else { continue };
+        let (e, v) = &have[k];
+        let to_out = |r: FactRef| match r {
+            FactRef::Fact(j) => FactRef::Fact(in_out[j].expect("a root kept before")),
+            other => other,
+        };
+        let value = if e.value == d.value { d.value } else { FactVal::Var(v.ty()) };
+        out.push(FactDesc { root: to_out(e.root), index: e.index.map(|(i, s)| (to_out(i), s)), value, ..d.clone() });
+        in_out[k] = Some(out.len() - 1);
+    }
+    out
+}
+
+/// The known fields of a version, made of the label's reds (`core`) and
+/// parameters.
+pub(super) fn rebuild_facts(descs: &[FactDesc], core: &[RedBox], params: &mut impl Iterator<Item = Val>) -> Vec<Fact> {
+    let mut out: Vec<Fact> = vec![];
+    for d in descs {
+        let get = |r: FactRef, out: &[Fact]| match r {
+            FactRef::Core(j) => core[j],
+            FactRef::Fact(m) => out[m].value,
+            FactRef::Const(c) => c,
+        };
+        let root = get(d.root, &out);
+        let index = d.index.map(|(i, s)| (get(i, &out), s));
+        let value = match d.value {
+            FactVal::Const(c) => c,
+            FactVal::Core(j) => core[j],
+            FactVal::Var(ty) => RedBox::Var { ty, val: params.next().expect("one parameter per run-time field") },
+        };
+        out.push(Fact {
+            at: SymAddr { root, index, offset: d.offset },
+            ty: d.ty,
+            class: d.class,
+            field: d.field,
+            value,
+        });
+    }
+    out
+}

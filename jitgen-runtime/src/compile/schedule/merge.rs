@@ -1,0 +1,282 @@
+//! Merge points and their versions.
+//!
+//! [`Compilation::merge`] at the entry of a join block freezes the state into
+//! its key (the frames' function, block and greens) and the shape of its reds
+//! (each a constant, or a run-time value). If a compiled version of that key
+//! covers the shape (each red the same constant, or a run-time value there),
+//! the path jumps to it and ends. Otherwise a new version is made:
+//!
+//! - at a forward join it keeps its constants (up to `max_versions`), so that
+//!   facts such as an enum's tag survive the join;
+//! - at a loop head the first two shapes are kept exact (the first turn of a
+//!   loop often differs from the steady state: a stack slot written during
+//!   the turn is a constant from the second turn on), and a third is widened
+//!   against the most general version so far: reds that differ become
+//!   run-time values, and the known fields ([`super::facts`]) are intersected;
+//! - [`MergeKind::LoopHeadGeneral`] makes every red a run-time value at the
+//!   first arrival.
+//!
+//! The last version that keeps constants keeps only those that every version
+//! so far and its own state agree on (an enum tag that never varied stays
+//! constant: making it a run-time value would compile every case of every
+//! `match` on it); after it comes the fully general version, which covers
+//! every later arrival.
+//!
+//! A version gets a label whose parameters are its run-time reds, and the
+//! path continues there. When the current block has recorded nothing since
+//! it began and its parameters hold every value the new version passes (two
+//! merge points in a row with no operation between them: TLC's PICK, PUSH,
+//! POP), that block is the version's label too, and the version keeps where
+//! its values sit among the block's parameters (`Version::perm`; a jump to it
+//! passes zeros for the others, which the code after it no longer reads). It
+//! is the same code either way: what the extension did between the two merge
+//! points depended only on the first one's key and shape. Values reach a
+//! label only as its parameters, so SSA dominance holds by construction.
+
+use crate::compile::redbox::RedBox;
+use crate::compile::state::{Frame, JitState};
+use crate::ir::builder::{Label, Val};
+use crate::ir::ops::{ErrorKind, ValTy};
+
+use super::facts::{describe_facts, match_facts, rebuild_facts, widen_facts, FactDesc, FactVal};
+use super::{Compilation, MergeKind};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Shape {
+    Const(ValTy, u64),
+    Var(ValTy),
+    /// The same run-time value as the red at this earlier position (a copy:
+    /// one parameter serves both, so facts about one hold for the other).
+    Same(usize),
+}
+
+impl Shape {
+    fn covers(&self, r: &RedBox) -> bool {
+        match (self, r) {
+            (Shape::Var(t), r) => *t == r.ty(),
+            (Shape::Const(t, c), RedBox::Const { ty, bits }) => t == ty && c == bits,
+            _ => false,
+        }
+    }
+}
+
+/// Whether a version of this shape covers a state with these reds.
+pub(super) fn shape_covers(shape: &[Shape], reds: &[RedBox]) -> bool {
+    shape.len() == reds.len()
+        && shape.iter().zip(reds).all(|(s, r)| match s {
+            Shape::Same(j) => reds[*j] == *r,
+            s => s.covers(r),
+        })
+}
+
+/// The exact shape of these reds: constants kept, copies of a run-time
+/// value marked as such.
+pub(super) fn exact_shape(reds: &[RedBox]) -> Vec<Shape> {
+    // The run-time values seen so far, with their first position.
+    let mut seen: Vec<(Val, usize)> = Vec::with_capacity(reds.len());
+    reds.iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            RedBox::Const { ty, bits } => Shape::Const(*ty, *bits),
+            RedBox::Var { ty, val } => match seen.iter().find(|(v, _)| v == val) {
+                Some(&(_, j)) => Shape::Same(j),
+                None => {
+                    seen.push((*val, i));
+                    Shape::Var(*ty)
+                }
+            },
+        })
+        .collect()
+}
+
+pub(super) struct Version {
+    pub(super) label: Label,
+    /// For a label made for an earlier version (see `Compilation::merge`):
+    /// the position among its parameters of each value this version passes.
+    pub(super) perm: Option<Vec<u32>>,
+    pub(super) shape: Vec<Shape>,
+    /// The fields this version knows (its label's last parameters are
+    /// their run-time values).
+    pub(super) facts: Vec<FactDesc>,
+}
+
+impl<F: Frame> Compilation<F> {
+    /// A merge point: returns the state to continue with (its red boxes now
+    /// the label's parameters and the constants kept), or `None` when the path
+    /// jumped to existing code or the compilation is over budget.
+    pub fn merge(&mut self, mut st: JitState<F>, kind: MergeKind) -> Option<JitState<F>> {
+        if self.b.exec {
+            return Some(st);
+        }
+        if let Some(defer) = self.deferring() {
+            if !self.over_budget() {
+                if let Some(f) = st.frames.last_mut() {
+                    f.unmerge();
+                }
+                defer(self, st);
+                return None;
+            }
+        }
+        if self.over_budget() {
+            if self.b.is_open() {
+                self.b.error_exit(ErrorKind::Abort(u32::MAX));
+            }
+            return None;
+        }
+        self.stats.merges += 1;
+        st.sync_facts(&self.b);
+        st.normalize();
+        let mut key = st.key();
+        if !st.heap.objects.is_empty() && !self.versions.contains_key(&key) {
+            // Code already exists for this state with its objects real: the
+            // virtual objects are forced here, at the merge, and share it.
+            if self.versions.contains_key(&st.forced_key()) {
+                self.stats.forced_at_merges += 1;
+                st.force_all(&mut self.b);
+                key = st.key();
+            }
+        }
+        let reds = st.core_reds();
+        let facts = describe_facts(&self.b, &st.known, &reds);
+        if self.entry_key.is_none() {
+            self.entry_key = Some(key.clone());
+        }
+        // One lookup: the versions are borrowed until the new one is pushed
+        // (keys are long; hashing and comparing them again showed up).
+        let versions = self.versions.entry(key).or_default();
+        // The first version of a merge point is often made on a path that
+        // knows fewer fields than later ones (a loop entered in mid-turn, by
+        // a flexswitch's case): one more, exact version keeps what they know.
+        let one_more = versions.len() == 1;
+        let found = versions.iter().find_map(|v| {
+            if !shape_covers(&v.shape, &reds) || one_more && v.facts.len() < facts.len() {
+                return None;
+            }
+            match_facts(&v.facts, &facts).map(|m| (v, m))
+        });
+        if let Some((v, map)) = found {
+            let label = v.label;
+            let mut passed: Vec<RedBox> =
+                v.shape.iter().zip(&reds).filter(|(s, _)| matches!(s, Shape::Var(_))).map(|(_, r)| *r).collect();
+            for (d, &k) in v.facts.iter().zip(&map) {
+                if let FactVal::Var(_) = d.value {
+                    passed.push(facts[k].1);
+                }
+            }
+            let args: Vec<_> = passed.iter().map(|r| self.b.materialize(r)).collect();
+            match &v.perm {
+                None => self.b.jump(label, &args),
+                Some(perm) => {
+                    let args = self.b.args_at(label, perm, &args);
+                    self.b.jump(label, &args);
+                }
+            }
+            self.stats.matches += 1;
+            return None;
+        }
+        let general = kind == MergeKind::LoopHeadGeneral || versions.len() >= self.limits.max_versions;
+        let last_widening = versions.len() + 1 >= self.limits.max_versions;
+        let exact = || exact_shape(&reds);
+        let all_facts = || facts.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>();
+        let (shape, fact_descs): (Vec<Shape>, Vec<FactDesc>) = match (general, kind, versions.last()) {
+            // The most general version knows no field: it covers every state.
+            (true, _, _) => (reds.iter().map(|r| Shape::Var(r.ty())).collect(), vec![]),
+            // The last version before it keeps only what every version so
+            // far and this state agree on: a constant that never varied (an
+            // enum's tag, most often) stays one. Making it a run-time value
+            // too would compile every case of the code that tests it, which
+            // nothing has reached; if something does, it gets the most
+            // general version.
+            (false, _, Some(_)) if last_widening => {
+                self.stats.widenings += 1;
+                let shape = exact()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, s)| match s {
+                        Shape::Var(_) => s,
+                        _ if versions.iter().all(|v| v.shape.get(i) == Some(&s)) => s,
+                        _ => Shape::Var(reds[i].ty()),
+                    })
+                    .collect();
+                (shape, vec![])
+            }
+            (false, MergeKind::Join, _) | (false, _, None) => (exact(), all_facts()),
+            // The second shape of a loop head is kept exact too: the first
+            // turn of a loop often differs from the steady state (a stack
+            // slot written during the turn, a flag set once), and constants
+            // that hold from the second turn on then survive. A third shape
+            // widens.
+            (false, _, Some(_)) if versions.len() == 1 => (exact(), all_facts()),
+            (false, _, Some(prev)) => {
+                self.stats.widenings += 1;
+                let shape = prev
+                    .shape
+                    .iter()
+                    .zip(&reds)
+                    .map(|(s, r)| match s {
+                        Shape::Same(j) if reds[*j] == *r => s.clone(),
+                        Shape::Const(..) if s.covers(r) => s.clone(),
+                        _ => Shape::Var(r.ty()),
+                    })
+                    .collect();
+                (shape, widen_facts(&prev.facts, &facts))
+            }
+        };
+        // (A new version's facts are the state's, so they match.)
+        let (fact_descs, map) = match match_facts(&fact_descs, &facts) {
+            Some(map) => (fact_descs, map),
+            None => (vec![], vec![]),
+        };
+        let mut var_tys: Vec<ValTy> = shape
+            .iter()
+            .filter_map(|s| match s {
+                Shape::Var(t) => Some(*t),
+                Shape::Const(..) | Shape::Same(_) => None,
+            })
+            .collect();
+        var_tys.extend(fact_descs.iter().filter_map(|d| match d.value {
+            FactVal::Var(t) => Some(t),
+            _ => None,
+        }));
+        let mut passed: Vec<RedBox> =
+            shape.iter().zip(&reds).filter(|(s, _)| matches!(s, Shape::Var(_))).map(|(_, r)| *r).collect();
+        for (d, &k) in fact_descs.iter().zip(&map) {
+            if let FactVal::Var(_) = d.value {
+                passed.push(facts[k].1);
+            }
+        }
+        let args: Vec<_> = passed.iter().map(|r| self.b.materialize(r)).collect();
+        // A block that has recorded nothing since it began, and whose
+        // parameters hold every value passed, serves as this version's
+        // label too: no block that only forwards its parameters is made
+        // (most merge points of an interpreter's loop record nothing in
+        // between: TLC's PICK, PUSH and POP).
+        let (label, params, perm) = match self.b.forwarding_params(&args, &var_tys) {
+            Some((label, perm)) => (label, args, Some(perm)),
+            None => {
+                let (label, params) = self.b.new_label(&var_tys);
+                self.b.jump(label, &args);
+                self.b.switch_to(label);
+                (label, params, None)
+            }
+        };
+        let mut params = params.into_iter();
+        let mut new_reds: Vec<RedBox> = Vec::with_capacity(shape.len());
+        for s in &shape {
+            let r = match s {
+                Shape::Const(ty, bits) => RedBox::Const { ty: *ty, bits: *bits },
+                Shape::Var(ty) => RedBox::Var { ty: *ty, val: params.next().expect("one parameter per run-time red") },
+                Shape::Same(j) => new_reds[*j],
+            };
+            new_reds.push(r);
+        }
+        st.known = rebuild_facts(&fact_descs, &new_reds, &mut params);
+        for f in &st.known {
+            f.reds_into(&mut new_reds);
+        }
+        st.epoch = self.b.calls;
+        versions.push(Version { label, perm, shape, facts: fact_descs });
+        st.set_reds(&new_reds);
+        Some(st)
+    }
+}

@@ -1,0 +1,399 @@
+//! One compilation: the scheduler of a generating extension's paths, and its
+//! merge points.
+//!
+//! The generating extension runs one path at a time. At a red split it asks
+//! [`Compilation::split`], which emits a conditional branch, queues the state
+//! of the other side and lets the extension continue on one side. At a merge
+//! point (the entry of a join block) it hands its state to
+//! [`Compilation::merge`], which freezes it and looks it up among the states
+//! already compiled for the same key (function, block, greens):
+//!
+//! - a compiled state at least as general (each red the same constant, or a
+//!   run-time value there): jump to its residual code; the path ends;
+//! - otherwise a new version: constants that differ from the most general
+//!   version so far become run-time values (widening), a label is made for it
+//!   and the path continues there.
+//!
+//! When a path ends (a return, a jump to existing code), the extension asks
+//! [`Compilation::next_pending`] for the next queued state.
+//!
+//! Termination: one key has at most [`Limits::max_versions`] versions that
+//! keep constants (the last of them only those that every version and its
+//! own state agree on), then the fully general one, which matches every later
+//! arrival; and every compilation has a budget of residual operations, past
+//! which it is declined.
+//!
+//! The scheduler, by concept:
+//!
+//! - this file: a compilation, its limits, splits and the queue of pending
+//!   paths, exits, and the finished function;
+//! - `merge.rs`: merge points and their versions (widening);
+//! - `facts.rs`: the known fields of memory that a merge point keeps;
+//! - `resume.rs`: promotion: flexswitches, and the cases compiled when one
+//!   misses;
+//! - `execute.rs`: execute mode, the blackhole interpreter;
+//! - `entry.rs`: entry promotion: the recorded code versioned at its entry.
+//!
+//! Architecture Invariant: compilation terminates. A key has at most
+//! [`Limits::max_versions`] versions that keep constants, then the fully
+//! general one; a compilation has a budget of [`Limits::max_ops`] residual
+//! operations (past it, what is left is deferred to lazily compiled pieces;
+//! a hard limit of twice the budget declines), and [`Limits::max_steps`]
+//! stops a green loop that never emits.
+
+mod entry;
+mod execute;
+mod facts;
+mod merge;
+mod resume;
+
+pub use entry::EntryFacts;
+pub use resume::ResumeFns;
+
+use merge::Version;
+use resume::Tree;
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use crate::compile::redbox::RedBox;
+use crate::compile::state::{Frame, JitState, StateKey};
+use crate::ir::builder::{Label, ResidualBuilder, ResidualFunction};
+use crate::ir::ops::{ErrorKind, ValTy};
+use crate::run::stats::Stats;
+
+/// Limits of one compilation.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Residual operations, past which the compilation is declined.
+    pub max_ops: usize,
+    /// Versions of one merge key before the fully general one.
+    pub max_versions: usize,
+    /// Steps of the generating extension (block transitions), past which
+    /// the compilation is declined: green loops that never end emit nothing.
+    pub max_steps: usize,
+    /// Cases of one flexswitch; past them a promotion hands over to the
+    /// interpreter.
+    pub max_cases: usize,
+    /// Cases compiled, in all, below one root compilation (its switches and
+    /// theirs): past them every miss hands over to the interpreter.
+    pub max_tree_cases: usize,
+    /// Residual operations after which the other side of a red split is left
+    /// to compile when first taken (a lazily compiled side).
+    pub lazy_after_ops: usize,
+}
+
+impl Limits {
+    /// The default limits.
+    pub const DEFAULT: Limits = Limits {
+        max_ops: 20_000,
+        max_versions: 4,
+        max_steps: 1_000_000,
+        max_cases: 16,
+        max_tree_cases: 1_000,
+        lazy_after_ops: 2_000,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits::DEFAULT
+    }
+}
+
+/// What kind of join a merge point is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeKind {
+    /// The head of a loop: a new shape is widened against the most general
+    /// version so far (constants that differ become run-time values), so that
+    /// the loop closes after a turn or two.
+    LoopHead,
+    /// A loop head where every red becomes a run-time value at once.
+    LoopHeadGeneral,
+    /// A forward join (after an `if` or a `match`): a new shape gets its own
+    /// version with its constants kept (up to `Limits::max_versions`), so that
+    /// facts such as an enum's tag survive the join.
+    Join,
+}
+
+/// Why a compilation gave up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Declined {
+    /// More residual operations than [`Limits::max_ops`].
+    Budget {
+        /// Operations emitted when it gave up.
+        ops: usize,
+    },
+    /// More steps than [`Limits::max_steps`].
+    Steps,
+    /// The generating extension met something it cannot compile yet.
+    Unsupported(String),
+}
+
+/// Counts of what one compilation did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompileStats {
+    /// Red splits (conditional branches emitted).
+    pub splits: usize,
+    /// Merge points reached.
+    pub merges: usize,
+    /// Merge points that jumped to existing code.
+    pub matches: usize,
+    /// New, more general versions of a loop head already seen (widenings).
+    pub widenings: usize,
+    /// Red splits whose other side was left to compile when first taken.
+    pub lazy_splits: usize,
+    /// Flexswitches emitted (promotions and lazily compiled sides).
+    pub flexswitches: usize,
+    /// Merge points where virtual objects were forced to share code
+    /// compiled for real ones.
+    pub forced_at_merges: usize,
+}
+
+/// One compilation of a generating extension, generic over its frame type.
+pub struct Compilation<F: Frame> {
+    /// The residual code being recorded.
+    pub b: ResidualBuilder,
+    outputs: Vec<ValTy>,
+    tree: Rc<Tree>,
+    defer: Option<fn(&mut Compilation<F>, JitState<F>)>,
+    pending: VecDeque<(Label, JitState<F>)>,
+    versions: rustc_hash::FxHashMap<StateKey<F::Key>, Vec<Version>>,
+    limits: Limits,
+    declined: Option<Declined>,
+    stats: CompileStats,
+    steps: usize,
+    /// In execute mode: the input words, and the returned words once known.
+    exec_inputs: Option<Vec<u64>>,
+    exec_result: Option<Vec<u64>>,
+    /// In execute mode: whether to stop at the portal's merge point, and
+    /// the state stopped there.
+    park_ok: bool,
+    parked: Option<Box<dyn std::any::Any>>,
+    /// The key of the first merge point reached (see
+    /// [`Compilation::entry_facts`]).
+    entry_key: Option<StateKey<F::Key>>,
+    /// Where the extension started ([`Compilation::mark_entry`]).
+    entry_mark: Option<(Label, usize)>,
+}
+
+impl<F: Frame> Compilation<F> {
+    /// Starts compiling a residual function with these input and output types.
+    pub fn new(name: &str, inputs: &[ValTy], outputs: &[ValTy], limits: Limits) -> Compilation<F> {
+        Compilation {
+            b: ResidualBuilder::new(name, inputs, outputs),
+            outputs: outputs.to_vec(),
+            tree: Rc::new(Tree {
+                name: name.to_string(),
+                stats: None,
+                cases_left: Cell::new(limits.max_tree_cases),
+                cases: RefCell::new(None),
+                pieces: RefCell::new(vec![]),
+            }),
+            defer: None,
+            pending: VecDeque::new(),
+            versions: rustc_hash::FxHashMap::default(),
+            limits,
+            declined: None,
+            stats: CompileStats::default(),
+            steps: 0,
+            exec_inputs: None,
+            exec_result: None,
+            park_ok: false,
+            parked: None,
+            entry_key: None,
+            entry_mark: None,
+        }
+    }
+
+    /// Red boxes for the inputs (constants in execute mode).
+    pub fn inputs(&self) -> Vec<RedBox> {
+        match &self.exec_inputs {
+            Some(w) => self.b.inputs().iter().zip(w).map(|(v, w)| RedBox::constant(self.b.ty(*v), *w)).collect(),
+            None => self.b.inputs().iter().map(|v| RedBox::Var { ty: self.b.ty(*v), val: *v }).collect(),
+        }
+    }
+
+    /// What the compilation did so far.
+    pub fn stats(&self) -> CompileStats {
+        self.stats
+    }
+
+    /// Sets where the compilation's flexswitches count their cases and
+    /// compilations, and how a path is deferred: when this is set, the other
+    /// side of a red split is compiled lazily past
+    /// [`Limits::lazy_after_ops`], and past [`Limits::max_ops`] every path
+    /// still to compile is deferred at its next merge point instead of the
+    /// compilation being declined (a hard limit of twice the budget, or of the budget and 1000, remains).
+    pub fn set_defer(&mut self, stats: Option<&'static Stats>, defer: fn(&mut Compilation<F>, JitState<F>)) {
+        Rc::get_mut(&mut self.tree).expect("set before any switch").stats = stats;
+        self.defer = Some(defer);
+    }
+
+    /// Whether the budget is spent and paths should be deferred.
+    fn deferring(&self) -> Option<fn(&mut Compilation<F>, JitState<F>)> {
+        self.defer.filter(|_| self.b.op_count() > self.limits.max_ops)
+    }
+
+    fn over_budget(&mut self) -> bool {
+        // With deferral, a path goes on to its next merge point past the
+        // budget: the hard limit leaves room for that.
+        let m = self.limits.max_ops;
+        let max = if self.defer.is_some() { m.saturating_mul(2).max(m.saturating_add(1000)) } else { m };
+        if self.declined.is_none() && self.b.op_count() > max {
+            self.declined = Some(Declined::Budget { ops: self.b.op_count() });
+        }
+        self.declined.is_some()
+    }
+
+    /// A branch on `cond`. A constant condition folds: its side is returned and
+    /// nothing is emitted. Otherwise a conditional branch is emitted, the state
+    /// of the false side (made by `on_false`) is queued, and the extension
+    /// continues on the true side (`true` is returned).
+    pub fn split(&mut self, cond: &RedBox, on_false: &mut dyn FnMut() -> JitState<F>) -> bool {
+        if let Some(c) = cond.as_const() {
+            return c != 0;
+        }
+        if self.b.exec {
+            crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(
+                "a branch on a run-time value".into(),
+            ));
+        }
+        let lazy = self.b.op_count() >= self.limits.lazy_after_ops.min(self.limits.max_ops);
+        self.branch_off(cond, lazy, on_false());
+        true
+    }
+
+    /// Emits a branch on `cond` (a run-time bool) and continues on its true
+    /// side; the false side's state is queued, or (when `lazy` and the
+    /// extension can defer) compiled when first taken.
+    fn branch_off(&mut self, cond: &RedBox, lazy: bool, on_false: JitState<F>) {
+        self.stats.splits += 1;
+        let c = self.b.materialize(cond);
+        let (t, _) = self.b.new_label(&[]);
+        let (f, _) = self.b.new_label(&[]);
+        self.b.branch(c, (t, &[]), (f, &[]));
+        match self.defer {
+            Some(defer) if lazy => {
+                self.stats.lazy_splits += 1;
+                self.b.switch_to(f);
+                defer(self, on_false);
+            }
+            _ => self.pending.push_back((f, on_false)),
+        }
+        self.b.switch_to(t);
+    }
+
+    /// Gives up: the compilation will be declined with this reason (the
+    /// current path ends; the extension should stop).
+    pub fn decline(&mut self, reason: impl Into<String>) {
+        if self.b.exec {
+            crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(reason.into()));
+        }
+        if self.declined.is_none() {
+            self.declined = Some(Declined::Unsupported(reason.into()));
+        }
+        if self.b.is_open() {
+            self.b.error_exit(ErrorKind::Abort(u32::MAX));
+        }
+        self.pending.clear();
+    }
+
+    /// Counts one step of the generating extension; false when the
+    /// compilation must stop (declined, or out of steps).
+    pub fn step(&mut self) -> bool {
+        if self.b.exec {
+            // An interpreter runs as long as the program does.
+            return self.exec_result.is_none() && self.parked.is_none();
+        }
+        self.steps += 1;
+        if self.steps > self.limits.max_steps && self.declined.is_none() {
+            self.declined = Some(Declined::Steps);
+        }
+        !self.over_budget()
+    }
+
+    /// Continues only where `ok` holds; elsewhere leaves residual code through
+    /// `kind`. Returns false when `ok` is the constant false: the path ends.
+    pub fn guard(&mut self, ok: &RedBox, kind: ErrorKind) -> bool {
+        match ok.as_const() {
+            Some(0) => {
+                self.error_exit(kind);
+                false
+            }
+            Some(_) => true,
+            None => {
+                let c = self.b.materialize(ok);
+                let (good, _) = self.b.new_label(&[]);
+                let (bad, _) = self.b.new_label(&[]);
+                self.b.branch(c, (good, &[]), (bad, &[]));
+                self.b.switch_to(bad);
+                self.b.error_exit(kind);
+                self.b.switch_to(good);
+                true
+            }
+        }
+    }
+
+    /// Whether the compilation was declined.
+    pub fn is_declined(&mut self) -> bool {
+        self.over_budget()
+    }
+
+    /// Ends the path by returning these values.
+    pub fn finish_return(&mut self, vals: &[RedBox]) {
+        if self.b.exec {
+            self.exec_result = Some(vals.iter().map(|r| r.as_const().unwrap_or(0)).collect());
+            return;
+        }
+        let v: Vec<_> = vals.iter().map(|r| self.b.materialize(r)).collect();
+        self.b.ret(&v);
+    }
+
+    /// Ends the path with an error exit (a `panic!` reached in residual code).
+    pub fn error_exit(&mut self, kind: ErrorKind) {
+        if self.b.exec {
+            crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Error(kind, None));
+        }
+        self.b.error_exit(kind);
+    }
+
+    /// The next queued state, its residual block now current; `None` when
+    /// every path is done (or the compilation was declined).
+    pub fn next_pending(&mut self) -> Option<JitState<F>> {
+        if self.b.exec || self.over_budget() {
+            return None;
+        }
+        if let Some(defer) = self.deferring() {
+            // Past the budget: what is left compiles when first reached.
+            while let Some((label, st)) = self.pending.pop_front() {
+                self.b.switch_to(label);
+                defer(self, st);
+            }
+            return None;
+        }
+        let (label, st) = self.pending.pop_front()?;
+        self.b.switch_to(label);
+        Some(st)
+    }
+
+    /// The residual function, or why the compilation was declined.
+    pub fn finish(mut self) -> Result<ResidualFunction, Declined> {
+        if self.over_budget() {
+            return Err(self.declined.take().expect("set by over_budget"));
+        }
+        let mut f = self.b.finish();
+        if cfg!(debug_assertions) {
+            // Residual code must be SSA; checked where it is cheap to.
+            if let Err(e) = f.check_dominance() {
+                let text = crate::ir::builder::listing(&f);
+                return Err(Declined::Unsupported(format!("jitgen bug: residual code is not SSA: {e}\n{text}")));
+            }
+        }
+        if !f.switches.is_empty() {
+            f.pieces = Some(self.tree.clone());
+        }
+        Ok(f)
+    }
+}

@@ -1,0 +1,264 @@
+//! Promotion: [`Compilation::flexswitch`] ends the current path with a
+//! flexswitch on a red value. Residual code scans the switch's cases; a
+//! value with no case calls back into the compiler (`run::promotion`), which
+//! resumes the generating extension from the state kept here, with the
+//! value a constant, compiles that case as a piece of its own and adds it to
+//! the switch. The pieces below one root compilation share a [`Tree`]: a
+//! budget of cases, and a cache of the states already compiled, so that a
+//! loop cut by the budget closes through tail calls between pieces instead
+//! of compiling anew. Each case is entered by a tail call with its live
+//! values passed through the frame (a store and a load per value). When the
+//! switch is full or a case declines, residual code continues in the
+//! interpreter through execute mode.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::compile::redbox::RedBox;
+use crate::compile::state::{Frame, JitState, StateKey};
+use crate::ir::builder::Val;
+use crate::ir::ops::ValTy;
+use crate::run::stats::Stats;
+
+use super::Compilation;
+
+/// What a generating extension provides so that its states can be resumed
+/// after the compilation that made them: by the compiler (a flexswitch case)
+/// and by the interpreter (execute mode).
+pub struct ResumeFns<F: Frame> {
+    /// Runs the extension from a state (its `__run`).
+    pub run: fn(&mut Compilation<F>, JitState<F>),
+    /// Hands a promoted value to the innermost frame of a state.
+    pub deliver: fn(&mut JitState<F>, u64),
+    /// Ends the current path with a lazily compiled continuation of a state
+    /// (see [`Compilation::set_defer`]).
+    pub defer: fn(&mut Compilation<F>, JitState<F>),
+}
+
+impl<F: Frame> Clone for ResumeFns<F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F: Frame> Copy for ResumeFns<F> {}
+
+/// What the compilations below one root compilation share.
+pub(super) struct Tree {
+    pub(super) name: String,
+    pub(super) stats: Option<&'static Stats>,
+    /// Cases that may still be compiled below the root.
+    pub(super) cases_left: Cell<usize>,
+    /// The code compiled for each state a case resumed (its key and the
+    /// layout of its reds): a state met again reuses it, so a loop cut by
+    /// the budget closes through tail calls instead of compiling anew.
+    /// (A `CaseCache<G>`, typed by the extension's frame.)
+    pub(super) cases: RefCell<Option<Box<dyn std::any::Any>>>,
+    /// The pieces compiled so far: listing and code. The root function owns
+    /// the tree (so the pieces); switches refer to it weakly, and to pieces
+    /// by entry address, so that pieces can jump to each other in loops.
+    pub(super) pieces: RefCell<Vec<(String, crate::backend::cranelift::NativeCode)>>,
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tree({}, {} pieces)", self.name, self.pieces.borrow().len())
+    }
+}
+
+impl crate::run::promotion::Pieces for Tree {
+    fn describe(&self, out: &mut String) {
+        for (listing, code) in self.pieces.borrow().iter() {
+            out.push_str(listing);
+            for (i, t) in code.switches().iter().enumerate() {
+                out.push_str(&format!("switch #{i}:\n"));
+                t.describe(out, 1);
+            }
+        }
+    }
+}
+
+/// How a red of a resumed state is laid out: a constant, or an input.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(super) enum Layout {
+    Const(ValTy, u64),
+    Input(usize, ValTy),
+}
+
+/// Resumed states (key, layout of reds) to the entry and name of their piece.
+/// The promoted value is part of the key: a frame's key does not show the
+/// value handed to it.
+pub(super) type CaseCache<G> =
+    HashMap<(StateKey<<G as Frame>::Key>, FactsKey, Vec<Layout>, Option<u64>), (usize, String)>;
+
+pub(super) type FactsKey = Vec<(u32, i32, ValTy, Option<u64>, i64)>;
+
+pub(super) fn layout(reds: &[RedBox], inputs: &[RedBox]) -> Vec<Layout> {
+    reds.iter()
+        .map(|r| match r {
+            RedBox::Const { ty, bits } => Layout::Const(*ty, *bits),
+            RedBox::Var { ty, .. } => Layout::Input(inputs.iter().position(|i| i == r).unwrap_or(usize::MAX), *ty),
+        })
+        .collect()
+}
+
+/// How a red of a snapshot is rebuilt in a case: kept (a constant), an input
+/// of the case, or the promoted value.
+#[derive(Clone, Copy)]
+pub(super) enum Slot {
+    Keep(RedBox),
+    Input(usize),
+    Promoted(ValTy),
+}
+
+pub(super) fn rebuild(slots: &[Slot], inputs: &[RedBox], promoted: u64) -> Vec<RedBox> {
+    slots
+        .iter()
+        .map(|s| match s {
+            Slot::Keep(r) => *r,
+            Slot::Input(i) => inputs[*i],
+            Slot::Promoted(ty) => RedBox::constant(*ty, ty.canon(promoted)),
+        })
+        .collect()
+}
+
+impl<F: Frame> Compilation<F> {
+    /// Ends the current path with a flexswitch on `value` (or, with no
+    /// value, a single-case switch: a lazily compiled continuation) whose
+    /// cases resume `st`, a state of the generating extension `fns` runs.
+    ///
+    /// The live values passed to the cases are the state's run-time reds;
+    /// a case compiles `st` with them as inputs and the promoted value as a
+    /// constant (delivered to the innermost frame, and replacing the reds
+    /// that held it). When the switch is full or the case declined, residual
+    /// code continues in the interpreter: the same extension in execute mode
+    /// from `st`, with the values residual code held.
+    ///
+    /// Memory: the table keeps `st` (its frames: a few words per live
+    /// variable), the case code (about a page each) and the case listings.
+    pub fn flexswitch<G: Frame + 'static>(&mut self, st: JitState<G>, value: Option<&RedBox>, fns: ResumeFns<G>) {
+        if self.b.exec {
+            crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(
+                "a flexswitch in execute mode".into(),
+            ));
+        }
+        let mut st = st;
+        st.sync_facts(&self.b);
+        st.normalize();
+        // The promoted value, and the narrower values it widens: each is
+        // known in a case (a field loaded as `u32`, promoted as `usize`).
+        let mut promoted: Vec<Val> = vec![];
+        if let Some(RedBox::Var { val, .. }) = value {
+            promoted.push(*val);
+            while let Some(n) = self.b.widened_from(*promoted.last().expect("pushed")) {
+                promoted.push(n);
+            }
+        }
+        let mut live: Vec<Val> = vec![];
+        let mut slots = vec![];
+        for r in st.reds() {
+            slots.push(match r {
+                RedBox::Var { ty, val } if promoted.contains(&val) => Slot::Promoted(ty),
+                RedBox::Var { val, .. } => match live.iter().position(|v| *v == val) {
+                    Some(i) => Slot::Input(i),
+                    None => {
+                        live.push(val);
+                        Slot::Input(live.len() - 1)
+                    }
+                },
+                c => Slot::Keep(c),
+            });
+        }
+        let live_tys: Vec<ValTy> = live.iter().map(|v| self.b.ty(*v)).collect();
+        let max_cases = if value.is_some() { self.limits.max_cases } else { self.limits.max_cases.min(1) };
+        let promoting = value.is_some();
+        let snapshot = Rc::new((st, slots));
+        let tree = self.tree.clone();
+        if let Some(s) = tree.stats {
+            s.flexswitch_made();
+        }
+        let (limits, outputs) = (self.limits, self.outputs.clone());
+        let compile = {
+            let (snapshot, weak, live_tys, outputs) =
+                (snapshot.clone(), Rc::downgrade(&tree), live_tys.clone(), outputs.clone());
+            Box::new(move |w: u64| -> Option<crate::run::promotion::Case> {
+                let tree = weak.upgrade()?;
+                let name = format!("{}_piece{}", tree.name, tree.pieces.borrow().len() + 1);
+                let mut c: Compilation<G> = Compilation::new(&name, &live_tys, &outputs, limits);
+                c.tree = tree.clone();
+                c.defer = Some(fns.defer);
+                let mut st = snapshot.0.clone();
+                let inputs = c.inputs();
+                let reds = rebuild(&snapshot.1, &inputs, w);
+                st.set_reds(&reds);
+                if promoting {
+                    (fns.deliver)(&mut st, w);
+                }
+                st.epoch = c.b.calls;
+                let key = (st.key(), st.facts_key(), layout(&reds, &inputs), promoting.then_some(w));
+                {
+                    let mut cache = tree.cases.borrow_mut();
+                    let cache = cache.get_or_insert_with(|| Box::new(CaseCache::<G>::new()));
+                    if let Some((entry, name)) = cache.downcast_ref::<CaseCache<G>>().and_then(|m| m.get(&key)) {
+                        return Some(crate::run::promotion::Case::Shared(*entry as *const u8, name.clone()));
+                    }
+                }
+                if tree.cases_left.get() == 0 {
+                    return None;
+                }
+                tree.cases_left.set(tree.cases_left.get() - 1);
+                let t0 = std::time::Instant::now();
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                    (fns.run)(&mut c, st);
+                    c.finish()
+                }));
+                let r = match r {
+                    Ok(Ok(f)) => {
+                        crate::run::residual::compile_native(&f).map(|c| (c, f.op_count())).map_err(|e| e.to_string())
+                    }
+                    Ok(Err(d)) => Err(format!("{d:?}")),
+                    Err(_) => Err("the generating extension panicked".to_string()),
+                };
+                if let Some(s) = tree.stats {
+                    s.compiled(r.as_ref().ok().map(|(_, n)| *n), t0.elapsed().as_nanos() as u64);
+                    if let Err(why) = &r {
+                        s.declined_because(&format!("{name}: {why}"));
+                    }
+                }
+                let ((code, listing), _) = r.ok()?;
+                let entry = code.tail_entry() as usize;
+                if let Some(m) = tree.cases.borrow_mut().as_mut().and_then(|b| b.downcast_mut::<CaseCache<G>>()) {
+                    m.insert(key, (entry, name.clone()));
+                }
+                tree.pieces.borrow_mut().push((format!("{name}:\n{listing}"), code));
+                Some(crate::run::promotion::Case::Shared(entry as *const u8, name))
+            })
+        };
+        let resume: crate::run::promotion::Resumer = {
+            let (name, stats) = (tree.name.clone(), tree.stats);
+            Rc::new(move |words: &[u64], w: u64| {
+                if let Some(s) = stats {
+                    s.resumed();
+                }
+                let mut c: Compilation<G> = Compilation::executing(&name, &live_tys, words, &outputs);
+                c.park_ok = crate::run::residual::take_parking();
+                c.execute(|c| {
+                    let mut st = snapshot.0.clone();
+                    st.set_reds(&rebuild(&snapshot.1, &c.inputs(), w));
+                    if promoting {
+                        (fns.deliver)(&mut st, w);
+                    }
+                    (fns.run)(c, st)
+                })
+            })
+        };
+        let table = crate::run::promotion::FlexTable::resumable(max_cases, compile, Some(resume), tree.stats);
+        let v = match value {
+            Some(r) => self.b.materialize(r),
+            None => self.b.konst(ValTy::I64, 0),
+        };
+        self.stats.flexswitches += 1;
+        self.b.flexswitch(v, &live, table);
+    }
+}
