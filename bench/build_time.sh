@@ -37,15 +37,27 @@ dev=$(secs cargo build --example tlc)
 cp "$backup" "$interp"
 cargo build --release --example tlc >/dev/null 2>&1
 
-printf '%-58s %8s %8s\n' "build" "seconds" "target"
-printf '%-58s %8.1f %8s\n' "release rebuild of TLC after an edit in its annotated module" "$release" "<= 20"
-printf '%-58s %8.1f %8s\n' "dev rebuild of TLC after the same edit" "$dev" "<= 5"
+met() { awk -v x="$1" -v t="$2" 'BEGIN { print (x <= t) ? "met" : "not met" }'; }
+printf '%-58s %8s %8s  %s\n' "build" "seconds" "target" ""
+printf '%-58s %8.1f %8s  %s\n' "release rebuild of TLC after an edit in its annotated module" "$release" "<= 20" "$(met "$release" 20)"
+printf '%-58s %8.1f %8s  %s\n' "dev rebuild of TLC after the same edit" "$dev" "<= 5" "$(met "$dev" 5)"
+if [ "$(met "$release" 20)" != met ]; then
+  # Why: what the annotated crate makes LLVM compile, largest first.
+  if cargo llvm-lines --version >/dev/null 2>&1; then
+    echo
+    echo "the release rebuild is over its target; the largest items of the annotated crate (cargo llvm-lines):"
+    cargo llvm-lines --release -p tlc-interp --lib 2>/dev/null | head -12 || true
+  else
+    echo "(install cargo-llvm-lines to print what the annotated crate makes LLVM compile)"
+  fi
+fi
 
 if [ "${1:-}" = "--fresh-test" ]; then
   dir=$(mktemp -d)
   build=$(secs env CARGO_TARGET_DIR="$dir" cargo test --workspace --no-run)
   run=$(secs env CARGO_TARGET_DIR="$dir" cargo test --workspace)
   rm -rf "$dir"
+  total=$(awk -v a="$build" -v b="$run" 'BEGIN { printf "%.1f", a + b }')
   printf '%-58s %8.1f %8s\n' "fresh cargo test --workspace: building" "$build" "-"
-  printf '%-58s %8.1f %8s\n' "fresh cargo test --workspace: building and running" "$(awk -v a="$build" -v b="$run" 'BEGIN { printf "%.1f", a + b }')" "<= 240"
+  printf '%-58s %8.1f %8s  %s\n' "fresh cargo test --workspace: building and running" "$total" "<= 240" "$(met "$total" 240)"
 fi
