@@ -2081,37 +2081,39 @@ impl<'g> Gen<'g> {
             let mut reds = vec![];
             let mut sets = vec![];
             let mut vptr_visits = vec![];
+            // Consecutive scalar reds, copied as one run.
+            let mut red_run: Vec<Ident> = vec![];
             for v in &pt.live {
                 let id = v_ident(*v);
                 let r = self.repr(pt.f, *v);
+                if !matches!(r, Repr::R(_) | Repr::RPtr) {
+                    flush_red_run(&mut red_run, &mut reds, &mut sets);
+                }
                 let t = field_ty(&r);
                 fields.push(quote!(#id: #t));
                 pats.push(quote!(#id));
                 match &r {
-                    Repr::G(sc) => {
-                        let w = to_word(*sc, quote!(*#id));
-                        key_parts.push(quote!(__k.push(#w);));
+                    Repr::G(sc) => key_parts.push(KeyPart::Word(to_word(*sc, quote!(*#id)))),
+                    Repr::GRef(_) => {
+                        key_parts.push(KeyPart::Word(quote!((*#id) as *const _ as *const u8 as usize as u64)))
                     }
-                    Repr::GRef(_) => key_parts.push(quote!(__k.push((*#id) as *const _ as *const u8 as usize as u64);)),
                     Repr::GSlice(_) => {
-                        key_parts.push(quote!(__k.push(#id.as_ptr() as usize as u64); __k.push(#id.len() as u64);))
+                        key_parts.push(KeyPart::Word(quote!(#id.as_ptr() as usize as u64)));
+                        key_parts.push(KeyPart::Word(quote!(#id.len() as u64)));
                     }
-                    Repr::Enum(..) if f.color(*v) == Color::Green => {
-                        key_parts.push(quote!(for __b in #id.iter() { __k.push(__b.as_const().unwrap_or(u64::MAX)); }))
-                    }
+                    Repr::Enum(..) if f.color(*v) == Color::Green => key_parts.push(KeyPart::Stmt(
+                        quote!(for __b in #id.iter() { __k.push(__b.as_const().unwrap_or(u64::MAX)); }),
+                    )),
                     Repr::Enum(_, n) => {
                         reds.push(quote!(__r.extend_from_slice(#id);));
                         sets.push(quote!(#id.copy_from_slice(&__reds[__at..__at + #n]); __at += #n;));
                     }
-                    Repr::R(_) | Repr::RPtr => {
-                        reds.push(quote!(__r.push(*#id);));
-                        sets.push(quote!(*#id = __reds[__at]; __at += 1;));
-                    }
+                    Repr::R(_) | Repr::RPtr => red_run.push(id.clone()),
                     Repr::VPtr => {
-                        key_parts.push(quote!(__k.push(match #id {
+                        key_parts.push(KeyPart::Word(quote!(match #id {
                             #rt::virtuals::VPtr::Real(_) => u64::MAX,
                             #rt::virtuals::VPtr::Virtual(__i) => *__i as u64,
-                        });));
+                        })));
                         reds.push(quote!(if let #rt::virtuals::VPtr::Real(__p) = #id { __r.push(*__p); }));
                         sets.push(
                             quote!(if let #rt::virtuals::VPtr::Real(__p) = #id { *__p = __reds[__at]; __at += 1; }),
@@ -2119,21 +2121,22 @@ impl<'g> Gen<'g> {
                         vptr_visits.push(quote!(__f(#id);));
                     }
                     Repr::VDict(..) => {
-                        key_parts.push(quote!(#id.key_words(&mut __k);));
+                        key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
                     }
                     Repr::VOList(_) => {
-                        key_parts.push(quote!(#id.key_words(&mut __k);));
+                        key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
                         vptr_visits.push(quote!(#id.vptrs_mut(__f);));
                     }
                     Repr::VOpt => {
-                        key_parts.push(quote!(__k.push(#id.0.as_const().unwrap_or(u64::MAX)); __k.push(match &#id.1 {
+                        key_parts.push(KeyPart::Word(quote!(#id.0.as_const().unwrap_or(u64::MAX))));
+                        key_parts.push(KeyPart::Word(quote!(match &#id.1 {
                             #rt::virtuals::VPtr::Real(_) => u64::MAX,
                             #rt::virtuals::VPtr::Virtual(__i) => *__i as u64,
-                        });));
+                        })));
                         reds.push(
                             quote!(__r.push(#id.0); if let #rt::virtuals::VPtr::Real(__p) = &#id.1 { __r.push(*__p); }),
                         );
@@ -2141,7 +2144,7 @@ impl<'g> Gen<'g> {
                         vptr_visits.push(quote!(__f(&mut #id.1);));
                     }
                     Repr::VList(_) | Repr::VEList(..) => {
-                        key_parts.push(quote!(__k.push(#id.key_word());));
+                        key_parts.push(KeyPart::Word(quote!(#id.key_word())));
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
                     }
@@ -2152,6 +2155,7 @@ impl<'g> Gen<'g> {
                     Repr::Unit | Repr::Bad(_) => {}
                 }
             }
+            flush_red_run(&mut red_run, &mut reds, &mut sets);
             // The code of a point may force a list in place: lists bind `mut`.
             let mut pat_all: Vec<TokenStream> = pt
                 .live
@@ -2185,7 +2189,8 @@ impl<'g> Gen<'g> {
                 })
                 .collect();
             variants.push(quote!(#vname { #(#fields),* }));
-            key_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { let mut __k = ::std::vec::Vec::new(); #(#key_parts)* (#pid, __k) }));
+            let key = key_code(&key_parts);
+            key_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #key (#pid, __k) }));
             reds_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#reds)* }));
             set_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#sets)* }));
             if !vptr_visits.is_empty() {
@@ -2559,4 +2564,57 @@ fn alias_class(name: &str) -> u32 {
 /// class, `VEC_HEADER` or `BOUNDS_CHECKED`; a call forgets them.
 fn elem_class(name: &str) -> u32 {
     (alias_class(name) & !1) | 4
+}
+
+/// A part of a frame's key: a word, or code that pushes words onto `__k`.
+enum KeyPart {
+    Word(TokenStream),
+    Stmt(TokenStream),
+}
+
+/// Code that makes a frame's key words in `__k`: each run of words is one
+/// array: one allocation and one copy, not a push and its capacity check
+/// per word.
+fn key_code(parts: &[KeyPart]) -> TokenStream {
+    let mut out = quote!();
+    let mut words: Vec<&TokenStream> = vec![];
+    let mut started = false;
+    let flush = |words: &mut Vec<&TokenStream>, out: &mut TokenStream, started: &mut bool| {
+        if !*started {
+            *out = quote!(#out let mut __k: ::std::vec::Vec<u64> = ::std::vec![#(#words),*];);
+            *started = true;
+        } else if !words.is_empty() {
+            *out = quote!(#out __k.extend_from_slice(&[#(#words),*]););
+        }
+        words.clear();
+    };
+    for p in parts {
+        match p {
+            KeyPart::Word(w) => words.push(w),
+            KeyPart::Stmt(code) => {
+                flush(&mut words, &mut out, &mut started);
+                out = quote!(#out #code);
+            }
+        }
+    }
+    flush(&mut words, &mut out, &mut started);
+    out
+}
+
+/// Appends the code that reads and writes a run of scalar red fields
+/// (`ids`) to `reds` and `sets`, and empties the run: one slice copy out,
+/// one length check in.
+fn flush_red_run(ids: &mut Vec<Ident>, reds: &mut Vec<TokenStream>, sets: &mut Vec<TokenStream>) {
+    if ids.is_empty() {
+        return;
+    }
+    let n = ids.len();
+    let tmps: Vec<Ident> = (0..n).map(|i| format_ident!("__x{}", i)).collect();
+    reds.push(quote!(__r.extend_from_slice(&[#(*#ids),*]);));
+    sets.push(quote! {
+        let &[#(#tmps),*] = &__reds[__at..__at + #n] else { ::core::unreachable!() };
+        #(*#ids = #tmps;)*
+        __at += #n;
+    });
+    ids.clear();
 }

@@ -96,56 +96,50 @@ pub mod plus_minus {
             fn key(&self) -> Self::Key {
                 match self {
                     __Frame::R0 { v0, v1, v2, .. } => {
-                        let mut __k = ::std::vec::Vec::new();
-                        __k.push(v0.as_ptr() as usize as u64);
-                        __k.push(v0.len() as u64);
+                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
+                            v0.as_ptr() as usize as u64, v0.len() as u64
+                        ];
                         (0u32, __k)
                     }
                     __Frame::R1 { v0, v2, v7, v8, .. } => {
-                        let mut __k = ::std::vec::Vec::new();
-                        __k.push(v0.as_ptr() as usize as u64);
-                        __k.push(v0.len() as u64);
-                        __k.push(((*v8) as u64));
+                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
+                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
+                        ];
                         (1u32, __k)
                     }
                     __Frame::R2 { v7, .. } => {
-                        let mut __k = ::std::vec::Vec::new();
+                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![];
                         (2u32, __k)
                     }
                     __Frame::R3 { v0, v2, v7, v8, .. } => {
-                        let mut __k = ::std::vec::Vec::new();
-                        __k.push(v0.as_ptr() as usize as u64);
-                        __k.push(v0.len() as u64);
-                        __k.push(((*v8) as u64));
+                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
+                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
+                        ];
                         (3u32, __k)
                     }
                     __Frame::R4 { v0, v2, v8, v22, .. } => {
-                        let mut __k = ::std::vec::Vec::new();
-                        __k.push(v0.as_ptr() as usize as u64);
-                        __k.push(v0.len() as u64);
-                        __k.push(((*v8) as u64));
+                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
+                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
+                        ];
                         (4u32, __k)
                     }
                     __Frame::R5 { v0, v2, v7, v8, .. } => {
-                        let mut __k = ::std::vec::Vec::new();
-                        __k.push(v0.as_ptr() as usize as u64);
-                        __k.push(v0.len() as u64);
-                        __k.push(((*v8) as u64));
+                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
+                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
+                        ];
                         (5u32, __k)
                     }
                     __Frame::R6 { v0, v2, v7, v8, v18, .. } => {
-                        let mut __k = ::std::vec::Vec::new();
-                        __k.push(v0.as_ptr() as usize as u64);
-                        __k.push(v0.len() as u64);
-                        __k.push(((*v8) as u64));
-                        __k.push(((*v18) as u64));
+                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
+                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as
+                            u64), ((* v18) as u64)
+                        ];
                         (6u32, __k)
                     }
                     __Frame::R7 { v0, v2, v7, v8, .. } => {
-                        let mut __k = ::std::vec::Vec::new();
-                        __k.push(v0.as_ptr() as usize as u64);
-                        __k.push(v0.len() as u64);
-                        __k.push(((*v8) as u64));
+                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
+                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
+                        ];
                         (7u32, __k)
                     }
                     __Frame::__Phantom(_) => (u32::MAX, ::std::vec::Vec::new()),
@@ -164,35 +158,29 @@ pub mod plus_minus {
                 let mut __r = __out;
                 match self {
                     __Frame::R0 { v0, v1, v2, .. } => {
-                        __r.push(*v1);
-                        __r.push(*v2);
+                        __r.extend_from_slice(&[*v1, *v2]);
                     }
                     __Frame::R1 { v0, v2, v7, v8, .. } => {
-                        __r.push(*v2);
-                        __r.push(*v7);
+                        __r.extend_from_slice(&[*v2, *v7]);
                     }
                     __Frame::R2 { v7, .. } => {
-                        __r.push(*v7);
+                        __r.extend_from_slice(&[*v7]);
                     }
                     __Frame::R3 { v0, v2, v7, v8, .. } => {
-                        __r.push(*v2);
-                        __r.push(*v7);
+                        __r.extend_from_slice(&[*v2, *v7]);
                     }
                     __Frame::R4 { v0, v2, v8, v22, .. } => {
-                        __r.push(*v2);
-                        __r.push(*v22);
+                        __r.extend_from_slice(&[*v2]);
+                        __r.extend_from_slice(&[*v22]);
                     }
                     __Frame::R5 { v0, v2, v7, v8, .. } => {
-                        __r.push(*v2);
-                        __r.push(*v7);
+                        __r.extend_from_slice(&[*v2, *v7]);
                     }
                     __Frame::R6 { v0, v2, v7, v8, v18, .. } => {
-                        __r.push(*v2);
-                        __r.push(*v7);
+                        __r.extend_from_slice(&[*v2, *v7]);
                     }
                     __Frame::R7 { v0, v2, v7, v8, .. } => {
-                        __r.push(*v2);
-                        __r.push(*v7);
+                        __r.extend_from_slice(&[*v2, *v7]);
                     }
                     __Frame::__Phantom(_) => {}
                 }
@@ -224,50 +212,71 @@ pub mod plus_minus {
                 let mut __at = 0usize;
                 match self {
                     __Frame::R0 { v0, v1, v2, .. } => {
-                        *v1 = __reds[__at];
-                        __at += 1;
-                        *v2 = __reds[__at];
-                        __at += 1;
+                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
+                            ::core::unreachable!()
+                        };
+                        *v1 = __x0;
+                        *v2 = __x1;
+                        __at += 2usize;
                     }
                     __Frame::R1 { v0, v2, v7, v8, .. } => {
-                        *v2 = __reds[__at];
-                        __at += 1;
-                        *v7 = __reds[__at];
-                        __at += 1;
+                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
+                            ::core::unreachable!()
+                        };
+                        *v2 = __x0;
+                        *v7 = __x1;
+                        __at += 2usize;
                     }
                     __Frame::R2 { v7, .. } => {
-                        *v7 = __reds[__at];
-                        __at += 1;
+                        let &[__x0] = &__reds[__at..__at + 1usize] else {
+                            ::core::unreachable!()
+                        };
+                        *v7 = __x0;
+                        __at += 1usize;
                     }
                     __Frame::R3 { v0, v2, v7, v8, .. } => {
-                        *v2 = __reds[__at];
-                        __at += 1;
-                        *v7 = __reds[__at];
-                        __at += 1;
+                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
+                            ::core::unreachable!()
+                        };
+                        *v2 = __x0;
+                        *v7 = __x1;
+                        __at += 2usize;
                     }
                     __Frame::R4 { v0, v2, v8, v22, .. } => {
-                        *v2 = __reds[__at];
-                        __at += 1;
-                        *v22 = __reds[__at];
-                        __at += 1;
+                        let &[__x0] = &__reds[__at..__at + 1usize] else {
+                            ::core::unreachable!()
+                        };
+                        *v2 = __x0;
+                        __at += 1usize;
+                        let &[__x0] = &__reds[__at..__at + 1usize] else {
+                            ::core::unreachable!()
+                        };
+                        *v22 = __x0;
+                        __at += 1usize;
                     }
                     __Frame::R5 { v0, v2, v7, v8, .. } => {
-                        *v2 = __reds[__at];
-                        __at += 1;
-                        *v7 = __reds[__at];
-                        __at += 1;
+                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
+                            ::core::unreachable!()
+                        };
+                        *v2 = __x0;
+                        *v7 = __x1;
+                        __at += 2usize;
                     }
                     __Frame::R6 { v0, v2, v7, v8, v18, .. } => {
-                        *v2 = __reds[__at];
-                        __at += 1;
-                        *v7 = __reds[__at];
-                        __at += 1;
+                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
+                            ::core::unreachable!()
+                        };
+                        *v2 = __x0;
+                        *v7 = __x1;
+                        __at += 2usize;
                     }
                     __Frame::R7 { v0, v2, v7, v8, .. } => {
-                        *v2 = __reds[__at];
-                        __at += 1;
-                        *v7 = __reds[__at];
-                        __at += 1;
+                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
+                            ::core::unreachable!()
+                        };
+                        *v2 = __x0;
+                        *v7 = __x1;
+                        __at += 2usize;
                     }
                     __Frame::__Phantom(_) => {}
                 }
