@@ -2576,28 +2576,25 @@ enum KeyPart {
 /// array: one allocation and one copy, not a push and its capacity check
 /// per word.
 fn key_code(parts: &[KeyPart]) -> TokenStream {
-    let mut out = quote!();
-    let mut words: Vec<&TokenStream> = vec![];
-    let mut started = false;
-    let flush = |words: &mut Vec<&TokenStream>, out: &mut TokenStream, started: &mut bool| {
-        if !*started {
-            *out = quote!(#out let mut __k: ::std::vec::Vec<u64> = ::std::vec![#(#words),*];);
-            *started = true;
-        } else if !words.is_empty() {
-            *out = quote!(#out __k.extend_from_slice(&[#(#words),*]););
-        }
-        words.clear();
+    // The words before the first statement make the vector; later runs extend it.
+    let first = parts.iter().position(|p| matches!(p, KeyPart::Stmt(_))).unwrap_or(parts.len());
+    let words = |ps: &[KeyPart]| -> Vec<TokenStream> {
+        ps.iter().filter_map(|p| if let KeyPart::Word(w) = p { Some(w.clone()) } else { None }).collect()
     };
-    for p in parts {
-        match p {
-            KeyPart::Word(w) => words.push(w),
-            KeyPart::Stmt(code) => {
-                flush(&mut words, &mut out, &mut started);
-                out = quote!(#out #code);
-            }
+    let head = words(&parts[..first]);
+    let mut out = quote!(let mut __k: ::std::vec::Vec<u64> = ::std::vec![#(#head),*];);
+    for run in parts[first..].split_inclusive(|p| matches!(p, KeyPart::Stmt(_))) {
+        let (stmt, ws) = match run.split_last() {
+            Some((KeyPart::Stmt(code), rest)) => (Some(code), words(rest)),
+            _ => (None, words(run)),
+        };
+        if !ws.is_empty() {
+            out = quote!(#out __k.extend_from_slice(&[#(#ws),*]););
+        }
+        if let Some(code) = stmt {
+            out = quote!(#out #code);
         }
     }
-    flush(&mut words, &mut out, &mut started);
     out
 }
 
