@@ -118,7 +118,8 @@ mod obs {
 #[test]
 fn frames_escaping_into_opaque_calls_and_hand_overs_agree() {
     let programs: [&[u8]; 5] = [&[0, 1, 3], &[0, 1, 2, 3], &[0, 1, 1, 4, 3], &[0, 5, 1, 3], &[0, 5, 2, 1, 4, 3]];
-    for max_cases in [16, 1, 0] {
+    // Fewest cases first: code compiled under a budget is kept for the rest.
+    for max_cases in [0, 1, 16] {
         obs::jit::config().set_threshold(2);
         obs::jit::config().set_max_cases(max_cases);
         for p in programs {
@@ -132,8 +133,7 @@ fn frames_escaping_into_opaque_calls_and_hand_overs_agree() {
         }
     }
     // Compiled code ran, and some runs were handed over to the interpreter
-    // in the middle (a full switch, or a case too large to compile: a state
-    // with 64 registers in flight does not fit a residual frame).
+    // in the middle (at a full switch).
     let st = obs::jit::stats();
     assert!(st.entries > 0 && st.resumptions > 0 && st.flexswitch_cases > 0, "{st:?}");
 }

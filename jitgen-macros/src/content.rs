@@ -34,10 +34,10 @@
 
 use hint_annotator::types::Ty;
 use hint_annotator::ModuleTypes;
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use crate::repr::{rust_ty, scalar, to_word, variants};
+use crate::repr::{member, rust_ty, scalar, to_word, variants};
 
 /// The function appending the content of a module struct or enum.
 fn content_fn_name(name: &str) -> proc_macro2::Ident {
@@ -116,16 +116,7 @@ pub fn content_fns(types: &ModuleTypes) -> TokenStream {
             .fields
             .iter()
             .map(|(fname, fty)| {
-                let member = match fname.parse::<u32>() {
-                    Ok(i) => {
-                        let i = syn::Index { index: i, span: Span::call_site() };
-                        quote!(#i)
-                    }
-                    Err(_) => {
-                        let id = format_ident!("{}", fname);
-                        quote!(#id)
-                    }
-                };
+                let member = member(fname);
                 content_of(fty, quote!((&__v.#member)))
             })
             .collect();

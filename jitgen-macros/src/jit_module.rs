@@ -238,7 +238,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     let (sn, desc) = (format_ident!("{}", s), format_ident!("__VDESC_{}", s));
                     let mut loads = vec![];
                     for (fname, ft) in &d.fields {
-                        let fid_ = format_ident!("{}", fname);
+                        let fid_ = member(fname);
                         let off = quote!(::core::mem::offset_of!(#sn, #fid_));
                         if let Some(LElem::Enum(..)) = list_field(ft, gen.cg.types()) {
                             // A list of enums stays in the object: the virtual
@@ -558,7 +558,7 @@ fn unpark_fn(sname: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
     let (mut k, mut j) = (0usize, 0usize);
     let mut inits = vec![];
     for (name, t) in &d.fields {
-        let fid = format_ident!("{}", name);
+        let fid = member(name);
         match list_field(t, types) {
             Some(le) => {
                 let et = le.rust();

@@ -73,6 +73,15 @@ pub fn is_container(r: &Repr) -> bool {
     matches!(r, Repr::VList(_) | Repr::VEList(..) | Repr::VDict(..) | Repr::VOList(_))
 }
 
+/// A field of a struct as it is written after `.` or in a literal: a name,
+/// or an index for a tuple struct's fields (named "0", "1", ... by the analysis).
+pub fn member(name: &str) -> syn::Member {
+    match name.parse::<u32>() {
+        Ok(index) => syn::Member::Unnamed(syn::Index { index, span: Span::call_site() }),
+        Err(_) => syn::Member::Named(format_ident!("{}", name)),
+    }
+}
+
 pub fn rt() -> TokenStream {
     quote!(::jitgen::__private::rt)
 }

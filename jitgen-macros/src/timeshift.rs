@@ -433,8 +433,12 @@ impl<'g> Gen<'g> {
         let f = self.fns[fi];
         let op = f.graph.blocks().flat_map(|b| f.graph.graph[b].ops.iter()).find(|op| op.result == *t)?;
         let OpKind::GetField(name) = &op.kind else { return None };
-        if moves_out(&self.value_ty(fi, &op.args[0])) || self.list_temp_escapes(fi, *t) {
-            // Moved out of the object, or read from the forced object.
+        if self.list_temp_escapes(fi, *t) {
+            // Moved out of the object, or read from the forced object. A
+            // temporary that is only the base of list operations is written
+            // back even when the object is owned: `m.stack.push(x)` on a
+            // struct local reads the field as such a temporary, and writing
+            // into a field a real move left behind is never observed.
             return None;
         }
         let p = self.vptr_local(fi, &op.args[0])?;
@@ -1088,7 +1092,7 @@ impl<'g> Gen<'g> {
                         return self.decline("a store into this list field");
                     };
                     let v = need!(self.operand(fi, &args[1], &le.repr()), "a list value");
-                    let (sn, fname, t) = (format_ident!("{}", sname), format_ident!("{}", name), le.rust());
+                    let (sn, fname, t) = (format_ident!("{}", sname), member(name), le.rust());
                     let (store, w) = (le.store_fn(), le.width());
                     return quote!({
                         let __l: #rt::vlist::VList = ::core::clone::Clone::clone(&#v);
@@ -1113,7 +1117,7 @@ impl<'g> Gen<'g> {
                     return self.decline("a store of a non-scalar field through a run-time pointer");
                 };
                 let v = need!(self.operand(fi, &args[1], &Repr::R(sc)), "value");
-                let (sn, fname) = (format_ident!("{}", sname), format_ident!("{}", name));
+                let (sn, fname) = (format_ident!("{}", sname), member(name));
                 let class = alias_class(&sname);
                 let real = quote!({
                     #addr
@@ -1494,7 +1498,7 @@ impl<'g> Gen<'g> {
     fn get_field(&mut self, fi: usize, r: Var, rr: &Repr, rgreen: bool, base: &Value, name: &str) -> TokenStream {
         let rt = rt();
         let types = self.cg.types();
-        let fname = format_ident!("{}", name);
+        let fname = member(name);
         let rty = self.fns[fi].graph.var(r).ty.clone();
         if rgreen {
             let Some(b) = self.operand(fi, base, &self.value_repr(fi, base)) else {
@@ -2469,7 +2473,7 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
     let mut offsets = vec![];
     let mut lists = vec![];
     for (name, t) in &d.fields {
-        let f = format_ident!("{}", name);
+        let f = member(name);
         if let Some(le) = list_field(t, types) {
             let (et, store, w) = (le.rust(), le.store_fn(), le.width());
             lists.push(quote!(#rt::virtuals::VListField {

@@ -44,9 +44,7 @@ use super::{Backend, BackendError};
 use crate::ir::builder::{CaseTable, Inst, Label, ResidualFunction, SecondaryMap, SwitchTable, Terminator, Val};
 use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
-/// Frames hold at most this many words (inputs, outputs, the live values of a
-/// flexswitch); a function needing more is not compiled.
-pub const MAX_FRAME_WORDS: usize = 64;
+pub use crate::ir::function::MAX_FRAME_WORDS;
 
 /// Compiles residual functions with Cranelift for the host.
 ///

@@ -300,6 +300,11 @@ pub struct ResidualFunction {
     pub pieces: Option<std::rc::Rc<dyn Pieces>>,
 }
 
+/// Frames hold at most this many words (inputs, outputs, the live values of
+/// a flexswitch and its two words): a function needing more is not compiled,
+/// and the scheduler forces virtual objects before a flexswitch would need more.
+pub const MAX_FRAME_WORDS: usize = 64;
+
 impl ResidualFunction {
     /// The number of frame words the calling convention needs.
     pub fn frame_words(&self) -> usize {

@@ -94,6 +94,20 @@ pub(super) type CaseCache<G> =
 
 pub(super) type FactsKey = Vec<(u32, i32, ValTy, Option<u64>, i64)>;
 
+/// How many different run-time values these reds hold.
+fn distinct_run_time_values(reds: &[RedBox]) -> usize {
+    let mut vals: Vec<Val> = reds
+        .iter()
+        .filter_map(|r| match r {
+            RedBox::Var { val, .. } => Some(*val),
+            _ => None,
+        })
+        .collect();
+    vals.sort_unstable();
+    vals.dedup();
+    vals.len()
+}
+
 pub(super) fn layout(reds: &[RedBox], inputs: &[RedBox]) -> Vec<Layout> {
     reds.iter()
         .map(|r| match r {
@@ -146,6 +160,13 @@ impl<F: Frame> Compilation<F> {
         let mut st = st;
         st.sync_facts(&self.b);
         st.normalize();
+        if distinct_run_time_values(&st.reds()) + 2 > crate::ir::function::MAX_FRAME_WORDS {
+            // Too many values to hand over in a frame: the virtual objects'
+            // fields and elements become one address each.
+            st.force_all(&mut self.b);
+            st.sync_facts(&self.b);
+            st.normalize();
+        }
         // The promoted value, and the narrower values it widens: each is
         // known in a case (a field loaded as `u32`, promoted as `usize`).
         let mut promoted: Vec<Val> = vec![];

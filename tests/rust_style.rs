@@ -1,0 +1,313 @@
+//! Interpreters as Rust programmers write them: wrapper structs (named and
+//! tuple), their methods, references as values. Every result is compared with
+//! `jit::plain`, through `jit::specialize` and through the portal.
+
+mod common;
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod wrapped {
+    use jitgen::prelude::*;
+
+    /// A tuple-struct operand stack.
+    pub struct Stack(Vec<i64>);
+
+    impl Stack {
+        pub fn push(&mut self, v: i64) {
+            self.0.push(v);
+        }
+        pub fn pop(&mut self) -> i64 {
+            self.0.pop().unwrap()
+        }
+    }
+
+    pub const PUSH: u8 = 0;
+    pub const DEC: u8 = 1;
+    pub const JNZ: u8 = 2;
+    pub const HALT: u8 = 3;
+    pub const DUP: u8 = 4;
+    pub const ADD: u8 = 5;
+
+    /// A little stack machine whose stack is a wrapper around a `Vec`.
+    pub fn run(code: &[u8]) -> i64 {
+        let mut stack = Stack(Vec::new());
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            if op == PUSH {
+                stack.push(code[pc] as i64);
+                pc += 1;
+            } else if op == DEC {
+                let v = stack.pop();
+                stack.push(v - 1);
+            } else if op == DUP {
+                let v = stack.pop();
+                stack.push(v);
+                stack.push(v);
+            } else if op == ADD {
+                let b = stack.pop();
+                let a = stack.pop();
+                stack.push(a + b);
+            } else if op == JNZ {
+                let target = code[pc] as usize;
+                pc += 1;
+                if stack.pop() != 0 {
+                    pc = target;
+                }
+            } else {
+                return stack.pop();
+            }
+        }
+    }
+}
+
+#[jit_interpreter]
+mod machine {
+    use jitgen::prelude::*;
+
+    /// One instruction; `DecJnz(r, t)` decrements register r and jumps to t
+    /// while it is not zero.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub enum Insn {
+        Push(i64),
+        Pop,
+        Dup,
+        Swap,
+        Add,
+        Mul,
+        Load(usize),
+        Store(usize),
+        DecJnz(usize, usize),
+        Halt,
+    }
+
+    /// The machine's state: two `Vec`s inside one struct.
+    pub struct Machine {
+        pub stack: Vec<i64>,
+        pub regs: Vec<i64>,
+    }
+
+    impl Machine {
+        pub fn push(&mut self, v: i64) {
+            self.stack.push(v);
+        }
+        pub fn pop(&mut self) -> i64 {
+            match self.stack.pop() {
+                Some(v) => v,
+                None => 0,
+            }
+        }
+    }
+
+    pub fn drain(a: i64) -> i64 {
+        let mut m = Machine { stack: Vec::new(), regs: vec![0; 4] };
+        m.push(a);
+        m.push(2);
+        let mut s = 0;
+        while let Some(v) = m.stack.pop() {
+            s += v;
+        }
+        s
+    }
+
+    pub fn drain2(a: i64) -> i64 {
+        let mut m = Machine { stack: Vec::new(), regs: vec![0; 4] };
+        m.stack.push(a);
+        m.stack.push(2);
+        let mut s = 0;
+        while let Some(v) = m.stack.pop() {
+            s += v;
+        }
+        s
+    }
+
+    /// Runs `code` from a fresh machine; returns the sum of what is left on
+    /// the stack and in the registers, each weighted by its position.
+    pub fn exec(code: &[Insn]) -> i64 {
+        let mut m = Machine { stack: Vec::new(), regs: vec![0; 4] };
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let insn = hint!(code[pc], concrete);
+            pc += 1;
+            match insn {
+                Insn::Push(k) => m.push(k),
+                Insn::Pop => {
+                    m.pop();
+                }
+                Insn::Dup => {
+                    let v = m.pop();
+                    m.push(v);
+                    m.push(v);
+                }
+                Insn::Swap => {
+                    let b = m.pop();
+                    let a = m.pop();
+                    m.push(b);
+                    m.push(a);
+                }
+                Insn::Add => {
+                    let b = m.pop();
+                    let a = m.pop();
+                    m.push(a.wrapping_add(b));
+                }
+                Insn::Mul => {
+                    let b = m.pop();
+                    let a = m.pop();
+                    m.push(a.wrapping_mul(b));
+                }
+                Insn::Load(r) => {
+                    let v = m.regs[r];
+                    m.push(v);
+                }
+                Insn::Store(r) => {
+                    let v = m.pop();
+                    m.regs[r] = v;
+                }
+                Insn::DecJnz(r, t) => {
+                    m.regs[r] -= 1;
+                    if m.regs[r] != 0 {
+                        pc = t;
+                    }
+                }
+                Insn::Halt => {
+                    let mut sum: i64 = 0;
+                    let mut weight: i64 = 1;
+                    while let Some(v) = m.stack.pop() {
+                        sum = sum.wrapping_add(v.wrapping_mul(weight));
+                        weight += 1;
+                    }
+                    let mut r = 0;
+                    while r < m.regs.len() {
+                        sum = sum.wrapping_add(m.regs[r].wrapping_mul(100 + r as i64));
+                        r += 1;
+                    }
+                    return sum;
+                }
+            }
+        }
+    }
+}
+
+/// A random program of `machine`: straight-line code and counted loops
+/// (nested, each on its own register), the stack never popped empty.
+fn random_machine_program(rng: &mut common::Rng) -> Vec<machine::Insn> {
+    use machine::Insn::*;
+    fn block(
+        rng: &mut common::Rng,
+        code: &mut Vec<machine::Insn>,
+        depth: &mut usize,
+        busy: &mut Vec<usize>,
+        nest: u32,
+    ) {
+        for _ in 0..1 + rng.below(6) {
+            match rng.below(10) {
+                0 | 1 => {
+                    code.push(Push(rng.below(7) as i64 - 2));
+                    *depth += 1;
+                }
+                2 if *depth > 0 => {
+                    code.push(Pop);
+                    *depth -= 1;
+                }
+                3 if *depth > 0 => {
+                    code.push(Dup);
+                    *depth += 1;
+                }
+                4 if *depth > 1 => code.push(Swap),
+                5 if *depth > 1 => {
+                    code.push(if rng.below(2) == 0 { Add } else { Mul });
+                    *depth -= 1;
+                }
+                6 => {
+                    code.push(Load(rng.below(4) as usize));
+                    *depth += 1;
+                }
+                7 if *depth > 0 => {
+                    let free: Vec<usize> = (0..4).filter(|r| !busy.contains(r)).collect();
+                    if let Some(&r) = free.get(rng.below(4) as usize % free.len().max(1)) {
+                        code.push(Store(r));
+                        *depth -= 1;
+                    }
+                }
+                8 | 9 if nest < 2 && busy.len() < 3 => {
+                    let r = (0..4).find(|r| !busy.contains(r)).unwrap();
+                    code.push(Push(1 + rng.below(4) as i64));
+                    code.push(Store(r));
+                    let head = code.len();
+                    busy.push(r);
+                    block(rng, code, depth, busy, nest + 1);
+                    busy.pop();
+                    code.push(DecJnz(r, head));
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut code = vec![];
+    let (mut depth, mut busy) = (0, vec![]);
+    block(rng, &mut code, &mut depth, &mut busy, 0);
+    code.push(Halt);
+    code
+}
+
+/// `m.stack.pop()` and `m.stack.push(x)` on a struct local act on the
+/// struct's own list (they once acted on a copy: pushes were lost and a
+/// `while let` over pops never ended).
+#[test]
+fn list_methods_on_a_field_of_a_struct_local_act_on_the_field() {
+    let drain = machine::jit::specialize::drain();
+    let drain2 = machine::jit::specialize::drain2();
+    for a in [-3, 0, 1, 40] {
+        assert_eq!(drain.call(a), machine::jit::plain::drain(a), "{}", drain.listing());
+        assert_eq!(drain2.call(a), machine::jit::plain::drain2(a), "{}", drain2.listing());
+    }
+    expect_test::expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 2
+            v2 = add_checked.i64 v1, v0
+            return v2
+    "#]]
+    .assert_eq(drain2.listing());
+}
+
+#[test]
+fn random_programs_specialized_with_every_input_green_agree_with_plain() {
+    let mut rng = common::Rng(0x5eed_2301);
+    for _ in 0..common::how_many(300) {
+        let code = random_machine_program(&mut rng);
+        let plain = machine::jit::plain::exec(&code);
+        let r = machine::jit::specialize::exec(&code);
+        assert_eq!(r.call(), plain, "{code:?}\n{}", r.listing());
+    }
+}
+
+#[test]
+fn random_programs_through_the_portal_agree_with_plain() {
+    machine::jit::config().set_threshold(0);
+    let mut rng = common::Rng(0x5eed_2302);
+    for _ in 0..common::how_many(300) {
+        let code = random_machine_program(&mut rng);
+        assert_eq!(machine::exec(&code), machine::jit::plain::exec(&code), "{code:?}");
+    }
+}
+
+use wrapped::{ADD, DEC, DUP, HALT, JNZ, PUSH};
+
+/// A counted loop whose whole state is known when compiling.
+const COUNT_DOWN: &[u8] = &[PUSH, 0, PUSH, 10, DUP, DEC, DUP, JNZ, 4, ADD, HALT];
+/// A counted loop whose stack has the same length at every turn.
+const COUNTER: &[u8] = &[PUSH, 10, DEC, DUP, JNZ, 2, PUSH, 7, ADD, HALT];
+
+#[test]
+fn a_loop_with_all_state_green_specializes_to_a_terminating_function() {
+    for code in [COUNT_DOWN, COUNTER] {
+        let plain = wrapped::jit::plain::run(code);
+        let r = wrapped::jit::specialize::run(code);
+        println!("{}", r.listing());
+        assert_eq!(r.call(), plain, "{}", r.listing());
+    }
+}
