@@ -73,6 +73,7 @@ mod colored;
 pub mod flowgraph;
 mod lower;
 pub mod module;
+mod resolve;
 pub mod types;
 
 use indexmap::IndexMap;

@@ -107,7 +107,8 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
         l.blocks[0].inputargs.push(v);
         l.env.push((p.name.clone(), LVal::Var(v)));
     }
-    let v = l.block(f.body);
+    let body = crate::resolve::resolve_body(m, f.body);
+    let v = l.block(&body);
     if l.cur.is_some() {
         let t = l.ty_of(&v);
         let ret = f.ret.clone();
@@ -136,6 +137,18 @@ struct Lowering<'m, 'a> {
     errors: Vec<syn::Error>,
     /// The span of the expression being lowered (for join results).
     span: Span,
+}
+
+/// Whether `e` names a place that can be named again with no effect: a
+/// binding, or fields of one.
+fn pure_place(e: &Expr) -> bool {
+    match e {
+        Expr::Path(p) => p.path.get_ident().is_some(),
+        Expr::Field(f) => pure_place(&f.base),
+        Expr::Paren(p) => pure_place(&p.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => pure_place(&u.expr),
+        _ => false,
+    }
 }
 
 fn span_of(t: &dyn ToTokens) -> Span {
@@ -1234,11 +1247,233 @@ impl Lowering<'_, '_> {
         self.emit(kind, args, ty, s)
     }
 
+    /// Lowers `e` with the given temporaries in scope (the values of a
+    /// desugared call's receiver and arguments, evaluated once, in order).
+    fn desugared(&mut self, temps: Vec<(&str, LVal)>, e: Expr) -> LVal {
+        let n = temps.len();
+        for (name, v) in temps {
+            self.env.push((name.to_string(), v));
+        }
+        let r = self.expr(&e);
+        self.env.truncate(self.env.len() - n);
+        r
+    }
+
+    /// Methods of the standard library that are written in terms of what
+    /// the analysis knows (see `std_methods`): `Vec` and slice accessors and
+    /// edits, and the `Option`/`Result` combinators with their closures
+    /// inlined. `None` when `method` is not one of them.
+    fn std_method(&mut self, mc: &syn::ExprMethodCall, recv: &LVal, recv_ty: &Ty) -> Option<LVal> {
+        let method = mc.method.to_string();
+        let nargs = mc.args.len();
+        let r = &*mc.receiver;
+        let is_list = matches!(recv_ty, Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..));
+        let (a0, a1) = (mc.args.first(), mc.args.get(1));
+        if is_list {
+            // Mutating methods name the receiver again at each use: a field
+            // read each time is the field's own list.
+            let mutating =
+                matches!(method.as_str(), "swap" | "truncate" | "clear" | "insert" | "remove" | "extend_from_slice");
+            if mutating && !pure_place(r) {
+                return Some(self.unsupported(
+                    mc,
+                    &format!("`.{method}()` on this expression"),
+                    "call it on a variable or a field",
+                ));
+            }
+            let e: Expr = match (method.as_str(), nargs) {
+                ("get", 1) => {
+                    let i = self.expr(&mc.args[0]);
+                    let i = self.rvalue(i, &mc.args[0]);
+                    let recv = self.rvalue(recv.clone(), r);
+                    let e = syn::parse_quote!(if __jitgen_i < __jitgen_recv.len() {
+                        Some(__jitgen_recv[__jitgen_i])
+                    } else {
+                        None
+                    });
+                    return Some(self.desugared(vec![("__jitgen_recv", recv), ("__jitgen_i", i)], e));
+                }
+                ("first", 0) => syn::parse_quote!(if (#r).is_empty() { None } else { Some((#r)[0]) }),
+                ("last", 0) => {
+                    let recv = self.rvalue(recv.clone(), r);
+                    let e = syn::parse_quote!(if __jitgen_recv.is_empty() {
+                        None
+                    } else {
+                        Some(__jitgen_recv[__jitgen_recv.len() - 1])
+                    });
+                    return Some(self.desugared(vec![("__jitgen_recv", recv)], e));
+                }
+                ("swap", 2) => syn::parse_quote!({
+                    let __jitgen_a: usize = #a0;
+                    let __jitgen_b: usize = #a1;
+                    let __jitgen_t = (#r)[__jitgen_a];
+                    (#r)[__jitgen_a] = (#r)[__jitgen_b];
+                    (#r)[__jitgen_b] = __jitgen_t;
+                }),
+                ("truncate", 1) => syn::parse_quote!({
+                    let __jitgen_n: usize = #a0;
+                    while (#r).len() > __jitgen_n {
+                        (#r).pop();
+                    }
+                }),
+                ("clear", 0) => syn::parse_quote!(while !(#r).is_empty() {
+                    (#r).pop();
+                }),
+                ("insert", 2) => syn::parse_quote!({
+                    let __jitgen_i: usize = #a0;
+                    let __jitgen_x = #a1;
+                    (#r).push(__jitgen_x);
+                    let mut __jitgen_k = (#r).len() - 1;
+                    while __jitgen_k > __jitgen_i {
+                        (#r)[__jitgen_k] = (#r)[__jitgen_k - 1];
+                        __jitgen_k -= 1;
+                    }
+                    (#r)[__jitgen_i] = __jitgen_x;
+                }),
+                ("remove", 1) => syn::parse_quote!({
+                    let __jitgen_i: usize = #a0;
+                    let __jitgen_v = (#r)[__jitgen_i];
+                    let mut __jitgen_k = __jitgen_i;
+                    while __jitgen_k + 1 < (#r).len() {
+                        (#r)[__jitgen_k] = (#r)[__jitgen_k + 1];
+                        __jitgen_k += 1;
+                    }
+                    (#r).pop();
+                    __jitgen_v
+                }),
+                ("extend_from_slice", 1) => {
+                    let from = match &mc.args[0] {
+                        Expr::Reference(x) => (*x.expr).clone(),
+                        e => e.clone(),
+                    };
+                    syn::parse_quote!({
+                        let mut __jitgen_k: usize = 0;
+                        while __jitgen_k < (#from).len() {
+                            (#r).push((#from)[__jitgen_k]);
+                            __jitgen_k += 1;
+                        }
+                    })
+                }
+                _ => return None,
+            };
+            return Some(self.expr(&e));
+        }
+        let is_option = matches!(recv_ty, Ty::Option(_));
+        if !is_option && !matches!(recv_ty, Ty::Result(..)) {
+            return None;
+        }
+        // The combinators, as a `match` with the closure's body inlined
+        // (its parameter pattern becomes the arm's): captures are the
+        // bindings in scope.
+        let apply = |f: &Expr, arg: Option<Expr>| -> Option<(Option<Pat>, Expr)> {
+            match f {
+                Expr::Closure(c) => {
+                    if c.inputs.len() != usize::from(arg.is_some()) || c.asyncness.is_some() {
+                        return None;
+                    }
+                    let pat = c.inputs.first().map(|p| match p {
+                        Pat::Reference(r) => (*r.pat).clone(),
+                        Pat::Type(t) => (*t.pat).clone(),
+                        p => p.clone(),
+                    });
+                    Some((pat, (*c.body).clone()))
+                }
+                f => Some((
+                    None,
+                    match arg {
+                        Some(x) => syn::parse_quote!((#f)(#x)),
+                        None => syn::parse_quote!((#f)()),
+                    },
+                )),
+            }
+        };
+        let some = if is_option { quote::quote!(Some) } else { quote::quote!(Ok) };
+        let none: Pat = if is_option { syn::parse_quote!(None) } else { syn::parse_quote!(Err(__jitgen_e)) };
+        let arm = |f: &Expr, wrap: bool| -> Option<(Pat, Expr)> {
+            let x: Expr = syn::parse_quote!(__jitgen_x);
+            let (pat, body) = apply(f, Some(x))?;
+            let pat = pat.unwrap_or_else(|| syn::parse_quote!(__jitgen_x));
+            let body = if wrap { syn::parse_quote!(#some(#body)) } else { body };
+            Some((syn::parse_quote!(#some(#pat)), body))
+        };
+        let otherwise = |f: &Expr| -> Option<Expr> {
+            if is_option {
+                Some(apply(f, None)?.1)
+            } else {
+                let e: Expr = syn::parse_quote!(__jitgen_e);
+                let (pat, body) = apply(f, Some(e))?;
+                Some(match pat {
+                    Some(p) => syn::parse_quote!({ let #p = __jitgen_e; #body }),
+                    None => body,
+                })
+            }
+        };
+        let bad = |me: &mut Self| {
+            Some(me.unsupported(
+                mc,
+                &format!("this argument of `.{method}()`"),
+                "pass a closure literal or the name of a function",
+            ))
+        };
+        let e: Expr = match (method.as_str(), nargs) {
+            ("map", 1) => {
+                let Some((p, b)) = arm(&mc.args[0], true) else { return bad(self) };
+                let n: Expr = if is_option { syn::parse_quote!(None) } else { syn::parse_quote!(Err(__jitgen_e)) };
+                syn::parse_quote!(match __jitgen_recv { #p => #b, #none => #n })
+            }
+            ("and_then", 1) => {
+                let Some((p, b)) = arm(&mc.args[0], false) else { return bad(self) };
+                let n: Expr = if is_option { syn::parse_quote!(None) } else { syn::parse_quote!(Err(__jitgen_e)) };
+                syn::parse_quote!(match __jitgen_recv { #p => #b, #none => #n })
+            }
+            ("map_or", 2) => {
+                let Some((p, b)) = arm(&mc.args[1], false) else { return bad(self) };
+                let d = self.expr(&mc.args[0]);
+                let d = self.rvalue(d, &mc.args[0]);
+                let recv = self.rvalue(recv.clone(), r);
+                let e = syn::parse_quote!(match __jitgen_recv { #p => #b, _ => __jitgen_d });
+                return Some(self.desugared(vec![("__jitgen_recv", recv), ("__jitgen_d", d)], e));
+            }
+            ("map_or_else", 2) => {
+                let Some((p, b)) = arm(&mc.args[1], false) else { return bad(self) };
+                let Some(d) = otherwise(&mc.args[0]) else { return bad(self) };
+                syn::parse_quote!(match __jitgen_recv { #p => #b, #none => #d })
+            }
+            ("unwrap_or_else", 1) => {
+                let Some(d) = otherwise(&mc.args[0]) else { return bad(self) };
+                syn::parse_quote!(match __jitgen_recv { #some(__jitgen_x) => __jitgen_x, #none => #d })
+            }
+            ("ok_or_else", 1) if is_option => {
+                let Some(d) = otherwise(&mc.args[0]) else { return bad(self) };
+                syn::parse_quote!(match __jitgen_recv { Some(__jitgen_x) => Ok(__jitgen_x), None => Err(#d) })
+            }
+            ("unwrap_or_default", 0) => {
+                let inner = match recv_ty {
+                    Ty::Option(t) | Ty::Result(t, _) => self.u.shallow(t),
+                    _ => return None,
+                };
+                let d: Expr = match inner {
+                    Ty::Bool => syn::parse_quote!(false),
+                    Ty::F64 | Ty::F32 => syn::parse_quote!(0.0),
+                    t if self.u.is_intlike(&t) => syn::parse_quote!(0),
+                    _ => return Some(self.unsupported(mc, "`unwrap_or_default` on this type", "use `unwrap_or(..)`")),
+                };
+                syn::parse_quote!(match __jitgen_recv { #some(__jitgen_x) => __jitgen_x, _ => #d })
+            }
+            _ => return None,
+        };
+        let recv = self.rvalue(recv.clone(), r);
+        Some(self.desugared(vec![("__jitgen_recv", recv)], e))
+    }
+
     fn method_call(&mut self, mc: &syn::ExprMethodCall) -> LVal {
         let recv = self.expr(&mc.receiver);
         let method = mc.method.to_string();
         let recv_ty = self.deref_ty(&self.ty_of(&recv));
         let nargs = mc.args.len();
+        if let Some(v) = self.std_method(mc, &recv, &recv_ty) {
+            return v;
+        }
         match (&recv_ty, method.as_str(), nargs) {
             (Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..), "len", 0) => {
                 return self.emit(OpKind::Len, vec![recv], Ty::Int(IntTy::Usize), mc)
@@ -1400,7 +1635,7 @@ impl Lowering<'_, '_> {
         }
         let shown = self.u.show(&recv_ty);
         self.error(mc.method.span(), format!(
-            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, min, max, abs"
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/first/last/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, min, max, abs"
         ));
         self.poison(mc.span())
     }

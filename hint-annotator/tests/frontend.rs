@@ -427,7 +427,7 @@ fn unsupported_constructs_are_reported_at_their_spans_all_together() {
             error 5:12: a string literal is not supported in a #[jit_interpreter] function; pass program text in as a parameter (`&[u8]`); messages belong in #[jit_opaque] functions
             error 6:13: `for` over anything but an integer range is not supported in a #[jit_interpreter] function; iterate over indices: `for i in 0..v.len()`
             error 7:12: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
-            error 8:6: the method `foo` on `i64` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, min, max, abs
+            error 8:6: the method `foo` on `i64` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/first/last/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, min, max, abs
         "#]],
     );
 }

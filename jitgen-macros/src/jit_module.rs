@@ -626,24 +626,35 @@ fn outputs(gen: &Gen, ret: &Ty) -> Option<(TokenStream, TokenStream)> {
     None
 }
 
+/// Why an entry point can never be compiled: a value it cannot keep, or its result.
+fn never_compiled(gen: &Gen, label: &str, e: &Entry, ret: &Ty) -> String {
+    match &e.bad {
+        Some(why) => format!("{label}: {why}"),
+        None if outputs(gen, ret).is_none() => {
+            format!("{label}: returning a value of type `{ret}` from residual code is not supported yet")
+        }
+        None => format!("{label}: cannot be compiled"),
+    }
+}
+
 /// The compile function for an entry point.
 fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret: &Ty) -> TokenStream {
     let rt = rt();
     let gp: Vec<TokenStream> = e.green_params.iter().map(|(n, t, _)| quote!(#n: #t)).collect();
-    if let Some(why) = &e.bad {
-        let msg = format!("{label}: {why}");
+    if e.bad.is_some() {
+        let msg = never_compiled(gen, label, e, ret);
         return quote! {
             #[allow(unused_variables)]
-            pub(super) fn #name<'a>(#(#gp),*) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+            pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
                 Err(#msg.to_string())
             }
         };
     }
     let Some((out_tys, _)) = outputs(gen, ret) else {
-        let msg = format!("{label}: returning a value of type `{ret}` from residual code is not supported yet");
+        let msg = never_compiled(gen, label, e, ret);
         return quote! {
             #[allow(unused_variables)]
-            pub(super) fn #name<'a>(#(#gp),*) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+            pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
                 Err(#msg.to_string())
             }
         };
@@ -1024,7 +1035,15 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                     #rt::heap::arena_release(__mark);
                     Some(__r)
                 },
-                _ => quote!(None),
+                _ => {
+                    // Never compiled: said once, for `jit::last_decline()` and JITGEN_LOG.
+                    let why = never_compiled(&gen, &name.to_string(), &e, &ret);
+                    quote! {
+                        static __TOLD: ::std::sync::Once = ::std::sync::Once::new();
+                        __TOLD.call_once(|| super::jit::__STATS.declined_because(#why));
+                        None
+                    }
+                }
             };
             let listings_fn = format_ident!("__listings_{}", name);
             listing_calls.push(quote!(__l.extend(super::__jit::#listings_fn());));
