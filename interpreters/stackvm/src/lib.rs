@@ -1,0 +1,211 @@
+//! A stack VM written the way a Rust tutorial writes one, then annotated for
+//! jitgen with hints only.
+//!
+//! The program is a `Vec<Instruction>`; the VM keeps an operand stack (a
+//! tuple struct around a `Vec`), a program counter and a call stack of
+//! frames. `Call` pushes a frame that remembers where to return and where the
+//! callee's locals start on the operand stack; `Load n` and `Store n` address
+//! the current frame's locals.
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+pub mod vm {
+    use super::*;
+
+    /// One instruction of the VM.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Instruction {
+        /// Push a constant.
+        Push(i64),
+        /// Drop the top of the stack.
+        Pop,
+        /// Duplicate the top of the stack.
+        Dup,
+        /// Exchange the two top values.
+        Swap,
+        /// Pop b, pop a, push a + b.
+        Add,
+        /// Pop b, pop a, push a - b.
+        Sub,
+        /// Pop b, pop a, push a * b.
+        Mul,
+        /// Pop b, pop a, push 1 if a < b else 0.
+        Lt,
+        /// Add one to the top of the stack.
+        Inc,
+        /// Push local n of the current frame.
+        Load(usize),
+        /// Pop into local n of the current frame.
+        Store(usize),
+        /// Continue at the given index.
+        Jump(usize),
+        /// Pop; continue at the given index if it was zero.
+        JumpIfZero(usize),
+        /// Call the procedure at the given index; its locals start at the
+        /// given number of values below the top of the stack.
+        Call(usize, usize),
+        /// Return from the current procedure, keeping the top of the stack.
+        Ret,
+        /// Print the top of the stack.
+        Print,
+        /// Stop, returning the top of the stack.
+        Halt,
+    }
+
+    /// What can go wrong running a program.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum VmError {
+        /// A pop or a peek on an empty stack.
+        StackUnderflow,
+        /// The program counter left the program.
+        PcOutOfRange,
+        /// `Load` or `Store` of a local the frame does not have.
+        BadLocal,
+        /// `Ret` with no frame to return to.
+        NoFrame,
+    }
+
+    /// The operand stack.
+    #[derive(Debug, Default, Clone)]
+    pub struct Stack(Vec<i64>);
+
+    impl Stack {
+        pub fn new() -> Self {
+            Stack(Vec::new())
+        }
+
+        pub fn push(&mut self, value: i64) {
+            self.0.push(value);
+        }
+
+        pub fn pop(&mut self) -> Result<i64, VmError> {
+            self.0.pop().ok_or(VmError::StackUnderflow)
+        }
+
+        pub fn peek(&self) -> Result<&i64, VmError> {
+            self.0.last().ok_or(VmError::StackUnderflow)
+        }
+
+        pub fn peek_mut(&mut self) -> Result<&mut i64, VmError> {
+            self.0.last_mut().ok_or(VmError::StackUnderflow)
+        }
+
+        pub fn get(&self, index: usize) -> Option<&i64> {
+            self.0.get(index)
+        }
+
+        pub fn get_mut(&mut self, index: usize) -> Option<&mut i64> {
+            self.0.get_mut(index)
+        }
+
+        pub fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        pub fn is_empty(&self) -> bool {
+            self.0.is_empty()
+        }
+    }
+
+    /// A procedure's activation: where it returns, and where its locals start.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Frame {
+        pub return_pc: usize,
+        pub base: usize,
+    }
+
+    pub type CallStack = Vec<Frame>;
+
+    /// The machine.
+    pub struct Vm {
+        code: Vec<Instruction>,
+        pc: usize,
+        stack: Stack,
+        frames: CallStack,
+    }
+
+    impl Vm {
+        pub fn new(code: Vec<Instruction>) -> Self {
+            Vm { code, pc: 0, stack: Stack::new(), frames: CallStack::new() }
+        }
+
+        fn base(&self) -> usize {
+            self.frames.last().map_or(0, |f| f.base)
+        }
+
+        /// Runs the program until `Halt`; returns the top of the stack.
+        pub fn run(&mut self) -> Result<i64, VmError> {
+            use Instruction::*;
+            loop {
+                hint!(global_merge_point);
+                let instruction = match self.code.get(self.pc) {
+                    Some(i) => i,
+                    None => return Err(VmError::PcOutOfRange),
+                };
+                self.pc += 1;
+                match instruction {
+                    Push(value) => self.stack.push(*value),
+                    Pop => {
+                        self.stack.pop()?;
+                    }
+                    Dup => {
+                        let top = *self.stack.peek()?;
+                        self.stack.push(top);
+                    }
+                    Swap => {
+                        let (b, a) = (self.stack.pop()?, self.stack.pop()?);
+                        self.stack.push(b);
+                        self.stack.push(a);
+                    }
+                    Add => {
+                        let (b, a) = (self.stack.pop()?, self.stack.pop()?);
+                        self.stack.push(a.wrapping_add(b));
+                    }
+                    Sub => {
+                        let (b, a) = (self.stack.pop()?, self.stack.pop()?);
+                        self.stack.push(a.wrapping_sub(b));
+                    }
+                    Mul => {
+                        let (b, a) = (self.stack.pop()?, self.stack.pop()?);
+                        self.stack.push(a.wrapping_mul(b));
+                    }
+                    Lt => {
+                        let (b, a) = (self.stack.pop()?, self.stack.pop()?);
+                        self.stack.push(if a < b { 1 } else { 0 });
+                    }
+                    Inc => *self.stack.peek_mut()? += 1,
+                    Load(n) => {
+                        let value = *self.stack.get(self.base() + n).ok_or(VmError::BadLocal)?;
+                        self.stack.push(value);
+                    }
+                    Store(n) => {
+                        let value = self.stack.pop()?;
+                        let slot = self.base() + n;
+                        *self.stack.get_mut(slot).ok_or(VmError::BadLocal)? = value;
+                    }
+                    Jump(target) => self.pc = *target,
+                    JumpIfZero(target) => {
+                        if self.stack.pop()? == 0 {
+                            self.pc = *target;
+                        }
+                    }
+                    Call(target, args) => {
+                        let base = self.stack.len().checked_sub(*args).ok_or(VmError::StackUnderflow)?;
+                        self.frames.push(Frame { return_pc: self.pc, base });
+                        self.pc = *target;
+                    }
+                    Ret => {
+                        let frame = self.frames.pop().ok_or(VmError::NoFrame)?;
+                        let result = self.stack.pop()?;
+                        self.stack.0.truncate(frame.base);
+                        self.stack.push(result);
+                        self.pc = hint!(frame.return_pc, promote);
+                    }
+                    Print => println!("{}", self.stack.peek()?),
+                    Halt => return self.stack.pop(),
+                }
+            }
+        }
+    }
+}
