@@ -1293,14 +1293,18 @@ impl Lowering<'_, '_> {
                     });
                     return Some(self.desugared(vec![("__jitgen_recv", recv), ("__jitgen_i", i)], e));
                 }
-                ("first", 0) => syn::parse_quote!(if (#r).is_empty() { None } else { Some((#r)[0]) }),
-                ("last", 0) => {
+                ("first" | "last", 0) => {
+                    // The receiver is evaluated once, as Rust does.
                     let recv = self.rvalue(recv.clone(), r);
-                    let e = syn::parse_quote!(if __jitgen_recv.is_empty() {
-                        None
+                    let e = if method == "first" {
+                        syn::parse_quote!(if __jitgen_recv.is_empty() { None } else { Some(__jitgen_recv[0]) })
                     } else {
-                        Some(__jitgen_recv[__jitgen_recv.len() - 1])
-                    });
+                        syn::parse_quote!(if __jitgen_recv.is_empty() {
+                            None
+                        } else {
+                            Some(__jitgen_recv[__jitgen_recv.len() - 1])
+                        })
+                    };
                     return Some(self.desugared(vec![("__jitgen_recv", recv)], e));
                 }
                 ("swap", 2) => syn::parse_quote!({

@@ -626,14 +626,12 @@ fn outputs(gen: &Gen, ret: &Ty) -> Option<(TokenStream, TokenStream)> {
     None
 }
 
-/// Why an entry point can never be compiled: a value it cannot keep, or its result.
-fn never_compiled(gen: &Gen, label: &str, e: &Entry, ret: &Ty) -> String {
+/// Why an entry point can never be compiled: a value it cannot keep, or
+/// else its result (asked only of entry points that cannot be compiled).
+fn never_compiled(label: &str, e: &Entry, ret: &Ty) -> String {
     match &e.bad {
         Some(why) => format!("{label}: {why}"),
-        None if outputs(gen, ret).is_none() => {
-            format!("{label}: returning a value of type `{ret}` from residual code is not supported yet")
-        }
-        None => format!("{label}: cannot be compiled"),
+        None => format!("{label}: returning a value of type `{ret}` from residual code is not supported yet"),
     }
 }
 
@@ -642,7 +640,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
     let rt = rt();
     let gp: Vec<TokenStream> = e.green_params.iter().map(|(n, t, _)| quote!(#n: #t)).collect();
     if e.bad.is_some() {
-        let msg = never_compiled(gen, label, e, ret);
+        let msg = never_compiled(label, e, ret);
         return quote! {
             #[allow(unused_variables)]
             pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
@@ -651,7 +649,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
         };
     }
     let Some((out_tys, _)) = outputs(gen, ret) else {
-        let msg = never_compiled(gen, label, e, ret);
+        let msg = never_compiled(label, e, ret);
         return quote! {
             #[allow(unused_variables)]
             pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
@@ -1037,7 +1035,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 },
                 _ => {
                     // Never compiled: said once, for `jit::last_decline()` and JITGEN_LOG.
-                    let why = never_compiled(&gen, &name.to_string(), &e, &ret);
+                    let why = never_compiled(&name.to_string(), &e, &ret);
                     quote! {
                         static __TOLD: ::std::sync::Once = ::std::sync::Once::new();
                         __TOLD.call_once(|| super::jit::__STATS.declined_because(#why));
