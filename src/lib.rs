@@ -95,6 +95,10 @@ pub mod __private {
                 content_bytes, green_word, Config, PortalCache, PortalSite, Sampler, Stats, StatsSnapshot,
             };
         }
+        /// What a portal hook's arguments go through.
+        pub mod portal {
+            pub use jitgen_runtime::portal::ByValue;
+        }
     }
 
     /// Annotates the module source the macro embedded.

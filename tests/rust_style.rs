@@ -471,3 +471,175 @@ fn a_loop_with_all_state_green_specializes_to_a_terminating_function() {
         assert_eq!(wrapped::run(code), plain);
     }
 }
+
+#[jit_interpreter]
+mod tuples {
+    use jitgen::prelude::*;
+
+    /// Instructions with payloads, not `Copy`: matched through a reference.
+    #[derive(Clone, Debug, PartialEq)]
+    pub enum Ins {
+        Push(i64),
+        Add,
+        Sub,
+        DivMod,
+        Swap,
+        Fib,
+        Cmp,
+        Jnz(usize),
+        Dup,
+        Rot,
+        Halt,
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub enum Sign {
+        Neg,
+        Zero,
+        Pos,
+    }
+
+    fn sign(x: i64) -> Sign {
+        if x < 0 {
+            Sign::Neg
+        } else if x == 0 {
+            Sign::Zero
+        } else {
+            Sign::Pos
+        }
+    }
+
+    fn top(stack: &Vec<i64>) -> Option<&i64> {
+        stack.last()
+    }
+
+    /// Tuples as Rust programmers use them in a dispatch loop.
+    pub fn run(code: &[Ins], input: i64) -> i64 {
+        let mut stack: Vec<i64> = vec![input];
+        let mut pc = 0;
+        // A reference to a value, live across the merge point.
+        let bias = &input;
+        // A tuple live across the merge point, assigned whole and in part.
+        let mut acc = (0i64, 0i64);
+        loop {
+            hint!(global_merge_point);
+            let ins = hint!(&code[pc], concrete);
+            pc += 1;
+            match ins {
+                Ins::Push(d) => stack.push(*d),
+                Ins::Add | Ins::Sub => {
+                    let (b, a) = (stack.pop().unwrap_or(0), stack.pop().unwrap_or(0));
+                    stack.push(if *ins == Ins::Add { a.wrapping_add(b) } else { a.wrapping_sub(b) });
+                }
+                Ins::DivMod => {
+                    let (b, a) = (stack.pop().unwrap_or(1), stack.pop().unwrap_or(0));
+                    let (q, r) = if b != 0 { (a.wrapping_div(b), a.wrapping_rem(b)) } else { (0, a) };
+                    stack.push(q);
+                    stack.push(r);
+                }
+                Ins::Swap => {
+                    let pair = (stack.pop().unwrap_or(0), stack.pop().unwrap_or(0));
+                    stack.push(pair.0);
+                    stack.push(pair.1);
+                }
+                Ins::Fib => {
+                    let n = stack.pop().unwrap_or(0) % 50;
+                    let mut fib = (0i64, 1i64);
+                    let mut k = 0;
+                    while k < n {
+                        fib = (fib.1, fib.0.wrapping_add(fib.1));
+                        k += 1;
+                    }
+                    let mut acc = (fib.0, 0);
+                    acc.1 += 3;
+                    acc.1 *= 2;
+                    stack.push(acc.0 + acc.1);
+                }
+                Ins::Cmp => {
+                    let (b, a) = (stack.pop().unwrap_or(0), stack.pop().unwrap_or(0));
+                    let r = match (sign(a), sign(b)) {
+                        (Sign::Zero, Sign::Zero) => 0,
+                        (Sign::Neg, _) | (_, Sign::Neg) => -1,
+                        (x, y) if x == y => 2,
+                        (_, ..) => 1,
+                    };
+                    stack.push(r);
+                }
+                Ins::Jnz(t) => {
+                    if stack.pop().unwrap_or(0) != 0 {
+                        pc = *t;
+                    }
+                }
+                Ins::Rot => {
+                    acc = (acc.1, acc.0.wrapping_add(stack.pop().unwrap_or(0)));
+                    acc.0 += 1;
+                }
+                Ins::Dup => {
+                    let t = *top(&stack).unwrap_or(&0);
+                    stack.push(t);
+                }
+                Ins::Halt => return *top(&stack).unwrap_or(&-1) - *bias + acc.0 * 3 + acc.1,
+            }
+        }
+    }
+}
+
+#[test]
+fn tuples_and_references_to_values_agree_with_plain() {
+    use tuples::Ins::*;
+    tuples::jit::config().set_threshold(0);
+    let programs: Vec<Vec<tuples::Ins>> = vec![
+        vec![Push(7), Add, Push(3), DivMod, Sub, Halt],
+        vec![Push(-4), Swap, Sub, Push(0), DivMod, Halt],
+        vec![Fib, Push(9), Fib, Add, Halt],
+        vec![Push(3), Cmp, Push(-2), Push(5), Cmp, Add, Halt],
+        // A counted loop: six turns of acc += 3 over [counter, acc].
+        vec![Push(6), Swap, Push(3), Add, Swap, Push(1), Sub, Dup, Jnz(1), Add, Halt],
+        vec![Push(6), Swap, Dup, Rot, Push(3), Add, Swap, Push(1), Sub, Dup, Jnz(1), Add, Halt],
+    ];
+    for code in &programs {
+        let f = tuples::jit::specialize::run(code);
+        for input in [-5, 0, 1, 7, 20] {
+            let plain = tuples::jit::plain::run(code, input);
+            assert_eq!(f.call(input), plain, "{code:?} {input}\n{}", f.listing());
+            assert_eq!(tuples::run(code, input), plain, "{code:?} {input}");
+        }
+    }
+    // The portal compiled code and entered it, tuples and references live.
+    let stats = tuples::jit::stats();
+    assert!(stats.entries > 0, "{stats:?} {:?}", tuples::jit::last_decline());
+}
+
+/// Random programs of `tuples`: every instruction, jumps forward only (so each
+/// program ends), then `Halt`.
+#[test]
+fn random_tuple_programs_agree_with_plain() {
+    use tuples::Ins::*;
+    tuples::jit::config().set_threshold(0);
+    let mut rng = common::Rng(0x5eed_2303);
+    for _ in 0..common::how_many(200) {
+        let n = 1 + rng.below(14) as usize;
+        let mut code = vec![];
+        for pc in 0..n {
+            code.push(match rng.below(11) {
+                0 | 1 => Push(rng.below(9) as i64 - 4),
+                2 => Add,
+                3 => Sub,
+                4 => DivMod,
+                5 => Swap,
+                6 => Fib,
+                7 => Cmp,
+                8 => Dup,
+                9 => Rot,
+                _ => Jnz(pc + 1 + rng.below((n - pc) as u64) as usize),
+            });
+        }
+        code.push(Halt);
+        let f = tuples::jit::specialize::run(&code);
+        for input in [-3, 0, 5] {
+            let plain = tuples::jit::plain::run(&code, input);
+            assert_eq!(f.call(input), plain, "{code:?} {input}\n{}", f.listing());
+            assert_eq!(tuples::run(&code, input), plain, "{code:?} {input}");
+        }
+    }
+}

@@ -33,6 +33,20 @@ enum LVal {
     Const(Const),
     Int(i128, Ty),
     Float(f64, Ty),
+    /// A tuple: its components, each an operand of its own (a tuple is
+    /// never one machine value; it reaches no operation, only patterns,
+    /// `.0` reads, bindings and joins).
+    Tuple(Vec<LVal>),
+}
+
+impl LVal {
+    /// The operands of `self`, tuples flattened in order.
+    fn flatten(&self, out: &mut Vec<LVal>) {
+        match self {
+            LVal::Tuple(items) => items.iter().for_each(|i| i.flatten(out)),
+            v => out.push(v.clone()),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -67,6 +81,9 @@ struct LBlock {
     join_depth: Option<usize>,
     /// Whether the last input argument carries the value of an expression.
     has_result: bool,
+    /// What each environment slot (and the result, last) is on entry: a
+    /// variable among `inputargs`, or a tuple of them.
+    shapes: Vec<LVal>,
     preds: usize,
     /// For the two sides of a branch: the bindings when the branch was taken.
     env_at_entry: Option<Vec<(String, LVal)>>,
@@ -83,6 +100,8 @@ struct LoopCtx {
 /// A place that can be assigned.
 enum Place {
     Local(usize),
+    /// A component of a tuple local: the local, then the indices inward.
+    TupleItem(usize, Vec<usize>),
     Field(LVal, String, Ty),
     Item(LVal, LVal, Ty),
 }
@@ -103,6 +122,9 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
         span: f.span,
     };
     for p in &f.params {
+        if matches!(p.ty, Ty::Tuple(_)) {
+            l.error(p.span, "a tuple parameter is not supported by jitgen yet; pass the components, or a struct of the module");
+        }
         let v = l.new_var(Some(p.name.clone()), p.ty.clone(), p.span);
         l.blocks[0].inputargs.push(v);
         l.env.push((p.name.clone(), LVal::Var(v)));
@@ -112,7 +134,9 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
     if l.cur.is_some() {
         let t = l.ty_of(&v);
         let ret = f.ret.clone();
-        l.unify(&ret, &t, f.body.stmts.last().map_or(f.span, |s| s.span()));
+        let span = f.body.stmts.last().map_or(f.span, |s| s.span());
+        l.unify(&ret, &t, span);
+        let v = l.returned(v, span);
         l.set_exit(LExit::Return(v));
     }
     let had_errors = !l.errors.is_empty();
@@ -236,7 +260,58 @@ impl Lowering<'_, '_> {
             LVal::Var(v) => self.vars[v.0 as usize].ty.clone(),
             LVal::Const(c) => c.ty(),
             LVal::Int(_, t) | LVal::Float(_, t) => t.clone(),
+            LVal::Tuple(items) => Ty::Tuple(items.iter().map(|i| self.ty_of(i)).collect()),
         }
+    }
+
+    /// Join parameters shaped like `v` (one variable per tuple component),
+    /// appended to `vars`.
+    fn fresh_shape(&mut self, name: Option<String>, v: &LVal, vars: &mut Vec<Var>) -> LVal {
+        match v {
+            LVal::Tuple(items) => LVal::Tuple(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| self.fresh_shape(name.as_ref().map(|n| format!("{n}.{i}")), item, vars))
+                    .collect(),
+            ),
+            v => {
+                let span = match v {
+                    LVal::Var(v) => self.vars[v.0 as usize].span,
+                    _ => Span::call_site(),
+                };
+                let t = self.ty_of(v);
+                let var = self.new_var(name, t, span);
+                vars.push(var);
+                LVal::Var(var)
+            }
+        }
+    }
+
+    /// The value a function returns: not a tuple (a function's result is
+    /// one machine value).
+    fn returned(&mut self, v: LVal, span: Span) -> LVal {
+        if matches!(v, LVal::Tuple(_)) {
+            self.error(
+                span,
+                "returning a tuple from a function of a #[jit_interpreter] module is not supported yet; return a struct of the module",
+            );
+            return LVal::Const(Const::Unit);
+        }
+        v
+    }
+
+    /// Refuses tuples among the operands of an operation.
+    fn no_tuples(&mut self, args: Vec<LVal>, span: Span) -> Vec<LVal> {
+        if args.iter().any(|a| matches!(a, LVal::Tuple(_))) {
+            self.error(
+                span,
+                "a tuple is supported in a #[jit_interpreter] function only where it is destructured \
+                 (`let (a, b) = ...`, `match (x, y) { ... }`, `.0`); to pass, return or store it, use a struct of the module",
+            );
+            return args.into_iter().map(|a| if matches!(a, LVal::Tuple(_)) { LVal::Const(Const::Unit) } else { a }).collect();
+        }
+        args
     }
 
     /// The type of `v`, resolved at the top level.
@@ -265,6 +340,7 @@ impl Lowering<'_, '_> {
 
     fn emit(&mut self, kind: OpKind, args: Vec<LVal>, ty: Ty, src: &dyn ToTokens) -> LVal {
         let span = span_of(src);
+        let args = self.no_tuples(args, span);
         let result = self.new_var(None, ty, span);
         let b = self.cur_block();
         self.blocks[b].ops.push(LOp { result, kind, args, span, source: source_of(src) });
@@ -288,37 +364,54 @@ impl Lowering<'_, '_> {
     /// A join block mirroring the first `depth` bindings, plus an optional result.
     fn new_join(&mut self, depth: usize, result: Option<Ty>) -> usize {
         let mut inputargs = vec![];
+        let mut shapes = vec![];
         for i in 0..depth {
             let (name, val) = self.env[i].clone();
-            let ty = self.ty_of(&val);
-            let span = match &val {
-                LVal::Var(v) => self.vars[v.0 as usize].span,
-                _ => Span::call_site(),
-            };
-            inputargs.push(self.new_var(Some(name), ty, span));
+            shapes.push(self.fresh_shape(Some(name), &val, &mut inputargs));
         }
         let has_result = result.is_some();
         if let Some(t) = result {
-            inputargs.push(self.new_var(None, t, self.span));
+            // One variable; reshaped into a tuple's by the first value that
+            // flows in (`link_to`), if it is a tuple.
+            let var = self.new_var(None, t, self.span);
+            inputargs.push(var);
+            shapes.push(LVal::Var(var));
         }
-        self.blocks.push(LBlock { inputargs, join_depth: Some(depth), has_result, ..Default::default() });
+        self.blocks.push(LBlock { inputargs, join_depth: Some(depth), has_result, shapes, ..Default::default() });
         self.blocks.len() - 1
     }
 
     fn link_to(&mut self, target: usize, result: Option<LVal>) -> LLink {
         let depth = self.blocks[target].join_depth.unwrap_or(0);
-        let mut args: Vec<LVal> = self.env[..depth].iter().map(|(_, v)| v.clone()).collect();
-        // Unify the types of the join's input arguments with what flows in.
-        for (i, a) in args.iter().enumerate() {
-            let (want, have) = (self.vars[self.blocks[target].inputargs[i].0 as usize].ty.clone(), self.ty_of(a));
-            let _ = self.u.unify(&want, &have);
+        let mut args: Vec<LVal> = vec![];
+        for (_, v) in &self.env[..depth] {
+            v.flatten(&mut args);
         }
         if self.blocks[target].has_result {
             let r = result.unwrap_or(LVal::Const(Const::Unit));
-            let rv = *self.blocks[target].inputargs.last().unwrap();
-            let (want, have) = (self.vars[rv.0 as usize].ty.clone(), self.ty_of(&r));
+            let shape = self.blocks[target].shapes.last().cloned();
+            if let (LVal::Tuple(_), Some(LVal::Var(rv))) = (&r, shape) {
+                if self.blocks[target].preds == 0 {
+                    let (want, have) = (self.vars[rv.0 as usize].ty.clone(), self.ty_of(&r));
+                    let _ = self.u.unify(&want, &have);
+                    let mut vars = vec![];
+                    let shape = self.fresh_shape(None, &r, &mut vars);
+                    let b = &mut self.blocks[target];
+                    b.inputargs.pop();
+                    b.inputargs.extend(vars);
+                    *b.shapes.last_mut().unwrap() = shape;
+                }
+            }
+            r.flatten(&mut args);
+        }
+        // Unify the types of the join's input arguments with what flows in.
+        if args.len() != self.blocks[target].inputargs.len() {
+            self.error(self.span, "a tuple and a value of another type meet here");
+            args.resize(self.blocks[target].inputargs.len(), LVal::Const(Const::Unit));
+        }
+        for (i, a) in args.iter().enumerate() {
+            let (want, have) = (self.vars[self.blocks[target].inputargs[i].0 as usize].ty.clone(), self.ty_of(a));
             let _ = self.u.unify(&want, &have);
-            args.push(r);
         }
         LLink { target, args }
     }
@@ -341,11 +434,11 @@ impl Lowering<'_, '_> {
         }
         let depth = self.blocks[b].join_depth.unwrap_or(0);
         for i in 0..depth {
-            self.env[i].1 = LVal::Var(self.blocks[b].inputargs[i]);
+            self.env[i].1 = self.blocks[b].shapes[i].clone();
         }
         self.cur = Some(b);
         if self.blocks[b].has_result {
-            Some(LVal::Var(*self.blocks[b].inputargs.last().unwrap()))
+            self.blocks[b].shapes.last().cloned()
         } else {
             None
         }
@@ -390,6 +483,9 @@ impl Lowering<'_, '_> {
 
     fn named(&mut self, name: String, v: LVal, src: &dyn ToTokens) -> LVal {
         match v {
+            LVal::Tuple(items) => LVal::Tuple(
+                items.into_iter().enumerate().map(|(i, item)| self.named(format!("{name}.{i}"), item, src)).collect(),
+            ),
             LVal::Var(var) if self.vars[var.0 as usize].name.is_none() => {
                 self.vars[var.0 as usize].name = Some(name);
                 v
@@ -420,6 +516,16 @@ impl Lowering<'_, '_> {
                 }
                 _ => return v,
             }
+        }
+    }
+
+    /// Whether `t` is already known to be a value type (`Ty::is_value`).
+    fn finished_value(&self, t: &Ty) -> bool {
+        match self.u.shallow(t) {
+            Ty::Option(x) => self.finished_value(&x),
+            Ty::Result(x, e) => self.finished_value(&x) && self.finished_value(&e),
+            Ty::Infer(_) => self.u.is_intlike(t),
+            t => t.is_value(),
         }
     }
 
@@ -501,7 +607,12 @@ impl Lowering<'_, '_> {
             Pat::Ident(pi) if pi.subpat.is_none() => self.bind(pi.ident.to_string(), v, local),
             Pat::Wild(_) => {}
             p => {
-                self.unsupported(p, "this `let` pattern", "bind a single name and use `match` to destructure");
+                // Rust checked that the pattern is irrefutable: no tests.
+                let mut binds = vec![];
+                self.pattern(v, p, None, &mut binds);
+                for (name, val) in binds {
+                    self.bind(name, val, p);
+                }
             }
         }
     }
@@ -571,12 +682,23 @@ impl Lowering<'_, '_> {
                 if self.cur.is_some() {
                     let (ret, t) = (self.f.ret.clone(), self.ty_of(&v));
                     self.unify(&ret, &t, r.span());
+                    let v = self.returned(v, r.span());
                     self.set_exit(LExit::Return(v));
                 }
                 self.never(r.span())
             }
             Expr::Field(f) => {
                 let base = self.expr(&f.base);
+                if let LVal::Tuple(items) = &base {
+                    return match &f.member {
+                        syn::Member::Unnamed(k) if (k.index as usize) < items.len() => items[k.index as usize].clone(),
+                        m => {
+                            let n = items.len();
+                            self.error(m.span(), format!("this tuple has {n} components (`.0` to `.{}`)", n - 1));
+                            self.poison(m.span())
+                        }
+                    };
+                }
                 self.get_field(base, &f.member, e)
             }
             Expr::Index(i) => {
@@ -589,6 +711,10 @@ impl Lowering<'_, '_> {
             Expr::Reference(r) => {
                 let v = self.expr(&r.expr);
                 let t = self.ty_of(&v);
+                if r.mutability.is_none() && self.finished_value(&t) {
+                    // `&value`: the value itself (see `ModuleDef::ty`).
+                    return v;
+                }
                 if r.mutability.is_some() && self.u.shallow(&t).is_scalar() {
                     return self.unsupported(
                         r,
@@ -601,7 +727,7 @@ impl Lowering<'_, '_> {
             Expr::Try(t) => self.try_expr(t),
             Expr::Macro(m) => self.macro_expr(&m.mac),
             Expr::Tuple(t) if t.elems.is_empty() => LVal::Const(Const::Unit),
-            Expr::Tuple(t) => self.unsupported(t, "a tuple", "use a struct of the module"),
+            Expr::Tuple(t) => LVal::Tuple(t.elems.iter().map(|x| self.expr(x)).collect()),
             Expr::Closure(c) => self.unsupported(c, "a closure", "write a function of the module"),
             Expr::Let(l) => {
                 self.unsupported(l, "`let` in this position (a let chain)", "use nested `if let` or `match`")
@@ -769,6 +895,13 @@ impl Lowering<'_, '_> {
             }
             o if o.is_comparison() => {
                 self.unify(&ta, &tb, span);
+                if matches!(o, BinOp::Eq | BinOp::Ne) && self.equal_tags_decide(&a, &b) {
+                    // Equal variants decide: compare the tags, which works on
+                    // run-time values as well as on known ones.
+                    let ta = self.emit(OpKind::EnumTag, vec![a], Ty::Int(IntTy::U32), src);
+                    let tb = self.emit(OpKind::EnumTag, vec![b], Ty::Int(IntTy::U32), src);
+                    return self.emit(OpKind::Bin(op), vec![ta, tb], Ty::Bool, src);
+                }
                 Ty::Bool
             }
             _ => {
@@ -777,6 +910,27 @@ impl Lowering<'_, '_> {
             }
         };
         self.emit(OpKind::Bin(op), vec![a, b], result, src)
+    }
+
+    /// Whether `a == b` on enums is the same as comparing their variants:
+    /// `PartialEq` is derived (always for `Option` and `Result`) and either
+    /// no variant has a payload, or one side is a variant without payload.
+    fn equal_tags_decide(&self, a: &LVal, b: &LVal) -> bool {
+        let fieldless = match self.shallow_ty(a) {
+            Ty::Enum(e) => match self.m.enums.get(&e) {
+                Some(d) if d.derives_eq => d.variants.iter().all(|v| v.fields.is_empty()),
+                _ => return false,
+            },
+            Ty::Option(_) | Ty::Result(..) => false,
+            _ => return false,
+        };
+        fieldless || self.is_unit_variant(a) || self.is_unit_variant(b)
+    }
+
+    /// Whether `v` was just made as a variant without payload (`Op::Add`, `None`).
+    fn is_unit_variant(&self, v: &LVal) -> bool {
+        let (LVal::Var(var), Some(b)) = (v, self.cur) else { return false };
+        self.blocks[b].ops.iter().rev().any(|o| o.result == *var && matches!(o.kind, OpKind::MakeEnum { .. }) && o.args.is_empty())
     }
 
     fn binary(&mut self, b: &syn::ExprBinary) -> LVal {
@@ -878,6 +1032,9 @@ impl Lowering<'_, '_> {
                 }
             }
             Expr::Field(f) => {
+                if let Some((i, path)) = self.tuple_place(e) {
+                    return Some(Place::TupleItem(i, path));
+                }
                 let base = self.expr(&f.base);
                 let (name, ty) = self.field_ty(&base, &f.member, e)?;
                 Some(Place::Field(base, name, ty))
@@ -896,9 +1053,45 @@ impl Lowering<'_, '_> {
         }
     }
 
+    /// `t.0` (or `t.1.0`) where `t` is a local holding a tuple: the local
+    /// and the path of indices.
+    fn tuple_place(&self, e: &Expr) -> Option<(usize, Vec<usize>)> {
+        match e {
+            Expr::Paren(p) => self.tuple_place(&p.expr),
+            Expr::Path(p) => {
+                let i = self.lookup(&p.path.get_ident()?.to_string())?;
+                matches!(self.env[i].1, LVal::Tuple(_)).then(|| (i, vec![]))
+            }
+            Expr::Field(f) => {
+                let syn::Member::Unnamed(k) = &f.member else { return None };
+                let (i, mut path) = self.tuple_place(&f.base)?;
+                let mut v = &self.env[i].1;
+                for &j in &path {
+                    let LVal::Tuple(items) = v else { return None };
+                    v = &items[j];
+                }
+                let LVal::Tuple(items) = v else { return None };
+                let k = k.index as usize;
+                (k < items.len()).then(|| {
+                    path.push(k);
+                    (i, path)
+                })
+            }
+            _ => None,
+        }
+    }
+
     fn read_place(&mut self, p: &Place, src: &dyn ToTokens) -> LVal {
         match p {
             Place::Local(i) => self.env[*i].1.clone(),
+            Place::TupleItem(i, path) => {
+                let mut v = &self.env[*i].1;
+                for &k in path {
+                    let LVal::Tuple(items) = v else { unreachable!("a tuple place names a tuple") };
+                    v = &items[k];
+                }
+                v.clone()
+            }
             Place::Field(b, f, t) => self.emit(OpKind::GetField(f.clone()), vec![b.clone()], t.clone(), src),
             Place::Item(b, i, t) => self.emit(OpKind::GetItem, vec![b.clone(), i.clone()], t.clone(), src),
         }
@@ -920,6 +1113,26 @@ impl Lowering<'_, '_> {
                     c => self.named(name, c, src),
                 };
                 self.env[i].1 = v;
+            }
+            Place::TupleItem(i, path) => {
+                let mut old = &self.env[i].1;
+                for &k in &path {
+                    let LVal::Tuple(items) = old else { unreachable!("a tuple place names a tuple") };
+                    old = &items[k];
+                }
+                let (old_t, new_t) = (self.ty_of(old), self.ty_of(&v));
+                self.unify(&old_t, &new_t, span);
+                let name = path.iter().fold(self.env[i].0.clone(), |n, k| format!("{n}.{k}"));
+                let v = match v {
+                    LVal::Var(var) if self.vars[var.0 as usize].name.is_some() => v,
+                    v => self.named(name, v, src),
+                };
+                let mut slot = &mut self.env[i].1;
+                for &k in &path {
+                    let LVal::Tuple(items) = slot else { unreachable!("a tuple place names a tuple") };
+                    slot = &mut items[k];
+                }
+                *slot = v;
             }
             Place::Field(b, f, t) => {
                 let vt = self.ty_of(&v);
@@ -2169,6 +2382,26 @@ impl Lowering<'_, '_> {
             Pat::Guard(g) => {
                 self.unsupported(g, "a guard in this position", "");
             }
+            Pat::Tuple(pt) => {
+                let LVal::Tuple(items) = v else {
+                    self.error(p.span(), format!("a tuple pattern against a value of type `{}`", self.u.show(&ty)));
+                    return;
+                };
+                let rest = pt.elems.iter().position(|e| matches!(e, Pat::Rest(_)));
+                let n = pt.elems.len();
+                if rest.is_none() && n != items.len() || rest.is_some() && n - 1 > items.len() {
+                    self.error(p.span(), format!("this pattern has {n} components, the tuple {}", items.len()));
+                    return;
+                }
+                for (k, sp) in pt.elems.iter().enumerate() {
+                    let item = match rest {
+                        Some(r) if k == r => continue,
+                        Some(r) if k > r => &items[items.len() - (n - k)],
+                        _ => &items[k],
+                    };
+                    self.pattern(item.clone(), sp, fail, binds);
+                }
+            }
             other => {
                 self.unsupported(
                     other,
@@ -2288,6 +2521,7 @@ impl Lowering<'_, '_> {
                     _ => Value::Const(Const::Int(*x, IntTy::I32)),
                 },
                 LVal::Float(x, t) => Value::Const(Const::Float(*x, u.finish(t).unwrap_or(Ty::F64))),
+                LVal::Tuple(_) => unreachable!("tuples are refused before they reach an operation"),
             }
         };
         let mut blocks: Vec<Block> = vec![];

@@ -35,6 +35,8 @@ pub struct VariantDef {
 pub struct EnumDef {
     /// Variants in declaration order; the index is the tag.
     pub variants: Vec<VariantDef>,
+    /// Its `PartialEq` is derived: `==` compares the variant, then the payload.
+    pub derives_eq: bool,
 }
 
 /// A parameter of a function.
@@ -84,6 +86,28 @@ pub struct ModuleDef<'a> {
     pub fns: IndexMap<String, FnDef<'a>>,
 }
 
+/// Whether a tuple occurs anywhere in `t`.
+fn has_tuple(t: &Ty) -> bool {
+    match t {
+        Ty::Tuple(_) => true,
+        Ty::Ref { to: x, .. } | Ty::Boxed(x) | Ty::Vec(x) | Ty::Slice(x) | Ty::Array(x, _) | Ty::Option(x) => has_tuple(x),
+        Ty::Map(k, v) | Ty::Result(k, v) => has_tuple(k) || has_tuple(v),
+        _ => false,
+    }
+}
+
+/// Whether `#[derive(..)]` among `attrs` names `name`.
+fn derives(attrs: &[syn::Attribute], name: &str) -> bool {
+    attrs.iter().filter(|a| a.path().is_ident("derive")).any(|a| {
+        let mut found = false;
+        let _ = a.parse_nested_meta(|m| {
+            found |= m.path.segments.last().is_some_and(|s| s.ident == name);
+            Ok(())
+        });
+        found
+    })
+}
+
 fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
     attrs.iter().any(|a| a.path().is_ident(name))
 }
@@ -110,7 +134,7 @@ impl<'a> ModuleDef<'a> {
                     );
                 }
                 syn::Item::Enum(e) => {
-                    m.enums.insert(e.ident.to_string(), EnumDef { variants: vec![] });
+                    m.enums.insert(e.ident.to_string(), EnumDef { variants: vec![], derives_eq: derives(&e.attrs, "PartialEq") });
                 }
                 _ => {}
             }
@@ -134,7 +158,7 @@ impl<'a> ModuleDef<'a> {
                     let mut fields = IndexMap::new();
                     for (i, f) in s.fields.iter().enumerate() {
                         let name = f.ident.as_ref().map_or(i.to_string(), |i| i.to_string());
-                        match m.ty(&f.ty, None) {
+                        match m.stored_ty(&f.ty) {
                             Ok(t) => {
                                 fields.insert(name, t);
                             }
@@ -156,7 +180,7 @@ impl<'a> ModuleDef<'a> {
                         let mut fields = vec![];
                         for (i, f) in v.fields.iter().enumerate() {
                             let name = f.ident.as_ref().map_or(i.to_string(), |i| i.to_string());
-                            match m.ty(&f.ty, None) {
+                            match m.stored_ty(&f.ty) {
                                 Ok(t) => fields.push((name, t)),
                                 Err(e) => errors.push(e),
                             }
@@ -346,12 +370,39 @@ impl<'a> ModuleDef<'a> {
             && !self.enums.contains_key(&name)
     }
 
-    /// Converts a Rust type of a signature, field or ascription.
+    /// The type of a struct field or an enum payload: a tuple there would
+    /// have to be one machine value, which tuples never are.
+    fn stored_ty(&self, t: &syn::Type) -> syn::Result<Ty> {
+        let ty = self.ty(t, None)?;
+        if has_tuple(&ty) {
+            return Err(err(t, "a tuple in a struct field or an enum payload is not supported by jitgen; use a struct of the module"));
+        }
+        Ok(ty)
+    }
+
+    /// Converts a Rust type of a signature, field or ascription. Tuples are
+    /// accepted only at the top (and inside tuples): their components live
+    /// in separate variables, so `Vec<(A, B)>` or `Option<(A, B)>` cannot be.
     pub fn ty(&self, t: &syn::Type, self_ty: Option<&str>) -> syn::Result<Ty> {
+        let ty = self.ty_inner(t, self_ty)?;
+        let nested = match &ty {
+            Ty::Tuple(ts) => ts.iter().any(|t| !matches!(t, Ty::Tuple(_)) && has_tuple(t)),
+            t => has_tuple(t),
+        };
+        if nested {
+            return Err(err(t, "a tuple inside this type is not supported by jitgen; use a struct of the module"));
+        }
+        Ok(ty)
+    }
+
+    fn ty_inner(&self, t: &syn::Type, self_ty: Option<&str>) -> syn::Result<Ty> {
         match t {
             syn::Type::Paren(p) => self.ty(&p.elem, self_ty),
             syn::Type::Group(g) => self.ty(&g.elem, self_ty),
             syn::Type::Tuple(tt) if tt.elems.is_empty() => Ok(Ty::Unit),
+            syn::Type::Tuple(tt) => {
+                Ok(Ty::Tuple(tt.elems.iter().map(|t| self.ty_inner(t, self_ty)).collect::<syn::Result<_>>()?))
+            }
             syn::Type::Reference(r) => {
                 let to = match (self.ty(&r.elem, self_ty), &*r.elem) {
                     (Ok(t), _) => t,
@@ -362,6 +413,12 @@ impl<'a> ModuleDef<'a> {
                     }
                     (Err(e), _) => return Err(e),
                 };
+                if r.mutability.is_none() && to.is_value() {
+                    // A shared reference to a value (`&i64`, `&Instruction`):
+                    // the data is frozen while borrowed, so the reference is
+                    // the value itself at the machine level.
+                    return Ok(to);
+                }
                 Ok(Ty::Ref { mutable: r.mutability.is_some(), to: Box::new(to) })
             }
             syn::Type::Slice(s) => Ok(Ty::Slice(Box::new(self.ty(&s.elem, self_ty)?))),

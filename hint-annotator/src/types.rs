@@ -130,6 +130,9 @@ pub enum Ty {
     Option(Box<Ty>),
     /// `Result<T, E>`.
     Result(Box<Ty>, Box<Ty>),
+    /// A tuple of two or more components: never one machine value, its
+    /// components are kept in separate variables (see `lower`).
+    Tuple(Vec<Ty>),
     /// The type of an expression that never completes (`return`, `break`, a panic).
     Never,
     /// The type of an expression that already produced an error: unifies with
@@ -163,6 +166,19 @@ impl Ty {
         matches!(self, Ty::Ref { mutable: false, .. })
     }
 
+    /// Whether values of this type are plain values at the machine level
+    /// (scalars, enums, `Option` and `Result` of values): what a shared
+    /// reference to it may stand for.
+    pub fn is_value(&self) -> bool {
+        match self {
+            Ty::Enum(_) => true,
+            Ty::Option(t) => t.is_value(),
+            Ty::Result(t, e) => t.is_value() && e.is_value(),
+            Ty::Tuple(ts) => ts.iter().all(Ty::is_value),
+            t => t.is_scalar(),
+        }
+    }
+
     /// Whether this is a numeric, bool or char scalar.
     pub fn is_scalar(&self) -> bool {
         matches!(self, Ty::Bool | Ty::Char | Ty::F32 | Ty::F64 | Ty::Int(_))
@@ -189,6 +205,16 @@ impl fmt::Display for Ty {
             Ty::Struct(n) | Ty::Enum(n) | Ty::Foreign(n) => f.write_str(n),
             Ty::Option(t) => write!(f, "Option<{t}>"),
             Ty::Result(t, e) => write!(f, "Result<{t}, {e}>"),
+            Ty::Tuple(ts) => {
+                f.write_str("(")?;
+                for (i, t) in ts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{t}")?;
+                }
+                f.write_str(")")
+            }
             Ty::Never => f.write_str("!"),
             Ty::Error => f.write_str("{error}"),
             Ty::Infer(_) => f.write_str("_"),
@@ -265,6 +291,7 @@ impl Unifier {
             Ty::Array(t, n) => Ty::Array(Box::new(self.finish(&t)?), n),
             Ty::Option(t) => Ty::Option(Box::new(self.finish(&t)?)),
             Ty::Result(t, e) => Ty::Result(Box::new(self.finish(&t)?), Box::new(self.finish(&e)?)),
+            Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(|t| self.finish(t)).collect::<Option<_>>()?),
             t => t,
         })
     }
@@ -281,6 +308,7 @@ impl Unifier {
                 self.occurs(var, &t)
             }
             Ty::Result(t, e) | Ty::Map(t, e) => self.occurs(var, &t) || self.occurs(var, &e),
+            Ty::Tuple(ts) => ts.iter().any(|t| self.occurs(var, t)),
             _ => false,
         }
     }
@@ -325,6 +353,9 @@ impl Unifier {
             | (Ty::Slice(x), Ty::Slice(y))
             | (Ty::Option(x), Ty::Option(y)) => self.unify(x, y),
             (Ty::Array(x, n), Ty::Array(y, m)) if n == m => self.unify(x, y),
+            (Ty::Tuple(xs), Ty::Tuple(ys)) if xs.len() == ys.len() => {
+                xs.iter().zip(ys).try_for_each(|(x, y)| self.unify(x, y)).or_else(|_| mismatch(self))
+            }
             (Ty::Result(x1, e1), Ty::Result(x2, e2)) | (Ty::Map(x1, e1), Ty::Map(x2, e2)) => {
                 self.unify(x1, x2)?;
                 self.unify(e1, e2)

@@ -412,7 +412,7 @@ fn if_let_and_while_let() {
 fn unsupported_constructs_are_reported_at_their_spans_all_together() {
     check(
         "fn f(x: i64) -> i64 {
-    let t = (x, x);
+    let t = vec![(x, x)];
     let c = |y: i64| y + 1;
     println!(\"{}\", x);
     let s = \"text\";
@@ -421,7 +421,7 @@ fn unsupported_constructs_are_reported_at_their_spans_all_together() {
     x.foo()
 }",
         expect![[r#"
-            error 2:12: a tuple is not supported in a #[jit_interpreter] function; use a struct of the module
+            error 2:12: a tuple is supported in a #[jit_interpreter] function only where it is destructured (`let (a, b) = ...`, `match (x, y) { ... }`, `.0`); to pass, return or store it, use a struct of the module
             error 3:12: a closure is not supported in a #[jit_interpreter] function; write a function of the module
             error 4:4: the macro `println!` is not supported in a #[jit_interpreter] function; hints are `hint!(...)`; move printing and other effects into a #[jit_opaque] function
             error 5:12: a string literal is not supported in a #[jit_interpreter] function; pass program text in as a parameter (`&[u8]`); messages belong in #[jit_opaque] functions
@@ -447,7 +447,7 @@ fn k(x: (i64, i64)) -> i64 { 0 }",
             error 3:11: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, slices, arrays, Option, Result, or structs and enums defined in the module
             error 3:17: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, slices, arrays, Option, Result, or structs and enums defined in the module
             error 4:8: strings are not supported by jitgen's analysis; use byte slices (`&[u8]`)
-            error 5:8: this type is not supported by jitgen's analysis
+            error 5:5: a tuple parameter is not supported by jitgen yet; pass the components, or a struct of the module
         "#]],
     );
 }

@@ -79,26 +79,26 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
             e.bad = Some(format!("an unnamed value `{}` is live here", f.graph.var_name(*v)));
             continue;
         };
-        let n = Ident::new(if name == "self" { "__self" } else { &name }, Span::call_site());
-        let src = Ident::new(&name, Span::call_site());
+        let (n, src) = live_name(&name);
         let fid = format_ident!("v{}", v.0);
         let ty = info.ty.clone();
         let green = f.color(*v) == Color::Green;
         let r = gen.repr(fi, *v);
-        let is_mut = mutable.contains(&name);
+        let is_mut = mutable.contains(base_name(&name));
         let pty_of = |t: &Ty| rust_ty(t, None);
         match &r {
             Repr::Unit => {}
             Repr::Bad(why) => e.bad = Some(why.clone()),
             Repr::G(sc) => {
                 let t = sc_rust(*sc);
+                let src = quote!(<_ as #rt::portal::ByValue<#t>>::by_value(#src));
                 e.params.push((n.clone(), t.clone()));
-                e.args.push(quote!(#src));
+                e.args.push(src.clone());
                 e.green_params.push((n.clone(), t.clone(), t));
                 e.frame_lets.push(quote!(let #fid = #n;));
                 let w = to_word(*sc, quote!(#n));
                 e.cheap_greens_in_hook.push(w.clone());
-                e.cheap_greens.push(to_word(*sc, quote!(#src)));
+                e.cheap_greens.push(to_word(*sc, src));
                 e.key.push(w);
             }
             Repr::GRef(target) | Repr::GSlice(target) => {
@@ -162,8 +162,8 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
             }
             Repr::R(sc) => {
                 let t = sc_rust(*sc);
+                e.args.push(quote!(<_ as #rt::portal::ByValue<#t>>::by_value(#src)));
                 e.params.push((n.clone(), t));
-                e.args.push(quote!(#src));
                 let vt = sc_valty(*sc);
                 e.input_tys.push(quote!(__t.push(#vt);));
                 let w = to_word(*sc, quote!(#n));
@@ -477,8 +477,27 @@ enum ParkKind {
 struct ParkVar {
     field: Ident,
     param: Ident,
-    src: Ident,
+    src: TokenStream,
     kind: ParkKind,
+}
+
+/// The parameter a live variable of a portal becomes in its hook, and the
+/// place it is read from (and written back to) in the portal: `x` and `x`,
+/// `self` and `__self`, a tuple's component `t.0` and `t__0`.
+fn live_name(name: &str) -> (Ident, TokenStream) {
+    if name == "self" {
+        return (format_ident!("__self"), quote!(self));
+    }
+    let mut parts = name.split('.');
+    let base = Ident::new(parts.next().unwrap_or(name), Span::call_site());
+    let path: Vec<syn::Index> = parts.filter_map(|p| p.parse::<usize>().ok()).map(syn::Index::from).collect();
+    let param = Ident::new(&name.replace('.', "__"), Span::call_site());
+    (param, quote!(#base #(.#path)*))
+}
+
+/// The local a live variable belongs to: `t` for the component `t.0`.
+fn base_name(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
 }
 
 /// The variables a portal gets back at its merge point, or `None` when one
@@ -490,7 +509,7 @@ fn park_plan(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> O
     for v in vars {
         let info = f.graph.var(*v);
         let name = info.name.clone()?;
-        if !mutable.contains(&name) {
+        if !mutable.contains(base_name(&name)) {
             continue;
         }
         if name == "self" {
@@ -515,12 +534,8 @@ fn park_plan(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> O
             (Repr::Unit, _) => continue,
             _ => return None,
         };
-        plan.push(ParkVar {
-            field: format_ident!("v{}", v.0),
-            param: Ident::new(&name, Span::call_site()),
-            src: Ident::new(&name, Span::call_site()),
-            kind,
-        });
+        let (param, src) = live_name(&name);
+        plan.push(ParkVar { field: format_ident!("v{}", v.0), param, src, kind });
     }
     Some(plan)
 }
@@ -850,7 +865,7 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let mut assigns = vec![];
             for pv in &plan {
                 let (field, param, src) = (&pv.field, &pv.param, &pv.src);
-                let msg = format!("jitgen: `{src}` is not known when handing over to the interpreter");
+                let msg = format!("jitgen: `{}` is not known when handing over to the interpreter", src.to_string().replace(' ', ""));
                 match &pv.kind {
                     ParkKind::Scalar(sc, green) => {
                         let t = sc_rust(*sc);

@@ -231,6 +231,10 @@ pub fn rust_ty(ty: &Ty, lt: Option<&TokenStream>) -> TokenStream {
             let (t, e) = (rust_ty(t, lt), rust_ty(e, lt));
             quote!(::core::result::Result<#t, #e>)
         }
+        Ty::Tuple(ts) => {
+            let ts = ts.iter().map(|t| rust_ty(t, lt));
+            quote!((#(#ts,)*))
+        }
         Ty::Never | Ty::Error | Ty::Infer(_) => quote!(()),
     }
 }

@@ -6,9 +6,19 @@ pub mod plus_minus {
         let mut pc = 0;
         while pc < s.len() {
             if !self::__jit::__skip_ll_plus_minus(|| ::jitgen::__private::rt::driver::green_word(
-                &[(&*s) as *const _ as *const u8 as usize as u64, ((pc) as u64)],
+                &[
+                    (&*s) as *const _ as *const u8 as usize as u64,
+                    ((<_ as ::jitgen::__private::rt::portal::ByValue<
+                        usize,
+                    >>::by_value(pc)) as u64),
+                ],
             )) {
-                match self::__jit::__portal_ll_plus_minus(&*s, y, acc, pc) {
+                match self::__jit::__portal_ll_plus_minus(
+                    &*s,
+                    <_ as ::jitgen::__private::rt::portal::ByValue<i64>>::by_value(y),
+                    <_ as ::jitgen::__private::rt::portal::ByValue<i64>>::by_value(acc),
+                    <_ as ::jitgen::__private::rt::portal::ByValue<usize>>::by_value(pc),
+                ) {
                     ::core::option::Option::Some(::core::result::Result::Ok(__r)) => {
                         return __r;
                     }

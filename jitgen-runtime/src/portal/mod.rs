@@ -3,3 +3,25 @@
 //! calls around a compilation.
 
 pub mod driver;
+
+/// A scalar handed to a portal hook, given either by value or through a shared
+/// reference: interpreter code often holds `&i64` where the analysis sees the
+/// value (`let d = stack.last().unwrap();`), and the hook takes the value.
+pub trait ByValue<T> {
+    /// The value itself.
+    fn by_value(self) -> T;
+}
+
+impl<T: Copy> ByValue<T> for T {
+    #[inline(always)]
+    fn by_value(self) -> T {
+        self
+    }
+}
+
+impl<T: Copy> ByValue<T> for &T {
+    #[inline(always)]
+    fn by_value(self) -> T {
+        *self
+    }
+}
