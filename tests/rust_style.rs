@@ -643,3 +643,111 @@ fn random_tuple_programs_agree_with_plain() {
         }
     }
 }
+
+#[jit_interpreter]
+mod mutrefs {
+    use jitgen::prelude::*;
+
+    /// Registers behind a tuple struct, reached through `&mut` accessors.
+    pub struct Regs(Vec<i64>);
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub enum Fault {
+        Empty,
+    }
+
+    impl Regs {
+        fn slot(&mut self, i: usize) -> Option<&mut i64> {
+            self.0.get_mut(i)
+        }
+
+        fn top(&mut self) -> Result<&mut i64, Fault> {
+            self.0.last_mut().ok_or(Fault::Empty)
+        }
+    }
+
+    fn bump(x: &mut i64, by: i64) {
+        *x = x.wrapping_add(by);
+    }
+
+    fn step(regs: &mut Regs, acc: &mut i64, op: u8) -> Result<(), Fault> {
+        match op % 8 {
+            0 => {
+                if let Some(r) = regs.slot((op / 8) as usize % 5) {
+                    *r += 1;
+                }
+            }
+            1 => bump(acc, 3),
+            2 => match regs.top() {
+                Ok(t) => *t = t.wrapping_mul(2),
+                Err(_) => *acc += 100,
+            },
+            3 => *regs.top()? -= *acc,
+            4 => match regs.0.len().checked_sub(5) {
+                Some(n) => *acc += n as i64,
+                None => *acc -= 1,
+            },
+            5 => {
+                if let Some(v) = regs.0.get_mut(1) {
+                    bump(v, *acc);
+                }
+            }
+            6 => regs.0.push(*acc),
+            _ => {
+                let x = regs.0.pop().unwrap_or(0);
+                *acc = acc.wrapping_add(x);
+            }
+        }
+        Ok(())
+    }
+
+    /// `&mut` references to values: accessors returning them, `get_mut`,
+    /// `last_mut`, `&mut` of a local passed on, assignment through them.
+    pub fn run(code: &[u8], input: i64) -> i64 {
+        let mut regs = Regs(vec![input, 0, 0, 0]);
+        let mut acc = 0i64;
+        let mut pc = 0;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            if step(&mut regs, &mut acc, op).is_err() {
+                return -1;
+            }
+            if let Some(first) = regs.0.first_mut() {
+                *first = first.wrapping_add(pc as i64);
+            }
+        }
+        let mut sum = acc;
+        let mut k = 0;
+        while k < regs.0.len() {
+            sum = sum.wrapping_add(regs.0[k]);
+            k += 1;
+        }
+        sum
+    }
+}
+
+/// `&mut` to values through accessors, `get_mut`/`last_mut`/`first_mut`,
+/// `checked_sub` and `?` on random straight-line programs: specialized and
+/// through the portal, against plain.
+#[test]
+fn mut_references_to_values_agree_with_plain() {
+    mutrefs::jit::config().set_threshold(0);
+    let mut rng = common::Rng(0x5eed_2304);
+    let mut programs: Vec<Vec<u8>> = vec![vec![0, 8, 16, 24, 32, 1, 5, 2, 3, 7, 7, 7, 7, 7, 2, 3, 4, 6, 6, 4]];
+    for _ in 0..common::how_many(200) {
+        let n = rng.below(30) as usize;
+        programs.push((0..n).map(|_| rng.below(256) as u8).collect());
+    }
+    for code in &programs {
+        let f = mutrefs::jit::specialize::run(code);
+        for input in [-7, 0, 9] {
+            let plain = mutrefs::jit::plain::run(code, input);
+            assert_eq!(f.call(input), plain, "{code:?} {input}\n{}", f.listing());
+            assert_eq!(mutrefs::run(code, input), plain, "{code:?} {input}");
+        }
+    }
+    let stats = mutrefs::jit::stats();
+    assert!(stats.entries > 0, "{stats:?} {:?}", mutrefs::jit::last_decline());
+}

@@ -176,6 +176,10 @@ pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDep
                     local_effects = true;
                     Dep::Red(RedReason::Opaque(f.clone()))
                 }
+                OpKind::Format { mac, .. } => {
+                    local_effects = true;
+                    Dep::Red(RedReason::Opaque(format!("{mac}!")))
+                }
                 OpKind::Call(f) if module_fns(f) => {
                     let a: Vec<Option<Var>> = op.args.iter().map(Value::as_var).collect();
                     calls.push((op.result, f.clone(), a.clone(), op.span));

@@ -150,7 +150,8 @@ impl ColoredGraph {
             | OpKind::NewVec
             | OpKind::NewVecRepeat
             | OpKind::NewBox
-            | OpKind::CallOpaque(_) => Color::Red,
+            | OpKind::CallOpaque(_)
+            | OpKind::Format { .. } => Color::Red,
             OpKind::Hint(HintKind::Promote) => match &op.args[0] {
                 Value::Var(v) => self.color(*v),
                 Value::Const(_) => Color::Green,
@@ -447,7 +448,7 @@ fn build(
                         _ => CallKind::Red,
                     }
                 }
-                OpKind::CallOpaque(_) if unit => CallKind::Gray,
+                OpKind::CallOpaque(_) | OpKind::Format { .. } if unit => CallKind::Gray,
                 OpKind::CallOpaque(_) => CallKind::Red,
                 _ => continue,
             };

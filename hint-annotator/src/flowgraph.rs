@@ -287,6 +287,17 @@ pub enum OpKind {
     /// Arguments: a call of a function outside the module or marked
     /// `#[jit_opaque]`: always residual.
     CallOpaque(String),
+    /// The values `print!`, `println!`, `eprint!` or `eprintln!` formats, in
+    /// order: an effect, always residual.
+    Format {
+        /// The macro's name, without `!`.
+        mac: String,
+        /// The format string, as written.
+        template: String,
+        /// Per argument, its name when it is a named one (`x = ..`, or `{x}`
+        /// captured from the format string).
+        names: Vec<Option<String>>,
+    },
 }
 
 impl OpKind {
@@ -322,6 +333,7 @@ impl OpKind {
             OpKind::Unwrap => "unwrap".into(),
             OpKind::Call(f) => format!("call {f}"),
             OpKind::CallOpaque(f) => format!("call_opaque {f}"),
+            OpKind::Format { mac, template, .. } => format!("format {mac}!({template:?})"),
         }
     }
 }

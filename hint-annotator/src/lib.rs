@@ -96,10 +96,18 @@ fn graphs_and_types(items: &[syn::Item]) -> Result<(IndexMap<String, FlowGraph>,
     let m = module::ModuleDef::read(items, &mut errors);
     let mut graphs = IndexMap::new();
     for f in m.fns.values() {
+        // Functions taking or returning a `&mut` to a value are lowered
+        // where they are called, each call inlined.
+        if lower::inline_only(f) {
+            continue;
+        }
         if let Some(g) = lower::lower_fn(&m, f, &mut errors) {
             graphs.insert(f.name.clone(), g);
         }
     }
+    // An inlined function's errors are found at each of its calls: report each once.
+    let mut seen = std::collections::HashSet::new();
+    errors.retain(|e| seen.insert((format!("{:?}", e.span()), e.to_string())));
     match combine(errors) {
         Some(e) => Err(e),
         None => Ok((graphs, ModuleTypes { structs: m.structs.clone(), enums: m.enums.clone() })),

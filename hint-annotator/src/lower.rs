@@ -37,14 +37,83 @@ enum LVal {
     /// never one machine value; it reaches no operation, only patterns,
     /// `.0` reads, bindings and joins).
     Tuple(Vec<LVal>),
+    /// A `&mut` to a value (`&mut i64`): the place it names, resolved while
+    /// lowering. Reads and writes through it are reads and writes of that
+    /// place; it is never a machine value.
+    Ref(Box<RefTo>),
+    /// An `Option` or `Result` holding a `&mut` to a value (what `get_mut`,
+    /// `last_mut` and accessors built on them give): its tag, a `u32`, and
+    /// per variant its payload (`None` for a variant without one).
+    Sum { ty: Ty, tag: Box<LVal>, payloads: Vec<Option<LVal>> },
+}
+
+/// The place a `&mut` to a value names.
+#[derive(Clone, PartialEq, Debug)]
+enum RefTo {
+    /// A local (a binding in scope, by its slot), or a component of a tuple
+    /// local: the slot, then the indices inward.
+    Local(usize, Vec<usize>),
+    /// Reached from the object `root` (a struct or a list) through
+    /// `fields`, then, with `index`, the element of the list reached there.
+    /// The fields are read again at each use, as a mutating method's
+    /// receiver is, so the place is the object's own.
+    Heap { root: LVal, fields: Vec<(String, Ty)>, index: Option<LVal>, ty: Ty },
 }
 
 impl LVal {
-    /// The operands of `self`, tuples flattened in order.
+    /// The operands of `self`, composites flattened in order: what a join
+    /// passes for it.
     fn flatten(&self, out: &mut Vec<LVal>) {
         match self {
             LVal::Tuple(items) => items.iter().for_each(|i| i.flatten(out)),
+            LVal::Ref(r) => match &**r {
+                RefTo::Local(..) => {}
+                RefTo::Heap { root, index, .. } => {
+                    root.flatten(out);
+                    if let Some(i) = index {
+                        i.flatten(out);
+                    }
+                }
+            },
+            LVal::Sum { tag, payloads, .. } => {
+                tag.flatten(out);
+                payloads.iter().flatten().for_each(|p| p.flatten(out));
+            }
             v => out.push(v.clone()),
+        }
+    }
+
+    /// Whether `self` is never one machine value.
+    fn is_composite(&self) -> bool {
+        matches!(self, LVal::Tuple(_) | LVal::Ref(_) | LVal::Sum { .. })
+    }
+
+    /// Whether `self` and `other` have the same static parts (the places
+    /// references name, the variants sums hold), so a join can take either.
+    fn same_shape(&self, other: &LVal) -> bool {
+        match (self, other) {
+            (LVal::Tuple(a), LVal::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_shape(y)),
+            (LVal::Ref(a), LVal::Ref(b)) => match (&**a, &**b) {
+                (RefTo::Local(i, p), RefTo::Local(j, q)) => i == j && p == q,
+                (
+                    RefTo::Heap { root: r1, fields: f1, index: i1, .. },
+                    RefTo::Heap { root: r2, fields: f2, index: i2, .. },
+                ) => {
+                    r1.same_shape(r2)
+                        && f1.iter().map(|f| &f.0).eq(f2.iter().map(|f| &f.0))
+                        && i1.is_some() == i2.is_some()
+                }
+                _ => false,
+            },
+            (LVal::Sum { payloads: a, .. }, LVal::Sum { payloads: b, .. }) => {
+                a.len() == b.len()
+                    && a.iter().zip(b).all(|(x, y)| match (x, y) {
+                        (Some(x), Some(y)) => x.same_shape(y),
+                        (None, None) => true,
+                        _ => false,
+                    })
+            }
+            (a, b) => !a.is_composite() && !b.is_composite(),
         }
     }
 }
@@ -104,6 +173,8 @@ enum Place {
     TupleItem(usize, Vec<usize>),
     Field(LVal, String, Ty),
     Item(LVal, LVal, Ty),
+    /// What a `&mut` to a value names (`*r = x`).
+    Ref(RefTo),
 }
 
 /// Lowers one function. Errors go to `errors`; the graph is returned when the
@@ -120,6 +191,7 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
         loops: vec![],
         errors: vec![],
         span: f.span,
+        inlines: vec![],
     };
     for p in &f.params {
         if matches!(p.ty, Ty::Tuple(_)) {
@@ -161,6 +233,16 @@ struct Lowering<'m, 'a> {
     errors: Vec<syn::Error>,
     /// The span of the expression being lowered (for join results).
     span: Span,
+    /// The functions being inlined, innermost last, with the join their
+    /// `return` goes to.
+    inlines: Vec<(String, usize)>,
+}
+
+/// Whether calls of `f` are inlined where they are made, and `f` has no
+/// graph of its own: it takes or returns a `&mut` to a value, a place the
+/// front end resolves in the caller.
+pub(crate) fn inline_only(f: &FnDef<'_>) -> bool {
+    !f.opaque && (f.ret.has_mut_ref_to_value() || f.params.iter().any(|p| p.ty.has_mut_ref_to_value()))
 }
 
 /// Whether `e` names a place that can be named again with no effect: a
@@ -173,6 +255,41 @@ fn pure_place(e: &Expr) -> bool {
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => pure_place(&u.expr),
         _ => false,
     }
+}
+
+/// The names a format string takes from the scope, in order of first use:
+/// `{x}`, `{x:?}`, and `w` in `{:w$}` or `{:.w$}`.
+fn captured_names(template: &str) -> Vec<String> {
+    let mut out: Vec<String> = vec![];
+    let is_start = |c: char| c.is_alphabetic() || c == '_';
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        if rest[open + 1..].starts_with('{') {
+            rest = &rest[open + 2..];
+            continue;
+        }
+        let Some(close) = rest[open..].find('}') else { break };
+        let spec = &rest[open + 1..open + close];
+        let (arg, fmt) = spec.split_once(':').unwrap_or((spec, ""));
+        let mut found = vec![];
+        if arg.starts_with(is_start) {
+            found.push(arg.trim().to_string());
+        }
+        for piece in fmt.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$')) {
+            if let Some(name) = piece.strip_suffix('$') {
+                if name.starts_with(is_start) {
+                    found.push(name.to_string());
+                }
+            }
+        }
+        for n in found {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out
 }
 
 fn span_of(t: &dyn ToTokens) -> Span {
@@ -223,7 +340,7 @@ fn hint_inside(tokens: proc_macro2::TokenStream) -> Option<Span> {
 
 const FLAGS: &str = "`concrete`, `promote`, `deepfreeze`, `variable` (or `hint!(global_merge_point)` alone)";
 
-impl Lowering<'_, '_> {
+impl<'m, 'a> Lowering<'m, 'a> {
     // ----- infrastructure -------------------------------------------------
 
     fn error(&mut self, span: Span, msg: impl std::fmt::Display) {
@@ -261,6 +378,24 @@ impl Lowering<'_, '_> {
             LVal::Const(c) => c.ty(),
             LVal::Int(_, t) | LVal::Float(_, t) => t.clone(),
             LVal::Tuple(items) => Ty::Tuple(items.iter().map(|i| self.ty_of(i)).collect()),
+            LVal::Ref(r) => Ty::Ref { mutable: true, to: Box::new(self.ref_ty(r)) },
+            LVal::Sum { ty, .. } => ty.clone(),
+        }
+    }
+
+    /// The type of the value a reference names.
+    fn ref_ty(&self, r: &RefTo) -> Ty {
+        match r {
+            RefTo::Local(i, path) => {
+                let mut t = self.ty_of(&self.env[*i].1);
+                for &k in path {
+                    if let Ty::Tuple(ts) = t {
+                        t = ts[k].clone();
+                    }
+                }
+                t
+            }
+            RefTo::Heap { ty, .. } => ty.clone(),
         }
     }
 
@@ -275,6 +410,25 @@ impl Lowering<'_, '_> {
                     .map(|(i, item)| self.fresh_shape(name.as_ref().map(|n| format!("{n}.{i}")), item, vars))
                     .collect(),
             ),
+            LVal::Ref(r) => LVal::Ref(Box::new(match &**r {
+                RefTo::Local(..) => (**r).clone(),
+                RefTo::Heap { root, fields, index, ty } => {
+                    let n = name.as_ref().map(|n| format!("&{n}"));
+                    RefTo::Heap {
+                        root: self.fresh_shape(n.clone(), root, vars),
+                        fields: fields.clone(),
+                        index: index.as_ref().map(|i| self.fresh_shape(n, i, vars)),
+                        ty: ty.clone(),
+                    }
+                }
+            })),
+            LVal::Sum { ty, tag, payloads } => {
+                let n = name.as_ref().map(|n| format!("&{n}"));
+                let tag = Box::new(self.fresh_shape(n.clone(), tag, vars));
+                let payloads =
+                    payloads.iter().map(|p| p.as_ref().map(|p| self.fresh_shape(n.clone(), p, vars))).collect();
+                LVal::Sum { ty: ty.clone(), tag, payloads }
+            }
             v => {
                 let span = match v {
                     LVal::Var(v) => self.vars[v.0 as usize].span,
@@ -291,17 +445,36 @@ impl Lowering<'_, '_> {
     /// The value a function returns: not a tuple (a function's result is
     /// one machine value).
     fn returned(&mut self, v: LVal, span: Span) -> LVal {
-        if matches!(v, LVal::Tuple(_)) {
-            self.error(
-                span,
-                "returning a tuple from a function of a #[jit_interpreter] module is not supported yet; return a struct of the module",
-            );
-            return LVal::Const(Const::Unit);
+        match v {
+            LVal::Tuple(_) => {
+                self.error(
+                    span,
+                    "returning a tuple from a function of a #[jit_interpreter] module is not supported yet; return a struct of the module",
+                );
+                LVal::Const(Const::Unit)
+            }
+            LVal::Ref(_) | LVal::Sum { .. } => {
+                self.error(span, "returning a `&mut` to a value from the portal is not supported; return the value");
+                LVal::Const(Const::Unit)
+            }
+            v => v,
         }
-        v
     }
 
-    /// Refuses tuples among the operands of an operation.
+    /// Ends the current block returning `v`: from the function, or, inside
+    /// an inlined call, to the code after the call.
+    fn return_with(&mut self, v: LVal, span: Span) {
+        match self.inlines.last() {
+            Some(&(_, join)) => self.jump(join, Some(v)),
+            None => {
+                let v = self.returned(v, span);
+                self.set_exit(LExit::Return(v));
+            }
+        }
+    }
+
+    /// Refuses tuples and `&mut` references to values among the operands
+    /// of an operation.
     fn no_tuples(&mut self, args: Vec<LVal>, span: Span) -> Vec<LVal> {
         if args.iter().any(|a| matches!(a, LVal::Tuple(_))) {
             self.error(
@@ -309,9 +482,17 @@ impl Lowering<'_, '_> {
                 "a tuple is supported in a #[jit_interpreter] function only where it is destructured \
                  (`let (a, b) = ...`, `match (x, y) { ... }`, `.0`); to pass, return or store it, use a struct of the module",
             );
-            return args.into_iter().map(|a| if matches!(a, LVal::Tuple(_)) { LVal::Const(Const::Unit) } else { a }).collect();
+        } else if args.iter().any(LVal::is_composite) {
+            self.error(
+                span,
+                "a `&mut` to a value is supported where it is used: `*r`, `*r = x`, `*r += x`, `?`, `unwrap`, \
+                 `ok_or`, `match` and `if let`, and as an argument of a function of the module; \
+                 to keep or store it, copy the value (`let v = *r;`)",
+            );
+        } else {
+            return args;
         }
-        args
+        args.into_iter().map(|a| if a.is_composite() { LVal::Const(Const::Unit) } else { a }).collect()
     }
 
     /// The type of `v`, resolved at the top level.
@@ -387,10 +568,11 @@ impl Lowering<'_, '_> {
         for (_, v) in &self.env[..depth] {
             v.flatten(&mut args);
         }
+        let result_shape = result.clone();
         if self.blocks[target].has_result {
             let r = result.unwrap_or(LVal::Const(Const::Unit));
             let shape = self.blocks[target].shapes.last().cloned();
-            if let (LVal::Tuple(_), Some(LVal::Var(rv))) = (&r, shape) {
+            if let (true, Some(LVal::Var(rv))) = (r.is_composite(), shape) {
                 if self.blocks[target].preds == 0 {
                     let (want, have) = (self.vars[rv.0 as usize].ty.clone(), self.ty_of(&r));
                     let _ = self.u.unify(&want, &have);
@@ -405,8 +587,20 @@ impl Lowering<'_, '_> {
             r.flatten(&mut args);
         }
         // Unify the types of the join's input arguments with what flows in.
-        if args.len() != self.blocks[target].inputargs.len() {
-            self.error(self.span, "a tuple and a value of another type meet here");
+        let same = {
+            let shapes = &self.blocks[target].shapes;
+            let mut incoming = self.env[..depth].iter().map(|(_, v)| v.clone()).collect::<Vec<_>>();
+            if self.blocks[target].has_result {
+                incoming.push(result_shape.clone().unwrap_or(LVal::Const(Const::Unit)));
+            }
+            shapes.len() == incoming.len() && shapes.iter().zip(&incoming).all(|(a, b)| a.same_shape(b))
+        };
+        if !same || args.len() != self.blocks[target].inputargs.len() {
+            self.error(
+                self.span,
+                "values of different shapes meet here: a tuple and another value, or `&mut` references \
+                 to different places (or an `Option<&mut _>` built in two ways); make both sides alike",
+            );
             args.resize(self.blocks[target].inputargs.len(), LVal::Const(Const::Unit));
         }
         for (i, a) in args.iter().enumerate() {
@@ -486,6 +680,7 @@ impl Lowering<'_, '_> {
             LVal::Tuple(items) => LVal::Tuple(
                 items.into_iter().enumerate().map(|(i, item)| self.named(format!("{name}.{i}"), item, src)).collect(),
             ),
+            LVal::Ref(_) | LVal::Sum { .. } => v,
             LVal::Var(var) if self.vars[var.0 as usize].name.is_none() => {
                 self.vars[var.0 as usize].name = Some(name);
                 v
@@ -504,7 +699,10 @@ impl Lowering<'_, '_> {
 
     /// Reads through references to scalars and enums: the value an operator uses.
     fn rvalue(&mut self, v: LVal, src: &dyn ToTokens) -> LVal {
-        let mut v = v;
+        let mut v = match v {
+            LVal::Ref(r) => self.read_place(&Place::Ref(*r), src),
+            v => v,
+        };
         loop {
             match self.shallow_ty(&v) {
                 Ty::Ref { to, .. } | Ty::Boxed(to) => {
@@ -682,8 +880,7 @@ impl Lowering<'_, '_> {
                 if self.cur.is_some() {
                     let (ret, t) = (self.f.ret.clone(), self.ty_of(&v));
                     self.unify(&ret, &t, r.span());
-                    let v = self.returned(v, r.span());
-                    self.set_exit(LExit::Return(v));
+                    self.return_with(v, r.span());
                 }
                 self.never(r.span())
             }
@@ -709,17 +906,28 @@ impl Lowering<'_, '_> {
             Expr::Call(c) => self.call(c),
             Expr::Struct(s) => self.struct_lit(s),
             Expr::Reference(r) => {
+                if r.mutability.is_some() && self.ref_syntax(&r.expr) {
+                    // `&mut place`: the place, resolved now. Of a value it
+                    // stays a place; of an object it is the object's address.
+                    let Some(p) = self.mut_ref(&r.expr) else { return self.poison(r.span()) };
+                    let t = self.ref_ty(&p);
+                    if self.finished_value(&t) {
+                        return LVal::Ref(Box::new(p));
+                    }
+                    let v = self.read_place(&Place::Ref(p), e);
+                    return self.emit(OpKind::SameAs, vec![v], Ty::Ref { mutable: true, to: Box::new(t) }, e);
+                }
                 let v = self.expr(&r.expr);
                 let t = self.ty_of(&v);
                 if r.mutability.is_none() && self.finished_value(&t) {
                     // `&value`: the value itself (see `ModuleDef::ty`).
                     return v;
                 }
-                if r.mutability.is_some() && self.u.shallow(&t).is_scalar() {
+                if r.mutability.is_some() && self.finished_value(&t) {
                     return self.unsupported(
                         r,
-                        "`&mut` of a scalar",
-                        "keep the value in a struct field or a Vec element and pass that",
+                        "`&mut` of this expression",
+                        "take `&mut` of a local, a field or an element of a Vec",
                     );
                 }
                 self.emit(OpKind::SameAs, vec![v], Ty::Ref { mutable: r.mutability.is_some(), to: Box::new(t) }, e)
@@ -1002,6 +1210,9 @@ impl Lowering<'_, '_> {
             }
             syn::UnOp::Deref(_) => {
                 let v = self.expr(&u.expr);
+                if let LVal::Ref(r) = v {
+                    return self.read_place(&Place::Ref(*r), u);
+                }
                 match self.shallow_ty(&v) {
                     Ty::Ref { to, .. } | Ty::Boxed(to) => {
                         let inner = self.u.shallow(&to);
@@ -1046,6 +1257,17 @@ impl Lowering<'_, '_> {
                 let t = self.elem_ty(&base, &idx, e)?;
                 Some(Place::Item(base, idx, t))
             }
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => match self.expr(&u.expr) {
+                LVal::Ref(r) => Some(Place::Ref(*r)),
+                _ => {
+                    self.unsupported(
+                        u,
+                        "assigning through this reference",
+                        "assign through a `&mut` to a local, a field or an element",
+                    );
+                    None
+                }
+            },
             other => {
                 self.unsupported(other, "assigning to this place", "assign to a local, a field or an element");
                 None
@@ -1081,6 +1303,109 @@ impl Lowering<'_, '_> {
         }
     }
 
+    /// Whether `e` is written as a place `&mut` can take: a binding, its
+    /// fields and elements, or `*r` of a `&mut` binding.
+    fn ref_syntax(&self, e: &Expr) -> bool {
+        let deref_of_binding = |e: &Expr| {
+            let mut e = e;
+            while let Expr::Paren(p) = e {
+                e = &p.expr;
+            }
+            matches!(e, Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) && matches!(&*u.expr, Expr::Path(p) if p.path.get_ident().is_some()))
+        };
+        match e {
+            Expr::Paren(p) => self.ref_syntax(&p.expr),
+            Expr::Path(p) => p.path.get_ident().is_some(),
+            Expr::Field(f) => self.ref_syntax(&f.base) || deref_of_binding(&f.base),
+            Expr::Index(i) => self.ref_syntax(&i.expr) || deref_of_binding(&i.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => match &*u.expr {
+                Expr::Path(p) => p
+                    .path
+                    .get_ident()
+                    .and_then(|i| self.lookup(&i.to_string()))
+                    .is_some_and(|i| matches!(self.env[i].1, LVal::Ref(_))),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// The place `&mut e` names, for `e` of a value type: a local (or a
+    /// tuple component), or a field or element reached from a binding.
+    fn mut_ref(&mut self, e: &Expr) -> Option<RefTo> {
+        let refused = |me: &mut Self| {
+            me.unsupported(e, "`&mut` of this expression", "take `&mut` of a local, a field or an element of a Vec");
+            None
+        };
+        match e {
+            Expr::Paren(p) => self.mut_ref(&p.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => match self.expr(&u.expr) {
+                LVal::Ref(r) => Some(*r),
+                _ => refused(self),
+            },
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                match self.lookup(&p.path.get_ident()?.to_string()) {
+                    Some(i) if !matches!(self.env[i].1, LVal::Ref(_) | LVal::Sum { .. }) => Some(RefTo::Local(i, vec![])),
+                    _ => refused(self),
+                }
+            }
+            Expr::Field(f) => {
+                if let Some((i, path)) = self.tuple_place(e) {
+                    return Some(RefTo::Local(i, path));
+                }
+                let (root, fields) = self.heap_path(e)?;
+                let ty = fields.last().map(|f| f.1.clone())?;
+                let _ = f;
+                Some(RefTo::Heap { root, fields, index: None, ty })
+            }
+            Expr::Index(ix) => {
+                let (root, fields) = self.heap_path(&ix.expr)?;
+                let list_ty = fields.last().map_or_else(|| self.ty_of(&root), |f| f.1.clone());
+                let idx = self.expr(&ix.index);
+                let idx = self.rvalue(idx, &ix.index);
+                let it = self.ty_of(&idx);
+                self.unify(&Ty::Int(IntTy::Usize), &it, ix.index.span());
+                match self.deref_ty(&list_ty) {
+                    Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => {
+                        Some(RefTo::Heap { root, fields, index: Some(idx), ty: *t })
+                    }
+                    _ => refused(self),
+                }
+            }
+            _ => refused(self),
+        }
+    }
+
+    /// `e` as an object reached from a binding through fields: the
+    /// binding's value and the fields with their types.
+    fn heap_path(&mut self, e: &Expr) -> Option<(LVal, Vec<(String, Ty)>)> {
+        match e {
+            Expr::Paren(p) => self.heap_path(&p.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.heap_path(&u.expr),
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident()?.to_string();
+                match self.lookup(&name) {
+                    Some(i) if !self.env[i].1.is_composite() => Some((self.env[i].1.clone(), vec![])),
+                    _ => {
+                        self.unsupported(e, &format!("a `&mut` into `{name}`"), "take it into a local Vec or struct, or a field of one");
+                        None
+                    }
+                }
+            }
+            Expr::Field(f) => {
+                let (root, mut fields) = self.heap_path(&f.base)?;
+                let t = fields.last().map_or_else(|| self.ty_of(&root), |f| f.1.clone());
+                let field = self.field_ty_in(&t, &f.member, e)?;
+                fields.push(field);
+                Some((root, fields))
+            }
+            _ => {
+                self.unsupported(e, "a `&mut` into this expression", "take it into a local Vec or struct, or a field of one");
+                None
+            }
+        }
+    }
+
     fn read_place(&mut self, p: &Place, src: &dyn ToTokens) -> LVal {
         match p {
             Place::Local(i) => self.env[*i].1.clone(),
@@ -1094,6 +1419,38 @@ impl Lowering<'_, '_> {
             }
             Place::Field(b, f, t) => self.emit(OpKind::GetField(f.clone()), vec![b.clone()], t.clone(), src),
             Place::Item(b, i, t) => self.emit(OpKind::GetItem, vec![b.clone(), i.clone()], t.clone(), src),
+            Place::Ref(RefTo::Local(i, path)) => {
+                let p = if path.is_empty() { Place::Local(*i) } else { Place::TupleItem(*i, path.clone()) };
+                self.read_place(&p, src)
+            }
+            Place::Ref(RefTo::Heap { root, fields, index, ty }) => {
+                let (root, fields, index, ty) = (root.clone(), fields.clone(), index.clone(), ty.clone());
+                let p = self.heap_place(root, &fields, index, ty, src);
+                self.read_place(&p, src)
+            }
+        }
+    }
+
+    /// `root.f1.f2...`: the fields read in turn.
+    fn read_path(&mut self, root: LVal, fields: &[(String, Ty)], src: &dyn ToTokens) -> LVal {
+        let mut base = root;
+        for (f, t) in fields {
+            base = self.emit(OpKind::GetField(f.clone()), vec![base], t.clone(), src);
+        }
+        base
+    }
+
+    /// The place `root.f1.f2...[index]` names, the fields but the last (or
+    /// all, with an index) read on the way.
+    fn heap_place(&mut self, root: LVal, fields: &[(String, Ty)], index: Option<LVal>, ty: Ty, src: &dyn ToTokens) -> Place {
+        let through = if index.is_some() { fields.len() } else { fields.len().saturating_sub(1) };
+        let base = self.read_path(root, &fields[..through], src);
+        match index {
+            Some(i) => Place::Item(base, i, ty),
+            None => match fields.last() {
+                Some((f, _)) => Place::Field(base, f.clone(), ty),
+                None => unreachable!("a reference into the heap names a field or an element"),
+            },
         }
     }
 
@@ -1144,15 +1501,30 @@ impl Lowering<'_, '_> {
                 self.unify(&t, &vt, span);
                 self.emit(OpKind::SetItem, vec![b, i, v], Ty::Unit, src);
             }
+            Place::Ref(RefTo::Local(i, path)) => {
+                let p = if path.is_empty() { Place::Local(i) } else { Place::TupleItem(i, path) };
+                self.write_place(p, v, src);
+            }
+            Place::Ref(RefTo::Heap { root, fields, index, ty }) => {
+                let p = self.heap_place(root, &fields, index, ty, src);
+                self.write_place(p, v, src);
+            }
         }
     }
 
     fn field_ty(&mut self, base: &LVal, member: &syn::Member, src: &dyn ToTokens) -> Option<(String, Ty)> {
+        let t = self.ty_of(base);
+        self.field_ty_in(&t, member, src)
+    }
+
+    /// The name and type of the field `member` of a value of type `t`
+    /// (behind references).
+    fn field_ty_in(&mut self, t: &Ty, member: &syn::Member, src: &dyn ToTokens) -> Option<(String, Ty)> {
         let name = match member {
             syn::Member::Named(i) => i.to_string(),
             syn::Member::Unnamed(i) => i.index.to_string(),
         };
-        let t = self.deref_ty(&self.ty_of(base));
+        let t = self.deref_ty(t);
         match &t {
             Ty::Struct(s) => match self.m.structs.get(s).and_then(|d| d.fields.get(&name)) {
                 Some(ft) => Some((name, ft.clone())),
@@ -1229,21 +1601,77 @@ impl Lowering<'_, '_> {
     }
 
     /// A call of a module function, with its arguments type-checked.
-    fn call_fn(&mut self, name: &str, mut args: Vec<LVal>, arg_exprs: &[&Expr], src: &dyn ToTokens) -> LVal {
+    fn call_fn(&mut self, name: &str, args: Vec<LVal>, arg_exprs: &[&Expr], src: &dyn ToTokens) -> LVal {
+        let m = self.m;
+        let f = &m.fns[name];
+        let Some(args) = self.checked_args(name, args, arg_exprs, src) else { return self.poison(span_of(src)) };
+        if inline_only(f) {
+            return self.inline_call(f, args, src);
+        }
+        let kind = if f.opaque { OpKind::CallOpaque(name.to_string()) } else { OpKind::Call(name.to_string()) };
+        self.emit(kind, args, f.ret.clone(), src)
+    }
+
+    /// Lowers the body of `f` in place of a call, its parameters bound to
+    /// `args`; its `return`s continue after the call.
+    fn inline_call(&mut self, f: &'m FnDef<'a>, args: Vec<LVal>, src: &dyn ToTokens) -> LVal {
+        let span = span_of(src);
+        if self.inlines.iter().any(|(n, _)| *n == f.name) {
+            let msg = format!(
+                "`{}` takes or returns a `&mut` to a value and calls itself: jitgen resolves such references where the function is called, which recursion prevents; pass the containing struct or Vec instead",
+                f.name
+            );
+            self.error(span, msg);
+            return self.poison(span);
+        }
+        let saved_f = std::mem::replace(&mut self.f, f);
+        let saved_loops = std::mem::take(&mut self.loops);
+        let depth = self.env.len();
+        let join = self.new_join(depth, Some(f.ret.clone()));
+        self.inlines.push((f.name.clone(), join));
+        for (p, a) in f.params.iter().zip(args) {
+            self.env.push((p.name.clone(), a));
+        }
+        let body = crate::resolve::resolve_body(self.m, f.body);
+        let v = self.block(&body);
+        if self.cur.is_some() {
+            let t = self.ty_of(&v);
+            let ret = f.ret.clone();
+            self.unify(&ret, &t, span);
+            self.jump(join, Some(v));
+        }
+        self.env.truncate(depth);
+        self.inlines.pop();
+        self.f = saved_f;
+        self.loops = saved_loops;
+        match self.enter(join) {
+            Some(v) => v,
+            None => self.never(span),
+        }
+    }
+
+    /// The arguments of a call of `name`, type-checked and read through
+    /// references where the parameter takes a value.
+    fn checked_args(&mut self, name: &str, mut args: Vec<LVal>, arg_exprs: &[&Expr], src: &dyn ToTokens) -> Option<Vec<LVal>> {
         let f = &self.m.fns[name];
         let span = span_of(src);
         if f.params.len() != args.len() {
             let msg = format!("`{name}` takes {} arguments, {} given", f.params.len(), args.len());
             self.error(span, msg);
-            return self.poison(span);
+            return None;
         }
-        let (params, ret, opaque) = (f.params.clone(), f.ret.clone(), f.opaque);
+        let params = f.params.clone();
         let receiver_offset = params.len() - arg_exprs.len();
         for (i, p) in params.iter().enumerate() {
             let at = arg_exprs.get(i.wrapping_sub(receiver_offset)).map_or(span, |e| e.span());
             // Auto-referencing of receivers and `&`/`&mut` coercions: compare
             // what is behind references.
             if i < receiver_offset {
+                continue;
+            }
+            if let (LVal::Ref(r), Ty::Ref { mutable: true, to }) = (&args[i], &p.ty) {
+                let t = self.ref_ty(r);
+                self.unify(to, &t, at);
                 continue;
             }
             if !self.u.shallow(&p.ty).is_pointer() {
@@ -1276,8 +1704,7 @@ impl Lowering<'_, '_> {
             };
             self.unify(&want, &have, at);
         }
-        let kind = if opaque { OpKind::CallOpaque(name.to_string()) } else { OpKind::Call(name.to_string()) };
-        self.emit(kind, args, ret, src)
+        Some(args)
     }
 
     fn call(&mut self, c: &syn::ExprCall) -> LVal {
@@ -1300,6 +1727,16 @@ impl Lowering<'_, '_> {
                 "Some" | "Ok" | "Err" if c.args.len() == 1 => {
                     let a = self.expr(&c.args[0]);
                     let ta = self.ty_of(&a);
+                    if let LVal::Ref(_) = a {
+                        // An `Option`/`Result` of a `&mut`: a sum of places.
+                        let (ty, en, idx, payloads) = match name.as_str() {
+                            "Some" => (Ty::Option(Box::new(ta)), "Option", 1, vec![None, Some(a)]),
+                            "Ok" => (Ty::Result(Box::new(ta), Box::new(self.u.fresh())), "Result", 0, vec![Some(a), None]),
+                            _ => (Ty::Result(Box::new(self.u.fresh()), Box::new(ta)), "Result", 1, vec![None, Some(a)]),
+                        };
+                        let tag = LVal::Const(Const::Tag { enum_name: en.into(), variant: name.clone(), index: idx });
+                        return LVal::Sum { ty, tag: Box::new(tag), payloads };
+                    }
                     let (t, en, idx) = match name.as_str() {
                         "Some" => (Ty::Option(Box::new(ta)), "Option", 1),
                         "Ok" => (Ty::Result(Box::new(ta), Box::new(self.u.fresh())), "Result", 0),
@@ -1494,7 +1931,17 @@ impl Lowering<'_, '_> {
                     "call it on a variable or a field",
                 ));
             }
-            let e: Expr = match (method.as_str(), nargs) {
+            if let ("get_mut", 1) | ("last_mut" | "first_mut", 0) = (method.as_str(), nargs) {
+                let elem = match recv_ty {
+                    Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => (**t).clone(),
+                    _ => Ty::Error,
+                };
+                if self.finished_value(&elem) {
+                    return Some(self.mut_accessor(mc, &method, elem));
+                }
+            }
+            let method = method.trim_end_matches("_mut");
+            let e: Expr = match (method, nargs) {
                 ("get", 1) => {
                     let i = self.expr(&mc.args[0]);
                     let i = self.rvalue(i, &mc.args[0]);
@@ -1683,8 +2130,102 @@ impl Lowering<'_, '_> {
         Some(self.desugared(vec![("__jitgen_recv", recv)], e))
     }
 
+    /// `a.checked_add(b)` and its kin: the wrapping result, and a test of
+    /// overflow (or of a zero divisor) written with wrapping operations.
+    fn checked_arith(&mut self, mc: &syn::ExprMethodCall, m: &str, recv: LVal) -> LVal {
+        let b = self.expr(&mc.args[0]);
+        let b = self.rvalue(b, &mc.args[0]);
+        let (ta, tb) = (self.ty_of(&recv), self.ty_of(&b));
+        self.unify(&ta, &tb, mc.args[0].span());
+        let signed = match self.u.shallow(&ta) {
+            Ty::Int(it) => it.signed(),
+            _ => true,
+        };
+        // `a` is the minimum of a signed type: its own wrapping negation, not 0.
+        let min = |x: &str| -> Expr {
+            let x: syn::Ident = syn::parse_str(x).expect("an identifier");
+            syn::parse_quote!((#x != 0 && #x.wrapping_neg() == #x))
+        };
+        let (min_a, min_b) = (min("__jitgen_a"), min("__jitgen_b"));
+        let e: Expr = match (m, signed) {
+            ("checked_add", false) => syn::parse_quote!({
+                let __jitgen_s = __jitgen_a.wrapping_add(__jitgen_b);
+                if __jitgen_s >= __jitgen_a { Some(__jitgen_s) } else { None }
+            }),
+            ("checked_add", true) => syn::parse_quote!({
+                let __jitgen_s = __jitgen_a.wrapping_add(__jitgen_b);
+                if (__jitgen_b >= 0) == (__jitgen_s >= __jitgen_a) { Some(__jitgen_s) } else { None }
+            }),
+            ("checked_sub", false) => syn::parse_quote!(if __jitgen_a >= __jitgen_b {
+                Some(__jitgen_a.wrapping_sub(__jitgen_b))
+            } else {
+                None
+            }),
+            ("checked_sub", true) => syn::parse_quote!({
+                let __jitgen_s = __jitgen_a.wrapping_sub(__jitgen_b);
+                if (__jitgen_b >= 0) == (__jitgen_s <= __jitgen_a) { Some(__jitgen_s) } else { None }
+            }),
+            ("checked_mul", _) => {
+                let min_overflow: Expr =
+                    if signed { syn::parse_quote!((__jitgen_a == -1 && #min_b)) } else { syn::parse_quote!(false) };
+                syn::parse_quote!(if __jitgen_a == 0 {
+                    Some(0)
+                } else {
+                    let __jitgen_p = __jitgen_a.wrapping_mul(__jitgen_b);
+                    if __jitgen_p.wrapping_div(__jitgen_a) == __jitgen_b && !#min_overflow { Some(__jitgen_p) } else { None }
+                })
+            }
+            (_, _) => {
+                let op: syn::Ident = syn::parse_str(if m == "checked_div" { "wrapping_div" } else { "wrapping_rem" })
+                    .expect("an identifier");
+                let min_overflow: Expr =
+                    if signed { syn::parse_quote!((__jitgen_b == -1 && #min_a)) } else { syn::parse_quote!(false) };
+                syn::parse_quote!(if __jitgen_b == 0 || #min_overflow { None } else { Some(__jitgen_a.#op(__jitgen_b)) })
+            }
+        };
+        self.desugared(vec![("__jitgen_a", recv), ("__jitgen_b", b)], e)
+    }
+
+    /// `v.get_mut(i)`, `v.last_mut()`, `v.first_mut()` on a list of values:
+    /// an `Option` of a `&mut` to the element, whose tag is the bounds test.
+    fn mut_accessor(&mut self, mc: &syn::ExprMethodCall, method: &str, elem: Ty) -> LVal {
+        let Some((root, fields)) = self.heap_path(&mc.receiver) else { return self.poison(mc.span()) };
+        let list = self.read_path(root.clone(), &fields, mc);
+        let usize_ty = Ty::Int(IntTy::Usize);
+        let len = self.emit(OpKind::Len, vec![list], usize_ty.clone(), mc);
+        let zero = LVal::Const(Const::Int(0, IntTy::Usize));
+        let (index, present) = match method {
+            "get_mut" => {
+                let i = self.expr(&mc.args[0]);
+                let i = self.rvalue(i, &mc.args[0]);
+                let it = self.ty_of(&i);
+                self.unify(&usize_ty, &it, mc.args[0].span());
+                let present = self.emit(OpKind::Bin(BinOp::Lt), vec![i.clone(), len], Ty::Bool, mc);
+                (i, present)
+            }
+            _ => {
+                let present = self.emit(OpKind::Bin(BinOp::Ne), vec![len.clone(), zero.clone()], Ty::Bool, mc);
+                let i = if method == "last_mut" {
+                    let one = LVal::Const(Const::Int(1, IntTy::Usize));
+                    self.emit(OpKind::Bin(BinOp::WrappingSub), vec![len, one], usize_ty, mc)
+                } else {
+                    zero
+                };
+                (i, present)
+            }
+        };
+        let r = RefTo::Heap { root, fields, index: Some(index), ty: elem.clone() };
+        let tag = self.emit(OpKind::Cast, vec![present], Ty::Int(IntTy::U32), mc);
+        let ty = Ty::Option(Box::new(Ty::Ref { mutable: true, to: Box::new(elem) }));
+        LVal::Sum { ty, tag: Box::new(tag), payloads: vec![None, Some(LVal::Ref(Box::new(r)))] }
+    }
+
     fn method_call(&mut self, mc: &syn::ExprMethodCall) -> LVal {
-        let recv = self.expr(&mc.receiver);
+        let recv = match self.expr(&mc.receiver) {
+            LVal::Sum { ty, tag, payloads } => return self.sum_method(mc, ty, *tag, payloads),
+            r @ LVal::Ref(_) => self.rvalue(r, &*mc.receiver),
+            v => v,
+        };
         let method = mc.method.to_string();
         let recv_ty = self.deref_ty(&self.ty_of(&recv));
         let nargs = mc.args.len();
@@ -1823,6 +2364,11 @@ impl Lowering<'_, '_> {
                         let a = self.expr(&mc.args[0]);
                         return self.arith(op, recv, a, mc);
                     }
+                    ("checked_add" | "checked_sub" | "checked_mul" | "checked_div" | "checked_rem", 1)
+                        if self.u.is_intlike(&recv_ty) =>
+                    {
+                        return self.checked_arith(mc, m, recv);
+                    }
                     ("wrapping_neg", 0) | ("abs", 0) => {
                         let op = if m == "abs" { UnOp::Abs } else { UnOp::WrappingNeg };
                         let t = self.ty_of(&recv);
@@ -1852,13 +2398,16 @@ impl Lowering<'_, '_> {
         }
         let shown = self.u.show(&recv_ty);
         self.error(mc.method.span(), format!(
-            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/first/last/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, min, max, abs"
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs"
         ));
         self.poison(mc.span())
     }
 
     fn try_expr(&mut self, t: &syn::ExprTry) -> LVal {
         let v = self.expr(&t.expr);
+        if let LVal::Sum { ty, tag, payloads } = v {
+            return self.try_sum(t, ty, *tag, payloads);
+        }
         let v = self.rvalue(v, &t.expr);
         let ret = self.u.shallow(&self.f.ret);
         let span = t.question_token.span;
@@ -1899,9 +2448,121 @@ impl Lowering<'_, '_> {
             ret,
             t,
         );
-        self.set_exit(LExit::Return(r));
+        self.return_with(r, span);
         self.resume(ok_b);
         self.emit(OpKind::EnumField { variant: ok_variant.into(), index: 0 }, vec![v], payload, t)
+    }
+
+    /// `?` on an `Option` or `Result` holding a `&mut`: returns on `None`
+    /// or `Err`, else gives the reference.
+    fn try_sum(&mut self, t: &syn::ExprTry, ty: Ty, tag: LVal, payloads: Vec<Option<LVal>>) -> LVal {
+        let ret = self.u.shallow(&self.f.ret);
+        let span = t.question_token.span;
+        let (en, fail_vn, fail_idx, ok_idx) = match (self.u.shallow(&ty), &ret) {
+            (Ty::Result(_, err), Ty::Result(_, rerr)) => {
+                let rerr = (**rerr).clone();
+                self.unify(&rerr, &err, span);
+                ("Result", "Err", 1, 0)
+            }
+            (Ty::Option(_), Ty::Option(_)) => ("Option", "None", 0, 1),
+            (have, _) => {
+                let msg = format!(
+                    "`?` on `{}` in a function returning `{}`: use it on a `Result` in a function returning `Result` (same error type), or on an `Option` in one returning `Option`",
+                    self.u.show(&have),
+                    self.u.show(&ret)
+                );
+                self.error(span, msg);
+                return self.poison(span);
+            }
+        };
+        let fails = self.is_variant(tag, en, fail_vn, fail_idx, t);
+        if fails != LVal::Const(Const::Bool(false)) {
+            let (fail_b, ok_b) = self.branch(fails);
+            self.resume(fail_b);
+            let args = match (en, payloads.get(1).cloned().flatten()) {
+                ("Result", Some(e)) => vec![e],
+                ("Result", None) => vec![LVal::Const(Const::Unit)],
+                _ => vec![],
+            };
+            let r = self.emit(
+                OpKind::MakeEnum { enum_name: en.into(), variant: fail_vn.into(), index: fail_idx },
+                args,
+                ret,
+                t,
+            );
+            self.return_with(r, span);
+            self.resume(ok_b);
+        }
+        match payloads.get(ok_idx).cloned().flatten() {
+            Some(p) => p,
+            None => self.poison(span),
+        }
+    }
+
+    /// Whether the tag `tag` is the variant `idx`: a `bool`, folded when the
+    /// tag is known.
+    fn is_variant(&mut self, tag: LVal, en: &str, vn: &str, idx: u32, src: &dyn ToTokens) -> LVal {
+        if let LVal::Const(Const::Tag { index, .. }) = &tag {
+            return LVal::Const(Const::Bool(*index == idx));
+        }
+        let c = Const::Tag { enum_name: en.into(), variant: vn.into(), index: idx };
+        self.emit(OpKind::Bin(BinOp::Eq), vec![tag, LVal::Const(c)], Ty::Bool, src)
+    }
+
+    /// Methods of an `Option` or `Result` holding a `&mut` to a value.
+    fn sum_method(&mut self, mc: &syn::ExprMethodCall, ty: Ty, tag: LVal, payloads: Vec<Option<LVal>>) -> LVal {
+        let method = mc.method.to_string();
+        let is_option = matches!(self.u.shallow(&ty), Ty::Option(_));
+        let (en, ok_vn, ok_idx) = if is_option { ("Option", "Some", 1) } else { ("Result", "Ok", 0) };
+        match (method.as_str(), mc.args.len()) {
+            ("unwrap" | "expect", _) => {
+                let ok = self.is_variant(tag, en, ok_vn, ok_idx, mc);
+                if ok != LVal::Const(Const::Bool(true)) {
+                    let (t, f) = self.branch(ok);
+                    self.resume(f);
+                    let what = if is_option { "a `None` value" } else { "an `Err` value" };
+                    self.set_exit(LExit::Abort(format!("called `{method}` on {what}")));
+                    self.resume(t);
+                }
+                match payloads.get(ok_idx as usize).cloned().flatten() {
+                    Some(p) => p,
+                    None => self.never(mc.span()),
+                }
+            }
+            ("ok_or", 1) if is_option => {
+                let e = self.expr(&mc.args[0]);
+                let e = self.rvalue(e, &mc.args[0]);
+                let none = self.is_variant(tag, "Option", "None", 0, mc);
+                let tag = match none {
+                    LVal::Const(Const::Bool(b)) => LVal::Const(Const::Tag {
+                        enum_name: "Result".into(),
+                        variant: if b { "Err" } else { "Ok" }.into(),
+                        index: u32::from(b),
+                    }),
+                    none => self.emit(OpKind::Cast, vec![none], Ty::Int(IntTy::U32), mc),
+                };
+                let inner = match self.u.shallow(&ty) {
+                    Ty::Option(t) => *t,
+                    t => t,
+                };
+                let ty = Ty::Result(Box::new(inner), Box::new(self.ty_of(&e)));
+                LVal::Sum { ty, tag: Box::new(tag), payloads: vec![payloads.get(1).cloned().flatten(), Some(e)] }
+            }
+            ("is_some" | "is_none" | "is_ok" | "is_err", 0) => {
+                let (en, vn, idx) = match method.as_str() {
+                    "is_some" => ("Option", "Some", 1),
+                    "is_none" => ("Option", "None", 0),
+                    "is_ok" => ("Result", "Ok", 0),
+                    _ => ("Result", "Err", 1),
+                };
+                self.is_variant(tag, en, vn, idx, mc)
+            }
+            _ => self.unsupported(
+                mc,
+                &format!("`.{method}()` on an `Option` or `Result` holding a `&mut`"),
+                "use `?`, `unwrap`, `expect`, `ok_or`, `is_some`, `match` or `if let`",
+            ),
+        }
     }
 
     fn macro_expr(&mut self, mac: &syn::Macro) -> LVal {
@@ -1909,6 +2570,8 @@ impl Lowering<'_, '_> {
         match name.as_str() {
             "hint" => self.hint(mac),
             "vec" => self.vec_macro(mac),
+            "print" | "println" | "eprint" | "eprintln" => self.format_macro(mac, &name),
+            "assert" | "assert_eq" | "assert_ne" => self.assert_macro(mac, &name),
             "panic" | "unreachable" | "todo" | "unimplemented" => {
                 let msg = format!("{name}!({})", mac.tokens);
                 let b = self.cur_block();
@@ -1926,10 +2589,77 @@ impl Lowering<'_, '_> {
                 self.unsupported(
                     mac,
                     &format!("the macro `{name}!`"),
-                    "hints are `hint!(...)`; move printing and other effects into a #[jit_opaque] function",
+                    "supported are `hint!`, `vec!`, `print!`, `println!`, `eprint!`, `eprintln!`, `assert!`, `assert_eq!`, `assert_ne!` and `panic!`; move other effects into a #[jit_opaque] function",
                 )
             }
         }
+    }
+
+    /// `assert!(c)`, `assert_eq!(a, b)`, `assert_ne!(a, b)`: a test that
+    /// panics (the message, if any, is not formatted).
+    fn assert_macro(&mut self, mac: &syn::Macro, name: &str) -> LVal {
+        let parsed = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
+        let parts: Vec<Expr> = parsed.map(|p| p.into_iter().collect()).unwrap_or_default();
+        let cond: Expr = match (name, parts.as_slice()) {
+            ("assert", [c, ..]) => c.clone(),
+            ("assert_eq", [a, b, ..]) => syn::parse_quote!((#a) == (#b)),
+            ("assert_ne", [a, b, ..]) => syn::parse_quote!((#a) != (#b)),
+            _ => return self.unsupported(mac, &format!("this `{name}!`"), "give it a condition (or two operands)"),
+        };
+        let c = self.cond(&cond);
+        let (ok, fail) = self.branch(c);
+        self.resume(fail);
+        self.set_exit(LExit::Abort(format!("{name}!({})", mac.tokens)));
+        self.resume(ok);
+        LVal::Const(Const::Unit)
+    }
+
+    /// `println!("{} {x}", a)`: its arguments evaluated in order (captured
+    /// names `{x}` last), then one residual effect that formats them.
+    fn format_macro(&mut self, mac: &syn::Macro, name: &str) -> LVal {
+        let parsed = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
+        let Ok(parts) = parsed else {
+            return self.unsupported(mac, &format!("this `{name}!`"), "write a format string literal, then the arguments");
+        };
+        let mut parts = parts.into_iter();
+        let template = match parts.next() {
+            None => String::new(),
+            Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) => s.value(),
+            Some(other) => {
+                return self.unsupported(&other, "a format string that is not a literal", "write the string literally");
+            }
+        };
+        let mut args = vec![];
+        let mut names = vec![];
+        for p in parts {
+            let (n, e) = match p {
+                Expr::Assign(a) => match &*a.left {
+                    Expr::Path(path) if path.path.get_ident().is_some() => {
+                        (path.path.get_ident().map(|i| i.to_string()), (*a.right).clone())
+                    }
+                    _ => (None, Expr::Assign(a)),
+                },
+                e => (None, e),
+            };
+            let v = self.expr(&e);
+            let v = self.rvalue(v, &e);
+            args.push(v);
+            names.push(n);
+        }
+        // Names the format string captures from the scope: `{x}`, `{x:?}`,
+        // and widths or precisions `{:w$}`.
+        for id in captured_names(&template) {
+            if names.iter().any(|n| n.as_deref() == Some(id.as_str())) {
+                continue;
+            }
+            let Ok(ident) = syn::parse_str::<syn::Ident>(&id) else { continue };
+            let e: Expr = syn::parse_quote_spanned!(mac.delimiter.span().open()=> #ident);
+            let v = self.expr(&e);
+            let v = self.rvalue(v, &e);
+            args.push(v);
+            names.push(Some(id));
+        }
+        self.emit(OpKind::Format { mac: name.to_string(), template, names }, args, Ty::Unit, mac)
     }
 
     fn hint(&mut self, mac: &syn::Macro) -> LVal {
@@ -2317,6 +3047,12 @@ impl Lowering<'_, '_> {
                     if matches!(sp, Pat::Wild(_) | Pat::Rest(_)) {
                         continue;
                     }
+                    if let LVal::Sum { payloads, .. } = &v {
+                        let p = payloads.get(idx as usize).cloned().flatten();
+                        let p = p.unwrap_or_else(|| LVal::Var(self.new_var(None, Ty::Never, sp.span())));
+                        self.pattern(p, sp, fail, binds);
+                        continue;
+                    }
                     let fv = self.emit(
                         OpKind::EnumField { variant: vn.clone(), index: i as u32 },
                         vec![v.clone()],
@@ -2456,10 +3192,14 @@ impl Lowering<'_, '_> {
 
     fn tag_test(&mut self, v: LVal, en: &str, vn: &str, idx: u32, fail: Option<usize>, src: &dyn ToTokens) {
         let Some(f) = fail else { return };
-        let tag = self.emit(OpKind::EnumTag, vec![v], Ty::Int(IntTy::U32), src);
-        let c = Const::Tag { enum_name: en.into(), variant: vn.into(), index: idx };
-        let eq = self.emit(OpKind::Bin(BinOp::Eq), vec![tag, LVal::Const(c)], Ty::Bool, src);
-        self.test(eq, f);
+        let tag = match v {
+            LVal::Sum { tag, .. } => *tag,
+            v => self.emit(OpKind::EnumTag, vec![v], Ty::Int(IntTy::U32), src),
+        };
+        let eq = self.is_variant(tag, en, vn, idx, src);
+        if eq != LVal::Const(Const::Bool(true)) {
+            self.test(eq, f);
+        }
     }
 
     fn path_pattern(&mut self, v: LVal, path: &syn::Path, p: &Pat, fail: Option<usize>) {
@@ -2521,7 +3261,8 @@ impl Lowering<'_, '_> {
                     _ => Value::Const(Const::Int(*x, IntTy::I32)),
                 },
                 LVal::Float(x, t) => Value::Const(Const::Float(*x, u.finish(t).unwrap_or(Ty::F64))),
-                LVal::Tuple(_) => unreachable!("tuples are refused before they reach an operation"),
+                // Refused where they would reach an operation (`no_tuples`).
+                LVal::Tuple(_) | LVal::Ref(_) | LVal::Sum { .. } => Value::Const(Const::Unit),
             }
         };
         let mut blocks: Vec<Block> = vec![];
@@ -2586,6 +3327,15 @@ fn subst(map: &HashMap<Var, Value>, v: &Value) -> Value {
 
 /// Removes unreachable blocks, trivial joins and dead input arguments, and
 /// builds the petgraph-backed [`FlowGraph`].
+/// Whether an operation can neither fail nor act: dropped when its result is unused.
+fn without_effect(k: &OpKind) -> bool {
+    match k {
+        OpKind::GetField(_) | OpKind::Len | OpKind::SameAs | OpKind::EnumTag | OpKind::Cast => true,
+        OpKind::Bin(b) => b.is_comparison() || matches!(b, BinOp::WrappingAdd | BinOp::WrappingSub | BinOp::WrappingMul),
+        _ => false,
+    }
+}
+
 fn simplify_and_build(
     f: &FnDef<'_>,
     vars: Vec<VarInfo>,
@@ -2740,6 +3490,13 @@ fn simplify_and_build(
                 }
                 changed = true;
             }
+        }
+        // Dead reads: operations that cannot fail or act, whose result is unused
+        // (the receivers a `&mut` accessor evaluates before naming its place).
+        for b in (0..n).filter(|&b| reachable[b]) {
+            let before = blocks[b].ops.len();
+            blocks[b].ops.retain(|o| used.contains(&o.result) || !without_effect(&o.kind));
+            changed |= blocks[b].ops.len() != before;
         }
         if !changed {
             break;

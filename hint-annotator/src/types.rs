@@ -179,6 +179,19 @@ impl Ty {
         }
     }
 
+    /// Whether this holds a `&mut` to a value type (`&mut i64`,
+    /// `Option<&mut i64>`): a place the front end resolves while lowering,
+    /// never a machine value.
+    pub fn has_mut_ref_to_value(&self) -> bool {
+        match self {
+            Ty::Ref { mutable: true, to } => to.is_value(),
+            Ty::Option(t) => t.has_mut_ref_to_value(),
+            Ty::Result(t, e) => t.has_mut_ref_to_value() || e.has_mut_ref_to_value(),
+            Ty::Tuple(ts) => ts.iter().any(Ty::has_mut_ref_to_value),
+            _ => false,
+        }
+    }
+
     /// Whether this is a numeric, bool or char scalar.
     pub fn is_scalar(&self) -> bool {
         matches!(self, Ty::Bool | Ty::Char | Ty::F32 | Ty::F64 | Ty::Int(_))

@@ -39,7 +39,7 @@ fn everything_red_by_default_constants_green() {
 
 #[test]
 fn foldable_operations_green_when_all_inputs_are() {
-    let src = "fn f(x: i64) -> i64 { let a = 3; let b = a * 7 + 1; let c = b < 10; let d = b as u8; let e = x + b; e }";
+    let src = "fn f(x: i64) -> i64 { let a = 3; let b = a * 7 + 1; let c = b < 10; let d = b as u8; let e = x + b + c as i64 + d as i64; e }";
     for v in ["b", "c", "d"] {
         assert_eq!(color(src, "f", v), Some(Color::Green), "{v}");
     }

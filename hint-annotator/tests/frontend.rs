@@ -414,7 +414,7 @@ fn unsupported_constructs_are_reported_at_their_spans_all_together() {
         "fn f(x: i64) -> i64 {
     let t = vec![(x, x)];
     let c = |y: i64| y + 1;
-    println!(\"{}\", x);
+    format!(\"{}\", x);
     let s = \"text\";
     for v in [1, 2] {}
     let a = [1, 2];
@@ -423,11 +423,11 @@ fn unsupported_constructs_are_reported_at_their_spans_all_together() {
         expect![[r#"
             error 2:12: a tuple is supported in a #[jit_interpreter] function only where it is destructured (`let (a, b) = ...`, `match (x, y) { ... }`, `.0`); to pass, return or store it, use a struct of the module
             error 3:12: a closure is not supported in a #[jit_interpreter] function; write a function of the module
-            error 4:4: the macro `println!` is not supported in a #[jit_interpreter] function; hints are `hint!(...)`; move printing and other effects into a #[jit_opaque] function
+            error 4:4: the macro `format!` is not supported in a #[jit_interpreter] function; supported are `hint!`, `vec!`, `print!`, `println!`, `eprint!`, `eprintln!`, `assert!`, `assert_eq!`, `assert_ne!` and `panic!`; move other effects into a #[jit_opaque] function
             error 5:12: a string literal is not supported in a #[jit_interpreter] function; pass program text in as a parameter (`&[u8]`); messages belong in #[jit_opaque] functions
             error 6:13: `for` over anything but an integer range is not supported in a #[jit_interpreter] function; iterate over indices: `for i in 0..v.len()`
             error 7:12: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
-            error 8:6: the method `foo` on `i64` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/first/last/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, min, max, abs
+            error 8:6: the method `foo` on `i64` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs
         "#]],
     );
 }
@@ -472,7 +472,7 @@ fn hints_are_checked() {
 fn types_come_from_use_like_rustc() {
     // `pc` is a usize because it indexes; `k` defaults to i32; `f` to f64.
     check(
-        "fn f(s: &[u8]) -> u8 { let mut pc = 0; let k = 5; let f = 1.5; let _ = k; let _ = f; pc += 1; s[pc] }",
+        "fn f(s: &[u8]) -> u8 { let mut pc = 0; let k = 5; let f = 1.5; pc += 1; if f > 1.0 { s[pc] } else { s[k as usize] } }",
         expect![[r#"
             fn f -> u8
             block0(s_0: &[u8] red):
@@ -480,8 +480,17 @@ fn types_come_from_use_like_rustc() {
                 G k_2: i32 = same_as(5_i32)
                 G f_3: f64 = same_as(1.5_f64)
                 G pc_4: usize = add(pc_1, 1_usize)
-                R v5: u8 = getitem(s_0, pc_4)
-                return v5
+                G v10: bool = gt(f_3, 1.0_f64)
+                if v10 then block2() else block3()
+            block1(v9: u8 red):
+                return v9
+            block2():
+                R v11: u8 = getitem(s_0, pc_4)
+                goto block1(v11)
+            block3():
+                G v12: usize = cast(k_2)
+                R v13: u8 = getitem(s_0, v12)
+                goto block1(v13)
         "#]],
     );
 }
@@ -527,6 +536,131 @@ fn calls_to_functions_outside_the_module_are_opaque() {
                 R call_opaque log(x_0)  [gray call]
                 R y_2: i64 = call_opaque super::helper(x_0)  [red call]
                 return y_2
+        "#]],
+    );
+}
+
+#[test]
+fn mut_references_to_values_are_places() {
+    check(
+        "pub struct Stack(Vec<i64>);
+#[derive(Clone, Copy)]
+pub enum E { Under, Bad }
+impl Stack {
+    fn peek_mut(&mut self) -> Result<&mut i64, E> {
+        self.0.last_mut().ok_or(E::Under)
+    }
+    fn get_mut(&mut self, i: usize) -> Option<&mut i64> {
+        self.0.get_mut(i)
+    }
+}
+fn bump(x: &mut i64, by: i64) {
+    *x += by;
+}
+fn f(s: &mut Stack, i: usize) -> Result<i64, E> {
+    *s.peek_mut()? += 1;
+    *s.get_mut(i).ok_or(E::Bad)? = 7;
+    let mut a = 5;
+    bump(&mut a, 2);
+    if let Some(x) = s.0.first_mut() {
+        bump(x, a);
+    }
+    Ok(a)
+}",
+        expect![[r#"
+            fn f -> Result<i64, E>
+            block0(s_0: &mut Stack red, i_1: usize red):
+                R v6: Vec<i64> = getfield.0(s_0)
+                R v7: usize = len(v6)
+                R v8: bool = ne(v7, 0_usize)
+                R v9: usize = wrapping_sub(v7, 1_usize)
+                R v10: u32 = cast(v8)
+                G v11: E = E::Under()
+                R v12: bool = eq(v10, Option::None)
+                R v13: u32 = cast(v12)
+                goto block1()
+            block1():
+                R v18: bool = eq(v13, Result::Err)
+                if v18 then block2() else block3()
+            block2():
+                G v19: Result<i64, E> = Result::Err(v11)
+                return v19
+            block3():
+                R v20: Vec<i64> = getfield.0(s_0)
+                R v21: i64 = getitem(v20, v9)
+                R v22: i64 = add(v21, 1_i64)
+                R v23: Vec<i64> = getfield.0(s_0)
+                R setitem(v23, v9, v22)
+                R v29: Vec<i64> = getfield.0(s_0)
+                R v30: usize = len(v29)
+                R v31: bool = lt(i_1, v30)
+                R v32: u32 = cast(v31)
+                goto block4()
+            block4():
+                G v36: E = E::Bad()
+                R v37: bool = eq(v32, Option::None)
+                R v38: u32 = cast(v37)
+                R v39: bool = eq(v38, Result::Err)
+                if v39 then block5() else block6()
+            block5():
+                G v40: Result<i64, E> = Result::Err(v36)
+                return v40
+            block6():
+                R v41: Vec<i64> = getfield.0(s_0)
+                R setitem(v41, i_1, 7_i64)
+                G a_43: i64 = same_as(5_i64)
+                G a_48: i64 = add(a_43, 2_i64)
+                goto block7()
+            block7():
+                R v54: Vec<i64> = getfield.0(s_0)
+                R v55: usize = len(v54)
+                R v56: bool = ne(v55, 0_usize)
+                R v57: u32 = cast(v56)
+                R v61: bool = eq(v57, Option::Some)
+                if v61 then block9() else block8()
+            block8():
+                G v73: Result<i64, E> = Result::Ok(a_48)
+                return v73
+            block9():
+                R v68: Vec<i64> = getfield.0(s_0)
+                R v69: i64 = getitem(v68, 0_usize)
+                R v70: i64 = add(v69, a_48)
+                R v71: Vec<i64> = getfield.0(s_0)
+                R setitem(v71, 0_usize, v70)
+                goto block8()
+        "#]],
+    );
+}
+
+#[test]
+fn printing_is_a_residual_effect_and_asserts_abort() {
+    check(
+        "fn f(x: i64, w: usize) -> i64 {
+    let y = x + 1;
+    println!(\"{} and {y:>w$} {z}\", x, z = y * 2);
+    eprint!(\"{{}}\");
+    assert!(y > 0);
+    assert_eq!(x, 3);
+    y
+}",
+        expect![[r#"
+            fn f -> i64
+            block0(x_0: i64 red, w_1: usize red):
+                R y_2: i64 = add(x_0, 1_i64)
+                R v3: i64 = mul(y_2, 2_i64)
+                R format println!("{} and {y:>w$} {z}")(x_0, v3, y_2, w_1)  [gray call]
+                R format eprint!("{{}}")()  [gray call]
+                R v6: bool = gt(y_2, 0_i64)
+                if v6 then block1() else block2()
+            block1():
+                R v7: bool = eq(x_0, 3_i64)
+                if v7 then block3() else block4()
+            block2():
+                abort "assert!(y > 0)"
+            block3():
+                return y_2
+            block4():
+                abort "assert_eq!(x , 3)"
         "#]],
     );
 }

@@ -488,11 +488,12 @@ fn live_name(name: &str) -> (Ident, TokenStream) {
     if name == "self" {
         return (format_ident!("__self"), quote!(self));
     }
-    let mut parts = name.split('.');
-    let base = Ident::new(parts.next().unwrap_or(name), Span::call_site());
+    // `check::portals` refused every other name (`&r`, a reference's parts).
+    let clean: String = name.chars().map(|c| if c.is_alphanumeric() || c == '_' || c == '.' { c } else { '_' }).collect();
+    let mut parts = clean.split('.');
+    let base = format_ident!("{}", parts.next().unwrap_or("_"));
     let path: Vec<syn::Index> = parts.filter_map(|p| p.parse::<usize>().ok()).map(syn::Index::from).collect();
-    let param = Ident::new(&name.replace('.', "__"), Span::call_site());
-    (param, quote!(#base #(.#path)*))
+    (format_ident!("{}", clean.replace('.', "__")), quote!(#base #(.#path)*))
 }
 
 /// The local a live variable belongs to: `t` for the component `t.0`.

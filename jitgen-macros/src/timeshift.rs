@@ -1409,7 +1409,11 @@ impl<'g> Gen<'g> {
                 // Green calls run now, as Rust; inlined calls are handled by the block.
                 self.green_call(fi, r, &rr, name, args)
             }
-            OpKind::CallOpaque(name) => self.opaque_call(fi, r, name, args),
+            OpKind::CallOpaque(name) => self.opaque_call(fi, r, name, args, None),
+            OpKind::Format { mac, template, names } => {
+                let shown = format!("{mac}!");
+                self.opaque_call(fi, r, &shown, args, Some((mac, template, names)))
+            }
         }
     }
 
@@ -1754,7 +1758,17 @@ impl<'g> Gen<'g> {
     }
 
     /// A residual call of a function outside the module or marked #[jit_opaque].
-    fn opaque_call(&mut self, fi: usize, r: Var, name: &str, args: &[Value]) -> TokenStream {
+    /// A residual call of a function outside the analysis, through a
+    /// callback; with `format`, the callback runs that `print!`-like macro
+    /// (name, format string, argument names) on the arguments instead.
+    fn opaque_call(
+        &mut self,
+        fi: usize,
+        r: Var,
+        name: &str,
+        args: &[Value],
+        format: Option<(&String, &String, &Vec<Option<String>>)>,
+    ) -> TokenStream {
         let rt = rt();
         let types = self.cg.types();
         let f = self.fns[fi];
@@ -1811,14 +1825,30 @@ impl<'g> Gen<'g> {
             return self.decline("the result type of this residual call");
         };
         let width = at.max(slots(&rty, types, 0).map_or(1, |s| s.len())).max(1);
-        let path = rust_path(name);
+        let call = match format {
+            None => {
+                let path = rust_path(name);
+                quote!(#path(#(#reads),*))
+            }
+            Some((mac, template, names)) => {
+                let mac = format_ident!("{}", mac);
+                let args = reads.iter().zip(names).map(|(x, n)| match n {
+                    Some(n) => {
+                        let n = format_ident!("{}", n);
+                        quote!(#n = #x)
+                    }
+                    None => quote!(#x),
+                });
+                quote!(::std::#mac!(#template, #(#args),*))
+            }
+        };
         self.callbacks.push(quote! {
             #[allow(unused_unsafe, clippy::all)]
             extern "C" fn #cb(__buf: *mut u64) -> u64 {
                 #rt::residual::run_callback(|| {
                     // SAFETY: residual code passes a buffer of `width` words.
                     let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #width) };
-                    let __r = #path(#(#reads),*);
+                    let __r = #call;
                     #write
                     Ok(())
                 })
