@@ -751,3 +751,88 @@ fn mut_references_to_values_agree_with_plain() {
     let stats = mutrefs::jit::stats();
     assert!(stats.entries > 0, "{stats:?} {:?}", mutrefs::jit::last_decline());
 }
+
+#[jit_interpreter]
+mod method_portal {
+    use jitgen::prelude::*;
+
+    /// A machine whose dispatch loop is a method.
+    #[derive(Debug, Default, Clone, PartialEq)]
+    pub struct Acc {
+        pub acc: i64,
+        pub steps: u32,
+        pub log: Vec<i64>,
+    }
+
+    impl Acc {
+        fn bump(&mut self, by: i64) {
+            self.acc = self.acc.wrapping_add(by);
+        }
+
+        /// `code` is green (a parameter); `pc` a local. Ops: 0 add the
+        /// next byte, 1 double, 2 log the accumulator, 3 jump back by the
+        /// next byte while the accumulator is below 1000, 4 halt.
+        pub fn run(&mut self, code: &[u8]) -> i64 {
+            let mut pc = 0;
+            while pc < code.len() {
+                hint!(global_merge_point);
+                let op = hint!(code[pc], concrete);
+                self.steps += 1;
+                match op {
+                    0 => {
+                        self.bump(code[pc + 1] as i64);
+                        pc += 2;
+                    }
+                    1 => {
+                        let a = self.acc;
+                        self.bump(a);
+                        pc += 1;
+                    }
+                    2 => {
+                        self.log.push(self.acc);
+                        pc += 1;
+                    }
+                    3 => {
+                        if self.acc < 1000 {
+                            pc -= code[pc + 1] as usize;
+                        } else {
+                            pc += 2;
+                        }
+                    }
+                    _ => return self.acc,
+                }
+            }
+            -1
+        }
+    }
+}
+
+/// A portal that is a method (`impl Acc { fn run(&mut self, ..) }`): named
+/// `jit::plain::Acc::run` and `jit::specialize::Acc::run`, compiled, and
+/// leaving `self` as the interpreter does.
+#[test]
+fn a_method_portal_compiles_and_leaves_self_as_plain_does() {
+    use method_portal::{jit, Acc};
+    jit::config().set_threshold(0);
+    let programs: Vec<Vec<u8>> = vec![
+        vec![0, 3, 1, 2, 3, 3, 4],
+        vec![0, 1, 1, 3, 1, 2, 4],
+        vec![2, 0, 7, 2, 1, 1, 3, 4, 2, 4],
+        vec![4],
+        vec![0, 5],
+    ];
+    for code in &programs {
+        for start in [1i64, 5, 999, 5000] {
+            let mut want = Acc { acc: start, ..Acc::default() };
+            let r_plain = jit::plain::Acc::run(&mut want, code);
+            let mut got = Acc { acc: start, ..Acc::default() };
+            assert_eq!(got.run(code), r_plain, "{code:?} {start}");
+            assert_eq!(got, want, "{code:?} {start}");
+            let mut spec = Acc { acc: start, ..Acc::default() };
+            assert_eq!(jit::specialize::Acc::run(code).call(&mut spec), r_plain, "{code:?} {start}");
+            assert_eq!(spec, want, "{code:?} {start}");
+        }
+    }
+    let s = jit::stats();
+    assert!(s.entries > 0 && s.declined == 0, "{s:?} {:?}", jit::last_decline());
+}

@@ -2289,6 +2289,20 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
             // `map.get(&k).copied()`: values are scalars, `get` gives them already.
             (Ty::Option(_), "copied" | "cloned", 0) => return self.rvalue(recv, mc),
+            (Ty::Option(t), "ok_or", 1) if matches!(self.u.shallow(t), Ty::Struct(_)) => {
+                // `Result` of an object: a sum of the `Option`'s object and
+                // the error (the object is never one enum payload word).
+                let t = (**t).clone();
+                let recv = self.rvalue(recv, mc);
+                let e = self.expr(&mc.args[0]);
+                let e = self.rvalue(e, &mc.args[0]);
+                let tag = self.emit(OpKind::EnumTag, vec![recv.clone()], Ty::Int(IntTy::U32), mc);
+                let none = self.is_variant(tag, "Option", "None", 0, mc);
+                let tag = self.emit(OpKind::Cast, vec![none], Ty::Int(IntTy::U32), mc);
+                let obj = self.emit(OpKind::EnumField { variant: "Some".into(), index: 0 }, vec![recv], t.clone(), mc);
+                let ty = Ty::Result(Box::new(t), Box::new(self.ty_of(&e)));
+                return LVal::Sum { ty, tag: Box::new(tag), payloads: vec![Some(obj), Some(e)] };
+            }
             (Ty::Option(_) | Ty::Result(..), "unwrap_or" | "ok_or", 1) => {
                 // Desugared into a `match` on the value (the argument is
                 // evaluated first, as Rust does).

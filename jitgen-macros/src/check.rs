@@ -23,8 +23,9 @@ pub fn portals(cg: &ColoredGraphs) -> Vec<syn::Error> {
             if f.name().contains("::") {
                 errors.push(syn::Error::new(
                     span,
-                    "`hint!(global_merge_point)` is supported in free functions of the module, not in methods: \
-                     move the dispatch loop into a function taking the frame as a parameter",
+                    "`hint!(global_merge_point)` is supported in free functions of the module, and in methods \
+                     taking `&self` or `&mut self` whose other parameters are plain bindings (`x: T`), with no generic \
+                     parameters: make the method's signature so, or move the dispatch loop into a function",
                 ));
                 continue;
             }

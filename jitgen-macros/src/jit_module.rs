@@ -830,7 +830,13 @@ impl VisitMut for PlainCalls<'_> {
 
 /// Generates everything. `fns` are the module's free functions (original,
 /// markers stripped); portal bodies are rewritten in place.
-pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) -> Expansion {
+pub fn expand(
+    cg: &ColoredGraphs,
+    fns: &mut [&mut syn::ItemFn],
+    source: &str,
+    lifted: &[crate::methods::LiftedMethod],
+) -> Expansion {
+    let method_paths = crate::methods::method_paths(lifted);
     let rt = rt();
     let mut gen = Gen::new(cg);
     // Entry points: portals (at their merge point) and specialize (at entry).
@@ -852,7 +858,17 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             let point =
                 if mp.op == 0 { gen.point_ids[&(fi, mp.block, 0)] } else { gen.point_ids[&(fi, mp.block, mp.op + 1)] };
             let mutable = mutable_names(item);
-            let e = entry(&gen, fi, &gen.points[point].live.clone(), &mutable, true);
+            let mut e = entry(&gen, fi, &gen.points[point].live.clone(), &mutable, true);
+            if e.key.is_empty() && e.bad.is_none() {
+                // Code compiled here would not know where in the program it
+                // starts: it would be the interpreter itself, run slower.
+                e.bad = Some(
+                    "nothing live at `hint!(global_merge_point)` is green, so compiled code could not know which \
+                     instruction it starts at: make the program and its counter green \
+                     (`let op = hint!(code[pc], concrete);` with `code` and `pc` locals or parameters)"
+                        .to_string(),
+                );
+            }
             let plan = park_plan(&gen, fi, &gen.points[point].live.clone(), &mutable);
             if plan.is_some() {
                 gen.park_points.insert(point);
@@ -1112,6 +1128,31 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
                 }
             };
             InsertHook { call }.visit_item_fn_mut(item);
+            // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
+            // plain copy, with no hook at its merge point.
+            let plain_args: Vec<TokenStream> = item
+                .sig
+                .inputs
+                .iter()
+                .filter_map(|a| match a {
+                    syn::FnArg::Typed(pt) => match &*pt.pat {
+                        syn::Pat::Ident(pi) => {
+                            let i = &pi.ident;
+                            Some(quote!(#i))
+                        }
+                        _ => None,
+                    },
+                    syn::FnArg::Receiver(_) => Some(quote!(self)),
+                })
+                .collect();
+            if plain_args.len() == item.sig.inputs.len() && item.sig.inputs.iter().all(|a| matches!(a, syn::FnArg::Typed(_))) {
+                item.block.stmts.insert(
+                    0,
+                    syn::parse_quote!(if !self::jit::__CONFIG.enabled() {
+                        return #plain_id(#(#plain_args),*);
+                    }),
+                );
+            }
             if has_deep {
                 // The content of the portal's green data, taken at most once
                 // per call (see `content`).
@@ -1275,14 +1316,22 @@ pub fn expand(cg: &ColoredGraphs, fns: &mut [&mut syn::ItemFn], source: &str) ->
             pub mod plain {
                 use super::super::*;
                 #(#reexports)*
+                #method_paths
             }
 
-            /// The generating extensions called directly: specialize a function to its green arguments.
+            #[doc(hidden)]
             #[allow(non_snake_case, unused_imports, clippy::all)]
-            pub mod specialize {
+            pub mod __specialize {
                 use super::super::*;
                 use super::super::__jit::*;
                 #(#specialize_api)*
+            }
+
+            /// The generating extensions called directly: specialize a function to its green arguments.
+            #[allow(non_snake_case, unused_imports)]
+            pub mod specialize {
+                pub use super::__specialize::*;
+                #method_paths
             }
         }
     };

@@ -56,6 +56,7 @@
 mod check;
 mod content;
 mod jit_module;
+mod methods;
 mod repr;
 mod timeshift;
 
@@ -87,6 +88,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     if !attr.is_empty() {
         errors.push(syn::Error::new_spanned(&attr, "#[jit_interpreter] takes no arguments"));
     }
+    let lifted = methods::lift_portal_methods(&mut module);
     let checked = hint_annotator::annotate_module(&module);
     let source = module.to_token_stream().to_string();
     strip_markers(&mut module);
@@ -113,7 +115,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
                     _ => None,
                 })
                 .collect();
-            let exp = jit_module::expand(&g, &mut fns, &source);
+            let exp = jit_module::expand(&g, &mut fns, &source, &lifted);
             for it in exp.items {
                 items.push(syn::Item::Verbatim(it));
             }

@@ -347,20 +347,19 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
     if let Some(sc) = scalar(ty) {
         return if green { Repr::G(sc) } else { Repr::R(sc) };
     }
+    // An `Option` of a struct is a tag and an object, green or red (a
+    // green one is a constant `None`, or `Some` of an object).
+    if matches!(ty, Ty::Option(e) if matches!(**e, Ty::Struct(_)) && virtual_struct(e, types).is_some()) {
+        return Repr::VOpt;
+    }
     if !green {
         if virtual_struct(ty, types).is_some() {
             return Repr::VPtr;
         }
-        match ty {
-            Ty::Vec(e) if matches!(**e, Ty::Struct(_)) => {
-                if let Some(s) = virtual_struct(e, types) {
-                    return Repr::VOList(s);
-                }
+        if let Ty::Vec(e) = ty {
+            if let (Ty::Struct(_), Some(s)) = (&**e, virtual_struct(e, types)) {
+                return Repr::VOList(s);
             }
-            Ty::Option(e) if matches!(**e, Ty::Struct(_)) && virtual_struct(e, types).is_some() => {
-                return Repr::VOpt;
-            }
-            _ => {}
         }
     }
     match ty {

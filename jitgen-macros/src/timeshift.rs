@@ -1331,6 +1331,18 @@ impl<'g> Gen<'g> {
                 }
                 _ => self.decline("allocating a Box of this type in residual code"),
             },
+            OpKind::MakeEnum { index, .. } if matches!(rr, Repr::VOpt) => {
+                // `None`, or `Some` of an object: a tag and the object.
+                let tag = *index as u64;
+                let obj = match args.first() {
+                    Some(a) => need!(self.operand(fi, a, &Repr::VPtr), "the object"),
+                    None => {
+                        let pt = ptr_valty();
+                        quote!(#rt::virtuals::VPtr::Real(#rt::redbox::RedBox::constant(#pt, 0)))
+                    }
+                };
+                self.bind(fi, r, quote!((#rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, #tag), #obj)))
+            }
             OpKind::MakeEnum { variant, index, .. } => {
                 let ty = f.graph.var(r).ty.clone();
                 let Repr::Enum(_, n) = rr.clone() else { return self.decline("this enum value") };

@@ -2,6 +2,9 @@ pub mod plus_minus {
     use super::*;
     /// Applies each `+` (add y) and `-` (subtract y) of `s` to `x`.
     pub fn ll_plus_minus(s: &[u8], x: i64, y: i64) -> i64 {
+        if !self::jit::__CONFIG.enabled() {
+            return __plain_ll_plus_minus(s, x, y);
+        }
         let mut acc = x;
         let mut pc = 0;
         while pc < s.len() {
@@ -1113,9 +1116,9 @@ pub mod plus_minus {
             use super::super::*;
             pub use super::super::__plain_ll_plus_minus as ll_plus_minus;
         }
-        /// The generating extensions called directly: specialize a function to its green arguments.
+        #[doc(hidden)]
         #[allow(non_snake_case, unused_imports, clippy::all)]
-        pub mod specialize {
+        pub mod __specialize {
             use super::super::*;
             use super::super::__jit::*;
             ///`ll_plus_minus` specialized to its green arguments: a residual function of its red ones.
@@ -1174,6 +1177,11 @@ pub mod plus_minus {
                     }
                 }
             }
+        }
+        /// The generating extensions called directly: specialize a function to its green arguments.
+        #[allow(non_snake_case, unused_imports)]
+        pub mod specialize {
+            pub use super::__specialize::*;
         }
     }
     /// Applies each `+` (add y) and `-` (subtract y) of `s` to `x`.

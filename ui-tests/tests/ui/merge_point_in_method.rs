@@ -9,7 +9,7 @@ mod m {
     }
 
     impl Vm {
-        pub fn run(&mut self, code: &[u8]) {
+        pub fn run(mut self, code: &[u8]) -> i64 {
             let mut pc = 0;
             while pc < code.len() {
                 hint!(global_merge_point);
@@ -17,6 +17,7 @@ mod m {
                 self.acc += op as i64;
                 pc += 1;
             }
+            self.acc
         }
     }
 }

@@ -1,0 +1,103 @@
+//! The tutorial stack VM's benchmark: `cargo run --release --example stackvm
+//! [-- N] [--runs R]`.
+//!
+//! Times, in one run, the counted loop (sum of 1..=N, locals in the operand
+//! stack) and the procedure-in-a-loop program: plain (`jit::plain`), the
+//! portal with compilation off (`set_enabled(false)`, as `JITGEN_OFF=1`),
+//! and the portal compiling. Prints medians and the ratios to plain.
+
+use std::time::{Duration, Instant};
+
+use stackvm_interp::vm::{jit, Instruction, Instruction::*, Vm};
+
+fn counted_loop(n: i64) -> Vec<Instruction> {
+    vec![
+        Push(n),
+        Push(0),
+        Load(0),
+        JumpIfZero(13),
+        Load(1),
+        Load(0),
+        Add,
+        Store(1),
+        Load(0),
+        Push(1),
+        Sub,
+        Store(0),
+        Jump(2),
+        Load(1),
+        Halt,
+    ]
+}
+
+fn procedure_in_a_loop(n: i64) -> Vec<Instruction> {
+    vec![
+        Push(n),
+        Push(0),
+        Load(0),
+        JumpIfZero(15),
+        Load(1),
+        Load(0),
+        Call(17, 1),
+        Add,
+        Store(1),
+        Load(0),
+        Push(1),
+        Sub,
+        Store(0),
+        Jump(2),
+        Halt,
+        Load(1),
+        Halt,
+        Load(0),
+        Load(0),
+        Mul,
+        Ret,
+    ]
+}
+
+fn median(mut ts: Vec<Duration>) -> Duration {
+    ts.sort();
+    ts[ts.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n: i64 = args.iter().find_map(|s| s.parse().ok()).unwrap_or(10_000_000);
+    let runs: usize =
+        args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(5);
+    println!("stackvm, N = {n}, median of {runs} runs");
+    println!("{:<22} {:>12} {:>12} {:>12} {:>9} {:>9}", "program", "plain", "JIT off", "JIT", "off/plain", "plain/JIT");
+    for (name, code) in [("counted loop", counted_loop(n)), ("procedure in a loop", procedure_in_a_loop(n / 4))] {
+        let want = jit::plain::Vm::run(&mut Vm::new(code.clone()));
+        let mut time = |f: &dyn Fn() -> Result<i64, stackvm_interp::vm::VmError>| {
+            median(
+                (0..runs)
+                    .map(|_| {
+                        let t = Instant::now();
+                        let r = f();
+                        let d = t.elapsed();
+                        assert_eq!(r, want, "{name}");
+                        d
+                    })
+                    .collect(),
+            )
+        };
+        let plain = time(&|| jit::plain::Vm::run(&mut Vm::new(code.clone())));
+        jit::config().set_enabled(false);
+        let off = time(&|| Vm::new(code.clone()).run());
+        jit::config().set_enabled(true);
+        let on = time(&|| Vm::new(code.clone()).run());
+        println!(
+            "{:<22} {:>12.2?} {:>12.2?} {:>12.2?} {:>8.2}x {:>8.1}x",
+            name,
+            plain,
+            off,
+            on,
+            off.as_secs_f64() / plain.as_secs_f64(),
+            plain.as_secs_f64() / on.as_secs_f64()
+        );
+    }
+    let s = jit::stats();
+    println!("compilations {}, entries {}, last decline: {:?}", s.compilations, s.entries, jit::last_decline());
+}
