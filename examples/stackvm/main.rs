@@ -4,7 +4,8 @@
 //! Times, in one run, the counted loop (sum of 1..=N, locals in the operand
 //! stack) and the procedure-in-a-loop program: plain (`jit::plain`), the
 //! portal with compilation off (`set_enabled(false)`, as `JITGEN_OFF=1`),
-//! and the portal compiling. Prints medians and the ratios to plain.
+//! and the portal compiling (where it declines, what declining costs).
+//! Prints medians and the ratios to plain, and the portal's last decline.
 
 use std::time::{Duration, Instant};
 
@@ -70,7 +71,7 @@ fn main() {
     println!("{:<22} {:>12} {:>12} {:>12} {:>9} {:>9}", "program", "plain", "JIT off", "JIT", "off/plain", "plain/JIT");
     for (name, code) in [("counted loop", counted_loop(n)), ("procedure in a loop", procedure_in_a_loop(n / 4))] {
         let want = jit::plain::Vm::run(&mut Vm::new(code.clone()));
-        let mut time = |f: &dyn Fn() -> Result<i64, stackvm_interp::vm::VmError>| {
+        let time = |f: &dyn Fn() -> Result<i64, stackvm_interp::vm::VmError>| {
             median(
                 (0..runs)
                     .map(|_| {

@@ -984,6 +984,7 @@ pub fn expand(
             let cheap_in_hook = &e.cheap_greens_in_hook;
             let cheap = &e.cheap_greens;
             let skip_fn = format_ident!("__skip_{}", name);
+            let told = format_ident!("__never_{}", name);
             hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
             let mut params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
             let deep = &e.deep;
@@ -1067,14 +1068,26 @@ pub fn expand(
                 },
                 _ => {
                     // Never compiled: said once, for `jit::last_decline()` and JITGEN_LOG.
-                    let why = never_compiled(&name.to_string(), &e, &ret);
                     quote! {
-                        static __TOLD: ::std::sync::Once = ::std::sync::Once::new();
-                        __TOLD.call_once(|| super::jit::__STATS.declined_because(#why));
+                        #told();
                         None
                     }
                 }
             };
+            let never = outputs(&gen, &ret).is_none() || e.bad.is_some();
+            let why = never_compiled(&name.to_string(), &e, &ret);
+            hooks.push(quote! {
+                /// Says once why this portal never compiles (when compiling
+                /// is on); `true`, for the portal's entry.
+                #[allow(dead_code)]
+                pub(super) fn #told() -> bool {
+                    static __TOLD: ::std::sync::Once = ::std::sync::Once::new();
+                    if super::jit::__CONFIG.enabled() {
+                        __TOLD.call_once(|| super::jit::__STATS.declined_because(#why));
+                    }
+                    true
+                }
+            });
             let listings_fn = format_ident!("__listings_{}", name);
             listing_calls.push(quote!(__l.extend(super::__jit::#listings_fn());));
             hooks.push(quote! {
@@ -1100,7 +1113,7 @@ pub fn expand(
                     #sampler.with(|__s| __s.skip(__green))
                 }
 
-                #[allow(unused_variables, unused_mut, clippy::all)]
+                #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
                 pub(super) fn #hook(#(#params),*) -> ::core::option::Option<::core::result::Result<#ret_rust, #parked>> {
                     #body
                 }
@@ -1118,13 +1131,19 @@ pub fn expand(
             if has_deep {
                 args.push(quote!(&mut __jit_deep_content));
             }
-            let call = quote! {
+            let call = if never {
+                // A portal that never compiles: the interpreter only (see
+                // the entry below), nothing at its merge point.
+                quote!({})
+            } else {
+                quote! {
                 if !self::__jit::#skip_fn(|| #rt::driver::green_word(&[#(#cheap),*])) {
                     match self::__jit::#hook(#(#args),*) {
                         ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
                         ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }
                         ::core::option::Option::None => {}
                     }
+                }
                 }
             };
             InsertHook { call }.visit_item_fn_mut(item);
@@ -1146,12 +1165,16 @@ pub fn expand(
                 })
                 .collect();
             if plain_args.len() == item.sig.inputs.len() && item.sig.inputs.iter().all(|a| matches!(a, syn::FnArg::Typed(_))) {
-                item.block.stmts.insert(
-                    0,
+                let entry_check: syn::Stmt = if never {
+                    syn::parse_quote!(if self::__jit::#told() {
+                        return #plain_id(#(#plain_args),*);
+                    })
+                } else {
                     syn::parse_quote!(if !self::jit::__CONFIG.enabled() {
                         return #plain_id(#(#plain_args),*);
-                    }),
-                );
+                    })
+                };
+                item.block.stmts.insert(0, entry_check);
             }
             if has_deep {
                 // The content of the portal's green data, taken at most once

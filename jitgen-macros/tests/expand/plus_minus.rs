@@ -873,6 +873,22 @@ pub mod plus_minus {
                 }
             }
         }
+        /// Says once why this portal never compiles (when compiling
+        /// is on); `true`, for the portal's entry.
+        #[allow(dead_code)]
+        pub(super) fn __never_ll_plus_minus() -> bool {
+            static __TOLD: ::std::sync::Once = ::std::sync::Once::new();
+            if super::jit::__CONFIG.enabled() {
+                __TOLD
+                    .call_once(|| {
+                        super::jit::__STATS
+                            .declined_because(
+                                "ll_plus_minus: returning a value of type `i64` from residual code is not supported yet",
+                            )
+                    });
+            }
+            true
+        }
         /// The listings of this portal's compiled code (this thread's).
         pub(super) fn __listings_ll_plus_minus() -> ::std::vec::Vec<
             ::std::string::String,
@@ -900,7 +916,7 @@ pub mod plus_minus {
         pub(super) fn __skip_ll_plus_minus(__green: impl FnOnce() -> u64) -> bool {
             __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.skip(__green))
         }
-        #[allow(unused_variables, unused_mut, clippy::all)]
+        #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
         pub(super) fn __portal_ll_plus_minus(
             s: &[u8],
             y: i64,
