@@ -4,8 +4,12 @@
 
 use proc_macro2::TokenTree;
 
-const SOURCES: &[&str] =
-    &[include_str!("../../examples/plus_minus.rs"), include_str!("../../interpreters/tlr/src/lib.rs")];
+const SOURCES: &[&str] = &[
+    include_str!("../../examples/plus_minus.rs"),
+    include_str!("../../interpreters/tlr/src/lib.rs"),
+    // Tuples, `&mut` accessors, `?`, `print!`, methods.
+    include_str!("../../interpreters/stackvm/src/lib.rs"),
+];
 
 fn flatten(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
     for t in ts {

@@ -15,6 +15,7 @@
 
 use proc_macro2::{Group, Ident, TokenStream, TokenTree};
 use quote::{format_ident, quote, ToTokens};
+use syn::ext::IdentExt;
 use syn::visit::Visit;
 
 /// A method lifted to a free function.
@@ -99,7 +100,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
             if !simple || !m.sig.generics.params.is_empty() {
                 continue;
             }
-            let free = format_ident!("__{}_{}", ty, m.sig.ident);
+            let free = format_ident!("__{}_{}", ty.unraw(), m.sig.ident.unraw());
             let output = rename_self(m.sig.output.to_token_stream(), &ty);
             let block = &m.block;
             let body = rename_self(quote!(#block), &ty);
