@@ -639,6 +639,14 @@ fn outputs(gen: &Gen, ret: &Ty) -> Option<(TokenStream, TokenStream)> {
         let (_, unflat, tys) = enum_helpers(ret);
         return Some((quote!(#tys().to_vec()), quote!(#unflat(&__w))));
     }
+    if let Ty::Vec(e) = ret {
+        if let Some(sc) = scalar(e) {
+            // The address of a real `Vec`, made by residual code (in the
+            // arena) or moved in: taken over by the caller.
+            let (rt, pt, t) = (rt(), ptr_valty(), sc_rust(sc));
+            return Some((quote!(vec![#pt]), quote!(unsafe { #rt::heap::take_vec::<#t>(__w[0]) })));
+        }
+    }
     None
 }
 
@@ -1244,9 +1252,12 @@ pub fn expand(
                         #(#words)*
                         let __mark = #rt::heap::arena_mark();
                         let __out = self.f.call_words(&__words);
+                        // Decoded before the arena is released: an owned
+                        // result moves out of it.
+                        let __r = __out.map(|__w| #decode);
                         #rt::heap::arena_release(__mark);
-                        match __out {
-                            Ok(__w) => #decode,
+                        match __r {
+                            Ok(__v) => __v,
                             Err(__e) => __e.resume(),
                         }
                     }

@@ -1205,6 +1205,29 @@ impl<'g> Gen<'g> {
                             None => real,
                         }
                     }
+                    cont @ (Ty::Slice(_) | Ty::Array(..)) => {
+                        // Through `&mut [T]` or `&mut [T; N]`: a store at the
+                        // element's address, bounds-checked.
+                        let et = match &cont {
+                            Ty::Slice(t) | Ty::Array(t, _) => (**t).clone(),
+                            _ => Ty::Error,
+                        };
+                        let Some(esc) = scalar(&et) else {
+                            return self.decline("a store of a non-scalar element through a run-time pointer");
+                        };
+                        let i = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
+                        let x = need!(self.operand(fi, &args[2], &Repr::R(esc)), "value");
+                        let addr = match self.elem_addr(fi, &args[0], &cont, &et, &quote!(__i)) {
+                            Ok(a) => a,
+                            Err(declined) => return declined,
+                        };
+                        quote!({
+                            let __i = #i;
+                            let __x = #x;
+                            let __a = #addr;
+                            __c.b.red_store(&__a, 0, &__x);
+                        })
+                    }
                     _ => self.decline("a store into this kind of sequence in residual code"),
                 }
             }
@@ -1701,26 +1724,10 @@ impl<'g> Gen<'g> {
                 }
             }
             Ty::Slice(_) | Ty::Array(..) => {
-                let (ptr_len, esize) = match &cont {
-                    Ty::Slice(_) => {
-                        let Some(s) = self.operand(fi, base, &Repr::RSlice) else { return self.decline("this slice") };
-                        (quote!(let __s = #s; let (__ptr, __len) = (__s[0], __s[1]);), rust_ty(&et, None))
-                    }
-                    Ty::Array(_, n) => {
-                        let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this array") };
-                        let n = *n;
-                        (quote!(#addr let (__ptr, __len) = (__addr, #rt::redbox::RedBox::u64(#n));), rust_ty(&et, None))
-                    }
-                    _ => unreachable!(),
+                let addr = match self.elem_addr(fi, base, &cont, &et, &i) {
+                    Ok(a) => a,
+                    Err(declined) => return declined,
                 };
-                let addr = quote!({
-                    #ptr_len
-                    __c.b.red_bounds_check(&#i, &__len);
-                    let __off = __c.b.red_bin(#rt::ops::BinOp::Mul, #rt::ops::Overflow::Wrap, &#i,
-                        &#rt::redbox::RedBox::u64(::core::mem::size_of::<#esize>() as u64));
-                    let __off = __c.b.red_cast(&__off, #rt::ops::ValTy::Ptr);
-                    __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__ptr, &__off)
-                });
                 match rr {
                     Repr::R(sc) => {
                         let vt = sc_valty(*sc);
@@ -1732,6 +1739,34 @@ impl<'g> Gen<'g> {
             }
             _ => self.decline("indexing this value"),
         }
+    }
+
+    /// The address of element `i` (a red box expression) of a slice or an
+    /// array reached through a run-time pointer, bounds-checked as Rust
+    /// does; `Err` with the decline when the sequence has no such address.
+    fn elem_addr(&mut self, fi: usize, base: &Value, cont: &Ty, et: &Ty, i: &TokenStream) -> Result<TokenStream, TokenStream> {
+        let rt = rt();
+        let esize = rust_ty(et, None);
+        let ptr_len = match cont {
+            Ty::Slice(_) => {
+                let Some(s) = self.operand(fi, base, &Repr::RSlice) else { return Err(self.decline("this slice")) };
+                quote!(let __s = #s; let (__ptr, __len) = (__s[0], __s[1]);)
+            }
+            Ty::Array(_, n) => {
+                let Some((addr, _)) = self.red_object(fi, base) else { return Err(self.decline("this array")) };
+                let n = *n;
+                quote!(#addr let (__ptr, __len) = (__addr, #rt::redbox::RedBox::u64(#n));)
+            }
+            _ => return Err(self.decline("indexing this value")),
+        };
+        Ok(quote!({
+            #ptr_len
+            __c.b.red_bounds_check(&#i, &__len);
+            let __off = __c.b.red_bin(#rt::ops::BinOp::Mul, #rt::ops::Overflow::Wrap, &#i,
+                &#rt::redbox::RedBox::u64(::core::mem::size_of::<#esize>() as u64));
+            let __off = __c.b.red_cast(&__off, #rt::ops::ValTy::Ptr);
+            __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__ptr, &__off)
+        }))
     }
 
     /// A call of a pure function with green arguments and result: run now.
@@ -2070,7 +2105,8 @@ impl<'g> Gen<'g> {
                     None => self.decline("returning a value of this type from residual code"),
                 };
                 quote! {
-                    let __rv = #val;
+                    #[allow(unused_mut)]
+                    let mut __rv = #val;
                     if __st.frames.is_empty() {
                         __st.heap.write_back(&mut __c.b);
                         #outer
@@ -2100,6 +2136,12 @@ impl<'g> Gen<'g> {
             }
             Repr::R(_) => quote!(__c.finish_return(&[#e]);),
             Repr::Enum(..) if plain(ty, self.cg.types()) => quote!(__c.finish_return(&#e);),
+            // An owned `Vec` of scalars: the address of a real one.
+            Repr::VList(sc) => {
+                let p = force_list(*sc, e);
+                quote!({ let __p = #p; __c.finish_return(&[__p]); })
+            }
+            Repr::RPtr if matches!(ty, Ty::Vec(t) if scalar(t).is_some()) => quote!(__c.finish_return(&[#e]);),
             _ => return None,
         })
     }

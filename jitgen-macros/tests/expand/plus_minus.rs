@@ -498,7 +498,8 @@ pub mod plus_minus {
                 unreachable!("jitgen: a frame dispatched to another point's code")
             };
             'path: {
-                let __rv = v7;
+                #[allow(unused_mut)]
+                let mut __rv = v7;
                 if __st.frames.is_empty() {
                     __st.heap.write_back(&mut __c.b);
                     __c.finish_return(&[__rv]);
@@ -1153,9 +1154,10 @@ pub mod plus_minus {
                     __words.push(((y) as u64));
                     let __mark = ::jitgen::__private::rt::heap::arena_mark();
                     let __out = self.f.call_words(&__words);
+                    let __r = __out.map(|__w| ((__w[0]) as i64));
                     ::jitgen::__private::rt::heap::arena_release(__mark);
-                    match __out {
-                        Ok(__w) => ((__w[0]) as i64),
+                    match __r {
+                        Ok(__v) => __v,
                         Err(__e) => __e.resume(),
                     }
                 }
