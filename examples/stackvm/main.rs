@@ -9,53 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use stackvm_interp::vm::{jit, Instruction, Instruction::*, Vm};
-
-fn counted_loop(n: i64) -> Vec<Instruction> {
-    vec![
-        Push(n),
-        Push(0),
-        Load(0),
-        JumpIfZero(13),
-        Load(1),
-        Load(0),
-        Add,
-        Store(1),
-        Load(0),
-        Push(1),
-        Sub,
-        Store(0),
-        Jump(2),
-        Load(1),
-        Halt,
-    ]
-}
-
-fn procedure_in_a_loop(n: i64) -> Vec<Instruction> {
-    vec![
-        Push(n),
-        Push(0),
-        Load(0),
-        JumpIfZero(15),
-        Load(1),
-        Load(0),
-        Call(17, 1),
-        Add,
-        Store(1),
-        Load(0),
-        Push(1),
-        Sub,
-        Store(0),
-        Jump(2),
-        Halt,
-        Load(1),
-        Halt,
-        Load(0),
-        Load(0),
-        Mul,
-        Ret,
-    ]
-}
+use stackvm_interp::programs::{counted_loop, procedure_in_a_loop};
+use stackvm_interp::vm::{jit, Vm};
 
 fn median(mut ts: Vec<Duration>) -> Duration {
     ts.sort();

@@ -209,3 +209,84 @@ pub mod vm {
         }
     }
 }
+
+/// Programs of the VM: the tests' and the benchmark's.
+pub mod programs {
+    use super::vm::{Instruction, Instruction::*};
+
+    /// `sum = 0; i = n; while i != 0 { sum += term(i); i -= 1 }`, then
+    /// `Halt` with the sum (locals 0: `i`, 1: `sum`); `term` pushes
+    /// `term(i)`, and `procedures` follow the loop, at `14 + term.len()`.
+    fn summing_loop(n: i64, term: &[Instruction], procedures: &[Instruction]) -> Vec<Instruction> {
+        let exit = 12 + term.len();
+        let mut code = vec![Push(n), Push(0), Load(0), JumpIfZero(exit), Load(1)];
+        code.extend_from_slice(term);
+        code.extend([Add, Store(1), Load(0), Push(1), Sub, Store(0), Jump(2), Load(1), Halt]);
+        code.extend_from_slice(procedures);
+        code
+    }
+
+    /// Sum of 1..=n.
+    pub fn counted_loop(n: i64) -> Vec<Instruction> {
+        summing_loop(n, &[Load(0)], &[])
+    }
+
+    /// Sum of i * j over i in 1..=a, j in 1..=b: locals i, j, sum.
+    pub fn nested_loops(a: i64, b: i64) -> Vec<Instruction> {
+        vec![
+            Push(a),
+            Push(0),
+            Push(0),
+            Load(0), // 3: outer head
+            JumpIfZero(27),
+            Push(b),
+            Store(1),
+            Load(1), // 7: inner head
+            JumpIfZero(21),
+            Load(2),
+            Load(0),
+            Load(1),
+            Mul,
+            Add,
+            Store(2),
+            Load(1),
+            Push(1),
+            Sub,
+            Store(1),
+            Jump(7),
+            Halt, // 20: never reached
+            Load(0), // 21
+            Push(1),
+            Sub,
+            Store(0),
+            Jump(3),
+            Halt, // 26: never reached
+            Load(2), // 27
+            Halt,
+        ]
+    }
+
+    /// Sum of square(i) for i in 1..=n, `square` a procedure with one argument.
+    pub fn procedure_in_a_loop(n: i64) -> Vec<Instruction> {
+        // `square` follows the loop, at 14 + 2.
+        summing_loop(n, &[Load(0), Call(16, 1)], &[Load(0), Load(0), Mul, Ret])
+    }
+
+    /// Prints n, n + 1, n - 1, n, ..., 1, 2, then returns 0.
+    pub fn printing(n: i64) -> Vec<Instruction> {
+        vec![
+            Push(n),
+            Dup, // 1: loop head
+            JumpIfZero(11),
+            Print,
+            Dup,
+            Inc,
+            Print,
+            Pop,
+            Push(-1),
+            Add,
+            Jump(1),
+            Halt, // 11
+        ]
+    }
+}
