@@ -242,7 +242,24 @@ struct Lowering<'m, 'a> {
 /// graph of its own: it takes or returns a `&mut` to a value, a place the
 /// front end resolves in the caller.
 pub(crate) fn inline_only(f: &FnDef<'_>) -> bool {
-    !f.opaque && (f.ret.has_mut_ref_to_value() || f.params.iter().any(|p| p.ty.has_mut_ref_to_value()))
+    !f.opaque
+        && (f.ret.has_mut_ref_to_value() || f.params.iter().any(|p| p.ty.has_mut_ref_to_value()))
+        && !has_merge_point(f.body)
+}
+
+/// Whether `body` contains `hint!(global_merge_point)` (a portal is never inlined).
+fn has_merge_point(body: &syn::Block) -> bool {
+    struct Find(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Find {
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            if m.path.is_ident("hint") && m.tokens.to_string().trim() == "global_merge_point" {
+                self.0 = true;
+            }
+        }
+    }
+    let mut f = Find(false);
+    syn::visit::Visit::visit_block(&mut f, body);
+    f.0
 }
 
 /// Whether `e` names a place that can be named again with no effect: a
@@ -1262,8 +1279,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 _ => {
                     self.unsupported(
                         u,
-                        "assigning through this reference",
-                        "assign through a `&mut` to a local, a field or an element",
+                        "assigning through this reference (a `&mut` parameter of a portal, or a `Box`)",
+                        "keep the value in a field of a struct passed by `&mut`, or return it",
                     );
                     None
                 }
@@ -2691,6 +2708,23 @@ impl<'m, 'a> Lowering<'m, 'a> {
         };
         match args.len() {
             1 if flag_of(&args[0]).as_deref() == Some("global_merge_point") => {
+                // A `&mut` binding in scope here would borrow what the portal
+                // hands to compiled code at this point.
+                let refs: Vec<String> = self
+                    .env
+                    .iter()
+                    .filter(|(n, v)| matches!(v, LVal::Ref(_) | LVal::Sum { .. }) && !n.starts_with("__jitgen"))
+                    .map(|(n, _)| format!("`{n}`"))
+                    .collect();
+                if !refs.is_empty() {
+                    self.error(
+                        mac.span(),
+                        format!(
+                            "the `&mut` reference {} is in scope at `hint!(global_merge_point)`: take it inside the loop, after the merge point, where it is used",
+                            refs.join(", ")
+                        ),
+                    );
+                }
                 self.emit(OpKind::GlobalMergePoint, vec![], Ty::Unit, mac)
             }
             2 => {

@@ -664,3 +664,21 @@ fn printing_is_a_residual_effect_and_asserts_abort() {
         "#]],
     );
 }
+
+#[test]
+fn a_portal_taking_a_mut_to_a_value_is_not_inlined() {
+    check(
+        "fn run(code: &[u8], acc: &mut i64) -> i64 {
+    let mut pc = 0;
+    while pc < code.len() {
+        hint!(global_merge_point);
+        pc += 1;
+    }
+    *acc = 1;
+    *acc
+}",
+        expect![[r#"
+            error 7:4: assigning through this reference (a `&mut` parameter of a portal, or a `Box`) is not supported in a #[jit_interpreter] function; keep the value in a field of a struct passed by `&mut`, or return it
+        "#]],
+    );
+}

@@ -38,21 +38,8 @@ pub fn portals(cg: &ColoredGraphs) -> Vec<syn::Error> {
                 continue;
             }
             let mut seen: HashMap<String, usize> = HashMap::new();
-            let mut references = std::collections::HashSet::new();
             for v in &live {
                 match &f.graph.var(*v).name {
-                    Some(n) if n.starts_with('&') => {
-                        let r = n.trim_start_matches('&').split('.').next().unwrap_or_default().to_string();
-                        if references.insert(r.clone()) {
-                            errors.push(syn::Error::new(
-                                span,
-                                format!(
-                                    "the `&mut` reference `{r}` is live across `hint!(global_merge_point)`: \
-                                     take it again after the merge point, where it is used"
-                                ),
-                            ));
-                        }
-                    }
                     Some(n) => *seen.entry(n.clone()).or_default() += 1,
                     None => errors.push(syn::Error::new(
                         span,
