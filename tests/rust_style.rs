@@ -957,3 +957,67 @@ fn a_tape_written_through_a_mut_slice_agrees_with_plain() {
     let s = tape::jit::stats();
     assert!(s.entries > 0, "{s:?} {:?}", tape::jit::last_decline());
 }
+
+#[jit_interpreter]
+mod mutstack {
+    use jitgen::prelude::*;
+
+    /// A machine whose locals live in the caller's stack. Ops (each with
+    /// one argument byte): 0 push 3, 1 push 0, 2 load k, 3 store k, 4 add,
+    /// 5 sub 1, 6 jz t, 7 jump t, 8 halt.
+    pub fn run(code: &[u8], stack: &mut Vec<i64>) -> i64 {
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            let arg = code[pc + 1] as usize;
+            pc += 2;
+            match op {
+                0 => stack.push(3),
+                1 => stack.push(0),
+                2 => {
+                    let v = stack[arg];
+                    stack.push(v);
+                }
+                3 => {
+                    let v = stack.pop().unwrap();
+                    stack[arg] = v;
+                }
+                4 => {
+                    let b = stack.pop().unwrap();
+                    let a = stack.pop().unwrap();
+                    stack.push(a + b);
+                }
+                5 => {
+                    let a = stack.pop().unwrap();
+                    stack.push(a - 1);
+                }
+                6 => {
+                    if stack.pop().unwrap() == 0 {
+                        pc = arg;
+                    }
+                }
+                7 => pc = arg,
+                _ => return stack.pop().unwrap_or(-1),
+            }
+        }
+    }
+}
+
+/// Locals kept in a `&mut Vec<i64>` the caller owns, in a counted loop:
+/// the portal's result and the stack it leaves agree with plain.
+#[test]
+fn a_counted_loop_over_a_mut_vec_parameter_agrees_with_plain() {
+    mutstack::jit::config().set_threshold(0);
+    // [3, 0]; loop: load 0; jz end; load 1; load 0; add; store 1; load 0; sub1; store 0; jump loop; end: load 1; halt
+    let code: Vec<u8> = vec![0, 0, 1, 0, 2, 0, 6, 24, 2, 1, 2, 0, 4, 0, 3, 1, 2, 0, 5, 0, 3, 0, 7, 4, 2, 1, 8, 0];
+    let mut s1 = vec![];
+    let want = mutstack::jit::plain::run(&code, &mut s1);
+    let mut s2 = vec![];
+    assert_eq!(mutstack::run(&code, &mut s2), want);
+    assert_eq!(s1, s2);
+    let mut s3 = vec![];
+    assert_eq!(mutstack::jit::specialize::run(&code).call(&mut s3), want);
+    assert_eq!(s1, s3);
+    assert!(mutstack::jit::stats().entries > 0, "{:?}", mutstack::jit::last_decline());
+}

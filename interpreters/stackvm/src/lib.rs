@@ -217,7 +217,7 @@ pub mod programs {
     /// `sum = 0; i = n; while i != 0 { sum += term(i); i -= 1 }`, then
     /// `Halt` with the sum (locals 0: `i`, 1: `sum`); `term` pushes
     /// `term(i)`, and `procedures` follow the loop, at `14 + term.len()`.
-    fn summing_loop(n: i64, term: &[Instruction], procedures: &[Instruction]) -> Vec<Instruction> {
+    pub fn summing_loop(n: i64, term: &[Instruction], procedures: &[Instruction]) -> Vec<Instruction> {
         let exit = 12 + term.len();
         let mut code = vec![Push(n), Push(0), Load(0), JumpIfZero(exit), Load(1)];
         code.extend_from_slice(term);
