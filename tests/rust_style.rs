@@ -515,6 +515,20 @@ mod tuples {
         stack.last()
     }
 
+    /// A tuple returned, with an early return of another one.
+    fn div_mod(a: i64, b: i64) -> (i64, i64) {
+        if b == 0 {
+            return (0, a);
+        }
+        (a.wrapping_div(b), a.wrapping_rem(b))
+    }
+
+    /// A tuple taken and returned.
+    fn swapped(p: (i64, i64)) -> (i64, i64) {
+        let (x, y) = p;
+        (y, x)
+    }
+
     /// Tuples as Rust programmers use them in a dispatch loop.
     pub fn run(code: &[Ins], input: i64) -> i64 {
         let mut stack: Vec<i64> = vec![input];
@@ -535,7 +549,7 @@ mod tuples {
                 }
                 Ins::DivMod => {
                     let (b, a) = (stack.pop().unwrap_or(1), stack.pop().unwrap_or(0));
-                    let (q, r) = if b != 0 { (a.wrapping_div(b), a.wrapping_rem(b)) } else { (0, a) };
+                    let (r, q) = swapped(div_mod(a, b));
                     stack.push(q);
                     stack.push(r);
                 }

@@ -195,7 +195,7 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
     };
     for p in &f.params {
         if matches!(p.ty, Ty::Tuple(_)) {
-            l.error(p.span, "a tuple parameter is not supported by jitgen yet; pass the components, or a struct of the module");
+            l.error(p.span, "a tuple parameter of a portal is not supported by jitgen yet; pass the components, or a struct of the module");
         }
         let v = l.new_var(Some(p.name.clone()), p.ty.clone(), p.span);
         l.blocks[0].inputargs.push(v);
@@ -239,12 +239,11 @@ struct Lowering<'m, 'a> {
 }
 
 /// Whether calls of `f` are inlined where they are made, and `f` has no
-/// graph of its own: it takes or returns a `&mut` to a value, a place the
-/// front end resolves in the caller.
+/// graph of its own: it takes or returns a `&mut` to a value (a place the
+/// front end resolves in the caller) or a tuple (never one machine value).
 pub(crate) fn inline_only(f: &FnDef<'_>) -> bool {
-    !f.opaque
-        && (f.ret.has_mut_ref_to_value() || f.params.iter().any(|p| p.ty.has_mut_ref_to_value()))
-        && !has_merge_point(f.body)
+    let place_or_tuple = |t: &Ty| t.has_mut_ref_to_value() || matches!(t, Ty::Tuple(_));
+    !f.opaque && (place_or_tuple(&f.ret) || f.params.iter().any(|p| place_or_tuple(&p.ty))) && !has_merge_point(f.body)
 }
 
 /// Whether `body` contains `hint!(global_merge_point)` (a portal is never inlined).
@@ -466,7 +465,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             LVal::Tuple(_) => {
                 self.error(
                     span,
-                    "returning a tuple from a function of a #[jit_interpreter] module is not supported yet; return a struct of the module",
+                    "returning a tuple from a portal (a function with `hint!(global_merge_point)`) is not supported yet; return a struct of the module",
                 );
                 LVal::Const(Const::Unit)
             }
@@ -1635,7 +1634,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let span = span_of(src);
         if self.inlines.iter().any(|(n, _)| *n == f.name) {
             let msg = format!(
-                "`{}` takes or returns a `&mut` to a value and calls itself: jitgen resolves such references where the function is called, which recursion prevents; pass the containing struct or Vec instead",
+                "`{}` takes or returns a `&mut` to a value or a tuple, and calls itself: jitgen resolves those where the function is called, which recursion prevents; pass the containing struct or Vec, or a struct of the module, instead",
                 f.name
             );
             self.error(span, msg);

@@ -447,7 +447,6 @@ fn k(x: (i64, i64)) -> i64 { 0 }",
             error 3:11: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, slices, arrays, Option, Result, or structs and enums defined in the module
             error 3:17: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, slices, arrays, Option, Result, or structs and enums defined in the module
             error 4:8: strings are not supported by jitgen's analysis; use byte slices (`&[u8]`)
-            error 5:5: a tuple parameter is not supported by jitgen yet; pass the components, or a struct of the module
         "#]],
     );
 }
