@@ -64,3 +64,72 @@ fn tlc_expansion_stays_within_its_budget() {
         "TLC's expansion has {lines} lines, over its budget of {TLC_EXPANSION_BUDGET}"
     );
 }
+
+/// Token texts of `ts`, groups opened and closed, joint punctuation kept
+/// joined (`+=`, `::`): a form one token of which can be replaced.
+fn flat_tokens(ts: TokenStream, out: &mut Vec<String>) {
+    for t in ts {
+        match t {
+            proc_macro2::TokenTree::Group(g) => {
+                let (open, close) = match g.delimiter() {
+                    proc_macro2::Delimiter::Parenthesis => ("(", ")"),
+                    proc_macro2::Delimiter::Brace => ("{", "}"),
+                    proc_macro2::Delimiter::Bracket => ("[", "]"),
+                    proc_macro2::Delimiter::None => ("", ""),
+                };
+                out.push(open.into());
+                flat_tokens(g.stream(), out);
+                out.push(close.into());
+            }
+            proc_macro2::TokenTree::Punct(p) if p.spacing() == proc_macro2::Spacing::Joint => {
+                out.push(format!("{}\u{1}", p.as_char()))
+            }
+            other => out.push(other.to_string()),
+        }
+    }
+}
+
+/// The macro never panics and always emits items: the stack VM's module
+/// (methods lifted, tuples, `&mut` accessors, `print!`), mutated one token
+/// at a time (every third token: deleted, or replaced), either expands or
+/// reports errors, and what it emits parses as items (mutants that are not
+/// Rust syntax are skipped: rustc rejects them first).
+#[test]
+fn mutated_modules_expand_or_report_errors() {
+    let src = source("interpreters/stackvm/src/lib.rs");
+    let file = syn::parse_file(&src).expect("the example parses");
+    let mut module = file
+        .items
+        .into_iter()
+        .find_map(|i| match i {
+            syn::Item::Mod(m) if m.attrs.iter().any(|a| a.path().is_ident("jit_interpreter")) => Some(m),
+            _ => None,
+        })
+        .expect("a #[jit_interpreter] module");
+    module.attrs.clear();
+    let mut toks = vec![];
+    flat_tokens(module.into_token_stream(), &mut toks);
+    let (mut expanded, mut refused) = (0, 0);
+    for i in (0..toks.len()).step_by(3) {
+        for r in ["", "self", "0", "&", "?", ";"] {
+            let mut m = toks.clone();
+            m[i] = r.to_string();
+            let text = m.join(" ").replace("\u{1} ", "");
+            let Ok(item) = text.parse::<TokenStream>() else { continue };
+            if syn::parse2::<syn::ItemMod>(item.clone()).is_err() {
+                continue;
+            }
+            let out = std::panic::catch_unwind(|| crate::expand_attribute(TokenStream::new(), item.clone()))
+                .unwrap_or_else(|_| panic!("the macro panicked on: {text}"));
+            let shown = out.to_string();
+            syn::parse2::<syn::File>(out).unwrap_or_else(|e| panic!("{e}: the expansion does not parse: {text}"));
+            if shown.contains("compile_error") {
+                refused += 1;
+            } else {
+                expanded += 1;
+            }
+        }
+    }
+    assert!(expanded > 0 && refused > 0, "{expanded} expanded, {refused} refused");
+    eprintln!("{expanded} mutants expanded, {refused} refused");
+}
