@@ -1114,11 +1114,11 @@ pub fn expand(
                 pub(super) struct #parked { #(#parked_fields),* }
 
                 /// Whether the portal skips this visit of its merge point,
-                /// given the position's `green_word` (see `Sampler::skip`);
-                /// inlined into the interpreter loop.
+                /// given the position's `green_word`, and how many after it
+                /// (see `Sampler::skip_many`); inlined into the interpreter loop.
                 #[inline(always)]
-                pub(super) fn #skip_fn(__green: impl FnOnce() -> u64) -> bool {
-                    #sampler.with(|__s| __s.skip(__green))
+                pub(super) fn #skip_fn(__green: impl FnOnce() -> u64) -> ::core::option::Option<u32> {
+                    #sampler.with(|__s| __s.skip_many(__green))
                 }
 
                 #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
@@ -1144,8 +1144,16 @@ pub fn expand(
                 // the entry below), nothing at its merge point.
                 quote!({})
             } else {
+                // Visits to skip are counted down in a local while the
+                // portal has no code (see `Sampler::skip_many`).
                 quote! {
-                if !self::__jit::#skip_fn(|| #rt::driver::green_word(&[#(#cheap),*])) {
+                if __jit_skips != 0 {
+                    __jit_skips -= 1;
+                } else if let ::core::option::Option::Some(__n) =
+                    self::__jit::#skip_fn(|| #rt::driver::green_word(&[#(#cheap),*]))
+                {
+                    __jit_skips = __n;
+                } else {
                     match self::__jit::#hook(#(#args),*) {
                         ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
                         ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }
@@ -1155,6 +1163,9 @@ pub fn expand(
                 }
             };
             InsertHook { call }.visit_item_fn_mut(item);
+            if !never {
+                item.block.stmts.insert(0, syn::parse_quote!(let mut __jit_skips: u32 = 0;));
+            }
             // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
             // plain copy, with no hook at its merge point.
             let plain_args: Vec<TokenStream> = item

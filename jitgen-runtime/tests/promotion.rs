@@ -402,6 +402,29 @@ fn a_sampling_portal_still_visits_where_code_starts() {
     assert!(!s.skip(|| other));
 }
 
+/// `skip_many` hands a whole run of skips to the interpreter loop while
+/// the portal has no code, and one visit at a time once it has.
+#[test]
+fn skips_are_handed_out_whole_until_the_portal_has_code() {
+    use jitgen_runtime::driver::{green_word, Sampler, COLD_RAMP};
+    let s = Sampler::new();
+    let (entry, other) = (green_word(&[0x5000, 17]), green_word(&[0x5000, 18]));
+    assert_eq!(s.skip_many(|| other), None, "nothing to skip: the hook is visited");
+    for _ in 0..COLD_RAMP + 20 {
+        s.take_weight();
+        s.cold(1000);
+    }
+    // 249 visits to skip: this one, and 248 counted down by the caller.
+    assert_eq!(s.skip_many(|| other), Some(248));
+    assert_eq!(s.skip_many(|| other), None, "all were handed out");
+    assert_eq!(s.take_weight(), 250);
+    // With code, each visit asks: skipped elsewhere, visited at the entry.
+    s.add_entry(entry);
+    s.cold(1000);
+    assert_eq!(s.skip_many(|| other), Some(0));
+    assert_eq!(s.skip_many(|| entry), None);
+}
+
 #[test]
 fn cold_visits_skip_nothing_at_first_then_up_to_a_sample_period() {
     use jitgen_runtime::driver::{sample_period, skip_after_cold, COLD_RAMP};

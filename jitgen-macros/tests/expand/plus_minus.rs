@@ -5,10 +5,14 @@ pub mod plus_minus {
         if !self::jit::__CONFIG.enabled() {
             return __plain_ll_plus_minus(s, x, y);
         }
+        let mut __jit_skips: u32 = 0;
         let mut acc = x;
         let mut pc = 0;
         while pc < s.len() {
-            if !self::__jit::__skip_ll_plus_minus(|| ::jitgen::__private::rt::driver::green_word(
+            if __jit_skips != 0 {
+                __jit_skips -= 1;
+            } else if let ::core::option::Option::Some(__n) = self::__jit::__skip_ll_plus_minus(||
+            ::jitgen::__private::rt::driver::green_word(
                 &[
                     (&*s) as *const _ as *const u8 as usize as u64,
                     ((<_ as ::jitgen::__private::rt::portal::ByValue<
@@ -16,6 +20,8 @@ pub mod plus_minus {
                     >>::by_value(pc)) as u64),
                 ],
             )) {
+                __jit_skips = __n;
+            } else {
                 match self::__jit::__portal_ll_plus_minus(
                     &*s,
                     <_ as ::jitgen::__private::rt::portal::ByValue<i64>>::by_value(y),
@@ -911,11 +917,13 @@ pub mod plus_minus {
             pub pc: usize,
         }
         /// Whether the portal skips this visit of its merge point,
-        /// given the position's `green_word` (see `Sampler::skip`);
-        /// inlined into the interpreter loop.
+        /// given the position's `green_word`, and how many after it
+        /// (see `Sampler::skip_many`); inlined into the interpreter loop.
         #[inline(always)]
-        pub(super) fn __skip_ll_plus_minus(__green: impl FnOnce() -> u64) -> bool {
-            __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.skip(__green))
+        pub(super) fn __skip_ll_plus_minus(
+            __green: impl FnOnce() -> u64,
+        ) -> ::core::option::Option<u32> {
+            __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.skip_many(__green))
         }
         #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
         pub(super) fn __portal_ll_plus_minus(

@@ -285,7 +285,7 @@ pub enum Hot {
 
 /// The longest run of merge point visits a portal skips after meeting a
 /// declined key.
-pub const MAX_SKIP: u32 = 64;
+pub const MAX_SKIP: u32 = 256;
 
 /// How many visits to skip after a visit met a declined key, given how many
 /// were skipped last time (`0` after a visit met anything else): doubling up
@@ -440,6 +440,25 @@ impl Sampler {
             return true;
         }
         self.skip_filtered(s, green())
+    }
+
+    /// [`Sampler::skip`] for an interpreter loop that counts skipped visits
+    /// down in a local (a register, where this thread-local costs a few
+    /// instructions per visit): `None` when this visit goes to the hook,
+    /// else how many visits after it to skip without asking again (all that
+    /// are left while the portal has no code; none once it has, since then
+    /// each visit consults the entry filter).
+    #[inline(always)]
+    pub fn skip_many(&self, green: impl FnOnce() -> u64) -> Option<u32> {
+        let s = self.skip.get();
+        if s == 0 {
+            return None;
+        }
+        if s & FILTERED == 0 {
+            self.skip.set(0);
+            return Some(s - 1);
+        }
+        self.skip_filtered(s, green()).then_some(0)
     }
 
     /// [`Sampler::skip`] once the portal has code (kept out of line: the
