@@ -24,8 +24,8 @@
 //! --example subroutines -- 1000000 --max-cases 0` (every return handed over): 139 ms
 //! against 14 ms interpreted, most of it the portal hook's lookup at every merge point
 //! of retired keys, not the hand-overs (384 of them). The hook's cold path is sampled:
-//! after a cold visit the hook skips the next visits (a thread-local countdown checked
-//! inline in the interpreter loop), and the visit that reaches the hook next counts for
+//! after a cold visit the hook skips the next visits (a countdown the interpreter loop
+//! keeps in a local, `Sampler::skip_many`), and the visit that reaches the hook next counts for
 //! itself and the visits skipped before it (`PortalCache::visit_weighted`). The skips
 //! ramp up (`skip_after_cold`): none for the first `COLD_RAMP` (8) cold visits since
 //! residual code last ran, then 1, 2, 4, ... up to `sample_period(threshold) - 1` (a
