@@ -8,7 +8,12 @@
 //! as `JITGEN_OFF=1`), and the portal declining. Prints medians and the
 //! ratios to plain.
 
+#[path = "common/timing.rs"]
+mod timing;
+
 use std::time::{Duration, Instant};
+
+use timing::{median, size_and_runs};
 
 use jitgen::prelude::*;
 
@@ -43,16 +48,8 @@ mod boxes {
     }
 }
 
-fn median(mut ts: Vec<Duration>) -> Duration {
-    ts.sort();
-    ts[ts.len() / 2]
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let n: i64 = args.iter().find_map(|s| s.parse().ok()).unwrap_or(10_000_000);
-    let runs: usize =
-        args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(5);
+    let (n, runs) = size_and_runs(10_000_000);
     // Hidden from the optimizer: it would specialize the plain interpreter
     // to a program it can see.
     let code: Vec<u8> = std::hint::black_box(vec![0u8, 1, 2, 3]);

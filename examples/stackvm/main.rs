@@ -7,21 +7,18 @@
 //! and the portal compiling (where it declines, what declining costs).
 //! Prints medians and the ratios to plain, and the portal's last decline.
 
-use std::time::{Duration, Instant};
+#[path = "../common/timing.rs"]
+mod timing;
+
+use std::time::Instant;
+
+use timing::{median, size_and_runs};
 
 use stackvm_interp::programs::{counted_loop, procedure_in_a_loop};
 use stackvm_interp::vm::{jit, Vm};
 
-fn median(mut ts: Vec<Duration>) -> Duration {
-    ts.sort();
-    ts[ts.len() / 2]
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let n: i64 = args.iter().find_map(|s| s.parse().ok()).unwrap_or(10_000_000);
-    let runs: usize =
-        args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(5);
+    let (n, runs) = size_and_runs(10_000_000);
     println!("stackvm, N = {n}, median of {runs} runs");
     println!("{:<22} {:>12} {:>12} {:>12} {:>9} {:>9}", "program", "plain", "JIT off", "JIT", "off/plain", "plain/JIT");
     for (name, code) in [("counted loop", counted_loop(n)), ("procedure in a loop", procedure_in_a_loop(n / 4))] {
