@@ -1035,3 +1035,20 @@ fn a_counted_loop_over_a_mut_vec_parameter_agrees_with_plain() {
     assert_eq!(s1, s3);
     assert!(mutstack::jit::stats().entries > 0, "{:?}", mutstack::jit::last_decline());
 }
+
+/// A struct local live at the merge point (the wrapper `Stack(Vec<i64>)`)
+/// has its fields in registers in compiled code, as a `#[virtualizable]`
+/// frame does, with no marker: the loop pushes and pops without calls.
+#[test]
+fn a_wrapper_struct_local_lives_in_registers_in_compiled_loops() {
+    wrapped::jit::config().set_threshold(0);
+    for code in [COUNT_DOWN, COUNTER] {
+        assert_eq!(wrapped::run(code), wrapped::jit::plain::run(code));
+    }
+    let listings = wrapped::jit::portal_listings();
+    let loops: Vec<String> = listings.iter().flat_map(|l| common::cyclic_blocks(l)).collect();
+    assert!(!loops.is_empty(), "no loop compiled: {listings:?}");
+    for body in &loops {
+        assert!(!body.contains("call"), "{body}");
+    }
+}

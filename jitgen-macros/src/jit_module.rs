@@ -450,9 +450,16 @@ fn load_list(sc: Sc, len: &Ident) -> TokenStream {
 
 /// The struct a `&mut` to a `#[virtualizable]` struct designates.
 fn virtualizable<'g>(ty: &Ty, gen: &Gen<'g>) -> Option<&'g hint_annotator::module::StructDef> {
-    let Ty::Ref { mutable: true, to } = ty else { return None };
-    let Ty::Struct(s) = &**to else { return None };
-    gen.cg.types().structs.get(s).filter(|d| d.virtualizable)
+    match ty {
+        Ty::Ref { mutable: true, to } => match &**to {
+            Ty::Struct(s) => gen.cg.types().structs.get(s).filter(|d| d.virtualizable),
+            _ => None,
+        },
+        // A struct the portal owns (a local, `let mut stack = Stack(..)`):
+        // its fields live in registers too, with no marker needed.
+        Ty::Struct(s) => gen.cg.types().structs.get(s),
+        _ => None,
+    }
 }
 
 /// How a variable the interpreter may have changed goes back to it when a
