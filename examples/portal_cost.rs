@@ -74,6 +74,12 @@ fn main() {
     println!("plain                     {plain:>10.2?}");
     println!("JIT off                   {off:>10.2?}  {:.3}x plain", ratio(off));
     println!("every compilation declines {declining:>9.2?}  {:.3}x plain", ratio(declining));
-    println!("compilations {}, declined {}, entries {}: {:?}", s.compilations, s.declined, s.entries, boxes::jit::last_decline());
+    println!(
+        "compilations {}, declined {}, entries {}: {:?}",
+        s.compilations,
+        s.declined,
+        s.entries,
+        boxes::jit::last_decline()
+    );
     assert!(s.declined > 0 && s.entries == 0, "{s:?}");
 }

@@ -124,9 +124,8 @@ mod machines {
 fn main() {
     let (n, runs) = size_and_runs(10_000_000);
     // sum += i for i = n..1 (locals 0: i, 1: sum).
-    let code: Vec<u8> = std::hint::black_box(vec![
-        1, 0, 5, 22, 1, 1, 1, 0, 3, 0, 2, 1, 1, 0, 0, 1, 4, 0, 2, 0, 6, 0, 7, 0,
-    ]);
+    let code: Vec<u8> =
+        std::hint::black_box(vec![1, 0, 5, 22, 1, 1, 1, 0, 3, 0, 2, 1, 1, 0, 0, 1, 4, 0, 2, 0, 6, 0, 7, 0]);
     let want = machines::jit::plain::bare(&code, n);
     let mut t = [vec![], vec![], vec![], vec![]];
     for _ in 0..runs {
@@ -154,5 +153,11 @@ fn main() {
         jw.as_secs_f64() / jb.as_secs_f64()
     );
     let s = machines::jit::stats();
-    println!("compilations {}, entries {}, declined {}: {:?}", s.compilations, s.entries, s.declined, machines::jit::last_decline());
+    println!(
+        "compilations {}, entries {}, declined {}: {:?}",
+        s.compilations,
+        s.entries,
+        s.declined,
+        machines::jit::last_decline()
+    );
 }

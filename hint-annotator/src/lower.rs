@@ -44,7 +44,11 @@ enum LVal {
     /// An `Option` or `Result` holding a `&mut` to a value (what `get_mut`,
     /// `last_mut` and accessors built on them give): its tag, a `u32`, and
     /// per variant its payload (`None` for a variant without one).
-    Sum { ty: Ty, tag: Box<LVal>, payloads: Vec<Option<LVal>> },
+    Sum {
+        ty: Ty,
+        tag: Box<LVal>,
+        payloads: Vec<Option<LVal>>,
+    },
 }
 
 /// The place a `&mut` to a value names.
@@ -1154,7 +1158,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// Whether `v` was just made as a variant without payload (`Op::Add`, `None`).
     fn is_unit_variant(&self, v: &LVal) -> bool {
         let (LVal::Var(var), Some(b)) = (v, self.cur) else { return false };
-        self.blocks[b].ops.iter().rev().any(|o| o.result == *var && matches!(o.kind, OpKind::MakeEnum { .. }) && o.args.is_empty())
+        self.blocks[b]
+            .ops
+            .iter()
+            .rev()
+            .any(|o| o.result == *var && matches!(o.kind, OpKind::MakeEnum { .. }) && o.args.is_empty())
     }
 
     fn binary(&mut self, b: &syn::ExprBinary) -> LVal {
@@ -1359,12 +1367,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 LVal::Ref(r) => Some(*r),
                 _ => refused(self),
             },
-            Expr::Path(p) if p.path.get_ident().is_some() => {
-                match self.lookup(&p.path.get_ident()?.to_string()) {
-                    Some(i) if !matches!(self.env[i].1, LVal::Ref(_) | LVal::Sum { .. }) => Some(RefTo::Local(i, vec![])),
-                    _ => refused(self),
-                }
-            }
+            Expr::Path(p) if p.path.get_ident().is_some() => match self.lookup(&p.path.get_ident()?.to_string()) {
+                Some(i) if !matches!(self.env[i].1, LVal::Ref(_) | LVal::Sum { .. }) => Some(RefTo::Local(i, vec![])),
+                _ => refused(self),
+            },
             Expr::Field(f) => {
                 if let Some((i, path)) = self.tuple_place(e) {
                     return Some(RefTo::Local(i, path));
@@ -1403,7 +1409,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 match self.lookup(&name) {
                     Some(i) if !self.env[i].1.is_composite() => Some((self.env[i].1.clone(), vec![])),
                     _ => {
-                        self.unsupported(e, &format!("a `&mut` into `{name}`"), "take it into a local Vec or struct, or a field of one");
+                        self.unsupported(
+                            e,
+                            &format!("a `&mut` into `{name}`"),
+                            "take it into a local Vec or struct, or a field of one",
+                        );
                         None
                     }
                 }
@@ -1416,7 +1426,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 Some((root, fields))
             }
             _ => {
-                self.unsupported(e, "a `&mut` into this expression", "take it into a local Vec or struct, or a field of one");
+                self.unsupported(
+                    e,
+                    "a `&mut` into this expression",
+                    "take it into a local Vec or struct, or a field of one",
+                );
                 None
             }
         }
@@ -1458,7 +1472,14 @@ impl<'m, 'a> Lowering<'m, 'a> {
 
     /// The place `root.f1.f2...[index]` names, the fields but the last (or
     /// all, with an index) read on the way.
-    fn heap_place(&mut self, root: LVal, fields: &[(String, Ty)], index: Option<LVal>, ty: Ty, src: &dyn ToTokens) -> Place {
+    fn heap_place(
+        &mut self,
+        root: LVal,
+        fields: &[(String, Ty)],
+        index: Option<LVal>,
+        ty: Ty,
+        src: &dyn ToTokens,
+    ) -> Place {
         let through = if index.is_some() { fields.len() } else { fields.len().saturating_sub(1) };
         let base = self.read_path(root, &fields[..through], src);
         match index {
@@ -1668,7 +1689,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
 
     /// The arguments of a call of `name`, type-checked and read through
     /// references where the parameter takes a value.
-    fn checked_args(&mut self, name: &str, mut args: Vec<LVal>, arg_exprs: &[&Expr], src: &dyn ToTokens) -> Option<Vec<LVal>> {
+    fn checked_args(
+        &mut self,
+        name: &str,
+        mut args: Vec<LVal>,
+        arg_exprs: &[&Expr],
+        src: &dyn ToTokens,
+    ) -> Option<Vec<LVal>> {
         let f = &self.m.fns[name];
         let span = span_of(src);
         if f.params.len() != args.len() {
@@ -1747,7 +1774,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
                         // An `Option`/`Result` of a `&mut`: a sum of places.
                         let (ty, en, idx, payloads) = match name.as_str() {
                             "Some" => (Ty::Option(Box::new(ta)), "Option", 1, vec![None, Some(a)]),
-                            "Ok" => (Ty::Result(Box::new(ta), Box::new(self.u.fresh())), "Result", 0, vec![Some(a), None]),
+                            "Ok" => {
+                                (Ty::Result(Box::new(ta), Box::new(self.u.fresh())), "Result", 0, vec![Some(a), None])
+                            }
                             _ => (Ty::Result(Box::new(self.u.fresh()), Box::new(ta)), "Result", 1, vec![None, Some(a)]),
                         };
                         let tag = LVal::Const(Const::Tag { enum_name: en.into(), variant: name.clone(), index: idx });
@@ -2166,11 +2195,19 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let e: Expr = match (m, signed) {
             ("checked_add", false) => syn::parse_quote!({
                 let __jitgen_s = __jitgen_a.wrapping_add(__jitgen_b);
-                if __jitgen_s >= __jitgen_a { Some(__jitgen_s) } else { None }
+                if __jitgen_s >= __jitgen_a {
+                    Some(__jitgen_s)
+                } else {
+                    None
+                }
             }),
             ("checked_add", true) => syn::parse_quote!({
                 let __jitgen_s = __jitgen_a.wrapping_add(__jitgen_b);
-                if (__jitgen_b >= 0) == (__jitgen_s >= __jitgen_a) { Some(__jitgen_s) } else { None }
+                if (__jitgen_b >= 0) == (__jitgen_s >= __jitgen_a) {
+                    Some(__jitgen_s)
+                } else {
+                    None
+                }
             }),
             ("checked_sub", false) => syn::parse_quote!(if __jitgen_a >= __jitgen_b {
                 Some(__jitgen_a.wrapping_sub(__jitgen_b))
@@ -2179,7 +2216,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }),
             ("checked_sub", true) => syn::parse_quote!({
                 let __jitgen_s = __jitgen_a.wrapping_sub(__jitgen_b);
-                if (__jitgen_b >= 0) == (__jitgen_s <= __jitgen_a) { Some(__jitgen_s) } else { None }
+                if (__jitgen_b >= 0) == (__jitgen_s <= __jitgen_a) {
+                    Some(__jitgen_s)
+                } else {
+                    None
+                }
             }),
             ("checked_mul", _) => {
                 let min_overflow: Expr =
@@ -2649,7 +2690,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
     fn format_macro(&mut self, mac: &syn::Macro, name: &str) -> LVal {
         let parsed = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
         let Ok(parts) = parsed else {
-            return self.unsupported(mac, &format!("this `{name}!`"), "write a format string literal, then the arguments");
+            return self.unsupported(
+                mac,
+                &format!("this `{name}!`"),
+                "write a format string literal, then the arguments",
+            );
         };
         let mut parts = parts.into_iter();
         let template = match parts.next() {
@@ -3378,7 +3423,9 @@ fn subst(map: &HashMap<Var, Value>, v: &Value) -> Value {
 fn without_effect(k: &OpKind) -> bool {
     match k {
         OpKind::GetField(_) | OpKind::Len | OpKind::SameAs | OpKind::EnumTag | OpKind::Cast => true,
-        OpKind::Bin(b) => b.is_comparison() || matches!(b, BinOp::WrappingAdd | BinOp::WrappingSub | BinOp::WrappingMul),
+        OpKind::Bin(b) => {
+            b.is_comparison() || matches!(b, BinOp::WrappingAdd | BinOp::WrappingSub | BinOp::WrappingMul)
+        }
         _ => false,
     }
 }

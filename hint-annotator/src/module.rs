@@ -90,7 +90,9 @@ pub struct ModuleDef<'a> {
 fn has_tuple(t: &Ty) -> bool {
     match t {
         Ty::Tuple(_) => true,
-        Ty::Ref { to: x, .. } | Ty::Boxed(x) | Ty::Vec(x) | Ty::Slice(x) | Ty::Array(x, _) | Ty::Option(x) => has_tuple(x),
+        Ty::Ref { to: x, .. } | Ty::Boxed(x) | Ty::Vec(x) | Ty::Slice(x) | Ty::Array(x, _) | Ty::Option(x) => {
+            has_tuple(x)
+        }
         Ty::Map(k, v) | Ty::Result(k, v) => has_tuple(k) || has_tuple(v),
         _ => false,
     }
@@ -134,7 +136,10 @@ impl<'a> ModuleDef<'a> {
                     );
                 }
                 syn::Item::Enum(e) => {
-                    m.enums.insert(e.ident.to_string(), EnumDef { variants: vec![], derives_eq: derives(&e.attrs, "PartialEq") });
+                    m.enums.insert(
+                        e.ident.to_string(),
+                        EnumDef { variants: vec![], derives_eq: derives(&e.attrs, "PartialEq") },
+                    );
                 }
                 _ => {}
             }
@@ -375,7 +380,10 @@ impl<'a> ModuleDef<'a> {
     fn stored_ty(&self, t: &syn::Type) -> syn::Result<Ty> {
         let ty = self.ty(t, None)?;
         if has_tuple(&ty) {
-            return Err(err(t, "a tuple in a struct field or an enum payload is not supported by jitgen; use a struct of the module"));
+            return Err(err(
+                t,
+                "a tuple in a struct field or an enum payload is not supported by jitgen; use a struct of the module",
+            ));
         }
         Ok(ty)
     }

@@ -496,7 +496,8 @@ fn live_name(name: &str) -> (Ident, TokenStream) {
         return (format_ident!("__self"), quote!(self));
     }
     // `check::portals` refused every other name (`&r`, a reference's parts).
-    let clean: String = name.chars().map(|c| if c.is_alphanumeric() || c == '_' || c == '.' { c } else { '_' }).collect();
+    let clean: String =
+        name.chars().map(|c| if c.is_alphanumeric() || c == '_' || c == '.' { c } else { '_' }).collect();
     let mut parts = clean.split('.');
     let base = format_ident!("{}", parts.next().unwrap_or("_"));
     let path: Vec<syn::Index> = parts.filter_map(|p| p.parse::<usize>().ok()).map(syn::Index::from).collect();
@@ -897,7 +898,10 @@ pub fn expand(
             let mut assigns = vec![];
             for pv in &plan {
                 let (field, param, src) = (&pv.field, &pv.param, &pv.src);
-                let msg = format!("jitgen: `{}` is not known when handing over to the interpreter", src.to_string().replace(' ', ""));
+                let msg = format!(
+                    "jitgen: `{}` is not known when handing over to the interpreter",
+                    src.to_string().replace(' ', "")
+                );
                 match &pv.kind {
                     ParkKind::Scalar(sc, green) => {
                         let t = sc_rust(*sc);
@@ -1190,7 +1194,9 @@ pub fn expand(
                     syn::FnArg::Receiver(_) => Some(quote!(self)),
                 })
                 .collect();
-            if plain_args.len() == item.sig.inputs.len() && item.sig.inputs.iter().all(|a| matches!(a, syn::FnArg::Typed(_))) {
+            if plain_args.len() == item.sig.inputs.len()
+                && item.sig.inputs.iter().all(|a| matches!(a, syn::FnArg::Typed(_)))
+            {
                 let entry_check: syn::Stmt = if never {
                     syn::parse_quote!(if self::__jit::#told() {
                         return #plain_id(#(#plain_args),*);

@@ -1744,7 +1744,14 @@ impl<'g> Gen<'g> {
     /// The address of element `i` (a red box expression) of a slice or an
     /// array reached through a run-time pointer, bounds-checked as Rust
     /// does; `Err` with the decline when the sequence has no such address.
-    fn elem_addr(&mut self, fi: usize, base: &Value, cont: &Ty, et: &Ty, i: &TokenStream) -> Result<TokenStream, TokenStream> {
+    fn elem_addr(
+        &mut self,
+        fi: usize,
+        base: &Value,
+        cont: &Ty,
+        et: &Ty,
+        i: &TokenStream,
+    ) -> Result<TokenStream, TokenStream> {
         let rt = rt();
         let esize = rust_ty(et, None);
         let ptr_len = match cont {

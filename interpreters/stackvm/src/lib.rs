@@ -254,13 +254,13 @@ pub mod programs {
             Sub,
             Store(1),
             Jump(7),
-            Halt, // 20: never reached
+            Halt,    // 20: never reached
             Load(0), // 21
             Push(1),
             Sub,
             Store(0),
             Jump(3),
-            Halt, // 26: never reached
+            Halt,    // 26: never reached
             Load(2), // 27
             Halt,
         ]
