@@ -80,6 +80,7 @@ use indexmap::IndexMap;
 
 pub use colored::{CallKind, Color, ColoredGraph, ColoredGraphs, MergePoint, ModuleTypes, GREEN_RESULT_SUFFIX};
 pub use flowgraph::FlowGraph;
+pub use lower::{has_merge_point, is_merge_point};
 
 /// Merges many errors into one that reports each at its own span.
 pub fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {

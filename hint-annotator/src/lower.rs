@@ -250,14 +250,18 @@ pub(crate) fn inline_only(f: &FnDef<'_>) -> bool {
     !f.opaque && (place_or_tuple(&f.ret) || f.params.iter().any(|p| place_or_tuple(&p.ty))) && !has_merge_point(f.body)
 }
 
-/// Whether `body` contains `hint!(global_merge_point)` (a portal is never inlined).
-fn has_merge_point(body: &syn::Block) -> bool {
+/// Whether `m` is `hint!(global_merge_point)`.
+pub fn is_merge_point(m: &syn::Macro) -> bool {
+    m.path.is_ident("hint") && m.tokens.to_string().trim() == "global_merge_point"
+}
+
+/// Whether `body` contains `hint!(global_merge_point)`: it is a portal
+/// (never inlined).
+pub fn has_merge_point(body: &syn::Block) -> bool {
     struct Find(bool);
     impl<'ast> syn::visit::Visit<'ast> for Find {
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
-            if m.path.is_ident("hint") && m.tokens.to_string().trim() == "global_merge_point" {
-                self.0 = true;
-            }
+            self.0 |= is_merge_point(m);
         }
     }
     let mut f = Find(false);

@@ -795,14 +795,10 @@ pub struct InsertHook {
     pub call: TokenStream,
 }
 
-fn is_merge_point(m: &syn::Macro) -> bool {
-    m.path.is_ident("hint") && m.tokens.to_string().trim() == "global_merge_point"
-}
-
 impl VisitMut for InsertHook {
     fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
         if let syn::Stmt::Macro(sm) = s {
-            if is_merge_point(&sm.mac) {
+            if hint_annotator::is_merge_point(&sm.mac) {
                 let call = &self.call;
                 *s = syn::parse_quote!(#call);
                 return;
@@ -812,7 +808,7 @@ impl VisitMut for InsertHook {
     }
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
         if let syn::Expr::Macro(m) = e {
-            if is_merge_point(&m.mac) {
+            if hint_annotator::is_merge_point(&m.mac) {
                 let call = &self.call;
                 *e = syn::parse_quote!(#call);
                 return;

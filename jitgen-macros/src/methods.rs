@@ -16,7 +16,6 @@
 use proc_macro2::{Group, Ident, TokenStream, TokenTree};
 use quote::{format_ident, quote, ToTokens};
 use syn::ext::IdentExt;
-use syn::visit::Visit;
 
 /// A method lifted to a free function.
 pub struct LiftedMethod {
@@ -28,34 +27,23 @@ pub struct LiftedMethod {
     pub free: Ident,
 }
 
-/// Whether `block` contains `hint!(global_merge_point)`.
-fn has_merge_point(block: &syn::Block) -> bool {
-    struct Find(bool);
-    impl<'ast> Visit<'ast> for Find {
-        fn visit_macro(&mut self, m: &'ast syn::Macro) {
-            if m.path.is_ident("hint") && m.tokens.to_string().trim() == "global_merge_point" {
-                self.0 = true;
-            }
-        }
-    }
-    let mut f = Find(false);
-    f.visit_block(block);
-    f.0
-}
-
-/// `tokens` with `self` renamed `self_` and `Self` named `ty`, spans kept.
-fn rename_self(tokens: TokenStream, ty: &Ident) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|t| match t {
-            TokenTree::Ident(i) if i == "self" => TokenTree::Ident(Ident::new("self_", i.span())),
+/// `tokens` with the receiver `self` renamed `self_` and `Self` named `ty`,
+/// spans kept; `self::` (the module) stays as it is.
+pub(crate) fn rename_self(tokens: TokenStream, ty: &Ident) -> TokenStream {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let path_follows = |k: usize| matches!(trees.get(k + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':');
+    trees
+        .iter()
+        .enumerate()
+        .map(|(k, t)| match t {
+            TokenTree::Ident(i) if i == "self" && !path_follows(k) => TokenTree::Ident(Ident::new("self_", i.span())),
             TokenTree::Ident(i) if i == "Self" => TokenTree::Ident(Ident::new(&ty.to_string(), i.span())),
             TokenTree::Group(g) => {
                 let mut ng = Group::new(g.delimiter(), rename_self(g.stream(), ty));
                 ng.set_span(g.span());
                 TokenTree::Group(ng)
             }
-            t => t,
+            t => t.clone(),
         })
         .collect()
 }
@@ -76,7 +64,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
         let generics = imp.generics.clone();
         for ii in imp.items.iter_mut() {
             let syn::ImplItem::Fn(m) = ii else { continue };
-            if !has_merge_point(&m.block) {
+            if !hint_annotator::has_merge_point(&m.block) {
                 continue;
             }
             let Some(syn::FnArg::Receiver(recv)) = m.sig.inputs.first() else { continue };

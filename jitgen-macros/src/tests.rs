@@ -106,3 +106,17 @@ fn mutated_modules_expand_or_report_errors() {
     assert!(expanded > 0 && refused > 0, "{expanded} expanded, {refused} refused");
     eprintln!("{expanded} mutants expanded, {refused} refused");
 }
+
+/// A lifted method's body: the receiver renamed, `Self` named, the module
+/// path `self::` left alone.
+#[test]
+fn lifting_renames_the_receiver_not_the_module_path() {
+    let ty = proc_macro2::Ident::new("Vm", proc_macro2::Span::call_site());
+    let body: TokenStream =
+        "{ self.pc += self::STEP; let v = Self::new(); helper(self, &mut self.stack) }".parse().expect("tokens");
+    let renamed = crate::methods::rename_self(body, &ty).to_string();
+    expect_test::expect![[
+        r#"{ self_ . pc += self :: STEP ; let v = Vm :: new () ; helper (self_ , & mut self_ . stack) }"#
+    ]]
+    .assert_eq(&renamed);
+}
