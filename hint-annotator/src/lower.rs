@@ -2486,23 +2486,12 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let v = self.rvalue(v, &t.expr);
         let ret = self.u.shallow(&self.f.ret);
         let span = t.question_token.span;
-        let (payload, en, fail_variant, fail_idx, ok_variant) = match (self.shallow_ty(&v), &ret) {
-            (Ty::Result(ok, err), Ty::Result(_, rerr)) => {
-                // No `From` conversion: the error types must be the same.
-                let (err, rerr) = (*err, (**rerr).clone());
-                self.unify(&rerr, &err, span);
-                (*ok, "Result", "Err", 1, "Ok")
-            }
-            (Ty::Option(inner), Ty::Option(_)) => (*inner, "Option", "None", 0, "Some"),
-            (Ty::Error | Ty::Never, _) => return self.poison(span),
-            (have, _) => {
-                self.error(span, format!(
-                    "`?` is supported on `Result` in a function returning `Result` with the same error type, and on `Option` in a function returning `Option`; here it is applied to `{}` in a function returning `{}`",
-                    self.u.show(&have),
-                    self.u.show(&ret)
-                ));
-                return self.poison(span);
-            }
+        let have = self.shallow_ty(&v);
+        let Some((en, fail_variant, fail_idx, _)) = self.try_shape(&have, span) else { return self.poison(span) };
+        let (payload, ok_variant) = match have {
+            Ty::Result(ok, _) => (*ok, "Ok"),
+            Ty::Option(inner) => (*inner, "Some"),
+            _ => (Ty::Error, "Some"),
         };
         let tag = self.emit(OpKind::EnumTag, vec![v.clone()], Ty::Int(IntTy::U32), t);
         let c = Const::Tag { enum_name: en.into(), variant: fail_variant.into(), index: fail_idx };
@@ -2528,28 +2517,38 @@ impl<'m, 'a> Lowering<'m, 'a> {
         self.emit(OpKind::EnumField { variant: ok_variant.into(), index: 0 }, vec![v], payload, t)
     }
 
+    /// What `?` on a value of type `have` does in the current function: the
+    /// enum, its failing variant and index, and the index of the other;
+    /// `None` (after an error, unless the type is already one) when `?`
+    /// does not apply. No `From` conversion: error types must be the same.
+    fn try_shape(&mut self, have: &Ty, span: Span) -> Option<(&'static str, &'static str, u32, u32)> {
+        let ret = self.u.shallow(&self.f.ret);
+        match (have, &ret) {
+            (Ty::Result(_, err), Ty::Result(_, rerr)) => {
+                let (err, rerr) = ((**err).clone(), (**rerr).clone());
+                self.unify(&rerr, &err, span);
+                Some(("Result", "Err", 1, 0))
+            }
+            (Ty::Option(_), Ty::Option(_)) => Some(("Option", "None", 0, 1)),
+            (Ty::Error | Ty::Never, _) => None,
+            (have, _) => {
+                self.error(span, format!(
+                    "`?` is supported on `Result` in a function returning `Result` with the same error type, and on `Option` in a function returning `Option`; here it is applied to `{}` in a function returning `{}`",
+                    self.u.show(have),
+                    self.u.show(&ret)
+                ));
+                None
+            }
+        }
+    }
+
     /// `?` on an `Option` or `Result` holding a `&mut`: returns on `None`
     /// or `Err`, else gives the reference.
     fn try_sum(&mut self, t: &syn::ExprTry, ty: Ty, tag: LVal, payloads: Vec<Option<LVal>>) -> LVal {
         let ret = self.u.shallow(&self.f.ret);
         let span = t.question_token.span;
-        let (en, fail_vn, fail_idx, ok_idx) = match (self.u.shallow(&ty), &ret) {
-            (Ty::Result(_, err), Ty::Result(_, rerr)) => {
-                let rerr = (**rerr).clone();
-                self.unify(&rerr, &err, span);
-                ("Result", "Err", 1, 0)
-            }
-            (Ty::Option(_), Ty::Option(_)) => ("Option", "None", 0, 1),
-            (have, _) => {
-                let msg = format!(
-                    "`?` on `{}` in a function returning `{}`: use it on a `Result` in a function returning `Result` (same error type), or on an `Option` in one returning `Option`",
-                    self.u.show(&have),
-                    self.u.show(&ret)
-                );
-                self.error(span, msg);
-                return self.poison(span);
-            }
-        };
+        let have = self.u.shallow(&ty);
+        let Some((en, fail_vn, fail_idx, ok_idx)) = self.try_shape(&have, span) else { return self.poison(span) };
         let fails = self.is_variant(tag, en, fail_vn, fail_idx, t);
         if fails != LVal::Const(Const::Bool(false)) {
             let (fail_b, ok_b) = self.branch(fails);
@@ -2568,7 +2567,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             self.return_with(r, span);
             self.resume(ok_b);
         }
-        match payloads.get(ok_idx).cloned().flatten() {
+        match payloads.get(ok_idx as usize).cloned().flatten() {
             Some(p) => p,
             None => self.poison(span),
         }

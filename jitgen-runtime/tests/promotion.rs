@@ -373,56 +373,38 @@ fn new_code_cools_the_keys_that_are_warm() {
     assert_eq!(visits_until_compile(&mut cache), 4);
 }
 
+/// While the portal has no code, `skip_many` hands a whole run of skips to
+/// the interpreter loop; once it has, each visit asks, and a visit where
+/// code starts is never skipped.
 #[test]
 fn a_sampling_portal_still_visits_where_code_starts() {
     use jitgen_runtime::driver::{green_word, Sampler, COLD_RAMP};
     let s = Sampler::new();
     let (entry, other) = (green_word(&[0x5000, 17]), green_word(&[0x5000, 18]));
+    assert_eq!(s.skip_many(|| other), None, "nothing to skip: the hook is visited");
     // A long cold streak: runs of skips up to a sample period.
     for _ in 0..COLD_RAMP + 20 {
         s.take_weight();
         s.cold(1000);
     }
-    let skipped = |s: &Sampler, word: u64| (0..1000).take_while(|_| s.skip(|| word)).count();
-    assert_eq!(skipped(&s, other), 249, "a full period skipped");
-    assert_eq!(s.take_weight(), 250, "the visit after it stands for the period");
+    // A full period of 249: this visit, and 248 counted down by the caller.
+    assert_eq!(s.skip_many(|| other), Some(248));
+    assert_eq!(s.skip_many(|| other), None, "all were handed out");
+    assert_eq!(s.take_weight(), 250, "the visit after them stands for the period");
     // Code starts at `entry`: a visit there is never skipped, and stands
     // for the visits skipped before it.
     s.add_entry(entry);
     assert!(s.may_enter(entry));
     s.cold(1000);
     for i in 0..10 {
-        assert!(s.skip(|| other), "other positions are still skipped ({i})");
+        assert_eq!(s.skip_many(|| other), Some(0), "other positions are still skipped ({i})");
     }
-    assert!(!s.skip(|| entry), "the entry is visited");
+    assert_eq!(s.skip_many(|| entry), None, "the entry is visited");
     assert_eq!(s.take_weight(), 11);
     // After the code ran, the ramp starts again: nothing skipped.
     s.ran();
     s.cold(1000);
-    assert!(!s.skip(|| other));
-}
-
-/// `skip_many` hands a whole run of skips to the interpreter loop while
-/// the portal has no code, and one visit at a time once it has.
-#[test]
-fn skips_are_handed_out_whole_until_the_portal_has_code() {
-    use jitgen_runtime::driver::{green_word, Sampler, COLD_RAMP};
-    let s = Sampler::new();
-    let (entry, other) = (green_word(&[0x5000, 17]), green_word(&[0x5000, 18]));
-    assert_eq!(s.skip_many(|| other), None, "nothing to skip: the hook is visited");
-    for _ in 0..COLD_RAMP + 20 {
-        s.take_weight();
-        s.cold(1000);
-    }
-    // 249 visits to skip: this one, and 248 counted down by the caller.
-    assert_eq!(s.skip_many(|| other), Some(248));
-    assert_eq!(s.skip_many(|| other), None, "all were handed out");
-    assert_eq!(s.take_weight(), 250);
-    // With code, each visit asks: skipped elsewhere, visited at the entry.
-    s.add_entry(entry);
-    s.cold(1000);
-    assert_eq!(s.skip_many(|| other), Some(0));
-    assert_eq!(s.skip_many(|| entry), None);
+    assert_eq!(s.skip_many(|| other), None);
 }
 
 #[test]

@@ -425,26 +425,11 @@ impl Sampler {
         }
     }
 
-    /// Whether the portal skips this visit of its merge point (counting
-    /// one down), given the position's [`green_word`] (computed only if the
-    /// portal has code). Where code may start it visits, and the visit
-    /// stands for the ones skipped so far.
-    #[inline(always)]
-    pub fn skip(&self, green: impl FnOnce() -> u64) -> bool {
-        let s = self.skip.get();
-        if s == 0 {
-            return false;
-        }
-        if s & FILTERED == 0 {
-            self.skip.set(s - 1);
-            return true;
-        }
-        self.skip_filtered(s, green())
-    }
-
-    /// [`Sampler::skip`] for an interpreter loop that counts skipped visits
-    /// down in a local (a register, where this thread-local costs a few
-    /// instructions per visit): `None` when this visit goes to the hook,
+    /// Whether the portal skips this visit of its merge point, for an
+    /// interpreter loop that counts skipped visits down in a local (a
+    /// register, where this thread-local costs a few instructions per
+    /// visit), given the position's [`green_word`] (computed only if the
+    /// portal has code): `None` when this visit goes to the hook,
     /// else how many visits after it to skip without asking again (all that
     /// are left while the portal has no code; none once it has, since then
     /// each visit consults the entry filter).
@@ -461,7 +446,7 @@ impl Sampler {
         self.skip_filtered(s, green()).then_some(0)
     }
 
-    /// [`Sampler::skip`] once the portal has code (kept out of line: the
+    /// [`Sampler::skip_many`] once the portal has code (kept out of line: the
     /// interpreter loop it is inlined into stays as it was).
     #[inline(never)]
     fn skip_filtered(&self, s: u32, word: u64) -> bool {
