@@ -338,6 +338,26 @@ fn a_portal_returns_an_owned_vec() {
 #[jit_interpreter]
 mod stdlib {
 
+    /// `checked_*` on signed and unsigned integers, overflow and zero
+    /// divisors included: each result, or -1 for `None`, mixed into one.
+    pub fn checked(a: i64, b: i64, x: u8, y: u8) -> i64 {
+        let mut h: i64 = 17;
+        h = mix(h, a.checked_add(b));
+        h = mix(h, a.checked_sub(b));
+        h = mix(h, a.checked_mul(b));
+        h = mix(h, a.checked_div(b));
+        h = mix(h, a.checked_rem(b));
+        h = mix(h, x.checked_add(y).map(|v| v as i64));
+        h = mix(h, x.checked_sub(y).map(|v| v as i64));
+        h = mix(h, x.checked_mul(y).map(|v| v as i64));
+        h = mix(h, x.checked_div(y).map(|v| v as i64));
+        mix(h, x.checked_rem(y).map(|v| v as i64))
+    }
+
+    fn mix(h: i64, v: Option<i64>) -> i64 {
+        h.wrapping_mul(31).wrapping_add(v.unwrap_or(-1))
+    }
+
     /// The `Vec` and slice methods interpreters use.
     pub fn vec_methods(a: i64, b: i64, i: usize, extra: &[i64]) -> i64 {
         let mut v: Vec<i64> = vec![a, b, 3];
@@ -387,6 +407,20 @@ fn vec_and_slice_methods_agree_with_plain() {
                 stdlib::jit::plain::vec_methods(a, b, i, extra),
                 "{a} {b} {i} {extra:?}"
             );
+        }
+    }
+}
+
+/// The overflow tests of `checked_*`, at and around every boundary.
+#[test]
+fn checked_arithmetic_agrees_with_plain() {
+    let f = stdlib::jit::specialize::checked();
+    let edges = [i64::MIN, i64::MIN + 1, -3, -1, 0, 1, 2, 3, 1 << 32, i64::MAX - 1, i64::MAX];
+    for a in edges {
+        for b in edges {
+            for (x, y) in [(0u8, 0u8), (1, 0), (200, 100), (100, 200), (16, 16), (255, 1), (7, 3), (15, 17)] {
+                assert_eq!(f.call(a, b, x, y), stdlib::jit::plain::checked(a, b, x, y), "{a} {b} {x} {y}");
+            }
         }
     }
 }

@@ -497,9 +497,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
     }
 
-    /// Refuses tuples and `&mut` references to values among the operands
-    /// of an operation.
-    fn no_tuples(&mut self, args: Vec<LVal>, span: Span) -> Vec<LVal> {
+    /// Refuses composites (tuples, `&mut` references to values and sums of
+    /// them) among the operands of an operation.
+    fn no_composites(&mut self, args: Vec<LVal>, span: Span) -> Vec<LVal> {
         if args.iter().any(|a| matches!(a, LVal::Tuple(_))) {
             self.error(
                 span,
@@ -545,7 +545,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
 
     fn emit(&mut self, kind: OpKind, args: Vec<LVal>, ty: Ty, src: &dyn ToTokens) -> LVal {
         let span = span_of(src);
-        let args = self.no_tuples(args, span);
+        let args = self.no_composites(args, span);
         let result = self.new_var(None, ty, span);
         let b = self.cur_block();
         self.blocks[b].ops.push(LOp { result, kind, args, span, source: source_of(src) });
@@ -1375,13 +1375,12 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 Some(i) if !matches!(self.env[i].1, LVal::Ref(_) | LVal::Sum { .. }) => Some(RefTo::Local(i, vec![])),
                 _ => refused(self),
             },
-            Expr::Field(f) => {
+            Expr::Field(_) => {
                 if let Some((i, path)) = self.tuple_place(e) {
                     return Some(RefTo::Local(i, path));
                 }
                 let (root, fields) = self.heap_path(e)?;
                 let ty = fields.last().map(|f| f.1.clone())?;
-                let _ = f;
                 Some(RefTo::Heap { root, fields, index: None, ty })
             }
             Expr::Index(ix) => {
@@ -3356,7 +3355,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     _ => Value::Const(Const::Int(*x, IntTy::I32)),
                 },
                 LVal::Float(x, t) => Value::Const(Const::Float(*x, u.finish(t).unwrap_or(Ty::F64))),
-                // Refused where they would reach an operation (`no_tuples`).
+                // Refused where they would reach an operation (`no_composites`).
                 LVal::Tuple(_) | LVal::Ref(_) | LVal::Sum { .. } => Value::Const(Const::Unit),
             }
         };
