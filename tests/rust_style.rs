@@ -20,6 +20,17 @@ mod wrapped {
         pub fn pop(&mut self) -> i64 {
             self.0.pop().unwrap()
         }
+        /// Accessors through `&self` returning references, as a tutorial
+        /// writes them.
+        pub fn peek(&self) -> Option<&i64> {
+            self.0.last()
+        }
+        pub fn get(&self, i: usize) -> Option<&i64> {
+            self.0.get(i)
+        }
+        pub fn len(&self) -> usize {
+            self.0.len()
+        }
     }
 
     pub const PUSH: u8 = 0;
@@ -44,9 +55,9 @@ mod wrapped {
                 let v = stack.pop();
                 stack.push(v - 1);
             } else if op == DUP {
-                let v = stack.pop();
-                stack.push(v);
-                stack.push(v);
+                let v = *stack.peek().unwrap();
+                let w = *stack.get(stack.len() - 1).unwrap();
+                stack.push(v + w - v);
             } else if op == ADD {
                 let b = stack.pop();
                 let a = stack.pop();
@@ -1072,7 +1083,8 @@ fn a_counted_loop_over_a_mut_vec_parameter_agrees_with_plain() {
 
 /// A struct local live at the merge point (the wrapper `Stack(Vec<i64>)`)
 /// has its fields in registers in compiled code, as a `#[virtualizable]`
-/// frame does, with no marker: the loop pushes and pops without calls.
+/// frame does, with no marker: the loop pushes, pops and reads through
+/// `&self` accessors (`peek`, `get`) without calls.
 #[test]
 fn a_wrapper_struct_local_lives_in_registers_in_compiled_loops() {
     wrapped::jit::config().set_threshold(0);

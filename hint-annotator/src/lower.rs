@@ -1990,6 +1990,17 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
             let method = method.trim_end_matches("_mut");
             let e: Expr = match (method, nargs) {
+                // Accessors on a place name it again at each use, as the
+                // mutating methods do: a field of a virtual object read in
+                // each block stays that object's list.
+                ("get", 1) if pure_place(r) => syn::parse_quote!({
+                    let __jitgen_i: usize = #a0;
+                    if __jitgen_i < (#r).len() { Some((#r)[__jitgen_i]) } else { None }
+                }),
+                ("first", 0) if pure_place(r) => syn::parse_quote!(if (#r).is_empty() { None } else { Some((#r)[0]) }),
+                ("last", 0) if pure_place(r) => {
+                    syn::parse_quote!(if (#r).is_empty() { None } else { Some((#r)[(#r).len() - 1]) })
+                }
                 ("get", 1) => {
                     let i = self.expr(&mc.args[0]);
                     let i = self.rvalue(i, &mc.args[0]);
