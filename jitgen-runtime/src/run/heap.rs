@@ -49,11 +49,13 @@ pub fn arena_release(mark: usize) {
 pub fn arena_take<T: 'static>(addr: u64) -> Option<T> {
     ARENA.with(|a| {
         let mut a = a.borrow_mut();
-        let i = a.iter().position(|b| std::ptr::addr_eq(&**b as *const dyn Any, addr as usize as *const u8))?;
+        // From the newest: an object is mostly taken right after it was made.
+        let i = a.iter().rposition(|b| std::ptr::addr_eq(&**b as *const dyn Any, addr as usize as *const u8))?;
         if !a[i].is::<T>() {
             return None;
         }
-        let b = std::mem::replace(&mut a[i], Box::new(()));
+        let b =
+            if i + 1 == a.len() { a.pop().expect("the newest") } else { std::mem::replace(&mut a[i], Box::new(())) };
         b.downcast::<T>().ok().map(|b| *b)
     })
 }
@@ -572,4 +574,29 @@ pub unsafe extern "C" fn map_len<K: Word + Hash + Eq, V: Word>(buf: *mut u64) ->
         b[0] = unsafe { map_at::<K, V>(b[0]) }.len() as u64;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Objects are taken newest first without growing the arena, older ones
+    /// by address, and a wrong type or an unknown address takes nothing.
+    #[test]
+    fn arena_take_finds_objects_and_frees_the_newest_slot() {
+        let mark = arena_mark();
+        let old = arena_alloc(7i64) as usize as u64;
+        for k in 0..10_000i64 {
+            let p = arena_alloc(k) as usize as u64;
+            assert_eq!(arena_take::<i64>(p), Some(k));
+        }
+        assert_eq!(arena_mark(), mark + 1, "each newest object left no slot behind");
+        let newer = arena_alloc(8u32) as usize as u64;
+        assert_eq!(arena_take::<u32>(old), None, "a wrong type");
+        assert_eq!(arena_take::<i64>(old), Some(7));
+        assert_eq!(arena_take::<i64>(old), None, "taken already");
+        assert_eq!(arena_take::<u32>(newer), Some(8));
+        arena_release(mark);
+        assert_eq!(arena_mark(), mark);
+    }
 }
