@@ -2,6 +2,7 @@
 //! portal hooks, and the `jit` module of the contract (`plain`, `specialize`,
 //! `graphs`, `stats`, `config`).
 
+use std::collections::BTreeMap;
 use std::collections::HashSet;
 
 use hint_annotator::flowgraph::Var;
@@ -42,6 +43,9 @@ struct Entry {
     green_params: Vec<(Ident, TokenStream, TokenStream)>,
     /// Why this entry cannot compile, if it cannot.
     bad: Option<String>,
+    /// The structs whose objects it loads into virtual ones (their
+    /// descriptors must be generated).
+    vstructs: Vec<String>,
     /// Statements of the hook computing the lengths of the lists the entry
     /// virtualizes (they are green parameters of the compile function).
     lens: Vec<TokenStream>,
@@ -69,6 +73,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
         checks: vec![],
         green_params: vec![],
         bad: None,
+        vstructs: vec![],
         lens: vec![],
         cheap_greens: vec![],
         cheap_greens_in_hook: vec![],
@@ -235,6 +240,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     // fields are loaded once at entry into a virtual object
                     // backed by the real one (see `jitgen_runtime::virtuals`).
                     let Some(s) = virtual_struct(&ty, gen.cg.types()) else { continue };
+                    e.vstructs.push(s.clone());
                     let (sn, desc) = (format_ident!("{}", s), format_ident!("__VDESC_{}", s));
                     let mut loads = vec![];
                     for (fname, ft) in &d.fields {
@@ -451,8 +457,10 @@ fn load_list(sc: Sc, len: &Ident) -> TokenStream {
 /// The struct a `&mut` to a `#[virtualizable]` struct designates.
 fn virtualizable<'g>(ty: &Ty, gen: &Gen<'g>) -> Option<&'g hint_annotator::module::StructDef> {
     match ty {
+        // A portal's `&mut` to a struct of the module is its frame: marked
+        // `#[virtualizable]` or not, its fields live in registers.
         Ty::Ref { mutable: true, to } => match &**to {
-            Ty::Struct(s) => gen.cg.types().structs.get(s).filter(|d| d.virtualizable),
+            Ty::Struct(s) => gen.cg.types().structs.get(s),
             _ => None,
         },
         // A struct the portal owns (a local, `let mut stack = Stack(..)`):
@@ -848,7 +856,6 @@ pub fn expand(
     source: &str,
     lifted: &[crate::methods::LiftedMethod],
 ) -> Expansion {
-    let method_paths = crate::methods::method_paths(lifted);
     let rt = rt();
     let mut gen = Gen::new(cg);
     // Entry points: portals (at their merge point) and specialize (at entry).
@@ -859,6 +866,7 @@ pub fn expand(
     let mut specialize_api = vec![];
     let mut reexports = vec![];
     let mut listing_calls = vec![];
+    let mut green_flags: BTreeMap<String, Vec<bool>> = BTreeMap::new();
     for item in fns.iter_mut() {
         let name = item.sig.ident.to_string();
         let Some(&fi) = gen.fn_ids.get(&name) else { continue };
@@ -871,6 +879,7 @@ pub fn expand(
                 if mp.op == 0 { gen.point_ids[&(fi, mp.block, 0)] } else { gen.point_ids[&(fi, mp.block, mp.op + 1)] };
             let mutable = mutable_names(item);
             let mut e = entry(&gen, fi, &gen.points[point].live.clone(), &mutable, true);
+            gen.vstructs.extend(e.vstructs.iter().cloned());
             if e.key.is_empty() && e.bad.is_none() {
                 // Code compiled here would not know where in the program it
                 // starts: it would be the interpreter itself, run slower.
@@ -1225,11 +1234,13 @@ pub fn expand(
             let mut green_params = vec![];
             let mut green_args = vec![];
             let mut red_params = vec![];
+            let mut greens = vec![];
             for p in f.graph.params() {
                 let info = f.graph.var(*p);
                 let pname = info.name.clone().unwrap_or_default();
                 let n = Ident::new(if pname == "self" { "__self" } else { &pname }, Span::call_site());
                 let green = f.color(*p) == Color::Green;
+                greens.push(green);
                 if green {
                     if let Some((_, t_a, _)) = e.green_params.iter().find(|(x, _, _)| *x == n) {
                         green_params.push(quote!(#n: #t_a));
@@ -1247,6 +1258,7 @@ pub fn expand(
                     }
                 }
             }
+            green_flags.insert(name.clone(), greens);
             let cname = format!("Residual{}", camel(&name));
             let cid = Ident::new(&cname, Span::call_site());
             let words = &e.input_words;
@@ -1317,6 +1329,8 @@ pub fn expand(
         hooks.push(unpark_fn(sname, gen.cg.types()));
     }
     let extension = gen.extension();
+    let plain_paths = crate::methods::method_paths(lifted, None);
+    let specialize_paths = crate::methods::method_paths(lifted, Some(&green_flags));
     let jit_internal = quote! {
         #[doc(hidden)]
         #[allow(unused_imports, dead_code, non_snake_case, non_camel_case_types, unused_parens, clippy::all)]
@@ -1370,7 +1384,7 @@ pub fn expand(
             pub mod plain {
                 use super::super::*;
                 #(#reexports)*
-                #method_paths
+                #plain_paths
             }
 
             #[doc(hidden)]
@@ -1385,7 +1399,7 @@ pub fn expand(
             #[allow(non_snake_case, unused_imports)]
             pub mod specialize {
                 pub use super::__specialize::*;
-                #method_paths
+                #specialize_paths
             }
         }
     };

@@ -58,6 +58,7 @@ mod content;
 mod jit_module;
 mod methods;
 mod repr;
+mod split;
 mod timeshift;
 
 #[cfg(test)]
@@ -91,6 +92,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     let lifted = methods::lift_portal_methods(&mut module);
     let checked = hint_annotator::annotate_module(&module);
     let source = module.to_token_stream().to_string();
+    methods::finish_wrappers(&mut module, &lifted);
     strip_markers(&mut module);
     let graphs = match checked {
         Ok(g) => {

@@ -13,6 +13,8 @@
 //! other parameters are plain bindings (`x: T`, `mut x: T`); others keep
 //! their merge point, which `check::portals` then refuses at its span.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use proc_macro2::{Group, Ident, TokenStream, TokenTree};
 use quote::{format_ident, quote, ToTokens};
 use syn::ext::IdentExt;
@@ -25,6 +27,39 @@ pub struct LiftedMethod {
     pub method: Ident,
     /// The free function's name.
     pub free: Ident,
+    /// When `self` was split into its fields (see `split`): how the method
+    /// calls the free function.
+    pub split: Option<SplitCall>,
+}
+
+/// How a method whose `self` was split calls its portal.
+pub struct SplitCall {
+    /// `self_: &mut T` and the method's own parameters.
+    pub params: Vec<TokenStream>,
+    /// The method's return type (`-> R`), `Self` named.
+    pub output: TokenStream,
+    /// Binds the portal's arguments standing for `self` from `self_`.
+    pub prelude: TokenStream,
+    /// Copies the cells back into `self_`.
+    pub epilogue: TokenStream,
+    /// The portal's parameters' names, in order.
+    pub args: Vec<Ident>,
+    /// Those moved into the portal, passed to `jit::specialize` by `&mut`.
+    pub owned: Vec<Ident>,
+}
+
+impl SplitCall {
+    /// The body of a function taking `params` that calls `call` (the
+    /// portal's arguments bound) and gives back what it returns.
+    pub fn wrap(&self, call: TokenStream) -> TokenStream {
+        let (prelude, epilogue) = (&self.prelude, &self.epilogue);
+        quote!({
+            #prelude
+            let __jit_r = #call;
+            #epilogue
+            __jit_r
+        })
+    }
 }
 
 /// `tokens` with the receiver `self` renamed `self_` and `Self` named `ty`,
@@ -51,8 +86,29 @@ pub(crate) fn rename_self(tokens: TokenStream, ty: &Ident) -> TokenStream {
 /// Lifts every portal method of the module's inherent impls; returns them.
 pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
     let Some((_, items)) = &mut module.content else { return vec![] };
+    let shapes = crate::split::ModuleShapes::read(items);
+    let structs: BTreeMap<String, syn::ItemStruct> = items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Struct(s) => Some((s.ident.to_string(), s.clone())),
+            _ => None,
+        })
+        .collect();
+    // The methods of each type, for inlining into a split portal.
+    let mut methods_of: BTreeMap<String, BTreeMap<String, syn::ImplItemFn>> = BTreeMap::new();
+    for item in items.iter() {
+        let syn::Item::Impl(imp) = item else { continue };
+        let syn::Type::Path(tp) = &*imp.self_ty else { continue };
+        let (Some(seg), None) = (tp.path.segments.last(), &imp.trait_) else { continue };
+        for ii in &imp.items {
+            if let syn::ImplItem::Fn(f) = ii {
+                methods_of.entry(seg.ident.to_string()).or_default().insert(f.sig.ident.to_string(), f.clone());
+            }
+        }
+    }
     let mut lifted = vec![];
     let mut free_fns: Vec<syn::Item> = vec![];
+    let mut inlined: BTreeSet<(String, String)> = BTreeSet::new();
     for item in items.iter_mut() {
         let syn::Item::Impl(imp) = item else { continue };
         if imp.trait_.is_some() {
@@ -90,28 +146,121 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
             }
             let free = format_ident!("__{}_{}", ty.unraw(), m.sig.ident.unraw());
             let output = rename_self(m.sig.output.to_token_stream(), &ty);
-            let block = &m.block;
-            let body = rename_self(quote!(#block), &ty);
-            let params: Vec<TokenStream> = params.into_iter().map(|p| rename_self(p, &ty)).collect();
             let vis = &m.vis;
             let (impl_generics, _, where_clause) = generics.split_for_impl();
+            // `&mut self` of a struct of the module: split into its fields
+            // where everything the method does with `self` allows it.
+            let split = match (mutability, structs.get(&ty.to_string()), generics.params.is_empty()) {
+                (Some(_), Some(s), true) => {
+                    let mut others = methods_of.get(&ty.to_string()).cloned().unwrap_or_default();
+                    others.remove(&m.sig.ident.to_string());
+                    crate::split::split(s, m, &others, &shapes).ok()
+                }
+                _ => None,
+            };
+            let (params, body, split_call) = match split {
+                Some(sp) => {
+                    inlined.extend(sp.inlined.iter().map(|m| (ty.to_string(), m.clone())));
+                    if let Some(c) = sp.cells {
+                        free_fns.push(c);
+                    }
+                    let own: Vec<TokenStream> = params.iter().skip(1).map(|p| rename_self(p.clone(), &ty)).collect();
+                    let own_args: Vec<Ident> = m
+                        .sig
+                        .inputs
+                        .iter()
+                        .filter_map(|a| match a {
+                            syn::FnArg::Typed(pt) => match &*pt.pat {
+                                syn::Pat::Ident(pi) => Some(pi.ident.clone()),
+                                _ => None,
+                            },
+                            _ => None,
+                        })
+                        .collect();
+                    let mut all_params = sp.params.clone();
+                    all_params.extend(own.iter().cloned());
+                    let mut all_args = sp.args.clone();
+                    all_args.extend(own_args);
+                    let block = &sp.body;
+                    let body = rename_self(quote!(#block), &ty);
+                    let mut wparams = vec![quote!(self_: &mut #self_ty)];
+                    wparams.extend(own);
+                    let call = SplitCall {
+                        params: wparams,
+                        output: output.clone(),
+                        prelude: sp.prelude,
+                        epilogue: sp.epilogue,
+                        args: all_args,
+                        owned: sp.owned,
+                    };
+                    (all_params, body, Some(call))
+                }
+                None => {
+                    let block = &m.block;
+                    (params.into_iter().map(|p| rename_self(p, &ty)).collect(), rename_self(quote!(#block), &ty), None)
+                }
+            };
             let f: syn::Item = syn::parse_quote! {
                 #[doc(hidden)]
-                #[allow(non_snake_case)]
+                #[allow(non_snake_case, unreachable_code)]
                 #vis fn #free #impl_generics (#(#params),*) #output #where_clause #body
             };
             free_fns.push(f);
-            m.block = syn::parse_quote!({ #free(#(#args),*) });
-            lifted.push(LiftedMethod { ty: ty.clone(), method: m.sig.ident.clone(), free });
+            m.block = if split_call.is_some() {
+                // The real body (see `finish_wrappers`) borrows the fields
+                // side by side, which the analysis need not read.
+                syn::parse_quote!({ panic!("jitgen: this body is replaced after the analysis") })
+            } else {
+                syn::parse_quote!({ #free(#(#args),*) })
+            };
+            lifted.push(LiftedMethod { ty: ty.clone(), method: m.sig.ident.clone(), free, split: split_call });
+        }
+    }
+    // Methods inlined into a split portal may have no other caller.
+    for item in items.iter_mut() {
+        let syn::Item::Impl(imp) = item else { continue };
+        let syn::Type::Path(tp) = &*imp.self_ty else { continue };
+        let Some(ty) = tp.path.segments.last().map(|s| s.ident.to_string()) else { continue };
+        for ii in imp.items.iter_mut() {
+            if let syn::ImplItem::Fn(f) = ii {
+                if inlined.contains(&(ty.clone(), f.sig.ident.to_string())) {
+                    f.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+                }
+            }
         }
     }
     items.extend(free_fns);
     lifted
 }
 
+/// Gives each method whose `self` was split its body: the fields of `self`
+/// borrowed side by side, the portal called, the cells copied back.
+pub fn finish_wrappers(module: &mut syn::ItemMod, lifted: &[LiftedMethod]) {
+    let Some((_, items)) = &mut module.content else { return };
+    for item in items.iter_mut() {
+        let syn::Item::Impl(imp) = item else { continue };
+        let syn::Type::Path(tp) = &*imp.self_ty else { continue };
+        let Some(ty) = tp.path.segments.last().map(|s| s.ident.clone()) else { continue };
+        for ii in imp.items.iter_mut() {
+            let syn::ImplItem::Fn(m) = ii else { continue };
+            let Some(l) = lifted.iter().find(|l| l.ty == ty && l.method == m.sig.ident) else { continue };
+            let Some(sc) = &l.split else { continue };
+            let (free, args) = (&l.free, &sc.args);
+            let body = sc.wrap(quote!(#free(#(#args),*)));
+            m.block = syn::parse_quote!({
+                let self_ = self;
+                #body
+            });
+        }
+    }
+}
+
 /// `pub mod T { pub use super::__T_m as m; }` for each lifted method: the
-/// method's name under `jit::plain` and `jit::specialize`.
-pub fn method_paths(lifted: &[LiftedMethod]) -> TokenStream {
+/// method's name under `jit::plain` and `jit::specialize`. A method whose
+/// `self` was split gets a function that calls the portal as the method
+/// does; under `jit::specialize` it specializes and runs at once, given
+/// which of the portal's parameters are green (`greens`, by free function).
+pub fn method_paths(lifted: &[LiftedMethod], specialize: Option<&BTreeMap<String, Vec<bool>>>) -> TokenStream {
     let mut by_ty: Vec<(&Ident, Vec<&LiftedMethod>)> = vec![];
     for l in lifted {
         match by_ty.iter_mut().find(|(t, _)| **t == l.ty) {
@@ -122,13 +271,39 @@ pub fn method_paths(lifted: &[LiftedMethod]) -> TokenStream {
     let mods = by_ty.iter().map(|(ty, ms)| {
         let uses = ms.iter().map(|l| {
             let (free, method) = (&l.free, &l.method);
-            quote!(pub use super::#free as #method;)
+            let Some(sc) = &l.split else { return quote!(pub use super::#free as #method;) };
+            let (params, output) = (&sc.params, &sc.output);
+            let call = match specialize {
+                None => {
+                    let args = &sc.args;
+                    quote!(super::#free(#(#args),*))
+                }
+                Some(greens) => {
+                    let Some(g) = greens.get(&free.to_string()) else { return quote!() };
+                    let green: Vec<&Ident> = sc.args.iter().zip(g).filter(|(_, g)| **g).map(|(a, _)| a).collect();
+                    let red: Vec<TokenStream> = sc
+                        .args
+                        .iter()
+                        .zip(g)
+                        .filter(|(_, g)| !**g)
+                        .map(|(a, _)| if sc.owned.contains(a) { quote!(&mut #a) } else { quote!(#a) })
+                        .collect();
+                    quote!(super::#free(#(#green),*).call(#(#red),*))
+                }
+            };
+            let body = sc.wrap(call);
+            quote! {
+                #[allow(clippy::all)]
+                pub fn #method(#(#params),*) #output #body
+            }
         });
         let doc = format!("The portal methods of `{ty}`.");
         quote! {
             #[doc = #doc]
             #[allow(non_snake_case)]
             pub mod #ty {
+                #[allow(unused_imports)]
+                use super::super::super::*;
                 #(#uses)*
             }
         }

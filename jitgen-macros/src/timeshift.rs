@@ -52,7 +52,7 @@ pub struct Gen<'g> {
     /// continue in the interpreter proper (see `jit_module`).
     pub park_points: BTreeSet<usize>,
     /// Structs whose objects were made virtual (each gets a `VDesc`).
-    vstructs: BTreeSet<String>,
+    pub(crate) vstructs: BTreeSet<String>,
     joins: Vec<BTreeSet<NodeIndex>>,
     loop_heads: Vec<BTreeSet<NodeIndex>>,
     /// Set when the code just generated always declines: what follows it is unreachable.
@@ -744,11 +744,38 @@ impl<'g> Gen<'g> {
         }
         let list_repr = match op.kind {
             OpKind::NewVec => self.repr(fi, r),
-            OpKind::Len | OpKind::GetItem | OpKind::SetItem | OpKind::Push | OpKind::Pop => base_repr,
+            OpKind::Len | OpKind::GetItem | OpKind::SetItem | OpKind::Push | OpKind::Pop => base_repr.clone(),
             _ => return None,
+        };
+        // A `&mut Vec<S>` (a red pointer) is worked on as the real list it points to.
+        let by_ref = matches!(base_repr, Repr::RPtr) && !matches!(op.kind, OpKind::NewVec);
+        let list_repr = match (&list_repr, args.first()) {
+            (Repr::RPtr, Some(a)) if by_ref => match self.value_ty(fi, a).autoderef() {
+                Ty::Vec(e) if matches!(**e, Ty::Struct(_)) => match virtual_struct(e, self.cg.types()) {
+                    Some(s) => Repr::VOList(s),
+                    None => return None,
+                },
+                _ => return None,
+            },
+            _ => list_repr,
         };
         let Repr::VOList(sname) = list_repr else { return None };
         let sn = format_ident!("{}", sname);
+        let list_of = |v: Var| {
+            let id = v_ident(v);
+            if by_ref {
+                quote!((#rt::virtuals::VPList::Real(#id)))
+            } else {
+                quote!(#id)
+            }
+        };
+        // Objects of a struct of scalars move in and out of a real `Vec` by
+        // their fields (see `vec_moves`).
+        let by_fields =
+            self.cg.types().structs.get(&sname).is_some_and(|d| d.fields.values().all(|t| scalar(t).is_some()));
+        if by_fields {
+            self.vstructs.insert(sname.clone());
+        }
         let u32t = u32_valty();
         let decline = |what: &str| {
             let msg = format!("{what} on a `Vec<{sname}>` that is not virtual");
@@ -781,7 +808,7 @@ impl<'g> Gen<'g> {
                 )
             }
             (OpKind::Len, [Value::Var(l), ..]) => {
-                let l = v_ident(*l);
+                let l = list_of(*l);
                 self.bind(
                     fi,
                     r,
@@ -795,7 +822,7 @@ impl<'g> Gen<'g> {
                 )
             }
             (OpKind::GetItem, [Value::Var(l), i]) => {
-                let l = v_ident(*l);
+                let l = list_of(*l);
                 let i = self.operand(fi, i, &Repr::R(Sc::Int(IntTy::Usize)))?;
                 self.bind(
                     fi,
@@ -820,27 +847,68 @@ impl<'g> Gen<'g> {
                 )
             }
             (OpKind::Push, [Value::Var(l), x]) => {
-                let l = v_ident(*l);
+                let l = list_of(*l);
                 let x = self.operand(fi, x, &Repr::VPtr)?;
+                let push_real = if by_fields {
+                    // The object's fields go into the Vec: a virtual one
+                    // stays unmade.
+                    let (push, desc) = (format_ident!("__vpush_{}", sname), format_ident!("__VDESC_{}", sname));
+                    quote! {
+                        let mut __args = ::std::vec![*__a];
+                        for (__k, (__t, __off)) in #desc.fields.iter().zip(#desc.offsets).enumerate() {
+                            __args.push(match __st.heap.field(&__x, __k) {
+                                Some(__f) => __f,
+                                None => {
+                                    let __o = __st.heap.force(&mut __c.b, &__x);
+                                    __c.b.red_load(*__t, &__o, *__off)
+                                }
+                            });
+                        }
+                        __c.b.red_call(#push, "vec_push", &__args, &[]);
+                        __st.forget_fields();
+                    }
+                } else {
+                    // The pushed object moves into the Vec: made in the
+                    // arena, then moved out of it.
+                    quote! {
+                        let __a = *__a;
+                        let __o = __st.heap.force(&mut __c.b, &__x);
+                        __c.b.red_call(#rt::heap::vec_push_moved::<#sn>, "vec_push", &[__a, __o], &[]);
+                        __st.forget_fields();
+                    }
+                };
                 quote!({
                     let __x = #x;
                     match &mut #l {
                         #rt::virtuals::VPList::Virtual(__items) if __items.len() < #rt::virtuals::MAX_VIRTUAL_PTRS => __items.push(__x),
                         #rt::virtuals::VPList::Virtual(_) => #too_deep,
-                        #rt::virtuals::VPList::Real(__a) => {
-                            // The pushed object moves into the Vec: made in
-                            // the arena, then moved out of it.
-                            let __a = *__a;
-                            let __o = __st.heap.force(&mut __c.b, &__x);
-                            __c.b.red_call(#rt::heap::vec_push_moved::<#sn>, "vec_push", &[__a, __o], &[]);
-                            __st.forget_fields();
-                        }
+                        #rt::virtuals::VPList::Real(__a) => { #push_real }
                     }
                 })
             }
             (OpKind::Pop, [Value::Var(l)]) => {
-                let l = v_ident(*l);
+                let l = list_of(*l);
                 let pt = ptr_valty();
+                let pop_real = if by_fields {
+                    // The popped object's fields come out of the Vec into
+                    // a virtual object.
+                    let (pop, desc) = (format_ident!("__vpop_{}", sname), format_ident!("__VDESC_{}", sname));
+                    quote! {
+                        let mut __outs = ::std::vec![#u32t];
+                        __outs.extend_from_slice(#desc.fields);
+                        let __v = __c.b.red_call(#pop, "vec_pop", &[*__a], &__outs);
+                        __st.forget_fields();
+                        (__v[0], __st.heap.alloc(&#desc, __v[1..].to_vec(), ::std::vec::Vec::new()))
+                    }
+                } else {
+                    // The popped object moves into the arena.
+                    quote! {
+                        let __a = *__a;
+                        let __v = __c.b.red_call(#rt::heap::vec_pop_moved::<#sn>, "vec_pop", &[__a], &[#u32t, #pt]);
+                        __st.forget_fields();
+                        (__v[0], #rt::virtuals::VPtr::Real(__v[1]))
+                    }
+                };
                 self.bind(
                     fi,
                     r,
@@ -852,13 +920,7 @@ impl<'g> Gen<'g> {
                                 #rt::virtuals::VPtr::Real(#rt::redbox::RedBox::constant(#pt, 0)),
                             ),
                         },
-                        #rt::virtuals::VPList::Real(__a) => {
-                            // The popped object moves into the arena.
-                            let __a = *__a;
-                            let __v = __c.b.red_call(#rt::heap::vec_pop_moved::<#sn>, "vec_pop", &[__a], &[#u32t, #pt]);
-                            __st.forget_fields();
-                            (__v[0], #rt::virtuals::VPtr::Real(__v[1]))
-                        }
+                        #rt::virtuals::VPList::Real(__a) => { #pop_real }
                     }),
                 )
             }
@@ -2585,7 +2647,9 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
     }
     let n = tys.len().max(1);
     let label = format!("new {s}");
+    let moves = if lists.is_empty() { vec_moves(s, types) } else { quote!() };
     quote! {
+        #moves
         #[allow(unused_unsafe, clippy::all)]
         extern "C" fn #alloc(__buf: *mut u64) -> u64 {
             #rt::residual::run_callback(|| {
@@ -2599,6 +2663,57 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
         static #desc: #rt::virtuals::VDesc = #rt::virtuals::VDesc {
             name: #label, fields: &[#(#tys),*], alloc: #alloc, offsets: &[#(#offsets),*], lists: &[#(#lists),*],
         };
+    }
+}
+
+/// For a struct whose fields are all scalars: `__vpush_S` (`[vec, fields..]
+/// -> []`) and `__vpop_S` (`[vec] -> [tag, fields..]`), which move an
+/// object into and out of a real `Vec<S>` by its field words, so that
+/// residual code keeps popped objects virtual and makes none in the arena.
+fn vec_moves(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
+    let rt = rt();
+    let d = &types.structs[s];
+    let (sn, push, pop) = (format_ident!("{}", s), format_ident!("__vpush_{}", s), format_ident!("__vpop_{}", s));
+    let mut inits = vec![];
+    let mut outs = vec![];
+    for (k, (name, t)) in d.fields.iter().enumerate() {
+        let Some(sc) = scalar(t) else { return quote!() };
+        let f = member(name);
+        let v = from_word(sc, quote!(__b[#k + 1]));
+        inits.push(quote!(#f: #v));
+        let w = to_word(sc, quote!(__x.#f));
+        outs.push(quote!(__b[#k + 1] = #w;));
+    }
+    let n = d.fields.len() + 1;
+    quote! {
+        #[allow(unused_unsafe, clippy::all)]
+        extern "C" fn #push(__buf: *mut u64) -> u64 {
+            #rt::residual::run_callback(|| {
+                // SAFETY: residual code passes the address of a live `Vec`
+                // of this type, then a word per field.
+                let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #n) };
+                let __v = unsafe { &mut *(__b[0] as usize as *mut ::std::vec::Vec<#sn>) };
+                __v.push(#sn { #(#inits),* });
+                Ok(())
+            })
+        }
+        #[allow(unused_unsafe, clippy::all)]
+        extern "C" fn #pop(__buf: *mut u64) -> u64 {
+            #rt::residual::run_callback(|| {
+                // SAFETY: as for the push; the buffer has a word per field
+                // after the tag.
+                let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #n) };
+                let __v = unsafe { &mut *(__b[0] as usize as *mut ::std::vec::Vec<#sn>) };
+                match __v.pop() {
+                    Some(__x) => {
+                        __b[0] = 1;
+                        #(#outs)*
+                    }
+                    None => __b.fill(0),
+                }
+                Ok(())
+            })
+        }
     }
 }
 

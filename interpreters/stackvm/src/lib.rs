@@ -139,7 +139,7 @@ pub mod vm {
             use Instruction::*;
             loop {
                 hint!(global_merge_point);
-                let instruction = match self.code.get(self.pc) {
+                let instruction = match self.code.get(hint!(self.pc, concrete)) {
                     Some(i) => i,
                     None => return Err(VmError::PcOutOfRange),
                 };

@@ -1,0 +1,646 @@
+//! The fields of `self` as the interpreter's state: a portal method's
+//! receiver split into its fields before the analysis.
+//!
+//! `impl Vm { fn run(&mut self, a: A) -> R }` over `struct Vm { code: Vec<I>,
+//! pc: usize, stack: Stack, frames: Vec<Frame> }` is lifted (see `methods`)
+//! to a portal that takes the fields one by one:
+//!
+//! ```text
+//! fn __Vm_run(__self_cells: &mut __Vm_run_cells, __self_code: &Vec<I>,
+//!             __self_stack: &mut Stack, __self_frames: &mut Vec<Frame>, a: A) -> R
+//! ```
+//!
+//! - A field no code of the method changes (a `Vec` only read: indexed,
+//!   `get`, `len`, ...) is passed by `&`: the program is then green data, as a
+//!   `&[T]` parameter is.
+//! - Structs (a wrapped operand stack) and maps are passed by `&mut`: the
+//!   portal entry loads a struct into registers as it does `#[virtualizable]`
+//!   frames, and writes it back when control leaves compiled code.
+//! - Scalar fields live in a generated `#[virtualizable]` struct of cells,
+//!   and the body reads each through a local (`__self_pc`), which starts
+//!   from a parameter (`__self_pc_at_entry`) and which every assignment
+//!   writes through into its cell: the local is what the merge point sees,
+//!   so `hint!(self.pc, concrete)` makes the counter green.
+//! - A changed `Vec` (an operand stack, the saved frames) is moved out of
+//!   `self` into a local of the portal (`__self_frames`), virtual in
+//!   compiled code as a local `Vec` is; every `return` and `?` of the body
+//!   first pops it onto the field (`__self_frames_home`), which the caller
+//!   then reverses: no index, so a virtual list moves at compile time.
+//! - Methods called on `self` are inlined where they are called (their
+//!   bodies use the same fields); those with `return` or `?` are not, and
+//!   then nothing is split.
+//!
+//! The method, `jit::plain::T::m` and `jit::specialize::T::m` borrow the
+//! fields of `self` side by side, copy the scalars into cells, call the
+//! portal, and copy the cells back. Anything this does not cover (`self`
+//! used whole, a field of another kind, `&mut self.pc`) leaves the method
+//! lifted whole, as `__T_m(self_: &mut T, ..)`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote, ToTokens};
+use syn::punctuated::Punctuated;
+use syn::visit_mut::VisitMut;
+use syn::{Expr, Token};
+
+/// How the portal takes one field of `self`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum FieldKind {
+    /// A scalar: a cell of the generated struct, read through a local.
+    Cell,
+    /// Only read: by `&`.
+    Frozen,
+    /// Changed: by `&mut`.
+    Mutated,
+    /// A changed `Vec` (the operand stack, the saved frames): moved into a
+    /// local of the portal, whose every exit moves it back to the field.
+    Owned,
+}
+
+/// A portal method's receiver split into its fields.
+pub struct Split {
+    /// The cells struct, if `self` has scalar fields.
+    pub cells: Option<syn::Item>,
+    /// The portal's parameters standing for `self`, in order.
+    pub params: Vec<TokenStream>,
+    /// The methods inlined into the body (dead code to rustc otherwise).
+    pub inlined: BTreeSet<String>,
+    /// The arguments moved into the portal (changed `Vec`s), which
+    /// `jit::specialize` passes by `&mut`.
+    pub owned: Vec<Ident>,
+    /// Binds the portal's first arguments from `self_: &mut T`.
+    pub prelude: TokenStream,
+    /// Copies the cells back into `self_`.
+    pub epilogue: TokenStream,
+    /// The portal's arguments standing for `self` (names bound by the prelude).
+    pub args: Vec<Ident>,
+    /// The body with `self` replaced by the fields.
+    pub body: syn::Block,
+}
+
+const SCALARS: &[&str] = &[
+    "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "bool", "char", "f32",
+    "f64",
+];
+
+/// Methods of a `Vec` or slice that only read it.
+const READS: &[&str] = &[
+    "get",
+    "len",
+    "is_empty",
+    "first",
+    "last",
+    "iter",
+    "contains",
+    "starts_with",
+    "ends_with",
+    "to_vec",
+    "as_slice",
+    "binary_search",
+    "windows",
+    "chunks",
+];
+
+/// The last segment's name of a plain path type (`Vec<T>` gives `Vec`).
+fn type_head(t: &syn::Type) -> Option<String> {
+    match t {
+        syn::Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
+}
+
+/// What the module declares that decides how fields are passed.
+pub struct ModuleShapes {
+    /// `type A = B;`
+    aliases: BTreeMap<String, syn::Type>,
+    /// Structs without lifetimes or generics.
+    structs: BTreeSet<String>,
+}
+
+impl ModuleShapes {
+    pub fn read(items: &[syn::Item]) -> Self {
+        let mut aliases = BTreeMap::new();
+        let mut structs = BTreeSet::new();
+        for it in items {
+            match it {
+                syn::Item::Type(t) if t.generics.params.is_empty() => {
+                    aliases.insert(t.ident.to_string(), (*t.ty).clone());
+                }
+                syn::Item::Struct(s) if s.generics.params.is_empty() => {
+                    structs.insert(s.ident.to_string());
+                }
+                _ => {}
+            }
+        }
+        ModuleShapes { aliases, structs }
+    }
+
+    /// `t` with module aliases resolved (a few levels).
+    fn resolve(&self, t: &syn::Type) -> syn::Type {
+        let mut t = t.clone();
+        for _ in 0..8 {
+            match type_head(&t).and_then(|h| self.aliases.get(&h)) {
+                Some(u) if matches!(&t, syn::Type::Path(p) if p.path.segments.len() == 1) => t = u.clone(),
+                _ => break,
+            }
+        }
+        t
+    }
+
+    /// `Some(true)` for a scalar, `Some(false)` for a `Vec`, `HashMap` or
+    /// struct of the module, `None` for what is not split.
+    fn field_shape(&self, t: &syn::Type) -> Option<bool> {
+        let t = self.resolve(t);
+        let h = type_head(&t)?;
+        if SCALARS.contains(&h.as_str()) {
+            return Some(true);
+        }
+        (h == "Vec" || h == "HashMap" || self.structs.contains(&h)).then_some(false)
+    }
+
+    fn is_vec(&self, t: &syn::Type) -> bool {
+        type_head(&self.resolve(t)).as_deref() == Some("Vec")
+    }
+}
+
+/// `self.f` (through parentheses): `f`.
+fn self_field(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Paren(p) => self_field(&p.expr),
+        Expr::Field(f) => match (&*f.base, &f.member) {
+            (Expr::Path(p), syn::Member::Named(n)) if p.path.is_ident("self") => Some(n.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The field of `self` a place expression lies in (`self.f.0[i]` gives `f`).
+fn root_field(e: &Expr) -> Option<String> {
+    if let Some(f) = self_field(e) {
+        return Some(f);
+    }
+    match e {
+        Expr::Paren(p) => root_field(&p.expr),
+        Expr::Field(f) => root_field(&f.base),
+        Expr::Index(i) => root_field(&i.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => root_field(&u.expr),
+        _ => None,
+    }
+}
+
+fn is_self(e: &Expr) -> bool {
+    matches!(e, Expr::Path(p) if p.path.is_ident("self"))
+}
+
+fn is_compound(op: &syn::BinOp) -> bool {
+    use syn::BinOp as B;
+    matches!(
+        op,
+        B::AddAssign(_)
+            | B::SubAssign(_)
+            | B::MulAssign(_)
+            | B::DivAssign(_)
+            | B::RemAssign(_)
+            | B::BitXorAssign(_)
+            | B::BitAndAssign(_)
+            | B::BitOrAssign(_)
+            | B::ShlAssign(_)
+            | B::ShrAssign(_)
+    )
+}
+
+/// Macros whose arguments are expressions separated by commas.
+const EXPR_MACROS: &[&str] =
+    &["print", "println", "eprint", "eprintln", "assert", "assert_eq", "assert_ne", "panic", "hint", "vec"];
+
+/// Rewrites a body: `self.f` to the fields, methods on `self` inlined.
+struct Rewrite<'a> {
+    kinds: &'a BTreeMap<String, FieldKind>,
+    methods: &'a BTreeMap<String, syn::ImplItemFn>,
+    /// Methods being inlined, innermost last.
+    inlining: Vec<String>,
+    /// Fields that something changes.
+    mutated: BTreeSet<String>,
+    /// The methods inlined.
+    inlined: BTreeSet<String>,
+    /// Why the split is not possible, if it is not.
+    failed: Option<String>,
+    /// What every exit of the portal does first (moving owned fields
+    /// back), and the method's result kind (`Result` or `Option`, for `?`);
+    /// `None` while rewriting inlined methods and closures.
+    exits: Option<(TokenStream, Option<String>)>,
+}
+
+impl Rewrite<'_> {
+    fn fail(&mut self, why: &str) {
+        self.failed.get_or_insert_with(|| why.to_string());
+    }
+
+    fn cell(f: &str) -> Ident {
+        format_ident!("__self_{}", f)
+    }
+
+    /// The block a call `self.m(args)` becomes: `{ let (params) = (args); body }`.
+    fn inline(&mut self, mc: &mut syn::ExprMethodCall) -> Option<Expr> {
+        let name = mc.method.to_string();
+        let Some(m) = self.methods.get(&name).cloned() else {
+            self.fail(&format!("`self.{name}()` is not a method of the module"));
+            return None;
+        };
+        if self.inlining.contains(&name) || self.inlining.len() > 8 {
+            self.fail(&format!("`{name}` calls itself"));
+            return None;
+        }
+        if !matches!(m.sig.inputs.first(), Some(syn::FnArg::Receiver(r)) if matches!(r.kind, syn::ReceiverKind::Reference(..)))
+            || !m.sig.generics.params.is_empty()
+        {
+            self.fail(&format!("`{name}` does not take `&self` or `&mut self`"));
+            return None;
+        }
+        let mut exits = ExitFinder(false);
+        syn::visit::Visit::visit_block(&mut exits, &m.block);
+        if exits.0 {
+            self.fail(&format!("`{name}` has `return` or `?`"));
+            return None;
+        }
+        let mut pats = vec![];
+        let mut tys = vec![];
+        for a in m.sig.inputs.iter().skip(1) {
+            match a {
+                syn::FnArg::Typed(pt) => {
+                    pats.push((*pt.pat).clone());
+                    tys.push((*pt.ty).clone());
+                }
+                syn::FnArg::Receiver(_) => return None,
+            }
+        }
+        for a in mc.args.iter_mut() {
+            self.visit_expr_mut(a);
+        }
+        let args: Vec<&Expr> = mc.args.iter().collect();
+        let mut body = m.block.clone();
+        self.inlined.insert(name.clone());
+        self.inlining.push(name);
+        let exits = self.exits.take();
+        self.visit_block_mut(&mut body);
+        self.exits = exits;
+        self.inlining.pop();
+        let stmts = &body.stmts;
+        Some(match pats.len() {
+            0 => syn::parse_quote!({ #(#stmts)* }),
+            1 => {
+                let (p, t, a) = (&pats[0], &tys[0], args[0]);
+                syn::parse_quote!({ let #p: #t = #a; #(#stmts)* })
+            }
+            _ => syn::parse_quote!({ let (#(#pats),*): (#(#tys),*) = (#(#args),*); #(#stmts)* }),
+        })
+    }
+
+    /// Notes what a place rooted in a field of `self` does to it.
+    fn note_mutation(&mut self, place: &Expr) {
+        if let Some(f) = root_field(place) {
+            self.mutated.insert(f);
+        }
+    }
+}
+
+/// Whether a body has `return` or `?` outside closures.
+struct ExitFinder(bool);
+
+impl<'ast> syn::visit::Visit<'ast> for ExitFinder {
+    fn visit_expr_return(&mut self, _: &'ast syn::ExprReturn) {
+        self.0 = true;
+    }
+    fn visit_expr_try(&mut self, _: &'ast syn::ExprTry) {
+        self.0 = true;
+    }
+    fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+}
+
+impl VisitMut for Rewrite<'_> {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        if self.failed.is_some() {
+            return;
+        }
+        match e {
+            Expr::Assign(a) => {
+                if let Some(f) = self_field(&a.left).filter(|f| self.kinds.get(f) == Some(&FieldKind::Cell)) {
+                    self.visit_expr_mut(&mut a.right);
+                    let (c, r) = (Self::cell(&f), &a.right);
+                    let fi = format_ident!("{}", f);
+                    *e = syn::parse_quote!({ #c = #r; __self_cells.#fi = #c; });
+                    return;
+                }
+                self.note_mutation(&a.left);
+            }
+            Expr::Binary(b) if is_compound(&b.op) => {
+                if let Some(f) = self_field(&b.left).filter(|f| self.kinds.get(f) == Some(&FieldKind::Cell)) {
+                    self.visit_expr_mut(&mut b.right);
+                    let (c, op, r) = (Self::cell(&f), &b.op, &b.right);
+                    let fi = format_ident!("{}", f);
+                    *e = syn::parse_quote!({ #c #op #r; __self_cells.#fi = #c; });
+                    return;
+                }
+                self.note_mutation(&b.left);
+            }
+            Expr::Reference(r) if r.mutability.is_some() => {
+                if let Some(f) = root_field(&r.expr) {
+                    if self.kinds.get(&f) == Some(&FieldKind::Cell) {
+                        self.fail(&format!("`&mut self.{f}`"));
+                        return;
+                    }
+                    self.mutated.insert(f);
+                }
+            }
+            Expr::MethodCall(mc) if is_self(&mc.receiver) => {
+                if let Some(x) = self.inline(mc) {
+                    *e = x;
+                }
+                return;
+            }
+            Expr::MethodCall(mc) => {
+                if let Some(f) = root_field(&mc.receiver) {
+                    if !READS.contains(&mc.method.to_string().as_str()) {
+                        if self.kinds.get(&f) == Some(&FieldKind::Cell) {
+                            self.fail(&format!("`.{}()` on `self.{f}`", mc.method));
+                            return;
+                        }
+                        self.mutated.insert(f);
+                    }
+                }
+            }
+            Expr::Field(_) => {
+                if let Some(f) = self_field(e) {
+                    match self.kinds.get(&f) {
+                        Some(FieldKind::Cell) => {
+                            let c = Self::cell(&f);
+                            *e = syn::parse_quote!(#c);
+                        }
+                        Some(FieldKind::Owned) => {
+                            let c = Self::cell(&f);
+                            *e = syn::parse_quote!(#c);
+                        }
+                        Some(_) => {
+                            let c = Self::cell(&f);
+                            *e = syn::parse_quote!((*#c));
+                        }
+                        None => self.fail(&format!("`self.{f}`")),
+                    }
+                    return;
+                }
+            }
+            Expr::Path(p) if p.path.is_ident("self") => {
+                self.fail("`self` used whole");
+                return;
+            }
+            Expr::Macro(m) => {
+                self.visit_macro_mut(&mut m.mac);
+                return;
+            }
+            Expr::Closure(c) => {
+                let exits = self.exits.take();
+                self.visit_expr_mut(&mut c.body);
+                self.exits = exits;
+                return;
+            }
+            Expr::Return(r) if self.exits.is_some() => {
+                if let Some(x) = &mut r.expr {
+                    self.visit_expr_mut(x);
+                }
+                let (wb, _) = self.exits.clone().expect("checked");
+                let x = r.expr.as_ref().map_or(quote!(()), |x| quote!(#x));
+                *e = syn::parse_quote!(return { let __jit_r = #x; #wb __jit_r });
+                return;
+            }
+            Expr::Try(t) if self.exits.is_some() => {
+                self.visit_expr_mut(&mut t.expr);
+                let (wb, kind) = self.exits.clone().expect("checked");
+                let x = &t.expr;
+                *e = match kind.as_deref() {
+                    Some("Result") => syn::parse_quote!(match #x {
+                        ::core::result::Result::Ok(__jit_v) => __jit_v,
+                        ::core::result::Result::Err(__jit_e) => {
+                            #wb
+                            return ::core::result::Result::Err(__jit_e);
+                        }
+                    }),
+                    Some("Option") => syn::parse_quote!(match #x {
+                        ::core::option::Option::Some(__jit_v) => __jit_v,
+                        ::core::option::Option::None => {
+                            #wb
+                            return ::core::option::Option::None;
+                        }
+                    }),
+                    _ => {
+                        self.fail("`?` in a method returning neither `Result` nor `Option`");
+                        return;
+                    }
+                };
+                return;
+            }
+            _ => {}
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        if !m.tokens.clone().into_iter().any(|t| mentions_self(&t)) {
+            return;
+        }
+        let name = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        let parsed = syn::parse::Parser::parse2(Punctuated::<Expr, Token![,]>::parse_terminated, m.tokens.clone());
+        match parsed {
+            Ok(mut args) if EXPR_MACROS.contains(&name.as_str()) => {
+                for a in args.iter_mut() {
+                    self.visit_expr_mut(a);
+                }
+                m.tokens = args.to_token_stream();
+            }
+            _ => self.fail(&format!("`self` inside `{name}!`")),
+        }
+    }
+
+    fn visit_stmt_macro_mut(&mut self, s: &mut syn::StmtMacro) {
+        self.visit_macro_mut(&mut s.mac);
+    }
+}
+
+fn mentions_self(t: &proc_macro2::TokenTree) -> bool {
+    match t {
+        proc_macro2::TokenTree::Ident(i) => i == "self",
+        proc_macro2::TokenTree::Group(g) => g.stream().into_iter().any(|t| mentions_self(&t)),
+        _ => false,
+    }
+}
+
+/// Splits `self` of the method `m` of struct `s` (named fields), or says why not.
+pub fn split(
+    s: &syn::ItemStruct,
+    m: &syn::ImplItemFn,
+    methods: &BTreeMap<String, syn::ImplItemFn>,
+    shapes: &ModuleShapes,
+) -> Result<Split, String> {
+    let syn::Fields::Named(named) = &s.fields else { return Err("not a struct with named fields".into()) };
+    if !s.generics.params.is_empty() {
+        return Err("a generic struct".into());
+    }
+    let mut kinds = BTreeMap::new();
+    let mut tys = BTreeMap::new();
+    let mut order = vec![];
+    for f in &named.named {
+        let Some(id) = &f.ident else { return Err("an unnamed field".into()) };
+        let name = id.to_string();
+        let kind = match shapes.field_shape(&f.ty) {
+            Some(true) => FieldKind::Cell,
+            Some(false) if shapes.is_vec(&f.ty) => FieldKind::Owned,
+            Some(false) => FieldKind::Mutated,
+            None => return Err(format!("field `{name}`: not a scalar, `Vec`, `HashMap` or struct of the module")),
+        };
+        kinds.insert(name.clone(), kind);
+        tys.insert(name.clone(), f.ty.clone());
+        order.push(name);
+    }
+    // A first pass finds what is changed: an owned field only read is frozen.
+    let mut probe = Rewrite {
+        kinds: &kinds,
+        methods,
+        inlining: vec![],
+        mutated: BTreeSet::new(),
+        inlined: BTreeSet::new(),
+        failed: None,
+        exits: None,
+    };
+    probe.visit_block_mut(&mut m.block.clone());
+    if let Some(why) = probe.failed {
+        return Err(why);
+    }
+    let mutated = probe.mutated;
+    for (name, kind) in kinds.iter_mut() {
+        if matches!(*kind, FieldKind::Mutated | FieldKind::Owned)
+            && !mutated.contains(name)
+            && shapes.is_vec(&tys[name])
+        {
+            *kind = FieldKind::Frozen;
+        }
+    }
+    let owned: Vec<Ident> =
+        order.iter().filter(|f| kinds[*f] == FieldKind::Owned).map(|f| format_ident!("{}", f)).collect();
+    let write_backs: Vec<TokenStream> = owned
+        .iter()
+        .map(|f| {
+            let (c, home) = (format_ident!("__self_{}", f), format_ident!("__self_{}_home", f));
+            quote!(while let ::core::option::Option::Some(__jit_x) = #c.pop() { #home.push(__jit_x); })
+        })
+        .collect();
+    let wb = quote!(#(#write_backs)*);
+    let result_kind = match &m.sig.output {
+        syn::ReturnType::Type(_, t) => type_head(t),
+        syn::ReturnType::Default => None,
+    };
+    let exits = (!owned.is_empty()).then(|| (wb.clone(), result_kind));
+    let mut rw = Rewrite {
+        kinds: &kinds,
+        methods,
+        inlining: vec![],
+        mutated: BTreeSet::new(),
+        inlined: BTreeSet::new(),
+        failed: None,
+        exits,
+    };
+    let mut body = m.block.clone();
+    rw.visit_block_mut(&mut body);
+    if let Some(why) = rw.failed {
+        return Err(why);
+    }
+    if body.to_token_stream().into_iter().any(|t| mentions_self(&t)) {
+        return Err("`self` left in the body".into());
+    }
+    let sname = &s.ident;
+    let cells_ty = format_ident!("__{}_{}_cells", sname, m.sig.ident);
+    let cell_fields: Vec<&String> = order.iter().filter(|f| kinds[*f] == FieldKind::Cell).collect();
+    let mut params = vec![];
+    let mut args = vec![];
+    let mut lets = vec![];
+    let mut shadows = vec![];
+    let mut epilogue = vec![];
+    let mut owned_args = vec![];
+    let cells = if cell_fields.is_empty() {
+        None
+    } else {
+        let fs: Vec<Ident> = cell_fields.iter().map(|f| format_ident!("{}", f)).collect();
+        let ts: Vec<&syn::Type> = cell_fields.iter().map(|f| &tys[*f]).collect();
+        let doc =
+            format!("The scalar fields of `{sname}` while `{}` runs (see `jitgen`'s split of `self`).", m.sig.ident);
+        params.push(quote!(__self_cells: &mut #cells_ty));
+        args.push(format_ident!("__self_cells"));
+        lets.push(quote!(let mut __self_cells_value = #cells_ty { #(#fs: self_.#fs),* };));
+        lets.push(quote!(let __self_cells = &mut __self_cells_value;));
+        for (f, t) in fs.iter().zip(&ts) {
+            // The value at entry comes in by value, so that it can be green.
+            let (c, c0) = (format_ident!("__self_{}", f), format_ident!("__self_{}_at_entry", f));
+            params.push(quote!(#c0: #t));
+            args.push(c0.clone());
+            lets.push(quote!(let #c0 = self_.#f;));
+            shadows.push(quote!(#[allow(unused_mut, unused_variables)] let mut #c = #c0;));
+            epilogue.push(quote!(self_.#f = __self_cells_value.#f;));
+        }
+        Some(syn::parse_quote! {
+            #[doc = #doc]
+            #[doc(hidden)]
+            #[virtualizable]
+            #[allow(non_camel_case_types)]
+            pub struct #cells_ty { #(pub #fs: #ts),* }
+        })
+    };
+    for f in &order {
+        let (id, t, c) = (format_ident!("{}", f), &tys[f], format_ident!("__self_{}", f));
+        match kinds[f] {
+            FieldKind::Cell => {}
+            FieldKind::Frozen => {
+                params.push(quote!(#c: &#t));
+                lets.push(quote!(let #c = &self_.#id;));
+                args.push(c);
+            }
+            FieldKind::Mutated => {
+                params.push(quote!(#c: &mut #t));
+                lets.push(quote!(let #c = &mut self_.#id;));
+                args.push(c);
+            }
+            FieldKind::Owned => {
+                let home = format_ident!("__self_{}_home", f);
+                params.push(quote!(mut #c: #t));
+                params.push(quote!(#home: &mut #t));
+                lets.push(quote!(#[allow(unused_mut)] let mut #c = ::core::mem::take(&mut self_.#id);));
+                lets.push(quote!(let #home = &mut self_.#id;));
+                // The exits pushed it back last element first.
+                epilogue.push(quote!(self_.#id.reverse();));
+                owned_args.push(c.clone());
+                args.push(c);
+                args.push(home);
+            }
+        }
+    }
+    let stmts = &body.stmts;
+    let body: syn::Block = if owned.is_empty() {
+        syn::parse_quote!({ #(#shadows)* #(#stmts)* })
+    } else {
+        syn::parse_quote!({
+            #(#shadows)*
+            let __jit_r = { #(#stmts)* };
+            #wb
+            __jit_r
+        })
+    };
+    Ok(Split {
+        cells,
+        inlined: rw.inlined,
+        owned: owned_args,
+        params,
+        prelude: quote!(#(#lets)*),
+        epilogue: quote!(#(#epilogue)*),
+        args,
+        body,
+    })
+}
