@@ -378,11 +378,6 @@ fn split_self_fields_live_in_registers_in_compiled_loops() {
     let code = vec![Push(1000), Push(2), Drop, Dec, Dup, Jnz(1), Halt];
     observable_runs(&code, 1 << 20);
     let listings = observable::jit::portal_listings();
-    if std::env::var("DBG").is_ok() {
-        for l in &listings {
-            eprintln!("{l}\n-----");
-        }
-    }
     let loops: Vec<String> = listings.iter().flat_map(|l| common::cyclic_blocks(l)).collect();
     assert!(!loops.is_empty(), "no loop compiled: {listings:?}");
     for body in &loops {

@@ -886,7 +886,8 @@ pub fn expand(
                 e.bad = Some(
                     "nothing live at `hint!(global_merge_point)` is green, so compiled code could not know which \
                      instruction it starts at: make the program and its counter green \
-                     (`let op = hint!(code[pc], concrete);` with `code` and `pc` locals or parameters)"
+                     (`let op = hint!(code[pc], concrete);` with `code` and `pc` locals or parameters, \
+                     or `self.code.get(hint!(self.pc, concrete))` in a method)"
                         .to_string(),
                 );
             }

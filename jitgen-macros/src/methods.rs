@@ -9,6 +9,14 @@
 //! `jit` module names it again as `jit::plain::T::m` and
 //! `jit::specialize::T::m`. The method keeps its signature and meaning.
 //!
+//! A `&mut self` method of a struct usually has `self` split into its
+//! fields first (see `split`): the free function then takes the fields
+//! (`__T_m(__self_cells, __self_pc_at_entry, __self_code, ..)`), and the
+//! method's body, written after the analysis (`finish_wrappers`), borrows
+//! them from `self` side by side. `jit::plain::T::m(&mut t, ..)` calls it
+//! the same way, and `jit::specialize::T::m(&mut t, ..)` specializes it to
+//! the green fields and runs it.
+//!
 //! Lifted are methods whose receiver is `&self` or `&mut self` and whose
 //! other parameters are plain bindings (`x: T`, `mut x: T`); others keep
 //! their merge point, which `check::portals` then refuses at its span.

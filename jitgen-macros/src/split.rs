@@ -225,6 +225,8 @@ struct Rewrite<'a> {
     mutated: BTreeSet<String>,
     /// The methods inlined.
     inlined: BTreeSet<String>,
+    /// The fields the body uses.
+    mentioned: BTreeSet<String>,
     /// Why the split is not possible, if it is not.
     failed: Option<String>,
     /// What every exit of the portal does first (moving owned fields
@@ -327,6 +329,7 @@ impl VisitMut for Rewrite<'_> {
         match e {
             Expr::Assign(a) => {
                 if let Some(f) = self_field(&a.left).filter(|f| self.kinds.get(f) == Some(&FieldKind::Cell)) {
+                    self.mentioned.insert(f.clone());
                     self.visit_expr_mut(&mut a.right);
                     let (c, r) = (Self::cell(&f), &a.right);
                     let fi = format_ident!("{}", f);
@@ -337,6 +340,7 @@ impl VisitMut for Rewrite<'_> {
             }
             Expr::Binary(b) if is_compound(&b.op) => {
                 if let Some(f) = self_field(&b.left).filter(|f| self.kinds.get(f) == Some(&FieldKind::Cell)) {
+                    self.mentioned.insert(f.clone());
                     self.visit_expr_mut(&mut b.right);
                     let (c, op, r) = (Self::cell(&f), &b.op, &b.right);
                     let fi = format_ident!("{}", f);
@@ -373,6 +377,7 @@ impl VisitMut for Rewrite<'_> {
             }
             Expr::Field(_) => {
                 if let Some(f) = self_field(e) {
+                    self.mentioned.insert(f.clone());
                     match self.kinds.get(&f) {
                         Some(FieldKind::Cell) => {
                             let c = Self::cell(&f);
@@ -488,15 +493,23 @@ pub fn split(
     }
     let mut kinds = BTreeMap::new();
     let mut tys = BTreeMap::new();
+    let mut unsupported = vec![];
     let mut order = vec![];
     for f in &named.named {
         let Some(id) = &f.ident else { return Err("an unnamed field".into()) };
         let name = id.to_string();
+        if name.starts_with("r#") {
+            return Err(format!("the raw field name `{name}`"));
+        }
         let kind = match shapes.field_shape(&f.ty) {
             Some(true) => FieldKind::Cell,
             Some(false) if shapes.is_vec(&f.ty) => FieldKind::Owned,
             Some(false) => FieldKind::Mutated,
-            None => return Err(format!("field `{name}`: not a scalar, `Vec`, `HashMap` or struct of the module")),
+            // Fine while the method does not use it (it stays in `self`).
+            None => {
+                unsupported.push(name.clone());
+                FieldKind::Mutated
+            }
         };
         kinds.insert(name.clone(), kind);
         tys.insert(name.clone(), f.ty.clone());
@@ -509,6 +522,7 @@ pub fn split(
         inlining: vec![],
         mutated: BTreeSet::new(),
         inlined: BTreeSet::new(),
+        mentioned: BTreeSet::new(),
         failed: None,
         exits: None,
     };
@@ -516,6 +530,11 @@ pub fn split(
     if let Some(why) = probe.failed {
         return Err(why);
     }
+    if let Some(f) = unsupported.iter().find(|f| probe.mentioned.contains(*f)) {
+        return Err(format!("field `{f}`: not a scalar, `Vec`, `HashMap` or struct of the module"));
+    }
+    // Fields the method never uses stay in `self`, untouched.
+    order.retain(|f| probe.mentioned.contains(f));
     let mutated = probe.mutated;
     for (name, kind) in kinds.iter_mut() {
         if matches!(*kind, FieldKind::Mutated | FieldKind::Owned)
@@ -546,6 +565,7 @@ pub fn split(
         inlining: vec![],
         mutated: BTreeSet::new(),
         inlined: BTreeSet::new(),
+        mentioned: BTreeSet::new(),
         failed: None,
         exits,
     };

@@ -120,3 +120,63 @@ fn lifting_renames_the_receiver_not_the_module_path() {
     ]]
     .assert_eq(&renamed);
 }
+
+/// A module's items after its portal methods are lifted (and their bodies
+/// finished), printed.
+fn lifted(module: &str) -> String {
+    let mut m: syn::ItemMod = syn::parse_str(module).expect("a module");
+    let lifted = crate::methods::lift_portal_methods(&mut m);
+    crate::methods::finish_wrappers(&mut m, &lifted);
+    let file: syn::File = syn::parse2(m.content.map(|(_, items)| quote::quote!(#(#items)*)).unwrap_or_default())
+        .expect("items");
+    prettyplease::unparse(&file)
+}
+
+/// `self` split into its fields: the scalar `pc` in a cell read through a
+/// local, the program by `&`, the operand stack moved in and back at each
+/// exit (`return`, `?`), `top` inlined, `name` (unused) left in `self`.
+#[test]
+fn a_portal_methods_self_is_split_into_its_fields() {
+    let out = lifted(
+        "mod m {
+            pub struct Vm { code: Vec<u8>, pc: usize, stack: Vec<i64>, name: String }
+            impl Vm {
+                fn top(&self) -> Option<i64> { self.stack.last().copied() }
+                pub fn run(&mut self) -> Result<i64, u8> {
+                    loop {
+                        hint!(global_merge_point);
+                        let op = hint!(self.code[self.pc], concrete);
+                        self.pc += 1;
+                        if op == 0 { return self.top().ok_or(1); }
+                        let x = self.stack.pop().ok_or(2)?;
+                        self.stack.push(x + 1);
+                    }
+                }
+            }
+        }",
+    );
+    expect_test::expect_file!["../tests/expand/split_self.rs"].assert_eq(&out);
+}
+
+/// A method on `self` with `?` cannot be inlined: the method is lifted
+/// whole, `self` passed as it is.
+#[test]
+fn a_method_with_an_early_exit_keeps_self_whole() {
+    let out = lifted(
+        "mod m {
+            pub struct Vm { pc: usize, stack: Vec<i64> }
+            impl Vm {
+                fn pop(&mut self) -> Result<i64, u8> { let x = self.stack.pop().ok_or(1)?; Ok(x) }
+                pub fn run(&mut self) -> Result<i64, u8> {
+                    loop {
+                        hint!(global_merge_point);
+                        self.pc += 1;
+                        if self.pop()? == 0 { return Ok(0); }
+                    }
+                }
+            }
+        }",
+    );
+    assert!(out.contains("pub fn __Vm_run(self_: &mut Vm) -> Result<i64, u8>"), "{out}");
+    assert!(out.contains("__Vm_run(self)"), "{out}");
+}
