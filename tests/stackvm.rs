@@ -248,6 +248,10 @@ mod observable {
             self.stack.pop().ok_or(Error::Underflow)
         }
 
+        fn jump(&mut self, target: usize) {
+            self.pc = target;
+        }
+
         fn below_top(&self, n: usize) -> Option<i64> {
             let len = self.stack.len();
             if n < len {
@@ -289,7 +293,7 @@ mod observable {
                     }
                     Op::Jnz(t) => {
                         if self.pop()? != 0 {
-                            self.pc = t;
+                            self.jump(t);
                         }
                     }
                     Op::Call(t) => {

@@ -127,8 +127,8 @@ fn lifted(module: &str) -> String {
     let mut m: syn::ItemMod = syn::parse_str(module).expect("a module");
     let lifted = crate::methods::lift_portal_methods(&mut m);
     crate::methods::finish_wrappers(&mut m, &lifted);
-    let file: syn::File = syn::parse2(m.content.map(|(_, items)| quote::quote!(#(#items)*)).unwrap_or_default())
-        .expect("items");
+    let file: syn::File =
+        syn::parse2(m.content.map(|(_, items)| quote::quote!(#(#items)*)).unwrap_or_default()).expect("items");
     prettyplease::unparse(&file)
 }
 
