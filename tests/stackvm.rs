@@ -252,6 +252,24 @@ mod observable {
             self.pc = target;
         }
 
+        /// With `?` and an early `return`, as a tutorial's step methods have.
+        fn add(&mut self) -> Result<(), Error> {
+            let b = self.pop()?;
+            let a = self.pop()?;
+            if b == 0 {
+                self.stack.push(a);
+                return Ok(());
+            }
+            self.stack.push(a.wrapping_add(b));
+            Ok(())
+        }
+
+        fn ret(&mut self) -> Result<(), Error> {
+            let f = self.frames.pop().ok_or(Error::NoFrame)?;
+            self.pc = hint!(f.ret, promote);
+            Ok(())
+        }
+
         fn below_top(&self, n: usize) -> Option<i64> {
             let len = self.stack.len();
             if n < len {
@@ -275,11 +293,7 @@ mod observable {
                 self.pc += 1;
                 match op {
                     Op::Push(v) => self.stack.push(v),
-                    Op::Add => {
-                        let b = self.pop()?;
-                        let a = self.pop()?;
-                        self.stack.push(a.wrapping_add(b));
-                    }
+                    Op::Add => self.add()?,
                     Op::Dec => {
                         let a = self.pop()?;
                         self.stack.push(a.wrapping_sub(1));
@@ -300,10 +314,7 @@ mod observable {
                         self.frames.push(Frame { ret: self.pc, depth: self.stack.len() });
                         self.pc = t;
                     }
-                    Op::Ret => {
-                        let f = self.frames.pop().ok_or(Error::NoFrame)?;
-                        self.pc = hint!(f.ret, promote);
-                    }
+                    Op::Ret => self.ret()?,
                     Op::Halt => return self.pop(),
                 }
             }
@@ -374,12 +385,14 @@ fn split_self_leaves_the_machine_as_plain_does() {
 }
 
 /// The fields of `self` live in registers in a compiled loop: the counted
-/// loop makes no calls and touches no memory.
+/// loop makes no calls and touches no memory, through inlined methods with
+/// `?` and `return` as well.
 #[test]
 fn split_self_fields_live_in_registers_in_compiled_loops() {
     use observable::Op::*;
     observable::jit::config().set_threshold(0);
-    let code = vec![Push(1000), Push(2), Drop, Dec, Dup, Jnz(1), Halt];
+    // `Add` goes through `self.add()?`, with its early `return`.
+    let code = vec![Push(1000), Push(2), Drop, Push(0), Add, Push(2), Add, Dec, Dec, Dec, Dup, Jnz(1), Halt];
     observable_runs(&code, 1 << 20);
     let listings = observable::jit::portal_listings();
     let loops: Vec<String> = listings.iter().flat_map(|l| common::cyclic_blocks(l)).collect();

@@ -27,8 +27,8 @@
 //!   first pops it onto the field (`__self_frames_home`), which the caller
 //!   then reverses: no index, so a virtual list moves at compile time.
 //! - Methods called on `self` are inlined where they are called (their
-//!   bodies use the same fields); those with `return` or `?` are not, and
-//!   then nothing is split.
+//!   bodies use the same fields); their `return` and `?` break out of a
+//!   labeled `loop` around the body.
 //!
 //! The method, `jit::plain::T::m` and `jit::specialize::T::m` borrow the
 //! fields of `self` side by side, copy the scalars into cells, call the
@@ -232,7 +232,20 @@ struct Rewrite<'a> {
     /// What every exit of the portal does first (moving owned fields
     /// back), and the method's result kind (`Result` or `Option`, for `?`);
     /// `None` while rewriting inlined methods and closures.
-    exits: Option<(TokenStream, Option<String>)>,
+    exits: Option<Exits>,
+    /// Labels given to inlined methods with early exits so far.
+    labels: usize,
+}
+
+/// Where `return` and `?` go in the code being rewritten.
+#[derive(Clone)]
+struct Exits {
+    /// What leaving the portal does first (moving owned fields back).
+    write_back: TokenStream,
+    /// `Result` or `Option`: what `?` gives back.
+    kind: Option<String>,
+    /// In an inlined method, the label of the loop its exits break out of.
+    label: Option<syn::Lifetime>,
 }
 
 impl Rewrite<'_> {
@@ -261,12 +274,13 @@ impl Rewrite<'_> {
             self.fail(&format!("`{name}` does not take `&self` or `&mut self`"));
             return None;
         }
-        let mut exits = ExitFinder(false);
-        syn::visit::Visit::visit_block(&mut exits, &m.block);
-        if exits.0 {
-            self.fail(&format!("`{name}` has `return` or `?`"));
-            return None;
-        }
+        let mut finder = ExitFinder(false);
+        syn::visit::Visit::visit_block(&mut finder, &m.block);
+        // `return` and `?` of the method leave a labeled loop around its body.
+        let label = finder.0.then(|| {
+            self.labels += 1;
+            syn::Lifetime::new(&format!("'__jit_m{}", self.labels), proc_macro2::Span::call_site())
+        });
         let mut pats = vec![];
         let mut tys = vec![];
         for a in m.sig.inputs.iter().skip(1) {
@@ -285,18 +299,33 @@ impl Rewrite<'_> {
         let mut body = m.block.clone();
         self.inlined.insert(name.clone());
         self.inlining.push(name);
-        let exits = self.exits.take();
+        let kind = match &m.sig.output {
+            syn::ReturnType::Type(_, t) => type_head(t),
+            syn::ReturnType::Default => None,
+        };
+        let inner = label.clone().map(|label| Exits { write_back: quote!(), kind, label: Some(label) });
+        let exits = std::mem::replace(&mut self.exits, inner);
         self.visit_block_mut(&mut body);
         self.exits = exits;
         self.inlining.pop();
         let stmts = &body.stmts;
+        let body = match &label {
+            Some(l) => {
+                let ty = match &m.sig.output {
+                    syn::ReturnType::Type(_, t) => quote!(#t),
+                    syn::ReturnType::Default => quote!(()),
+                };
+                quote!(let __jit_m: #ty = #l: loop { break #l { #(#stmts)* }; }; __jit_m)
+            }
+            None => quote!(#(#stmts)*),
+        };
         Some(match pats.len() {
-            0 => syn::parse_quote!({ #(#stmts)* }),
+            0 => syn::parse_quote!({ #body }),
             1 => {
                 let (p, t, a) = (&pats[0], &tys[0], args[0]);
-                syn::parse_quote!({ let #p: #t = #a; #(#stmts)* })
+                syn::parse_quote!({ let #p: #t = #a; #body })
             }
-            _ => syn::parse_quote!({ let (#(#pats),*): (#(#tys),*) = (#(#args),*); #(#stmts)* }),
+            _ => syn::parse_quote!({ let (#(#pats),*): (#(#tys),*) = (#(#args),*); #body }),
         })
     }
 
@@ -414,29 +443,34 @@ impl VisitMut for Rewrite<'_> {
                 if let Some(x) = &mut r.expr {
                     self.visit_expr_mut(x);
                 }
-                let (wb, _) = self.exits.clone().expect("checked");
+                let ex = self.exits.clone().expect("checked");
                 let x = r.expr.as_ref().map_or(quote!(()), |x| quote!(#x));
-                *e = syn::parse_quote!(return { let __jit_r = #x; #wb __jit_r });
+                let wb = &ex.write_back;
+                *e = match &ex.label {
+                    Some(l) => syn::parse_quote!(break #l #x),
+                    None => syn::parse_quote!(return { let __jit_r = #x; #wb __jit_r }),
+                };
                 return;
             }
             Expr::Try(t) if self.exits.is_some() => {
                 self.visit_expr_mut(&mut t.expr);
-                let (wb, kind) = self.exits.clone().expect("checked");
+                let ex = self.exits.clone().expect("checked");
                 let x = &t.expr;
-                *e = match kind.as_deref() {
+                let wb = &ex.write_back;
+                let leave = |v: TokenStream| match &ex.label {
+                    Some(l) => quote!(break #l #v),
+                    None => quote!({ #wb return #v; }),
+                };
+                let (err, none) =
+                    (leave(quote!(::core::result::Result::Err(__jit_e))), leave(quote!(::core::option::Option::None)));
+                *e = match ex.kind.as_deref() {
                     Some("Result") => syn::parse_quote!(match #x {
                         ::core::result::Result::Ok(__jit_v) => __jit_v,
-                        ::core::result::Result::Err(__jit_e) => {
-                            #wb
-                            return ::core::result::Result::Err(__jit_e);
-                        }
+                        ::core::result::Result::Err(__jit_e) => #err,
                     }),
                     Some("Option") => syn::parse_quote!(match #x {
                         ::core::option::Option::Some(__jit_v) => __jit_v,
-                        ::core::option::Option::None => {
-                            #wb
-                            return ::core::option::Option::None;
-                        }
+                        ::core::option::Option::None => #none,
                     }),
                     _ => {
                         self.fail("`?` in a method returning neither `Result` nor `Option`");
@@ -525,6 +559,7 @@ pub fn split(
         mentioned: BTreeSet::new(),
         failed: None,
         exits: None,
+        labels: 0,
     };
     probe.visit_block_mut(&mut m.block.clone());
     if let Some(why) = probe.failed {
@@ -558,7 +593,7 @@ pub fn split(
         syn::ReturnType::Type(_, t) => type_head(t),
         syn::ReturnType::Default => None,
     };
-    let exits = (!owned.is_empty()).then(|| (wb.clone(), result_kind));
+    let exits = (!owned.is_empty()).then(|| Exits { write_back: wb.clone(), kind: result_kind, label: None });
     let mut rw = Rewrite {
         kinds: &kinds,
         methods,
@@ -568,6 +603,7 @@ pub fn split(
         mentioned: BTreeSet::new(),
         failed: None,
         exits,
+        labels: 0,
     };
     let mut body = m.block.clone();
     rw.visit_block_mut(&mut body);

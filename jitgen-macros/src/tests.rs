@@ -158,10 +158,10 @@ fn a_portal_methods_self_is_split_into_its_fields() {
     expect_test::expect_file!["../tests/expand/split_self.rs"].assert_eq(&out);
 }
 
-/// A method on `self` with `?` cannot be inlined: the method is lifted
-/// whole, `self` passed as it is.
+/// A method on `self` with `?` is inlined as a labeled `loop` its exits
+/// break out of; `self` used whole keeps the method lifted whole.
 #[test]
-fn a_method_with_an_early_exit_keeps_self_whole() {
+fn methods_with_early_exits_are_inlined_and_self_used_whole_is_kept() {
     let out = lifted(
         "mod m {
             pub struct Vm { pc: usize, stack: Vec<i64> }
@@ -177,6 +177,23 @@ fn a_method_with_an_early_exit_keeps_self_whole() {
             }
         }",
     );
-    assert!(out.contains("pub fn __Vm_run(self_: &mut Vm) -> Result<i64, u8>"), "{out}");
+    let inlined = out.split("fn __Vm_run").nth(1).unwrap_or_default();
+    assert!(inlined.contains("'__jit_m1: loop"), "{out}");
+    assert!(inlined.contains("break '__jit_m1 ::core::result::Result::Err(__jit_e)"), "{out}");
+    let out = lifted(
+        "mod m {
+            pub struct Vm { pc: usize }
+            fn helper(vm: &mut Vm) -> usize { vm.pc }
+            impl Vm {
+                pub fn run(&mut self) -> usize {
+                    loop {
+                        hint!(global_merge_point);
+                        if helper(self) > 3 { return self.pc; }
+                    }
+                }
+            }
+        }",
+    );
+    assert!(out.contains("pub fn __Vm_run(self_: &mut Vm) -> usize"), "{out}");
     assert!(out.contains("__Vm_run(self)"), "{out}");
 }
