@@ -401,3 +401,141 @@ fn split_self_fields_live_in_registers_in_compiled_loops() {
         assert!(!body.contains("call") && !body.contains("load") && !body.contains("store"), "{body}");
     }
 }
+
+/// A register machine as a new user writes one: the fetch and its hint in a
+/// `step` method with `?` and `return`, called from the portal method.
+#[jit_interpreter]
+pub mod regvm {
+    use jitgen::prelude::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Instr {
+        LoadImm { reg: usize, value: i64 },
+        Add { dst: usize, a: usize, b: usize },
+        SubImm { reg: usize, value: i64 },
+        JumpIfNonZero { reg: usize, target: usize },
+        Call { target: usize },
+        Return,
+        Halt,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum VmError {
+        BadRegister(usize),
+        CallStackEmpty,
+        PcOutOfBounds,
+    }
+
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Machine {
+        pub program: Vec<Instr>,
+        pub ip: usize,
+        pub registers: Vec<i64>,
+        pub call_stack: Vec<usize>,
+        pub steps: u64,
+    }
+
+    impl Machine {
+        pub fn new(program: Vec<Instr>) -> Machine {
+            Machine { program, ip: 0, registers: vec![0; 8], call_stack: Vec::new(), steps: 0 }
+        }
+
+        fn reg(&self, r: usize) -> Result<i64, VmError> {
+            self.registers.get(r).copied().ok_or(VmError::BadRegister(r))
+        }
+
+        fn set_reg(&mut self, r: usize, v: i64) -> Result<(), VmError> {
+            match self.registers.get_mut(r) {
+                Some(slot) => {
+                    *slot = v;
+                    Ok(())
+                }
+                None => Err(VmError::BadRegister(r)),
+            }
+        }
+
+        fn step(&mut self) -> Result<bool, VmError> {
+            let instr = *self.program.get(hint!(self.ip, concrete)).ok_or(VmError::PcOutOfBounds)?;
+            self.ip += 1;
+            self.steps += 1;
+            match instr {
+                Instr::LoadImm { reg, value } => self.set_reg(reg, value)?,
+                Instr::Add { dst, a, b } => {
+                    let v = self.reg(a)?.wrapping_add(self.reg(b)?);
+                    self.set_reg(dst, v)?;
+                }
+                Instr::SubImm { reg, value } => {
+                    let v = self.reg(reg)? - value;
+                    self.set_reg(reg, v)?;
+                }
+                Instr::JumpIfNonZero { reg, target } => {
+                    if self.reg(reg)? != 0 {
+                        self.ip = target;
+                    }
+                }
+                Instr::Call { target } => {
+                    self.call_stack.push(self.ip);
+                    self.ip = target;
+                }
+                Instr::Return => {
+                    let ret = self.call_stack.pop().ok_or(VmError::CallStackEmpty)?;
+                    self.ip = hint!(ret, promote);
+                }
+                Instr::Halt => return Ok(false),
+            }
+            Ok(true)
+        }
+
+        pub fn run(&mut self) -> Result<i64, VmError> {
+            loop {
+                hint!(global_merge_point);
+                if !self.step()? {
+                    break;
+                }
+            }
+            self.reg(0)
+        }
+    }
+}
+
+/// The register machine: results, errors and the machine left behind agree
+/// with plain; its counted loop (a call per turn) compiles to a loop
+/// without calls or memory.
+#[test]
+fn a_step_method_with_the_fetch_compiles() {
+    use regvm::{Instr::*, Machine};
+    regvm::jit::config().set_threshold(0);
+    let counted = |n: i64, bad: usize| {
+        vec![
+            LoadImm { reg: 0, value: 0 },
+            LoadImm { reg: 1, value: n },
+            Call { target: 6 },
+            SubImm { reg: 1, value: 1 },
+            JumpIfNonZero { reg: 1, target: 2 },
+            Halt,
+            Add { dst: 0, a: 0, b: bad },
+            Return,
+        ]
+    };
+    for (n, bad) in [(100, 1), (3, 9), (1, 1), (50, 7)] {
+        let code = counted(n, bad);
+        let mut want_m = Machine::new(code.clone());
+        let want = regvm::jit::plain::Machine::run(&mut want_m);
+        let mut m = Machine::new(code.clone());
+        assert_eq!((m.run(), &m), (want, &want_m), "{code:?}");
+        let mut m = Machine::new(code.clone());
+        assert_eq!((regvm::jit::specialize::Machine::run(&mut m), &m), (want, &want_m), "{code:?}");
+    }
+    for code in [vec![Return], vec![LoadImm { reg: 8, value: 1 }], vec![Call { target: 5 }]] {
+        let mut want_m = Machine::new(code.clone());
+        let want = regvm::jit::plain::Machine::run(&mut want_m);
+        let mut m = Machine::new(code.clone());
+        assert_eq!((m.run(), &m), (want, &want_m), "{code:?}");
+    }
+    let listings = regvm::jit::portal_listings();
+    let loops: Vec<String> = listings.iter().flat_map(|l| common::cyclic_blocks(l)).collect();
+    assert!(!loops.is_empty(), "no loop compiled: {listings:?}");
+    for body in &loops {
+        assert!(!body.contains("call") && !body.contains("load") && !body.contains("store"), "{body}");
+    }
+}

@@ -883,13 +883,15 @@ pub fn expand(
             if e.key.is_empty() && e.bad.is_none() {
                 // Code compiled here would not know where in the program it
                 // starts: it would be the interpreter itself, run slower.
-                e.bad = Some(
-                    "nothing live at `hint!(global_merge_point)` is green, so compiled code could not know which \
-                     instruction it starts at: make the program and its counter green \
+                let mut why = "nothing live at `hint!(global_merge_point)` is green, so compiled code could not know \
+                     which instruction it starts at: make the program and its counter green \
                      (`let op = hint!(code[pc], concrete);` with `code` and `pc` locals or parameters, \
                      or `self.code.get(hint!(self.pc, concrete))` in a method)"
-                        .to_string(),
-                );
+                    .to_string();
+                if let Some(w) = lifted.iter().find(|l| l.free == name).and_then(|l| l.whole_because.as_ref()) {
+                    why.push_str(&format!("; the fields of `self` could not be the portal's state: {w}"));
+                }
+                e.bad = Some(why);
             }
             let plan = park_plan(&gen, fi, &gen.points[point].live.clone(), &mutable);
             if plan.is_some() {

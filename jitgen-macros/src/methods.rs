@@ -38,6 +38,13 @@ pub struct LiftedMethod {
     /// When `self` was split into its fields (see `split`): how the method
     /// calls the free function.
     pub split: Option<SplitCall>,
+    /// Why `self` was kept whole, when it was.
+    pub whole_because: Option<String>,
+    /// Methods of `ty` inlined into the portal that nothing else calls,
+    /// with their bodies: the analysis sees a stub instead (analyzed
+    /// alone, a method's `hint!(self.pc, concrete)` is a red read), and
+    /// `finish_wrappers` puts the bodies back.
+    pub stubbed: Vec<(Ident, syn::Block)>,
 }
 
 /// How a method whose `self` was split calls its portal.
@@ -162,9 +169,14 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
                 (Some(_), Some(s), true) => {
                     let mut others = methods_of.get(&ty.to_string()).cloned().unwrap_or_default();
                     others.remove(&m.sig.ident.to_string());
-                    crate::split::split(s, m, &others, &shapes).ok()
+                    crate::split::split(s, m, &others, &shapes)
                 }
-                _ => None,
+                (None, _, _) => Err("the method takes `&self`".to_string()),
+                _ => Err(format!("`{ty}` is not a struct of the module without generic parameters")),
+            };
+            let (split, whole_because) = match split {
+                Ok(sp) => (Some(sp), None),
+                Err(why) => (None, Some(why)),
             };
             let (params, body, split_call) = match split {
                 Some(sp) => {
@@ -221,18 +233,71 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
             } else {
                 syn::parse_quote!({ #free(#(#args),*) })
             };
-            lifted.push(LiftedMethod { ty: ty.clone(), method: m.sig.ident.clone(), free, split: split_call });
+            lifted.push(LiftedMethod {
+                ty: ty.clone(),
+                method: m.sig.ident.clone(),
+                free,
+                split: split_call,
+                whole_because,
+                stubbed: vec![],
+            });
         }
     }
-    // Methods inlined into a split portal may have no other caller.
+    // Names that functions other than the inlined methods and the split
+    // portals mention: an inlined method named there may be called there.
+    let split_methods: BTreeSet<(String, String)> =
+        lifted.iter().filter(|l| l.split.is_some()).map(|l| (l.ty.to_string(), l.method.to_string())).collect();
+    let mut mentioned: BTreeSet<String> = BTreeSet::new();
+    let mut note = |ts: TokenStream| {
+        fn idents(ts: TokenStream, out: &mut BTreeSet<String>) {
+            for t in ts {
+                match t {
+                    TokenTree::Ident(i) => {
+                        out.insert(i.to_string());
+                    }
+                    TokenTree::Group(g) => idents(g.stream(), out),
+                    _ => {}
+                }
+            }
+        }
+        idents(ts, &mut mentioned);
+    };
+    for item in items.iter() {
+        match item {
+            syn::Item::Fn(f) => note(f.block.to_token_stream()),
+            syn::Item::Impl(imp) => {
+                let ty = match &*imp.self_ty {
+                    syn::Type::Path(tp) => tp.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+                    _ => String::new(),
+                };
+                for ii in &imp.items {
+                    if let syn::ImplItem::Fn(f) = ii {
+                        let key = (ty.clone(), f.sig.ident.to_string());
+                        if !inlined.contains(&key) && !split_methods.contains(&key) {
+                            note(f.block.to_token_stream());
+                        }
+                    }
+                }
+            }
+            other => note(other.to_token_stream()),
+        }
+    }
+    // Methods inlined into a split portal may have no other caller; those
+    // no other function names are stubbed for the analysis.
     for item in items.iter_mut() {
         let syn::Item::Impl(imp) = item else { continue };
         let syn::Type::Path(tp) = &*imp.self_ty else { continue };
-        let Some(ty) = tp.path.segments.last().map(|s| s.ident.to_string()) else { continue };
+        let Some(ty) = tp.path.segments.last().map(|s| s.ident.clone()) else { continue };
         for ii in imp.items.iter_mut() {
             if let syn::ImplItem::Fn(f) = ii {
-                if inlined.contains(&(ty.clone(), f.sig.ident.to_string())) {
+                if inlined.contains(&(ty.to_string(), f.sig.ident.to_string())) {
                     f.attrs.push(syn::parse_quote!(#[allow(dead_code)]));
+                    if !mentioned.contains(&f.sig.ident.to_string()) {
+                        if let Some(l) = lifted.iter_mut().find(|l| l.ty == ty && l.split.is_some()) {
+                            let stub: syn::Block = syn::parse_quote!({ panic!("jitgen: inlined into a portal") });
+                            l.stubbed.push((f.sig.ident.clone(), std::mem::replace(&mut f.block, stub)));
+                        }
+                    }
                 }
             }
         }
@@ -251,6 +316,12 @@ pub fn finish_wrappers(module: &mut syn::ItemMod, lifted: &[LiftedMethod]) {
         let Some(ty) = tp.path.segments.last().map(|s| s.ident.clone()) else { continue };
         for ii in imp.items.iter_mut() {
             let syn::ImplItem::Fn(m) = ii else { continue };
+            if let Some((_, body)) =
+                lifted.iter().filter(|l| l.ty == ty).flat_map(|l| &l.stubbed).find(|(n, _)| *n == m.sig.ident)
+            {
+                m.block = body.clone();
+                continue;
+            }
             let Some(l) = lifted.iter().find(|l| l.ty == ty && l.method == m.sig.ident) else { continue };
             let Some(sc) = &l.split else { continue };
             let (free, args) = (&l.free, &sc.args);

@@ -461,16 +461,15 @@ impl VisitMut for Rewrite<'_> {
                     Some(l) => quote!(break #l #v),
                     None => quote!({ #wb return #v; }),
                 };
-                let (err, none) =
-                    (leave(quote!(::core::result::Result::Err(__jit_e))), leave(quote!(::core::option::Option::None)));
+                let (err, none) = (leave(quote!(Err(__jit_e))), leave(quote!(None)));
                 *e = match ex.kind.as_deref() {
                     Some("Result") => syn::parse_quote!(match #x {
-                        ::core::result::Result::Ok(__jit_v) => __jit_v,
-                        ::core::result::Result::Err(__jit_e) => #err,
+                        Ok(__jit_v) => __jit_v,
+                        Err(__jit_e) => #err,
                     }),
                     Some("Option") => syn::parse_quote!(match #x {
-                        ::core::option::Option::Some(__jit_v) => __jit_v,
-                        ::core::option::Option::None => #none,
+                        Some(__jit_v) => __jit_v,
+                        None => #none,
                     }),
                     _ => {
                         self.fail("`?` in a method returning neither `Result` nor `Option`");
@@ -585,7 +584,7 @@ pub fn split(
         .iter()
         .map(|f| {
             let (c, home) = (format_ident!("__self_{}", f), format_ident!("__self_{}_home", f));
-            quote!(while let ::core::option::Option::Some(__jit_x) = #c.pop() { #home.push(__jit_x); })
+            quote!(while let Some(__jit_x) = #c.pop() { #home.push(__jit_x); })
         })
         .collect();
     let wb = quote!(#(#write_backs)*);

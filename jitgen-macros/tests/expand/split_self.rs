@@ -61,27 +61,25 @@ pub fn __Vm_run(
             if op == 0 {
                 return {
                     let __jit_r = { __self_stack.last().copied() }.ok_or(1);
-                    while let ::core::option::Option::Some(__jit_x) = __self_stack.pop()
-                    {
+                    while let Some(__jit_x) = __self_stack.pop() {
                         __self_stack_home.push(__jit_x);
                     }
                     __jit_r
                 };
             }
             let x = match __self_stack.pop().ok_or(2) {
-                ::core::result::Result::Ok(__jit_v) => __jit_v,
-                ::core::result::Result::Err(__jit_e) => {
-                    while let ::core::option::Option::Some(__jit_x) = __self_stack.pop()
-                    {
+                Ok(__jit_v) => __jit_v,
+                Err(__jit_e) => {
+                    while let Some(__jit_x) = __self_stack.pop() {
                         __self_stack_home.push(__jit_x);
                     }
-                    return ::core::result::Result::Err(__jit_e);
+                    return Err(__jit_e);
                 }
             };
             __self_stack.push(x + 1);
         }
     };
-    while let ::core::option::Option::Some(__jit_x) = __self_stack.pop() {
+    while let Some(__jit_x) = __self_stack.pop() {
         __self_stack_home.push(__jit_x);
     }
     __jit_r
