@@ -539,3 +539,165 @@ fn a_step_method_with_the_fetch_compiles() {
         assert!(!body.contains("call") && !body.contains("load") && !body.contains("store"), "{body}");
     }
 }
+
+/// A dynamically typed machine as a new user writes one: `Vec<Value>` fields
+/// of an enum with payloads, a `while` loop over the program, `match &ops[ip]`.
+#[jit_interpreter]
+pub mod dynvm {
+    use jitgen::prelude::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Value {
+        Int(i64),
+        Bool(bool),
+        Nil,
+    }
+
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Op {
+        Const(Value),
+        Add,
+        Lt,
+        Not,
+        Load(usize),
+        Store(usize),
+        JumpIfFalse(usize),
+        Jump(usize),
+        Halt,
+    }
+
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Error {
+        TypeError,
+        Underflow,
+        BadLocal(usize),
+    }
+
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Interp {
+        pub ops: Vec<Op>,
+        pub ip: usize,
+        pub stack: Vec<Value>,
+        pub locals: Vec<Value>,
+    }
+
+    impl Interp {
+        pub fn new(ops: Vec<Op>) -> Self {
+            Interp { ops, ip: 0, stack: Vec::with_capacity(16), locals: vec![Value::Nil; 4] }
+        }
+
+        fn pop(&mut self) -> Result<Value, Error> {
+            self.stack.pop().ok_or(Error::Underflow)
+        }
+
+        fn pop_int(&mut self) -> Result<i64, Error> {
+            match self.pop()? {
+                Value::Int(i) => Ok(i),
+                _ => Err(Error::TypeError),
+            }
+        }
+
+        pub fn run(&mut self) -> Result<Value, Error> {
+            while self.ip < self.ops.len() {
+                hint!(global_merge_point);
+                let ip = hint!(self.ip, concrete);
+                self.ip += 1;
+                match &self.ops[ip] {
+                    Op::Const(v) => self.stack.push(*v),
+                    Op::Add => {
+                        let b = self.pop_int()?;
+                        let a = self.pop_int()?;
+                        self.stack.push(Value::Int(a + b));
+                    }
+                    Op::Lt => {
+                        let b = self.pop_int()?;
+                        let a = self.pop_int()?;
+                        self.stack.push(Value::Bool(a < b));
+                    }
+                    Op::Not => match self.pop()? {
+                        Value::Bool(b) => self.stack.push(Value::Bool(!b)),
+                        _ => return Err(Error::TypeError),
+                    },
+                    Op::Load(i) => {
+                        let v = *self.locals.get(*i).ok_or(Error::BadLocal(*i))?;
+                        self.stack.push(v);
+                    }
+                    Op::Store(i) => {
+                        let v = self.pop()?;
+                        match self.locals.get_mut(*i) {
+                            Some(slot) => *slot = v,
+                            None => return Err(Error::BadLocal(*i)),
+                        }
+                    }
+                    Op::JumpIfFalse(t) => {
+                        if let Value::Bool(false) = self.pop()? {
+                            self.ip = *t;
+                        }
+                    }
+                    Op::Jump(t) => self.ip = *t,
+                    Op::Halt => break,
+                }
+            }
+            self.pop()
+        }
+    }
+}
+
+/// The dynamically typed machine: results, type errors raised in the loop
+/// and the machine left behind (operand stack, locals) agree with plain; the
+/// counted loop compiles to a loop without calls or memory.
+#[test]
+fn a_machine_of_enum_values_in_vec_fields_compiles() {
+    use dynvm::{Interp, Op::*, Value::*};
+    dynvm::jit::config().set_threshold(0);
+    let counted = |n: i64, step: dynvm::Value| {
+        vec![
+            Const(Int(0)),
+            Store(0),
+            Const(Int(0)),
+            Store(1),
+            Load(0),
+            Const(Int(n)),
+            Lt,
+            JumpIfFalse(17),
+            Load(1),
+            Load(0),
+            Add,
+            Store(1),
+            Load(0),
+            Const(step),
+            Add,
+            Store(0),
+            Jump(4),
+            Load(1),
+            Halt,
+        ]
+    };
+    let mut programs = vec![];
+    for n in [0, 1, 7, 300] {
+        programs.push(counted(n, Int(1)));
+        programs.push(counted(n, Bool(true)));
+        programs.push(counted(n, Nil));
+    }
+    programs.push(vec![Const(Int(1)), Not]);
+    programs.push(vec![Const(Bool(false)), Not, Store(9)]);
+    programs.push(vec![Const(Int(4)), Const(Int(5)), Store(2), Jump(7)]);
+    for code in programs {
+        let mut want_m = Interp::new(code.clone());
+        let want = dynvm::jit::plain::Interp::run(&mut want_m);
+        let mut m = Interp::new(code.clone());
+        assert_eq!((m.run(), &m), (want.clone(), &want_m), "{code:?}");
+        let mut m = Interp::new(code.clone());
+        assert_eq!((dynvm::jit::specialize::Interp::run(&mut m), &m), (want, &want_m), "{code:?}");
+    }
+    // A program at the address of an earlier one replaces its code: look at
+    // the code of one program, run last.
+    let mut m = Interp::new(counted(300, Int(1)));
+    assert_eq!(m.run(), Ok(Int(44850)));
+    let listings = dynvm::jit::portal_listings();
+    let loops: Vec<String> = listings.iter().flat_map(|l| common::cyclic_blocks(l)).collect();
+    assert!(!loops.is_empty(), "no loop compiled: {listings:?}");
+    for body in &loops {
+        assert!(!body.contains("call") && !body.contains("load") && !body.contains("store"), "{body}");
+    }
+}

@@ -167,7 +167,10 @@ impl<'a> ModuleDef<'a> {
                             Ok(t) => {
                                 fields.insert(name, t);
                             }
-                            Err(e) => errors.push(e),
+                            Err(e) => {
+                                errors.push(e);
+                                fields.insert(name, Ty::Error);
+                            }
                         }
                     }
                     m.structs[&s.ident.to_string()].fields = fields;
@@ -187,7 +190,11 @@ impl<'a> ModuleDef<'a> {
                             let name = f.ident.as_ref().map_or(i.to_string(), |i| i.to_string());
                             match m.stored_ty(&f.ty) {
                                 Ok(t) => fields.push((name, t)),
-                                Err(e) => errors.push(e),
+                                // Kept, poisoned: uses of the variant add no errors.
+                                Err(e) => {
+                                    errors.push(e);
+                                    fields.push((name, Ty::Error));
+                                }
                             }
                         }
                         variants.push(VariantDef { name: v.ident.to_string(), fields, named });

@@ -172,14 +172,30 @@ impl<'g> Gen<'g> {
         let base = match op.kind {
             OpKind::NewVec | OpKind::NewVecRepeat => None,
             OpKind::Len | OpKind::GetItem | OpKind::SetItem | OpKind::Push | OpKind::Pop => match args.first() {
-                Some(Value::Var(v)) if matches!(self.repr(fi, *v), Repr::VEList(..)) => Some(*v),
+                Some(Value::Var(v)) if matches!(self.repr(fi, *v), Repr::VEList(..) | Repr::RPtr) => Some(*v),
                 _ => return None,
             },
             _ => return None,
         };
+        // A `&mut Vec<E>` (a red pointer) is worked on as the real list it points to.
+        let by_ref = base.is_some_and(|v| matches!(self.repr(fi, v), Repr::RPtr));
         let list_repr = match base {
+            Some(v) if by_ref => match self.value_ty(fi, &Value::Var(v)).autoderef() {
+                Ty::Vec(e) if is_enum(e) && plain(e, self.cg.types()) => {
+                    Repr::VEList((**e).clone(), slots(e, self.cg.types(), 0)?.len())
+                }
+                _ => return None,
+            },
             Some(v) => self.repr(fi, v),
             None => self.repr(fi, r),
+        };
+        let list_of = |v: Var| {
+            let id = v_ident(v);
+            if by_ref {
+                quote!((#rt::vlist::VList::Real(#id)))
+            } else {
+                quote!(#id)
+            }
         };
         let Repr::VEList(ety, n) = list_repr else { return None };
         let erepr = Repr::Enum(ety.clone(), n);
@@ -188,11 +204,11 @@ impl<'g> Gen<'g> {
         let m = flat_marker(&ety);
         let class = elem_class(&quote!(#m).to_string());
         let (_, _, tys) = enum_helpers(&ety);
-        let force = |l: &Ident| quote!(#l.force_flat(&mut __c.b, #n, #rt::heap::flat_vec_new::<#m>));
+        let force = |l: &TokenStream| quote!(#l.force_flat(&mut __c.b, #n, #rt::heap::flat_vec_new::<#m>));
         let et = rust_ty(&ety, None);
         Some(match (&op.kind, base) {
             (OpKind::Len, Some(l)) => {
-                let l = v_ident(l);
+                let l = list_of(l);
                 let addr = force(&l);
                 let ut = u64_valty();
                 self.bind(
@@ -205,7 +221,7 @@ impl<'g> Gen<'g> {
                 )
             }
             (OpKind::GetItem, Some(l)) => {
-                let l = v_ident(l);
+                let l = list_of(l);
                 let addr = force(&l);
                 let i = self.operand(fi, &args[1], &usize_r)?;
                 self.bind(
@@ -240,7 +256,7 @@ impl<'g> Gen<'g> {
                 )
             }
             (OpKind::SetItem, Some(l)) => {
-                let l = v_ident(l);
+                let l = list_of(l);
                 let addr = force(&l);
                 let i = self.operand(fi, &args[1], &usize_r)?;
                 let x = self.operand(fi, &args[2], &erepr)?;
@@ -269,7 +285,7 @@ impl<'g> Gen<'g> {
                 })
             }
             (OpKind::Push, Some(l)) => {
-                let l = v_ident(l);
+                let l = list_of(l);
                 let addr = force(&l);
                 let x = self.operand(fi, &args[1], &erepr)?;
                 quote!({
@@ -283,7 +299,7 @@ impl<'g> Gen<'g> {
                 })
             }
             (OpKind::Pop, Some(l)) => {
-                let l = v_ident(l);
+                let l = list_of(l);
                 let addr = force(&l);
                 let (_, _, otys) = enum_helpers(&Ty::Option(Box::new(ety.clone())));
                 let m1 = n + 1;
@@ -315,7 +331,7 @@ impl<'g> Gen<'g> {
                 for a in args {
                     xs.push(self.operand(fi, a, &erepr)?);
                 }
-                let addr = force(&format_ident!("__l"));
+                let addr = force(&quote!(__l));
                 self.bind(
                     fi,
                     r,
