@@ -1098,3 +1098,118 @@ fn a_wrapper_struct_local_lives_in_registers_in_compiled_loops() {
         assert!(!body.contains("call"), "{body}");
     }
 }
+
+/// A Brainfuck machine as a new user writes one: the program, its jump
+/// table and the tape are fields of `self`; the opcode has no hint (the
+/// program, only read, is green); the output is returned with `.clone()`.
+#[jit_interpreter]
+mod brainfuck {
+    use jitgen::prelude::*;
+
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Machine {
+        pub code: Vec<u8>,
+        pub jumps: Vec<usize>,
+        pub pc: usize,
+        pub tape: Vec<u8>,
+        pub ptr: usize,
+        pub output: Vec<u8>,
+        pub fuel: u64,
+    }
+
+    impl Machine {
+        pub fn run(&mut self) -> Vec<u8> {
+            while self.pc < self.code.len() {
+                hint!(global_merge_point);
+                if self.fuel == 0 {
+                    break;
+                }
+                self.fuel -= 1;
+                let pc = hint!(self.pc, concrete);
+                match self.code[pc] {
+                    b'+' => self.tape[self.ptr] = self.tape[self.ptr].wrapping_add(1),
+                    b'-' => self.tape[self.ptr] = self.tape[self.ptr].wrapping_sub(1),
+                    b'>' => self.ptr = (self.ptr + 1) % 16,
+                    b'<' => self.ptr = (self.ptr + 15) % 16,
+                    b'.' => self.output.push(self.tape[self.ptr]),
+                    b'[' => {
+                        if self.tape[self.ptr] == 0 {
+                            self.pc = self.jumps[pc];
+                        }
+                    }
+                    b']' => {
+                        if self.tape[self.ptr] != 0 {
+                            self.pc = self.jumps[pc];
+                        }
+                    }
+                    _ => {}
+                }
+                self.pc += 1;
+            }
+            self.output.clone()
+        }
+    }
+}
+
+fn brainfuck_machine(code: &[u8], fuel: u64) -> brainfuck::Machine {
+    let mut jumps = vec![0; code.len()];
+    let mut open = vec![];
+    for (i, c) in code.iter().enumerate() {
+        if *c == b'[' {
+            open.push(i);
+        } else if *c == b']' {
+            let o = open.pop().expect("balanced");
+            jumps[i] = o;
+            jumps[o] = i;
+        }
+    }
+    brainfuck::Machine { code: code.to_vec(), jumps, pc: 0, tape: vec![0; 16], ptr: 0, output: vec![], fuel }
+}
+
+fn random_brainfuck(rng: &mut common::Rng, depth: u32, out: &mut Vec<u8>) {
+    for _ in 0..1 + rng.below(6) {
+        match rng.below(if depth < 2 { 8 } else { 7 }) {
+            0 | 1 => out.extend(std::iter::repeat_n(b'+', 1 + rng.below(5) as usize)),
+            2 => out.push(b'-'),
+            3 => out.push(b'>'),
+            4 => out.push(b'<'),
+            5 => out.push(b'.'),
+            6 => out.extend_from_slice(b"[-]"),
+            _ => {
+                out.push(b'[');
+                random_brainfuck(rng, depth + 1, out);
+                out.push(b']');
+            }
+        }
+    }
+}
+
+/// Random Brainfuck programs (nested loops, fuel running out) leave the
+/// same machine behind and print the same under the JIT; a program's loops
+/// compile a few times, not once per instruction.
+#[test]
+fn brainfuck_programs_agree_with_plain() {
+    brainfuck::jit::config().set_threshold(0);
+    let mut rng = common::Rng(0xbf);
+    // Each compiles the whole program, its tape known at entry: slow in a
+    // debug build (JITGEN_RANDOM_PROGRAMS runs more).
+    for _ in 0..common::how_many(8) {
+        let mut code = vec![];
+        random_brainfuck(&mut rng, 0, &mut code);
+        for fuel in [5, 3000] {
+            let mut want_m = brainfuck_machine(&code, fuel);
+            let want = brainfuck::jit::plain::Machine::run(&mut want_m);
+            let mut m = brainfuck_machine(&code, fuel);
+            assert_eq!((m.run(), &m), (want.clone(), &want_m), "{}", String::from_utf8_lossy(&code));
+            let mut m = brainfuck_machine(&code, fuel);
+            let got = brainfuck::jit::specialize::Machine::run(&mut m);
+            assert_eq!((got, &m), (want, &want_m), "{}", String::from_utf8_lossy(&code));
+        }
+    }
+    let before = brainfuck::jit::stats().compilations;
+    let code = b"++++++++[>++++++++[>++++[-]<-]<-]>>+.";
+    let mut m = brainfuck_machine(code, u64::MAX);
+    assert_eq!(m.run(), vec![1]);
+    let st = brainfuck::jit::stats();
+    assert!(st.entries > 0 && st.compilations - before <= 8, "{st:?}");
+}

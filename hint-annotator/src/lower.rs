@@ -1998,6 +1998,21 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     if __jitgen_i < (#r).len() { Some((#r)[__jitgen_i]) } else { None }
                 }),
                 ("first", 0) if pure_place(r) => syn::parse_quote!(if (#r).is_empty() { None } else { Some((#r)[0]) }),
+                // A copy of a list of values, element by element.
+                ("clone" | "to_vec", 0)
+                    if pure_place(r)
+                        && matches!(recv_ty, Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) if self.u.shallow(t).is_value()) =>
+                {
+                    syn::parse_quote!({
+                        let mut __jitgen_t = Vec::new();
+                        let mut __jitgen_k: usize = 0;
+                        while __jitgen_k < (#r).len() {
+                            __jitgen_t.push((#r)[__jitgen_k]);
+                            __jitgen_k += 1;
+                        }
+                        __jitgen_t
+                    })
+                }
                 ("last", 0) if pure_place(r) => {
                     syn::parse_quote!(if (#r).is_empty() { None } else { Some((#r)[(#r).len() - 1]) })
                 }
@@ -2360,6 +2375,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
             // `map.get(&k).copied()`: values are scalars, `get` gives them already.
             (Ty::Option(_), "copied" | "cloned", 0) => return self.rvalue(recv, mc),
+            // A value (a scalar, an enum) is its own clone.
+            (t, "clone", 0) if t.is_value() => return self.rvalue(recv, mc),
             (Ty::Option(t), "ok_or", 1) if matches!(self.u.shallow(t), Ty::Struct(_)) => {
                 // `Result` of an object: a sum of the `Option`'s object and
                 // the error (the object is never one enum payload word).

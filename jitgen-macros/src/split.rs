@@ -11,8 +11,9 @@
 //! ```
 //!
 //! - A field no code of the method changes (a `Vec` only read: indexed,
-//!   `get`, `len`, ...) is passed by `&`: the program is then green data, as a
-//!   `&[T]` parameter is.
+//!   `get`, `len`, ...) is passed by `&` and made green, as
+//!   `hint!(code[pc], concrete)` makes a program: read-only data of the
+//!   machine is its program.
 //! - Structs (a wrapped operand stack) and maps are passed by `&mut`: the
 //!   portal entry loads a struct into registers as it does `#[virtualizable]`
 //!   frames, and writes it back when control leaves compiled code.
@@ -656,6 +657,8 @@ pub fn split(
             FieldKind::Frozen => {
                 params.push(quote!(#c: &#t));
                 lets.push(quote!(let #c = &self_.#id;));
+                // The program: green, as `hint!(code[pc], concrete)` makes it.
+                shadows.push(quote!(let #c = hint!(#c, concrete);));
                 args.push(c);
             }
             FieldKind::Mutated => {

@@ -50,6 +50,7 @@ pub fn __Vm_run(
 ) -> Result<i64, u8> {
     #[allow(unused_mut, unused_variables)]
     let mut __self_pc = __self_pc_at_entry;
+    let __self_code = hint!(__self_code, concrete);
     let __jit_r = {
         loop {
             hint!(global_merge_point);
