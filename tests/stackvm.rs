@@ -394,12 +394,7 @@ fn split_self_fields_live_in_registers_in_compiled_loops() {
     // `Add` goes through `self.add()?`, with its early `return`.
     let code = vec![Push(1000), Push(2), Drop, Push(0), Add, Push(2), Add, Dec, Dec, Dec, Dup, Jnz(1), Halt];
     observable_runs(&code, 1 << 20);
-    let listings = observable::jit::portal_listings();
-    let loops: Vec<String> = listings.iter().flat_map(|l| common::cyclic_blocks(l)).collect();
-    assert!(!loops.is_empty(), "no loop compiled: {listings:?}");
-    for body in &loops {
-        assert!(!body.contains("call") && !body.contains("load") && !body.contains("store"), "{body}");
-    }
+    common::assert_loops_in_registers(&observable::jit::portal_listings());
 }
 
 /// A register machine as a new user writes one: the fetch and its hint in a
@@ -532,12 +527,7 @@ fn a_step_method_with_the_fetch_compiles() {
         let mut m = Machine::new(code.clone());
         assert_eq!((m.run(), &m), (want, &want_m), "{code:?}");
     }
-    let listings = regvm::jit::portal_listings();
-    let loops: Vec<String> = listings.iter().flat_map(|l| common::cyclic_blocks(l)).collect();
-    assert!(!loops.is_empty(), "no loop compiled: {listings:?}");
-    for body in &loops {
-        assert!(!body.contains("call") && !body.contains("load") && !body.contains("store"), "{body}");
-    }
+    common::assert_loops_in_registers(&regvm::jit::portal_listings());
 }
 
 /// A dynamically typed machine as a new user writes one: `Vec<Value>` fields
@@ -694,10 +684,5 @@ fn a_machine_of_enum_values_in_vec_fields_compiles() {
     // the code of one program, run last.
     let mut m = Interp::new(counted(300, Int(1)));
     assert_eq!(m.run(), Ok(Int(44850)));
-    let listings = dynvm::jit::portal_listings();
-    let loops: Vec<String> = listings.iter().flat_map(|l| common::cyclic_blocks(l)).collect();
-    assert!(!loops.is_empty(), "no loop compiled: {listings:?}");
-    for body in &loops {
-        assert!(!body.contains("call") && !body.contains("load") && !body.contains("store"), "{body}");
-    }
+    common::assert_loops_in_registers(&dynvm::jit::portal_listings());
 }

@@ -249,7 +249,25 @@ struct Exits {
     label: Option<syn::Lifetime>,
 }
 
-impl Rewrite<'_> {
+impl<'a> Rewrite<'a> {
+    fn new(
+        kinds: &'a BTreeMap<String, FieldKind>,
+        methods: &'a BTreeMap<String, syn::ImplItemFn>,
+        exits: Option<Exits>,
+    ) -> Self {
+        Rewrite {
+            kinds,
+            methods,
+            inlining: vec![],
+            mutated: BTreeSet::new(),
+            inlined: BTreeSet::new(),
+            mentioned: BTreeSet::new(),
+            failed: None,
+            exits,
+            labels: 0,
+        }
+    }
+
     fn fail(&mut self, why: &str) {
         self.failed.get_or_insert_with(|| why.to_string());
     }
@@ -550,17 +568,7 @@ pub fn split(
         order.push(name);
     }
     // A first pass finds what is changed: an owned field only read is frozen.
-    let mut probe = Rewrite {
-        kinds: &kinds,
-        methods,
-        inlining: vec![],
-        mutated: BTreeSet::new(),
-        inlined: BTreeSet::new(),
-        mentioned: BTreeSet::new(),
-        failed: None,
-        exits: None,
-        labels: 0,
-    };
+    let mut probe = Rewrite::new(&kinds, methods, None);
     probe.visit_block_mut(&mut m.block.clone());
     if let Some(why) = probe.failed {
         return Err(why);
@@ -594,17 +602,7 @@ pub fn split(
         syn::ReturnType::Default => None,
     };
     let exits = (!owned.is_empty()).then(|| Exits { write_back: wb.clone(), kind: result_kind, label: None });
-    let mut rw = Rewrite {
-        kinds: &kinds,
-        methods,
-        inlining: vec![],
-        mutated: BTreeSet::new(),
-        inlined: BTreeSet::new(),
-        mentioned: BTreeSet::new(),
-        failed: None,
-        exits,
-        labels: 0,
-    };
+    let mut rw = Rewrite::new(&kinds, methods, exits);
     let mut body = m.block.clone();
     rw.visit_block_mut(&mut body);
     if let Some(why) = rw.failed {

@@ -73,3 +73,14 @@ impl Rng {
 pub fn how_many(default: usize) -> usize {
     std::env::var("JITGEN_RANDOM_PROGRAMS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
+
+/// Asserts that `listings` compiled a loop, and that no loop calls, loads
+/// or stores: the interpreter's state lives in registers.
+#[allow(dead_code)]
+pub fn assert_loops_in_registers(listings: &[String]) {
+    let loops: Vec<String> = listings.iter().flat_map(|l| cyclic_blocks(l)).collect();
+    assert!(!loops.is_empty(), "no loop compiled: {listings:?}");
+    for body in &loops {
+        assert!(!body.contains("call") && !body.contains("load") && !body.contains("store"), "{body}");
+    }
+}
