@@ -1213,3 +1213,63 @@ fn brainfuck_programs_agree_with_plain() {
     let st = brainfuck::jit::stats();
     assert!(st.entries > 0 && st.compilations - before <= 8, "{st:?}");
 }
+
+/// Private portals (a method and a free function) build, compile, and are
+/// named under `jit::plain` in the crate.
+#[jit_interpreter]
+mod private_portals {
+    use jitgen::prelude::*;
+
+    pub struct Vm {
+        code: Vec<u8>,
+        pc: usize,
+        acc: i64,
+    }
+
+    impl Vm {
+        fn run(&mut self) -> i64 {
+            while self.pc < self.code.len() {
+                hint!(global_merge_point);
+                let pc = hint!(self.pc, concrete);
+                self.acc += self.code[pc] as i64;
+                self.pc += 1;
+            }
+            self.acc
+        }
+
+        pub fn sum(code: Vec<u8>, plain: bool) -> i64 {
+            let mut vm = Vm { code, pc: 0, acc: 0 };
+            if plain {
+                super::private_portals::jit::plain::Vm::run(&mut vm)
+            } else {
+                vm.run()
+            }
+        }
+    }
+
+    fn sum_free(code: &[u8]) -> i64 {
+        let mut pc = 0;
+        let mut acc = 0;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            acc += hint!(code[pc], concrete) as i64;
+            pc += 1;
+        }
+        acc
+    }
+
+    pub fn sums(code: &[u8]) -> (i64, i64) {
+        (sum_free(code), jit::plain::sum_free(code))
+    }
+}
+
+#[test]
+fn private_portals_build_and_agree_with_plain() {
+    private_portals::jit::config().set_threshold(0);
+    let code: Vec<u8> = (0..200).map(|i| (i * 7 % 13) as u8).collect();
+    let want: i64 = code.iter().map(|&b| b as i64).sum();
+    assert_eq!(private_portals::Vm::sum(code.clone(), false), want);
+    assert_eq!(private_portals::Vm::sum(code.clone(), true), want);
+    assert_eq!(private_portals::sums(&code), (want, want));
+    assert!(private_portals::jit::stats().entries > 0, "{:?}", private_portals::jit::last_decline());
+}

@@ -1150,9 +1150,15 @@ pub fn expand(
             let mut plain = (**item).clone();
             plain.sig.ident = format_ident!("__plain_{}", name);
             plain.attrs.push(syn::parse_quote!(#[doc(hidden)]));
+            // A private portal's plain copy is named in the crate, under
+            // `jit::plain`, as a public one's is everywhere.
+            let vis = if is_pub { quote!(pub) } else { quote!(pub(crate)) };
+            if !is_pub {
+                plain.vis = syn::parse_quote!(pub(crate));
+            }
             plain_copies.push(plain);
             let plain_id = format_ident!("__plain_{}", name);
-            reexports.push(quote!(pub use super::super::#plain_id as #ident;));
+            reexports.push(quote!(#vis use super::super::#plain_id as #ident;));
             // The portal: the merge point asks the hook first.
             let mut args = e.args.clone();
             if has_deep {
