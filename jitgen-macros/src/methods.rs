@@ -142,6 +142,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
             let syn::ReceiverKind::Reference(_, lifetime, mutability) = &recv.kind else { continue };
             let mut params = vec![quote!(self_: &#lifetime #mutability #self_ty)];
             let mut args = vec![quote!(self)];
+            let mut own_args: Vec<Ident> = vec![];
             let mut simple = true;
             for a in m.sig.inputs.iter().skip(1) {
                 match a {
@@ -150,6 +151,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
                             let ident = &pi.ident;
                             params.push(quote!(#pt));
                             args.push(quote!(#ident));
+                            own_args.push(ident.clone());
                         }
                         _ => simple = false,
                     },
@@ -185,22 +187,10 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
                         free_fns.push(c);
                     }
                     let own: Vec<TokenStream> = params.iter().skip(1).map(|p| rename_self(p.clone(), &ty)).collect();
-                    let own_args: Vec<Ident> = m
-                        .sig
-                        .inputs
-                        .iter()
-                        .filter_map(|a| match a {
-                            syn::FnArg::Typed(pt) => match &*pt.pat {
-                                syn::Pat::Ident(pi) => Some(pi.ident.clone()),
-                                _ => None,
-                            },
-                            _ => None,
-                        })
-                        .collect();
                     let mut all_params = sp.params.clone();
                     all_params.extend(own.iter().cloned());
                     let mut all_args = sp.args.clone();
-                    all_args.extend(own_args);
+                    all_args.extend(own_args.iter().cloned());
                     let block = &sp.body;
                     let body = rename_self(quote!(#block), &ty);
                     let mut wparams = vec![quote!(self_: &mut #self_ty)];
