@@ -54,7 +54,7 @@ pub mod __private {
         }
         /// The JIT state and the frames it chains.
         pub mod state {
-            pub use jitgen_runtime::compile::state::{Frame, JitState};
+            pub use jitgen_runtime::compile::state::{Frame, JitState, ListMut};
         }
         /// Red boxes and helpers that build arrays of them.
         pub mod redbox {

@@ -204,7 +204,7 @@ impl<'g> Gen<'g> {
         let m = flat_marker(&ety);
         let class = elem_class(&quote!(#m).to_string());
         let (_, _, tys) = enum_helpers(&ety);
-        let force = |l: &TokenStream| quote!(#l.force_flat(&mut __c.b, #n, #rt::heap::flat_vec_new::<#m>));
+        let force = |l: &TokenStream| force_flat_list(&ety, n, l.clone());
         let et = rust_ty(&ety, None);
         Some(match (&op.kind, base) {
             (OpKind::Len, Some(l)) => {
@@ -619,8 +619,7 @@ impl<'g> Gen<'g> {
                 }
                 if let (Repr::VEList(ety, n), Repr::RPtr) = (self.repr(fi, *x), to) {
                     // Its address is needed: the list must exist in memory.
-                    let (rt, m) = (rt(), flat_marker(&ety));
-                    return Some(quote!(#id.force_flat(&mut __c.b, #n, #rt::heap::flat_vec_new::<#m>)));
+                    return Some(force_flat_list(&ety, n, quote!(#id)));
                 }
                 if let (Repr::VOList(s), Repr::RPtr) = (self.repr(fi, *x), to) {
                     // A real one only: a virtual list of structs is not
@@ -2241,6 +2240,9 @@ impl<'g> Gen<'g> {
         let mut run_arms = vec![];
         let mut unmerge_arms = vec![];
         let mut vptr_arms = vec![];
+        // Points whose live lists are the same variables alike share one
+        // arm of `lists_mut` (an or-pattern): (the visits, the patterns).
+        let mut list_groups: indexmap::IndexMap<String, (Vec<TokenStream>, Vec<TokenStream>)> = Default::default();
         let mut point_fns = vec![];
         for p in 0..self.points.len() {
             let code = self.point_code(p);
@@ -2254,6 +2256,8 @@ impl<'g> Gen<'g> {
             let mut reds = vec![];
             let mut sets = vec![];
             let mut vptr_visits = vec![];
+            let mut list_visits = vec![];
+            let mut list_ids = vec![];
             // Consecutive scalar reds, copied as one run.
             let mut red_run: Vec<Ident> = vec![];
             for v in &pt.live {
@@ -2293,7 +2297,10 @@ impl<'g> Gen<'g> {
                         );
                         vptr_visits.push(quote!(__f(#id);));
                     }
-                    Repr::VDict(..) => {
+                    Repr::VDict(k, v) => {
+                        let (kt, vt, kvt) = (sc_rust(*k), sc_rust(*v), sc_valty(*k));
+                        list_visits.push(quote!(__f(#rt::state::ListMut::Dict(#id, #kvt, #rt::heap::map_new::<#kt, #vt>, #rt::heap::map_insert::<#kt, #vt>));));
+                        list_ids.push(id.clone());
                         key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
@@ -2317,6 +2324,18 @@ impl<'g> Gen<'g> {
                         vptr_visits.push(quote!(__f(&mut #id.1);));
                     }
                     Repr::VList(_) | Repr::VEList(..) => {
+                        list_visits.push(match &r {
+                            Repr::VList(sc) => {
+                                let (t, vt) = (sc_rust(*sc), sc_valty(*sc));
+                                quote!(__f(#rt::state::ListMut::Scalars(#id, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>));)
+                            }
+                            Repr::VEList(ety, n) => {
+                                let m = flat_marker(ety);
+                                quote!(__f(#rt::state::ListMut::Flat(#id, #n, #rt::heap::flat_vec_new::<#m>));)
+                            }
+                            _ => unreachable!("matched above"),
+                        });
+                        list_ids.push(id.clone());
                         key_parts.push(KeyPart::Word(quote!(#id.key_word())));
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
@@ -2368,6 +2387,13 @@ impl<'g> Gen<'g> {
             set_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#sets)* }));
             if !vptr_visits.is_empty() {
                 vptr_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#vptr_visits)* }));
+            }
+            if !list_visits.is_empty() {
+                let group = list_groups.entry(quote!(#(#list_visits)*).to_string()).or_default();
+                if group.0.is_empty() {
+                    group.0 = list_visits;
+                }
+                group.1.push(quote!(__Frame::#vname { #(#list_ids,)* .. }));
             }
             let kind = if self.loop_heads[pt.f].contains(&pt.block) {
                 quote!(#rt::schedule::MergeKind::LoopHead)
@@ -2533,6 +2559,19 @@ impl<'g> Gen<'g> {
         }
         let vdescs: Vec<TokenStream> = self.vstructs.iter().map(|s| vdesc(s, self.cg.types())).collect();
         let callbacks = &self.callbacks;
+        let list_arms: Vec<TokenStream> =
+            list_groups.into_values().map(|(visits, pats)| quote!(#(#pats)|* => { #(#visits)* })).collect();
+        // (Frames with no list keep the trait's default, which visits none.)
+        let lists_mut = (!list_arms.is_empty()).then(|| {
+            quote! {
+                fn lists_mut(&mut self, __f: &mut dyn FnMut(#rt::state::ListMut<'_>)) {
+                    match self {
+                        #(#list_arms)*
+                        _ => {}
+                    }
+                }
+            }
+        });
         quote! {
             #[derive(Clone)]
             #[allow(non_camel_case_types, dead_code)]
@@ -2570,6 +2609,7 @@ impl<'g> Gen<'g> {
                         _ => {}
                     }
                 }
+                #lists_mut
                 fn unmerge(&mut self) {
                     match self {
                         #(#unmerge_arms)*
@@ -2746,6 +2786,13 @@ fn force_list(sc: Sc, id: TokenStream) -> TokenStream {
     let rt = rt();
     let (t, vt) = (sc_rust(sc), sc_valty(sc));
     quote!(#id.force(&mut __c.b, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>))
+}
+
+/// Code forcing the list of enums (`n` slots each) in the local `id`: the
+/// address of a real `Vec`.
+fn force_flat_list(ety: &Ty, n: usize, id: TokenStream) -> TokenStream {
+    let (rt, m) = (rt(), flat_marker(ety));
+    quote!(#id.force_flat(&mut __c.b, #n, #rt::heap::flat_vec_new::<#m>))
 }
 
 /// Code forcing the dict in the local `id` (see `jitgen_runtime::vdict`):

@@ -34,8 +34,8 @@ fn st(block: u32, reds: Vec<RedBox>) -> JitState<Blk> {
     JitState::new(Blk { block, green: 0, reds })
 }
 
-fn native<A: jitgen_runtime::residual::Args, R: jitgen_runtime::residual::Outputs>(
-    c: Compilation<Blk>,
+fn native<A: jitgen_runtime::residual::Args, R: jitgen_runtime::residual::Outputs, F: Frame>(
+    c: Compilation<F>,
 ) -> (Residual<A, R>, CompileStats) {
     let stats = c.stats();
     let f = c.finish().expect("within budget");
@@ -78,7 +78,7 @@ fn constant_red_boxes_fold() {
     let r = c.b.red_bin(BinOp::Add, Overflow::Wrap, &x, &b);
     c.finish_return(&[r]);
     assert_eq!(c.stats().splits, 0);
-    let (f, _) = native::<(i64,), i64>(c);
+    let (f, _) = native::<(i64,), i64, _>(c);
     expect![[r#"
         entry(v0: i64):
             v1 = const.i64 0
@@ -121,7 +121,7 @@ fn red_if_whose_sides_merge_again() {
             _ => unreachable!(),
         }
     }
-    let (f, stats) = native::<(i64,), i64>(c);
+    let (f, stats) = native::<(i64,), i64, _>(c);
     assert_eq!(stats, CompileStats { splits: 1, merges: 2, matches: 1, widenings: 0, ..Default::default() });
     expect![[r#"
         entry(v0: i64):
@@ -186,7 +186,7 @@ fn count(generalize: bool, limits: Limits) -> (Compilation<Blk>, usize) {
 fn red_loop_compiles_to_a_residual_loop() {
     let (c, steps) = count(true, Limits::default());
     assert!(steps < 10, "{steps} steps");
-    let (f, stats) = native::<(i64,), i64>(c);
+    let (f, stats) = native::<(i64,), i64, _>(c);
     assert_eq!(stats.widenings, 0);
     expect![[r#"
         entry(v0: i64):
@@ -240,7 +240,7 @@ fn widening_at_a_merge() {
     // to their constants (i = 0, acc = 0; i = 1, acc = 0), then the third
     // shape (i = 2, acc = 1) is widened: both become run-time values.
     let (c, _) = count(false, Limits::default());
-    let (f, stats) = native::<(i64,), i64>(c);
+    let (f, stats) = native::<(i64,), i64, _>(c);
     // One widening at the loop head. (After the loop, a forward join, each
     // shape gets a version of its own instead.)
     assert_eq!(stats.widenings, 1, "{}", f.listing());
@@ -605,7 +605,7 @@ fn division_by_zero_and_out_of_bounds_are_errors_from_residual_code() {
     let s = c.next_pending().unwrap();
     assert_eq!(s.top().block, 0);
     c.finish_return(&[q]);
-    let (f, _) = native::<(i64, i64), i64>(c);
+    let (f, _) = native::<(i64, i64), i64, _>(c);
     assert_eq!(f.call((9, 2)).unwrap(), 4);
     assert_eq!(f.call((9, 0)).unwrap_err().kind(), Some(ErrorKind::DivideByZero));
     assert_eq!(f.call((0, 3)).unwrap_err().kind(), Some(ErrorKind::RemainderByZero));
@@ -641,7 +641,13 @@ fn inlined_call_keeps_a_chain_of_frames() {
     // Caller frame: block 10 is where f continues after the call (a join: g returns twice).
     let caller = Blk { block: 10, green: 0, reds: vec![] };
     let callee = Blk { block: 1, green: 0, reds: vec![x] };
-    let mut next = Some(JitState { frames: vec![caller, callee], heap: Default::default(), known: vec![], epoch: 0 });
+    let mut next = Some(JitState {
+        frames: vec![caller, callee],
+        heap: Default::default(),
+        known: vec![],
+        epoch: 0,
+        lineage: Default::default(),
+    });
     let mut depth_seen = vec![];
     while let Some(mut s) = next.take() {
         depth_seen.push(s.frames.len());
@@ -680,7 +686,7 @@ fn inlined_call_keeps_a_chain_of_frames() {
     }
     // The pending state resumed with both frames.
     assert_eq!(depth_seen.iter().filter(|d| **d == 2).count(), 3, "{depth_seen:?}");
-    let (f, stats) = native::<(i64,), i64>(c);
+    let (f, stats) = native::<(i64,), i64, _>(c);
     assert_eq!((stats.splits, stats.matches), (1, 1));
     for x in [-4i64, 0, 9] {
         assert_eq!(f.call((x,)).unwrap(), x.max(0) * 2);
@@ -738,7 +744,7 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
     let general = c.next_pending().expect("the general state, queued");
     assert_eq!(general.top().reds[3], d);
     mod_sum(&mut c, general);
-    let (f, _) = native::<(i64, i64), i64>(c);
+    let (f, _) = native::<(i64, i64), i64, _>(c);
     // The promoted loop divides by the constant; the general one by `d`.
     expect![[r#"
         entry(v0: i64, v1: i64):
@@ -1015,7 +1021,7 @@ fn copies_that_the_loop_keeps_equal_become_one_value_behind_a_guard() {
     let general = c.next_pending().expect("the general state, queued");
     assert_ne!(general.top().reds[1], general.top().reds[2]);
     copy_loop(&mut c, general);
-    let (f, _) = native::<(i64, i64, i64, i64), i64>(c);
+    let (f, _) = native::<(i64, i64, i64, i64), i64, _>(c);
     let text = f.listing();
     let loop_params: Vec<usize> =
         text.lines().filter(|l| l.starts_with('L') && l.contains("i64")).map(|l| l.matches("i64").count()).collect();
@@ -1203,4 +1209,171 @@ fn simplification_propagates_invariant_and_equal_parameters_and_folds_constants(
     for n in [0i64, 1, 5, 1000] {
         assert_eq!(code.call((n,)).unwrap(), (0..n).fold(0, |acc, i| (acc + i) % 7), "n {n}");
     }
+}
+
+/// A frame whose state holds a list: a block, its scalar reds, and the list.
+#[derive(Clone, Debug)]
+struct ListBlk {
+    block: u32,
+    reds: Vec<RedBox>,
+    list: jitgen_runtime::vlist::VList,
+}
+
+impl Frame for ListBlk {
+    type Key = (u32, u64);
+    fn key(&self) -> (u32, u64) {
+        (self.block, self.list.key_word())
+    }
+    fn reds(&self) -> Vec<RedBox> {
+        let mut r = self.reds.clone();
+        self.list.reds_into(&mut r);
+        r
+    }
+    fn set_reds(&mut self, r: &[RedBox]) {
+        let n = self.reds.len();
+        self.reds.copy_from_slice(&r[..n]);
+        let mut at = n;
+        self.list.set_reds(r, &mut at);
+    }
+    fn lists_mut(&mut self, f: &mut dyn FnMut(jitgen_runtime::state::ListMut<'_>)) {
+        use jitgen_runtime::heap::{vec_new_repeat, vec_set};
+        f(jitgen_runtime::state::ListMut::Scalars(&mut self.list, ValTy::I64, vec_new_repeat::<i64>, vec_set::<i64>));
+    }
+}
+
+/// `let mut v = vec![7, 8, 9]; for i in 0..n { grow? v.push(i) : v.pop() }`,
+/// then a drain summing what it pops: returns `v.len() << 32` (0 when the
+/// drain emptied it) plus the sum.
+fn list_loop(grow: bool, known_n: Option<i64>) -> (Compilation<ListBlk>, usize) {
+    use jitgen_runtime::heap::{vec_len, vec_pop, vec_push};
+    use jitgen_runtime::vlist::VList;
+    let mut c: Compilation<ListBlk> = Compilation::new("list", &[ValTy::I64], &[ValTy::I64], Limits::default());
+    let n = known_n.map_or(c.inputs()[0], RedBox::i64);
+    let list = VList::Virtual(vec![RedBox::i64(7), RedBox::i64(8), RedBox::i64(9)]);
+    let mut next = Some(JitState::new(ListBlk { block: 1, reds: vec![RedBox::i64(0), n], list }));
+    let mut steps = 0;
+    while let Some(s) = next.take() {
+        steps += 1;
+        let f = s.top().block;
+        let kind = if f == 3 { MergeKind::Join } else { MergeKind::LoopHead };
+        let Some(mut s) = c.merge(s, kind) else {
+            next = c.next_pending();
+            continue;
+        };
+        let mut fr = s.top().clone();
+        match f {
+            // The loop.
+            1 => {
+                let [i, n] = fr.reds[..] else { unreachable!() };
+                let more = c.b.red_cmp(CmpOp::Lt, &i, &n);
+                let mut after = fr.clone();
+                after.block = 2;
+                after.reds = vec![RedBox::i64(0)];
+                if c.split(&more, &mut || JitState::new(after.clone())) {
+                    let done = if grow { fr.list.push_virtual(&i) } else { fr.list.pop_virtual().is_some() };
+                    match (done, grow, &fr.list) {
+                        (true, ..) => {}
+                        (false, true, VList::Real(p)) => {
+                            c.b.red_call(vec_push::<i64>, "vec_push", &[*p, i], &[]);
+                        }
+                        (false, false, VList::Real(p)) => {
+                            c.b.red_call(vec_pop::<i64>, "vec_pop", &[*p], &[ValTy::U32, ValTy::I64]);
+                        }
+                        _ => unreachable!("a full list is not tested"),
+                    }
+                    fr.reds[0] = c.b.red_bin(BinOp::Add, Overflow::Wrap, &i, &RedBox::i64(1));
+                    *s.top_mut() = fr;
+                    next = Some(s);
+                } else {
+                    *s.top_mut() = after;
+                    next = Some(s);
+                }
+            }
+            // The drain: `while let Some(x) = v.pop() { sum += x }`.
+            2 => {
+                let sum = fr.reds[0];
+                let popped = match &mut fr.list {
+                    VList::Virtual(_) => fr.list.pop_virtual().expect("virtual"),
+                    VList::Real(p) => {
+                        let r = c.b.red_call(vec_pop::<i64>, "vec_pop", &[*p], &[ValTy::U32, ValTy::I64]);
+                        let some = c.b.red_cmp(CmpOp::Eq, &r[0], &RedBox::constant(ValTy::U32, 1));
+                        let mut done = fr.clone();
+                        done.block = 3;
+                        done.reds = vec![sum, RedBox::i64(0)];
+                        if c.split(&some, &mut || JitState::new(done.clone())) {
+                            Some(r[1])
+                        } else {
+                            *s.top_mut() = done;
+                            next = Some(s);
+                            continue;
+                        }
+                    }
+                };
+                match popped {
+                    Some(x) => fr.reds[0] = c.b.red_bin(BinOp::Add, Overflow::Wrap, &sum, &x),
+                    None => {
+                        fr.block = 3;
+                        fr.reds = vec![sum, RedBox::i64(0)];
+                    }
+                }
+                *s.top_mut() = fr;
+                next = Some(s);
+            }
+            _ => {
+                let len = match &fr.list {
+                    VList::Virtual(items) => RedBox::u64(items.len() as u64),
+                    VList::Real(p) => c.b.red_call(vec_len::<i64>, "vec_len", &[*p], &[ValTy::U64])[0],
+                };
+                let len = c.b.red_cast(&len, ValTy::I64);
+                let len = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &len, &RedBox::i64(1 << 32));
+                let r = c.b.red_bin(BinOp::Add, Overflow::Wrap, &len, &fr.reds[0]);
+                c.finish_return(&[r]);
+                next = c.next_pending();
+            }
+        }
+    }
+    (c, steps)
+}
+
+/// A loop that grows a virtual list forces it at its second turn: one
+/// version of the loop for the list real, not one per length (a Brainfuck
+/// machine printing in a loop compiled 1341 times before).
+#[test]
+fn a_list_growing_in_a_loop_is_forced_at_its_second_turn() {
+    let (c, steps) = list_loop(true, None);
+    assert!(steps < 40, "{steps} steps");
+    let (f, stats) = native::<(i64,), i64, _>(c);
+    assert_eq!(stats.lists_forced_at_merges, 1, "{}", f.listing());
+    for n in [0i64, 1, 2, 5, 200] {
+        let mark = jitgen_runtime::heap::arena_mark();
+        let got = f.call((n,)).unwrap();
+        jitgen_runtime::heap::arena_release(mark);
+        assert_eq!(got, 24 + (0..n.max(0)).sum::<i64>(), "n = {n}");
+    }
+}
+
+/// A loop that shrinks a virtual list (a drain) keeps it virtual: each
+/// length is a version, at most the list's length of them.
+#[test]
+fn a_list_shrinking_in_a_loop_stays_virtual() {
+    let (c, _) = list_loop(false, None);
+    let (f, stats) = native::<(i64,), i64, _>(c);
+    assert_eq!(stats.lists_forced_at_merges, 0, "{}", f.listing());
+    assert!(!f.listing().contains("call"), "{}", f.listing());
+    for n in [0i64, 1, 2, 3, 4, 100] {
+        let left = &[7i64, 8, 9][..3 - n.clamp(0, 3) as usize];
+        assert_eq!(f.call((n,)).unwrap(), left.iter().sum::<i64>(), "n = {n}");
+    }
+}
+
+/// A loop that grows a virtual list but branches on nothing known only at
+/// run time (its trip count is known while compiling: copying a call's
+/// arguments) is unrolled with the list virtual.
+#[test]
+fn a_list_growing_in_a_loop_known_while_compiling_stays_virtual() {
+    let (c, _) = list_loop(true, Some(5));
+    let (f, stats) = native::<(i64,), i64, _>(c);
+    assert_eq!(stats.lists_forced_at_merges, 0, "{}", f.listing());
+    assert!(!f.listing().contains("call"), "{}", f.listing());
+    assert_eq!(f.call((0,)).unwrap(), 24 + 10);
 }

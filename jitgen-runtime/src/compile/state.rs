@@ -12,7 +12,10 @@ use std::fmt::Debug;
 use std::hash::Hash;
 
 use crate::compile::redbox::RedBox;
+use crate::compile::vdict::VDict;
 use crate::compile::virtuals::{VHeap, VPtr};
+use crate::compile::vlist::VList;
+use crate::ir::builder::CallbackFn;
 use crate::ir::builder::ResidualBuilder;
 use crate::ir::builder::SymAddr;
 use crate::ir::ops::ValTy;
@@ -46,6 +49,49 @@ pub trait Frame: Clone {
     fn unmerge(&mut self) {}
     /// Visits the frame's pointers to structs that may be virtual.
     fn vptrs_mut(&mut self, _f: &mut dyn FnMut(&mut VPtr)) {}
+    /// Visits the frame's lists and dicts (virtual or real) that may be
+    /// forced: [`JitState::force_lists`] and merge keys use it.
+    fn lists_mut(&mut self, _f: &mut dyn FnMut(ListMut<'_>)) {}
+}
+
+/// A frame's list or dict, as [`Frame::lists_mut`] visits it, with the
+/// helpers residual code calls to make it real.
+pub enum ListMut<'a> {
+    /// A list of scalars of this type: `vec_new_repeat` and `vec_set` for
+    /// it ([`VList::force`]).
+    Scalars(&'a mut VList, ValTy, CallbackFn, CallbackFn),
+    /// A list of enums of this many slots each: `flat_vec_new` for it
+    /// ([`VList::force_flat`]).
+    Flat(&'a mut VList, usize, CallbackFn),
+    /// A dict with keys of this type: `map_new` and `map_insert` for it
+    /// ([`VDict::force`]).
+    Dict(&'a mut VDict, ValTy, CallbackFn, CallbackFn),
+}
+
+impl ListMut<'_> {
+    /// Forces it (a real one stays as it is).
+    fn force(self, b: &mut ResidualBuilder) {
+        match self {
+            ListMut::Scalars(l, ty, new, set) => {
+                l.force(b, ty, new, set);
+            }
+            ListMut::Flat(l, w, new) => {
+                l.force_flat(b, w, new);
+            }
+            ListMut::Dict(d, ty, new, insert) => {
+                d.force(b, ty, new, insert);
+            }
+        }
+    }
+
+    /// Makes it real at address 0, recording nothing: for keys only.
+    fn forget(self) {
+        let null = RedBox::constant(ValTy::Ptr, 0);
+        match self {
+            ListMut::Scalars(l, ..) | ListMut::Flat(l, ..) => *l = VList::Real(null),
+            ListMut::Dict(d, ..) => *d = VDict::Real(null),
+        }
+    }
 }
 
 /// The merge key of a state: its frames' keys and the types of its virtual
@@ -67,6 +113,67 @@ pub struct JitState<F> {
     /// The builder's call count when `known` was last brought up to date
     /// (see [`JitState::sync_facts`]).
     pub epoch: u64,
+    /// The merge points with virtual lists this path went through last.
+    pub lineage: Lineage,
+}
+
+/// The merge points with virtual lists a path went through, each with its
+/// state's size then: a state arriving where its path has been, with more
+/// reds, and through a run-time branch since, has grown its lists in a loop
+/// of the interpreted program (its output), and merge points force them
+/// ([`crate::compile::schedule`]) rather than compile one version per
+/// length. A loop with no run-time branch (its trip count known while
+/// compiling: copying a call's arguments) is unrolled as before. A shared
+/// list, newest first: paths that split share their past.
+#[derive(Clone, Debug, Default)]
+pub struct Lineage(Option<std::rc::Rc<Visit>>);
+
+/// One merge point in a [`Lineage`].
+#[derive(Debug)]
+struct Visit {
+    point: u64,
+    size: usize,
+    branches: u64,
+    before: Lineage,
+}
+
+impl Lineage {
+    /// How far back a path is searched: a loop of more merge points with
+    /// virtual lists than this is not seen as one.
+    const DEPTH: usize = 512;
+
+    /// Records a visit of the point `point` (a hash) with `size` reds, the
+    /// builder having recorded `branches` branches, and returns whether this
+    /// path was there before with fewer reds and fewer branches recorded.
+    pub fn grew(&mut self, point: u64, size: usize, branches: u64) -> bool {
+        let mut grew = false;
+        let mut at = self.0.as_deref();
+        for _ in 0..Self::DEPTH {
+            let Some(v) = at else { break };
+            if v.point == point && v.size < size && v.branches < branches {
+                grew = true;
+                break;
+            }
+            at = v.before.0.as_deref();
+        }
+        let before = std::mem::take(self);
+        *self = Lineage(Some(std::rc::Rc::new(Visit { point, size, branches, before })));
+        grew
+    }
+}
+
+impl Drop for Lineage {
+    /// Unlinks the visits no other path shares one by one (a long path
+    /// would overflow the stack dropping them recursively).
+    fn drop(&mut self) {
+        let mut next = self.0.take();
+        while let Some(rc) = next {
+            match std::rc::Rc::try_unwrap(rc) {
+                Ok(mut v) => next = v.before.0.take(),
+                Err(_) => break,
+            }
+        }
+    }
 }
 
 /// The alias class of `Vec` headers (their buffer and length fields). The
@@ -149,7 +256,7 @@ impl<F: Frame> JitState<F> {
 
     /// A state with one frame and the virtual objects it points to.
     pub fn with_heap(frame: F, heap: VHeap) -> JitState<F> {
-        JitState { frames: vec![frame], heap, known: vec![], epoch: 0 }
+        JitState { frames: vec![frame], heap, known: vec![], epoch: 0, lineage: Lineage::default() }
     }
 
     /// Puts the heap in canonical order (see [`crate::compile::virtuals`]): pointers
@@ -196,7 +303,13 @@ impl<F: Frame> JitState<F> {
 
     /// The key this state would have with every virtual object forced.
     pub fn forced_key(&self) -> StateKey<F::Key> {
-        let mut c = JitState { frames: self.frames.clone(), heap: VHeap::default(), known: vec![], epoch: 0 };
+        let mut c = JitState {
+            frames: self.frames.clone(),
+            heap: VHeap::default(),
+            known: vec![],
+            epoch: 0,
+            lineage: Lineage::default(),
+        };
         for f in &mut c.frames {
             f.vptrs_mut(&mut |p| {
                 if let VPtr::Virtual(_) = p {
@@ -218,6 +331,27 @@ impl<F: Frame> JitState<F> {
         // Written back through raw stores: what was known may be stale.
         self.forget_fields();
         self.normalize();
+    }
+
+    /// Forces every virtual list and dict of the frames (see
+    /// [`Frame::lists_mut`]): a state too large to hand over in a frame
+    /// of words keeps its lists in memory instead.
+    pub fn force_lists(&mut self, b: &mut crate::ir::builder::ResidualBuilder) {
+        for f in &mut self.frames {
+            f.lists_mut(&mut |l| l.force(b));
+        }
+    }
+
+    /// The key this state would have with its frames' virtual lists and
+    /// dicts forced, or `None` when it has none.
+    pub fn lists_real_key(&self) -> Option<StateKey<F::Key>> {
+        let mut frames = self.frames.clone();
+        for f in &mut frames {
+            f.lists_mut(&mut |l| l.forget());
+        }
+        let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
+        let own = self.key();
+        (keys != own.0).then_some((keys, own.1))
     }
 
     /// Forgets the facts a call may change (`Vec` headers and elements) if

@@ -12,7 +12,10 @@
 //!
 //! Invariant: the length of a virtual list is part of the state's key (see
 //! [`VList::key_word`]), so that states merged into one residual block agree
-//! on it, and only its elements are reds.
+//! on it, and only its elements are reds. A list growing in a loop is forced
+//! at a merge point (see `schedule::merge`), and a state too large to hand
+//! over to a lazily compiled side has its lists forced first
+//! ([`crate::compile::state::JitState::force_lists`]).
 
 use crate::compile::redbox::RedBox;
 use crate::ir::builder::ResidualBuilder;

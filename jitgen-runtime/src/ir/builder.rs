@@ -28,6 +28,8 @@ pub struct ResidualBuilder {
     pub(crate) widened: rustc_hash::FxHashMap<Val, Val>,
     /// Calls recorded so far (a call may change any `Vec`'s length or buffer).
     pub(crate) calls: u64,
+    /// Two-way branches recorded so far.
+    pub(crate) branches: u64,
 }
 
 /// An address as it was computed: `root + index * stride + offset`, `root`
@@ -70,6 +72,7 @@ impl ResidualBuilder {
             addrs: Default::default(),
             widened: Default::default(),
             calls: 0,
+            branches: 0,
         };
         for t in inputs {
             let v = b.new_val(*t);
@@ -274,6 +277,7 @@ impl ResidualBuilder {
 
     /// Ends the current block with a two-way branch.
     pub fn branch(&mut self, cond: Val, if_true: (Label, &[Val]), if_false: (Label, &[Val])) {
+        self.branches += 1;
         self.terminate(Terminator::Branch {
             cond,
             if_true: (if_true.0, if_true.1.to_vec()),

@@ -22,6 +22,16 @@
 //! `match` on it); after it comes the fully general version, which covers
 //! every later arrival.
 //!
+//! Virtual lists have their lengths in the key, so a loop that pushes onto
+//! one (an interpreter's output) would get a version per length. A state
+//! whose path went through the same merge point with fewer reds, its lists
+//! aside from their lengths equal, and through a run-time branch since
+//! ([`crate::compile::state::Lineage`]), has its frames' lists forced
+//! there: the loop's second turn gets one version with them real. So does a
+//! state arriving where that version exists. A list that shrinks in a loop
+//! (a drain), or grows in a loop that branches on nothing known only at run
+//! time (copying a call's arguments), stays virtual.
+//!
 //! A version gets a label whose parameters are its run-time reds, and the
 //! path continues there. When the current block has recorded nothing since
 //! it began and its parameters hold every value the new version passes (two
@@ -127,6 +137,23 @@ impl<F: Frame> Compilation<F> {
         st.sync_facts(&self.b);
         st.normalize();
         let mut key = st.key();
+        if !self.versions.contains_key(&key) {
+            // Lists that grew since this path was here last (a loop turn)
+            // are forced: one version for them real instead of one per
+            // length.
+            if let Some(real) = st.lists_real_key() {
+                use std::hash::{BuildHasher, BuildHasherDefault};
+                let point = BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(&real);
+                let grew = st.lineage.grew(point, st.core_reds().len(), self.b.branches);
+                if grew || self.versions.contains_key(&real) {
+                    self.stats.lists_forced_at_merges += 1;
+                    st.force_lists(&mut self.b);
+                    st.sync_facts(&self.b);
+                    st.normalize();
+                    key = st.key();
+                }
+            }
+        }
         if !st.heap.objects.is_empty() && !self.versions.contains_key(&key) {
             // Code already exists for this state with its objects real: the
             // virtual objects are forced here, at the merge, and share it.

@@ -149,6 +149,9 @@ pub struct CompileStats {
     /// Merge points where virtual objects were forced to share code
     /// compiled for real ones.
     pub forced_at_merges: usize,
+    /// Merge points where virtual lists were forced: they grew in a loop
+    /// (see [`crate::compile::state::Lineage`]).
+    pub lists_forced_at_merges: usize,
 }
 
 /// One compilation of a generating extension, generic over its frame type.

@@ -160,9 +160,19 @@ impl<F: Frame> Compilation<F> {
         let mut st = st;
         st.sync_facts(&self.b);
         st.normalize();
-        if distinct_run_time_values(&st.reds()) + 2 > crate::ir::function::MAX_FRAME_WORDS {
-            // Too many values to hand over in a frame: the virtual objects'
-            // fields and elements become one address each.
+        // The table keeps the state for as long as the code lives; not its
+        // path's past.
+        st.lineage = Default::default();
+        // Too many values to hand over in a frame: the virtual lists'
+        // elements, then the virtual objects' fields, become one address each.
+        let too_large =
+            |st: &JitState<G>| distinct_run_time_values(&st.reds()) + 2 > crate::ir::function::MAX_FRAME_WORDS;
+        if too_large(&st) {
+            st.force_lists(&mut self.b);
+            st.sync_facts(&self.b);
+            st.normalize();
+        }
+        if too_large(&st) {
             st.force_all(&mut self.b);
             st.sync_facts(&self.b);
             st.normalize();
