@@ -1171,21 +1171,27 @@ pub fn expand(
             } else {
                 // Visits to skip are counted down in a local while the
                 // portal has no code (see `Sampler::skip_many`).
-                quote! {
-                if __jit_skips != 0 {
-                    __jit_skips -= 1;
-                } else if let ::core::option::Option::Some(__n) =
-                    self::__jit::#skip_fn(|| #rt::driver::green_word(&[#(#cheap),*]))
-                {
-                    __jit_skips = __n;
-                } else {
-                    match self::__jit::#hook(#(#args),*) {
-                        ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
-                        ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }
-                        ::core::option::Option::None => {}
+                // One subtraction and its borrow per visit skipped (a
+                // fused `sub; jb`).
+                quote! {{
+                let (__jit_left, __jit_due) = __jit_skips.overflowing_sub(1);
+                __jit_skips = __jit_left;
+                if __jit_due {
+                    ::core::hint::cold_path();
+                    __jit_skips = 0;
+                    if let ::core::option::Option::Some(__n) =
+                        self::__jit::#skip_fn(|| #rt::driver::green_word(&[#(#cheap),*]))
+                    {
+                        __jit_skips = __n;
+                    } else {
+                        match self::__jit::#hook(#(#args),*) {
+                            ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
+                            ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }
+                            ::core::option::Option::None => {}
+                        }
                     }
                 }
-                }
+                }}
             };
             InsertHook { call }.visit_item_fn_mut(item);
             if !never {

@@ -9,33 +9,47 @@ pub mod plus_minus {
         let mut acc = x;
         let mut pc = 0;
         while pc < s.len() {
-            if __jit_skips != 0 {
-                __jit_skips -= 1;
-            } else if let ::core::option::Option::Some(__n) = self::__jit::__skip_ll_plus_minus(||
-            ::jitgen::__private::rt::driver::green_word(
-                &[
-                    (&*s) as *const _ as *const u8 as usize as u64,
-                    ((<_ as ::jitgen::__private::rt::portal::ByValue<
-                        usize,
-                    >>::by_value(pc)) as u64),
-                ],
-            )) {
-                __jit_skips = __n;
-            } else {
-                match self::__jit::__portal_ll_plus_minus(
-                    &*s,
-                    <_ as ::jitgen::__private::rt::portal::ByValue<i64>>::by_value(y),
-                    <_ as ::jitgen::__private::rt::portal::ByValue<i64>>::by_value(acc),
-                    <_ as ::jitgen::__private::rt::portal::ByValue<usize>>::by_value(pc),
-                ) {
-                    ::core::option::Option::Some(::core::result::Result::Ok(__r)) => {
-                        return __r;
+            {
+                let (__jit_left, __jit_due) = __jit_skips.overflowing_sub(1);
+                __jit_skips = __jit_left;
+                if __jit_due {
+                    ::core::hint::cold_path();
+                    __jit_skips = 0;
+                    if let ::core::option::Option::Some(__n) = self::__jit::__skip_ll_plus_minus(||
+                    ::jitgen::__private::rt::driver::green_word(
+                        &[
+                            (&*s) as *const _ as *const u8 as usize as u64,
+                            ((<_ as ::jitgen::__private::rt::portal::ByValue<
+                                usize,
+                            >>::by_value(pc)) as u64),
+                        ],
+                    )) {
+                        __jit_skips = __n;
+                    } else {
+                        match self::__jit::__portal_ll_plus_minus(
+                            &*s,
+                            <_ as ::jitgen::__private::rt::portal::ByValue<
+                                i64,
+                            >>::by_value(y),
+                            <_ as ::jitgen::__private::rt::portal::ByValue<
+                                i64,
+                            >>::by_value(acc),
+                            <_ as ::jitgen::__private::rt::portal::ByValue<
+                                usize,
+                            >>::by_value(pc),
+                        ) {
+                            ::core::option::Option::Some(
+                                ::core::result::Result::Ok(__r),
+                            ) => return __r,
+                            ::core::option::Option::Some(
+                                ::core::result::Result::Err(__p),
+                            ) => {
+                                acc = __p.acc;
+                                pc = __p.pc;
+                            }
+                            ::core::option::Option::None => {}
+                        }
                     }
-                    ::core::option::Option::Some(::core::result::Result::Err(__p)) => {
-                        acc = __p.acc;
-                        pc = __p.pc;
-                    }
-                    ::core::option::Option::None => {}
                 }
             }
             let op = hint!(s[pc], concrete);
