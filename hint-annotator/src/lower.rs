@@ -805,12 +805,22 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 "`let` without an initializer",
                 "give the binding its first value where it is declared",
             );
+            // Its names stay known (poisoned): no second error at each use.
+            struct Names(Vec<(String, Span)>);
+            impl<'ast> syn::visit::Visit<'ast> for Names {
+                fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+                    self.0.push((p.ident.to_string(), p.ident.span()));
+                    syn::visit::visit_pat_ident(self, p);
+                }
+            }
+            let mut names = Names(vec![]);
+            syn::visit::Visit::visit_pat(&mut names, &local.pat);
+            for (name, span) in names.0 {
+                let v = self.poison(span);
+                self.env.push((name, v));
+            }
             return;
         };
-        if let Some((_, d)) = &init.diverge {
-            self.unsupported(d, "`let ... else`", "use `match`");
-            return;
-        }
         let (pat, ascribed) = match &local.pat {
             Pat::Type(pt) => (&*pt.pat, Some(&pt.ty)),
             p => (p, None),
@@ -825,6 +835,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 Err(e) => self.errors.push(e),
             }
         }
+        if let Some((_, d)) = &init.diverge {
+            return self.let_else(v, pat, &init.expr, d);
+        }
         match pat {
             Pat::Ident(pi) if pi.subpat.is_none() => self.bind(pi.ident.to_string(), v, local),
             Pat::Wild(_) => {}
@@ -837,6 +850,33 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
             }
         }
+    }
+
+    /// `let PAT = v else { diverge };`: where the pattern matches, its
+    /// bindings continue (through a join carrying them); elsewhere the
+    /// `else` block runs, and Rust checked that it diverges.
+    fn let_else(&mut self, v: LVal, pat: &Pat, init: &Expr, diverge: &Expr) {
+        let depth = self.env.len();
+        let v = self.rvalue(v, init);
+        let fail = self.new_join(depth, None);
+        let mut binds = vec![];
+        self.pattern(v, pat, Some(fail), &mut binds);
+        for (name, val) in binds {
+            self.bind(name, val, pat);
+        }
+        let bound = self.env.clone();
+        let ok = self.new_join(bound.len(), None);
+        self.jump(ok, None);
+        self.env.truncate(depth);
+        if self.enter(fail).is_some() || self.cur.is_some() {
+            let _ = self.expr(diverge);
+            if self.cur.is_some() {
+                self.error(diverge.span(), "the `else` of `let ... else` must not continue");
+                self.cur = None;
+            }
+        }
+        self.env = bound;
+        let _ = self.enter(ok);
     }
 
     // ----- expressions ----------------------------------------------------------

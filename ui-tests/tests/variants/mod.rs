@@ -1,0 +1,332 @@
+//! The stack VM example (`interpreters/stackvm`) rewritten the ways another
+//! Rust programmer could have written it: compound assignments spelled out,
+//! `if`s inverted, locals renamed, `?` written as a `match`, tuple `let`s
+//! split, operands parenthesized, arm bodies in blocks, the stack's methods
+//! called by path (`Stack::push(&mut self.stack, x)`), a `match` that
+//! returns early as `let .. else`. Each variation is a
+//! syntax-tree rewrite of the annotated module; each variant is written out
+//! as a program whose `main` runs the VM's programs (loops, calls, printing,
+//! errors) through the portal and `jit::specialize` against `jit::plain`.
+
+use std::path::{Path, PathBuf};
+
+use proc_macro2::{Ident, TokenStream, TokenTree};
+use quote::quote;
+use syn::visit_mut::{self, VisitMut};
+
+const SOURCE: &str = include_str!("../../../interpreters/stackvm/src/lib.rs");
+
+/// Compares the variant's portal and `jit::specialize` with `jit::plain`.
+const MAIN: &str = r#"
+fn main() {
+    use programs::*;
+    use vm::{Instruction::*, Vm};
+    vm::jit::config().set_threshold(0);
+    let programs: Vec<Vec<vm::Instruction>> = vec![
+        counted_loop(100),
+        nested_loops(4, 6),
+        procedure_in_a_loop(30),
+        printing(2),
+        vec![Add],
+        vec![Push(1), Jump(99)],
+        vec![Push(1), Ret],
+        vec![Load(3), Halt],
+        vec![Push(1), Push(2), Swap, Sub, Dup, Lt, Inc, Halt],
+    ];
+    for code in programs {
+        let want = vm::jit::plain::Vm::run(&mut Vm::new(code.clone()));
+        for _ in 0..3 {
+            assert_eq!(Vm::new(code.clone()).run(), want, "the portal on {code:?}");
+        }
+        assert_eq!(vm::jit::specialize::Vm::run(&mut Vm::new(code.clone())), want, "specialized {code:?}");
+    }
+    let st = vm::jit::stats();
+    assert!(st.entries > 0, "nothing compiled: {st:?} {:?}", vm::jit::last_decline());
+}
+"#;
+
+/// A rewrite of the annotated module; returns how many places it changed.
+type Variation = fn(&mut syn::ItemMod) -> usize;
+
+const VARIATIONS: &[(&str, Variation)] = &[
+    ("compound_assignments_spelled_out", compound_assignments_spelled_out),
+    ("ifs_inverted", ifs_inverted),
+    ("locals_renamed", locals_renamed),
+    ("question_marks_as_matches", question_marks_as_matches),
+    ("tuple_lets_split", tuple_lets_split),
+    ("operands_parenthesized", operands_parenthesized),
+    ("arm_bodies_in_blocks", arm_bodies_in_blocks),
+    ("stack_methods_called_by_path", stack_methods_called_by_path),
+    ("matches_as_let_else", matches_as_let_else),
+];
+
+/// Writes every variant into `dir`; returns their paths.
+pub fn write_all(dir: &Path) -> Vec<PathBuf> {
+    std::fs::create_dir_all(dir).expect("the variants' directory");
+    let file: syn::File = syn::parse_str(SOURCE).expect("the stack VM parses");
+    let mut paths = vec![];
+    for (name, vary) in VARIATIONS {
+        let mut f = file.clone();
+        let mut changed = 0;
+        for item in &mut f.items {
+            if let syn::Item::Mod(m) = item {
+                if m.attrs.iter().any(|a| a.path().is_ident("jit_interpreter")) {
+                    changed += vary(m);
+                }
+            }
+        }
+        assert!(changed > 0, "the variation {name} changed nothing");
+        let path = dir.join(format!("{name}.rs"));
+        std::fs::write(&path, prettyplease::unparse(&f) + MAIN).expect("a variant written");
+        paths.push(path);
+    }
+    paths
+}
+
+/// Applies `visit` to a module, counting through `count`.
+fn count_with<V: VisitMut>(m: &mut syn::ItemMod, mut v: V, count: impl Fn(&V) -> usize) -> usize {
+    v.visit_item_mod_mut(m);
+    count(&v)
+}
+
+/// `a += b` as `a = a + b` (every compound assignment).
+fn compound_assignments_spelled_out(m: &mut syn::ItemMod) -> usize {
+    struct V(usize);
+    impl VisitMut for V {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            visit_mut::visit_expr_mut(self, e);
+            let syn::Expr::Binary(b) = e else { return };
+            let op = match b.op {
+                syn::BinOp::AddAssign(_) => quote!(+),
+                syn::BinOp::SubAssign(_) => quote!(-),
+                syn::BinOp::MulAssign(_) => quote!(*),
+                _ => return,
+            };
+            let (l, r) = (&b.left, &b.right);
+            *e = syn::parse_quote!(#l = #l #op #r);
+            self.0 += 1;
+        }
+    }
+    count_with(m, V(0), |v| v.0)
+}
+
+/// `if c { a } else { b }` as `if !(c) { b } else { a }`.
+fn ifs_inverted(m: &mut syn::ItemMod) -> usize {
+    struct V(usize);
+    impl VisitMut for V {
+        fn visit_expr_if_mut(&mut self, i: &mut syn::ExprIf) {
+            visit_mut::visit_expr_if_mut(self, i);
+            if matches!(*i.cond, syn::Expr::Let(_)) {
+                return;
+            }
+            let Some((_, els)) = &i.else_branch else { return };
+            let syn::Expr::Block(els) = &**els else { return };
+            let (c, then, els) = (&i.cond, &i.then_branch, &els.block);
+            *i = syn::parse_quote!(if !(#c) #els else #then);
+            self.0 += 1;
+        }
+    }
+    count_with(m, V(0), |v| v.0)
+}
+
+/// Every local and parameter (bound by `let`, a match arm, a closure or a
+/// signature) renamed, in macros' tokens too (`hint!(frame.return_pc,
+/// promote)`).
+fn locals_renamed(m: &mut syn::ItemMod) -> usize {
+    struct Names(std::collections::HashSet<String>);
+    impl VisitMut for Names {
+        fn visit_pat_ident_mut(&mut self, p: &mut syn::PatIdent) {
+            let s = p.ident.to_string();
+            if s != "self" && s.starts_with(|c: char| c.is_lowercase()) {
+                self.0.insert(s);
+            }
+        }
+    }
+    let mut names = Names(Default::default());
+    names.visit_item_mod_mut(m);
+    let names = names.0;
+    struct Rename<'a>(&'a std::collections::HashSet<String>, usize);
+    impl Rename<'_> {
+        fn renamed(&self, i: &Ident) -> Option<Ident> {
+            self.0.contains(&i.to_string()).then(|| Ident::new(&format!("{i}_v"), i.span()))
+        }
+        fn tokens(&mut self, ts: TokenStream) -> TokenStream {
+            ts.into_iter()
+                .map(|t| match t {
+                    TokenTree::Ident(i) => match self.renamed(&i) {
+                        Some(r) => {
+                            self.1 += 1;
+                            TokenTree::Ident(r)
+                        }
+                        None => TokenTree::Ident(i),
+                    },
+                    TokenTree::Group(g) => {
+                        let mut n = proc_macro2::Group::new(g.delimiter(), self.tokens(g.stream()));
+                        n.set_span(g.span());
+                        TokenTree::Group(n)
+                    }
+                    t => t,
+                })
+                .collect()
+        }
+    }
+    impl VisitMut for Rename<'_> {
+        fn visit_pat_ident_mut(&mut self, p: &mut syn::PatIdent) {
+            if let Some(r) = self.renamed(&p.ident) {
+                p.ident = r;
+                self.1 += 1;
+            }
+        }
+        fn visit_expr_path_mut(&mut self, p: &mut syn::ExprPath) {
+            if p.qself.is_none() && p.path.segments.len() == 1 {
+                if let Some(r) = self.renamed(&p.path.segments[0].ident) {
+                    p.path.segments[0].ident = r;
+                    self.1 += 1;
+                }
+            }
+        }
+        fn visit_field_value_mut(&mut self, f: &mut syn::FieldValue) {
+            // `Frame { base }` becomes `Frame { base: base_v }`.
+            if f.colon_token.is_none() {
+                f.colon_token = Some(Default::default());
+            }
+            visit_mut::visit_field_value_mut(self, f);
+        }
+        fn visit_macro_mut(&mut self, mac: &mut syn::Macro) {
+            mac.tokens = self.tokens(std::mem::take(&mut mac.tokens));
+        }
+    }
+    count_with(m, Rename(&names, 0), |v| v.1)
+}
+
+/// `x?` as `match x { Ok(v) => v, Err(e) => return Err(e) }`.
+fn question_marks_as_matches(m: &mut syn::ItemMod) -> usize {
+    struct V(usize);
+    impl VisitMut for V {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            visit_mut::visit_expr_mut(self, e);
+            let syn::Expr::Try(t) = e else { return };
+            let x = &t.expr;
+            *e = syn::parse_quote!(match #x {
+                ::core::result::Result::Ok(ok) => ok,
+                ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
+            });
+            self.0 += 1;
+        }
+    }
+    count_with(m, V(0), |v| v.0)
+}
+
+/// `let (a, b) = (x, y);` as `let a = x; let b = y;`.
+fn tuple_lets_split(m: &mut syn::ItemMod) -> usize {
+    struct V(usize);
+    impl VisitMut for V {
+        fn visit_block_mut(&mut self, b: &mut syn::Block) {
+            visit_mut::visit_block_mut(self, b);
+            let mut out = vec![];
+            for s in std::mem::take(&mut b.stmts) {
+                if let syn::Stmt::Local(l) = &s {
+                    if let (syn::Pat::Tuple(p), Some(init)) = (&l.pat, &l.init) {
+                        if let (syn::Expr::Tuple(t), None) = (&*init.expr, &init.diverge) {
+                            if p.elems.len() == t.elems.len() {
+                                for (p, x) in p.elems.iter().zip(&t.elems) {
+                                    out.push(syn::parse_quote!(let #p = #x;));
+                                }
+                                self.0 += 1;
+                                continue;
+                            }
+                        }
+                    }
+                }
+                out.push(s);
+            }
+            b.stmts = out;
+        }
+    }
+    count_with(m, V(0), |v| v.0)
+}
+
+/// `a + b` as `(a) + (b)` (every binary operation that is not an
+/// assignment).
+fn operands_parenthesized(m: &mut syn::ItemMod) -> usize {
+    struct V(usize);
+    impl VisitMut for V {
+        fn visit_expr_binary_mut(&mut self, b: &mut syn::ExprBinary) {
+            visit_mut::visit_expr_binary_mut(self, b);
+            let (l, r) = (&b.left, &b.right);
+            b.left = Box::new(syn::parse_quote!((#l)));
+            b.right = Box::new(syn::parse_quote!((#r)));
+            self.0 += 1;
+        }
+    }
+    count_with(m, V(0), |v| v.0)
+}
+
+/// `Pat => expr,` as `Pat => { expr }`.
+fn arm_bodies_in_blocks(m: &mut syn::ItemMod) -> usize {
+    struct V(usize);
+    impl VisitMut for V {
+        fn visit_arm_mut(&mut self, a: &mut syn::Arm) {
+            visit_mut::visit_arm_mut(self, a);
+            if !matches!(*a.body, syn::Expr::Block(_)) {
+                let b = &a.body;
+                a.body = Box::new(syn::parse_quote!({ #b }));
+                a.comma = Some(Default::default());
+                self.0 += 1;
+            }
+        }
+    }
+    count_with(m, V(0), |v| v.0)
+}
+
+/// `self.stack.push(x)` as `Stack::push(&mut self.stack, x)` (and `&` for
+/// the methods that take `&self`).
+fn stack_methods_called_by_path(m: &mut syn::ItemMod) -> usize {
+    struct V(usize);
+    impl VisitMut for V {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            visit_mut::visit_expr_mut(self, e);
+            let syn::Expr::MethodCall(c) = e else { return };
+            let r = &c.receiver;
+            if quote!(#r).to_string() != "self . stack" {
+                return;
+            }
+            let (method, args) = (&c.method, &c.args);
+            let by = match method.to_string().as_str() {
+                "push" | "pop" | "peek_mut" | "get_mut" => quote!(&mut),
+                "peek" | "get" | "len" | "is_empty" => quote!(&),
+                _ => return,
+            };
+            *e = syn::parse_quote!(Stack::#method(#by self.stack, #args));
+            self.0 += 1;
+        }
+    }
+    count_with(m, V(0), |v| v.0)
+}
+
+/// `let x = match e { Some(v) => v, None => return r };` as
+/// `let Some(x) = e else { return r };`.
+fn matches_as_let_else(m: &mut syn::ItemMod) -> usize {
+    struct V(usize);
+    impl VisitMut for V {
+        fn visit_local_mut(&mut self, l: &mut syn::Local) {
+            visit_mut::visit_local_mut(self, l);
+            let (syn::Pat::Ident(name), Some(init)) = (&l.pat, &l.init) else { return };
+            let (syn::Expr::Match(mt), None) = (&*init.expr, &init.diverge) else { return };
+            let [some, none] = &mt.arms[..] else { return };
+            let syn::Pat::TupleStruct(p) = &some.pat else { return };
+            let (Some(bound), syn::Expr::Path(body)) = (p.elems.first(), &*some.body) else { return };
+            if quote!(#bound).to_string() != quote!(#body).to_string() || !quote!(#none).to_string().contains("return")
+            {
+                return;
+            }
+            let (path, scrutinee, diverge, name) = (&p.path, &mt.expr, &none.body, &name.ident);
+            let syn::Stmt::Local(new) = syn::parse_quote!(let #path(#name) = #scrutinee else { #diverge; };) else {
+                unreachable!("a let statement")
+            };
+            *l = new;
+            self.0 += 1;
+        }
+    }
+    count_with(m, V(0), |v| v.0)
+}
