@@ -1,12 +1,14 @@
-//! The stack VM example (`interpreters/stackvm`) rewritten the ways another
-//! Rust programmer could have written it: compound assignments spelled out,
+//! The example interpreters (`interpreters/stackvm`, `interpreters/subroutines`)
+//! rewritten the ways another Rust programmer could have written them: compound assignments spelled out,
 //! `if`s inverted, locals renamed, `?` written as a `match`, tuple `let`s
 //! split, operands parenthesized, arm bodies in blocks, the stack's methods
 //! called by path (`Stack::push(&mut self.stack, x)`), a `match` that
-//! returns early as `let .. else`. Each variation is a
+//! returns early as `let .. else`, reads `v[i]` as `*v.get(i).unwrap()`.
+//! Each variation is a
 //! syntax-tree rewrite of the annotated module; each variant is written out
-//! as a program whose `main` runs the VM's programs (loops, calls, printing,
-//! errors) through the portal and `jit::specialize` against `jit::plain`.
+//! as a program whose `main` runs the interpreter's programs (loops, calls,
+//! printing, errors) through the portal and `jit::specialize` against
+//! `jit::plain`.
 
 use std::path::{Path, PathBuf};
 
@@ -14,10 +16,42 @@ use proc_macro2::{Ident, TokenStream, TokenTree};
 use quote::quote;
 use syn::visit_mut::{self, VisitMut};
 
-const SOURCE: &str = include_str!("../../../interpreters/stackvm/src/lib.rs");
+/// The interpreters varied: a name, the source, and a `main` comparing the
+/// variant's portal and `jit::specialize` with `jit::plain`.
+const INTERPRETERS: &[(&str, &str, &str)] = &[
+    ("stackvm", include_str!("../../../interpreters/stackvm/src/lib.rs"), STACKVM_MAIN),
+    ("subroutines", include_str!("../../../interpreters/subroutines/src/lib.rs"), SUBROUTINES_MAIN),
+];
 
-/// Compares the variant's portal and `jit::specialize` with `jit::plain`.
-const MAIN: &str = r#"
+const SUBROUTINES_MAIN: &str = r#"
+fn main() {
+    use sub::*;
+    sub::jit::config().set_threshold(0);
+    let programs: &[&[u8]] = &[
+        &[CALL, 6, JNZ, 0, HALT, HALT, CALL, 9, RET, DECR, RET],
+        &[CALL, 14, CALL, 14, CALL, 14, DECR, DECR, DECR, DECR, JNZ, 0, HALT, HALT, ADD, 1, RET],
+        &[DOUBLE, DOUBLE, HALT],
+        &[RET],
+        &[CALL, 4, HALT, HALT, 3, 100, RET],
+        &[CALL, 0],
+        &[9],
+        &[CALL],
+    ];
+    for code in programs {
+        for a in [1, 5, 40] {
+            let want = sub::jit::plain::run(code, a);
+            for _ in 0..3 {
+                assert_eq!(sub::run(code, a), want, "the portal on {code:?} with {a}");
+            }
+            assert_eq!(sub::jit::specialize::run(code).call(a), want, "specialized {code:?} with {a}");
+        }
+    }
+    let st = sub::jit::stats();
+    assert!(st.entries > 0, "nothing compiled: {st:?} {:?}", sub::jit::last_decline());
+}
+"#;
+
+const STACKVM_MAIN: &str = r#"
 fn main() {
     use programs::*;
     use vm::{Instruction::*, Vm};
@@ -58,27 +92,36 @@ const VARIATIONS: &[(&str, Variation)] = &[
     ("arm_bodies_in_blocks", arm_bodies_in_blocks),
     ("stack_methods_called_by_path", stack_methods_called_by_path),
     ("matches_as_let_else", matches_as_let_else),
+    ("indexing_as_get", indexing_as_get),
 ];
 
-/// Writes every variant into `dir`; returns their paths.
+/// Writes every variant of every interpreter into `dir` (a variation that
+/// finds nothing to change in one is skipped there, but must change
+/// something somewhere); returns their paths.
 pub fn write_all(dir: &Path) -> Vec<PathBuf> {
     std::fs::create_dir_all(dir).expect("the variants' directory");
-    let file: syn::File = syn::parse_str(SOURCE).expect("the stack VM parses");
     let mut paths = vec![];
     for (name, vary) in VARIATIONS {
-        let mut f = file.clone();
-        let mut changed = 0;
-        for item in &mut f.items {
-            if let syn::Item::Mod(m) = item {
-                if m.attrs.iter().any(|a| a.path().is_ident("jit_interpreter")) {
-                    changed += vary(m);
+        let mut applied = false;
+        for (interp, source, main) in INTERPRETERS {
+            let mut f: syn::File = syn::parse_str(source).expect("the interpreter parses");
+            let mut changed = 0;
+            for item in &mut f.items {
+                if let syn::Item::Mod(m) = item {
+                    if m.attrs.iter().any(|a| a.path().is_ident("jit_interpreter")) {
+                        changed += vary(m);
+                    }
                 }
             }
+            if changed == 0 {
+                continue;
+            }
+            applied = true;
+            let path = dir.join(format!("{interp}_{name}.rs"));
+            std::fs::write(&path, prettyplease::unparse(&f) + main).expect("a variant written");
+            paths.push(path);
         }
-        assert!(changed > 0, "the variation {name} changed nothing");
-        let path = dir.join(format!("{name}.rs"));
-        std::fs::write(&path, prettyplease::unparse(&f) + MAIN).expect("a variant written");
-        paths.push(path);
+        assert!(applied, "the variation {name} changed nothing");
     }
     paths
 }
@@ -326,6 +369,38 @@ fn matches_as_let_else(m: &mut syn::ItemMod) -> usize {
             };
             *l = new;
             self.0 += 1;
+        }
+    }
+    count_with(m, V(0), |v| v.0)
+}
+
+/// A read `v[i]` as `*v.get(i).unwrap()` (assigned places and `&mut v[i]`
+/// stay indexed).
+fn indexing_as_get(m: &mut syn::ItemMod) -> usize {
+    struct V(usize);
+    impl VisitMut for V {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            match e {
+                syn::Expr::Assign(a) => return self.visit_expr_mut(&mut a.right),
+                syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::AddAssign(_) | syn::BinOp::SubAssign(_)) => {
+                    return self.visit_expr_mut(&mut b.right);
+                }
+                syn::Expr::Reference(r) if r.mutability.is_some() => return,
+                syn::Expr::MethodCall(c) if matches!(*c.receiver, syn::Expr::Index(_)) => {
+                    // The receiver may be borrowed `&mut`.
+                    for a in &mut c.args {
+                        self.visit_expr_mut(a);
+                    }
+                    return;
+                }
+                _ => {}
+            }
+            visit_mut::visit_expr_mut(self, e);
+            if let syn::Expr::Index(ix) = e {
+                let (v, i) = (&ix.expr, &ix.index);
+                *e = syn::parse_quote!(*#v.get(#i).unwrap());
+                self.0 += 1;
+            }
         }
     }
     count_with(m, V(0), |v| v.0)
