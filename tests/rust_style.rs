@@ -1286,3 +1286,101 @@ fn private_portals_build_and_agree_with_plain() {
     assert_eq!(private_portals::sums(&code), (want, want));
     assert!(private_portals::jit::stats().entries > 0, "{:?}", private_portals::jit::last_decline());
 }
+
+/// `write!` and `writeln!` into a `Vec<u8>`: a parameter behind `&mut`, and
+/// a field of a portal method's `self`; with `.unwrap()`, `.expect(..)`,
+/// `let _ =` and a statement. Output and results agree with plain.
+#[jit_interpreter]
+mod writes {
+    use jitgen::prelude::*;
+    use std::io::Write;
+
+    /// Ops: 0 add 3 and write the sum, 1 subtract 1, 2 loop while positive,
+    /// 3 write a line, anything else stop.
+    pub fn run(code: &[u8], n: i64, out: &mut Vec<u8>) -> i64 {
+        let mut acc = n;
+        let mut pc = 0;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            if op == 0 {
+                acc += 3;
+                write!(out, "{acc} ").unwrap();
+            } else if op == 1 {
+                acc -= 1;
+            } else if op == 2 {
+                if acc > 0 {
+                    pc = 0;
+                }
+            } else if op == 3 {
+                writeln!(out, "at {}: {:>4}", pc, acc).expect("a Vec");
+            } else {
+                let _ = write!(out, "stop");
+                return acc;
+            }
+        }
+        acc
+    }
+
+    pub struct Machine {
+        pub code: Vec<u8>,
+        pub pc: usize,
+        pub acc: i64,
+        pub output: Vec<u8>,
+    }
+
+    impl Machine {
+        pub fn run(&mut self) -> i64 {
+            while self.pc < self.code.len() {
+                hint!(global_merge_point);
+                let op = self.code[hint!(self.pc, concrete)];
+                self.pc += 1;
+                match op {
+                    0 => {
+                        self.acc -= 1;
+                        writeln!(self.output, "{}", self.acc).unwrap();
+                    }
+                    1 => {
+                        if self.acc > 0 {
+                            self.pc = 0;
+                        }
+                    }
+                    _ => {
+                        write!(self.output, "end").unwrap();
+                    }
+                }
+            }
+            self.acc
+        }
+    }
+}
+
+#[test]
+fn write_into_a_vec_agrees_with_plain() {
+    writes::jit::config().set_threshold(0);
+    let programs: [&[u8]; 4] = [&[0, 1, 1, 1, 1, 2], &[0, 3, 1, 1, 1, 1, 1, 2, 3, 9], &[3, 3, 0, 9, 0], &[]];
+    for code in programs {
+        for n in [-2, 0, 5, 40] {
+            let mut want_out = vec![];
+            let want = writes::jit::plain::run(code, n, &mut want_out);
+            let mut out = vec![];
+            assert_eq!((writes::run(code, n, &mut out), &out), (want, &want_out), "{code:?} {n}");
+            let mut out = vec![];
+            assert_eq!((writes::jit::specialize::run(code).call(n, &mut out), &out), (want, &want_out));
+        }
+    }
+    let before = writes::jit::stats().entries;
+    for n in [0, 1, 30] {
+        let machine = || writes::Machine { code: vec![0, 1, 2], pc: 0, acc: n, output: b"> ".to_vec() };
+        let mut want_m = machine();
+        let want = writes::jit::plain::Machine::run(&mut want_m);
+        let mut m = machine();
+        assert_eq!((m.run(), &m.output, m.pc), (want, &want_m.output, want_m.pc), "{n}");
+        let mut m = machine();
+        assert_eq!(writes::jit::specialize::Machine::run(&mut m), want);
+        assert_eq!(m.output, want_m.output);
+    }
+    let st = writes::jit::stats();
+    assert!(st.entries > before && before > 0, "{st:?} {:?}", writes::jit::last_decline());
+}

@@ -250,6 +250,11 @@ pub(crate) fn inline_only(f: &FnDef<'_>) -> bool {
     !f.opaque && (place_or_tuple(&f.ret) || f.params.iter().any(|p| place_or_tuple(&p.ty))) && !has_merge_point(f.body)
 }
 
+/// Whether `e` is `write!(..)` or `writeln!(..)`.
+fn is_write_macro(e: &Expr) -> bool {
+    matches!(e, Expr::Macro(m) if m.mac.path.is_ident("write") || m.mac.path.is_ident("writeln"))
+}
+
 /// Whether `m` is `hint!(global_merge_point)`.
 pub fn is_merge_point(m: &syn::Macro) -> bool {
     m.path.is_ident("hint") && m.tokens.to_string().trim() == "global_merge_point"
@@ -2347,6 +2352,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
     }
 
     fn method_call(&mut self, mc: &syn::ExprMethodCall) -> LVal {
+        if is_write_macro(&mc.receiver) && matches!(mc.method.to_string().as_str(), "unwrap" | "expect") {
+            // Writing into a `Vec<u8>` cannot fail (see `write_macro`).
+            return self.expr(&mc.receiver);
+        }
         let recv = match self.expr(&mc.receiver) {
             LVal::Sum { ty, tag, payloads } => return self.sum_method(mc, ty, *tag, payloads),
             r @ LVal::Ref(_) => self.rvalue(r, &*mc.receiver),
@@ -2546,6 +2555,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
     }
 
     fn try_expr(&mut self, t: &syn::ExprTry) -> LVal {
+        if is_write_macro(&t.expr) {
+            // Writing into a `Vec<u8>` cannot fail (see `write_macro`).
+            return self.expr(&t.expr);
+        }
         let v = self.expr(&t.expr);
         if let LVal::Sum { ty, tag, payloads } = v {
             return self.try_sum(t, ty, *tag, payloads);
@@ -2712,6 +2725,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             "hint" => self.hint(mac),
             "vec" => self.vec_macro(mac),
             "print" | "println" | "eprint" | "eprintln" => self.format_macro(mac, &name),
+            "write" | "writeln" => self.write_macro(mac, &name),
             "assert" | "assert_eq" | "assert_ne" => self.assert_macro(mac, &name),
             "panic" | "unreachable" | "todo" | "unimplemented" => {
                 let msg = format!("{name}!({})", mac.tokens);
@@ -2730,7 +2744,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 self.unsupported(
                     mac,
                     &format!("the macro `{name}!`"),
-                    "supported are `hint!`, `vec!`, `print!`, `println!`, `eprint!`, `eprintln!`, `assert!`, `assert_eq!`, `assert_ne!` and `panic!`; move other effects into a #[jit_opaque] function",
+                    "supported are `hint!`, `vec!`, `print!`, `println!`, `eprint!`, `eprintln!`, `write!` and `writeln!` into a `Vec<u8>`, `assert!`, `assert_eq!`, `assert_ne!` and `panic!`; move other effects into a #[jit_opaque] function",
                 )
             }
         }
@@ -2758,6 +2772,19 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// `println!("{} {x}", a)`: its arguments evaluated in order (captured
     /// names `{x}` last), then one residual effect that formats them.
     fn format_macro(&mut self, mac: &syn::Macro, name: &str) -> LVal {
+        self.formatted(mac, name, false)
+    }
+
+    /// `write!(out, "{}", x)` and `writeln!`, into a `Vec<u8>` (a field, a
+    /// local, or behind a `&mut`): one residual effect, as `print!`, given
+    /// the `Vec` first. Writing into a `Vec` cannot fail, so its
+    /// `io::Result` is `Ok(())`: `.unwrap()`, `.expect(..)`, `?`, `let _ =`
+    /// and a statement all take the write alone (see `io_result_of_write`).
+    fn write_macro(&mut self, mac: &syn::Macro, name: &str) -> LVal {
+        self.formatted(mac, name, true)
+    }
+
+    fn formatted(&mut self, mac: &syn::Macro, name: &str, has_dest: bool) -> LVal {
         let parsed = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
         let Ok(parts) = parsed else {
             return self.unsupported(
@@ -2767,6 +2794,35 @@ impl<'m, 'a> Lowering<'m, 'a> {
             );
         };
         let mut parts = parts.into_iter();
+        let mut args = vec![];
+        let mut names = vec![];
+        if has_dest {
+            let Some(dest) = parts.next() else {
+                return self.unsupported(mac, &format!("this `{name}!`"), "name the `Vec<u8>` to write into first");
+            };
+            // `write!(v, ..)` borrows `v` mutably, unless it is a `&mut`.
+            let d = self.expr(&dest);
+            let d = self.rvalue(d, &dest);
+            let d = match self.u.shallow(&self.ty_of(&d)) {
+                Ty::Ref { mutable: true, .. } => d,
+                _ => {
+                    let e: Expr = syn::parse_quote_spanned!(dest.span()=> &mut (#dest));
+                    let d = self.expr(&e);
+                    self.rvalue(d, &e)
+                }
+            };
+            let want = Ty::Ref { mutable: true, to: Box::new(Ty::Vec(Box::new(Ty::Int(IntTy::U8)))) };
+            let have = self.ty_of(&d);
+            if self.u.unify(&want, &have).is_err() {
+                return self.unsupported(
+                    &dest,
+                    &format!("`{name}!` into this destination"),
+                    "write into a `Vec<u8>` (a `String` or an `io::Write` is not supported)",
+                );
+            }
+            args.push(d);
+            names.push(None);
+        }
         let template = match parts.next() {
             None => String::new(),
             Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) => s.value(),
@@ -2774,8 +2830,6 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 return self.unsupported(&other, "a format string that is not a literal", "write the string literally");
             }
         };
-        let mut args = vec![];
-        let mut names = vec![];
         for p in parts {
             let (n, e) = match p {
                 Expr::Assign(a) => match &*a.left {

@@ -213,8 +213,20 @@ fn is_compound(op: &syn::BinOp) -> bool {
 }
 
 /// Macros whose arguments are expressions separated by commas.
-const EXPR_MACROS: &[&str] =
-    &["print", "println", "eprint", "eprintln", "assert", "assert_eq", "assert_ne", "panic", "hint", "vec"];
+const EXPR_MACROS: &[&str] = &[
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "write",
+    "writeln",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "panic",
+    "hint",
+    "vec",
+];
 
 /// Rewrites a body: `self.f` to the fields, methods on `self` inlined.
 struct Rewrite<'a> {
@@ -510,6 +522,12 @@ impl VisitMut for Rewrite<'_> {
         let parsed = syn::parse::Parser::parse2(Punctuated::<Expr, Token![,]>::parse_terminated, m.tokens.clone());
         match parsed {
             Ok(mut args) if EXPR_MACROS.contains(&name.as_str()) => {
+                if name == "write" || name == "writeln" {
+                    // The destination is written.
+                    if let Some(dest) = args.first() {
+                        self.note_mutation(dest);
+                    }
+                }
                 for a in args.iter_mut() {
                     self.visit_expr_mut(a);
                 }

@@ -1962,15 +1962,24 @@ impl<'g> Gen<'g> {
                 quote!(#path(#(#reads),*))
             }
             Some((mac, template, names)) => {
+                let writes = mac == "write" || mac == "writeln";
                 let mac = format_ident!("{}", mac);
-                let args = reads.iter().zip(names).map(|(x, n)| match n {
+                // `write!` into a `Vec<u8>`: its destination comes first.
+                let (dest, reads) = if writes { (reads.first(), &reads[1..]) } else { (None, &reads[..]) };
+                let args = reads.iter().zip(&names[writes as usize..]).map(|(x, n)| match n {
                     Some(n) => {
                         let n = format_ident!("{}", n);
                         quote!(#n = #x)
                     }
                     None => quote!(#x),
                 });
-                quote!(::std::#mac!(#template, #(#args),*))
+                match dest {
+                    Some(d) => quote!({
+                        use ::std::io::Write as _;
+                        ::std::#mac!(#d, #template, #(#args),*).expect("writing into a Vec<u8> cannot fail")
+                    }),
+                    None => quote!(::std::#mac!(#template, #(#args),*)),
+                }
             }
         };
         self.callbacks.push(quote! {
