@@ -1289,7 +1289,8 @@ fn private_portals_build_and_agree_with_plain() {
 
 /// `write!` and `writeln!` into a `Vec<u8>`: a parameter behind `&mut`, and
 /// a field of a portal method's `self`; with `.unwrap()`, `.expect(..)`,
-/// `let _ =` and a statement. Output and results agree with plain.
+/// `let _ =` and a statement; and labeled blocks. Output and results agree
+/// with plain.
 #[jit_interpreter]
 mod writes {
     use jitgen::prelude::*;
@@ -1330,6 +1331,54 @@ mod writes {
         pub output: Vec<u8>,
     }
 
+    /// Labeled blocks: a value given by `break 'label v` from inside a
+    /// loop, an unlabeled `break` inside a block leaving the loop around
+    /// it. Ops: 0 add the first power of two above acc's low byte, 1 halve,
+    /// 2 loop while acc > 0 (counting down n), anything else stop.
+    pub fn blocks(code: &[u8], n: i64) -> i64 {
+        let mut acc = n;
+        let mut left = n;
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            if pc >= code.len() {
+                return acc;
+            }
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            let step = 'op: {
+                if op == 0 {
+                    let mut p = 1i64;
+                    loop {
+                        if p > (acc & 255) {
+                            break 'op p;
+                        }
+                        p *= 2;
+                    }
+                }
+                if op == 1 {
+                    break 'op -(acc / 2);
+                }
+                if op == 2 {
+                    left -= 1;
+                    if left > 0 {
+                        pc = 0;
+                    }
+                    0
+                } else {
+                    'inner: {
+                        if acc > 1000 {
+                            break 'inner;
+                        }
+                        acc += 1;
+                    }
+                    return acc;
+                }
+            };
+            acc += step;
+        }
+    }
+
     impl Machine {
         pub fn run(&mut self) -> i64 {
             while self.pc < self.code.len() {
@@ -1357,7 +1406,7 @@ mod writes {
 }
 
 #[test]
-fn write_into_a_vec_agrees_with_plain() {
+fn write_into_a_vec_and_labeled_blocks_agree_with_plain() {
     writes::jit::config().set_threshold(0);
     let programs: [&[u8]; 4] = [&[0, 1, 1, 1, 1, 2], &[0, 3, 1, 1, 1, 1, 1, 2, 3, 9], &[3, 3, 0, 9, 0], &[]];
     for code in programs {
@@ -1368,6 +1417,13 @@ fn write_into_a_vec_agrees_with_plain() {
             assert_eq!((writes::run(code, n, &mut out), &out), (want, &want_out), "{code:?} {n}");
             let mut out = vec![];
             assert_eq!((writes::jit::specialize::run(code).call(n, &mut out), &out), (want, &want_out));
+        }
+    }
+    for code in [&[0u8, 1, 0, 2][..], &[1, 0, 0, 2, 7], &[0, 9]] {
+        for n in [-3, 1, 9, 300] {
+            let want = writes::jit::plain::blocks(code, n);
+            assert_eq!(writes::blocks(code, n), want, "{code:?} {n}");
+            assert_eq!(writes::jit::specialize::blocks(code).call(n), want, "{code:?} {n}");
         }
     }
     let before = writes::jit::stats().entries;

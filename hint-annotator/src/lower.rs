@@ -168,6 +168,9 @@ struct LoopCtx {
     after: usize,
     /// `loop` can break with a value; `while` and `for` cannot.
     result_ty: Option<Ty>,
+    /// A labeled block (`'a: { .. }`): only `break 'a` leaves it; an
+    /// unlabeled `break` or `continue` goes past it, and nothing continues it.
+    block: bool,
 }
 
 /// A place that can be assigned.
@@ -918,12 +921,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
                 LVal::Const(Const::Unit)
             }
-            Expr::Block(b) => {
-                if let Some(l) = &b.label {
-                    return self.unsupported(l, "a labeled block", "use a labeled `loop` with `break 'label value`");
-                }
-                self.block(&b.block)
-            }
+            Expr::Block(b) => match &b.label {
+                Some(l) => self.labeled_block(l, &b.block),
+                None => self.block(&b.block),
+            },
             Expr::If(i) => self.if_expr(i),
             Expr::While(w) => self.while_expr(w),
             Expr::Loop(l) => self.loop_expr(l),
@@ -3021,7 +3022,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
 
     fn find_loop(&mut self, label: Option<&str>, span: Span) -> Option<usize> {
         let found = match label {
-            None => self.loops.len().checked_sub(1),
+            None => self.loops.iter().rposition(|c| !c.block),
             Some(l) => self.loops.iter().rposition(|c| c.label.as_deref() == Some(l)),
         };
         if found.is_none() {
@@ -3050,6 +3051,30 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
         self.jump(after, v);
         self.never(b.span())
+    }
+
+    /// `'a: { .. break 'a v; .. }`: the block's value, or the value of a
+    /// `break 'a` inside it, flows to the join after it.
+    fn labeled_block(&mut self, label: &syn::Label, body: &syn::Block) -> LVal {
+        let depth = self.env.len();
+        let rt = self.u.fresh();
+        let after = self.new_join(depth, Some(rt.clone()));
+        let ctx = LoopCtx {
+            label: Some(label.name.ident.to_string()),
+            header: after,
+            after,
+            result_ty: Some(rt.clone()),
+            block: true,
+        };
+        self.loops.push(ctx);
+        let v = self.block(body);
+        self.env.truncate(depth);
+        self.finish_arm(after, &rt, v, body.span());
+        self.loops.pop();
+        match self.enter(after) {
+            Some(v) => v,
+            None => self.never(body.span()),
+        }
     }
 
     fn loop_body(&mut self, ctx: LoopCtx, body: &syn::Block) {
@@ -3083,7 +3108,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
             self.jump(after, None);
             self.resume(body);
         }
-        self.loop_body(LoopCtx { label: Self::label_of(&w.label), header, after, result_ty: None }, &w.body);
+        self.loop_body(
+            LoopCtx { label: Self::label_of(&w.label), header, after, result_ty: None, block: false },
+            &w.body,
+        );
         self.env.truncate(depth);
         self.enter(after);
         LVal::Const(Const::Unit)
@@ -3096,7 +3124,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let after = self.new_join(depth, Some(rt.clone()));
         self.jump(header, None);
         self.enter(header);
-        self.loop_body(LoopCtx { label: Self::label_of(&l.label), header, after, result_ty: Some(rt) }, &l.body);
+        self.loop_body(
+            LoopCtx { label: Self::label_of(&l.label), header, after, result_ty: Some(rt), block: false },
+            &l.body,
+        );
         match self.enter(after) {
             Some(v) => v,
             None => self.never(l.span()),
@@ -3149,7 +3180,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 self.unsupported(p, "this loop pattern", "bind a single name");
             }
         }
-        self.loop_body(LoopCtx { label: Self::label_of(&f.label), header, after, result_ty: None }, &f.body);
+        self.loop_body(
+            LoopCtx { label: Self::label_of(&f.label), header, after, result_ty: None, block: false },
+            &f.body,
+        );
         self.env.truncate(outer);
         self.enter(after);
         LVal::Const(Const::Unit)
