@@ -423,7 +423,7 @@ fn unsupported_constructs_are_reported_at_their_spans_all_together() {
         expect![[r#"
             error 2:12: a tuple is supported in a #[jit_interpreter] function only where it is destructured (`let (a, b) = ...`, `match (x, y) { ... }`, `.0`); to pass, return or store it, use a struct of the module
             error 3:12: a closure is not supported in a #[jit_interpreter] function; write a function of the module
-            error 4:4: the macro `format!` is not supported in a #[jit_interpreter] function; supported are `hint!`, `vec!`, `print!`, `println!`, `eprint!`, `eprintln!`, `assert!`, `assert_eq!`, `assert_ne!` and `panic!`; move other effects into a #[jit_opaque] function
+            error 4:4: the macro `format!` is not supported in a #[jit_interpreter] function; supported are `hint!`, `vec!`, `print!`, `println!`, `eprint!`, `eprintln!`, `write!` and `writeln!` into a `Vec<u8>`, `assert!`, `assert_eq!`, `assert_ne!` and `panic!`; move other effects into a #[jit_opaque] function
             error 5:12: a string literal is not supported in a #[jit_interpreter] function; pass program text in as a parameter (`&[u8]`); messages belong in #[jit_opaque] functions
             error 6:13: `for` over anything but an integer range is not supported in a #[jit_interpreter] function; iterate over indices: `for i in 0..v.len()`
             error 7:12: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
