@@ -126,6 +126,21 @@ pub fn write_all(dir: &Path) -> Vec<PathBuf> {
     paths
 }
 
+/// Rewrites every expression of a module, innermost first, with `f`
+/// (which says whether it changed it); returns how many it changed.
+fn exprs_rewritten(m: &mut syn::ItemMod, f: impl FnMut(&mut syn::Expr) -> bool) -> usize {
+    struct V<F>(F, usize);
+    impl<F: FnMut(&mut syn::Expr) -> bool> VisitMut for V<F> {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            visit_mut::visit_expr_mut(self, e);
+            if (self.0)(e) {
+                self.1 += 1;
+            }
+        }
+    }
+    count_with(m, V(f, 0), |v| v.1)
+}
+
 /// Applies `visit` to a module, counting through `count`.
 fn count_with<V: VisitMut>(m: &mut syn::ItemMod, mut v: V, count: impl Fn(&V) -> usize) -> usize {
     v.visit_item_mod_mut(m);
@@ -134,42 +149,33 @@ fn count_with<V: VisitMut>(m: &mut syn::ItemMod, mut v: V, count: impl Fn(&V) ->
 
 /// `a += b` as `a = a + b` (every compound assignment).
 fn compound_assignments_spelled_out(m: &mut syn::ItemMod) -> usize {
-    struct V(usize);
-    impl VisitMut for V {
-        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-            visit_mut::visit_expr_mut(self, e);
-            let syn::Expr::Binary(b) = e else { return };
-            let op = match b.op {
-                syn::BinOp::AddAssign(_) => quote!(+),
-                syn::BinOp::SubAssign(_) => quote!(-),
-                syn::BinOp::MulAssign(_) => quote!(*),
-                _ => return,
-            };
-            let (l, r) = (&b.left, &b.right);
-            *e = syn::parse_quote!(#l = #l #op #r);
-            self.0 += 1;
-        }
-    }
-    count_with(m, V(0), |v| v.0)
+    exprs_rewritten(m, |e| {
+        let syn::Expr::Binary(b) = e else { return false };
+        let op = match b.op {
+            syn::BinOp::AddAssign(_) => quote!(+),
+            syn::BinOp::SubAssign(_) => quote!(-),
+            syn::BinOp::MulAssign(_) => quote!(*),
+            _ => return false,
+        };
+        let (l, r) = (&b.left, &b.right);
+        *e = syn::parse_quote!(#l = #l #op #r);
+        true
+    })
 }
 
 /// `if c { a } else { b }` as `if !(c) { b } else { a }`.
 fn ifs_inverted(m: &mut syn::ItemMod) -> usize {
-    struct V(usize);
-    impl VisitMut for V {
-        fn visit_expr_if_mut(&mut self, i: &mut syn::ExprIf) {
-            visit_mut::visit_expr_if_mut(self, i);
-            if matches!(*i.cond, syn::Expr::Let(_)) {
-                return;
-            }
-            let Some((_, els)) = &i.else_branch else { return };
-            let syn::Expr::Block(els) = &**els else { return };
-            let (c, then, els) = (&i.cond, &i.then_branch, &els.block);
-            *i = syn::parse_quote!(if !(#c) #els else #then);
-            self.0 += 1;
+    exprs_rewritten(m, |e| {
+        let syn::Expr::If(i) = e else { return false };
+        if matches!(*i.cond, syn::Expr::Let(_)) {
+            return false;
         }
-    }
-    count_with(m, V(0), |v| v.0)
+        let Some((_, els)) = &i.else_branch else { return false };
+        let syn::Expr::Block(els) = &**els else { return false };
+        let (c, then, els) = (&i.cond, &i.then_branch, &els.block);
+        *e = syn::parse_quote!(if !(#c) #els else #then);
+        true
+    })
 }
 
 /// Every local and parameter (bound by `let`, a match arm, a closure or a
@@ -244,20 +250,15 @@ fn locals_renamed(m: &mut syn::ItemMod) -> usize {
 
 /// `x?` as `match x { Ok(v) => v, Err(e) => return Err(e) }`.
 fn question_marks_as_matches(m: &mut syn::ItemMod) -> usize {
-    struct V(usize);
-    impl VisitMut for V {
-        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-            visit_mut::visit_expr_mut(self, e);
-            let syn::Expr::Try(t) = e else { return };
-            let x = &t.expr;
-            *e = syn::parse_quote!(match #x {
-                ::core::result::Result::Ok(ok) => ok,
-                ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
-            });
-            self.0 += 1;
-        }
-    }
-    count_with(m, V(0), |v| v.0)
+    exprs_rewritten(m, |e| {
+        let syn::Expr::Try(t) = e else { return false };
+        let x = &t.expr;
+        *e = syn::parse_quote!(match #x {
+            ::core::result::Result::Ok(ok) => ok,
+            ::core::result::Result::Err(err) => return ::core::result::Result::Err(err),
+        });
+        true
+    })
 }
 
 /// `let (a, b) = (x, y);` as `let a = x; let b = y;`.
@@ -289,20 +290,19 @@ fn tuple_lets_split(m: &mut syn::ItemMod) -> usize {
     count_with(m, V(0), |v| v.0)
 }
 
-/// `a + b` as `(a) + (b)` (every binary operation that is not an
+/// `a + b` as `(a) + (b)` (every binary operation that is not a compound
 /// assignment).
 fn operands_parenthesized(m: &mut syn::ItemMod) -> usize {
-    struct V(usize);
-    impl VisitMut for V {
-        fn visit_expr_binary_mut(&mut self, b: &mut syn::ExprBinary) {
-            visit_mut::visit_expr_binary_mut(self, b);
-            let (l, r) = (&b.left, &b.right);
-            b.left = Box::new(syn::parse_quote!((#l)));
-            b.right = Box::new(syn::parse_quote!((#r)));
-            self.0 += 1;
+    exprs_rewritten(m, |e| {
+        let syn::Expr::Binary(b) = e else { return false };
+        if matches!(b.op, syn::BinOp::AddAssign(_) | syn::BinOp::SubAssign(_) | syn::BinOp::MulAssign(_)) {
+            return false;
         }
-    }
-    count_with(m, V(0), |v| v.0)
+        let (l, r) = (&b.left, &b.right);
+        b.left = Box::new(syn::parse_quote!((#l)));
+        b.right = Box::new(syn::parse_quote!((#r)));
+        true
+    })
 }
 
 /// `Pat => expr,` as `Pat => { expr }`.
@@ -325,26 +325,21 @@ fn arm_bodies_in_blocks(m: &mut syn::ItemMod) -> usize {
 /// `self.stack.push(x)` as `Stack::push(&mut self.stack, x)` (and `&` for
 /// the methods that take `&self`).
 fn stack_methods_called_by_path(m: &mut syn::ItemMod) -> usize {
-    struct V(usize);
-    impl VisitMut for V {
-        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-            visit_mut::visit_expr_mut(self, e);
-            let syn::Expr::MethodCall(c) = e else { return };
-            let r = &c.receiver;
-            if quote!(#r).to_string() != "self . stack" {
-                return;
-            }
-            let (method, args) = (&c.method, &c.args);
-            let by = match method.to_string().as_str() {
-                "push" | "pop" | "peek_mut" | "get_mut" => quote!(&mut),
-                "peek" | "get" | "len" | "is_empty" => quote!(&),
-                _ => return,
-            };
-            *e = syn::parse_quote!(Stack::#method(#by self.stack, #args));
-            self.0 += 1;
+    exprs_rewritten(m, |e| {
+        let syn::Expr::MethodCall(c) = e else { return false };
+        let r = &c.receiver;
+        if quote!(#r).to_string() != "self . stack" {
+            return false;
         }
-    }
-    count_with(m, V(0), |v| v.0)
+        let (method, args) = (&c.method, &c.args);
+        let by = match method.to_string().as_str() {
+            "push" | "pop" | "peek_mut" | "get_mut" => quote!(&mut),
+            "peek" | "get" | "len" | "is_empty" => quote!(&),
+            _ => return false,
+        };
+        *e = syn::parse_quote!(Stack::#method(#by self.stack, #args));
+        true
+    })
 }
 
 /// `let x = match e { Some(v) => v, None => return r };` as
