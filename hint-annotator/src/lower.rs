@@ -876,7 +876,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let ok = self.new_join(bound.len(), None);
         self.jump(ok, None);
         self.env.truncate(depth);
-        if self.enter(fail).is_some() || self.cur.is_some() {
+        self.enter(fail);
+        if self.cur.is_some() {
             let _ = self.expr(diverge);
             if self.cur.is_some() {
                 self.error(diverge.span(), "the `else` of `let ... else` must not continue");
@@ -2354,7 +2355,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
 
     fn method_call(&mut self, mc: &syn::ExprMethodCall) -> LVal {
         if is_write_macro(&mc.receiver) && matches!(mc.method.to_string().as_str(), "unwrap" | "expect") {
-            // Writing into a `Vec<u8>` cannot fail (see `write_macro`).
+            // Writing into a `Vec<u8>` cannot fail (see `formatted`).
             return self.expr(&mc.receiver);
         }
         let recv = match self.expr(&mc.receiver) {
@@ -2557,7 +2558,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
 
     fn try_expr(&mut self, t: &syn::ExprTry) -> LVal {
         if is_write_macro(&t.expr) {
-            // Writing into a `Vec<u8>` cannot fail (see `write_macro`).
+            // Writing into a `Vec<u8>` cannot fail (see `formatted`).
             return self.expr(&t.expr);
         }
         let v = self.expr(&t.expr);
@@ -2725,8 +2726,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
         match name.as_str() {
             "hint" => self.hint(mac),
             "vec" => self.vec_macro(mac),
-            "print" | "println" | "eprint" | "eprintln" => self.format_macro(mac, &name),
-            "write" | "writeln" => self.write_macro(mac, &name),
+            "print" | "println" | "eprint" | "eprintln" => self.formatted(mac, &name, false),
+            "write" | "writeln" => self.formatted(mac, &name, true),
             "assert" | "assert_eq" | "assert_ne" => self.assert_macro(mac, &name),
             "panic" | "unreachable" | "todo" | "unimplemented" => {
                 let msg = format!("{name}!({})", mac.tokens);
@@ -2772,19 +2773,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
 
     /// `println!("{} {x}", a)`: its arguments evaluated in order (captured
     /// names `{x}` last), then one residual effect that formats them.
-    fn format_macro(&mut self, mac: &syn::Macro, name: &str) -> LVal {
-        self.formatted(mac, name, false)
-    }
-
-    /// `write!(out, "{}", x)` and `writeln!`, into a `Vec<u8>` (a field, a
-    /// local, or behind a `&mut`): one residual effect, as `print!`, given
-    /// the `Vec` first. Writing into a `Vec` cannot fail, so its
+    /// `println!("{} {x}", a)` (and `print!`, `eprint!`, `eprintln!`), or
+    /// with `has_dest` `write!(out, "{}", x)` and `writeln!` into a `Vec<u8>`
+    /// (a field, a local, or behind a `&mut`), given first: its arguments
+    /// evaluated in order (captured names `{x}` last), then one residual
+    /// effect that formats them. Writing into a `Vec` cannot fail, so its
     /// `io::Result` is `Ok(())`: `.unwrap()`, `.expect(..)`, `?`, `let _ =`
-    /// and a statement all take the write alone (see `io_result_of_write`).
-    fn write_macro(&mut self, mac: &syn::Macro, name: &str) -> LVal {
-        self.formatted(mac, name, true)
-    }
-
+    /// and a statement all take the write alone (see `is_write_macro`).
     fn formatted(&mut self, mac: &syn::Macro, name: &str, has_dest: bool) -> LVal {
         let parsed = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
         let Ok(parts) = parsed else {

@@ -142,8 +142,8 @@ impl<F: Frame> Compilation<F> {
             // are forced: one version for them real instead of one per
             // length.
             if let Some(real) = st.lists_real_key() {
-                use std::hash::{BuildHasher, BuildHasherDefault};
-                let point = BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(&real);
+                use std::hash::BuildHasher;
+                let point = rustc_hash::FxBuildHasher.hash_one(&real);
                 let grew = st.lineage.grew(point, st.core_reds().len(), self.b.branches);
                 if grew || self.versions.contains_key(&real) {
                     self.stats.lists_forced_at_merges += 1;
