@@ -68,7 +68,9 @@ pub mod __private {
             pub use jitgen_runtime::compile::vdict::VDict;
         }
         pub mod virtuals {
-            pub use jitgen_runtime::compile::virtuals::{VDesc, VHeap, VListField, VPList, VPtr, MAX_VIRTUAL_PTRS};
+            pub use jitgen_runtime::compile::virtuals::{
+                Popped, VDesc, VHeap, VListField, VPList, VPtr, MAX_VIRTUAL_PTRS,
+            };
         }
         /// Residual operations and their semantics.
         pub mod ops {

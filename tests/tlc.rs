@@ -625,6 +625,214 @@ fn known_fields_of_objects_survive_loops_but_not_calls() {
     }
 }
 
+/// `sum(n)` (0 + 1 + .. + n-1, in a loop) called twice: the loop runs in a
+/// callee, while the interpreter has the caller's frame saved.
+const CALLEE_LOOP: &str = "
+    PUSHARG
+    CALLARGS sum/1
+    PUSHARG
+    CALLARGS sum/1
+    ADD
+    RETURN
+sum:
+    PUSH 0
+    PUSH 0
+loop:
+    PICK 0
+    PUSHARGN 0
+    LT
+    BR_COND body
+    POP
+    RETURN
+body:
+    PICK 1
+    PICK 1
+    ADD
+    PUT 1
+    PUSH 1
+    ADD
+    BR loop
+";
+
+/// `down(n) = n + down(n - 1)`, `down(0) = 0`: recursion as deep as `n`.
+const DEEP: &str = "
+    PUSHARG
+    CALLARGS down/1
+    RETURN
+down:
+    PUSHARGN 0
+    PUSH 0
+    GT
+    BR_COND more
+    PUSH 0
+    RETURN
+more:
+    PUSHARGN 0
+    PUSHARGN 0
+    PUSH 1
+    SUB
+    CALLARGS down/1
+    ADD
+    RETURN
+";
+
+#[test]
+fn compiled_code_is_entered_with_saved_frames() {
+    assert!(run_child("child_a_loop_in_a_callee_compiles_with_saved_frames"));
+}
+
+#[test]
+#[ignore = "run by compiled_code_is_entered_with_saved_frames in a child process (recursion, once seen, is remembered per module)"]
+fn child_a_loop_in_a_callee_compiles_with_saved_frames() {
+    jit::config().set_threshold(3);
+    let a = asm::assemble(CALLEE_LOOP).expect("assembles");
+    // One run: the caller's code runs once, cold; the loop compiles where
+    // the caller's frame is saved, runs, and its return (below where it was
+    // entered) hands over to the interpreter.
+    let _ = both(&a, 5000, "a loop in a callee");
+    let s = jit::stats();
+    assert_eq!(s.declined, 0, "{s:?}: {:?}", jit::last_decline());
+    assert!(s.entries >= 1 && s.resumptions >= 1, "{s:?}");
+    for n in [0, 1, 7, 5000] {
+        let _ = both(&a, n, "a loop in a callee");
+    }
+    // Language-level recursion is not compiled: it declines, the
+    // interpreter runs it, as deep as its frames go (on the heap).
+    let d = asm::assemble(DEEP).expect("assembles");
+    assert_eq!(both(&d, 100_000, "deep recursion").0, Ok("5000050000".into()));
+    for n in [0, 1, 2, 50] {
+        let _ = both(&d, n, "recursion");
+    }
+    assert!(jit::last_decline().is_some_and(|w| w.contains("recurs")), "{:?}", jit::last_decline());
+    let _ = both(&a, 5000, "a loop in a callee, after a recursion");
+}
+
+/// A random program of calls: functions with loops called from loops,
+/// nested calls, and (with `recursive`) recursion and mutual recursion as
+/// deep as the input says, with type errors raised deep inside some.
+fn call_program(r: &mut Rng, recursive: bool) -> String {
+    let mut main: Vec<String> = vec!["PUSHARG".into()];
+    let mut funcs: Vec<String> = vec![];
+    let op = |r: &mut Rng| r.pick(&["ADD", "SUB", "MUL", "AND", "ADD"]).to_string();
+    for seg in 0..(1 + r.below(3)) {
+        let f = format!("f{seg}");
+        let kinds = if recursive { 4 } else { 2 };
+        match r.below(kinds) {
+            0 => {
+                // A loop in the function: s = s op i for i = a..1.
+                let mut body = vec![format!("{f}:"), "PUSH 0".into(), "PUSHARGN 0".into(), format!("{f}loop:")];
+                body.extend(["PICK 0".into(), "PUSH 0".into(), "GT".into(), format!("BR_COND {f}body")]);
+                body.extend(["POP".into(), "RETURN".into(), format!("{f}body:")]);
+                body.extend(["PICK 1".into(), "PICK 1".into(), op(r), "PUT 1".into()]);
+                body.extend(["PUSH 1".into(), "SUB".into(), format!("BR {f}loop")]);
+                funcs.push(body.join("\n"));
+            }
+            1 => {
+                // A function calling another one (itself a leaf).
+                let g = format!("{f}g");
+                funcs.push(format!(
+                    "{f}:\nPUSHARGN 0\nPUSH {}\nADD\nCALLARGS {g}/1\nPUSHARGN 0\n{}\nRETURN",
+                    r.below(5),
+                    op(r)
+                ));
+                let err = if r.below(4) == 0 {
+                    format!("PUSHARGN 0\nPUSH {}\nEQ\nBR_COND {g}err\n", r.below(6))
+                } else {
+                    String::new()
+                };
+                funcs.push(format!(
+                    "{g}:\n{err}PUSHARGN 0\nPUSH 3\n{}\nRETURN\n{g}err:\nNIL\nPUSH 1\nADD\nRETURN",
+                    op(r)
+                ));
+            }
+            k => {
+                // Recursion (k = 2) or mutual recursion (k = 3): r(a) = a op
+                // r'(a - 1) down to 0, a type error at one depth sometimes.
+                let other = if k == 2 { f.clone() } else { format!("{f}m") };
+                for (me, next) in
+                    [(f.clone(), other.clone()), (other.clone(), f.clone())].into_iter().take(k as usize - 1)
+                {
+                    let err = if r.below(3) == 0 {
+                        format!("PUSHARGN 0\nPUSH {}\nEQ\nBR_COND {me}err\n", r.below(30))
+                    } else {
+                        String::new()
+                    };
+                    funcs.push(format!(
+                        "{me}:\nPUSHARGN 0\nPUSH 0\nGT\nBR_COND {me}more\nPUSH {}\nRETURN\n{me}more:\n{err}PUSHARGN 0\nPUSHARGN 0\nPUSH 1\nSUB\nCALLARGS {next}/1\n{}\nRETURN\n{me}err:\nNIL\nPUSH 1\nADD\nRETURN",
+                        r.below(4),
+                        op(r)
+                    ));
+                }
+            }
+        }
+        // The calls: in a counted loop (acc += f(i)) or once with the
+        // accumulator, its depth kept small (acc mod 40).
+        if r.below(2) == 0 {
+            let l = format!("m{seg}");
+            main.extend([
+                format!("PUSH {}", 1 + r.below(30)),
+                format!("{l}loop:"),
+                "PICK 0".into(),
+                format!("BR_COND {l}body"),
+            ]);
+            main.extend([format!("BR {l}end"), format!("{l}body:"), "PICK 0".into(), format!("CALLARGS {f}/1")]);
+            main.extend([
+                "PICK 2".into(),
+                "ADD".into(),
+                "PUT 1".into(),
+                "PUSH 1".into(),
+                "SUB".into(),
+                format!("BR {l}loop"),
+            ]);
+            main.extend([format!("{l}end:"), "POP".into()]);
+        } else {
+            main.extend(["PICK 0".into(), "PUSH 40".into(), "MOD".into(), format!("CALLARGS {f}/1"), "ADD".into()]);
+        }
+    }
+    main.push("RETURN".into());
+    main.extend(funcs);
+    main.join("\n")
+}
+
+#[test]
+fn random_call_programs_agree() {
+    assert!(run_child("child_random_call_programs_agree"));
+}
+
+#[test]
+#[ignore = "run by random_call_programs_agree in a child process (recursion, once seen, is remembered per module)"]
+fn child_random_call_programs_agree() {
+    jit::config().set_threshold(2);
+    let mut r = Rng(0x2545_F491_4F6C_DD1D);
+    let n = how_many(150);
+    // Programs without recursion first: compiled code entered in callees,
+    // returns below the entry; then with recursion (after the first, the
+    // module refuses entries with saved frames).
+    for recursive in [false, true] {
+        for i in 0..n {
+            // (A call or jump past TLC's signed-byte offsets: drawn again.)
+            let (src, a) = loop {
+                let src = call_program(&mut r, recursive);
+                match asm::assemble(&src) {
+                    Err(e) if e.to_string().contains("is too far") => continue,
+                    a => {
+                        break (src.clone(), a.unwrap_or_else(|e| panic!("program {i} does not assemble: {e}\n{src}")))
+                    }
+                }
+            };
+            for input in [0, 5, 17, 39, -3] {
+                let _ = both(&a, input, &format!("call program {i}:\n{src}\n"));
+            }
+        }
+        // Compiled code ran, and some of it handed over (returns below
+        // where it was entered among them).
+        let s = jit::stats();
+        assert!(s.entries > 0 && s.resumptions > 0, "{s:?}");
+    }
+    let why = jit::last_decline().unwrap_or_default();
+    assert!(!why.contains("panicked") && !why.contains("jitgen bug"), "{why}");
+}
+
 /// Runs one ignored test of this binary in a child process: a fresh
 /// process, whose hot-spot policy is the default one (the tests above set
 /// explicit thresholds, which are exact and have no warm-up).

@@ -43,6 +43,9 @@ struct Entry {
     green_params: Vec<(Ident, TokenStream, TokenStream)>,
     /// Why this entry cannot compile, if it cannot.
     bad: Option<String>,
+    /// Whether the interpreter has saved frames at this position (see
+    /// `PortalSite::nested`), when it keeps them in a `Vec`.
+    nested: Option<TokenStream>,
     /// The structs whose objects it loads into virtual ones (their
     /// descriptors must be generated).
     vstructs: Vec<String>,
@@ -73,6 +76,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
         checks: vec![],
         green_params: vec![],
         bad: None,
+        nested: None,
         vstructs: vec![],
         lens: vec![],
         cheap_greens: vec![],
@@ -386,21 +390,29 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                         };
                     });
                 } else if let (Repr::VOList(_), true) = (&r, portal) {
-                    // A list of structs (saved frames): virtual when empty at
-                    // entry (its length is in the key); residual code
-                    // declines to work on a real one.
+                    // A portal's saved frames: virtual when there are none
+                    // (whether there are is in the key); else its `Vec` with
+                    // the frames of calls compiled code makes pushed over it,
+                    // virtual (see `VPList::Over`), whatever its length.
                     let len = format_ident!("__len_{}", n);
                     e.lens.push(quote!(let #len: usize = #n.len();));
-                    e.key.push(quote!(#len as u64));
                     e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+                    e.key.push(quote!((#len != 0) as u64));
+                    e.nested = Some(quote!(#len != 0));
                     let why = format!(
-                        "`{src}` is not empty here: compiled code starts where the interpreter's saved frames are empty"
+                        "`{src}` is not empty here, and this interpreter's programs recurse: compiled code starts where the interpreter's saved frames are empty"
                     );
-                    e.checks.push(quote!(if #len != 0 { return Err(#why.to_string()); }));
+                    e.checks.push(
+                        quote!(if #len != 0 && super::jit::__STATS.recursion_seen() { return Err(#why.to_string()); }),
+                    );
                     e.frame_lets.push(quote! {
                         let #fid = {
-                            let _ = __in.next().expect("an input");
-                            #rt::virtuals::VPList::Virtual(::std::vec::Vec::new())
+                            let __a = __in.next().expect("an input");
+                            if #len == 0 {
+                                #rt::virtuals::VPList::Virtual(::std::vec::Vec::new())
+                            } else {
+                                #rt::virtuals::VPList::Over(__a, ::std::vec::Vec::new())
+                            }
                         };
                     });
                 } else if matches!(r, Repr::VOList(_)) {
@@ -738,6 +750,10 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                     let mut __c: #rt::schedule::Compilation<__Frame<'a>> =
                         #rt::schedule::Compilation::new(#label, &__inputs, &__outputs, super::jit::__CONFIG.limits());
                     __c.set_defer(Some(&super::jit::__STATS), __defer);
+                    if __words.is_some() {
+                        // A portal's: the interpreter runs recursion.
+                        __c.set_declines_recursion();
+                    }
                     __c
                 };
                 // The entry state, from the inputs of `__c` (run-time values,
@@ -939,6 +955,19 @@ pub fn expand(
                                 if __a == #orig { None } else { Some(unsafe { #rt::heap::take_vec(__a) }) }
                             }
                             #rt::virtuals::VPList::Virtual(__ptrs) => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
+                            #rt::virtuals::VPList::Over(__p, __ptrs) => {
+                                let __a = __p.as_const().expect(#msg);
+                                let __more = __ptrs.iter().map(|__q| #unpark(&__vheap, __q));
+                                if __a == #orig {
+                                    #param.extend(__more);
+                                    None
+                                } else {
+                                    // SAFETY: as for lists of scalars.
+                                    let mut __v: #t = unsafe { #rt::heap::take_vec(__a) };
+                                    __v.extend(__more);
+                                    Some(__v)
+                                }
+                            }
                         }));
                         assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
                     }
@@ -1025,6 +1054,7 @@ pub fn expand(
                 syn::ReturnType::Type(_, t) => quote!(#t),
             };
             let key = &e.key;
+            let nested = e.nested.clone().unwrap_or_else(|| quote!(false));
             let lens = &e.lens;
             let nkey = e.key.len();
             let content = &e.content;
@@ -1053,6 +1083,7 @@ pub fn expand(
                         sampler: &#sampler,
                         config: __cfg,
                         stats: &super::jit::__STATS,
+                        nested: #nested,
                     };
                     let __hot = __site.visit(&__key, __content)?;
                     // The inputs of residual code (which the compiler may

@@ -624,10 +624,16 @@ impl<'g> Gen<'g> {
                 if let (Repr::VOList(s), Repr::RPtr) = (self.repr(fi, *x), to) {
                     // A real one only: a virtual list of structs is not
                     // made real yet.
-                    let (rt, msg) = (rt(), format!("a virtual `Vec<{s}>` whose address is needed"));
-                    return Some(quote!(match &#id {
-                        #rt::virtuals::VPList::Real(__a) => *__a,
-                        #rt::virtuals::VPList::Virtual(_) => { __c.decline(#msg); break 'path None; }
+                    let msg = format!("a virtual `Vec<{s}>` whose address is needed");
+                    let desc = format_ident!("__VDESC_{}", s);
+                    return Some(quote!({
+                        if #id.flush(&mut __c.b, &mut __st.heap, &#desc) {
+                            __st.forget_fields();
+                        }
+                        match #id.address() {
+                            Some(__a) => __a,
+                            None => { __c.decline(#msg); break 'path None; }
+                        }
                     }));
                 }
                 if let (Repr::VDict(k, v), Repr::RPtr) = (self.repr(fi, *x), to) {
@@ -784,14 +790,10 @@ impl<'g> Gen<'g> {
                 quote!(#id)
             }
         };
-        // Objects of a struct of scalars move in and out of a real `Vec` by
-        // their fields (see `vec_moves`).
-        let by_fields =
-            self.cg.types().structs.get(&sname).is_some_and(|d| d.fields.values().all(|t| scalar(t).is_some()));
-        if by_fields {
-            self.vstructs.insert(sname.clone());
-        }
-        let u32t = u32_valty();
+        // Pushes and pops go through the runtime (`VPList::push`, `pop`),
+        // with the type's `VDesc`: how its objects move into memory.
+        self.vstructs.insert(sname.clone());
+        let desc = format_ident!("__VDESC_{}", sname);
         let decline = |what: &str| {
             let msg = format!("{what} on a `Vec<{sname}>` that is not virtual");
             quote!({ __c.decline(#msg); break 'path None; })
@@ -806,6 +808,10 @@ impl<'g> Gen<'g> {
                 break 'path None;
             })
         };
+        // A list with virtual elements over a real part, made all real
+        // where memory is read.
+        let flushed =
+            |l: &TokenStream| quote!(if #l.flush(&mut __c.b, &mut __st.heap, &#desc) { __st.forget_fields(); });
         Some(match (&op.kind, &args[..]) {
             (OpKind::NewVec, xs) => {
                 let mut ps = vec![];
@@ -824,26 +830,32 @@ impl<'g> Gen<'g> {
             }
             (OpKind::Len, [Value::Var(l), ..]) => {
                 let l = list_of(*l);
+                let flush = flushed(&l);
                 self.bind(
                     fi,
                     r,
-                    quote!(match &#l {
-                        #rt::virtuals::VPList::Virtual(__items) => #rt::redbox::RedBox::u64(__items.len() as u64),
-                        #rt::virtuals::VPList::Real(__a) => match #rt::heap::vec_layout::<#sn>() {
-                            Some(__l) => __c.b.red_vec_len(__a, __l),
-                            None => #no_layout,
-                        },
+                    quote!({
+                        #flush
+                        match &#l {
+                            #rt::virtuals::VPList::Real(__a) | #rt::virtuals::VPList::Over(__a, _) => match #rt::heap::vec_layout::<#sn>() {
+                                Some(__l) => __c.b.red_vec_len(__a, __l),
+                                None => #no_layout,
+                            },
+                            #rt::virtuals::VPList::Virtual(__items) => #rt::redbox::RedBox::u64(__items.len() as u64),
+                        }
                     }),
                 )
             }
             (OpKind::GetItem, [Value::Var(l), i]) => {
                 let l = list_of(*l);
+                let flush = flushed(&l);
                 let i = self.operand(fi, i, &Repr::R(Sc::Int(IntTy::Usize)))?;
                 self.bind(
                     fi,
                     r,
                     quote!({
                         let __i = #i;
+                        #flush
                         match &#l {
                             #rt::virtuals::VPList::Virtual(__items) => {
                                 match __i.as_const().and_then(|__k| __items.get(__k as usize)) {
@@ -851,7 +863,7 @@ impl<'g> Gen<'g> {
                                     None => #not_virtual,
                                 }
                             }
-                            #rt::virtuals::VPList::Real(__a) => match #rt::heap::vec_layout::<#sn>() {
+                            #rt::virtuals::VPList::Real(__a) | #rt::virtuals::VPList::Over(__a, _) => match #rt::heap::vec_layout::<#sn>() {
                                 Some(__l) => #rt::virtuals::VPtr::Real(
                                     __st.vec_elem(&mut __c.b, __a, &__i, ::core::mem::size_of::<#sn>() as u64, __l),
                                 ),
@@ -864,78 +876,27 @@ impl<'g> Gen<'g> {
             (OpKind::Push, [Value::Var(l), x]) => {
                 let l = list_of(*l);
                 let x = self.operand(fi, x, &Repr::VPtr)?;
-                let push_real = if by_fields {
-                    // The object's fields go into the Vec: a virtual one
-                    // stays unmade.
-                    let (push, desc) = (format_ident!("__vpush_{}", sname), format_ident!("__VDESC_{}", sname));
-                    quote! {
-                        let mut __args = ::std::vec![*__a];
-                        for (__k, (__t, __off)) in #desc.fields.iter().zip(#desc.offsets).enumerate() {
-                            __args.push(match __st.heap.field(&__x, __k) {
-                                Some(__f) => __f,
-                                None => {
-                                    let __o = __st.heap.force(&mut __c.b, &__x);
-                                    __c.b.red_load(*__t, &__o, *__off)
-                                }
-                            });
-                        }
-                        __c.b.red_call(#push, "vec_push", &__args, &[]);
-                        __st.forget_fields();
-                    }
-                } else {
-                    // The pushed object moves into the Vec: made in the
-                    // arena, then moved out of it.
-                    quote! {
-                        let __a = *__a;
-                        let __o = __st.heap.force(&mut __c.b, &__x);
-                        __c.b.red_call(#rt::heap::vec_push_moved::<#sn>, "vec_push", &[__a, __o], &[]);
-                        __st.forget_fields();
-                    }
-                };
                 quote!({
                     let __x = #x;
-                    match &mut #l {
-                        #rt::virtuals::VPList::Virtual(__items) if __items.len() < #rt::virtuals::MAX_VIRTUAL_PTRS => __items.push(__x),
-                        #rt::virtuals::VPList::Virtual(_) => #too_deep,
-                        #rt::virtuals::VPList::Real(__a) => { #push_real }
+                    match #l.push(&mut __c.b, &mut __st.heap, &#desc, __x) {
+                        Ok(true) => __st.forget_fields(),
+                        Ok(false) => {}
+                        Err(()) => #too_deep,
                     }
                 })
             }
             (OpKind::Pop, [Value::Var(l)]) => {
                 let l = list_of(*l);
-                let pt = ptr_valty();
-                let pop_real = if by_fields {
-                    // The popped object's fields come out of the Vec into
-                    // a virtual object.
-                    let (pop, desc) = (format_ident!("__vpop_{}", sname), format_ident!("__VDESC_{}", sname));
-                    quote! {
-                        let mut __outs = ::std::vec![#u32t];
-                        __outs.extend_from_slice(#desc.fields);
-                        let __v = __c.b.red_call(#pop, "vec_pop", &[*__a], &__outs);
-                        __st.forget_fields();
-                        (__v[0], __st.heap.alloc(&#desc, __v[1..].to_vec(), ::std::vec::Vec::new()))
-                    }
-                } else {
-                    // The popped object moves into the arena.
-                    quote! {
-                        let __a = *__a;
-                        let __v = __c.b.red_call(#rt::heap::vec_pop_moved::<#sn>, "vec_pop", &[__a], &[#u32t, #pt]);
-                        __st.forget_fields();
-                        (__v[0], #rt::virtuals::VPtr::Real(__v[1]))
-                    }
-                };
                 self.bind(
                     fi,
                     r,
-                    quote!(match &mut #l {
-                        #rt::virtuals::VPList::Virtual(__items) => match __items.pop() {
-                            Some(__p) => (#rt::redbox::RedBox::constant(#u32t, 1), __p),
-                            None => (
-                                #rt::redbox::RedBox::constant(#u32t, 0),
-                                #rt::virtuals::VPtr::Real(#rt::redbox::RedBox::constant(#pt, 0)),
-                            ),
-                        },
-                        #rt::virtuals::VPList::Real(__a) => { #pop_real }
+                    quote!({
+                        let (__tag, __p, __from) = #l.pop(&mut __c.b, &mut __st.heap, &#desc);
+                        if __from != #rt::virtuals::Popped::Virtual {
+                            __st.forget_fields();
+                            __st.below_entry |= __from == #rt::virtuals::Popped::BelowEntry;
+                        }
+                        (__tag, __p)
                     }),
                 )
             }
@@ -2253,6 +2214,8 @@ impl<'g> Gen<'g> {
         // arm of `lists_mut` (an or-pattern): (the visits, the patterns).
         let mut list_groups: indexmap::IndexMap<String, (Vec<TokenStream>, Vec<TokenStream>)> = Default::default();
         let mut point_fns = vec![];
+        // Structs of saved-frame lists: their `VDesc`s are needed.
+        let mut new_vstructs: Vec<String> = vec![];
         for p in 0..self.points.len() {
             let code = self.point_code(p);
             let pt = &self.points[p];
@@ -2314,7 +2277,11 @@ impl<'g> Gen<'g> {
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
                     }
-                    Repr::VOList(_) => {
+                    Repr::VOList(s) => {
+                        let desc = format_ident!("__VDESC_{}", s);
+                        new_vstructs.push(s.clone());
+                        list_visits.push(quote!(__f(#rt::state::ListMut::Ptrs(#id, &#desc));));
+                        list_ids.push(id.clone());
                         key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
@@ -2559,6 +2526,7 @@ impl<'g> Gen<'g> {
         });
         let enum_fns: Vec<TokenStream> =
             self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();
+        self.vstructs.extend(new_vstructs);
         // Virtualizable structs get theirs for portal entries (see `jit_module`).
         let types = self.cg.types();
         for (name, d) in &types.structs {
@@ -2712,7 +2680,14 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
     }
     let n = tys.len().max(1);
     let label = format!("new {s}");
-    let moves = if lists.is_empty() { vec_moves(s, types) } else { quote!() };
+    let by_fields = lists.is_empty() && d.fields.values().all(|t| scalar(t).is_some());
+    let moves = if by_fields { vec_moves(s, types) } else { quote!() };
+    let by_fields = if by_fields {
+        let (push, pop) = (format_ident!("__vpush_{}", s), format_ident!("__vpop_{}", s));
+        quote!(Some((#push, #pop)))
+    } else {
+        quote!(None)
+    };
     quote! {
         #moves
         #[allow(unused_unsafe, clippy::all)]
@@ -2727,6 +2702,7 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
         }
         static #desc: #rt::virtuals::VDesc = #rt::virtuals::VDesc {
             name: #label, fields: &[#(#tys),*], alloc: #alloc, offsets: &[#(#offsets),*], lists: &[#(#lists),*],
+            push_moved: #rt::heap::vec_push_moved::<#sn>, pop_moved: #rt::heap::vec_pop_moved::<#sn>, by_fields: #by_fields,
         };
     }
 }

@@ -647,6 +647,7 @@ fn inlined_call_keeps_a_chain_of_frames() {
         known: vec![],
         epoch: 0,
         lineage: Default::default(),
+        below_entry: false,
     });
     let mut depth_seen = vec![];
     while let Some(mut s) = next.take() {

@@ -837,6 +837,9 @@ pub mod plus_minus {
                         super::jit::__CONFIG.limits(),
                     );
                     __c.set_defer(Some(&super::jit::__STATS), __defer);
+                    if __words.is_some() {
+                        __c.set_declines_recursion();
+                    }
                     __c
                 };
                 let __build = |
@@ -965,6 +968,7 @@ pub mod plus_minus {
                 sampler: &__SAMPLER_LL_PLUS_MINUS,
                 config: __cfg,
                 stats: &super::jit::__STATS,
+                nested: false,
             };
             let __hot = __site.visit(&__key, __content)?;
             let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
@@ -1062,6 +1066,9 @@ pub mod plus_minus {
                         super::jit::__CONFIG.limits(),
                     );
                     __c.set_defer(Some(&super::jit::__STATS), __defer);
+                    if __words.is_some() {
+                        __c.set_declines_recursion();
+                    }
                     __c
                 };
                 let __build = |

@@ -13,7 +13,7 @@ use std::hash::Hash;
 
 use crate::compile::redbox::RedBox;
 use crate::compile::vdict::VDict;
-use crate::compile::virtuals::{VHeap, VPtr};
+use crate::compile::virtuals::{VDesc, VHeap, VPList, VPtr};
 use crate::compile::vlist::VList;
 use crate::ir::builder::CallbackFn;
 use crate::ir::builder::ResidualBuilder;
@@ -66,11 +66,14 @@ pub enum ListMut<'a> {
     /// A dict with keys of this type: `map_new` and `map_insert` for it
     /// ([`VDict::force`]).
     Dict(&'a mut VDict, ValTy, CallbackFn, CallbackFn),
+    /// A list of structs of this type ([`VPList::flush`]: the elements
+    /// pushed over its real part move into memory).
+    Ptrs(&'a mut VPList, &'static VDesc),
 }
 
 impl ListMut<'_> {
     /// Forces it (a real one stays as it is).
-    fn force(self, b: &mut ResidualBuilder) {
+    fn force(self, b: &mut ResidualBuilder, heap: &mut VHeap) {
         match self {
             ListMut::Scalars(l, ty, new, set) => {
                 l.force(b, ty, new, set);
@@ -81,6 +84,9 @@ impl ListMut<'_> {
             ListMut::Dict(d, ty, new, insert) => {
                 d.force(b, ty, new, insert);
             }
+            ListMut::Ptrs(l, desc) => {
+                l.flush(b, heap, desc);
+            }
         }
     }
 
@@ -90,6 +96,9 @@ impl ListMut<'_> {
         match self {
             ListMut::Scalars(l, ..) | ListMut::Flat(l, ..) => *l = VList::Real(null),
             ListMut::Dict(d, ..) => *d = VDict::Real(null),
+            // Its growth is bounded by `VPList::push`, which moves frames
+            // into memory past `MAX_VIRTUAL_PTRS`: recursion, not a loop.
+            ListMut::Ptrs(..) => {}
         }
     }
 }
@@ -115,6 +124,13 @@ pub struct JitState<F> {
     pub epoch: u64,
     /// The merge points with virtual lists this path went through last.
     pub lineage: Lineage,
+    /// This path popped a saved frame from memory: it returned below the
+    /// depth at which compiled code was entered. Such a path hands over to
+    /// the interpreter at its next flexswitch or merge point: what follows
+    /// is the caller, whose lists came out of memory and stay real in
+    /// compiled code, while code compiled for the caller's own loop starts
+    /// with them in registers.
+    pub below_entry: bool,
 }
 
 /// The merge points with virtual lists a path went through, each with its
@@ -159,6 +175,28 @@ impl Lineage {
         let before = std::mem::take(self);
         *self = Lineage(Some(std::rc::Rc::new(Visit { point, size, branches, before })));
         grew
+    }
+
+    /// Records a visit of the call point `point` (see
+    /// [`JitState::call_point`]) `depth` calls deep, the builder having
+    /// recorded `branches` branches, and returns whether this path was there
+    /// before less deep and through a run-time branch since: a language-level
+    /// recursion. (One whose depth is known while compiling, with no
+    /// run-time branch, unrolls.)
+    pub fn recursed(&mut self, point: u64, depth: usize, branches: u64) -> bool {
+        let mut found = false;
+        let mut at = self.0.as_deref();
+        for _ in 0..Self::DEPTH {
+            let Some(v) = at else { break };
+            if v.point == point && v.size < depth && v.branches < branches {
+                found = true;
+                break;
+            }
+            at = v.before.0.as_deref();
+        }
+        let before = std::mem::take(self);
+        *self = Lineage(Some(std::rc::Rc::new(Visit { point, size: depth, branches, before })));
+        found
     }
 }
 
@@ -256,7 +294,7 @@ impl<F: Frame> JitState<F> {
 
     /// A state with one frame and the virtual objects it points to.
     pub fn with_heap(frame: F, heap: VHeap) -> JitState<F> {
-        JitState { frames: vec![frame], heap, known: vec![], epoch: 0, lineage: Lineage::default() }
+        JitState { frames: vec![frame], heap, known: vec![], epoch: 0, lineage: Lineage::default(), below_entry: false }
     }
 
     /// Puts the heap in canonical order (see [`crate::compile::virtuals`]): pointers
@@ -309,6 +347,7 @@ impl<F: Frame> JitState<F> {
             known: vec![],
             epoch: 0,
             lineage: Lineage::default(),
+            below_entry: false,
         };
         for f in &mut c.frames {
             f.vptrs_mut(&mut |p| {
@@ -337,8 +376,9 @@ impl<F: Frame> JitState<F> {
     /// [`Frame::lists_mut`]): a state too large to hand over in a frame
     /// of words keeps its lists in memory instead.
     pub fn force_lists(&mut self, b: &mut crate::ir::builder::ResidualBuilder) {
+        let heap = &mut self.heap;
         for f in &mut self.frames {
-            f.lists_mut(&mut |l| l.force(b));
+            f.lists_mut(&mut |l| l.force(b, heap));
         }
     }
 
@@ -352,6 +392,31 @@ impl<F: Frame> JitState<F> {
         let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
         let own = self.key();
         (keys != own.0).then_some((keys, own.1))
+    }
+
+    /// Where a path is, for recursion: the hash of the frames' keys with
+    /// their lists of structs (saved frames) taken as empty and real, and
+    /// how many virtual elements those hold (how deep the language-level
+    /// calls compiled inline are); `None` when they hold none.
+    pub fn call_point(&self) -> Option<(u64, usize)> {
+        let mut frames = self.frames.clone();
+        let mut depth = 0;
+        for f in &mut frames {
+            f.lists_mut(&mut |l| {
+                if let ListMut::Ptrs(l, _) = l {
+                    if let VPList::Virtual(items) | VPList::Over(_, items) = l {
+                        depth += items.len();
+                    }
+                    *l = VPList::Real(RedBox::constant(ValTy::Ptr, 0));
+                }
+            });
+        }
+        if depth == 0 {
+            return None;
+        }
+        use std::hash::BuildHasher;
+        let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
+        Some((rustc_hash::FxBuildHasher.hash_one((&keys, "calls")), depth))
     }
 
     /// Forgets the facts a call may change (`Vec` headers and elements) if

@@ -81,16 +81,33 @@
 //! struct (`caller.stack` of a popped frame) moves the list out: the temporary is the
 //! object's list itself, never forced. A red `Vec` of such structs (the interpreter's
 //! saved frames) is a `VPList` (`Repr::VOList`): a virtual list of `VPtr`s, its length
-//! and which elements are virtual in the key, at most `MAX_VIRTUAL_PTRS` = 4 long
-//! (past that the compilation declines: language-level recursion is not unrolled,
-//! each level of which may split). Its `pop` gives an `Option` of the struct as a tag
-//! and a `VPtr` (`Repr::VOpt`). A real one is worked on in memory: elements by
-//! address (`vec_layout`), push and pop moving objects through the arena
-//! (`vec_push_moved`, `vec_pop_moved`). A portal starts compiled code only where its
-//! `Vec` of frames is empty (its length is in the position key; other positions
-//! decline at once), and a hand-over inside an inlined call parks with the saved
-//! frames rebuilt from the state (`__unpark_S`). So TLC's SEND/CALL/RETURN compile
-//! into the caller's loop: the callee's frame, operand stack and arguments stay
+//! and which elements are virtual in the key, at most `MAX_VIRTUAL_PTRS` = 4 long.
+//! Its `pop` gives an `Option` of the struct as a tag and a `VPtr` (`Repr::VOpt`). A
+//! real one is worked on in memory: elements by address (`vec_layout`), push and pop
+//! moving objects through the arena (`vec_push_moved`, `vec_pop_moved`), or by their
+//! field words for structs of scalars (`__vpush_S`, `__vpop_S`: popped objects stay
+//! virtual). A portal's `Vec` of frames enters compiled code virtual and empty where
+//! it is empty (its lengths then known while compiling), and otherwise as its real
+//! `Vec` whatever its length (the position key says only which): calls compiled code
+//! makes push their frames *over* it (`VPList::Over`: the real `Vec` and virtual
+//! frames on top), so they stay virtual and their returns pop them at compile time;
+//! past `MAX_VIRTUAL_PTRS` the bottom ones move into memory (`VPList::flush`), as
+//! they do where their address or a run-time index is needed. A pop with no virtual
+//! frame left pops from memory: the path returned below the depth at which compiled
+//! code was entered (`Popped::BelowEntry`, `JitState::below_entry`), and it hands over
+//! to the interpreter at its next flexswitch or merge point, so that the caller's loop
+//! runs in code compiled for it, whose lists are in registers, not in code that got
+//! them from memory. Positions with saved frames wait four times the threshold
+//! (`PortalSite::nested`), so that a loop calling a function compiles with the call
+//! inside before the function compiles alone. Other real lists of structs (a field
+//! read through a pointer, a `&mut Vec`) are worked on in memory. A language-level
+//! recursion (a path back at the same position with more saved frames virtual,
+//! through a run-time branch: `JitState::call_point`) declines a portal's compilation,
+//! and from then on the module's portals refuse entries with saved frames
+//! (`Stats::saw_recursion`); `jit::specialize` works on a given `Vec` of frames in
+//! memory throughout. Recursion is not compiled for speed yet. A hand-over inside an inlined call parks with the saved frames
+//! rebuilt from the state (`__unpark_S`). So TLC's SEND/CALL/RETURN
+//! compile into the caller's loop: the callee's frame, operand stack and arguments stay
 //! virtual, and only the instance's fields are memory.
 //! A red local `HashMap` of scalars is a `VDict` (`vdict.rs`): virtual while every key
 //! used is a compile-time constant (entries sorted by key, the keys in the frame's key,
@@ -187,40 +204,57 @@ pub enum VPtr {
 pub const MAX_VIRTUAL_PTRS: usize = 4;
 
 /// A `Vec` of structs at compile time: a virtual list of pointers (the
-/// interpreter's stack of saved frames), or a real `Vec`'s address. Its
-/// length and which of its elements are virtual are part of the state's key.
+/// interpreter's stack of saved frames), a real `Vec`'s address, or a real
+/// `Vec` with virtual elements pushed over it. Its length and which of its
+/// elements are virtual are part of the state's key (a real part counts as
+/// one word, whatever its length).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum VPList {
     /// A real `Vec`: the address of the `Vec` object.
     Real(RedBox),
     /// A virtual one: its elements.
     Virtual(Vec<VPtr>),
+    /// A portal's own `Vec` (its address: the saved frames below the depth
+    /// at which compiled code was entered) and the elements pushed over it
+    /// since, not yet in memory (the calls compiled code made).
+    Over(RedBox, Vec<VPtr>),
 }
 
 impl VPList {
     /// The words this list adds to its frame's key.
     pub fn key_words(&self, out: &mut Vec<u64>) {
-        match self {
-            VPList::Real(_) => out.push(u64::MAX),
-            VPList::Virtual(items) => {
-                out.push(items.len() as u64);
-                out.extend(items.iter().map(|p| match p {
-                    VPtr::Real(_) => u64::MAX,
-                    VPtr::Virtual(i) => *i as u64,
-                }));
+        let items = match self {
+            VPList::Real(_) => return out.push(u64::MAX),
+            VPList::Virtual(items) => items,
+            VPList::Over(_, items) => {
+                out.push(u64::MAX - 1);
+                items
             }
+        };
+        out.push(items.len() as u64);
+        out.extend(items.iter().map(|p| match p {
+            VPtr::Real(_) => u64::MAX,
+            VPtr::Virtual(i) => *i as u64,
+        }));
+    }
+
+    /// The virtual elements over the real part (all of a virtual list's).
+    fn items(&self) -> &[VPtr] {
+        match self {
+            VPList::Real(_) => &[],
+            VPList::Virtual(items) | VPList::Over(_, items) => items,
         }
     }
 
     /// Appends its reds: the addresses of the real list and real elements.
     pub fn reds_into(&self, out: &mut Vec<RedBox>) {
-        match self {
-            VPList::Real(p) => out.push(*p),
-            VPList::Virtual(items) => out.extend(items.iter().filter_map(|p| match p {
-                VPtr::Real(r) => Some(*r),
-                VPtr::Virtual(_) => None,
-            })),
+        if let VPList::Real(p) | VPList::Over(p, _) = self {
+            out.push(*p);
         }
+        out.extend(self.items().iter().filter_map(|p| match p {
+            VPtr::Real(r) => Some(*r),
+            VPtr::Virtual(_) => None,
+        }));
     }
 
     /// Replaces its reds from `reds[*at..]` (the order of `reds_into`).
@@ -229,22 +263,141 @@ impl VPList {
             *p = reds[*at];
             *at += 1;
         };
-        match self {
-            VPList::Real(p) => next(p),
-            VPList::Virtual(items) => {
-                for p in items {
-                    if let VPtr::Real(r) = p {
-                        next(r);
-                    }
-                }
+        let items = match self {
+            VPList::Real(p) => return next(p),
+            VPList::Virtual(items) => items,
+            VPList::Over(p, items) => {
+                next(p);
+                items
+            }
+        };
+        for p in items {
+            if let VPtr::Real(r) = p {
+                next(r);
             }
         }
     }
 
     /// Visits its virtual elements.
     pub fn vptrs_mut(&mut self, f: &mut dyn FnMut(&mut VPtr)) {
-        if let VPList::Virtual(items) = self {
+        if let VPList::Virtual(items) | VPList::Over(_, items) = self {
             items.iter_mut().for_each(f);
+        }
+    }
+
+    /// `push(x)`: onto the virtual elements while there are at most
+    /// [`MAX_VIRTUAL_PTRS`] of them; past that, over a real part, those
+    /// move into memory first. A real list (a field, a `&mut Vec`) is
+    /// pushed onto in memory. `Err` for a virtual list that would grow past
+    /// the limit (it has no memory to move into), else whether residual
+    /// code called into memory (facts about it are then stale).
+    pub fn push(&mut self, b: &mut ResidualBuilder, heap: &mut VHeap, desc: &VDesc, x: VPtr) -> Result<bool, ()> {
+        match self {
+            VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS => Err(()),
+            VPList::Virtual(items) => {
+                items.push(x);
+                Ok(false)
+            }
+            VPList::Real(a) => {
+                push_real(b, heap, desc, *a, &x);
+                Ok(true)
+            }
+            VPList::Over(_, items) if items.len() < MAX_VIRTUAL_PTRS => {
+                items.push(x);
+                Ok(false)
+            }
+            VPList::Over(..) => {
+                self.flush(b, heap, desc);
+                self.push(b, heap, desc, x).map(|_| true)
+            }
+        }
+    }
+
+    /// `pop()`: the `Option`'s tag (`0` None, `1` Some), the object, and
+    /// where it came from. The last virtual element if there is one, else
+    /// from memory (a run-time tag; the object virtual when the struct
+    /// moves by its fields, else moved into the arena).
+    pub fn pop(&mut self, b: &mut ResidualBuilder, heap: &mut VHeap, desc: &'static VDesc) -> (RedBox, VPtr, Popped) {
+        let u32t = ValTy::U32;
+        let (a, from) = match self {
+            VPList::Virtual(items) | VPList::Over(_, items) if !items.is_empty() => {
+                let p = items.pop().expect("not empty");
+                return (RedBox::constant(u32t, 1), p, Popped::Virtual);
+            }
+            VPList::Virtual(_) => {
+                return (RedBox::constant(u32t, 0), VPtr::Real(RedBox::constant(ValTy::Ptr, 0)), Popped::Virtual);
+            }
+            VPList::Real(a) => (*a, Popped::Memory),
+            VPList::Over(a, _) => (*a, Popped::BelowEntry),
+        };
+        match desc.by_fields {
+            Some((_, pop)) => {
+                let mut outs = vec![u32t];
+                outs.extend_from_slice(desc.fields);
+                let v = b.red_call(pop, "vec_pop", &[a], &outs);
+                (v[0], heap.alloc(desc, v[1..].to_vec(), Vec::new()), from)
+            }
+            None => {
+                let v = b.red_call(desc.pop_moved, "vec_pop", &[a], &[u32t, ValTy::Ptr]);
+                (v[0], VPtr::Real(v[1]), from)
+            }
+        }
+    }
+
+    /// Moves the virtual elements over a real part into memory (a virtual
+    /// list, with no memory, stays as it is); whether residual code called.
+    pub fn flush(&mut self, b: &mut ResidualBuilder, heap: &mut VHeap, desc: &VDesc) -> bool {
+        let VPList::Over(a, items) = self else { return false };
+        let a = *a;
+        let called = !items.is_empty();
+        for x in std::mem::take(items) {
+            push_real(b, heap, desc, a, &x);
+        }
+        called
+    }
+
+    /// The address of the real `Vec` once [`VPList::flush`]ed; `None` for
+    /// a virtual list.
+    pub fn address(&self) -> Option<RedBox> {
+        match self {
+            VPList::Real(a) | VPList::Over(a, _) => Some(*a),
+            VPList::Virtual(_) => None,
+        }
+    }
+}
+
+/// Where [`VPList::pop`] took its object from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Popped {
+    /// A virtual element (or a virtual list's `None`): nothing emitted.
+    Virtual,
+    /// A real list (a field, a `&mut Vec`): a call.
+    Memory,
+    /// Below the virtual elements over a portal's own list: a call, and the
+    /// path returned below the depth at which compiled code was entered.
+    BelowEntry,
+}
+
+/// Pushes the object `x` onto the real `Vec` at `a`: by its field words (a
+/// virtual object stays unmade), or forced and moved out of the arena.
+fn push_real(b: &mut ResidualBuilder, heap: &mut VHeap, desc: &VDesc, a: RedBox, x: &VPtr) {
+    match desc.by_fields {
+        Some((push, _)) => {
+            let mut args = vec![a];
+            for (k, (t, off)) in desc.fields.iter().zip(desc.offsets).enumerate() {
+                args.push(match heap.field(x, k) {
+                    Some(f) => f,
+                    None => {
+                        let o = heap.force(b, x);
+                        b.red_load(*t, &o, *off)
+                    }
+                });
+            }
+            b.red_call(push, "vec_push", &args, &[]);
+        }
+        None => {
+            let o = heap.force(b, x);
+            b.red_call(desc.push_moved, "vec_push", &[a, o], &[]);
         }
     }
 }
@@ -264,6 +417,14 @@ pub struct VDesc {
     pub offsets: &'static [i32],
     /// The list fields (`Vec`s of scalars or of plain enums).
     pub lists: &'static [VListField],
+    /// [`crate::run::heap::vec_push_moved`] for this type: `[vec, obj] -> []`.
+    pub push_moved: CallbackFn,
+    /// [`crate::run::heap::vec_pop_moved`] for this type: `[vec] -> [tag, obj]`.
+    pub pop_moved: CallbackFn,
+    /// For a struct of scalars, push and pop that move an object into and
+    /// out of a real `Vec` by its field words (`[vec, fields..] -> []`,
+    /// `[vec] -> [tag, fields..]`): popped objects stay virtual.
+    pub by_fields: Option<(CallbackFn, CallbackFn)>,
 }
 
 /// A list field of a struct whose objects may be virtual.

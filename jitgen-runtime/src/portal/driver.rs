@@ -49,13 +49,20 @@
 //! warm-up clock is kept). Counts are exact per key, in one map that also holds each
 //! key's code (`PortalCache`): a key compiles after its own visits, never another's.
 //! After a visit meets a declined key the hook skips the next visits too (doubling up
-//! to `MAX_SKIP` = 64). The first visit of a thread costs a few microseconds (that
+//! to `MAX_SKIP` = 256). The first visit of a thread costs a few microseconds (that
 //! table's 4096 buckets cost about 50 µs of page faults). Two mistakes this design
 //! avoids, both seen on TLC: with a fixed sample weight, the first merge point of a
 //! program that runs residual code once per call was sampled at every call and compiled
 //! early, into slow code; and with a full sample period skipped after every cold visit,
 //! compiled code a few merge points into a function was entered in one call of about
 //! 15.
+//!
+//! A position where the interpreter has saved frames (inside a called function of the
+//! interpreted program) waits `NESTED_THRESHOLD_FACTOR` (4) times the threshold
+//! (`PortalSite::nested`): code entered there hands over to the interpreter at each
+//! return below its entry, so a loop that calls a small function should compile first,
+//! with the call inside it. Without the factor, the stack VM's procedure loop compiled
+//! the 4-instruction procedure alone and ran at 0.2x plain.
 //!
 //! Why the warm-up: compiling a loop takes 2-3 ms, about 60,000 turns of TLC's
 //! factorial loop in the interpreter. With a bare threshold of 1000, a run that ends
@@ -723,14 +730,28 @@ pub struct PortalSite<K: 'static> {
     pub config: &'static Config,
     /// The module's counters.
     pub stats: &'static Stats,
+    /// The interpreter has saved frames here (a position inside a called
+    /// function of the interpreted program): its visits count toward
+    /// compiling at `1 / NESTED_THRESHOLD_FACTOR` of the rate, so that a loop
+    /// calling a function compiles from the loop, with the call inside it,
+    /// before the function compiles alone (code entered in the function
+    /// hands over to the interpreter at each return below its entry).
+    pub nested: bool,
 }
+
+/// How many times the threshold a position with saved frames waits (see
+/// [`PortalSite::nested`]).
+pub const NESTED_THRESHOLD_FACTOR: u32 = 4;
 
 impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// Counts a visit of the merge point at `key`, for the visits skipped
     /// before it too, and says whether to compile or run (`Some`) or to keep
     /// interpreting (`None`: the next visits are skipped, see [`Sampler`]).
     pub fn visit(&self, key: &K, content: &[&[u8]]) -> Option<Hot> {
-        let policy = self.config.hot_policy();
+        let mut policy = self.config.hot_policy();
+        if self.nested {
+            policy.threshold = policy.threshold.saturating_mul(NESTED_THRESHOLD_FACTOR);
+        }
         let weight = self.sampler.with(|s| s.take_weight());
         let hot = self.cache.with(|c| c.borrow_mut().visit_weighted(key, content, policy, weight));
         match hot {

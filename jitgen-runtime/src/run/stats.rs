@@ -2,7 +2,7 @@
 //! declines and why, residual operations, entries into residual code,
 //! flexswitches and their cases, hand-overs. `jit::stats()` is a snapshot.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// Counters of one annotated module (all threads).
@@ -17,6 +17,7 @@ pub struct Stats {
     flexswitch_cases: AtomicU64,
     flexswitch_misses: AtomicU64,
     resumptions: AtomicU64,
+    recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
 
@@ -59,6 +60,7 @@ impl Stats {
             flexswitch_cases: AtomicU64::new(0),
             flexswitch_misses: AtomicU64::new(0),
             resumptions: AtomicU64::new(0),
+            recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
     }
@@ -69,6 +71,19 @@ impl Stats {
             eprintln!("jitgen: compilation declined: {why}");
         }
         *self.last_decline.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.to_string());
+    }
+
+    /// Records that a compilation met a language-level recursion (which
+    /// is not compiled yet): from then on, portals of this module do not
+    /// compile code entered while the interpreter has saved frames, since
+    /// such code mostly returns into a caller that recurses.
+    pub fn saw_recursion(&self) {
+        self.recursion.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Stats::saw_recursion`] was called.
+    pub fn recursion_seen(&self) -> bool {
+        self.recursion.load(Ordering::Relaxed)
     }
 
     /// Why the last declined compilation gave up.

@@ -118,6 +118,14 @@ impl<F: Frame> Compilation<F> {
         if self.b.exec {
             return Some(st);
         }
+        if let (true, Some(defer)) = (st.below_entry, self.defer) {
+            // A flexswitch that hands over at once (see `flexswitch`).
+            if let Some(f) = st.frames.last_mut() {
+                f.unmerge();
+            }
+            defer(self, st);
+            return None;
+        }
         if let Some(defer) = self.deferring() {
             if !self.over_budget() {
                 if let Some(f) = st.frames.last_mut() {
@@ -137,6 +145,17 @@ impl<F: Frame> Compilation<F> {
         st.sync_facts(&self.b);
         st.normalize();
         let mut key = st.key();
+        if self.tree.declines_recursion.get() && !self.versions.contains_key(&key) {
+            if let Some((point, depth)) = st.call_point() {
+                if st.lineage.recursed(point, depth, self.b.branches) {
+                    if let Some(s) = self.tree.stats {
+                        s.saw_recursion();
+                    }
+                    self.decline("a language-level recursion (a function of the interpreted program calling itself, through the interpreter's saved frames)");
+                    return None;
+                }
+            }
+        }
         if !self.versions.contains_key(&key) {
             // Lists that grew since this path was here last (a loop turn)
             // are forced: one version for them real instead of one per

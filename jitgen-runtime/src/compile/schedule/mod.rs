@@ -191,6 +191,7 @@ impl<F: Frame> Compilation<F> {
                 name: name.to_string(),
                 stats: None,
                 cases_left: Cell::new(limits.max_tree_cases),
+                declines_recursion: Cell::new(false),
                 cases: RefCell::new(None),
                 pieces: RefCell::new(vec![]),
             }),
@@ -232,6 +233,15 @@ impl<F: Frame> Compilation<F> {
     pub fn set_defer(&mut self, stats: Option<&'static Stats>, defer: fn(&mut Compilation<F>, JitState<F>)) {
         Rc::get_mut(&mut self.tree).expect("set before any switch").stats = stats;
         self.defer = Some(defer);
+    }
+
+    /// Makes a language-level recursion (see `JitState::call_point`)
+    /// decline this compilation and those below it, and be remembered in
+    /// the stats (`Stats::saw_recursion`): for portals, where the
+    /// interpreter can run it. (Elsewhere it unrolls up to
+    /// `MAX_VIRTUAL_PTRS` frames, or runs over frames in memory.)
+    pub fn set_declines_recursion(&mut self) {
+        self.tree.declines_recursion.set(true);
     }
 
     /// Whether the budget is spent and paths should be deferred.

@@ -50,6 +50,9 @@ pub(super) struct Tree {
     pub(super) stats: Option<&'static Stats>,
     /// Cases that may still be compiled below the root.
     pub(super) cases_left: Cell<usize>,
+    /// A language-level recursion declines (see
+    /// [`Compilation::set_declines_recursion`]).
+    pub(super) declines_recursion: Cell<bool>,
     /// The code compiled for each state a case resumed (its key and the
     /// layout of its reds): a state met again reuses it, so a loop cut by
     /// the budget closes through tail calls instead of compiling anew.
@@ -202,7 +205,15 @@ impl<F: Frame> Compilation<F> {
             });
         }
         let live_tys: Vec<ValTy> = live.iter().map(|v| self.b.ty(*v)).collect();
-        let max_cases = if value.is_some() { self.limits.max_cases } else { self.limits.max_cases.min(1) };
+        let max_cases = if st.below_entry {
+            // Returned below where compiled code was entered: the
+            // interpreter goes on (see `JitState::below_entry`).
+            0
+        } else if value.is_some() {
+            self.limits.max_cases
+        } else {
+            self.limits.max_cases.min(1)
+        };
         let promoting = value.is_some();
         let snapshot = Rc::new((st, slots));
         let tree = self.tree.clone();
