@@ -28,10 +28,11 @@ fn every_installed_peer_gives_the_rust_result_on_a_small_input() {
     for p in &found {
         for b in BENCHES {
             // Small sizes: f1(60) once, the loops 1000 turns (accumulator with
-            // both of its classes).
+            // both of its classes), recursive fibonacci of 20.
             let sizes: &[(i64, u64)] = match b.name {
                 "f1" => &[(60, 1)],
                 "accum" => &[(1000, 1), (-1000, 1)],
+                "fibr" => &[(20, 1)],
                 _ => &[(1000, 1)],
             };
             for &size in sizes {

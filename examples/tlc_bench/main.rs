@@ -1,7 +1,7 @@
 //! The TLC benchmark harness: `cargo run --release --example tlc_bench [--
 //! --runs N] [--no-write]`.
 //!
-//! For f1, factorial, fibonacci and accumulator it times, in one run: the
+//! For f1, factorial, fibonacci, recursive fibonacci and accumulator it times, in one run: the
 //! plain TLC interpreter, the JIT including compilation (a fresh thread, so
 //! fresh code caches), the JIT's residual code alone (warm, compiled by an
 //! earlier run in the same thread), the same algorithms in Rust compiled into
@@ -207,7 +207,7 @@ fn main() {
             "# Benchmarks\n\nWritten by `cargo run --release --example tlc_bench` (the harness: \
              `examples/tlc_bench`; peer programs: `bench/peers`), {runs} runs per row.\n\n\
              Machine: {machine}\n\nVersions:\n{}\n\n\
-             ns/iter = median time / inner iterations (f1: REPS x n(n+1)/2; fact, fib: N; accum: N calls). \
+             ns/iter = median time / inner iterations (f1: REPS x n(n+1)/2; fact, fib: N; fibr: its 2 F(N+1) - 1 calls; accum: N calls). \
              In-process rows (rustc, TLC) time the computation; peer rows time whole processes (start-up included). \
              Interpreters run smaller sizes: compare ns/iter.\n\n{table}\nJIT work per run (compilation included; a process's first compilation also makes the \
              backend, which the median leaves out):\n\n{}\n\n\
@@ -237,6 +237,7 @@ const SMALL_SIZES: &[(&str, &[i64])] = &[
     ("factorial", &[1000, 10_000, 100_000, 200_000, 300_000]),
     ("fibonacci", &[1000, 10_000, 100_000, 200_000, 300_000]),
     ("accumulator", &[1000, 10_000, 30_000, 80_000]),
+    ("fib_recursive", &[10, 15, 20, 25]),
 ];
 
 /// A table of the JIT's total time against the plain interpreter's on small

@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::process::Command;
 
-/// The modulus of factorial and fibonacci.
+/// The modulus of factorial and fibonacci (iterative).
 const M: u64 = 99_999_989;
 
 /// One benchmark: its TLC program, its peer file stem, and sizes.
@@ -41,6 +41,7 @@ pub const BENCHES: &[Bench] = &[
         jit: (90_000_000, 1),
         slow: (9_000_000, 1),
     },
+    Bench { name: "fibr", program: "fib_recursive", peer: "fibr", native: (35, 1), jit: (30, 1), slow: (30, 1) },
     Bench {
         name: "accum",
         program: "accumulator",
@@ -55,6 +56,8 @@ pub const BENCHES: &[Bench] = &[
 pub fn inner(b: &Bench, (n, reps): (i64, u64)) -> f64 {
     match b.name {
         "f1" => reps as f64 * (n as f64) * (n as f64 + 1.0) / 2.0,
+        // Calls: 2 F(n + 1) - 1.
+        "fibr" => reps as f64 * (2.0 * fibr(n + 1) as f64 - 1.0),
         _ => (n as f64) * reps as f64,
     }
 }
@@ -96,6 +99,14 @@ fn fib(n: u64) -> u64 {
     a
 }
 
+fn fibr(n: i64) -> i64 {
+    if n < 2 {
+        n
+    } else {
+        fibr(n - 1) + fibr(n - 2)
+    }
+}
+
 trait Accumulator {
     fn accumulate(&mut self, x: i64);
     fn value(&self) -> i64;
@@ -135,6 +146,7 @@ pub fn native(b: &Bench, (n, reps): (i64, u64)) -> String {
         "f1" => (0..reps).fold(0u64, |s, _| s.wrapping_add(f1(black_box(n)))).to_string(),
         "fact" => fact(black_box(n as u64)).to_string(),
         "fib" => fib(black_box(n as u64)).to_string(),
+        "fibr" => fibr(black_box(n)).to_string(),
         _ => accum(black_box(n)).to_string(),
     }
 }
