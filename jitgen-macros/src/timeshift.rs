@@ -622,8 +622,9 @@ impl<'g> Gen<'g> {
                     return Some(force_flat_list(&ety, n, quote!(#id)));
                 }
                 if let (Repr::VOList(s), Repr::RPtr) = (self.repr(fi, *x), to) {
-                    // A real one only: a virtual list of structs is not
-                    // made real yet.
+                    // Its address is needed: frames over a real list move
+                    // into memory; a virtual list (no memory) is not made
+                    // real yet.
                     let msg = format!("a virtual `Vec<{s}>` whose address is needed");
                     let desc = format_ident!("__VDESC_{}", s);
                     return Some(quote!({

@@ -158,9 +158,12 @@ impl Lineage {
     /// virtual lists than this is not seen as one.
     const DEPTH: usize = 512;
 
-    /// Records a visit of the point `point` (a hash) with `size` reds, the
-    /// builder having recorded `branches` branches, and returns whether this
-    /// path was there before with fewer reds and fewer branches recorded.
+    /// Records a visit of the point `point` (a hash) with `size` reds (or,
+    /// for a call point, `size` calls deep: see [`JitState::call_point`]),
+    /// the builder having recorded `branches` branches, and returns whether
+    /// this path was there before smaller and with fewer branches recorded:
+    /// a loop that grew, or a language-level recursion through a run-time
+    /// branch (one whose depth is known while compiling unrolls).
     pub fn grew(&mut self, point: u64, size: usize, branches: u64) -> bool {
         let mut grew = false;
         let mut at = self.0.as_deref();
@@ -175,28 +178,6 @@ impl Lineage {
         let before = std::mem::take(self);
         *self = Lineage(Some(std::rc::Rc::new(Visit { point, size, branches, before })));
         grew
-    }
-
-    /// Records a visit of the call point `point` (see
-    /// [`JitState::call_point`]) `depth` calls deep, the builder having
-    /// recorded `branches` branches, and returns whether this path was there
-    /// before less deep and through a run-time branch since: a language-level
-    /// recursion. (One whose depth is known while compiling, with no
-    /// run-time branch, unrolls.)
-    pub fn recursed(&mut self, point: u64, depth: usize, branches: u64) -> bool {
-        let mut found = false;
-        let mut at = self.0.as_deref();
-        for _ in 0..Self::DEPTH {
-            let Some(v) = at else { break };
-            if v.point == point && v.size < depth && v.branches < branches {
-                found = true;
-                break;
-            }
-            at = v.before.0.as_deref();
-        }
-        let before = std::mem::take(self);
-        *self = Lineage(Some(std::rc::Rc::new(Visit { point, size: depth, branches, before })));
-        found
     }
 }
 

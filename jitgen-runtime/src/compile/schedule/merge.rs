@@ -147,7 +147,7 @@ impl<F: Frame> Compilation<F> {
         let mut key = st.key();
         if self.tree.declines_recursion.get() && !self.versions.contains_key(&key) {
             if let Some((point, depth)) = st.call_point() {
-                if st.lineage.recursed(point, depth, self.b.branches) {
+                if st.lineage.grew(point, depth, self.b.branches) {
                     if let Some(s) = self.tree.stats {
                         s.saw_recursion();
                     }
