@@ -1165,10 +1165,12 @@ pub fn expand(
 
                 /// Whether the portal skips this visit of its merge point,
                 /// given the position's `green_word`, and how many after it
-                /// (see `Sampler::skip_many`); inlined into the interpreter loop.
-                #[inline(always)]
-                pub(super) fn #skip_fn(__green: impl FnOnce() -> u64) -> ::core::option::Option<u32> {
-                    #sampler.with(|__s| __s.skip_many(__green))
+                /// (see `Sampler::skip_many`): one call out of the
+                /// interpreter loop, made only when its countdown runs out
+                /// (at every visit once the portal has code somewhere).
+                #[inline(never)]
+                pub(super) fn #skip_fn(__green: u64) -> ::core::option::Option<u32> {
+                    #sampler.with(|__s| __s.skip_many(|| __green))
                 }
 
                 #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
@@ -1211,7 +1213,7 @@ pub fn expand(
                     ::core::hint::cold_path();
                     __jit_skips = 0;
                     if let ::core::option::Option::Some(__n) =
-                        self::__jit::#skip_fn(|| #rt::driver::green_word(&[#(#cheap),*]))
+                        self::__jit::#skip_fn(#rt::driver::green_word(&[#(#cheap),*]))
                     {
                         __jit_skips = __n;
                     } else {

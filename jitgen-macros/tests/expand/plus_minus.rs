@@ -15,15 +15,16 @@ pub mod plus_minus {
                 if __jit_due {
                     ::core::hint::cold_path();
                     __jit_skips = 0;
-                    if let ::core::option::Option::Some(__n) = self::__jit::__skip_ll_plus_minus(||
-                    ::jitgen::__private::rt::driver::green_word(
-                        &[
-                            (&*s) as *const _ as *const u8 as usize as u64,
-                            ((<_ as ::jitgen::__private::rt::portal::ByValue<
-                                usize,
-                            >>::by_value(pc)) as u64),
-                        ],
-                    )) {
+                    if let ::core::option::Option::Some(__n) = self::__jit::__skip_ll_plus_minus(
+                        ::jitgen::__private::rt::driver::green_word(
+                            &[
+                                (&*s) as *const _ as *const u8 as usize as u64,
+                                ((<_ as ::jitgen::__private::rt::portal::ByValue<
+                                    usize,
+                                >>::by_value(pc)) as u64),
+                            ],
+                        ),
+                    ) {
                         __jit_skips = __n;
                     } else {
                         match self::__jit::__portal_ll_plus_minus(
@@ -935,12 +936,12 @@ pub mod plus_minus {
         }
         /// Whether the portal skips this visit of its merge point,
         /// given the position's `green_word`, and how many after it
-        /// (see `Sampler::skip_many`); inlined into the interpreter loop.
-        #[inline(always)]
-        pub(super) fn __skip_ll_plus_minus(
-            __green: impl FnOnce() -> u64,
-        ) -> ::core::option::Option<u32> {
-            __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.skip_many(__green))
+        /// (see `Sampler::skip_many`): one call out of the
+        /// interpreter loop, made only when its countdown runs out
+        /// (at every visit once the portal has code somewhere).
+        #[inline(never)]
+        pub(super) fn __skip_ll_plus_minus(__green: u64) -> ::core::option::Option<u32> {
+            __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.skip_many(|| __green))
         }
         #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
         pub(super) fn __portal_ll_plus_minus(

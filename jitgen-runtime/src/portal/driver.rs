@@ -39,8 +39,11 @@
 //! starts, a skipping portal still visits: `Sampler` (one thread-local per portal, in
 //! `driver.rs`) keeps a 256-bit filter of the green words (`green_word` of the cheap
 //! greens: scalars and addresses) of positions with code, consulted only once the
-//! portal has code (a flag bit in the skip counter; the check is out of line, so the
-//! interpreter loop it is inlined into costs what it did). Without it, TLC f1 called
+//! portal has code (a flag bit in the skip counter). Once it has, every visit makes
+//! that check: the interpreter loop then calls the portal's skip function (one call,
+//! out of line, given the green word; it was three nested calls, and TLC's recursive
+//! fibonacci, which never compiles, ran at 1.8x plain in a thread with code for
+//! another program, 1.27x since). Without the filter, TLC f1 called
 //! 100 times in a thread passed its loop's entry unseen whenever the visit there fell
 //! among the skipped ones, interpreted about 1400 merge points per call before a
 //! counted visit landed on it, and credited the loop's other merge points with those
@@ -453,9 +456,8 @@ impl Sampler {
         self.skip_filtered(s, green()).then_some(0)
     }
 
-    /// [`Sampler::skip_many`] once the portal has code (kept out of line: the
-    /// interpreter loop it is inlined into stays as it was).
-    #[inline(never)]
+    /// [`Sampler::skip_many`] once the portal has code.
+    #[inline]
     fn skip_filtered(&self, s: u32, word: u64) -> bool {
         let left = s & !FILTERED;
         if left == 0 {
