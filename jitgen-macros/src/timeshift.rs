@@ -2215,8 +2215,6 @@ impl<'g> Gen<'g> {
         // arm of `lists_mut` (an or-pattern): (the visits, the patterns).
         let mut list_groups: indexmap::IndexMap<String, (Vec<TokenStream>, Vec<TokenStream>)> = Default::default();
         let mut point_fns = vec![];
-        // Structs of saved-frame lists: their `VDesc`s are needed.
-        let mut new_vstructs: Vec<String> = vec![];
         for p in 0..self.points.len() {
             let code = self.point_code(p);
             let pt = &self.points[p];
@@ -2278,10 +2276,8 @@ impl<'g> Gen<'g> {
                         reds.push(quote!(#id.reds_into(&mut __r);));
                         sets.push(quote!(#id.set_reds(__reds, &mut __at);));
                     }
-                    Repr::VOList(s) => {
-                        let desc = format_ident!("__VDESC_{}", s);
-                        new_vstructs.push(s.clone());
-                        list_visits.push(quote!(__f(#rt::state::ListMut::Ptrs(#id, &#desc));));
+                    Repr::VOList(_) => {
+                        list_visits.push(quote!(__f(#rt::state::ListMut::Ptrs(#id));));
                         list_ids.push(id.clone());
                         key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
                         reds.push(quote!(#id.reds_into(&mut __r);));
@@ -2527,7 +2523,6 @@ impl<'g> Gen<'g> {
         });
         let enum_fns: Vec<TokenStream> =
             self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();
-        self.vstructs.extend(new_vstructs);
         // Virtualizable structs get theirs for portal entries (see `jit_module`).
         let types = self.cg.types();
         for (name, d) in &types.structs {

@@ -13,7 +13,7 @@ use std::hash::Hash;
 
 use crate::compile::redbox::RedBox;
 use crate::compile::vdict::VDict;
-use crate::compile::virtuals::{VDesc, VHeap, VPList, VPtr};
+use crate::compile::virtuals::{VHeap, VPList, VPtr};
 use crate::compile::vlist::VList;
 use crate::ir::builder::CallbackFn;
 use crate::ir::builder::ResidualBuilder;
@@ -66,14 +66,16 @@ pub enum ListMut<'a> {
     /// A dict with keys of this type: `map_new` and `map_insert` for it
     /// ([`VDict::force`]).
     Dict(&'a mut VDict, ValTy, CallbackFn, CallbackFn),
-    /// A list of structs of this type ([`VPList::flush`]: the elements
-    /// pushed over its real part move into memory).
-    Ptrs(&'a mut VPList, &'static VDesc),
+    /// A list of structs (saved frames): neither forced nor forgotten, its
+    /// growth bounded by [`VPList::push`] (recursion, not a loop); a state
+    /// too large for a frame forces its objects instead. Visited for
+    /// [`JitState::call_point`].
+    Ptrs(&'a mut VPList),
 }
 
 impl ListMut<'_> {
     /// Forces it (a real one stays as it is).
-    fn force(self, b: &mut ResidualBuilder, heap: &mut VHeap) {
+    fn force(self, b: &mut ResidualBuilder) {
         match self {
             ListMut::Scalars(l, ty, new, set) => {
                 l.force(b, ty, new, set);
@@ -84,9 +86,7 @@ impl ListMut<'_> {
             ListMut::Dict(d, ty, new, insert) => {
                 d.force(b, ty, new, insert);
             }
-            ListMut::Ptrs(l, desc) => {
-                l.flush(b, heap, desc);
-            }
+            ListMut::Ptrs(_) => {}
         }
     }
 
@@ -96,9 +96,7 @@ impl ListMut<'_> {
         match self {
             ListMut::Scalars(l, ..) | ListMut::Flat(l, ..) => *l = VList::Real(null),
             ListMut::Dict(d, ..) => *d = VDict::Real(null),
-            // Its growth is bounded by `VPList::push`, which moves frames
-            // into memory past `MAX_VIRTUAL_PTRS`: recursion, not a loop.
-            ListMut::Ptrs(..) => {}
+            ListMut::Ptrs(_) => {}
         }
     }
 }
@@ -357,9 +355,8 @@ impl<F: Frame> JitState<F> {
     /// [`Frame::lists_mut`]): a state too large to hand over in a frame
     /// of words keeps its lists in memory instead.
     pub fn force_lists(&mut self, b: &mut crate::ir::builder::ResidualBuilder) {
-        let heap = &mut self.heap;
         for f in &mut self.frames {
-            f.lists_mut(&mut |l| l.force(b, heap));
+            f.lists_mut(&mut |l| l.force(b));
         }
     }
 
@@ -379,21 +376,25 @@ impl<F: Frame> JitState<F> {
     /// their lists of structs (saved frames) taken as empty and real, and
     /// how many virtual elements those hold (how deep the language-level
     /// calls compiled inline are); `None` when they hold none.
-    pub fn call_point(&self) -> Option<(u64, usize)> {
-        let mut frames = self.frames.clone();
+    pub fn call_point(&mut self) -> Option<(u64, usize)> {
         let mut depth = 0;
-        for f in &mut frames {
+        for f in &mut self.frames {
             f.lists_mut(&mut |l| {
-                if let ListMut::Ptrs(l, _) = l {
-                    if let VPList::Virtual(items) | VPList::Over(_, items) = l {
-                        depth += items.len();
-                    }
-                    *l = VPList::Real(RedBox::constant(ValTy::Ptr, 0));
+                if let ListMut::Ptrs(VPList::Virtual(items) | VPList::Over(_, items)) = l {
+                    depth += items.len();
                 }
             });
         }
         if depth == 0 {
             return None;
+        }
+        let mut frames = self.frames.clone();
+        for f in &mut frames {
+            f.lists_mut(&mut |l| {
+                if let ListMut::Ptrs(l) = l {
+                    *l = VPList::Real(RedBox::constant(ValTy::Ptr, 0));
+                }
+            });
         }
         use std::hash::BuildHasher;
         let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
