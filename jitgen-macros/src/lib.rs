@@ -51,7 +51,10 @@
 //! merely counting): a buffer refilled with another program recompiles. Deeper green
 //! data (a `&Program`) is compared by its bytes and buffer addresses, taken once per
 //! portal call (see "Green data and cached code"). Settings and
-//! counts: `jit::config()` (`JITGEN_THRESHOLD`, `JITGEN_OFF`), `jit::stats()`.
+//! counts: `jit::config()` (`JITGEN_THRESHOLD`, `JITGEN_OFF`), `jit::stats()`. Where
+//! the merge point starts its loop, the portal also gets a copy of the loop without
+//! the hook (`unhooked`), which a call that has met only declined keys for a while
+//! goes on in; with compiling off, the portal calls its plain copy out of line.
 
 mod check;
 mod content;
@@ -60,6 +63,7 @@ mod methods;
 mod repr;
 mod split;
 mod timeshift;
+mod unhooked;
 
 #[cfg(test)]
 mod tests;

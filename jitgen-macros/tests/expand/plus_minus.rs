@@ -1,65 +1,95 @@
 pub mod plus_minus {
     use super::*;
     /// Applies each `+` (add y) and `-` (subtract y) of `s` to `x`.
+    #[allow(unused_labels, unreachable_code)]
     pub fn ll_plus_minus(s: &[u8], x: i64, y: i64) -> i64 {
+        #[inline(never)]
+        fn __jit_off(s: &[u8], x: i64, y: i64) -> i64 {
+            __plain_ll_plus_minus(s, x, y)
+        }
         if !self::jit::__CONFIG.enabled() {
-            return __plain_ll_plus_minus(s, x, y);
+            return __jit_off(s, x, y);
         }
         let mut __jit_skips: u32 = 0;
         let mut acc = x;
         let mut pc = 0;
-        while pc < s.len() {
-            {
-                let (__jit_left, __jit_due) = __jit_skips.overflowing_sub(1);
-                __jit_skips = __jit_left;
-                if __jit_due {
-                    ::core::hint::cold_path();
-                    __jit_skips = 0;
-                    if let ::core::option::Option::Some(__n) = self::__jit::__skip_ll_plus_minus(
-                        ::jitgen::__private::rt::driver::green_word(
-                            &[
-                                (&*s) as *const _ as *const u8 as usize as u64,
-                                ((<_ as ::jitgen::__private::rt::portal::ByValue<
-                                    usize,
-                                >>::by_value(pc)) as u64),
-                            ],
-                        ),
-                    ) {
-                        __jit_skips = __n;
-                    } else {
-                        match self::__jit::__portal_ll_plus_minus(
-                            &*s,
-                            <_ as ::jitgen::__private::rt::portal::ByValue<
-                                i64,
-                            >>::by_value(y),
-                            <_ as ::jitgen::__private::rt::portal::ByValue<
-                                i64,
-                            >>::by_value(acc),
-                            <_ as ::jitgen::__private::rt::portal::ByValue<
-                                usize,
-                            >>::by_value(pc),
-                        ) {
-                            ::core::option::Option::Some(
-                                ::core::result::Result::Ok(__r),
-                            ) => return __r,
-                            ::core::option::Option::Some(
-                                ::core::result::Result::Err(__p),
-                            ) => {
-                                acc = __p.acc;
-                                pc = __p.pc;
+        '__jit_exit: {
+            '__jit_enter: {
+                if ::core::hint::black_box(false) {
+                    break '__jit_enter;
+                }
+                break '__jit_exit ('__jit_loop: while pc < s.len() {
+                    {
+                        let (__jit_left, __jit_due) = __jit_skips.overflowing_sub(1);
+                        __jit_skips = __jit_left;
+                        if __jit_due {
+                            ::core::hint::cold_path();
+                            __jit_skips = 0;
+                            if let ::core::option::Option::Some(__n) = self::__jit::__skip_ll_plus_minus(
+                                ::jitgen::__private::rt::driver::green_word(
+                                    &[
+                                        (&*s) as *const _ as *const u8 as usize as u64,
+                                        ((<_ as ::jitgen::__private::rt::portal::ByValue<
+                                            usize,
+                                        >>::by_value(pc)) as u64),
+                                    ],
+                                ),
+                            ) {
+                                __jit_skips = __n;
+                            } else {
+                                match self::__jit::__portal_ll_plus_minus(
+                                    &*s,
+                                    <_ as ::jitgen::__private::rt::portal::ByValue<
+                                        i64,
+                                    >>::by_value(y),
+                                    <_ as ::jitgen::__private::rt::portal::ByValue<
+                                        i64,
+                                    >>::by_value(acc),
+                                    <_ as ::jitgen::__private::rt::portal::ByValue<
+                                        usize,
+                                    >>::by_value(pc),
+                                ) {
+                                    ::core::option::Option::Some(
+                                        ::core::result::Result::Ok(__r),
+                                    ) => return __r,
+                                    ::core::option::Option::Some(
+                                        ::core::result::Result::Err(__p),
+                                    ) => {
+                                        acc = __p.acc;
+                                        pc = __p.pc;
+                                    }
+                                    ::core::option::Option::None => {
+                                        if self::__jit::__gives_up_ll_plus_minus() {
+                                            break '__jit_enter;
+                                        }
+                                    }
+                                }
                             }
-                            ::core::option::Option::None => {}
                         }
                     }
+                    let op = hint!(s[pc], concrete);
+                    if op == b'+' {
+                        acc += y;
+                    } else if op == b'-' {
+                        acc -= y;
+                    }
+                    pc += 1;
+                });
+            }
+            '__jit_u: loop {
+                '__jit_b: {
+                    let op = hint!(s[pc], concrete);
+                    if op == b'+' {
+                        acc += y;
+                    } else if op == b'-' {
+                        acc -= y;
+                    }
+                    pc += 1;
+                }
+                if !(pc < s.len()) {
+                    break '__jit_exit;
                 }
             }
-            let op = hint!(s[pc], concrete);
-            if op == b'+' {
-                acc += y;
-            } else if op == b'-' {
-                acc -= y;
-            }
-            pc += 1;
         }
         acc
     }
@@ -1026,6 +1056,16 @@ pub mod plus_minus {
             };
             ::jitgen::__private::rt::heap::arena_release(__mark);
             Some(__r)
+        }
+        /// Whether this call of the portal goes on without
+        /// its hook (see `Sampler::gives_up`); counted.
+        #[inline(never)]
+        pub(super) fn __gives_up_ll_plus_minus() -> bool {
+            let __g = __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.gives_up());
+            if __g {
+                super::jit::__STATS.unhooked();
+            }
+            __g
         }
         /// Compiles the entry; `__words` (the inputs residual code would
         /// get now) lets it promote loop-invariant divisors at entry.

@@ -60,6 +60,17 @@
 //! compiled code a few merge points into a function was entered in one call of about
 //! 15.
 //!
+//! A call that keeps meeting declined keys gives its hook up: after
+//! `GIVE_UP_AFTER` (16) visits in a row that reached the hook and met declined keys,
+//! with no code for the portal in the thread, the call goes on to its end in the
+//! portal's hook-free copy of its loop (`Sampler::gives_up`; the copy is generated
+//! beside the loop, see `jitgen-macros`' `unhooked`). The count survives the call, so
+//! the next call gives up at its first declined key unless it meets a cold one first.
+//! The per-visit countdown alone cost 1.2-1.35x plain on a 4-operation dispatch loop
+//! whose every compilation declines; the hook-free copy runs it at 1.00-1.05x
+//! (`cargo run --release --example portal_cost`). The price: a later loop of the same
+//! call that could compile is interpreted to the call's end.
+//!
 //! A position where the interpreter has saved frames (inside a called function of the
 //! interpreted program) waits `NESTED_THRESHOLD_FACTOR` (4) times the threshold
 //! (`PortalSite::nested`): code entered there hands over to the interpreter at each
@@ -297,6 +308,10 @@ pub enum Hot {
 /// declined key.
 pub const MAX_SKIP: u32 = 256;
 
+/// How many visits that reach the hook must meet declined keys in a row
+/// before a portal call goes on without its hook (see [`Sampler::gives_up`]).
+pub const GIVE_UP_AFTER: u32 = 16;
+
 /// How many visits to skip after a visit met a declined key, given how many
 /// were skipped last time (`0` after a visit met anything else): doubling up
 /// to [`MAX_SKIP`]. Interpreting through code jitgen declined then costs a
@@ -420,6 +435,8 @@ pub struct Sampler {
     weight: Cell<u32>,
     /// Cold visits in a row since residual code last ran.
     streak: Cell<u32>,
+    /// Visits that reached the hook and met a declined key, in a row.
+    declined_run: Cell<u32>,
     entries: [Cell<u64>; 4],
 }
 
@@ -431,6 +448,7 @@ impl Sampler {
             period: Cell::new(0),
             weight: Cell::new(1),
             streak: Cell::new(0),
+            declined_run: Cell::new(0),
             entries: [const { Cell::new(0) }; 4],
         }
     }
@@ -483,6 +501,7 @@ impl Sampler {
     #[inline]
     pub fn cold(&self, threshold: u32) {
         self.period.set(0);
+        self.declined_run.set(0);
         let streak = self.streak.get();
         self.streak.set(streak.saturating_add(1));
         let skip = skip_after_cold(streak, threshold);
@@ -494,6 +513,7 @@ impl Sampler {
     /// [`skip_after_declined`] says (the visit after them stands for itself).
     #[inline]
     pub fn declined(&self) {
+        self.declined_run.set(self.declined_run.get().saturating_add(1));
         let p = skip_after_declined(self.period.get());
         self.period.set(p);
         self.set_skip(p);
@@ -503,6 +523,17 @@ impl Sampler {
     #[inline]
     pub fn ran(&self) {
         self.streak.set(0);
+        self.declined_run.set(0);
+    }
+
+    /// Whether the portal call that just met a declined key should go on
+    /// without its hook, to its end: the portal has no code in this thread,
+    /// and the last [`GIVE_UP_AFTER`] visits that reached the hook all met
+    /// declined keys (with the skips between them, a few thousand merge
+    /// points). The count is not reset by giving up, so the next call gives
+    /// up at its first declined key, unless it meets a cold one first.
+    pub fn gives_up(&self) -> bool {
+        self.skip.get() & FILTERED == 0 && self.declined_run.get() >= GIVE_UP_AFTER
     }
 
     /// Records that code starts at positions with this green word.

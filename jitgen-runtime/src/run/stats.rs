@@ -17,6 +17,7 @@ pub struct Stats {
     flexswitch_cases: AtomicU64,
     flexswitch_misses: AtomicU64,
     resumptions: AtomicU64,
+    unhooked: AtomicU64,
     recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
@@ -45,6 +46,11 @@ pub struct StatsSnapshot {
     /// Times residual code handed over to the interpreter (a full switch,
     /// a declined case), which then continued from the state it left.
     pub resumptions: u64,
+    /// Portal calls that went on without their merge point's hook, having
+    /// met only positions whose compilation was declined for a while (see
+    /// `Sampler::gives_up`): the rest of such a call is interpreted at
+    /// plain speed.
+    pub unhooked: u64,
 }
 
 impl Stats {
@@ -60,6 +66,7 @@ impl Stats {
             flexswitch_cases: AtomicU64::new(0),
             flexswitch_misses: AtomicU64::new(0),
             resumptions: AtomicU64::new(0),
+            unhooked: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
@@ -119,6 +126,11 @@ impl Stats {
         }
     }
 
+    /// Records a portal call that goes on without its hook.
+    pub fn unhooked(&self) {
+        self.unhooked.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Records a hand-over from residual code to the interpreter.
     pub fn resumed(&self) {
         self.resumptions.fetch_add(1, Ordering::Relaxed);
@@ -141,6 +153,7 @@ impl Stats {
             flexswitch_cases: self.flexswitch_cases.load(Ordering::Relaxed),
             flexswitch_misses: self.flexswitch_misses.load(Ordering::Relaxed),
             resumptions: self.resumptions.load(Ordering::Relaxed),
+            unhooked: self.unhooked.load(Ordering::Relaxed),
         }
     }
 }
