@@ -253,6 +253,9 @@ pub(crate) fn inline_only(f: &FnDef<'_>) -> bool {
     !f.opaque && (place_or_tuple(&f.ret) || f.params.iter().any(|p| place_or_tuple(&p.ty))) && !has_merge_point(f.body)
 }
 
+/// What to write instead of a string, for every refusal of one.
+pub const STRING_ADVICE: &str = "strings are not supported by jitgen's analysis: for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); for output, print (`print!`) or write bytes into a `Vec<u8>` (`write!(out, ..)`); take program text as bytes (`&[u8]`)";
+
 /// Whether `e` is `write!(..)` or `writeln!(..)`.
 fn is_write_macro(e: &Expr) -> bool {
     matches!(e, Expr::Macro(m) if m.mac.path.is_ident("write") || m.mac.path.is_ident("writeln"))
@@ -1050,11 +1053,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
             syn::Lit::Bool(b) => LVal::Const(Const::Bool(b.value)),
             syn::Lit::Byte(b) => LVal::Const(Const::Int(b.value() as i128, IntTy::U8)),
             syn::Lit::Char(c) => LVal::Const(Const::Char(c.value())),
-            syn::Lit::Str(_) | syn::Lit::ByteStr(_) | syn::Lit::CStr(_) => self.unsupported(
-                l,
-                "a string literal",
-                "pass program text in as a parameter (`&[u8]`); messages belong in #[jit_opaque] functions",
-            ),
+            syn::Lit::Str(_) | syn::Lit::ByteStr(_) | syn::Lit::CStr(_) => {
+                self.unsupported(l, "a string literal", STRING_ADVICE)
+            }
             other => self.unsupported(other, "this literal", ""),
         }
     }
@@ -1909,11 +1910,12 @@ impl<'m, 'a> Lowering<'m, 'a> {
             let t = self.u.fresh();
             return self.emit(OpKind::CallOpaque(segs.join("::")), args, t, c);
         }
-        self.unsupported(
-            c,
-            &format!("calling `{}`", segs.join("::")),
-            "call functions and methods of the module, or a function outside it through `super::`",
-        )
+        let instead = if matches!(segs.first().map(String::as_str), Some("String" | "str")) {
+            STRING_ADVICE
+        } else {
+            "call functions and methods of the module, or a function outside it through `super::`"
+        };
+        self.unsupported(c, &format!("calling `{}`", segs.join("::")), instead)
     }
 
     fn construct_struct(&mut self, name: String, field_tys: Vec<Ty>, values: Vec<&Expr>, src: &dyn ToTokens) -> LVal {
@@ -2550,6 +2552,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
             _ => {}
         }
         let shown = self.u.show(&recv_ty);
+        if matches!(method.as_str(), "to_string" | "to_owned" | "push_str" | "as_str" | "chars") {
+            self.error(mc.method.span(), format!("the method `{method}` on `{shown}`: {STRING_ADVICE}"));
+            return self.poison(mc.span());
+        }
         self.error(mc.method.span(), format!(
             "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs"
         ));
@@ -2612,7 +2618,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 Some(("Result", "Err", 1, 0))
             }
             (Ty::Option(_), Ty::Option(_)) => Some(("Option", "None", 0, 1)),
-            (Ty::Error | Ty::Never, _) => None,
+            // After an error (in the value, or in the function's result
+            // type): nothing more to say.
+            (Ty::Error | Ty::Never, _) | (_, Ty::Error) => None,
             (have, _) => {
                 self.error(span, format!(
                     "`?` is supported on `Result` in a function returning `Result` with the same error type, and on `Option` in a function returning `Option`; here it is applied to `{}` in a function returning `{}`",
@@ -2742,6 +2750,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
                         span,
                         format!("`hint!` inside `{name}!` is invisible to jitgen: bind the hinted value with `let` first, then use the binding"),
                     );
+                }
+                if name == "format" {
+                    return self.unsupported(mac, "the macro `format!`", STRING_ADVICE);
                 }
                 self.unsupported(
                     mac,

@@ -489,7 +489,7 @@ impl<'a> ModuleDef<'a> {
                     n if self.enums.contains_key(n) => Ty::Enum(n.into()),
                     n if self.aliases.contains_key(n) => self.aliases[n].clone(),
                     "String" | "str" => {
-                        return Err(err(t, "strings are not supported by jitgen's analysis; use byte slices (`&[u8]`)"))
+                        return Err(err(t, crate::lower::STRING_ADVICE))
                     }
                     _ => {
                         return Err(err(
