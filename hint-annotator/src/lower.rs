@@ -1696,7 +1696,14 @@ impl<'m, 'a> Lowering<'m, 'a> {
         if inline_only(f) {
             return self.inline_call(f, args, src);
         }
-        let kind = if f.opaque { OpKind::CallOpaque(name.to_string()) } else { OpKind::Call(name.to_string()) };
+        // A portal is called, never inlined: the call reaches it through
+        // its hook (a Rust-recursive interpreter's call of itself, once per
+        // call of the interpreted program), and its loops compile there.
+        let kind = if f.opaque || has_merge_point(f.body) {
+            OpKind::CallOpaque(name.to_string())
+        } else {
+            OpKind::Call(name.to_string())
+        };
         self.emit(kind, args, f.ret.clone(), src)
     }
 

@@ -1069,6 +1069,17 @@ pub fn expand(
             } else {
                 quote!()
             };
+            // Deep content is taken only where it is compared: for keys
+            // with code (see `PortalSite::has_code`).
+            let visit = if has_deep {
+                quote!(if __site.has_code(&__key) {
+                    __site.visit(&__key, &[#(#content,)* #deep_content])?
+                } else {
+                    __site.visit(&__key, &[])?
+                })
+            } else {
+                quote!(__site.visit(&__key, &[#(#content,)*])?)
+            };
             let body = match outputs(&gen, &ret) {
                 Some((_, decode)) if e.bad.is_none() => quote! {
                     let __cfg = &super::jit::__CONFIG;
@@ -1077,7 +1088,6 @@ pub fn expand(
                     }
                     #(#lens)*
                     let __key: [u64; #nkey] = [#(#key),*];
-                    let __content: &[&[u8]] = &[#(#content,)* #deep_content];
                     let __site = #rt::driver::PortalSite {
                         cache: &#cache,
                         sampler: &#sampler,
@@ -1085,7 +1095,8 @@ pub fn expand(
                         stats: &super::jit::__STATS,
                         nested: #nested,
                     };
-                    let __hot = __site.visit(&__key, __content)?;
+                    let __hot = #visit;
+                    let __content: &[&[u8]] = &[#(#content,)* #deep_content];
                     // The inputs of residual code (which the compiler may
                     // also read: see `Compilation::version_entry`).
                     let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();

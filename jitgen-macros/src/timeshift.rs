@@ -1865,6 +1865,20 @@ impl<'g> Gen<'g> {
         let rt = rt();
         let types = self.cg.types();
         let f = self.fns[fi];
+        // A call of a portal (an interpreter whose calls recurse in Rust)
+        // would enter it through its hook at every call, which costs more
+        // than interpreting the call (PERFORMANCE.md): a portal's
+        // compilation declines it until compiled code calls compiled code
+        // directly. `jit::specialize` compiles it.
+        let portal_check = match self.fn_ids.get(name) {
+            Some(&ci) if self.fns[ci].is_portal() => {
+                let why = format!(
+                    "a call of the portal `{name}` from compiled code: it would enter through the portal's hook at every call, which costs more than interpreting the call"
+                );
+                quote!(if __c.for_portal() { __c.decline(#why); break 'path None; })
+            }
+            _ => quote!(),
+        };
         let cb = format_ident!("__cb{}", self.callbacks.len());
         let mut arg_code = vec![];
         let mut reads = vec![];
@@ -1884,9 +1898,27 @@ impl<'g> Gen<'g> {
                 let end = at + n;
                 reads.push(quote!(#unflat(&__b[#at..#end])));
                 at += n;
+            } else if let (Ty::Ref { mutable: false, to }, Repr::GSlice(_)) = (&ty, self.value_repr(fi, a)) {
+                // A green slice (program text, a table of functions): its
+                // address and length, constants of the residual call (code
+                // runs only on green data at the addresses it was compiled
+                // for).
+                let Ty::Slice(elem) = &**to else { return self.decline("a slice argument to a residual call") };
+                let from = self.value_repr(fi, a);
+                let Some(x) = self.operand(fi, a, &from) else { return self.decline("an argument") };
+                arg_code.push(quote! {
+                    __args.push(#rt::redbox::RedBox::u64(#x.as_ptr() as usize as u64));
+                    __args.push(#rt::redbox::RedBox::u64(#x.len() as u64));
+                });
+                let t = rust_ty(elem, None);
+                let next = at + 1;
+                // SAFETY: the address and length of a slice the compiler
+                // held, which outlives the code (see above).
+                reads.push(quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) }));
+                at += 2;
             } else if let Ty::Ref { mutable, to } = &ty {
                 if matches!(**to, Ty::Slice(_)) {
-                    return self.decline("a slice argument to a residual call");
+                    return self.decline("a slice argument known only at run time to a residual call");
                 }
                 let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return self.decline("an argument") };
                 arg_code.push(quote!(__args.push(#x);));
@@ -1969,6 +2001,7 @@ impl<'g> Gen<'g> {
             _ => return self.decline("the result of this residual call"),
         };
         quote! {
+            #portal_check
             let __v = {
                 let mut __args = ::std::vec::Vec::new();
                 #(#arg_code)*

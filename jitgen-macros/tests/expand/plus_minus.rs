@@ -991,9 +991,6 @@ pub mod plus_minus {
                 s.len() as u64,
                 ((pc) as u64),
             ];
-            let __content: &[&[u8]] = &[
-                ::jitgen::__private::rt::driver::content_bytes(&s[..]),
-            ];
             let __site = ::jitgen::__private::rt::driver::PortalSite {
                 cache: &__CACHE_LL_PLUS_MINUS,
                 sampler: &__SAMPLER_LL_PLUS_MINUS,
@@ -1001,7 +998,14 @@ pub mod plus_minus {
                 stats: &super::jit::__STATS,
                 nested: false,
             };
-            let __hot = __site.visit(&__key, __content)?;
+            let __hot = __site
+                .visit(
+                    &__key,
+                    &[::jitgen::__private::rt::driver::content_bytes(&s[..])],
+                )?;
+            let __content: &[&[u8]] = &[
+                ::jitgen::__private::rt::driver::content_bytes(&s[..]),
+            ];
             let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
             __words.push(((y) as u64));
             __words.push(((acc) as u64));

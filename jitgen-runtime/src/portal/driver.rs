@@ -671,6 +671,12 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         }
     }
 
+    /// Whether `key` has code: the only keys whose visits compare the content
+    /// of green data (see [`PortalSite::has_code`]).
+    pub fn has_code(&self, key: &K) -> bool {
+        matches!(self.keys.get(key), Some(Entry::Compiled(_)))
+    }
+
     /// Records the outcome of a compilation for `key` (the content is copied now).
     ///
     /// New code cools the keys that are warm (waiting for their warm-up):
@@ -802,6 +808,15 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 Some(hot)
             }
         }
+    }
+
+    /// Whether `key` has code in this thread. A visit of a key without code
+    /// reads no content, so a portal whose content is costly to take (the
+    /// bytes of a deep program, taken once per call: a Rust-recursive
+    /// interpreter calls its portal once per call of the interpreted
+    /// program) takes it only for keys with code, and once it compiles.
+    pub fn has_code(&self, key: &K) -> bool {
+        self.cache.with(|c| c.borrow().has_code(key))
     }
 
     /// The code to run for `hot` (what [`PortalSite::visit`] said): the cached

@@ -244,6 +244,12 @@ impl<F: Frame> Compilation<F> {
         self.tree.declines_recursion.set(true);
     }
 
+    /// Whether this compilation is a portal's (see
+    /// [`Compilation::set_declines_recursion`]), not `jit::specialize`'s.
+    pub fn for_portal(&self) -> bool {
+        self.tree.declines_recursion.get()
+    }
+
     /// Whether the budget is spent and paths should be deferred.
     fn deferring(&self) -> Option<fn(&mut Compilation<F>, JitState<F>)> {
         self.defer.filter(|_| self.b.op_count() > self.limits.max_ops)

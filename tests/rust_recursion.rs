@@ -1,0 +1,239 @@
+//! An interpreter whose calls recurse in Rust: its portal calls itself once
+//! per call of the interpreted program (issue 24, the second style). Calls
+//! of a portal are residual calls of the portal, never inlined, so each
+//! interpreted call reaches the portal's hook and its own compiled loops.
+//! Random programs with calls, mutual recursion, loops in callees and
+//! errors raised deep inside recursion agree with `jit::plain`.
+
+mod common;
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+pub mod rec {
+    use super::*;
+
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    pub enum Op {
+        Arg,
+        Const(i64),
+        Get(usize),
+        Set(usize),
+        Add,
+        Sub,
+        Mul,
+        Lt,
+        JumpIfZero(usize),
+        Jump(usize),
+        /// Calls function `g` on the top of the stack.
+        Call(usize),
+        /// Fails with the top of the stack when its low six bits are `k`.
+        FailIf(i64),
+        Ret,
+    }
+
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    pub enum Trap {
+        Underflow,
+        Fail(i64),
+    }
+
+    pub struct Function {
+        pub code: Vec<Op>,
+    }
+
+    fn pop(stack: &mut Vec<i64>) -> Result<i64, Trap> {
+        stack.pop().ok_or(Trap::Underflow)
+    }
+
+    /// Runs function `f` of `program` on `arg`, with four locals.
+    pub fn call(program: &[Function], f: usize, arg: i64) -> Result<i64, Trap> {
+        let code = &program[f].code;
+        let mut stack: Vec<i64> = Vec::new();
+        let mut locals = vec![0i64; 4];
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                Op::Arg => stack.push(arg),
+                Op::Const(c) => stack.push(c),
+                Op::Get(k) => stack.push(locals[k]),
+                Op::Set(k) => locals[k] = pop(&mut stack)?,
+                Op::Add => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    stack.push(a.wrapping_add(b));
+                }
+                Op::Sub => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    stack.push(a.wrapping_sub(b));
+                }
+                Op::Mul => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    stack.push(a.wrapping_mul(b));
+                }
+                Op::Lt => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    stack.push((a < b) as i64);
+                }
+                Op::JumpIfZero(t) => {
+                    if pop(&mut stack)? == 0 {
+                        pc = t;
+                    }
+                }
+                Op::Jump(t) => pc = t,
+                Op::Call(g) => {
+                    let a = pop(&mut stack)?;
+                    let r = call(program, g, a)?;
+                    stack.push(r);
+                }
+                Op::FailIf(k) => {
+                    let v = pop(&mut stack)?;
+                    if v & 63 == k {
+                        return Err(Trap::Fail(v));
+                    }
+                }
+                Op::Ret => return pop(&mut stack),
+            }
+        }
+    }
+}
+
+use rec::Op::*;
+
+/// fib(n) = n < 2 ? n : fib(n - 1) + fib(n - 2).
+fn fib() -> Vec<rec::Function> {
+    vec![rec::Function {
+        code: vec![
+            Arg, Const(2), Lt, JumpIfZero(6), Arg, Ret, // n < 2
+            Arg, Const(1), Sub, Call(0), Arg, Const(2), Sub, Call(0), Add, Ret,
+        ],
+    }]
+}
+
+/// Function 0 calls function 1 (a counted loop summing 0..arg) on each of
+/// arg, arg - 1, ..., 1, recursively.
+fn loop_in_callee() -> Vec<rec::Function> {
+    vec![
+        rec::Function {
+            code: vec![
+                Const(0), Arg, Lt, JumpIfZero(12), // 0 < arg, else return 0
+                Arg, Call(1), Arg, Const(1), Sub, Call(0), Add, Ret,
+                Const(0), Ret,
+            ],
+        },
+        rec::Function {
+            code: vec![
+                Const(0), Set(0), Arg, Set(1), // acc = 0, i = arg
+                Const(0), Get(1), Lt, JumpIfZero(18), // while 0 < i
+                Get(0), Get(1), Add, Set(0), Get(1), Const(1), Sub, Set(1), Jump(4), Jump(4),
+                Get(0), Ret,
+            ],
+        },
+    ]
+}
+
+/// A random function of `n` functions: a few statements on local 0 (the
+/// result), each a mix, a call of a random function on `arg - d` when
+/// `arg >= d` (so recursion, mutual or not, ends), a loop of `arg` turns,
+/// or a test that fails.
+fn random_function(rng: &mut common::Rng, n: usize) -> rec::Function {
+    let mut code = vec![Const(rng.below(100) as i64), Set(0)];
+    for _ in 0..1 + rng.below(4) {
+        match rng.below(5) {
+            0 => {
+                let op = [Add, Sub, Mul][rng.below(3) as usize];
+                code.extend([Get(0), Const(rng.below(50) as i64 - 20), op, Set(0)]);
+            }
+            1 | 2 => {
+                let d = 1 + rng.below(2) as i64;
+                let g = rng.below(n as u64) as usize;
+                let at = code.len();
+                // if !(arg < d) { r = r + g(arg - d) }
+                code.extend([Arg, Const(d), Lt, JumpIfZero(at + 5), Jump(at + 13)]);
+                code.extend([Get(0), Arg, Const(d), Sub, Call(g), Add, Set(0), Jump(at + 13)]);
+            }
+            3 => {
+                let at = code.len();
+                // i = arg; while 0 < i { r = r * 3 + i; i -= 1 }
+                code.extend([Arg, Set(1)]);
+                code.extend([Const(0), Get(1), Lt, JumpIfZero(at + 18)]);
+                code.extend([Get(0), Const(3), Mul, Get(1), Add, Set(0)]);
+                code.extend([Get(1), Const(1), Sub, Set(1), Jump(at + 2)]);
+                code.push(Jump(at + 18));
+            }
+            _ => code.extend([Get(0), FailIf(rng.below(64) as i64)]),
+        }
+    }
+    code.extend([Get(0), Ret]);
+    rec::Function { code }
+}
+
+/// Runs `f` in a thread with room for deep recursion of unoptimized frames.
+fn with_deep_stack(f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new().stack_size(256 << 20).spawn(f).unwrap().join().unwrap();
+}
+
+#[test]
+fn calls_that_recurse_in_rust_agree_with_plain() {
+    with_deep_stack(calls_that_recurse_in_rust);
+}
+
+fn calls_that_recurse_in_rust() {
+    rec::jit::config().set_threshold(0);
+    let p = fib();
+    let specialized = rec::jit::specialize::call(&p, 0);
+    for n in 0..22 {
+        let want = rec::jit::plain::call(&p, 0, n);
+        assert_eq!(rec::call(&p, 0, n), want, "fib({n})");
+        assert_eq!(specialized.call(n), want, "fib({n}), specialized");
+    }
+    assert_eq!(rec::call(&fib(), 0, 20), Ok(6765));
+    // Deep recursion: 2000 levels of Rust frames, as plain makes them.
+    let p = loop_in_callee();
+    let specialized = rec::jit::specialize::call(&p, 0);
+    for n in [0, 1, 5, 300, 2000] {
+        let want = rec::jit::plain::call(&p, 0, n);
+        assert_eq!(rec::call(&p, 0, n), want, "loop in callee, {n}");
+        assert_eq!(specialized.call(n), want, "loop in callee, {n}, specialized");
+    }
+    // The callee's loop compiled, and ran.
+    let s = rec::jit::stats();
+    assert!(s.entries > 0 && s.compilations > s.declined, "{s:?}");
+    // The portal's call of itself is a residual call of the portal, not
+    // inlined (inlined, compiling fib unrolled the interpreted recursion
+    // until the compiler's budget ran out, then declined).
+    let text = rec::jit::graphs().function("call").unwrap().to_text();
+    assert!(text.contains("call_opaque call(program"), "{text}");
+    // Bad bytecode: the same error at any depth.
+    let bad = vec![rec::Function { code: vec![Arg, Call(1), Ret] }, rec::Function { code: vec![Add, Ret] }];
+    assert_eq!(rec::call(&bad, 0, 3), Err(rec::Trap::Underflow));
+}
+
+#[test]
+fn random_programs_with_calls_that_recurse_in_rust_agree_with_plain() {
+    rec::jit::config().set_threshold(0);
+    let mut rng = common::Rng(0x0c0f_fee5_2400_0024);
+    let mut failed = 0;
+    for _ in 0..common::how_many(150) {
+        let n = 1 + rng.below(4) as usize;
+        let program: Vec<rec::Function> = (0..n).map(|_| random_function(&mut rng, n)).collect();
+        let specialized = rec::jit::specialize::call(&program, 0);
+        for arg in [0, 1, 3, 4 + rng.below(4) as i64] {
+            let want = rec::jit::plain::call(&program, 0, arg);
+            failed += want.is_err() as u32;
+            let codes: Vec<&Vec<rec::Op>> = program.iter().map(|f| &f.code).collect();
+            assert_eq!(rec::call(&program, 0, arg), want, "arg {arg}, {codes:?}");
+            assert_eq!(specialized.call(arg), want, "arg {arg}, specialized, {codes:?}");
+        }
+    }
+    // Errors were raised, some of them deep inside recursion.
+    assert!(failed > 0);
+}
+
+
