@@ -6,7 +6,7 @@
 mod common;
 
 use jitgen::prelude::*;
-use stackvm_interp::programs::{counted_loop, nested_loops, printing, procedure_in_a_loop};
+use stackvm_interp::programs::{counted_loop, deep_recursion, nested_loops, printing, procedure_in_a_loop, recursive_fib};
 use stackvm_interp::vm::{jit, Instruction, Instruction::*, Vm, VmError};
 
 fn plain(code: &[Instruction]) -> Result<i64, VmError> {
@@ -685,4 +685,129 @@ fn a_machine_of_enum_values_in_vec_fields_compiles() {
     let mut m = Interp::new(counted(300, Int(1)));
     assert_eq!(m.run(), Ok(Int(44850)));
     common::assert_loops_in_registers(&dynvm::jit::portal_listings());
+}
+
+/// Recursion of the interpreted program (issue 24): fibonacci, a recursion
+/// 10^5 frames deep (the VM's frames are a `Vec`, on the heap), and an error
+/// raised at its bottom, through the portal and `jit::specialize`.
+#[test]
+fn recursion_agrees_with_plain() {
+    jit::config().set_threshold(0);
+    for n in 0..=20 {
+        let code = recursive_fib(n);
+        let want = plain(&code);
+        assert_eq!(portal(&code), want, "fib({n})");
+        assert_eq!(specialized(&code), want, "fib({n}), specialized");
+    }
+    assert_eq!(portal(&recursive_fib(20)), Ok(6765));
+    for (n, bottom) in [(0, 0), (10, 0), (100_000, 0), (100_000, 5), (3, 1)] {
+        let code = deep_recursion(n, bottom);
+        let want = plain(&code);
+        assert_eq!(portal(&code), want, "down({n}), local {bottom} at the bottom");
+        assert_eq!(specialized(&code), want, "down({n}), local {bottom} at the bottom, specialized");
+    }
+    assert_eq!(plain(&deep_recursion(100_000, 0)), Ok(5_000_050_000));
+    assert_eq!(plain(&deep_recursion(100_000, 5)), Err(VmError::BadLocal));
+}
+
+/// Random procedures that call each other (and themselves) on `depth - 1`
+/// while `depth > 0`, with instruction pairs between the calls that change
+/// only the running value on top (so that the depth stays below and every
+/// program ends), one of them a `Load` that fails where the frame is too
+/// short: an error raised as deep as the recursion goes.
+fn random_recursive_program(rng: &mut common::Rng) -> Vec<Instruction> {
+    let nprocs = 1 + rng.below(3) as usize;
+    // Procedures' bodies first, with calls to procedure numbers; then
+    // their addresses, once all lengths are known.
+    let mut bodies: Vec<Vec<(Instruction, Option<usize>)>> = vec![];
+    for _ in 0..nprocs {
+        let mut b = vec![];
+        let calls = rng.below(3);
+        b.push((Push(rng.below(9) as i64), None));
+        for _ in 0..calls {
+            b.extend([(Load(0), None), (Push(1), None), (Sub, None)]);
+            b.push((Call(0, 1), Some(rng.below(nprocs as u64) as usize)));
+            b.push((Add, None));
+            if rng.below(3) == 0 {
+                let first = match rng.below(3) {
+                    0 => Load(rng.below(4) as usize),
+                    _ => Push(rng.below(9) as i64 - 4),
+                };
+                b.push((first, None));
+                b.push(([Add, Sub, Mul, Lt][rng.below(4) as usize].clone(), None));
+            }
+        }
+        b.push((Ret, None));
+        bodies.push(b);
+    }
+    // Each procedure: `Load(0), JumpIfZero(base)`, its body, then the base
+    // case `Push(c), Ret`.
+    let mut starts = vec![];
+    let mut at = 3;
+    for b in &bodies {
+        starts.push(at);
+        at += 2 + b.len() + 2;
+    }
+    let mut code = vec![Push(rng.below(9) as i64), Call(starts[0], 1), Halt];
+    for (k, b) in bodies.iter().enumerate() {
+        let base = starts[k] + 2 + b.len();
+        code.extend([Load(0), JumpIfZero(base)]);
+        for (ins, callee) in b {
+            code.push(match callee {
+                Some(j) => Call(starts[*j], 1),
+                None => ins.clone(),
+            });
+        }
+        code.extend([Push(rng.below(5) as i64), Ret]);
+    }
+    code
+}
+
+#[test]
+fn random_recursive_programs_agree_with_plain() {
+    jit::config().set_threshold(0);
+    let mut rng = common::Rng(0x5eed_0024);
+    let (mut calls, mut failed) = (0, 0);
+    for _ in 0..common::how_many(300) {
+        let code = random_recursive_program(&mut rng);
+        let want = plain(&code);
+        calls += code.iter().filter(|i| matches!(i, Call(..))).count();
+        failed += want.is_err() as u32;
+        assert_eq!(portal(&code), want, "{code:?}");
+        assert_eq!(specialized(&code), want, "{code:?}");
+    }
+    assert!(calls > 300 && failed > 0, "{calls} calls, {failed} failed");
+}
+
+
+/// A program that recurses over the VM's frames in memory, run again and
+/// again in one thread at the default threshold: code entered with saved
+/// frames that keeps handing over at returns below its entry is retired,
+/// and from then on positions with saved frames decline at once (as after
+/// a recursion the compiler sees). Before,
+/// each retired piece of code made room for the next hot position's, and
+/// every run compiled anew (a child process: the counts are the module's).
+#[test]
+fn a_recursion_in_memory_stops_compiling_after_its_code_is_retired() {
+    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["child_recursion_in_memory", "--exact", "--ignored", "--nocapture"])
+        .env_remove("JITGEN_THRESHOLD")
+        .status()
+        .expect("the child runs");
+    assert!(status.success());
+}
+
+#[test]
+#[ignore = "run by a_recursion_in_memory_stops_compiling_after_its_code_is_retired in a child process"]
+fn child_recursion_in_memory() {
+    let code = recursive_fib(22);
+    let want = plain(&code);
+    for _ in 0..12 {
+        assert_eq!(portal(&code), want);
+    }
+    let s = jit::stats();
+    // One piece of code compiled (then retired); every later compilation
+    // declined before compiling anything.
+    assert!(s.compilations - s.declined <= 2, "{s:?}");
+    assert!(s.declined > 0, "{s:?} {:?}", jit::last_decline());
 }

@@ -2,7 +2,7 @@
 //! [-- N] [--runs R]`.
 //!
 //! Times, in one run, the counted loop (sum of 1..=N, locals in the operand
-//! stack) and the procedure-in-a-loop program: plain (`jit::plain`), the
+//! stack), the procedure-in-a-loop program and recursive fibonacci: plain (`jit::plain`), the
 //! portal with compilation off (`set_enabled(false)`, as `JITGEN_OFF=1`),
 //! and the portal compiling (where it declines, what declining costs).
 //! Prints medians and the ratios to plain, and the portal's last decline.
@@ -14,14 +14,21 @@ use std::time::Instant;
 
 use timing::{median, size_and_runs};
 
-use stackvm_interp::programs::{counted_loop, procedure_in_a_loop};
+use stackvm_interp::programs::{counted_loop, procedure_in_a_loop, recursive_fib};
 use stackvm_interp::vm::{jit, Vm};
 
 fn main() {
     let (n, runs) = size_and_runs(10_000_000);
     println!("stackvm, N = {n}, median of {runs} runs");
     println!("{:<22} {:>12} {:>12} {:>12} {:>9} {:>9}", "program", "plain", "JIT off", "JIT", "off/plain", "plain/JIT");
-    for (name, code) in [("counted loop", counted_loop(n)), ("procedure in a loop", procedure_in_a_loop(n / 4))] {
+    // fib(k) makes about 1.6^k calls: k grows with the log of N.
+    let k = ((n.max(2) as f64).ln() / 1.618f64.ln()).round() as i64 - 6;
+    let fib_name = format!("recursive fib({k})");
+    for (name, code) in [
+        ("counted loop", counted_loop(n)),
+        ("procedure in a loop", procedure_in_a_loop(n / 4)),
+        (fib_name.as_str(), recursive_fib(k)),
+    ] {
         let want = jit::plain::Vm::run(&mut Vm::new(code.clone()));
         let time = |f: &dyn Fn() -> Result<i64, stackvm_interp::vm::VmError>| {
             median(

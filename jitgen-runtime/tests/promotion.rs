@@ -407,6 +407,31 @@ fn a_sampling_portal_still_visits_where_code_starts() {
     assert_eq!(s.skip_many(|| other), None);
 }
 
+/// Once its last code is retired, a portal skips as it did before it had
+/// code: whole runs of skips, no entry filter; and a call that keeps
+/// meeting declined keys gives its hook up only while there is no code.
+#[test]
+fn a_portal_whose_code_is_gone_skips_and_gives_up_as_before_it_had_any() {
+    use jitgen_runtime::driver::{green_word, Sampler, GIVE_UP_AFTER};
+    let s = Sampler::new();
+    let (entry, other) = (green_word(&[0x5000, 17]), green_word(&[0x5000, 18]));
+    s.add_entry(entry);
+    for _ in 0..GIVE_UP_AFTER {
+        s.declined();
+    }
+    assert!(!s.gives_up(), "code exists in this thread: the hook stays");
+    assert_eq!(s.skip_many(|| other), Some(0), "with code, each visit asks");
+    s.forget_entries();
+    assert!(!s.may_enter(entry));
+    assert!(s.gives_up(), "no code left, and only declined keys met");
+    s.declined();
+    let run = s.skip_many(|| other).expect("skipping");
+    assert!(run > 0, "a whole run of skips again: {run}");
+    // A cold key met resets the count: the hook stays for this call.
+    s.cold(1000);
+    assert!(!s.gives_up());
+}
+
 #[test]
 fn cold_visits_skip_nothing_at_first_then_up_to_a_sample_period() {
     use jitgen_runtime::driver::{sample_period, skip_after_cold, COLD_RAMP};

@@ -272,6 +272,54 @@ pub mod programs {
         summing_loop(n, &[Load(0), Call(16, 1)], &[Load(0), Load(0), Mul, Ret])
     }
 
+    /// `fib(n) = n < 2 ? n : fib(n - 1) + fib(n - 2)`, recursively: a
+    /// procedure at 3 with one argument.
+    pub fn recursive_fib(n: i64) -> Vec<Instruction> {
+        vec![
+            Push(n),
+            Call(3, 1),
+            Halt,
+            Load(0), // 3: fib
+            Push(2),
+            Lt,
+            JumpIfZero(9),
+            Load(0),
+            Ret,
+            Load(0), // 9
+            Push(1),
+            Sub,
+            Call(3, 1),
+            Load(0),
+            Push(2),
+            Sub,
+            Call(3, 1),
+            Add,
+            Ret,
+        ]
+    }
+
+    /// `down(n) = n == 0 ? 0 : n + down(n - 1)`, n frames deep; at the
+    /// bottom it loads local `bottom` (0 is its argument; another fails
+    /// there, as deep as the recursion goes).
+    pub fn deep_recursion(n: i64, bottom: usize) -> Vec<Instruction> {
+        vec![
+            Push(n),
+            Call(3, 1),
+            Halt,
+            Load(0), // 3: down
+            JumpIfZero(12),
+            Load(0),
+            Load(0),
+            Push(1),
+            Sub,
+            Call(3, 1),
+            Add,
+            Ret,
+            Load(bottom), // 12
+            Ret,
+        ]
+    }
+
     /// Prints n, n + 1, n - 1, n, ..., 1, 2, then returns 0.
     pub fn printing(n: i64) -> Vec<Instruction> {
         vec![

@@ -543,6 +543,16 @@ impl Sampler {
         self.skip.set(self.skip.get() | FILTERED);
     }
 
+    /// Forgets where code starts: the portal has none left in this thread
+    /// (its last code was retired), and skipping costs again what it costs
+    /// before any code (see [`Sampler::add_entry`]).
+    pub fn forget_entries(&self) {
+        for e in &self.entries {
+            e.set(0);
+        }
+        self.skip.set(self.skip.get() & !FILTERED);
+    }
+
     /// Whether code may start at positions with this green word.
     pub fn may_enter(&self, word: u64) -> bool {
         let (i, b) = Self::bit(word);
@@ -730,6 +740,11 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         false
     }
 
+    /// Whether any key has code.
+    pub fn has_any_code(&self) -> bool {
+        self.keys.values().any(|e| matches!(e, Entry::Compiled(_)))
+    }
+
     /// The listings (with their flexswitch cases) of the code compiled so far.
     pub fn listings(&self) -> Vec<String> {
         self.keys
@@ -862,6 +877,19 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     pub fn handed_over(&self, key: &K) {
         if self.cache.with(|c| c.borrow_mut().handed_over(key)) {
             self.stats.declined_because("residual code retired: it kept handing over to the interpreter");
+            if !self.cache.with(|c| c.borrow().has_any_code()) {
+                // No code left: visits need not consult the entry filter.
+                self.sampler.with(|s| s.forget_entries());
+            }
+            if self.nested {
+                // Code entered with saved frames that keeps handing over
+                // returns below its entry: the program recurses in a way
+                // the compiler did not see (its frames in memory). As after
+                // a recursion seen, positions with saved frames decline
+                // from now on, instead of compiling and retiring one after
+                // another (a stack VM's `fib(27)` compiled 20-30 times a run).
+                self.stats.saw_recursion();
+            }
         }
     }
 }
