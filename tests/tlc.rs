@@ -681,6 +681,26 @@ fn compiled_code_is_entered_with_saved_frames() {
     assert!(run_child("child_a_loop_in_a_callee_compiles_with_saved_frames"));
 }
 
+/// A call that recursed for a long time (its compilations declined because
+/// of where the program was) still compiles the loop that follows in the
+/// same call: it does not give its hook up in the recursion.
+#[test]
+fn a_loop_after_a_long_recursion_in_the_same_call_compiles() {
+    assert!(run_child("child_a_loop_after_a_long_recursion_compiles"));
+}
+
+#[test]
+#[ignore = "run by a_loop_after_a_long_recursion_in_the_same_call_compiles in a child process (recursion, once seen, is remembered per module)"]
+fn child_a_loop_after_a_long_recursion_compiles() {
+    jit::config().set_threshold(0);
+    let a = program("recursion_then_loop");
+    let _ = both(&a, 100_000, "recursion then a loop");
+    let s = jit::stats();
+    assert!(s.declined > 0, "the recursion declined: {s:?}");
+    assert_eq!(s.unhooked, 0, "{s:?}");
+    assert!(s.entries > 0 && s.compilations > s.declined, "the loop compiled and ran: {s:?} {:?}", jit::last_decline());
+}
+
 #[test]
 #[ignore = "run by compiled_code_is_entered_with_saved_frames in a child process (recursion, once seen, is remembered per module)"]
 fn child_a_loop_in_a_callee_compiles_with_saved_frames() {

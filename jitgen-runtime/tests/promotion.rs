@@ -231,7 +231,7 @@ fn code_that_keeps_handing_over_is_retired() {
         }
     }
     assert!(retired_at.is_some());
-    assert!(matches!(cache.visit(&[7], &[b"code"], 0), Hot::Declined));
+    assert!(matches!(cache.visit(&[7], &[b"code"], 0), Hot::Declined { positional: true }));
 }
 
 #[test]
@@ -417,19 +417,45 @@ fn a_portal_whose_code_is_gone_skips_and_gives_up_as_before_it_had_any() {
     let (entry, other) = (green_word(&[0x5000, 17]), green_word(&[0x5000, 18]));
     s.add_entry(entry);
     for _ in 0..GIVE_UP_AFTER {
-        s.declined();
+        s.declined(false);
     }
     assert!(!s.gives_up(), "code exists in this thread: the hook stays");
     assert_eq!(s.skip_many(|| other), Some(0), "with code, each visit asks");
     s.forget_entries();
     assert!(!s.may_enter(entry));
     assert!(s.gives_up(), "no code left, and only declined keys met");
-    s.declined();
+    s.declined(false);
     let run = s.skip_many(|| other).expect("skipping");
     assert!(run > 0, "a whole run of skips again: {run}");
     // A cold key met resets the count: the hook stays for this call.
     s.cold(1000);
     assert!(!s.gives_up());
+    // So does a key declined because of where the program was.
+    for _ in 0..GIVE_UP_AFTER {
+        s.declined(false);
+    }
+    assert!(s.gives_up());
+    s.declined(true);
+    assert!(!s.gives_up());
+}
+
+/// Declines that say where the program was (the reasons the compiler and
+/// the portal give) do not count toward giving the hook up; others do.
+#[test]
+fn declines_because_of_where_the_program_was_are_positional() {
+    use jitgen_runtime::driver::decline_is_positional;
+    for why in [
+        "Unsupported(\"a language-level recursion (a function of the interpreted program calling itself, through the interpreter's saved frames)\")",
+        "`frames` is not empty here, and this interpreter's programs recurse: compiled code starts where the interpreter's saved frames are empty",
+        "Budget { ops: 138419 }",
+        "a call of the portal `call` from compiled code: it would enter through the portal's hook at every call",
+        "residual code retired: it kept handing over to the interpreter",
+    ] {
+        assert!(decline_is_positional(why), "{why}");
+    }
+    for why in ["Unsupported(\"allocating a Box of this type in residual code\")", "Unsupported(\"a Vec of non-scalars in residual code\")"] {
+        assert!(!decline_is_positional(why), "{why}");
+    }
 }
 
 #[test]

@@ -8,6 +8,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("accumulator", include_str!("../programs/accumulator.tlc")),
     ("fib_recursive", include_str!("../programs/fib_recursive.tlc")),
     ("lists", include_str!("../programs/lists.tlc")),
+    ("recursion_then_loop", include_str!("../programs/recursion_then_loop.tlc")),
 ];
 
 /// The source of a shipped program.

@@ -65,7 +65,9 @@
 //! 15.
 //!
 //! A call that keeps meeting declined keys gives its hook up: after
-//! `GIVE_UP_AFTER` (16) visits in a row that reached the hook and met declined keys,
+//! `GIVE_UP_AFTER` (16) visits in a row that reached the hook and met keys declined
+//! because of a construct compiled code cannot handle (not because of where the
+//! program was: `decline_is_positional`),
 //! with no code for the portal in the thread, the call goes on to its end in the
 //! portal's hook-free copy of its loop (`Sampler::gives_up`; the copy is generated
 //! beside the loop, see `jitgen-macros`' `unhooked`). The count survives the call, so
@@ -275,7 +277,9 @@ enum Entry {
     /// [`MAX_COUNTERS`] of them.
     Counting(u32, u32),
     Compiled(Box<Compiled>),
-    Declined,
+    /// Declined, or retired; `positional` when because of where the
+    /// program was (see [`decline_is_positional`]).
+    Declined { positional: bool },
 }
 
 struct Compiled {
@@ -300,8 +304,12 @@ pub enum Hot {
     /// Keep interpreting.
     Cold,
     /// Keep interpreting: this key's compilation was declined (or its code
-    /// retired). A portal may skip its next visits (see [`skip_after_declined`]).
-    Declined,
+    /// retired). A portal may skip its next visits (see [`skip_after_declined`]);
+    /// [`decline_is_positional`] of why.
+    Declined {
+        /// Whether because of where the program was.
+        positional: bool,
+    },
     /// Compile now (then call [`PortalCache::insert`]).
     Compile,
     /// Run this code.
@@ -315,6 +323,19 @@ pub const MAX_SKIP: u32 = 256;
 /// How many visits that reach the hook must meet declined keys in a row
 /// before a portal call goes on without its hook (see [`Sampler::gives_up`]).
 pub const GIVE_UP_AFTER: u32 = 16;
+
+/// Whether a compilation declined because of where the program was rather
+/// than because of what the interpreter does: a recursion of the interpreted
+/// program, saved frames at the position, a call of a portal, the budget,
+/// or code retired for handing over. Such declines say nothing of the
+/// program's other loops, so a call meeting them does not give its hook up
+/// (a TLC program that recursed, then ran a loop, gave the hook up in the
+/// recursion and interpreted the loop to its end: PERFORMANCE.md). Other
+/// declines (a construct compiled code cannot handle yet, met on the
+/// interpreter's paths) count.
+pub fn decline_is_positional(why: &str) -> bool {
+    ["recurs", "Budget", "a call of the portal", "retired"].iter().any(|w| why.contains(w))
+}
 
 /// How many visits to skip after a visit met a declined key, given how many
 /// were skipped last time (`0` after a visit met anything else): doubling up
@@ -515,9 +536,12 @@ impl Sampler {
 
     /// After a visit that met a declined key: skips as
     /// [`skip_after_declined`] says (the visit after them stands for itself).
+    /// A key declined because of where the program was (`positional`: see
+    /// [`decline_is_positional`]) does not count toward giving the hook up,
+    /// and ends the run of those that do.
     #[inline]
-    pub fn declined(&self) {
-        self.declined_run.set(self.declined_run.get().saturating_add(1));
+    pub fn declined(&self, positional: bool) {
+        self.declined_run.set(if positional { 0 } else { self.declined_run.get().saturating_add(1) });
         let p = skip_after_declined(self.period.get());
         self.period.set(p);
         self.set_skip(p);
@@ -659,7 +683,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             }
             // Declined code stays declined, whatever the content: no need to
             // compare it at every merge point.
-            Some(Entry::Declined) => Hot::Declined,
+            Some(Entry::Declined { positional }) => Hot::Declined { positional: *positional },
             Some(e) => {
                 // The green data changed under the same address: counted
                 // afresh.
@@ -715,11 +739,17 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                 }
                 Entry::Compiled(Box::new(Compiled { code, content, runs: 0, handovers: 0 }))
             }
-            None => Entry::Declined,
+            None => Entry::Declined { positional: false },
         };
         if let Some(Entry::Counting(..)) = self.keys.insert(key, e) {
             self.counting -= 1;
         }
+    }
+
+    /// Records that the compilation of `key` was declined, and why.
+    pub fn insert_declined(&mut self, key: K, why: &str) {
+        self.insert(key.clone(), &[], None);
+        self.keys.insert(key, Entry::Declined { positional: decline_is_positional(why) });
     }
 
     /// Records how long a compilation took: the warm-up of later keys waits
@@ -738,7 +768,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         let Entry::Compiled(c) = e else { return false };
         c.handovers = c.handovers.saturating_add(1);
         if c.handovers >= RETIRE_AFTER && c.handovers * 2 > c.runs {
-            *e = Entry::Declined;
+            *e = Entry::Declined { positional: true };
             return true;
         }
         false
@@ -755,7 +785,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             .values()
             .filter_map(|e| match e {
                 Entry::Compiled(c) => Some(c.code.listing_with_cases()),
-                Entry::Counting(..) | Entry::Declined => None,
+                Entry::Counting(..) | Entry::Declined { .. } => None,
             })
             .collect()
     }
@@ -818,8 +848,8 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 self.sampler.with(|s| s.cold(policy.threshold));
                 None
             }
-            Hot::Declined => {
-                self.sampler.with(|s| s.declined());
+            Hot::Declined { positional } => {
+                self.sampler.with(|s| s.declined(positional));
                 None
             }
             Hot::Compile | Hot::Run(_) => {
@@ -853,7 +883,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         entry_word: &dyn Fn() -> u64,
     ) -> Option<ResidualFn> {
         let code = match hot {
-            Hot::Cold | Hot::Declined => return None,
+            Hot::Cold | Hot::Declined { .. } => return None,
             Hot::Run(code) => code,
             Hot::Compile => {
                 let t = std::time::Instant::now();
@@ -864,12 +894,17 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 if let Err(why) = &r {
                     self.stats.declined_because(why);
                 }
-                let ok = r.ok();
-                if ok.is_some() {
-                    self.sampler.with(|s| s.add_entry(entry_word()));
+                match r {
+                    Ok(code) => {
+                        self.sampler.with(|s| s.add_entry(entry_word()));
+                        self.cache.with(|c| c.borrow_mut().insert(key, content, Some(code.clone())));
+                        code
+                    }
+                    Err(why) => {
+                        self.cache.with(|c| c.borrow_mut().insert_declined(key, &why));
+                        return None;
+                    }
                 }
-                self.cache.with(|c| c.borrow_mut().insert(key, content, ok.clone()));
-                ok?
             }
         };
         self.stats.entered();
