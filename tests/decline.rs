@@ -59,9 +59,10 @@ fn declined_compilations_continue_in_the_interpreter() {
 
 // Portals whose every compilation declines (each turn builds a `Cell`, which
 // jitgen cannot make virtual yet) go on without their hook after a while
-// (`jit::stats().unhooked`). Three loop forms and a method portal, each
-// with `break`s, `continue`s, `return`s and `?` that the hook-free copy must
-// retarget, run random programs against `jit::plain`.
+// (`jit::stats().unhooked`). Three loop forms, a method portal, and loops
+// nested in an outer loop, as a function's value, in a branch of a labeled
+// block, each with `break`s, `continue`s, `return`s and `?` that the
+// hook-free copy must retarget, run random programs against `jit::plain`.
 //
 // Programs are pairs (op, arg): 0 mixes `arg` into `acc`, 1 counts down and
 // jumps to pair `arg` while the counter lasts, 2 skips the next pair when
@@ -214,6 +215,125 @@ pub mod forms {
         Ok(acc.wrapping_sub(ctr))
     }
 
+    /// The merge point's loop inside an outer loop over "frames", left by
+    /// `continue 'frames` and `break 'frames` from inside.
+    pub fn nested_in_a_loop(code: &[u8], n: i64) -> Result<i64, i64> {
+        let mut acc = 1i64;
+        let mut ctr = n;
+        let mut rounds = 0;
+        let mut pc = 0;
+        'frames: loop {
+            rounds += 1;
+            if rounds > 3 {
+                break 'frames;
+            }
+            loop {
+                hint!(global_merge_point);
+                let c = Cell { value: acc, history: Vec::new() };
+                acc = c.value;
+                if pc >= code.len() {
+                    pc = 0;
+                    continue 'frames;
+                }
+                let op = hint!(code[pc], concrete);
+                let arg = hint!(code[pc + 1], concrete) as i64;
+                pc += 2;
+                if op == 0 {
+                    acc = acc.wrapping_mul(31).wrapping_add(arg);
+                } else if op == 1 {
+                    if ctr > 0 {
+                        ctr -= 1;
+                        pc = 2 * arg as usize;
+                    }
+                } else if op == 3 {
+                    acc = checked(acc, arg)?;
+                } else if op == 4 && acc & 255 == arg {
+                    break 'frames;
+                }
+            }
+        }
+        Ok(acc.wrapping_sub(ctr).wrapping_add(rounds))
+    }
+
+    /// The merge point's loop as the function's value: it only returns.
+    pub fn loop_as_the_value(code: &[u8], n: i64) -> Result<i64, i64> {
+        let mut acc = 1i64;
+        let mut ctr = n;
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let c = Cell { value: acc, history: Vec::new() };
+            acc = c.value;
+            if pc >= code.len() {
+                return Ok(acc.wrapping_sub(ctr));
+            }
+            let op = hint!(code[pc], concrete);
+            let arg = hint!(code[pc + 1], concrete) as i64;
+            pc += 2;
+            match op {
+                0 => acc = acc.wrapping_mul(31).wrapping_add(arg),
+                1 => {
+                    if ctr > 0 {
+                        ctr -= 1;
+                        pc = 2 * arg as usize;
+                    }
+                }
+                3 => acc = checked(acc, arg)?,
+                4 => {
+                    if acc & 255 == arg {
+                        return Ok(acc);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The merge point's loop in a branch of an `if`, inside a labeled
+    /// block whose value is the loop's; `while let` over a reference
+    /// pattern, with a `continue` of it from a nested loop.
+    pub fn in_a_branch(code: &[u8], n: i64) -> Result<i64, i64> {
+        let mut acc = 1i64;
+        let mut ctr = n;
+        let mut pc = 0;
+        let r = 'run: {
+            if n < 0 {
+                break 'run -1;
+            } else {
+                'ops: while let Some(&op) = code.get(pc) {
+                    hint!(global_merge_point);
+                    let c = Cell { value: acc, history: Vec::new() };
+                    acc = c.value;
+                    let op = hint!(op, concrete);
+                    let arg = hint!(code[pc + 1], concrete) as i64;
+                    pc += 2;
+                    let mut k = 0;
+                    while k < 2 {
+                        k += 1;
+                        if op == 2 && acc & 1 == 1 {
+                            pc += 2;
+                            continue 'ops;
+                        }
+                    }
+                    if op == 0 {
+                        acc = acc.wrapping_mul(31).wrapping_add(arg);
+                    } else if op == 1 {
+                        if ctr > 0 {
+                            ctr -= 1;
+                            pc = 2 * arg as usize;
+                        }
+                    } else if op == 3 {
+                        acc = checked(acc, arg)?;
+                    } else if op == 4 && acc & 255 == arg {
+                        break 'run acc;
+                    }
+                }
+            }
+            acc.wrapping_sub(ctr)
+        };
+        Ok(r)
+    }
+
     /// A machine whose portal is a method: `self` is split into its fields.
     pub struct Machine {
         pub code: Vec<u8>,
@@ -289,7 +409,7 @@ fn portals_whose_compilations_all_decline_go_on_without_their_hook() {
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     // Calls that gave up their hook, per portal (the test's calls run one
     // at a time, so each portal's share is the count's change over its call).
-    let mut unhooked = [0u64; 4];
+    let mut unhooked = [0u64; 7];
     let mut agree = |which: usize, what: &str, portal: &dyn Fn() -> Result<i64, i64>, plain: Result<i64, i64>| {
         let before = forms::jit::stats().unhooked;
         assert_eq!(portal(), plain, "{what}");
@@ -307,6 +427,12 @@ fn portals_whose_compilations_all_decline_go_on_without_their_hook() {
             agree(1, &format!("while, {what}"), &|| forms::with_while(&code, n), plain);
             let plain = forms::jit::plain::with_while_let(&code, n);
             agree(2, &format!("while let, {what}"), &|| forms::with_while_let(&code, n), plain);
+            let plain = forms::jit::plain::nested_in_a_loop(&code, n);
+            agree(4, &format!("nested in a loop, {what}"), &|| forms::nested_in_a_loop(&code, n), plain);
+            let plain = forms::jit::plain::loop_as_the_value(&code, n);
+            agree(5, &format!("loop as the value, {what}"), &|| forms::loop_as_the_value(&code, n), plain);
+            let plain = forms::jit::plain::in_a_branch(&code, n);
+            agree(6, &format!("in a branch, {what}"), &|| forms::in_a_branch(&code, n), plain);
             let machine = || forms::Machine { code: code.clone(), pc: 0, acc: 1, ctr: n };
             let mut b = machine();
             let plain = forms::jit::plain::Machine::run(&mut b);
