@@ -1483,3 +1483,57 @@ fn a_promotion_with_a_large_virtual_list_live_agrees_with_plain() {
         }
     }
 }
+
+/// Integer methods of the standard library desugared on the analysis's
+/// operations: `rem_euclid`, `div_euclid`, `signum`, `is_positive`,
+/// `is_negative`, on random programs against plain (portal and
+/// `jit::specialize`), divisors of both signs.
+#[jit_interpreter]
+mod euclid {
+    use jitgen::prelude::*;
+
+    pub fn run(code: &[u8], x: i64) -> i64 {
+        let mut acc = x;
+        let mut flags = 0i64;
+        let mut pc = 0;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            let d = (hint!(code[pc + 1], concrete) as i64) - 8;
+            pc += 2;
+            let d = if d == 0 { 3 } else { d };
+            match op {
+                0 => acc = acc.rem_euclid(d),
+                1 => acc = acc.div_euclid(d),
+                2 => acc = acc.wrapping_mul(d).wrapping_sub(40),
+                3 => flags = flags * 3 + acc.signum(),
+                4 => {
+                    if acc.is_negative() {
+                        flags += 5;
+                    } else if acc.is_positive() {
+                        flags += 7;
+                    }
+                }
+                _ => acc = (acc as i32).rem_euclid(d as i32) as i64 + (acc as i32).div_euclid(-(d as i32)) as i64,
+            }
+        }
+        acc.wrapping_mul(1000).wrapping_add(flags)
+    }
+}
+
+#[test]
+fn euclidean_division_and_signs_agree_with_plain() {
+    euclid::jit::config().set_threshold(0);
+    let mut rng = common::Rng(0x0e0c_11d0);
+    for _ in 0..common::how_many(300) {
+        let n = 1 + rng.below(8) as usize;
+        let code: Vec<u8> = (0..n).flat_map(|_| [rng.below(6) as u8, rng.below(17) as u8]).collect();
+        for x in [0, 1, -1, 7, -7, 100, -100, i64::MAX / 3, i64::MIN / 3] {
+            let want = euclid::jit::plain::run(&code, x);
+            assert_eq!(euclid::run(&code, x), want, "{code:?} {x}");
+            assert_eq!(euclid::jit::specialize::run(&code).call(x), want, "{code:?} {x}");
+        }
+    }
+    let s = euclid::jit::stats();
+    assert!(s.entries > 0 && s.declined == 0, "{s:?} {:?}", euclid::jit::last_decline());
+}

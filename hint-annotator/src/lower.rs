@@ -2536,6 +2536,54 @@ impl<'m, 'a> Lowering<'m, 'a> {
                         let t = self.ty_of(&recv);
                         return self.emit(OpKind::Un(op), vec![recv], t, mc);
                     }
+                    ("rem_euclid" | "div_euclid", 1) | ("signum" | "is_positive" | "is_negative", 0)
+                        if self.u.is_intlike(&recv_ty) =>
+                    {
+                        // Desugared as the standard library defines them,
+                        // on the operations above (the same panics: `/`
+                        // and `%` by zero or overflowing come first).
+                        let mut bound = vec![("__jitgen_recv".to_string(), recv)];
+                        if nargs == 1 {
+                            let a = self.expr(&mc.args[0]);
+                            bound.push(("__jitgen_arg".to_string(), self.rvalue(a, &mc.args[0])));
+                        }
+                        let n = bound.len();
+                        self.env.extend(bound);
+                        let e: Expr = match m {
+                            "rem_euclid" => syn::parse_quote!({
+                                let __jitgen_r = __jitgen_recv % __jitgen_arg;
+                                if __jitgen_r < 0 {
+                                    if __jitgen_arg < 0 { __jitgen_r - __jitgen_arg } else { __jitgen_r + __jitgen_arg }
+                                } else {
+                                    __jitgen_r
+                                }
+                            }),
+                            "div_euclid" => syn::parse_quote!({
+                                let __jitgen_q = __jitgen_recv / __jitgen_arg;
+                                if __jitgen_recv % __jitgen_arg < 0 {
+                                    if __jitgen_arg > 0 { __jitgen_q - 1 } else { __jitgen_q + 1 }
+                                } else {
+                                    __jitgen_q
+                                }
+                            }),
+                            "signum" => syn::parse_quote!(if __jitgen_recv > 0 {
+                                1
+                            } else if __jitgen_recv < 0 {
+                                -1
+                            } else {
+                                0
+                            }),
+                            "is_positive" => syn::parse_quote!(__jitgen_recv > 0),
+                            _ => syn::parse_quote!(__jitgen_recv < 0),
+                        };
+                        let r = self.expr(&e);
+                        self.env.truncate(self.env.len() - n);
+                        if m != "is_positive" && m != "is_negative" {
+                            let t = self.ty_of(&r);
+                            self.unify(&t, &recv_ty, mc.span());
+                        }
+                        return r;
+                    }
                     _ => {}
                 }
             }
@@ -2564,7 +2612,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             return self.poison(mc.span());
         }
         self.error(mc.method.span(), format!(
-            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs"
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
         ));
         self.poison(mc.span())
     }
