@@ -85,7 +85,9 @@ fn main() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    println!("a loop of {n} turns whose compilations decline, median of {runs} rounds (ratios: median of each round's)");
+    println!(
+        "a loop of {n} turns whose compilations decline, median of {runs} rounds (ratios: median of each round's)"
+    );
     println!("plain                      {plain:>10.2?}");
     println!("JIT off                    {off:>10.2?}  {:.3}x plain", med(off_ratio));
     println!("every compilation declines {declining:>10.2?}  {:.3}x plain", med(declining_ratio));

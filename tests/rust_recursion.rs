@@ -110,8 +110,22 @@ use rec::Op::*;
 fn fib() -> Vec<rec::Function> {
     vec![rec::Function {
         code: vec![
-            Arg, Const(2), Lt, JumpIfZero(6), Arg, Ret, // n < 2
-            Arg, Const(1), Sub, Call(0), Arg, Const(2), Sub, Call(0), Add, Ret,
+            Arg,
+            Const(2),
+            Lt,
+            JumpIfZero(6),
+            Arg,
+            Ret, // n < 2
+            Arg,
+            Const(1),
+            Sub,
+            Call(0),
+            Arg,
+            Const(2),
+            Sub,
+            Call(0),
+            Add,
+            Ret,
         ],
     }]
 }
@@ -122,17 +136,44 @@ fn loop_in_callee() -> Vec<rec::Function> {
     vec![
         rec::Function {
             code: vec![
-                Const(0), Arg, Lt, JumpIfZero(12), // 0 < arg, else return 0
-                Arg, Call(1), Arg, Const(1), Sub, Call(0), Add, Ret,
-                Const(0), Ret,
+                Const(0),
+                Arg,
+                Lt,
+                JumpIfZero(12), // 0 < arg, else return 0
+                Arg,
+                Call(1),
+                Arg,
+                Const(1),
+                Sub,
+                Call(0),
+                Add,
+                Ret,
+                Const(0),
+                Ret,
             ],
         },
         rec::Function {
             code: vec![
-                Const(0), Set(0), Arg, Set(1), // acc = 0, i = arg
-                Const(0), Get(1), Lt, JumpIfZero(18), // while 0 < i
-                Get(0), Get(1), Add, Set(0), Get(1), Const(1), Sub, Set(1), Jump(4), Jump(4),
-                Get(0), Ret,
+                Const(0),
+                Set(0),
+                Arg,
+                Set(1), // acc = 0, i = arg
+                Const(0),
+                Get(1),
+                Lt,
+                JumpIfZero(18), // while 0 < i
+                Get(0),
+                Get(1),
+                Add,
+                Set(0),
+                Get(1),
+                Const(1),
+                Sub,
+                Set(1),
+                Jump(4),
+                Jump(4),
+                Get(0),
+                Ret,
             ],
         },
     ]
@@ -235,5 +276,3 @@ fn random_programs_with_calls_that_recurse_in_rust_agree_with_plain() {
     // Errors were raised, some of them deep inside recursion.
     assert!(failed > 0);
 }
-
-

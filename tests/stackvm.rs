@@ -6,7 +6,9 @@
 mod common;
 
 use jitgen::prelude::*;
-use stackvm_interp::programs::{counted_loop, deep_recursion, nested_loops, printing, procedure_in_a_loop, recursive_fib};
+use stackvm_interp::programs::{
+    counted_loop, deep_recursion, nested_loops, printing, procedure_in_a_loop, recursive_fib,
+};
 use stackvm_interp::vm::{jit, Instruction, Instruction::*, Vm, VmError};
 
 fn plain(code: &[Instruction]) -> Result<i64, VmError> {
@@ -778,7 +780,6 @@ fn random_recursive_programs_agree_with_plain() {
     }
     assert!(calls > 300 && failed > 0, "{calls} calls, {failed} failed");
 }
-
 
 /// A program that recurses over the VM's frames in memory, run again and
 /// again in one thread at the default threshold: code entered with saved

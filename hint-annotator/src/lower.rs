@@ -2553,7 +2553,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                             "rem_euclid" => syn::parse_quote!({
                                 let __jitgen_r = __jitgen_recv % __jitgen_arg;
                                 if __jitgen_r < 0 {
-                                    if __jitgen_arg < 0 { __jitgen_r - __jitgen_arg } else { __jitgen_r + __jitgen_arg }
+                                    if __jitgen_arg < 0 {
+                                        __jitgen_r - __jitgen_arg
+                                    } else {
+                                        __jitgen_r + __jitgen_arg
+                                    }
                                 } else {
                                     __jitgen_r
                                 }
@@ -2561,7 +2565,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                             "div_euclid" => syn::parse_quote!({
                                 let __jitgen_q = __jitgen_recv / __jitgen_arg;
                                 if __jitgen_recv % __jitgen_arg < 0 {
-                                    if __jitgen_arg > 0 { __jitgen_q - 1 } else { __jitgen_q + 1 }
+                                    if __jitgen_arg > 0 {
+                                        __jitgen_q - 1
+                                    } else {
+                                        __jitgen_q + 1
+                                    }
                                 } else {
                                     __jitgen_q
                                 }

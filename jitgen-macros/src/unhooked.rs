@@ -121,20 +121,14 @@ impl VisitMut for Find {
             }
             Some(c) if !has_let(c) => {
                 let body = retarget(&rest, &orig, syn::parse_quote!(break #b), &exit, true);
-                (
-                    quote!(break #enter;),
-                    quote!(#u: loop { #(#items)* #b: { #(#body)* } if !(#c) { break #exit; } }),
-                )
+                (quote!(break #enter;), quote!(#u: loop { #(#items)* #b: { #(#body)* } if !(#c) { break #exit; } }))
             }
             Some(c) => {
                 // The pattern's bindings live in the loop: the turn under way
                 // ends at the hook, then the copy tests the condition.
                 let turn = retarget(&rest, &orig, syn::parse_quote!(break #b), &orig, true);
                 let body = retarget(&rest, &orig, syn::parse_quote!(continue #u), &exit, false);
-                (
-                    quote!(#b: { #(#turn)* } break #enter;),
-                    quote!(#u: while #c { #(#items)* #(#body)* } break #exit;),
-                )
+                (quote!(#b: { #(#turn)* } break #enter;), quote!(#u: while #c { #(#items)* #(#body)* } break #exit;))
             }
         };
         let hooked = e.clone();

@@ -453,7 +453,10 @@ fn declines_because_of_where_the_program_was_are_positional() {
     ] {
         assert!(decline_is_positional(why), "{why}");
     }
-    for why in ["Unsupported(\"allocating a Box of this type in residual code\")", "Unsupported(\"a Vec of non-scalars in residual code\")"] {
+    for why in [
+        "Unsupported(\"allocating a Box of this type in residual code\")",
+        "Unsupported(\"a Vec of non-scalars in residual code\")",
+    ] {
         assert!(!decline_is_positional(why), "{why}");
     }
 }

@@ -279,7 +279,9 @@ enum Entry {
     Compiled(Box<Compiled>),
     /// Declined, or retired; `positional` when because of where the
     /// program was (see [`decline_is_positional`]).
-    Declined { positional: bool },
+    Declined {
+        positional: bool,
+    },
 }
 
 struct Compiled {
