@@ -1211,8 +1211,9 @@ pub fn expand(
             // Where the call gives its hook up, the rest of it runs
             // without one (see `unhooked`).
             let gives_up_fn = format_ident!("__gives_up_{}", name);
-            let give_up = match (never, crate::unhooked::continuation(item)) {
-                (false, Some(cont)) => {
+            let cont = if never { None } else { crate::unhooked::continuation(item) };
+            let give_up = match cont {
+                Some(cont) => {
                     item.attrs.push(syn::parse_quote!(#[allow(unused_labels, unreachable_code)]));
                     hooks.push(quote! {
                         /// Whether this call of the portal goes on without

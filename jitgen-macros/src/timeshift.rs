@@ -1898,13 +1898,12 @@ impl<'g> Gen<'g> {
                 let end = at + n;
                 reads.push(quote!(#unflat(&__b[#at..#end])));
                 at += n;
-            } else if let (Ty::Ref { mutable: false, to }, Repr::GSlice(_)) = (&ty, self.value_repr(fi, a)) {
+            } else if let (Ty::Ref { mutable: false, to }, from @ Repr::GSlice(_)) = (&ty, self.value_repr(fi, a)) {
                 // A green slice (program text, a table of functions): its
                 // address and length, constants of the residual call (code
                 // runs only on green data at the addresses it was compiled
                 // for).
                 let Ty::Slice(elem) = &**to else { return self.decline("a slice argument to a residual call") };
-                let from = self.value_repr(fi, a);
                 let Some(x) = self.operand(fi, a, &from) else { return self.decline("an argument") };
                 arg_code.push(quote! {
                     __args.push(#rt::redbox::RedBox::u64(#x.as_ptr() as usize as u64));

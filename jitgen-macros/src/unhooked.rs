@@ -55,9 +55,9 @@ use syn::visit_mut::{self, VisitMut};
 /// returns what the hook runs where the call gives the hook up. `None`
 /// where the merge point does not start its loop's body.
 pub fn continuation(item: &mut syn::ItemFn) -> Option<TokenStream> {
-    let mut find = Find { at_hook: None, too_large: false };
+    let mut find = Find { found: None };
     find.visit_block_mut(&mut item.block);
-    find.at_hook.filter(|_| !find.too_large)
+    find.found.flatten()
 }
 
 /// The largest loop body (in tokens, groups counted once each) that gets a
@@ -79,8 +79,9 @@ fn token_count(t: TokenStream) -> usize {
 }
 
 struct Find {
-    at_hook: Option<TokenStream>,
-    too_large: bool,
+    /// Once the merge point's loop is found: what the hook runs to give up,
+    /// if the loop got a copy.
+    found: Option<Option<TokenStream>>,
 }
 
 fn lifetime(name: &str) -> syn::Lifetime {
@@ -89,7 +90,7 @@ fn lifetime(name: &str) -> syn::Lifetime {
 
 impl VisitMut for Find {
     fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-        if self.at_hook.is_some() {
+        if self.found.is_some() {
             return;
         }
         let (label, body, cond) = match e {
@@ -101,9 +102,7 @@ impl VisitMut for Find {
             return visit_mut::visit_expr_mut(self, e);
         };
         if token_count(quote!(#(#rest)*)) > MAX_BODY_TOKENS {
-            // Found, and too large to copy: no other loop holds the merge point.
-            self.at_hook = Some(TokenStream::new());
-            self.too_large = true;
+            self.found = Some(None);
             return;
         }
         let orig = label
@@ -145,7 +144,7 @@ impl VisitMut for Find {
             }
             #unhooked
         });
-        self.at_hook = Some(at_hook);
+        self.found = Some(Some(at_hook));
     }
 
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}

@@ -24,8 +24,8 @@
 //! saved frames (it kept returning below its entry: a recursion over frames in memory,
 //! which the compiler does not see) marks the module as recursing, as a recursion the
 //! compiler sees does, so positions with saved frames decline from then on; and a
-//! thread's portal left with no code forgets its entry filter (`Sampler::forget_entries`). Measured with `cargo run --release
-//! --example subroutines -- 1000000 --max-cases 0` (every return handed over): 139 ms
+//! thread's portal left with no code forgets its entry filter (`Sampler::forget_entries`).
+//! Measured with `cargo run --release --example subroutines -- 1000000 --max-cases 0` (every return handed over): 139 ms
 //! against 14 ms interpreted, most of it the portal hook's lookup at every merge point
 //! of retired keys, not the hand-overs (384 of them). The hook's cold path is sampled:
 //! after a cold visit the hook skips the next visits (a countdown the interpreter loop
@@ -64,18 +64,17 @@
 //! compiled code a few merge points into a function was entered in one call of about
 //! 15.
 //!
-//! A call that keeps meeting declined keys gives its hook up: after
-//! `GIVE_UP_AFTER` (16) visits in a row that reached the hook and met keys declined
-//! because of a construct compiled code cannot handle (not because of where the
-//! program was: `decline_is_positional`),
-//! with no code for the portal in the thread, the call goes on to its end in the
-//! portal's hook-free copy of its loop (`Sampler::gives_up`; the copy is generated
-//! beside the loop, see `jitgen-macros`' `unhooked`). The count survives the call, so
-//! the next call gives up at its first declined key unless it meets a cold one first.
-//! The per-visit countdown alone cost 1.2-1.35x plain on a 4-operation dispatch loop
-//! whose every compilation declines; the hook-free copy runs it at 1.00-1.05x
-//! (`cargo run --release --example portal_cost`). The price: a later loop of the same
-//! call that could compile is interpreted to the call's end.
+//! A call that keeps meeting declined keys gives its hook up: after `GIVE_UP_AFTER`
+//! (16) visits in a row that reached the hook and met keys declined because of a
+//! construct compiled code cannot handle (not because of where the program was:
+//! `decline_is_positional`), with no code for the portal in the thread, the call goes
+//! on to its end in the portal's hook-free copy of its loop (`Sampler::gives_up`; the
+//! copy is generated beside the loop, see `jitgen-macros`' `unhooked`). The count
+//! survives the call, so the next call gives up at its first declined key unless it
+//! meets a cold one first. The per-visit countdown alone cost a small dispatch loop a
+//! fifth of its time (`cargo run --release --example portal_cost`; figures in
+//! PERFORMANCE.md). The price: a later loop of the same call that could compile is
+//! interpreted to the call's end.
 //!
 //! A position where the interpreter has saved frames (inside a called function of the
 //! interpreted program) waits `NESTED_THRESHOLD_FACTOR` (4) times the threshold
@@ -750,8 +749,10 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
 
     /// Records that the compilation of `key` was declined, and why.
     pub fn insert_declined(&mut self, key: K, why: &str) {
-        self.insert(key.clone(), &[], None);
-        self.keys.insert(key, Entry::Declined { positional: decline_is_positional(why) });
+        let e = Entry::Declined { positional: decline_is_positional(why) };
+        if let Some(Entry::Counting(..)) = self.keys.insert(key, e) {
+            self.counting -= 1;
+        }
     }
 
     /// Records how long a compilation took: the warm-up of later keys waits
