@@ -253,8 +253,48 @@ pub(crate) fn inline_only(f: &FnDef<'_>) -> bool {
     !f.opaque && (place_or_tuple(&f.ret) || f.params.iter().any(|p| place_or_tuple(&p.ty))) && !has_merge_point(f.body)
 }
 
-/// What to write instead of a string, for every refusal of one.
-pub const STRING_ADVICE: &str = "strings are not supported by jitgen's analysis: for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); for output, print (`print!`) or write bytes into a `Vec<u8>` (`write!(out, ..)`); take program text as bytes (`&[u8]`)";
+/// What to write instead of a string operation jitgen does not know, for
+/// every refusal of one.
+pub const STRING_ADVICE: &str = "of strings, jitgen knows `String` built by `String::new`, `String::from`, `format!`, `to_string`, `push`, `push_str`, `+=`, `write!`, and read by `len`, `is_empty`, `clear`, `as_str` and formatting; string literals only as arguments of these and of `ok_or`; for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); take program text as bytes (`&[u8]`)";
+
+/// What to write instead of the type `str`.
+pub const STR_ADVICE: &str = "the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from(\"..\")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)";
+
+/// What to write instead of an operator on strings.
+const STRING_OPERATOR_ADVICE: &str = "append with `push_str` or `+=`; compare strings in a #[jit_opaque] function, or keep what they name as an enum of the module";
+
+/// A string literal as a format string that writes it as it is.
+fn escaped_template(l: &syn::LitStr) -> syn::LitStr {
+    syn::LitStr::new(&l.value().replace('{', "{{").replace('}', "}}"), l.span())
+}
+
+/// The string literal `e` is, if it is one.
+fn str_lit(e: &Expr) -> Option<&syn::LitStr> {
+    match e {
+        Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(l), .. }) => Some(l),
+        Expr::Paren(p) => str_lit(&p.expr),
+        _ => None,
+    }
+}
+
+/// `dest.push_str(arg)` as a `write!` into `dest`: a literal becomes the
+/// format string, `&format!(..)` writes its arguments without making the
+/// intermediate `String`, anything else is formatted with `{}`.
+fn appended(dest: &Expr, arg: &Expr) -> Expr {
+    if let Some(l) = str_lit(arg) {
+        let t = escaped_template(l);
+        return syn::parse_quote_spanned!(arg.span()=> write!(#dest, #t));
+    }
+    if let Expr::Reference(r) = arg {
+        if let Expr::Macro(m) = &*r.expr {
+            if m.mac.path.is_ident("format") {
+                let tokens = &m.mac.tokens;
+                return syn::parse_quote_spanned!(arg.span()=> write!(#dest, #tokens));
+            }
+        }
+    }
+    syn::parse_quote_spanned!(arg.span()=> write!(#dest, "{}", #arg))
+}
 
 /// Whether `e` is `write!(..)` or `writeln!(..)`.
 fn is_write_macro(e: &Expr) -> bool {
@@ -1161,11 +1201,35 @@ impl<'m, 'a> Lowering<'m, 'a> {
         })
     }
 
+    /// Whether `left += right` appends to a `String`: `right` is a string
+    /// literal, or a reference and `left` a `String` (its place is read to
+    /// see, which has no effect).
+    fn is_string_place(&mut self, left: &Expr, right: &Expr) -> bool {
+        if str_lit(right).is_some() {
+            return true;
+        }
+        if !matches!(right, Expr::Reference(_)) {
+            return false;
+        }
+        let Some(place) = self.place(left) else { return false };
+        let cur = self.read_place(&place, left);
+        let t = self.ty_of(&cur);
+        self.u.shallow(&t) == Ty::Str
+    }
+
     /// Emits `a op b` with the typing rules of Rust's primitive operators.
     fn arith(&mut self, op: BinOp, a: LVal, b: LVal, src: &dyn ToTokens) -> LVal {
         let (a, b) = (self.rvalue(a, src), self.rvalue(b, src));
         let (ta, tb) = (self.ty_of(&a), self.ty_of(&b));
         let span = span_of(src);
+        let is_string = |u: &Unifier, t: &Ty| match u.shallow(t) {
+            Ty::Str => true,
+            Ty::Ref { to, .. } => u.shallow(&to) == Ty::Str,
+            _ => false,
+        };
+        if is_string(&self.u, &ta) || is_string(&self.u, &tb) {
+            return self.unsupported(src, "an operator on strings", STRING_OPERATOR_ADVICE);
+        }
         let result = match op {
             BinOp::Shl | BinOp::Shr => {
                 if !self.u.is_intlike(&tb) && !matches!(self.u.shallow(&tb), Ty::Infer(_) | Ty::Error | Ty::Never) {
@@ -1243,6 +1307,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 let Some((op, assign)) = Self::binop(&b.op) else {
                     return self.unsupported(&b.op, "this operator", "");
                 };
+                if assign && matches!(b.op, syn::BinOp::AddAssign(_)) && self.is_string_place(&b.left, &b.right) {
+                    let (l, r) = (&b.left, &b.right);
+                    return self.expr(&syn::parse_quote_spanned!(b.span()=> (#l).push_str(#r)));
+                }
                 if assign {
                     let r = self.expr(&b.right);
                     let Some(place) = self.place(&b.left) else {
@@ -1252,6 +1320,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     let v = self.arith(op, cur, r, b);
                     self.write_place(place, v, b);
                     LVal::Const(Const::Unit)
+                } else if str_lit(&b.left).is_some() || str_lit(&b.right).is_some() {
+                    self.unsupported(b, "an operator on strings", STRING_OPERATOR_ADVICE)
                 } else {
                     let l = self.expr(&b.left);
                     let r = self.expr(&b.right);
@@ -1898,6 +1968,28 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     let t = Ty::Vec(Box::new(self.u.fresh()));
                     return self.emit(OpKind::NewVec, vec![], t, c);
                 }
+                ("String", "new", 0) => {
+                    return self.emit(OpKind::CallOpaque("std::string::String::new".into()), vec![], Ty::Str, c);
+                }
+                ("String", "with_capacity", 1) => {
+                    let n = self.expr(&c.args[0]);
+                    let n = self.rvalue(n, &c.args[0]);
+                    let nt = self.ty_of(&n);
+                    self.unify(&Ty::Int(IntTy::Usize), &nt, c.args[0].span());
+                    let f = OpKind::CallOpaque("std::string::String::with_capacity".into());
+                    return self.emit(f, vec![n], Ty::Str, c);
+                }
+                ("String", "from", 1) => {
+                    let a = &c.args[0];
+                    let e: Expr = match str_lit(a) {
+                        Some(l) => {
+                            let t = escaped_template(l);
+                            syn::parse_quote_spanned!(c.span()=> format!(#t))
+                        }
+                        None => syn::parse_quote_spanned!(c.span()=> format!("{}", #a)),
+                    };
+                    return self.expr(&e);
+                }
                 ("HashMap", "new", 0) => {
                     let t = Ty::Map(Box::new(self.u.fresh()), Box::new(self.u.fresh()));
                     return self.emit(OpKind::NewMap, vec![], t, c);
@@ -2363,6 +2455,19 @@ impl<'m, 'a> Lowering<'m, 'a> {
     }
 
     fn method_call(&mut self, mc: &syn::ExprMethodCall) -> LVal {
+        if let (Some(l), "to_string" | "to_owned" | "into", 0) =
+            (str_lit(&mc.receiver), mc.method.to_string().as_str(), mc.args.len())
+        {
+            // `"text".to_string()`: a `String` with the literal's text.
+            let t = escaped_template(l);
+            return self.expr(&syn::parse_quote_spanned!(mc.span()=> format!(#t)));
+        }
+        if let (Some(l), "ok_or") = (mc.args.first().and_then(str_lit), mc.method.to_string().as_str()) {
+            // `.ok_or("message")?` into a `String` error: the string made
+            // only on the way to the error.
+            let (r, t) = (&mc.receiver, escaped_template(l));
+            return self.expr(&syn::parse_quote_spanned!(mc.span()=> (#r).ok_or_else(|| format!(#t))));
+        }
         if is_write_macro(&mc.receiver) && matches!(mc.method.to_string().as_str(), "unwrap" | "expect") {
             // Writing into a `Vec<u8>` cannot fail (see `formatted`).
             return self.expr(&mc.receiver);
@@ -2375,6 +2480,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let method = mc.method.to_string();
         let recv_ty = self.deref_ty(&self.ty_of(&recv));
         let nargs = mc.args.len();
+        if recv_ty == Ty::Str {
+            return self.string_method(mc);
+        }
+        if method == "to_string" && nargs == 0 && recv_ty.is_scalar() {
+            let r = &mc.receiver;
+            return self.expr(&syn::parse_quote_spanned!(mc.span()=> format!("{}", #r)));
+        }
         if let Some(v) = self.std_method(mc, &recv, &recv_ty) {
             return v;
         }
@@ -2792,6 +2904,48 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
     }
 
+    /// A method of `String`, as one residual call of Rust's own: appends
+    /// as `write!` (see `appended`), copies as `format!`, and `len`,
+    /// `is_empty` and `clear` as calls of `String`'s methods. The receiver
+    /// is named again in the desugaring: it was evaluated as a place, which
+    /// has no effect.
+    fn string_method(&mut self, mc: &syn::ExprMethodCall) -> LVal {
+        let method = mc.method.to_string();
+        let r = &*mc.receiver;
+        let span = mc.span();
+        let e: Expr = match (method.as_str(), mc.args.len()) {
+            ("push", 1) => {
+                let a = &mc.args[0];
+                syn::parse_quote_spanned!(span=> write!(#r, "{}", #a))
+            }
+            ("push_str", 1) => appended(r, &mc.args[0]),
+            ("to_string" | "to_owned" | "clone", 0) => syn::parse_quote_spanned!(span=> format!("{}", #r)),
+            ("as_str", 0) => {
+                // A `&str` of the `String`: a reference to it, once.
+                let v = self.expr(r);
+                if matches!(self.shallow_ty(&v), Ty::Ref { .. }) {
+                    return v;
+                }
+                syn::parse_quote_spanned!(span=> &(#r))
+            }
+            ("len" | "is_empty" | "clear", 0) => {
+                let (e, ty): (Expr, Ty) = match method.as_str() {
+                    "len" => (syn::parse_quote_spanned!(span=> &(#r)), Ty::Int(IntTy::Usize)),
+                    "is_empty" => (syn::parse_quote_spanned!(span=> &(#r)), Ty::Bool),
+                    _ => (syn::parse_quote_spanned!(span=> &mut (#r)), Ty::Unit),
+                };
+                let a = self.expr(&e);
+                let a = self.rvalue(a, &e);
+                return self.emit(OpKind::CallOpaque(format!("std::string::String::{method}")), vec![a], ty, mc);
+            }
+            _ => {
+                self.error(mc.method.span(), format!("the method `{method}` on `String`: {STRING_ADVICE}"));
+                return self.poison(span);
+            }
+        };
+        self.expr(&e)
+    }
+
     fn macro_expr(&mut self, mac: &syn::Macro) -> LVal {
         let name = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
         match name.as_str() {
@@ -2799,6 +2953,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             "vec" => self.vec_macro(mac),
             "print" | "println" | "eprint" | "eprintln" => self.formatted(mac, &name, false),
             "write" | "writeln" => self.formatted(mac, &name, true),
+            "format" => self.formatted(mac, &name, false),
             "assert" | "assert_eq" | "assert_ne" => self.assert_macro(mac, &name),
             "panic" | "unreachable" | "todo" | "unimplemented" => {
                 let msg = format!("{name}!({})", mac.tokens);
@@ -2814,13 +2969,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
                         format!("`hint!` inside `{name}!` is invisible to jitgen: bind the hinted value with `let` first, then use the binding"),
                     );
                 }
-                if name == "format" {
-                    return self.unsupported(mac, "the macro `format!`", STRING_ADVICE);
-                }
                 self.unsupported(
                     mac,
                     &format!("the macro `{name}!`"),
-                    "supported are `hint!`, `vec!`, `print!`, `println!`, `eprint!`, `eprintln!`, `write!` and `writeln!` into a `Vec<u8>`, `assert!`, `assert_eq!`, `assert_ne!` and `panic!`; move other effects into a #[jit_opaque] function",
+                    "supported are `hint!`, `vec!`, `print!`, `println!`, `eprint!`, `eprintln!`, `format!`, `write!` and `writeln!` into a `Vec<u8>` or a `String`, `assert!`, `assert_eq!`, `assert_ne!` and `panic!`; move other effects into a #[jit_opaque] function",
                 )
             }
         }
@@ -2883,11 +3035,12 @@ impl<'m, 'a> Lowering<'m, 'a> {
             };
             let want = Ty::Ref { mutable: true, to: Box::new(Ty::Vec(Box::new(Ty::Int(IntTy::U8)))) };
             let have = self.ty_of(&d);
-            if self.u.unify(&want, &have).is_err() {
+            let into_string = matches!(self.u.shallow(&have), Ty::Ref { to, .. } if self.u.shallow(&to) == Ty::Str);
+            if !into_string && self.u.unify(&want, &have).is_err() {
                 return self.unsupported(
                     &dest,
                     &format!("`{name}!` into this destination"),
-                    "write into a `Vec<u8>` (a `String` or an `io::Write` is not supported)",
+                    "write into a `Vec<u8>` or a `String` (an `io::Write` is not supported)",
                 );
             }
             args.push(d);
@@ -2928,7 +3081,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
             args.push(v);
             names.push(Some(id));
         }
-        self.emit(OpKind::Format { mac: name.to_string(), template, names }, args, Ty::Unit, mac)
+        let ty = if name == "format" { Ty::Str } else { Ty::Unit };
+        self.emit(OpKind::Format { mac: name.to_string(), template, names }, args, ty, mac)
     }
 
     fn hint(&mut self, mac: &syn::Macro) -> LVal {

@@ -488,9 +488,8 @@ impl<'a> ModuleDef<'a> {
                     n if self.structs.contains_key(n) => Ty::Struct(n.into()),
                     n if self.enums.contains_key(n) => Ty::Enum(n.into()),
                     n if self.aliases.contains_key(n) => self.aliases[n].clone(),
-                    "String" | "str" => {
-                        return Err(err(t, crate::lower::STRING_ADVICE))
-                    }
+                    "String" => Ty::Str,
+                    "str" => return Err(err(t, crate::lower::STR_ADVICE)),
                     _ => {
                         return Err(err(
                             t,

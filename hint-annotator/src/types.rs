@@ -114,6 +114,9 @@ pub enum Ty {
     Vec(Box<Ty>),
     /// `HashMap<K, V>`.
     Map(Box<Ty>, Box<Ty>),
+    /// `String`: an object residual code never looks inside; every
+    /// operation on it is a residual call of Rust's own (see `lower`).
+    Str,
     /// `[T]`, behind a reference.
     Slice(Box<Ty>),
     /// `[T; N]`.
@@ -156,7 +159,14 @@ impl Ty {
     pub fn is_pointer(&self) -> bool {
         matches!(
             self,
-            Ty::Ref { .. } | Ty::Boxed(_) | Ty::Vec(_) | Ty::Map(..) | Ty::Slice(_) | Ty::Array(..) | Ty::Struct(_)
+            Ty::Ref { .. }
+                | Ty::Boxed(_)
+                | Ty::Vec(_)
+                | Ty::Map(..)
+                | Ty::Str
+                | Ty::Slice(_)
+                | Ty::Array(..)
+                | Ty::Struct(_)
         )
     }
 
@@ -213,6 +223,7 @@ impl fmt::Display for Ty {
             Ty::Boxed(t) => write!(f, "Box<{t}>"),
             Ty::Vec(t) => write!(f, "Vec<{t}>"),
             Ty::Map(k, v) => write!(f, "HashMap<{k}, {v}>"),
+            Ty::Str => f.write_str("String"),
             Ty::Slice(t) => write!(f, "[{t}]"),
             Ty::Array(t, n) => write!(f, "[{t}; {n}]"),
             Ty::Struct(n) | Ty::Enum(n) | Ty::Foreign(n) => f.write_str(n),

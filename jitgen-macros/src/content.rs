@@ -78,6 +78,11 @@ pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
             }
         }
         Ty::Map(..) => quote!(__out.extend_from_slice(&(#place.len() as u64).to_le_bytes());),
+        Ty::Str => quote! {
+            __out.extend_from_slice(&(#place.as_ptr() as usize as u64).to_le_bytes());
+            __out.extend_from_slice(&(#place.len() as u64).to_le_bytes());
+            __out.extend_from_slice(#place.as_bytes());
+        },
         Ty::Struct(n) | Ty::Enum(n) => {
             let f = content_fn_name(n);
             quote!(#f(#place, __out);)
@@ -167,9 +172,14 @@ pub fn content_fns(types: &ModuleTypes) -> TokenStream {
 pub fn has_deep_content(ty: &Ty) -> bool {
     match ty {
         Ty::Ref { to, .. } | Ty::Boxed(to) => has_deep_content(to),
-        Ty::Struct(_) | Ty::Enum(_) | Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..) | Ty::Option(_) | Ty::Result(..) => {
-            true
-        }
+        Ty::Struct(_)
+        | Ty::Enum(_)
+        | Ty::Vec(_)
+        | Ty::Str
+        | Ty::Slice(_)
+        | Ty::Array(..)
+        | Ty::Option(_)
+        | Ty::Result(..) => true,
         _ => false,
     }
 }

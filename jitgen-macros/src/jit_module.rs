@@ -663,9 +663,14 @@ fn outputs(gen: &Gen, ret: &Ty) -> Option<(TokenStream, TokenStream)> {
         let back = from_word(sc, quote!(__w[0]));
         return Some((quote!(vec![#vt]), back));
     }
-    if is_enum(ret) && plain(ret, types) {
+    if is_enum(ret) && rebuildable(ret, types) {
         let (_, unflat, tys) = enum_helpers(ret);
         return Some((quote!(#tys().to_vec()), quote!(#unflat(&__w))));
+    }
+    if *ret == Ty::Str {
+        // As a list below.
+        let (rt, pt) = (rt(), ptr_valty());
+        return Some((quote!(vec![#pt]), quote!(unsafe { #rt::heap::take_string(__w[0]) })));
     }
     if let Ty::Vec(e) = ret {
         if let Some(sc) = scalar(e) {

@@ -102,7 +102,7 @@ pub fn is_enum(ty: &Ty) -> bool {
 
 /// Owned types that are pointers at the machine level.
 pub fn is_owned_pointer(ty: &Ty) -> bool {
-    matches!(ty, Ty::Vec(_) | Ty::Map(..) | Ty::Struct(_) | Ty::Array(..) | Ty::Boxed(_))
+    matches!(ty, Ty::Vec(_) | Ty::Map(..) | Ty::Str | Ty::Struct(_) | Ty::Array(..) | Ty::Boxed(_))
 }
 
 pub fn sc_rust(sc: Sc) -> TokenStream {
@@ -201,6 +201,7 @@ pub fn rust_ty(ty: &Ty, lt: Option<&TokenStream>) -> TokenStream {
             let (k, v) = (rust_ty(k, lt), rust_ty(v, lt));
             quote!(::std::collections::HashMap<#k, #v>)
         }
+        Ty::Str => quote!(::std::string::String),
         Ty::Foreign(path) => {
             // Generated code lives in modules inside the annotated one.
             let segs = path.split("::").map(|s| Ident::new(s, Span::call_site()));
@@ -250,6 +251,8 @@ pub enum Slot {
     Tag,
     Scalar(Sc),
     Ptr,
+    /// A `String` the value owns: its address (see `rebuildable`).
+    Owned,
 }
 
 /// The variants of an enum type: (name, Rust path of the constructor, payload types).
@@ -300,12 +303,20 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
         }
         Ty::Boxed(inner) if !matches!(**inner, Ty::Slice(_)) => Some(vec![Slot::Ptr]),
         Ty::Ref { to, .. } if !matches!(**to, Ty::Slice(_)) => Some(vec![Slot::Ptr]),
+        Ty::Str => Some(vec![Slot::Owned]),
         _ => None,
     }
 }
 
 /// Whether values of the type can be rebuilt from their words (no pointers inside).
 pub fn plain(ty: &Ty, types: &ModuleTypes) -> bool {
+    slots(ty, types, 0).is_some_and(|s| s.iter().all(|x| !matches!(x, Slot::Ptr | Slot::Owned)))
+}
+
+/// Whether values of the type can be rebuilt from their words once, moving
+/// what they own: plain, or holding `String`s (an error message), each
+/// moved out of the arena of residual code or out of the place it was in.
+pub fn rebuildable(ty: &Ty, types: &ModuleTypes) -> bool {
     slots(ty, types, 0).is_some_and(|s| s.iter().all(|x| !matches!(x, Slot::Ptr)))
 }
 
@@ -548,7 +559,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         .map(|s| match s {
             Slot::Tag => u32_valty(),
             Slot::Scalar(sc) => sc_valty(*sc),
-            Slot::Ptr => ptr_valty(),
+            Slot::Ptr | Slot::Owned => ptr_valty(),
         })
         .collect();
     // Flattening: a match over the variants, writing each payload at its offset.
@@ -586,6 +597,11 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 let end = at + width;
                 writes.push(quote!(__w[#at..#end].copy_from_slice(&#ff(#b));));
                 reads.push(quote!(#fu(&__w[#at..#end])));
+            } else if *f == Ty::Str {
+                writes.push(quote!(__w[#at] = #b as *const ::std::string::String as usize as u64;));
+                // SAFETY: a rebuilt value's words name live `String`s no
+                // one reads again (see `rebuildable`).
+                reads.push(quote!(unsafe { #rt::heap::take_string(__w[#at]) }));
             } else if matches!(f, Ty::Boxed(_) | Ty::Ref { .. }) {
                 writes.push(quote!(__w[#at] = (&**#b) as *const _ as *const u8 as usize as u64;));
                 reads.push(quote!(unreachable!("pointers cannot be rebuilt from words")));
@@ -608,7 +624,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
     }
     let marker = flat_marker(ty);
     let ranges: Vec<TokenStream> = variant_ranges(ty, types).iter().map(|(a, b)| quote!((#a, #b))).collect();
-    let unflat_fn = if plain(ty, types) {
+    let marker_impl = if plain(ty, types) {
         quote! {
             #[allow(non_camel_case_types)]
             pub(super) struct #marker;
@@ -627,7 +643,14 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                     __L.get_or_init(|| #rt::heap::enum_layout::<Self>(&#tys(), &[#(#ranges),*])).as_ref()
                 }
             }
-            #[allow(non_snake_case, unused_variables)]
+        }
+    } else {
+        quote!()
+    };
+    let unflat_fn = if rebuildable(ty, types) {
+        quote! {
+            #marker_impl
+            #[allow(non_snake_case, unused_variables, unused_unsafe)]
             pub(super) fn #unflat(__w: &[u64]) -> #t {
                 match __w[0] {
                     #(#unflat_arms)*

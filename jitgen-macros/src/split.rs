@@ -149,15 +149,15 @@ impl ModuleShapes {
         t
     }
 
-    /// `Some(true)` for a scalar, `Some(false)` for a `Vec`, `HashMap` or
-    /// struct of the module, `None` for what is not split.
+    /// `Some(true)` for a scalar, `Some(false)` for a `Vec`, `HashMap`,
+    /// `String` or struct of the module, `None` for what is not split.
     fn field_shape(&self, t: &syn::Type) -> Option<bool> {
         let t = self.resolve(t);
         let h = type_head(&t)?;
         if SCALARS.contains(&h.as_str()) {
             return Some(true);
         }
-        (h == "Vec" || h == "HashMap" || self.structs.contains(&h)).then_some(false)
+        (h == "Vec" || h == "HashMap" || h == "String" || self.structs.contains(&h)).then_some(false)
     }
 
     fn is_vec(&self, t: &syn::Type) -> bool {
@@ -592,7 +592,7 @@ pub fn split(
         return Err(why);
     }
     if let Some(f) = unsupported.iter().find(|f| probe.mentioned.contains(*f)) {
-        return Err(format!("field `{f}`: not a scalar, `Vec`, `HashMap` or struct of the module"));
+        return Err(format!("field `{f}`: not a scalar, `Vec`, `HashMap`, `String` or struct of the module"));
     }
     // Fields the method never uses stay in `self`, untouched.
     order.retain(|f| probe.mentioned.contains(f));

@@ -1880,6 +1880,7 @@ impl<'g> Gen<'g> {
             _ => quote!(),
         };
         let cb = format_ident!("__cb{}", self.callbacks.len());
+        let args_ty: Vec<Ty> = args.iter().map(|a| self.value_ty(fi, a)).collect();
         let mut arg_code = vec![];
         let mut reads = vec![];
         let mut at = 0usize;
@@ -1915,6 +1916,12 @@ impl<'g> Gen<'g> {
                 // held, which outlives the code (see above).
                 reads.push(quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) }));
                 at += 2;
+            } else if ty == Ty::Str && format.is_some() {
+                // A `String` formatted: the macro takes it by reference.
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return self.decline("an argument") };
+                arg_code.push(quote!(__args.push(#x);));
+                reads.push(quote!(unsafe { &*(__b[#at] as usize as *const ::std::string::String) }));
+                at += 1;
             } else if let Ty::Ref { mutable, to } = &ty {
                 if matches!(**to, Ty::Slice(_)) {
                     return self.decline("a slice argument known only at run time to a residual call");
@@ -1939,6 +1946,11 @@ impl<'g> Gen<'g> {
             let vt = sc_valty(sc);
             let w = to_word(sc, quote!(__r));
             (quote!(&[#vt]), quote!(__b[0] = #w;))
+        } else if rty == Ty::Str {
+            // A new `String`, kept in the arena until the residual call
+            // that made it returns (or moved out of it by the portal).
+            let pt = ptr_valty();
+            (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
         } else if is_enum(&rty) {
             let (flat, _, tys) = enum_helpers(&rty);
             if !self.enums.contains(&rty) {
@@ -1966,7 +1978,12 @@ impl<'g> Gen<'g> {
                     }
                     None => quote!(#x),
                 });
+                let into_string = matches!(args_ty.first(), Some(Ty::Ref { to, .. }) if **to == Ty::Str);
                 match dest {
+                    Some(d) if into_string => quote!({
+                        use ::std::fmt::Write as _;
+                        ::std::#mac!(#d, #template, #(#args),*).expect("writing into a String cannot fail")
+                    }),
                     Some(d) => quote!({
                         use ::std::io::Write as _;
                         ::std::#mac!(#d, #template, #(#args),*).expect("writing into a Vec<u8> cannot fail")
@@ -1997,6 +2014,7 @@ impl<'g> Gen<'g> {
                 let id = v_ident(r);
                 quote!(let #id: [#rt::redbox::RedBox; #n] = #rt::redbox::first_n(&__v);)
             }
+            Repr::RPtr if rty == Ty::Str => self.bind(fi, r, quote!(__v[0])),
             _ => return self.decline("the result of this residual call"),
         };
         quote! {
@@ -2222,13 +2240,16 @@ impl<'g> Gen<'g> {
                 quote!(__c.finish_return(&[#b]);)
             }
             Repr::R(_) => quote!(__c.finish_return(&[#e]);),
-            Repr::Enum(..) if plain(ty, self.cg.types()) => quote!(__c.finish_return(&#e);),
+            Repr::Enum(..) if rebuildable(ty, self.cg.types()) => quote!(__c.finish_return(&#e);),
             // An owned `Vec` of scalars: the address of a real one.
             Repr::VList(sc) => {
                 let p = force_list(*sc, e);
                 quote!({ let __p = #p; __c.finish_return(&[__p]); })
             }
-            Repr::RPtr if matches!(ty, Ty::Vec(t) if scalar(t).is_some()) => quote!(__c.finish_return(&[#e]);),
+            // A `String`: the address of a real one, as for a `Vec`.
+            Repr::RPtr if matches!(ty, Ty::Vec(t) if scalar(t).is_some()) || *ty == Ty::Str => {
+                quote!(__c.finish_return(&[#e]);)
+            }
             _ => return None,
         })
     }

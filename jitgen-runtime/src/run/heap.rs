@@ -76,6 +76,18 @@ pub unsafe fn take_vec<T: 'static>(addr: u64) -> Vec<T> {
     }
 }
 
+/// Moves the `String` at `addr` out, as [`take_vec`] does a `Vec`.
+///
+/// # Safety
+/// `addr` must be the address of a live `String` no one reads again.
+pub unsafe fn take_string(addr: u64) -> String {
+    match arena_take::<String>(addr) {
+        Some(s) => s,
+        // SAFETY: guaranteed by the caller.
+        None => std::mem::take(unsafe { &mut *(addr as usize as *mut String) }),
+    }
+}
+
 /// Moves a value into the arena; returns its (stable) address.
 pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     let mut b = Box::new(v);

@@ -1,0 +1,288 @@
+//! Interpreters that build and return a `String`: a free-function portal
+//! returning the text it printed, and a method portal whose machine keeps
+//! its output in a `String` field. Every result is compared with
+//! `jit::plain`, through the portal and through `jit::specialize`.
+
+mod common;
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod printer {
+    use jitgen::prelude::*;
+    use std::fmt::Write;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub enum Op {
+        Push(i64),
+        Add,
+        Dec,
+        Dup,
+        /// Jumps while the top of the stack is not zero.
+        Jnz(usize),
+        /// Pops and writes the value.
+        Print,
+        Char(u8),
+        Say,
+        Line,
+        /// Pushes the output's length.
+        Len,
+        /// Empties the output when it is longer than this.
+        ClearOver(usize),
+        /// Pops and appends it formatted.
+        Fmt,
+        Halt,
+    }
+
+    /// Runs `code` on a stack holding `n` for at most `fuel` steps;
+    /// returns what it printed.
+    pub fn run(code: &[Op], n: i64, fuel: u64) -> String {
+        let mut out = String::new();
+        let mut stack: Vec<i64> = vec![n];
+        let mut pc = 0;
+        let mut fuel = fuel;
+        loop {
+            hint!(global_merge_point);
+            if pc >= code.len() || fuel == 0 {
+                return out;
+            }
+            fuel -= 1;
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                Op::Push(v) => stack.push(v),
+                Op::Add => {
+                    let b = stack.pop().unwrap_or(0);
+                    let a = stack.pop().unwrap_or(0);
+                    stack.push(a.wrapping_add(b));
+                }
+                Op::Dec => {
+                    let a = stack.pop().unwrap_or(0);
+                    stack.push(a - 1);
+                }
+                Op::Dup => {
+                    let a = stack.last().copied().unwrap_or(0);
+                    stack.push(a);
+                }
+                Op::Jnz(t) => {
+                    if stack.last().copied().unwrap_or(0) > 0 {
+                        pc = t;
+                    }
+                }
+                Op::Print => {
+                    let v = stack.pop().unwrap_or(-1);
+                    write!(out, "{} ", v).unwrap();
+                }
+                Op::Char(c) => out.push(c as char),
+                Op::Say => out.push_str("{hi}"),
+                Op::Line => out += "\n",
+                Op::Len => stack.push(out.len() as i64),
+                Op::ClearOver(k) => {
+                    if out.len() > k && !out.is_empty() {
+                        out.clear();
+                    }
+                }
+                Op::Fmt => {
+                    let v = stack.pop().unwrap_or(7);
+                    out.push_str(&format!("<{v:>3}>"));
+                    let s = v.to_string();
+                    out += &s;
+                }
+                Op::Halt => return out,
+            }
+        }
+    }
+
+    /// A machine with its output in a field, as a tutorial writes one.
+    pub struct Machine {
+        pub code: Vec<u8>,
+        pub pc: usize,
+        pub acc: i64,
+        pub output: String,
+    }
+
+    impl Machine {
+        /// Ops: 0 count down and write the count, 1 write a word, 2 loop
+        /// while positive, anything else stop. Returns a copy of the output.
+        pub fn run(&mut self) -> String {
+            while self.pc < self.code.len() {
+                hint!(global_merge_point);
+                let op = self.code[hint!(self.pc, concrete)];
+                self.pc += 1;
+                match op {
+                    0 => {
+                        self.acc -= 1;
+                        writeln!(self.output, "{}", self.acc).unwrap();
+                    }
+                    1 => self.output.push_str("tick "),
+                    2 => {
+                        if self.acc > 0 {
+                            self.pc = 0;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            let mut copy = String::from("out: ");
+            copy.push_str(self.output.as_str());
+            copy
+        }
+    }
+}
+
+use printer::Op;
+
+const FUEL: u64 = 5_000;
+
+/// A loop printing a countdown, its lines framed by the other operations.
+fn countdown(n: i64) -> (Vec<Op>, i64) {
+    let code = vec![Op::Say, Op::Dup, Op::Print, Op::Char(b'.'), Op::Dec, Op::Jnz(1), Op::Line, Op::Len, Op::Fmt];
+    (code, n)
+}
+
+fn random_program(rng: &mut common::Rng) -> Vec<Op> {
+    let mut code = vec![];
+    let len = 1 + rng.below(12) as usize;
+    for _ in 0..len {
+        code.push(match rng.below(13) {
+            0 => Op::Push(rng.below(9) as i64 - 3),
+            1 => Op::Add,
+            2 => Op::Dec,
+            3 => Op::Dup,
+            4 => Op::Print,
+            5 => Op::Char(b"ab{}\xe9"[rng.below(5) as usize]),
+            6 => Op::Say,
+            7 => Op::Line,
+            8 => Op::Len,
+            9 => Op::ClearOver(rng.below(40) as usize),
+            10 => Op::Fmt,
+            11 => Op::Halt,
+            _ => Op::Dec,
+        });
+    }
+    // A loop back to the start that counts the first value down.
+    code.push(Op::Dec);
+    code.push(Op::Jnz(0));
+    code
+}
+
+#[test]
+fn a_portal_returning_a_string_compiles_and_agrees_with_plain() {
+    printer::jit::config().set_threshold(0);
+    for n in [0, 1, 5, 300] {
+        let (code, n) = countdown(n);
+        let want = printer::jit::plain::run(&code, n, FUEL);
+        assert_eq!(printer::run(&code, n, FUEL), want);
+        assert_eq!(printer::jit::specialize::run(&code).call(n, FUEL), want);
+    }
+    let (code, _) = countdown(0);
+    // The string is one object residual code appends to: `push_str` of a
+    // `format!` writes without making the intermediate string.
+    let listing = printer::jit::specialize::run(&code).listing().to_string();
+    assert_eq!(listing.matches("call format!(").count(), 1, "{listing}");
+    assert!(listing.matches("call write!(").count() >= 6, "{listing}");
+    assert!(printer::run(&code, 3, FUEL).starts_with("{hi}3 .2 .1 .\n"), "{}", printer::run(&code, 3, FUEL));
+    let st = printer::jit::stats();
+    assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", printer::jit::last_decline());
+}
+
+#[test]
+fn random_string_programs_agree_with_plain() {
+    printer::jit::config().set_threshold(0);
+    let mut rng = common::Rng(0x5713);
+    for _ in 0..common::how_many(150) {
+        let code = random_program(&mut rng);
+        let n = rng.below(30) as i64;
+        let want = printer::jit::plain::run(&code, n, FUEL);
+        assert_eq!(printer::run(&code, n, FUEL), want, "{code:?} {n}");
+        assert_eq!(printer::jit::specialize::run(&code).call(n, FUEL), want, "{code:?} {n}");
+    }
+    let st = printer::jit::stats();
+    assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", printer::jit::last_decline());
+}
+
+fn machine(code: &[u8], acc: i64) -> printer::Machine {
+    printer::Machine { code: code.to_vec(), pc: 0, acc, output: String::new() }
+}
+
+#[test]
+fn a_method_portal_writing_into_a_string_field_agrees_with_plain() {
+    printer::jit::config().set_threshold(0);
+    for (code, acc) in [(&[1u8, 0, 2, 3][..], 40), (&[0, 1, 0, 2], 7), (&[3], 1), (&[0, 0, 2], 9)] {
+        let mut want_m = machine(code, acc);
+        let want = printer::jit::plain::Machine::run(&mut want_m);
+        let mut m = machine(code, acc);
+        assert_eq!((m.run(), &m.output, m.acc, m.pc), (want.clone(), &want_m.output, want_m.acc, want_m.pc));
+        let mut m = machine(code, acc);
+        let got = printer::jit::specialize::Machine::run(&mut m);
+        assert_eq!((got, &m.output, m.acc), (want, &want_m.output, want_m.acc));
+    }
+}
+
+/// Errors as `String`s, as many tutorials write them.
+#[jit_interpreter]
+mod errors {
+    use jitgen::prelude::*;
+
+    /// Ops: 0 add 3 and push, 1 subtract 1, 2 loop while positive, 3 fail
+    /// when negative, 4 pop (failing when empty), anything else an error;
+    /// an error too after `fuel` steps.
+    pub fn run(code: &[u8], n: i64, fuel: u32) -> Result<i64, String> {
+        let mut acc = n;
+        let mut stack: Vec<i64> = Vec::new();
+        let mut pc = 0;
+        let mut fuel = fuel;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            if fuel == 0 {
+                let mut e = String::from("out of fuel at ");
+                e.push_str(&pc.to_string());
+                return Err(e);
+            }
+            fuel -= 1;
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => {
+                    acc += 3;
+                    stack.push(acc);
+                }
+                1 => acc -= 1,
+                4 => acc = stack.pop().ok_or("stack underflow")?,
+                2 => {
+                    if acc > 0 {
+                        pc = 0;
+                    }
+                }
+                3 => {
+                    if acc < 0 {
+                        return Err(format!("negative at {}: {acc}", pc - 1));
+                    }
+                }
+                _ => return Err(String::from("unknown op")),
+            }
+        }
+        Ok(acc)
+    }
+}
+
+#[test]
+fn string_errors_agree_with_plain() {
+    errors::jit::config().set_threshold(0);
+    let mut programs: Vec<(Vec<u8>, i64)> =
+        vec![(vec![1, 3, 2], 10), (vec![1, 1, 3, 2], 9), (vec![0, 9], 1), (vec![1, 2], 1000), (vec![0, 2], 1)];
+    let mut rng = common::Rng(0xe22);
+    for _ in 0..common::how_many(150) {
+        let code = (0..1 + rng.below(7)).map(|_| rng.below(6) as u8).collect();
+        programs.push((code, rng.below(40) as i64 - 10));
+    }
+    for (code, n) in &programs {
+        let want = errors::jit::plain::run(code, *n, 2_000);
+        assert_eq!(errors::run(code, *n, 2_000), want, "{code:?} {n}");
+        assert_eq!(errors::jit::specialize::run(code).call(*n, 2_000), want, "{code:?} {n}");
+    }
+    assert_eq!(errors::run(&[0, 2], 1, 7), Err("out of fuel at 1".to_string()));
+    assert_eq!(errors::run(&[1, 2, 4], 3, 100), Err("stack underflow".to_string()));
+    let st = errors::jit::stats();
+    assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", errors::jit::last_decline());
+}
