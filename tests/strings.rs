@@ -286,3 +286,63 @@ fn string_errors_agree_with_plain() {
     let st = errors::jit::stats();
     assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", errors::jit::last_decline());
 }
+
+/// A portal returning its operand stack, a `Vec` of the module's enum.
+#[jit_interpreter]
+mod final_stack {
+    use jitgen::prelude::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub enum Value {
+        Int(i64),
+        Nil,
+    }
+
+    /// Ops: 0 push acc, 1 push nil, 2 decrement acc, 3 decrement and loop
+    /// while positive, 4 drop, anything else stop.
+    pub fn run(code: &[u8], n: i64) -> Vec<Value> {
+        let mut stack = Vec::new();
+        let mut acc = n;
+        let mut pc = 0;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => stack.push(Value::Int(acc)),
+                1 => stack.push(Value::Nil),
+                2 => acc -= 1,
+                3 => {
+                    acc -= 1;
+                    if acc > 0 {
+                        pc = 0;
+                    }
+                }
+                4 => {
+                    stack.pop();
+                }
+                _ => break,
+            }
+        }
+        stack
+    }
+}
+
+#[test]
+fn a_portal_returning_a_vec_of_enums_agrees_with_plain() {
+    final_stack::jit::config().set_threshold(0);
+    let mut programs: Vec<(Vec<u8>, i64)> = vec![(vec![0, 2, 3], 50), (vec![0, 1, 2, 4, 3], 9), (vec![1, 9, 0], 3)];
+    let mut rng = common::Rng(0x5ac);
+    for _ in 0..common::how_many(100) {
+        let code = (0..1 + rng.below(8)).map(|_| rng.below(6) as u8).collect();
+        programs.push((code, rng.below(30) as i64));
+    }
+    for (code, n) in &programs {
+        let want = final_stack::jit::plain::run(code, *n);
+        assert_eq!(final_stack::run(code, *n), want, "{code:?} {n}");
+        assert_eq!(final_stack::jit::specialize::run(code).call(*n), want, "{code:?} {n}");
+    }
+    assert_eq!(final_stack::run(&[0, 2, 3], 5).len(), 3);
+    let st = final_stack::jit::stats();
+    assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", final_stack::jit::last_decline());
+}

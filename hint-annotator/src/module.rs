@@ -494,7 +494,7 @@ impl<'a> ModuleDef<'a> {
                         return Err(err(
                             t,
                             format!(
-                                "type `{name}` is not supported here: use integers, bool, char, f64, references, Box, Vec, slices, arrays, Option, Result, or structs and enums defined in the module"
+                                "type `{name}` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module"
                             ),
                         ))
                     }

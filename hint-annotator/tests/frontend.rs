@@ -423,8 +423,7 @@ fn unsupported_constructs_are_reported_at_their_spans_all_together() {
         expect![[r#"
             error 2:12: a tuple is supported in a #[jit_interpreter] function only where it is destructured (`let (a, b) = ...`, `match (x, y) { ... }`, `.0`); to pass, return or store it, use a struct of the module
             error 3:12: a closure is not supported in a #[jit_interpreter] function; write a function of the module
-            error 4:4: the macro `format!` is not supported in a #[jit_interpreter] function; strings are not supported by jitgen's analysis: for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); for output, print (`print!`) or write bytes into a `Vec<u8>` (`write!(out, ..)`); take program text as bytes (`&[u8]`)
-            error 5:12: a string literal is not supported in a #[jit_interpreter] function; strings are not supported by jitgen's analysis: for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); for output, print (`print!`) or write bytes into a `Vec<u8>` (`write!(out, ..)`); take program text as bytes (`&[u8]`)
+            error 5:12: a string literal is not supported in a #[jit_interpreter] function; of strings, jitgen knows `String` built by `String::new`, `String::from`, `format!`, `to_string`, `push`, `push_str`, `+=`, `write!`, and read by `len`, `is_empty`, `clear`, `as_str` and formatting; string literals only as arguments of these and of `ok_or`; for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); take program text as bytes (`&[u8]`)
             error 6:13: `for` over anything but an integer range is not supported in a #[jit_interpreter] function; iterate over indices: `for i in 0..v.len()`
             error 7:12: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
             error 8:6: the method `foo` on `i64` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative
@@ -444,9 +443,8 @@ fn k(x: (i64, i64)) -> i64 { 0 }",
             error 1:11: statics are not supported inside #[jit_interpreter]: global mutable state hides from the JIT; use a `const` or pass the value as a parameter
             error 2:4: nested modules are not supported inside #[jit_interpreter]; move this module out, or its items in
             error 3:5: generic parameters are not supported inside #[jit_interpreter] (lifetimes are); write the concrete type
-            error 3:11: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, slices, arrays, Option, Result, or structs and enums defined in the module
-            error 3:17: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, slices, arrays, Option, Result, or structs and enums defined in the module
-            error 4:8: strings are not supported by jitgen's analysis: for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); for output, print (`print!`) or write bytes into a `Vec<u8>` (`write!(out, ..)`); take program text as bytes (`&[u8]`)
+            error 3:11: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
+            error 3:17: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
         "#]],
     );
 }

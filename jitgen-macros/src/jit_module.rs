@@ -667,18 +667,18 @@ fn outputs(gen: &Gen, ret: &Ty) -> Option<(TokenStream, TokenStream)> {
         let (_, unflat, tys) = enum_helpers(ret);
         return Some((quote!(#tys().to_vec()), quote!(#unflat(&__w))));
     }
-    if *ret == Ty::Str {
-        // As a list below.
-        let (rt, pt) = (rt(), ptr_valty());
-        return Some((quote!(vec![#pt]), quote!(unsafe { #rt::heap::take_string(__w[0]) })));
-    }
-    if let Ty::Vec(e) = ret {
-        if let Some(sc) = scalar(e) {
-            // The address of a real `Vec`, made by residual code (in the
-            // arena) or moved in: taken over by the caller.
-            let (rt, pt, t) = (rt(), ptr_valty(), sc_rust(sc));
-            return Some((quote!(vec![#pt]), quote!(unsafe { #rt::heap::take_vec::<#t>(__w[0]) })));
-        }
+    if crate::timeshift::returned_by_address(ret, types) {
+        // The address of a real `Vec` or `String`, made by residual code
+        // (in the arena) or moved in: taken over by the caller.
+        let (rt, pt, t) = (rt(), ptr_valty(), rust_ty(ret, None));
+        let take = match ret {
+            Ty::Str => quote!(#rt::heap::take_string(__w[0])),
+            _ => quote!({
+                let __v: #t = #rt::heap::take_vec(__w[0]);
+                __v
+            }),
+        };
+        return Some((quote!(vec![#pt]), quote!(unsafe { #take })));
     }
     None
 }

@@ -2246,10 +2246,13 @@ impl<'g> Gen<'g> {
                 let p = force_list(*sc, e);
                 quote!({ let __p = #p; __c.finish_return(&[__p]); })
             }
-            // A `String`: the address of a real one, as for a `Vec`.
-            Repr::RPtr if matches!(ty, Ty::Vec(t) if scalar(t).is_some()) || *ty == Ty::Str => {
-                quote!(__c.finish_return(&[#e]);)
+            // An owned `Vec` of plain enums, likewise.
+            Repr::VEList(ety, n) => {
+                let p = force_flat_list(ety, *n, e);
+                quote!({ let __p = #p; __c.finish_return(&[__p]); })
             }
+            // A `String`: the address of a real one, as for a `Vec`.
+            Repr::RPtr if returned_by_address(ty, self.cg.types()) => quote!(__c.finish_return(&[#e]);),
             _ => return None,
         })
     }
@@ -2816,6 +2819,17 @@ fn moves_out(base: &Ty) -> bool {
 
 /// Code forcing the list in the local `id` (see `jitgen_runtime::vlist`):
 /// the address of a real `Vec`.
+/// Whether a portal returns a value of this type as the address of a real
+/// object its caller takes over: a `Vec` of scalars or of plain enums, a
+/// `String`.
+pub fn returned_by_address(ty: &Ty, types: &hint_annotator::ModuleTypes) -> bool {
+    match ty {
+        Ty::Vec(e) => scalar(e).is_some() || (is_enum(e) && plain(e, types)),
+        Ty::Str => true,
+        _ => false,
+    }
+}
+
 fn force_list(sc: Sc, id: TokenStream) -> TokenStream {
     let rt = rt();
     let (t, vt) = (sc_rust(sc), sc_valty(sc));
