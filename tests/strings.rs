@@ -346,3 +346,67 @@ fn a_portal_returning_a_vec_of_enums_agrees_with_plain() {
     let st = final_stack::jit::stats();
     assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", final_stack::jit::last_decline());
 }
+
+/// Strings inside structs: names in the program (green data) and a
+/// message in a machine built by the portal.
+#[jit_interpreter]
+mod named {
+    use jitgen::prelude::*;
+    use std::fmt::Write;
+
+    pub struct Proc {
+        pub name: String,
+        pub times: i64,
+    }
+
+    pub struct Log {
+        pub text: String,
+        pub lines: i64,
+    }
+
+    /// Runs the procedures in turn, each `times` times, logging their
+    /// names; stops after `fuel` steps. Returns the log, its length last.
+    pub fn run(procs: &[Proc], fuel: i64) -> String {
+        let mut log = Log { text: String::new(), lines: 0 };
+        let mut i = 0;
+        let mut left = fuel;
+        while i < procs.len() && left > 0 {
+            hint!(global_merge_point);
+            let p = hint!(&procs[i], concrete);
+            let mut k = 0;
+            while k < p.times {
+                writeln!(log.text, "{} #{}", p.name, k).unwrap();
+                log.lines += 1;
+                k += 1;
+            }
+            if log.lines > 5 {
+                log.text.push_str(&p.name);
+            }
+            left -= 1;
+            i += 1;
+            if i == procs.len() {
+                i = 0;
+            }
+        }
+        let n = log.text.len();
+        write!(log.text, "{n}").unwrap();
+        log.text
+    }
+}
+
+#[test]
+fn strings_in_structs_agree_with_plain() {
+    named::jit::config().set_threshold(0);
+    let procs = vec![
+        named::Proc { name: "main".to_string(), times: 2 },
+        named::Proc { name: "{odd}".to_string(), times: 0 },
+        named::Proc { name: "ünïcode".to_string(), times: 3 },
+    ];
+    for fuel in [0, 1, 4, 40] {
+        let want = named::jit::plain::run(&procs, fuel);
+        assert_eq!(named::run(&procs, fuel), want, "{fuel}");
+        assert_eq!(named::jit::specialize::run(&procs).call(fuel), want, "{fuel}");
+    }
+    let st = named::jit::stats();
+    assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", named::jit::last_decline());
+}

@@ -1363,6 +1363,9 @@ impl<'g> Gen<'g> {
             OpKind::MapInsert | OpKind::MapGet | OpKind::MapRemove | OpKind::MapContains => {
                 self.map_op(fi, r, &op.kind, args)
             }
+            OpKind::NewStruct(s) if matches!(rr, Repr::RPtr) && owning_struct(s, types) => {
+                self.new_owning_struct(fi, r, s, args)
+            }
             OpKind::NewStruct(s) => {
                 let Repr::VPtr = rr else {
                     return self.decline(&format!(
@@ -1488,6 +1491,50 @@ impl<'g> Gen<'g> {
                 let shown = format!("{mac}!");
                 self.opaque_call(fi, r, &shown, args, Some((mac, template, names)))
             }
+        }
+    }
+
+    /// A struct of scalars and `String`s (see `owning_struct`), made by a
+    /// residual call that moves its strings into it, in the arena.
+    fn new_owning_struct(&mut self, fi: usize, r: Var, s: &str, args: &[Value]) -> TokenStream {
+        let rt = rt();
+        let d = self.cg.types().structs[s].clone();
+        let cb = format_ident!("__cb{}", self.callbacks.len());
+        let (mut arg_code, mut inits) = (vec![], vec![]);
+        for (at, (a, (name, t))) in args.iter().zip(&d.fields).enumerate() {
+            let fid = member(name);
+            let (x, read) = match scalar(t) {
+                Some(sc) => (self.operand(fi, a, &Repr::R(sc)), from_word(sc, quote!(__b[#at]))),
+                // SAFETY: the address of a live `String` the struct
+                // literal moves (the analysis's types say so).
+                None => (self.operand(fi, a, &Repr::RPtr), quote!(unsafe { #rt::heap::take_string(__b[#at]) })),
+            };
+            let Some(x) = x else { return self.decline("a field value") };
+            arg_code.push(quote!(__args.push(#x);));
+            inits.push(quote!(#fid: #read));
+        }
+        let (sn, width, pt) = (format_ident!("{}", s), args.len().max(1), ptr_valty());
+        let name = format!("new {s}");
+        self.callbacks.push(quote! {
+            #[allow(unused_unsafe, clippy::all)]
+            extern "C" fn #cb(__buf: *mut u64) -> u64 {
+                #rt::residual::run_callback(|| {
+                    // SAFETY: residual code passes a buffer of `width` words.
+                    let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #width) };
+                    let __r = #sn { #(#inits),* };
+                    __b[0] = #rt::heap::arena_alloc(__r) as usize as u64;
+                    Ok(())
+                })
+            }
+        });
+        let bind = self.bind(fi, r, quote!(__v[0]));
+        quote! {
+            let __v = {
+                let mut __args = ::std::vec::Vec::new();
+                #(#arg_code)*
+                __c.b.red_call(#cb, #name, &__args, &[#pt])
+            };
+            #bind
         }
     }
 
@@ -2819,6 +2866,16 @@ fn moves_out(base: &Ty) -> bool {
 
 /// Code forcing the list in the local `id` (see `jitgen_runtime::vlist`):
 /// the address of a real `Vec`.
+/// Whether residual code makes a real struct `s`: its fields are scalars and
+/// `String`s, at least one of those (a struct of scalars is virtual).
+fn owning_struct(s: &str, types: &hint_annotator::ModuleTypes) -> bool {
+    types.structs.get(s).is_some_and(|d| {
+        d.lifetimes == 0
+            && d.fields.values().any(|t| *t == Ty::Str)
+            && d.fields.values().all(|t| *t == Ty::Str || scalar(t).is_some())
+    })
+}
+
 /// Whether a portal returns a value of this type as the address of a real
 /// object its caller takes over: a `Vec` of scalars or of plain enums, a
 /// `String`.
