@@ -410,3 +410,110 @@ fn strings_in_structs_agree_with_plain() {
     let st = named::jit::stats();
     assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", named::jit::last_decline());
 }
+
+/// Strings reassigned (a local, a field of `self`), passed to functions of
+/// the module by value and by `&mut`, cloned, and taken out of `self`.
+#[jit_interpreter]
+mod risky {
+    use jitgen::prelude::*;
+    use std::fmt::Write;
+
+    pub struct M {
+        pub code: Vec<u8>,
+        pub pc: usize,
+        pub acc: i64,
+        pub output: String,
+    }
+
+    fn emit(out: &mut String, x: i64) {
+        write!(out, "[{x}]").unwrap();
+    }
+
+    fn framed(mut s: String, x: i64) -> String {
+        s.push_str("<");
+        s += &x.to_string();
+        s
+    }
+
+    impl M {
+        pub fn run(&mut self) -> String {
+            while self.pc < self.code.len() {
+                hint!(global_merge_point);
+                let op = self.code[hint!(self.pc, concrete)];
+                self.pc += 1;
+                match op {
+                    0 => {
+                        self.acc -= 1;
+                        writeln!(self.output, "{}", self.acc).unwrap();
+                    }
+                    1 => self.output = String::new(),
+                    2 => {
+                        self.acc -= 1;
+                        if self.acc > 0 {
+                            self.pc = 0;
+                        }
+                    }
+                    3 => emit(&mut self.output, self.acc),
+                    _ => break,
+                }
+            }
+            std::mem::take(&mut self.output)
+        }
+    }
+
+    pub fn run(code: &[u8], n: i64) -> String {
+        let mut out = String::new();
+        let mut acc = n;
+        let mut pc = 0;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => acc -= 1,
+                1 => out = format!("{}", acc),
+                2 => {
+                    acc -= 1;
+                    if acc > 0 {
+                        pc = 0;
+                    }
+                }
+                3 => emit(&mut out, acc),
+                4 => out = framed(out, acc),
+                5 => {
+                    let t = out.clone();
+                    out.clear();
+                    out.push_str(&t);
+                    out.push_str(&t);
+                    if out.len() > 50 {
+                        out.clear();
+                    }
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+}
+
+#[test]
+fn strings_reassigned_taken_and_passed_to_functions_agree_with_plain() {
+    risky::jit::config().set_threshold(0);
+    let mut rng = common::Rng(0x77);
+    for _ in 0..common::how_many(300) {
+        let code: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.below(7) as u8).collect();
+        let n = rng.below(20) as i64;
+        let want = risky::jit::plain::run(&code, n);
+        assert_eq!(risky::run(&code, n), want, "{code:?} {n}");
+        assert_eq!(risky::jit::specialize::run(&code).call(n), want, "{code:?} {n}");
+        let mk = || risky::M { code: code.clone(), pc: 0, acc: n, output: String::from("x") };
+        let mut a = mk();
+        let wa = risky::jit::plain::M::run(&mut a);
+        let mut b = mk();
+        assert_eq!((b.run(), &b.output, b.acc), (wa.clone(), &a.output, a.acc), "{code:?} {n}");
+        let mut c = mk();
+        assert_eq!((risky::jit::specialize::M::run(&mut c), &c.output, c.acc), (wa, &a.output, a.acc), "{code:?} {n}");
+    }
+    let st = risky::jit::stats();
+    assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", risky::jit::last_decline());
+}

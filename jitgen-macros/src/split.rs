@@ -54,8 +54,9 @@ enum FieldKind {
     Frozen,
     /// Changed: by `&mut`.
     Mutated,
-    /// A changed `Vec` (the operand stack, the saved frames): moved into a
-    /// local of the portal, whose every exit moves it back to the field.
+    /// A changed `Vec` (the operand stack, the saved frames) or `String`
+    /// (the output): moved into a local of the portal, whose every exit
+    /// moves it back to the field.
     Owned,
 }
 
@@ -162,6 +163,10 @@ impl ModuleShapes {
 
     fn is_vec(&self, t: &syn::Type) -> bool {
         type_head(&self.resolve(t)).as_deref() == Some("Vec")
+    }
+
+    fn is_string(&self, t: &syn::Type) -> bool {
+        type_head(&self.resolve(t)).as_deref() == Some("String")
     }
 }
 
@@ -573,7 +578,7 @@ pub fn split(
         }
         let kind = match shapes.field_shape(&f.ty) {
             Some(true) => FieldKind::Cell,
-            Some(false) if shapes.is_vec(&f.ty) => FieldKind::Owned,
+            Some(false) if shapes.is_vec(&f.ty) || shapes.is_string(&f.ty) => FieldKind::Owned,
             Some(false) => FieldKind::Mutated,
             // Fine while the method does not use it (it stays in `self`).
             None => {
@@ -611,7 +616,12 @@ pub fn split(
         .iter()
         .map(|f| {
             let (c, home) = (format_ident!("__self_{}", f), format_ident!("__self_{}_home", f));
-            quote!(while let Some(__jit_x) = #c.pop() { #home.push(__jit_x); })
+            if shapes.is_string(&tys[&f.to_string()]) {
+                // The field was left empty: appending restores it.
+                quote!(#home.push_str(&#c);)
+            } else {
+                quote!(while let Some(__jit_x) = #c.pop() { #home.push(__jit_x); })
+            }
         })
         .collect();
     let wb = quote!(#(#write_backs)*);
@@ -688,8 +698,10 @@ pub fn split(
                 params.push(quote!(#home: &mut #t));
                 lets.push(quote!(#[allow(unused_mut)] let mut #c = ::core::mem::take(&mut self_.#id);));
                 lets.push(quote!(let #home = &mut self_.#id;));
-                // The exits pushed it back last element first.
-                epilogue.push(quote!(self_.#id.reverse();));
+                if !shapes.is_string(t) {
+                    // The exits pushed it back last element first.
+                    epilogue.push(quote!(self_.#id.reverse();));
+                }
                 owned_args.push(c.clone());
                 args.push(c);
                 args.push(home);
