@@ -93,6 +93,10 @@ mod printer {
         }
     }
 
+    fn emit(out: &mut String, x: i64) {
+        write!(out, "[{x}]").unwrap();
+    }
+
     /// A machine with its output in a field, as a tutorial writes one.
     pub struct Machine {
         pub code: Vec<u8>,
@@ -102,8 +106,10 @@ mod printer {
     }
 
     impl Machine {
-        /// Ops: 0 count down and write the count, 1 write a word, 2 loop
-        /// while positive, anything else stop. Returns a copy of the output.
+        /// Ops: 0 count down and write the count, 1 write a word, 2 count
+        /// down and loop while positive, 3 empty the output, 4 write the
+        /// count through a function, anything else stop. Returns a copy of
+        /// the output, taking it.
         pub fn run(&mut self) -> String {
             while self.pc < self.code.len() {
                 hint!(global_merge_point);
@@ -116,15 +122,19 @@ mod printer {
                     }
                     1 => self.output.push_str("tick "),
                     2 => {
+                        self.acc -= 1;
                         if self.acc > 0 {
                             self.pc = 0;
                         }
                     }
+                    3 => self.output = String::new(),
+                    4 => emit(&mut self.output, self.acc),
                     _ => break,
                 }
             }
             let mut copy = String::from("out: ");
             copy.push_str(self.output.as_str());
+            copy.push_str(&std::mem::take(&mut self.output));
             copy
         }
     }
@@ -202,21 +212,29 @@ fn random_string_programs_agree_with_plain() {
 }
 
 fn machine(code: &[u8], acc: i64) -> printer::Machine {
-    printer::Machine { code: code.to_vec(), pc: 0, acc, output: String::new() }
+    printer::Machine { code: code.to_vec(), pc: 0, acc, output: String::from("x") }
 }
 
 #[test]
 fn a_method_portal_writing_into_a_string_field_agrees_with_plain() {
     printer::jit::config().set_threshold(0);
-    for (code, acc) in [(&[1u8, 0, 2, 3][..], 40), (&[0, 1, 0, 2], 7), (&[3], 1), (&[0, 0, 2], 9)] {
+    let mut programs: Vec<(Vec<u8>, i64)> = vec![(vec![1, 0, 2, 5], 40), (vec![0, 1, 0, 2], 7), (vec![5], 1)];
+    let mut rng = common::Rng(0x77);
+    for _ in 0..common::how_many(150) {
+        programs.push(((0..1 + rng.below(8)).map(|_| rng.below(6) as u8).collect(), rng.below(20) as i64));
+    }
+    for (code, acc) in programs.iter().map(|(c, a)| (&c[..], *a)) {
         let mut want_m = machine(code, acc);
         let want = printer::jit::plain::Machine::run(&mut want_m);
         let mut m = machine(code, acc);
-        assert_eq!((m.run(), &m.output, m.acc, m.pc), (want.clone(), &want_m.output, want_m.acc, want_m.pc));
+        let got = (m.run(), &m.output, m.acc, m.pc);
+        assert_eq!(got, (want.clone(), &want_m.output, want_m.acc, want_m.pc), "{code:?} {acc}");
         let mut m = machine(code, acc);
         let got = printer::jit::specialize::Machine::run(&mut m);
-        assert_eq!((got, &m.output, m.acc), (want, &want_m.output, want_m.acc));
+        assert_eq!((got, &m.output, m.acc), (want, &want_m.output, want_m.acc), "{code:?} {acc}");
     }
+    let st = printer::jit::stats();
+    assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", printer::jit::last_decline());
 }
 
 /// Errors as `String`s, as many tutorials write them.
@@ -411,19 +429,12 @@ fn strings_in_structs_agree_with_plain() {
     assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", named::jit::last_decline());
 }
 
-/// Strings reassigned (a local, a field of `self`), passed to functions of
-/// the module by value and by `&mut`, cloned, and taken out of `self`.
+/// Strings reassigned, passed to functions of the module by value and by
+/// `&mut`, and cloned.
 #[jit_interpreter]
 mod risky {
     use jitgen::prelude::*;
     use std::fmt::Write;
-
-    pub struct M {
-        pub code: Vec<u8>,
-        pub pc: usize,
-        pub acc: i64,
-        pub output: String,
-    }
 
     fn emit(out: &mut String, x: i64) {
         write!(out, "[{x}]").unwrap();
@@ -433,32 +444,6 @@ mod risky {
         s.push_str("<");
         s += &x.to_string();
         s
-    }
-
-    impl M {
-        pub fn run(&mut self) -> String {
-            while self.pc < self.code.len() {
-                hint!(global_merge_point);
-                let op = self.code[hint!(self.pc, concrete)];
-                self.pc += 1;
-                match op {
-                    0 => {
-                        self.acc -= 1;
-                        writeln!(self.output, "{}", self.acc).unwrap();
-                    }
-                    1 => self.output = String::new(),
-                    2 => {
-                        self.acc -= 1;
-                        if self.acc > 0 {
-                            self.pc = 0;
-                        }
-                    }
-                    3 => emit(&mut self.output, self.acc),
-                    _ => break,
-                }
-            }
-            std::mem::take(&mut self.output)
-        }
     }
 
     pub fn run(code: &[u8], n: i64) -> String {
@@ -506,13 +491,6 @@ fn strings_reassigned_taken_and_passed_to_functions_agree_with_plain() {
         let want = risky::jit::plain::run(&code, n);
         assert_eq!(risky::run(&code, n), want, "{code:?} {n}");
         assert_eq!(risky::jit::specialize::run(&code).call(n), want, "{code:?} {n}");
-        let mk = || risky::M { code: code.clone(), pc: 0, acc: n, output: String::from("x") };
-        let mut a = mk();
-        let wa = risky::jit::plain::M::run(&mut a);
-        let mut b = mk();
-        assert_eq!((b.run(), &b.output, b.acc), (wa.clone(), &a.output, a.acc), "{code:?} {n}");
-        let mut c = mk();
-        assert_eq!((risky::jit::specialize::M::run(&mut c), &c.output, c.acc), (wa, &a.output, a.acc), "{code:?} {n}");
     }
     let st = risky::jit::stats();
     assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", risky::jit::last_decline());

@@ -2007,6 +2007,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
             // comes from the context.
             let args = self.args(&c.args);
             let t = self.u.fresh();
+            let moved_out = matches!(segs.as_slice(), [.., m, f] if m == "mem" && (f == "take" || f == "replace"));
+            if let (true, Some(a)) = (moved_out, args.first()) {
+                // `mem::take(&mut x)`, `mem::replace(&mut x, y)`: a value of x's type.
+                if let Ty::Ref { to, .. } = self.u.shallow(&self.ty_of(a)) {
+                    self.unify(&t, &to, c.span());
+                }
+            }
             return self.emit(OpKind::CallOpaque(segs.join("::")), args, t, c);
         }
         let instead = if matches!(segs.first().map(String::as_str), Some("String" | "str")) {
