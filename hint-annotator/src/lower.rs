@@ -278,19 +278,30 @@ fn str_lit(e: &Expr) -> Option<&syn::LitStr> {
 }
 
 /// `dest.push_str(arg)` as a `write!` into `dest`: a literal becomes the
-/// format string, `&format!(..)` writes its arguments without making the
-/// intermediate `String`, anything else is formatted with `{}`.
+/// format string, `&format!(..)` and `&x.to_string()` write without making
+/// the intermediate `String`, anything else is formatted with `{}`.
 fn appended(dest: &Expr, arg: &Expr) -> Expr {
     if let Some(l) = str_lit(arg) {
         let t = escaped_template(l);
         return syn::parse_quote_spanned!(arg.span()=> write!(#dest, #t));
     }
     if let Expr::Reference(r) = arg {
-        if let Expr::Macro(m) = &*r.expr {
-            if m.mac.path.is_ident("format") {
+        match &*r.expr {
+            Expr::Macro(m) if m.mac.path.is_ident("format") => {
                 let tokens = &m.mac.tokens;
                 return syn::parse_quote_spanned!(arg.span()=> write!(#dest, #tokens));
             }
+            Expr::MethodCall(mc) if mc.method == "to_string" && mc.args.is_empty() => {
+                let x = &mc.receiver;
+                return match str_lit(x) {
+                    Some(l) => {
+                        let t = escaped_template(l);
+                        syn::parse_quote_spanned!(arg.span()=> write!(#dest, #t))
+                    }
+                    None => syn::parse_quote_spanned!(arg.span()=> write!(#dest, "{}", #x)),
+                };
+            }
+            _ => {}
         }
     }
     syn::parse_quote_spanned!(arg.span()=> write!(#dest, "{}", #arg))
