@@ -498,3 +498,63 @@ fn strings_reassigned_taken_and_passed_to_functions_agree_with_plain() {
     let st = risky::jit::stats();
     assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", risky::jit::last_decline());
 }
+
+thread_local! {
+    static ARENA_PEAK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The most objects residual code has held in its arena at once in this
+/// thread, as seen from inside the loop of `temporaries`.
+fn note_arena() {
+    let n = jitgen::__private::rt::heap::arena_mark();
+    ARENA_PEAK.with(|p| p.set(p.get().max(n)));
+}
+
+/// Temporary strings made at every turn of a loop.
+#[jit_interpreter]
+mod temporaries {
+    use jitgen::prelude::*;
+
+    /// Ops: 0 measure the counter written out, twice, 1 count down and
+    /// loop while positive.
+    pub fn run(code: &[u8], n: i64) -> i64 {
+        let mut acc = n;
+        let mut total = 0i64;
+        let mut pc = 0;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            if op == 0 {
+                let s = acc.to_string();
+                let t = format!("{s}-{s}");
+                total += t.len() as i64 + s.is_empty() as i64;
+                super::note_arena();
+            } else {
+                acc -= 1;
+                if acc > 0 {
+                    pc = 0;
+                }
+            }
+        }
+        total
+    }
+}
+
+/// Temporary strings are dropped after their last use in compiled code,
+/// as Rust drops them, instead of piling up in the arena until the portal
+/// returns.
+#[test]
+fn temporary_strings_do_not_pile_up() {
+    temporaries::jit::config().set_threshold(0);
+    let code = [0u8, 1];
+    let want = temporaries::jit::plain::run(&code, 5_000);
+    assert_eq!(temporaries::run(&code, 5_000), want);
+    assert_eq!(temporaries::jit::specialize::run(&code).call(5_000), want);
+    let st = temporaries::jit::stats();
+    assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", temporaries::jit::last_decline());
+    let peak = ARENA_PEAK.with(|p| p.get());
+    assert!(peak <= 4, "{peak} objects at once in the arena");
+    let listing = temporaries::jit::specialize::run(&code).listing().to_string();
+    assert!(listing.matches("call drop(").count() >= 2, "{listing}");
+}

@@ -1538,6 +1538,69 @@ impl<'g> Gen<'g> {
         }
     }
 
+    /// The strings residual code made in block `b` that are dead after its
+    /// op `k`: made there by a residual call (so in the arena), and only
+    /// borrowed (formatted, `len`, `is_empty`, `clear`, or a reference
+    /// taken for those) in `b` and nowhere else. Dropping them keeps a loop
+    /// that makes a temporary string per turn from growing the arena.
+    fn dead_strings(&self, fi: usize, b: NodeIndex, k: usize) -> Vec<Var> {
+        let f = self.fns[fi];
+        let ops = &f.graph.graph[b].ops;
+        let borrowed = |kind: &OpKind| match kind {
+            OpKind::Format { .. } => true,
+            OpKind::CallOpaque(n) => {
+                matches!(
+                    n.as_str(),
+                    "std::string::String::len" | "std::string::String::is_empty" | "std::string::String::clear"
+                )
+            }
+            _ => false,
+        };
+        let mut out = vec![];
+        for (d, def) in ops.iter().enumerate().take(k + 1) {
+            if f.graph.var(def.result).ty != Ty::Str
+                || !matches!(def.kind, OpKind::Format { .. } | OpKind::CallOpaque(_))
+            {
+                continue;
+            }
+            // The string and its references, and where they are last used.
+            let mut names = vec![Value::Var(def.result)];
+            let mut last = d;
+            for (j, op) in ops.iter().enumerate().skip(d + 1) {
+                if !op.args.iter().any(|a| names.contains(a)) {
+                    continue;
+                }
+                let alias = matches!(op.kind, OpKind::SameAs) && op.args.len() == 1;
+                if !(alias || borrowed(&op.kind)) {
+                    last = usize::MAX;
+                    break;
+                }
+                if alias {
+                    names.push(Value::Var(op.result));
+                }
+                last = j;
+            }
+            if last != k {
+                continue;
+            }
+            let elsewhere = f.graph.blocks().any(|c| {
+                let blk = &f.graph.graph[c];
+                let exit_uses = match &blk.exit {
+                    Exit::Return(v) => names.contains(v),
+                    Exit::Branch { cond, .. } => names.contains(cond),
+                    _ => false,
+                };
+                let link_uses =
+                    f.graph.exits(c).iter().any(|e| f.graph.link(*e).1.args.iter().any(|a| names.contains(a)));
+                exit_uses || link_uses || (c != b && blk.ops.iter().any(|op| op.args.iter().any(|a| names.contains(a))))
+            });
+            if !elsewhere {
+                out.push(def.result);
+            }
+        }
+        out
+    }
+
     /// A payload slot (or slots) of an enum array `a` at `off`, as `r`.
     fn payload(&self, fi: usize, r: Var, rr: &Repr, a: TokenStream, off: usize) -> TokenStream {
         let rt = rt();
@@ -2205,6 +2268,11 @@ impl<'g> Gen<'g> {
             if self.declined.get() {
                 // The rest of the block cannot be reached.
                 return quote!(#(#body)*);
+            }
+            for v in self.dead_strings(fi, b, k) {
+                let Some(x) = self.operand(fi, &Value::Var(v), &Repr::RPtr) else { continue };
+                let rt = rt();
+                body.push(quote!(__c.b.red_call(#rt::heap::arena_drop, "drop", &[#x], &[]);));
             }
         }
         body.push(self.exit(fi, b));

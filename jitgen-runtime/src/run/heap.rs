@@ -88,6 +88,23 @@ pub unsafe fn take_string(addr: u64) -> String {
     }
 }
 
+/// Drops the object at `addr` if residual code made it in the arena (a
+/// temporary string after its last use): `[addr] -> []`. An address the
+/// arena does not hold (an object the interpreter owns) is left alone.
+pub unsafe extern "C" fn arena_drop(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one word.
+        let addr = unsafe { args(buf, 1) }[0];
+        let dropped = ARENA.with(|a| {
+            let mut a = a.borrow_mut();
+            let i = a.iter().rposition(|b| std::ptr::addr_eq(&**b as *const dyn Any, addr as usize as *const u8))?;
+            Some(a.remove(i))
+        });
+        drop(dropped);
+        Ok(())
+    })
+}
+
 /// Moves a value into the arena; returns its (stable) address.
 pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     let mut b = Box::new(v);
