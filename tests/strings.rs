@@ -245,6 +245,23 @@ fn a_method_portal_writing_into_a_string_field_agrees_with_plain() {
 mod errors {
     use jitgen::prelude::*;
 
+    #[derive(Debug, PartialEq)]
+    pub enum VmError {
+        Negative(i64),
+        Unknown { op: u8, why: String },
+    }
+
+    /// `run` with its errors as an enum of the module, one of them
+    /// carrying the message.
+    pub fn checked(code: &[u8], n: i64) -> Result<i64, VmError> {
+        let first = hint!(code[0], concrete);
+        match run(code, n, 2_000) {
+            Ok(v) if v < 0 => Err(VmError::Negative(v)),
+            Ok(v) => Ok(v),
+            Err(why) => Err(VmError::Unknown { op: first, why }),
+        }
+    }
+
     /// Ops: 0 add 3 and push, 1 subtract 1, 2 loop while positive, 3 fail
     /// when negative, 4 pop (failing when empty), anything else an error;
     /// an error too after `fuel` steps.
@@ -301,6 +318,11 @@ fn string_errors_agree_with_plain() {
         let want = errors::jit::plain::run(code, *n, 2_000);
         assert_eq!(errors::run(code, *n, 2_000), want, "{code:?} {n}");
         assert_eq!(errors::jit::specialize::run(code).call(*n, 2_000), want, "{code:?} {n}");
+    }
+    for (code, n) in &programs {
+        let want = errors::jit::plain::checked(code, *n);
+        assert_eq!(errors::checked(code, *n), want, "{code:?} {n}");
+        assert_eq!(errors::jit::specialize::checked(code).call(*n), want, "{code:?} {n}");
     }
     assert_eq!(errors::run(&[0, 2], 1, 7), Err("out of fuel at 1".to_string()));
     assert_eq!(errors::run(&[1, 2, 4], 3, 100), Err("stack underflow".to_string()));

@@ -5,8 +5,8 @@
 //! signatures give types; an unsuffixed integer literal takes its type from its
 //! use and defaults to `i32` (a float to `f64`) when nothing constrains it.
 //!
-//! At the machine level, structs, vectors, boxes, slices, arrays and references
-//! are all *pointers* to memory; integers, bools, chars, floats and enums
+//! At the machine level, structs, vectors, strings, boxes, slices, arrays and
+//! references are all *pointers* to memory; integers, bools, chars, floats and enums
 //! (including `Option` and `Result`) are values.
 
 use std::fmt;

@@ -540,6 +540,12 @@ pub fn enum_helpers(ty: &Ty) -> (Ident, Ident, Ident) {
     (format_ident!("__flat_{}", m), format_ident!("__unflat_{}", m), format_ident!("__tys_{}", m))
 }
 
+/// `__flat_owned_T`: the words of a rebuildable enum value, its strings
+/// moved into the arena of residual code.
+pub fn flat_owned_fn(ty: &Ty) -> Ident {
+    format_ident!("__flat_owned_{}", mangle(ty))
+}
+
 /// The marker type implementing `jitgen_runtime::heap::Flat` for a plain
 /// enum type (for the runtime's helpers on `Vec`s of it).
 pub fn flat_marker(ty: &Ty) -> Ident {
@@ -564,6 +570,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         .collect();
     // Flattening: a match over the variants, writing each payload at its offset.
     let mut flat_arms = vec![];
+    let mut owned_arms = vec![];
     let mut unflat_arms = vec![];
     let mut at = 1usize;
     for (k, (_, path, fields, named)) in variants(ty, types).into_iter().enumerate() {
@@ -583,6 +590,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
             quote!(#path(#(#binds),*))
         };
         let mut writes = vec![quote!(__w[0] = #k32;)];
+        let mut moves = vec![];
         let mut reads = vec![];
         for (i, f) in fields.iter().enumerate() {
             let b = &binds[i];
@@ -597,7 +605,12 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 let end = at + width;
                 writes.push(quote!(__w[#at..#end].copy_from_slice(&#ff(#b));));
                 reads.push(quote!(#fu(&__w[#at..#end])));
+                if !plain(f, types) {
+                    let fo = flat_owned_fn(f);
+                    moves.push(quote!(__w[#at..#end].copy_from_slice(&#fo(#b));));
+                }
             } else if *f == Ty::Str {
+                moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
                 writes.push(quote!(__w[#at] = #b as *const ::std::string::String as usize as u64;));
                 // SAFETY: a rebuilt value's words name live `String`s no
                 // one reads again (see `rebuildable`).
@@ -613,6 +626,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
             at += width;
         }
         flat_arms.push(quote!(#pat => { #(#writes)* }));
+        owned_arms.push(quote!(#pat => { #(#moves)* }));
         let build = if fields.is_empty() {
             quote!(#path)
         } else if named {
@@ -647,9 +661,19 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
     } else {
         quote!()
     };
+    let owned = flat_owned_fn(ty);
     let unflat_fn = if rebuildable(ty, types) {
         quote! {
             #marker_impl
+            /// The words of a value residual code gets back from Rust,
+            /// its strings moved into the arena (a value's own words would
+            /// name strings dropped with it).
+            #[allow(non_snake_case, unused_variables, dead_code, clippy::all)]
+            pub(super) fn #owned(__v: #t) -> [u64; #n] {
+                let mut __w = #flat(&__v);
+                match __v { #(#owned_arms)* }
+                __w
+            }
             #[allow(non_snake_case, unused_variables, unused_unsafe)]
             pub(super) fn #unflat(__w: &[u64]) -> #t {
                 match __w[0] {

@@ -2061,12 +2061,20 @@ impl<'g> Gen<'g> {
             // that made it returns (or moved out of it by the portal).
             let pt = ptr_valty();
             (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
-        } else if is_enum(&rty) {
+        } else if is_enum(&rty) && rebuildable(&rty, types) {
             let (flat, _, tys) = enum_helpers(&rty);
             if !self.enums.contains(&rty) {
                 self.enums.push(rty.clone());
             }
-            (quote!(&#tys()), quote!(let __w = #flat(&__r); __b[..__w.len()].copy_from_slice(&__w);))
+            // A value owning strings gives them to the arena: its own
+            // words would name strings dropped with it.
+            let flat = if plain(&rty, types) {
+                quote!(#flat(&__r))
+            } else {
+                let o = flat_owned_fn(&rty);
+                quote!(#o(__r))
+            };
+            (quote!(&#tys()), quote!(let __w = #flat; __b[..__w.len()].copy_from_slice(&__w);))
         } else {
             return self.decline("the result type of this residual call");
         };
