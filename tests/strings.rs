@@ -111,7 +111,7 @@ mod printer {
         /// Ops: 0 count down and write the count, 1 write a word, 2 count
         /// down and loop while positive, 3 empty the output, 4 write the
         /// count through a function, anything else stop. Returns a copy of
-        /// the output, taking it.
+        /// the output, taking it when the count is even.
         pub fn run(&mut self) -> String {
             while self.pc < self.code.len() {
                 hint!(global_merge_point);
@@ -136,7 +136,9 @@ mod printer {
             }
             let mut copy = String::from("out: ");
             copy.push_str(self.output.as_str());
-            copy.push_str(&std::mem::take(&mut self.output));
+            if self.acc % 2 == 0 {
+                copy.push_str(&std::mem::take(&mut self.output));
+            }
             copy
         }
     }
@@ -229,6 +231,10 @@ fn a_method_portal_writing_into_a_string_field_agrees_with_plain() {
     for (code, acc) in programs.iter().map(|(c, a)| (&c[..], *a)) {
         let mut want_m = machine(code, acc);
         let want = printer::jit::plain::Machine::run(&mut want_m);
+        if want_m.acc % 2 != 0 {
+            // The output was left in the machine, and is what was copied.
+            assert_eq!(want, format!("out: {}", want_m.output), "{code:?} {acc}");
+        }
         let mut m = machine(code, acc);
         let got = (m.run(), &m.output, m.acc, m.pc);
         assert_eq!(got, (want.clone(), &want_m.output, want_m.acc, want_m.pc), "{code:?} {acc}");

@@ -2018,12 +2018,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
             // comes from the context.
             let args = self.args(&c.args);
             let t = self.u.fresh();
-            let moved_out = matches!(segs.as_slice(), [.., m, f] if m == "mem" && (f == "take" || f == "replace"));
-            if let (true, Some(a)) = (moved_out, args.first()) {
-                // `mem::take(&mut x)`, `mem::replace(&mut x, y)`: a value of x's type.
-                if let Ty::Ref { to, .. } = self.u.shallow(&self.ty_of(a)) {
-                    self.unify(&t, &to, c.span());
+            match segs.as_slice() {
+                [.., m, f] if m == "mem" && (f == "take" || f == "replace") => {
+                    // `mem::take(&mut x)`, `mem::replace(&mut x, y)`: a value of x's type.
+                    if let Some(Ty::Ref { to, .. }) = args.first().map(|a| self.u.shallow(&self.ty_of(a))) {
+                        self.unify(&t, &to, c.span());
+                    }
                 }
+                [.., m, f] if m == "mem" && f == "swap" => self.unify(&t, &Ty::Unit, c.span()),
+                _ => {}
             }
             return self.emit(OpKind::CallOpaque(segs.join("::")), args, t, c);
         }

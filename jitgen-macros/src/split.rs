@@ -617,8 +617,9 @@ pub fn split(
         .map(|f| {
             let (c, home) = (format_ident!("__self_{}", f), format_ident!("__self_{}_home", f));
             if shapes.is_string(&tys[&f.to_string()]) {
-                // The field was left empty: appending restores it.
-                quote!(#home.push_str(&#c);)
+                // The field was left empty: swapping restores it, without
+                // copying the text.
+                quote!(::std::mem::swap(#home, &mut #c);)
             } else {
                 quote!(while let Some(__jit_x) = #c.pop() { #home.push(__jit_x); })
             }
