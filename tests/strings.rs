@@ -446,15 +446,21 @@ mod named {
 #[test]
 fn strings_in_structs_agree_with_plain() {
     named::jit::config().set_threshold(0);
-    let procs = vec![
-        named::Proc { name: "main".to_string(), times: 2 },
-        named::Proc { name: "{odd}".to_string(), times: 0 },
-        named::Proc { name: "ünïcode".to_string(), times: 3 },
-    ];
-    for fuel in [0, 1, 4, 40] {
-        let want = named::jit::plain::run(&procs, fuel);
-        assert_eq!(named::run(&procs, fuel), want, "{fuel}");
-        assert_eq!(named::jit::specialize::run(&procs).call(fuel), want, "{fuel}");
+    let proc = |name: &str, times| named::Proc { name: name.to_string(), times };
+    let mut programs = vec![vec![proc("main", 2), proc("{odd}", 0), proc("ünïcode", 3)]];
+    let mut rng = common::Rng(0x9a3e);
+    for _ in 0..common::how_many(40) {
+        let procs = (0..1 + rng.below(4))
+            .map(|_| proc(rng.pick(&["f", "", "{x}", "ßé", "main"]), rng.below(4) as i64))
+            .collect();
+        programs.push(procs);
+    }
+    for procs in &programs {
+        for fuel in [0, 1, 4, 40] {
+            let want = named::jit::plain::run(procs, fuel);
+            assert_eq!(named::run(procs, fuel), want, "{fuel}");
+            assert_eq!(named::jit::specialize::run(procs).call(fuel), want, "{fuel}");
+        }
     }
     let st = named::jit::stats();
     assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", named::jit::last_decline());

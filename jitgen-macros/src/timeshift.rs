@@ -1494,12 +1494,30 @@ impl<'g> Gen<'g> {
         }
     }
 
+    /// A callback of residual code (see `jitgen_runtime::ir::builder::CallbackFn`)
+    /// running `body` on its buffer `__b` of `width` words; its name.
+    fn callback(&mut self, width: usize, body: TokenStream) -> Ident {
+        let rt = rt();
+        let cb = format_ident!("__cb{}", self.callbacks.len());
+        self.callbacks.push(quote! {
+            #[allow(unused_unsafe, clippy::all)]
+            extern "C" fn #cb(__buf: *mut u64) -> u64 {
+                #rt::residual::run_callback(|| {
+                    // SAFETY: residual code passes a buffer of `width` words.
+                    let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #width) };
+                    #body
+                    Ok(())
+                })
+            }
+        });
+        cb
+    }
+
     /// A struct of scalars and `String`s (see `owning_struct`), made by a
     /// residual call that moves its strings into it, in the arena.
     fn new_owning_struct(&mut self, fi: usize, r: Var, s: &str, args: &[Value]) -> TokenStream {
         let rt = rt();
         let d = self.cg.types().structs[s].clone();
-        let cb = format_ident!("__cb{}", self.callbacks.len());
         let (mut arg_code, mut inits) = (vec![], vec![]);
         for (at, (a, (name, t))) in args.iter().zip(&d.fields).enumerate() {
             let fid = member(name);
@@ -1515,18 +1533,13 @@ impl<'g> Gen<'g> {
         }
         let (sn, width, pt) = (format_ident!("{}", s), args.len().max(1), ptr_valty());
         let name = format!("new {s}");
-        self.callbacks.push(quote! {
-            #[allow(unused_unsafe, clippy::all)]
-            extern "C" fn #cb(__buf: *mut u64) -> u64 {
-                #rt::residual::run_callback(|| {
-                    // SAFETY: residual code passes a buffer of `width` words.
-                    let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #width) };
-                    let __r = #sn { #(#inits),* };
-                    __b[0] = #rt::heap::arena_alloc(__r) as usize as u64;
-                    Ok(())
-                })
-            }
-        });
+        let cb = self.callback(
+            width,
+            quote! {
+                let __r = #sn { #(#inits),* };
+                __b[0] = #rt::heap::arena_alloc(__r) as usize as u64;
+            },
+        );
         let bind = self.bind(fi, r, quote!(__v[0]));
         quote! {
             let __v = {
@@ -1538,12 +1551,13 @@ impl<'g> Gen<'g> {
         }
     }
 
-    /// The strings residual code made in block `b` that are dead after its
-    /// op `k`: made there by a residual call (so in the arena), and only
-    /// borrowed (formatted, `len`, `is_empty`, `clear`, or a reference
-    /// taken for those) in `b` and nowhere else. Dropping them keeps a loop
-    /// that makes a temporary string per turn from growing the arena.
-    fn dead_strings(&self, fi: usize, b: NodeIndex, k: usize) -> Vec<Var> {
+    /// The strings residual code makes in block `b` that die in it, by the
+    /// op after which each is dead: made there by a residual call (so in
+    /// the arena), and only borrowed (formatted, `len`, `is_empty`,
+    /// `clear`, or a reference taken for those) in `b` and nowhere else.
+    /// Dropping them keeps a loop that makes a temporary string per turn
+    /// from growing the arena.
+    fn dead_strings(&self, fi: usize, b: NodeIndex) -> HashMap<usize, Vec<Var>> {
         let f = self.fns[fi];
         let ops = &f.graph.graph[b].ops;
         let borrowed = |kind: &OpKind| match kind {
@@ -1556,8 +1570,8 @@ impl<'g> Gen<'g> {
             }
             _ => false,
         };
-        let mut out = vec![];
-        for (d, def) in ops.iter().enumerate().take(k + 1) {
+        let mut out: HashMap<usize, Vec<Var>> = HashMap::new();
+        for (d, def) in ops.iter().enumerate() {
             if f.graph.var(def.result).ty != Ty::Str
                 || !matches!(def.kind, OpKind::Format { .. } | OpKind::CallOpaque(_))
             {
@@ -1580,7 +1594,7 @@ impl<'g> Gen<'g> {
                 }
                 last = j;
             }
-            if last != k {
+            if last == usize::MAX {
                 continue;
             }
             let elsewhere = f.graph.blocks().any(|c| {
@@ -1595,7 +1609,7 @@ impl<'g> Gen<'g> {
                 exit_uses || link_uses || (c != b && blk.ops.iter().any(|op| op.args.iter().any(|a| names.contains(a))))
             });
             if !elsewhere {
-                out.push(def.result);
+                out.entry(last).or_default().push(def.result);
             }
         }
         out
@@ -1989,8 +2003,6 @@ impl<'g> Gen<'g> {
             }
             _ => quote!(),
         };
-        let cb = format_ident!("__cb{}", self.callbacks.len());
-        let args_ty: Vec<Ty> = args.iter().map(|a| self.value_ty(fi, a)).collect();
         let mut arg_code = vec![];
         let mut reads = vec![];
         let mut at = 0usize;
@@ -2079,6 +2091,7 @@ impl<'g> Gen<'g> {
             return self.decline("the result type of this residual call");
         };
         let width = at.max(slots(&rty, types, 0).map_or(1, |s| s.len())).max(1);
+        let dest_ty = args.first().map(|a| self.value_ty(fi, a));
         let call = match format {
             None => {
                 let path = rust_path(name);
@@ -2096,7 +2109,7 @@ impl<'g> Gen<'g> {
                     }
                     None => quote!(#x),
                 });
-                let into_string = matches!(args_ty.first(), Some(Ty::Ref { to, .. }) if **to == Ty::Str);
+                let into_string = matches!(dest_ty, Some(Ty::Ref { to, .. }) if *to == Ty::Str);
                 match dest {
                     Some(d) if into_string => quote!({
                         use ::std::fmt::Write as _;
@@ -2110,18 +2123,13 @@ impl<'g> Gen<'g> {
                 }
             }
         };
-        self.callbacks.push(quote! {
-            #[allow(unused_unsafe, clippy::all)]
-            extern "C" fn #cb(__buf: *mut u64) -> u64 {
-                #rt::residual::run_callback(|| {
-                    // SAFETY: residual code passes a buffer of `width` words.
-                    let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #width) };
-                    let __r = #call;
-                    #write
-                    Ok(())
-                })
-            }
-        });
+        let cb = self.callback(
+            width,
+            quote! {
+                let __r = #call;
+                #write
+            },
+        );
         let bind_result = match self.repr(fi, r) {
             Repr::Unit => quote!(),
             Repr::R(_) => {
@@ -2220,6 +2228,7 @@ impl<'g> Gen<'g> {
             body.push(quote!(let #id = __ret.expect("the callee delivered its result");));
         }
         let ops = f.graph.graph[b].ops.clone();
+        let drops = self.dead_strings(fi, b);
         for k in start..ops.len() {
             let op = &ops[k];
             if let Some(ci) = self.inlined_callee(fi, op.result, &op.kind) {
@@ -2277,7 +2286,7 @@ impl<'g> Gen<'g> {
                 // The rest of the block cannot be reached.
                 return quote!(#(#body)*);
             }
-            for v in self.dead_strings(fi, b, k) {
+            for &v in drops.get(&k).into_iter().flatten() {
                 let Some(x) = self.operand(fi, &Value::Var(v), &Repr::RPtr) else { continue };
                 let rt = rt();
                 body.push(quote!(__c.b.red_call(#rt::heap::arena_drop, "drop", &[#x], &[]);));
