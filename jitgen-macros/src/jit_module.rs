@@ -959,8 +959,9 @@ pub fn expand(
                                 // SAFETY: as for lists of scalars.
                                 if __a == #orig { None } else { Some(unsafe { #rt::heap::take_vec(__a) }) }
                             }
-                            #rt::virtuals::VPList::Virtual(__ptrs) => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
-                            #rt::virtuals::VPList::Over(__p, __ptrs) => {
+                            // (Spilled frames were put back by `unspill_all`.)
+                            #rt::virtuals::VPList::Virtual(__ptrs) | #rt::virtuals::VPList::Spilled(None, __ptrs) => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
+                            #rt::virtuals::VPList::Over(__p, __ptrs) | #rt::virtuals::VPList::Spilled(Some(__p), __ptrs) => {
                                 let __a = __p.as_const().expect(#msg);
                                 let __more = __ptrs.iter().map(|__q| #unpark(&__vheap, __q));
                                 if __a == #orig {

@@ -129,6 +129,9 @@ impl<'g> Gen<'g> {
                     if g.promotes_run_time(fi, op) {
                         g.point(fi, b, k + 1, Some(op.result));
                     }
+                    if g.pops_frames(fi, op).is_some() {
+                        g.point(fi, b, k, None);
+                    }
                     if op.kind == OpKind::GlobalMergePoint && k > 0 {
                         g.point(fi, b, k + 1, None);
                     }
@@ -494,6 +497,17 @@ impl<'g> Gen<'g> {
         false
     }
 
+    /// The list `op` pops when it pops a local `Vec` of structs whose
+    /// objects may be virtual (the interpreter's saved frames): such a pop
+    /// may resume on the continuation stack (compiled recursion, see the
+    /// runtime's `compile::spill`), from a resume point before it.
+    fn pops_frames(&self, fi: usize, op: &hint_annotator::flowgraph::Op) -> Option<Var> {
+        match (&op.kind, op.args.first()) {
+            (OpKind::Pop, Some(Value::Var(l))) if matches!(self.repr(fi, *l), Repr::VOList(_)) => Some(*l),
+            _ => None,
+        }
+    }
+
     /// Whether `op` promotes a red scalar: a flexswitch at run time, its
     /// continuation a resume point receiving the value through `__ret`.
     fn promotes_run_time(&self, fi: usize, op: &hint_annotator::flowgraph::Op) -> bool {
@@ -800,6 +814,10 @@ impl<'g> Gen<'g> {
             quote!({ __c.decline(#msg); break 'path None; })
         };
         let (not_virtual, no_layout) = (decline("this operation"), decline("a layout not known"));
+        let spilled = {
+            let msg = format!("a language-level recursion whose frames are read (a `Vec<{sname}>` whose frames are on the continuation stack)");
+            quote!({ __c.decline_recursion(#msg); break 'path None; })
+        };
         let too_deep = {
             let msg = format!(
                 "a `Vec<{sname}>` growing past {{}} virtual elements (recursion, when they are the interpreter's frames)"
@@ -843,6 +861,7 @@ impl<'g> Gen<'g> {
                                 None => #no_layout,
                             },
                             #rt::virtuals::VPList::Virtual(__items) => #rt::redbox::RedBox::u64(__items.len() as u64),
+                            #rt::virtuals::VPList::Spilled(..) => #spilled,
                         }
                     }),
                 )
@@ -870,6 +889,7 @@ impl<'g> Gen<'g> {
                                 ),
                                 None => #no_layout,
                             },
+                            #rt::virtuals::VPList::Spilled(..) => #spilled,
                         }
                     }),
                 )
@@ -2280,6 +2300,19 @@ impl<'g> Gen<'g> {
                 });
                 return quote!(#(#body)*);
             }
+            if let Some(l) = self.pops_frames(fi, op) {
+                // Spilled frames: resume before this pop with the top one
+                // back (or with none left), compiled or executed.
+                let pre = self.point_ids[&(fi, b, k)];
+                let pre_frame = self.frame(pre, &HashMap::new());
+                let l = v_ident(l);
+                body.push(quote! {
+                    if #l.pops_spilled() {
+                        __st.frames.push(#pre_frame);
+                        break 'path __c.unspill(__st, __forever, __resume_fns());
+                    }
+                });
+            }
             self.declined.set(false);
             body.push(self.op(fi, op));
             if self.declined.get() {
@@ -2582,9 +2615,14 @@ impl<'g> Gen<'g> {
                 quote! {
                     if __st.frames.is_empty() && __c.parking() {
                         // Virtualizable objects go back into memory first
-                        // (execute mode: these stores happen now).
+                        // (execute mode: these stores happen now), and
+                        // spilled frames into the lists they came from.
                         __st.heap.write_back(&mut __c.b);
                         __st.frames.push(__Frame::#vname { #(#field_exprs),* });
+                        if !__st.unspill_all(&mut __c.b) {
+                            __c.decline("a frame on the continuation stack that this thread did not spill");
+                            break 'path None;
+                        }
                         __c.park(::std::boxed::Box::new(__forever(__st)));
                         break 'path None;
                     }

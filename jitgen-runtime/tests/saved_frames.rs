@@ -1,12 +1,15 @@
 //! A portal's saved frames in compiled code (`VPList::Over`): frames pushed
 //! by calls stay virtual over the real `Vec`, the bottom ones move into
 //! memory past `MAX_VIRTUAL_PTRS`, and a pop with none left pops memory and
-//! says that the path returned below its entry.
+//! says that the path returned below its entry. Spilled (compiled
+//! recursion), they go onto the continuation stack as words, and a pop
+//! with none left virtual says so, for the extension to resume there.
 
 use expect_test::{expect, Expect};
 use jitgen_runtime::builder::{listing, ResidualBuilder};
 use jitgen_runtime::ops::ValTy;
 use jitgen_runtime::redbox::RedBox;
+use jitgen_runtime::spill::{spill_list, template, unspill_top, Template};
 use jitgen_runtime::virtuals::{Popped, VDesc, VHeap, VPList, VPtr, MAX_VIRTUAL_PTRS};
 
 extern "C" fn never(_: *mut u64) -> u64 {
@@ -26,12 +29,17 @@ static FRAME: VDesc = VDesc {
 };
 
 /// Runs `ops` on a list over the real `Vec` given as input: `p` pushes a
-/// frame whose field is the next constant, `o` pops; checks the pops' origins
-/// (`v` virtual, `m` memory, `b` below the entry), the key words and the
-/// residual code.
+/// frame whose field is the next constant, `P` one whose field is a run-time
+/// value (the input), `o` pops, `s` spills, `u` takes the continuation
+/// stack's top entry back (of the last template spilled); checks the pops'
+/// origins (`v` virtual, `m` memory, `b` below the entry, `s` on the
+/// continuation stack), the key words and the residual code (the stack's
+/// address shown as `STACK`).
 fn check(ops: &str, want_pops: &str, want: Expect) {
-    let mut b = ResidualBuilder::new("frames", &[ValTy::Ptr], &[]);
+    let mut b = ResidualBuilder::new("frames", &[ValTy::Ptr, ValTy::I64], &[]);
     let vec = RedBox::Var { ty: ValTy::Ptr, val: b.inputs()[0] };
+    let x = RedBox::Var { ty: ValTy::I64, val: b.inputs()[1] };
+    let mut templates = 0;
     let mut heap = VHeap::default();
     let mut l = VPList::Over(vec, vec![]);
     let mut pops = String::new();
@@ -41,12 +49,24 @@ fn check(ops: &str, want_pops: &str, want: Expect) {
                 let x = heap.alloc(&FRAME, vec![RedBox::constant(ValTy::I64, k as u64)], vec![]);
                 l.push(&mut b, &mut heap, &FRAME, x).expect("over a real list");
             }
+            'P' => {
+                let p = heap.alloc(&FRAME, vec![x], vec![]);
+                l.push(&mut b, &mut heap, &FRAME, p).expect("over a real list");
+            }
+            's' => assert!(spill_list(&mut l, &mut b, &heap)),
+            'u' => {
+                while template(templates).is_some() {
+                    templates += 1;
+                }
+                assert!(unspill_top(&mut l, &mut b, &mut heap, templates - 1));
+            }
             _ => {
                 let (_, p, from) = l.pop(&mut b, &mut heap, &FRAME);
                 pops.push(match from {
                     Popped::Virtual => 'v',
                     Popped::Memory => 'm',
                     Popped::BelowEntry => 'b',
+                    Popped::Spilled => 's',
                 });
                 assert!(from != Popped::Virtual || matches!(p, VPtr::Virtual(_)));
             }
@@ -56,7 +76,8 @@ fn check(ops: &str, want_pops: &str, want: Expect) {
     let mut key = vec![];
     l.key_words(&mut key);
     b.ret(&[]);
-    want.assert_eq(&format!("key {key:?}\n{}", listing(&b.finish())));
+    let stack = format!("{:#x}", jitgen_runtime::contstack::Raw::address());
+    want.assert_eq(&format!("key {key:?}\n{}", listing(&b.finish())).replace(&stack, "STACK"));
 }
 
 #[test]
@@ -67,7 +88,7 @@ fn calls_stay_virtual_over_the_saved_frames() {
         "vv",
         expect![[r#"
             key [18446744073709551614, 0]
-            entry(v0: ptr):
+            entry(v0: ptr, v1: i64):
                 return 
         "#]],
     );
@@ -80,9 +101,9 @@ fn a_return_below_the_entry_pops_memory() {
         "vbb",
         expect![[r#"
             key [18446744073709551614, 0]
-            entry(v0: ptr):
-                v1, v2 = call vec_pop(v0)
-                v3, v4 = call vec_pop(v0)
+            entry(v0: ptr, v1: i64):
+                v2, v3 = call vec_pop(v0)
+                v4, v5 = call vec_pop(v0)
                 return 
         "#]],
     );
@@ -101,17 +122,96 @@ fn past_the_limit_the_bottom_frames_move_into_memory() {
         "vb",
         expect![[r#"
             key [18446744073709551614, 0]
-            entry(v0: ptr):
-                v1 = const.i64 0
-                call vec_push(v0, v1)
-                v2 = const.i64 1
+            entry(v0: ptr, v1: i64):
+                v2 = const.i64 0
                 call vec_push(v0, v2)
-                v3 = const.i64 2
+                v3 = const.i64 1
                 call vec_push(v0, v3)
-                v4 = const.i64 3
+                v4 = const.i64 2
                 call vec_push(v0, v4)
-                v5, v6 = call vec_pop(v0)
+                v5 = const.i64 3
+                call vec_push(v0, v5)
+                v6, v7 = call vec_pop(v0)
                 return 
         "#]],
     );
+}
+
+#[test]
+fn spilled_frames_go_onto_the_continuation_stack_and_come_back() {
+    // Two frames spilled: constants stay in their template, the run-time
+    // field is a word; the list keeps no virtual frame, and its key says it
+    // is spilled. A pop then finds none (the extension resumes on the
+    // stack); taking the top entry back makes it virtual again, and the
+    // pop takes it.
+    check(
+        "pPsouo",
+        "sv",
+        expect![[r#"
+            key [18446744073709551612, 0]
+            entry(v0: ptr, v1: i64):
+                v2 = const.ptr STACK
+                v3 = load.u64 v2+8
+                v4 = const.ptr STACK
+                v5 = load.u64 v4+16
+                v6 = const.u64 1
+                v7 = add.u64 v3, v6
+                v8 = gt.u64 v7, v5
+                branch v8, L1(), L2()
+            L1():
+                v9 = const.u64 1
+                call cont_reserve(v9)
+                jump L2()
+            L2():
+                v10 = const.ptr STACK
+                v11 = load.ptr v10+0
+                v12 = const.u64 8
+                v13 = mul.u64 v3, v12
+                v14 = cast.u64.ptr v13
+                v15 = add.ptr v11, v14
+                v16 = const.u64 0
+                store.u64 v15+0, v16
+                v17 = const.ptr STACK
+                store.u64 v17+8, v7
+                v18 = const.ptr STACK
+                v19 = load.u64 v18+8
+                v20 = const.ptr STACK
+                v21 = load.u64 v20+16
+                v22 = const.u64 2
+                v23 = add.u64 v19, v22
+                v24 = gt.u64 v23, v21
+                branch v24, L3(), L4()
+            L3():
+                v25 = const.u64 2
+                call cont_reserve(v25)
+                jump L4()
+            L4():
+                v26 = const.ptr STACK
+                v27 = load.ptr v26+0
+                v28 = const.u64 8
+                v29 = mul.u64 v19, v28
+                v30 = cast.u64.ptr v29
+                v31 = add.ptr v27, v30
+                store.i64 v31+0, v1
+                v32 = const.u64 1
+                store.u64 v31+8, v32
+                v33 = const.ptr STACK
+                store.u64 v33+8, v23
+                v34 = const.ptr STACK
+                v35 = load.u64 v34+8
+                v36 = const.u64 2
+                v37 = sub.u64 v35, v36
+                v38 = const.ptr STACK
+                v39 = load.ptr v38+0
+                v40 = const.u64 8
+                v41 = mul.u64 v37, v40
+                v42 = cast.u64.ptr v41
+                v43 = add.ptr v39, v42
+                v44 = load.i64 v43+0
+                v45 = const.ptr STACK
+                store.u64 v45+8, v37
+                return 
+        "#]],
+    );
+    assert!(matches!(*template(0).expect("spilled"), Template::Object { ref words, .. } if words.is_empty()));
 }

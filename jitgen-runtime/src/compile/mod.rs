@@ -1,11 +1,12 @@
 //! One compilation: red boxes ([`redbox`]), the JIT state ([`state`]),
 //! virtual lists, dicts and structures ([`vlist`], [`vdict`], [`virtuals`]),
-//! and the scheduler of a generating extension's paths with its merge
+//! compiled recursion's spilled frames ([`spill`]), and the scheduler of a generating extension's paths with its merge
 //! points, flexswitches, entry promotion and execute mode ([`schedule`]).
 //! Uses `ir`, `backend` and `run`.
 
 pub mod redbox;
 pub mod schedule;
+pub mod spill;
 pub mod state;
 pub mod vdict;
 pub mod virtuals;

@@ -380,7 +380,7 @@ impl<F: Frame> JitState<F> {
         let mut depth = 0;
         for f in &mut self.frames {
             f.lists_mut(&mut |l| {
-                if let ListMut::Ptrs(VPList::Virtual(items) | VPList::Over(_, items)) = l {
+                if let ListMut::Ptrs(VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled(_, items)) = l {
                     depth += items.len();
                 }
             });
@@ -399,6 +399,101 @@ impl<F: Frame> JitState<F> {
         use std::hash::BuildHasher;
         let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
         Some((rustc_hash::FxBuildHasher.hash_one((&keys, "calls")), depth))
+    }
+
+    /// Spills the saved frames of a language-level recursion onto the
+    /// continuation stack (see [`crate::compile::spill`]): the one list of
+    /// structs with virtual elements loses them. False (nothing done) when
+    /// there is not exactly one such list, another list is spilled already,
+    /// or a frame is also named from elsewhere in the state.
+    pub fn spill_frames(&mut self, b: &mut ResidualBuilder) -> bool {
+        let mut refs: std::collections::HashMap<u32, usize> = Default::default();
+        let (mut candidates, mut spilled) = (0, 0);
+        for f in &mut self.frames {
+            f.vptrs_mut(&mut |p| {
+                if let VPtr::Virtual(i) = p {
+                    *refs.entry(*i).or_default() += 1;
+                }
+            });
+            f.lists_mut(&mut |l| {
+                if let ListMut::Ptrs(l) = l {
+                    match l {
+                        VPList::Spilled(_, items) => {
+                            spilled += 1;
+                            candidates += !items.is_empty() as usize;
+                        }
+                        VPList::Virtual(items) | VPList::Over(_, items) => candidates += !items.is_empty() as usize,
+                        VPList::Real(_) => {}
+                    }
+                }
+            });
+        }
+        if candidates != 1 || spilled > 1 {
+            return false;
+        }
+        let heap = &self.heap;
+        let mut done = false;
+        for f in &mut self.frames {
+            f.lists_mut(&mut |l| {
+                let ListMut::Ptrs(l) = l else { return };
+                let mut items = vec![];
+                l.vptrs_mut(&mut |p| items.push(*p));
+                if items.is_empty() || done {
+                    return;
+                }
+                let shared = items.iter().any(|p| matches!(p, VPtr::Virtual(i) if refs.get(i).copied().unwrap_or(0) > 1));
+                if !shared && (spilled == 0 || matches!(l, VPList::Spilled(..))) {
+                    done = crate::compile::spill::spill_list(l, b, heap);
+                }
+            });
+        }
+        done
+    }
+
+    /// Resumes a pop of a spilled list with no virtual element left (the
+    /// innermost frame's): `Some(id)` makes the top entry of the
+    /// continuation stack, of template `id`, its virtual element again;
+    /// `None` makes the list what it was before any spill. False when the
+    /// frame has no such list or the template is unknown.
+    pub fn unspill(&mut self, b: &mut ResidualBuilder, id: Option<u64>) -> bool {
+        let Some(f) = self.frames.last_mut() else { return false };
+        let heap = &mut self.heap;
+        let mut done = false;
+        f.lists_mut(&mut |l| {
+            let ListMut::Ptrs(l) = l else { return };
+            if done || !l.pops_spilled() {
+                return;
+            }
+            done = match id {
+                Some(id) => crate::compile::spill::unspill_top(l, b, heap, id),
+                None => {
+                    if let VPList::Spilled(below, _) = l {
+                        *l = match *below {
+                            Some(a) => VPList::Over(a, vec![]),
+                            None => VPList::Virtual(vec![]),
+                        };
+                    }
+                    true
+                }
+            };
+        });
+        done
+    }
+
+    /// Undoes every spill still on the continuation stack, in execute mode,
+    /// before the state is handed over to the interpreter (see
+    /// [`crate::compile::spill::unspill_all`]); false if one could not be.
+    pub fn unspill_all(&mut self, b: &mut ResidualBuilder) -> bool {
+        let heap = &mut self.heap;
+        let mut ok = true;
+        for f in &mut self.frames {
+            f.lists_mut(&mut |l| {
+                if let ListMut::Ptrs(l) = l {
+                    ok &= crate::compile::spill::unspill_all(l, b, heap);
+                }
+            });
+        }
+        ok
     }
 
     /// Forgets the facts a call may change (`Vec` headers and elements) if

@@ -218,6 +218,12 @@ pub enum VPList {
     /// at which compiled code was entered) and the elements pushed over it
     /// since, not yet in memory (the calls compiled code made).
     Over(RedBox, Vec<VPtr>),
+    /// Compiled recursion: below the virtual elements, maybe entries of the
+    /// continuation stack (`crate::compile::spill`), and below those the
+    /// real `Vec` of an `Over` list (or nothing, for a list that was
+    /// virtual). A pop with no virtual element left resumes on the
+    /// continuation stack's top entry ([`Popped::Spilled`]).
+    Spilled(Option<RedBox>, Vec<VPtr>),
 }
 
 impl VPList {
@@ -228,6 +234,10 @@ impl VPList {
             VPList::Virtual(items) => items,
             VPList::Over(_, items) => {
                 out.push(u64::MAX - 1);
+                items
+            }
+            VPList::Spilled(below, items) => {
+                out.push(u64::MAX - 2 - below.is_some() as u64);
                 items
             }
         };
@@ -242,13 +252,13 @@ impl VPList {
     fn items(&self) -> &[VPtr] {
         match self {
             VPList::Real(_) => &[],
-            VPList::Virtual(items) | VPList::Over(_, items) => items,
+            VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled(_, items) => items,
         }
     }
 
     /// Appends its reds: the addresses of the real list and real elements.
     pub fn reds_into(&self, out: &mut Vec<RedBox>) {
-        if let VPList::Real(p) | VPList::Over(p, _) = self {
+        if let VPList::Real(p) | VPList::Over(p, _) | VPList::Spilled(Some(p), _) = self {
             out.push(*p);
         }
         out.extend(self.items().iter().filter_map(|p| match p {
@@ -266,10 +276,11 @@ impl VPList {
         let items = match self {
             VPList::Real(p) => return next(p),
             VPList::Virtual(items) => items,
-            VPList::Over(p, items) => {
+            VPList::Over(p, items) | VPList::Spilled(Some(p), items) => {
                 next(p);
                 items
             }
+            VPList::Spilled(None, items) => items,
         };
         for p in items {
             if let VPtr::Real(r) = p {
@@ -280,7 +291,7 @@ impl VPList {
 
     /// Visits its virtual elements.
     pub fn vptrs_mut(&mut self, f: &mut dyn FnMut(&mut VPtr)) {
-        if let VPList::Virtual(items) | VPList::Over(_, items) = self {
+        if let VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled(_, items) = self {
             items.iter_mut().for_each(f);
         }
     }
@@ -310,7 +321,20 @@ impl VPList {
                 self.flush(b, heap, desc);
                 self.push(b, heap, desc, x).map(|_| true)
             }
+            // Memory holds the frames below the spilled ones, so these
+            // cannot go there; merge points spill them (a recursion).
+            VPList::Spilled(_, items) if items.len() < MAX_VIRTUAL_PTRS => {
+                items.push(x);
+                Ok(false)
+            }
+            VPList::Spilled(..) => Err(()),
         }
+    }
+
+    /// Whether a `pop` would resume on the continuation stack: a spilled
+    /// list with no virtual element left.
+    pub fn pops_spilled(&self) -> bool {
+        matches!(self, VPList::Spilled(_, items) if items.is_empty())
     }
 
     /// `pop()`: the `Option`'s tag (`0` None, `1` Some), the object, and
@@ -320,9 +344,12 @@ impl VPList {
     pub fn pop(&mut self, b: &mut ResidualBuilder, heap: &mut VHeap, desc: &'static VDesc) -> (RedBox, VPtr, Popped) {
         let u32t = ValTy::U32;
         let (a, from) = match self {
-            VPList::Virtual(items) | VPList::Over(_, items) if !items.is_empty() => {
+            VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled(_, items) if !items.is_empty() => {
                 let p = items.pop().expect("not empty");
                 return (RedBox::constant(u32t, 1), p, Popped::Virtual);
+            }
+            VPList::Spilled(..) => {
+                return (RedBox::constant(u32t, 0), VPtr::Real(RedBox::constant(ValTy::Ptr, 0)), Popped::Spilled);
             }
             VPList::Virtual(_) => {
                 return (RedBox::constant(u32t, 0), VPtr::Real(RedBox::constant(ValTy::Ptr, 0)), Popped::Virtual);
@@ -345,7 +372,9 @@ impl VPList {
     }
 
     /// Moves the virtual elements over a real part into memory (a virtual
-    /// list, with no memory, stays as it is); whether residual code called.
+    /// list, with no memory, stays as it is; so does a spilled one, whose
+    /// memory is below its entries on the continuation stack); whether
+    /// residual code called.
     pub fn flush(&mut self, b: &mut ResidualBuilder, heap: &mut VHeap, desc: &VDesc) -> bool {
         let VPList::Over(a, items) = self else { return false };
         let a = *a;
@@ -357,11 +386,11 @@ impl VPList {
     }
 
     /// The address of the real `Vec` once [`VPList::flush`]ed; `None` for
-    /// a virtual list.
+    /// a virtual or a spilled list.
     pub fn address(&self) -> Option<RedBox> {
         match self {
             VPList::Real(a) | VPList::Over(a, _) => Some(*a),
-            VPList::Virtual(_) => None,
+            VPList::Virtual(_) | VPList::Spilled(..) => None,
         }
     }
 }
@@ -376,6 +405,10 @@ pub enum Popped {
     /// Below the virtual elements over a portal's own list: a call, and the
     /// path returned below the depth at which compiled code was entered.
     BelowEntry,
+    /// Nothing: the list is spilled and has no virtual element left, so the
+    /// popped frame is on the continuation stack or below it; the generating
+    /// extension resumes there ([`crate::compile::schedule::Compilation::unspill`]).
+    Spilled,
 }
 
 /// Pushes the object `x` onto the real `Vec` at `a`: by its field words (a

@@ -280,7 +280,17 @@ impl ResidualFn {
         for (k, (w, t)) in inputs.iter().zip(&me.inputs).enumerate() {
             frame[k] = t.canon(*w);
         }
-        let status = me.native.run(&mut frame);
+        let saved = crate::run::contstack::enter();
+        let r = self.run_frame(&mut frame);
+        crate::run::contstack::leave(saved);
+        r
+    }
+
+    /// Runs the code on a frame holding its inputs; a hand-over continues
+    /// in execute mode before this returns.
+    fn run_frame(&self, frame: &mut [u64; MAX_FRAME_WORDS]) -> Result<Vec<u64>, ResidualError> {
+        let me = &*self.0;
+        let status = me.native.run(frame);
         if status == 0 {
             return Ok(me.outputs.iter().enumerate().map(|(k, t)| t.canon(frame[k])).collect());
         }

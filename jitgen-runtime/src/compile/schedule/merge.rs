@@ -145,14 +145,24 @@ impl<F: Frame> Compilation<F> {
         st.sync_facts(&self.b);
         st.normalize();
         let mut key = st.key();
-        if self.tree.declines_recursion.get() && !self.versions.contains_key(&key) {
+        if !self.versions.contains_key(&key) {
             if let Some((point, depth)) = st.call_point() {
                 if st.lineage.grew(point, depth, self.b.branches) {
-                    if let Some(s) = self.tree.stats {
-                        s.saw_recursion();
+                    // A language-level recursion: its saved frames go onto
+                    // the continuation stack, and the call continues in
+                    // the function's code for any depth (`compile::spill`).
+                    if st.spill_frames(&mut self.b) {
+                        self.stats.spills += 1;
+                        st.sync_facts(&self.b);
+                        st.normalize();
+                        key = st.key();
+                    } else if self.tree.declines_recursion.get() {
+                        if let Some(s) = self.tree.stats {
+                            s.saw_recursion();
+                        }
+                        self.decline("a language-level recursion (a function of the interpreted program calling itself, through the interpreter's saved frames) whose frames cannot be spilled");
+                        return None;
                     }
-                    self.decline("a language-level recursion (a function of the interpreted program calling itself, through the interpreter's saved frames)");
-                    return None;
                 }
             }
         }

@@ -152,6 +152,9 @@ pub struct CompileStats {
     /// Merge points where virtual lists were forced: they grew in a loop
     /// (see [`crate::compile::state::Lineage`]).
     pub lists_forced_at_merges: usize,
+    /// Merge points where a language-level recursion spilled its saved
+    /// frames onto the continuation stack (see [`crate::compile::spill`]).
+    pub spills: usize,
 }
 
 /// One compilation of a generating extension, generic over its frame type.
@@ -317,6 +320,16 @@ impl<F: Frame> Compilation<F> {
             self.b.error_exit(ErrorKind::Abort(u32::MAX));
         }
         self.pending.clear();
+    }
+
+    /// Declines as a language-level recursion does (remembered in the
+    /// stats, see [`Compilation::set_declines_recursion`]): the extension
+    /// met its spilled frames where it cannot compile them.
+    pub fn decline_recursion(&mut self, reason: &str) {
+        if let Some(s) = self.tree.stats.filter(|_| self.tree.declines_recursion.get()) {
+            s.saw_recursion();
+        }
+        self.decline(reason);
     }
 
     /// Counts one step of the generating extension; false when the

@@ -155,6 +155,56 @@ impl<F: Frame> Compilation<F> {
     /// Memory: the table keeps `st` (its frames: a few words per live
     /// variable), the case code (about a page each) and the case listings.
     pub fn flexswitch<G: Frame + 'static>(&mut self, st: JitState<G>, value: Option<&RedBox>, fns: ResumeFns<G>) {
+        self.flexswitch_on(st, value, fns, false)
+    }
+
+    /// Resumes a pop of a spilled list with no virtual element left (see
+    /// [`crate::compile::spill`]); `st` is the state before the pop. When
+    /// the continuation stack holds no entry of this call, the pop goes on
+    /// with the list as it was before any spill (a queued path); else a
+    /// flexswitch on the top entry's template compiles, per template, the
+    /// state with that frame virtual again. Returns the state to go on with
+    /// in execute mode, `None` when compiling (the path ended). `forever`
+    /// makes the state the switch keeps (the extension's `__forever`).
+    pub fn unspill<G: Frame + 'static>(
+        &mut self,
+        mut st: JitState<F>,
+        forever: fn(JitState<F>) -> JitState<G>,
+        fns: ResumeFns<G>,
+    ) -> Option<JitState<F>> {
+        use crate::run::contstack::{peek, EMPTY};
+        if self.b.exec {
+            let id = self.b.red_call(peek, "cont_peek", &[], &[ValTy::U64])[0];
+            let w = id.as_const().unwrap_or(EMPTY);
+            if !st.unspill(&mut self.b, (w != EMPTY).then_some(w)) {
+                crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(
+                    "a frame on the continuation stack that this thread did not spill".into(),
+                ));
+            }
+            return Some(st);
+        }
+        let mut below = st.clone();
+        if !below.unspill(&mut self.b, None) {
+            self.decline("a pop of a spilled list it cannot find");
+            return None;
+        }
+        let (t, id) = crate::compile::spill::peek_top(&mut self.b);
+        self.stats.splits += 1;
+        self.pending.push_back((t, below));
+        self.flexswitch_on(forever(st), Some(&id), fns, true);
+        None
+    }
+
+    /// [`Compilation::flexswitch`]; with `unspilling`, the value is the
+    /// template of the continuation stack's top entry, which a case pops
+    /// into the state instead of delivering a promoted value.
+    fn flexswitch_on<G: Frame + 'static>(
+        &mut self,
+        st: JitState<G>,
+        value: Option<&RedBox>,
+        fns: ResumeFns<G>,
+        unspilling: bool,
+    ) {
         if self.b.exec {
             crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(
                 "a flexswitch in execute mode".into(),
@@ -214,7 +264,8 @@ impl<F: Frame> Compilation<F> {
         } else {
             self.limits.max_cases.min(1)
         };
-        let promoting = value.is_some();
+        let promoting = value.is_some() && !unspilling;
+        let keyed = value.is_some();
         let snapshot = Rc::new((st, slots));
         let tree = self.tree.clone();
         if let Some(s) = tree.stats {
@@ -237,8 +288,11 @@ impl<F: Frame> Compilation<F> {
                 if promoting {
                     (fns.deliver)(&mut st, w);
                 }
+                if unspilling && !st.unspill(&mut c.b, Some(w)) {
+                    return None;
+                }
                 st.epoch = c.b.calls;
-                let key = (st.key(), st.facts_key(), layout(&reds, &inputs), promoting.then_some(w));
+                let key = (st.key(), st.facts_key(), layout(&reds, &inputs), keyed.then_some(w));
                 {
                     let mut cache = tree.cases.borrow_mut();
                     let cache = cache.get_or_insert_with(|| Box::new(CaseCache::<G>::new()));
@@ -290,6 +344,11 @@ impl<F: Frame> Compilation<F> {
                     st.set_reds(&rebuild(&snapshot.1, &c.inputs(), w));
                     if promoting {
                         (fns.deliver)(&mut st, w);
+                    }
+                    if unspilling && !st.unspill(&mut c.b, Some(w)) {
+                        crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(
+                            "a frame on the continuation stack that this thread did not spill".into(),
+                        ));
                     }
                     (fns.run)(c, st)
                 })

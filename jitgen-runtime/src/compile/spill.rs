@@ -1,0 +1,306 @@
+//! Compiled recursion: saved frames spilled onto the continuation stack.
+//!
+//! A language-level recursion (a path back at a call point with more of
+//! the interpreter's saved frames virtual, through a run-time branch:
+//! [`crate::compile::state::JitState::call_point`]) would unroll the
+//! recursion until the compilation gives up. Instead the merge point
+//! *spills* the saved frames: each virtual frame's run-time values go onto
+//! the continuation stack ([`crate::run::contstack`]) as words, followed by
+//! the number of its [`Template`] (its type, constants, list lengths and the
+//! types of the words), and the list becomes [`VPList::Spilled`] with no
+//! virtual element. Its key is then that of the function's entry whatever
+//! the depth, so the recursive call jumps back to code already compiled:
+//! the interpreted function is compiled once, its calls are pushes of a few
+//! words, and the frames live on the heap however deep the recursion goes.
+//!
+//! A pop with no virtual element left resumes before the pop
+//! ([`crate::compile::schedule::Compilation::unspill`]): when the
+//! continuation stack holds an entry of this call of residual code, a
+//! flexswitch on its template number compiles, once per template, the
+//! caller's continuation with the frame rebuilt virtual from the words
+//! ([`unspill_top`]); the pop then takes it, and what the caller does next
+//! (its return address promoted, its operand stack) is known while
+//! compiling. When the stack holds none, the list is what it was before any
+//! spill, and the pop goes to memory as before (a return below the depth at
+//! which compiled code was entered).
+//!
+//! Invariant: a spilled frame is named by nothing else in the state (its
+//! object is dropped from the state's heap); a frame that is shared is not
+//! spilled, and the recursion declines as before.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::compile::redbox::RedBox;
+use crate::compile::virtuals::{VHeap, VObject, VPList, VPtr};
+use crate::ir::builder::ResidualBuilder;
+use crate::ir::ops::{BinOp, CmpOp, Overflow, ValTy};
+use crate::run::contstack;
+
+/// How to rebuild a spilled frame from its words.
+#[derive(Clone, Debug)]
+pub enum Template {
+    /// A virtual object: its constants kept, each run-time value a word.
+    Object {
+        /// The object as it was spilled (its run-time reds are stale).
+        obj: VObject,
+        /// For each red of the object (fields, then lists): a constant, or
+        /// the index of its word.
+        slots: Vec<Result<RedBox, usize>>,
+        /// The types of the words.
+        words: Vec<ValTy>,
+    },
+    /// A real object: one word, its address.
+    Real,
+}
+
+impl Template {
+    /// The types of its words.
+    pub fn word_types(&self) -> Vec<ValTy> {
+        match self {
+            Template::Object { words, .. } => words.clone(),
+            Template::Real => vec![ValTy::Ptr],
+        }
+    }
+}
+
+/// The identity of a template: what its slots hold, by type and constant.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum TemplateKey {
+    Object { desc: usize, slots: Vec<Result<(ValTy, u64), ValTy>>, lists: Vec<u64> },
+    Real,
+}
+
+#[derive(Default)]
+struct Templates {
+    all: Vec<Rc<Template>>,
+    ids: HashMap<TemplateKey, u64>,
+}
+
+thread_local! {
+    static TEMPLATES: RefCell<Templates> = RefCell::new(Templates::default());
+}
+
+/// The template numbered `id` in this thread.
+pub fn template(id: u64) -> Option<Rc<Template>> {
+    TEMPLATES.with(|t| t.borrow().all.get(id as usize).cloned())
+}
+
+fn register(key: TemplateKey, make: impl FnOnce() -> Template) -> u64 {
+    TEMPLATES.with(|t| {
+        let mut t = t.borrow_mut();
+        if let Some(id) = t.ids.get(&key) {
+            return *id;
+        }
+        let id = t.all.len() as u64;
+        t.all.push(Rc::new(make()));
+        t.ids.insert(key, id);
+        id
+    })
+}
+
+/// The reds of an object, in the order [`set_object_reds`] takes them.
+fn object_reds(o: &VObject) -> Vec<RedBox> {
+    let mut r = o.fields.clone();
+    for l in &o.lists {
+        l.reds_into(&mut r);
+    }
+    r
+}
+
+fn set_object_reds(o: &mut VObject, reds: &[RedBox]) {
+    let n = o.fields.len();
+    o.fields.copy_from_slice(&reds[..n]);
+    let mut at = n;
+    for l in &mut o.lists {
+        l.set_reds(reds, &mut at);
+    }
+}
+
+/// Pushes the frame `p` onto the continuation stack; false when it cannot
+/// be spilled (a virtualizable object, which has a backing).
+fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr) -> bool {
+    let (id, words) = match heap.resolve(p) {
+        VPtr::Real(r) => (register(TemplateKey::Real, || Template::Real), vec![r]),
+        VPtr::Virtual(i) => {
+            let o = &heap.objects[i as usize];
+            if o.backing.is_some() {
+                return false;
+            }
+            let reds = object_reds(o);
+            let mut slots = vec![];
+            let mut key_slots = vec![];
+            let mut words = vec![];
+            for r in &reds {
+                match r {
+                    RedBox::Const { ty, bits } => {
+                        slots.push(Ok(*r));
+                        key_slots.push(Ok((*ty, *bits)));
+                    }
+                    RedBox::Var { ty, .. } => {
+                        slots.push(Err(words.len()));
+                        key_slots.push(Err(*ty));
+                        words.push(*r);
+                    }
+                }
+            }
+            let key = TemplateKey::Object {
+                desc: o.desc as *const _ as usize,
+                slots: key_slots,
+                lists: o.lists.iter().map(|l| l.key_word()).collect(),
+            };
+            let word_tys = words.iter().map(RedBox::ty).collect();
+            let id = register(key, || Template::Object { obj: o.clone(), slots, words: word_tys });
+            (id, words)
+        }
+    };
+    if b.exec {
+        let mut args = vec![RedBox::u64(words.len() as u64)];
+        args.extend(words);
+        args.push(RedBox::u64(id));
+        b.red_call(contstack::push, "cont_push", &args, &[]);
+        return true;
+    }
+    // In place: room made by a call only when the buffer is full.
+    let cs = stack_address();
+    let len = b.red_load(ValTy::U64, &cs, contstack::LEN);
+    let cap = b.red_load(ValTy::U64, &cs, contstack::CAP);
+    let n = RedBox::u64(words.len() as u64 + 1);
+    let need = b.red_bin(BinOp::Add, Overflow::Wrap, &len, &n);
+    let full = b.red_cmp(CmpOp::Gt, &need, &cap);
+    let full = b.materialize(&full);
+    let (grow, _) = b.new_label(&[]);
+    let (go, _) = b.new_label(&[]);
+    b.branch(full, (grow, &[]), (go, &[]));
+    b.switch_to(grow);
+    b.red_call(contstack::reserve, "cont_reserve", &[n], &[]);
+    b.jump(go, &[]);
+    b.switch_to(go);
+    let buf = b.red_load(ValTy::Ptr, &cs, contstack::WORDS);
+    let at = b.red_index_addr(&buf, &len, 8);
+    for (k, w) in words.iter().chain(std::iter::once(&RedBox::u64(id))).enumerate() {
+        b.red_store(&at, 8 * k as i32, w);
+    }
+    b.red_store(&cs, contstack::LEN, &need);
+    true
+}
+
+/// The address of this thread's continuation stack, a constant of the
+/// code compiled in it.
+fn stack_address() -> RedBox {
+    RedBox::constant(ValTy::Ptr, contstack::Raw::address())
+}
+
+/// The template of the continuation stack's top entry, read in place, and
+/// whether the current call of residual code has none (then the first is
+/// not to be read). Emits a branch: `(empty, top)` where `top` is valid on
+/// the false side, made current; the true side's label is returned.
+pub fn peek_top(b: &mut ResidualBuilder) -> (crate::ir::builder::Label, RedBox) {
+    let cs = stack_address();
+    let len = b.red_load(ValTy::U64, &cs, contstack::LEN);
+    let base = b.red_load(ValTy::U64, &cs, contstack::BASE);
+    let empty = b.red_cmp(CmpOp::Eq, &len, &base);
+    let empty = b.materialize(&empty);
+    let (t, _) = b.new_label(&[]);
+    let (f, _) = b.new_label(&[]);
+    b.branch(empty, (t, &[]), (f, &[]));
+    b.switch_to(f);
+    let buf = b.red_load(ValTy::Ptr, &cs, contstack::WORDS);
+    let last = b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &RedBox::u64(1));
+    let at = b.red_index_addr(&buf, &last, 8);
+    let top = b.red_load(ValTy::U64, &at, 0);
+    (t, top)
+}
+
+/// Pops the top entry's words (of these types), in place in compiled code.
+fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy]) -> Vec<RedBox> {
+    if b.exec {
+        return b.red_call(contstack::pop, "cont_pop", &[RedBox::u64(tys.len() as u64)], tys);
+    }
+    let cs = stack_address();
+    let len = b.red_load(ValTy::U64, &cs, contstack::LEN);
+    let at = b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &RedBox::u64(tys.len() as u64 + 1));
+    let buf = b.red_load(ValTy::Ptr, &cs, contstack::WORDS);
+    let addr = b.red_index_addr(&buf, &at, 8);
+    let words = tys.iter().enumerate().map(|(k, t)| b.red_load(*t, &addr, 8 * k as i32)).collect();
+    b.red_store(&cs, contstack::LEN, &at);
+    words
+}
+
+/// Spills the virtual elements of `l` onto the continuation stack, oldest
+/// first, leaving it [`VPList::Spilled`] with none; false (nothing done)
+/// when one cannot be spilled or `l` is real.
+pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap) -> bool {
+    let (below, items) = match l {
+        VPList::Real(_) => return false,
+        VPList::Virtual(items) => (None, items.clone()),
+        VPList::Over(a, items) => (Some(*a), items.clone()),
+        VPList::Spilled(below, items) => (*below, items.clone()),
+    };
+    let spillable = |p: &VPtr| match heap.resolve(p) {
+        VPtr::Real(_) => true,
+        VPtr::Virtual(i) => heap.objects[i as usize].backing.is_none(),
+    };
+    if !items.iter().all(spillable) {
+        return false;
+    }
+    for p in &items {
+        spill_one(b, heap, p);
+    }
+    *l = VPList::Spilled(below, vec![]);
+    true
+}
+
+/// Pops the top entry of the continuation stack, of template `id`, and
+/// makes it the one virtual element of the spilled list `l`, its object
+/// rebuilt in `heap` from the popped words. False for a template this
+/// thread does not know (nothing done).
+pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id: u64) -> bool {
+    let Some(t) = template(id) else { return false };
+    let VPList::Spilled(_, items) = l else { return false };
+    let tys = t.word_types();
+    let mut vals = pop_words(b, &tys);
+    let p = match &*t {
+        Template::Real => VPtr::Real(vals.remove(0)),
+        Template::Object { obj, slots, .. } => {
+            let reds: Vec<RedBox> = slots
+                .iter()
+                .map(|s| match s {
+                    Ok(c) => *c,
+                    Err(k) => vals[*k],
+                })
+                .collect();
+            let mut o = obj.clone();
+            o.forced = None;
+            set_object_reds(&mut o, &reds);
+            heap.objects.push(o);
+            VPtr::Virtual(heap.objects.len() as u32 - 1)
+        }
+    };
+    items.insert(0, p);
+    true
+}
+
+/// Undoes every spill of `l` still on the continuation stack, in execute
+/// mode (before handing a state over to the interpreter): its entries
+/// become virtual elements again, under those it has, and the list is what
+/// it was before any spill. False when an entry's template is unknown.
+pub fn unspill_all(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap) -> bool {
+    debug_assert!(b.exec, "unspill_all runs in execute mode");
+    loop {
+        let VPList::Spilled(below, items) = l else { return true };
+        let id = b.red_call(contstack::peek, "cont_peek", &[], &[ValTy::U64])[0].as_const().unwrap_or(contstack::EMPTY);
+        if id == contstack::EMPTY {
+            let (below, items) = (*below, std::mem::take(items));
+            *l = match below {
+                Some(a) => VPList::Over(a, items),
+                None => VPList::Virtual(items),
+            };
+            return true;
+        }
+        if !unspill_top(l, b, heap, id) {
+            return false;
+        }
+    }
+}
