@@ -1061,6 +1061,7 @@ pub fn expand(
             };
             let key = &e.key;
             let nested = e.nested.clone().unwrap_or_else(|| quote!(false));
+            let recursion_compiles = !gen.reads_saved_frames();
             let lens = &e.lens;
             let nkey = e.key.len();
             let content = &e.content;
@@ -1100,6 +1101,7 @@ pub fn expand(
                         config: __cfg,
                         stats: &super::jit::__STATS,
                         nested: #nested,
+                        recursion_compiles: #recursion_compiles,
                     };
                     let __hot = #visit;
                     let __content: &[&[u8]] = &[#(#content,)* #deep_content];

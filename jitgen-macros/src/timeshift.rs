@@ -497,15 +497,42 @@ impl<'g> Gen<'g> {
         false
     }
 
-    /// The list `op` pops when it pops a local `Vec` of structs whose
-    /// objects may be virtual (the interpreter's saved frames): such a pop
-    /// may resume on the continuation stack (compiled recursion, see the
-    /// runtime's `compile::spill`), from a resume point before it.
+    /// The list `op` pops or reads when it is a local `Vec` of structs
+    /// whose objects may be virtual (the interpreter's saved frames): such
+    /// an operation may resume on the continuation stack (compiled
+    /// recursion, see the runtime's `compile::spill`) with its top frame
+    /// virtual again, from a resume point before it.
     fn pops_frames(&self, fi: usize, op: &hint_annotator::flowgraph::Op) -> Option<Var> {
         match (&op.kind, op.args.first()) {
-            (OpKind::Pop, Some(Value::Var(l))) if matches!(self.repr(fi, *l), Repr::VOList(_)) => Some(*l),
+            (OpKind::Pop | OpKind::Len | OpKind::GetItem, Some(Value::Var(l)))
+                if matches!(self.repr(fi, *l), Repr::VOList(_)) && self.fns[fi].color(*l) == Color::Red =>
+            {
+                Some(*l)
+            }
             _ => None,
         }
+    }
+
+    /// Whether the interpreter reads its saved frames in place: a type of
+    /// struct whose local `Vec`s are popped is also read by `len` or index
+    /// (`frames.last()`). Its recursion is not spilled (the runtime's
+    /// `Frame::reads_saved_frames`).
+    pub fn reads_saved_frames(&self) -> bool {
+        let (mut popped, mut read) = (BTreeSet::new(), BTreeSet::new());
+        for fi in 0..self.fns.len() {
+            for b in self.fns[fi].graph.blocks() {
+                for op in &self.fns[fi].graph.graph[b].ops {
+                    let Some(l) = self.pops_frames(fi, op) else { continue };
+                    let Repr::VOList(s) = self.repr(fi, l) else { continue };
+                    if op.kind == OpKind::Pop {
+                        popped.insert(s);
+                    } else {
+                        read.insert(s);
+                    }
+                }
+            }
+        }
+        popped.intersection(&read).next().is_some()
     }
 
     /// Whether `op` promotes a red scalar: a flexswitch at run time, its
@@ -848,20 +875,17 @@ impl<'g> Gen<'g> {
                 )
             }
             (OpKind::Len, [Value::Var(l), ..]) => {
+                // Virtual elements stay virtual: an index computed from the
+                // length (`last()`) finds them (`JitState::frames_elem`).
                 let l = list_of(*l);
-                let flush = flushed(&l);
                 self.bind(
                     fi,
                     r,
                     quote!({
-                        #flush
-                        match &#l {
-                            #rt::virtuals::VPList::Real(__a) | #rt::virtuals::VPList::Over(__a, _) => match #rt::heap::vec_layout::<#sn>() {
-                                Some(__l) => __c.b.red_vec_len(__a, __l),
-                                None => #no_layout,
-                            },
-                            #rt::virtuals::VPList::Virtual(__items) => #rt::redbox::RedBox::u64(__items.len() as u64),
-                            #rt::virtuals::VPList::Spilled(..) => #spilled,
+                        if let #rt::virtuals::VPList::Spilled(..) = &#l #spilled
+                        match __st.frames_len(&#l, &mut __c.b, #rt::heap::vec_layout::<#sn>()) {
+                            Some(__n) => __n,
+                            None => #no_layout,
                         }
                     }),
                 )
@@ -875,6 +899,9 @@ impl<'g> Gen<'g> {
                     r,
                     quote!({
                         let __i = #i;
+                        match __st.frames_elem(&#l, &__c.b, &__i) {
+                            Some(__p) => __p,
+                            None => {
                         #flush
                         match &#l {
                             #rt::virtuals::VPList::Virtual(__items) => {
@@ -890,6 +917,8 @@ impl<'g> Gen<'g> {
                                 None => #no_layout,
                             },
                             #rt::virtuals::VPList::Spilled(..) => #spilled,
+                        }
+                            }
                         }
                     }),
                 )
@@ -2760,6 +2789,16 @@ impl<'g> Gen<'g> {
         let callbacks = &self.callbacks;
         let list_arms: Vec<TokenStream> =
             list_groups.into_values().map(|(visits, pats)| quote!(#(#pats)|* => { #(#visits)* })).collect();
+        // An interpreter that reads its saved frames in place (`frames.last()`)
+        // would bring spilled frames back at each read: its recursion is
+        // not spilled (see the runtime's `JitState::spill_frames`).
+        let reads_saved_frames = self.reads_saved_frames().then(|| {
+            quote!(
+                fn reads_saved_frames(&self) -> bool {
+                    true
+                }
+            )
+        });
         // (Frames with no list keep the trait's default, which visits none.)
         let lists_mut = (!list_arms.is_empty()).then(|| {
             quote! {
@@ -2809,6 +2848,7 @@ impl<'g> Gen<'g> {
                     }
                 }
                 #lists_mut
+                #reads_saved_frames
                 fn unmerge(&mut self) {
                     match self {
                         #(#unmerge_arms)*

@@ -648,6 +648,7 @@ fn inlined_call_keeps_a_chain_of_frames() {
         epoch: 0,
         lineage: Default::default(),
         below_entry: false,
+        top_len: None,
     });
     let mut depth_seen = vec![];
     while let Some(mut s) = next.take() {

@@ -116,7 +116,30 @@ impl ResidualBuilder {
         }
         let (x, y) = (self.materialize(a), self.materialize(b));
         let v = self.bin(op, ty, ov, x, y);
+        // A list's length plus a constant goes on being known so through
+        // constants added to it (`len - 1`).
+        if let (BinOp::Add | BinOp::Sub, Some(k), true) = (op, b.as_const(), ty.is_int()) {
+            let length = |s: &SymAddr| matches!(s.root, RedBox::Var { val, .. } if self.lengths.contains(&val));
+            if let Some(s) = self.addrs.get(&x).copied().filter(length) {
+                let k = if op == BinOp::Add { k as i64 } else { (k as i64).wrapping_neg() };
+                self.addrs.insert(v, s.plus(k));
+            }
+        }
         self.var(v)
+    }
+
+    /// `m + k` for a list's length `m` below `k` more elements: known to be
+    /// `m` plus `k` (see [`ResidualBuilder::sym_addr`]), and never zero
+    /// when `k` is positive.
+    pub fn red_length_plus(&mut self, m: &RedBox, k: u64) -> RedBox {
+        if let RedBox::Var { val, .. } = m {
+            self.lengths.insert(*val);
+        }
+        let r = self.red_bin(BinOp::Add, Overflow::Wrap, m, &RedBox::u64(k));
+        if let (RedBox::Var { val, .. }, false) = (r, m.is_const()) {
+            self.addrs.insert(val, SymAddr { root: *m, index: None, offset: k as i64 });
+        }
+        r
     }
 
     /// `op a`.
@@ -147,6 +170,14 @@ impl ResidualBuilder {
             match (op, k) {
                 (CmpOp::Ne, Some(0)) | (CmpOp::Eq, Some(1)) => return *var,
                 _ => {}
+            }
+        }
+        // A length plus a positive constant is not zero.
+        if let (CmpOp::Eq | CmpOp::Ne, Some(0)) = (op, b.as_const()) {
+            let s = self.sym_addr(a);
+            let length = matches!(s.root, RedBox::Var { val, .. } if self.lengths.contains(&val));
+            if length && s.index.is_none() && (1..1 << 62).contains(&s.offset) {
+                return RedBox::bool(op == CmpOp::Ne);
             }
         }
         let (x, y) = (self.materialize(a), self.materialize(b));

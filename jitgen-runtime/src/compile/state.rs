@@ -52,6 +52,13 @@ pub trait Frame: Clone {
     /// Visits the frame's lists and dicts (virtual or real) that may be
     /// forced: [`JitState::force_lists`] and merge keys use it.
     fn lists_mut(&mut self, _f: &mut dyn FnMut(ListMut<'_>)) {}
+    /// Whether the interpreter reads its lists of structs (saved frames) in
+    /// place, not only by `pop` (`frames.last()` at every instruction):
+    /// its recursion is not spilled ([`JitState::spill_frames`]), since
+    /// each read would bring a spilled frame back through a flexswitch.
+    fn reads_saved_frames(&self) -> bool {
+        false
+    }
 }
 
 /// A frame's list or dict, as [`Frame::lists_mut`] visits it, with the
@@ -129,6 +136,13 @@ pub struct JitState<F> {
     /// compiled code, while code compiled for the caller's own loop starts
     /// with them in registers.
     pub below_entry: bool,
+    /// The last length taken of a list of structs with virtual elements
+    /// over a part in memory or on the continuation stack: that part's
+    /// length (a run-time value) and the virtual elements then. An index
+    /// computed from it (`len - 1` in `last()`) names a virtual element
+    /// ([`JitState::frames_elem`]). Forgotten with the fields and at
+    /// normalization.
+    pub top_len: Option<(RedBox, Vec<VPtr>)>,
 }
 
 /// The merge points with virtual lists a path went through, each with its
@@ -273,13 +287,22 @@ impl<F: Frame> JitState<F> {
 
     /// A state with one frame and the virtual objects it points to.
     pub fn with_heap(frame: F, heap: VHeap) -> JitState<F> {
-        JitState { frames: vec![frame], heap, known: vec![], epoch: 0, lineage: Lineage::default(), below_entry: false }
+        JitState {
+            frames: vec![frame],
+            heap,
+            known: vec![],
+            epoch: 0,
+            lineage: Lineage::default(),
+            below_entry: false,
+            top_len: None,
+        }
     }
 
     /// Puts the heap in canonical order (see [`crate::compile::virtuals`]): pointers
     /// to forced objects become real, virtual objects are numbered by first
     /// reference from the frames, unreachable ones dropped.
     pub fn normalize(&mut self) {
+        self.top_len = None;
         if self.heap.objects.is_empty() {
             // No object, so no pointer to a virtual one.
             return;
@@ -327,6 +350,7 @@ impl<F: Frame> JitState<F> {
             epoch: 0,
             lineage: Lineage::default(),
             below_entry: false,
+            top_len: None,
         };
         for f in &mut c.frames {
             f.vptrs_mut(&mut |p| {
@@ -373,10 +397,12 @@ impl<F: Frame> JitState<F> {
     }
 
     /// Where a path is, for recursion: the hash of the frames' keys with
-    /// their lists of structs (saved frames) taken as empty and real, and
-    /// how many virtual elements those hold (how deep the language-level
+    /// their lists of structs (saved frames) taken as empty and real, the
+    /// same with every other list and dict taken as real too (an operand
+    /// stack shared by the calls grows with them), and how many virtual
+    /// elements the lists of structs hold (how deep the language-level
     /// calls compiled inline are); `None` when they hold none.
-    pub fn call_point(&mut self) -> Option<(u64, usize)> {
+    pub fn call_point(&mut self) -> Option<(u64, u64, usize)> {
         let mut depth = 0;
         for f in &mut self.frames {
             f.lists_mut(&mut |l| {
@@ -398,15 +424,24 @@ impl<F: Frame> JitState<F> {
         }
         use std::hash::BuildHasher;
         let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
-        Some((rustc_hash::FxBuildHasher.hash_one((&keys, "calls")), depth))
+        let exact = rustc_hash::FxBuildHasher.hash_one((&keys, "calls"));
+        for f in &mut frames {
+            f.lists_mut(&mut |l| l.forget());
+        }
+        let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
+        Some((exact, rustc_hash::FxBuildHasher.hash_one((&keys, "calls, lists real")), depth))
     }
 
     /// Spills the saved frames of a language-level recursion onto the
     /// continuation stack (see [`crate::compile::spill`]): the one list of
     /// structs with virtual elements loses them. False (nothing done) when
     /// there is not exactly one such list, another list is spilled already,
-    /// or a frame is also named from elsewhere in the state.
+    /// a frame is also named from elsewhere in the state, or the
+    /// interpreter reads its frames in place ([`Frame::reads_saved_frames`]).
     pub fn spill_frames(&mut self, b: &mut ResidualBuilder) -> bool {
+        if self.frames.iter().any(Frame::reads_saved_frames) {
+            return false;
+        }
         let mut refs: std::collections::HashMap<u32, usize> = Default::default();
         let (mut candidates, mut spilled) = (0, 0);
         for f in &mut self.frames {
@@ -441,7 +476,8 @@ impl<F: Frame> JitState<F> {
                 if items.is_empty() || done {
                     return;
                 }
-                let shared = items.iter().any(|p| matches!(p, VPtr::Virtual(i) if refs.get(i).copied().unwrap_or(0) > 1));
+                let shared =
+                    items.iter().any(|p| matches!(p, VPtr::Virtual(i) if refs.get(i).copied().unwrap_or(0) > 1));
                 if !shared && (spilled == 0 || matches!(l, VPList::Spilled(..))) {
                     done = crate::compile::spill::spill_list(l, b, heap);
                 }
@@ -456,6 +492,7 @@ impl<F: Frame> JitState<F> {
     /// `None` makes the list what it was before any spill. False when the
     /// frame has no such list or the template is unknown.
     pub fn unspill(&mut self, b: &mut ResidualBuilder, id: Option<u64>) -> bool {
+        self.top_len = None;
         let Some(f) = self.frames.last_mut() else { return false };
         let heap = &mut self.heap;
         let mut done = false;
@@ -600,6 +637,53 @@ impl<F: Frame> JitState<F> {
     /// Forgets every known field (a call that is not inlined may write any).
     pub fn forget_fields(&mut self) {
         self.known.clear();
+        self.top_len = None;
+    }
+
+    /// `len()` of a list of structs whose objects may be virtual, without
+    /// moving its virtual elements into memory: a constant for a virtual
+    /// list; else the length of its part in memory plus its virtual
+    /// elements, remembered so that an index computed from it finds them
+    /// ([`JitState::frames_elem`]). `None` when the `Vec` layout is needed
+    /// and not known, or for a spilled list (whose frames on the
+    /// continuation stack are not counted: an interpreter that reads its
+    /// frames is not spilled, [`Frame::reads_saved_frames`]).
+    pub fn frames_len(&mut self, l: &VPList, b: &mut ResidualBuilder, layout: Option<(i32, i32)>) -> Option<RedBox> {
+        let (below, items) = match l {
+            VPList::Virtual(items) => return Some(RedBox::u64(items.len() as u64)),
+            VPList::Real(a) => return Some(b.red_vec_len(a, layout?)),
+            VPList::Over(a, items) => (b.red_vec_len(a, layout?), items),
+            VPList::Spilled(..) => return None,
+        };
+        if items.is_empty() {
+            return Some(below);
+        }
+        self.top_len = Some((below, items.clone()));
+        Some(b.red_length_plus(&below, items.len() as u64))
+    }
+
+    /// The element at `index` of a list of structs, when `index` names one
+    /// of its virtual elements over a part in memory or on the continuation
+    /// stack: computed from the length [`JitState::frames_len`] gave, with
+    /// those elements still there.
+    pub fn frames_elem(&self, l: &VPList, b: &ResidualBuilder, index: &RedBox) -> Option<VPtr> {
+        let (VPList::Over(_, items) | VPList::Spilled(_, items)) = l else { return None };
+        let (below, then) = self.top_len.as_ref()?;
+        let n = items.len().min(then.len());
+        if items[..n] != then[..n] {
+            return None;
+        }
+        let j = match (index.as_const(), below.as_const()) {
+            (Some(i), Some(m)) => i.wrapping_sub(m) as i64,
+            _ => {
+                let s = b.sym_addr(index);
+                if s.index.is_some() || s.root != *below {
+                    return None;
+                }
+                s.offset
+            }
+        };
+        usize::try_from(j).ok().and_then(|j| items.get(j)).copied()
     }
 
     /// The alias classes, types and offsets of the known fields, in order:

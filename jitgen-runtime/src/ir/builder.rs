@@ -26,6 +26,9 @@ pub struct ResidualBuilder {
     pub(crate) addrs: rustc_hash::FxHashMap<Val, SymAddr>,
     /// Integer values made by a widening cast, and what they widen.
     pub(crate) widened: rustc_hash::FxHashMap<Val, Val>,
+    /// Values known to be lengths of lists (below `2^62`, so a positive
+    /// constant added to one is never zero).
+    pub(crate) lengths: rustc_hash::FxHashSet<Val>,
     /// Calls recorded so far (a call may change any `Vec`'s length or buffer).
     pub(crate) calls: u64,
     /// Two-way branches recorded so far.
@@ -70,6 +73,7 @@ impl ResidualBuilder {
             ops: 0,
             exec: false,
             addrs: Default::default(),
+            lengths: Default::default(),
             widened: Default::default(),
             calls: 0,
             branches: 0,

@@ -828,6 +828,11 @@ pub struct PortalSite<K: 'static> {
     /// before the function compiles alone (code entered in the function
     /// hands over to the interpreter at each return below its entry).
     pub nested: bool,
+    /// The interpreter's language-level recursion compiles (its saved
+    /// frames are spilled, see `compile::spill`): code entered with saved
+    /// frames that keeps handing over is retired alone, without making
+    /// every position with saved frames decline.
+    pub recursion_compiles: bool,
 }
 
 /// How many times the threshold a position with saved frames waits (see
@@ -923,7 +928,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 // No code left: visits need not consult the entry filter.
                 self.sampler.with(|s| s.forget_entries());
             }
-            if self.nested {
+            if self.nested && !self.recursion_compiles {
                 // Code entered with saved frames that keeps handing over
                 // returns below its entry: the program recurses in a way
                 // the compiler did not see (its frames in memory). As after

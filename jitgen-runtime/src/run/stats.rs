@@ -18,6 +18,7 @@ pub struct Stats {
     flexswitch_misses: AtomicU64,
     resumptions: AtomicU64,
     unhooked: AtomicU64,
+    spills: AtomicU64,
     recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
@@ -51,6 +52,10 @@ pub struct StatsSnapshot {
     /// `Sampler::gives_up`): the rest of such a call is interpreted at
     /// plain speed.
     pub unhooked: u64,
+    /// Merge points where compiled code met a language-level recursion and
+    /// spilled the interpreter's saved frames onto the continuation stack
+    /// (compiled recursion, see `compile::spill`).
+    pub spills: u64,
 }
 
 impl Stats {
@@ -67,6 +72,7 @@ impl Stats {
             flexswitch_misses: AtomicU64::new(0),
             resumptions: AtomicU64::new(0),
             unhooked: AtomicU64::new(0),
+            spills: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
@@ -136,6 +142,11 @@ impl Stats {
         self.resumptions.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records a merge point that spilled saved frames (compiled recursion).
+    pub fn spilled(&self) {
+        self.spills.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Records an entry into residual code.
     pub fn entered(&self) {
         self.entries.fetch_add(1, Ordering::Relaxed);
@@ -154,6 +165,7 @@ impl Stats {
             flexswitch_misses: self.flexswitch_misses.load(Ordering::Relaxed),
             resumptions: self.resumptions.load(Ordering::Relaxed),
             unhooked: self.unhooked.load(Ordering::Relaxed),
+            spills: self.spills.load(Ordering::Relaxed),
         }
     }
 }

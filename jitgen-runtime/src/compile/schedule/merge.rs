@@ -146,13 +146,26 @@ impl<F: Frame> Compilation<F> {
         st.normalize();
         let mut key = st.key();
         if !self.versions.contains_key(&key) {
-            if let Some((point, depth)) = st.call_point() {
+            if let Some((exact, point, depth)) = st.call_point() {
+                let same_lists = st.lineage.grew(exact, depth, self.b.branches);
                 if st.lineage.grew(point, depth, self.b.branches) {
                     // A language-level recursion: its saved frames go onto
                     // the continuation stack, and the call continues in
                     // the function's code for any depth (`compile::spill`).
+                    // Lists that grew with it (an operand stack the calls
+                    // share) are forced first, so that one version of the
+                    // function's code serves every depth.
+                    if !same_lists {
+                        self.stats.lists_forced_at_merges += 1;
+                        st.force_lists(&mut self.b);
+                        st.sync_facts(&self.b);
+                        st.normalize();
+                    }
                     if st.spill_frames(&mut self.b) {
                         self.stats.spills += 1;
+                        if let Some(s) = self.tree.stats {
+                            s.spilled();
+                        }
                         st.sync_facts(&self.b);
                         st.normalize();
                         key = st.key();
