@@ -102,11 +102,14 @@
 //! inside before the function compiles alone. Other real lists of structs (a field
 //! read through a pointer, a `&mut Vec`) are worked on in memory. A language-level
 //! recursion (a path back at the same position with more saved frames virtual,
-//! through a run-time branch: `JitState::call_point`) declines a portal's compilation,
-//! and from then on the module's portals refuse entries with saved frames
-//! (`Stats::saw_recursion`); `jit::specialize` works on a given `Vec` of frames in
-//! memory throughout. Recursion is not compiled for speed yet. A hand-over inside an inlined call parks with the saved frames
-//! rebuilt from the state (`__unpark_S`). So TLC's SEND/CALL/RETURN
+//! through a run-time branch: `JitState::call_point`) spills them onto the
+//! continuation stack (`VPList::Spilled`, see `compile::spill`) and runs the
+//! function's code again; where they cannot be spilled (the interpreter reads them
+//! in place: `len` and `last()` find virtual frames by how the index was computed,
+//! `JitState::frames_len`), it declines a portal's compilation, and from then on the
+//! module's portals refuse entries with saved frames (`Stats::saw_recursion`). A
+//! hand-over inside an inlined call parks with the saved frames, spilled ones
+//! included, rebuilt from the state (`__unpark_S`). So TLC's SEND/CALL/RETURN
 //! compile into the caller's loop: the callee's frame, operand stack and arguments stay
 //! virtual, and only the instance's fields are memory.
 //! A red local `HashMap` of scalars is a `VDict` (`vdict.rs`): virtual while every key

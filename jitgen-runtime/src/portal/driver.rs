@@ -22,8 +22,9 @@
 //! Portal code that keeps handing over (64 times, in more than half of its runs) is
 //! retired: its key is interpreted from then on. Retired code that was entered with
 //! saved frames (it kept returning below its entry: a recursion over frames in memory,
-//! which the compiler does not see) marks the module as recursing, as a recursion the
-//! compiler sees does, so positions with saved frames decline from then on; and a
+//! which the compiler does not see) marks the module as recursing where its recursion
+//! does not compile (`PortalSite::recursion_compiles`), as a recursion the compiler
+//! sees and cannot spill does, so positions with saved frames decline from then on; and a
 //! thread's portal left with no code forgets its entry filter (`Sampler::forget_entries`).
 //! Measured with `cargo run --release --example subroutines -- 1000000 --max-cases 0` (every return handed over): 139 ms
 //! against 14 ms interpreted, most of it the portal hook's lookup at every merge point
@@ -849,7 +850,16 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             policy.threshold = policy.threshold.saturating_mul(NESTED_THRESHOLD_FACTOR);
         }
         let weight = self.sampler.with(|s| s.take_weight());
-        let hot = self.cache.with(|c| c.borrow_mut().visit_weighted(key, content, policy, weight));
+        let per_key = self.stats.compile_per_key();
+        let hot = self.cache.with(|c| {
+            let mut c = c.borrow_mut();
+            // What compiling a key costs this module, its flexswitch cases
+            // included (a recursion's continuations compile as cases).
+            if let Some(d) = per_key {
+                c.expected_compile = c.expected_compile.max(d);
+            }
+            c.visit_weighted(key, content, policy, weight)
+        });
         match hot {
             Hot::Cold => {
                 // The next visits go uncounted; the one after them counts for them.

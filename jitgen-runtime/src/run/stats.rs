@@ -19,6 +19,7 @@ pub struct Stats {
     resumptions: AtomicU64,
     unhooked: AtomicU64,
     spills: AtomicU64,
+    case_compilations: AtomicU64,
     recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
@@ -73,6 +74,7 @@ impl Stats {
             resumptions: AtomicU64::new(0),
             unhooked: AtomicU64::new(0),
             spills: AtomicU64::new(0),
+            case_compilations: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
@@ -140,6 +142,21 @@ impl Stats {
     /// Records a hand-over from residual code to the interpreter.
     pub fn resumed(&self) {
         self.resumptions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What compiling one position key has cost on average: the time of
+    /// all compilations, flexswitch cases included, per compilation that was
+    /// not a case; `None` before the first.
+    pub fn compile_per_key(&self) -> Option<std::time::Duration> {
+        let all = self.compilations.load(Ordering::Relaxed);
+        let keys = all.saturating_sub(self.case_compilations.load(Ordering::Relaxed));
+        (keys > 0).then(|| std::time::Duration::from_nanos(self.compile_nanos.load(Ordering::Relaxed) / keys))
+    }
+
+    /// Records that the last compilation ([`Stats::compiled`]) was a
+    /// flexswitch case's.
+    pub fn case_compiled(&self) {
+        self.case_compilations.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records a merge point that spilled saved frames (compiled recursion).

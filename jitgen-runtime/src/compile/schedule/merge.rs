@@ -32,6 +32,13 @@
 //! (a drain), or grows in a loop that branches on nothing known only at run
 //! time (copying a call's arguments), stays virtual.
 //!
+//! A state back at a call point with more of the interpreter's saved frames
+//! virtual than when its path was there before, through a run-time branch
+//! since, is a language-level recursion: its frames are spilled onto the
+//! continuation stack (`crate::compile::spill`), after the lists that grew
+//! with them (an operand stack its calls share) are forced, so that one
+//! version of the function's code serves every depth.
+//!
 //! A version gets a label whose parameters are its run-time reds, and the
 //! path continues there. When the current block has recorded nothing since
 //! it began and its parameters hold every value the new version passes (two
@@ -147,8 +154,7 @@ impl<F: Frame> Compilation<F> {
         let mut key = st.key();
         if !self.versions.contains_key(&key) {
             if let Some((exact, point, depth)) = st.call_point() {
-                let same_lists = st.lineage.grew(exact, depth, self.b.branches);
-                if st.lineage.grew(point, depth, self.b.branches) {
+                if let (true, same_lists) = st.lineage.grew_tagged(point, depth, self.b.branches, exact) {
                     // A language-level recursion: its saved frames go onto
                     // the continuation stack, and the call continues in
                     // the function's code for any depth (`compile::spill`).

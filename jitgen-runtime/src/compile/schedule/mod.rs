@@ -238,11 +238,12 @@ impl<F: Frame> Compilation<F> {
         self.defer = Some(defer);
     }
 
-    /// Makes a language-level recursion (see `JitState::call_point`)
-    /// decline this compilation and those below it, and be remembered in
-    /// the stats (`Stats::saw_recursion`): for portals, where the
-    /// interpreter can run it. (Elsewhere it unrolls up to
-    /// `MAX_VIRTUAL_PTRS` frames, or runs over frames in memory.)
+    /// Makes a language-level recursion (see `JitState::call_point`) whose
+    /// saved frames cannot be spilled (`compile::spill`) decline this
+    /// compilation and those below it, and be remembered in the stats
+    /// (`Stats::saw_recursion`): for portals, where the interpreter can run
+    /// it. (Elsewhere it unrolls up to `MAX_VIRTUAL_PTRS` frames, or runs
+    /// over frames in memory.)
     pub fn set_declines_recursion(&mut self) {
         self.tree.declines_recursion.set(true);
     }

@@ -318,6 +318,7 @@ impl<F: Frame> Compilation<F> {
                 };
                 if let Some(s) = tree.stats {
                     s.compiled(r.as_ref().ok().map(|(_, n)| *n), t0.elapsed().as_nanos() as u64);
+                    s.case_compiled();
                     if let Err(why) = &r {
                         s.declined_because(&format!("{name}: {why}"));
                     }
