@@ -1119,13 +1119,14 @@ pub fn expand(
                     )?;
                     #(#origins)*
                     let __mark = #rt::heap::arena_mark();
+                    let __t0 = __site.nested.then(::std::time::Instant::now);
                     let __out = #rt::residual::call_parking(&__code, &__words);
                     let __r = match __out {
                         Ok(__w) => Ok(#decode),
                         // After a hand-over, the interpreter reached the merge
                         // point: the interpreter proper goes on from there.
                         Err(#rt::residual::ResidualError::Parked(__p)) => {
-                            __site.handed_over(&__key);
+                            __site.handed_over(&__key, __t0.map(|__t| __t.elapsed()));
                             let __st = *__p
                                 .downcast::<#rt::state::JitState<__Frame<'static>>>()
                                 .expect("jitgen: a state of this portal");

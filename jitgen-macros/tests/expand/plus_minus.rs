@@ -1028,6 +1028,7 @@ pub mod plus_minus {
                     ),
                 )?;
             let __mark = ::jitgen::__private::rt::heap::arena_mark();
+            let __t0 = __site.nested.then(::std::time::Instant::now);
             let __out = ::jitgen::__private::rt::residual::call_parking(
                 &__code,
                 &__words,
@@ -1035,7 +1036,7 @@ pub mod plus_minus {
             let __r = match __out {
                 Ok(__w) => Ok(((__w[0]) as i64)),
                 Err(::jitgen::__private::rt::residual::ResidualError::Parked(__p)) => {
-                    __site.handed_over(&__key);
+                    __site.handed_over(&__key, __t0.map(|__t| __t.elapsed()));
                     let __st = *__p
                         .downcast::<
                             ::jitgen::__private::rt::state::JitState<__Frame<'static>>,

@@ -836,6 +836,11 @@ pub struct PortalSite<K: 'static> {
     pub recursion_compiles: bool,
 }
 
+/// How long code entered with saved frames runs before its hand-over is
+/// worth it: a hand-over runs the interpreter in execute mode up to its next
+/// merge point, some microseconds (see [`PortalSite::handed_over`]).
+pub const WORTH_A_HAND_OVER: std::time::Duration = std::time::Duration::from_micros(100);
+
 /// How many times the threshold a position with saved frames waits (see
 /// [`PortalSite::nested`]).
 pub const NESTED_THRESHOLD_FACTOR: u32 = 4;
@@ -930,8 +935,18 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     }
 
     /// Records that the code of `key` handed over to the interpreter (see
-    /// [`PortalCache::handed_over`]).
-    pub fn handed_over(&self, key: &K) {
+    /// [`PortalCache::handed_over`]) after running for `ran` (measured where
+    /// the interpreter has saved frames). Code entered with saved frames
+    /// hands over at its return below its entry: where recursion compiles,
+    /// that is how code running a whole call of the interpreted program
+    /// ends, and only a hand-over after less than [`WORTH_A_HAND_OVER`]
+    /// counts toward retiring it (the harness's `fib_recursive`, run again
+    /// and again in one thread, retired its code after 64 runs and was
+    /// interpreted from then on, at 2.2x the interpreter's time).
+    pub fn handed_over(&self, key: &K, ran: Option<std::time::Duration>) {
+        if self.nested && self.recursion_compiles && ran.is_some_and(|d| d >= WORTH_A_HAND_OVER) {
+            return;
+        }
         if self.cache.with(|c| c.borrow_mut().handed_over(key)) {
             self.stats.declined_because("residual code retired: it kept handing over to the interpreter");
             if !self.cache.with(|c| c.borrow().has_any_code()) {
