@@ -34,7 +34,7 @@ use std::rc::Rc;
 
 use crate::compile::redbox::RedBox;
 use crate::compile::virtuals::{VHeap, VObject, VPList, VPtr};
-use crate::ir::builder::ResidualBuilder;
+use crate::ir::builder::{Label, ResidualBuilder};
 use crate::ir::ops::{BinOp, CmpOp, Overflow, ValTy};
 use crate::run::contstack;
 
@@ -169,16 +169,12 @@ fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr) -> bool {
     let n = RedBox::u64(words.len() as u64 + 1);
     let need = b.red_bin(BinOp::Add, Overflow::Wrap, &len, &n);
     let full = b.red_cmp(CmpOp::Gt, &need, &cap);
-    let full = b.materialize(&full);
-    let (grow, _) = b.new_label(&[]);
-    let (go, _) = b.new_label(&[]);
-    b.branch(full, (grow, &[]), (go, &[]));
+    let (grow, go) = fork(b, &full);
     b.switch_to(grow);
     b.red_call(contstack::reserve, "cont_reserve", &[n], &[]);
     b.jump(go, &[]);
     b.switch_to(go);
-    let buf = b.red_load(ValTy::Ptr, &cs, contstack::WORDS);
-    let at = b.red_index_addr(&buf, &len, 8);
+    let at = word_address(b, &len);
     for (k, w) in words.iter().chain(std::iter::once(&RedBox::u64(id))).enumerate() {
         b.red_store(&at, 8 * k as i32, w);
     }
@@ -192,23 +188,33 @@ fn stack_address() -> RedBox {
     RedBox::constant(ValTy::Ptr, contstack::Raw::address())
 }
 
-/// The template of the continuation stack's top entry, read in place, and
-/// whether the current call of residual code has none (then the first is
-/// not to be read). Emits a branch: `(empty, top)` where `top` is valid on
-/// the false side, made current; the true side's label is returned.
-pub fn peek_top(b: &mut ResidualBuilder) -> (crate::ir::builder::Label, RedBox) {
+/// The address of word `index` of the continuation stack's buffer.
+fn word_address(b: &mut ResidualBuilder, index: &RedBox) -> RedBox {
+    let buf = b.red_load(ValTy::Ptr, &stack_address(), contstack::WORDS);
+    b.red_index_addr(&buf, index, 8)
+}
+
+/// Branches on `cond` to two new labels: `(true side, false side)`.
+fn fork(b: &mut ResidualBuilder, cond: &RedBox) -> (Label, Label) {
+    let c = b.materialize(cond);
+    let (t, _) = b.new_label(&[]);
+    let (f, _) = b.new_label(&[]);
+    b.branch(c, (t, &[]), (f, &[]));
+    (t, f)
+}
+
+/// Reads the continuation stack's top entry in place: branches on whether
+/// the current call of residual code has one, makes the side where it has
+/// current, and returns the other side's label and the entry's template.
+pub fn peek_top(b: &mut ResidualBuilder) -> (Label, RedBox) {
     let cs = stack_address();
     let len = b.red_load(ValTy::U64, &cs, contstack::LEN);
     let base = b.red_load(ValTy::U64, &cs, contstack::BASE);
     let empty = b.red_cmp(CmpOp::Eq, &len, &base);
-    let empty = b.materialize(&empty);
-    let (t, _) = b.new_label(&[]);
-    let (f, _) = b.new_label(&[]);
-    b.branch(empty, (t, &[]), (f, &[]));
+    let (t, f) = fork(b, &empty);
     b.switch_to(f);
-    let buf = b.red_load(ValTy::Ptr, &cs, contstack::WORDS);
     let last = b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &RedBox::u64(1));
-    let at = b.red_index_addr(&buf, &last, 8);
+    let at = word_address(b, &last);
     let top = b.red_load(ValTy::U64, &at, 0);
     (t, top)
 }
@@ -221,8 +227,7 @@ fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy]) -> Vec<RedBox> {
     let cs = stack_address();
     let len = b.red_load(ValTy::U64, &cs, contstack::LEN);
     let at = b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &RedBox::u64(tys.len() as u64 + 1));
-    let buf = b.red_load(ValTy::Ptr, &cs, contstack::WORDS);
-    let addr = b.red_index_addr(&buf, &at, 8);
+    let addr = word_address(b, &at);
     let words = tys.iter().enumerate().map(|(k, t)| b.red_load(*t, &addr, 8 * k as i32)).collect();
     b.red_store(&cs, contstack::LEN, &at);
     words
