@@ -900,6 +900,39 @@ fn child_recursion_compiles() {
     assert!(!why.contains("language-level") && !why.contains("panicked") && !why.contains("jitgen bug"), "{why}");
 }
 
+/// Compiled recursion run again and again in one thread that has code for
+/// other programs, under the default hot-spot policy, as the harness runs
+/// it: its code, entered where the interpreter has saved frames, hands over
+/// at the return below its entry at the end of each run, after a whole
+/// subtree of calls in compiled code, and is still entered at every run,
+/// never retired.
+#[test]
+fn recursive_code_is_kept_over_many_runs() {
+    assert!(run_child("child_recursive_code_is_kept_over_many_runs"));
+}
+
+#[test]
+#[ignore = "run by recursive_code_is_kept_over_many_runs in a child process (the default policy)"]
+fn child_recursive_code_is_kept_over_many_runs() {
+    // As in the harness: the thread has code for other programs first.
+    for (name, n) in [("f1", 300), ("factorial", 300_000), ("fibonacci", 300_000), ("accumulator", 300_000)] {
+        let _ = run(&program(name), n, true);
+    }
+    let fib = program("fib_recursive");
+    for _ in 0..8 {
+        assert_eq!(run(&fib, 30, true).0, Ok("832040".into()));
+    }
+    let before = jit::stats();
+    assert!(before.spills > 0, "{before:?}");
+    for _ in 0..4 {
+        assert_eq!(run(&fib, 30, true).0, Ok("832040".into()));
+    }
+    let s = jit::stats();
+    assert!(s.entries - before.entries >= 4, "compiled code still runs each time: {s:?} {:?}", jit::last_decline());
+    let why = jit::last_decline().unwrap_or_default();
+    assert!(!why.contains("retired"), "{why}");
+}
+
 /// Runs one ignored test of this binary in a child process: a fresh
 /// process, whose hot-spot policy is the default one (the tests above set
 /// explicit thresholds, which are exact and have no warm-up).
