@@ -307,6 +307,14 @@ impl VPList {
     /// code called into memory (facts about it are then stale).
     pub fn push(&mut self, b: &mut ResidualBuilder, heap: &mut VHeap, desc: &VDesc, x: VPtr) -> Result<bool, ()> {
         match self {
+            // Execute mode runs a hand-over to its end (`jit::specialize`):
+            // a recursion deeper than that goes onto the continuation stack.
+            VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS && b.exec => {
+                if !crate::compile::spill::spill_list(self, b, heap) {
+                    return Err(());
+                }
+                self.push(b, heap, desc, x).map(|_| true)
+            }
             VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS => Err(()),
             VPList::Virtual(items) => {
                 items.push(x);
@@ -324,13 +332,19 @@ impl VPList {
                 self.flush(b, heap, desc);
                 self.push(b, heap, desc, x).map(|_| true)
             }
-            // Memory holds the frames below the spilled ones, so these
-            // cannot go there; merge points spill them (a recursion).
+            // Memory holds the frames below the spilled ones, so these go
+            // onto the continuation stack too (this list is the state's one
+            // spilled list: no other list's entries are among its own).
             VPList::Spilled(_, items) if items.len() < MAX_VIRTUAL_PTRS => {
                 items.push(x);
                 Ok(false)
             }
-            VPList::Spilled(..) => Err(()),
+            VPList::Spilled(..) => {
+                if !crate::compile::spill::spill_list(self, b, heap) {
+                    return Err(());
+                }
+                self.push(b, heap, desc, x).map(|_| true)
+            }
         }
     }
 
