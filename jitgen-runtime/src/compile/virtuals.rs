@@ -301,10 +301,12 @@ impl VPList {
 
     /// `push(x)`: onto the virtual elements while there are at most
     /// [`MAX_VIRTUAL_PTRS`] of them; past that, over a real part, those
-    /// move into memory first. A real list (a field, a `&mut Vec`) is
-    /// pushed onto in memory. `Err` for a virtual list that would grow past
-    /// the limit (it has no memory to move into), else whether residual
-    /// code called into memory (facts about it are then stale).
+    /// move into memory first, and over spilled frames (or in execute mode,
+    /// of a virtual list) onto the continuation stack. A real list (a field,
+    /// a `&mut Vec`) is pushed onto in memory. `Err` for a virtual list that
+    /// would grow past the limit while compiling (it has no memory to move
+    /// into), else whether residual code called into memory or the stack
+    /// (facts about it are then stale).
     pub fn push(&mut self, b: &mut ResidualBuilder, heap: &mut VHeap, desc: &VDesc, x: VPtr) -> Result<bool, ()> {
         match self {
             // Execute mode runs a hand-over to its end (`jit::specialize`):
