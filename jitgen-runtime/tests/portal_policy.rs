@@ -1,0 +1,79 @@
+//! The hot-spot policy where the interpreter has saved frames: when code
+//! that hands over at its return below its entry is retired, and what the
+//! warm-up expects compiling to cost.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use jitgen_runtime::builder::ResidualBuilder;
+use jitgen_runtime::driver::{Config, Hot, PortalCache, PortalSite, Sampler, Stats, RETIRE_AFTER, WORTH_A_HAND_OVER};
+use jitgen_runtime::ops::ValTy;
+use jitgen_runtime::residual::{compile_host, ResidualFn};
+
+thread_local! {
+    static CACHE: RefCell<PortalCache<[u64; 1]>> = RefCell::new(PortalCache::default());
+    static SAMPLER: Sampler = const { Sampler::new() };
+}
+static CONFIG: Config = Config::new();
+
+/// Some code to keep in the cache at key `[7]` (a fresh entry, no runs yet).
+fn fresh_code() {
+    let mut b = ResidualBuilder::new("code", &[], &[ValTy::I64]);
+    let r = b.konst(ValTy::I64, 7);
+    b.ret(&[r]);
+    let f: ResidualFn = compile_host(&b.finish()).expect("compiles");
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        *c = PortalCache::default();
+        c.insert([7], &[b"code"], Some(f));
+    });
+}
+
+/// Runs the code at `[7]` again and again, each run handing over after
+/// `ran`; whether it was retired.
+fn retired_after_runs(site: &PortalSite<[u64; 1]>, ran: Duration) -> bool {
+    for _ in 0..4 * RETIRE_AFTER {
+        if !matches!(CACHE.with(|c| c.borrow_mut().visit(&[7], &[b"code"], 0)), Hot::Run(_)) {
+            return true;
+        }
+        site.handed_over(&[7], Some(ran));
+    }
+    false
+}
+
+fn site(stats: &'static Stats, recursion_compiles: bool) -> PortalSite<[u64; 1]> {
+    PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &CONFIG, stats, nested: true, recursion_compiles }
+}
+
+/// Where recursion compiles, a hand-over after a long run (a whole call of
+/// the interpreted program in compiled code) does not count toward retiring
+/// the code, and retiring code that ran briefly leaves the other positions
+/// with saved frames alone; where it does not compile, retiring such code
+/// marks the module as recursing.
+#[test]
+fn saved_frames_code_is_retired_only_for_brief_runs() {
+    static COMPILED: Stats = Stats::new();
+    static INTERPRETED: Stats = Stats::new();
+    fresh_code();
+    assert!(!retired_after_runs(&site(&COMPILED, true), WORTH_A_HAND_OVER), "long runs keep their code");
+    fresh_code();
+    assert!(retired_after_runs(&site(&COMPILED, true), WORTH_A_HAND_OVER / 10), "brief runs do not");
+    assert!(!COMPILED.recursion_seen());
+    fresh_code();
+    assert!(retired_after_runs(&site(&INTERPRETED, false), WORTH_A_HAND_OVER));
+    assert!(INTERPRETED.recursion_seen());
+}
+
+/// What compiling a key has cost: all compilations' time, flexswitch cases
+/// included, per compilation that was not a case (the warm-up's expectation).
+#[test]
+fn compile_time_per_key_counts_the_cases() {
+    let s = Stats::new();
+    assert_eq!(s.compile_per_key(), None);
+    s.compiled(Some(100), 3_000_000);
+    s.compiled(Some(50), 4_000_000);
+    s.case_compiled();
+    s.compiled(Some(50), 5_000_000);
+    s.case_compiled();
+    assert_eq!(s.compile_per_key(), Some(Duration::from_millis(12)));
+}
