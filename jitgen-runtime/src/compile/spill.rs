@@ -118,16 +118,13 @@ fn set_object_reds(o: &mut VObject, reds: &[RedBox]) {
     }
 }
 
-/// Pushes the frame `p` onto the continuation stack; false when it cannot
-/// be spilled (a virtualizable object, which has a backing).
-fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr) -> bool {
+/// Pushes the frame `p` (not a virtualizable object) onto the continuation
+/// stack.
+fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr) {
     let (id, words) = match heap.resolve(p) {
         VPtr::Real(r) => (register(TemplateKey::Real, || Template::Real), vec![r]),
         VPtr::Virtual(i) => {
             let o = &heap.objects[i as usize];
-            if o.backing.is_some() {
-                return false;
-            }
             let reds = object_reds(o);
             let mut slots = vec![];
             let mut key_slots = vec![];
@@ -160,7 +157,7 @@ fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr) -> bool {
         args.extend(words);
         args.push(RedBox::u64(id));
         b.red_call(contstack::push, "cont_push", &args, &[]);
-        return true;
+        return;
     }
     // In place: room made by a call only when the buffer is full.
     let cs = stack_address();
@@ -179,7 +176,6 @@ fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr) -> bool {
         b.red_store(&at, 8 * k as i32, w);
     }
     b.red_store(&cs, contstack::LEN, &need);
-    true
 }
 
 /// The address of this thread's continuation stack, a constant of the
@@ -243,6 +239,7 @@ pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap) -> bool
         VPList::Over(a, items) => (Some(*a), items.clone()),
         VPList::Spilled(below, items) => (*below, items.clone()),
     };
+    // A virtualizable object is written back to its backing, never moved.
     let spillable = |p: &VPtr| match heap.resolve(p) {
         VPtr::Real(_) => true,
         VPtr::Virtual(i) => heap.objects[i as usize].backing.is_none(),

@@ -178,25 +178,32 @@ impl Lineage {
     /// a loop that grew, or a language-level recursion through a run-time
     /// branch (one whose depth is known while compiling unrolls).
     pub fn grew(&mut self, point: u64, size: usize, branches: u64) -> bool {
-        self.grew_tagged(point, size, branches, u64::MAX).0
+        self.visit(point, size, branches, None).0
     }
 
     /// [`Lineage::grew`], the visit carrying `tag`; also whether the path
     /// grew from a visit with the same tag (at any point).
     pub fn grew_tagged(&mut self, point: u64, size: usize, branches: u64, tag: u64) -> (bool, bool) {
+        self.visit(point, size, branches, Some(tag))
+    }
+
+    /// Records the visit and searches the path's past (one scan): whether it
+    /// grew at `point`, and from a visit tagged `tag` (`false` without one).
+    fn visit(&mut self, point: u64, size: usize, branches: u64, tag: Option<u64>) -> (bool, bool) {
         let (mut grew, mut same) = (false, false);
         let mut at = self.0.as_deref();
         for _ in 0..Self::DEPTH {
             let Some(v) = at else { break };
             if v.size < size && v.branches < branches {
                 grew |= v.point == point;
-                same |= v.tag == tag;
-                if grew && same {
+                same |= tag == Some(v.tag);
+                if grew && (same || tag.is_none()) {
                     break;
                 }
             }
             at = v.before.0.as_deref();
         }
+        let tag = tag.unwrap_or(u64::MAX);
         let before = std::mem::take(self);
         *self = Lineage(Some(std::rc::Rc::new(Visit { point, size, branches, tag, before })));
         (grew, same)

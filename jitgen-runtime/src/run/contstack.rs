@@ -107,11 +107,6 @@ pub fn leave(saved: (u64, u64)) {
     })
 }
 
-/// The words of the current call's entries (for tests).
-pub fn depth() -> u64 {
-    with(|r| r.len - r.base)
-}
-
 /// Makes room for `[n]` more words (`[n] -> []`).
 ///
 /// # Safety
