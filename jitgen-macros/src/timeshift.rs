@@ -1004,7 +1004,7 @@ impl<'g> Gen<'g> {
                 } else {
                     let (a, c) =
                         (need!(self.boxed(fi, &args[0]), "operand"), need!(self.boxed(fi, &args[1]), "operand"));
-                    self.bind(fi, r, quote!(__c.b.red_cmp(#rt::ops::CmpOp::#cmp, &#a, &#c)))
+                    self.bind(fi, r, quote!(__st.red_cmp(&mut __c.b, #rt::ops::CmpOp::#cmp, &#a, &#c)))
                 }
             }
             OpKind::Bin(b) => {
@@ -1276,12 +1276,13 @@ impl<'g> Gen<'g> {
                         let i = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
                         let x = need!(self.operand(fi, &args[2], &Repr::R(esc)), "value");
                         let t = sc_rust(esc);
+                        let class = elem_class(&quote!(#t).to_string());
                         let real = quote!({
                             #addr
                             match #rt::heap::vec_layout::<#t>() {
                                 Some(__l) => {
                                     let __e = __st.vec_elem(&mut __c.b, &__addr, &#i, ::core::mem::size_of::<#t>() as u64, __l);
-                                    __c.b.red_store(&__e, 0, &#x);
+                                    __st.store_field(&mut __c.b, &__e, 0, &#x, #class, 0);
                                 }
                                 None => {
                                     __c.b.red_call(#rt::heap::vec_set::<#t>, "vec_set", &[__addr, #i, #x], &[]);
@@ -1896,12 +1897,13 @@ impl<'g> Gen<'g> {
                 let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
                 let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
                 let (t, vt) = (sc_rust(esc), sc_valty(esc));
+                let class = elem_class(&quote!(#t).to_string());
                 let real = quote!({
                     #addr
                     match #rt::heap::vec_layout::<#t>() {
                         Some(__l) => {
                             let __e = __st.vec_elem(&mut __c.b, &__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l);
-                            __c.b.red_load(#vt, &__e, 0)
+                            __st.load_field(&mut __c.b, #vt, &__e, 0, #class, 0)
                         }
                         None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__addr, __i], &[#vt])[0],
                     }

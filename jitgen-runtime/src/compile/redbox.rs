@@ -114,16 +114,28 @@ impl ResidualBuilder {
                 _ => {}
             }
         }
+        // An integer plus or minus a constant is known as its root (a value
+        // not computed so) plus an offset, so that indices computed twice
+        // (`sp + 1`, then `sp + 2 - 1`) are seen to be equal, and one that
+        // comes back to its root (`sp + 1 - 1`) is the root itself. Exact
+        // under checked arithmetic too: the root is representable, and so
+        // is every step that did not leave through an error exit.
+        let step = match (op, b.as_const(), ty.is_int()) {
+            (BinOp::Add, Some(k), true) => Some(k as i64),
+            (BinOp::Sub, Some(k), true) => Some((k as i64).wrapping_neg()),
+            _ => None,
+        };
+        let linear = step.map(|_| self.sym_addr(a)).filter(|s| s.index.is_none()).zip(step);
+        let linear = linear.map(|(s, k)| SymAddr { offset: ty.canon(s.offset.wrapping_add(k) as u64) as i64, ..s });
+        if let Some(s) = linear {
+            if s.offset == 0 && s.root.ty() == ty {
+                return s.root;
+            }
+        }
         let (x, y) = (self.materialize(a), self.materialize(b));
         let v = self.bin(op, ty, ov, x, y);
-        // A list's length plus a constant goes on being known so through
-        // constants added to it (`len - 1`).
-        if let (BinOp::Add | BinOp::Sub, Some(k), true) = (op, b.as_const(), ty.is_int()) {
-            let length = |s: &SymAddr| matches!(s.root, RedBox::Var { val, .. } if self.lengths.contains(&val));
-            if let Some(s) = self.addrs.get(&x).copied().filter(length) {
-                let k = if op == BinOp::Add { k as i64 } else { (k as i64).wrapping_neg() };
-                self.addrs.insert(v, s.plus(k));
-            }
+        if let Some(s) = linear {
+            self.addrs.insert(v, s);
         }
         self.var(v)
     }
@@ -202,15 +214,57 @@ impl ResidualBuilder {
         self.var(v)
     }
 
-    /// How the address in `r` was computed (itself as the root if it was
-    /// not computed by [`ResidualBuilder::red_offset`] or
-    /// [`ResidualBuilder::red_index_addr`]).
+    /// How the address (or integer) in `r` was computed: itself as the
+    /// root if it was not computed by [`ResidualBuilder::red_offset`],
+    /// [`ResidualBuilder::red_index_addr`] or by adding a constant.
     pub fn sym_addr(&self, r: &RedBox) -> SymAddr {
         match r {
             RedBox::Var { val, .. } => self.addrs.get(val).copied(),
             RedBox::Const { .. } => None,
         }
         .unwrap_or(SymAddr { root: *r, index: None, offset: 0 })
+    }
+
+    /// An index as a root and a constant added to it: `sp + 1` computed
+    /// twice gives one pair. The root is looked through widening casts
+    /// when nothing is added (a narrow index plus `k` may wrap where the
+    /// widened one does not).
+    pub fn index_form(&self, index: &RedBox) -> (RedBox, i64) {
+        let s = self.sym_addr(index);
+        match (s.index, s.offset) {
+            (None, 0) | (Some(_), _) => (self.unwiden(index), 0),
+            (None, k) if s.root.ty() == index.ty() => (s.root, k),
+            (None, _) => (self.unwiden(index), 0),
+        }
+    }
+
+    /// `r` as a root and a constant added to it ([`ResidualBuilder::red_bin`]):
+    /// an integer that is a run-time value.
+    pub fn linear_form(&self, r: &RedBox) -> Option<(RedBox, i64)> {
+        let s = self.sym_addr(r);
+        (r.ty().is_int() && !r.is_const() && s.index.is_none()).then_some((s.root, s.offset))
+    }
+
+    /// Sets what `v` is known as: a root plus a constant, or (`None`) itself.
+    pub fn set_linear_form(&mut self, v: Val, form: Option<(RedBox, i64)>) {
+        match form {
+            Some((root, k)) => self.addrs.insert(v, SymAddr { root, index: None, offset: k }),
+            None => self.addrs.remove(&v),
+        };
+    }
+
+    /// `d` such that `c` is `a + d`, when that is known: both constants, or
+    /// both computed from one root by adding constants.
+    pub fn difference(&self, a: &RedBox, c: &RedBox) -> Option<i64> {
+        let ty = a.ty();
+        if ty != c.ty() || !ty.is_int() {
+            return None;
+        }
+        if let (Some(x), Some(y)) = (a.as_const(), c.as_const()) {
+            return Some(ty.canon(y.wrapping_sub(x)) as i64);
+        }
+        let ((ra, oa), (rc, oc)) = (self.linear_form(a)?, self.linear_form(c)?);
+        (ra == rc).then(|| ty.canon(oc.wrapping_sub(oa) as u64) as i64)
     }
 
     /// The value `r` widens (through any number of widening casts), or `r`.
@@ -305,9 +359,12 @@ impl ResidualBuilder {
         let off = self.red_cast(&off, ValTy::Ptr);
         let r = self.red_bin(BinOp::Add, Overflow::Wrap, buf, &off);
         if let RedBox::Var { val, .. } = r {
+            let (i, k) = self.index_form(index);
             let at = match s.index {
-                None => SymAddr { index: Some((self.unwiden(index), size)), ..s },
-                Some(_) => SymAddr { root: *buf, index: Some((self.unwiden(index), size)), offset: 0 },
+                None => {
+                    SymAddr { index: Some((i, size)), offset: s.offset.wrapping_add(k.wrapping_mul(size as i64)), ..s }
+                }
+                Some(_) => SymAddr { root: *buf, index: Some((i, size)), offset: k.wrapping_mul(size as i64) },
             };
             self.addrs.insert(val, at);
         }

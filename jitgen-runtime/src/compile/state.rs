@@ -18,7 +18,7 @@ use crate::compile::vlist::VList;
 use crate::ir::builder::CallbackFn;
 use crate::ir::builder::ResidualBuilder;
 use crate::ir::builder::SymAddr;
-use crate::ir::ops::ValTy;
+use crate::ir::ops::{CmpOp, ValTy};
 
 /// One virtual frame of a generating extension.
 pub trait Frame: Clone {
@@ -230,7 +230,8 @@ impl Drop for Lineage {
 pub const VEC_HEADER: u32 = 0;
 
 /// The class of bounds-check facts: `index < len` held (the fact's root is
-/// the length, its index the index). About values, so no store forgets them.
+/// the length, its index the index's root with stride 1, its offset what
+/// the index adds to that root). About values, so no store forgets them.
 pub const BOUNDS_CHECKED: u32 = 2;
 
 /// Facts kept per state at most (the oldest go first).
@@ -271,9 +272,19 @@ impl Fact {
         self.class == VEC_HEADER || self.class & 1 == 0 && self.class != BOUNDS_CHECKED
     }
 
-    fn overlaps(&self, class: u32, field: i32, ty: ValTy) -> bool {
-        let end = |o: i32, t: ValTy| o + (t.bits() as i32 / 8).max(1);
-        self.class == class && self.field < end(field, ty) && field < end(self.field, self.ty)
+    /// Whether a store of a `ty` at `at` (a `field` of alias class
+    /// `class`) may overwrite this fact: same class and overlapping field,
+    /// unless the two addresses differ by a known constant that keeps
+    /// their bytes apart (two elements of one `Vec`: `stack[sp]` and
+    /// `stack[sp + 1]`).
+    fn overlaps(&self, at: &SymAddr, class: u32, field: i32, ty: ValTy) -> bool {
+        let size = |t: ValTy| (t.bits() as i64 / 8).max(1);
+        let end = |o: i32, t: ValTy| o + size(t) as i32;
+        let apart = self.at.root == at.root
+            && self.at.index == at.index
+            && (self.at.offset.checked_add(size(self.ty)).is_some_and(|e| e <= at.offset)
+                || at.offset.checked_add(size(ty)).is_some_and(|e| e <= self.at.offset));
+        self.class == class && self.field < end(field, ty) && field < end(self.field, self.ty) && !apart
     }
 
     pub(crate) fn reds_into(&self, out: &mut Vec<RedBox>) {
@@ -609,7 +620,7 @@ impl<F: Frame> JitState<F> {
             return;
         }
         b.red_store(addr, offset, value);
-        self.known.retain(|f| !f.overlaps(class, field, ty));
+        self.known.retain(|f| !f.overlaps(&at, class, field, ty));
         self.know(Fact { at, ty, class, field, value: *value });
     }
 
@@ -643,12 +654,31 @@ impl<F: Frame> JitState<F> {
             b.red_bounds_check(index, len);
             return;
         }
-        let at = SymAddr { root: *len, index: Some((b.unwiden(index), 0)), offset: 0 };
+        let (i, k) = b.index_form(index);
+        let at = SymAddr { root: *len, index: Some((i, 1)), offset: k };
         if self.known.iter().any(|f| f.class == BOUNDS_CHECKED && f.at == at) {
             return;
         }
         b.red_bounds_check(index, len);
         self.know(Fact { at, ty: ValTy::Bool, class: BOUNDS_CHECKED, field: 0, value: RedBox::bool(true) });
+    }
+
+    /// `x op y` ([`ResidualBuilder::red_cmp`]), folded where this path
+    /// knows the answer: a 64-bit index checked against a `Vec`'s length on
+    /// it, plus a positive constant, is not zero (`sp + 1` after a store at
+    /// `stack[sp]`).
+    pub fn red_cmp(&self, b: &mut ResidualBuilder, op: CmpOp, x: &RedBox, y: &RedBox) -> RedBox {
+        if let (false, CmpOp::Eq | CmpOp::Ne, Some(0), 64) = (b.exec, op, y.as_const(), x.ty().bits()) {
+            if let Some((root, k)) = b.linear_form(x) {
+                // The checked index is `root + offset`, below a length (so
+                // below 2^63): adding less than 2^62 cannot wrap to zero.
+                let checked = |f: &Fact| f.class == BOUNDS_CHECKED && f.at.index == Some((root, 1));
+                if self.known.iter().any(|f| checked(f) && (1..1 << 62).contains(&k.wrapping_sub(f.at.offset))) {
+                    return RedBox::bool(op == CmpOp::Ne);
+                }
+            }
+        }
+        b.red_cmp(op, x, y)
     }
 
     /// Forgets every known field (a call that is not inlined may write any).

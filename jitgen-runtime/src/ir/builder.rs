@@ -21,8 +21,8 @@ pub struct ResidualBuilder {
     /// Execute mode (the blackhole interpreter): red boxes are all
     /// constants and operations happen at once instead of being recorded.
     pub(crate) exec: bool,
-    /// How addresses were computed (see [`SymAddr`]), for the values that
-    /// are not roots.
+    /// How addresses were computed (see [`SymAddr`]), and integers as a
+    /// root plus a constant, for the values that are not roots.
     pub(crate) addrs: rustc_hash::FxHashMap<Val, SymAddr>,
     /// Integer values made by a widening cast, and what they widen.
     pub(crate) widened: rustc_hash::FxHashMap<Val, Val>,
@@ -43,7 +43,9 @@ pub struct ResidualBuilder {
 pub struct SymAddr {
     /// Where the computation started.
     pub root: crate::ir::operand::RedBox,
-    /// A run-time index (through widening casts) and its stride, if any.
+    /// A run-time index (its root: through widening casts, or what
+    /// constants were added to, their product with the stride being in
+    /// `offset`) and its stride, if any.
     pub index: Option<(crate::ir::operand::RedBox, u64)>,
     /// Bytes added.
     pub offset: i64,

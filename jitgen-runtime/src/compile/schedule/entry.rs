@@ -43,7 +43,6 @@ use crate::compile::state::{Frame, JitState};
 use crate::ir::builder::{Label, Val};
 use crate::ir::ops::ValTy;
 
-use super::merge::Shape;
 use super::Compilation;
 
 /// What is worth knowing at a compilation's entry about the reds of its
@@ -84,7 +83,7 @@ impl<F: Frame> Compilation<F> {
             Some(vs) => vs
                 .into_iter()
                 .map(|v| {
-                    let vars = v.shape.iter().enumerate().filter(|(_, s)| matches!(s, Shape::Var(_)));
+                    let vars = v.shape.iter().enumerate().filter(|(_, s)| s.is_param());
                     let vars: Vec<usize> = vars.map(|(i, _)| i).collect();
                     let held = match &v.perm {
                         None => vars.into_iter().map(Some).collect(),

@@ -1,7 +1,9 @@
 //! The known fields of memory ([`crate::compile::state::Fact`]: a value
 //! loaded or stored at an address the compiler can name again) that a merge
 //! point keeps. A state's facts are described relative to the state
-//! ([`FactDesc`]: root and index as its reds, constants or earlier facts),
+//! ([`FactDesc`]: root and index as its reds, constants or earlier facts;
+//! an index that is a red plus a constant as that red, the constant times
+//! the stride moved into the offset),
 //! so that two arrivals at one key can be compared; a version keeps the
 //! facts whose values are parameters of its label, a widened version the
 //! facts that every arrival had, and a jump to a version passes the values
@@ -72,11 +74,19 @@ pub(super) fn describe_facts(b: &ResidualBuilder, known: &[Fact], core: &[RedBox
             out.iter().position(|(_, v)| v == r).map(FactRef::Fact)
         };
         let Some(root) = refer(&f.at.root, &out) else { continue };
+        let mut offset = f.at.offset;
         let index = match f.at.index {
             None => None,
             Some((i, stride)) => match refer(&i, &out) {
                 Some(r) => Some((r, stride)),
-                None => continue,
+                // An index computed from a red by adding a constant.
+                None => match core.iter().enumerate().find_map(|(j, c)| Some((j, b.difference(c, &i)?))) {
+                    Some((j, d)) => {
+                        offset = offset.wrapping_add(d.wrapping_mul(stride as i64));
+                        Some((FactRef::Core(j), stride))
+                    }
+                    None => continue,
+                },
             },
         };
         let value = if f.value.is_const() {
@@ -86,7 +96,7 @@ pub(super) fn describe_facts(b: &ResidualBuilder, known: &[Fact], core: &[RedBox
         } else {
             FactVal::Var(f.value.ty())
         };
-        let desc = FactDesc { root, index, offset: f.at.offset, ty: f.ty, class: f.class, field: f.field, value };
+        let desc = FactDesc { root, index, offset, ty: f.ty, class: f.class, field: f.field, value };
         out.push((desc, f.value));
     }
     out
@@ -150,7 +160,12 @@ pub(super) fn widen_facts(prev: &[FactDesc], have: &[(FactDesc, RedBox)]) -> Vec
 
 /// The known fields of a version, made of the label's reds (`core`) and
 /// parameters.
-pub(super) fn rebuild_facts(descs: &[FactDesc], core: &[RedBox], params: &mut impl Iterator<Item = Val>) -> Vec<Fact> {
+pub(super) fn rebuild_facts(
+    b: &ResidualBuilder,
+    descs: &[FactDesc],
+    core: &[RedBox],
+    params: &mut impl Iterator<Item = Val>,
+) -> Vec<Fact> {
     let mut out: Vec<Fact> = vec![];
     for d in descs {
         let get = |r: FactRef, out: &[Fact]| match r {
@@ -159,19 +174,19 @@ pub(super) fn rebuild_facts(descs: &[FactDesc], core: &[RedBox], params: &mut im
             FactRef::Const(c) => c,
         };
         let root = get(d.root, &out);
-        let index = d.index.map(|(i, s)| (get(i, &out), s));
+        // Indices are named by their roots ([`ResidualBuilder::index_form`]).
+        let mut offset = d.offset;
+        let index = d.index.map(|(i, s)| {
+            let (i, k) = b.index_form(&get(i, &out));
+            offset = offset.wrapping_add(k.wrapping_mul(s as i64));
+            (i, s)
+        });
         let value = match d.value {
             FactVal::Const(c) => c,
             FactVal::Core(j) => core[j],
             FactVal::Var(ty) => RedBox::Var { ty, val: params.next().expect("one parameter per run-time field") },
         };
-        out.push(Fact {
-            at: SymAddr { root, index, offset: d.offset },
-            ty: d.ty,
-            class: d.class,
-            field: d.field,
-            value,
-        });
+        out.push(Fact { at: SymAddr { root, index, offset }, ty: d.ty, class: d.class, field: d.field, value });
     }
     out
 }

@@ -39,6 +39,15 @@
 //! with them (an operand stack its calls share) are forced, so that one
 //! version of the function's code serves every depth.
 //!
+//! A red computed from another by adding constants (`sp + 1` beside `sp`, or
+//! two of them from one root: [`ResidualBuilder::linear_form`]) keeps that
+//! relation in the shape (`Shape::Plus`): a version covers only states where
+//! it holds, and its label knows its parameter as the other's plus the
+//! constant, so that an index computed on one side of the merge point names
+//! the same address as one computed on the other. Facts indexed by a value
+//! that is not a red (the `sp` a store used, the state holding `sp + 1`) are
+//! kept relative to a red with the same root.
+//!
 //! A version gets a label whose parameters are its run-time reds, and the
 //! path continues there. When the current block has recorded nothing since
 //! it began and its parameters hold every value the new version passes (two
@@ -52,7 +61,7 @@
 
 use crate::compile::redbox::RedBox;
 use crate::compile::state::{Frame, JitState};
-use crate::ir::builder::{Label, Val};
+use crate::ir::builder::{Label, ResidualBuilder, Val};
 use crate::ir::ops::{ErrorKind, ValTy};
 
 use super::facts::{describe_facts, match_facts, rebuild_facts, widen_facts, FactDesc, FactVal};
@@ -65,6 +74,20 @@ pub(super) enum Shape {
     /// The same run-time value as the red at this earlier position (a copy:
     /// one parameter serves both, so facts about one hold for the other).
     Same(usize),
+    /// A run-time integer known to be the red at this earlier position (a
+    /// `Var`) plus a constant: an index and the index past it (`sp`, `sp +
+    /// 1`). A parameter too, which the label knows as that sum, so that an
+    /// index computed from one is seen to equal one computed from the other
+    /// (a return address stored at `stack[sp]` before a merge point is
+    /// found again at `stack[sp + 1 - 1]` after it).
+    Plus(usize, i64),
+}
+
+impl Shape {
+    /// Whether the red is a parameter of the version's label.
+    pub(super) fn is_param(&self) -> bool {
+        matches!(self, Shape::Var(_) | Shape::Plus(..))
+    }
 }
 
 impl Shape {
@@ -78,19 +101,24 @@ impl Shape {
 }
 
 /// Whether a version of this shape covers a state with these reds.
-pub(super) fn shape_covers(shape: &[Shape], reds: &[RedBox]) -> bool {
+pub(super) fn shape_covers(b: &ResidualBuilder, shape: &[Shape], reds: &[RedBox]) -> bool {
     shape.len() == reds.len()
         && shape.iter().zip(reds).all(|(s, r)| match s {
             Shape::Same(j) => reds[*j] == *r,
+            Shape::Plus(j, k) => b.difference(&reds[*j], r) == Some(*k),
             s => s.covers(r),
         })
 }
 
 /// The exact shape of these reds: constants kept, copies of a run-time
-/// value marked as such.
-pub(super) fn exact_shape(reds: &[RedBox]) -> Vec<Shape> {
+/// value marked as such, and integers computed from another red by adding
+/// a constant marked as that red plus the constant.
+pub(super) fn exact_shape(b: &ResidualBuilder, reds: &[RedBox]) -> Vec<Shape> {
     // The run-time values seen so far, with their first position.
     let mut seen: Vec<(Val, usize)> = Vec::with_capacity(reds.len());
+    // The roots of the integers seen, with the first position computed
+    // from each and what it adds to the root.
+    let mut roots: Vec<(RedBox, usize, i64)> = vec![];
     reds.iter()
         .enumerate()
         .map(|(i, r)| match r {
@@ -99,7 +127,14 @@ pub(super) fn exact_shape(reds: &[RedBox]) -> Vec<Shape> {
                 Some(&(_, j)) => Shape::Same(j),
                 None => {
                     seen.push((*val, i));
-                    Shape::Var(*ty)
+                    let Some((root, k)) = b.linear_form(r) else { return Shape::Var(*ty) };
+                    match roots.iter().find(|(x, _, _)| *x == root) {
+                        Some(&(_, j, o)) => Shape::Plus(j, ty.canon(k.wrapping_sub(o) as u64) as i64),
+                        None => {
+                            roots.push((root, i, k));
+                            Shape::Var(*ty)
+                        }
+                    }
                 }
             },
         })
@@ -224,7 +259,7 @@ impl<F: Frame> Compilation<F> {
         // a flexswitch's case): one more, exact version keeps what they know.
         let one_more = versions.len() == 1;
         let found = versions.iter().find_map(|v| {
-            if !shape_covers(&v.shape, &reds) || one_more && v.facts.len() < facts.len() {
+            if !shape_covers(&self.b, &v.shape, &reds) || one_more && v.facts.len() < facts.len() {
                 return None;
             }
             match_facts(&v.facts, &facts).map(|m| (v, m))
@@ -232,7 +267,7 @@ impl<F: Frame> Compilation<F> {
         if let Some((v, map)) = found {
             let label = v.label;
             let mut passed: Vec<RedBox> =
-                v.shape.iter().zip(&reds).filter(|(s, _)| matches!(s, Shape::Var(_))).map(|(_, r)| *r).collect();
+                v.shape.iter().zip(&reds).filter(|(s, _)| s.is_param()).map(|(_, r)| *r).collect();
             for (d, &k) in v.facts.iter().zip(&map) {
                 if let FactVal::Var(_) = d.value {
                     passed.push(facts[k].1);
@@ -251,7 +286,7 @@ impl<F: Frame> Compilation<F> {
         }
         let general = kind == MergeKind::LoopHeadGeneral || versions.len() >= self.limits.max_versions;
         let last_widening = versions.len() + 1 >= self.limits.max_versions;
-        let exact = || exact_shape(&reds);
+        let exact = || exact_shape(&self.b, &reds);
         let all_facts = || facts.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>();
         let (shape, fact_descs): (Vec<Shape>, Vec<FactDesc>) = match (general, kind, versions.last()) {
             // The most general version knows no field: it covers every state.
@@ -290,6 +325,7 @@ impl<F: Frame> Compilation<F> {
                     .zip(&reds)
                     .map(|(s, r)| match s {
                         Shape::Same(j) if reds[*j] == *r => s.clone(),
+                        Shape::Plus(j, k) if self.b.difference(&reds[*j], r) == Some(*k) => s.clone(),
                         Shape::Const(..) if s.covers(r) => s.clone(),
                         _ => Shape::Var(r.ty()),
                     })
@@ -304,8 +340,10 @@ impl<F: Frame> Compilation<F> {
         };
         let mut var_tys: Vec<ValTy> = shape
             .iter()
-            .filter_map(|s| match s {
+            .zip(&reds)
+            .filter_map(|(s, r)| match s {
                 Shape::Var(t) => Some(*t),
+                Shape::Plus(..) => Some(r.ty()),
                 Shape::Const(..) | Shape::Same(_) => None,
             })
             .collect();
@@ -313,8 +351,7 @@ impl<F: Frame> Compilation<F> {
             FactVal::Var(t) => Some(t),
             _ => None,
         }));
-        let mut passed: Vec<RedBox> =
-            shape.iter().zip(&reds).filter(|(s, _)| matches!(s, Shape::Var(_))).map(|(_, r)| *r).collect();
+        let mut passed: Vec<RedBox> = shape.iter().zip(&reds).filter(|(s, _)| s.is_param()).map(|(_, r)| *r).collect();
         for (d, &k) in fact_descs.iter().zip(&map) {
             if let FactVal::Var(_) = d.value {
                 passed.push(facts[k].1);
@@ -342,10 +379,28 @@ impl<F: Frame> Compilation<F> {
                 Shape::Const(ty, bits) => RedBox::Const { ty: *ty, bits: *bits },
                 Shape::Var(ty) => RedBox::Var { ty: *ty, val: params.next().expect("one parameter per run-time red") },
                 Shape::Same(j) => new_reds[*j],
+                Shape::Plus(_, _) => RedBox::Var {
+                    ty: reds[new_reds.len()].ty(),
+                    val: params.next().expect("one parameter per run-time red"),
+                },
             };
             new_reds.push(r);
         }
-        st.known = rebuild_facts(&fact_descs, &new_reds, &mut params);
+        // What the label knows of its parameters: the sums of `Plus`, and
+        // nothing else (a block reused as the label has parameters whose
+        // sums the earlier version knew in terms of values this one may not
+        // pass).
+        for (s, r) in shape.iter().zip(&new_reds) {
+            if let (true, RedBox::Var { val, .. }) = (s.is_param(), r) {
+                self.b.set_linear_form(*val, None);
+            }
+        }
+        for (s, r) in shape.iter().zip(&new_reds) {
+            if let (Shape::Plus(j, k), RedBox::Var { val, .. }) = (s, r) {
+                self.b.set_linear_form(*val, Some((new_reds[*j], *k)));
+            }
+        }
+        st.known = rebuild_facts(&self.b, &fact_descs, &new_reds, &mut params);
         for f in &st.known {
             f.reds_into(&mut new_reds);
         }
