@@ -449,14 +449,26 @@ fn load_list(sc: Sc, len: &Ident) -> TokenStream {
     quote! {
         if #len <= #rt::vlist::MAX_VIRTUAL_LEN {
             let mut __items = ::std::vec::Vec::new();
+            // Where the layout is known, the elements are read in place:
+            // one bounds check, then a load each.
+            let __buf = match #rt::heap::vec_layout::<#t>() {
+                Some(__l) if #len > 0 => {
+                    let __n = __c.b.red_load(#rt::ops::ValTy::U64, &__p, __l.1);
+                    __c.b.red_bounds_check(&#rt::redbox::RedBox::u64(#len as u64 - 1), &__n);
+                    Some(__c.b.red_load(#rt::ops::ValTy::Ptr, &__p, __l.0))
+                }
+                _ => None,
+            };
             for __i in 0..#len {
-                let __i = #rt::redbox::RedBox::u64(__i as u64);
-                __items.push(match #rt::heap::vec_layout::<#t>() {
-                    Some(__l) => {
-                        let __e = __c.b.red_vec_elem(&__p, &__i, ::core::mem::size_of::<#t>() as u64, __l);
-                        __c.b.red_load(#vt, &__e, 0)
+                __items.push(match &__buf {
+                    Some(__buf) => {
+                        let __at = __c.b.red_offset(__buf, (__i * ::core::mem::size_of::<#t>()) as u64);
+                        __c.b.red_load(#vt, &__at, 0)
                     }
-                    None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__p, __i], &[#vt])[0],
+                    None => {
+                        let __i = #rt::redbox::RedBox::u64(__i as u64);
+                        __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__p, __i], &[#vt])[0]
+                    }
                 });
             }
             #rt::vlist::VList::Virtual(__items)
