@@ -702,6 +702,10 @@ fn recursion_agrees_with_plain() {
         assert_eq!(specialized(&code), want, "fib({n}), specialized");
     }
     assert_eq!(portal(&recursive_fib(20)), Ok(6765));
+    // Its recursion declines (it reads its saved frames in place, at every
+    // `Load`), and says why in the interpreter's own names.
+    let why = jit::last_decline().unwrap_or_default();
+    assert!(why.contains("recursion") && !why.contains("__self"), "{why}");
     for (n, bottom) in [(0, 0), (10, 0), (100_000, 0), (100_000, 5), (3, 1)] {
         let code = deep_recursion(n, bottom);
         let want = plain(&code);

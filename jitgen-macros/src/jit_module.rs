@@ -399,8 +399,10 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
                     e.key.push(quote!((#len != 0) as u64));
                     e.nested = Some(quote!(#len != 0));
+                    let shown = src.to_string().replace(' ', "");
+                    let shown = shown.strip_prefix("__self_").map_or(shown.clone(), |f| format!("self.{f}"));
                     let why = format!(
-                        "`{src}` is not empty here, and this interpreter's programs recurse: compiled code starts where the interpreter's saved frames are empty"
+                        "a language-level recursion was seen, and this interpreter reads its saved frames (`{shown}`) in place, so they cannot be spilled: compiled code starts only where `{shown}` is empty"
                     );
                     e.checks.push(
                         quote!(if #len != 0 && super::jit::__STATS.recursion_seen() { return Err(#why.to_string()); }),

@@ -209,7 +209,7 @@ fn a_million_distinct_values_in_bounded_memory() {
 
 #[test]
 fn code_that_keeps_handing_over_is_retired() {
-    use jitgen_runtime::driver::{Hot, PortalCache, RETIRE_AFTER};
+    use jitgen_runtime::driver::{DeclineKind, Hot, PortalCache, RETIRE_AFTER};
     let (f, _, _) = promoted(0);
     let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
     cache.insert([7], &[b"code"], Some(f));
@@ -231,7 +231,7 @@ fn code_that_keeps_handing_over_is_retired() {
         }
     }
     assert!(retired_at.is_some());
-    assert!(matches!(cache.visit(&[7], &[b"code"], 0), Hot::Declined { positional: true }));
+    assert!(matches!(cache.visit(&[7], &[b"code"], 0), Hot::Declined(DeclineKind::Positional)));
 }
 
 #[test]
@@ -409,22 +409,23 @@ fn a_sampling_portal_still_visits_where_code_starts() {
 
 /// Once its last code is retired, a portal skips as it did before it had
 /// code: whole runs of skips, no entry filter; and a call that keeps
-/// meeting declined keys gives its hook up only while there is no code.
+/// meeting declined keys gives its hook up only while there is no code,
+/// unless they are a recursion that cannot compile.
 #[test]
 fn a_portal_whose_code_is_gone_skips_and_gives_up_as_before_it_had_any() {
-    use jitgen_runtime::driver::{green_word, Sampler, GIVE_UP_AFTER};
+    use jitgen_runtime::driver::{green_word, DeclineKind, Sampler, GIVE_UP_AFTER};
     let s = Sampler::new();
     let (entry, other) = (green_word(&[0x5000, 17]), green_word(&[0x5000, 18]));
     s.add_entry(entry);
     for _ in 0..GIVE_UP_AFTER {
-        s.declined(false);
+        s.declined(DeclineKind::Construct);
     }
     assert!(!s.gives_up(), "code exists in this thread: the hook stays");
     assert_eq!(s.skip_many(|| other), Some(0), "with code, each visit asks");
     s.forget_entries();
     assert!(!s.may_enter(entry));
     assert!(s.gives_up(), "no code left, and only declined keys met");
-    s.declined(false);
+    s.declined(DeclineKind::Construct);
     let run = s.skip_many(|| other).expect("skipping");
     assert!(run > 0, "a whole run of skips again: {run}");
     // A cold key met resets the count: the hook stays for this call.
@@ -432,26 +433,41 @@ fn a_portal_whose_code_is_gone_skips_and_gives_up_as_before_it_had_any() {
     assert!(!s.gives_up());
     // So does a key declined because of where the program was.
     for _ in 0..GIVE_UP_AFTER {
-        s.declined(false);
+        s.declined(DeclineKind::Construct);
     }
     assert!(s.gives_up());
-    s.declined(true);
+    s.declined(DeclineKind::Positional);
     assert!(!s.gives_up());
+    // A recursion that cannot compile gives the hook up, code or not.
+    s.add_entry(entry);
+    for _ in 0..GIVE_UP_AFTER - 1 {
+        s.declined(DeclineKind::Recursion);
+    }
+    assert!(!s.gives_up());
+    s.declined(DeclineKind::Recursion);
+    assert!(s.gives_up(), "code in this thread, but only a hopeless recursion met");
 }
 
 /// Declines that say where the program was (the reasons the compiler and
 /// the portal give) do not count toward giving the hook up; others do.
 #[test]
 fn declines_because_of_where_the_program_was_are_positional() {
-    use jitgen_runtime::driver::decline_is_positional;
+    use jitgen_runtime::driver::{decline_is_positional, decline_kind, DeclineKind};
     for why in [
         "Unsupported(\"a language-level recursion (a function of the interpreted program calling itself, through the interpreter's saved frames)\")",
-        "`frames` is not empty here, and this interpreter's programs recurse: compiled code starts where the interpreter's saved frames are empty",
         "Budget { ops: 138419 }",
         "a call of the portal `call` from compiled code: it would enter through the portal's hook at every call",
         "residual code retired: it kept handing over to the interpreter",
     ] {
         assert!(decline_is_positional(why), "{why}");
+    }
+    // A recursion that cannot compile is not where the program was: it
+    // declines at every position inside a call.
+    for why in [
+        "a language-level recursion was seen, and this interpreter reads its saved frames (`self.frames`) in place, so they cannot be spilled: compiled code starts only where `self.frames` is empty",
+        "Unsupported(\"a language-level recursion (a function of the interpreted program calling itself, through the interpreter's saved frames) whose frames cannot be spilled\")",
+    ] {
+        assert_eq!(decline_kind(why), DeclineKind::Recursion, "{why}");
     }
     for why in [
         "Unsupported(\"allocating a Box of this type in residual code\")",

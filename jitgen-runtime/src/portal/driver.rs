@@ -72,7 +72,11 @@
 //! on to its end in the portal's hook-free copy of its loop (`Sampler::gives_up`; the
 //! copy is generated beside the loop, see `jitgen-macros`' `unhooked`). The count
 //! survives the call, so the next call gives up at its first declined key unless it
-//! meets a cold one first. The per-visit countdown alone cost a small dispatch loop a
+//! meets a cold one first. Declines of a recursion the interpreter cannot compile (its
+//! saved frames read in place: every position inside a call declines) give the hook
+//! up even where the thread has code (`DeclineKind::Recursion`): the stack VM's
+//! recursive fibonacci ran at 0.2x plain in a thread with code for its loops, each
+//! dispatch paying the entry filter. The per-visit countdown alone cost a small dispatch loop a
 //! fifth of its time (`cargo run --release --example portal_cost`; figures in
 //! PERFORMANCE.md). The price: a later loop of the same call that could compile is
 //! interpreted to the call's end.
@@ -277,11 +281,8 @@ enum Entry {
     /// [`MAX_COUNTERS`] of them.
     Counting(u32, u32),
     Compiled(Box<Compiled>),
-    /// Declined, or retired; `positional` when because of where the
-    /// program was (see [`decline_is_positional`]).
-    Declined {
-        positional: bool,
-    },
+    /// Declined, or retired (see [`decline_kind`]).
+    Declined(DeclineKind),
 }
 
 struct Compiled {
@@ -307,11 +308,8 @@ pub enum Hot {
     Cold,
     /// Keep interpreting: this key's compilation was declined (or its code
     /// retired). A portal may skip its next visits (see [`skip_after_declined`]);
-    /// [`decline_is_positional`] of why.
-    Declined {
-        /// Whether because of where the program was.
-        positional: bool,
-    },
+    /// [`decline_kind`] of why.
+    Declined(DeclineKind),
     /// Compile now (then call [`PortalCache::insert`]).
     Compile,
     /// Run this code.
@@ -336,7 +334,36 @@ pub const GIVE_UP_AFTER: u32 = 16;
 /// declines (a construct compiled code cannot handle yet, met on the
 /// interpreter's paths) count.
 pub fn decline_is_positional(why: &str) -> bool {
-    ["recurs", "Budget", "a call of the portal", "retired"].iter().any(|w| why.contains(w))
+    decline_kind(why) == DeclineKind::Positional
+}
+
+/// Why a compilation declined, as the hot-spot policy sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeclineKind {
+    /// A construct compiled code cannot handle, met on the interpreter's
+    /// paths: counts toward giving the hook up where the thread has no code.
+    Construct,
+    /// Where the program was ([`decline_is_positional`]): does not count.
+    Positional,
+    /// A language-level recursion of an interpreter whose recursion cannot
+    /// compile (it reads its saved frames in place, so they cannot be
+    /// spilled): every position inside a call declines, so it counts toward
+    /// giving the hook up even where the thread has code for other
+    /// positions. Such an interpreter's dispatch can be so cheap that the
+    /// hook's countdown and entry filter cost more than it (the stack VM's
+    /// recursive fibonacci ran at 0.2x plain in a thread with code).
+    Recursion,
+}
+
+/// The [`DeclineKind`] of a decline's reason.
+pub fn decline_kind(why: &str) -> DeclineKind {
+    if why.contains("cannot be spilled") {
+        DeclineKind::Recursion
+    } else if ["recurs", "Budget", "a call of the portal", "retired"].iter().any(|w| why.contains(w)) {
+        DeclineKind::Positional
+    } else {
+        DeclineKind::Construct
+    }
 }
 
 /// How many visits to skip after a visit met a declined key, given how many
@@ -464,6 +491,8 @@ pub struct Sampler {
     streak: Cell<u32>,
     /// Visits that reached the hook and met a declined key, in a row.
     declined_run: Cell<u32>,
+    /// Of those, the last that met a recursion that cannot compile.
+    recursion_run: Cell<u32>,
     entries: [Cell<u64>; 4],
 }
 
@@ -476,6 +505,7 @@ impl Sampler {
             weight: Cell::new(1),
             streak: Cell::new(0),
             declined_run: Cell::new(0),
+            recursion_run: Cell::new(0),
             entries: [const { Cell::new(0) }; 4],
         }
     }
@@ -538,12 +568,15 @@ impl Sampler {
 
     /// After a visit that met a declined key: skips as
     /// [`skip_after_declined`] says (the visit after them stands for itself).
-    /// A key declined because of where the program was (`positional`: see
-    /// [`decline_is_positional`]) does not count toward giving the hook up,
-    /// and ends the run of those that do.
+    /// A key declined because of where the program was
+    /// ([`DeclineKind::Positional`]) does not count toward giving the hook
+    /// up, and ends the run of those that do.
     #[inline]
-    pub fn declined(&self, positional: bool) {
-        self.declined_run.set(if positional { 0 } else { self.declined_run.get().saturating_add(1) });
+    pub fn declined(&self, kind: DeclineKind) {
+        let counts = kind != DeclineKind::Positional;
+        self.declined_run.set(if counts { self.declined_run.get().saturating_add(1) } else { 0 });
+        let hopeless = kind == DeclineKind::Recursion;
+        self.recursion_run.set(if hopeless { self.recursion_run.get().saturating_add(1) } else { 0 });
         let p = skip_after_declined(self.period.get());
         self.period.set(p);
         self.set_skip(p);
@@ -554,16 +587,20 @@ impl Sampler {
     pub fn ran(&self) {
         self.streak.set(0);
         self.declined_run.set(0);
+        self.recursion_run.set(0);
     }
 
     /// Whether the portal call that just met a declined key should go on
     /// without its hook, to its end: the portal has no code in this thread,
     /// and the last [`GIVE_UP_AFTER`] visits that reached the hook all met
     /// declined keys (with the skips between them, a few thousand merge
-    /// points). The count is not reset by giving up, so the next call gives
-    /// up at its first declined key, unless it meets a cold one first.
+    /// points); or they all met a recursion that cannot compile
+    /// ([`DeclineKind::Recursion`]), code or not. The count is not reset by
+    /// giving up, so the next call gives up at its first declined key,
+    /// unless it meets a cold one first.
     pub fn gives_up(&self) -> bool {
         self.skip.get() & FILTERED == 0 && self.declined_run.get() >= GIVE_UP_AFTER
+            || self.recursion_run.get() >= GIVE_UP_AFTER
     }
 
     /// Records that code starts at positions with this green word.
@@ -685,7 +722,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             }
             // Declined code stays declined, whatever the content: no need to
             // compare it at every merge point.
-            Some(Entry::Declined { positional }) => Hot::Declined { positional: *positional },
+            Some(Entry::Declined(k)) => Hot::Declined(*k),
             Some(e) => {
                 // The green data changed under the same address: counted
                 // afresh.
@@ -741,7 +778,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                 }
                 Entry::Compiled(Box::new(Compiled { code, content, runs: 0, handovers: 0 }))
             }
-            None => Entry::Declined { positional: false },
+            None => Entry::Declined(DeclineKind::Construct),
         };
         if let Some(Entry::Counting(..)) = self.keys.insert(key, e) {
             self.counting -= 1;
@@ -750,7 +787,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
 
     /// Records that the compilation of `key` was declined, and why.
     pub fn insert_declined(&mut self, key: K, why: &str) {
-        let e = Entry::Declined { positional: decline_is_positional(why) };
+        let e = Entry::Declined(decline_kind(why));
         if let Some(Entry::Counting(..)) = self.keys.insert(key, e) {
             self.counting -= 1;
         }
@@ -772,7 +809,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         let Entry::Compiled(c) = e else { return false };
         c.handovers = c.handovers.saturating_add(1);
         if c.handovers >= RETIRE_AFTER && c.handovers * 2 > c.runs {
-            *e = Entry::Declined { positional: true };
+            *e = Entry::Declined(DeclineKind::Positional);
             return true;
         }
         false
@@ -850,6 +887,14 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// before it too, and says whether to compile or run (`Some`) or to keep
     /// interpreting (`None`: the next visits are skipped, see [`Sampler`]).
     pub fn visit(&self, key: &K, content: &[&[u8]]) -> Option<Hot> {
+        if self.nested && !self.recursion_compiles && self.stats.recursion_seen() {
+            // Saved frames here, and a recursion this interpreter cannot
+            // compile was seen: the entry would decline, so this visit
+            // declines without counting towards it (a short recursive run
+            // in a fresh thread gives the hook up before any key is hot).
+            self.sampler.with(|s| s.declined(DeclineKind::Recursion));
+            return None;
+        }
         let mut policy = self.config.hot_policy();
         if self.nested {
             policy.threshold = policy.threshold.saturating_mul(NESTED_THRESHOLD_FACTOR);
@@ -871,8 +916,8 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 self.sampler.with(|s| s.cold(policy.threshold));
                 None
             }
-            Hot::Declined { positional } => {
-                self.sampler.with(|s| s.declined(positional));
+            Hot::Declined(kind) => {
+                self.sampler.with(|s| s.declined(kind));
                 None
             }
             Hot::Compile | Hot::Run(_) => {
