@@ -1,23 +1,10 @@
 //! Runs a program with subroutines interpreted and through the JIT, and
-//! prints both times: `cargo run --release --example subroutines [-- N]`.
+//! prints both times: `cargo run --release --example subroutines [-- N]
+//! [--max-cases K] [--portal-listing] [--listing]` (the portal's code, or
+//! `jit::specialize`'s, with their flexswitch cases).
 
-use subroutines_interp::sub::{self, jit, ADD, CALL, DECR, HALT, JNZ, RET};
-
-/// Counts `a` down: each turn calls a subroutine from three sites, and the
-/// subroutine calls another. `RET` pops return addresses (2, 4, 6 and 16),
-/// run-time values on the stack that decide where dispatch goes on.
-pub const COUNTDOWN: &[u8] = &[
-    CALL, 14, // 0: call f
-    CALL, 14, // 2: call f
-    CALL, 14, // 4: call f
-    DECR, DECR, DECR, DECR, // 6: a -= 4
-    JNZ, 0, // 10: loop while a != 0
-    HALT, HALT, // 12
-    CALL, 17,  // 14: f: call g
-    RET, // 16
-    ADD, 1,   // 17: g: a += 1
-    RET, // 19
-];
+use subroutines_interp::programs::COUNTDOWN;
+use subroutines_interp::sub::{self, jit};
 
 fn time<T>(f: impl FnOnce() -> T) -> (T, std::time::Duration) {
     let t = std::time::Instant::now();
@@ -41,9 +28,19 @@ fn main() {
     println!("  JIT         {:>10.2?}  ({:.1}x)", t_jit, t_plain.as_secs_f64() / t_jit.as_secs_f64());
     let s = jit::stats();
     println!(
-        "  compilations {} (flexswitch cases {}, misses {}), resumptions {}",
-        s.compilations, s.flexswitch_cases, s.flexswitch_misses, s.resumptions
+        "  compilations {} (flexswitch cases {}, misses {}), resumptions {}, compiling {:.2?}, {} residual operations",
+        s.compilations,
+        s.flexswitch_cases,
+        s.flexswitch_misses,
+        s.resumptions,
+        std::time::Duration::from_nanos(s.compile_nanos),
+        s.residual_ops
     );
+    if args.iter().any(|a| a == "--portal-listing") {
+        for l in jit::portal_listings() {
+            println!("{l}");
+        }
+    }
     if args.iter().any(|a| a == "--listing") {
         let r = jit::specialize::run(COUNTDOWN);
         r.call(3).expect("countdown runs");

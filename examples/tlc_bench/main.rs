@@ -1,5 +1,6 @@
 //! The TLC benchmark harness: `cargo run --release --example tlc_bench [--
-//! --runs N] [--no-write]`.
+//! --runs N] [--no-write] [--others]` (`--others`: only the table of the
+//! other example interpreters).
 //!
 //! For f1, factorial, fibonacci, recursive fibonacci and accumulator it times, in one run: the
 //! plain TLC interpreter, the JIT including compilation (a fresh thread, so
@@ -84,6 +85,11 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let runs: usize = args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(5);
     let write = !args.iter().any(|a| a == "--no-write");
+    if args.iter().any(|a| a == "--others") {
+        // Only the other interpreters' table, written nowhere.
+        println!("{}", other_interpreters(runs));
+        return;
+    }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let build = root.join("target/bench");
     std::fs::create_dir_all(&build).expect("target/bench can be made");
@@ -199,6 +205,8 @@ fn main() {
     }
     let small = small_inputs();
     println!("\n{small}");
+    let others = other_interpreters(runs);
+    println!("\n{others}");
     if write {
         let machine = machine();
         let mut versions = vec![version("rustc", "-V").unwrap_or_else(|| "rustc ?".into())];
@@ -213,7 +221,10 @@ fn main() {
              backend, which the median leaves out):\n\n{}\n\n\
              Small inputs: the JIT's total time against the plain interpreter's, each run in a fresh \
              thread (empty code caches), median of {SMALL_RUNS} runs; the hot-spot policy decides \
-             whether the loop compiles.\n\n{small}{}",
+             whether the loop compiles.\n\n{small}\n\
+             Other interpreters: the plain interpreter, the JIT in a fresh thread (compilation and \
+             the hot-spot policy's warm-up included), and the JIT again in the thread that ran it \
+             (warm), medians of {runs} runs.\n\n{others}{}",
             versions.iter().map(|v| format!("- {v}")).collect::<Vec<_>>().join("\n"),
             compile_notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n"),
             if skipped.is_empty() {
@@ -225,6 +236,59 @@ fn main() {
         std::fs::write(root.join("BENCHMARKS.md"), doc).expect("BENCHMARKS.md is writable");
         eprintln!("wrote BENCHMARKS.md");
     }
+}
+
+/// A program of another example interpreter: its name, and a run of it
+/// (through the portal or plain) giving its result as text.
+type Other = (&'static str, &'static str, fn(bool) -> String);
+
+fn countdown(n: i64, use_jit: bool) -> String {
+    use subroutines_interp::{programs::COUNTDOWN, sub};
+    format!("{:?}", if use_jit { sub::run(COUNTDOWN, n) } else { sub::jit::plain::run(COUNTDOWN, n) })
+}
+
+fn stackvm_fib(n: i64, use_jit: bool) -> String {
+    use stackvm_interp::vm::{jit, Vm};
+    let mut vm = Vm::new(stackvm_interp::programs::recursive_fib(n));
+    format!("{:?}", if use_jit { vm.run() } else { jit::plain::Vm::run(&mut vm) })
+}
+
+/// The other interpreters' programs with targets (issue 24).
+const OTHERS: &[Other] = &[
+    ("subroutines", "countdown 3,000,000", |j| countdown(3_000_000, j)),
+    ("subroutines", "countdown 30,000,000", |j| countdown(30_000_000, j)),
+    ("stack VM", "recursive fib 25", |j| stackvm_fib(25, j)),
+];
+
+/// A table of the other interpreters' programs: plain, the JIT with its
+/// compilation (a fresh thread), and the JIT warm.
+fn other_interpreters(runs: usize) -> String {
+    let mut table = String::from(
+        "| interpreter | program | plain ms | JIT ms, compilation included | JIT ms, warm | speed-up, compilation included | speed-up, warm |\n|---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for &(name, program, run) in OTHERS {
+        eprintln!("{name} {program}...");
+        let want = run(false);
+        let plain = median(&measure(runs, || timed(|| run(false)), &want, "plain"));
+        let cold = median(&measure(
+            runs,
+            || std::thread::spawn(move || timed(|| run(true))).join().expect("the JIT run"),
+            &want,
+            "JIT",
+        ));
+        run(true);
+        let warm = median(&measure(runs, || timed(|| run(true)), &want, "JIT warm"));
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        table.push_str(&format!(
+            "| {name} | {program} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} |\n",
+            ms(plain),
+            ms(cold),
+            ms(warm),
+            ms(plain) / ms(cold),
+            ms(plain) / ms(warm)
+        ));
+    }
+    table
 }
 
 /// Runs per size in [`small_inputs`] (they are short: medians of many).

@@ -98,3 +98,25 @@ pub mod sub {
         }
     }
 }
+
+/// Programs of the machine: the example's and the benchmark harness's.
+pub mod programs {
+    use super::sub::{ADD, CALL, DECR, HALT, JNZ, RET};
+
+    /// Counts `a` down: each turn calls a subroutine from three sites, and
+    /// the subroutine calls another. `RET` pops return addresses (2, 4, 6
+    /// and 16), run-time values on the stack that decide where dispatch
+    /// goes on.
+    pub const COUNTDOWN: &[u8] = &[
+        CALL, 14, // 0: call f
+        CALL, 14, // 2: call f
+        CALL, 14, // 4: call f
+        DECR, DECR, DECR, DECR, // 6: a -= 4
+        JNZ, 0, // 10: loop while a != 0
+        HALT, HALT, // 12
+        CALL, 17,  // 14: f: call g
+        RET, // 16
+        ADD, 1,   // 17: g: a += 1
+        RET, // 19
+    ];
+}
