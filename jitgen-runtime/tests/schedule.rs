@@ -1379,3 +1379,47 @@ fn a_list_growing_in_a_loop_known_while_compiling_stays_virtual() {
     assert!(!f.listing().contains("call"), "{}", f.listing());
     assert_eq!(f.call((0,)).unwrap(), 24 + 10);
 }
+
+/// A loop storing at `buf[sp]` then at `buf[sp + 1]`, through merge points
+/// between which only `sp + 1` is a red (`sp` itself is not) or both are:
+/// what it stored is known where it reads `buf[sp + 1 - 1]`, and the store
+/// at `buf[sp + 1]` does not forget `buf[sp]`. The merge point keeps
+/// `sp + 1` as one more than `sp` where both are reds.
+#[test]
+fn stored_elements_are_found_again_across_merge_points_through_related_indices() {
+    let mut c: Compilation<Blk> =
+        Compilation::new("elements", &[ValTy::Ptr, ValTy::U64], &[ValTy::I64, ValTy::U64], Limits::default());
+    let (buf, sp) = (c.inputs()[0], c.inputs()[1]);
+    const CLASS: u32 = 4;
+    let mut s = st(0, vec![buf, sp]);
+    let at = c.b.red_index_addr(&buf, &sp, 8);
+    s.store_field(&mut c.b, &at, 0, &RedBox::i64(16), CLASS, 0);
+    let sp1 = c.b.red_bin(BinOp::Add, Overflow::Wrap, &sp, &RedBox::u64(1));
+    // Only `sp + 1` is a red here: the fact at `buf[sp]` goes on relative to it.
+    s.frames[0] = Blk { block: 1, green: 0, reds: vec![buf, sp1] };
+    let mut s = c.merge(s, MergeKind::Join).expect("a new version");
+    let (buf, sp1) = (s.frames[0].reds[0], s.frames[0].reds[1]);
+    let at1 = c.b.red_index_addr(&buf, &sp1, 8);
+    s.store_field(&mut c.b, &at1, 0, &RedBox::i64(4), CLASS, 0);
+    // Both `sp` (as `sp + 1 - 1`) and `sp + 1` are reds now.
+    let sp = c.b.red_bin(BinOp::Sub, Overflow::Wrap, &sp1, &RedBox::u64(1));
+    s.frames[0] = Blk { block: 2, green: 0, reds: vec![buf, sp, sp1] };
+    let mut s = c.merge(s, MergeKind::Join).expect("a new version");
+    let (buf, sp, sp1) = (s.frames[0].reds[0], s.frames[0].reds[1], s.frames[0].reds[2]);
+    assert_eq!(c.b.difference(&sp, &sp1), Some(1), "the label knows `sp + 1` as one more than `sp`");
+    let back = c.b.red_bin(BinOp::Sub, Overflow::Wrap, &sp1, &RedBox::u64(1));
+    let at = c.b.red_index_addr(&buf, &back, 8);
+    let low = s.load_field(&mut c.b, ValTy::I64, &at, 0, CLASS, 0);
+    let at1 = c.b.red_index_addr(&buf, &sp1, 8);
+    let high = s.load_field(&mut c.b, ValTy::I64, &at1, 0, CLASS, 0);
+    assert_eq!((low, high), (RedBox::i64(16), RedBox::i64(4)));
+    let sum = c.b.red_bin(BinOp::Add, Overflow::Wrap, &low, &high);
+    c.finish_return(&[sum, sp]);
+    let f = c.finish().expect("within budget");
+    assert!(!listing(&f).contains("load"), "{}", listing(&f));
+    // Run: both stores reach memory, `sp` comes back as it went in.
+    let code = ResidualFn::compile(&f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap();
+    let mut mem = [0i64; 4];
+    let out = code.call_words(&[mem.as_mut_ptr() as u64, 1]).unwrap();
+    assert_eq!((out[0], out[1], mem), (20, 1, [0, 16, 4, 0]));
+}
