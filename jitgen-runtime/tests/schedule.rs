@@ -1423,3 +1423,27 @@ fn stored_elements_are_found_again_across_merge_points_through_related_indices()
     let out = code.call_words(&[mem.as_mut_ptr() as u64, 1]).unwrap();
     assert_eq!((out[0], out[1], mem), (20, 1, [0, 16, 4, 0]));
 }
+
+/// `sp + k == 0` folds on a path where `sp` was checked against a length
+/// (it is below 2^63, so adding less than 2^62 cannot wrap), and not before.
+#[test]
+fn an_index_checked_on_the_path_plus_a_constant_is_not_zero() {
+    use jitgen_runtime::ops::CmpOp;
+    let mut c: Compilation<Blk> = Compilation::new("nonzero", &[ValTy::U64, ValTy::U64], &[], Limits::default());
+    let (sp, len) = (c.inputs()[0], c.inputs()[1]);
+    let mut s = st(0, vec![sp, len]);
+    let sp2 = c.b.red_bin(BinOp::Add, Overflow::Wrap, &sp, &RedBox::u64(2));
+    let zero = RedBox::u64(0);
+    assert!(!s.red_cmp(&mut c.b, CmpOp::Eq, &sp2, &zero).is_const(), "nothing known of sp yet");
+    s.bounds_check(&mut c.b, &sp, &len);
+    assert_eq!(s.red_cmp(&mut c.b, CmpOp::Eq, &sp2, &zero), RedBox::bool(false));
+    assert_eq!(s.red_cmp(&mut c.b, CmpOp::Ne, &sp2, &zero), RedBox::bool(true));
+    // `sp - 1` may be zero, and `sp` itself too.
+    let below = c.b.red_bin(BinOp::Sub, Overflow::Wrap, &sp, &RedBox::u64(1));
+    assert!(!s.red_cmp(&mut c.b, CmpOp::Eq, &below, &zero).is_const());
+    assert!(!s.red_cmp(&mut c.b, CmpOp::Eq, &sp, &zero).is_const());
+    // Another path, where `sp` was not checked, knows nothing.
+    let fresh = st(0, vec![sp, len]);
+    assert!(!fresh.red_cmp(&mut c.b, CmpOp::Eq, &sp2, &zero).is_const());
+    c.finish_return(&[]);
+}
