@@ -1447,3 +1447,25 @@ fn an_index_checked_on_the_path_plus_a_constant_is_not_zero() {
     assert!(!fresh.red_cmp(&mut c.b, CmpOp::Eq, &sp2, &zero).is_const());
     c.finish_return(&[]);
 }
+
+/// An integer plus constants that come back to it is the integer itself
+/// under wrapping arithmetic; a checked step is kept (it may overflow where
+/// the constants meet only modulo the width), and still known as its root.
+#[test]
+fn constants_added_and_taken_back_give_the_value_back_where_nothing_can_overflow() {
+    let mut c: Compilation<Blk> = Compilation::new("linear", &[ValTy::U8], &[ValTy::U8], Limits::default());
+    let x = c.inputs()[0];
+    let up = c.b.red_bin(BinOp::Add, Overflow::Wrap, &x, &RedBox::constant(ValTy::U8, 200));
+    let ops = c.b.op_count();
+    assert_eq!(c.b.red_bin(BinOp::Sub, Overflow::Wrap, &up, &RedBox::constant(ValTy::U8, 200)), x);
+    assert_eq!(c.b.red_bin(BinOp::Add, Overflow::Wrap, &up, &RedBox::constant(ValTy::U8, 56)), x);
+    assert_eq!(c.b.op_count(), ops, "nothing emitted");
+    let back = c.b.red_bin(BinOp::Add, Overflow::Check, &up, &RedBox::constant(ValTy::U8, 56));
+    assert_ne!(back, x, "a checked add overflows here for every x");
+    assert_eq!(c.b.difference(&x, &back), Some(0));
+    assert_eq!(c.b.difference(&x, &up), Some(200));
+    c.finish_return(&[back]);
+    let f = c.finish().expect("within budget");
+    let code = ResidualFn::compile(&f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap();
+    assert!(code.call_words(&[3]).is_err(), "3 + 200 + 56 overflows a u8");
+}

@@ -117,9 +117,12 @@ impl ResidualBuilder {
         // An integer plus or minus a constant is known as its root (a value
         // not computed so) plus an offset, so that indices computed twice
         // (`sp + 1`, then `sp + 2 - 1`) are seen to be equal, and one that
-        // comes back to its root (`sp + 1 - 1`) is the root itself. Exact
-        // under checked arithmetic too: the root is representable, and so
-        // is every step that did not leave through an error exit.
+        // comes back to its root (`sp + 1 - 1`) is the root itself. Offsets
+        // are kept modulo the type's width: two values of one root and
+        // offset are equal (a checked step that did not leave through an
+        // error exit is exact). Coming back to the root emits nothing only
+        // for wrapping steps: a checked one may overflow where the offsets
+        // met only modulo the width (`x +% 200`, then `x + 56`, in `u8`).
         let step = match (op, b.as_const(), ty.is_int()) {
             (BinOp::Add, Some(k), true) => Some(k as i64),
             (BinOp::Sub, Some(k), true) => Some((k as i64).wrapping_neg()),
@@ -128,7 +131,7 @@ impl ResidualBuilder {
         let linear = step.map(|_| self.sym_addr(a)).filter(|s| s.index.is_none()).zip(step);
         let linear = linear.map(|(s, k)| SymAddr { offset: ty.canon(s.offset.wrapping_add(k) as u64) as i64, ..s });
         if let Some(s) = linear {
-            if s.offset == 0 && s.root.ty() == ty {
+            if s.offset == 0 && s.root.ty() == ty && ov == Overflow::Wrap {
                 return s.root;
             }
         }
