@@ -1537,3 +1537,64 @@ fn euclidean_division_and_signs_agree_with_plain() {
     let s = euclid::jit::stats();
     assert!(s.entries > 0 && s.declined == 0, "{s:?} {:?}", euclid::jit::last_decline());
 }
+
+/// A `Vec` written at run-time indices directly and through a `&mut [i64]`
+/// a helper gets: a store through the slice overwrites what compiled code
+/// knew of the element, which a read after it must not use.
+#[jit_interpreter]
+mod slice_alias {
+    use super::*;
+
+    fn poke(s: &mut [i64], i: usize, x: i64) {
+        s[i] = x;
+    }
+
+    /// Ops: 0 `regs[acc & 1] = acc`, 1 the same through `poke` with
+    /// `3 * acc`, 2 `sum += regs[acc & 1]`, 3 `acc -= 1` and loop while it
+    /// is positive, 4 `sum -= 7`, 5 the store, the store through `poke` and
+    /// the read in one instruction (no merge point between them).
+    pub fn run(code: &[u8], n: i64) -> i64 {
+        let mut regs = vec![0i64; 4];
+        let mut pc = 0;
+        let mut acc = n;
+        let mut sum: i64 = 0;
+        loop {
+            hint!(global_merge_point);
+            if pc >= code.len() {
+                return sum.wrapping_add(regs[0]).wrapping_add(regs[1]);
+            }
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => regs[(acc & 1) as usize] = acc,
+                1 => poke(&mut regs, (acc & 1) as usize, acc.wrapping_mul(3)),
+                2 => sum = sum.wrapping_add(regs[(acc & 1) as usize]),
+                3 => {
+                    acc -= 1;
+                    if acc > 0 {
+                        pc = 0;
+                    }
+                }
+                5 => {
+                    let i = (acc & 1) as usize;
+                    regs[i] = acc;
+                    poke(&mut regs, i, acc.wrapping_mul(5));
+                    sum = sum.wrapping_add(regs[i]);
+                }
+                _ => sum -= 7,
+            }
+        }
+    }
+}
+
+#[test]
+fn a_store_through_a_slice_of_a_vec_is_seen_by_reads_of_the_vec() {
+    slice_alias::jit::config().set_threshold(0);
+    for code in [&[0u8, 1, 2, 3][..], &[1, 0, 2, 3], &[0, 2, 1, 2, 4, 3], &[0, 1, 1, 2, 2, 3], &[5, 3], &[0, 5, 2, 3]] {
+        for n in [1, 5, 300] {
+            let want = slice_alias::jit::plain::run(code, n);
+            assert_eq!(slice_alias::run(code, n), want, "{code:?} from {n}");
+            assert_eq!(slice_alias::jit::specialize::run(code).call(n), want, "{code:?} from {n}, specialized");
+        }
+    }
+}

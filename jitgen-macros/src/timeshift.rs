@@ -1310,11 +1310,16 @@ impl<'g> Gen<'g> {
                             Ok(a) => a,
                             Err(declined) => return declined,
                         };
+                        // A known field like a `Vec`'s element (the slice
+                        // may be one's buffer): the store forgets what it
+                        // may overwrite.
+                        let t = sc_rust(esc);
+                        let class = elem_class(&quote!(#t).to_string());
                         quote!({
                             let __i = #i;
                             let __x = #x;
                             let __a = #addr;
-                            __c.b.red_store(&__a, 0, &__x);
+                            __st.store_field(&mut __c.b, &__a, 0, &__x, #class, 0);
                         })
                     }
                     _ => self.decline("a store into this kind of sequence in residual code"),
