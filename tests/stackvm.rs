@@ -706,6 +706,11 @@ fn recursion_agrees_with_plain() {
     // `Load`), and says why in the interpreter's own names.
     let why = jit::last_decline().unwrap_or_default();
     assert!(why.contains("recursion") && !why.contains("__self"), "{why}");
+    // Once that recursion was seen, a run meets it at positions with saved
+    // frames and gives the hook up (its hook-free copy runs the rest).
+    let before = jit::stats().unhooked;
+    assert_eq!(portal(&recursive_fib(18)), plain(&recursive_fib(18)));
+    assert!(jit::stats().unhooked > before, "{:?}", jit::stats());
     for (n, bottom) in [(0, 0), (10, 0), (100_000, 0), (100_000, 5), (3, 1)] {
         let code = deep_recursion(n, bottom);
         let want = plain(&code);

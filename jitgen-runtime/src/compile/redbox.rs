@@ -128,8 +128,10 @@ impl ResidualBuilder {
             (BinOp::Sub, Some(k), true) => Some((k as i64).wrapping_neg()),
             _ => None,
         };
-        let linear = step.map(|_| self.sym_addr(a)).filter(|s| s.index.is_none()).zip(step);
-        let linear = linear.map(|(s, k)| SymAddr { offset: ty.canon(s.offset.wrapping_add(k) as u64) as i64, ..s });
+        let linear = step.and_then(|k| {
+            let (root, o) = self.linear_form(a)?;
+            Some(SymAddr { root, index: None, offset: ty.canon(o.wrapping_add(k) as u64) as i64 })
+        });
         if let Some(s) = linear {
             if s.offset == 0 && s.root.ty() == ty && ov == Overflow::Wrap {
                 return s.root;
