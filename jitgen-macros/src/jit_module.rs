@@ -64,6 +64,9 @@ struct Entry {
 fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: bool) -> Entry {
     let rt = rt();
     let f = gen.fns[fi];
+    // The lengths of the portal's lists of scalars, and the type of its
+    // saved frames (see the end).
+    let (mut scalar_lens, mut frame_struct) = (vec![], None);
     let mut e = Entry {
         params: vec![],
         args: vec![],
@@ -232,6 +235,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     e.lens.push(quote!(let #len: usize = #n.len();));
                     e.key.push(quote!(#len as u64));
                     e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+                    scalar_lens.push(len.clone());
                     let load = load_list(*sc, &len);
                     e.frame_lets.push(quote! {
                         let #fid = {
@@ -262,6 +266,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                             e.lens.push(quote!(let #len: usize = #n.#fid_.len();));
                             e.key.push(quote!(#len as u64));
                             e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+                            scalar_lens.push(len.clone());
                             let load = load_list(sc, &len);
                             loads.push(quote!({
                                 let __p = __c.b.red_offset(&__obj, #off as u64);
@@ -389,7 +394,8 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                             }
                         };
                     });
-                } else if let (Repr::VOList(_), true) = (&r, portal) {
+                } else if let (Repr::VOList(s), true) = (&r, portal) {
+                    frame_struct = Some(s.clone());
                     // A portal's saved frames: virtual when there are none
                     // (whether there are is in the key); else its `Vec` with
                     // the frames of calls compiled code makes pushed over it,
@@ -402,7 +408,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     let shown = src.to_string().replace(' ', "");
                     let shown = shown.strip_prefix("__self_").map_or(shown.clone(), |f| format!("self.{f}"));
                     let why = format!(
-                        "a language-level recursion was seen, and this interpreter reads its saved frames (`{shown}`) in place, so they cannot be spilled: compiled code starts only where `{shown}` is empty"
+                        "a language-level recursion was seen whose saved frames (`{shown}`) cannot be spilled: compiled code starts only where `{shown}` is empty"
                     );
                     e.checks.push(
                         quote!(if #len != 0 && super::jit::__STATS.recursion_seen() { return Err(#why.to_string()); }),
@@ -438,6 +444,20 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                 e.input_words.push(quote!(__words.push(#n.as_ptr() as usize as u64); __words.push(#n.len() as u64);));
                 e.frame_lets.push(quote!(let #fid = [__in.next().expect("an input"), __in.next().expect("an input")];));
             }
+        }
+    }
+    // Saved frames with no list of their own: the portal's lists of
+    // scalars are shared by every call of the interpreted program (one
+    // operand stack, each call's part above its frame's base). With saved
+    // frames they hold the callers' values, so code entered there takes
+    // them from memory, with no length in its key: one entry serves every
+    // depth (it would compile once per depth).
+    let shared = frame_struct
+        .and_then(|s| gen.cg.types().structs.get(&s))
+        .is_some_and(|d| d.fields.values().all(|t| list_field(t, gen.cg.types()).is_none()));
+    if let (true, Some(nested)) = (shared, &e.nested) {
+        for len in scalar_lens {
+            e.lens.push(quote!(let #len: usize = if #nested { usize::MAX } else { #len };));
         }
     }
     e
@@ -974,8 +994,8 @@ pub fn expand(
                                 if __a == #orig { None } else { Some(unsafe { #rt::heap::take_vec(__a) }) }
                             }
                             // (Spilled frames were put back by `unspill_all`.)
-                            #rt::virtuals::VPList::Virtual(__ptrs) | #rt::virtuals::VPList::Spilled(None, __ptrs) => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
-                            #rt::virtuals::VPList::Over(__p, __ptrs) | #rt::virtuals::VPList::Spilled(Some(__p), __ptrs) => {
+                            #rt::virtuals::VPList::Virtual(__ptrs) | #rt::virtuals::VPList::Spilled { below: None, items: __ptrs, .. } => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
+                            #rt::virtuals::VPList::Over(__p, __ptrs) | #rt::virtuals::VPList::Spilled { below: Some(__p), items: __ptrs, .. } => {
                                 let __a = __p.as_const().expect(#msg);
                                 let __more = __ptrs.iter().map(|__q| #unpark(&__vheap, __q));
                                 if __a == #orig {
@@ -1075,7 +1095,9 @@ pub fn expand(
             };
             let key = &e.key;
             let nested = e.nested.clone().unwrap_or_else(|| quote!(false));
-            let recursion_compiles = !gen.reads_saved_frames();
+            // Saved frames are spilled whether the interpreter pops them
+            // or reads them in place (`compile::spill`).
+            let recursion_compiles = true;
             let lens = &e.lens;
             let nkey = e.key.len();
             let content = &e.content;

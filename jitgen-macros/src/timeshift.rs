@@ -513,11 +513,12 @@ impl<'g> Gen<'g> {
         }
     }
 
-    /// Whether the interpreter reads its saved frames in place: a type of
-    /// struct whose local `Vec`s are popped is also read by `len` or index
-    /// (`frames.last()`). Its recursion is not spilled (the runtime's
-    /// `Frame::reads_saved_frames`).
-    pub fn reads_saved_frames(&self) -> bool {
+    /// The types of struct whose local `Vec`s the interpreter reads in
+    /// place as well as pops (`len` or an index: `frames.last()`). Spilled
+    /// by a recursion, such lists count their entries, so that their
+    /// length is known (the runtime's `Frame::reads_saved_frames`,
+    /// `VDesc::reads_in_place`).
+    pub fn frames_read_in_place(&self) -> BTreeSet<String> {
         let (mut popped, mut read) = (BTreeSet::new(), BTreeSet::new());
         for fi in 0..self.fns.len() {
             for b in self.fns[fi].graph.blocks() {
@@ -532,7 +533,7 @@ impl<'g> Gen<'g> {
                 }
             }
         }
-        popped.intersection(&read).next().is_some()
+        popped.intersection(&read).cloned().collect()
     }
 
     /// Whether `op` promotes a red scalar: a flexswitch at run time, its
@@ -882,9 +883,9 @@ impl<'g> Gen<'g> {
                     fi,
                     r,
                     quote!({
-                        if let #rt::virtuals::VPList::Spilled(..) = &#l #spilled
                         match __st.frames_len(&#l, &mut __c.b, #rt::heap::vec_layout::<#sn>()) {
                             Some(__n) => __n,
+                            None if matches!(&#l, #rt::virtuals::VPList::Spilled { .. }) => #spilled,
                             None => #no_layout,
                         }
                     }),
@@ -916,7 +917,7 @@ impl<'g> Gen<'g> {
                                 ),
                                 None => #no_layout,
                             },
-                            #rt::virtuals::VPList::Spilled(..) => #spilled,
+                            #rt::virtuals::VPList::Spilled { .. } => #spilled,
                         }
                             }
                         }
@@ -1104,10 +1105,7 @@ impl<'g> Gen<'g> {
                             quote!({
                                 #addr
                                 match #rt::heap::vec_layout::<#t>() {
-                                    Some(__l) => [
-                                        __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, __l.0),
-                                        __c.b.red_vec_len(&__addr, __l),
-                                    ],
+                                    Some(__l) => [__st.vec_buf(&mut __c.b, &__addr, __l), __st.vec_len(&mut __c.b, &__addr, __l)],
                                     None => { __c.decline("a Vec whose layout is not known"); break 'path None; }
                                 }
                             }),
@@ -1251,7 +1249,7 @@ impl<'g> Gen<'g> {
                         let real = quote!({
                             #addr
                             match #rt::heap::vec_layout::<#t>() {
-                                Some(__l) => __c.b.red_vec_len(&__addr, __l),
+                                Some(__l) => __st.vec_len(&mut __c.b, &__addr, __l),
                                 None => __c.b.red_call(#rt::heap::vec_len::<#t>, "vec_len", &[__addr], &[#u])[0],
                             }
                         });
@@ -1332,11 +1330,20 @@ impl<'g> Gen<'g> {
                 let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
                 let (t, vt, u32t) = (sc_rust(esc), sc_valty(esc), u32_valty());
                 let list = list_local(self, fi, &args[0]);
+                // In place where the `Vec` layout is known (`JitState::vec_push`,
+                // `vec_pop`), else by the runtime's helpers.
+                let class = elem_class(&quote!(#t).to_string());
+                let size = quote!(::core::mem::size_of::<#t>() as u64);
                 if op.kind == OpKind::Push {
                     let x = need!(self.operand(fi, &args[1], &Repr::R(esc)), "value");
                     let real = quote!({
                         #addr
-                        __c.b.red_call(#rt::heap::vec_push::<#t>, "vec_push", &[__addr, __x], &[]);
+                        match #rt::heap::vec_header::<#t>() {
+                            Some(__h) => __st.vec_push(&mut __c.b, &__addr, &__x, __h, #size, #class, #rt::heap::vec_reserve_one::<#t>),
+                            None => {
+                                __c.b.red_call(#rt::heap::vec_push::<#t>, "vec_push", &[__addr, __x], &[]);
+                            }
+                        }
                     });
                     match list {
                         Some(l) => quote!({ let __x = #x; if !#l.push_virtual(&__x) #real }),
@@ -1345,8 +1352,13 @@ impl<'g> Gen<'g> {
                 } else {
                     let real = quote!({
                         #addr
-                        let __v = __c.b.red_call(#rt::heap::vec_pop::<#t>, "vec_pop", &[__addr], &[#u32t, #vt]);
-                        [__v[0], __v[1]]
+                        match #rt::heap::vec_header::<#t>() {
+                            Some(__h) => __st.vec_pop(&mut __c.b, &__addr, #vt, __h, #size, #class),
+                            None => {
+                                let __v = __c.b.red_call(#rt::heap::vec_pop::<#t>, "vec_pop", &[__addr], &[#u32t, #vt]);
+                                [__v[0], __v[1]]
+                            }
+                        }
                     });
                     match list {
                         Some(l) => self.bind(
@@ -2792,14 +2804,16 @@ impl<'g> Gen<'g> {
                 self.vstructs.insert(name.clone());
             }
         }
-        let vdescs: Vec<TokenStream> = self.vstructs.iter().map(|s| vdesc(s, self.cg.types())).collect();
+        // An interpreter that reads its saved frames in place
+        // (`frames.last()`): spilled, they count their entries (see the
+        // runtime's `JitState::spill_frames`).
+        let read_in_place = self.frames_read_in_place();
+        let vdescs: Vec<TokenStream> =
+            self.vstructs.iter().map(|s| vdesc(s, self.cg.types(), read_in_place.contains(s))).collect();
         let callbacks = &self.callbacks;
         let list_arms: Vec<TokenStream> =
             list_groups.into_values().map(|(visits, pats)| quote!(#(#pats)|* => { #(#visits)* })).collect();
-        // An interpreter that reads its saved frames in place (`frames.last()`)
-        // would bring spilled frames back at each read: its recursion is
-        // not spilled (see the runtime's `JitState::spill_frames`).
-        let reads_saved_frames = self.reads_saved_frames().then(|| {
+        let reads_saved_frames = (!read_in_place.is_empty()).then(|| {
             quote!(
                 fn reads_saved_frames(&self) -> bool {
                     true
@@ -2919,7 +2933,7 @@ impl<'g> Gen<'g> {
 
 /// The `VDesc` of a struct whose objects can be virtual, and the callback
 /// that allocates one (in the arena of objects residual code makes).
-fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
+fn vdesc(s: &str, types: &hint_annotator::ModuleTypes, reads_in_place: bool) -> TokenStream {
     let rt = rt();
     let d = &types.structs[s];
     let (sn, desc, alloc) = (format_ident!("{}", s), format_ident!("__VDESC_{}", s), format_ident!("__valloc_{}", s));
@@ -2972,6 +2986,7 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
         static #desc: #rt::virtuals::VDesc = #rt::virtuals::VDesc {
             name: #label, fields: &[#(#tys),*], alloc: #alloc, offsets: &[#(#offsets),*], lists: &[#(#lists),*],
             push_moved: #rt::heap::vec_push_moved::<#sn>, pop_moved: #rt::heap::vec_pop_moved::<#sn>, by_fields: #by_fields,
+            reads_in_place: #reads_in_place,
         };
     }
 }

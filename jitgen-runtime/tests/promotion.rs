@@ -464,7 +464,7 @@ fn declines_because_of_where_the_program_was_are_positional() {
     // A recursion that cannot compile is not where the program was: it
     // declines at every position inside a call.
     for why in [
-        "a language-level recursion was seen, and this interpreter reads its saved frames (`self.frames`) in place, so they cannot be spilled: compiled code starts only where `self.frames` is empty",
+        "a language-level recursion was seen whose saved frames (`self.frames`) cannot be spilled: compiled code starts only where `self.frames` is empty",
         "Unsupported(\"a language-level recursion (a function of the interpreted program calling itself, through the interpreter's saved frames) whose frames cannot be spilled\")",
     ] {
         assert_eq!(decline_kind(why), DeclineKind::Recursion, "{why}");

@@ -26,11 +26,13 @@ static FRAME: VDesc = VDesc {
     push_moved: never,
     pop_moved: never,
     by_fields: Some((never, never)),
+    reads_in_place: false,
 };
 
 /// Runs `ops` on a list over the real `Vec` given as input: `p` pushes a
 /// frame whose field is the next constant, `P` one whose field is a run-time
-/// value (the input), `o` pops, `s` spills, `u` takes the continuation
+/// value (the input), `o` pops, `s` spills, `c` spills as for an
+/// interpreter that reads its frames in place, `u` takes the continuation
 /// stack's top entry back (of the last template spilled); checks the pops'
 /// origins (`v` virtual, `m` memory, `b` below the entry, `s` on the
 /// continuation stack), the key words and the residual code (the stack's
@@ -53,7 +55,8 @@ fn check(ops: &str, want_pops: &str, want: Expect) {
                 let p = heap.alloc(&FRAME, vec![x], vec![]);
                 l.push(&mut b, &mut heap, &FRAME, p).expect("over a real list");
             }
-            's' => assert!(spill_list(&mut l, &mut b, &heap)),
+            's' => assert!(spill_list(&mut l, &mut b, &heap, false)),
+            'c' => assert!(spill_list(&mut l, &mut b, &heap, true)),
             'u' => {
                 while template(templates).is_some() {
                     templates += 1;
@@ -214,4 +217,50 @@ fn spilled_frames_go_onto_the_continuation_stack_and_come_back() {
         "#]],
     );
     assert!(matches!(*template(0).expect("spilled"), Template::Object { ref words, .. } if words.is_empty()));
+}
+
+#[test]
+fn frames_read_in_place_keep_the_current_one_virtual_when_spilled() {
+    // The newest frame stays virtual (the interpreter's current frame, read
+    // at every instruction); the one below goes onto the stack, counted in
+    // its entries, and the key says the list counts them. Popping the
+    // current frame takes it; the next pop finds none virtual.
+    check(
+        "pPcoo",
+        "vs",
+        expect![[r#"
+            key [18446744073709551610, 0]
+            entry(v0: ptr, v1: i64):
+                v2 = const.ptr STACK
+                v3 = load.u64 v2+8
+                v4 = const.ptr STACK
+                v5 = load.u64 v4+16
+                v6 = const.u64 1
+                v7 = add.u64 v3, v6
+                v8 = gt.u64 v7, v5
+                branch v8, L1(), L2()
+            L1():
+                v9 = const.u64 1
+                call cont_reserve(v9)
+                jump L2()
+            L2():
+                v10 = const.ptr STACK
+                v11 = load.ptr v10+0
+                v12 = const.u64 8
+                v13 = mul.u64 v3, v12
+                v14 = cast.u64.ptr v13
+                v15 = add.ptr v11, v14
+                v16 = const.u64 0
+                store.u64 v15+0, v16
+                v17 = const.ptr STACK
+                store.u64 v17+8, v7
+                v18 = const.ptr STACK
+                v19 = load.u64 v18+32
+                v20 = const.u64 1
+                v21 = add.u64 v19, v20
+                v22 = const.ptr STACK
+                store.u64 v22+32, v21
+                return 
+        "#]],
+    );
 }

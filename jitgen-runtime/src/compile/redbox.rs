@@ -268,7 +268,13 @@ impl ResidualBuilder {
         if let (Some(x), Some(y)) = (a.as_const(), c.as_const()) {
             return Some(ty.canon(y.wrapping_sub(x)) as i64);
         }
-        let ((ra, oa), (rc, oc)) = (self.linear_form(a)?, self.linear_form(c)?);
+        // `c` known as `a` plus a constant (a form stops at a root that has
+        // a form of its own: `red_length_plus`), or both from one root.
+        let (rc, oc) = self.linear_form(c)?;
+        if rc == *a {
+            return Some(ty.canon(oc as u64) as i64);
+        }
+        let (ra, oa) = self.linear_form(a)?;
         (ra == rc).then(|| ty.canon(oc.wrapping_sub(oa) as u64) as i64)
     }
 
@@ -341,6 +347,38 @@ impl ResidualBuilder {
         let a: Vec<(Val, ValTy)> = args.iter().map(|r| (self.materialize(r), r.ty())).collect();
         let v = self.call(func, name, &a, rets);
         v.into_iter().map(|val| self.var(val)).collect()
+    }
+
+    /// [`ResidualBuilder::red_call`] of a runtime helper that writes only
+    /// what its caller forgets itself (a `Vec` it grows, the continuation
+    /// stack): the facts about other memory stay.
+    pub fn red_call_private(&mut self, func: CallbackFn, name: &str, args: &[RedBox], rets: &[ValTy]) -> Vec<RedBox> {
+        let calls = self.calls;
+        let r = self.red_call(func, name, args, rets);
+        self.calls = calls;
+        r
+    }
+
+    /// Branches to a side that calls `func` (a [`ResidualBuilder::red_call_private`])
+    /// when `cond` holds, and back: the current block goes on after it,
+    /// not counted as a run-time branch of the interpreted program.
+    pub fn red_call_if(&mut self, cond: &RedBox, func: CallbackFn, name: &str, args: &[RedBox]) {
+        if cond.as_const() == Some(0) {
+            return;
+        }
+        if cond.as_const().is_some() || self.exec {
+            self.red_call_private(func, name, args, &[]);
+            return;
+        }
+        let c = self.materialize(cond);
+        let (call, _) = self.new_label(&[]);
+        let (go, _) = self.new_label(&[]);
+        self.branch(c, (call, &[]), (go, &[]));
+        self.branches -= 1;
+        self.switch_to(call);
+        self.red_call_private(func, name, args, &[]);
+        self.jump(go, &[]);
+        self.switch_to(go);
     }
 
     /// The address `offset` bytes past `addr` (a field inside an object).

@@ -120,7 +120,7 @@ fn set_object_reds(o: &mut VObject, reds: &[RedBox]) {
 
 /// Pushes the frame `p` (not a virtualizable object) onto the continuation
 /// stack.
-fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr) {
+fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr, counted: bool) {
     let (id, words) = match heap.resolve(p) {
         VPtr::Real(r) => (register(TemplateKey::Real, || Template::Real), vec![r]),
         VPtr::Virtual(i) => {
@@ -166,16 +166,31 @@ fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr) {
     let n = RedBox::u64(words.len() as u64 + 1);
     let need = b.red_bin(BinOp::Add, Overflow::Wrap, &len, &n);
     let full = b.red_cmp(CmpOp::Gt, &need, &cap);
-    let (grow, go) = fork(b, &full);
-    b.switch_to(grow);
-    b.red_call(contstack::reserve, "cont_reserve", &[n], &[]);
-    b.jump(go, &[]);
-    b.switch_to(go);
+    b.red_call_if(&full, contstack::reserve, "cont_reserve", &[n]);
     let at = word_address(b, &len);
     for (k, w) in words.iter().chain(std::iter::once(&RedBox::u64(id))).enumerate() {
         b.red_store(&at, 8 * k as i32, w);
     }
     b.red_store(&cs, contstack::LEN, &need);
+    if counted {
+        count_entries(b, 1);
+    }
+}
+
+/// Adds `k` to the count of the current call's entries (kept where a
+/// spilled list counts them: the execute mode's helpers always do; the
+/// count is read only for such a list, the one of its call).
+fn count_entries(b: &mut ResidualBuilder, k: i64) {
+    let cs = stack_address();
+    let n = b.red_load(ValTy::U64, &cs, contstack::ENTRIES);
+    let n = b.red_bin(BinOp::Add, Overflow::Wrap, &n, &RedBox::u64(k as u64));
+    b.red_store(&cs, contstack::ENTRIES, &n);
+}
+
+/// How many entries the current call of residual code has on the stack
+/// (the frames it spilled and did not pop yet).
+pub fn entries(b: &mut ResidualBuilder) -> RedBox {
+    b.red_load(ValTy::U64, &stack_address(), contstack::ENTRIES)
 }
 
 /// The address of this thread's continuation stack, a constant of the
@@ -216,7 +231,7 @@ pub fn peek_top(b: &mut ResidualBuilder) -> (Label, RedBox) {
 }
 
 /// Pops the top entry's words (of these types), in place in compiled code.
-fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy]) -> Vec<RedBox> {
+fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy], counted: bool) -> Vec<RedBox> {
     if b.exec {
         return b.red_call(contstack::pop, "cont_pop", &[RedBox::u64(tys.len() as u64)], tys);
     }
@@ -226,19 +241,29 @@ fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy]) -> Vec<RedBox> {
     let addr = word_address(b, &at);
     let words = tys.iter().enumerate().map(|(k, t)| b.red_load(*t, &addr, 8 * k as i32)).collect();
     b.red_store(&cs, contstack::LEN, &at);
+    if counted {
+        count_entries(b, -1);
+    }
     words
 }
 
 /// Spills the virtual elements of `l` onto the continuation stack, oldest
 /// first, leaving it [`VPList::Spilled`] with none; false (nothing done)
-/// when one cannot be spilled or `l` is real.
-pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap) -> bool {
-    let (below, items) = match l {
+/// when one cannot be spilled or `l` is real. With `counted` (the
+/// interpreter reads its saved frames in place: the newest is its current
+/// frame), its length is known from the stack's count of entries
+/// ([`entries`]), and its newest element stays virtual.
+pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap, counted: bool) -> bool {
+    let (below, counted, mut items) = match l {
         VPList::Real(_) => return false,
-        VPList::Virtual(items) => (None, items.clone()),
-        VPList::Over(a, items) => (Some(*a), items.clone()),
-        VPList::Spilled(below, items) => (*below, items.clone()),
+        VPList::Virtual(items) => (None, counted, items.clone()),
+        VPList::Over(a, items) => (Some(*a), counted, items.clone()),
+        VPList::Spilled { below, counted, items } => (*below, *counted, items.clone()),
     };
+    let kept = if counted { items.pop() } else { None };
+    if items.is_empty() {
+        return false;
+    }
     // A virtualizable object is written back to its backing, never moved.
     let spillable = |p: &VPtr| match heap.resolve(p) {
         VPtr::Real(_) => true,
@@ -248,9 +273,9 @@ pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap) -> bool
         return false;
     }
     for p in &items {
-        spill_one(b, heap, p);
+        spill_one(b, heap, p, counted);
     }
-    *l = VPList::Spilled(below, vec![]);
+    *l = VPList::Spilled { below, counted, items: kept.into_iter().collect() };
     true
 }
 
@@ -260,9 +285,9 @@ pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap) -> bool
 /// thread does not know (nothing done).
 pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id: u64) -> bool {
     let Some(t) = template(id) else { return false };
-    let VPList::Spilled(_, items) = l else { return false };
+    let VPList::Spilled { items, counted, .. } = l else { return false };
     let tys = t.word_types();
-    let mut vals = pop_words(b, &tys);
+    let mut vals = pop_words(b, &tys, *counted);
     let p = match &*t {
         Template::Real => VPtr::Real(vals.remove(0)),
         Template::Object { obj, slots, .. } => {
@@ -291,7 +316,7 @@ pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id
 pub fn unspill_all(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap) -> bool {
     debug_assert!(b.exec, "unspill_all runs in execute mode");
     loop {
-        let VPList::Spilled(below, items) = l else { return true };
+        let VPList::Spilled { below, items, .. } = l else { return true };
         let id = b.red_call(contstack::peek, "cont_peek", &[], &[ValTy::U64])[0].as_const().unwrap_or(contstack::EMPTY);
         if id == contstack::EMPTY {
             let (below, items) = (*below, std::mem::take(items));

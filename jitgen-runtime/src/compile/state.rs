@@ -18,7 +18,8 @@ use crate::compile::vlist::VList;
 use crate::ir::builder::CallbackFn;
 use crate::ir::builder::ResidualBuilder;
 use crate::ir::builder::SymAddr;
-use crate::ir::ops::{CmpOp, ValTy};
+use crate::ir::ops::{BinOp, CmpOp, Overflow, ValTy};
+use crate::run::heap::VecHeader;
 
 /// One virtual frame of a generating extension.
 pub trait Frame: Clone {
@@ -54,8 +55,9 @@ pub trait Frame: Clone {
     fn lists_mut(&mut self, _f: &mut dyn FnMut(ListMut<'_>)) {}
     /// Whether the interpreter reads its lists of structs (saved frames) in
     /// place, not only by `pop` (`frames.last()` at every instruction):
-    /// its recursion is not spilled ([`JitState::spill_frames`]), since
-    /// each read would bring a spilled frame back through a flexswitch.
+    /// spilled, they count their entries on the continuation stack, so
+    /// that their length is known ([`JitState::spill_frames`],
+    /// [`JitState::frames_len`]).
     fn reads_saved_frames(&self) -> bool {
         false
     }
@@ -134,7 +136,7 @@ pub struct JitState<F> {
     /// the interpreter at its next flexswitch or merge point: what follows
     /// is the caller, whose lists came out of memory and stay real in
     /// compiled code, while code compiled for the caller's own loop starts
-    /// with them in registers.
+    /// with them in registers ([`JitState::hands_over`]).
     pub below_entry: bool,
     /// The last length taken of a list of structs with virtual elements
     /// over a part in memory or on the continuation stack: that part's
@@ -237,6 +239,10 @@ pub const BOUNDS_CHECKED: u32 = 2;
 /// Facts kept per state at most (the oldest go first).
 pub const MAX_FACTS: usize = 16;
 
+/// The largest lower bound of a `Vec`'s length kept ([`Fact::min`]): an
+/// interpreter pops a few values at a time, and each bound splits versions.
+pub const MAX_KNOWN_LENGTH: u64 = 2;
+
 /// A field of a real object known on a path: the `ty` at `at` holds `value`.
 ///
 /// Facts are found again by address *computation* ([`SymAddr`]), so a field
@@ -262,6 +268,10 @@ pub struct Fact {
     /// that `ty`'s value was widened to (so that promoting the wide value
     /// makes the field known).
     pub value: RedBox,
+    /// A lower bound of the value as an unsigned integer (0: none known):
+    /// the length of a `Vec` pushed onto in compiled code, so that a pop
+    /// after a merge point still knows it is not empty.
+    pub min: u64,
 }
 
 impl Fact {
@@ -434,7 +444,9 @@ impl<F: Frame> JitState<F> {
         let mut depth = 0;
         for f in &mut self.frames {
             f.lists_mut(&mut |l| {
-                if let ListMut::Ptrs(VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled(_, items)) = l {
+                if let ListMut::Ptrs(VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled { items, .. }) =
+                    l
+                {
                     depth += items.len();
                 }
             });
@@ -451,8 +463,18 @@ impl<F: Frame> JitState<F> {
             });
         }
         use std::hash::BuildHasher;
+        // The lists of objects with a backing (the interpreter's own, live
+        // at its merge point: an operand stack in a struct) are the state's
+        // too.
+        let backed: Vec<u64> = self
+            .heap
+            .objects
+            .iter()
+            .filter(|o| o.backing.is_some() && o.forced.is_none())
+            .flat_map(|o| o.lists.iter().map(VList::key_word))
+            .collect();
         let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
-        let exact = rustc_hash::FxBuildHasher.hash_one((&keys, "calls"));
+        let exact = rustc_hash::FxBuildHasher.hash_one((&keys, &backed, "calls"));
         for f in &mut frames {
             f.lists_mut(&mut |l| l.forget());
         }
@@ -467,9 +489,7 @@ impl<F: Frame> JitState<F> {
     /// a frame is also named from elsewhere in the state, or the
     /// interpreter reads its frames in place ([`Frame::reads_saved_frames`]).
     pub fn spill_frames(&mut self, b: &mut ResidualBuilder) -> bool {
-        if self.frames.iter().any(Frame::reads_saved_frames) {
-            return false;
-        }
+        let counted = self.frames.iter().any(Frame::reads_saved_frames);
         let mut refs: std::collections::HashMap<u32, usize> = Default::default();
         let (mut candidates, mut spilled) = (0, 0);
         for f in &mut self.frames {
@@ -481,7 +501,7 @@ impl<F: Frame> JitState<F> {
             f.lists_mut(&mut |l| {
                 if let ListMut::Ptrs(l) = l {
                     match l {
-                        VPList::Spilled(_, items) => {
+                        VPList::Spilled { items, .. } => {
                             spilled += 1;
                             candidates += !items.is_empty() as usize;
                         }
@@ -506,8 +526,8 @@ impl<F: Frame> JitState<F> {
                 }
                 let shared =
                     items.iter().any(|p| matches!(p, VPtr::Virtual(i) if refs.get(i).copied().unwrap_or(0) > 1));
-                if !shared && (spilled == 0 || matches!(l, VPList::Spilled(..))) {
-                    done = crate::compile::spill::spill_list(l, b, heap);
+                if !shared && (spilled == 0 || matches!(l, VPList::Spilled { .. })) {
+                    done = crate::compile::spill::spill_list(l, b, heap, counted);
                 }
             });
         }
@@ -532,7 +552,7 @@ impl<F: Frame> JitState<F> {
             done = match id {
                 Some(id) => crate::compile::spill::unspill_top(l, b, heap, id),
                 None => {
-                    if let VPList::Spilled(below, _) = l {
+                    if let VPList::Spilled { below, .. } = l {
                         *l = match *below {
                             Some(a) => VPList::Over(a, vec![]),
                             None => VPList::Virtual(vec![]),
@@ -592,7 +612,7 @@ impl<F: Frame> JitState<F> {
             return b.red_cast(&v, ty);
         }
         let v = b.red_load(ty, addr, offset);
-        self.know(Fact { at, ty, class, field, value: v });
+        self.know(Fact { at, ty, class, field, value: v, min: 0 });
         v
     }
 
@@ -621,7 +641,7 @@ impl<F: Frame> JitState<F> {
         }
         b.red_store(addr, offset, value);
         self.known.retain(|f| !f.overlaps(&at, class, field, ty));
-        self.know(Fact { at, ty, class, field, value: *value });
+        self.know(Fact { at, ty, class, field, value: *value, min: 0 });
     }
 
     fn know(&mut self, f: Fact) {
@@ -648,6 +668,138 @@ impl<F: Frame> JitState<F> {
         b.red_index_addr(&buf, index, size)
     }
 
+    /// `v.len()` of a real `Vec` at `addr` (its layout `(ptr, len)`), known
+    /// from then on (see [`JitState::load_field`]).
+    pub fn vec_len(&mut self, b: &mut ResidualBuilder, addr: &RedBox, layout: (i32, i32)) -> RedBox {
+        self.load_field(b, ValTy::U64, addr, layout.1, VEC_HEADER, layout.1)
+    }
+
+    /// The buffer of a real `Vec` at `addr` (as [`JitState::vec_len`]).
+    pub fn vec_buf(&mut self, b: &mut ResidualBuilder, addr: &RedBox, layout: (i32, i32)) -> RedBox {
+        self.load_field(b, ValTy::Ptr, addr, layout.0, VEC_HEADER, layout.0)
+    }
+
+    /// `v.push(x)` on a real `Vec` of scalars at `addr`, in place: its
+    /// length and capacity compared, a call to grow it only when full,
+    /// the element and the length stored (and known from then on: a value
+    /// pushed is found where it is popped or read).
+    #[allow(clippy::too_many_arguments)]
+    pub fn vec_push(
+        &mut self,
+        b: &mut ResidualBuilder,
+        addr: &RedBox,
+        x: &RedBox,
+        h: VecHeader,
+        size: u64,
+        class: u32,
+        reserve: CallbackFn,
+    ) {
+        let len = self.load_field(b, ValTy::U64, addr, h.len, VEC_HEADER, h.len);
+        let cap = self.load_field(b, ValTy::U64, addr, h.cap, VEC_HEADER, h.cap);
+        let full = b.red_cmp(CmpOp::Eq, &len, &cap);
+        if full.as_const() != Some(0) {
+            // The buffer and the capacity may change: they are what the
+            // side that grows it reads again, or what they were (nothing
+            // names the old buffer once the `Vec` grew: Rust forbids
+            // borrows of it across a push).
+            let s = b.sym_addr(addr);
+            let (ptr, capacity) = (s.plus(h.ptr as i64), s.plus(h.cap as i64));
+            let old_buf = self.load_field(b, ValTy::Ptr, addr, h.ptr, VEC_HEADER, h.ptr);
+            let buf = old_buf;
+            self.known.retain(|f| f.class != VEC_HEADER || (f.at != ptr && f.at != capacity));
+            let (buf, cap) = if full.is_const() || b.exec {
+                b.red_call_private(reserve, "vec_reserve", &[*addr], &[]);
+                (b.red_load(ValTy::Ptr, addr, h.ptr), b.red_load(ValTy::U64, addr, h.cap))
+            } else {
+                let c = b.materialize(&full);
+                let (grow, _) = b.new_label(&[]);
+                let (go, params) = b.new_label(&[ValTy::Ptr, ValTy::U64]);
+                let same = [b.materialize(&buf), b.materialize(&cap)];
+                b.branch(c, (grow, &[]), (go, &same));
+                // (Not a branch of the interpreted program: see `Lineage`.)
+                b.branches -= 1;
+                b.switch_to(grow);
+                b.red_call_private(reserve, "vec_reserve", &[*addr], &[]);
+                let grown = [b.red_load(ValTy::Ptr, addr, h.ptr), b.red_load(ValTy::U64, addr, h.cap)];
+                let grown = [b.materialize(&grown[0]), b.materialize(&grown[1])];
+                b.jump(go, &grown);
+                b.switch_to(go);
+                (RedBox::Var { ty: ValTy::Ptr, val: params[0] }, RedBox::Var { ty: ValTy::U64, val: params[1] })
+            };
+            // The elements known are where they were in the buffer, moved
+            // or not.
+            for f in &mut self.known {
+                if f.at.root == old_buf && f.class != VEC_HEADER {
+                    f.at.root = buf;
+                }
+            }
+            self.know(Fact { at: ptr, ty: ValTy::Ptr, class: VEC_HEADER, field: h.ptr, value: buf, min: 0 });
+            self.know(Fact { at: capacity, ty: ValTy::U64, class: VEC_HEADER, field: h.cap, value: cap, min: 0 });
+        }
+        let min = self.fact_min(b, addr, h.len);
+        let buf = self.load_field(b, ValTy::Ptr, addr, h.ptr, VEC_HEADER, h.ptr);
+        let at = b.red_index_addr(&buf, &len, size);
+        self.store_field(b, &at, 0, x, class, 0);
+        let n = b.red_length_plus(&len, 1);
+        self.store_field(b, addr, h.len, &n, VEC_HEADER, h.len);
+        self.set_fact_min(b, addr, h.len, (min + 1).min(MAX_KNOWN_LENGTH));
+    }
+
+    /// The lower bound known of a `Vec`'s length ([`Fact::min`]).
+    fn fact_min(&self, b: &ResidualBuilder, addr: &RedBox, len: i32) -> u64 {
+        let at = b.sym_addr(addr).plus(len as i64);
+        self.known.iter().find(|f| f.class == VEC_HEADER && f.at == at).map_or(0, |f| f.min)
+    }
+
+    fn set_fact_min(&mut self, b: &ResidualBuilder, addr: &RedBox, len: i32, min: u64) {
+        let at = b.sym_addr(addr).plus(len as i64);
+        if let Some(f) = self.known.iter_mut().find(|f| f.class == VEC_HEADER && f.at == at) {
+            f.min = min;
+        }
+    }
+
+    /// `v.pop()` on a real `Vec` of scalars at `addr`, in place: the
+    /// `Option`'s tag (a `u32`) and the value. Where the length is not
+    /// known to be positive, the tag is computed and the value read from a
+    /// word of the runtime's when the `Vec` is empty (no branch: the
+    /// interpreter tests the tag next).
+    pub fn vec_pop(
+        &mut self,
+        b: &mut ResidualBuilder,
+        addr: &RedBox,
+        ty: ValTy,
+        h: VecHeader,
+        size: u64,
+        class: u32,
+    ) -> [RedBox; 2] {
+        let len = self.load_field(b, ValTy::U64, addr, h.len, VEC_HEADER, h.len);
+        let min = self.fact_min(b, addr, h.len);
+        let some = if min > 0 { RedBox::bool(true) } else { b.red_cmp(CmpOp::Ne, &len, &RedBox::u64(0)) };
+        if some.as_const() == Some(0) {
+            return [RedBox::constant(ValTy::U32, 0), RedBox::constant(ty, 0)];
+        }
+        let known = some.as_const().is_some();
+        let one = if known { RedBox::u64(1) } else { b.red_cast(&some, ValTy::U64) };
+        let n = b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &one);
+        let buf = self.load_field(b, ValTy::Ptr, addr, h.ptr, VEC_HEADER, h.ptr);
+        let at = b.red_index_addr(&buf, &n, size);
+        let v = if known {
+            self.load_field(b, ty, &at, 0, class, 0)
+        } else {
+            // `safe + (at - safe) * one`: the element, or the runtime's word.
+            let safe = RedBox::u64(&crate::run::heap::EMPTY_POP_WORD as *const u64 as u64);
+            let a = b.red_cast(&at, ValTy::U64);
+            let d = b.red_bin(BinOp::Sub, Overflow::Wrap, &a, &safe);
+            let d = b.red_bin(BinOp::Mul, Overflow::Wrap, &d, &one);
+            let a = b.red_bin(BinOp::Add, Overflow::Wrap, &safe, &d);
+            let a = b.red_cast(&a, ValTy::Ptr);
+            b.red_load(ty, &a, 0)
+        };
+        self.store_field(b, addr, h.len, &n, VEC_HEADER, h.len);
+        self.set_fact_min(b, addr, h.len, min.saturating_sub(1));
+        [if known { RedBox::constant(ValTy::U32, 1) } else { b.red_cast(&some, ValTy::U32) }, v]
+    }
+
     /// Checks `index < len` unless this path already did.
     pub fn bounds_check(&mut self, b: &mut ResidualBuilder, index: &RedBox, len: &RedBox) {
         if b.exec || index.is_const() && len.is_const() {
@@ -660,7 +812,7 @@ impl<F: Frame> JitState<F> {
             return;
         }
         b.red_bounds_check(index, len);
-        self.know(Fact { at, ty: ValTy::Bool, class: BOUNDS_CHECKED, field: 0, value: RedBox::bool(true) });
+        self.know(Fact { at, ty: ValTy::Bool, class: BOUNDS_CHECKED, field: 0, value: RedBox::bool(true), min: 0 });
     }
 
     /// `x op y` ([`ResidualBuilder::red_cmp`]), folded where this path
@@ -681,6 +833,18 @@ impl<F: Frame> JitState<F> {
         b.red_cmp(op, x, y)
     }
 
+    /// Whether the path hands over to the interpreter at its next
+    /// flexswitch or merge point: it returned below the entry
+    /// ([`JitState::below_entry`]), and the interpreter does not read its
+    /// saved frames in place. One that does (its calls share one operand
+    /// stack, in memory once a recursion compiled) goes on in compiled
+    /// code, the caller's frame read from memory: handing over there made
+    /// code entered inside a recursion cover only what was left of one
+    /// call, the rest interpreted.
+    pub fn hands_over(&self) -> bool {
+        self.below_entry && !self.frames.iter().any(Frame::reads_saved_frames)
+    }
+
     /// Forgets every known field (a call that is not inlined may write any).
     pub fn forget_fields(&mut self) {
         self.known.clear();
@@ -689,18 +853,29 @@ impl<F: Frame> JitState<F> {
 
     /// `len()` of a list of structs whose objects may be virtual, without
     /// moving its virtual elements into memory: a constant for a virtual
-    /// list; else the length of its part in memory plus its virtual
-    /// elements, remembered so that an index computed from it finds them
+    /// list; else the length of its part in memory (and of its entries on
+    /// the continuation stack) plus its virtual elements, remembered so
+    /// that an index computed from it finds them
     /// ([`JitState::frames_elem`]). `None` when the `Vec` layout is needed
-    /// and not known, or for a spilled list (whose frames on the
-    /// continuation stack are not counted: an interpreter that reads its
-    /// frames is not spilled, [`Frame::reads_saved_frames`]).
+    /// and not known, or for a spilled list that does not count its
+    /// entries ([`Frame::reads_saved_frames`]).
     pub fn frames_len(&mut self, l: &VPList, b: &mut ResidualBuilder, layout: Option<(i32, i32)>) -> Option<RedBox> {
         let (below, items) = match l {
             VPList::Virtual(items) => return Some(RedBox::u64(items.len() as u64)),
             VPList::Real(a) => return Some(b.red_vec_len(a, layout?)),
             VPList::Over(a, items) => (b.red_vec_len(a, layout?), items),
-            VPList::Spilled(..) => return None,
+            VPList::Spilled { counted: false, .. } => return None,
+            VPList::Spilled { below, counted: true, items } => {
+                let n = crate::compile::spill::entries(b);
+                let m = match below {
+                    Some(a) => {
+                        let len = self.vec_len(b, a, layout?);
+                        b.red_bin(BinOp::Add, Overflow::Wrap, &len, &n)
+                    }
+                    None => n,
+                };
+                (m, items)
+            }
         };
         if items.is_empty() {
             return Some(below);
@@ -714,22 +889,13 @@ impl<F: Frame> JitState<F> {
     /// stack: computed from the length [`JitState::frames_len`] gave, with
     /// those elements still there.
     pub fn frames_elem(&self, l: &VPList, b: &ResidualBuilder, index: &RedBox) -> Option<VPtr> {
-        let (VPList::Over(_, items) | VPList::Spilled(_, items)) = l else { return None };
+        let (VPList::Over(_, items) | VPList::Spilled { items, .. }) = l else { return None };
         let (below, then) = self.top_len.as_ref()?;
         let n = items.len().min(then.len());
         if items[..n] != then[..n] {
             return None;
         }
-        let j = match (index.as_const(), below.as_const()) {
-            (Some(i), Some(m)) => i.wrapping_sub(m) as i64,
-            _ => {
-                let s = b.sym_addr(index);
-                if s.index.is_some() || s.root != *below {
-                    return None;
-                }
-                s.offset
-            }
-        };
+        let j = b.difference(below, index)?;
         usize::try_from(j).ok().and_then(|j| items.get(j)).copied()
     }
 

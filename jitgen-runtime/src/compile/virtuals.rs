@@ -104,10 +104,14 @@
 //! recursion (a path back at the same position with more saved frames virtual,
 //! through a run-time branch: `JitState::call_point`) spills them onto the
 //! continuation stack (`VPList::Spilled`, see `compile::spill`) and runs the
-//! function's code again; where they cannot be spilled (the interpreter reads them
-//! in place: `len` and `last()` find virtual frames by how the index was computed,
-//! `JitState::frames_len`), it declines a portal's compilation, and from then on the
-//! module's portals refuse entries with saved frames (`Stats::saw_recursion`). A
+//! function's code again. An interpreter that reads its frames in place (`len` and
+//! `last()` find virtual frames by how the index was computed, `JitState::frames_len`)
+//! keeps its current frame virtual, and a spilled list's length counts the stack's
+//! entries; lists that grew with the recursion (an operand stack the calls share, in
+//! the interpreter's own struct) are forced into their own `Vec`s first
+//! (`VHeap::force_backed_lists`). Where frames cannot be spilled (one shared), it
+//! declines a portal's compilation, and from then on the module's portals refuse
+//! entries with saved frames (`Stats::saw_recursion`). A
 //! hand-over inside an inlined call parks with the saved frames, spilled ones
 //! included, rebuilt from the state (`__unpark_S`). So TLC's SEND/CALL/RETURN
 //! compile into the caller's loop: the callee's frame, operand stack and arguments stay
@@ -226,7 +230,17 @@ pub enum VPList {
     /// real `Vec` of an `Over` list (or nothing, for a list that was
     /// virtual). A pop with no virtual element left resumes on the
     /// continuation stack's top entry ([`Popped::Spilled`]).
-    Spilled(Option<RedBox>, Vec<VPtr>),
+    Spilled {
+        /// The real `Vec` below the spilled entries, if any.
+        below: Option<RedBox>,
+        /// The interpreter reads its saved frames in place: the list's
+        /// length is `below`'s, plus the continuation stack's entries
+        /// (`crate::compile::spill::entries`: all are this list's), plus
+        /// `items`'.
+        counted: bool,
+        /// The virtual elements over the spilled ones.
+        items: Vec<VPtr>,
+    },
 }
 
 impl VPList {
@@ -239,8 +253,8 @@ impl VPList {
                 out.push(u64::MAX - 1);
                 items
             }
-            VPList::Spilled(below, items) => {
-                out.push(u64::MAX - 2 - below.is_some() as u64);
+            VPList::Spilled { below, counted, items } => {
+                out.push(u64::MAX - 2 - below.is_some() as u64 - 2 * *counted as u64);
                 items
             }
         };
@@ -255,13 +269,13 @@ impl VPList {
     fn items(&self) -> &[VPtr] {
         match self {
             VPList::Real(_) => &[],
-            VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled(_, items) => items,
+            VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled { items, .. } => items,
         }
     }
 
     /// Appends its reds: the addresses of the real list and real elements.
     pub fn reds_into(&self, out: &mut Vec<RedBox>) {
-        if let VPList::Real(p) | VPList::Over(p, _) | VPList::Spilled(Some(p), _) = self {
+        if let VPList::Real(p) | VPList::Over(p, _) | VPList::Spilled { below: Some(p), .. } = self {
             out.push(*p);
         }
         out.extend(self.items().iter().filter_map(|p| match p {
@@ -279,11 +293,16 @@ impl VPList {
         let items = match self {
             VPList::Real(p) => return next(p),
             VPList::Virtual(items) => items,
-            VPList::Over(p, items) | VPList::Spilled(Some(p), items) => {
+            VPList::Over(p, items) => {
                 next(p);
                 items
             }
-            VPList::Spilled(None, items) => items,
+            VPList::Spilled { below, items, .. } => {
+                if let Some(p) = below {
+                    next(p);
+                }
+                items
+            }
         };
         for p in items {
             if let VPtr::Real(r) = p {
@@ -294,7 +313,7 @@ impl VPList {
 
     /// Visits its virtual elements.
     pub fn vptrs_mut(&mut self, f: &mut dyn FnMut(&mut VPtr)) {
-        if let VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled(_, items) = self {
+        if let VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled { items, .. } = self {
             items.iter_mut().for_each(f);
         }
     }
@@ -312,7 +331,7 @@ impl VPList {
             // Execute mode runs a hand-over to its end (`jit::specialize`):
             // a recursion deeper than that goes onto the continuation stack.
             VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS && b.exec => {
-                if !crate::compile::spill::spill_list(self, b, heap) {
+                if !crate::compile::spill::spill_list(self, b, heap, desc.reads_in_place) {
                     return Err(());
                 }
                 self.push(b, heap, desc, x).map(|_| true)
@@ -337,12 +356,12 @@ impl VPList {
             // Memory holds the frames below the spilled ones, so these go
             // onto the continuation stack too (this list is the state's one
             // spilled list: no other list's entries are among its own).
-            VPList::Spilled(_, items) if items.len() < MAX_VIRTUAL_PTRS => {
+            VPList::Spilled { items, .. } if items.len() < MAX_VIRTUAL_PTRS => {
                 items.push(x);
                 Ok(false)
             }
-            VPList::Spilled(..) => {
-                if !crate::compile::spill::spill_list(self, b, heap) {
+            VPList::Spilled { .. } => {
+                if !crate::compile::spill::spill_list(self, b, heap, desc.reads_in_place) {
                     return Err(());
                 }
                 self.push(b, heap, desc, x).map(|_| true)
@@ -353,7 +372,7 @@ impl VPList {
     /// Whether a `pop` would resume on the continuation stack: a spilled
     /// list with no virtual element left.
     pub fn pops_spilled(&self) -> bool {
-        matches!(self, VPList::Spilled(_, items) if items.is_empty())
+        matches!(self, VPList::Spilled { items, .. } if items.is_empty())
     }
 
     /// `pop()`: the `Option`'s tag (`0` None, `1` Some), the object, and
@@ -363,11 +382,11 @@ impl VPList {
     pub fn pop(&mut self, b: &mut ResidualBuilder, heap: &mut VHeap, desc: &'static VDesc) -> (RedBox, VPtr, Popped) {
         let u32t = ValTy::U32;
         let (a, from) = match self {
-            VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled(_, items) if !items.is_empty() => {
+            VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled { items, .. } if !items.is_empty() => {
                 let p = items.pop().expect("not empty");
                 return (RedBox::constant(u32t, 1), p, Popped::Virtual);
             }
-            VPList::Spilled(..) => {
+            VPList::Spilled { .. } => {
                 return (RedBox::constant(u32t, 0), VPtr::Real(RedBox::constant(ValTy::Ptr, 0)), Popped::Spilled);
             }
             VPList::Virtual(_) => {
@@ -409,7 +428,7 @@ impl VPList {
     pub fn address(&self) -> Option<RedBox> {
         match self {
             VPList::Real(a) | VPList::Over(a, _) => Some(*a),
-            VPList::Virtual(_) | VPList::Spilled(..) => None,
+            VPList::Virtual(_) | VPList::Spilled { .. } => None,
         }
     }
 }
@@ -477,6 +496,10 @@ pub struct VDesc {
     /// out of a real `Vec` by its field words (`[vec, fields..] -> []`,
     /// `[vec] -> [tag, fields..]`): popped objects stay virtual.
     pub by_fields: Option<(CallbackFn, CallbackFn)>,
+    /// The interpreter reads its `Vec`s of this type in place (`len`, an
+    /// index: `frames.last()`), not only by `pop`: spilled, they count
+    /// their entries on the continuation stack (`VPList::Spilled`).
+    pub reads_in_place: bool,
 }
 
 /// A list field of a struct whose objects may be virtual.
@@ -618,6 +641,26 @@ impl VHeap {
         }
         self.objects[i].forced = Some(addr);
         addr
+    }
+
+    /// Moves the virtual lists of objects with a backing into the backing's
+    /// own `Vec`s, where they stay (an operand stack the interpreted
+    /// program's calls share, forced at a recursion); whether it did.
+    pub fn force_backed_lists(&mut self, b: &mut ResidualBuilder) -> bool {
+        let mut forced = false;
+        for o in &mut self.objects {
+            let (Some(addr), None) = (o.backing, o.forced) else { continue };
+            for (l, d) in o.lists.iter_mut().zip(o.desc.lists) {
+                let VList::Virtual(items) = l else { continue };
+                let dest = b.red_offset(&addr, d.offset as u64);
+                let mut args = vec![dest, RedBox::u64((items.len() / d.width.max(1)) as u64)];
+                args.extend_from_slice(items);
+                b.red_call(d.store, "vec_store", &args, &[]);
+                *l = VList::Real(dest);
+                forced = true;
+            }
+        }
+        forced
     }
 
     /// Writes every virtualizable object back into its backing object

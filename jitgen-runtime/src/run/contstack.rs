@@ -32,7 +32,8 @@ use std::cell::UnsafeCell;
 use crate::run::residual::run_callback;
 
 /// The stack as residual code sees it: a buffer of words, its length and
-/// capacity in words, and where the current call of residual code began.
+/// capacity in words, where the current call of residual code began, and
+/// how many entries that call pushed (the number of its spilled frames).
 #[repr(C)]
 pub struct Raw {
     /// The buffer (a `Vec<u64>`'s, taken apart).
@@ -43,6 +44,8 @@ pub struct Raw {
     pub cap: u64,
     /// The length when the current call of residual code began.
     pub base: u64,
+    /// The entries above `base`.
+    pub entries: u64,
 }
 
 /// Byte offsets of [`Raw`]'s fields, for residual code.
@@ -53,6 +56,8 @@ pub const LEN: i32 = std::mem::offset_of!(Raw, len) as i32;
 pub const CAP: i32 = std::mem::offset_of!(Raw, cap) as i32;
 /// See [`WORDS`].
 pub const BASE: i32 = std::mem::offset_of!(Raw, base) as i32;
+/// See [`WORDS`].
+pub const ENTRIES: i32 = std::mem::offset_of!(Raw, entries) as i32;
 
 struct Stack(UnsafeCell<Raw>);
 
@@ -67,7 +72,7 @@ impl Drop for Stack {
 }
 
 thread_local! {
-    static STACK: Stack = const { Stack(UnsafeCell::new(Raw { words: std::ptr::null_mut(), len: 0, cap: 0, base: 0 })) };
+    static STACK: Stack = const { Stack(UnsafeCell::new(Raw { words: std::ptr::null_mut(), len: 0, cap: 0, base: 0, entries: 0 })) };
 }
 
 /// The thread's stack. Only this module and this thread's residual code
@@ -91,20 +96,18 @@ pub const EMPTY: u64 = u64::MAX;
 
 /// Starts a call of residual code: it sees the entries pushed from now on.
 /// Returns what [`leave`] needs to restore.
-pub fn enter() -> (u64, u64) {
+pub fn enter() -> [u64; 3] {
     with(|r| {
-        let saved = (r.len, r.base);
+        let saved = [r.len, r.base, r.entries];
         r.base = r.len;
+        r.entries = 0;
         saved
     })
 }
 
 /// Ends a call of residual code started by [`enter`]: drops what it left.
-pub fn leave(saved: (u64, u64)) {
-    with(|r| {
-        r.len = saved.0;
-        r.base = saved.1;
-    })
+pub fn leave(saved: [u64; 3]) {
+    with(|r| [r.len, r.base, r.entries] = saved)
 }
 
 /// Makes room for `[n]` more words (`[n] -> []`).
@@ -152,6 +155,7 @@ pub unsafe extern "C" fn push(buf: *mut u64) -> u64 {
         // SAFETY: room for n + 1 words was reserved above.
         unsafe { std::ptr::copy_nonoverlapping(buf.add(1), r.words.add(r.len as usize), n as usize + 1) };
         r.len += n + 1;
+        r.entries = r.entries.wrapping_add(1);
     });
     0
 }
@@ -181,6 +185,7 @@ pub unsafe extern "C" fn pop(buf: *mut u64) -> u64 {
             // SAFETY: the entry's words are in the buffer, `buf` has room.
             unsafe { std::ptr::copy_nonoverlapping(r.words.add(at as usize), buf, n as usize) };
             r.len = at;
+            r.entries = r.entries.wrapping_sub(1);
         });
         Ok(())
     })

@@ -118,6 +118,23 @@ pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
 /// `None` when the measurement is not conclusive: residual code then calls
 /// the helpers below instead of reading the fields.
 pub fn vec_layout<T>() -> Option<(i32, i32)> {
+    vec_header::<T>().map(|h| (h.ptr, h.len))
+}
+
+/// The byte offsets of a `Vec`'s three words (see [`vec_layout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VecHeader {
+    /// The buffer pointer.
+    pub ptr: i32,
+    /// The length.
+    pub len: i32,
+    /// The capacity.
+    pub cap: i32,
+}
+
+/// Where a `Vec<T>` keeps its buffer pointer, length and capacity
+/// (measured as [`vec_layout`] is).
+pub fn vec_header<T>() -> Option<VecHeader> {
     let w = std::mem::size_of::<usize>();
     if std::mem::size_of::<Vec<T>>() != 3 * w || std::mem::size_of::<T>() == 0 {
         return None;
@@ -132,8 +149,22 @@ pub fn vec_layout<T>() -> Option<(i32, i32)> {
     if p == c || p == l || c == l || ptr == 0 || cap == 0 {
         return None;
     }
-    Some(((p * w) as i32, (l * w) as i32))
+    Some(VecHeader { ptr: (p * w) as i32, len: (l * w) as i32, cap: (c * w) as i32 })
 }
+
+/// `v.reserve(1)`: `[addr] -> []` (compiled pushes call it when full).
+pub unsafe extern "C" fn vec_reserve_one<T: 'static>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one word; the address is a live Vec<T>.
+        let b = unsafe { args(buf, 1) };
+        unsafe { vec_at::<T>(b[0]) }.reserve(1);
+        Ok(())
+    })
+}
+
+/// A word residual code may read where a pop finds its `Vec` empty (it
+/// reads before it knows, and the value is not used).
+pub static EMPTY_POP_WORD: u64 = 0;
 
 /// Reads the argument buffer of a callback.
 ///

@@ -46,6 +46,9 @@ pub(super) struct FactDesc {
     pub(super) class: u32,
     pub(super) field: i32,
     pub(super) value: FactVal,
+    /// Its lower bound ([`Fact::min`]): a state covers the version's only
+    /// with one as high.
+    pub(super) min: u64,
 }
 
 impl FactDesc {
@@ -63,7 +66,10 @@ impl FactDesc {
 /// kept fields), with their values.
 pub(super) fn describe_facts(b: &ResidualBuilder, known: &[Fact], core: &[RedBox]) -> Vec<(FactDesc, RedBox)> {
     let mut out: Vec<(FactDesc, RedBox)> = vec![];
-    for f in known {
+    // `Vec` headers first: elements are named by the buffer and, where an
+    // index is a length plus a constant (`stack[len - 1]`), by the length.
+    let header = |f: &&Fact| f.class == crate::compile::state::VEC_HEADER;
+    for f in known.iter().filter(header).chain(known.iter().filter(|f| !header(f))) {
         let refer = |r: &RedBox, out: &[(FactDesc, RedBox)]| -> Option<FactRef> {
             if r.is_const() {
                 return Some(FactRef::Const(*r));
@@ -79,14 +85,22 @@ pub(super) fn describe_facts(b: &ResidualBuilder, known: &[Fact], core: &[RedBox
             None => None,
             Some((i, stride)) => match refer(&i, &out) {
                 Some(r) => Some((r, stride)),
-                // An index computed from a red by adding a constant.
-                None => match core.iter().enumerate().find_map(|(j, c)| Some((j, b.difference(c, &i)?))) {
-                    Some((j, d)) => {
-                        offset = offset.wrapping_add(d.wrapping_mul(stride as i64));
-                        Some((FactRef::Core(j), stride))
+                // An index computed from a red, or from an earlier field's
+                // value, by adding a constant.
+                None => {
+                    let core_plus =
+                        core.iter().enumerate().find_map(|(j, c)| Some((FactRef::Core(j), b.difference(c, &i)?)));
+                    let fact_plus = || {
+                        out.iter().enumerate().find_map(|(m, (_, v))| Some((FactRef::Fact(m), b.difference(v, &i)?)))
+                    };
+                    match core_plus.or_else(fact_plus) {
+                        Some((r, d)) => {
+                            offset = offset.wrapping_add(d.wrapping_mul(stride as i64));
+                            Some((r, stride))
+                        }
+                        None => continue,
                     }
-                    None => continue,
-                },
+                }
             },
         };
         let value = if f.value.is_const() {
@@ -96,7 +110,7 @@ pub(super) fn describe_facts(b: &ResidualBuilder, known: &[Fact], core: &[RedBox
         } else {
             FactVal::Var(f.value.ty())
         };
-        let desc = FactDesc { root, index, offset, ty: f.ty, class: f.class, field: f.field, value };
+        let desc = FactDesc { root, index, offset, ty: f.ty, class: f.class, field: f.field, value, min: f.min };
         out.push((desc, f.value));
     }
     out
@@ -114,6 +128,7 @@ pub(super) fn match_facts(want: &[FactDesc], have: &[(FactDesc, RedBox)]) -> Opt
         let (root, index) = (remap(d.root), d.index.map(|(i, s)| (remap(i), s)));
         let k = have.iter().position(|(e, v)| {
             e.is_at(root, index, d)
+                && e.min >= d.min
                 && match d.value {
                     FactVal::Var(t) => v.ty() == t,
                     other => e.value == other,
@@ -152,7 +167,13 @@ pub(super) fn widen_facts(prev: &[FactDesc], have: &[(FactDesc, RedBox)]) -> Vec
             other => other,
         };
         let value = if e.value == d.value { d.value } else { FactVal::Var(v.ty()) };
-        out.push(FactDesc { root: to_out(e.root), index: e.index.map(|(i, s)| (to_out(i), s)), value, ..d.clone() });
+        out.push(FactDesc {
+            root: to_out(e.root),
+            index: e.index.map(|(i, s)| (to_out(i), s)),
+            value,
+            min: d.min.min(e.min),
+            ..d.clone()
+        });
         in_out[k] = Some(out.len() - 1);
     }
     out
@@ -186,7 +207,14 @@ pub(super) fn rebuild_facts(
             FactVal::Core(j) => core[j],
             FactVal::Var(ty) => RedBox::Var { ty, val: params.next().expect("one parameter per run-time field") },
         };
-        out.push(Fact { at: SymAddr { root, index, offset }, ty: d.ty, class: d.class, field: d.field, value });
+        out.push(Fact {
+            at: SymAddr { root, index, offset },
+            ty: d.ty,
+            class: d.class,
+            field: d.field,
+            value,
+            min: d.min,
+        });
     }
     out
 }

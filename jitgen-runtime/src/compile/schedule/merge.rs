@@ -160,7 +160,7 @@ impl<F: Frame> Compilation<F> {
         if self.b.exec {
             return Some(st);
         }
-        if let (true, Some(defer)) = (st.below_entry, self.defer) {
+        if let (true, Some(defer)) = (st.hands_over(), self.defer) {
             // A flexswitch that hands over at once (see `flexswitch`).
             if let Some(f) = st.frames.last_mut() {
                 f.unmerge();
@@ -194,11 +194,13 @@ impl<F: Frame> Compilation<F> {
                     // the continuation stack, and the call continues in
                     // the function's code for any depth (`compile::spill`).
                     // Lists that grew with it (an operand stack the calls
-                    // share) are forced first, so that one version of the
-                    // function's code serves every depth.
+                    // share, a frame's or the interpreter's own) are forced
+                    // first, so that one version of the function's code
+                    // serves every depth.
                     if !same_lists {
                         self.stats.lists_forced_at_merges += 1;
                         st.force_lists(&mut self.b);
+                        st.heap.force_backed_lists(&mut self.b);
                         st.sync_facts(&self.b);
                         st.normalize();
                     }
@@ -210,6 +212,16 @@ impl<F: Frame> Compilation<F> {
                         st.sync_facts(&self.b);
                         st.normalize();
                         key = st.key();
+                        if let (true, Some(defer), false) = (self.piece, self.defer, self.versions.contains_key(&key)) {
+                            // In a case (a caller's continuation after a
+                            // return), the function's code is a piece the
+                            // tree shares, compiled once, not a copy per case.
+                            if let Some(f) = st.frames.last_mut() {
+                                f.unmerge();
+                            }
+                            defer(self, st);
+                            return None;
+                        }
                     } else if self.tree.declines_recursion.get() {
                         if let Some(s) = self.tree.stats {
                             s.saw_recursion();

@@ -182,6 +182,10 @@ pub struct Compilation<F: Frame> {
     entry_key: Option<StateKey<F::Key>>,
     /// Where the extension started ([`Compilation::mark_entry`]).
     entry_mark: Option<(Label, usize)>,
+    /// A flexswitch's case (a piece below the root compilation): its
+    /// recursions continue in a piece of their own, which the tree shares
+    /// (see `Compilation::merge`).
+    piece: bool,
 }
 
 impl<F: Frame> Compilation<F> {
@@ -211,6 +215,7 @@ impl<F: Frame> Compilation<F> {
             parked: None,
             entry_key: None,
             entry_mark: None,
+            piece: false,
         }
     }
 

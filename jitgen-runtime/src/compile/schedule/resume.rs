@@ -255,7 +255,7 @@ impl<F: Frame> Compilation<F> {
             });
         }
         let live_tys: Vec<ValTy> = live.iter().map(|v| self.b.ty(*v)).collect();
-        let max_cases = if st.below_entry {
+        let max_cases = if st.hands_over() {
             // Returned below where compiled code was entered: the
             // interpreter goes on (see `JitState::below_entry`).
             0
@@ -281,6 +281,7 @@ impl<F: Frame> Compilation<F> {
                 let mut c: Compilation<G> = Compilation::new(&name, &live_tys, &outputs, limits);
                 c.tree = tree.clone();
                 c.defer = Some(fns.defer);
+                c.piece = true;
                 let mut st = snapshot.0.clone();
                 let inputs = c.inputs();
                 let reds = rebuild(&snapshot.1, &inputs, w);

@@ -1,0 +1,179 @@
+//! Pushes and pops of a real `Vec` of scalars worked on in place
+//! (`JitState::vec_push`, `vec_pop`): compiled and executed, they leave the
+//! `Vec` as Rust's own methods do, whatever its length and capacity, and a
+//! value pushed is popped from what the compiler knows, not from memory.
+
+use jitgen_runtime::builder::Inst;
+use jitgen_runtime::heap::{vec_header, vec_reserve_one};
+use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
+use jitgen_runtime::redbox::RedBox;
+use jitgen_runtime::schedule::{Compilation, MergeKind};
+use jitgen_runtime::state::{Frame, JitState};
+
+/// A frame whose reds are the `Vec`'s address (where a merge point needs it).
+#[derive(Clone, Debug)]
+struct Blk(Vec<RedBox>);
+
+impl Frame for Blk {
+    type Key = u32;
+    fn key(&self) -> u32 {
+        0
+    }
+    fn reds(&self) -> Vec<RedBox> {
+        self.0.clone()
+    }
+    fn set_reds(&mut self, r: &[RedBox]) {
+        self.0 = r.to_vec();
+    }
+}
+
+/// The alias class of the elements (any class of elements will do).
+const ELEMS: u32 = 4;
+
+/// One step on the `Vec`: push a constant, push the input, or pop.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Push(i64),
+    PushInput,
+    Pop,
+}
+
+/// Runs `ops` on `v` as Rust does, folding what the pops give into a word
+/// (`Some(x)` as `3x + 1`, `None` as 0, each step's times 7).
+fn reference(ops: &[Op], v: &mut Vec<i64>, input: i64) -> i64 {
+    let mut acc = 0i64;
+    for op in ops {
+        match op {
+            Op::Push(k) => v.push(*k),
+            Op::PushInput => v.push(input),
+            Op::Pop => {
+                let got = v.pop().map_or(0, |x| x.wrapping_mul(3).wrapping_add(1));
+                acc = acc.wrapping_mul(7).wrapping_add(got);
+            }
+        }
+    }
+    acc
+}
+
+/// The same steps through the compiler (compiling, or executing at once
+/// on the `Vec` whose address is the first input).
+fn steps(c: &mut Compilation<Blk>, ops: &[Op]) {
+    let h = vec_header::<i64>().expect("the probe works on this build");
+    let [v, input] = c.inputs()[..] else { unreachable!() };
+    let mut st = JitState::new(Blk(vec![]));
+    let mut acc = RedBox::i64(0);
+    for op in ops {
+        match op {
+            Op::Push(k) => st.vec_push(&mut c.b, &v, &RedBox::i64(*k), h, 8, ELEMS, vec_reserve_one::<i64>),
+            Op::PushInput => st.vec_push(&mut c.b, &v, &input, h, 8, ELEMS, vec_reserve_one::<i64>),
+            Op::Pop => {
+                let [tag, x] = st.vec_pop(&mut c.b, &v, ValTy::I64, h, 8, ELEMS);
+                // `tag * (3x + 1)`: 0 for `None`.
+                let tag = c.b.red_cast(&tag, ValTy::I64);
+                let y = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &x, &RedBox::i64(3));
+                let y = c.b.red_bin(BinOp::Add, Overflow::Wrap, &y, &RedBox::i64(1));
+                let got = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &y, &tag);
+                let a = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &acc, &RedBox::i64(7));
+                acc = c.b.red_bin(BinOp::Add, Overflow::Wrap, &a, &got);
+            }
+        }
+    }
+    c.finish_return(&[acc]);
+}
+
+fn random_ops(seed: &mut u64) -> Vec<Op> {
+    let mut next = |n: u64| {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed % n
+    };
+    let len = 1 + next(12) as usize;
+    (0..len)
+        .map(|_| match next(5) {
+            0 | 1 => Op::Pop,
+            2 => Op::PushInput,
+            _ => Op::Push(next(100) as i64 - 50),
+        })
+        .collect()
+}
+
+/// `Vec`s of each length up to 3, with no room, some, or exactly enough.
+fn starts() -> Vec<Vec<i64>> {
+    let mut out = vec![];
+    for n in 0..4 {
+        for extra in [0, 1, 5] {
+            let mut v = Vec::with_capacity(n + extra);
+            v.extend((0..n as i64).map(|k| 10 * k + 7));
+            out.push(v);
+        }
+    }
+    out.push(Vec::new());
+    out
+}
+
+#[test]
+fn random_pushes_and_pops_agree_with_rust_compiled_and_executed() {
+    let mut seed = 0x5eed_0024_u64;
+    for _ in 0..300 {
+        let ops = random_ops(&mut seed);
+        let mut c: Compilation<Blk> =
+            Compilation::new("vec", &[ValTy::Ptr, ValTy::I64], &[ValTy::I64], Default::default());
+        steps(&mut c, &ops);
+        let f = jitgen_runtime::residual::compile_host(&c.finish().expect("small")).expect("compiles");
+        for start in starts() {
+            let input = 1234;
+            let mut want_v = start.clone();
+            let want = reference(&ops, &mut want_v, input);
+            let mut got_v = start.clone();
+            let got = f.call_words(&[&mut got_v as *mut Vec<i64> as u64, input as u64]).expect("runs")[0] as i64;
+            assert_eq!((got, &got_v), (want, &want_v), "{ops:?} on {start:?}");
+            let mut exec_v = start.clone();
+            let addr = &mut exec_v as *mut Vec<i64> as u64;
+            let c: Compilation<Blk> =
+                Compilation::executing("vec", &[ValTy::Ptr, ValTy::I64], &[addr, input as u64], &[ValTy::I64]);
+            let got = c.execute(|c| steps(c, &ops)).expect("runs")[0] as i64;
+            assert_eq!((got, &exec_v), (want, &want_v), "{ops:?} on {start:?}, executed");
+        }
+    }
+}
+
+#[test]
+fn a_value_pushed_is_popped_without_a_load_or_a_test() {
+    // Two pushes, then two pops: the pops know the length is positive and
+    // the values pushed; the only loads are the header's, once each.
+    let mut c: Compilation<Blk> = Compilation::new("vec", &[ValTy::Ptr, ValTy::I64], &[ValTy::I64], Default::default());
+    steps(&mut c, &[Op::PushInput, Op::Push(5), Op::Pop, Op::Pop]);
+    let f = c.finish().expect("small");
+    let insts: Vec<&Inst> = f.blocks.values().flat_map(|b| b.insts.iter()).collect();
+    let listing = jitgen_runtime::builder::listing(&f);
+    let loads = |ty: ValTy| insts.iter().filter(|i| matches!(i, Inst::Load { ty: t, .. } if *t == ty)).count();
+    // The length once; the capacity and buffer again only where the `Vec`
+    // grew (a side branch per push); no element.
+    assert_eq!((loads(ValTy::U64), loads(ValTy::Ptr), loads(ValTy::I64)), (2 + 2, 1 + 2, 0), "{listing}");
+    assert!(!insts.iter().any(|i| matches!(i, Inst::Cmp { op: jitgen_runtime::ops::CmpOp::Ne, .. })), "{listing}");
+}
+
+#[test]
+fn a_merge_point_keeps_what_pushes_told_of_the_length() {
+    // A push, a merge point, a pop: the pop still knows the `Vec` is not
+    // empty (no test of the length) and takes the value pushed.
+    let h = vec_header::<i64>().expect("the probe works on this build");
+    let mut c: Compilation<Blk> = Compilation::new("vec", &[ValTy::Ptr, ValTy::I64], &[ValTy::I64], Default::default());
+    let [v, input] = c.inputs()[..] else { unreachable!() };
+    let mut st = JitState::new(Blk(vec![v]));
+    st.vec_push(&mut c.b, &v, &input, h, 8, ELEMS, vec_reserve_one::<i64>);
+    let mut st = c.merge(st, MergeKind::LoopHead).expect("a new version");
+    let v = st.frames[0].0[0];
+    let [tag, x] = st.vec_pop(&mut c.b, &v, ValTy::I64, h, 8, ELEMS);
+    assert_eq!(tag, RedBox::constant(ValTy::U32, 1));
+    c.finish_return(&[x]);
+    let f = c.finish().expect("small");
+    let listing = jitgen_runtime::builder::listing(&f);
+    let insts: Vec<&Inst> = f.blocks.values().flat_map(|b| b.insts.iter()).collect();
+    assert!(!insts.iter().any(|i| matches!(i, Inst::Load { ty: ValTy::I64, .. })), "{listing}");
+    let code = jitgen_runtime::residual::compile_host(&f).expect("compiles");
+    let mut data = vec![1i64, 2];
+    assert_eq!(code.call_words(&[&mut data as *mut Vec<i64> as u64, 99]).expect("runs")[0], 99);
+    assert_eq!(data, [1, 2]);
+}
