@@ -358,3 +358,47 @@ L4():
     assert_eq!(f.inputs, [ValTy::I64, ValTy::U8]);
     assert_eq!(f.switches.len(), 1);
 }
+
+#[test]
+fn stores_written_over_before_anything_reads_are_dropped() {
+    // A word of memory the function may write (its address in the listing).
+    static CELL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let cell = format!("{:#x}", &CELL as *const _ as usize);
+    // The first store is written over (only arithmetic between); the
+    // second is read by the load; a checked add (it may leave) keeps the
+    // third; the last is the block's.
+    let input = "
+entry(v0: i64):
+    v1 = const.ptr CELL
+    store.i64 v1+0, v0
+    v2 = const.i64 1
+    v3 = add.i64 v0, v2
+    store.i64 v1+0, v3
+    v4 = load.i64 v1+0
+    store.i64 v1+0, v4
+    v5 = add_checked.i64 v4, v2
+    store.i64 v1+0, v5
+    return v5
+"
+    .replace("CELL", &cell);
+    let before = parsed(&input);
+    let mut after = before.clone();
+    assert!(after.drop_overwritten_stores());
+    for x in [0u64, 1, 7, i64::MAX as u64] {
+        assert_eq!(outcome(&before, &[x]), outcome(&after, &[x]), "input {x}");
+    }
+    let want = "
+entry(v0: i64):
+    v1 = const.ptr CELL
+    v2 = const.i64 1
+    v3 = add.i64 v0, v2
+    store.i64 v1+0, v3
+    v4 = load.i64 v1+0
+    store.i64 v1+0, v4
+    v5 = add_checked.i64 v4, v2
+    store.i64 v1+0, v5
+    return v5
+"
+    .replace("CELL", &cell);
+    assert_eq!(listing(&after), want.trim_start());
+}

@@ -20,7 +20,9 @@
 //! the entries pushed since it began ([`enter`] sets the base, [`leave`]
 //! drops what is left above it: after an error exit the interpreter's frames
 //! are gone anyway; a hand-over rebuilds the spilled frames into the
-//! interpreter's `Vec` first).
+//! interpreter's `Vec` first), and counts them (`Raw::entries`: the length
+//! of the spilled frames of an interpreter that reads its frames in place,
+//! `frames.last()`; compiled code counts only for such interpreters).
 //!
 //! Invariant: an entry is pushed and popped by code of the thread that
 //! compiled it (residual code is not `Send`), so template numbers are those

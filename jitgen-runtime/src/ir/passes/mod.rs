@@ -31,6 +31,9 @@
 //!    predecessors; propagation then drops those that carry one value.
 //! 4. **Unrolling** (`unroll.rs`): a counted loop of one block runs
 //!    [`UNROLL_TURNS`] turns per jump behind a guard (see that module).
+//! 5. **Overwritten stores** (`stores.rs`): a store that a later store of
+//!    its block writes over, with nothing between that reads memory or
+//!    leaves, is dropped.
 //!
 //! Merging moves code into blocks made later, so label order is not
 //! dominance order: backends translate blocks in reverse postorder
@@ -57,6 +60,7 @@
 mod merge;
 mod propagate;
 mod rotate;
+mod stores;
 mod unroll;
 
 pub use rotate::MAX_COPIED_OPS;
@@ -71,7 +75,8 @@ impl ResidualFunction {
     /// [`ResidualFunction::propagate`] (on the smaller function), and again if it changed
     /// anything, and loops are closed through small blocks. Last, counted
     /// loops of one block are unrolled ([`UNROLL_TURNS`] turns per jump
-    /// behind a guard; see the `unroll` module).
+    /// behind a guard; see the `unroll` module), and stores written over
+    /// are dropped.
     pub fn simplify(&mut self) {
         self.merge_blocks();
         if self.propagate() {
@@ -81,5 +86,6 @@ impl ResidualFunction {
             self.merge_blocks();
         }
         self.unroll_counted_loops();
+        self.drop_overwritten_stores();
     }
 }
