@@ -790,6 +790,46 @@ fn random_recursive_programs_agree_with_plain() {
     assert!(calls > 300 && failed > 0, "{calls} calls, {failed} failed");
 }
 
+/// Random recursive programs run a few times each with a small threshold,
+/// so that code is compiled and entered inside their recursions (the
+/// interpreter's saved frames in memory below it) and goes on in compiled
+/// code after returning below its entry (a child process: the threshold is
+/// the module's).
+#[test]
+fn random_recursions_entered_with_saved_frames_agree_with_plain() {
+    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["child_random_recursions_entered_with_saved_frames", "--exact", "--ignored", "--nocapture"])
+        .env("JITGEN_THRESHOLD", "3")
+        .status()
+        .expect("the child runs");
+    assert!(status.success());
+}
+
+#[test]
+#[ignore = "run by random_recursions_entered_with_saved_frames_agree_with_plain in a child process"]
+fn child_random_recursions_entered_with_saved_frames() {
+    let mut rng = common::Rng(0x5eed_0025);
+    let entries = jit::stats().entries;
+    for _ in 0..common::how_many(100) {
+        let code = random_recursive_program(&mut rng);
+        let want = plain(&code);
+        for _ in 0..3 {
+            assert_eq!(portal(&code), want, "{code:?}");
+        }
+    }
+    for n in [15, 18] {
+        let code = recursive_fib(n);
+        for _ in 0..3 {
+            assert_eq!(portal(&code), plain(&code), "fib({n})");
+        }
+    }
+    let s = jit::stats();
+    assert!(s.entries > entries && s.spills > 0, "{s:?}");
+    // A return below where code was entered goes on in compiled code: no
+    // hand-over to the interpreter.
+    assert_eq!(s.resumptions, 0, "{s:?}");
+}
+
 /// Recursive fibonacci run again and again in one thread at the default
 /// threshold: its recursion compiles once (frames spilled, nothing
 /// declined), and the later runs enter that code and compile nothing more

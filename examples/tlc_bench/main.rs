@@ -223,8 +223,8 @@ fn main() {
              thread (empty code caches), median of {SMALL_RUNS} runs; the hot-spot policy decides \
              whether the loop compiles.\n\n{small}\n\
              Other interpreters: the plain interpreter, the JIT in a fresh thread (compilation and \
-             the hot-spot policy's warm-up included), and the JIT again in the thread that ran it \
-             (warm), medians of {runs} runs.\n\n{others}{}",
+             the hot-spot policy's warm-up included), and the JIT again in the thread that ran it, \
+             after runs until one compiles nothing (warm), medians of {runs} runs.\n\n{others}{}",
             versions.iter().map(|v| format!("- {v}")).collect::<Vec<_>>().join("\n"),
             compile_notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n"),
             if skipped.is_empty() {
@@ -238,9 +238,10 @@ fn main() {
     }
 }
 
-/// A program of another example interpreter: its name, and a run of it
-/// (through the portal or plain) giving its result as text.
-type Other = (&'static str, &'static str, fn(bool) -> String);
+/// A program of another example interpreter: its name, a run of it
+/// (through the portal or plain) giving its result as text, and its
+/// module's count of compilations.
+type Other = (&'static str, &'static str, fn(bool) -> String, fn() -> u64);
 
 fn countdown(n: i64, use_jit: bool) -> String {
     use subroutines_interp::{programs::COUNTDOWN, sub};
@@ -255,9 +256,19 @@ fn stackvm_fib(n: i64, use_jit: bool) -> String {
 
 /// The other interpreters' programs with targets (issue 24).
 const OTHERS: &[Other] = &[
-    ("subroutines", "countdown 3,000,000", |j| countdown(3_000_000, j)),
-    ("subroutines", "countdown 30,000,000", |j| countdown(30_000_000, j)),
-    ("stack VM", "recursive fib 25", |j| stackvm_fib(25, j)),
+    (
+        "subroutines",
+        "countdown 3,000,000",
+        |j| countdown(3_000_000, j),
+        || subroutines_interp::sub::jit::stats().compilations,
+    ),
+    (
+        "subroutines",
+        "countdown 30,000,000",
+        |j| countdown(30_000_000, j),
+        || subroutines_interp::sub::jit::stats().compilations,
+    ),
+    ("stack VM", "recursive fib 25", |j| stackvm_fib(25, j), || stackvm_interp::vm::jit::stats().compilations),
 ];
 
 /// A table of the other interpreters' programs: plain, the JIT with its
@@ -266,7 +277,7 @@ fn other_interpreters(runs: usize) -> String {
     let mut table = String::from(
         "| interpreter | program | plain ms | JIT ms, compilation included | JIT ms, warm | speed-up, compilation included | speed-up, warm |\n|---|---|---:|---:|---:|---:|---:|\n",
     );
-    for &(name, program, run) in OTHERS {
+    for &(name, program, run, compilations) in OTHERS {
         eprintln!("{name} {program}...");
         let want = run(false);
         let plain = median(&measure(runs, || timed(|| run(false)), &want, "plain"));
@@ -276,7 +287,15 @@ fn other_interpreters(runs: usize) -> String {
             &want,
             "JIT",
         ));
-        run(true);
+        // Warm: after runs in this thread until one compiles nothing (the
+        // hot-spot policy may wait a few runs before compiling).
+        for _ in 0..20 {
+            let before = compilations();
+            run(true);
+            if compilations() == before {
+                break;
+            }
+        }
         let warm = median(&measure(runs, || timed(|| run(true)), &want, "JIT warm"));
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         table.push_str(&format!(

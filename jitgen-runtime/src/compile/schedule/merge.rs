@@ -212,10 +212,14 @@ impl<F: Frame> Compilation<F> {
                         st.sync_facts(&self.b);
                         st.normalize();
                         key = st.key();
-                        if let (true, Some(defer), false) = (self.piece, self.defer, self.versions.contains_key(&key)) {
+                        let shared = self.piece && st.frames.iter().any(Frame::reads_saved_frames);
+                        if let (true, Some(defer), false) = (shared, self.defer, self.versions.contains_key(&key)) {
                             // In a case (a caller's continuation after a
-                            // return), the function's code is a piece the
+                            // return) of an interpreter that reads its frames
+                            // in place, the function's code is a piece the
                             // tree shares, compiled once, not a copy per case.
+                            // Other interpreters keep their copies (see
+                            // PERFORMANCE.md).
                             if let Some(f) = st.frames.last_mut() {
                                 f.unmerge();
                             }
