@@ -24,6 +24,11 @@
 //! spill, and the pop goes to memory as before (a return below the depth at
 //! which compiled code was entered).
 //!
+//! An interpreter that reads its frames in place (`frames.last()` at every
+//! instruction) keeps its newest frame virtual (its current one, read at
+//! once), and a spilled list's length counts the stack's entries
+//! ([`entries`]): `len()` and `last()` stay exact over spilled frames.
+//!
 //! Invariant: a spilled frame is named by nothing else in the state (its
 //! object is dropped from the state's heap); a frame that is shared is not
 //! spilled, and the recursion declines as before.

@@ -484,10 +484,11 @@ impl<F: Frame> JitState<F> {
 
     /// Spills the saved frames of a language-level recursion onto the
     /// continuation stack (see [`crate::compile::spill`]): the one list of
-    /// structs with virtual elements loses them. False (nothing done) when
-    /// there is not exactly one such list, another list is spilled already,
-    /// a frame is also named from elsewhere in the state, or the
-    /// interpreter reads its frames in place ([`Frame::reads_saved_frames`]).
+    /// structs with virtual elements loses them (all but the newest where
+    /// the interpreter reads its frames in place: [`Frame::reads_saved_frames`]).
+    /// False (nothing done) when there is not exactly one such list, another
+    /// list is spilled already, or a frame is also named from elsewhere in
+    /// the state.
     pub fn spill_frames(&mut self, b: &mut ResidualBuilder) -> bool {
         let counted = self.frames.iter().any(Frame::reads_saved_frames);
         let mut refs: std::collections::HashMap<u32, usize> = Default::default();
@@ -705,7 +706,6 @@ impl<F: Frame> JitState<F> {
             let s = b.sym_addr(addr);
             let (ptr, capacity) = (s.plus(h.ptr as i64), s.plus(h.cap as i64));
             let old_buf = self.load_field(b, ValTy::Ptr, addr, h.ptr, VEC_HEADER, h.ptr);
-            let buf = old_buf;
             self.known.retain(|f| f.class != VEC_HEADER || (f.at != ptr && f.at != capacity));
             let (buf, cap) = if full.is_const() || b.exec {
                 b.red_call_private(reserve, "vec_reserve", &[*addr], &[]);
@@ -714,7 +714,7 @@ impl<F: Frame> JitState<F> {
                 let c = b.materialize(&full);
                 let (grow, _) = b.new_label(&[]);
                 let (go, params) = b.new_label(&[ValTy::Ptr, ValTy::U64]);
-                let same = [b.materialize(&buf), b.materialize(&cap)];
+                let same = [b.materialize(&old_buf), b.materialize(&cap)];
                 b.branch(c, (grow, &[]), (go, &same));
                 // (Not a branch of the interpreted program: see `Lineage`.)
                 b.branches -= 1;
