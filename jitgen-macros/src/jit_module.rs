@@ -1095,9 +1095,6 @@ pub fn expand(
             };
             let key = &e.key;
             let nested = e.nested.clone().unwrap_or_else(|| quote!(false));
-            // Saved frames are spilled whether the interpreter pops them
-            // or reads them in place (`compile::spill`).
-            let recursion_compiles = true;
             let lens = &e.lens;
             let nkey = e.key.len();
             let content = &e.content;
@@ -1137,7 +1134,6 @@ pub fn expand(
                         config: __cfg,
                         stats: &super::jit::__STATS,
                         nested: #nested,
-                        recursion_compiles: #recursion_compiles,
                     };
                     let __hot = #visit;
                     let __content: &[&[u8]] = &[#(#content,)* #deep_content];

@@ -41,27 +41,22 @@ fn retired_after_runs(site: &PortalSite<[u64; 1]>, ran: Duration) -> bool {
     false
 }
 
-fn site(stats: &'static Stats, recursion_compiles: bool) -> PortalSite<[u64; 1]> {
-    PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &CONFIG, stats, nested: true, recursion_compiles }
+fn site(stats: &'static Stats) -> PortalSite<[u64; 1]> {
+    PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &CONFIG, stats, nested: true }
 }
 
-/// Where recursion compiles, a hand-over after a long run (a whole call of
-/// the interpreted program in compiled code) does not count toward retiring
+/// A hand-over after a long run with saved frames (a whole call of the
+/// interpreted program in compiled code) does not count toward retiring
 /// the code, and retiring code that ran briefly leaves the other positions
-/// with saved frames alone; where it does not compile, retiring such code
-/// marks the module as recursing.
+/// with saved frames alone.
 #[test]
 fn saved_frames_code_is_retired_only_for_brief_runs() {
     static COMPILED: Stats = Stats::new();
-    static INTERPRETED: Stats = Stats::new();
     fresh_code();
-    assert!(!retired_after_runs(&site(&COMPILED, true), WORTH_A_HAND_OVER), "long runs keep their code");
+    assert!(!retired_after_runs(&site(&COMPILED), WORTH_A_HAND_OVER), "long runs keep their code");
     fresh_code();
-    assert!(retired_after_runs(&site(&COMPILED, true), WORTH_A_HAND_OVER / 10), "brief runs do not");
+    assert!(retired_after_runs(&site(&COMPILED), WORTH_A_HAND_OVER / 10), "brief runs do not");
     assert!(!COMPILED.recursion_seen());
-    fresh_code();
-    assert!(retired_after_runs(&site(&INTERPRETED, false), WORTH_A_HAND_OVER));
-    assert!(INTERPRETED.recursion_seen());
 }
 
 /// What compiling a key has cost: all compilations' time, flexswitch cases

@@ -1003,7 +1003,6 @@ pub mod plus_minus {
                 config: __cfg,
                 stats: &super::jit::__STATS,
                 nested: false,
-                recursion_compiles: true,
             };
             let __hot = __site
                 .visit(

@@ -360,25 +360,45 @@ impl ResidualBuilder {
     }
 
     /// Branches to a side that calls `func` (a [`ResidualBuilder::red_call_private`])
-    /// when `cond` holds, and back: the current block goes on after it,
-    /// not counted as a run-time branch of the interpreted program.
-    pub fn red_call_if(&mut self, cond: &RedBox, func: CallbackFn, name: &str, args: &[RedBox]) {
+    /// when `cond` holds and then reads the fields `reread` (type, address,
+    /// offset) again, and back: the current block goes on after it with
+    /// those values, or `kept` where the call was not made (returned in
+    /// `reread`'s order). Not counted as a run-time branch of the
+    /// interpreted program.
+    pub fn red_call_if(
+        &mut self,
+        cond: &RedBox,
+        func: CallbackFn,
+        name: &str,
+        args: &[RedBox],
+        reread: &[(ValTy, RedBox, i32)],
+        kept: &[RedBox],
+    ) -> Vec<RedBox> {
+        debug_assert_eq!(reread.len(), kept.len());
         if cond.as_const() == Some(0) {
-            return;
+            return kept.to_vec();
         }
+        let call_and_read = |b: &mut Self| {
+            b.red_call_private(func, name, args, &[]);
+            reread.iter().map(|(ty, addr, off)| b.red_load(*ty, addr, *off)).collect::<Vec<_>>()
+        };
         if cond.as_const().is_some() || self.exec {
-            self.red_call_private(func, name, args, &[]);
-            return;
+            return call_and_read(self);
         }
         let c = self.materialize(cond);
+        let tys: Vec<ValTy> = reread.iter().map(|(ty, _, _)| *ty).collect();
         let (call, _) = self.new_label(&[]);
-        let (go, _) = self.new_label(&[]);
-        self.branch(c, (call, &[]), (go, &[]));
+        let (go, params) = self.new_label(&tys);
+        let kept: Vec<Val> = kept.iter().map(|r| self.materialize(r)).collect();
+        self.branch(c, (call, &[]), (go, &kept));
+        // (Not a branch of the interpreted program: see `Lineage`.)
         self.branches -= 1;
         self.switch_to(call);
-        self.red_call_private(func, name, args, &[]);
-        self.jump(go, &[]);
+        let read = call_and_read(self);
+        let read: Vec<Val> = read.iter().map(|r| self.materialize(r)).collect();
+        self.jump(go, &read);
         self.switch_to(go);
+        params.into_iter().map(|val| self.var(val)).collect()
     }
 
     /// The address `offset` bytes past `addr` (a field inside an object).

@@ -171,7 +171,7 @@ fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr, counted: bool) {
     let n = RedBox::u64(words.len() as u64 + 1);
     let need = b.red_bin(BinOp::Add, Overflow::Wrap, &len, &n);
     let full = b.red_cmp(CmpOp::Gt, &need, &cap);
-    b.red_call_if(&full, contstack::reserve, "cont_reserve", &[n]);
+    b.red_call_if(&full, contstack::reserve, "cont_reserve", &[n], &[], &[]);
     let at = word_address(b, &len);
     for (k, w) in words.iter().chain(std::iter::once(&RedBox::u64(id))).enumerate() {
         b.red_store(&at, 8 * k as i32, w);

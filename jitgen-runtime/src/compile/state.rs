@@ -707,25 +707,9 @@ impl<F: Frame> JitState<F> {
             let (ptr, capacity) = (s.plus(h.ptr as i64), s.plus(h.cap as i64));
             let old_buf = self.load_field(b, ValTy::Ptr, addr, h.ptr, VEC_HEADER, h.ptr);
             self.known.retain(|f| f.class != VEC_HEADER || (f.at != ptr && f.at != capacity));
-            let (buf, cap) = if full.is_const() || b.exec {
-                b.red_call_private(reserve, "vec_reserve", &[*addr], &[]);
-                (b.red_load(ValTy::Ptr, addr, h.ptr), b.red_load(ValTy::U64, addr, h.cap))
-            } else {
-                let c = b.materialize(&full);
-                let (grow, _) = b.new_label(&[]);
-                let (go, params) = b.new_label(&[ValTy::Ptr, ValTy::U64]);
-                let same = [b.materialize(&old_buf), b.materialize(&cap)];
-                b.branch(c, (grow, &[]), (go, &same));
-                // (Not a branch of the interpreted program: see `Lineage`.)
-                b.branches -= 1;
-                b.switch_to(grow);
-                b.red_call_private(reserve, "vec_reserve", &[*addr], &[]);
-                let grown = [b.red_load(ValTy::Ptr, addr, h.ptr), b.red_load(ValTy::U64, addr, h.cap)];
-                let grown = [b.materialize(&grown[0]), b.materialize(&grown[1])];
-                b.jump(go, &grown);
-                b.switch_to(go);
-                (RedBox::Var { ty: ValTy::Ptr, val: params[0] }, RedBox::Var { ty: ValTy::U64, val: params[1] })
-            };
+            let reread = [(ValTy::Ptr, *addr, h.ptr), (ValTy::U64, *addr, h.cap)];
+            let grown = b.red_call_if(&full, reserve, "vec_reserve", &[*addr], &reread, &[old_buf, cap]);
+            let (buf, cap) = (grown[0], grown[1]);
             // The elements known are where they were in the buffer, moved
             // or not.
             for f in &mut self.known {

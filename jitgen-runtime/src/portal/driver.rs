@@ -20,12 +20,11 @@
 //! after a hand-over, at most one iteration of the interpreter loop runs in execute
 //! mode, which is about two orders of magnitude slower than plain interpretation.
 //! Portal code that keeps handing over (64 times, in more than half of its runs) is
-//! retired: its key is interpreted from then on. Retired code that was entered with
-//! saved frames (it kept returning below its entry: a recursion over frames in memory,
-//! which the compiler does not see) marks the module as recursing where its recursion
-//! does not compile (`PortalSite::recursion_compiles`), as a recursion the compiler
-//! sees and cannot spill does, so positions with saved frames decline from then on; and a
-//! thread's portal left with no code forgets its entry filter (`Sampler::forget_entries`).
+//! retired: its key is interpreted from then on (code entered with saved frames only
+//! when its runs were brief, see `PortalSite::handed_over`). A recursion the compiler
+//! sees and cannot spill marks the module, so positions with saved frames decline from
+//! then on; and a thread's portal left with no code forgets its entry filter
+//! (`Sampler::forget_entries`).
 //! Measured with `cargo run --release --example subroutines -- 1000000 --max-cases 0` (every return handed over): 139 ms
 //! against 14 ms interpreted, most of it the portal hook's lookup at every merge point
 //! of retired keys, not the hand-overs (384 of them). The hook's cold path is sampled:
@@ -866,11 +865,6 @@ pub struct PortalSite<K: 'static> {
     /// before the function compiles alone (code entered in the function
     /// hands over to the interpreter at each return below its entry).
     pub nested: bool,
-    /// The interpreter's language-level recursion compiles (its saved
-    /// frames are spilled, see `compile::spill`): code entered with saved
-    /// frames that keeps handing over is retired alone, without making
-    /// every position with saved frames decline.
-    pub recursion_compiles: bool,
 }
 
 /// How long code entered with saved frames runs before its hand-over is
@@ -887,9 +881,9 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// before it too, and says whether to compile or run (`Some`) or to keep
     /// interpreting (`None`: the next visits are skipped, see [`Sampler`]).
     pub fn visit(&self, key: &K, content: &[&[u8]]) -> Option<Hot> {
-        if self.nested && !self.recursion_compiles && self.stats.recursion_seen() {
-            // Saved frames here, and a recursion this interpreter cannot
-            // compile was seen: the entry would decline, so this visit
+        if self.nested && self.stats.recursion_seen() {
+            // Saved frames here, and a recursion whose frames cannot be
+            // spilled was seen: the entry would decline, so this visit
             // declines without counting towards it (a short recursive run
             // in a fresh thread gives the hook up before any key is hot).
             self.sampler.with(|s| s.declined(DeclineKind::Recursion));
@@ -989,7 +983,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// and again in one thread, retired its code after 64 runs and was
     /// interpreted from then on, at 2.2x the interpreter's time).
     pub fn handed_over(&self, key: &K, ran: Option<std::time::Duration>) {
-        if self.nested && self.recursion_compiles && ran.is_some_and(|d| d >= WORTH_A_HAND_OVER) {
+        if self.nested && ran.is_some_and(|d| d >= WORTH_A_HAND_OVER) {
             return;
         }
         if self.cache.with(|c| c.borrow_mut().handed_over(key)) {
@@ -997,15 +991,6 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             if !self.cache.with(|c| c.borrow().has_any_code()) {
                 // No code left: visits need not consult the entry filter.
                 self.sampler.with(|s| s.forget_entries());
-            }
-            if self.nested && !self.recursion_compiles {
-                // Code entered with saved frames that keeps handing over
-                // returns below its entry: the program recurses in a way
-                // the compiler did not see (its frames in memory). As after
-                // a recursion seen, positions with saved frames decline
-                // from now on, instead of compiling and retiring one after
-                // another (a stack VM's `fib(27)` compiled 20-30 times a run).
-                self.stats.saw_recursion();
             }
         }
     }
