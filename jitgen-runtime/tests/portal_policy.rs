@@ -72,3 +72,53 @@ fn compile_time_per_key_counts_the_cases() {
     s.case_compiled();
     assert_eq!(s.compile_per_key(), Some(Duration::from_millis(12)));
 }
+
+/// A position whose key declined (its code retired) but whose green word
+/// the entry filter holds for code elsewhere (keys that differ in other
+/// greens share a word) is skipped again after its first visit, so the
+/// other positions are still counted; code entered at the word sets its
+/// bit again.
+#[test]
+fn a_declined_position_sharing_a_word_with_code_is_skipped_again() {
+    use jitgen_runtime::driver::green_word;
+    static STATS: Stats = Stats::new();
+    static SPARSE: Config = Config::new();
+    SPARSE.set_threshold(1 << 20);
+    fresh_code();
+    CACHE.with(|c| c.borrow_mut().insert_declined([8], "residual code retired: it kept handing over"));
+    let site = PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &SPARSE, stats: &STATS, nested: false };
+    let shared = green_word(&[0x5000, 3]);
+    SAMPLER.with(|s| s.add_entry(shared));
+    // The interpreter loop: its countdown of skipped visits is a local.
+    let mut countdown = 0u32;
+    let mut visit = |key: u64, word: u64| -> Option<Hot> {
+        if countdown > 0 {
+            countdown -= 1;
+            return None;
+        }
+        match SAMPLER.with(|s| s.skip_many(|| word)) {
+            Some(n) => {
+                countdown = n;
+                None
+            }
+            None if key == 7 => Some(site.visit(&[key], &[b"code"]).unwrap_or(Hot::Cold)),
+            None => Some(site.visit(&[key], &[]).unwrap_or(Hot::Cold)),
+        }
+    };
+    let (mut declined_visits, mut counted) = (0, 0);
+    for _call in 0..1000 {
+        declined_visits += usize::from(visit(8, shared).is_some());
+        for i in 0..20 {
+            counted += usize::from(visit(100 + i, green_word(&[0x5000, 100 + i])).is_some());
+        }
+    }
+    assert!(declined_visits <= 20, "the declined position reached the hook {declined_visits} times in 1000");
+    assert!(counted >= 20, "the other positions were counted {counted} times");
+    assert!(!SAMPLER.with(|s| s.may_enter(shared)));
+    // The code at the shared word is entered when a visit reaches it.
+    let hot = (0..10_000).find_map(|_| visit(7, shared).filter(|h| matches!(h, Hot::Run(_))));
+    let hot = hot.expect("a visit reaches the code");
+    let mut never = |_: &[u64]| -> Result<ResidualFn, String> { unreachable!("the code is there") };
+    assert!(site.code(hot, [7], &[], &[], &mut never, &|| shared).is_some());
+    assert!(SAMPLER.with(|s| s.may_enter(shared)), "entered code sets its word again");
+}

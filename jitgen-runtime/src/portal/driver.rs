@@ -476,9 +476,16 @@ const FILTERED: u32 = 1 << 31;
 /// among the skipped ones: it interprets the loop until a counted visit
 /// lands on the entry (about 1400 merge points per call in TLC's f1), and
 /// credits the loop's other merge points with those visits until they
-/// compile a second copy of the loop. Bits are never cleared: a word whose
-/// code is gone costs a visit, no more. Until the portal has code, skipping
-/// costs what it did without a filter (a flag in the skip counter).
+/// compile a second copy of the loop. A visit the filter lets through that
+/// meets a declined key (retired code, most often) clears its bit, and code
+/// entered sets its word's bit again: a word is shared by keys that differ
+/// in other greens (the types on an operand stack) and by collisions, and a
+/// declined position left in the filter reached the hook at every visit and
+/// restarted the skip there, so that where it is visited once per call (TLC's
+/// `fib_recursive` with the code of one call site retired) no other key was
+/// counted again and each call paid a lookup (3.6-7.6x the interpreter's
+/// time in a debug build). Until the portal has code, skipping costs what it
+/// did without a filter (a flag in the skip counter).
 pub struct Sampler {
     /// Visits still to skip, and [`FILTERED`].
     skip: Cell<u32>,
@@ -492,6 +499,9 @@ pub struct Sampler {
     declined_run: Cell<u32>,
     /// Of those, the last that met a recursion that cannot compile.
     recursion_run: Cell<u32>,
+    /// The green word of the visit let through by the entry filter, until
+    /// the hook says what it met there.
+    through: Cell<Option<u64>>,
     entries: [Cell<u64>; 4],
 }
 
@@ -505,6 +515,7 @@ impl Sampler {
             streak: Cell::new(0),
             declined_run: Cell::new(0),
             recursion_run: Cell::new(0),
+            through: Cell::new(None),
             entries: [const { Cell::new(0) }; 4],
         }
     }
@@ -539,6 +550,7 @@ impl Sampler {
         }
         if self.may_enter(word) {
             self.weight.set(self.weight.get().saturating_sub(left).max(1));
+            self.through.set(Some(word));
             self.skip.set(FILTERED);
             return false;
         }
@@ -556,6 +568,7 @@ impl Sampler {
     /// says, and the visit after them stands for them.
     #[inline]
     pub fn cold(&self, threshold: u32) {
+        self.through.set(None);
         self.period.set(0);
         self.declined_run.set(0);
         let streak = self.streak.get();
@@ -572,6 +585,10 @@ impl Sampler {
     /// up, and ends the run of those that do.
     #[inline]
     pub fn declined(&self, kind: DeclineKind) {
+        if let Some(word) = self.through.take() {
+            let (i, b) = Self::bit(word);
+            self.entries[i].set(self.entries[i].get() & !b);
+        }
         let counts = kind != DeclineKind::Positional;
         self.declined_run.set(if counts { self.declined_run.get().saturating_add(1) } else { 0 });
         let hopeless = kind == DeclineKind::Recursion;
@@ -584,6 +601,7 @@ impl Sampler {
     /// Residual code runs (or compiles) now: the cold streak is over.
     #[inline]
     pub fn ran(&self) {
+        self.through.set(None);
         self.streak.set(0);
         self.declined_run.set(0);
         self.recursion_run.set(0);
@@ -946,7 +964,11 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     ) -> Option<ResidualFn> {
         let code = match hot {
             Hot::Cold | Hot::Declined { .. } => return None,
-            Hot::Run(code) => code,
+            Hot::Run(code) => {
+                // Its word may have been cleared by a declined key sharing it.
+                self.sampler.with(|s| s.add_entry(entry_word()));
+                code
+            }
             Hot::Compile => {
                 let t = std::time::Instant::now();
                 let r = compile(words);
