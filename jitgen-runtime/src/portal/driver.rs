@@ -483,7 +483,7 @@ const FILTERED: u32 = 1 << 31;
 /// declined position left in the filter reached the hook at every visit and
 /// restarted the skip there, so that where it is visited once per call (TLC's
 /// `fib_recursive` with the code of one call site retired) no other key was
-/// counted again and each call paid a lookup (3.6-7.6x the interpreter's
+/// counted again and each call paid a lookup (3.6-11x the interpreter's
 /// time in a debug build). Until the portal has code, skipping costs what it
 /// did without a filter (a flag in the skip counter).
 pub struct Sampler {
