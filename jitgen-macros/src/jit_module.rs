@@ -1080,6 +1080,7 @@ pub fn expand(
             let cheap_in_hook = &e.cheap_greens_in_hook;
             let cheap = &e.cheap_greens;
             let skip_fn = format_ident!("__skip_{}", name);
+            let mask_fn = format_ident!("__mask_{}", name);
             let told = format_ident!("__never_{}", name);
             hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
             let mut params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
@@ -1216,13 +1217,19 @@ pub fn expand(
                 pub(super) struct #parked { #(#parked_fields),* }
 
                 /// Whether the portal skips this visit of its merge point,
-                /// given the position's `green_word`, and how many after it
-                /// (see `Sampler::skip_many`): one call out of the
-                /// interpreter loop, made only when its countdown runs out
-                /// (at every visit once the portal has code somewhere).
+                /// and how many after it (see `Sampler::ask`): one call out
+                /// of the interpreter loop, made only when its countdown
+                /// runs out or its entry mask lets the visit through.
                 #[inline(never)]
-                pub(super) fn #skip_fn(__green: u64) -> ::core::option::Option<u32> {
-                    #sampler.with(|__s| __s.skip_many(|| __green))
+                pub(super) fn #skip_fn(__due: bool, __left: u32, __green: u64) -> ::core::option::Option<u32> {
+                    #sampler.with(|__s| __s.ask(__due, __left, __green))
+                }
+
+                /// The entry filter folded for the interpreter loop's local
+                /// (see `Sampler::entry_mask`).
+                #[inline(never)]
+                pub(super) fn #mask_fn() -> u64 {
+                    #sampler.with(|__s| __s.entry_mask())
                 }
 
                 #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
@@ -1277,26 +1284,50 @@ pub fn expand(
                 // the entry below), nothing at its merge point.
                 quote!({})
             } else {
-                // Visits to skip are counted down in a local while the
-                // portal has no code (see `Sampler::skip_many`).
-                // One subtraction and its borrow per visit skipped (a
-                // fused `sub; jb`).
+                // Visits to skip are counted down in a local (see
+                // `Sampler::skip_many`): one subtraction and its borrow per
+                // visit skipped (a fused `sub; jb`). Once the thread has
+                // code for the portal, that countdown stays at 0, and each
+                // visit tests its green word against the entry mask the
+                // loop keeps in a local (see `Sampler::entry_mask`), with
+                // the skips counted down in another local.
                 quote! {{
                 let (__jit_left, __jit_due) = __jit_skips.overflowing_sub(1);
                 __jit_skips = __jit_left;
                 if __jit_due {
                     ::core::hint::cold_path();
                     __jit_skips = 0;
-                    if let ::core::option::Option::Some(__n) =
-                        self::__jit::#skip_fn(#rt::driver::green_word(&[#(#cheap),*]))
-                    {
-                        __jit_skips = __n;
+                    let __jit_green = #rt::driver::green_word(&[#(#cheap),*]);
+                    let __jit_visit = if __jit_mask == 0 {
+                        match self::__jit::#skip_fn(true, 0, __jit_green) {
+                            ::core::option::Option::Some(__n) => {
+                                __jit_skips = __n;
+                                false
+                            }
+                            ::core::option::Option::None => true,
+                        }
                     } else {
+                        let (__l, __d) = __jit_counted.overflowing_sub(1);
+                        __jit_counted = __l;
+                        (__d || __jit_mask & #rt::driver::Sampler::mask_bit(__jit_green) != 0)
+                            && match self::__jit::#skip_fn(__d, __l, __jit_green) {
+                                ::core::option::Option::Some(__n) => {
+                                    __jit_counted = __n;
+                                    false
+                                }
+                                ::core::option::Option::None => {
+                                    __jit_counted = 0;
+                                    true
+                                }
+                            }
+                    };
+                    if __jit_visit {
                         match self::__jit::#hook(#(#args),*) {
                             ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
                             ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }
                             ::core::option::Option::None => { #give_up }
                         }
+                        __jit_mask = self::__jit::#mask_fn();
                     }
                 }
                 }}
@@ -1304,6 +1335,8 @@ pub fn expand(
             InsertHook { call }.visit_item_fn_mut(item);
             if !never {
                 item.block.stmts.insert(0, syn::parse_quote!(let mut __jit_skips: u32 = 0;));
+                item.block.stmts.insert(1, syn::parse_quote!(let mut __jit_mask: u64 = self::__jit::#mask_fn();));
+                item.block.stmts.insert(2, syn::parse_quote!(let mut __jit_counted: u32 = 0;));
             }
             // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
             // plain copy, with no hook at its merge point.

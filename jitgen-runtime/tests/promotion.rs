@@ -373,38 +373,47 @@ fn new_code_cools_the_keys_that_are_warm() {
     assert_eq!(visits_until_compile(&mut cache), 4);
 }
 
-/// While the portal has no code, `skip_many` hands a whole run of skips to
-/// the interpreter loop; once it has, each visit asks, and a visit where
-/// code starts is never skipped.
+/// `skip_many` hands a whole run of skips to the interpreter loop; once the
+/// portal has code, the loop's entry mask lets a visit where code starts
+/// through, and the filter sends it to the hook, standing for the visits
+/// skipped before it.
 #[test]
 fn a_sampling_portal_still_visits_where_code_starts() {
     use jitgen_runtime::driver::{green_word, Sampler, COLD_RAMP};
     let s = Sampler::new();
     let (entry, other) = (green_word(&[0x5000, 17]), green_word(&[0x5000, 18]));
-    assert_eq!(s.skip_many(|| other), None, "nothing to skip: the hook is visited");
+    assert_eq!(s.skip_many(), None, "nothing to skip: the hook is visited");
+    assert_eq!(s.entry_mask(), 0, "no code: the loop tests nothing");
     // A long cold streak: runs of skips up to a sample period.
     for _ in 0..COLD_RAMP + 20 {
         s.take_weight();
         s.cold(1000);
     }
     // A full period of 249: this visit, and 248 counted down by the caller.
-    assert_eq!(s.skip_many(|| other), Some(248));
-    assert_eq!(s.skip_many(|| other), None, "all were handed out");
+    assert_eq!(s.skip_many(), Some(248));
+    assert_eq!(s.skip_many(), None, "all were handed out");
     assert_eq!(s.take_weight(), 250, "the visit after them stands for the period");
-    // Code starts at `entry`: a visit there is never skipped, and stands
-    // for the visits skipped before it.
+    // Code starts at `entry`.
     s.add_entry(entry);
     assert!(s.may_enter(entry));
+    let mask = s.entry_mask();
+    assert_ne!(mask & Sampler::mask_bit(entry), 0);
     s.cold(1000);
-    for i in 0..10 {
-        assert_eq!(s.skip_many(|| other), Some(0), "other positions are still skipped ({i})");
+    // The visit whose countdown ran out, then 10 others, counted down.
+    let mut left = s.ask(true, 0, other).expect("a run of skips");
+    for _ in 0..10 {
+        left -= 1;
+        if mask & Sampler::mask_bit(other) != 0 {
+            assert_eq!(s.ask(false, left, other), Some(left), "a collision of the mask goes on skipping");
+        }
     }
-    assert_eq!(s.skip_many(|| entry), None, "the entry is visited");
-    assert_eq!(s.take_weight(), 11);
+    left -= 1;
+    assert_eq!(s.ask(false, left, entry), None, "the entry is visited");
+    assert_eq!(s.take_weight(), 12);
     // After the code ran, the ramp starts again: nothing skipped.
     s.ran();
     s.cold(1000);
-    assert_eq!(s.skip_many(|| other), None);
+    assert_eq!(s.skip_many(), None);
 }
 
 /// Once its last code is retired, a portal skips as it did before it had
@@ -415,18 +424,19 @@ fn a_sampling_portal_still_visits_where_code_starts() {
 fn a_portal_whose_code_is_gone_skips_and_gives_up_as_before_it_had_any() {
     use jitgen_runtime::driver::{green_word, DeclineKind, Sampler, GIVE_UP_AFTER};
     let s = Sampler::new();
-    let (entry, other) = (green_word(&[0x5000, 17]), green_word(&[0x5000, 18]));
+    let entry = green_word(&[0x5000, 17]);
     s.add_entry(entry);
     for _ in 0..GIVE_UP_AFTER {
         s.declined(DeclineKind::Construct);
     }
     assert!(!s.gives_up(), "code exists in this thread: the hook stays");
-    assert_eq!(s.skip_many(|| other), Some(0), "with code, each visit asks");
+    assert_ne!(s.entry_mask(), 0, "with code, the loop tests its mask");
     s.forget_entries();
     assert!(!s.may_enter(entry));
+    assert_eq!(s.entry_mask(), 0);
     assert!(s.gives_up(), "no code left, and only declined keys met");
     s.declined(DeclineKind::Construct);
-    let run = s.skip_many(|| other).expect("skipping");
+    let run = s.skip_many().expect("skipping");
     assert!(run > 0, "a whole run of skips again: {run}");
     // A cold key met resets the count: the hook stays for this call.
     s.cold(1000);

@@ -11,6 +11,8 @@ pub mod plus_minus {
             return __jit_off(s, x, y);
         }
         let mut __jit_skips: u32 = 0;
+        let mut __jit_mask: u64 = self::__jit::__mask_ll_plus_minus();
+        let mut __jit_counted: u32 = 0;
         let mut acc = x;
         let mut pc = 0;
         '__jit_exit: {
@@ -25,18 +27,50 @@ pub mod plus_minus {
                         if __jit_due {
                             ::core::hint::cold_path();
                             __jit_skips = 0;
-                            if let ::core::option::Option::Some(__n) = self::__jit::__skip_ll_plus_minus(
-                                ::jitgen::__private::rt::driver::green_word(
-                                    &[
-                                        (&*s) as *const _ as *const u8 as usize as u64,
-                                        ((<_ as ::jitgen::__private::rt::portal::ByValue<
-                                            usize,
-                                        >>::by_value(pc)) as u64),
-                                    ],
-                                ),
-                            ) {
-                                __jit_skips = __n;
+                            let __jit_green = ::jitgen::__private::rt::driver::green_word(
+                                &[
+                                    (&*s) as *const _ as *const u8 as usize as u64,
+                                    ((<_ as ::jitgen::__private::rt::portal::ByValue<
+                                        usize,
+                                    >>::by_value(pc)) as u64),
+                                ],
+                            );
+                            let __jit_visit = if __jit_mask == 0 {
+                                match self::__jit::__skip_ll_plus_minus(
+                                    true,
+                                    0,
+                                    __jit_green,
+                                ) {
+                                    ::core::option::Option::Some(__n) => {
+                                        __jit_skips = __n;
+                                        false
+                                    }
+                                    ::core::option::Option::None => true,
+                                }
                             } else {
+                                let (__l, __d) = __jit_counted.overflowing_sub(1);
+                                __jit_counted = __l;
+                                (__d
+                                    || __jit_mask
+                                        & ::jitgen::__private::rt::driver::Sampler::mask_bit(
+                                            __jit_green,
+                                        ) != 0)
+                                    && match self::__jit::__skip_ll_plus_minus(
+                                        __d,
+                                        __l,
+                                        __jit_green,
+                                    ) {
+                                        ::core::option::Option::Some(__n) => {
+                                            __jit_counted = __n;
+                                            false
+                                        }
+                                        ::core::option::Option::None => {
+                                            __jit_counted = 0;
+                                            true
+                                        }
+                                    }
+                            };
+                            if __jit_visit {
                                 match self::__jit::__portal_ll_plus_minus(
                                     &*s,
                                     <_ as ::jitgen::__private::rt::portal::ByValue<
@@ -64,6 +98,7 @@ pub mod plus_minus {
                                         }
                                     }
                                 }
+                                __jit_mask = self::__jit::__mask_ll_plus_minus();
                             }
                         }
                     }
@@ -971,13 +1006,22 @@ pub mod plus_minus {
             pub pc: usize,
         }
         /// Whether the portal skips this visit of its merge point,
-        /// given the position's `green_word`, and how many after it
-        /// (see `Sampler::skip_many`): one call out of the
-        /// interpreter loop, made only when its countdown runs out
-        /// (at every visit once the portal has code somewhere).
+        /// and how many after it (see `Sampler::ask`): one call out
+        /// of the interpreter loop, made only when its countdown
+        /// runs out or its entry mask lets the visit through.
         #[inline(never)]
-        pub(super) fn __skip_ll_plus_minus(__green: u64) -> ::core::option::Option<u32> {
-            __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.skip_many(|| __green))
+        pub(super) fn __skip_ll_plus_minus(
+            __due: bool,
+            __left: u32,
+            __green: u64,
+        ) -> ::core::option::Option<u32> {
+            __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.ask(__due, __left, __green))
+        }
+        /// The entry filter folded for the interpreter loop's local
+        /// (see `Sampler::entry_mask`).
+        #[inline(never)]
+        pub(super) fn __mask_ll_plus_minus() -> u64 {
+            __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.entry_mask())
         }
         #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
         pub(super) fn __portal_ll_plus_minus(

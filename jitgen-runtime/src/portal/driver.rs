@@ -43,11 +43,12 @@
 //! starts, a skipping portal still visits: `Sampler` (one thread-local per portal, in
 //! `driver.rs`) keeps a 256-bit filter of the green words (`green_word` of the cheap
 //! greens: scalars and addresses) of positions with code, consulted only once the
-//! portal has code (a flag bit in the skip counter). Once it has, every visit makes
-//! that check: the interpreter loop then calls the portal's skip function (one call,
-//! out of line, given the green word; it was three nested calls, and TLC's recursive
-//! fibonacci, which never compiles, ran at 1.8x plain in a thread with code for
-//! another program, 1.27x since). Without the filter, TLC f1 called
+//! portal has code. Once it has, every visit makes that check, inline: the interpreter
+//! loop keeps the filter folded to 64 bits in a local (`Sampler::entry_mask`) and calls
+//! the portal's skip function (out of line, `Sampler::ask`) only where its countdown of
+//! skips runs out or the visit's green word has its bit set (a call at every visit
+//! made programs that do not compile run well behind plain in a thread with code for
+//! another; figures in PERFORMANCE.md). Without the filter, TLC f1 called
 //! 100 times in a thread passed its loop's entry unseen whenever the visit there fell
 //! among the skipped ones, interpreted about 1400 merge points per call before a
 //! counted visit landed on it, and credited the loop's other merge points with those
@@ -461,8 +462,8 @@ pub fn skip_after_cold(streak: u32, threshold: u32) -> u32 {
     }
 }
 
-/// Bit of [`Sampler`]'s skip counter: code exists, so skipping consults
-/// the entry filter.
+/// Bit of [`Sampler`]'s skip counter: the portal has code in this thread
+/// (so a call keeps its hook, see [`Sampler::gives_up`]).
 const FILTERED: u32 = 1 << 31;
 
 /// The sampling state of one portal in one thread: how many merge point
@@ -484,8 +485,12 @@ const FILTERED: u32 = 1 << 31;
 /// restarted the skip there, so that where it is visited once per call (TLC's
 /// `fib_recursive` with the code of one call site retired) no other key was
 /// counted again and each call paid a lookup (3.6-11x the interpreter's
-/// time in a debug build). Until the portal has code, skipping costs what it
-/// did without a filter (a flag in the skip counter).
+/// time in a debug build). The interpreter loop keeps the filter folded to
+/// 64 bits in a local ([`Sampler::entry_mask`]; 0 without code) and tests
+/// each visit's green word against it with no memory access; only a visit
+/// whose bit is set asks the 256-bit filter ([`Sampler::entry_hit`]).
+/// Testing the thread-local filter itself in the loop was slower (see
+/// PERFORMANCE.md).
 pub struct Sampler {
     /// Visits still to skip, and [`FILTERED`].
     skip: Cell<u32>,
@@ -523,39 +528,62 @@ impl Sampler {
     /// Whether the portal skips this visit of its merge point, for an
     /// interpreter loop that counts skipped visits down in a local (a
     /// register, where this thread-local costs a few instructions per
-    /// visit), given the position's [`green_word`] (computed only if the
-    /// portal has code): `None` when this visit goes to the hook,
-    /// else how many visits after it to skip without asking again (all that
-    /// are left while the portal has no code; none once it has, since then
-    /// each visit consults the entry filter).
+    /// visit), called when that countdown runs out: `None` when this visit
+    /// goes to the hook, else how many visits after it to skip without
+    /// asking again. Where the portal has code, the loop also asks at
+    /// visits its copy of [`Sampler::entry_mask`] says code may start
+    /// (see [`Sampler::ask`]).
     #[inline(always)]
-    pub fn skip_many(&self, green: impl FnOnce() -> u64) -> Option<u32> {
+    pub fn skip_many(&self) -> Option<u32> {
         let s = self.skip.get();
-        if s == 0 {
-            return None;
-        }
-        if s & FILTERED == 0 {
-            self.skip.set(0);
-            return Some(s - 1);
-        }
-        self.skip_filtered(s, green()).then_some(0)
-    }
-
-    /// [`Sampler::skip_many`] once the portal has code.
-    #[inline]
-    fn skip_filtered(&self, s: u32, word: u64) -> bool {
         let left = s & !FILTERED;
         if left == 0 {
-            return false;
+            return None;
         }
-        if self.may_enter(word) {
-            self.weight.set(self.weight.get().saturating_sub(left).max(1));
-            self.through.set(Some(word));
-            self.skip.set(FILTERED);
-            return false;
+        self.skip.set(s & FILTERED);
+        Some(left - 1)
+    }
+
+    /// A visit, with `left` visits still to skip after it, whose green word
+    /// `word` has its bit in the loop's [`Sampler::entry_mask`]: `None` when
+    /// the entry filter says code may start there (the visit goes to the
+    /// hook and stands for the visits skipped before it), else
+    /// `Some(left)`: a collision of the mask, the countdown goes on.
+    #[inline]
+    pub fn entry_hit(&self, word: u64, left: u32) -> Option<u32> {
+        if !self.may_enter(word) {
+            return Some(left);
         }
-        self.skip.set(s - 1);
-        true
+        let skipped = left.saturating_add(1);
+        self.weight.set(self.weight.get().saturating_sub(skipped).max(1));
+        self.through.set(Some(word));
+        None
+    }
+
+    /// What the interpreter loop does at a visit that leaves its countdown
+    /// of skips (`due`: the countdown ran out; else `left` visits are still
+    /// to skip after it) or whose green word `word` has its bit in the
+    /// loop's [`Sampler::entry_mask`]: `None` when the visit goes to the
+    /// hook, else how many visits after it to skip.
+    #[inline]
+    pub fn ask(&self, due: bool, left: u32, word: u64) -> Option<u32> {
+        let left = if due { self.skip_many()? } else { left };
+        self.entry_hit(word, left)
+    }
+
+    /// The entry filter folded to 64 bits, for the interpreter loop to keep
+    /// in a local and test each visit's green word against
+    /// ([`Sampler::mask_bit`]) with no memory access; 0 while the portal
+    /// has no code. The loop takes it again after each visit of the hook.
+    #[inline]
+    pub fn entry_mask(&self) -> u64 {
+        self.entries.iter().fold(0, |m, e| m | e.get())
+    }
+
+    /// The bit of a [`green_word`] in [`Sampler::entry_mask`].
+    #[inline(always)]
+    pub fn mask_bit(word: u64) -> u64 {
+        1 << (Self::hash(word) & 63)
     }
 
     /// The visits this one stands for (the count starts again at 1).
@@ -644,8 +672,13 @@ impl Sampler {
     }
 
     fn bit(word: u64) -> (usize, u64) {
-        let h = (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize;
+        let h = Self::hash(word);
         (h >> 6, 1 << (h & 63))
+    }
+
+    #[inline(always)]
+    fn hash(word: u64) -> usize {
+        (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize
     }
 
     fn set_skip(&self, n: u32) {
