@@ -1284,59 +1284,29 @@ pub fn expand(
                 // the entry below), nothing at its merge point.
                 quote!({})
             } else {
-                // Visits to skip are counted down in a local (see
-                // `Sampler::skip_many`): one subtraction and its borrow per
-                // visit skipped (a fused `sub; jb`). Once the thread has
-                // code for the portal, that countdown stays at 0, and each
-                // visit tests its green word against the entry mask the
-                // loop keeps in a local (see `Sampler::entry_mask`), with
-                // the skips counted down in another local.
+                // Visits to skip are counted down in locals (see
+                // `LoopSampler`).
                 quote! {{
-                let (__jit_left, __jit_due) = __jit_skips.overflowing_sub(1);
-                __jit_skips = __jit_left;
-                if __jit_due {
+                if __jit_sampler.due() {
                     ::core::hint::cold_path();
-                    __jit_skips = 0;
                     let __jit_green = #rt::driver::green_word(&[#(#cheap),*]);
-                    let __jit_visit = if __jit_mask == 0 {
-                        match self::__jit::#skip_fn(true, 0, __jit_green) {
-                            ::core::option::Option::Some(__n) => {
-                                __jit_skips = __n;
-                                false
-                            }
-                            ::core::option::Option::None => true,
-                        }
-                    } else {
-                        let (__l, __d) = __jit_counted.overflowing_sub(1);
-                        __jit_counted = __l;
-                        (__d || __jit_mask & #rt::driver::Sampler::mask_bit(__jit_green) != 0)
-                            && match self::__jit::#skip_fn(__d, __l, __jit_green) {
-                                ::core::option::Option::Some(__n) => {
-                                    __jit_counted = __n;
-                                    false
-                                }
-                                ::core::option::Option::None => {
-                                    __jit_counted = 0;
-                                    true
-                                }
-                            }
-                    };
-                    if __jit_visit {
+                    if __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn) {
                         match self::__jit::#hook(#(#args),*) {
                             ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
                             ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }
                             ::core::option::Option::None => { #give_up }
                         }
-                        __jit_mask = self::__jit::#mask_fn();
+                        __jit_sampler.mask = self::__jit::#mask_fn();
                     }
                 }
                 }}
             };
             InsertHook { call }.visit_item_fn_mut(item);
             if !never {
-                item.block.stmts.insert(0, syn::parse_quote!(let mut __jit_skips: u32 = 0;));
-                item.block.stmts.insert(1, syn::parse_quote!(let mut __jit_mask: u64 = self::__jit::#mask_fn();));
-                item.block.stmts.insert(2, syn::parse_quote!(let mut __jit_counted: u32 = 0;));
+                item.block.stmts.insert(
+                    0,
+                    syn::parse_quote!(let mut __jit_sampler = #rt::driver::LoopSampler::new(self::__jit::#mask_fn());),
+                );
             }
             // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
             // plain copy, with no hook at its merge point.

@@ -6,7 +6,9 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use jitgen_runtime::builder::ResidualBuilder;
-use jitgen_runtime::driver::{Config, Hot, PortalCache, PortalSite, Sampler, Stats, RETIRE_AFTER, WORTH_A_HAND_OVER};
+use jitgen_runtime::driver::{
+    Config, Hot, LoopSampler, PortalCache, PortalSite, Sampler, Stats, RETIRE_AFTER, WORTH_A_HAND_OVER,
+};
 use jitgen_runtime::ops::ValTy;
 use jitgen_runtime::residual::{compile_host, ResidualFn};
 
@@ -89,47 +91,16 @@ fn a_declined_position_sharing_a_word_with_code_is_skipped_again() {
     let site = PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &SPARSE, stats: &STATS, nested: false };
     let shared = green_word(&[0x5000, 3]);
     SAMPLER.with(|s| s.add_entry(shared));
-    // The interpreter loop, as the portal's generated code: its countdown
-    // of skipped visits (stays 0 once the thread has code), its entry mask
-    // and the countdown it keeps with code are locals.
-    let (mut countdown, mut counted) = (0u32, 0u32);
-    let mut mask = SAMPLER.with(|s| s.entry_mask());
+    // The interpreter loop, as the portal's generated code.
+    let mut sampler = LoopSampler::new(SAMPLER.with(|s| s.entry_mask()));
     let mut visit = |key: u64, word: u64| -> Option<Hot> {
-        let (left, due) = countdown.overflowing_sub(1);
-        countdown = left;
-        if !due {
-            return None;
-        }
-        countdown = 0;
-        let go = if mask == 0 {
-            match SAMPLER.with(|s| s.ask(true, 0, word)) {
-                Some(n) => {
-                    countdown = n;
-                    false
-                }
-                None => true,
-            }
-        } else {
-            let (l, d) = counted.overflowing_sub(1);
-            counted = l;
-            (d || mask & Sampler::mask_bit(word) != 0)
-                && match SAMPLER.with(|s| s.ask(d, l, word)) {
-                    Some(n) => {
-                        counted = n;
-                        false
-                    }
-                    None => {
-                        counted = 0;
-                        true
-                    }
-                }
-        };
-        if !go {
+        let ask = |due, left, word| SAMPLER.with(|s| s.ask(due, left, word));
+        if !sampler.due() || !sampler.visits_hook(word, ask) {
             return None;
         }
         let content: &[&[u8]] = if key == 7 { &[b"code"] } else { &[] };
         let hot = site.visit(&[key], content).unwrap_or(Hot::Cold);
-        mask = SAMPLER.with(|s| s.entry_mask());
+        sampler.mask = SAMPLER.with(|s| s.entry_mask());
         Some(hot)
     };
     let (mut declined_visits, mut others) = (0, 0);

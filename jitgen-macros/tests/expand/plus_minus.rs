@@ -10,9 +10,9 @@ pub mod plus_minus {
         if !self::jit::__CONFIG.enabled() {
             return __jit_off(s, x, y);
         }
-        let mut __jit_skips: u32 = 0;
-        let mut __jit_mask: u64 = self::__jit::__mask_ll_plus_minus();
-        let mut __jit_counted: u32 = 0;
+        let mut __jit_sampler = ::jitgen::__private::rt::driver::LoopSampler::new(
+            self::__jit::__mask_ll_plus_minus(),
+        );
         let mut acc = x;
         let mut pc = 0;
         '__jit_exit: {
@@ -22,11 +22,8 @@ pub mod plus_minus {
                 }
                 break '__jit_exit ('__jit_loop: while pc < s.len() {
                     {
-                        let (__jit_left, __jit_due) = __jit_skips.overflowing_sub(1);
-                        __jit_skips = __jit_left;
-                        if __jit_due {
+                        if __jit_sampler.due() {
                             ::core::hint::cold_path();
-                            __jit_skips = 0;
                             let __jit_green = ::jitgen::__private::rt::driver::green_word(
                                 &[
                                     (&*s) as *const _ as *const u8 as usize as u64,
@@ -35,42 +32,9 @@ pub mod plus_minus {
                                     >>::by_value(pc)) as u64),
                                 ],
                             );
-                            let __jit_visit = if __jit_mask == 0 {
-                                match self::__jit::__skip_ll_plus_minus(
-                                    true,
-                                    0,
-                                    __jit_green,
-                                ) {
-                                    ::core::option::Option::Some(__n) => {
-                                        __jit_skips = __n;
-                                        false
-                                    }
-                                    ::core::option::Option::None => true,
-                                }
-                            } else {
-                                let (__l, __d) = __jit_counted.overflowing_sub(1);
-                                __jit_counted = __l;
-                                (__d
-                                    || __jit_mask
-                                        & ::jitgen::__private::rt::driver::Sampler::mask_bit(
-                                            __jit_green,
-                                        ) != 0)
-                                    && match self::__jit::__skip_ll_plus_minus(
-                                        __d,
-                                        __l,
-                                        __jit_green,
-                                    ) {
-                                        ::core::option::Option::Some(__n) => {
-                                            __jit_counted = __n;
-                                            false
-                                        }
-                                        ::core::option::Option::None => {
-                                            __jit_counted = 0;
-                                            true
-                                        }
-                                    }
-                            };
-                            if __jit_visit {
+                            if __jit_sampler
+                                .visits_hook(__jit_green, self::__jit::__skip_ll_plus_minus)
+                            {
                                 match self::__jit::__portal_ll_plus_minus(
                                     &*s,
                                     <_ as ::jitgen::__private::rt::portal::ByValue<
@@ -98,7 +62,7 @@ pub mod plus_minus {
                                         }
                                     }
                                 }
-                                __jit_mask = self::__jit::__mask_ll_plus_minus();
+                                __jit_sampler.mask = self::__jit::__mask_ll_plus_minus();
                             }
                         }
                     }

@@ -462,6 +462,69 @@ pub fn skip_after_cold(streak: u32, threshold: u32) -> u32 {
     }
 }
 
+/// What the interpreter loop keeps of its portal's [`Sampler`] in locals
+/// (registers): a countdown of visits to skip, and once the thread has code
+/// for the portal, the entry filter folded to 64 bits
+/// ([`Sampler::entry_mask`]) with the countdown kept beside it. Without
+/// code a visit costs one subtraction and its borrow (a fused `sub; jb`);
+/// with code the first countdown stays at 0 and each visit tests its green
+/// word against the mask in the countdown's cold block.
+pub struct LoopSampler {
+    skips: u32,
+    counted: u32,
+    /// [`Sampler::entry_mask`], taken again after each visit of the hook.
+    pub mask: u64,
+}
+
+impl LoopSampler {
+    /// At the start of a portal call, given [`Sampler::entry_mask`].
+    #[inline(always)]
+    pub fn new(mask: u64) -> LoopSampler {
+        LoopSampler { skips: 0, counted: 0, mask }
+    }
+
+    /// Whether this visit leaves the countdown (the cold path follows).
+    #[inline(always)]
+    pub fn due(&mut self) -> bool {
+        let (left, due) = self.skips.overflowing_sub(1);
+        self.skips = left;
+        due
+    }
+
+    /// After [`LoopSampler::due`]: whether the visit at a position with
+    /// green word `green` goes to the hook, asking `ask` (the portal's
+    /// [`Sampler::ask`], out of line) where the countdown ran out or the
+    /// mask says code may start.
+    #[inline(always)]
+    pub fn visits_hook(&mut self, green: u64, ask: impl FnOnce(bool, u32, u64) -> Option<u32>) -> bool {
+        self.skips = 0;
+        if self.mask == 0 {
+            return match ask(true, 0, green) {
+                Some(n) => {
+                    self.skips = n;
+                    false
+                }
+                None => true,
+            };
+        }
+        let (left, due) = self.counted.overflowing_sub(1);
+        self.counted = left;
+        if !due && self.mask & Sampler::mask_bit(green) == 0 {
+            return false;
+        }
+        match ask(due, left, green) {
+            Some(n) => {
+                self.counted = n;
+                false
+            }
+            None => {
+                self.counted = 0;
+                true
+            }
+        }
+    }
+}
+
 /// Bit of [`Sampler`]'s skip counter: the portal has code in this thread
 /// (so a call keeps its hook, see [`Sampler::gives_up`]).
 const FILTERED: u32 = 1 << 31;
