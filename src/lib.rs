@@ -89,8 +89,12 @@ pub mod __private {
         /// Compiled code, its calls and callbacks.
         pub mod residual {
             pub use jitgen_runtime::run::residual::{
-                call_parking, compile_host, message_id, run_callback, ResidualError, ResidualFn,
+                call_parking, compile_host, message_id, run_callback, InputFrame, ResidualError, ResidualFn,
             };
+        }
+        /// Direct calls of a portal from compiled code.
+        pub mod direct {
+            pub use jitgen_runtime::run::direct::{enter_stack, DirectEntry, DirectTable};
         }
         /// Portals: settings, counters, the hot-spot policy and its cache.
         pub mod driver {

@@ -215,6 +215,14 @@ fn random_function(rng: &mut common::Rng, n: usize) -> rec::Function {
     rec::Function { code }
 }
 
+/// The module's counters are the process's: the tests that read them run
+/// one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs `f` in a thread with room for deep recursion of unoptimized frames.
 fn with_deep_stack(f: impl FnOnce() + Send + 'static) {
     std::thread::Builder::new().stack_size(256 << 20).spawn(f).unwrap().join().unwrap();
@@ -222,6 +230,7 @@ fn with_deep_stack(f: impl FnOnce() + Send + 'static) {
 
 #[test]
 fn calls_that_recurse_in_rust_agree_with_plain() {
+    let _serial = serial();
     with_deep_stack(calls_that_recurse_in_rust);
 }
 
@@ -248,16 +257,113 @@ fn calls_that_recurse_in_rust() {
     assert!(s.entries > 0 && s.compilations > s.declined, "{s:?}");
     // The portal's call of itself is a residual call of the portal, not
     // inlined (inlined, compiling fib unrolled the interpreted recursion
-    // until the compiler's budget ran out, then declined).
+    // until the compiler's budget ran out, then declined): compiled code
+    // calls the portal specialized to the called function directly.
     let text = rec::jit::graphs().function("call").unwrap().to_text();
     assert!(text.contains("call_opaque call(program"), "{text}");
+    assert!(specialized.listing().contains("call call (direct)"), "{}", specialized.listing());
     // Bad bytecode: the same error at any depth.
     let bad = vec![rec::Function { code: vec![Arg, Call(1), Ret] }, rec::Function { code: vec![Add, Ret] }];
     assert_eq!(rec::call(&bad, 0, 3), Err(rec::Trap::Underflow));
 }
 
+/// f(arg) = arg < 1 ? 0 : arg + g(arg - 1), g(arg) = arg < 1 ? 0 : 2 * arg + f(arg - 1):
+/// a mutual recursion.
+fn mutual() -> Vec<rec::Function> {
+    let f = |k: i64, other: usize| rec::Function {
+        code: vec![
+            Arg,
+            Const(1),
+            Lt,
+            JumpIfZero(6),
+            Const(0),
+            Ret, // arg < 1
+            Arg,
+            Const(k),
+            Mul,
+            Arg,
+            Const(1),
+            Sub,
+            Call(other),
+            Add,
+            Ret,
+        ],
+    };
+    vec![f(1, 1), f(2, 0)]
+}
+
+/// `down(arg) = arg == 0 ? bottom : arg + down(arg - 1)`, where the bottom
+/// fails when `fail` (with `Trap::Fail(0)`), else returns 0.
+fn down(fail: bool) -> Vec<rec::Function> {
+    let bottom = if fail { vec![Const(0), FailIf(0), Const(0), Ret] } else { vec![Const(0), Ret] };
+    let mut code = vec![Arg, JumpIfZero(8), Arg, Arg, Const(1), Sub, Call(0), Add, Ret];
+    code[1] = JumpIfZero(9);
+    code.extend(bottom);
+    vec![rec::Function { code }]
+}
+
+#[test]
+fn compiled_code_calls_compiled_code_directly() {
+    let _serial = serial();
+    // A fresh thread: its own code and direct entries.
+    std::thread::spawn(|| {
+        rec::jit::config().set_threshold(0);
+        let before = rec::jit::stats();
+        let p = fib();
+        for n in [15, 20, 22, 18] {
+            assert_eq!(rec::call(&p, 0, n), rec::jit::plain::call(&p, 0, n), "fib({n})");
+        }
+        let s = rec::jit::stats();
+        assert_eq!(s.declined, before.declined, "{s:?}");
+        // The loop the portal entered, and fib specialized once, whose
+        // recursive calls call that same code: not a compilation per call
+        // or per depth.
+        let compiled = s.compilations - before.compilations;
+        assert!((2..=4).contains(&compiled), "{compiled} compilations: {s:?}");
+        let listings = rec::jit::portal_listings().join("\n");
+        assert!(listings.contains("call call (direct)"), "{listings}");
+        // A mutual recursion: each function compiled once.
+        let before = rec::jit::stats();
+        let p = mutual();
+        for n in [0, 1, 7, 300, 40] {
+            assert_eq!(rec::call(&p, 0, n), rec::jit::plain::call(&p, 0, n), "mutual({n})");
+        }
+        let s = rec::jit::stats();
+        assert_eq!(s.declined, before.declined, "{s:?}");
+        assert!(s.compilations - before.compilations <= 5, "{s:?}");
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn recursion_in_rust_a_hundred_thousand_deep_agrees_with_plain() {
+    let _serial = serial();
+    // Plain's Rust frames for 100,000 levels (unoptimized, they are large).
+    std::thread::Builder::new()
+        .stack_size(2 << 30)
+        .spawn(|| {
+            rec::jit::config().set_threshold(0);
+            for fail in [false, true] {
+                let p = down(fail);
+                let want = rec::jit::plain::call(&p, 0, 100_000);
+                assert_eq!(want, if fail { Err(rec::Trap::Fail(0)) } else { Ok(5_000_050_000) });
+                // The compiled calls nest only within the stack budget;
+                // deeper, the plain interpreter's frames, as plain.
+                assert_eq!(rec::call(&p, 0, 100_000), want, "fail: {fail}");
+                assert_eq!(rec::call(&p, 0, 100_000), want, "fail: {fail}, again");
+                assert_eq!(rec::jit::specialize::call(&p, 0).call(100_000), want, "fail: {fail}, specialized");
+                assert_eq!(rec::call(&p, 0, 50), rec::jit::plain::call(&p, 0, 50));
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
 #[test]
 fn random_programs_with_calls_that_recurse_in_rust_agree_with_plain() {
+    let _serial = serial();
     rec::jit::config().set_threshold(0);
     let mut rng = common::Rng(0x0c0f_fee5_2400_0024);
     let mut failed = 0;

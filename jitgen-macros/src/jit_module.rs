@@ -903,6 +903,137 @@ impl VisitMut for PlainCalls<'_> {
     }
 }
 
+/// Whether a function of the module calls `name` (a portal called this way
+/// recurses in Rust).
+fn calls_of(gen: &Gen, name: &str) -> bool {
+    gen.fns.iter().any(|f| {
+        f.graph.blocks().any(|b| {
+            f.graph.graph[b]
+                .ops
+                .iter()
+                .any(|op| matches!(&op.kind, hint_annotator::flowgraph::OpKind::CallOpaque(n) if n == name))
+        })
+    })
+}
+
+/// The parameters of a function whose every input is `name: Type`
+/// (without `mut`), or `None`.
+fn typed_params(sig: &syn::Signature) -> Option<Vec<(Ident, syn::Type)>> {
+    sig.inputs
+        .iter()
+        .map(|a| match a {
+            syn::FnArg::Typed(pt) => match &*pt.pat {
+                syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    Some((pi.ident.clone(), (*pt.ty).clone()))
+                }
+                _ => None,
+            },
+            syn::FnArg::Receiver(_) => None,
+        })
+        .collect()
+}
+
+/// What a portal whose calls recurse in Rust needs for compiled code to call
+/// it directly (see `jitgen_runtime::direct`): `__direct_entry_NAME(greens)`,
+/// run when compiling a call site, gives the address of the entry for the
+/// content of the green arguments; `__direct_NAME(entry, arguments)`, called
+/// by the call site's callback, runs the entry's code (the portal specialized
+/// to its greens, compiled on the first call), or the portal where that
+/// declined, or the plain interpreter past the stack budget. `None` where the
+/// specialization cannot compile.
+fn direct_fns(
+    gen: &Gen,
+    fi: usize,
+    sig: &syn::Signature,
+    params: &[(Ident, syn::Type)],
+    e: &Entry,
+    ret: &Ty,
+) -> Option<TokenStream> {
+    let rt = rt();
+    if e.bad.is_some() {
+        return None;
+    }
+    let (_, decode) = outputs(gen, ret)?;
+    let f = gen.fns[fi];
+    let name = sig.ident.to_string();
+    let (entry_fn, direct_fn, table) = (
+        format_ident!("__direct_entry_{}", name),
+        format_ident!("__direct_{}", name),
+        format_ident!("__DIRECT_{}", name.to_uppercase()),
+    );
+    let (compile, plain, portal) =
+        (format_ident!("__specialize_{}", name), format_ident!("__plain_{}", name), &sig.ident);
+    let mut green_params = vec![];
+    let mut green_names = vec![];
+    for p in f.graph.params() {
+        if f.color(*p) != Color::Green {
+            continue;
+        }
+        let pname = f.graph.var(*p).name.clone().unwrap_or_default();
+        let (n, _, t) = e.green_params.iter().find(|(x, _, _)| *x == pname)?;
+        green_params.push(quote!(#n: #t));
+        green_names.push(n.clone());
+    }
+    let (key, content, deep, words) = (&e.key, &e.content, &e.deep, &e.input_words);
+    let (nkey, ncontent) = (key.len(), content.len());
+    let names: Vec<&Ident> = params.iter().map(|(n, _)| n).collect();
+    let typed: Vec<TokenStream> = params.iter().map(|(n, t)| quote!(#n: #t)).collect();
+    let ret_rust = match &sig.output {
+        syn::ReturnType::Default => quote!(()),
+        syn::ReturnType::Type(_, t) => quote!(#t),
+    };
+    Some(quote! {
+        ::std::thread_local! {
+            static #table: ::core::cell::RefCell<#rt::direct::DirectTable> =
+                const { ::core::cell::RefCell::new(#rt::direct::DirectTable::new()) };
+        }
+        /// The address of the direct entry of this portal for these green
+        /// arguments (0: the table is full).
+        #[allow(unused_variables, unused_mut, clippy::all)]
+        pub(super) fn #entry_fn(#(#green_params),*) -> u64 {
+            let mut __bytes: ::std::vec::Vec<u8> = ::std::vec::Vec::new();
+            let __key: [u64; #nkey] = [#(#key),*];
+            for __w in __key {
+                __bytes.extend_from_slice(&__w.to_le_bytes());
+            }
+            let __content: [&[u8]; #ncontent] = [#(#content),*];
+            for __c in __content {
+                __bytes.extend_from_slice(&(__c.len() as u64).to_le_bytes());
+                __bytes.extend_from_slice(__c);
+            }
+            {
+                let __out: &mut ::std::vec::Vec<u8> = &mut __bytes;
+                #(#deep)*
+            }
+            #table.with(|__t| __t.borrow_mut().entry(__bytes)).map_or(0, |__p| __p as usize as u64)
+        }
+        /// A call of this portal from compiled code, through its direct entry.
+        #[allow(unused_variables, unused_mut, clippy::all)]
+        pub(super) fn #direct_fn(__entry: u64, #(#typed),*) -> #ret_rust {
+            // SAFETY: the address of an entry of this thread's table, which
+            // keeps its entries for the thread's life (`__direct_entry_*`).
+            let __e = unsafe { &*(__entry as usize as *const #rt::direct::DirectEntry) };
+            let ::core::option::Option::Some(__g) = #rt::direct::enter_stack() else {
+                return super::#plain(#(#names),*);
+            };
+            let ::core::option::Option::Some(__code) = __e.code(&super::jit::__STATS, || #compile(#(#green_names,)* None)) else {
+                return super::#portal(#(#names),*);
+            };
+            let mut __words = #rt::residual::InputFrame::new();
+            #(#words)*
+            let __mark = #rt::heap::arena_mark();
+            let __out = __code.call_frame(&mut __words);
+            // Decoded before the arena is released: an owned result moves out of it.
+            let __r = __out.map(|__w| #decode);
+            #rt::heap::arena_release(__mark);
+            match __r {
+                ::core::result::Result::Ok(__v) => __v,
+                ::core::result::Result::Err(__e) => __e.resume(),
+            }
+        }
+    })
+}
+
 /// Generates everything. `fns` are the module's free functions (original,
 /// markers stripped); portal bodies are rewritten in place.
 pub fn expand(
@@ -1371,13 +1502,31 @@ pub fn expand(
         } else if is_pub {
             reexports.push(quote!(pub use super::super::#ident;));
         }
+        // A portal whose calls recurse in Rust: compiled code calls it
+        // directly, specialized from its start (see `direct_fns`).
+        let direct_params =
+            (f.merge_points().first().is_some() && !lifted.iter().any(|l| l.free == name) && calls_of(&gen, &name))
+                .then(|| typed_params(&item.sig))
+                .flatten();
+        if is_pub || direct_params.is_some() {
+            let start = gen.point_ids[&(fi, f.graph.start, 0)];
+            let live = gen.points[start].live.clone();
+            let e = entry(&gen, fi, &live, &mutable_names(item), false);
+            let compile = format_ident!("__specialize_{}", name);
+            specializers.push(compile_fn(&gen, &compile, &name, start, &e, &ret));
+            if let Some(params) = &direct_params {
+                if let Some(d) = direct_fns(&gen, fi, &item.sig, params, &e, &ret) {
+                    hooks.push(d);
+                    gen.direct_portals.insert(name.clone());
+                }
+            }
+        }
         if is_pub {
             // jit::specialize::NAME(greens) -> residual function of the reds.
             let start = gen.point_ids[&(fi, f.graph.start, 0)];
             let live = gen.points[start].live.clone();
             let e = entry(&gen, fi, &live, &mutable_names(item), false);
             let compile = format_ident!("__specialize_{}", name);
-            specializers.push(compile_fn(&gen, &compile, &name, start, &e, &ret));
             let mut green_params = vec![];
             let mut green_args = vec![];
             let mut red_params = vec![];

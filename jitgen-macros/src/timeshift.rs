@@ -19,7 +19,7 @@
 //! a `decline` at that point: the compilation gives up and the interpreter
 //! goes on.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use hint_annotator::flowgraph::{BinOp, Const, Exit, HintKind, OpKind, UnOp, Value, Var};
 use hint_annotator::types::{IntTy, Ty};
@@ -53,6 +53,8 @@ pub struct Gen<'g> {
     pub park_points: BTreeSet<usize>,
     /// Structs whose objects were made virtual (each gets a `VDesc`).
     pub(crate) vstructs: BTreeSet<String>,
+    /// Portals that compiled code calls directly (see `jit_module::direct_fns`).
+    pub(crate) direct_portals: HashSet<String>,
     joins: Vec<BTreeSet<NodeIndex>>,
     loop_heads: Vec<BTreeSet<NodeIndex>>,
     /// Set when the code just generated always declines: what follows it is unreachable.
@@ -106,6 +108,7 @@ impl<'g> Gen<'g> {
             callbacks: vec![],
             park_points: BTreeSet::new(),
             vstructs: BTreeSet::new(),
+            direct_portals: HashSet::new(),
             joins: vec![],
             loop_heads: vec![],
             declined: std::cell::Cell::new(false),
@@ -2062,7 +2065,50 @@ impl<'g> Gen<'g> {
         // than interpreting the call (PERFORMANCE.md): a portal's
         // compilation declines it until compiled code calls compiled code
         // directly. `jit::specialize` compiles it.
+        // A call of a portal compiled code calls directly, its green
+        // arguments known now: their values, for its direct entry.
+        let direct = match self.fn_ids.get(name) {
+            Some(&ci) if self.direct_portals.contains(name) => {
+                let callee = self.fns[ci];
+                let mut greens = Some(vec![]);
+                for (k, a) in args.iter().enumerate() {
+                    let Some(p) = callee.graph.params().get(k) else {
+                        greens = None;
+                        break;
+                    };
+                    if callee.color(*p) != Color::Green {
+                        continue;
+                    }
+                    let from = self.value_repr(fi, a);
+                    let e = match from {
+                        Repr::G(_) | Repr::GRef(_) | Repr::GSlice(_) => self.operand(fi, a, &from),
+                        _ => None,
+                    };
+                    match (e, &mut greens) {
+                        (Some(e), Some(g)) => g.push(e),
+                        _ => {
+                            greens = None;
+                            break;
+                        }
+                    }
+                }
+                greens
+            }
+            _ => None,
+        };
         let portal_check = match self.fn_ids.get(name) {
+            Some(&ci) if self.fns[ci].is_portal() && direct.is_some() => {
+                // Where the entry table is full, as below.
+                let why = format!(
+                    "a call of the portal `{name}` from compiled code: it would enter through the portal's hook at every call, which costs more than interpreting the call"
+                );
+                let entry_fn = format_ident!("__direct_entry_{}", name);
+                let greens = direct.as_ref().expect("matched");
+                quote! {
+                    let __entry: u64 = #entry_fn(#(#greens),*);
+                    if __entry == 0 && __c.for_portal() { __c.decline(#why); break 'path None; }
+                }
+            }
             Some(&ci) if self.fns[ci].is_portal() => {
                 let why = format!(
                     "a call of the portal `{name}` from compiled code: it would enter through the portal's hook at every call, which costs more than interpreting the call"
@@ -2158,9 +2204,20 @@ impl<'g> Gen<'g> {
         } else {
             return self.decline("the result type of this residual call");
         };
+        // The direct entry's address follows the arguments.
+        let entry_at = at;
+        if direct.is_some() {
+            arg_code.push(quote!(__args.push(#rt::redbox::RedBox::u64(__entry));));
+            at += 1;
+        }
         let width = at.max(slots(&rty, types, 0).map_or(1, |s| s.len())).max(1);
         let dest_ty = args.first().map(|a| self.value_ty(fi, a));
         let call = match format {
+            None if direct.is_some() => {
+                let path = rust_path(name);
+                let direct_fn = format_ident!("__direct_{}", name);
+                quote!(if __b[#entry_at] == 0 { #path(#(#reads),*) } else { #direct_fn(__b[#entry_at], #(#reads),*) })
+            }
             None => {
                 let path = rust_path(name);
                 quote!(#path(#(#reads),*))
@@ -2198,6 +2255,7 @@ impl<'g> Gen<'g> {
                 #write
             },
         );
+        let call_name = if direct.is_some() { format!("{name} (direct)") } else { name.to_string() };
         let bind_result = match self.repr(fi, r) {
             Repr::Unit => quote!(),
             Repr::R(_) => {
@@ -2216,7 +2274,7 @@ impl<'g> Gen<'g> {
             let __v = {
                 let mut __args = ::std::vec::Vec::new();
                 #(#arg_code)*
-                __c.b.red_call(#cb, #name, &__args, #rets)
+                __c.b.red_call(#cb, #call_name, &__args, #rets)
             };
             // The callee may have written any object.
             __st.forget_fields();

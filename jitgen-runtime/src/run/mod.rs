@@ -1,12 +1,14 @@
 //! What exists while residual code runs: compiled functions and the handles
 //! that call them ([`residual`]), the continuation stack of compiled
-//! recursion ([`contstack`]), the callbacks and the arena of objects
+//! recursion ([`contstack`]), direct calls between compiled functions of
+//! an interpreter that recurses in Rust ([`direct`]), the callbacks and the arena of objects
 //! residual code allocates ([`heap`]), flexswitch case tables and the miss
 //! handler that calls back into the compiler ([`promotion`]), and the
 //! counters of a module ([`stats`]). Uses `ir` and `backend`; the compiler
 //! above reaches it through closures it stores in case tables.
 
 pub mod contstack;
+pub mod direct;
 pub mod heap;
 pub mod promotion;
 pub mod residual;

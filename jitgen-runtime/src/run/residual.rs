@@ -286,6 +286,30 @@ impl ResidualFn {
         r
     }
 
+    /// Calls with the inputs in `frame`, as [`ResidualFn::call_words`]
+    /// does, without allocating: returns the outputs, the frame's first
+    /// words (a direct call's, see [`crate::run::direct`]).
+    pub fn call_frame<'f>(&self, frame: &'f mut InputFrame) -> Result<&'f [u64], ResidualError> {
+        let me = &*self.0;
+        assert_eq!(frame.len, me.inputs.len(), "wrong number of inputs");
+        for (w, t) in frame.words.iter_mut().zip(&me.inputs) {
+            *w = t.canon(*w);
+        }
+        let saved = crate::run::contstack::enter();
+        let status = me.native.run(&mut frame.words);
+        crate::run::contstack::leave(saved);
+        if status == 0 {
+            for (w, t) in frame.words.iter_mut().zip(&me.outputs) {
+                *w = t.canon(*w);
+            }
+            return Ok(&frame.words[..me.outputs.len()]);
+        }
+        // A hand-over finished the call in the interpreter.
+        let out = self.failed(status, &mut frame.words)?;
+        frame.words[..out.len()].copy_from_slice(&out);
+        Ok(&frame.words[..out.len()])
+    }
+
     /// Runs the code on a frame holding its inputs; a hand-over continues
     /// in execute mode before this returns.
     fn run_frame(&self, frame: &mut [u64; MAX_FRAME_WORDS]) -> Result<Vec<u64>, ResidualError> {
@@ -294,6 +318,11 @@ impl ResidualFn {
         if status == 0 {
             return Ok(me.outputs.iter().enumerate().map(|(k, t)| t.canon(frame[k])).collect());
         }
+        self.failed(status, frame)
+    }
+
+    /// What a run that returned `status` (not 0) on `frame` gives.
+    fn failed(&self, status: u64, frame: &mut [u64; MAX_FRAME_WORDS]) -> Result<Vec<u64>, ResidualError> {
         match ErrorKind::from_code(status) {
             Some(ErrorKind::CallbackPanicked) => {
                 let p = CALLBACK_PANIC.with(|p| p.borrow_mut().take());
@@ -317,6 +346,41 @@ impl ResidualFn {
             Some(kind) => Err(ResidualError::Exit { kind, detail: None }),
             None => Err(ResidualError::Exit { kind: ErrorKind::Abort(u32::MAX), detail: None }),
         }
+    }
+}
+
+/// The frame a direct call runs its code on, its inputs pushed first
+/// (see [`ResidualFn::call_frame`]): no allocation per call.
+pub struct InputFrame {
+    words: [u64; MAX_FRAME_WORDS],
+    len: usize,
+}
+
+impl InputFrame {
+    /// An empty frame.
+    #[inline]
+    pub fn new() -> InputFrame {
+        InputFrame { words: [0; MAX_FRAME_WORDS], len: 0 }
+    }
+
+    /// Adds an input word.
+    #[inline]
+    pub fn push(&mut self, w: u64) {
+        self.words[self.len] = w;
+        self.len += 1;
+    }
+
+    /// Adds input words.
+    #[inline]
+    pub fn extend_from_slice(&mut self, w: &[u64]) {
+        self.words[self.len..self.len + w.len()].copy_from_slice(w);
+        self.len += w.len();
+    }
+}
+
+impl Default for InputFrame {
+    fn default() -> Self {
+        InputFrame::new()
     }
 }
 
