@@ -336,6 +336,32 @@ fn compiled_code_calls_compiled_code_directly() {
     .unwrap();
 }
 
+/// The message of the panic `f` raises.
+fn panic_message(f: impl FnOnce() -> Result<i64, rec::Trap>) -> String {
+    let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("a panic");
+    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+}
+
+#[test]
+fn a_panic_deep_inside_compiled_calls_is_the_interpreters() {
+    let _serial = serial();
+    std::thread::spawn(|| {
+        rec::jit::config().set_threshold(0);
+        // Function 1 recurses down to 0, then jumps out of its code.
+        let p = vec![
+            rec::Function { code: vec![Arg, Call(1), Ret] },
+            rec::Function { code: vec![Arg, JumpIfZero(8), Arg, Const(1), Sub, Call(1), Ret, Ret, Jump(40)] },
+        ];
+        let want = panic_message(|| rec::jit::plain::call(&p, 0, 30));
+        assert!(want.contains("index out of bounds"), "{want}");
+        for _ in 0..3 {
+            assert_eq!(panic_message(|| rec::call(&p, 0, 30)), want);
+        }
+    })
+    .join()
+    .unwrap();
+}
+
 #[test]
 fn recursion_in_rust_a_hundred_thousand_deep_agrees_with_plain() {
     let _serial = serial();

@@ -2256,6 +2256,18 @@ impl<'g> Gen<'g> {
             },
         );
         let call_name = if direct.is_some() { format!("{name} (direct)") } else { name.to_string() };
+        // The inputs of the callee's specialized code, for the direct call's
+        // fast path (a call of that code from residual code): its red
+        // parameters, in the order its entry takes them. Only for results
+        // that own nothing (the arena is freed after the call).
+        let fast = match (&direct, self.fn_ids.get(name)) {
+            (Some(_), Some(&ci))
+                if rty == Ty::Unit || scalar(&rty).is_some() || (is_enum(&rty) && plain(&rty, types)) =>
+            {
+                self.direct_inputs(fi, ci, args)
+            }
+            _ => None,
+        };
         let bind_result = match self.repr(fi, r) {
             Repr::Unit => quote!(),
             Repr::R(_) => {
@@ -2269,17 +2281,69 @@ impl<'g> Gen<'g> {
             Repr::RPtr if rty == Ty::Str => self.bind(fi, r, quote!(__v[0])),
             _ => return self.decline("the result of this residual call"),
         };
+        let red_call = match fast {
+            Some(fast) => quote! {{
+                let mut __fast: ::std::vec::Vec<#rt::redbox::RedBox> = ::std::vec::Vec::new();
+                #(#fast)*
+                __c.b.red_call_direct(__entry, &__fast, #cb, #call_name, &__args, #rets)
+            }},
+            None => quote!(__c.b.red_call(#cb, #call_name, &__args, #rets)),
+        };
         quote! {
             #portal_check
             let __v = {
                 let mut __args = ::std::vec::Vec::new();
                 #(#arg_code)*
-                __c.b.red_call(#cb, #call_name, &__args, #rets)
+                #red_call
             };
             // The callee may have written any object.
             __st.forget_fields();
             #bind_result
         }
+    }
+
+    /// Statements pushing onto `__fast` the inputs of portal `ci`'s code
+    /// specialized from its start (its red parameters, in the order of its
+    /// entry: the live variables there) from the arguments `args` of a call
+    /// in function `fi`; `None` where one cannot be passed.
+    fn direct_inputs(&self, fi: usize, ci: usize, args: &[Value]) -> Option<Vec<TokenStream>> {
+        let callee = self.fns[ci];
+        let start = *self.point_ids.get(&(ci, callee.graph.start, 0))?;
+        let params = callee.graph.params();
+        let mut out = vec![];
+        for v in &self.points[start].live {
+            let k = params.iter().position(|p| p == v)?;
+            let a = args.get(k)?;
+            if callee.color(*v) == Color::Green {
+                continue;
+            }
+            match self.repr(ci, *v) {
+                Repr::Unit => {}
+                Repr::R(sc) => {
+                    let x = self.operand(fi, a, &Repr::R(sc))?;
+                    out.push(quote!(__fast.push(#x);));
+                }
+                Repr::Enum(..) => {
+                    let from = self.value_repr(fi, a);
+                    if !matches!(from, Repr::Enum(..)) {
+                        return None;
+                    }
+                    let x = self.operand(fi, a, &from)?;
+                    out.push(quote!(__fast.extend_from_slice(&#x);));
+                }
+                Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VPtr | Repr::VDict(..) | Repr::VOList(_) => {
+                    // Already a pointer (a virtual one is forced by the
+                    // slow path's arguments, once).
+                    if !matches!(self.value_repr(fi, a), Repr::RPtr) {
+                        return None;
+                    }
+                    let x = self.operand(fi, a, &Repr::RPtr)?;
+                    out.push(quote!(__fast.push(#x);));
+                }
+                _ => return None,
+            }
+        }
+        Some(out)
     }
 
     /// A frame for resume point `p` built from the locals in scope, with

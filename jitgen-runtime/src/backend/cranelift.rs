@@ -57,6 +57,8 @@ pub struct CraneliftBackend {
     /// The address of the flexswitch miss path shared by all residual code
     /// (see [`CraneliftBackend::miss_stub`]).
     miss_stub: usize,
+    /// [`RuntimeHooks::direct_failed`].
+    direct_failed: usize,
 }
 
 /// What residual code calls at run time, given by the layer that runs it:
@@ -67,6 +69,11 @@ pub struct RuntimeHooks {
     /// [`CaseTable`] and the value, returns the entry of the case to
     /// tail-call (compiling it if need be), or 0 to hand over.
     pub flex_miss: unsafe extern "C" fn(*const CaseTable, u64) -> usize,
+    /// Called (callback convention) when code called directly
+    /// ([`Inst::CallCode`]) returned a non-zero status: the frame holds the
+    /// callee's words, then at `MAX_FRAME_WORDS` the status and the entry.
+    /// Returns 0 with the results in the frame, or the status to leave with.
+    pub direct_failed: crate::ir::function::CallbackFn,
 }
 
 /// Where machine code finds a case table's fields.
@@ -99,7 +106,7 @@ impl CraneliftBackend {
         let trampoline = unsafe { std::mem::transmute::<usize, Trampoline>(entry) };
         static MISS_STUB: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
         let miss_stub = MISS_STUB.get_or_init(|| Self::miss_stub(&isa, hooks)).clone()?;
-        Ok(CraneliftBackend { isa, trampoline, miss_stub })
+        Ok(CraneliftBackend { isa, trampoline, miss_stub, direct_failed: hooks.direct_failed as usize })
     }
 
     /// The host's ISA with jitgen's flags.
@@ -315,6 +322,8 @@ struct Tr<'a, 'b> {
     current: Label,
     /// [`CraneliftBackend::miss_stub`]'s address.
     miss_stub: usize,
+    /// [`RuntimeHooks::direct_failed`]'s address.
+    direct_failed: usize,
 }
 
 impl Tr<'_, '_> {
@@ -678,6 +687,57 @@ impl Tr<'_, '_> {
                 self.b.ins().brif(out, err, &[BlockArg::Value(i), BlockArg::Value(n)], cont, &[]);
                 self.b.switch_to_block(cont);
             }
+            Inst::CallCode { dsts, code, entry, args } => {
+                // The callee's frame, then the status and the entry for the
+                // failure hook.
+                let words = MAX_FRAME_WORDS as u32 + 2;
+                let slot =
+                    self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8 * words, 3));
+                for (k, (a, t)) in args.iter().enumerate() {
+                    let x = self.v(*a);
+                    let w = self.to_word(x, *t);
+                    self.b.ins().stack_store(types::I64, w, slot, 8 * k as i32);
+                }
+                let addr = self.b.ins().stack_addr(types::I64, slot, 0);
+                let target = self.v(*code);
+                let tsig = self.b.import_signature(tail_sig());
+                let call = self.b.ins().call_indirect(tsig, target, &[addr]);
+                let status = self.b.inst_results(call)[0];
+                let failed = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
+                let (fail, cont) = (self.b.create_block(), self.b.create_block());
+                self.b.set_cold_block(fail);
+                self.b.ins().brif(failed, fail, &[], cont, &[]);
+                self.b.switch_to_block(fail);
+                let at = 8 * MAX_FRAME_WORDS as i32;
+                self.b.ins().stack_store(types::I64, status, slot, at);
+                let e = self.b.ins().iconst(types::I64, *entry as i64);
+                self.b.ins().stack_store(types::I64, e, slot, at + 8);
+                let mut sig = Signature::new(CallConv::SystemV);
+                sig.params.push(AbiParam::new(types::I64));
+                sig.returns.push(AbiParam::new(types::I64));
+                let sig = self.b.import_signature(sig);
+                let fp = self.b.ins().iconst(types::I64, self.direct_failed as i64);
+                let hook = self.b.ins().call_indirect(sig, fp, &[addr]);
+                let status = self.b.inst_results(hook)[0];
+                let failed = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
+                let prop = *self.propagate.get_or_insert_with(|| {
+                    let blk = self.b.create_block();
+                    self.b.append_block_param(blk, types::I64);
+                    blk
+                });
+                self.b.ins().brif(failed, prop, &[BlockArg::Value(status)], cont, &[]);
+                self.b.switch_to_block(cont);
+                for (k, d) in dsts.iter().enumerate() {
+                    let t = self.ty(*d);
+                    let r = if t == ValTy::F64 {
+                        self.b.ins().stack_load(types::I64, types::F64, slot, 8 * k as i32)
+                    } else {
+                        let w = self.b.ins().stack_load(types::I64, types::I64, slot, 8 * k as i32);
+                        self.from_word(w, t)
+                    };
+                    self.def(*d, r);
+                }
+            }
             Inst::Call { dsts, func, args, .. } => {
                 let words = args.len().max(dsts.len()).max(1) as u32;
                 let slot =
@@ -988,6 +1048,7 @@ impl CraneliftBackend {
                 true_side_loops: f.true_side_loops(),
                 current: Label::ENTRY,
                 miss_stub: self.miss_stub,
+                direct_failed: self.direct_failed,
             };
             tr.b.switch_to_block(entry);
             let mut args = vec![];

@@ -401,6 +401,71 @@ impl ResidualBuilder {
         params.into_iter().map(|val| self.var(val)).collect()
     }
 
+    /// A direct call of a portal's code specialized to its greens (see
+    /// `run::direct`): where the entry at `entry` has code and fewer than
+    /// `MAX_NATIVE_DEPTH` direct calls are under way, a call of that code
+    /// with its inputs `fast` (the count raised during it, and what the call
+    /// left in the arena freed after it); else, and in execute mode, the
+    /// callback `slow` with `slow_args` (it compiles the entry, keeps to the
+    /// stack budget, or calls the portal). Results of types `rets` either way.
+    /// Not counted as run-time branches of the interpreted program.
+    pub fn red_call_direct(
+        &mut self,
+        entry: u64,
+        fast: &[RedBox],
+        slow: CallbackFn,
+        name: &str,
+        slow_args: &[RedBox],
+        rets: &[ValTy],
+    ) -> Vec<RedBox> {
+        use crate::run::direct::{depth_cell, MAX_NATIVE_DEPTH};
+        use crate::run::heap::{arena_len_cell, arena_release_to};
+        if self.exec {
+            return self.red_call(slow, name, slow_args, rets);
+        }
+        let (ptr, word) = (ValTy::Ptr, ValTy::Int { bits: 64, signed: false });
+        let fast: Vec<(Val, ValTy)> = fast.iter().map(|r| (self.materialize(r), r.ty())).collect();
+        let slow_args: Vec<(Val, ValTy)> = slow_args.iter().map(|r| (self.materialize(r), r.ty())).collect();
+        let e = self.konst(ptr, entry);
+        let code = self.load(ptr, e, 0);
+        let depth_at = self.konst(ptr, depth_cell() as usize as u64);
+        let depth = self.load(word, depth_at, 0);
+        let null = self.konst(ptr, 0);
+        let has_code = self.cmp(CmpOp::Ne, ptr, code, null);
+        let limit = self.konst(word, MAX_NATIVE_DEPTH);
+        let room = self.cmp(CmpOp::Lt, word, depth, limit);
+        let go = self.bin(BinOp::And, ValTy::Bool, Overflow::Wrap, has_code, room);
+        let (fast_l, _) = self.new_label(&[]);
+        let (slow_l, _) = self.new_label(&[]);
+        let (join, params) = self.new_label(rets);
+        self.branch(go, (fast_l, &[]), (slow_l, &[]));
+        self.branches -= 1;
+        self.switch_to(fast_l);
+        let arena_at = self.konst(ptr, arena_len_cell() as usize as u64);
+        let mark = self.load(word, arena_at, 0);
+        let one = self.konst(word, 1);
+        let deeper = self.bin(BinOp::Add, word, Overflow::Wrap, depth, one);
+        self.store(word, depth_at, 0, deeper);
+        let out = self.call_code(code, entry, &fast, rets);
+        self.store(word, depth_at, 0, depth);
+        let now = self.load(word, arena_at, 0);
+        let grew = self.cmp(CmpOp::Ne, word, now, mark);
+        let (free, _) = self.new_label(&[]);
+        let (done, _) = self.new_label(&[]);
+        self.branch(grew, (free, &[]), (done, &[]));
+        self.branches -= 1;
+        self.switch_to(free);
+        self.call(arena_release_to, "arena_release", &[(mark, word)], &[]);
+        self.jump(done, &[]);
+        self.switch_to(done);
+        self.jump(join, &out);
+        self.switch_to(slow_l);
+        let out = self.call(slow, name, &slow_args, rets);
+        self.jump(join, &out);
+        self.switch_to(join);
+        params.into_iter().map(|val| self.var(val)).collect()
+    }
+
     /// The address `offset` bytes past `addr` (a field inside an object).
     pub fn red_offset(&mut self, addr: &RedBox, offset: u64) -> RedBox {
         let s = self.sym_addr(addr);

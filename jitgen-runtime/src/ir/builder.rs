@@ -182,6 +182,15 @@ impl ResidualBuilder {
         dsts
     }
 
+    /// A direct call of compiled code at the address `code` (see
+    /// [`Inst::CallCode`]) returning values of the given types.
+    pub fn call_code(&mut self, code: Val, entry: u64, args: &[(Val, ValTy)], rets: &[ValTy]) -> Vec<Val> {
+        let dsts: Vec<Val> = rets.iter().map(|t| self.new_val(*t)).collect();
+        self.calls += 1;
+        self.push(Inst::CallCode { dsts: dsts.clone(), code, entry, args: args.to_vec() });
+        dsts
+    }
+
     /// A new label with parameters of the given types (not current).
     pub fn new_label(&mut self, params: &[ValTy]) -> (Label, Vec<Val>) {
         let vals: Vec<Val> = params.iter().map(|t| self.new_val(*t)).collect();

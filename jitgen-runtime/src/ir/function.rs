@@ -104,6 +104,14 @@ pub enum Inst {
     /// leaves residual code with that status. The results are read from the
     /// buffer's first words (their types are the values' types).
     Call { dsts: Vec<Val>, func: CallbackFn, name: String, args: Vec<(Val, ValTy)> },
+    /// Call compiled residual code directly (a direct call's fast path, see
+    /// the run-time layer's `direct`): `code` is the address of its entry
+    /// point, called on a frame of `MAX_FRAME_WORDS` words holding `args`
+    /// first. A non-zero status goes to the run-time failure hook with the
+    /// frame and `entry` (the address of the callee's direct entry), which
+    /// finishes a hand-over there, or gives the status residual code leaves
+    /// with. The results are the frame's first words.
+    CallCode { dsts: Vec<Val>, code: Val, entry: u64, args: Vec<(Val, ValTy)> },
 }
 
 impl Inst {
@@ -116,7 +124,7 @@ impl Inst {
             | Inst::Cmp { dst, .. }
             | Inst::Cast { dst, .. }
             | Inst::Load { dst, .. } => vec![*dst],
-            Inst::Call { dsts, .. } => dsts.clone(),
+            Inst::Call { dsts, .. } | Inst::CallCode { dsts, .. } => dsts.clone(),
             Inst::Store { .. } | Inst::BoundsCheck { .. } => vec![],
         }
     }
@@ -129,7 +137,7 @@ impl Inst {
             | Inst::Cmp { dst, .. }
             | Inst::Cast { dst, .. }
             | Inst::Load { dst, .. } => *dst = f(*dst),
-            Inst::Call { dsts, .. } => dsts.iter_mut().for_each(|d| *d = f(*d)),
+            Inst::Call { dsts, .. } | Inst::CallCode { dsts, .. } => dsts.iter_mut().for_each(|d| *d = f(*d)),
             Inst::Store { .. } | Inst::BoundsCheck { .. } => {}
         }
     }
@@ -153,6 +161,10 @@ impl Inst {
                 f(*len);
             }
             Inst::Call { args, .. } => args.iter().for_each(|(a, _)| f(*a)),
+            Inst::CallCode { code, args, .. } => {
+                f(*code);
+                args.iter().for_each(|(a, _)| f(*a));
+            }
         }
     }
 
@@ -174,6 +186,10 @@ impl Inst {
                 *len = f(*len);
             }
             Inst::Call { args, .. } => args.iter_mut().for_each(|(a, _)| *a = f(*a)),
+            Inst::CallCode { code, args, .. } => {
+                *code = f(*code);
+                args.iter_mut().for_each(|(a, _)| *a = f(*a));
+            }
         }
     }
 }

@@ -86,6 +86,16 @@ pub fn listing(f: &ResidualFunction) -> String {
                 Inst::Load { dst, ty, base, offset } => format!("{} = load.{ty} {}+{offset}", v(dst), v(base)),
                 Inst::Store { ty, base, offset, value } => format!("store.{ty} {}+{offset}, {}", v(base), v(value)),
                 Inst::BoundsCheck { index, len } => format!("bounds_check {}, {}", v(index), v(len)),
+                Inst::CallCode { dsts, code, entry, args } => {
+                    let a: Vec<Val> = args.iter().map(|(x, _)| *x).collect();
+                    let tys: String = dsts.iter().map(|d| format!(".{}", f.vals[*d])).collect();
+                    let call = format!("call_code{tys} {}({}) entry {entry:#x}", v(code), vs(&a));
+                    if dsts.is_empty() {
+                        call
+                    } else {
+                        format!("{} = {call}", vs(dsts))
+                    }
+                }
                 Inst::Call { dsts, name, args, .. } => {
                     let a: Vec<Val> = args.iter().map(|(x, _)| *x).collect();
                     if dsts.is_empty() {
@@ -417,6 +427,9 @@ impl<'t> Parser<'_, 't> {
             let name = rest.split_once('(').map_or(rest, |(n, _)| n).trim();
             return Ok(self.callback(name)?.rets.to_vec());
         }
+        if let Some(tys) = op.strip_prefix("call_code") {
+            return tys.split('.').skip(1).map(|t| self.ty(t)).collect();
+        }
         if let Some(tys) = op.strip_prefix("cast.") {
             let (_, to) = tys.split_once('.').ok_or_else(|| self.err(format!("`{op}`: cast.FROM.TO")))?;
             return Ok(vec![self.ty(to)?]);
@@ -457,6 +470,21 @@ impl<'t> Parser<'_, 't> {
             let cb = self.callback(name.trim())?;
             let args = self.uses(args)?.into_iter().map(|a| (a, self.vals[a])).collect();
             return Ok(Inst::Call { dsts, func: cb.func, name: cb.name.to_string(), args });
+        }
+        if op.starts_with("call_code") {
+            let (code, rest) =
+                rest.split_once('(').ok_or_else(|| self.err("call_code.TYPES vCODE(ARGS) entry ADDRESS".into()))?;
+            let (args, entry) = rest
+                .split_once(") entry ")
+                .ok_or_else(|| self.err("call_code.TYPES vCODE(ARGS) entry ADDRESS".into()))?;
+            let entry = entry.trim();
+            let entry = match entry.strip_prefix("0x") {
+                Some(h) => u64::from_str_radix(h, 16),
+                None => entry.parse(),
+            }
+            .map_err(|_| self.err(format!("an address, not `{entry}`")))?;
+            let args = self.uses(args)?.into_iter().map(|a| (a, self.vals[a])).collect();
+            return Ok(Inst::CallCode { dsts, code: self.use_of(code.trim())?, entry, args });
         }
         if op == "bounds_check" {
             let (index, len) = self.two(rest)?;

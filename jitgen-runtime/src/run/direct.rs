@@ -46,10 +46,45 @@ pub const MAX_DIRECT_ENTRIES: usize = 4096;
 /// module doc).
 pub const DIRECT_STACK_BUDGET: usize = 256 * 1024;
 
+/// How many direct calls of compiled code ([`Inst::CallCode`]) may nest in
+/// a thread before further calls take the callback (and its stack budget).
+/// Each keeps a frame of `MAX_FRAME_WORDS` words on the native stack.
+///
+/// [`Inst::CallCode`]: crate::ir::function::Inst::CallCode
+pub const MAX_NATIVE_DEPTH: u64 = 128;
+
+thread_local! {
+    /// How many native direct calls are under way (residual code raises it
+    /// around each; a Rust entry into residual code restores it, for calls
+    /// that left with an error).
+    static DEPTH: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The address of this thread's count of native direct calls under way
+/// (compiled code runs only in the thread that compiled it).
+pub fn depth_cell() -> *mut u64 {
+    DEPTH.with(|d| d.as_ptr())
+}
+
+/// The count of native direct calls under way, for a Rust entry into
+/// residual code to restore with [`restore_depth`].
+pub fn depth() -> u64 {
+    DEPTH.with(|d| d.get())
+}
+
+/// Restores the count [`depth`] gave.
+pub fn restore_depth(d: u64) {
+    DEPTH.with(|c| c.set(d));
+}
+
 /// The compiled code of a portal specialized to one content of its green
 /// arguments, for direct calls.
 #[derive(Default)]
+#[repr(C)]
 pub struct DirectEntry {
+    /// The entry point of the code, 0 until it is compiled (and where it
+    /// declined): residual code reads it here, at offset 0.
+    native: Cell<usize>,
     /// The code, or `None` where its compilation declined.
     code: OnceCell<Option<ResidualFn>>,
     /// Its compilation is under way (calls meanwhile go to the portal).
@@ -73,6 +108,9 @@ impl DirectEntry {
             stats.declined_because(why);
         }
         self.compiling.set(false);
+        if let Ok(code) = &r {
+            self.native.set(code.entry_point() as usize);
+        }
         let _ = self.code.set(r.ok());
         self.code.get().and_then(|c| c.as_ref())
     }
@@ -80,6 +118,34 @@ impl DirectEntry {
     /// Whether the entry has code (it was called, and compiled).
     pub fn has_code(&self) -> bool {
         matches!(self.code.get(), Some(Some(_)))
+    }
+}
+
+/// The run-time hook of a direct call whose code returned a non-zero status
+/// (callback convention): the frame holds the callee's words, then at
+/// `MAX_FRAME_WORDS` the status and the entry's address. A hand-over is
+/// finished here (the results written to the frame, 0 returned); an error
+/// becomes the panic the interpreter would have raised, carried out as
+/// `CallbackPanicked`.
+///
+/// # Safety
+/// `frame` must be such a frame, of `MAX_FRAME_WORDS + 2` words, naming a
+/// live entry.
+pub unsafe extern "C" fn direct_failed(frame: *mut u64) -> u64 {
+    use crate::ir::function::MAX_FRAME_WORDS;
+    // SAFETY: guaranteed by the caller.
+    let words = unsafe { std::slice::from_raw_parts_mut(frame, MAX_FRAME_WORDS + 2) };
+    let (status, entry) = (words[MAX_FRAME_WORDS], words[MAX_FRAME_WORDS + 1]);
+    // SAFETY: entries live as long as their thread.
+    let entry = unsafe { &*(entry as usize as *const DirectEntry) };
+    let Some(Some(code)) = entry.code.get() else { return status };
+    let callee: &mut [u64; MAX_FRAME_WORDS] = (&mut words[..MAX_FRAME_WORDS]).try_into().expect("sized above");
+    match code.failed(status, callee) {
+        Ok(out) => {
+            words[..out.len()].copy_from_slice(&out);
+            0
+        }
+        Err(e) => crate::run::residual::run_callback(move || e.resume()),
     }
 }
 

@@ -25,6 +25,30 @@ use crate::run::residual::{run_callback, Word};
 
 thread_local! {
     static ARENA: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+    /// The arena's length, where residual code reads it (a direct call
+    /// frees what its callee left: see [`arena_len_cell`]).
+    static ARENA_LEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Records the arena's length after a change.
+fn arena_changed(a: &[Box<dyn Any>]) {
+    ARENA_LEN.with(|l| l.set(a.len() as u64));
+}
+
+/// The address of this thread's arena length (a `u64` residual code reads:
+/// compiled code runs only in the thread that compiled it).
+pub fn arena_len_cell() -> *const u64 {
+    ARENA_LEN.with(|l| l.as_ptr() as *const u64)
+}
+
+/// [`arena_release`] as a callback: `[mark] -> []`.
+pub unsafe extern "C" fn arena_release_to(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one word.
+        let mark = unsafe { args(buf, 1) }[0];
+        arena_release(mark as usize);
+        Ok(())
+    })
 }
 
 /// The arena's current size: pass it to [`arena_release`] when the residual
@@ -38,7 +62,9 @@ pub fn arena_release(mark: usize) {
     let dropped: Vec<Box<dyn Any>> = ARENA.with(|a| {
         let mut a = a.borrow_mut();
         let at = mark.min(a.len());
-        a.split_off(at)
+        let dropped = a.split_off(at);
+        arena_changed(&a);
+        dropped
     });
     drop(dropped);
 }
@@ -56,6 +82,7 @@ pub fn arena_take<T: 'static>(addr: u64) -> Option<T> {
         }
         let b =
             if i + 1 == a.len() { a.pop().expect("the newest") } else { std::mem::replace(&mut a[i], Box::new(())) };
+        arena_changed(&a);
         b.downcast::<T>().ok().map(|b| *b)
     })
 }
@@ -98,7 +125,9 @@ pub unsafe extern "C" fn arena_drop(buf: *mut u64) -> u64 {
         let dropped = ARENA.with(|a| {
             let mut a = a.borrow_mut();
             let i = a.iter().rposition(|b| std::ptr::addr_eq(&**b as *const dyn Any, addr as usize as *const u8))?;
-            Some(a.remove(i))
+            let b = a.remove(i);
+            arena_changed(&a);
+            Some(b)
         });
         drop(dropped);
         Ok(())
@@ -109,7 +138,11 @@ pub unsafe extern "C" fn arena_drop(buf: *mut u64) -> u64 {
 pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     let mut b = Box::new(v);
     let p: *mut T = &mut *b;
-    ARENA.with(|a| a.borrow_mut().push(b));
+    ARENA.with(|a| {
+        let mut a = a.borrow_mut();
+        a.push(b);
+        arena_changed(&a);
+    });
     p
 }
 

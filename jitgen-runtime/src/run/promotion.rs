@@ -279,4 +279,4 @@ impl SwitchTable for FlexTable {
 
 /// What residual code compiled by this crate calls at run time: the
 /// flexswitch miss handler.
-pub const HOOKS: RuntimeHooks = RuntimeHooks { flex_miss };
+pub const HOOKS: RuntimeHooks = RuntimeHooks { flex_miss, direct_failed: crate::run::direct::direct_failed };

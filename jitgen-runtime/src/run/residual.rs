@@ -256,6 +256,12 @@ impl ResidualFn {
         self.0.native.switches().iter().filter_map(|t| t.as_any().downcast_ref()).collect()
     }
 
+    /// The entry point of the machine code (the `tail` convention, one
+    /// argument: the frame), for direct calls from residual code.
+    pub fn entry_point(&self) -> *const u8 {
+        self.0.native.tail_entry()
+    }
+
     /// The number of residual operations.
     pub fn op_count(&self) -> usize {
         self.0.ops
@@ -281,7 +287,9 @@ impl ResidualFn {
             frame[k] = t.canon(*w);
         }
         let saved = crate::run::contstack::enter();
+        let depth = crate::run::direct::depth();
         let r = self.run_frame(&mut frame);
+        crate::run::direct::restore_depth(depth);
         crate::run::contstack::leave(saved);
         r
     }
@@ -296,7 +304,9 @@ impl ResidualFn {
             *w = t.canon(*w);
         }
         let saved = crate::run::contstack::enter();
+        let depth = crate::run::direct::depth();
         let status = me.native.run(&mut frame.words);
+        crate::run::direct::restore_depth(depth);
         crate::run::contstack::leave(saved);
         if status == 0 {
             for (w, t) in frame.words.iter_mut().zip(&me.outputs) {
@@ -322,7 +332,7 @@ impl ResidualFn {
     }
 
     /// What a run that returned `status` (not 0) on `frame` gives.
-    fn failed(&self, status: u64, frame: &mut [u64; MAX_FRAME_WORDS]) -> Result<Vec<u64>, ResidualError> {
+    pub(crate) fn failed(&self, status: u64, frame: &mut [u64; MAX_FRAME_WORDS]) -> Result<Vec<u64>, ResidualError> {
         match ErrorKind::from_code(status) {
             Some(ErrorKind::CallbackPanicked) => {
                 let p = CALLBACK_PANIC.with(|p| p.borrow_mut().take());

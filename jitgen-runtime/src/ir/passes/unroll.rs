@@ -78,7 +78,9 @@ impl ResidualFunction {
             (false, true) => (false, &if_false.1),
             _ => return None,
         };
-        if blk.insts.len() > MAX_UNROLLED_OPS || blk.insts.iter().any(|i| matches!(i, Inst::Call { .. })) {
+        if blk.insts.len() > MAX_UNROLLED_OPS
+            || blk.insts.iter().any(|i| matches!(i, Inst::Call { .. } | Inst::CallCode { .. }))
+        {
             return None;
         }
         let def = |v: Val| blk.insts.iter().find(|i| i.defs().first() == Some(&v));
