@@ -9,6 +9,11 @@ mod common;
 
 use jitgen::prelude::*;
 
+/// Outside the module: a residual call, which needs the list in memory.
+fn count(stack: &mut Vec<i64>) -> i64 {
+    stack.len() as i64
+}
+
 #[jit_interpreter]
 pub mod rec {
     use super::*;
@@ -30,6 +35,14 @@ pub mod rec {
         /// Fails with the top of the stack when its low six bits are `k`.
         FailIf(i64),
         Ret,
+        /// Pushes `k` copies of the top.
+        Dup(usize),
+        /// Replaces the top `k` values with their sum.
+        Sum(usize),
+        /// Swaps the two top values, twice.
+        Twice,
+        /// Pushes the stack's length (counted outside the module).
+        Count,
     }
 
     #[derive(Clone, Copy, PartialEq, Debug)]
@@ -44,6 +57,41 @@ pub mod rec {
 
     fn pop(stack: &mut Vec<i64>) -> Result<i64, Trap> {
         stack.pop().ok_or(Trap::Underflow)
+    }
+
+    fn peek(stack: &mut Vec<i64>) -> Result<i64, Trap> {
+        let v = pop(stack)?;
+        stack.push(v);
+        Ok(v)
+    }
+
+    fn dup(stack: &mut Vec<i64>, k: usize) -> Result<(), Trap> {
+        for _ in 0..k {
+            let v = peek(stack)?;
+            stack.push(v);
+        }
+        Ok(())
+    }
+
+    fn sum(stack: &mut Vec<i64>, k: usize) -> Result<(), Trap> {
+        let mut t = 0i64;
+        for _ in 0..k {
+            t = t.wrapping_add(pop(stack)?);
+        }
+        stack.push(t);
+        Ok(())
+    }
+
+    fn swap(stack: &mut Vec<i64>) -> Result<(), Trap> {
+        let b = pop(stack)?;
+        let a = pop(stack)?;
+        stack.push(b);
+        stack.push(a);
+        Ok(())
+    }
+
+    fn counted(stack: &mut Vec<i64>) -> i64 {
+        super::count(stack)
     }
 
     /// Runs function `f` of `program` on `arg`, with four locals.
@@ -99,6 +147,17 @@ pub mod rec {
                     }
                 }
                 Op::Ret => return pop(&mut stack),
+                Op::Dup(k) => dup(&mut stack, k)?,
+                Op::Sum(k) => sum(&mut stack, k)?,
+                Op::Twice => {
+                    let s = &mut stack;
+                    swap(s)?;
+                    swap(s)?;
+                }
+                Op::Count => {
+                    let n = counted(&mut stack);
+                    stack.push(n);
+                }
             }
         }
     }
@@ -186,7 +245,7 @@ fn loop_in_callee() -> Vec<rec::Function> {
 fn random_function(rng: &mut common::Rng, n: usize) -> rec::Function {
     let mut code = vec![Const(rng.below(100) as i64), Set(0)];
     for _ in 0..1 + rng.below(4) {
-        match rng.below(5) {
+        match rng.below(8) {
             0 => {
                 let op = [Add, Sub, Mul][rng.below(3) as usize];
                 code.extend([Get(0), Const(rng.below(50) as i64 - 20), op, Set(0)]);
@@ -208,7 +267,16 @@ fn random_function(rng: &mut common::Rng, n: usize) -> rec::Function {
                 code.extend([Get(1), Const(1), Sub, Set(1), Jump(at + 2)]);
                 code.push(Jump(at + 18));
             }
-            _ => code.extend([Get(0), FailIf(rng.below(64) as i64)]),
+            4 => code.extend([Get(0), FailIf(rng.below(64) as i64)]),
+            // The helpers that take the stack by `&mut`: r = r + c * (k + 1),
+            // r - c, r + 1; an underflow deep inside sometimes.
+            5 => {
+                let k = rng.below(4) as usize;
+                let extra = (rng.below(12) == 0) as usize * 3;
+                code.extend([Get(0), Const(rng.below(9) as i64), Dup(k), Sum(k + 2 + extra), Set(0)]);
+            }
+            6 => code.extend([Get(0), Const(rng.below(9) as i64), Twice, Sub, Set(0)]),
+            _ => code.extend([Get(0), Count, Add, Set(0)]),
         }
     }
     code.extend([Get(0), Ret]);
@@ -262,6 +330,10 @@ fn calls_that_recurse_in_rust() {
     let text = rec::jit::graphs().function("call").unwrap().to_text();
     assert!(text.contains("call_opaque call(program"), "{text}");
     assert!(specialized.listing().contains("call call (direct)"), "{}", specialized.listing());
+    // The operand stack and the locals stay virtual, `pop(&mut stack)` and
+    // all: a helper given the list by `&mut` works on it by value and
+    // writes it back.
+    assert!(!specialized.listing().contains("vec_"), "{}", specialized.listing());
     // Bad bytecode: the same error at any depth.
     let bad = vec![rec::Function { code: vec![Arg, Call(1), Ret] }, rec::Function { code: vec![Add, Ret] }];
     assert_eq!(rec::call(&bad, 0, 3), Err(rec::Trap::Underflow));

@@ -55,6 +55,9 @@ pub struct Gen<'g> {
     pub(crate) vstructs: BTreeSet<String>,
     /// Portals that compiled code calls directly (see `jit_module::direct_fns`).
     pub(crate) direct_portals: HashSet<String>,
+    /// Per function, its red `&mut Vec` of scalars that are virtual lists
+    /// passed by value and written back (see `Gen::written_back`).
+    written_back: Vec<BTreeSet<Var>>,
     joins: Vec<BTreeSet<NodeIndex>>,
     loop_heads: Vec<BTreeSet<NodeIndex>>,
     /// Set when the code just generated always declines: what follows it is unreachable.
@@ -90,6 +93,21 @@ fn loop_heads(f: &ColoredGraph) -> BTreeSet<NodeIndex> {
     heads
 }
 
+fn f_params(f: &ColoredGraph) -> Vec<Var> {
+    f.graph.params().to_vec()
+}
+
+/// The scalar of a `&mut Vec` of scalars.
+fn mut_scalar_vec(ty: &Ty) -> Option<Sc> {
+    match ty {
+        Ty::Ref { mutable: true, to } => match &**to {
+            Ty::Vec(e) => scalar(e),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 fn v_ident(v: Var) -> Ident {
     format_ident!("v{}", v.0)
 }
@@ -109,10 +127,16 @@ impl<'g> Gen<'g> {
             park_points: BTreeSet::new(),
             vstructs: BTreeSet::new(),
             direct_portals: HashSet::new(),
+            written_back: vec![],
             joins: vec![],
             loop_heads: vec![],
             declined: std::cell::Cell::new(false),
         };
+        g.written_back = (0..g.fns.len()).map(|fi| g.written_back_params(fi)).collect();
+        for fi in 0..g.fns.len() {
+            let aliases = g.written_back_aliases(fi);
+            g.written_back[fi].extend(aliases);
+        }
         for fi in 0..g.fns.len() {
             let f = g.fns[fi];
             let mut preds: HashMap<NodeIndex, usize> = HashMap::new();
@@ -158,7 +182,11 @@ impl<'g> Gen<'g> {
         if let Some(i) = self.point_ids.get(&(f, block, op)) {
             return *i;
         }
-        let mut live: Vec<Var> = self.fns[f].live_before(block, op).into_iter().collect();
+        let mut live = self.fns[f].live_before(block, op);
+        // Written back at every return: live to the end.
+        let params = self.fns[f].graph.params();
+        live.extend(self.written_back[f].iter().filter(|v| params.contains(v)));
+        let mut live: Vec<Var> = live.into_iter().collect();
         if let Some(r) = ret {
             live.retain(|v| *v != r);
         }
@@ -565,7 +593,112 @@ impl<'g> Gen<'g> {
 
     pub fn repr(&self, fi: usize, v: Var) -> Repr {
         let f = self.fns[fi];
+        if self.written_back.get(fi).is_some_and(|w| w.contains(&v)) {
+            if let Some(sc) = mut_scalar_vec(&f.graph.var(v).ty) {
+                return Repr::VList(sc);
+            }
+        }
         repr(&f.graph.var(v).ty, f.color(v) == Color::Green, self.cg.types())
+    }
+
+    /// The red `&mut Vec` of scalars parameters of function `fi`, an
+    /// inlined function (not a portal, not opaque): each is a virtual list
+    /// given by value, live to every return, where it is written back to
+    /// the caller's list (`__writeback_fN`). A helper such as `fn pop(stack:
+    /// &mut Vec<i64>)` then works on the caller's list without forcing it
+    /// into memory.
+    fn written_back_params(&self, fi: usize) -> BTreeSet<Var> {
+        let f = self.fns[fi];
+        if f.is_portal() || f.graph.opaque {
+            return BTreeSet::new();
+        }
+        f.graph
+            .params()
+            .iter()
+            .filter(|p| f.color(**p) == Color::Red && mut_scalar_vec(&f.graph.var(**p).ty).is_some())
+            .copied()
+            .collect()
+    }
+
+    /// `&mut list` taken of a list to pass it to such parameters: a
+    /// `same_as` of a variable that is a virtual list, whose every use is an
+    /// argument of an inlined call for a written-back parameter (written
+    /// back into the alias and into the list it was taken of).
+    fn written_back_aliases(&self, fi: usize) -> Vec<Var> {
+        let f = self.fns[fi];
+        let mut out = vec![];
+        for b in f.graph.blocks() {
+            for op in &f.graph.graph[b].ops {
+                let (OpKind::SameAs, [Value::Var(x)]) = (&op.kind, op.args.as_slice()) else { continue };
+                if f.color(op.result) != Color::Red || mut_scalar_vec(&f.graph.var(op.result).ty).is_none() {
+                    continue;
+                }
+                if !matches!(self.repr(fi, *x), Repr::VList(_)) {
+                    continue;
+                }
+                if self.only_written_back_args(fi, op.result) {
+                    out.push(op.result);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether every use of `v` in function `fi` is an argument of an
+    /// inlined call for a written-back parameter.
+    fn only_written_back_args(&self, fi: usize, v: Var) -> bool {
+        let f = self.fns[fi];
+        let val = Value::Var(v);
+        for b in f.graph.blocks() {
+            let blk = &f.graph.graph[b];
+            for op in &blk.ops {
+                let Some(k) = op.args.iter().position(|a| *a == val) else { continue };
+                if op.args.iter().filter(|a| **a == val).count() > 1 {
+                    return false;
+                }
+                let Some(ci) = self.inlined_callee(fi, op.result, &op.kind) else { return false };
+                let callee = self.fns[ci];
+                match callee.graph.params().get(k) {
+                    Some(p) if self.written_back[ci].contains(p) => {}
+                    _ => return false,
+                }
+            }
+            let in_exit = match &blk.exit {
+                Exit::Return(x) => *x == val,
+                Exit::Branch { cond, .. } => *cond == val,
+                _ => false,
+            };
+            let in_links = f.graph.exits(b).iter().any(|e| f.graph.link(*e).1.args.contains(&val));
+            if in_exit || in_links {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The variables of a caller that a written-back argument `a` of a call
+    /// in function `fi` updates: itself, and through `same_as` the list it
+    /// was taken of, while they are virtual lists.
+    fn written_back_targets(&self, fi: usize, a: &Value) -> Vec<Var> {
+        let f = self.fns[fi];
+        let mut out = vec![];
+        let mut cur = match a {
+            Value::Var(v) => Some(*v),
+            Value::Const(_) => None,
+        };
+        while let Some(v) = cur {
+            if !matches!(self.repr(fi, v), Repr::VList(_)) || out.contains(&v) {
+                break;
+            }
+            out.push(v);
+            cur = f.graph.blocks().find_map(|b| {
+                f.graph.graph[b].ops.iter().find_map(|op| match (&op.kind, op.args.as_slice()) {
+                    (OpKind::SameAs, [Value::Var(x)]) if op.result == v => Some(*x),
+                    _ => None,
+                })
+            });
+        }
+        out
     }
 
     fn value_ty(&self, fi: usize, v: &Value) -> Ty {
@@ -2430,7 +2563,7 @@ impl<'g> Gen<'g> {
                 let mut lets = vec![];
                 let mut ov = HashMap::new();
                 for (j, param) in callee.graph.params().iter().enumerate() {
-                    let to = repr(&callee.graph.var(*param).ty, callee.color(*param) == Color::Green, self.cg.types());
+                    let to = self.repr(ci, *param);
                     let Some(e) = self.operand(fi, &op.args[j], &to) else {
                         body.push(self.decline("an argument needed green by the callee is red"));
                         return quote!(#(#body)*);
@@ -2540,6 +2673,11 @@ impl<'g> Gen<'g> {
                 let Some(val) = self.operand(fi, &v, &ret_repr) else { return self.decline("a return value") };
                 let outer = self.return_boxes(&f.graph.ret_ty.clone(), &ret_repr, quote!(__rv));
                 let deliver = format_ident!("__deliver_f{}", fi);
+                let writeback = format_ident!("__writeback_f{}", fi);
+                let params = f.graph.params();
+                let lists: Vec<Ident> =
+                    params.iter().filter(|p| self.written_back[fi].contains(p)).map(|p| v_ident(*p)).collect();
+                let writeback = (!lists.is_empty()).then(|| quote!(#writeback(&mut __st, #(#lists.clone()),*);));
                 let outer = match outer {
                     Some(o) => o,
                     None => self.decline("returning a value of this type from residual code"),
@@ -2552,6 +2690,7 @@ impl<'g> Gen<'g> {
                         #outer
                         None
                     } else {
+                        #writeback
                         #deliver(&mut __st, __rv, __c);
                         Some(__st)
                     }
@@ -2845,6 +2984,55 @@ impl<'g> Gen<'g> {
                 arms.push(match conv {
                     Some(c) => quote!(Some(__Frame::#vname { __ret, .. }) => { *__ret = Some(#c); }),
                     None => quote!(Some(__Frame::#vname { .. }) => { __c.decline("a green result expected from a call is red"); }),
+                });
+            }
+            // Written-back lists: into the caller's continuation.
+            let wb: Vec<Var> =
+                f_params(self.fns[fi]).into_iter().filter(|p| self.written_back[fi].contains(p)).collect();
+            if !wb.is_empty() {
+                let mut wb_arms = vec![];
+                for (p, pt) in self.points.iter().enumerate() {
+                    let Some(r) = pt.ret else { continue };
+                    let caller = self.fns[pt.f];
+                    let op = caller.graph.graph[pt.block].ops[pt.op - 1].clone();
+                    if self.inlined_callee(pt.f, r, &op.kind) != Some(fi) {
+                        continue;
+                    }
+                    let params = self.fns[fi].graph.params();
+                    let mut fields = vec![];
+                    let mut sets = vec![];
+                    for (j, w) in wb.iter().enumerate() {
+                        let Some(k) = params.iter().position(|x| x == w) else { continue };
+                        let Some(a) = op.args.get(k) else { continue };
+                        let arg = format_ident!("__l{}", j);
+                        for t in self.written_back_targets(pt.f, a) {
+                            if pt.live.contains(&t) {
+                                let id = v_ident(t);
+                                fields.push(quote!(#id));
+                                sets.push(quote!(*#id = #arg.clone();));
+                            }
+                        }
+                    }
+                    let vname = format_ident!("R{}", p);
+                    wb_arms.push(quote!(Some(__Frame::#vname { #(#fields,)* .. }) => { #(#sets)* }));
+                }
+                let args: Vec<TokenStream> = (0..wb.len())
+                    .map(|j| {
+                        let a = format_ident!("__l{}", j);
+                        quote!(#a: #rt::vlist::VList)
+                    })
+                    .collect();
+                let name = format_ident!("__writeback_f{}", fi);
+                delivers.push(quote! {
+                    /// Writes the lists a returning function was given by
+                    /// `&mut` back into its caller's variables.
+                    #[allow(unused_variables, unreachable_patterns)]
+                    fn #name<'a>(__st: &mut #rt::state::JitState<__Frame<'a>>, #(#args),*) {
+                        match __st.frames.last_mut() {
+                            #(#wb_arms)*
+                            _ => {}
+                        }
+                    }
                 });
             }
             let name = format_ident!("__deliver_f{}", fi);
