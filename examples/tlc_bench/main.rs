@@ -254,6 +254,14 @@ fn stackvm_fib(n: i64, use_jit: bool) -> String {
     format!("{:?}", if use_jit { vm.run() } else { jit::plain::Vm::run(&mut vm) })
 }
 
+fn recursive_fib(n: i64, use_jit: bool) -> String {
+    use recursive_interp::{programs::fib, rec};
+    // One program per thread, as an embedder keeps its program: code is
+    // kept for the program's addresses (a fresh one compiles again).
+    thread_local!(static FIB: Vec<rec::Function> = fib());
+    FIB.with(|p| format!("{:?}", if use_jit { rec::call(p, 0, n) } else { rec::jit::plain::call(p, 0, n) }))
+}
+
 /// The other interpreters' programs with targets (issue 24).
 const OTHERS: &[Other] = &[
     (
@@ -269,6 +277,12 @@ const OTHERS: &[Other] = &[
         || subroutines_interp::sub::jit::stats().compilations,
     ),
     ("stack VM", "recursive fib 25", |j| stackvm_fib(25, j), || stackvm_interp::vm::jit::stats().compilations),
+    (
+        "calls recursing in Rust",
+        "recursive fib 27",
+        |j| recursive_fib(27, j),
+        || recursive_interp::rec::jit::stats().compilations,
+    ),
 ];
 
 /// A table of the other interpreters' programs: plain, the JIT with its

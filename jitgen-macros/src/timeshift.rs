@@ -18,6 +18,24 @@
 //! non-scalars at run-time positions, values jitgen cannot lay out) generates
 //! a `decline` at that point: the compilation gives up and the interpreter
 //! goes on.
+//!
+//! Lists given by `&mut` to inlined functions. Frames hold virtual lists by
+//! value, so a helper such as `fn pop(stack: &mut Vec<i64>)` would force its
+//! caller's list into memory to share it. Instead, a red `&mut Vec` of
+//! scalars that is a parameter of an inlined function is a virtual list of
+//! its own (`Gen::written_back_params`), live to every return, where
+//! `__writeback_fN` assigns it to the caller's variables that were passed:
+//! the argument and, through `same_as`, the list `&mut` was taken of
+//! (`Gen::written_back_targets`). A `&mut list` taken only to be passed so is
+//! such a list too (`Gen::written_back_aliases`); used any other way it is a
+//! pointer, as before. A helper that gives the list to Rust's code forces it,
+//! and the caller gets the real list back.
+//!
+//! Calls of a portal from compiled code (an interpreter whose calls recurse
+//! in Rust) with its green arguments known are direct calls of the portal's
+//! code specialized to them (`opaque_call`, `Gen::direct_inputs`; the entries
+//! are `jit_module::direct_fns`): a native call where the entry has code, a
+//! callback otherwise (see `jitgen_runtime::direct`).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 

@@ -402,3 +402,36 @@ entry(v0: i64):
     .replace("CELL", &cell);
     assert_eq!(listing(&after), want.trim_start());
 }
+
+#[test]
+fn a_direct_call_of_compiled_code_parses_back_and_runs_the_callee() {
+    use jitgen_runtime::run::direct::DirectEntry;
+    use jitgen_runtime::run::stats::Stats;
+    // Callees: twice their input, and a division by their input.
+    let twice = compile_host(&parsed("entry(v0: i64):\n    v1 = add.i64 v0, v0\n    return v1\n")).unwrap();
+    let divide =
+        compile_host(&parsed("entry(v0: i64):\n    v1 = const.i64 84\n    v2 = div.i64 v1, v0\n    return v2\n"))
+            .unwrap();
+    let stats = Stats::new();
+    for (callee, cases) in [(twice, vec![(21, Ok(42)), (-4, Ok(-8))]), (divide, vec![(2, Ok(42)), (0, Err(()))])] {
+        let entry = Box::new(DirectEntry::default());
+        let code = entry.code(&stats, || Ok(callee)).unwrap().entry_point() as usize as u64;
+        let addr = &*entry as *const DirectEntry as usize;
+        let text = format!("entry(v0: i64, v1: ptr):\n    v2 = call_code.i64 v1(v0) entry {addr:#x}\n    return v2\n");
+        let caller = parsed(&text);
+        assert_eq!(listing(&caller), text, "the listing parses back to itself");
+        let caller = compile_host(&caller).unwrap();
+        for (x, want) in cases {
+            match (caller.call_words(&[x as u64, code]), want) {
+                (Ok(w), Ok(v)) => assert_eq!(w, vec![v as u64]),
+                // The callee's error exit, raised by the failure hook as
+                // the panic the interpreter would have raised.
+                (Err(ResidualError::Panicked(p)), Err(())) => {
+                    let msg = p.downcast_ref::<String>().cloned().unwrap_or_default();
+                    assert!(msg.contains("divide by zero"), "{msg}");
+                }
+                (got, want) => panic!("{x}: {got:?}, want {want:?}"),
+            }
+        }
+    }
+}

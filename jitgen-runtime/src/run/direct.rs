@@ -21,13 +21,27 @@
 //! Entries live as long as their thread, and a table holds at most
 //! [`MAX_DIRECT_ENTRIES`]: past that, call sites compile as before.
 //!
-//! The native stack: each direct call nests a callback, the residual frame
-//! and the compiled code's frame, more than the interpreter's own Rust frame
-//! per call. So compiled calls nest only within [`DIRECT_STACK_BUDGET`] bytes
-//! of stack from the outermost one ([`enter_stack`]); deeper calls run the
-//! plain interpreter, whose frames are those the program would have used
-//! without the JIT. A recursion as deep as the plain interpreter can go then
-//! goes as deep under the JIT, and ends with the same result or error.
+//! How a call site calls (`ResidualBuilder::red_call_direct`): where the
+//! entry has code ([`DirectEntry`]'s first word, read by residual code) and
+//! fewer than [`MAX_NATIVE_DEPTH`] native direct calls are under way in the
+//! thread, residual code calls the callee's machine code itself
+//! (`Inst::CallCode`): its inputs on a frame on the native stack, the count
+//! raised around the call, and what the callee left in the arena freed after
+//! it. A non-zero status goes to [`direct_failed`], which finishes a
+//! hand-over in the callee's own way or raises its error as the panic the
+//! interpreter would have raised. Otherwise the call site calls its callback,
+//! which compiles the entry on its first call and runs its code through Rust
+//! ([`crate::run::residual::ResidualFn::call_frame`]), or calls the portal.
+//!
+//! The native stack: each direct call keeps a frame of `MAX_FRAME_WORDS`
+//! words, and one through the callback the callback's frames too, more than
+//! the interpreter's own Rust frame per call. So native calls nest at most
+//! [`MAX_NATIVE_DEPTH`] deep, and calls through the callback only within
+//! [`DIRECT_STACK_BUDGET`] bytes of stack from the outermost one
+//! ([`enter_stack`]); deeper calls run the plain interpreter, whose frames
+//! are those the program would have used without the JIT. A recursion as
+//! deep as the plain interpreter can go then goes as deep under the JIT, and
+//! ends with the same result or error.
 //!
 //! Architecture Invariant: an entry's address, once embedded in code, stays
 //! valid for the thread's life (entries are boxed and never removed).
