@@ -8,6 +8,18 @@
 
 mod common;
 
+/// Runs the method portal (`Machine::run`) and its plain copy on fresh
+/// machines: the results and the machines' counts must agree.
+fn machine_agrees(program: &[rec::Function], arg: i64, what: &str) {
+    let fresh = || rec::Machine { calls: 0, depth: 0, deepest: 0 };
+    let (mut m, mut plain) = (fresh(), fresh());
+    let want = rec::jit::plain::Machine::run(&mut plain, program, 0, arg);
+    // The method's result is the function's.
+    assert_eq!(want, rec::jit::plain::call(program, 0, arg), "{what}: the method runs the same language");
+    assert_eq!(m.run(program, 0, arg), want, "{what}: the method");
+    assert_eq!((m.calls, m.depth, m.deepest), (plain.calls, plain.depth, plain.deepest), "{what}: the machine");
+}
+
 use rec::Op::*;
 use recursive_interp::programs::{down, fib, loop_in_callee, mutual};
 use recursive_interp::rec;
@@ -84,6 +96,7 @@ fn calls_that_recurse_in_rust() {
         let want = rec::jit::plain::call(&p, 0, n);
         assert_eq!(rec::call(&p, 0, n), want, "fib({n})");
         assert_eq!(specialized.call(n), want, "fib({n}), specialized");
+        machine_agrees(&p, n, &format!("fib({n})"));
     }
     assert_eq!(rec::call(&fib(), 0, 20), Ok(6765));
     // Deep recursion: 2000 levels of Rust frames, as plain makes them.
@@ -133,6 +146,18 @@ fn compiled_code_calls_compiled_code_directly() {
         assert!((2..=4).contains(&compiled), "{compiled} compilations: {s:?}");
         let listings = rec::jit::portal_listings().join("\n");
         assert!(listings.contains("call call (direct)"), "{listings}");
+        // Native calls of the callee's code where it has some.
+        assert!(listings.contains("call_code"), "{listings}");
+        // The method: its calls of itself are direct calls too.
+        let before = rec::jit::stats();
+        for n in [15, 20, 22] {
+            machine_agrees(&p, n, &format!("the method, fib({n})"));
+        }
+        let s = rec::jit::stats();
+        assert_eq!(s.declined, before.declined, "{s:?}");
+        assert!((1..=4).contains(&(s.compilations - before.compilations)), "{s:?}");
+        let listings = rec::jit::portal_listings().join("\n");
+        assert!(listings.contains("call __Machine_run (direct)"), "{listings}");
         // A mutual recursion: each function compiled once.
         let before = rec::jit::stats();
         let p = mutual();
@@ -191,6 +216,8 @@ fn recursion_in_rust_a_hundred_thousand_deep_agrees_with_plain() {
                 assert_eq!(rec::call(&p, 0, 100_000), want, "fail: {fail}, again");
                 assert_eq!(rec::jit::specialize::call(&p, 0).call(100_000), want, "fail: {fail}, specialized");
                 assert_eq!(rec::call(&p, 0, 50), rec::jit::plain::call(&p, 0, 50));
+                machine_agrees(&p, 100_000, &format!("the method, fail: {fail}"));
+                machine_agrees(&p, 100_000, &format!("the method, fail: {fail}, again"));
             }
         })
         .unwrap()
@@ -214,6 +241,7 @@ fn random_programs_with_calls_that_recurse_in_rust_agree_with_plain() {
             let codes: Vec<&Vec<rec::Op>> = program.iter().map(|f| &f.code).collect();
             assert_eq!(rec::call(&program, 0, arg), want, "arg {arg}, {codes:?}");
             assert_eq!(specialized.call(arg), want, "arg {arg}, specialized, {codes:?}");
+            machine_agrees(&program, arg, &format!("arg {arg}, {codes:?}"));
         }
     }
     // Errors were raised, some of them deep inside recursion.

@@ -262,6 +262,13 @@ fn recursive_fib(n: i64, use_jit: bool) -> String {
     FIB.with(|p| format!("{:?}", if use_jit { rec::call(p, 0, n) } else { rec::jit::plain::call(p, 0, n) }))
 }
 
+fn machine_fib(n: i64, use_jit: bool) -> String {
+    use recursive_interp::{programs::fib, rec};
+    thread_local!(static FIB: Vec<rec::Function> = fib());
+    let mut m = rec::Machine { calls: 0, depth: 0, deepest: 0 };
+    FIB.with(|p| format!("{:?}", if use_jit { m.run(p, 0, n) } else { rec::jit::plain::Machine::run(&mut m, p, 0, n) }))
+}
+
 /// The other interpreters' programs with targets (issue 24).
 const OTHERS: &[Other] = &[
     (
@@ -281,6 +288,12 @@ const OTHERS: &[Other] = &[
         "calls recursing in Rust",
         "recursive fib 27",
         |j| recursive_fib(27, j),
+        || recursive_interp::rec::jit::stats().compilations,
+    ),
+    (
+        "calls recursing in Rust, a method",
+        "recursive fib 27",
+        |j| machine_fib(27, j),
         || recursive_interp::rec::jit::stats().compilations,
     ),
 ];

@@ -1505,9 +1505,7 @@ pub fn expand(
         // A portal whose calls recurse in Rust: compiled code calls it
         // directly, specialized from its start (see `direct_fns`).
         let direct_params =
-            (f.merge_points().first().is_some() && !lifted.iter().any(|l| l.free == name) && calls_of(&gen, &name))
-                .then(|| typed_params(&item.sig))
-                .flatten();
+            (f.merge_points().first().is_some() && calls_of(&gen, &name)).then(|| typed_params(&item.sig)).flatten();
         if is_pub || direct_params.is_some() {
             let start = gen.point_ids[&(fi, f.graph.start, 0)];
             let live = gen.points[start].live.clone();

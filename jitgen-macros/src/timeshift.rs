@@ -2271,7 +2271,10 @@ impl<'g> Gen<'g> {
         let mut arg_code = vec![];
         let mut reads = vec![];
         let mut at = 0usize;
+        // Where each argument's words start in the callback's arguments.
+        let mut starts = vec![];
         for a in args {
+            starts.push(at);
             let ty = self.value_ty(fi, a);
             if let Some(sc) = scalar(&ty) {
                 let Some(x) = self.operand(fi, a, &Repr::R(sc)) else { return self.decline("an argument") };
@@ -2357,6 +2360,7 @@ impl<'g> Gen<'g> {
         };
         // The direct entry's address follows the arguments.
         let entry_at = at;
+        starts.push(at);
         if direct.is_some() {
             arg_code.push(quote!(__args.push(#rt::redbox::RedBox::u64(__entry));));
             at += 1;
@@ -2415,7 +2419,7 @@ impl<'g> Gen<'g> {
             (Some(_), Some(&ci))
                 if rty == Ty::Unit || scalar(&rty).is_some() || (is_enum(&rty) && plain(&rty, types)) =>
             {
-                self.direct_inputs(fi, ci, args)
+                self.direct_inputs(ci, &starts)
             }
             _ => None,
         };
@@ -2455,44 +2459,37 @@ impl<'g> Gen<'g> {
 
     /// Statements pushing onto `__fast` the inputs of portal `ci`'s code
     /// specialized from its start (its red parameters, in the order of its
-    /// entry: the live variables there) from the arguments `args` of a call
-    /// in function `fi`; `None` where one cannot be passed.
-    fn direct_inputs(&self, fi: usize, ci: usize, args: &[Value]) -> Option<Vec<TokenStream>> {
+    /// entry: the live variables there), taken from the callback's
+    /// arguments `__args` (argument `k`'s words start at `starts[k]`, up to
+    /// `starts[k + 1]`), so that each is converted once; `None` where one
+    /// is not passed as the entry takes it.
+    fn direct_inputs(&self, ci: usize, starts: &[usize]) -> Option<Vec<TokenStream>> {
         let callee = self.fns[ci];
         let start = *self.point_ids.get(&(ci, callee.graph.start, 0))?;
         let params = callee.graph.params();
         let mut out = vec![];
         for v in &self.points[start].live {
             let k = params.iter().position(|p| p == v)?;
-            let a = args.get(k)?;
             if callee.color(*v) == Color::Green {
                 continue;
             }
-            match self.repr(ci, *v) {
-                Repr::Unit => {}
-                Repr::R(sc) => {
-                    let x = self.operand(fi, a, &Repr::R(sc))?;
-                    out.push(quote!(__fast.push(#x);));
-                }
-                Repr::Enum(..) => {
-                    let from = self.value_repr(fi, a);
-                    if !matches!(from, Repr::Enum(..)) {
-                        return None;
-                    }
-                    let x = self.operand(fi, a, &from)?;
-                    out.push(quote!(__fast.extend_from_slice(&#x);));
-                }
-                Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VPtr | Repr::VDict(..) | Repr::VOList(_) => {
-                    // Already a pointer (a virtual one is forced by the
-                    // slow path's arguments, once).
-                    if !matches!(self.value_repr(fi, a), Repr::RPtr) {
-                        return None;
-                    }
-                    let x = self.operand(fi, a, &Repr::RPtr)?;
-                    out.push(quote!(__fast.push(#x);));
-                }
+            let (from, to) = (*starts.get(k)?, *starts.get(k + 1)?);
+            let words = match self.repr(ci, *v) {
+                Repr::Unit => 0,
+                Repr::R(_)
+                | Repr::RPtr
+                | Repr::VList(_)
+                | Repr::VEList(..)
+                | Repr::VPtr
+                | Repr::VDict(..)
+                | Repr::VOList(_) => 1,
+                Repr::Enum(_, n) => n,
                 _ => return None,
+            };
+            if to - from != words {
+                return None;
             }
+            out.push(quote!(__fast.extend_from_slice(&__args[#from..#to]);));
         }
         Some(out)
     }

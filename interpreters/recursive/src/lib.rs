@@ -91,6 +91,85 @@ pub mod rec {
         super::count(stack)
     }
 
+    /// Pops two values and pushes `op` of them (`Add`, `Sub`, `Mul`, `Lt`).
+    fn binary(stack: &mut Vec<i64>, op: Op) -> Result<(), Trap> {
+        let b = pop(stack)?;
+        let a = pop(stack)?;
+        stack.push(match op {
+            Op::Add => a.wrapping_add(b),
+            Op::Sub => a.wrapping_sub(b),
+            Op::Mul => a.wrapping_mul(b),
+            _ => (a < b) as i64,
+        });
+        Ok(())
+    }
+
+    /// The same language run by a method, the other way Rust programmers
+    /// write it: the machine counts calls and the deepest nesting.
+    pub struct Machine {
+        pub calls: u64,
+        pub depth: u64,
+        pub deepest: u64,
+    }
+
+    impl Machine {
+        /// Runs function `f` of `program` on `arg`, as [`call`] does.
+        pub fn run(&mut self, program: &[Function], f: usize, arg: i64) -> Result<i64, Trap> {
+            self.calls += 1;
+            self.depth += 1;
+            if self.depth > self.deepest {
+                self.deepest = self.depth;
+            }
+            let code = &program[f].code;
+            let mut stack: Vec<i64> = Vec::new();
+            let mut locals = vec![0i64; 4];
+            let mut pc = 0;
+            loop {
+                hint!(global_merge_point);
+                let op = hint!(code[pc], concrete);
+                pc += 1;
+                match op {
+                    Op::Arg => stack.push(arg),
+                    Op::Const(c) => stack.push(c),
+                    Op::Get(k) => stack.push(locals[k]),
+                    Op::Set(k) => locals[k] = pop(&mut stack)?,
+                    Op::Add | Op::Sub | Op::Mul | Op::Lt => binary(&mut stack, op)?,
+                    Op::JumpIfZero(t) => {
+                        if pop(&mut stack)? == 0 {
+                            pc = t;
+                        }
+                    }
+                    Op::Jump(t) => pc = t,
+                    Op::Call(g) => {
+                        let a = pop(&mut stack)?;
+                        let r = self.run(program, g, a)?;
+                        stack.push(r);
+                    }
+                    Op::FailIf(k) => {
+                        let v = pop(&mut stack)?;
+                        if v & 63 == k {
+                            return Err(Trap::Fail(v));
+                        }
+                    }
+                    Op::Ret => {
+                        self.depth -= 1;
+                        return pop(&mut stack);
+                    }
+                    Op::Dup(k) => dup(&mut stack, k)?,
+                    Op::Sum(k) => sum(&mut stack, k)?,
+                    Op::Twice => {
+                        swap(&mut stack)?;
+                        swap(&mut stack)?;
+                    }
+                    Op::Count => {
+                        let n = counted(&mut stack);
+                        stack.push(n);
+                    }
+                }
+            }
+        }
+    }
+
     /// Runs function `f` of `program` on `arg`, with four locals.
     pub fn call(program: &[Function], f: usize, arg: i64) -> Result<i64, Trap> {
         let code = &program[f].code;
