@@ -690,15 +690,7 @@ impl Tr<'_, '_> {
             Inst::CallCode { dsts, code, entry, args } => {
                 // The callee's frame, then the status and the entry for the
                 // failure hook.
-                let words = MAX_FRAME_WORDS as u32 + 2;
-                let slot =
-                    self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8 * words, 3));
-                for (k, (a, t)) in args.iter().enumerate() {
-                    let x = self.v(*a);
-                    let w = self.to_word(x, *t);
-                    self.b.ins().stack_store(types::I64, w, slot, 8 * k as i32);
-                }
-                let addr = self.b.ins().stack_addr(types::I64, slot, 0);
+                let (slot, addr) = self.call_frame(args, MAX_FRAME_WORDS + 2);
                 let target = self.v(*code);
                 let tsig = self.b.import_signature(tail_sig());
                 let call = self.b.ins().call_indirect(tsig, target, &[addr]);
@@ -712,69 +704,66 @@ impl Tr<'_, '_> {
                 self.b.ins().stack_store(types::I64, status, slot, at);
                 let e = self.b.ins().iconst(types::I64, *entry as i64);
                 self.b.ins().stack_store(types::I64, e, slot, at + 8);
-                let mut sig = Signature::new(CallConv::SystemV);
-                sig.params.push(AbiParam::new(types::I64));
-                sig.returns.push(AbiParam::new(types::I64));
-                let sig = self.b.import_signature(sig);
-                let fp = self.b.ins().iconst(types::I64, self.direct_failed as i64);
-                let hook = self.b.ins().call_indirect(sig, fp, &[addr]);
-                let status = self.b.inst_results(hook)[0];
-                let failed = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
-                let prop = *self.propagate.get_or_insert_with(|| {
-                    let blk = self.b.create_block();
-                    self.b.append_block_param(blk, types::I64);
-                    blk
-                });
-                self.b.ins().brif(failed, prop, &[BlockArg::Value(status)], cont, &[]);
-                self.b.switch_to_block(cont);
-                for (k, d) in dsts.iter().enumerate() {
-                    let t = self.ty(*d);
-                    let r = if t == ValTy::F64 {
-                        self.b.ins().stack_load(types::I64, types::F64, slot, 8 * k as i32)
-                    } else {
-                        let w = self.b.ins().stack_load(types::I64, types::I64, slot, 8 * k as i32);
-                        self.from_word(w, t)
-                    };
-                    self.def(*d, r);
-                }
+                let status = self.callback(self.direct_failed, addr);
+                self.propagate_or(status, cont);
+                self.results(dsts, slot);
             }
             Inst::Call { dsts, func, args, .. } => {
-                let words = args.len().max(dsts.len()).max(1) as u32;
-                let slot =
-                    self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8 * words, 3));
-                for (k, (a, t)) in args.iter().enumerate() {
-                    let x = self.v(*a);
-                    let w = self.to_word(x, *t);
-                    self.b.ins().stack_store(types::I64, w, slot, 8 * k as i32);
-                }
-                let addr = self.b.ins().stack_addr(types::I64, slot, 0);
-                let mut sig = Signature::new(CallConv::SystemV);
-                sig.params.push(AbiParam::new(types::I64));
-                sig.returns.push(AbiParam::new(types::I64));
-                let sig = self.b.import_signature(sig);
-                let fp = self.b.ins().iconst(types::I64, *func as usize as i64);
-                let call = self.b.ins().call_indirect(sig, fp, &[addr]);
-                let status = self.b.inst_results(call)[0];
-                let failed = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
-                let prop = *self.propagate.get_or_insert_with(|| {
-                    let blk = self.b.create_block();
-                    self.b.append_block_param(blk, types::I64);
-                    blk
-                });
+                let (slot, addr) = self.call_frame(args, args.len().max(dsts.len()).max(1));
+                let status = self.callback(*func as usize, addr);
                 let cont = self.b.create_block();
-                self.b.ins().brif(failed, prop, &[BlockArg::Value(status)], cont, &[]);
-                self.b.switch_to_block(cont);
-                for (k, d) in dsts.iter().enumerate() {
-                    let t = self.ty(*d);
-                    let r = if t == ValTy::F64 {
-                        self.b.ins().stack_load(types::I64, types::F64, slot, 8 * k as i32)
-                    } else {
-                        let w = self.b.ins().stack_load(types::I64, types::I64, slot, 8 * k as i32);
-                        self.from_word(w, t)
-                    };
-                    self.def(*d, r);
-                }
+                self.propagate_or(status, cont);
+                self.results(dsts, slot);
             }
+        }
+    }
+
+    /// A stack slot of `words` words holding `args` first, and its address.
+    fn call_frame(&mut self, args: &[(Val, ValTy)], words: usize) -> (cranelift_codegen::ir::StackSlot, Value) {
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8 * words as u32, 3));
+        for (k, (a, t)) in args.iter().enumerate() {
+            let x = self.v(*a);
+            let w = self.to_word(x, *t);
+            self.b.ins().stack_store(types::I64, w, slot, 8 * k as i32);
+        }
+        let addr = self.b.ins().stack_addr(types::I64, slot, 0);
+        (slot, addr)
+    }
+
+    /// A call of the callback at `func` on the buffer at `addr`: its status.
+    fn callback(&mut self, func: usize, addr: Value) -> Value {
+        let mut sig = Signature::new(CallConv::SystemV);
+        sig.params.push(AbiParam::new(types::I64));
+        sig.returns.push(AbiParam::new(types::I64));
+        let sig = self.b.import_signature(sig);
+        let fp = self.b.ins().iconst(types::I64, func as i64);
+        let call = self.b.ins().call_indirect(sig, fp, &[addr]);
+        self.b.inst_results(call)[0]
+    }
+
+    /// Leaves with `status` unless it is 0; else goes on in `cont`.
+    fn propagate_or(&mut self, status: Value, cont: Block) {
+        let failed = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
+        let prop = *self.propagate.get_or_insert_with(|| {
+            let blk = self.b.create_block();
+            self.b.append_block_param(blk, types::I64);
+            blk
+        });
+        self.b.ins().brif(failed, prop, &[BlockArg::Value(status)], cont, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    /// Defines `dsts` from the first words of `slot`.
+    fn results(&mut self, dsts: &[Val], slot: cranelift_codegen::ir::StackSlot) {
+        for (k, d) in dsts.iter().enumerate() {
+            let t = self.ty(*d);
+            let r = if t == ValTy::F64 {
+                self.b.ins().stack_load(types::I64, types::F64, slot, 8 * k as i32)
+            } else {
+                let w = self.b.ins().stack_load(types::I64, types::I64, slot, 8 * k as i32);
+                self.from_word(w, t)
+            };
+            self.def(*d, r);
         }
     }
 
