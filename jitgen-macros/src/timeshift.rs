@@ -2457,6 +2457,20 @@ impl<'g> Gen<'g> {
         }
     }
 
+    /// The continuations of the inlined calls of function `fi`: each point,
+    /// the call's result and the call.
+    fn continuations_of(&self, fi: usize) -> Vec<(usize, Var, hint_annotator::flowgraph::Op)> {
+        let mut out = vec![];
+        for (p, pt) in self.points.iter().enumerate() {
+            let Some(r) = pt.ret else { continue };
+            let op = self.fns[pt.f].graph.graph[pt.block].ops[pt.op - 1].clone();
+            if self.inlined_callee(pt.f, r, &op.kind) == Some(fi) {
+                out.push((p, r, op));
+            }
+        }
+        out
+    }
+
     /// Statements pushing onto `__fast` the inputs of portal `ci`'s code
     /// specialized from its start (its red parameters, in the order of its
     /// entry: the live variables there), taken from the callback's
@@ -2986,13 +3000,8 @@ impl<'g> Gen<'g> {
             let ret_repr = self.fn_return_repr(fi);
             let rt_ty = field_ty(&ret_repr);
             let mut arms = vec![];
-            for (p, pt) in self.points.iter().enumerate() {
-                let Some(r) = pt.ret else { continue };
-                let caller = self.fns[pt.f];
-                let op = caller.graph.graph[pt.block].ops[pt.op - 1].clone();
-                if self.inlined_callee(pt.f, r, &op.kind) != Some(fi) {
-                    continue;
-                }
+            for (p, r, _) in self.continuations_of(fi) {
+                let pt = &self.points[p];
                 let want = self.repr(pt.f, r);
                 let vname = format_ident!("R{}", p);
                 let conv = self.convert(quote!(__v), &ret_repr, &want);
@@ -3006,13 +3015,8 @@ impl<'g> Gen<'g> {
                 f_params(self.fns[fi]).into_iter().filter(|p| self.written_back[fi].contains(p)).collect();
             if !wb.is_empty() {
                 let mut wb_arms = vec![];
-                for (p, pt) in self.points.iter().enumerate() {
-                    let Some(r) = pt.ret else { continue };
-                    let caller = self.fns[pt.f];
-                    let op = caller.graph.graph[pt.block].ops[pt.op - 1].clone();
-                    if self.inlined_callee(pt.f, r, &op.kind) != Some(fi) {
-                        continue;
-                    }
+                for (p, _, op) in self.continuations_of(fi) {
+                    let pt = &self.points[p];
                     let params = self.fns[fi].graph.params();
                     let mut fields = vec![];
                     let mut sets = vec![];
