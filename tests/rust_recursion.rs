@@ -13,7 +13,11 @@ mod common;
 fn machine_agrees(program: &[rec::Function], arg: i64, what: &str) {
     let fresh = || rec::Machine { calls: 0, depth: 0, deepest: 0 };
     let (mut m, mut plain) = (fresh(), fresh());
+    let before = rec::jit::stats();
     let want = rec::jit::plain::Machine::run(&mut plain, program, 0, arg);
+    // Plain all the way down: its calls of itself too.
+    let after = rec::jit::stats();
+    assert_eq!((after.compilations, after.entries), (before.compilations, before.entries), "{what}: plain");
     // The method's result is the function's.
     assert_eq!(want, rec::jit::plain::call(program, 0, arg), "{what}: the method runs the same language");
     assert_eq!(m.run(program, 0, arg), want, "{what}: the method");

@@ -3,7 +3,7 @@
 //! `graphs`, `stats`, `config`).
 
 use std::collections::BTreeMap;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use hint_annotator::flowgraph::Var;
 use hint_annotator::types::Ty;
@@ -887,9 +887,21 @@ pub struct Expansion {
 }
 
 /// Makes calls of portals inside plain copies call the plain copies.
-struct PlainCalls<'n>(&'n HashSet<String>);
+struct PlainCalls<'n>(&'n HashSet<String>, &'n HashMap<String, String>);
 
 impl VisitMut for PlainCalls<'_> {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        if let syn::Expr::MethodCall(m) = e {
+            let on_self = matches!(&*m.receiver, syn::Expr::Path(p) if p.path.is_ident("self_"));
+            if let (true, Some(plain)) = (on_self, self.1.get(&m.method.to_string())) {
+                let plain = format_ident!("{}", plain);
+                let args = m.args.clone();
+                *e = syn::parse_quote!(#plain(self_, #args));
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+
     fn visit_expr_call_mut(&mut self, c: &mut syn::ExprCall) {
         if let syn::Expr::Path(p) = &mut *c.func {
             if let Some(id) = p.path.get_ident() {
@@ -1617,7 +1629,21 @@ pub fn expand(
     let portal_names: HashSet<String> =
         plain_copies.iter().map(|f| f.sig.ident.to_string().trim_start_matches("__plain_").to_string()).collect();
     for f in &mut plain_copies {
-        PlainCalls(&portal_names).visit_item_fn_mut(f);
+        // A lifted method's recursive calls `self_.m(..)` of its type's
+        // portal methods (`self` kept whole) call their plain copies too.
+        let name = f.sig.ident.to_string();
+        let methods: HashMap<String, String> = lifted
+            .iter()
+            .find(|l| name == format!("__plain_{}", l.free))
+            .map(|me| {
+                lifted
+                    .iter()
+                    .filter(|l| l.ty == me.ty && l.split.is_none())
+                    .map(|l| (l.method.to_string(), format!("__plain_{}", l.free)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        PlainCalls(&portal_names, &methods).visit_item_fn_mut(f);
     }
     for sname in &unpark_structs {
         hooks.push(unpark_fn(sname, gen.cg.types()));
