@@ -177,7 +177,7 @@ fn compiled_code_calls_compiled_code_directly() {
 }
 
 /// The message of the panic `f` raises.
-fn panic_message(f: impl FnOnce() -> Result<i64, rec::Trap>) -> String {
+fn panic_message<T: std::fmt::Debug>(f: impl FnOnce() -> T) -> String {
     let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("a panic");
     p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
 }
@@ -250,4 +250,162 @@ fn random_programs_with_calls_that_recurse_in_rust_agree_with_plain() {
     }
     // Errors were raised, some of them deep inside recursion.
     assert!(failed > 0);
+}
+
+/// An interpreter whose calls take their arguments as a slice.
+#[jitgen::jit_interpreter]
+pub mod sl {
+    use jitgen::prelude::*;
+
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    pub enum Op {
+        Arg(usize),
+        Const(i64),
+        Add,
+        Sub,
+        Lt,
+        JumpIfZero(usize),
+        /// Calls function `g` on the top `n` values.
+        Call(usize, usize),
+        Ret,
+    }
+
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    pub enum Trap {
+        Underflow,
+    }
+
+    pub struct Function {
+        pub code: Vec<Op>,
+    }
+
+    fn pop(stack: &mut Vec<i64>) -> Result<i64, Trap> {
+        stack.pop().ok_or(Trap::Underflow)
+    }
+
+    pub fn call(program: &[Function], f: usize, args: &[i64]) -> Result<i64, Trap> {
+        let code = &program[f].code;
+        let mut stack: Vec<i64> = Vec::new();
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                Op::Arg(i) => stack.push(args[i]),
+                Op::Const(c) => stack.push(c),
+                Op::Add => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    stack.push(a.wrapping_add(b));
+                }
+                Op::Sub => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    stack.push(a.wrapping_sub(b));
+                }
+                Op::Lt => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    stack.push((a < b) as i64);
+                }
+                Op::JumpIfZero(t) => {
+                    if pop(&mut stack)? == 0 {
+                        pc = t;
+                    }
+                }
+                Op::Call(g, n) => {
+                    // The arguments in order: the first is deepest.
+                    let mut args: Vec<i64> = vec![0; n];
+                    for k in 0..n {
+                        args[n - 1 - k] = pop(&mut stack)?;
+                    }
+                    let r = call(program, g, &args)?;
+                    stack.push(r);
+                }
+                Op::Ret => return pop(&mut stack),
+            }
+        }
+    }
+}
+
+#[test]
+fn calls_passing_their_arguments_as_a_slice_agree_with_plain() {
+    use sl::Op::*;
+    let _serial = serial();
+    std::thread::spawn(|| {
+        sl::jit::config().set_threshold(0);
+        // f(a, b) = a < 1 ? b : f(a - 1, b + a), and fib(n) through it:
+        // g(n) = n < 2 ? n : g(n - 1) + f(n - 2, 0) - f(n - 2, 0) + g(n - 2).
+        let f = sl::Function {
+            code: vec![
+                Arg(0),
+                Const(1),
+                Lt,
+                JumpIfZero(6),
+                Arg(1),
+                Ret,
+                Arg(0),
+                Const(1),
+                Sub,
+                Arg(1),
+                Arg(0),
+                Add,
+                Call(0, 2),
+                Ret,
+            ],
+        };
+        let g = sl::Function {
+            code: vec![
+                Arg(0),
+                Const(2),
+                Lt,
+                JumpIfZero(6),
+                Arg(0),
+                Ret,
+                Arg(0),
+                Const(1),
+                Sub,
+                Call(1, 1),
+                Arg(0),
+                Const(2),
+                Sub,
+                Const(0),
+                Call(0, 2),
+                Add,
+                Arg(0),
+                Const(2),
+                Sub,
+                Const(0),
+                Call(0, 2),
+                Sub,
+                Arg(0),
+                Const(2),
+                Sub,
+                Call(1, 1),
+                Add,
+                Ret,
+            ],
+        };
+        // A function reading an argument it was not given.
+        let bad = sl::Function { code: vec![Arg(0), Call(3, 1), Ret] };
+        let reads_past = sl::Function { code: vec![Arg(1), Ret] };
+        let p = vec![f, g, bad, reads_past];
+        for (fun, args) in [(0, vec![10, 5]), (1, vec![18]), (1, vec![1]), (0, vec![0, 3])] {
+            for _ in 0..3 {
+                assert_eq!(sl::call(&p, fun, &args), sl::jit::plain::call(&p, fun, &args), "{fun} {args:?}");
+            }
+        }
+        assert_eq!(sl::call(&p, 1, &[18]), Ok(2584));
+        let s = sl::jit::stats();
+        assert_eq!(s.declined, 0, "{s:?} {:?}", sl::jit::last_decline());
+        assert!(sl::jit::portal_listings().join("\n").contains("call_code"));
+        // Reading past the slice: plain's panic, from compiled code too.
+        let want = panic_message(|| sl::jit::plain::call(&p, 2, &[4]));
+        for _ in 0..3 {
+            assert_eq!(panic_message(|| sl::call(&p, 2, &[4])), want);
+        }
+    })
+    .join()
+    .unwrap();
 }

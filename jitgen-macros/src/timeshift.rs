@@ -2312,6 +2312,21 @@ impl<'g> Gen<'g> {
                 arg_code.push(quote!(__args.push(#x);));
                 reads.push(quote!(unsafe { &*(__b[#at] as usize as *const ::std::string::String) }));
                 at += 1;
+            } else if let (Ty::Ref { mutable, to }, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
+                // A slice known at run time: its address and length.
+                let Ty::Slice(elem) = &**to else { return self.decline("a slice argument to a residual call") };
+                let Some(x) = self.operand(fi, a, &Repr::RSlice) else { return self.decline("an argument") };
+                arg_code.push(quote!(__args.extend_from_slice(&#x);));
+                let t = rust_ty(elem, None);
+                let next = at + 1;
+                // SAFETY: the address and length of a live slice of the
+                // interpreter's, as residual code holds them.
+                reads.push(if *mutable {
+                    quote!(unsafe { ::core::slice::from_raw_parts_mut(__b[#at] as usize as *mut #t, __b[#next] as usize) })
+                } else {
+                    quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) })
+                });
+                at += 2;
             } else if let Ty::Ref { mutable, to } = &ty {
                 if matches!(**to, Ty::Slice(_)) {
                     return self.decline("a slice argument known only at run time to a residual call");
@@ -2498,6 +2513,7 @@ impl<'g> Gen<'g> {
                 | Repr::VDict(..)
                 | Repr::VOList(_) => 1,
                 Repr::Enum(_, n) => n,
+                Repr::RSlice => 2,
                 _ => return None,
             };
             if to - from != words {
