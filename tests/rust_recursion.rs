@@ -327,6 +327,60 @@ pub mod sl {
             }
         }
     }
+
+    /// Runs `code` (no calls) on arguments given by value, as a `Vec` not
+    /// declared `mut`.
+    pub fn run_owned(code: &[Op], args: Vec<i64>) -> Result<i64, Trap> {
+        let mut stack: Vec<i64> = Vec::new();
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                Op::Arg(i) => stack.push(args[i]),
+                Op::Const(c) => stack.push(c),
+                Op::Add => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    stack.push(a.wrapping_add(b));
+                }
+                Op::JumpIfZero(t) => {
+                    if pop(&mut stack)? == 0 {
+                        pc = t;
+                    }
+                }
+                Op::Ret => return pop(&mut stack),
+                _ => return Err(Trap::Underflow),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_portal_taking_a_vec_by_value_agrees_with_plain() {
+    use sl::Op::*;
+    let _serial = serial();
+    std::thread::spawn(|| {
+        sl::jit::config().set_threshold(0);
+        // args[0] == 0 ? args[1] + args[2] : args[1] + 7, or a read past the arguments.
+        let code = [Arg(0), JumpIfZero(6), Arg(1), Const(7), Add, Ret, Arg(1), Arg(2), Add, Ret];
+        for args in [vec![0, 5, 1], vec![3, 1, 2], vec![0, 2, 3], vec![1, 2]] {
+            for _ in 0..3 {
+                assert_eq!(
+                    sl::run_owned(&code, args.clone()),
+                    sl::jit::plain::run_owned(&code, args.clone()),
+                    "{args:?}"
+                );
+            }
+        }
+        assert_eq!(
+            panic_message(|| sl::run_owned(&code, vec![0])),
+            panic_message(|| sl::jit::plain::run_owned(&code, vec![0]))
+        );
+    })
+    .join()
+    .unwrap();
 }
 
 #[test]

@@ -977,8 +977,19 @@ fn direct_fns(
         (format_ident!("__specialize_{}", name), format_ident!("__plain_{}", name), &sig.ident);
     let mut green_params = vec![];
     let mut green_names = vec![];
+    // Red parameters as the entry's inputs take them: scalars and
+    // references as they are, enums by reference; others (a `Vec` or a
+    // struct by value) have no direct call.
+    let mut rebinds = vec![];
     for p in f.graph.params() {
         if f.color(*p) != Color::Green {
+            let info = f.graph.var(*p);
+            let n = format_ident!("{}", info.name.clone().unwrap_or_default());
+            if is_enum(&info.ty) {
+                rebinds.push(quote!(let #n = &#n;));
+            } else if scalar(&info.ty).is_none() && !matches!(info.ty, Ty::Ref { .. }) {
+                return None;
+            }
             continue;
         }
         let pname = f.graph.var(*p).name.clone().unwrap_or_default();
@@ -1032,6 +1043,7 @@ fn direct_fns(
                 return super::#portal(#(#names),*);
             };
             let mut __words = #rt::residual::InputFrame::new();
+            #(#rebinds)*
             #(#words)*
             let __mark = #rt::heap::arena_mark();
             let __out = __code.call_frame(&mut __words);
@@ -1510,6 +1522,19 @@ pub fn expand(
                     0,
                     syn::parse_quote!(let mut __jit_deep_content: ::core::option::Option<::std::vec::Vec<u8>> = ::core::option::Option::None;),
                 );
+            }
+            // A `Vec` taken by value goes to the hook by `&mut` (a list the
+            // interpreter gets back after a hand-over): bound `mut` here
+            // when its parameter is not.
+            for a in item.sig.inputs.iter() {
+                let syn::FnArg::Typed(pt) = a else { continue };
+                let syn::Pat::Ident(pi) = &*pt.pat else { continue };
+                let by_value_vec =
+                    matches!(&*pt.ty, syn::Type::Path(tp) if tp.path.segments.last().is_some_and(|s| s.ident == "Vec"));
+                if by_value_vec && pi.mutability.is_none() && pi.by_ref.is_none() {
+                    let id = &pi.ident;
+                    item.block.stmts.insert(0, syn::parse_quote!(#[allow(unused_mut)] let mut #id = #id;));
+                }
             }
         } else if is_pub {
             reexports.push(quote!(pub use super::super::#ident;));
