@@ -984,7 +984,7 @@ fn direct_fns(
     for p in f.graph.params() {
         if f.color(*p) != Color::Green {
             let info = f.graph.var(*p);
-            let n = format_ident!("{}", info.name.clone().unwrap_or_default());
+            let n = syn::parse_str::<Ident>(info.name.as_deref()?).ok()?;
             if is_enum(&info.ty) {
                 rebinds.push(quote!(let #n = &#n;));
             } else if scalar(&info.ty).is_none() && !matches!(info.ty, Ty::Ref { .. }) {
