@@ -268,6 +268,8 @@ pub mod sl {
         /// Calls function `g` on the top `n` values.
         Call(usize, usize),
         Ret,
+        /// Leaves the top as it is, made a constant of compiled code.
+        Promote,
     }
 
     #[derive(Clone, Copy, PartialEq, Debug)]
@@ -324,6 +326,10 @@ pub mod sl {
                     stack.push(r);
                 }
                 Op::Ret => return pop(&mut stack),
+                Op::Promote => {
+                    let v = pop(&mut stack)?;
+                    stack.push(hint!(v, promote));
+                }
             }
         }
     }
@@ -459,6 +465,44 @@ fn calls_passing_their_arguments_as_a_slice_agree_with_plain() {
         for _ in 0..3 {
             assert_eq!(panic_message(|| sl::call(&p, 2, &[4])), want);
         }
+        // A recursion that promotes its argument, with one case per switch:
+        // other values hand over to the interpreter in the middle of calls
+        // that compiled code made, and the results still agree.
+        let h = sl::Function {
+            code: vec![
+                Arg(0),
+                Promote,
+                Const(1),
+                Lt,
+                JumpIfZero(6),
+                Arg(0),
+                Ret,
+                Arg(0),
+                Const(1),
+                Sub,
+                Call(4, 1),
+                Arg(0),
+                Add,
+                Ret,
+            ],
+        };
+        let p = vec![
+            p.into_iter().next().unwrap(),
+            sl::Function { code: vec![] },
+            sl::Function { code: vec![] },
+            sl::Function { code: vec![] },
+            h,
+        ];
+        sl::jit::config().set_max_cases(1);
+        let before = sl::jit::stats();
+        for n in [3, 40, 100, 7] {
+            for _ in 0..3 {
+                assert_eq!(sl::call(&p, 4, &[n]), sl::jit::plain::call(&p, 4, &[n]), "h({n})");
+            }
+        }
+        let s = sl::jit::stats();
+        assert!(s.resumptions > before.resumptions, "hand-overs inside callees: {s:?}");
+        sl::jit::config().set_max_cases(16);
     })
     .join()
     .unwrap();

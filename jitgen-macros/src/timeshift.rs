@@ -111,10 +111,6 @@ fn loop_heads(f: &ColoredGraph) -> BTreeSet<NodeIndex> {
     heads
 }
 
-fn f_params(f: &ColoredGraph) -> Vec<Var> {
-    f.graph.params().to_vec()
-}
-
 /// The scalar of a `&mut Vec` of scalars.
 fn mut_scalar_vec(ty: &Ty) -> Option<Sc> {
     match ty {
@@ -2211,13 +2207,13 @@ impl<'g> Gen<'g> {
         let rt = rt();
         let types = self.cg.types();
         let f = self.fns[fi];
-        // A call of a portal (an interpreter whose calls recurse in Rust)
-        // would enter it through its hook at every call, which costs more
-        // than interpreting the call (PERFORMANCE.md): a portal's
-        // compilation declines it until compiled code calls compiled code
-        // directly. `jit::specialize` compiles it.
-        // A call of a portal compiled code calls directly, its green
-        // arguments known now: their values, for its direct entry.
+        // A call of a portal (an interpreter whose calls recurse in Rust):
+        // with its green arguments known, a direct call of its code
+        // specialized to them (see the module doc); else it would enter
+        // through the portal's hook at every call, which costs more than
+        // interpreting the call (PERFORMANCE.md), and a portal's compilation
+        // declines it (`jit::specialize` makes the residual call). Here,
+        // the values of the green arguments, for the direct entry.
         let direct = match self.fn_ids.get(name) {
             Some(&ci) if self.direct_portals.contains(name) => {
                 let callee = self.fns[ci];
@@ -2247,12 +2243,12 @@ impl<'g> Gen<'g> {
             }
             _ => None,
         };
+        let why = format!(
+            "a call of the portal `{name}` from compiled code: it would enter through the portal's hook at every call, which costs more than interpreting the call"
+        );
         let portal_check = match self.fn_ids.get(name) {
             Some(&ci) if self.fns[ci].is_portal() && direct.is_some() => {
                 // Where the entry table is full, as below.
-                let why = format!(
-                    "a call of the portal `{name}` from compiled code: it would enter through the portal's hook at every call, which costs more than interpreting the call"
-                );
                 let entry_fn = format_ident!("__direct_entry_{}", name);
                 let greens = direct.as_ref().expect("matched");
                 quote! {
@@ -2261,9 +2257,6 @@ impl<'g> Gen<'g> {
                 }
             }
             Some(&ci) if self.fns[ci].is_portal() => {
-                let why = format!(
-                    "a call of the portal `{name}` from compiled code: it would enter through the portal's hook at every call, which costs more than interpreting the call"
-                );
                 quote!(if __c.for_portal() { __c.decline(#why); break 'path None; })
             }
             _ => quote!(),
@@ -3028,7 +3021,7 @@ impl<'g> Gen<'g> {
             }
             // Written-back lists: into the caller's continuation.
             let wb: Vec<Var> =
-                f_params(self.fns[fi]).into_iter().filter(|p| self.written_back[fi].contains(p)).collect();
+                self.fns[fi].graph.params().iter().filter(|p| self.written_back[fi].contains(p)).copied().collect();
             if !wb.is_empty() {
                 let mut wb_arms = vec![];
                 for (p, _, op) in self.continuations_of(fi) {

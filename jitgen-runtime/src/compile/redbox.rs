@@ -451,13 +451,10 @@ impl ResidualBuilder {
         let now = self.load(word, arena_at, 0);
         let grew = self.cmp(CmpOp::Ne, word, now, mark);
         let (free, _) = self.new_label(&[]);
-        let (done, _) = self.new_label(&[]);
-        self.branch(grew, (free, &[]), (done, &[]));
+        self.branch(grew, (free, &[]), (join, &out));
         self.branches -= 1;
         self.switch_to(free);
         self.call(arena_release_to, "arena_release", &[(mark, word)], &[]);
-        self.jump(done, &[]);
-        self.switch_to(done);
         self.jump(join, &out);
         self.switch_to(slow_l);
         let out = self.call(slow, name, &slow_args, rets);
