@@ -830,6 +830,41 @@ fn child_random_recursions_entered_with_saved_frames() {
     assert_eq!(s.resumptions, 0, "{s:?}");
 }
 
+/// Random recursions whose returns hand over to the interpreter: with one
+/// case per flexswitch, a return to a second return address continues in
+/// execute mode from the switch's state, its operand stack's tail (what the
+/// callee pushed, not stored yet) moved into the `Vec` the interpreter gets
+/// back (a child process: the limit is the module's).
+#[test]
+fn random_recursions_handing_over_agree_with_plain() {
+    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["child_random_recursions_handing_over", "--exact", "--ignored", "--nocapture"])
+        .status()
+        .expect("the child runs");
+    assert!(status.success());
+}
+
+#[test]
+#[ignore = "run by random_recursions_handing_over_agree_with_plain in a child process"]
+fn child_random_recursions_handing_over() {
+    jit::config().set_threshold(0);
+    jit::config().set_max_cases(1);
+    let mut rng = common::Rng(0x5eed_0026);
+    for _ in 0..common::how_many(100) {
+        let code = random_recursive_program(&mut rng);
+        let want = plain(&code);
+        assert_eq!(portal(&code), want, "{code:?}");
+        assert_eq!(specialized(&code), want, "{code:?}");
+    }
+    for n in [2, 7, 15] {
+        let code = recursive_fib(n);
+        assert_eq!(portal(&code), plain(&code), "fib({n})");
+        assert_eq!(specialized(&code), plain(&code), "fib({n}), specialized");
+    }
+    let s = jit::stats();
+    assert!(s.resumptions > 0 && s.spills > 0, "{s:?}");
+}
+
 /// Recursive fibonacci run again and again in one thread at the default
 /// threshold: its recursion compiles (frames spilled, nothing declined);
 /// the run after the one that compiled enters that code at the outermost

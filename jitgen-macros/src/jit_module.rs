@@ -649,6 +649,14 @@ fn unpark_fn(sname: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
                         // Vec of its type, moved into this object.
                         unsafe { #rt::heap::take_vec::<#et>(__a) }
                     }
+                    #rt::vlist::VList::Tail(__p, __items, _) => {
+                        let __a = __p.as_const().expect(#msg);
+                        // SAFETY: as for a real list; its tail follows.
+                        let mut __v = unsafe { #rt::heap::take_vec::<#et>(__a) };
+                        let __t: ::std::vec::Vec<#et> = #rebuilt;
+                        __v.extend(__t);
+                        __v
+                    }
                 }));
                 j += 1;
             }
@@ -1211,8 +1219,9 @@ pub fn expand(
                             None => from_addr(quote!(#field)),
                             Some(rebuilt) => {
                                 let real = from_addr(quote!(__p));
+                                // (Tails were moved into memory: `untail_lists`.)
                                 quote!(match #field {
-                                    #rt::vlist::VList::Real(__p) => #real,
+                                    #rt::vlist::VList::Real(__p) | #rt::vlist::VList::Tail(__p, ..) => #real,
                                     #rt::vlist::VList::Virtual(__items) => Some(#rebuilt),
                                 })
                             }

@@ -1335,8 +1335,10 @@ impl<'g> Gen<'g> {
                         if !__st.heap.set_list(&#p, #k, &__l) {
                             #addr
                             let __dest = __c.b.red_offset(&__addr, ::core::mem::offset_of!(#sn, #fname) as u64);
+                            let mut __l = __l;
+                            __l.untail(&mut __c.b);
                             match __l {
-                                #rt::vlist::VList::Real(__src) => {
+                                #rt::vlist::VList::Real(__src) | #rt::vlist::VList::Tail(__src, ..) => {
                                     __c.b.red_call(#rt::heap::vec_move::<#t>, "vec_move", &[__dest, __src], &[]);
                                 }
                                 #rt::vlist::VList::Virtual(__items) => {
@@ -1404,9 +1406,17 @@ impl<'g> Gen<'g> {
                             }
                         });
                         match list_local(self, fi, &args[0]) {
-                            Some(l) => {
-                                self.bind(fi, r, quote!(match #l.len_const() { Some(__n) => __n, None => #real }))
-                            }
+                            Some(l) => self.bind(
+                                fi,
+                                r,
+                                quote!(match #l.len_const() {
+                                    Some(__n) => __n,
+                                    None => match __st.tail_len(&mut __c.b, &#l) {
+                                        Some(__n) => __n,
+                                        None => #real,
+                                    },
+                                }),
+                            ),
                             None => self.bind(fi, r, real),
                         }
                     }
@@ -1438,7 +1448,9 @@ impl<'g> Gen<'g> {
                             }
                         });
                         match list_local(self, fi, &args[0]) {
-                            Some(l) => quote!(if !#l.set_const(&#i, &#x) #real),
+                            Some(l) => {
+                                quote!(if !#l.set_const(&#i, &#x) && !__st.tail_set(&mut __c.b, &mut #l, &#i, &#x) #real)
+                            }
                             None => real,
                         }
                     }
@@ -2083,7 +2095,16 @@ impl<'g> Gen<'g> {
                     (Some(l), _) => self.bind(
                         fi,
                         r,
-                        quote!({ let __i = #i; match #l.get_const(&__i) { Some(__x) => __x, None => #real } }),
+                        quote!({
+                            let __i = #i;
+                            match #l.get_const(&__i) {
+                                Some(__x) => __x,
+                                None => match __st.tail_get(&mut __c.b, &#l, &__i) {
+                                    Some(__x) => __x,
+                                    None => #real,
+                                },
+                            }
+                        }),
                     ),
                     (None, Some(g)) => {
                         // Green data (frozen, and part of the portal's content
@@ -2966,6 +2987,7 @@ impl<'g> Gen<'g> {
                         // spilled frames into the lists they came from.
                         __st.heap.write_back(&mut __c.b);
                         __st.frames.push(__Frame::#vname { #(#field_exprs),* });
+                        __st.untail_lists(&mut __c.b);
                         if !__st.unspill_all(&mut __c.b) {
                             __c.decline("a frame on the continuation stack that this thread did not spill");
                             break 'path None;
@@ -3283,11 +3305,27 @@ fn vdesc(s: &str, types: &hint_annotator::ModuleTypes, reads_in_place: bool) -> 
         let f = member(name);
         if let Some(le) = list_field(t, types) {
             let (et, store, w) = (le.rust(), le.store_fn(), le.width());
+            // Lists of integers may keep a tail once in memory (`VList::Tail`).
+            let in_place = match le {
+                LElem::Sc(sc @ Sc::Int(i)) if i.bits() <= 64 => {
+                    let (vt, class) = (sc_valty(sc), elem_class(&et.to_string()));
+                    quote!(Some(&#rt::vlist::InPlace {
+                        header: #rt::heap::vec_header::<#et>,
+                        size: ::core::mem::size_of::<#et>() as u64,
+                        ty: #vt,
+                        class: #class,
+                        reserve: #rt::heap::vec_reserve_one::<#et>,
+                        extend: #rt::heap::vec_extend::<#et>,
+                    }))
+                }
+                _ => quote!(None),
+            };
             lists.push(quote!(#rt::virtuals::VListField {
                 offset: ::core::mem::offset_of!(#sn, #f) as i32,
                 width: #w,
                 store: #store,
                 mov: #rt::heap::vec_move::<#et>,
+                in_place: #in_place,
             }));
             inits.push(quote!(#f: ::std::vec::Vec::new()));
             continue;

@@ -177,3 +177,245 @@ fn a_merge_point_keeps_what_pushes_told_of_the_length() {
     assert_eq!(code.call_words(&[&mut data as *mut Vec<i64> as u64, 99]).expect("runs")[0], 99);
     assert_eq!(data, [1, 2]);
 }
+
+// Lists with a tail (`VList::Tail`): a real `Vec` followed by elements not
+// stored yet, worked on as generated code does (the tail first, the `Vec`
+// in place otherwise, the tail moved into it where the `Vec` itself is
+// needed).
+
+use jitgen_runtime::heap::{vec_extend, vec_layout, vec_new_repeat, vec_set};
+use jitgen_runtime::vlist::{InPlace, InPlaceRef, VList};
+
+static IN_PLACE: InPlace = InPlace {
+    header: vec_header::<i64>,
+    size: 8,
+    ty: ValTy::I64,
+    class: ELEMS,
+    reserve: vec_reserve_one::<i64>,
+    extend: vec_extend::<i64>,
+};
+
+/// One step on a list with a tail.
+#[derive(Clone, Copy, Debug)]
+enum TOp {
+    Push(i64),
+    PushInput,
+    Pop,
+    Len,
+    /// Reads element `len - 1 - d` (an index the compiler places).
+    GetBack(u8),
+    /// Reads the element at the index given as input (known only at run time).
+    GetAt,
+    /// Writes element `len - 1 - d`.
+    SetBack(u8, i64),
+    /// Moves the tail into memory (the `Vec` itself is needed).
+    Flush,
+}
+
+/// Runs `ops` on `v` as Rust does, folding what they read into a word
+/// (each step's times 7); `Err` where Rust would panic (an index out of
+/// bounds).
+fn tail_reference(ops: &[TOp], v: &mut Vec<i64>, input: i64, at: u64) -> Result<i64, ()> {
+    let mut acc = 0i64;
+    let mut fold = |x: i64| acc = acc.wrapping_mul(7).wrapping_add(x);
+    for op in ops {
+        match *op {
+            TOp::Push(k) => v.push(k),
+            TOp::PushInput => v.push(input),
+            TOp::Pop => fold(v.pop().map_or(0, |x| x.wrapping_mul(3).wrapping_add(1))),
+            TOp::Len => fold(v.len() as i64),
+            TOp::GetBack(d) => fold(*v.get(v.len().wrapping_sub(1 + d as usize)).ok_or(())?),
+            TOp::GetAt => fold(*v.get(at as usize).ok_or(())?),
+            TOp::SetBack(d, k) => {
+                let i = v.len().wrapping_sub(1 + d as usize);
+                *v.get_mut(i).ok_or(())? = k;
+            }
+            TOp::Flush => {}
+        }
+    }
+    Ok(acc)
+}
+
+/// The same steps through the compiler; inputs: the `Vec`, `input`, `at`.
+fn tail_steps(c: &mut Compilation<Blk>, ops: &[TOp]) {
+    let h = vec_header::<i64>().expect("the probe works on this build");
+    let layout = vec_layout::<i64>().expect("the probe works on this build");
+    let [v, input, at] = c.inputs()[..] else { unreachable!() };
+    let mut st = JitState::new(Blk(vec![]));
+    let mut l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE));
+    let mut acc = RedBox::i64(0);
+    let mut fold = |c: &mut Compilation<Blk>, x: RedBox| {
+        let a = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &acc, &RedBox::i64(7));
+        acc = c.b.red_bin(BinOp::Add, Overflow::Wrap, &a, &x);
+    };
+    let real =
+        |c: &mut Compilation<Blk>, l: &mut VList| l.force(&mut c.b, ValTy::I64, vec_new_repeat::<i64>, vec_set::<i64>);
+    let len = |c: &mut Compilation<Blk>, st: &mut JitState<Blk>, l: &mut VList| match st.tail_len(&mut c.b, l) {
+        Some(n) => n,
+        None => {
+            let a = real(c, l);
+            st.vec_len(&mut c.b, &a, layout)
+        }
+    };
+    let back = |c: &mut Compilation<Blk>, st: &mut JitState<Blk>, l: &mut VList, d: u8| {
+        let n = len(c, st, l);
+        c.b.red_bin(BinOp::Sub, Overflow::Wrap, &n, &RedBox::u64(1 + d as u64))
+    };
+    let get = |c: &mut Compilation<Blk>, st: &mut JitState<Blk>, l: &mut VList, i: RedBox| match st
+        .tail_get(&mut c.b, l, &i)
+    {
+        Some(x) => x,
+        None => {
+            let a = real(c, l);
+            let e = st.vec_elem(&mut c.b, &a, &i, 8, layout);
+            st.load_field(&mut c.b, ValTy::I64, &e, 0, ELEMS, 0)
+        }
+    };
+    for op in ops {
+        match *op {
+            TOp::Push(_) | TOp::PushInput => {
+                let x = match *op {
+                    TOp::Push(k) => RedBox::i64(k),
+                    _ => input,
+                };
+                if !l.push_virtual(&x) {
+                    let a = real(c, &mut l);
+                    st.vec_push(&mut c.b, &a, &x, h, 8, ELEMS, vec_reserve_one::<i64>);
+                }
+            }
+            TOp::Pop => {
+                let [tag, x] = match l.pop_virtual() {
+                    Some(Some(x)) => [RedBox::constant(ValTy::U32, 1), x],
+                    Some(None) => [RedBox::constant(ValTy::U32, 0), RedBox::i64(0)],
+                    None => {
+                        let a = real(c, &mut l);
+                        st.vec_pop(&mut c.b, &a, ValTy::I64, h, 8, ELEMS)
+                    }
+                };
+                let tag = c.b.red_cast(&tag, ValTy::I64);
+                let y = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &x, &RedBox::i64(3));
+                let y = c.b.red_bin(BinOp::Add, Overflow::Wrap, &y, &RedBox::i64(1));
+                let got = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &y, &tag);
+                fold(c, got);
+            }
+            TOp::Len => {
+                let n = len(c, &mut st, &mut l);
+                let n = c.b.red_cast(&n, ValTy::I64);
+                fold(c, n);
+            }
+            TOp::GetBack(d) => {
+                let i = back(c, &mut st, &mut l, d);
+                let x = get(c, &mut st, &mut l, i);
+                fold(c, x);
+            }
+            TOp::GetAt => {
+                let x = get(c, &mut st, &mut l, at);
+                fold(c, x);
+            }
+            TOp::SetBack(d, k) => {
+                let i = back(c, &mut st, &mut l, d);
+                let x = RedBox::i64(k);
+                if !st.tail_set(&mut c.b, &mut l, &i, &x) {
+                    let a = real(c, &mut l);
+                    let e = st.vec_elem(&mut c.b, &a, &i, 8, layout);
+                    st.store_field(&mut c.b, &e, 0, &x, ELEMS, 0);
+                }
+            }
+            TOp::Flush => {
+                real(c, &mut l);
+            }
+        }
+    }
+    real(c, &mut l);
+    c.finish_return(&[acc]);
+}
+
+fn random_tail_ops(seed: &mut u64) -> Vec<TOp> {
+    let mut next = |n: u64| {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed % n
+    };
+    let len = 1 + next(16) as usize;
+    (0..len)
+        .map(|_| match next(12) {
+            0 | 1 => TOp::Pop,
+            2 => TOp::PushInput,
+            3 => TOp::Len,
+            4 | 5 => TOp::GetBack(next(4) as u8),
+            6 => TOp::GetAt,
+            7 => TOp::SetBack(next(4) as u8, next(100) as i64),
+            8 => TOp::Flush,
+            _ => TOp::Push(next(100) as i64 - 50),
+        })
+        .collect()
+}
+
+#[test]
+fn random_steps_on_a_list_with_a_tail_agree_with_rust_compiled_and_executed() {
+    let mut seed = 0x7a11_0025_u64;
+    let tys = [ValTy::Ptr, ValTy::I64, ValTy::U64];
+    for _ in 0..300 {
+        let ops = random_tail_ops(&mut seed);
+        let mut c: Compilation<Blk> = Compilation::new("tail", &tys, &[ValTy::I64], Default::default());
+        tail_steps(&mut c, &ops);
+        let f = jitgen_runtime::residual::compile_host(&c.finish().expect("small")).expect("compiles");
+        for start in starts() {
+            for at in [0u64, 1, 2, 4, 9] {
+                let input = 1234;
+                let mut want_v = start.clone();
+                let want = tail_reference(&ops, &mut want_v, input, at);
+                let mut got_v = start.clone();
+                let got = f.call_words(&[&mut got_v as *mut Vec<i64> as u64, input as u64, at]);
+                let got = got.map(|w| w[0] as i64).map_err(|_| ());
+                assert_eq!(got, want, "{ops:?} on {start:?} at {at}");
+                if want.is_ok() {
+                    assert_eq!(got_v, want_v, "{ops:?} on {start:?} at {at}");
+                }
+                let mut exec_v = start.clone();
+                let addr = &mut exec_v as *mut Vec<i64> as u64;
+                let c: Compilation<Blk> =
+                    Compilation::executing("tail", &tys, &[addr, input as u64, at], &[ValTy::I64]);
+                let got = c.execute(|c| tail_steps(c, &ops)).map(|w| w[0] as i64).map_err(|_| ());
+                assert_eq!(got, want, "{ops:?} on {start:?} at {at}, executed");
+                if want.is_ok() {
+                    assert_eq!(exec_v, want_v, "{ops:?} on {start:?} at {at}, executed");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_tail_keeps_pushes_in_registers_and_reads_by_the_length() {
+    // Pushes onto the tail, reads at indices placed from the length, a
+    // write, pops: no element is stored or loaded until the tail moves
+    // into memory at the end (one call).
+    let ops = [TOp::PushInput, TOp::Push(5), TOp::GetBack(1), TOp::SetBack(0, 8), TOp::GetBack(0), TOp::Pop, TOp::Len];
+    let mut c: Compilation<Blk> =
+        Compilation::new("tail", &[ValTy::Ptr, ValTy::I64, ValTy::U64], &[ValTy::I64], Default::default());
+    tail_steps(&mut c, &ops);
+    let f = c.finish().expect("small");
+    let listing = jitgen_runtime::builder::listing(&f);
+    let insts: Vec<&Inst> = f.blocks.values().flat_map(|b| b.insts.iter()).collect();
+    assert!(!insts.iter().any(|i| matches!(i, Inst::Load { ty: ValTy::I64, .. })), "{listing}");
+    assert!(!insts.iter().any(|i| matches!(i, Inst::Store { .. })), "{listing}");
+    let calls = insts.iter().filter(|i| matches!(i, Inst::Call { .. })).count();
+    assert_eq!(calls, 1, "{listing}");
+    // A read at an index known only at run time chooses without a branch:
+    // one load from memory, no call.
+    let mut c: Compilation<Blk> =
+        Compilation::new("tail", &[ValTy::Ptr, ValTy::I64, ValTy::U64], &[ValTy::I64], Default::default());
+    let [v, input, at] = c.inputs()[..] else { unreachable!() };
+    let mut st = JitState::new(Blk(vec![]));
+    let mut l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE));
+    assert!(l.push_virtual(&input) && l.push_virtual(&RedBox::i64(3)));
+    let x = st.tail_get(&mut c.b, &l, &at).expect("a tail of two is chosen from");
+    c.finish_return(&[x]);
+    let f = c.finish().expect("small");
+    let listing = jitgen_runtime::builder::listing(&f);
+    let insts: Vec<&Inst> = f.blocks.values().flat_map(|b| b.insts.iter()).collect();
+    assert_eq!(insts.iter().filter(|i| matches!(i, Inst::Load { ty: ValTy::I64, .. })).count(), 1, "{listing}");
+    assert!(!insts.iter().any(|i| matches!(i, Inst::Call { .. })), "{listing}");
+}

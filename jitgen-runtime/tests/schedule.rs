@@ -1296,6 +1296,7 @@ fn list_loop(grow: bool, known_n: Option<i64>) -> (Compilation<ListBlk>, usize) 
                 let sum = fr.reds[0];
                 let popped = match &mut fr.list {
                     VList::Virtual(_) => fr.list.pop_virtual().expect("virtual"),
+                    VList::Tail(..) => unreachable!("this interpreter's lists get no tail"),
                     VList::Real(p) => {
                         let r = c.b.red_call(vec_pop::<i64>, "vec_pop", &[*p], &[ValTy::U32, ValTy::I64]);
                         let some = c.b.red_cmp(CmpOp::Eq, &r[0], &RedBox::constant(ValTy::U32, 1));
@@ -1324,6 +1325,7 @@ fn list_loop(grow: bool, known_n: Option<i64>) -> (Compilation<ListBlk>, usize) 
             _ => {
                 let len = match &fr.list {
                     VList::Virtual(items) => RedBox::u64(items.len() as u64),
+                    VList::Tail(..) => unreachable!("this interpreter's lists get no tail"),
                     VList::Real(p) => c.b.red_call(vec_len::<i64>, "vec_len", &[*p], &[ValTy::U64])[0],
                 };
                 let len = c.b.red_cast(&len, ValTy::I64);

@@ -583,6 +583,7 @@ pub mod plus_minus {
                 if __st.frames.is_empty() && __c.parking() {
                     __st.heap.write_back(&mut __c.b);
                     __st.frames.push(__Frame::R3 { v0, v2, v7, v8 });
+                    __st.untail_lists(&mut __c.b);
                     if !__st.unspill_all(&mut __c.b) {
                         __c.decline(
                             "a frame on the continuation stack that this thread did not spill",

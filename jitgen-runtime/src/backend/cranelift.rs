@@ -918,6 +918,21 @@ fn dump_machine_code(ctx: &cranelift_codegen::Context) {
     let _ = std::fs::write(std::path::Path::new(&dir).join(format!("code-{n}.clif")), ctx.func.display().to_string());
 }
 
+/// With `JITGEN_PERF_MAP` set, names the code in `/tmp/perf-PID.map`, where
+/// `perf report` finds the symbols of code it cannot read otherwise.
+fn perf_map(addr: usize, size: usize, name: &str) {
+    static NAMED: AtomicUsize = AtomicUsize::new(0);
+    if std::env::var_os("JITGEN_PERF_MAP").is_none() {
+        return;
+    }
+    use std::io::Write;
+    let n = NAMED.fetch_add(1, Ordering::Relaxed);
+    let path = format!("/tmp/perf-{}.map", std::process::id());
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+        let _ = writeln!(f, "{addr:x} {size:x} jit{n}_{}", name.replace(' ', "_"));
+    }
+}
+
 impl Backend for CraneliftBackend {
     type Code = NativeCode;
 
@@ -929,9 +944,10 @@ impl Backend for CraneliftBackend {
         let mut warm = WarmContexts::take();
         let r = self.compile_in(f, &mut module, &mut warm);
         warm.give_back();
-        let id = r?;
+        let (id, size) = r?;
         module.finalize_definitions().map_err(|e| BackendError(e.to_string()))?;
         let ptr = module.get_finalized_function(id);
+        perf_map(ptr as usize, size, &f.name);
         Ok(NativeCode {
             entry: ptr,
             frame_words: f.frame_words(),
@@ -980,14 +996,14 @@ impl CraneliftBackend {
         f: &ResidualFunction,
         module: &mut JITModule,
         warm: &mut WarmContexts,
-    ) -> Result<cranelift_module::FuncId, BackendError> {
+    ) -> Result<(cranelift_module::FuncId, usize), BackendError> {
         let (ctx, fbc) = (&mut warm.ctx, &mut warm.fbc);
         self.translate(f, &mut ctx.func, fbc);
         let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
         let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
         module.define_function(id, ctx).map_err(|e| err(&format!("{e:?}")))?;
         dump_machine_code(ctx);
-        Ok(id)
+        Ok((id, ctx.compiled_code().map_or(0, |c| c.code_buffer().len())))
     }
 
     /// The Cranelift IR that `f` translates to, as text (before Cranelift's

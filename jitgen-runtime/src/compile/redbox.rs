@@ -258,6 +258,25 @@ impl ResidualBuilder {
         };
     }
 
+    /// `r` as a root and a constant added to it, the roots of forms
+    /// followed (a few steps) until one with no form of its own, or `stop`.
+    fn root_form(&self, r: &RedBox, stop: Option<&RedBox>) -> (RedBox, i64) {
+        let (mut root, mut off) = (*r, 0i64);
+        for _ in 0..8 {
+            if Some(&root) == stop {
+                break;
+            }
+            match self.linear_form(&root) {
+                Some((next, k)) if next != root => {
+                    off = off.wrapping_add(k);
+                    root = next;
+                }
+                _ => break,
+            }
+        }
+        (root, off)
+    }
+
     /// `d` such that `c` is `a + d`, when that is known: both constants, or
     /// both computed from one root by adding constants.
     pub fn difference(&self, a: &RedBox, c: &RedBox) -> Option<i64> {
@@ -268,13 +287,15 @@ impl ResidualBuilder {
         if let (Some(x), Some(y)) = (a.as_const(), c.as_const()) {
             return Some(ty.canon(y.wrapping_sub(x)) as i64);
         }
-        // `c` known as `a` plus a constant (a form stops at a root that has
-        // a form of its own: `red_length_plus`), or both from one root.
-        let (rc, oc) = self.linear_form(c)?;
+        // `c` known as `a` plus a constant, or both from one root. A form
+        // stops at a root that has a form of its own (`red_length_plus`):
+        // the roots are followed (`c`'s up to `a` on the way).
+        self.linear_form(c)?;
+        let (rc, oc) = self.root_form(c, Some(a));
         if rc == *a {
             return Some(ty.canon(oc as u64) as i64);
         }
-        let (ra, oa) = self.linear_form(a)?;
+        let (ra, oa) = self.root_form(a, None);
         (ra == rc).then(|| ty.canon(oc.wrapping_sub(oa) as u64) as i64)
     }
 

@@ -14,7 +14,7 @@ use std::hash::Hash;
 use crate::compile::redbox::RedBox;
 use crate::compile::vdict::VDict;
 use crate::compile::virtuals::{VHeap, VPList, VPtr};
-use crate::compile::vlist::VList;
+use crate::compile::vlist::{InPlaceRef, VList};
 use crate::ir::builder::CallbackFn;
 use crate::ir::builder::ResidualBuilder;
 use crate::ir::builder::SymAddr;
@@ -242,6 +242,9 @@ pub const MAX_FACTS: usize = 16;
 /// The largest lower bound of a `Vec`'s length kept ([`Fact::min`]): an
 /// interpreter pops a few values at a time, and each bound splits versions.
 pub const MAX_KNOWN_LENGTH: u64 = 2;
+
+/// The longest tail [`JitState::tail_get`] chooses from at run time.
+pub const MAX_SELECTED: usize = 4;
 
 /// A field of a real object known on a path: the `ty` at `at` holds `value`.
 ///
@@ -782,6 +785,143 @@ impl<F: Frame> JitState<F> {
         self.store_field(b, addr, h.len, &n, VEC_HEADER, h.len);
         self.set_fact_min(b, addr, h.len, min.saturating_sub(1));
         [if known { RedBox::constant(ValTy::U32, 1) } else { b.red_cast(&some, ValTy::U32) }, v]
+    }
+
+    /// Moves the lists of objects with a backing (the interpreter's own,
+    /// live at its merge point: an operand stack the interpreted program's
+    /// calls share) into memory at a language-level recursion, where they
+    /// stay: a virtual one into the backing's `Vec` (a call), a tail into
+    /// its `Vec` in place (stores). A list of integers whose `Vec` layout is
+    /// known keeps a tail from then on ([`VList::Tail`]): what the callee
+    /// pushes and pops stays in registers. Virtual lists stay virtual
+    /// unless `virtual_too`.
+    pub fn force_backed_lists(&mut self, b: &mut ResidualBuilder, virtual_too: bool) {
+        if virtual_too {
+            self.heap.force_backed_lists(b);
+        }
+        for i in 0..self.heap.objects.len() {
+            let o = &self.heap.objects[i];
+            let (Some(_), None) = (o.backing, o.forced) else { continue };
+            let desc = o.desc;
+            for (k, d) in desc.lists.iter().enumerate() {
+                let Some(how) = d.in_place else { continue };
+                let Some(h) = (how.header)() else { continue };
+                let (addr, items) = match &self.heap.objects[i].lists[k] {
+                    VList::Real(p) => (*p, vec![]),
+                    VList::Tail(p, items, _) => (*p, items.clone()),
+                    VList::Virtual(_) => continue,
+                };
+                for x in &items {
+                    self.vec_push(b, &addr, x, h, how.size, how.class, how.reserve);
+                }
+                self.heap.objects[i].lists[k] = VList::Tail(addr, vec![], InPlaceRef(how));
+            }
+        }
+    }
+
+    /// Makes every list with a tail a real one ([`VList::untail`]): the
+    /// state is handed over to the interpreter, which knows only `Vec`s.
+    pub fn untail_lists(&mut self, b: &mut ResidualBuilder) {
+        for o in &mut self.heap.objects {
+            for l in &mut o.lists {
+                l.untail(b);
+            }
+        }
+        for f in &mut self.frames {
+            f.lists_mut(&mut |l| {
+                if let ListMut::Scalars(l, ..) | ListMut::Flat(l, ..) = l {
+                    l.untail(b);
+                }
+            });
+        }
+    }
+
+    /// `len()` of a list with a tail: its `Vec`'s length plus the tail's
+    /// (see [`ResidualBuilder::red_length_plus`]). `None` for other lists.
+    pub fn tail_len(&mut self, b: &mut ResidualBuilder, l: &VList) -> Option<RedBox> {
+        let VList::Tail(p, items, how) = l else { return None };
+        let h = (how.0.header)()?;
+        let len = self.vec_len(b, p, (h.ptr, h.len));
+        Some(if items.is_empty() { len } else { b.red_length_plus(&len, items.len() as u64) })
+    }
+
+    /// Element `index` of a list with a nonempty tail, without moving the
+    /// tail into memory: the tail's element where the index is the `Vec`'s
+    /// length plus a constant below the tail's length; the `Vec`'s where it
+    /// is that length minus a constant; otherwise (a tail of at most
+    /// [`MAX_SELECTED`] elements) the one or the other, chosen at run time
+    /// without a branch. Bounds are checked against the whole length.
+    /// `None` where the caller's way is needed (it moves the tail first).
+    pub fn tail_get(&mut self, b: &mut ResidualBuilder, l: &VList, index: &RedBox) -> Option<RedBox> {
+        let VList::Tail(p, items, how) = l else { return None };
+        let (how, k) = (how.0, items.len());
+        if k == 0 {
+            return None;
+        }
+        let h = (how.header)()?;
+        let len = self.vec_len(b, p, (h.ptr, h.len));
+        let c = b.difference(&len, index);
+        match c {
+            Some(c) if (0..k as i64).contains(&c) => return Some(items[c as usize]),
+            Some(c) if c >= 0 => return None,
+            None if k > MAX_SELECTED => return None,
+            _ => {}
+        }
+        let total = b.red_length_plus(&len, k as u64);
+        self.bounds_check(b, index, &total);
+        let buf = self.vec_buf(b, p, (h.ptr, h.len));
+        let at = b.red_index_addr(&buf, index, how.size);
+        if c.is_some() {
+            return Some(self.load_field(b, how.ty, &at, 0, how.class, 0));
+        }
+        // `safe + (at - safe) * inside`: the element in memory, or the
+        // runtime's word; then each of the tail's where the index names it.
+        let inside = b.red_cmp(CmpOp::Lt, index, &len);
+        let one = b.red_cast(&inside, ValTy::U64);
+        let safe = RedBox::u64(&crate::run::heap::EMPTY_POP_WORD as *const u64 as u64);
+        let a = b.red_cast(&at, ValTy::U64);
+        let d = b.red_bin(BinOp::Sub, Overflow::Wrap, &a, &safe);
+        let d = b.red_bin(BinOp::Mul, Overflow::Wrap, &d, &one);
+        let a = b.red_bin(BinOp::Add, Overflow::Wrap, &safe, &d);
+        let a = b.red_cast(&a, ValTy::Ptr);
+        let mut v = b.red_load(how.ty, &a, 0);
+        for (j, x) in items.iter().enumerate() {
+            let at_j = if j == 0 { len } else { b.red_length_plus(&len, j as u64) };
+            let here = b.red_cmp(CmpOp::Eq, index, &at_j);
+            let m = b.red_cast(&here, how.ty);
+            let dx = b.red_bin(BinOp::Sub, Overflow::Wrap, x, &v);
+            let dx = b.red_bin(BinOp::Mul, Overflow::Wrap, &dx, &m);
+            v = b.red_bin(BinOp::Add, Overflow::Wrap, &v, &dx);
+        }
+        Some(v)
+    }
+
+    /// Writes element `index` of a list with a nonempty tail where the
+    /// index is placed as [`JitState::tail_get`] places it (no choice at
+    /// run time); false (nothing done) otherwise.
+    pub fn tail_set(&mut self, b: &mut ResidualBuilder, l: &mut VList, index: &RedBox, x: &RedBox) -> bool {
+        let VList::Tail(p, items, how) = l else { return false };
+        let (how, k) = (how.0, items.len());
+        let Some(h) = (how.header)() else { return false };
+        if k == 0 {
+            return false;
+        }
+        let len = self.vec_len(b, p, (h.ptr, h.len));
+        match b.difference(&len, index) {
+            Some(c) if (0..k as i64).contains(&c) => {
+                items[c as usize] = *x;
+                true
+            }
+            Some(c) if c < 0 => {
+                let total = b.red_length_plus(&len, k as u64);
+                self.bounds_check(b, index, &total);
+                let buf = self.vec_buf(b, p, (h.ptr, h.len));
+                let at = b.red_index_addr(&buf, index, how.size);
+                self.store_field(b, &at, 0, x, how.class, 0);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Checks `index < len` unless this path already did.

@@ -191,7 +191,7 @@
 //! `Vec` of structs; push and pop on real lists of enums in place (calls).
 
 use crate::compile::redbox::RedBox;
-use crate::compile::vlist::VList;
+use crate::compile::vlist::{InPlace, VList};
 use crate::ir::builder::{CallbackFn, ResidualBuilder};
 use crate::ir::ops::ValTy;
 
@@ -515,6 +515,9 @@ pub struct VListField {
     pub store: CallbackFn,
     /// [`crate::run::heap::vec_move`] for its element type.
     pub mov: CallbackFn,
+    /// For a list of integers: how to write into it in place, so that,
+    /// once in memory, it keeps a tail ([`VList::Tail`]).
+    pub in_place: Option<&'static InPlace>,
 }
 
 /// A virtual object.
@@ -626,10 +629,12 @@ impl VHeap {
             // A new object: its scalar fields given, its lists empty.
             None => b.red_call(o.desc.alloc, o.desc.name, &o.fields, &[ValTy::Ptr])[0],
         };
-        for (l, d) in o.lists.iter().zip(o.desc.lists) {
+        let desc = o.desc;
+        for (l, d) in self.objects[i].lists.iter_mut().zip(desc.lists) {
             let dest = b.red_offset(&addr, d.offset as u64);
+            l.flush_tail(b);
             match l {
-                VList::Real(src) => {
+                VList::Real(src) | VList::Tail(src, ..) => {
                     b.red_call(d.mov, "vec_move", &[dest, *src], &[]);
                 }
                 VList::Virtual(items) => {

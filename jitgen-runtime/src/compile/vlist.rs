@@ -10,21 +10,70 @@
 //! [`MAX_VIRTUAL_LEN`]. A `Vec` that comes from outside (an input of the
 //! residual function) is real from the start.
 //!
+//! A real `Vec` may also carry a *tail* ([`VList::Tail`]): elements pushed
+//! onto it that residual code has not stored yet. An operand stack the
+//! interpreted program's calls share, moved into memory at a language-level
+//! recursion (`JitState::force_backed_lists`), becomes one: the callee's
+//! pushes and pops stay in registers, and only what is below its frame goes
+//! to memory at the next call. Reads and writes at an index the compiler
+//! can place relative to the part in memory find the tail's elements
+//! (`JitState::tail_get`, `tail_set`); anything else that needs the `Vec`
+//! itself moves the tail into it first ([`VList::force`]).
+//!
 //! Invariant: the length of a virtual list is part of the state's key (see
 //! [`VList::key_word`]), so that states merged into one residual block agree
-//! on it, and only its elements are reds. A list growing in a loop is forced
+//! on it, and only its elements are reds; so is the length of a tail.
+//! Invariant: the part in memory of a list with a tail is a valid `Vec`
+//! (its length field is its length); the list is that `Vec` followed by the
+//! tail. A list growing in a loop is forced
 //! at a merge point (see `schedule::merge`), and a state too large to hand
 //! over to a lazily compiled side has its lists forced first
 //! ([`crate::compile::state::JitState::force_lists`]).
 
 use crate::compile::redbox::RedBox;
-use crate::ir::builder::ResidualBuilder;
+use crate::ir::builder::{CallbackFn, ResidualBuilder};
 use crate::ir::ops::ValTy;
+use crate::run::heap::VecHeader;
 
 /// The longest list kept virtual: past it (or when a push would make it
 /// longer), the list is forced. It bounds the unrolling of a loop that grows
 /// a list.
 pub const MAX_VIRTUAL_LEN: usize = 64;
+
+/// How residual code writes into a real `Vec` of integers in place: what a
+/// [`VList::Tail`] needs to move its elements into memory.
+#[derive(Debug)]
+pub struct InPlace {
+    /// [`crate::run::heap::vec_header`] for the element type.
+    pub header: fn() -> Option<VecHeader>,
+    /// The size of an element.
+    pub size: u64,
+    /// The element's residual type (an integer).
+    pub ty: ValTy,
+    /// The alias class of the elements (see `state::Fact`).
+    pub class: u32,
+    /// [`crate::run::heap::vec_reserve_one`] for the element type.
+    pub reserve: CallbackFn,
+    /// [`crate::run::heap::vec_extend`] for the element type.
+    pub extend: CallbackFn,
+}
+
+/// An [`InPlace`] of a generated descriptor, compared by address.
+#[derive(Clone, Copy, Debug)]
+pub struct InPlaceRef(pub &'static InPlace);
+
+impl PartialEq for InPlaceRef {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for InPlaceRef {}
+
+/// The longest tail: past it, a push moves the tail into memory first. It
+/// bounds the versions of a loop that pushes onto a list with a tail (its
+/// length is in the key) where a call's temporaries need only a few.
+pub const MAX_TAIL_LEN: usize = 8;
 
 /// A `Vec` of scalars at compile time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,7 +82,12 @@ pub enum VList {
     Real(RedBox),
     /// A virtual one: its elements.
     Virtual(Vec<RedBox>),
+    /// A real `Vec` (its address) followed by elements not stored yet.
+    Tail(RedBox, Vec<RedBox>, InPlaceRef),
 }
+
+/// The bit of [`VList::key_word`] that says "a real list with a tail".
+const TAIL_KEY: u64 = 1 << 62;
 
 impl VList {
     /// A virtual list, or `None` when it would be too long.
@@ -80,7 +134,7 @@ impl VList {
     pub fn len_w(&self, w: usize) -> Option<RedBox> {
         match self {
             VList::Virtual(items) => Some(RedBox::u64((items.len() / w) as u64)),
-            VList::Real(_) => None,
+            VList::Real(_) | VList::Tail(..) => None,
         }
     }
 
@@ -114,32 +168,46 @@ impl VList {
                 items.extend_from_slice(value);
                 true
             }
+            VList::Tail(_, items, _) if items.len() < MAX_TAIL_LEN => {
+                items.extend_from_slice(value);
+                true
+            }
             _ => false,
         }
     }
 
-    /// Pops an element of `w` slots: `Some(None)` when empty, `None` when real.
+    /// Pops an element of `w` slots: `Some(None)` when empty, `None` when
+    /// real (or a tail is empty: the pop is the `Vec`'s).
     pub fn pop_w(&mut self, w: usize) -> Option<Option<Vec<RedBox>>> {
         match self {
-            VList::Virtual(items) if items.len() >= w => Some(Some(items.split_off(items.len() - w))),
+            VList::Virtual(items) | VList::Tail(_, items, _) if items.len() >= w => {
+                Some(Some(items.split_off(items.len() - w)))
+            }
             VList::Virtual(_) => Some(None),
-            VList::Real(_) => None,
+            VList::Real(_) | VList::Tail(..) => None,
         }
     }
 
-    /// The word this list adds to its frame's key: its length when virtual.
+    /// The word this list adds to its frame's key: its length when virtual,
+    /// its tail's marked when it has one.
     pub fn key_word(&self) -> u64 {
         match self {
             VList::Virtual(items) => items.len() as u64,
             VList::Real(_) => u64::MAX,
+            VList::Tail(_, items, _) => TAIL_KEY | items.len() as u64,
         }
     }
 
-    /// Appends its reds: the address when real, the elements when virtual.
+    /// Appends its reds: the address when real, the elements when virtual,
+    /// both for a tail.
     pub fn reds_into(&self, out: &mut Vec<RedBox>) {
         match self {
             VList::Real(p) => out.push(*p),
             VList::Virtual(items) => out.extend_from_slice(items),
+            VList::Tail(p, items, _) => {
+                out.push(*p);
+                out.extend_from_slice(items);
+            }
         }
     }
 
@@ -155,6 +223,35 @@ impl VList {
                 items.copy_from_slice(&reds[*at..*at + n]);
                 *at += n;
             }
+            VList::Tail(p, items, _) => {
+                *p = reds[*at];
+                let n = items.len();
+                items.copy_from_slice(&reds[*at + 1..*at + 1 + n]);
+                *at += 1 + n;
+            }
+        }
+    }
+
+    /// Moves a tail into its `Vec` (a call to [`InPlace::extend`], which
+    /// makes the facts about `Vec`s stale) and returns the `Vec`'s
+    /// address; the list stays a real one with an empty tail. `None` for a
+    /// list without one.
+    pub fn flush_tail(&mut self, b: &mut ResidualBuilder) -> Option<RedBox> {
+        let VList::Tail(p, items, how) = self else { return None };
+        if !items.is_empty() {
+            let mut args = vec![*p, RedBox::u64(items.len() as u64)];
+            args.append(items);
+            b.red_call(how.0.extend, "vec_extend", &args, &[]);
+        }
+        Some(*p)
+    }
+
+    /// Makes a list with a tail a real one (its tail moved into memory), for
+    /// code that knows only real and virtual lists: the interpreter's
+    /// objects rebuilt at a hand-over.
+    pub fn untail(&mut self, b: &mut ResidualBuilder) {
+        if let Some(p) = self.flush_tail(b) {
+            *self = VList::Real(p);
         }
     }
 
@@ -168,8 +265,9 @@ impl VList {
         new_repeat: crate::ir::builder::CallbackFn,
         set: crate::ir::builder::CallbackFn,
     ) -> RedBox {
+        self.flush_tail(b);
         let items = match self {
-            VList::Real(p) => return *p,
+            VList::Real(p) | VList::Tail(p, ..) => return *p,
             VList::Virtual(items) => std::mem::take(items),
         };
         let n = RedBox::u64(items.len() as u64);
@@ -185,8 +283,9 @@ impl VList {
     /// forcing a virtual one first: residual code calls `new`
     /// ([`crate::run::heap::flat_vec_new`]) with the length and the slots.
     pub fn force_flat(&mut self, b: &mut ResidualBuilder, w: usize, new: crate::ir::builder::CallbackFn) -> RedBox {
+        self.flush_tail(b);
         let items = match self {
-            VList::Real(p) => return *p,
+            VList::Real(p) | VList::Tail(p, ..) => return *p,
             VList::Virtual(items) => std::mem::take(items),
         };
         let mut args = vec![RedBox::u64((items.len() / w.max(1)) as u64)];

@@ -252,6 +252,19 @@ pub unsafe extern "C" fn vec_store<T: Word>(buf: *mut u64) -> u64 {
     })
 }
 
+/// Appends elements to a `Vec` (a list's tail moved into memory):
+/// `[dest, n, e0, .. e(n-1)] -> []`.
+pub unsafe extern "C" fn vec_extend<T: Word>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words, then `n` more; the address is a live Vec<T>.
+        let n = unsafe { args(buf, 2) }[1] as usize;
+        let b = unsafe { args(buf, 2 + n) };
+        let v = unsafe { vec_at::<T>(b[0]) };
+        v.extend(b[2..].iter().map(|w| T::from_word(*w)));
+        Ok(())
+    })
+}
+
 /// Moves a real `Vec` into another place (`*dest = take(src)`; nothing when
 /// they are the same): `[dest, src] -> []`.
 pub unsafe extern "C" fn vec_move<T: 'static>(buf: *mut u64) -> u64 {

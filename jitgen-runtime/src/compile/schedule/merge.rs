@@ -200,9 +200,12 @@ impl<F: Frame> Compilation<F> {
                     if !same_lists {
                         self.stats.lists_forced_at_merges += 1;
                         st.force_lists(&mut self.b);
-                        st.heap.force_backed_lists(&mut self.b);
+                        st.force_backed_lists(&mut self.b, true);
                         st.sync_facts(&self.b);
                         st.normalize();
+                    } else {
+                        // Backed lists in memory keep a tail, emptied here.
+                        st.force_backed_lists(&mut self.b, false);
                     }
                     if st.spill_frames(&mut self.b) {
                         self.stats.spills += 1;
