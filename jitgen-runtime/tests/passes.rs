@@ -404,6 +404,59 @@ entry(v0: i64):
 }
 
 #[test]
+fn values_nothing_uses_are_dropped_with_the_loads_they_came_from() {
+    // A word of memory the function reads (its address in the listing).
+    static CELL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(7);
+    let cell = format!("{:#x}", &CELL as *const _ as usize);
+    // v2 and the chain v3, v4 are used by nothing; v5 is (by the branch);
+    // a checked add and a division may leave, so they stay unused; v9 is
+    // passed to a block that does not read it, which is a use.
+    let input = "
+entry(v0: i64):
+    v1 = const.ptr CELL
+    v2 = load.i64 v1+0
+    v3 = load.i64 v1+0
+    v4 = add.i64 v3, v0
+    v5 = load.i64 v1+0
+    v6 = lt.i64 v5, v0
+    v7 = add_checked.i64 v0, v0
+    v8 = div.i64 v0, v5
+    v9 = mul.i64 v0, v0
+    branch v6, L1(v9), L2()
+L1(v10: i64):
+    return v0
+L2():
+    return v5
+"
+    .replace("CELL", &cell);
+    let before = parsed(&input);
+    let mut after = before.clone();
+    assert!(after.drop_dead_values());
+    after.check_dominance().unwrap_or_else(|e| panic!("{e}\n{}", listing(&after)));
+    for x in [0u64, 1, 8, i64::MAX as u64] {
+        assert_eq!(outcome(&before, &[x]), outcome(&after, &[x]), "input {x}");
+    }
+    // (The listing numbers values anew.)
+    let want = "
+entry(v0: i64):
+    v1 = const.ptr CELL
+    v2 = load.i64 v1+0
+    v3 = lt.i64 v2, v0
+    v4 = add_checked.i64 v0, v0
+    v5 = div.i64 v0, v2
+    v6 = mul.i64 v0, v0
+    branch v3, L1(v6), L2()
+L1(v7: i64):
+    return v0
+L2():
+    return v2
+"
+    .replace("CELL", &cell);
+    assert_eq!(listing(&after), want.trim_start());
+    assert!(!after.drop_dead_values(), "nothing more to drop");
+}
+
+#[test]
 fn a_direct_call_of_compiled_code_parses_back_and_runs_the_callee() {
     use jitgen_runtime::run::direct::DirectEntry;
     use jitgen_runtime::run::stats::Stats;

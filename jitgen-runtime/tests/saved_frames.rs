@@ -205,14 +205,7 @@ fn spilled_frames_go_onto_the_continuation_stack_and_come_back() {
                 v36 = const.u64 2
                 v37 = sub.u64 v35, v36
                 v38 = const.ptr STACK
-                v39 = load.ptr v38+0
-                v40 = const.u64 8
-                v41 = mul.u64 v37, v40
-                v42 = cast.u64.ptr v41
-                v43 = add.ptr v39, v42
-                v44 = load.i64 v43+0
-                v45 = const.ptr STACK
-                store.u64 v45+8, v37
+                store.u64 v38+8, v37
                 return 
         "#]],
     );

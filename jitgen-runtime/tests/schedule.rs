@@ -81,13 +81,9 @@ fn constant_red_boxes_fold() {
     let (f, _) = native::<(i64,), i64, _>(c);
     expect![[r#"
         entry(v0: i64):
-            v1 = const.i64 0
-            v2 = lt.i64 v0, v1
-            v3 = const.bool false
-            v4 = eq.bool v2, v3
-            v5 = const.i64 -42
-            v6 = add.i64 v0, v5
-            return v6
+            v1 = const.i64 -42
+            v2 = add.i64 v0, v1
+            return v2
     "#]]
     .assert_eq(f.listing());
     assert_eq!(f.call((50,)).unwrap(), 8);
@@ -759,120 +755,117 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
             branch v5, L2(), L3()
         L2():
             v6 = const.i64 0
-            v7 = const.i64 0
-            v8 = const.i64 1
-            v9 = lt.i64 v8, v0
-            branch v9, L5(), L6()
+            v7 = const.i64 1
+            v8 = lt.i64 v7, v0
+            branch v8, L5(), L6()
         L3():
-            v10 = const.i64 0
-            return v10
+            v9 = const.i64 0
+            return v9
         L5():
-            v11 = const.i64 1
-            v12 = const.i64 1
-            v13 = const.i64 1
-            v14 = const.i64 2
-            v15 = lt.i64 v14, v0
-            branch v15, L24(v14, v13), L9(v13)
+            v10 = const.i64 1
+            v11 = const.i64 2
+            v12 = lt.i64 v11, v0
+            branch v12, L24(v11, v10), L9(v10)
         L6():
-            return v7
-        L8(v16: i64, v17: i64):
-            v18 = add.i64 v17, v16
-            v19 = rem.i64 v18, v2
-            v20 = const.i64 1
-            v21 = add.i64 v16, v20
-            v22 = lt.i64 v21, v0
-            branch v22, L8(v21, v19), L9(v19)
-        L9(v23: i64):
-            return v23
+            return v6
+        L8(v13: i64, v14: i64):
+            v15 = add.i64 v14, v13
+            v16 = rem.i64 v15, v2
+            v17 = const.i64 1
+            v18 = add.i64 v13, v17
+            v19 = lt.i64 v18, v0
+            branch v19, L8(v18, v16), L9(v16)
+        L9(v20: i64):
+            return v20
         L13():
-            v24 = const.i64 0
-            v25 = lt.i64 v24, v0
-            branch v25, L14(), L15()
+            v21 = const.i64 0
+            v22 = lt.i64 v21, v0
+            branch v22, L14(), L15()
         L14():
-            v26 = const.i64 0
-            v27 = rem.i64 v26, v1
-            v28 = const.i64 1
-            v29 = lt.i64 v28, v0
-            branch v29, L17(), L18()
+            v23 = const.i64 0
+            v24 = rem.i64 v23, v1
+            v25 = const.i64 1
+            v26 = lt.i64 v25, v0
+            branch v26, L17(), L18()
         L15():
-            v30 = const.i64 0
-            return v30
-        L17():
-            v31 = const.i64 1
-            v32 = add.i64 v27, v31
-            v33 = rem.i64 v32, v1
-            v34 = const.i64 2
-            v35 = lt.i64 v34, v0
-            branch v35, L27(v34, v33), L21(v33)
-        L18():
+            v27 = const.i64 0
             return v27
-        L20(v36: i64, v37: i64):
-            v38 = add.i64 v37, v36
-            v39 = rem.i64 v38, v1
-            v40 = const.i64 1
-            v41 = add.i64 v36, v40
-            v42 = lt.i64 v41, v0
-            branch v42, L20(v41, v39), L21(v39)
-        L21(v43: i64):
-            return v43
-        L24(v44: i64, v45: i64):
-            v46 = const.i64 3
-            v47 = sub.i64 v0, v46
-            v48 = lt.i64 v47, v0
-            v49 = lt.i64 v44, v47
-            v50 = and.bool v48, v49
-            branch v50, L25(v44, v45, v47), L8(v44, v45)
-        L25(v51: i64, v52: i64, v53: i64):
-            v54 = add.i64 v52, v51
-            v55 = rem.i64 v54, v2
-            v56 = const.i64 1
-            v57 = add.i64 v51, v56
-            v58 = add.i64 v55, v57
-            v59 = rem.i64 v58, v2
-            v60 = const.i64 2
-            v61 = add.i64 v51, v60
-            v62 = add.i64 v59, v61
-            v63 = rem.i64 v62, v2
-            v64 = const.i64 3
-            v65 = add.i64 v51, v64
-            v66 = add.i64 v63, v65
-            v67 = rem.i64 v66, v2
-            v68 = const.i64 4
-            v69 = add.i64 v51, v68
-            v70 = lt.i64 v69, v0
-            v71 = lt.i64 v69, v53
-            branch v71, L25(v69, v67, v53), L26()
+        L17():
+            v28 = const.i64 1
+            v29 = add.i64 v24, v28
+            v30 = rem.i64 v29, v1
+            v31 = const.i64 2
+            v32 = lt.i64 v31, v0
+            branch v32, L27(v31, v30), L21(v30)
+        L18():
+            return v24
+        L20(v33: i64, v34: i64):
+            v35 = add.i64 v34, v33
+            v36 = rem.i64 v35, v1
+            v37 = const.i64 1
+            v38 = add.i64 v33, v37
+            v39 = lt.i64 v38, v0
+            branch v39, L20(v38, v36), L21(v36)
+        L21(v40: i64):
+            return v40
+        L24(v41: i64, v42: i64):
+            v43 = const.i64 3
+            v44 = sub.i64 v0, v43
+            v45 = lt.i64 v44, v0
+            v46 = lt.i64 v41, v44
+            v47 = and.bool v45, v46
+            branch v47, L25(v41, v42, v44), L8(v41, v42)
+        L25(v48: i64, v49: i64, v50: i64):
+            v51 = add.i64 v49, v48
+            v52 = rem.i64 v51, v2
+            v53 = const.i64 1
+            v54 = add.i64 v48, v53
+            v55 = add.i64 v52, v54
+            v56 = rem.i64 v55, v2
+            v57 = const.i64 2
+            v58 = add.i64 v48, v57
+            v59 = add.i64 v56, v58
+            v60 = rem.i64 v59, v2
+            v61 = const.i64 3
+            v62 = add.i64 v48, v61
+            v63 = add.i64 v60, v62
+            v64 = rem.i64 v63, v2
+            v65 = const.i64 4
+            v66 = add.i64 v48, v65
+            v67 = lt.i64 v66, v0
+            v68 = lt.i64 v66, v50
+            branch v68, L25(v66, v64, v50), L26()
         L26():
-            branch v70, L8(v69, v67), L9(v67)
-        L27(v72: i64, v73: i64):
-            v74 = const.i64 3
-            v75 = sub.i64 v0, v74
-            v76 = lt.i64 v75, v0
-            v77 = lt.i64 v72, v75
-            v78 = and.bool v76, v77
-            branch v78, L28(v72, v73, v75), L20(v72, v73)
-        L28(v79: i64, v80: i64, v81: i64):
-            v82 = add.i64 v80, v79
-            v83 = rem.i64 v82, v1
-            v84 = const.i64 1
-            v85 = add.i64 v79, v84
-            v86 = add.i64 v83, v85
-            v87 = rem.i64 v86, v1
-            v88 = const.i64 2
-            v89 = add.i64 v79, v88
-            v90 = add.i64 v87, v89
-            v91 = rem.i64 v90, v1
-            v92 = const.i64 3
-            v93 = add.i64 v79, v92
-            v94 = add.i64 v91, v93
-            v95 = rem.i64 v94, v1
-            v96 = const.i64 4
-            v97 = add.i64 v79, v96
-            v98 = lt.i64 v97, v0
-            v99 = lt.i64 v97, v81
-            branch v99, L28(v97, v95, v81), L29()
+            branch v67, L8(v66, v64), L9(v64)
+        L27(v69: i64, v70: i64):
+            v71 = const.i64 3
+            v72 = sub.i64 v0, v71
+            v73 = lt.i64 v72, v0
+            v74 = lt.i64 v69, v72
+            v75 = and.bool v73, v74
+            branch v75, L28(v69, v70, v72), L20(v69, v70)
+        L28(v76: i64, v77: i64, v78: i64):
+            v79 = add.i64 v77, v76
+            v80 = rem.i64 v79, v1
+            v81 = const.i64 1
+            v82 = add.i64 v76, v81
+            v83 = add.i64 v80, v82
+            v84 = rem.i64 v83, v1
+            v85 = const.i64 2
+            v86 = add.i64 v76, v85
+            v87 = add.i64 v84, v86
+            v88 = rem.i64 v87, v1
+            v89 = const.i64 3
+            v90 = add.i64 v76, v89
+            v91 = add.i64 v88, v90
+            v92 = rem.i64 v91, v1
+            v93 = const.i64 4
+            v94 = add.i64 v76, v93
+            v95 = lt.i64 v94, v0
+            v96 = lt.i64 v94, v78
+            branch v96, L28(v94, v92, v78), L29()
         L29():
-            branch v98, L20(v97, v95), L21(v95)
+            branch v95, L20(v94, v92), L21(v92)
     "#]]
     .assert_eq(f.listing());
     let want = |n: i64, d: i64| (0..n).fold(0i64, |acc, i| (acc + i) % d);
@@ -1166,45 +1159,43 @@ fn simplification_propagates_invariant_and_equal_parameters_and_folds_constants(
             v3 = lt.i64 v1, v0
             branch v3, L7(v1, v1), L5(v1)
         L2(v4: i64, v5: i64):
-            v6 = const.i64 0
-            v7 = const.bool false
-            v8 = add.i64 v5, v4
-            v9 = rem.i64 v8, v2
-            v10 = const.i64 1
-            v11 = add.i64 v4, v10
-            v12 = lt.i64 v11, v0
-            branch v12, L2(v11, v9), L5(v9)
-        L5(v13: i64):
-            return v13
-        L7(v14: i64, v15: i64):
-            v16 = const.i64 3
-            v17 = sub.i64 v0, v16
-            v18 = lt.i64 v17, v0
-            v19 = lt.i64 v14, v17
-            v20 = and.bool v18, v19
-            branch v20, L8(v14, v15, v17), L2(v14, v15)
-        L8(v21: i64, v22: i64, v23: i64):
-            v24 = add.i64 v22, v21
-            v25 = rem.i64 v24, v2
-            v26 = const.i64 1
-            v27 = add.i64 v21, v26
-            v28 = add.i64 v25, v27
-            v29 = rem.i64 v28, v2
-            v30 = const.i64 2
-            v31 = add.i64 v21, v30
-            v32 = add.i64 v29, v31
-            v33 = rem.i64 v32, v2
-            v34 = const.i64 3
-            v35 = add.i64 v21, v34
-            v36 = add.i64 v33, v35
-            v37 = rem.i64 v36, v2
-            v38 = const.i64 4
-            v39 = add.i64 v21, v38
-            v40 = lt.i64 v39, v0
-            v41 = lt.i64 v39, v23
-            branch v41, L8(v39, v37, v23), L9()
+            v6 = add.i64 v5, v4
+            v7 = rem.i64 v6, v2
+            v8 = const.i64 1
+            v9 = add.i64 v4, v8
+            v10 = lt.i64 v9, v0
+            branch v10, L2(v9, v7), L5(v7)
+        L5(v11: i64):
+            return v11
+        L7(v12: i64, v13: i64):
+            v14 = const.i64 3
+            v15 = sub.i64 v0, v14
+            v16 = lt.i64 v15, v0
+            v17 = lt.i64 v12, v15
+            v18 = and.bool v16, v17
+            branch v18, L8(v12, v13, v15), L2(v12, v13)
+        L8(v19: i64, v20: i64, v21: i64):
+            v22 = add.i64 v20, v19
+            v23 = rem.i64 v22, v2
+            v24 = const.i64 1
+            v25 = add.i64 v19, v24
+            v26 = add.i64 v23, v25
+            v27 = rem.i64 v26, v2
+            v28 = const.i64 2
+            v29 = add.i64 v19, v28
+            v30 = add.i64 v27, v29
+            v31 = rem.i64 v30, v2
+            v32 = const.i64 3
+            v33 = add.i64 v19, v32
+            v34 = add.i64 v31, v33
+            v35 = rem.i64 v34, v2
+            v36 = const.i64 4
+            v37 = add.i64 v19, v36
+            v38 = lt.i64 v37, v0
+            v39 = lt.i64 v37, v21
+            branch v39, L8(v37, v35, v21), L9()
         L9():
-            branch v40, L2(v39, v37), L5(v37)
+            branch v38, L2(v37, v35), L5(v35)
     "#]]
     .assert_eq(&listing(&f));
     let code: Residual<(i64,), i64> = compiled(&f);

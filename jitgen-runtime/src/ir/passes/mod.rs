@@ -34,6 +34,8 @@
 //! 5. **Overwritten stores** (`stores.rs`): a store that a later store of
 //!    its block writes over, with nothing between that reads memory or
 //!    leaves, is dropped.
+//! 6. **Dead values** (`dead.rs`): operations without effects (loads
+//!    included) whose values nothing uses are dropped.
 //!
 //! Merging moves code into blocks made later, so label order is not
 //! dominance order: backends translate blocks in reverse postorder
@@ -57,6 +59,7 @@
 //! (`jitgen-runtime/tests/unroll.rs` runs unrolled loops against the loop
 //! taken one turn at a time, at the ends of the integer range).
 
+mod dead;
 mod merge;
 mod propagate;
 mod rotate;
@@ -75,8 +78,9 @@ impl ResidualFunction {
     /// [`ResidualFunction::propagate`] (on the smaller function), and again if it changed
     /// anything, and loops are closed through small blocks. Last, counted
     /// loops of one block are unrolled ([`UNROLL_TURNS`] turns per jump
-    /// behind a guard; see the `unroll` module), and stores written over
-    /// are dropped.
+    /// behind a guard; see the `unroll` module), stores written over are
+    /// dropped, and so are operations without effects whose values nothing
+    /// uses (the `dead` module).
     pub fn simplify(&mut self) {
         self.merge_blocks();
         if self.propagate() {
@@ -87,5 +91,6 @@ impl ResidualFunction {
         }
         self.unroll_counted_loops();
         self.drop_overwritten_stores();
+        self.drop_dead_values();
     }
 }
