@@ -389,6 +389,52 @@ fn a_portal_taking_a_vec_by_value_agrees_with_plain() {
     .unwrap();
 }
 
+/// A callee that hands over to the interpreter inside a native call:
+/// compiled code calls `h` directly, `h`'s switch (one case at most) meets
+/// another value, and the direct call's failure hook finishes `h` in the
+/// interpreter; its caller goes on in compiled code.
+#[test]
+fn a_callee_handing_over_inside_a_native_call_returns_to_compiled_code() {
+    use sl::Op::*;
+    let _serial = serial();
+    std::thread::spawn(|| {
+        sl::jit::config().set_threshold(0);
+        sl::jit::config().set_max_cases(1);
+        // h(n) = promote(n) + 1; f(n) = n == 0 ? 0 : h(n) + f(n - 1).
+        let h = sl::Function { code: vec![Arg(0), Promote, Const(1), Add, Ret] };
+        let f = sl::Function {
+            code: vec![
+                Arg(0),
+                JumpIfZero(10),
+                Arg(0),
+                Call(0, 1),
+                Arg(0),
+                Const(1),
+                Sub,
+                Call(1, 1),
+                Add,
+                Ret,
+                Const(0),
+                Ret,
+            ],
+        };
+        let p = vec![h, f];
+        let before = sl::jit::stats();
+        for n in [5, 60, 100] {
+            for _ in 0..3 {
+                assert_eq!(sl::call(&p, 1, &[n]), sl::jit::plain::call(&p, 1, &[n]), "f({n})");
+            }
+        }
+        assert_eq!(sl::call(&p, 1, &[100]), Ok(100 * 101 / 2 + 100));
+        let s = sl::jit::stats();
+        assert_eq!(s.declined, before.declined, "{s:?} {:?}", sl::jit::last_decline());
+        assert!(s.resumptions > before.resumptions + 100, "{s:?}");
+        sl::jit::config().set_max_cases(16);
+    })
+    .join()
+    .unwrap();
+}
+
 #[test]
 fn calls_passing_their_arguments_as_a_slice_agree_with_plain() {
     use sl::Op::*;
