@@ -243,6 +243,19 @@ pub const MAX_FACTS: usize = 16;
 /// interpreter pops a few values at a time, and each bound splits versions.
 pub const MAX_KNOWN_LENGTH: u64 = 2;
 
+/// A load at `at` where `one` is 1, else of a word of the runtime's (0):
+/// `safe + (at - safe) * one`, no branch (the caller tests `one` next, or
+/// discards what was read).
+fn load_or_safe(b: &mut ResidualBuilder, ty: ValTy, at: &RedBox, one: &RedBox) -> RedBox {
+    let safe = RedBox::u64(&crate::run::heap::EMPTY_POP_WORD as *const u64 as u64);
+    let a = b.red_cast(at, ValTy::U64);
+    let d = b.red_bin(BinOp::Sub, Overflow::Wrap, &a, &safe);
+    let d = b.red_bin(BinOp::Mul, Overflow::Wrap, &d, one);
+    let a = b.red_bin(BinOp::Add, Overflow::Wrap, &safe, &d);
+    let a = b.red_cast(&a, ValTy::Ptr);
+    b.red_load(ty, &a, 0)
+}
+
 /// The longest tail [`JitState::tail_get`] chooses from at run time.
 pub const MAX_SELECTED: usize = 4;
 
@@ -770,18 +783,7 @@ impl<F: Frame> JitState<F> {
         let n = b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &one);
         let buf = self.load_field(b, ValTy::Ptr, addr, h.ptr, VEC_HEADER, h.ptr);
         let at = b.red_index_addr(&buf, &n, size);
-        let v = if known {
-            self.load_field(b, ty, &at, 0, class, 0)
-        } else {
-            // `safe + (at - safe) * one`: the element, or the runtime's word.
-            let safe = RedBox::u64(&crate::run::heap::EMPTY_POP_WORD as *const u64 as u64);
-            let a = b.red_cast(&at, ValTy::U64);
-            let d = b.red_bin(BinOp::Sub, Overflow::Wrap, &a, &safe);
-            let d = b.red_bin(BinOp::Mul, Overflow::Wrap, &d, &one);
-            let a = b.red_bin(BinOp::Add, Overflow::Wrap, &safe, &d);
-            let a = b.red_cast(&a, ValTy::Ptr);
-            b.red_load(ty, &a, 0)
-        };
+        let v = if known { self.load_field(b, ty, &at, 0, class, 0) } else { load_or_safe(b, ty, &at, &one) };
         self.store_field(b, addr, h.len, &n, VEC_HEADER, h.len);
         self.set_fact_min(b, addr, h.len, min.saturating_sub(1));
         [if known { RedBox::constant(ValTy::U32, 1) } else { b.red_cast(&some, ValTy::U32) }, v]
@@ -874,17 +876,11 @@ impl<F: Frame> JitState<F> {
         if c.is_some() {
             return Some(self.load_field(b, how.ty, &at, 0, how.class, 0));
         }
-        // `safe + (at - safe) * inside`: the element in memory, or the
-        // runtime's word; then each of the tail's where the index names it.
+        // The element in memory (or the runtime's word), then each of the
+        // tail's where the index names it.
         let inside = b.red_cmp(CmpOp::Lt, index, &len);
         let one = b.red_cast(&inside, ValTy::U64);
-        let safe = RedBox::u64(&crate::run::heap::EMPTY_POP_WORD as *const u64 as u64);
-        let a = b.red_cast(&at, ValTy::U64);
-        let d = b.red_bin(BinOp::Sub, Overflow::Wrap, &a, &safe);
-        let d = b.red_bin(BinOp::Mul, Overflow::Wrap, &d, &one);
-        let a = b.red_bin(BinOp::Add, Overflow::Wrap, &safe, &d);
-        let a = b.red_cast(&a, ValTy::Ptr);
-        let mut v = b.red_load(how.ty, &a, 0);
+        let mut v = load_or_safe(b, how.ty, &at, &one);
         for (j, x) in items.iter().enumerate() {
             let at_j = if j == 0 { len } else { b.red_length_plus(&len, j as u64) };
             let here = b.red_cmp(CmpOp::Eq, index, &at_j);
