@@ -124,8 +124,19 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                 };
                 let arg = if matches!(ty, Ty::Ref { .. }) { quote!(&*#src) } else { quote!(&#src) };
                 e.params.push((n.clone(), quote!(&#referent)));
-                e.cheap_greens.push(quote!((#arg) as *const _ as *const u8 as usize as u64));
-                e.cheap_greens_in_hook.push(quote!(#n as *const _ as *const u8 as usize as u64));
+                // The entry filter's word: a `Vec`'s buffer, not where the
+                // `Vec` itself sits (a fresh program in a machine at the same
+                // place would pass the filter at every visit of a position
+                // compiled for the old one).
+                let is_vec =
+                    matches!(&ty, Ty::Vec(_)) || matches!(&ty, Ty::Ref { to, .. } if matches!(&**to, Ty::Vec(_)));
+                if is_vec {
+                    e.cheap_greens.push(quote!((#arg).as_ptr() as *const u8 as usize as u64));
+                    e.cheap_greens_in_hook.push(quote!(#n.as_ptr() as *const u8 as usize as u64));
+                } else {
+                    e.cheap_greens.push(quote!((#arg) as *const _ as *const u8 as usize as u64));
+                    e.cheap_greens_in_hook.push(quote!(#n as *const _ as *const u8 as usize as u64));
+                }
                 e.args.push(arg);
                 e.green_params.push((n.clone(), quote!(&'a #referent), quote!(&#referent)));
                 e.frame_lets.push(quote!(let #fid = #n;));

@@ -130,6 +130,14 @@ pub mod vm {
             Vm { code, pc: 0, stack: Stack::new(), frames: CallStack::new() }
         }
 
+        /// Makes the machine start its program again (an embedder running
+        /// one program many times keeps its machine, and its compiled code).
+        pub fn restart(&mut self) {
+            self.pc = 0;
+            self.stack = Stack::new();
+            self.frames = CallStack::new();
+        }
+
         fn base(&self) -> usize {
             self.frames.last().map_or(0, |f| f.base)
         }
