@@ -1468,7 +1468,10 @@ pub fn expand(
                     if __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn) {
                         match self::__jit::#hook(#(#args),*) {
                             ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
-                            ::core::option::Option::Some(::core::result::Result::Err(__p)) => { #(#assigns)* }
+                            ::core::option::Option::Some(::core::result::Result::Err(__p)) => {
+                                #(#assigns)*
+                                __jit_sampler.entered();
+                            }
                             ::core::option::Option::None => { #give_up }
                         }
                         __jit_sampler.mask = self::__jit::#mask_fn();

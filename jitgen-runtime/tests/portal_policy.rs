@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jitgen_runtime::builder::ResidualBuilder;
 use jitgen_runtime::driver::{
-    Config, Hot, LoopSampler, PortalCache, PortalSite, Sampler, Stats, RETIRE_AFTER, WORTH_A_HAND_OVER,
+    Config, Hot, LoopSampler, PortalCache, PortalSite, Sampler, Stats, QUIET_VISITS, RETIRE_AFTER, WORTH_A_HAND_OVER,
 };
 use jitgen_runtime::ops::ValTy;
 use jitgen_runtime::residual::{compile_host, ResidualFn};
@@ -119,4 +119,29 @@ fn a_declined_position_sharing_a_word_with_code_is_skipped_again() {
     let mut never = |_: &[u64]| -> Result<ResidualFn, String> { unreachable!("the code is there") };
     assert!(site.code(hot, [7], &[], &[], &mut never, &|| shared).is_some());
     assert!(SAMPLER.with(|s| s.may_enter(shared)), "entered code sets its word again");
+}
+
+/// A call whose visits all pass the entry mask (a collision at each) and
+/// enter no code asks the portal at every visit for `QUIET_VISITS` visits,
+/// then samples them as where the portal has no code: one ask per sample
+/// period. Code entered makes it test the mask at every visit again.
+#[test]
+fn a_call_entering_no_code_stops_testing_the_mask() {
+    let mut sampler = LoopSampler::new(u64::MAX);
+    let run = |sampler: &mut LoopSampler, visits: u32| {
+        let mut asked = 0u32;
+        for _ in 0..visits {
+            let ask = |due: bool, left: u32, _word: u64| {
+                asked += 1;
+                Some(if due { 99 } else { left })
+            };
+            assert!(!(sampler.due() && sampler.visits_hook(1234, ask)), "nothing lets a visit through");
+        }
+        asked
+    };
+    assert_eq!(run(&mut sampler, QUIET_VISITS), QUIET_VISITS);
+    let sampled = run(&mut sampler, 10_000);
+    assert!((90..=110).contains(&sampled), "{sampled} asks in 10,000 visits");
+    sampler.entered();
+    assert_eq!(run(&mut sampler, 100), 100);
 }

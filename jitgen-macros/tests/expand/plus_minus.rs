@@ -55,6 +55,7 @@ pub mod plus_minus {
                                     ) => {
                                         acc = __p.acc;
                                         pc = __p.pc;
+                                        __jit_sampler.entered();
                                     }
                                     ::core::option::Option::None => {
                                         if self::__jit::__gives_up_ll_plus_minus() {

@@ -462,16 +462,28 @@ pub fn skip_after_cold(streak: u32, threshold: u32) -> u32 {
     }
 }
 
+/// Visits of one portal call that test the entry mask with no code entered
+/// since the call began or code last ran: past them the call samples its
+/// visits as where the portal has no code ([`LoopSampler::visits_hook`]).
+/// A program the thread has no code for (a fresh one, code being kept for
+/// its buffers' addresses) paid the mask test at every visit: the stack
+/// VM's recursive fibonacci ran at 3.2x plain's time (PERFORMANCE.md). Code
+/// a call reaches within this many visits is entered by the filter as
+/// before; later, at a sampled visit.
+pub const QUIET_VISITS: u32 = 1 << 14;
+
 /// What the interpreter loop keeps of its portal's [`Sampler`] in locals
 /// (registers): a countdown of visits to skip, and once the thread has code
 /// for the portal, the entry filter folded to 64 bits
 /// ([`Sampler::entry_mask`]) with the countdown kept beside it. Without
 /// code a visit costs one subtraction and its borrow (a fused `sub; jb`);
 /// with code the first countdown stays at 0 and each visit tests its green
-/// word against the mask in the countdown's cold block.
+/// word against the mask in the countdown's cold block, for at most
+/// [`QUIET_VISITS`] visits in a row that enter no code.
 pub struct LoopSampler {
     skips: u32,
     counted: u32,
+    quiet: u32,
     /// [`Sampler::entry_mask`], taken again after each visit of the hook.
     pub mask: u64,
 }
@@ -480,7 +492,14 @@ impl LoopSampler {
     /// At the start of a portal call, given [`Sampler::entry_mask`].
     #[inline(always)]
     pub fn new(mask: u64) -> LoopSampler {
-        LoopSampler { skips: 0, counted: 0, mask }
+        LoopSampler { skips: 0, counted: 0, quiet: 0, mask }
+    }
+
+    /// The hook ran compiled code, which handed back to the interpreter:
+    /// the mask is tested at every visit again.
+    #[inline(always)]
+    pub fn entered(&mut self) {
+        self.quiet = 0;
     }
 
     /// Whether this visit leaves the countdown (the cold path follows).
@@ -498,7 +517,7 @@ impl LoopSampler {
     #[inline(always)]
     pub fn visits_hook(&mut self, green: u64, ask: impl FnOnce(bool, u32, u64) -> Option<u32>) -> bool {
         self.skips = 0;
-        if self.mask == 0 {
+        if self.mask == 0 || self.quiet >= QUIET_VISITS {
             return match ask(true, 0, green) {
                 Some(n) => {
                     self.skips = n;
@@ -507,6 +526,7 @@ impl LoopSampler {
                 None => true,
             };
         }
+        self.quiet += 1;
         let (left, due) = self.counted.overflowing_sub(1);
         self.counted = left;
         if !due && self.mask & Sampler::mask_bit(green) == 0 {
