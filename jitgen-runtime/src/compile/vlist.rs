@@ -22,13 +22,15 @@
 //!
 //! Invariant: the length of a virtual list is part of the state's key (see
 //! [`VList::key_word`]), so that states merged into one residual block agree
-//! on it, and only its elements are reds; so is the length of a tail.
+//! on it, and only its elements are reds; so is the length of a tail. A
+//! list growing in a loop is forced at a merge point (see
+//! `schedule::merge`), and a state too large to hand over to a lazily
+//! compiled side has its lists forced first
+//! ([`crate::compile::state::JitState::force_lists`]).
+//!
 //! Invariant: the part in memory of a list with a tail is a valid `Vec`
 //! (its length field is its length); the list is that `Vec` followed by the
-//! tail. A list growing in a loop is forced
-//! at a merge point (see `schedule::merge`), and a state too large to hand
-//! over to a lazily compiled side has its lists forced first
-//! ([`crate::compile::state::JitState::force_lists`]).
+//! tail.
 
 use crate::compile::redbox::RedBox;
 use crate::ir::builder::{CallbackFn, ResidualBuilder};
