@@ -240,8 +240,8 @@ fn main() {
 
 /// A program of another example interpreter: its name, a run of it
 /// (through the portal or plain) giving its result as text, and its
-/// module's counts of compilations and of entries into compiled code.
-type Other = (&'static str, &'static str, fn(bool) -> String, fn() -> (u64, u64));
+/// module's statistics (compilations, entries into compiled code).
+type Other = (&'static str, &'static str, fn(bool) -> String, fn() -> jitgen::StatsSnapshot);
 
 fn countdown(n: i64, use_jit: bool) -> String {
     use subroutines_interp::{programs::COUNTDOWN, sub};
@@ -281,50 +281,15 @@ fn machine_fib(n: i64, use_jit: bool) -> String {
 
 /// The other interpreters' programs with targets (issue 24).
 const OTHERS: &[Other] = &[
-    (
-        "subroutines",
-        "countdown 3,000,000",
-        |j| countdown(3_000_000, j),
-        || {
-            let s = subroutines_interp::sub::jit::stats();
-            (s.compilations, s.entries)
-        },
-    ),
-    (
-        "subroutines",
-        "countdown 30,000,000",
-        |j| countdown(30_000_000, j),
-        || {
-            let s = subroutines_interp::sub::jit::stats();
-            (s.compilations, s.entries)
-        },
-    ),
-    (
-        "stack VM",
-        "recursive fib 25",
-        |j| stackvm_fib(25, j),
-        || {
-            let s = stackvm_interp::vm::jit::stats();
-            (s.compilations, s.entries)
-        },
-    ),
-    (
-        "calls recursing in Rust",
-        "recursive fib 27",
-        |j| recursive_fib(27, j),
-        || {
-            let s = recursive_interp::rec::jit::stats();
-            (s.compilations, s.entries)
-        },
-    ),
+    ("subroutines", "countdown 3,000,000", |j| countdown(3_000_000, j), subroutines_interp::sub::jit::stats),
+    ("subroutines", "countdown 30,000,000", |j| countdown(30_000_000, j), subroutines_interp::sub::jit::stats),
+    ("stack VM", "recursive fib 25", |j| stackvm_fib(25, j), stackvm_interp::vm::jit::stats),
+    ("calls recursing in Rust", "recursive fib 27", |j| recursive_fib(27, j), recursive_interp::rec::jit::stats),
     (
         "calls recursing in Rust, a method",
         "recursive fib 27",
         |j| machine_fib(27, j),
-        || {
-            let s = recursive_interp::rec::jit::stats();
-            (s.compilations, s.entries)
-        },
+        recursive_interp::rec::jit::stats,
     ),
 ];
 
@@ -334,7 +299,7 @@ fn other_interpreters(runs: usize) -> String {
     let mut table = String::from(
         "| interpreter | program | plain ms | JIT ms, compilation included | JIT ms, warm | speed-up, compilation included | speed-up, warm |\n|---|---|---:|---:|---:|---:|---:|\n",
     );
-    for &(name, program, run, compilations) in OTHERS {
+    for &(name, program, run, stats) in OTHERS {
         eprintln!("{name} {program}...");
         let want = run(false);
         let plain = median(&measure(runs, || timed(|| run(false)), &want, "plain"));
@@ -349,10 +314,10 @@ fn other_interpreters(runs: usize) -> String {
         // before compiling: a run that compiles nothing may not have
         // entered any code either).
         for _ in 0..20 {
-            let before = compilations();
+            let before = stats();
             run(true);
-            let after = compilations();
-            if after.0 == before.0 && after.1 > before.1 {
+            let after = stats();
+            if after.compilations == before.compilations && after.entries > before.entries {
                 break;
             }
         }
