@@ -157,29 +157,29 @@ fn build(write_through: bool) -> *const u8 {
         b.ins().return_(&[n]);
         b.switch_to_block(rec);
         let mf = MemFlagsData::trusted();
+        // A push onto the buffer whose pointer, length and capacity are at
+        // `at`, `at + 8`, `at + 16` of `st` (a trap when full): the old
+        // length and the new element's address.
+        let push = |b: &mut FunctionBuilder, st, at: i32, shift: i64| {
+            let (p, len, cap) =
+                (b.ins().load(I64, mf, st, at), b.ins().load(I64, mf, st, at + 8), b.ins().load(I64, mf, st, at + 16));
+            let full = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, len, cap);
+            b.ins().trapnz(full, cranelift_codegen::ir::TrapCode::unwrap_user(1));
+            let off = b.ins().ishl_imm_u(len, shift);
+            let elem = b.ins().iadd(p, off);
+            let len1 = b.ins().iadd_imm_s(len, 1);
+            b.ins().store(mf, len1, st, at + 8);
+            (len, elem)
+        };
         let call = |b: &mut FunctionBuilder, arg, pc: i64| {
             if let Some(st) = st {
                 // st: [stack ptr, stack len, stack cap, frames ptr, frames len, frames cap]
-                let (sp, sl, sc) =
-                    (b.ins().load(I64, mf, st, 0), b.ins().load(I64, mf, st, 8), b.ins().load(I64, mf, st, 16));
-                let full = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, sl, sc);
-                b.ins().trapnz(full, cranelift_codegen::ir::TrapCode::unwrap_user(1));
-                let off = b.ins().ishl_imm_u(sl, 3);
-                let at = b.ins().iadd(sp, off);
+                let (sl, at) = push(b, st, 0, 3);
                 b.ins().store(mf, arg, at, 0);
-                let sl1 = b.ins().iadd_imm_s(sl, 1);
-                b.ins().store(mf, sl1, st, 8);
-                let (fp, fl, fc) =
-                    (b.ins().load(I64, mf, st, 24), b.ins().load(I64, mf, st, 32), b.ins().load(I64, mf, st, 40));
-                let full = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, fl, fc);
-                b.ins().trapnz(full, cranelift_codegen::ir::TrapCode::unwrap_user(1));
-                let off = b.ins().ishl_imm_u(fl, 4);
-                let at = b.ins().iadd(fp, off);
+                let (fl, at) = push(b, st, 24, 4);
                 let rp = b.ins().iconst(I64, pc);
                 b.ins().store(mf, rp, at, 0);
                 b.ins().store(mf, sl, at, 8);
-                let fl1 = b.ins().iadd_imm_s(fl, 1);
-                b.ins().store(mf, fl1, st, 32);
                 let r = b.ins().call(fref, &[arg, st]);
                 let r = b.inst_results(r)[0];
                 // The return: the frame popped, the stack truncated to its base.
