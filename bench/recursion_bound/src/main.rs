@@ -207,7 +207,7 @@ fn build(write_through: bool) -> *const u8 {
     p
 }
 
-fn best<F: FnMut() -> i64>(mut f: F, want: i64) -> f64 {
+fn median<F: FnMut() -> i64>(mut f: F, want: i64) -> f64 {
     let mut v = vec![];
     for _ in 0..41 {
         let t = Instant::now();
@@ -228,9 +228,9 @@ fn main() {
     let wt: extern "C" fn(i64, *mut u64) -> i64 = unsafe { std::mem::transmute(build(true)) };
     let mut stack = vec![0i64; 1 << 16];
     let mut frames = vec![0i64; 1 << 17];
-    let p = best(|| plain(std::hint::black_box(&code)).unwrap(), want);
-    let r = best(|| reg(std::hint::black_box(n)), want);
-    let w = best(
+    let p = median(|| plain(std::hint::black_box(&code)).unwrap(), want);
+    let r = median(|| reg(std::hint::black_box(n)), want);
+    let w = median(
         || {
             let mut st = [stack.as_mut_ptr() as u64, 0, 1 << 16, frames.as_mut_ptr() as u64, 0, 1 << 16];
             wt(std::hint::black_box(n), st.as_mut_ptr())
