@@ -264,6 +264,31 @@ fn stackvm_fib(n: i64, use_jit: bool) -> String {
     })
 }
 
+/// A program of the VM whose frames own their locals, on one machine per
+/// thread started again for each run (as [`stackvm_fib`]).
+fn framevm(program: &'static str, use_jit: bool) -> String {
+    use framevm_interp::programs::{ackermann, fib};
+    use framevm_interp::vm::{jit, Machine};
+    thread_local!(static VM: std::cell::RefCell<Vec<(&'static str, Machine)>> = const { std::cell::RefCell::new(Vec::new()) });
+    VM.with(|vms| {
+        let mut vms = vms.borrow_mut();
+        let at = match vms.iter().position(|(p, _)| *p == program) {
+            Some(at) => at,
+            None => {
+                let code = match program {
+                    "fib" => fib(27),
+                    _ => ackermann(3, 7),
+                };
+                vms.push((program, Machine::new(code)));
+                vms.len() - 1
+            }
+        };
+        let vm = &mut vms[at].1;
+        vm.restart();
+        format!("{:?}", if use_jit { vm.run() } else { jit::plain::Machine::run(vm) })
+    })
+}
+
 fn recursive_fib(n: i64, use_jit: bool) -> String {
     use recursive_interp::{programs::fib, rec};
     // One program per thread, as an embedder keeps its program: code is
@@ -284,6 +309,8 @@ const OTHERS: &[Other] = &[
     ("subroutines", "countdown 3,000,000", |j| countdown(3_000_000, j), subroutines_interp::sub::jit::stats),
     ("subroutines", "countdown 30,000,000", |j| countdown(30_000_000, j), subroutines_interp::sub::jit::stats),
     ("stack VM", "recursive fib 25", |j| stackvm_fib(25, j), stackvm_interp::vm::jit::stats),
+    ("stack VM, frames owning their locals", "recursive fib 27", |j| framevm("fib", j), framevm_interp::vm::jit::stats),
+    ("stack VM, frames owning their locals", "Ackermann(3, 7)", |j| framevm("ack", j), framevm_interp::vm::jit::stats),
     ("calls recursing in Rust", "recursive fib 27", |j| recursive_fib(27, j), recursive_interp::rec::jit::stats),
     (
         "calls recursing in Rust, a method",

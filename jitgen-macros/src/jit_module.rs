@@ -64,9 +64,8 @@ struct Entry {
 fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: bool) -> Entry {
     let rt = rt();
     let f = gen.fns[fi];
-    // The lengths of the portal's lists of scalars, and the type of its
-    // saved frames (see the end).
-    let (mut scalar_lens, mut frame_struct) = (vec![], None);
+    // The lengths of the portal's lists of scalars (see the end).
+    let mut scalar_lens = vec![];
     let mut e = Entry {
         params: vec![],
         args: vec![],
@@ -405,8 +404,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                             }
                         };
                     });
-                } else if let (Repr::VOList(s), true) = (&r, portal) {
-                    frame_struct = Some(s.clone());
+                } else if let (Repr::VOList(_), true) = (&r, portal) {
                     // A portal's saved frames: virtual when there are none
                     // (whether there are is in the key); else its `Vec` with
                     // the frames of calls compiled code makes pushed over it,
@@ -457,16 +455,13 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
             }
         }
     }
-    // Saved frames with no list of their own: the portal's lists of
-    // scalars are shared by every call of the interpreted program (one
-    // operand stack, each call's part above its frame's base). With saved
-    // frames they hold the callers' values, so code entered there takes
-    // them from memory, with no length in its key: one entry serves every
-    // depth (it would compile once per depth).
-    let shared = frame_struct
-        .and_then(|s| gen.cg.types().structs.get(&s))
-        .is_some_and(|d| d.fields.values().all(|t| list_field(t, gen.cg.types()).is_none()));
-    if let (true, Some(nested)) = (shared, &e.nested) {
+    // With saved frames, the portal's lists of scalars hold the callers'
+    // values too: an operand stack every call of the interpreted program
+    // shares (each call's part above its frame's base, or its arguments
+    // popped into the frame's own locals). So code entered there takes them
+    // from memory, with no length in its key: one entry serves every depth
+    // (it would compile once per depth, and its flexswitches' cases too).
+    if let Some(nested) = &e.nested {
         for len in scalar_lens {
             e.lens.push(quote!(let #len: usize = if #nested { usize::MAX } else { #len };));
         }

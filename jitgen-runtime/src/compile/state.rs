@@ -173,8 +173,9 @@ impl Lineage {
     /// virtual lists than this is not seen as one.
     const DEPTH: usize = 512;
 
-    /// Records a visit of the point `point` (a hash) with `size` reds (or,
-    /// for a call point, `size` calls deep: see [`JitState::call_point`]),
+    /// Records a visit of the point `point` (a hash) of size `size` (the
+    /// elements of the frames' lists, see [`JitState::frame_lists_len`], or,
+    /// for a call point, how many calls deep: see [`JitState::call_point`]),
     /// the builder having recorded `branches` branches, and returns whether
     /// this path was there before smaller and with fewer branches recorded:
     /// a loop that grew, or a language-level recursion through a run-time
@@ -439,24 +440,41 @@ impl<F: Frame> JitState<F> {
     }
 
     /// The key this state would have with its frames' virtual lists and
-    /// dicts forced, or `None` when it has none.
-    pub fn lists_real_key(&self) -> Option<StateKey<F::Key>> {
+    /// dicts forced, or `None` when it has none; with it, which of the
+    /// frames' other reds are constants, and their values (each turn of a
+    /// loop counted by a red constant has other ones).
+    pub fn lists_real_key(&self) -> Option<(StateKey<F::Key>, Vec<Option<u64>>)> {
         let mut frames = self.frames.clone();
         for f in &mut frames {
             f.lists_mut(&mut |l| l.forget());
         }
         let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
         let own = self.key();
-        (keys != own.0).then_some((keys, own.1))
+        if keys == own.0 {
+            return None;
+        }
+        let consts = frames.iter().flat_map(|f| f.reds()).map(|r| r.as_const()).collect();
+        Some(((keys, own.1), consts))
     }
 
-    /// Where a path is, for recursion: the hash of the frames' keys with
-    /// their lists of structs (saved frames) taken as empty and real, the
-    /// same with every other list and dict taken as real too (an operand
-    /// stack shared by the calls grows with them), and how many virtual
-    /// elements the lists of structs hold (how deep the language-level
-    /// calls compiled inline are); `None` when they hold none.
-    pub fn call_point(&mut self) -> Option<(u64, u64, usize)> {
+    /// How many elements the frames' virtual lists of values and dicts hold
+    /// (not their lists of structs): what a loop growing a list grows.
+    pub fn frame_lists_len(&mut self) -> usize {
+        let mut n = 0;
+        for f in &mut self.frames {
+            f.lists_mut(&mut |l| match l {
+                ListMut::Scalars(VList::Virtual(items) | VList::Tail(_, items, _), ..)
+                | ListMut::Flat(VList::Virtual(items) | VList::Tail(_, items, _), ..) => n += items.len(),
+                ListMut::Dict(VDict::Virtual(entries), ..) => n += entries.len(),
+                _ => {}
+            });
+        }
+        n
+    }
+
+    /// How many virtual elements the lists of structs (saved frames) hold:
+    /// how deep the language-level calls compiled inline are.
+    pub fn call_depth(&mut self) -> usize {
         let mut depth = 0;
         for f in &mut self.frames {
             f.lists_mut(&mut |l| {
@@ -467,6 +485,17 @@ impl<F: Frame> JitState<F> {
                 }
             });
         }
+        depth
+    }
+
+    /// Where a path is, for recursion: the hash of the frames' keys with
+    /// their lists of structs (saved frames) taken as empty and real, the
+    /// same with every other list and dict taken as real too (an operand
+    /// stack shared by the calls grows with them), and how many virtual
+    /// elements the lists of structs hold (how deep the language-level
+    /// calls compiled inline are); `None` when they hold none.
+    pub fn call_point(&mut self) -> Option<(u64, u64, usize)> {
+        let depth = self.call_depth();
         if depth == 0 {
             return None;
         }

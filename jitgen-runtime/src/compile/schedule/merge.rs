@@ -24,13 +24,19 @@
 //!
 //! Virtual lists have their lengths in the key, so a loop that pushes onto
 //! one (an interpreter's output) would get a version per length. A state
-//! whose path went through the same merge point with fewer reds, its lists
-//! aside from their lengths equal, and through a run-time branch since
-//! ([`crate::compile::state::Lineage`]), has its frames' lists forced
-//! there: the loop's second turn gets one version with them real. So does a
-//! state arriving where that version exists. A list that shrinks in a loop
-//! (a drain), or grows in a loop that branches on nothing known only at run
-//! time (copying a call's arguments), stays virtual.
+//! whose path went through the same merge point with fewer elements in its
+//! frames' lists, its lists aside from their lengths equal, and through a
+//! run-time branch since ([`crate::compile::state::Lineage`]), has its
+//! frames' lists forced there: the loop's second turn gets one version with
+//! them real. So does a state arriving where that version exists. A list
+//! that shrinks in a loop (a drain), or grows in a loop that branches on
+//! nothing known only at run time, stays virtual; so do lists of up to
+//! [`COUNTED_GROWTH`] elements in a loop counted by red constants, each turn
+//! with other constants than every earlier one (a `for` over a compile-time
+//! range that pops a call's arguments, each pop an error exit, into the
+//! callee's locals). A path back at a merge point one language-level call
+//! deeper holds more reds, but its lists are no longer: they stay virtual
+//! (else a callee's locals are allocated at each call of a recursion).
 //!
 //! A state back at a call point with more of the interpreter's saved frames
 //! virtual than when its path was there before, through a run-time branch
@@ -99,6 +105,14 @@ impl Shape {
         }
     }
 }
+
+/// The most elements the frames' lists may hold at a turn of a loop
+/// counted by red constants before they are forced (see
+/// [`Compilation::merge`]): a call's arguments moved into its frame's
+/// locals one by one stay virtual. It bounds the unrolling of a loop that
+/// pushes as it counts down a constant (brainfuck's `[.-]` in
+/// `tests/rust_style.rs`; PERFORMANCE.md has what larger bounds cost).
+pub const COUNTED_GROWTH: usize = 2;
 
 /// Whether a version of this shape covers a state with these reds.
 pub(super) fn shape_covers(b: &ResidualBuilder, shape: &[Shape], reds: &[RedBox]) -> bool {
@@ -242,11 +256,17 @@ impl<F: Frame> Compilation<F> {
         if !self.versions.contains_key(&key) {
             // Lists that grew since this path was here last (a loop turn)
             // are forced: one version for them real instead of one per
-            // length.
-            if let Some(real) = st.lists_real_key() {
+            // length. A loop counted by red constants (a `for` over a
+            // compile-time range: its counter is a join, so red), its
+            // constants different from every earlier visit's, keeps lists
+            // of up to [`COUNTED_GROWTH`] elements in all virtual.
+            if let Some((real, consts)) = st.lists_real_key() {
                 use std::hash::BuildHasher;
                 let point = rustc_hash::FxBuildHasher.hash_one(&real);
-                let grew = st.lineage.grew(point, st.core_reds().len(), self.b.branches);
+                let consts = rustc_hash::FxBuildHasher.hash_one(&consts);
+                let size = st.frame_lists_len();
+                let (grew, same) = st.lineage.grew_tagged(point, size, self.b.branches, consts);
+                let grew = grew && (same || size > COUNTED_GROWTH);
                 if grew || self.versions.contains_key(&real) {
                     self.stats.lists_forced_at_merges += 1;
                     st.force_lists(&mut self.b);

@@ -200,6 +200,7 @@ impl<F: Frame> Compilation<F> {
                 cases_left: Cell::new(limits.max_tree_cases),
                 declines_recursion: Cell::new(false),
                 cases: RefCell::new(None),
+                shapes: RefCell::new(Default::default()),
                 pieces: RefCell::new(vec![]),
             }),
             defer: None,

@@ -6,7 +6,12 @@
 //! the switch. The pieces below one root compilation share a [`Tree`]: a
 //! budget of cases, and a cache of the states already compiled, so that a
 //! loop cut by the budget closes through tail calls between pieces instead
-//! of compiling anew. Each case is entered by a tail call with its live
+//! of compiling anew. The cache's key holds the constants among the
+//! state's reds; a shape of state (key, facts, which reds are constants)
+//! switched on with more than [`CONSTANT_VARIANTS`] sets of constants passes
+//! them as run-time values, so that a recursion whose arguments fold to a
+//! new constant at each level shares its pieces instead of compiling one
+//! per value. Each case is entered by a tail call with its live
 //! values passed through the frame (a store and a load per value). When the
 //! switch is full or a case declines, residual code continues in the
 //! interpreter through execute mode.
@@ -58,6 +63,11 @@ pub(super) struct Tree {
     /// the budget closes through tail calls instead of compiling anew.
     /// (A `CaseCache<G>`, typed by the extension's frame.)
     pub(super) cases: RefCell<Option<Box<dyn std::any::Any>>>,
+    /// Per shape of the states switches resume (key, facts, which reds are
+    /// constants), the constants seen: a shape met with more than
+    /// [`CONSTANT_VARIANTS`] of them passes its constants as run-time values
+    /// (see [`Compilation::flexswitch`]).
+    pub(super) shapes: RefCell<HashMap<u64, Vec<u64>>>,
     /// The pieces compiled so far: listing and code. The root function owns
     /// the tree (so the pieces); switches refer to it weakly, and to pieces
     /// by entry address, so that pieces can jump to each other in loops.
@@ -81,6 +91,14 @@ impl crate::run::promotion::Pieces for Tree {
         }
     }
 }
+
+/// How many sets of constants the states of one shape that switches resume
+/// may keep (each case compiles its own piece for them) before the next
+/// such switch passes them as run-time values, so that its cases share the
+/// pieces compiled for them. A language-level recursion compiled with its
+/// arguments constant (Ackermann's `ack(m - 1, 1)`) returns a new constant
+/// at each level: a piece per value, up to the tree's budget of cases.
+pub(super) const CONSTANT_VARIANTS: usize = 2;
 
 /// How a red of a resumed state is laid out: a constant, or an input.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -239,9 +257,32 @@ impl<F: Frame> Compilation<F> {
                 promoted.push(n);
             }
         }
+        let reds = st.reds();
+        // A shape switched on with too many sets of constants passes them
+        // as run-time values (see [`CONSTANT_VARIANTS`]).
+        let widen = {
+            use std::hash::BuildHasher;
+            let consts: Vec<u64> = reds.iter().filter_map(|r| r.as_const()).collect();
+            let shape: Vec<bool> = reds.iter().map(|r| r.as_const().is_some()).collect();
+            let h = rustc_hash::FxBuildHasher;
+            let shape = h.hash_one((st.key(), st.facts_key(), shape, value.is_some()));
+            let consts = h.hash_one(consts);
+            let mut shapes = self.tree.shapes.borrow_mut();
+            let seen = shapes.entry(shape).or_default();
+            if !seen.contains(&consts) && seen.len() < CONSTANT_VARIANTS {
+                seen.push(consts);
+            }
+            let fits = distinct_run_time_values(&reds) + reds.iter().filter(|r| r.as_const().is_some()).count() + 2
+                <= crate::ir::function::MAX_FRAME_WORDS;
+            !seen.contains(&consts) && fits
+        };
         let mut live: Vec<Val> = vec![];
         let mut slots = vec![];
-        for r in st.reds() {
+        for r in reds {
+            let r = match r {
+                RedBox::Const { .. } if widen => RedBox::Var { ty: r.ty(), val: self.b.materialize(&r) },
+                r => r,
+            };
             slots.push(match r {
                 RedBox::Var { ty, val } if promoted.contains(&val) => Slot::Promoted(ty),
                 RedBox::Var { val, .. } => match live.iter().position(|v| *v == val) {
