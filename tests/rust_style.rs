@@ -382,10 +382,13 @@ mod stdlib {
         let r = v.remove(0);
         v.extend_from_slice(extra);
         let len1 = v.len() as i64;
+        v.reverse();
+        let rev = v[0] * 17 + v[v.len() - 1];
         v.truncate(2);
         let s = v[0] * 10 + v[1];
         v.clear();
-        g + f * 3 + l * 5 + r * 7 + len1 * 11 + s * 13 + v.len() as i64
+        v.reverse();
+        g + f * 3 + l * 5 + r * 7 + len1 * 11 + s * 13 + v.len() as i64 + rev * 19
     }
 
     /// The `Option` and `Result` combinators, with closures that capture.

@@ -2139,8 +2139,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
         if is_list {
             // Mutating methods name the receiver again at each use: a field
             // read each time is the field's own list.
-            let mutating =
-                matches!(method.as_str(), "swap" | "truncate" | "clear" | "insert" | "remove" | "extend_from_slice");
+            let mutating = matches!(
+                method.as_str(),
+                "swap" | "truncate" | "clear" | "insert" | "remove" | "extend_from_slice" | "reverse"
+            );
             if mutating && !pure_place(r) {
                 return Some(self.unsupported(
                     mc,
@@ -2221,6 +2223,16 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     let __jitgen_n: usize = #a0;
                     while (#r).len() > __jitgen_n {
                         (#r).pop();
+                    }
+                }),
+                ("reverse", 0) => syn::parse_quote!({
+                    let __jitgen_n: usize = (#r).len();
+                    let mut __jitgen_k: usize = 0;
+                    while __jitgen_k < __jitgen_n / 2 {
+                        let __jitgen_t = (#r)[__jitgen_k];
+                        (#r)[__jitgen_k] = (#r)[__jitgen_n - 1 - __jitgen_k];
+                        (#r)[__jitgen_n - 1 - __jitgen_k] = __jitgen_t;
+                        __jitgen_k += 1;
                     }
                 }),
                 ("clear", 0) => syn::parse_quote!(while !(#r).is_empty() {
@@ -2753,7 +2765,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             return self.poison(mc.span());
         }
         self.error(mc.method.span(), format!(
-            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
         ));
         self.poison(mc.span())
     }

@@ -3,7 +3,7 @@
 //!
 //! The machine keeps `Vec<StackFrame>`, each frame with its return address
 //! and a `Vec` of locals filled from the operand stack at each call (popped
-//! one by one, or copied in order and the stack truncated); the operand
+//! one by one and reversed, or copied and the stack truncated); the operand
 //! stack is a field of the machine that every call shares. The stack VM of
 //! `interpreters/stackvm` keeps its locals in the operand stack instead.
 
@@ -35,9 +35,10 @@ pub mod vm {
         /// Continue at the given index.
         Jump(usize),
         /// Call the procedure at the target with the top `argc` values as
-        /// its locals, the last pushed first.
+        /// its locals, in the order they were pushed (popped one by one,
+        /// then reversed).
         Call(usize, usize),
-        /// The same, its locals in the order they were pushed.
+        /// The same, the values copied from the stack, which is truncated.
         CallInOrder(usize, usize),
         /// Return to the caller, leaving the operand stack as it is.
         Return,
@@ -144,6 +145,7 @@ pub mod vm {
                         for _ in 0..argc {
                             locals.push(self.pop()?);
                         }
+                        locals.reverse();
                         self.frames.push(StackFrame { return_ip: self.ip, locals });
                         self.ip = target;
                     }
@@ -197,7 +199,8 @@ pub mod programs {
         ]
     }
 
-    /// Ackermann's function, its arguments in order (local 0 is `m`).
+    /// Ackermann's function (local 0 is `m`), called by both call
+    /// instructions.
     pub fn ackermann(m: i64, n: i64) -> Vec<Op> {
         vec![
             Const(m),
@@ -229,7 +232,7 @@ pub mod programs {
             GetLocal(1),
             Const(1),
             Sub,
-            CallInOrder(4, 2),
+            Call(4, 2),
             CallInOrder(4, 2),
             Return,
         ]
