@@ -384,11 +384,14 @@ mod stdlib {
         let len1 = v.len() as i64;
         v.reverse();
         let rev = v[0] * 17 + v[v.len() - 1];
+        let tail = v.split_off(v.len() - extra.len().min(2));
+        let rest = v.split_off(v.len());
+        let split = tail.len() as i64 * 23 + tail.first().map_or(0, |x| *x) + rest.len() as i64 * 29;
         v.truncate(2);
         let s = v[0] * 10 + v[1];
         v.clear();
         v.reverse();
-        g + f * 3 + l * 5 + r * 7 + len1 * 11 + s * 13 + v.len() as i64 + rev * 19
+        g + f * 3 + l * 5 + r * 7 + len1 * 11 + s * 13 + v.len() as i64 + rev * 19 + split * 31
     }
 
     /// The `Option` and `Result` combinators, with closures that capture.

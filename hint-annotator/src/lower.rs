@@ -2141,7 +2141,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             // read each time is the field's own list.
             let mutating = matches!(
                 method.as_str(),
-                "swap" | "truncate" | "clear" | "insert" | "remove" | "extend_from_slice" | "reverse"
+                "swap" | "truncate" | "clear" | "insert" | "remove" | "extend_from_slice" | "reverse" | "split_off"
             );
             if mutating && !pure_place(r) {
                 return Some(self.unsupported(
@@ -2224,6 +2224,25 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     while (#r).len() > __jitgen_n {
                         (#r).pop();
                     }
+                }),
+                // A copy of the tail, then the list truncated; Rust panics
+                // past the length (here without its message). The tail's
+                // length is computed first: `v.split_off(v.len() - n)`
+                // copies n elements, known while compiling when n is.
+                ("split_off", 1) => syn::parse_quote!({
+                    let __jitgen_at: usize = #a0;
+                    assert!(__jitgen_at <= (#r).len());
+                    let __jitgen_n: usize = (#r).len() - __jitgen_at;
+                    let mut __jitgen_t = Vec::new();
+                    let mut __jitgen_k: usize = 0;
+                    while __jitgen_k < __jitgen_n {
+                        __jitgen_t.push((#r)[__jitgen_at + __jitgen_k]);
+                        __jitgen_k += 1;
+                    }
+                    while (#r).len() > __jitgen_at {
+                        (#r).pop();
+                    }
+                    __jitgen_t
                 }),
                 ("reverse", 0) => syn::parse_quote!({
                     let __jitgen_n: usize = (#r).len();
@@ -2765,7 +2784,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             return self.poison(mc.span());
         }
         self.error(mc.method.span(), format!(
-            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse/split_off, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
         ));
         self.poison(mc.span())
     }

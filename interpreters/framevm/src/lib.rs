@@ -3,7 +3,7 @@
 //!
 //! The machine keeps `Vec<StackFrame>`, each frame with its return address
 //! and a `Vec` of locals filled from the operand stack at each call (popped
-//! one by one and reversed, or copied and the stack truncated); the operand
+//! one by one and reversed, or split off the stack); the operand
 //! stack is a field of the machine that every call shares. The stack VM of
 //! `interpreters/stackvm` keeps its locals in the operand stack instead.
 
@@ -38,7 +38,7 @@ pub mod vm {
         /// its locals, in the order they were pushed (popped one by one,
         /// then reversed).
         Call(usize, usize),
-        /// The same, the values copied from the stack, which is truncated.
+        /// The same, the values split off the stack (`Vec::split_off`).
         CallInOrder(usize, usize),
         /// Return to the caller, leaving the operand stack as it is.
         Return,
@@ -151,11 +151,7 @@ pub mod vm {
                     }
                     Op::CallInOrder(target, argc) => {
                         let base = self.stack.len().checked_sub(argc).ok_or(Error::Underflow)?;
-                        let mut locals = Vec::new();
-                        for i in 0..argc {
-                            locals.push(self.stack[base + i]);
-                        }
-                        self.stack.truncate(base);
+                        let locals = self.stack.split_off(base);
                         self.frames.push(StackFrame { return_ip: self.ip, locals });
                         self.ip = target;
                     }
