@@ -62,7 +62,7 @@ pub mod __private {
         }
         /// Virtual lists, dicts and structures.
         pub mod vlist {
-            pub use jitgen_runtime::compile::vlist::{InPlace, VList, MAX_VIRTUAL_LEN};
+            pub use jitgen_runtime::compile::vlist::{InPlace, VList, MAX_VIRTUAL_LEN, NESTED_KEYED_LEN};
         }
         pub mod vdict {
             pub use jitgen_runtime::compile::vdict::VDict;
@@ -83,7 +83,7 @@ pub mod __private {
                 flat_vec_len, flat_vec_new, flat_vec_pop, flat_vec_push, flat_vec_set, flat_vec_store, map_contains,
                 map_get, map_insert, map_len, map_new, map_remove, take_string, take_vec, vec_extend, vec_get,
                 vec_header, vec_layout, vec_len, vec_move, vec_new, vec_new_repeat, vec_pop, vec_pop_moved, vec_push,
-                vec_push_moved, vec_reserve_one, vec_set, vec_store, EnumLayout, Flat,
+                vec_push_moved, vec_reserve_one, vec_set, vec_store, EnumLayout, Flat, EMPTY_POP_BYTES,
             };
         }
         /// Compiled code, its calls and callbacks.

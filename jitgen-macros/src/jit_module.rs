@@ -64,8 +64,9 @@ struct Entry {
 fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: bool) -> Entry {
     let rt = rt();
     let f = gen.fns[fi];
-    // The lengths of the portal's lists of scalars (see the end).
-    let mut scalar_lens = vec![];
+    // The lengths of the portal's lists of scalars, and of its lists of
+    // enums with their top elements' variants (see the end).
+    let (mut scalar_lens, mut enum_lens) = (vec![], vec![]);
     let mut e = Entry {
         params: vec![],
         args: vec![],
@@ -325,6 +326,7 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
                     e.key.push(quote!(#tags));
                     e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
                     e.green_params.push((tags.clone(), quote!(u64), quote!(u64)));
+                    enum_lens.push((len.clone(), tags.clone()));
                     let ranges: Vec<TokenStream> =
                         variant_ranges(ety, gen.cg.types()).iter().map(|(a, b)| quote!((#a, #b))).collect();
                     let marker = flat_marker(ety);
@@ -461,9 +463,19 @@ fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>, portal: 
     // popped into the frame's own locals). So code entered there takes them
     // from memory, with no length in its key: one entry serves every depth
     // (it would compile once per depth, and its flexswitches' cases too).
+    // Lists of enums keep their length and types in the key while short
+    // (`NESTED_KEYED_LEN`): an interpreter whose frames take the caller's
+    // stack along (TLC) enters a callee's loop with the callee's own few
+    // values, their types known.
     if let Some(nested) = &e.nested {
         for len in scalar_lens {
             e.lens.push(quote!(let #len: usize = if #nested { usize::MAX } else { #len };));
+        }
+        for (len, tags) in enum_lens {
+            e.lens.push(quote! {
+                let (#len, #tags): (usize, u64) =
+                    if #nested && #len > #rt::vlist::NESTED_KEYED_LEN { (usize::MAX, 0) } else { (#len, #tags) };
+            });
         }
     }
     e

@@ -247,14 +247,13 @@ pub const MAX_KNOWN_LENGTH: u64 = 2;
 /// A load at `at` where `one` is 1, else of a word of the runtime's (0):
 /// `safe + (at - safe) * one`, no branch (the caller tests `one` next, or
 /// discards what was read).
-fn load_or_safe(b: &mut ResidualBuilder, ty: ValTy, at: &RedBox, one: &RedBox) -> RedBox {
-    let safe = RedBox::u64(&crate::run::heap::EMPTY_POP_WORD as *const u64 as u64);
+fn or_safe(b: &mut ResidualBuilder, at: &RedBox, one: &RedBox) -> RedBox {
+    let safe = RedBox::u64(crate::run::heap::EMPTY_POP_WORDS.as_ptr() as u64);
     let a = b.red_cast(at, ValTy::U64);
     let d = b.red_bin(BinOp::Sub, Overflow::Wrap, &a, &safe);
     let d = b.red_bin(BinOp::Mul, Overflow::Wrap, &d, one);
     let a = b.red_bin(BinOp::Add, Overflow::Wrap, &safe, &d);
-    let a = b.red_cast(&a, ValTy::Ptr);
-    b.red_load(ty, &a, 0)
+    b.red_cast(&a, ValTy::Ptr)
 }
 
 /// The longest tail [`JitState::tail_get`] chooses from at run time.
@@ -457,14 +456,15 @@ impl<F: Frame> JitState<F> {
         Some(((keys, own.1), consts))
     }
 
-    /// How many elements the frames' virtual lists of values and dicts hold
+    /// How many elements the frames' virtual lists of values (of enums: each
+    /// its tag and slots) and dicts hold
     /// (not their lists of structs): what a loop growing a list grows.
     pub fn frame_lists_len(&mut self) -> usize {
         let mut n = 0;
         for f in &mut self.frames {
             f.lists_mut(&mut |l| match l {
-                ListMut::Scalars(VList::Virtual(items) | VList::Tail(_, items, _), ..)
-                | ListMut::Flat(VList::Virtual(items) | VList::Tail(_, items, _), ..) => n += items.len(),
+                ListMut::Scalars(VList::Virtual(items) | VList::Tail(_, items, _), ..) => n += items.len(),
+                ListMut::Flat(VList::Virtual(items) | VList::Tail(_, items, _), w, _) => n += items.len() / w.max(1),
                 ListMut::Dict(VDict::Virtual(entries), ..) => n += entries.len(),
                 _ => {}
             });
@@ -740,6 +740,22 @@ impl<F: Frame> JitState<F> {
         class: u32,
         reserve: CallbackFn,
     ) {
+        self.vec_push_slots(b, addr, &[(0, *x)], h, size, class, reserve)
+    }
+
+    /// [`JitState::vec_push`] of an element stored as these values at these
+    /// offsets (an enum: its tag, and its variant's payload).
+    #[allow(clippy::too_many_arguments)]
+    pub fn vec_push_slots(
+        &mut self,
+        b: &mut ResidualBuilder,
+        addr: &RedBox,
+        slots: &[(i32, RedBox)],
+        h: VecHeader,
+        size: u64,
+        class: u32,
+        reserve: CallbackFn,
+    ) {
         let len = self.load_field(b, ValTy::U64, addr, h.len, VEC_HEADER, h.len);
         let cap = self.load_field(b, ValTy::U64, addr, h.cap, VEC_HEADER, h.cap);
         let full = b.red_cmp(CmpOp::Eq, &len, &cap);
@@ -768,7 +784,9 @@ impl<F: Frame> JitState<F> {
         let min = self.fact_min(b, addr, h.len);
         let buf = self.load_field(b, ValTy::Ptr, addr, h.ptr, VEC_HEADER, h.ptr);
         let at = b.red_index_addr(&buf, &len, size);
-        self.store_field(b, &at, 0, x, class, 0);
+        for (off, x) in slots {
+            self.store_field(b, &at, *off, x, class, *off);
+        }
         let n = b.red_length_plus(&len, 1);
         self.store_field(b, addr, h.len, &n, VEC_HEADER, h.len);
         self.set_fact_min(b, addr, h.len, (min + 1).min(MAX_KNOWN_LENGTH));
@@ -801,21 +819,44 @@ impl<F: Frame> JitState<F> {
         size: u64,
         class: u32,
     ) -> [RedBox; 2] {
+        let (some, v) = self.vec_pop_slots(b, addr, &[(0, ty)], h, size, class);
+        [some, v[0]]
+    }
+
+    /// [`JitState::vec_pop`] of an element read as values of these types at
+    /// these offsets (an enum: its tag, and every variant's payload, of
+    /// which only the tag's is used); at most
+    /// [`crate::run::heap::EMPTY_POP_BYTES`] bytes.
+    pub fn vec_pop_slots(
+        &mut self,
+        b: &mut ResidualBuilder,
+        addr: &RedBox,
+        slots: &[(i32, ValTy)],
+        h: VecHeader,
+        size: u64,
+        class: u32,
+    ) -> (RedBox, Vec<RedBox>) {
+        debug_assert!(size as usize <= crate::run::heap::EMPTY_POP_BYTES);
         let len = self.load_field(b, ValTy::U64, addr, h.len, VEC_HEADER, h.len);
         let min = self.fact_min(b, addr, h.len);
         let some = if min > 0 { RedBox::bool(true) } else { b.red_cmp(CmpOp::Ne, &len, &RedBox::u64(0)) };
         if some.as_const() == Some(0) {
-            return [RedBox::constant(ValTy::U32, 0), RedBox::constant(ty, 0)];
+            return (RedBox::constant(ValTy::U32, 0), slots.iter().map(|(_, ty)| RedBox::constant(*ty, 0)).collect());
         }
         let known = some.as_const().is_some();
         let one = if known { RedBox::u64(1) } else { b.red_cast(&some, ValTy::U64) };
         let n = b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &one);
         let buf = self.load_field(b, ValTy::Ptr, addr, h.ptr, VEC_HEADER, h.ptr);
         let at = b.red_index_addr(&buf, &n, size);
-        let v = if known { self.load_field(b, ty, &at, 0, class, 0) } else { load_or_safe(b, ty, &at, &one) };
+        let vals = if known {
+            slots.iter().map(|(off, ty)| self.load_field(b, *ty, &at, *off, class, *off)).collect()
+        } else {
+            let at = or_safe(b, &at, &one);
+            slots.iter().map(|(off, ty)| b.red_load(*ty, &at, *off)).collect()
+        };
         self.store_field(b, addr, h.len, &n, VEC_HEADER, h.len);
         self.set_fact_min(b, addr, h.len, min.saturating_sub(1));
-        [if known { RedBox::constant(ValTy::U32, 1) } else { b.red_cast(&some, ValTy::U32) }, v]
+        (if known { RedBox::constant(ValTy::U32, 1) } else { b.red_cast(&some, ValTy::U32) }, vals)
     }
 
     /// Moves the lists of objects with a backing (the interpreter's own,
@@ -909,7 +950,8 @@ impl<F: Frame> JitState<F> {
         // tail's where the index names it.
         let inside = b.red_cmp(CmpOp::Lt, index, &len);
         let one = b.red_cast(&inside, ValTy::U64);
-        let mut v = load_or_safe(b, how.ty, &at, &one);
+        let safe = or_safe(b, &at, &one);
+        let mut v = b.red_load(how.ty, &safe, 0);
         for (j, x) in items.iter().enumerate() {
             let at_j = if j == 0 { len } else { b.red_length_plus(&len, j as u64) };
             let here = b.red_cmp(CmpOp::Eq, index, &at_j);

@@ -42,6 +42,13 @@ use crate::run::heap::VecHeader;
 /// a list.
 pub const MAX_VIRTUAL_LEN: usize = 64;
 
+/// The longest list of enums whose length (and whose top elements'
+/// variants) code entered where the interpreter has saved frames keeps in
+/// its key; a longer one is taken from memory. An operand stack that every
+/// call shares grows with the depth, and a version per depth would compile;
+/// one that each call starts afresh (TLC's) is short there.
+pub const NESTED_KEYED_LEN: usize = 4;
+
 /// How residual code writes into a real `Vec` of integers in place: what a
 /// [`VList::Tail`] needs to move its elements into memory.
 #[derive(Debug)]

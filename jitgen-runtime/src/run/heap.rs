@@ -195,9 +195,13 @@ pub unsafe extern "C" fn vec_reserve_one<T: 'static>(buf: *mut u64) -> u64 {
     })
 }
 
-/// A word residual code may read where a pop finds its `Vec` empty (it
-/// reads before it knows, and the value is not used).
-pub static EMPTY_POP_WORD: u64 = 0;
+/// What residual code may read where a pop finds its `Vec` empty (it reads
+/// before it knows, and the values are not used): room for an element of
+/// up to [`EMPTY_POP_BYTES`] bytes.
+pub static EMPTY_POP_WORDS: [u64; EMPTY_POP_BYTES / 8] = [0; EMPTY_POP_BYTES / 8];
+
+/// The size of [`EMPTY_POP_WORDS`].
+pub const EMPTY_POP_BYTES: usize = 64;
 
 /// Reads the argument buffer of a callback.
 ///
@@ -373,6 +377,26 @@ pub struct EnumLayout {
     pub slots: Vec<(i32, ValTy)>,
     /// For each flattened slot after the tag: the variant it belongs to.
     pub slot_variant: Vec<usize>,
+}
+
+impl EnumLayout {
+    /// How to write the tag into fresh memory (a push): the widest unsigned
+    /// integer of at most 8 bytes at its offset, aligned and within the
+    /// value, zero-extended. Rust may keep the tag wider than the narrowest
+    /// one that reads it (filling the padding before the payload), and reads
+    /// it whole (a derived `PartialEq` compares tags so): a narrow store
+    /// into fresh memory leaves the rest of it undefined. Bytes past the
+    /// real tag are padding, or a payload slot written after the tag. Over a
+    /// valid value (a set), the narrow store is enough: the rest of a wider
+    /// tag is already zero.
+    pub fn tag_store(&self) -> (i32, ValTy) {
+        let off = self.tag.0 as u64;
+        let w = [8u64, 4, 2, 1]
+            .into_iter()
+            .find(|w| off % w == 0 && off + w <= self.size && *w >= (self.tag.1.bits() / 8) as u64)
+            .unwrap_or((self.tag.1.bits() / 8) as u64);
+        (self.tag.0, ValTy::Int { bits: (w * 8) as u8, signed: false })
+    }
 }
 
 /// The bytes of `v` written over a buffer filled with `fill`.
