@@ -54,7 +54,7 @@ pub mod __private {
         }
         /// The JIT state and the frames it chains.
         pub mod state {
-            pub use jitgen_runtime::compile::state::{Frame, JitState, ListMut};
+            pub use jitgen_runtime::compile::state::{FlatVec, Frame, JitState, ListMut};
         }
         /// Red boxes and helpers that build arrays of them.
         pub mod redbox {
@@ -83,7 +83,7 @@ pub mod __private {
                 flat_vec_len, flat_vec_new, flat_vec_pop, flat_vec_push, flat_vec_set, flat_vec_store, map_contains,
                 map_get, map_insert, map_len, map_new, map_remove, take_string, take_vec, vec_extend, vec_get,
                 vec_header, vec_layout, vec_len, vec_move, vec_new, vec_new_repeat, vec_pop, vec_pop_moved, vec_push,
-                vec_push_moved, vec_reserve_one, vec_set, vec_store, EnumLayout, Flat, EMPTY_POP_BYTES,
+                vec_push_moved, vec_reserve_one, vec_set, vec_store, EnumLayout, Flat,
             };
         }
         /// Compiled code, its calls and callbacks.

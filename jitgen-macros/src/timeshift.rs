@@ -346,31 +346,8 @@ impl<'g> Gen<'g> {
                     let __x = #x;
                     if !#l.push_w(&__x) {
                         let __a = #addr;
-                        match (<#m as #rt::heap::Flat>::layout(), #rt::heap::vec_header::<#et>(), __x[0].as_const()) {
-                            (Some(__el), Some(__h), Some(__k)) => {
-                                // The variant is known: its tag and its
-                                // slots, in place (`JitState::vec_push_slots`).
-                                // Fresh memory: the tag written whole
-                                // (`EnumLayout::tag_store`), then as it is
-                                // read, so that it is known.
-                                let (__toff, __tty) = __el.tag_store();
-                                let mut __slots = vec![(__toff, #u::constant(__tty, __k))];
-                                if __tty != __el.tag.1 {
-                                    __slots.push((__el.tag.0, #u::constant(__el.tag.1, __k)));
-                                }
-                                for (__j, (__off, _)) in __el.slots.iter().enumerate() {
-                                    if __el.slot_variant[__j] == __k as usize {
-                                        __slots.push((*__off, __x[__j + 1]));
-                                    }
-                                }
-                                __st.vec_push_slots(&mut __c.b, &__a, &__slots, __h, __el.size, #class, #rt::heap::vec_reserve_one::<#et>);
-                            }
-                            _ => {
-                                let mut __args = vec![__a];
-                                __args.extend_from_slice(&__x);
-                                __c.b.red_call(#rt::heap::flat_vec_push::<#m>, "vec_push", &__args, &[]);
-                            }
-                        }
+                        let __how = #rt::state::FlatVec::of::<#m>(#class);
+                        __st.flat_vec_push(&mut __c.b, &__a, &__x, &__how);
                     }
                 })
             }
@@ -396,22 +373,9 @@ impl<'g> Gen<'g> {
                         }
                         None => {
                             let __a = #addr;
-                            match (<#m as #rt::heap::Flat>::layout(), #rt::heap::vec_header::<#et>()) {
-                                (Some(__el), Some(__h)) if __el.size as usize <= #rt::heap::EMPTY_POP_BYTES => {
-                                    // In place: the tag and every slot (those
-                                    // of other variants are not looked at).
-                                    let mut __at = vec![__el.tag];
-                                    __at.extend_from_slice(&__el.slots);
-                                    let (__some, __v) = __st.vec_pop_slots(&mut __c.b, &__a, &__at, __h, __el.size, #class);
-                                    let mut __r = vec![__some, __c.b.red_cast(&__v[0], #rt::ops::ValTy::U32)];
-                                    __r.extend_from_slice(&__v[1..]);
-                                    <[#u; #m1]>::try_from(&__r[..]).expect("1 + n slots")
-                                }
-                                _ => {
-                                    let __v = __c.b.red_call(#rt::heap::flat_vec_pop::<#m>, "vec_pop", &[__a], &#otys());
-                                    <[#u; #m1]>::try_from(&__v[..]).expect("1 + n slots")
-                                }
-                            }
+                            let __how = #rt::state::FlatVec::of::<#m>(#class);
+                            let __v = __st.flat_vec_pop(&mut __c.b, &__a, &__how, &#otys());
+                            <[#u; #m1]>::try_from(&__v[..]).expect("1 + n slots")
                         }
                     }),
                 )

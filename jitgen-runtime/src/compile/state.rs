@@ -259,6 +259,39 @@ fn or_safe(b: &mut ResidualBuilder, at: &RedBox, one: &RedBox) -> RedBox {
 /// The longest tail [`JitState::tail_get`] chooses from at run time.
 pub const MAX_SELECTED: usize = 4;
 
+/// How residual code works on a real `Vec` of enums of one type (see
+/// [`JitState::flat_vec_push`]): its layouts when measured, the alias class
+/// of its elements, and the runtime's helpers.
+pub struct FlatVec {
+    /// The enum's layout ([`crate::run::heap::Flat::layout`]).
+    pub layout: Option<&'static crate::run::heap::EnumLayout>,
+    /// The `Vec`'s ([`crate::run::heap::vec_header`]).
+    pub header: Option<VecHeader>,
+    /// The alias class of the elements (see [`Fact`]).
+    pub class: u32,
+    /// [`crate::run::heap::vec_reserve_one`] for the element type.
+    pub reserve: CallbackFn,
+    /// [`crate::run::heap::flat_vec_push`] for the element type.
+    pub push: CallbackFn,
+    /// [`crate::run::heap::flat_vec_pop`] for the element type.
+    pub pop: CallbackFn,
+}
+
+impl FlatVec {
+    /// How residual code works on a `Vec` of the enum `M` flattens, its
+    /// elements in alias class `class`.
+    pub fn of<M: crate::run::heap::Flat>(class: u32) -> FlatVec {
+        FlatVec {
+            layout: M::layout(),
+            header: crate::run::heap::vec_header::<M::T>(),
+            class,
+            reserve: crate::run::heap::vec_reserve_one::<M::T>,
+            push: crate::run::heap::flat_vec_push::<M>,
+            pop: crate::run::heap::flat_vec_pop::<M>,
+        }
+    }
+}
+
 /// A field of a real object known on a path: the `ty` at `at` holds `value`.
 ///
 /// Facts are found again by address *computation* ([`SymAddr`]), so a field
@@ -790,6 +823,58 @@ impl<F: Frame> JitState<F> {
         let n = b.red_length_plus(&len, 1);
         self.store_field(b, addr, h.len, &n, VEC_HEADER, h.len);
         self.set_fact_min(b, addr, h.len, (min + 1).min(MAX_KNOWN_LENGTH));
+    }
+
+    /// `v.push(x)` on a real `Vec` of enums at `addr`, `x` flattened (its
+    /// tag, then every variant's slots): in place when the layouts are
+    /// known and so is `x`'s variant (its tag written whole into the fresh
+    /// element, [`crate::run::heap::EnumLayout::tag_store`], then as it is read, so that it is
+    /// known; then that variant's slots), else by the runtime's helper.
+    pub fn flat_vec_push(&mut self, b: &mut ResidualBuilder, addr: &RedBox, x: &[RedBox], how: &FlatVec) {
+        match (how.layout, how.header, x[0].as_const()) {
+            (Some(el), Some(h), Some(k)) => {
+                let (toff, tty) = el.tag_store();
+                let mut slots = vec![(toff, RedBox::constant(tty, k))];
+                if tty != el.tag.1 {
+                    slots.push((el.tag.0, RedBox::constant(el.tag.1, k)));
+                }
+                for (j, (off, _)) in el.slots.iter().enumerate() {
+                    if el.slot_variant[j] == k as usize {
+                        slots.push((*off, x[j + 1]));
+                    }
+                }
+                self.vec_push_slots(b, addr, &slots, h, el.size, how.class, how.reserve);
+            }
+            _ => {
+                let mut args = vec![*addr];
+                args.extend_from_slice(x);
+                b.red_call(how.push, "vec_push", &args, &[]);
+            }
+        }
+    }
+
+    /// `v.pop()` on a real `Vec` of enums at `addr`: the `Option`
+    /// flattened (types `tys`: its tag, the enum's tag, the slots). In place
+    /// when the layouts are known (the tag and every slot read, those of
+    /// other variants not looked at), else by the runtime's helper.
+    pub fn flat_vec_pop(
+        &mut self,
+        b: &mut ResidualBuilder,
+        addr: &RedBox,
+        how: &FlatVec,
+        tys: &[ValTy],
+    ) -> Vec<RedBox> {
+        match (how.layout, how.header) {
+            (Some(el), Some(h)) if el.size as usize <= crate::run::heap::EMPTY_POP_BYTES => {
+                let mut at = vec![el.tag];
+                at.extend_from_slice(&el.slots);
+                let (some, v) = self.vec_pop_slots(b, addr, &at, h, el.size, how.class);
+                let mut r = vec![some, b.red_cast(&v[0], ValTy::U32)];
+                r.extend_from_slice(&v[1..]);
+                r
+            }
+            _ => b.red_call(how.pop, "vec_pop", &[*addr], tys),
+        }
     }
 
     /// The lower bound known of a `Vec`'s length ([`Fact::min`]).
