@@ -4,9 +4,12 @@
 //! that every call shares). Every result and error is
 //! compared with `jit::plain`, through the portal and through
 //! `jit::specialize`; recursion (fibonacci, Ackermann, mutual, 100,000 levels
-//! deep, errors at the bottom) and random programs with calls.
+//! deep, errors at the bottom) and random programs with calls; the same
+//! programs on a copy of the machine whose values are enums.
 
 mod common;
+
+use jitgen::prelude::*;
 
 use framevm_interp::programs::{ackermann, down, even_odd, fib, sums};
 use framevm_interp::vm::{jit, Error, Machine, Op, Op::*};
@@ -133,6 +136,178 @@ fn random_recursive_programs_agree_with_plain() {
         assert_eq!(specialized(&code), want, "{code:?}");
     }
     assert!(calls > 300 && failed > 0, "{calls} calls, {failed} failed");
+}
+
+/// The same machine with a dynamic language's values: its operand stack
+/// and its frames' locals hold enums, comparisons push `Bool`s and
+/// arithmetic on one is an error. Its stack is longer than
+/// `NESTED_KEYED_LEN` deep in a recursion: code entered there takes it from
+/// memory, where enums are pushed and popped in place.
+#[jit_interpreter]
+mod valued {
+    use jitgen::prelude::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Value {
+        Int(i64),
+        Bool(bool),
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Op {
+        Const(Value),
+        GetLocal(usize),
+        Add,
+        Sub,
+        Less,
+        Eq,
+        JumpIfFalse(usize),
+        Call(usize, usize),
+        Return,
+        Halt,
+        Bad,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Error {
+        Underflow,
+        BadIp,
+        NoFrame,
+        BadLocal,
+        TypeError,
+    }
+
+    pub struct Frame {
+        pub back: usize,
+        pub locals: Vec<Value>,
+    }
+
+    pub struct Machine {
+        pub code: Vec<Op>,
+        pub stack: Vec<Value>,
+        pub frames: Vec<Frame>,
+        pub ip: usize,
+    }
+
+    impl Machine {
+        fn int(&mut self) -> Result<i64, Error> {
+            match self.stack.pop() {
+                Some(Value::Int(i)) => Ok(i),
+                Some(Value::Bool(_)) => Err(Error::TypeError),
+                None => Err(Error::Underflow),
+            }
+        }
+
+        pub fn run(&mut self) -> Result<Value, Error> {
+            loop {
+                hint!(global_merge_point);
+                let op = match self.code.get(hint!(self.ip, concrete)) {
+                    Some(op) => *op,
+                    None => return Err(Error::BadIp),
+                };
+                self.ip += 1;
+                match op {
+                    Op::Const(v) => self.stack.push(v),
+                    Op::GetLocal(i) => {
+                        let frame = self.frames.last().ok_or(Error::NoFrame)?;
+                        let v = *frame.locals.get(i).ok_or(Error::BadLocal)?;
+                        self.stack.push(v);
+                    }
+                    Op::Add | Op::Sub | Op::Less | Op::Eq => {
+                        let b = self.int()?;
+                        let a = self.int()?;
+                        self.stack.push(match op {
+                            Op::Add => Value::Int(a.wrapping_add(b)),
+                            Op::Sub => Value::Int(a.wrapping_sub(b)),
+                            Op::Less => Value::Bool(a < b),
+                            _ => Value::Bool(a == b),
+                        });
+                    }
+                    Op::JumpIfFalse(t) => match self.stack.pop() {
+                        Some(Value::Bool(false)) => self.ip = t,
+                        Some(Value::Bool(true)) => {}
+                        Some(Value::Int(_)) => return Err(Error::TypeError),
+                        None => return Err(Error::Underflow),
+                    },
+                    Op::Call(target, argc) => {
+                        let base = self.stack.len().checked_sub(argc).ok_or(Error::Underflow)?;
+                        let locals = self.stack.split_off(base);
+                        self.frames.push(Frame { back: self.ip, locals });
+                        self.ip = target;
+                    }
+                    Op::Return => {
+                        let frame = self.frames.pop().ok_or(Error::NoFrame)?;
+                        self.ip = hint!(frame.back, promote);
+                    }
+                    Op::Halt => return self.stack.pop().ok_or(Error::Underflow),
+                    Op::Bad => return Err(Error::BadIp),
+                }
+            }
+        }
+    }
+}
+
+/// A program of the machine above with values: each instruction the same,
+/// constants `Int`s (the random programs' comparisons then feed arithmetic
+/// and fail with a type error where the integer machine goes on).
+fn valued(code: &[Op]) -> Vec<valued::Op> {
+    use valued::{Op as V, Value::Int};
+    code.iter()
+        .map(|op| match *op {
+            Const(c) => V::Const(Int(c)),
+            GetLocal(i) => V::GetLocal(i),
+            Add => V::Add,
+            Sub => V::Sub,
+            Less => V::Less,
+            Eq => V::Eq,
+            JumpIfFalse(t) => V::JumpIfFalse(t),
+            Call(t, n) | CallInOrder(t, n) => V::Call(t, n),
+            Return => V::Return,
+            Halt => V::Halt,
+            SetLocal(_) | Jump(_) => V::Bad,
+        })
+        .collect()
+}
+
+/// Run a few times each at a small threshold, so that code is compiled and
+/// entered inside the recursions, where the interpreter has saved frames
+/// and its stack is long (a child process: the threshold is the module's).
+#[test]
+fn recursions_on_enum_values_agree_with_plain() {
+    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["child_recursions_on_enum_values", "--exact", "--ignored", "--nocapture"])
+        .env("JITGEN_THRESHOLD", "3")
+        .status()
+        .expect("the child runs");
+    assert!(status.success());
+}
+
+#[test]
+#[ignore = "run by recursions_on_enum_values_agree_with_plain in a child process"]
+fn child_recursions_on_enum_values() {
+    use valued::{jit, Frame, Machine};
+    let machine = |code: &[valued::Op]| Machine {
+        code: code.to_vec(),
+        stack: Vec::new(),
+        frames: vec![Frame { back: 0, locals: Vec::new() }],
+        ip: 0,
+    };
+    let mut rng = common::Rng(0x5eed_e9a1);
+    let mut programs: Vec<Vec<valued::Op>> =
+        (10..=16).map(|n| valued(&fib(n))).chain([valued(&ackermann(2, 3)), valued(&down(300, 0))]).collect();
+    programs.extend((0..common::how_many(100)).map(|_| valued(&random_recursive_program(&mut rng))));
+    let mut failed = 0;
+    for code in &programs {
+        let want = jit::plain::Machine::run(&mut machine(code));
+        failed += want.is_err() as u32;
+        for _ in 0..3 {
+            assert_eq!(machine(code).run(), want, "{code:?}");
+        }
+        assert_eq!(jit::specialize::Machine::run(&mut machine(code)), want, "{code:?}");
+    }
+    assert_eq!(jit::plain::Machine::run(&mut machine(&valued(&fib(16)))), Ok(valued::Value::Int(987)));
+    let s = jit::stats();
+    assert!(failed > 0 && s.entries > 0 && s.spills > 0, "{failed} failed, {s:?}");
 }
 
 /// Counts the allocations of the test process (compiled code that forces a

@@ -489,9 +489,9 @@ impl<F: Frame> JitState<F> {
         Some(((keys, own.1), consts))
     }
 
-    /// How many elements the frames' virtual lists of values (of enums: each
-    /// its tag and slots) and dicts hold
-    /// (not their lists of structs): what a loop growing a list grows.
+    /// How many elements the frames' virtual lists of values (an enum counts
+    /// once, not per slot) and dicts hold, not their lists of structs: what
+    /// a loop growing a list grows.
     pub fn frame_lists_len(&mut self) -> usize {
         let mut n = 0;
         for f in &mut self.frames {
@@ -505,9 +505,13 @@ impl<F: Frame> JitState<F> {
         n
     }
 
-    /// How many virtual elements the lists of structs (saved frames) hold:
-    /// how deep the language-level calls compiled inline are.
-    pub fn call_depth(&mut self) -> usize {
+    /// Where a path is, for recursion: the hash of the frames' keys with
+    /// their lists of structs (saved frames) taken as empty and real, the
+    /// same with every other list and dict taken as real too (an operand
+    /// stack shared by the calls grows with them), and how many virtual
+    /// elements the lists of structs hold (how deep the language-level
+    /// calls compiled inline are); `None` when they hold none.
+    pub fn call_point(&mut self) -> Option<(u64, u64, usize)> {
         let mut depth = 0;
         for f in &mut self.frames {
             f.lists_mut(&mut |l| {
@@ -518,17 +522,6 @@ impl<F: Frame> JitState<F> {
                 }
             });
         }
-        depth
-    }
-
-    /// Where a path is, for recursion: the hash of the frames' keys with
-    /// their lists of structs (saved frames) taken as empty and real, the
-    /// same with every other list and dict taken as real too (an operand
-    /// stack shared by the calls grows with them), and how many virtual
-    /// elements the lists of structs hold (how deep the language-level
-    /// calls compiled inline are); `None` when they hold none.
-    pub fn call_point(&mut self) -> Option<(u64, u64, usize)> {
-        let depth = self.call_depth();
         if depth == 0 {
             return None;
         }
