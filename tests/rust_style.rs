@@ -306,6 +306,67 @@ fn random_programs_through_the_portal_agree_with_plain() {
 }
 
 #[jit_interpreter]
+mod refilled {
+    use jitgen::prelude::*;
+
+    pub const ADD: u8 = 0;
+    pub const DEC: u8 = 1;
+    pub const JNZ: u8 = 2;
+
+    /// A program in a `Vec` the caller refills between runs: `ADD k` adds
+    /// k to the result, `DEC` counts `n` down, `JNZ t` jumps while it is not
+    /// zero, anything else stops.
+    pub fn run(code: &Vec<u8>, n: i64) -> i64 {
+        let (mut acc, mut left, mut pc) = (0i64, n, 0usize);
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            if op == ADD {
+                acc += code[pc + 1] as i64;
+                pc += 2;
+            } else if op == DEC {
+                left -= 1;
+                pc += 1;
+            } else if op == JNZ {
+                pc = if left != 0 { code[pc + 1] as usize } else { pc + 2 };
+            } else {
+                return acc;
+            }
+        }
+    }
+}
+
+/// A buffer refilled with one program, another, then the first again (same
+/// address, other content each time): the first program's code is found
+/// again instead of compiled again, and never runs on the second.
+#[test]
+fn code_is_kept_for_each_program_a_buffer_held() {
+    use refilled::{ADD, DEC, JNZ};
+    refilled::jit::config().set_threshold(0);
+    let (first, second) = (vec![ADD, 3, DEC, JNZ, 0, 255], vec![ADD, 5, DEC, JNZ, 0, 255]);
+    let mut code = first.clone();
+    let mut run = |code: &Vec<u8>| {
+        let before = refilled::jit::stats();
+        let r = refilled::run(code, 1000);
+        assert_eq!(r, refilled::jit::plain::run(code, 1000), "{code:?}");
+        assert_eq!(refilled::jit::specialize::run(code).call(7), refilled::jit::plain::run(code, 7));
+        let after = refilled::jit::stats();
+        (r, after.compilations - before.compilations, after.entries - before.entries)
+    };
+    let (r, compiled, entered) = run(&code);
+    assert!(r == 3000 && compiled > 0 && entered > 0, "{r} {compiled} {entered}");
+    code.copy_from_slice(&second);
+    let (r, compiled, _) = run(&code);
+    assert!(r == 5000 && compiled > 0, "the second program compiles: {r} {compiled}");
+    code.copy_from_slice(&first);
+    let (r, compiled, entered) = run(&code);
+    assert!(r == 3000 && compiled == 1 && entered > 0, "only `specialize` compiles: {r} {compiled} {entered}");
+    code.copy_from_slice(&second);
+    let (r, compiled, entered) = run(&code);
+    assert!(r == 5000 && compiled == 1 && entered > 0, "{r} {compiled} {entered}");
+}
+
+#[jit_interpreter]
 mod owned {
     use jitgen::prelude::*;
 

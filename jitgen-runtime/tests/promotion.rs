@@ -191,8 +191,14 @@ fn resident_kib() -> u64 {
     statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4
 }
 
+/// Held by the test that measures the process's resident memory and by the
+/// one that fills a cache with a million counters, so that they do not run
+/// at once (tests of one binary share the process).
+static MEMORY_MEASURED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_million_distinct_values_in_bounded_memory() {
+    let _alone = MEMORY_MEASURED.lock().unwrap_or_else(|e| e.into_inner());
     let (f, table, listings) = promoted(8);
     let rss_before = resident_kib();
     let mut sum = 0u64;
@@ -234,8 +240,53 @@ fn code_that_keeps_handing_over_is_retired() {
     assert!(matches!(cache.visit(&[7], &[b"code"], 0), Hot::Declined(DeclineKind::Positional)));
 }
 
+/// A key whose green data changes content (a fresh program at the same
+/// address, or the same program in a buffer at another address under a key
+/// that holds the struct's address) keeps its code for each content it was
+/// compiled for, up to `STALE_VERSIONS`, and runs it when that content comes
+/// back; code never runs on content it was not compiled for.
+#[test]
+fn code_for_other_content_is_kept_and_found_again() {
+    use jitgen_runtime::driver::{Hot, PortalCache, STALE_VERSIONS};
+    // Code returning i, compiled for content i.
+    let codes: Vec<ResidualFn> = (0..STALE_VERSIONS as u64 + 2)
+        .map(|i| {
+            let mut b = ResidualBuilder::new("code", &[], &[ValTy::I64]);
+            let r = b.konst(ValTy::I64, i);
+            b.ret(&[r]);
+            jitgen_runtime::residual::compile_host(&b.finish()).expect("compiles")
+        })
+        .collect();
+    let contents: Vec<Vec<u8>> = (0..codes.len()).map(|i| format!("program at {i}").into_bytes()).collect();
+    let same = |hot: &Hot, i: usize| matches!(hot, Hot::Run(f) if f.call_words(&[]).ok() == Some(vec![i as u64]));
+    let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
+    // Content 0, then each other content compiled in turn at key [7].
+    for (i, code) in codes.iter().enumerate() {
+        let content: &[&[u8]] = &[&contents[i]];
+        if i > 0 {
+            assert!(matches!(cache.visit(&[7], content, 0), Hot::Compile), "content {i} is new");
+        }
+        cache.insert([7], content, Some(code.clone()));
+        assert!(same(&cache.visit(&[7], content, 0), i), "content {i} runs its code");
+        assert!(cache.has_code(&[7]));
+    }
+    // The newest versions come back without compiling, each its own code;
+    // the oldest, past the bound, compiles again.
+    let last = codes.len() - 1;
+    for i in (last - STALE_VERSIONS..last).rev().chain([last]) {
+        let content: &[&[u8]] = &[&contents[i]];
+        assert!(same(&cache.visit(&[7], content, 0), i), "content {i} found again");
+        assert!(same(&cache.visit(&[7], content, 0), i), "and kept as the key's code");
+    }
+    assert!(matches!(cache.visit(&[7], &[&contents[0]], 0), Hot::Compile), "dropped past the bound");
+    // Content never compiled for is counted, not run.
+    assert!(matches!(cache.visit(&[7], &[b"another program"], 5), Hot::Cold));
+    assert_eq!((cache.len(), cache.counters()), (0, 1), "one key, counted");
+}
+
 #[test]
 fn a_portal_cache_stays_bounded_when_keys_never_repeat() {
+    let _alone = MEMORY_MEASURED.lock().unwrap_or_else(|e| e.into_inner());
     use jitgen_runtime::driver::{Hot, PortalCache, MAX_ENTRIES};
     let (f, _, _) = promoted(1);
     let mut cache: PortalCache<[u64; 1]> = PortalCache::default();

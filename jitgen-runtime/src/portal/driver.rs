@@ -292,6 +292,10 @@ struct Compiled {
     handovers: u32,
 }
 
+/// Versions of a key's code compiled for content it no longer has, kept per
+/// key (see `PortalCache::stale`).
+pub const STALE_VERSIONS: usize = 4;
+
 /// Compiled (or declined) keys of one portal, past which it compiles no more.
 pub const MAX_ENTRIES: usize = 4096;
 
@@ -415,6 +419,12 @@ pub struct PortalCache<K> {
     keys: FxHashMap<K, Entry>,
     /// How many entries of `keys` are [`Entry::Counting`].
     counting: usize,
+    /// Code of a key compiled for other content than its entry's now, at
+    /// most [`STALE_VERSIONS`] per key, newest last: a caller that builds a
+    /// fresh machine for each run often gets its program's buffer at one of
+    /// a few addresses in turn, and code kept for each is reused when that
+    /// content comes back instead of compiling again.
+    stale: FxHashMap<K, Vec<Box<Compiled>>>,
     /// The compile time expected next (see [`PortalCache::compiled_in`]).
     expected_compile: std::time::Duration,
     /// The origin of the cache's clock (set when a first key gets warm).
@@ -428,6 +438,7 @@ impl<K> PortalCache<K> {
         PortalCache {
             keys: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
             counting: 0,
+            stale: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
             expected_compile: EXPECTED_COMPILE,
             epoch: None,
         }
@@ -823,6 +834,11 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     pub fn visit_weighted(&mut self, key: &K, content: &[&[u8]], policy: HotPolicy, weight: u32) -> Hot {
         let HotPolicy { threshold, warmup } = policy;
         let weight = weight.max(1);
+        if !self.stale.is_empty() {
+            if let Some(hot) = self.revive(key, content) {
+                return hot;
+            }
+        }
         let compiled = self.keys.len() - self.counting;
         let expected_compile = self.expected_compile;
         let epoch = &mut self.epoch;
@@ -858,9 +874,15 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             Some(Entry::Declined(k)) => Hot::Declined(*k),
             Some(e) => {
                 // The green data changed under the same address: counted
-                // afresh.
+                // afresh, the code kept for the content it was compiled for.
                 let (fresh, hot) = first_count(weight, policy, epoch);
-                *e = fresh;
+                if let Entry::Compiled(c) = std::mem::replace(e, fresh) {
+                    let versions = self.stale.entry(key.clone()).or_default();
+                    if versions.len() == STALE_VERSIONS {
+                        versions.remove(0);
+                    }
+                    versions.push(c);
+                }
                 self.counting += 1;
                 hot
             }
@@ -881,10 +903,40 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         }
     }
 
+    /// The code kept for `key` and this content, made the key's code again
+    /// (its code for other content kept in its place), unless the key's
+    /// code is for this content already. A declined key stays declined.
+    #[inline(never)]
+    fn revive(&mut self, key: &K, content: &[&[u8]]) -> Option<Hot> {
+        let versions = self.stale.get_mut(key)?;
+        let current = self.keys.get_mut(key)?;
+        match current {
+            Entry::Compiled(c) if same_content(&c.content, content) => return None,
+            Entry::Declined(..) => return None,
+            Entry::Compiled(..) | Entry::Counting(..) => {}
+        }
+        let i = versions.iter().position(|c| same_content(&c.content, content))?;
+        let mut c = versions.remove(i);
+        c.runs = c.runs.saturating_add(1);
+        let code = c.code.clone();
+        match std::mem::replace(current, Entry::Compiled(c)) {
+            Entry::Compiled(other) => versions.push(other),
+            Entry::Counting(..) => self.counting -= 1,
+            // Not reached: declined keys return above.
+            Entry::Declined(..) => {}
+        }
+        if versions.is_empty() {
+            self.stale.remove(key);
+        }
+        Some(Hot::Run(code))
+    }
+
     /// Whether `key` has code: the only keys whose visits compare the content
-    /// of green data (see [`PortalSite::has_code`]).
+    /// of green data (see [`PortalSite::has_code`]). Code kept for other
+    /// content counts: a visit must bring the content for it to be found
+    /// again.
     pub fn has_code(&self, key: &K) -> bool {
-        matches!(self.keys.get(key), Some(Entry::Compiled(_)))
+        matches!(self.keys.get(key), Some(Entry::Compiled(_))) || self.stale.contains_key(key)
     }
 
     /// Records the outcome of a compilation for `key` (the content is copied now).
