@@ -25,7 +25,8 @@
 //! in place), and for deeper green data (a `&Program` with its class table) the bytes of
 //! everything reachable plus the addresses of every buffer, taken once per call of the
 //! portal by generated `__content_T` functions. Code is reused only when the content is
-//! equal; a program freed and another allocated at the same address recompiles. Found by
+//! equal; a program freed and another allocated at the same address recompiles (the
+//! cache keeps the code of a few earlier contents per key, for when one comes back). Found by
 //! TLC's tests, which assemble a fresh program per run: stale code read freed class
 //! tables. `HashMap`s (length only) and types from outside the module are not covered.
 //!

@@ -405,8 +405,11 @@ fn same_content(stored: &[Vec<u8>], now: &[&[u8]]) -> bool {
 /// green data behind them, compared (not copied) whenever compiled code is
 /// about to be reused, so that code compiled for a buffer is not reused after
 /// the caller put another program into the same buffer (DESIGN.md section 6):
-/// a changed content recompiles. While a key is only being counted, the
-/// content is not looked at.
+/// a changed content recompiles. The code for the content before is kept
+/// (a few versions per key, `stale`) and runs again when that content comes
+/// back: a machine built afresh for each run often finds its program's
+/// buffer at an address an earlier run had. While a key is only being
+/// counted, the content is not looked at, unless it has such versions.
 ///
 /// One exact map (hashed with `rustc-hash`) holds each key's count, then its
 /// code: a visit is one lookup. The cold path stays cheap because portals
