@@ -365,7 +365,7 @@ fn child_recursions_compile_a_bounded_amount_of_code() {
     for (name, code) in [("fib(18)", fib(18)), ("ack(2, 40)", ackermann(2, 40)), ("ack(3, 4)", ackermann(3, 4))] {
         let mut machine = Machine::new(code.clone());
         let (want, plain_allocations) = allocations(|| jit::plain::Machine::run(&mut machine));
-        // Runs until one enters compiled code and compiles nothing.
+        // Runs until one enters compiled code and compiles (or fuses) nothing.
         let mut warm = false;
         for _ in 0..20 {
             let before = jit::stats();
@@ -374,7 +374,10 @@ fn child_recursions_compile_a_bounded_amount_of_code() {
             assert_eq!(got, want, "{name}");
             machine.restart();
             let after = jit::stats();
-            if after.compilations == before.compilations && after.entries > before.entries {
+            if after.compilations == before.compilations
+                && after.fusions == before.fusions
+                && after.entries > before.entries
+            {
                 assert!(n * 4 < plain_allocations, "{name}: {n} allocations, plain {plain_allocations}");
                 warm = true;
                 break;

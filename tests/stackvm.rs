@@ -824,7 +824,9 @@ fn child_random_recursions_entered_with_saved_frames() {
         }
     }
     let s = jit::stats();
-    assert!(s.entries > entries && s.spills > 0, "{s:?}");
+    // Code entered again had its pieces fused in (the runs after it ran
+    // the fused code).
+    assert!(s.entries > entries && s.spills > 0 && s.fusions > 0, "{s:?}");
     // A return below where code was entered goes on in compiled code: no
     // hand-over to the interpreter.
     assert_eq!(s.resumptions, 0, "{s:?}");

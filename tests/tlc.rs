@@ -867,9 +867,10 @@ fn child_random_call_programs_agree() {
             }
         }
         // Compiled code ran, and some of it handed over (returns below
-        // where it was entered among them).
+        // where it was entered among them); code run again on other inputs
+        // had the pieces its switches reached fused in.
         let s = jit::stats();
-        assert!(s.entries > 0 && s.resumptions > 0, "{s:?}");
+        assert!(s.entries > 0 && s.resumptions > 0 && s.fusions > 0, "{s:?}");
     }
     let why = jit::last_decline().unwrap_or_default();
     assert!(!why.contains("panicked") && !why.contains("jitgen bug"), "{why}");

@@ -337,14 +337,17 @@ fn other_interpreters(runs: usize) -> String {
             "JIT",
         ));
         // Warm: after runs in this thread until one enters compiled code
-        // and compiles nothing (the hot-spot policy may wait a few runs
-        // before compiling: a run that compiles nothing may not have
-        // entered any code either).
+        // and compiles nothing, fusing included (the hot-spot policy may
+        // wait a few runs before compiling: a run that compiles nothing may
+        // not have entered any code either).
         for _ in 0..20 {
             let before = stats();
             run(true);
             let after = stats();
-            if after.compilations == before.compilations && after.entries > before.entries {
+            if after.compilations == before.compilations
+                && after.fusions == before.fusions
+                && after.entries > before.entries
+            {
                 break;
             }
         }

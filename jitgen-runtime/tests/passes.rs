@@ -488,3 +488,77 @@ fn a_direct_call_of_compiled_code_parses_back_and_runs_the_callee() {
         }
     }
 }
+
+/// Fusion: a root's flexswitch gets a test per case before it, jumping to
+/// a copy of the piece the case continues in; the copy's own switch is
+/// fused the same way (here to a piece already copied), and each switch
+/// stays for the values without a case.
+#[test]
+fn fusion_copies_the_pieces_that_cases_continue_in() {
+    let root = parsed(
+        "entry(v0: i64):
+    v1 = const.i64 1
+    v2 = add.i64 v0, v1
+    flexswitch v0 [live v2] #0
+",
+    );
+    // Piece 0 multiplies by ten; piece 1 switches on its input, whose case
+    // 3 continues in piece 0.
+    let times_ten = parsed(
+        "entry(v0: i64):
+    v1 = const.i64 10
+    v2 = mul.i64 v0, v1
+    return v2
+",
+    );
+    let again = parsed(
+        "entry(v0: i64):
+    flexswitch v0 [live v0] #0
+",
+    );
+    let cases = |func: usize, switch: u32| match (func, switch) {
+        (0, 0) => vec![(1, 0), (2, 1)],
+        (2, 0) => vec![(3, 0)],
+        _ => vec![],
+    };
+    let mut root = root;
+    root.outputs = vec![ValTy::I64];
+    let mut times_ten = times_ten;
+    times_ten.outputs = vec![ValTy::I64];
+    let mut again = again;
+    again.outputs = vec![ValTy::I64];
+    let fused = root.fused(&[&times_ten, &again], &cases, 1000);
+    fused.check_dominance().unwrap_or_else(|e| panic!("{e}\n{}", listing(&fused)));
+    // 1 -> piece 0 on 2; 2 -> piece 1 on 3 -> piece 0 on 3.
+    assert_eq!(outcome(&fused, &[1]), Ok(vec![20]));
+    assert_eq!(outcome(&fused, &[2]), Ok(vec![30]));
+    expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 1
+            v2 = add.i64 v0, v1
+            v3 = const.i64 1
+            v4 = eq.i64 v0, v3
+            branch v4, L1(v2), L4()
+        L1(v5: i64):
+            v6 = const.i64 10
+            v7 = mul.i64 v5, v6
+            return v7
+        L2(v8: i64):
+            v9 = const.i64 3
+            v10 = eq.i64 v8, v9
+            branch v10, L1(v8), L5()
+        L3():
+            flexswitch v0 [live v2] #0
+        L4():
+            v11 = const.i64 2
+            v12 = eq.i64 v0, v11
+            branch v12, L2(v2), L3()
+        L5():
+            flexswitch v8 [live v8] #1
+    "#]]
+    .assert_eq(&listing(&fused));
+    // Past the budget of copied operations (here one), a case stays the
+    // switch's: piece 0 (two operations) is not copied, piece 1 is.
+    let small = root.fused(&[&times_ten, &again], &cases, 1);
+    assert!(!listing(&small).contains("mul") && listing(&small).contains("flexswitch v5 [live v5] #1"));
+}

@@ -76,6 +76,13 @@ pub trait SwitchTable: std::fmt::Debug {
 pub trait Pieces: std::fmt::Debug {
     /// Appends each piece's listing and its switches' cases to `out`.
     fn describe(&self, out: &mut String);
+    /// How many cases were added to the switches of the root and its
+    /// pieces so far (each new piece is one; a case may also continue in a
+    /// piece compiled before).
+    fn cases(&self) -> usize;
+    /// Each piece's entry address (what its switches' case tables hold)
+    /// and function, in the order they were compiled.
+    fn functions(&self) -> Vec<(usize, std::rc::Rc<ResidualFunction>)>;
 }
 
 /// An instruction.

@@ -973,6 +973,16 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         }
     }
 
+    /// Makes `new` the code of `key` where `old` is (see
+    /// [`ResidualFn::fuse_pieces`]).
+    pub fn replace_code(&mut self, key: &K, old: &ResidualFn, new: ResidualFn) {
+        if let Some(Entry::Compiled(c)) = self.keys.get_mut(key) {
+            if c.code.same_code(old) {
+                c.code = new;
+            }
+        }
+    }
+
     /// Records that the compilation of `key` was declined, and why.
     pub fn insert_declined(&mut self, key: K, why: &str) {
         let e = Entry::Declined(decline_kind(why));
@@ -1138,7 +1148,16 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             Hot::Run(code) => {
                 // Its word may have been cleared by a declined key sharing it.
                 self.sampler.with(|s| s.add_entry(entry_word()));
-                code
+                // Pieces compiled since it last ran are fused into it.
+                let t = std::time::Instant::now();
+                match code.fuse_pieces() {
+                    Some(fused) => {
+                        self.stats.fused(t.elapsed().as_nanos() as u64);
+                        self.cache.with(|c| c.borrow_mut().replace_code(&key, &code, fused.clone()));
+                        fused
+                    }
+                    None => code,
+                }
             }
             Hot::Compile => {
                 let t = std::time::Instant::now();

@@ -9,7 +9,10 @@
 //! value now a constant), appends the case, and returns its code. The cases
 //! are separate functions entered by tail call, so a loop through a switch
 //! does not grow the stack (Cranelift cannot patch code, which is why cases
-//! are not inlined into the switch).
+//! are not inlined into the switch). Once a switch has cases, the root they
+//! belong to is compiled again with them fused in, a test per case before
+//! the switch (`ResidualFn::fuse_pieces`, `ir::passes::fuse`); the table
+//! stays for the values seen later.
 //!
 //! Growth is bounded: past `max_cases`, and when the compiler declines, the
 //! miss returns no code and residual code leaves with the status
@@ -213,6 +216,11 @@ impl FlexTable {
     /// The values that have cases, in the order they were seen.
     pub fn values(&self) -> Vec<u64> {
         self.inner.borrow().entries.iter().map(|e| e[0]).collect()
+    }
+
+    /// Each case's value and the address of its code, in the order seen.
+    pub fn entries(&self) -> Vec<(u64, usize)> {
+        self.inner.borrow().entries.iter().map(|e| (e[0], e[1] as usize)).collect()
     }
 }
 

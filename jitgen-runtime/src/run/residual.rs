@@ -216,7 +216,18 @@ struct Compiled {
     native: NativeCode,
     /// Owns the code compiled later for the states its switches resume.
     pieces: Option<std::rc::Rc<dyn crate::run::promotion::Pieces>>,
+    /// Fusions that made `native`, and the tree's cases then (see
+    /// [`ResidualFn::fuse_pieces`]).
+    fused: (usize, usize),
 }
+
+/// Fusions of one root's pieces at most: each compiles the whole tree again.
+pub const MAX_FUSIONS: usize = 4;
+
+/// Operations of pieces that one fusion copies at most (past them, a
+/// switch's case is reached through the switch): Cranelift's time grows
+/// faster than the function.
+pub const MAX_FUSED_OPS: usize = 40_000;
 
 impl ResidualFn {
     /// Compiles a residual function with Cranelift, keeping its listing.
@@ -229,7 +240,58 @@ impl ResidualFn {
             ops: f.op_count(),
             native: backend.compile(f)?,
             pieces: f.pieces.clone(),
+            fused: (0, 0),
         })))
+    }
+
+    /// The function with the pieces its switches reached fused in (see
+    /// `ir::passes::fuse`), compiled, when its switches got cases since it
+    /// was made, at most [`MAX_FUSIONS`] times; `None` otherwise or if the
+    /// backend fails. The listing stays the root's with its cases; the
+    /// pieces stay where the case tables point, so values seen later go on
+    /// through them as before (until the next fusion).
+    pub fn fuse_pieces(&self) -> Option<ResidualFn> {
+        let me = &*self.0;
+        let pieces = me.pieces.as_ref()?;
+        let n = pieces.cases();
+        let (times, cases) = me.fused;
+        if n == cases || times >= MAX_FUSIONS {
+            return None;
+        }
+        let functions = pieces.functions();
+        let index: std::collections::HashMap<usize, usize> =
+            functions.iter().enumerate().map(|(k, (entry, _))| (*entry, k)).collect();
+        let cases = |func: usize, switch: u32| -> Vec<(u64, usize)> {
+            let f = if func == 0 { &me.function } else { &*functions[func - 1].1 };
+            let Some(t) = f.switches.get(switch as usize) else { return vec![] };
+            let Some(t) = t.as_any().downcast_ref::<crate::run::promotion::FlexTable>() else { return vec![] };
+            t.entries().into_iter().filter_map(|(w, entry)| Some((w, *index.get(&entry)?))).collect()
+        };
+        let refs: Vec<&ResidualFunction> = functions.iter().map(|(_, f)| &**f).collect();
+        let fused = me.function.fused(&refs, &cases, MAX_FUSED_OPS);
+        let native = HOST_BACKEND.with(|b| {
+            // Not while this thread's backend is compiling already.
+            let mut b = b.try_borrow_mut().ok()?;
+            if b.is_none() {
+                *b = Some(native_backend().ok()?);
+            }
+            b.as_mut()?.compile(&fused).ok()
+        })?;
+        Some(ResidualFn(std::rc::Rc::new(Compiled {
+            inputs: me.inputs.clone(),
+            outputs: me.outputs.clone(),
+            function: me.function.clone(),
+            listing: me.listing.clone(),
+            ops: me.ops,
+            native,
+            pieces: me.pieces.clone(),
+            fused: (times + 1, n),
+        })))
+    }
+
+    /// Whether both handles are of the same compiled code.
+    pub fn same_code(&self, other: &ResidualFn) -> bool {
+        std::rc::Rc::ptr_eq(&self.0, &other.0)
     }
 
     /// The residual operations, one per line.

@@ -20,6 +20,8 @@ pub struct Stats {
     unhooked: AtomicU64,
     spills: AtomicU64,
     case_compilations: AtomicU64,
+    fusions: AtomicU64,
+    fusion_nanos: AtomicU64,
     recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
@@ -57,6 +59,11 @@ pub struct StatsSnapshot {
     /// spilled the interpreter's saved frames onto the continuation stack
     /// (compiled recursion, see `compile::spill`).
     pub spills: u64,
+    /// Times compiled code was compiled again with the pieces its
+    /// flexswitches reached fused in (see `ResidualFn::fuse_pieces`).
+    pub fusions: u64,
+    /// Time spent fusing, in nanoseconds (not in `compile_nanos`).
+    pub fusion_nanos: u64,
 }
 
 impl Stats {
@@ -75,6 +82,8 @@ impl Stats {
             unhooked: AtomicU64::new(0),
             spills: AtomicU64::new(0),
             case_compilations: AtomicU64::new(0),
+            fusions: AtomicU64::new(0),
+            fusion_nanos: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
@@ -164,6 +173,12 @@ impl Stats {
         self.spills.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records a fusion of compiled code with its pieces that took `nanos`.
+    pub fn fused(&self, nanos: u64) {
+        self.fusions.fetch_add(1, Ordering::Relaxed);
+        self.fusion_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
     /// Records an entry into residual code.
     pub fn entered(&self) {
         self.entries.fetch_add(1, Ordering::Relaxed);
@@ -183,6 +198,8 @@ impl Stats {
             resumptions: self.resumptions.load(Ordering::Relaxed),
             unhooked: self.unhooked.load(Ordering::Relaxed),
             spills: self.spills.load(Ordering::Relaxed),
+            fusions: self.fusions.load(Ordering::Relaxed),
+            fusion_nanos: self.fusion_nanos.load(Ordering::Relaxed),
         }
     }
 }

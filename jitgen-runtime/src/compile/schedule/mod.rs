@@ -198,6 +198,7 @@ impl<F: Frame> Compilation<F> {
                 name: name.to_string(),
                 stats: None,
                 cases_left: Cell::new(limits.max_tree_cases),
+                cases_added: Cell::new(0),
                 declines_recursion: Cell::new(false),
                 cases: RefCell::new(None),
                 shapes: RefCell::new(Default::default()),

@@ -55,6 +55,9 @@ pub(super) struct Tree {
     pub(super) stats: Option<&'static Stats>,
     /// Cases that may still be compiled below the root.
     pub(super) cases_left: Cell<usize>,
+    /// Cases added to the switches below the root, a new piece's or one
+    /// already compiled (what [`crate::run::promotion::Pieces::cases`] counts).
+    pub(super) cases_added: Cell<usize>,
     /// A language-level recursion declines (see
     /// [`Compilation::set_declines_recursion`]).
     pub(super) declines_recursion: Cell<bool>,
@@ -68,10 +71,18 @@ pub(super) struct Tree {
     /// [`CONSTANT_VARIANTS`] of them passes its constants as run-time values
     /// (see [`Compilation::flexswitch`]).
     pub(super) shapes: RefCell<HashMap<u64, Vec<u64>>>,
-    /// The pieces compiled so far: listing and code. The root function owns
-    /// the tree (so the pieces); switches refer to it weakly, and to pieces
-    /// by entry address, so that pieces can jump to each other in loops.
-    pub(super) pieces: RefCell<Vec<(String, crate::backend::cranelift::NativeCode)>>,
+    /// The pieces compiled so far: listing, code and function (for
+    /// fusion, see `ir::passes::fuse`). The root function owns the tree
+    /// (so the pieces); switches refer to it weakly, and to pieces by entry
+    /// address, so that pieces can jump to each other in loops.
+    pub(super) pieces: RefCell<Vec<Piece>>,
+}
+
+/// A piece of a [`Tree`]: its listing, code and function.
+pub(super) struct Piece {
+    listing: String,
+    code: crate::backend::cranelift::NativeCode,
+    function: Rc<crate::ir::builder::ResidualFunction>,
 }
 
 impl std::fmt::Debug for Tree {
@@ -82,13 +93,21 @@ impl std::fmt::Debug for Tree {
 
 impl crate::run::promotion::Pieces for Tree {
     fn describe(&self, out: &mut String) {
-        for (listing, code) in self.pieces.borrow().iter() {
+        for Piece { listing, code, .. } in self.pieces.borrow().iter() {
             out.push_str(listing);
             for (i, t) in code.switches().iter().enumerate() {
                 out.push_str(&format!("switch #{i}:\n"));
                 t.describe(out, 1);
             }
         }
+    }
+
+    fn cases(&self) -> usize {
+        self.cases_added.get()
+    }
+
+    fn functions(&self) -> Vec<(usize, Rc<crate::ir::builder::ResidualFunction>)> {
+        self.pieces.borrow().iter().map(|p| (p.code.tail_entry() as usize, p.function.clone())).collect()
     }
 }
 
@@ -339,6 +358,7 @@ impl<F: Frame> Compilation<F> {
                     let mut cache = tree.cases.borrow_mut();
                     let cache = cache.get_or_insert_with(|| Box::new(CaseCache::<G>::new()));
                     if let Some((entry, name)) = cache.downcast_ref::<CaseCache<G>>().and_then(|m| m.get(&key)) {
+                        tree.cases_added.set(tree.cases_added.get() + 1);
                         return Some(crate::run::promotion::Case::Shared(*entry as *const u8, name.clone()));
                     }
                 }
@@ -352,25 +372,27 @@ impl<F: Frame> Compilation<F> {
                     c.finish()
                 }));
                 let r = match r {
-                    Ok(Ok(f)) => {
-                        crate::run::residual::compile_native(&f).map(|c| (c, f.op_count())).map_err(|e| e.to_string())
-                    }
+                    Ok(Ok(f)) => crate::run::residual::compile_native(&f)
+                        .map(|c| (c, f.op_count(), f))
+                        .map_err(|e| e.to_string()),
                     Ok(Err(d)) => Err(format!("{d:?}")),
                     Err(_) => Err("the generating extension panicked".to_string()),
                 };
                 if let Some(s) = tree.stats {
-                    s.compiled(r.as_ref().ok().map(|(_, n)| *n), t0.elapsed().as_nanos() as u64);
+                    s.compiled(r.as_ref().ok().map(|(_, n, _)| *n), t0.elapsed().as_nanos() as u64);
                     s.case_compiled();
                     if let Err(why) = &r {
                         s.declined_because(&format!("{name}: {why}"));
                     }
                 }
-                let ((code, listing), _) = r.ok()?;
+                let ((code, listing), _, function) = r.ok()?;
                 let entry = code.tail_entry() as usize;
                 if let Some(m) = tree.cases.borrow_mut().as_mut().and_then(|b| b.downcast_mut::<CaseCache<G>>()) {
                     m.insert(key, (entry, name.clone()));
                 }
-                tree.pieces.borrow_mut().push((format!("{name}:\n{listing}"), code));
+                let (listing, function) = (format!("{name}:\n{listing}"), Rc::new(function));
+                tree.pieces.borrow_mut().push(Piece { listing, code, function });
+                tree.cases_added.set(tree.cases_added.get() + 1);
                 Some(crate::run::promotion::Case::Shared(entry as *const u8, name))
             })
         };

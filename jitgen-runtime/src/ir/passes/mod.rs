@@ -37,6 +37,11 @@
 //! 6. **Dead values** (`dead.rs`): operations without effects (loads
 //!    included) whose values nothing uses are dropped.
 //!
+//! Not part of `simplify`: **fusion** (`fuse.rs`) copies the pieces a root's
+//! flexswitches reached into the root, a test per case before each switch
+//! ([`ResidualFunction::fused`]); the run-time layer compiles that function
+//! once the switches have cases (`run::residual::ResidualFn::fuse_pieces`).
+//!
 //! Merging moves code into blocks made later, so label order is not
 //! dominance order: backends translate blocks in reverse postorder
 //! ([`ResidualFunction::blocks_in_dominance_order`]). Two more analyses steer
@@ -60,12 +65,14 @@
 //! taken one turn at a time, at the ends of the integer range).
 
 mod dead;
+mod fuse;
 mod merge;
 mod propagate;
 mod rotate;
 mod stores;
 mod unroll;
 
+pub use fuse::CasesOf;
 pub use rotate::MAX_COPIED_OPS;
 pub use unroll::{MAX_UNROLLED_OPS, UNROLL_TURNS};
 

@@ -1,0 +1,145 @@
+//! Fusion: a root function and the pieces its flexswitches reached, as one
+//! function (not part of `simplify`: the run-time layer fuses a tree of
+//! compiled code once its switches have cases).
+//!
+//! A flexswitch leaves its function: it stores the live values in the
+//! frame, scans its cases and tail-calls one, whose prologue loads them
+//! again. Where the code of a case is a known function (a piece, given with
+//! its cases by the caller), fusion copies that function into the root and
+//! puts a test per case before the switch: equal to the case's value, it
+//! jumps to the copy's entry with the live values as arguments; otherwise
+//! the switch runs as before (a value without a case still calls back into
+//! the compiler). The copies' own switches are fused in turn, so a loop
+//! through switches becomes a loop of the one function.
+//!
+//! A case is left to the switch where the copy's inputs are not the live
+//! values' types, where the promoted value is a float (the switch compares
+//! bits), or past `max_ops` operations copied in all. Nothing else changes:
+//! the copies return, leave and call as their functions did, on the same
+//! frame (cases share their root's frame and outputs).
+
+use std::collections::HashMap;
+
+use crate::ir::function::{Inst, Label, RBlock, ResidualFunction, Terminator, Val};
+use crate::ir::ops::{CmpOp, ValTy};
+
+/// The cases of one switch of a function to fuse: `(function, switch)`,
+/// where function 0 is the root and `k + 1` is piece `k`, gives the values
+/// with a case and the piece each continues in.
+pub type CasesOf<'a> = &'a dyn Fn(usize, u32) -> Vec<(u64, usize)>;
+
+impl ResidualFunction {
+    /// `self` (a root) with the pieces its switches reach fused in (see the
+    /// module doc); copies at most `max_ops` operations of pieces.
+    pub fn fused(&self, pieces: &[&ResidualFunction], cases: CasesOf, max_ops: usize) -> ResidualFunction {
+        let mut out = self.clone();
+        // Per function copied: its switches' first index in `out`, and the
+        // label of its entry; the root is itself.
+        let mut copied: HashMap<usize, (u32, Label)> = HashMap::new();
+        copied.insert(0, (0, Label::ENTRY));
+        let mut budget = max_ops;
+        // Switches to fuse: (function, its switch, the block in `out`).
+        let mut work: Vec<(usize, Label)> = switch_blocks(&out).into_iter().map(|l| (0, l)).collect();
+        while let Some((func, block)) = work.pop() {
+            let Some(Terminator::FlexSwitch { value, live, switch }) = out.blocks[block].term.clone() else {
+                continue;
+            };
+            let own = switch - copied[&func].0;
+            let ty = out.vals[value];
+            if ty == ValTy::F64 {
+                continue;
+            }
+            let live_tys: Vec<ValTy> = live.iter().map(|v| out.vals[*v]).collect();
+            let mut targets = vec![];
+            for (w, piece) in cases(func, own) {
+                let Some(f) = pieces.get(piece) else { continue };
+                if f.inputs != live_tys || f.outputs != out.outputs {
+                    continue;
+                }
+                let entry = match copied.get(&(piece + 1)) {
+                    Some((_, entry)) => *entry,
+                    None => {
+                        let ops = f.op_count();
+                        if ops > budget {
+                            continue;
+                        }
+                        budget -= ops;
+                        let (first_switch, entry, blocks) = out.copy_in(f);
+                        copied.insert(piece + 1, (first_switch, entry));
+                        work.extend(blocks.into_iter().map(|l| (piece + 1, l)));
+                        entry
+                    }
+                };
+                targets.push((ty.canon(w), entry));
+            }
+            if targets.is_empty() {
+                continue;
+            }
+            // The tests, then the switch in a block of its own.
+            let fallback = out.blocks.push(RBlock {
+                params: vec![],
+                insts: vec![],
+                term: Some(Terminator::FlexSwitch { value, live: live.clone(), switch }),
+            });
+            let mut at = block;
+            for (k, (w, entry)) in targets.iter().enumerate() {
+                let c = out.vals.push(ty);
+                let same = out.vals.push(ValTy::Bool);
+                let next = if k + 1 == targets.len() {
+                    fallback
+                } else {
+                    out.blocks.push(RBlock { params: vec![], insts: vec![], term: None })
+                };
+                let b = &mut out.blocks[at];
+                b.insts.push(Inst::Const { dst: c, ty, bits: *w });
+                b.insts.push(Inst::Cmp { dst: same, op: CmpOp::Eq, ty, a: value, b: c });
+                b.term =
+                    Some(Terminator::Branch { cond: same, if_true: (*entry, live.clone()), if_false: (next, vec![]) });
+                at = next;
+            }
+        }
+        out
+    }
+
+    /// Copies `f`'s blocks, values and switches into `self`; returns the
+    /// index of its first switch here, its entry's label, and the blocks
+    /// that end in a switch.
+    fn copy_in(&mut self, f: &ResidualFunction) -> (u32, Label, Vec<Label>) {
+        let first_switch = self.switches.len() as u32;
+        self.switches.extend(f.switches.iter().cloned());
+        let vals: HashMap<Val, Val> = f.vals.iter().map(|(v, ty)| (v, self.vals.push(*ty))).collect();
+        let labels: HashMap<Label, Label> = f.blocks.keys().map(|l| (l, self.blocks.push(RBlock::default()))).collect();
+        let val = |v: Val| vals[&v];
+        let mut switches = vec![];
+        for (l, b) in f.blocks.iter() {
+            let Some(term) = &b.term else { continue };
+            let mut insts = b.insts.clone();
+            for i in &mut insts {
+                i.map_defs(&mut |v| vals[&v]);
+                i.map_uses(&val);
+            }
+            let mut term = term.clone();
+            term.map_uses(&val);
+            match &mut term {
+                Terminator::Jump(to, _) => *to = labels[to],
+                Terminator::Branch { if_true, if_false, .. } => {
+                    if_true.0 = labels[&if_true.0];
+                    if_false.0 = labels[&if_false.0];
+                }
+                Terminator::FlexSwitch { switch, .. } => {
+                    *switch += first_switch;
+                    switches.push(labels[&l]);
+                }
+                Terminator::Return(_) | Terminator::Error(_) => {}
+            }
+            self.blocks[labels[&l]] =
+                RBlock { params: b.params.iter().map(|p| vals[p]).collect(), insts, term: Some(term) };
+        }
+        (first_switch, labels[&Label::ENTRY], switches)
+    }
+}
+
+/// The live blocks of `f` that end in a flexswitch.
+fn switch_blocks(f: &ResidualFunction) -> Vec<Label> {
+    f.live_blocks().filter(|(_, b)| matches!(b.term, Some(Terminator::FlexSwitch { .. }))).map(|(l, _)| l).collect()
+}
