@@ -218,9 +218,11 @@ impl FlexTable {
         self.inner.borrow().entries.iter().map(|e| e[0]).collect()
     }
 
-    /// Each case's value and the address of its code, in the order seen.
+    /// Each case's value and the address of its code, in the order seen
+    /// (none while a case of this table is being compiled).
     pub fn entries(&self) -> Vec<(u64, usize)> {
-        self.inner.borrow().entries.iter().map(|e| (e[0], e[1] as usize)).collect()
+        let Ok(inner) = self.inner.try_borrow() else { return vec![] };
+        inner.entries.iter().map(|e| (e[0], e[1] as usize)).collect()
     }
 }
 
