@@ -385,6 +385,9 @@ fn child_recursions_compile_a_bounded_amount_of_code() {
         }
         let s = jit::stats();
         assert!(warm, "{name}: {s:?} {:?}", jit::last_decline());
-        assert!(s.compilations <= 80, "{name}: {s:?}");
+        // Compilations of all three so far: 66-75 in most processes, 80 and
+        // 95 in some (their decisions vary with where things are allocated);
+        // the regressions this guards against made hundreds.
+        assert!(s.compilations <= 120, "{name}: {s:?}");
     }
 }
