@@ -135,7 +135,7 @@ fn main() {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         compile_notes.push(format!(
             "{}: {:.0} compilations, {:.0} declined, {:.0} residual operations per run; compiling {:.2} ms per run \
-             (median; {:.2}-{:.2})",
+             (median; {:.2}-{:.2}); {:.1} fusions, {:.2} ms fusing per run (mean)",
             b.name,
             per_run(before.compilations, after.compilations),
             per_run(before.declined, after.declined),
@@ -143,6 +143,8 @@ fn main() {
             ms(median(&compiling)),
             ms(*compiling.iter().min().expect("runs")),
             ms(*compiling.iter().max().expect("runs")),
+            per_run(before.fusions, after.fusions),
+            per_run(before.fusion_nanos, after.fusion_nanos) / 1e6,
         ));
         row("TLC JIT, compilation included", b.jit, cold);
         // The residual code alone: warmed up in this thread first.
