@@ -808,6 +808,8 @@ fn random_recursions_entered_with_saved_frames_agree_with_plain() {
 #[test]
 #[ignore = "run by random_recursions_entered_with_saved_frames_agree_with_plain in a child process"]
 fn child_random_recursions_entered_with_saved_frames() {
+    // Fused as soon as code gained cases: the fused code is what is tested.
+    jit::config().set_fusion_patience(0);
     let mut rng = common::Rng(0x5eed_0025);
     let entries = jit::stats().entries;
     for _ in 0..common::how_many(100) {
@@ -911,4 +913,60 @@ fn child_recursion_compiled_once() {
     assert_eq!(last.compilations, settled.compilations, "{after:?}");
     let runs_since = (after.len() - 2 - compiled_in.unwrap_or(0)) as u64;
     assert!(last.entries >= settled.entries + runs_since, "{after:?}");
+}
+
+/// Fusing compiles the whole tree again, so it waits until the code has
+/// existed twice as long as fusing is expected to take: code entered again
+/// in the first runs after it gained cases is not fused (it postpones),
+/// code that keeps running is, once, and the fused code agrees with plain.
+#[test]
+fn fusion_waits_until_code_has_run_long_enough() {
+    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["child_fusion_waits", "--exact", "--ignored", "--nocapture"])
+        .env("JITGEN_THRESHOLD", "3")
+        .status()
+        .expect("the child runs");
+    assert!(status.success());
+}
+
+#[test]
+#[ignore = "run by fusion_waits_until_code_has_run_long_enough in a child process"]
+fn child_fusion_waits() {
+    let code = recursive_fib(16);
+    let want = plain(&code);
+    let mut vm = Vm::new(code.clone());
+    let run = |vm: &mut Vm| {
+        vm.restart();
+        assert_eq!(vm.run(), want);
+    };
+    for _ in 0..4 {
+        run(&mut vm);
+    }
+    let early = jit::stats();
+    assert!(early.compilations > 0 && early.flexswitch_cases > 0, "{early:?} {:?}", jit::last_decline());
+    assert!(early.fusions == 0 && early.fusions_postponed > 0, "{early:?}");
+    // Runs spread out in time: the code ages, and is fused once.
+    let mut fused_at = None;
+    for i in 0..400 {
+        run(&mut vm);
+        if jit::stats().fusions > 0 {
+            fused_at = Some(i);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let fused = jit::stats();
+    eprintln!("fused after {fused_at:?} more runs: {fused:?}");
+    assert!(fused_at.is_some(), "{fused:?}");
+    // The fused code runs from then on, as it stays.
+    for _ in 0..20 {
+        run(&mut vm);
+    }
+    let last = jit::stats();
+    assert_eq!(
+        (last.compilations, last.fusions, last.fusions_postponed),
+        (fused.compilations, fused.fusions, fused.fusions_postponed),
+        "{last:?}"
+    );
+    assert!(last.entries >= fused.entries + 20, "{last:?}");
 }

@@ -845,6 +845,8 @@ fn random_call_programs_agree() {
 #[ignore = "run by random_call_programs_agree in a child process (recursion, once seen, is remembered per module)"]
 fn child_random_call_programs_agree() {
     jit::config().set_threshold(2);
+    // Fused as soon as code gained cases: the fused code is tested too.
+    jit::config().set_fusion_patience(0);
     let mut r = Rng(0x2545_F491_4F6C_DD1D);
     let n = how_many(150);
     // Programs without recursion first: compiled code entered in callees,

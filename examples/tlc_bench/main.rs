@@ -148,7 +148,7 @@ fn main() {
         ));
         row("TLC JIT, compilation included", b.jit, cold);
         // The residual code alone: warmed up in this thread first.
-        tlc_run(&a, b.jit, true);
+        warm_up(|| drop(tlc_run(&a, b.jit, true)), jit::stats);
         row("TLC JIT, warm", b.jit, measure(runs, || timed(|| tlc_run(&a, b.jit, true)), &want_jit, "JIT warm"));
         for p in &peers {
             let size = if p.slow { b.slow } else { b.native };
@@ -338,21 +338,7 @@ fn other_interpreters(runs: usize) -> String {
             &want,
             "JIT",
         ));
-        // Warm: after runs in this thread until one enters compiled code
-        // and compiles nothing, fusing included (the hot-spot policy may
-        // wait a few runs before compiling: a run that compiles nothing may
-        // not have entered any code either).
-        for _ in 0..20 {
-            let before = stats();
-            run(true);
-            let after = stats();
-            if after.compilations == before.compilations
-                && after.fusions == before.fusions
-                && after.entries > before.entries
-            {
-                break;
-            }
-        }
+        warm_up(|| drop(run(true)), stats);
         let warm = median(&measure(runs, || timed(|| run(true)), &want, "JIT warm"));
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         table.push_str(&format!(
@@ -365,6 +351,28 @@ fn other_interpreters(runs: usize) -> String {
         ));
     }
     table
+}
+
+/// Runs `run` in this thread until a run enters compiled code and neither
+/// compiles, fuses, nor postpones a fusion (the hot-spot policy may wait a
+/// few runs before compiling, and fusing waits until code has run a while:
+/// a run that compiles nothing may not have entered any code either), or
+/// for at most 10 s.
+fn warm_up(mut run: impl FnMut(), stats: fn() -> jitgen::StatsSnapshot) {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        let before = stats();
+        run();
+        let after = stats();
+        if after.compilations == before.compilations
+            && after.fusions == before.fusions
+            && after.fusions_postponed == before.fusions_postponed
+            && after.entries > before.entries
+        {
+            return;
+        }
+    }
+    eprintln!("(not warm after 10 s: {:?})", stats());
 }
 
 /// Runs per size in [`small_inputs`] (they are short: medians of many).

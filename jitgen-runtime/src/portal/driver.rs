@@ -117,7 +117,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use crate::compile::schedule::Limits;
-use crate::run::residual::ResidualFn;
+use crate::run::residual::{Fusion, ResidualFn, FUSION_PATIENCE};
+
+/// What compiling costs per residual operation before a module has compiled
+/// anything (a fusion's expected time; measured 5-8 µs, PERFORMANCE.md).
+const NANOS_PER_OP: u64 = 5_000;
 pub use crate::run::stats::{Stats, StatsSnapshot};
 
 /// The default hot-spot threshold: iterations of one position key before it
@@ -178,6 +182,7 @@ pub struct Config {
     max_cases: AtomicU32,
     max_ops: AtomicU32,
     lazy_after_ops: AtomicU32,
+    fusion_patience: AtomicU32,
 }
 
 impl Config {
@@ -191,7 +196,20 @@ impl Config {
             max_cases: AtomicU32::new(Limits::DEFAULT.max_cases as u32),
             max_ops: AtomicU32::new(Limits::DEFAULT.max_ops as u32),
             lazy_after_ops: AtomicU32::new(Limits::DEFAULT.lazy_after_ops as u32),
+            fusion_patience: AtomicU32::new(FUSION_PATIENCE),
         }
+    }
+
+    /// How many times as long as fusing costs compiled code must have
+    /// existed before the flexswitch cases it reached are fused into it
+    /// (see `ResidualFn::fuse_pieces`); 0 fuses whenever it gained cases.
+    pub fn set_fusion_patience(&self, n: u32) {
+        self.fusion_patience.store(n, Ordering::Relaxed);
+    }
+
+    /// See [`Config::set_fusion_patience`].
+    pub fn fusion_patience(&self) -> u32 {
+        self.fusion_patience.load(Ordering::Relaxed)
     }
 
     /// Cases per flexswitch: past this many distinct values, a promotion
@@ -1148,15 +1166,20 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             Hot::Run(code) => {
                 // Its word may have been cleared by a declined key sharing it.
                 self.sampler.with(|s| s.add_entry(entry_word()));
-                // Pieces compiled since it last ran are fused into it.
-                let t = std::time::Instant::now();
-                match code.fuse_pieces() {
-                    Some(fused) => {
-                        self.stats.fused(t.elapsed().as_nanos() as u64);
+                // Pieces compiled since it last ran are fused into it, once
+                // it has run long enough.
+                let per_op = self.stats.nanos_per_op().unwrap_or(NANOS_PER_OP);
+                match code.fuse_pieces(self.config.fusion_patience(), per_op) {
+                    Fusion::Fused(fused, took) => {
+                        self.stats.fused(took.as_nanos() as u64);
                         self.cache.with(|c| c.borrow_mut().replace_code(&key, &code, fused.clone()));
                         fused
                     }
-                    None => code,
+                    Fusion::Postponed => {
+                        self.stats.fusion_postponed();
+                        code
+                    }
+                    Fusion::Nothing => code,
                 }
             }
             Hot::Compile => {

@@ -219,7 +219,33 @@ struct Compiled {
     /// Fusions that made `native`, and the tree's cases then (see
     /// [`ResidualFn::fuse_pieces`]).
     fused: (usize, usize),
+    /// When the root was compiled, and the time its fusions took so far.
+    born: std::time::Instant,
+    fusing: std::time::Duration,
+    /// Entries that found a fusion due and postponed it (the clock is read
+    /// at one in [`CLOCK_EVERY`]), and the operations a fusion would
+    /// compile at the tree's count of cases then.
+    postponed: std::cell::Cell<u32>,
+    estimate: std::cell::Cell<(usize, usize)>,
 }
+
+/// What [`ResidualFn::fuse_pieces`] did.
+pub enum Fusion {
+    /// Nothing to fuse: no new cases, or [`MAX_FUSIONS`] reached.
+    Nothing,
+    /// A fusion is due, but the root has not existed long enough yet.
+    Postponed,
+    /// The fused code, and what fusing took.
+    Fused(ResidualFn, std::time::Duration),
+}
+
+/// A root is fused once it has existed this many times as long as its
+/// fusions took and the next is expected to take (see
+/// [`ResidualFn::fuse_pieces`]); `Config::set_fusion_patience` changes it.
+pub const FUSION_PATIENCE: u32 = 2;
+
+/// While a fusion is postponed, one entry in this many reads the clock.
+pub const CLOCK_EVERY: u32 = 16;
 
 /// Fusions of one root's pieces at most: each compiles the whole tree again.
 pub const MAX_FUSIONS: usize = 4;
@@ -241,23 +267,59 @@ impl ResidualFn {
             native: backend.compile(f)?,
             pieces: f.pieces.clone(),
             fused: (0, 0),
+            born: std::time::Instant::now(),
+            fusing: std::time::Duration::ZERO,
+            postponed: std::cell::Cell::new(0),
+            estimate: std::cell::Cell::new((usize::MAX, 0)),
         })))
     }
 
     /// The function with the pieces its switches reached fused in (see
     /// `ir::passes::fuse`), compiled, when its switches got cases since it
-    /// was made, at most [`MAX_FUSIONS`] times; `None` otherwise or if the
-    /// backend fails. The listing stays the root's with its cases; the
-    /// pieces stay where the case tables point, so values seen later go on
-    /// through them as before (until the next fusion).
-    pub fn fuse_pieces(&self) -> Option<ResidualFn> {
+    /// was made, at most [`MAX_FUSIONS`] times.
+    ///
+    /// A fusion compiles the whole tree again, which costs a program that
+    /// runs its code briefly (a first run, a machine made afresh for each
+    /// run) more than it gains. So it waits until the root has existed
+    /// `patience` times as long as its fusions took and the next is
+    /// expected to take (its operations at `nanos_per_op`, what compiling
+    /// has cost this module): code that keeps running is fused, code that
+    /// runs once is not. With `patience` 0, it fuses whenever cases were
+    /// added.
+    ///
+    /// The listing stays the root's with its cases; the pieces stay where
+    /// the case tables point, so values seen later go on through them as
+    /// before (until the next fusion). [`Fusion::Nothing`] also when the
+    /// backend fails.
+    pub fn fuse_pieces(&self, patience: u32, nanos_per_op: u64) -> Fusion {
         let me = &*self.0;
-        let pieces = me.pieces.as_ref()?;
+        let Some(pieces) = me.pieces.as_ref() else { return Fusion::Nothing };
         let n = pieces.cases();
         let (times, cases) = me.fused;
         if n == cases || times >= MAX_FUSIONS {
-            return None;
+            return Fusion::Nothing;
         }
+        if patience > 0 {
+            let k = me.postponed.get();
+            me.postponed.set(k.wrapping_add(1));
+            if k % CLOCK_EVERY != 0 {
+                return Fusion::Postponed;
+            }
+            let ops = match me.estimate.get() {
+                (at, ops) if at == n => ops,
+                _ => {
+                    let copied: usize = pieces.functions().iter().map(|(_, f)| f.op_count()).sum();
+                    let ops = me.ops + copied.min(MAX_FUSED_OPS);
+                    me.estimate.set((n, ops));
+                    ops
+                }
+            };
+            let expected = std::time::Duration::from_nanos(nanos_per_op.saturating_mul(ops as u64));
+            if me.born.elapsed() < (me.fusing + expected) * patience {
+                return Fusion::Postponed;
+            }
+        }
+        let t = std::time::Instant::now();
         let functions = pieces.functions();
         let index: std::collections::HashMap<usize, usize> =
             functions.iter().enumerate().map(|(k, (entry, _))| (*entry, k)).collect();
@@ -276,17 +338,26 @@ impl ResidualFn {
                 *b = Some(native_backend().ok()?);
             }
             b.as_mut()?.compile(&fused).ok()
-        })?;
-        Some(ResidualFn(std::rc::Rc::new(Compiled {
-            inputs: me.inputs.clone(),
-            outputs: me.outputs.clone(),
-            function: me.function.clone(),
-            listing: me.listing.clone(),
-            ops: me.ops,
-            native,
-            pieces: me.pieces.clone(),
-            fused: (times + 1, n),
-        })))
+        });
+        let Some(native) = native else { return Fusion::Nothing };
+        let took = t.elapsed();
+        Fusion::Fused(
+            ResidualFn(std::rc::Rc::new(Compiled {
+                inputs: me.inputs.clone(),
+                outputs: me.outputs.clone(),
+                function: me.function.clone(),
+                listing: me.listing.clone(),
+                ops: me.ops,
+                native,
+                pieces: me.pieces.clone(),
+                fused: (times + 1, n),
+                born: me.born,
+                fusing: me.fusing + took,
+                postponed: std::cell::Cell::new(0),
+                estimate: std::cell::Cell::new((usize::MAX, 0)),
+            })),
+            took,
+        )
     }
 
     /// Whether both handles are of the same compiled code.

@@ -22,6 +22,7 @@ pub struct Stats {
     case_compilations: AtomicU64,
     fusions: AtomicU64,
     fusion_nanos: AtomicU64,
+    fusions_postponed: AtomicU64,
     recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
@@ -64,6 +65,10 @@ pub struct StatsSnapshot {
     pub fusions: u64,
     /// Time spent fusing, in nanoseconds (not in `compile_nanos`).
     pub fusion_nanos: u64,
+    /// Entries into compiled code that found a fusion due and postponed it
+    /// (the code had not run long enough yet). A run that adds to neither
+    /// this, `fusions` nor `compilations` runs the code as it will stay.
+    pub fusions_postponed: u64,
 }
 
 impl Stats {
@@ -84,6 +89,7 @@ impl Stats {
             case_compilations: AtomicU64::new(0),
             fusions: AtomicU64::new(0),
             fusion_nanos: AtomicU64::new(0),
+            fusions_postponed: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
@@ -179,6 +185,18 @@ impl Stats {
         self.fusion_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
+    /// Records an entry into residual code that postponed a fusion.
+    pub fn fusion_postponed(&self) {
+        self.fusions_postponed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What compiling has cost per residual operation so far; `None`
+    /// before any code was compiled.
+    pub fn nanos_per_op(&self) -> Option<u64> {
+        let ops = self.residual_ops.load(Ordering::Relaxed);
+        (ops > 0).then(|| self.compile_nanos.load(Ordering::Relaxed) / ops)
+    }
+
     /// Records an entry into residual code.
     pub fn entered(&self) {
         self.entries.fetch_add(1, Ordering::Relaxed);
@@ -200,6 +218,7 @@ impl Stats {
             spills: self.spills.load(Ordering::Relaxed),
             fusions: self.fusions.load(Ordering::Relaxed),
             fusion_nanos: self.fusion_nanos.load(Ordering::Relaxed),
+            fusions_postponed: self.fusions_postponed.load(Ordering::Relaxed),
         }
     }
 }
