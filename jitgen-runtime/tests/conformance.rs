@@ -346,6 +346,31 @@ fn cases() -> Vec<(&'static str, ResidualFunction, Vec<(Vec<u64>, Result<Vec<u64
     b.switch_to(l_ok);
     b.ret(&[y]);
     out.push(("calls", b.finish(), vec![(vec![41, 0], Ok(vec![42])), (vec![41, 1], Err(ErrorKind::CallbackPanicked))]));
+    // The same through cold calls (no register clobbered): a result, a
+    // panic's status, and values live across the call kept.
+    let mut b = ResidualBuilder::new("cold calls", &[ValTy::I64, ValTy::Bool], &[ValTy::I64]);
+    let (x, boom) = (b.inputs()[0], b.inputs()[1]);
+    let live: Vec<_> = (1..=12)
+        .map(|k| {
+            let c = b.konst(ValTy::I64, k);
+            b.bin(BinOp::Mul, ValTy::I64, Overflow::Wrap, x, c)
+        })
+        .collect();
+    let y = b.call_cold(add_one, "add_one", &[(x, ValTy::I64)], &[ValTy::I64])[0];
+    let (l_boom, _) = b.new_label(&[]);
+    let (l_ok, _) = b.new_label(&[]);
+    b.branch(boom, (l_boom, &[]), (l_ok, &[]));
+    b.switch_to(l_boom);
+    b.call_cold(explode, "explode", &[], &[]);
+    b.ret(&[y]);
+    b.switch_to(l_ok);
+    let sum = live.iter().fold(y, |acc, v| b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, acc, *v));
+    b.ret(&[sum]);
+    out.push((
+        "cold calls",
+        b.finish(),
+        vec![(vec![41, 0], Ok(vec![42 + 41 * 78])), (vec![41, 1], Err(ErrorKind::CallbackPanicked))],
+    ));
     // `x != 0 && x < y`, then a branch on it: the path where `x == 0` jumps
     // past the join (jump threading), the other branches on the comparison.
     let mut b = ResidualBuilder::new("and", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);

@@ -163,7 +163,7 @@ fn spilled_frames_go_onto_the_continuation_stack_and_come_back() {
                 branch v8, L1(), L2()
             L1():
                 v9 = const.u64 1
-                call cont_reserve(v9)
+                call.cold cont_reserve(v9)
                 jump L2()
             L2():
                 v10 = const.ptr STACK
@@ -186,7 +186,7 @@ fn spilled_frames_go_onto_the_continuation_stack_and_come_back() {
                 branch v24, L3(), L4()
             L3():
                 v25 = const.u64 2
-                call cont_reserve(v25)
+                call.cold cont_reserve(v25)
                 jump L4()
             L4():
                 v26 = const.ptr STACK
@@ -234,7 +234,7 @@ fn frames_read_in_place_keep_the_current_one_virtual_when_spilled() {
                 branch v8, L1(), L2()
             L1():
                 v9 = const.u64 1
-                call cont_reserve(v9)
+                call.cold cont_reserve(v9)
                 jump L2()
             L2():
                 v10 = const.ptr STACK

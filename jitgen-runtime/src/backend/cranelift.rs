@@ -59,6 +59,8 @@ pub struct CraneliftBackend {
     miss_stub: usize,
     /// [`RuntimeHooks::direct_failed`].
     direct_failed: usize,
+    /// See [`CraneliftBackend::preserving`].
+    preserving: usize,
 }
 
 /// What residual code calls at run time, given by the layer that runs it:
@@ -106,7 +108,9 @@ impl CraneliftBackend {
         let trampoline = unsafe { std::mem::transmute::<usize, Trampoline>(entry) };
         static MISS_STUB: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
         let miss_stub = MISS_STUB.get_or_init(|| Self::miss_stub(&isa, hooks)).clone()?;
-        Ok(CraneliftBackend { isa, trampoline, miss_stub, direct_failed: hooks.direct_failed as usize })
+        static PRESERVING: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
+        let preserving = PRESERVING.get_or_init(|| Self::preserving(&isa)).clone()?;
+        Ok(CraneliftBackend { isa, trampoline, miss_stub, direct_failed: hooks.direct_failed as usize, preserving })
     }
 
     /// The host's ISA with jitgen's flags.
@@ -140,6 +144,31 @@ impl CraneliftBackend {
         })?;
         // SAFETY: compiled just above with the SystemV signature (i64, i64) -> i64.
         Ok(unsafe { std::mem::transmute::<usize, Trampoline>(ptr) })
+    }
+
+    /// `(func, buffer, status_at)` in the `preserve_all` convention: calls
+    /// the callback `func` on `buffer` and stores its status at
+    /// `status_at`. Residual code calls helpers through it so that the
+    /// call clobbers no register: values live across a helper call on a
+    /// cold path (a `Vec` growing) stay in registers on the hot path
+    /// around it, where a SystemV call made the register allocator keep
+    /// them in stack slots.
+    fn preserving(isa: &OwnedTargetIsa) -> Result<usize, BackendError> {
+        let mut sig = Signature::new(CallConv::PreserveAll);
+        for _ in 0..3 {
+            sig.params.push(AbiParam::new(types::I64));
+        }
+        infrastructure(isa, sig, |b, p| {
+            let (func, buffer, status_at) = (p[0], p[1], p[2]);
+            let mut csig = Signature::new(CallConv::SystemV);
+            csig.params.push(AbiParam::new(types::I64));
+            csig.returns.push(AbiParam::new(types::I64));
+            let csig = b.import_signature(csig);
+            let call = b.ins().call_indirect(csig, func, &[buffer]);
+            let status = b.inst_results(call)[0];
+            b.ins().store(MemFlagsData::trusted(), status, status_at, 0);
+            b.ins().return_(&[]);
+        })
     }
 
     /// The miss path of every flexswitch, compiled once per process and
@@ -324,6 +353,8 @@ struct Tr<'a, 'b> {
     miss_stub: usize,
     /// [`RuntimeHooks::direct_failed`]'s address.
     direct_failed: usize,
+    /// [`CraneliftBackend::preserving`]'s address.
+    preserving: usize,
 }
 
 impl Tr<'_, '_> {
@@ -708,9 +739,10 @@ impl Tr<'_, '_> {
                 self.propagate_or(status, cont);
                 self.results(dsts, slot);
             }
-            Inst::Call { dsts, func, args, .. } => {
+            Inst::Call { dsts, func, args, cold, .. } => {
                 let (slot, addr) = self.call_frame(args, args.len().max(dsts.len()).max(1));
-                let status = self.callback(*func as usize, addr);
+                let status =
+                    if *cold { self.preserving_callback(*func as usize, addr) } else { self.callback(*func as usize, addr) };
                 let cont = self.b.create_block();
                 self.propagate_or(status, cont);
                 self.results(dsts, slot);
@@ -739,6 +771,22 @@ impl Tr<'_, '_> {
         let fp = self.b.ins().iconst(types::I64, func as i64);
         let call = self.b.ins().call_indirect(sig, fp, &[addr]);
         self.b.inst_results(call)[0]
+    }
+
+    /// [`Tr::callback`] through [`CraneliftBackend::preserving`], a call
+    /// that clobbers no register (the status comes back through a slot).
+    fn preserving_callback(&mut self, func: usize, addr: Value) -> Value {
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        let status_at = self.b.ins().stack_addr(types::I64, slot, 0);
+        let mut sig = Signature::new(CallConv::PreserveAll);
+        for _ in 0..3 {
+            sig.params.push(AbiParam::new(types::I64));
+        }
+        let sig = self.b.import_signature(sig);
+        let stub = self.b.ins().iconst(types::I64, self.preserving as i64);
+        let fp = self.b.ins().iconst(types::I64, func as i64);
+        self.b.ins().call_indirect(sig, stub, &[fp, addr, status_at]);
+        self.b.ins().stack_load(types::I64, types::I64, slot, 0)
     }
 
     /// Leaves with `status` unless it is 0; else goes on in `cont`.
@@ -1054,6 +1102,7 @@ impl CraneliftBackend {
                 current: Label::ENTRY,
                 miss_stub: self.miss_stub,
                 direct_failed: self.direct_failed,
+                preserving: self.preserving,
             };
             tr.b.switch_to_block(entry);
             let mut args = vec![];

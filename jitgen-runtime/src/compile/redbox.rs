@@ -400,7 +400,10 @@ impl ResidualBuilder {
             return kept.to_vec();
         }
         let call_and_read = |b: &mut Self| {
+            // Taken rarely: a call that clobbers no register.
+            b.cold = true;
             b.red_call_private(func, name, args, &[]);
+            b.cold = false;
             reread.iter().map(|(ty, addr, off)| b.red_load(*ty, addr, *off)).collect::<Vec<_>>()
         };
         if cond.as_const().is_some() || self.exec {

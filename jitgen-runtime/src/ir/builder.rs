@@ -33,6 +33,8 @@ pub struct ResidualBuilder {
     pub(crate) calls: u64,
     /// Two-way branches recorded so far.
     pub(crate) branches: u64,
+    /// Calls recorded now are on a path rarely taken ([`Inst::Call`]'s `cold`).
+    pub(crate) cold: bool,
 }
 
 /// An address as it was computed: `root + index * stride + offset`, `root`
@@ -79,6 +81,7 @@ impl ResidualBuilder {
             widened: Default::default(),
             calls: 0,
             branches: 0,
+            cold: false,
         };
         for t in inputs {
             let v = b.new_val(*t);
@@ -178,8 +181,18 @@ impl ResidualBuilder {
     pub fn call(&mut self, func: CallbackFn, name: &str, args: &[(Val, ValTy)], rets: &[ValTy]) -> Vec<Val> {
         let dsts: Vec<Val> = rets.iter().map(|t| self.new_val(*t)).collect();
         self.calls += 1;
-        self.push(Inst::Call { dsts: dsts.clone(), func, name: name.to_string(), args: args.to_vec() });
+        let cold = self.cold;
+        self.push(Inst::Call { dsts: dsts.clone(), func, name: name.to_string(), args: args.to_vec(), cold });
         dsts
+    }
+
+    /// [`ResidualBuilder::call`] on a path rarely taken: made so that it
+    /// clobbers no register ([`Inst::Call`]'s `cold`).
+    pub fn call_cold(&mut self, func: CallbackFn, name: &str, args: &[(Val, ValTy)], rets: &[ValTy]) -> Vec<Val> {
+        let was = std::mem::replace(&mut self.cold, true);
+        let r = self.call(func, name, args, rets);
+        self.cold = was;
+        r
     }
 
     /// A direct call of compiled code at the address `code` (see

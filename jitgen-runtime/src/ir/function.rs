@@ -109,8 +109,10 @@ pub enum Inst {
     BoundsCheck { index: Val, len: Val },
     /// Call a Rust function with the callback convention; a non-zero status
     /// leaves residual code with that status. The results are read from the
-    /// buffer's first words (their types are the values' types).
-    Call { dsts: Vec<Val>, func: CallbackFn, name: String, args: Vec<(Val, ValTy)> },
+    /// buffer's first words (their types are the values' types). A `cold`
+    /// call (`call.cold` in the listing: a helper on a path rarely taken,
+    /// such as a `Vec` growing) is made so that it clobbers no register.
+    Call { dsts: Vec<Val>, func: CallbackFn, name: String, args: Vec<(Val, ValTy)>, cold: bool },
     /// Call compiled residual code directly (a direct call's fast path, see
     /// the run-time layer's `direct`): `code` is the address of its entry
     /// point, called on a frame of `MAX_FRAME_WORDS` words holding `args`
