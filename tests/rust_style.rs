@@ -345,7 +345,7 @@ fn code_is_kept_for_each_program_a_buffer_held() {
     refilled::jit::config().set_threshold(0);
     let (first, second) = (vec![ADD, 3, DEC, JNZ, 0, 255], vec![ADD, 5, DEC, JNZ, 0, 255]);
     let mut code = first.clone();
-    let mut run = |code: &Vec<u8>| {
+    let run = |code: &Vec<u8>| {
         let before = refilled::jit::stats();
         let r = refilled::run(code, 1000);
         assert_eq!(r, refilled::jit::plain::run(code, 1000), "{code:?}");

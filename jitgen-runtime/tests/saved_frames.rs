@@ -61,7 +61,7 @@ fn check(ops: &str, want_pops: &str, want: Expect) {
                 while template(templates).is_some() {
                     templates += 1;
                 }
-                assert!(unspill_top(&mut l, &mut b, &mut heap, templates - 1));
+                assert!(unspill_top(&mut l, &mut b, &mut heap, templates - 1).is_some());
             }
             _ => {
                 let (_, p, from) = l.pop(&mut b, &mut heap, &FRAME);

@@ -260,7 +260,7 @@ impl ResidualBuilder {
 
     /// `r` as a root and a constant added to it, the roots of forms
     /// followed (a few steps) until one with no form of its own, or `stop`.
-    fn root_form(&self, r: &RedBox, stop: Option<&RedBox>) -> (RedBox, i64) {
+    pub fn root_form(&self, r: &RedBox, stop: Option<&RedBox>) -> (RedBox, i64) {
         let (mut root, mut off) = (*r, 0i64);
         for _ in 0..8 {
             if Some(&root) == stop {

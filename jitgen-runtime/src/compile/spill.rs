@@ -55,6 +55,10 @@ pub enum Template {
         slots: Vec<Result<RedBox, usize>>,
         /// The types of the words.
         words: Vec<ValTy>,
+        /// Words expected to be the length in memory of the operand stack
+        /// at the pop plus a constant (see [`relations`]): word index and
+        /// constant.
+        related: Vec<(usize, i64)>,
     },
     /// A real object: one word, its address.
     Real,
@@ -73,7 +77,7 @@ impl Template {
 /// The identity of a template: what its slots hold, by type and constant.
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum TemplateKey {
-    Object { desc: usize, slots: Vec<Result<(ValTy, u64), ValTy>>, lists: Vec<u64> },
+    Object { desc: usize, slots: Vec<Result<(ValTy, u64), ValTy>>, lists: Vec<u64>, related: Vec<(usize, i64)> },
     Real,
 }
 
@@ -125,7 +129,7 @@ fn set_object_reds(o: &mut VObject, reds: &[RedBox]) {
 
 /// Pushes the frame `p` (not a virtualizable object) onto the continuation
 /// stack.
-fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr, counted: bool) {
+fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr, counted: bool, kept: Option<&VObject>) {
     let (id, words) = match heap.resolve(p) {
         VPtr::Real(r) => (register(TemplateKey::Real, || Template::Real), vec![r]),
         VPtr::Virtual(i) => {
@@ -147,13 +151,15 @@ fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr, counted: bool) {
                     }
                 }
             }
+            let related = kept.map_or(vec![], |k| relations(b, o, k, &slots));
             let key = TemplateKey::Object {
                 desc: o.desc as *const _ as usize,
                 slots: key_slots,
                 lists: o.lists.iter().map(|l| l.key_word()).collect(),
+                related: related.clone(),
             };
             let word_tys = words.iter().map(RedBox::ty).collect();
-            let id = register(key, || Template::Object { obj: o.clone(), slots, words: word_tys });
+            let id = register(key, || Template::Object { obj: o.clone(), slots, words: word_tys, related });
             (id, words)
         }
     };
@@ -180,6 +186,29 @@ fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr, counted: bool) {
     if counted {
         count_entries(b, 1);
     }
+}
+
+/// The words of a frame `o` spilled below the newest frame `kept` (of the
+/// same type) that are a field of `kept` plus a constant, with that constant:
+/// a caller's stack base beside its callee's. When the callee returns, an
+/// interpreter that truncates a shared operand stack to its frame's base
+/// leaves the stack's length in memory at the callee's base, so the
+/// caller's base is that length plus the same constant; a pop checks it
+/// (see [`unspill_top`]), and code after a return then places the caller's
+/// locals relative to the stack's end instead of choosing at run time.
+fn relations(b: &ResidualBuilder, o: &VObject, kept: &VObject, slots: &[Result<RedBox, usize>]) -> Vec<(usize, i64)> {
+    if !std::ptr::eq(o.desc, kept.desc) {
+        return vec![];
+    }
+    o.fields
+        .iter()
+        .zip(&kept.fields)
+        .zip(slots)
+        .filter_map(|((r, k), s)| match (s, r.ty()) {
+            (Err(w), ValTy::U64 | ValTy::I64) => Some((*w, b.difference(k, r)?)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Adds `k` to the count of the current call's entries (kept where a
@@ -277,8 +306,15 @@ pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap, counted
     if !items.iter().all(spillable) {
         return false;
     }
-    for p in &items {
-        spill_one(b, heap, p, counted);
+    // The frame right below the newest one is related to it (see
+    // [`relations`]).
+    let kept_obj = match kept.as_ref().map(|p| heap.resolve(p)) {
+        Some(VPtr::Virtual(i)) => Some(&heap.objects[i as usize]),
+        _ => None,
+    };
+    let last = items.len() - 1;
+    for (i, p) in items.iter().enumerate() {
+        spill_one(b, heap, p, counted, kept_obj.filter(|_| i == last));
     }
     *l = VPList::Spilled { below, counted, items: kept.into_iter().collect() };
     true
@@ -286,16 +322,19 @@ pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap, counted
 
 /// Pops the top entry of the continuation stack, of template `id`, and
 /// makes it the one virtual element of the spilled list `l`, its object
-/// rebuilt in `heap` from the popped words. False for a template this
-/// thread does not know (nothing done).
-pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id: u64) -> bool {
-    let Some(t) = template(id) else { return false };
-    let VPList::Spilled { items, counted, .. } = l else { return false };
+/// rebuilt in `heap` from the popped words. `None` for a template this
+/// thread does not know (nothing done); else the popped words expected to
+/// be the operand stack's length plus a constant (see [`relations`]).
+pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id: u64) -> Option<Vec<(RedBox, i64)>> {
+    let t = template(id)?;
+    let VPList::Spilled { items, counted, .. } = l else { return None };
     let tys = t.word_types();
     let mut vals = pop_words(b, &tys, *counted);
+    let mut rel = vec![];
     let p = match &*t {
         Template::Real => VPtr::Real(vals.remove(0)),
-        Template::Object { obj, slots, .. } => {
+        Template::Object { obj, slots, related, .. } => {
+            rel = related.iter().map(|&(w, e)| (vals[w], e)).collect();
             let reds: Vec<RedBox> = slots
                 .iter()
                 .map(|s| match s {
@@ -311,7 +350,7 @@ pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id
         }
     };
     items.insert(0, p);
-    true
+    Some(rel)
 }
 
 /// Undoes every spill of `l` still on the continuation stack, in execute
@@ -331,7 +370,7 @@ pub fn unspill_all(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap) ->
             };
             return true;
         }
-        if !unspill_top(l, b, heap, id) {
+        if unspill_top(l, b, heap, id).is_none() {
             return false;
         }
     }

@@ -611,14 +611,14 @@ impl<F: Frame> JitState<F> {
     /// continuation stack, of template `id`, its virtual element again;
     /// `None` makes the list what it was before any spill. False when the
     /// frame has no such list or the template is unknown.
-    pub fn unspill(&mut self, b: &mut ResidualBuilder, id: Option<u64>) -> bool {
+    pub fn unspill(&mut self, b: &mut ResidualBuilder, id: Option<u64>) -> Option<Vec<(RedBox, i64)>> {
         self.top_len = None;
-        let Some(f) = self.frames.last_mut() else { return false };
+        let f = self.frames.last_mut()?;
         let heap = &mut self.heap;
-        let mut done = false;
+        let mut done = None;
         f.lists_mut(&mut |l| {
             let ListMut::Ptrs(l) = l else { return };
-            if done || !l.pops_spilled() {
+            if done.is_some() || !l.pops_spilled() {
                 return;
             }
             done = match id {
@@ -630,11 +630,52 @@ impl<F: Frame> JitState<F> {
                             None => VPList::Virtual(vec![]),
                         };
                     }
-                    true
+                    Some(vec![])
                 }
             };
         });
         done
+    }
+
+    /// Where words a pop took from the continuation stack were expected to
+    /// be the operand stack's length in memory plus a constant (see
+    /// [`crate::compile::spill::unspill_top`]): the condition that they
+    /// are, and each word replaced by that sum in this state, which holds
+    /// where the condition does. `None` (nothing done) when there is no
+    /// such word, or no single operand stack with a part in memory.
+    pub fn relate_unspilled(&mut self, b: &mut ResidualBuilder, rel: &[(RedBox, i64)]) -> Option<RedBox> {
+        let rel: Vec<_> = rel.iter().filter(|(w, _)| !w.is_const()).collect();
+        if rel.is_empty() || b.exec {
+            return None;
+        }
+        let mut tails = self.heap.objects.iter().filter(|o| o.backing.is_some() && o.forced.is_none()).flat_map(|o| {
+            o.lists.iter().filter_map(|l| match l {
+                VList::Tail(p, _, how) => Some((*p, *how)),
+                _ => None,
+            })
+        });
+        let (p, how) = tails.next()?;
+        if tails.next().is_some() {
+            return None;
+        }
+        let h = (how.0.header)()?;
+        let len = self.vec_len(b, &p, (h.ptr, h.len));
+        let mut cond: Option<RedBox> = None;
+        let mut map = vec![];
+        for (w, e) in rel.into_iter().filter(|(w, _)| w.ty() == len.ty()) {
+            let sum = b.red_bin(BinOp::Add, Overflow::Wrap, &len, &RedBox::constant(w.ty(), w.ty().canon(*e as u64)));
+            let same = b.red_cmp(CmpOp::Eq, w, &sum);
+            cond = Some(match cond {
+                None => same,
+                Some(c) => b.red_bin(BinOp::And, Overflow::Wrap, &c, &same),
+            });
+            map.push((*w, sum));
+        }
+        let cond = cond?;
+        let reds: Vec<RedBox> =
+            self.reds().into_iter().map(|r| map.iter().find(|(w, _)| *w == r).map_or(r, |(_, s)| *s)).collect();
+        self.set_reds(&reds);
+        Some(cond)
     }
 
     /// Undoes every spill still on the continuation stack, in execute mode,

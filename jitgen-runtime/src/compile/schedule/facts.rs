@@ -12,7 +12,7 @@
 use crate::compile::redbox::RedBox;
 use crate::compile::state::Fact;
 use crate::ir::builder::{ResidualBuilder, SymAddr, Val};
-use crate::ir::ops::ValTy;
+use crate::ir::ops::{BinOp, Overflow, ValTy};
 
 /// Where a known field's root or index comes from at a merge point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +33,10 @@ pub(super) enum FactVal {
     Core(usize),
     /// A parameter of the merge point's label, of this type.
     Var(ValTy),
+    /// The state's red at this position plus a constant (the length of a
+    /// stack in memory beside a frame's base in it): computed at the label,
+    /// so that indices made from either name the same element.
+    Plus(usize, i64),
 }
 
 /// A known field ([`crate::compile::state::Fact`]) at a merge point, its values
@@ -107,6 +111,8 @@ pub(super) fn describe_facts(b: &ResidualBuilder, known: &[Fact], core: &[RedBox
             FactVal::Const(f.value)
         } else if let Some(j) = core.iter().position(|c| *c == f.value || b.unwiden(c) == f.value) {
             FactVal::Core(j)
+        } else if let Some((j, d)) = f.value.ty().is_int().then(|| plus_core(b, core, &f.value)).flatten() {
+            FactVal::Plus(j, d)
         } else {
             FactVal::Var(f.value.ty())
         };
@@ -114,6 +120,15 @@ pub(super) fn describe_facts(b: &ResidualBuilder, known: &[Fact], core: &[RedBox
         out.push((desc, f.value));
     }
     out
+}
+
+/// The first run-time red of `core` that `v` is known to be a constant
+/// more than ([`ResidualBuilder::difference`]), and that constant.
+fn plus_core(b: &ResidualBuilder, core: &[RedBox], v: &RedBox) -> Option<(usize, i64)> {
+    core.iter().enumerate().find_map(|(j, c)| match c {
+        RedBox::Var { ty, .. } if *ty == v.ty() => Some((j, b.difference(c, v)?)),
+        _ => None,
+    })
 }
 
 /// For each known field of a version, the state's known field it is
@@ -182,7 +197,7 @@ pub(super) fn widen_facts(prev: &[FactDesc], have: &[(FactDesc, RedBox)]) -> Vec
 /// The known fields of a version, made of the label's reds (`core`) and
 /// parameters.
 pub(super) fn rebuild_facts(
-    b: &ResidualBuilder,
+    b: &mut ResidualBuilder,
     descs: &[FactDesc],
     core: &[RedBox],
     params: &mut impl Iterator<Item = Val>,
@@ -206,6 +221,10 @@ pub(super) fn rebuild_facts(
             FactVal::Const(c) => c,
             FactVal::Core(j) => core[j],
             FactVal::Var(ty) => RedBox::Var { ty, val: params.next().expect("one parameter per run-time field") },
+            FactVal::Plus(j, k) => {
+                let c = core[j];
+                b.red_bin(BinOp::Add, Overflow::Wrap, &c, &RedBox::constant(c.ty(), c.ty().canon(k as u64)))
+            }
         };
         out.push(Fact {
             at: SymAddr { root, index, offset },

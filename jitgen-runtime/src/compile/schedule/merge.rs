@@ -141,7 +141,10 @@ pub(super) fn exact_shape(b: &ResidualBuilder, reds: &[RedBox]) -> Vec<Shape> {
                 Some(&(_, j)) => Shape::Same(j),
                 None => {
                     seen.push((*val, i));
-                    let Some((root, k)) = b.linear_form(r) else { return Shape::Var(*ty) };
+                    if b.linear_form(r).is_none() {
+                        return Shape::Var(*ty);
+                    }
+                    let (root, k) = b.root_form(r, None);
                     match roots.iter().find(|(x, _, _)| *x == root) {
                         Some(&(_, j, o)) => Shape::Plus(j, ty.canon(k.wrapping_sub(o) as u64) as i64),
                         None => {
@@ -439,7 +442,7 @@ impl<F: Frame> Compilation<F> {
                 self.b.set_linear_form(*val, Some((new_reds[*j], *k)));
             }
         }
-        st.known = rebuild_facts(&self.b, &fact_descs, &new_reds, &mut params);
+        st.known = rebuild_facts(&mut self.b, &fact_descs, &new_reds, &mut params);
         for f in &st.known {
             f.reds_into(&mut new_reds);
         }

@@ -298,7 +298,10 @@ impl<F: Frame> Compilation<F> {
     /// Emits a branch on `cond` (a run-time bool) and continues on its true
     /// side; the false side's state is queued, or (when `lazy` and the
     /// extension can defer) compiled when first taken.
-    fn branch_off(&mut self, cond: &RedBox, lazy: bool, on_false: JitState<F>) {
+    fn branch_off(&mut self, cond: &RedBox, lazy: bool, mut on_false: JitState<F>) {
+        // Facts are checked against the calls recorded when the side is
+        // taken up again (see [`Compilation::next_pending`]).
+        on_false.sync_facts(&self.b);
         self.stats.splits += 1;
         let c = self.b.materialize(cond);
         let (t, _) = self.b.new_label(&[]);
@@ -413,8 +416,11 @@ impl<F: Frame> Compilation<F> {
             }
             return None;
         }
-        let (label, st) = self.pending.pop_front()?;
+        let (label, mut st) = self.pending.pop_front()?;
         self.b.switch_to(label);
+        // The calls recorded since it was queued are on other paths: its
+        // facts (synced when queued) still hold here.
+        st.epoch = self.b.calls;
         Some(st)
     }
 

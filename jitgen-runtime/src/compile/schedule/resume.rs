@@ -130,7 +130,30 @@ pub(super) enum Layout {
 /// The promoted value is part of the key: a frame's key does not show the
 /// value handed to it.
 pub(super) type CaseCache<G> =
-    HashMap<(StateKey<<G as Frame>::Key>, FactsKey, Vec<Layout>, Option<u64>), (usize, String)>;
+    HashMap<(StateKey<<G as Frame>::Key>, FactsKey, Vec<Layout>, Option<u64>, Vec<Related>), (usize, String)>;
+
+/// A live value of a switch known as an earlier one plus a constant
+/// (positions among the live values, and the constant): a case knows it too.
+pub(super) type Related = (usize, usize, i64);
+
+/// The live values known as an earlier one plus a constant (a stack's
+/// length in memory beside a frame's base in it), so that a case places
+/// indices made from either as the switch's path did.
+fn related_inputs(b: &crate::ir::builder::ResidualBuilder, live: &[Val]) -> Vec<Related> {
+    let red = |v: Val| RedBox::Var { ty: b.ty(v), val: v };
+    (0..live.len())
+        .filter_map(|i| {
+            let ri = red(live[i]);
+            if !ri.ty().is_int() {
+                return None;
+            }
+            (0..i).find_map(|j| {
+                let rj = red(live[j]);
+                (rj.ty() == ri.ty()).then(|| b.difference(&rj, &ri)).flatten().map(|k| (i, j, k))
+            })
+        })
+        .collect()
+}
 
 pub(super) type FactsKey = Vec<(u32, i32, ValTy, Option<u64>, i64)>;
 
@@ -213,7 +236,7 @@ impl<F: Frame> Compilation<F> {
         if self.b.exec {
             let id = self.b.red_call(peek, "cont_peek", &[], &[ValTy::U64])[0];
             let w = id.as_const().unwrap_or(EMPTY);
-            if !st.unspill(&mut self.b, (w != EMPTY).then_some(w)) {
+            if st.unspill(&mut self.b, (w != EMPTY).then_some(w)).is_none() {
                 crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(
                     "a frame on the continuation stack that this thread did not spill".into(),
                 ));
@@ -221,12 +244,13 @@ impl<F: Frame> Compilation<F> {
             return Some(st);
         }
         let mut below = st.clone();
-        if !below.unspill(&mut self.b, None) {
+        if below.unspill(&mut self.b, None).is_none() {
             self.decline("a pop of a spilled list it cannot find");
             return None;
         }
         let (t, id) = crate::compile::spill::peek_top(&mut self.b);
         self.stats.splits += 1;
+        below.sync_facts(&self.b);
         self.pending.push_back((t, below));
         self.flexswitch_on(forever(st), Some(&id), fns, true);
         None
@@ -315,6 +339,7 @@ impl<F: Frame> Compilation<F> {
             });
         }
         let live_tys: Vec<ValTy> = live.iter().map(|v| self.b.ty(*v)).collect();
+        let related = related_inputs(&self.b, &live);
         let max_cases = if st.hands_over() {
             // Returned below where compiled code was entered: the
             // interpreter goes on (see `JitState::below_entry`).
@@ -335,6 +360,7 @@ impl<F: Frame> Compilation<F> {
         let compile = {
             let (snapshot, weak, live_tys, outputs) =
                 (snapshot.clone(), Rc::downgrade(&tree), live_tys.clone(), outputs.clone());
+            let related = related.clone();
             Box::new(move |w: u64| -> Option<crate::run::promotion::Case> {
                 let tree = weak.upgrade()?;
                 let name = format!("{}_piece{}", tree.name, tree.pieces.borrow().len() + 1);
@@ -344,16 +370,28 @@ impl<F: Frame> Compilation<F> {
                 c.piece = true;
                 let mut st = snapshot.0.clone();
                 let inputs = c.inputs();
+                for &(i, j, k) in &related {
+                    if let RedBox::Var { val, .. } = inputs[i] {
+                        c.b.set_linear_form(val, Some((inputs[j], k)));
+                    }
+                }
                 let reds = rebuild(&snapshot.1, &inputs, w);
                 st.set_reds(&reds);
                 if promoting {
                     (fns.deliver)(&mut st, w);
                 }
-                if unspilling && !st.unspill(&mut c.b, Some(w)) {
-                    return None;
+                if unspilling {
+                    let rel = st.unspill(&mut c.b, Some(w))?;
+                    // Words that should be the operand stack's length plus
+                    // a constant: checked, and where they are not, a lazily
+                    // compiled continuation goes on with them as they are.
+                    let generic = st.clone();
+                    if let Some(cond) = st.relate_unspilled(&mut c.b, &rel) {
+                        c.branch_off(&cond, true, generic);
+                    }
                 }
                 st.epoch = c.b.calls;
-                let key = (st.key(), st.facts_key(), layout(&reds, &inputs), keyed.then_some(w));
+                let key = (st.key(), st.facts_key(), layout(&reds, &inputs), keyed.then_some(w), related.clone());
                 {
                     let mut cache = tree.cases.borrow_mut();
                     let cache = cache.get_or_insert_with(|| Box::new(CaseCache::<G>::new()));
@@ -410,7 +448,7 @@ impl<F: Frame> Compilation<F> {
                     if promoting {
                         (fns.deliver)(&mut st, w);
                     }
-                    if unspilling && !st.unspill(&mut c.b, Some(w)) {
+                    if unspilling && st.unspill(&mut c.b, Some(w)).is_none() {
                         crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(
                             "a frame on the continuation stack that this thread did not spill".into(),
                         ));
