@@ -825,6 +825,19 @@ fn child_random_recursions_entered_with_saved_frames() {
             assert_eq!(portal(&code), plain(&code), "fib({n})");
         }
     }
+    // Base cases that pop their callers' values below their own frames
+    // (one, or that and the caller's local): the caller's frame, restored
+    // after the return, is not where the stack's length usually puts it.
+    for (depth, pops) in [(1, 2), (2, 3), (40, 2), (40, 3), (300, 2)] {
+        let mut code = vec![Push(depth), Call(3, 1), Halt];
+        code.extend([Load(0), JumpIfZero(12), Load(0), Load(0), Push(1), Sub, Call(3, 1), Add, Ret]);
+        code.extend(vec![Pop; pops]);
+        code.extend([Push(5), Ret]);
+        let want = plain(&code);
+        for _ in 0..5 {
+            assert_eq!(portal(&code), want, "depth {depth}, {pops} pops");
+        }
+    }
     let s = jit::stats();
     // Code entered again had its pieces fused in (the runs after it ran
     // the fused code).
