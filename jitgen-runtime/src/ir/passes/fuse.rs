@@ -1,6 +1,7 @@
 //! Fusion: a root function and the pieces its flexswitches reached, as one
 //! function (not part of `simplify`: the run-time layer fuses a tree of
-//! compiled code once its switches have cases).
+//! compiled code once its switches have cases and it has run a while, see
+//! `run::residual::ResidualFn::fuse_pieces`).
 //!
 //! A flexswitch leaves its function: it stores the live values in the
 //! frame, scans its cases and tail-calls one, whose prologue loads them
