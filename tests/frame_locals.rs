@@ -274,12 +274,7 @@ fn valued(code: &[Op]) -> Vec<valued::Op> {
 /// and its stack is long (a child process: the threshold is the module's).
 #[test]
 fn recursions_on_enum_values_agree_with_plain() {
-    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["child_recursions_on_enum_values", "--exact", "--ignored", "--nocapture"])
-        .env("JITGEN_THRESHOLD", "3")
-        .status()
-        .expect("the child runs");
-    assert!(status.success());
+    assert!(common::run_child("child_recursions_on_enum_values", Some("3")));
 }
 
 #[test]
@@ -351,12 +346,7 @@ fn allocations<R>(f: impl FnOnce() -> R) -> (R, usize) {
 /// process: the counts are the module's.
 #[test]
 fn recursions_compile_a_bounded_amount_of_code() {
-    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["child_recursions_compile_a_bounded_amount_of_code", "--exact", "--ignored", "--nocapture"])
-        .env("JITGEN_THRESHOLD", "50")
-        .status()
-        .expect("the child runs");
-    assert!(status.success());
+    assert!(common::run_child("child_recursions_compile_a_bounded_amount_of_code", Some("50")));
 }
 
 #[test]

@@ -797,12 +797,7 @@ fn random_recursive_programs_agree_with_plain() {
 /// the module's).
 #[test]
 fn random_recursions_entered_with_saved_frames_agree_with_plain() {
-    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["child_random_recursions_entered_with_saved_frames", "--exact", "--ignored", "--nocapture"])
-        .env("JITGEN_THRESHOLD", "3")
-        .status()
-        .expect("the child runs");
-    assert!(status.success());
+    assert!(common::run_child("child_random_recursions_entered_with_saved_frames", Some("3")));
 }
 
 #[test]
@@ -854,11 +849,7 @@ fn child_random_recursions_entered_with_saved_frames() {
 /// back (a child process: the limit is the module's).
 #[test]
 fn random_recursions_handing_over_agree_with_plain() {
-    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["child_random_recursions_handing_over", "--exact", "--ignored", "--nocapture"])
-        .status()
-        .expect("the child runs");
-    assert!(status.success());
+    assert!(common::run_child("child_random_recursions_handing_over", None));
 }
 
 #[test]
@@ -896,12 +887,7 @@ fn child_random_recursions_handing_over() {
 /// between the runs: fusing does, and a new address compiles again.)
 #[test]
 fn a_recursion_compiled_once_serves_later_runs() {
-    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["child_recursion_compiled_once", "--exact", "--ignored", "--nocapture"])
-        .env_remove("JITGEN_THRESHOLD")
-        .status()
-        .expect("the child runs");
-    assert!(status.success());
+    assert!(common::run_child("child_recursion_compiled_once", None));
 }
 
 #[test]
@@ -934,12 +920,7 @@ fn child_recursion_compiled_once() {
 /// code that keeps running is, once, and the fused code agrees with plain.
 #[test]
 fn fusion_waits_until_code_has_run_long_enough() {
-    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["child_fusion_waits", "--exact", "--ignored", "--nocapture"])
-        .env("JITGEN_THRESHOLD", "3")
-        .status()
-        .expect("the child runs");
-    assert!(status.success());
+    assert!(common::run_child("child_fusion_waits", Some("3")));
 }
 
 #[test]

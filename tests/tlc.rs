@@ -957,9 +957,7 @@ fn child_recursive_code_is_kept_over_many_runs() {
 /// process, whose hot-spot policy is the default one (the tests above set
 /// explicit thresholds, which are exact and have no warm-up).
 fn run_child(test: &str) -> bool {
-    let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary"));
-    cmd.args([test, "--exact", "--ignored", "--nocapture"]).env_remove("JITGEN_THRESHOLD");
-    cmd.status().expect("the child test runs").success()
+    common::run_child(test, None)
 }
 
 #[test]

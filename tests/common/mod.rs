@@ -84,3 +84,16 @@ pub fn assert_loops_in_registers(listings: &[String]) {
         assert!(!body.contains("call") && !body.contains("load") && !body.contains("store"), "{body}");
     }
 }
+
+/// Runs the ignored test `test` of this test binary in a child process
+/// (the JIT's settings and counters are per process), with
+/// `JITGEN_THRESHOLD` set to `threshold`, or unset; whether it passed.
+pub fn run_child(test: &str, threshold: Option<&str>) -> bool {
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+    cmd.args([test, "--exact", "--ignored", "--nocapture"]);
+    match threshold {
+        Some(t) => cmd.env("JITGEN_THRESHOLD", t),
+        None => cmd.env_remove("JITGEN_THRESHOLD"),
+    };
+    cmd.status().expect("the child test runs").success()
+}
