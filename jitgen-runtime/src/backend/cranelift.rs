@@ -741,8 +741,11 @@ impl Tr<'_, '_> {
             }
             Inst::Call { dsts, func, args, cold, .. } => {
                 let (slot, addr) = self.call_frame(args, args.len().max(dsts.len()).max(1));
-                let status =
-                    if *cold { self.preserving_callback(*func as usize, addr) } else { self.callback(*func as usize, addr) };
+                let status = if *cold {
+                    self.preserving_callback(*func as usize, addr)
+                } else {
+                    self.callback(*func as usize, addr)
+                };
                 let cont = self.b.create_block();
                 self.propagate_or(status, cont);
                 self.results(dsts, slot);
