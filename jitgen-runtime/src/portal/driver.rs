@@ -1168,7 +1168,8 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 self.sampler.with(|s| s.add_entry(entry_word()));
                 // Pieces compiled since it last ran are fused into it, once
                 // it has run long enough.
-                let per_op = self.stats.nanos_per_op().unwrap_or(NANOS_PER_OP);
+                // (What compiling costs is read only where the clock is.)
+                let per_op = || self.stats.nanos_per_op().unwrap_or(NANOS_PER_OP);
                 match code.fuse_pieces(self.config.fusion_patience(), per_op) {
                     Fusion::Fused(fused, took) => {
                         self.stats.fused(took.as_nanos() as u64);

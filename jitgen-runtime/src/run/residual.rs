@@ -282,7 +282,7 @@ impl ResidualFn {
     /// runs its code briefly (a first run, a machine made afresh for each
     /// run) more than it gains. So it waits until the root has existed
     /// `patience` times as long as its fusions took and the next is
-    /// expected to take (its operations at `nanos_per_op`, what compiling
+    /// expected to take (its operations at `nanos_per_op()`, what compiling
     /// has cost this module): code that keeps running is fused, code that
     /// runs once is not. With `patience` 0, it fuses whenever cases were
     /// added.
@@ -291,7 +291,7 @@ impl ResidualFn {
     /// the case tables point, so values seen later go on through them as
     /// before (until the next fusion). [`Fusion::Nothing`] also when the
     /// backend fails.
-    pub fn fuse_pieces(&self, patience: u32, nanos_per_op: u64) -> Fusion {
+    pub fn fuse_pieces(&self, patience: u32, nanos_per_op: impl FnOnce() -> u64) -> Fusion {
         let me = &*self.0;
         let Some(pieces) = me.pieces.as_ref() else { return Fusion::Nothing };
         let n = pieces.cases();
@@ -314,7 +314,7 @@ impl ResidualFn {
                     ops
                 }
             };
-            let expected = std::time::Duration::from_nanos(nanos_per_op.saturating_mul(ops as u64));
+            let expected = std::time::Duration::from_nanos(nanos_per_op().saturating_mul(ops as u64));
             if me.born.elapsed() < (me.fusing + expected) * patience {
                 return Fusion::Postponed;
             }
