@@ -667,7 +667,7 @@ fn unpark_fn(sname: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
                         // Vec of its type, moved into this object.
                         unsafe { #rt::heap::take_vec::<#et>(__a) }
                     }
-                    #rt::vlist::VList::Tail(__p, __items, _) => {
+                    #rt::vlist::VList::Tail(__p, __items, ..) => {
                         let __a = __p.as_const().expect(#msg);
                         // SAFETY: as for a real list; its tail follows.
                         let mut __v = unsafe { #rt::heap::take_vec::<#et>(__a) };

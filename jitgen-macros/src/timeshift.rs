@@ -66,6 +66,9 @@ pub struct Gen<'g> {
     pub point_ids: HashMap<(usize, NodeIndex, usize), usize>,
     pub enums: Vec<Ty>,
     pub callbacks: Vec<TokenStream>,
+    /// Whether the interpreter reads its saved frames in place
+    /// ([`Gen::frames_read_in_place`] is not empty).
+    pub frames_in_place: bool,
     /// Portal merge points where execute mode may stop for the portal to
     /// continue in the interpreter proper (see `jit_module`).
     pub park_points: BTreeSet<usize>,
@@ -145,8 +148,10 @@ impl<'g> Gen<'g> {
             joins: vec![],
             loop_heads: vec![],
             declined: std::cell::Cell::new(false),
+            frames_in_place: false,
         };
         g.written_back = (0..g.fns.len()).map(|fi| g.written_back_params(fi)).collect();
+        g.frames_in_place = !g.frames_read_in_place().is_empty();
         for fi in 0..g.fns.len() {
             let aliases = g.written_back_aliases(fi);
             g.written_back[fi].extend(aliases);
@@ -170,7 +175,7 @@ impl<'g> Gen<'g> {
                     if g.promotes_run_time(fi, op) {
                         g.point(fi, b, k + 1, Some(op.result));
                     }
-                    if g.pops_frames(fi, op).is_some() {
+                    if g.pops_frames(fi, op).is_some() || g.pops_hidden(fi, b, op).is_some() {
                         g.point(fi, b, k, None);
                     }
                     if op.kind == OpKind::GlobalMergePoint && k > 0 {
@@ -569,6 +574,27 @@ impl<'g> Gen<'g> {
     /// by a recursion, such lists count their entries, so that their
     /// length is known (the runtime's `Frame::reads_saved_frames`,
     /// `VDesc::reads_in_place`).
+    /// For `t = getfield(p)`, a list field of a virtual object that this
+    /// block pops, where the interpreter reads its saved frames in place:
+    /// `(p, k)` as [`Gen::field_list_of`]. Such a pop may find the list's
+    /// part below its tail hidden with spilled frames (`compile::spill`'s
+    /// segments): the frame on top of the continuation stack is then popped
+    /// first, so that its segment is back in the tail.
+    fn pops_hidden(&self, fi: usize, b: NodeIndex, op: &hint_annotator::flowgraph::Op) -> Option<(Ident, usize)> {
+        if !self.frames_in_place || !matches!(op.kind, OpKind::GetField(_)) {
+            return None;
+        }
+        if !matches!(self.repr(fi, op.result), Repr::VList(_)) {
+            return None;
+        }
+        let t = Value::Var(op.result);
+        let ops = &self.fns[fi].graph.graph[b].ops;
+        if !ops.iter().any(|o| o.kind == OpKind::Pop && o.args.first() == Some(&t)) {
+            return None;
+        }
+        self.field_list_of(fi, &t)
+    }
+
     pub fn frames_read_in_place(&self) -> BTreeSet<String> {
         let (mut popped, mut read) = (BTreeSet::new(), BTreeSet::new());
         for fi in 0..self.fns.len() {
@@ -2678,6 +2704,21 @@ impl<'g> Gen<'g> {
                     if #l.pops_spilled() {
                         __st.frames.push(#pre_frame);
                         break 'path __c.unspill(__st, __forever, __resume_fns());
+                    }
+                });
+            }
+            if let Some((p, k)) = self.pops_hidden(fi, b, op) {
+                // An operand stack with a hidden part: its segment comes back
+                // with the frame on top of the continuation stack.
+                let pre = self.point_ids[&(fi, b, k)];
+                let pre_frame = self.frame(pre, &HashMap::new());
+                body.push(quote! {
+                    if __st.pops_hidden(&#p, #k) {
+                        __st.frames.push(#pre_frame);
+                        if __st.top_pops_spilled() {
+                            break 'path __c.unspill(__st, __forever, __resume_fns());
+                        }
+                        __st.frames.pop();
                     }
                 });
             }

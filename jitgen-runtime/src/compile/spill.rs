@@ -39,6 +39,7 @@ use std::rc::Rc;
 
 use crate::compile::redbox::RedBox;
 use crate::compile::virtuals::{VHeap, VObject, VPList, VPtr};
+use crate::compile::vlist::{InPlace, VList};
 use crate::ir::builder::{Label, ResidualBuilder};
 use crate::ir::ops::{BinOp, CmpOp, Overflow, ValTy};
 use crate::run::contstack;
@@ -59,9 +60,39 @@ pub enum Template {
         /// at the pop plus a constant (see [`relations`]): word index and
         /// constant.
         related: Vec<(usize, i64)>,
+        /// Where its part of a shared operand stack is.
+        segment: Segment,
+        /// Whether nothing of that stack was hidden below the entry when it
+        /// was pushed: once it is popped, the stack's `Vec` holds all that
+        /// is before its tail again.
+        clear_below: bool,
     },
     /// A real object: one word, its address.
     Real,
+}
+
+/// A spilled frame's part of an operand stack its calls share: the
+/// elements of the list below the callee's frame, pushed as the entry's last
+/// words instead of into the `Vec` (which then holds only what is below
+/// them: [`crate::compile::vlist::VList::Tail`]'s hidden part).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Segment {
+    /// None: the frame's part of the list is where it was.
+    None,
+    /// The entry's last words are elements of the list, not in its `Vec`.
+    Hidden {
+        /// How many.
+        words: usize,
+        /// The template of the same entry once [`materialize`] moved them
+        /// into the `Vec`.
+        twin: u64,
+    },
+    /// The entry's last words were moved into the `Vec` (they are stale:
+    /// the list's elements are there).
+    InMemory {
+        /// How many.
+        words: usize,
+    },
 }
 
 impl Template {
@@ -72,12 +103,27 @@ impl Template {
             Template::Real => vec![ValTy::Ptr],
         }
     }
+
+    /// How many words it has.
+    pub fn word_count(&self) -> usize {
+        match self {
+            Template::Object { words, .. } => words.len(),
+            Template::Real => 1,
+        }
+    }
 }
 
 /// The identity of a template: what its slots hold, by type and constant.
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum TemplateKey {
-    Object { desc: usize, slots: Vec<Result<(ValTy, u64), ValTy>>, lists: Vec<u64>, related: Vec<(usize, i64)> },
+    Object {
+        desc: usize,
+        slots: Vec<Result<(ValTy, u64), ValTy>>,
+        lists: Vec<u64>,
+        related: Vec<(usize, i64)>,
+        segment: (usize, bool),
+        clear_below: bool,
+    },
     Real,
 }
 
@@ -128,8 +174,17 @@ fn set_object_reds(o: &mut VObject, reds: &[RedBox]) {
 }
 
 /// Pushes the frame `p` (not a virtualizable object) onto the continuation
-/// stack.
-fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr, counted: bool, kept: Option<&VObject>) {
+/// stack, with `segment`, its part of a shared operand stack (see
+/// [`Segment`]), as its last words.
+fn spill_one(
+    b: &mut ResidualBuilder,
+    heap: &VHeap,
+    p: &VPtr,
+    counted: bool,
+    kept: Option<&VObject>,
+    segment: &[RedBox],
+    clear_below: bool,
+) {
     let (id, words) = match heap.resolve(p) {
         VPtr::Real(r) => (register(TemplateKey::Real, || Template::Real), vec![r]),
         VPtr::Virtual(i) => {
@@ -152,14 +207,31 @@ fn spill_one(b: &mut ResidualBuilder, heap: &VHeap, p: &VPtr, counted: bool, kep
                 }
             }
             let related = kept.map_or(vec![], |k| relations(b, o, k, &slots));
-            let key = TemplateKey::Object {
+            words.extend_from_slice(segment);
+            let word_tys: Vec<ValTy> = words.iter().map(RedBox::ty).collect();
+            let key = |hidden| TemplateKey::Object {
                 desc: o.desc as *const _ as usize,
-                slots: key_slots,
+                slots: key_slots.clone(),
                 lists: o.lists.iter().map(|l| l.key_word()).collect(),
                 related: related.clone(),
+                segment: (segment.len(), hidden),
+                clear_below,
             };
-            let word_tys = words.iter().map(RedBox::ty).collect();
-            let id = register(key, || Template::Object { obj: o.clone(), slots, words: word_tys, related });
+            let template = |segment| Template::Object {
+                obj: o.clone(),
+                slots: slots.clone(),
+                words: word_tys.clone(),
+                related: related.clone(),
+                segment,
+                clear_below,
+            };
+            let k = segment.len();
+            let id = if k == 0 {
+                register(key(false), || template(Segment::None))
+            } else {
+                let twin = register(key(false), || template(Segment::InMemory { words: k }));
+                register(key(true), || template(Segment::Hidden { words: k, twin }))
+            };
             (id, words)
         }
     };
@@ -286,8 +358,18 @@ fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy], counted: bool) -> Vec<RedBo
 /// when one cannot be spilled or `l` is real. With `counted` (the
 /// interpreter reads its saved frames in place: the newest is its current
 /// frame), its length is known from the stack's count of entries
-/// ([`entries`]), and its newest element stays virtual.
-pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap, counted: bool) -> bool {
+/// ([`entries`]), and its newest element stays virtual. Each spilled frame
+/// takes its segment of `segments` (see [`Segment`]; none when empty): false
+/// when one with a segment is not virtual, or they do not match the frames.
+/// `clear_below`: nothing of the operand stack is hidden so far.
+pub fn spill_list(
+    l: &mut VPList,
+    b: &mut ResidualBuilder,
+    heap: &VHeap,
+    counted: bool,
+    segments: &[Vec<RedBox>],
+    clear_below: bool,
+) -> bool {
     let (below, counted, mut items) = match l {
         VPList::Real(_) => return false,
         VPList::Virtual(items) => (None, counted, items.clone()),
@@ -306,6 +388,12 @@ pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap, counted
     if !items.iter().all(spillable) {
         return false;
     }
+    if !segments.is_empty()
+        && (segments.len() != items.len()
+            || items.iter().zip(segments).any(|(p, s)| !s.is_empty() && matches!(heap.resolve(p), VPtr::Real(_))))
+    {
+        return false;
+    }
     // The frame right below the newest one is related to it (see
     // [`relations`]).
     let kept_obj = match kept.as_ref().map(|p| heap.resolve(p)) {
@@ -314,27 +402,80 @@ pub fn spill_list(l: &mut VPList, b: &mut ResidualBuilder, heap: &VHeap, counted
     };
     let last = items.len() - 1;
     for (i, p) in items.iter().enumerate() {
-        spill_one(b, heap, p, counted, kept_obj.filter(|_| i == last));
+        let kept = kept_obj.filter(|_| i == last);
+        let segment = segments.get(i).map_or(&[][..], |s| &s[..]);
+        // Nothing is hidden below it unless a frame spilled before took a
+        // segment.
+        let clear_below = clear_below && segments.iter().take(i).all(Vec::is_empty);
+        spill_one(b, heap, p, counted, kept, segment, clear_below);
     }
     *l = VPList::Spilled { below, counted, items: kept.into_iter().collect() };
     true
 }
 
+/// The one list with a hidden part (see [`Segment`]) among the lists of
+/// `heap`'s objects with a backing, if there is exactly one.
+fn hidden_tail(heap: &mut VHeap) -> Option<&mut VList> {
+    let mut lists = heap
+        .objects
+        .iter_mut()
+        .filter(|o| o.backing.is_some() && o.forced.is_none())
+        .flat_map(|o| o.lists.iter_mut())
+        .filter(|l| matches!(l, VList::Tail(_, _, _, Some(_))));
+    let l = lists.next()?;
+    lists.next().is_none().then_some(l)
+}
+
+/// What a pop from the continuation stack found (see [`unspill_top`]).
+#[derive(Default)]
+pub struct Unspilled {
+    /// The popped words expected to be the operand stack's length (before
+    /// its tail) plus a constant (see [`relations`]).
+    pub related: Vec<(RedBox, i64)>,
+    /// Where nothing of the operand stack is hidden any more: its `Vec`'s
+    /// address and layout, and its length in memory.
+    pub visible: Option<(RedBox, &'static InPlace, RedBox)>,
+}
+
 /// Pops the top entry of the continuation stack, of template `id`, and
 /// makes it the one virtual element of the spilled list `l`, its object
-/// rebuilt in `heap` from the popped words. `None` for a template this
-/// thread does not know (nothing done); else the popped words expected to
-/// be the operand stack's length plus a constant (see [`relations`]).
-pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id: u64) -> Option<Vec<(RedBox, i64)>> {
+/// rebuilt in `heap` from the popped words; a hidden segment goes back into
+/// the list it came from. `None` for a template this thread does not know,
+/// or a segment without its list (nothing done).
+pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id: u64) -> Option<Unspilled> {
     let t = template(id)?;
     let VPList::Spilled { items, counted, .. } = l else { return None };
+    if let Template::Object { segment: Segment::Hidden { .. }, .. } = &*t {
+        hidden_tail(heap)?;
+    }
     let tys = t.word_types();
     let mut vals = pop_words(b, &tys, *counted);
     let mut rel = vec![];
+    let mut visible = None;
     let p = match &*t {
         Template::Real => VPtr::Real(vals.remove(0)),
-        Template::Object { obj, slots, related, .. } => {
+        Template::Object { obj, slots, related, segment, clear_below, .. } => {
             rel = related.iter().map(|&(w, e)| (vals[w], e)).collect();
+            match *segment {
+                Segment::None => {}
+                Segment::InMemory { words } => vals.truncate(vals.len() - words),
+                Segment::Hidden { words, .. } => {
+                    let seg = vals.split_off(vals.len() - words);
+                    let Some(VList::Tail(_, tail, _, Some(m))) = hidden_tail(heap) else { return None };
+                    *m = b.red_bin(BinOp::Sub, Overflow::Wrap, m, &RedBox::constant(m.ty(), words as u64));
+                    tail.splice(0..0, seg);
+                    // The words were related to the length the callee's
+                    // frame began at; they are now after the segment.
+                    for (_, e) in &mut rel {
+                        *e = e.wrapping_add(words as i64);
+                    }
+                }
+            }
+            if *clear_below {
+                if let Some(VList::Tail(p, _, how, hidden)) = hidden_tail(heap) {
+                    visible = Some((*p, how.0, hidden.take().expect("a hidden part")));
+                }
+            }
             let reds: Vec<RedBox> = slots
                 .iter()
                 .map(|s| match s {
@@ -350,7 +491,7 @@ pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id
         }
     };
     items.insert(0, p);
-    Some(rel)
+    Some(Unspilled { related: rel, visible })
 }
 
 /// Undoes every spill of `l` still on the continuation stack, in execute
@@ -374,4 +515,59 @@ pub fn unspill_all(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap) ->
             return false;
         }
     }
+}
+
+/// Moves the hidden part of an operand stack back into its `Vec` (see
+/// [`Segment`]): the segments of the current call's entries, oldest first,
+/// appended to the `Vec`, and each entry's template replaced by its twin
+/// whose segment is in memory. `[vec, in_place] -> []`, `in_place` the
+/// address of the list's [`InPlace`]. Entries are only ever pushed on top,
+/// so none below one whose segment is in memory has a hidden one: the walk
+/// from the top stops there.
+///
+/// # Safety
+/// `buf` holds two words: the address of a live `Vec` of the element type
+/// of the `InPlace` at the second.
+pub unsafe extern "C" fn materialize(buf: *mut u64) -> u64 {
+    crate::run::residual::run_callback(|| {
+        // SAFETY: two words, as documented.
+        let (vec, how) = unsafe { (*buf, *buf.add(1)) };
+        // SAFETY: a descriptor of the generated code, which lives as long
+        // as the program.
+        let how: &InPlace = unsafe { &*(how as usize as *const InPlace) };
+        let segments = contstack::with_call_words(|w| {
+            let mut segments = vec![];
+            let mut at = w.len();
+            TEMPLATES.with(|t| {
+                let t = t.borrow();
+                while at > 0 {
+                    let t =
+                        t.all.get(w[at - 1] as usize).expect("jitgen bug: a continuation entry of an unknown template");
+                    let n = t.word_count();
+                    assert!(at > n, "jitgen bug: a continuation entry longer than the stack");
+                    match &**t {
+                        Template::Object { segment: Segment::Hidden { words, twin }, .. } => {
+                            segments.push(w[at - 1 - words..at - 1].to_vec());
+                            w[at - 1] = *twin;
+                        }
+                        Template::Object { segment: Segment::InMemory { .. }, .. } => break,
+                        _ => {}
+                    }
+                    at -= n + 1;
+                }
+            });
+            segments
+        });
+        for seg in segments.iter().rev() {
+            let mut args = Vec::with_capacity(seg.len() + 2);
+            args.extend([vec, seg.len() as u64]);
+            args.extend_from_slice(seg);
+            // SAFETY: `extend` takes the address, a count and that many
+            // elements.
+            if unsafe { (how.extend)(args.as_mut_ptr()) } != 0 {
+                return Err(crate::ir::ops::ErrorKind::CallbackPanicked);
+            }
+        }
+        Ok(())
+    })
 }

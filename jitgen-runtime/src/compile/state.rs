@@ -114,6 +114,23 @@ impl ListMut<'_> {
 /// objects in canonical order.
 pub type StateKey<K> = (Vec<K>, Vec<usize>);
 
+/// Where an operand stack's tail splits when frames are spilled (see
+/// [`JitState::spill_frames`]).
+struct SegmentPlan {
+    /// The object whose list it is.
+    object: usize,
+    /// The list among the object's.
+    list: usize,
+    /// For each frame spilled, oldest first, where its part of the tail
+    /// begins; what is below the first goes into memory.
+    cuts: Vec<usize>,
+    /// The tail's elements below the newest frame's base: the last spilled
+    /// frame's part ends there.
+    above: usize,
+    /// The newest frame's base: the list's length before its tail then.
+    base: RedBox,
+}
+
 /// A compile-time state: a chain of virtual frames, the innermost last.
 #[derive(Clone, Debug)]
 pub struct JitState<F> {
@@ -496,8 +513,8 @@ impl<F: Frame> JitState<F> {
         let mut n = 0;
         for f in &mut self.frames {
             f.lists_mut(&mut |l| match l {
-                ListMut::Scalars(VList::Virtual(items) | VList::Tail(_, items, _), ..) => n += items.len(),
-                ListMut::Flat(VList::Virtual(items) | VList::Tail(_, items, _), w, _) => n += items.len() / w.max(1),
+                ListMut::Scalars(VList::Virtual(items) | VList::Tail(_, items, ..), ..) => n += items.len(),
+                ListMut::Flat(VList::Virtual(items) | VList::Tail(_, items, ..), w, _) => n += items.len() / w.max(1),
                 ListMut::Dict(VDict::Virtual(entries), ..) => n += entries.len(),
                 _ => {}
             });
@@ -560,7 +577,121 @@ impl<F: Frame> JitState<F> {
     /// False (nothing done) when there is not exactly one such list, another
     /// list is spilled already, or a frame is also named from elsewhere in
     /// the state.
-    pub fn spill_frames(&mut self, b: &mut ResidualBuilder) -> bool {
+    ///
+    /// With `segmenting`, the tail of an operand stack the calls share is
+    /// emptied: the part of it below the newest frame's base goes onto the
+    /// continuation stack with the frame below (its [`Segment`]), hidden
+    /// from the `Vec`, and the rest stays in the tail, when that base is
+    /// known relative to the list's length before the tail; otherwise the
+    /// tail moves into memory ([`JitState::force_backed_lists`]).
+    ///
+    /// [`Segment`]: crate::compile::spill::Segment
+    pub fn spill_frames(&mut self, b: &mut ResidualBuilder, segmenting: bool) -> bool {
+        let plan = if segmenting { self.segment_plan(b) } else { None };
+        let segments: Vec<Vec<RedBox>> = match &plan {
+            Some(p) => match &self.heap.objects[p.object].lists[p.list] {
+                VList::Tail(_, items, ..) => (0..p.cuts.len())
+                    .map(|i| items[p.cuts[i]..p.cuts.get(i + 1).copied().unwrap_or(p.above)].to_vec())
+                    .collect(),
+                _ => vec![],
+            },
+            None => vec![],
+        };
+        let clear_below = plan
+            .as_ref()
+            .is_some_and(|p| matches!(self.heap.objects[p.object].lists[p.list], VList::Tail(_, _, _, None)));
+        let done = self.spill_frames_with(b, &segments, clear_below);
+        match plan {
+            Some(p) if done => {
+                let VList::Tail(addr, items, how, hidden) = &mut self.heap.objects[p.object].lists[p.list] else {
+                    unreachable!("planned on a tail")
+                };
+                let (addr, how) = (*addr, how.0);
+                let lower: Vec<RedBox> = items.drain(..p.above).take(p.cuts[0]).collect();
+                *hidden = Some(p.base);
+                // What is below the caller's frame goes into memory.
+                if let Some(h) = (how.header)() {
+                    for x in &lower {
+                        self.vec_push(b, &addr, x, h, how.size, how.class, how.reserve);
+                    }
+                }
+            }
+            _ if segmenting => self.force_backed_lists(b, false),
+            _ => {}
+        }
+        done
+    }
+
+    /// Where the tail of the one operand stack with a tail splits (see
+    /// [`JitState::spill_frames`]).
+    fn segment_plan(&mut self, b: &mut ResidualBuilder) -> Option<SegmentPlan> {
+        if b.exec || !self.frames.iter().any(Frame::reads_saved_frames) {
+            return None;
+        }
+        // The frames to be spilled, and the newest one, kept.
+        let mut batch = vec![];
+        for f in &mut self.frames {
+            f.lists_mut(&mut |l| {
+                if let ListMut::Ptrs(VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled { items, .. }) =
+                    l
+                {
+                    if items.len() >= 2 {
+                        batch = items.clone();
+                    }
+                }
+            });
+        }
+        let newest = batch.pop()?;
+        let fields_of = |p: &VPtr| match self.heap.resolve(p) {
+            VPtr::Virtual(i) => self.heap.objects[i as usize].fields.clone(),
+            VPtr::Real(_) => vec![],
+        };
+        let fields = fields_of(&newest);
+        let batch_fields: Vec<Vec<RedBox>> = batch.iter().map(fields_of).collect();
+        let mut tails =
+            self.heap.objects.iter().enumerate().filter(|(_, o)| o.backing.is_some() && o.forced.is_none()).flat_map(
+                |(i, o)| {
+                    o.lists
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, l)| matches!(l, VList::Tail(..)))
+                        .map(move |(j, l)| (i, j, l.clone()))
+                },
+            );
+        let (o, l, list) = tails.next()?;
+        if tails.next().is_some() {
+            return None;
+        }
+        let VList::Tail(_, items, _, hidden) = &list else { return None };
+        let len = self.before_tail(b, &list)?;
+        // Integer fields of a frame placed in the tail: offset and value.
+        let placed = |fields: &[RedBox], most: usize| {
+            let mut v: Vec<(usize, RedBox)> = fields
+                .iter()
+                .filter(|f| f.ty() == len.ty() && !f.is_const())
+                .filter_map(|f| Some((usize::try_from(b.difference(&len, f)?).ok()?, *f)))
+                .filter(|(k, _)| *k <= most)
+                .collect();
+            v.sort_by_key(|(k, _)| *k);
+            v
+        };
+        let &(above, base) = placed(&fields, items.len()).iter().find(|(k, _)| *k > 0)?;
+        // Each frame's part begins at its lowest field placed in the tail
+        // (its base), or where the part of the frame below it does.
+        let mut cuts = Vec::with_capacity(batch.len());
+        for f in &batch_fields {
+            let at = cuts.last().copied().unwrap_or(0);
+            cuts.push(placed(f, above).first().map_or(at, |(k, _)| *k).max(at));
+        }
+        if hidden.is_some() {
+            cuts[0] = 0;
+        }
+        Some(SegmentPlan { object: o, list: l, cuts, above, base })
+    }
+
+    /// [`JitState::spill_frames`] with given segments (one per frame
+    /// spilled, or none).
+    fn spill_frames_with(&mut self, b: &mut ResidualBuilder, segments: &[Vec<RedBox>], clear_below: bool) -> bool {
         let counted = self.frames.iter().any(Frame::reads_saved_frames);
         let mut refs: std::collections::HashMap<u32, usize> = Default::default();
         let (mut candidates, mut spilled) = (0, 0);
@@ -599,7 +730,7 @@ impl<F: Frame> JitState<F> {
                 let shared =
                     items.iter().any(|p| matches!(p, VPtr::Virtual(i) if refs.get(i).copied().unwrap_or(0) > 1));
                 if !shared && (spilled == 0 || matches!(l, VPList::Spilled { .. })) {
-                    done = crate::compile::spill::spill_list(l, b, heap, counted);
+                    done = crate::compile::spill::spill_list(l, b, heap, counted, segments, clear_below);
                 }
             });
         }
@@ -613,7 +744,14 @@ impl<F: Frame> JitState<F> {
     /// frame has no such list or the template is unknown.
     pub fn unspill(&mut self, b: &mut ResidualBuilder, id: Option<u64>) -> Option<Vec<(RedBox, i64)>> {
         self.top_len = None;
-        let f = self.frames.last_mut()?;
+        // The innermost frame's list (a pop of frames), or an outer one's
+        // (a pop of an operand stack whose hidden part is needed).
+        let at = (0..self.frames.len()).rev().find(|&i| {
+            let mut found = false;
+            self.frames[i].lists_mut(&mut |l| found |= matches!(l, ListMut::Ptrs(l) if l.pops_spilled()));
+            found
+        })?;
+        let f = &mut self.frames[at];
         let heap = &mut self.heap;
         let mut done = None;
         f.lists_mut(&mut |l| {
@@ -630,11 +768,48 @@ impl<F: Frame> JitState<F> {
                             None => VPList::Virtual(vec![]),
                         };
                     }
-                    Some(vec![])
+                    // No entry of this call is left: nothing of an operand
+                    // stack is hidden, its `Vec` holds what is before its tail.
+                    let mut u = crate::compile::spill::Unspilled::default();
+                    for o in &mut heap.objects {
+                        for l in &mut o.lists {
+                            if let VList::Tail(p, _, how, hidden @ Some(_)) = l {
+                                u.visible = hidden.take().map(|m| (*p, how.0, m));
+                            }
+                        }
+                    }
+                    Some(u)
                 }
             };
         });
-        done
+        let u = done?;
+        // The `Vec`'s length is then that of the list before its tail.
+        if let (Some((p, how, len)), false) = (u.visible, b.exec) {
+            if let Some(h) = (how.header)() {
+                self.sync_facts(b);
+                let at = b.sym_addr(&p).plus(h.len as i64);
+                self.known.retain(|f| !f.overlaps(&at, VEC_HEADER, h.len, ValTy::U64));
+                self.know(Fact { at, ty: ValTy::U64, class: VEC_HEADER, field: h.len, value: len, min: 0 });
+            }
+        }
+        Some(u.related)
+    }
+
+    /// Whether list `k` of the virtual object `p` has a hidden part and an
+    /// empty tail: a pop would need the part hidden on the continuation
+    /// stack (see [`crate::compile::spill::Segment`]).
+    pub fn pops_hidden(&self, p: &VPtr, k: usize) -> bool {
+        matches!(self.heap.list(p, k), Some(VList::Tail(_, items, _, Some(_))) if items.is_empty())
+    }
+
+    /// Whether a frame has a spilled list with no virtual element left (see
+    /// [`JitState::unspill`]).
+    pub fn top_pops_spilled(&mut self) -> bool {
+        let mut found = false;
+        for f in &mut self.frames {
+            f.lists_mut(&mut |l| found |= matches!(l, ListMut::Ptrs(l) if l.pops_spilled()));
+        }
+        found
     }
 
     /// Where words a pop took from the continuation stack were expected to
@@ -650,16 +825,21 @@ impl<F: Frame> JitState<F> {
         }
         let mut tails = self.heap.objects.iter().filter(|o| o.backing.is_some() && o.forced.is_none()).flat_map(|o| {
             o.lists.iter().filter_map(|l| match l {
-                VList::Tail(p, _, how) => Some((*p, *how)),
+                VList::Tail(p, _, how, hidden) => Some((*p, *how, *hidden)),
                 _ => None,
             })
         });
-        let (p, how) = tails.next()?;
+        let (p, how, hidden) = tails.next()?;
         if tails.next().is_some() {
             return None;
         }
-        let h = (how.0.header)()?;
-        let len = self.vec_len(b, &p, (h.ptr, h.len));
+        let len = match hidden {
+            Some(m) => m,
+            None => {
+                let h = (how.0.header)()?;
+                self.vec_len(b, &p, (h.ptr, h.len))
+            }
+        };
         let mut cond: Option<RedBox> = None;
         let mut map = vec![];
         for (w, e) in rel.into_iter().filter(|(w, _)| w.ty() == len.ty()) {
@@ -997,15 +1177,20 @@ impl<F: Frame> JitState<F> {
             for (k, d) in desc.lists.iter().enumerate() {
                 let Some(how) = d.in_place else { continue };
                 let Some(h) = (how.header)() else { continue };
-                let (addr, items) = match &self.heap.objects[i].lists[k] {
+                let (addr, items) = match &mut self.heap.objects[i].lists[k] {
                     VList::Real(p) => (*p, vec![]),
-                    VList::Tail(p, items, _) => (*p, items.clone()),
+                    l @ VList::Tail(_, _, _, Some(_)) => {
+                        let p = l.flush_tail(b).expect("a tail");
+                        self.sync_facts(b);
+                        (p, vec![])
+                    }
+                    VList::Tail(p, items, ..) => (*p, items.clone()),
                     VList::Virtual(_) => continue,
                 };
                 for x in &items {
                     self.vec_push(b, &addr, x, h, how.size, how.class, how.reserve);
                 }
-                self.heap.objects[i].lists[k] = VList::Tail(addr, vec![], InPlaceRef(how));
+                self.heap.objects[i].lists[k] = VList::Tail(addr, vec![], InPlaceRef(how), None);
             }
         }
     }
@@ -1027,12 +1212,22 @@ impl<F: Frame> JitState<F> {
         }
     }
 
-    /// `len()` of a list with a tail: its `Vec`'s length plus the tail's
+    /// The length of a list with a tail before its tail: that of its part
+    /// hidden on the continuation stack, else its `Vec`'s.
+    fn before_tail(&mut self, b: &mut ResidualBuilder, l: &VList) -> Option<RedBox> {
+        let VList::Tail(p, _, how, hidden) = l else { return None };
+        if let Some(m) = hidden {
+            return Some(*m);
+        }
+        let h = (how.0.header)()?;
+        Some(self.vec_len(b, p, (h.ptr, h.len)))
+    }
+
+    /// `len()` of a list with a tail: the length before it plus the tail's
     /// (see [`ResidualBuilder::red_length_plus`]). `None` for other lists.
     pub fn tail_len(&mut self, b: &mut ResidualBuilder, l: &VList) -> Option<RedBox> {
-        let VList::Tail(p, items, how) = l else { return None };
-        let h = (how.0.header)()?;
-        let len = self.vec_len(b, p, (h.ptr, h.len));
+        let VList::Tail(_, items, ..) = l else { return None };
+        let len = self.before_tail(b, l)?;
         Some(if items.is_empty() { len } else { b.red_length_plus(&len, items.len() as u64) })
     }
 
@@ -1044,18 +1239,20 @@ impl<F: Frame> JitState<F> {
     /// without a branch. Bounds are checked against the whole length.
     /// `None` where the caller's way is needed (it moves the tail first).
     pub fn tail_get(&mut self, b: &mut ResidualBuilder, l: &VList, index: &RedBox) -> Option<RedBox> {
-        let VList::Tail(p, items, how) = l else { return None };
+        let VList::Tail(p, items, how, hidden) = l else { return None };
         let (how, k) = (how.0, items.len());
         if k == 0 {
             return None;
         }
         let h = (how.header)()?;
-        let len = self.vec_len(b, p, (h.ptr, h.len));
+        let len = self.before_tail(b, l)?;
         let c = b.difference(&len, index);
         match c {
             Some(c) if (0..k as i64).contains(&c) => return Some(items[c as usize]),
             Some(c) if c >= 0 => return None,
             None if k > MAX_SELECTED => return None,
+            // The `Vec` holds only part of what is before the tail.
+            _ if hidden.is_some() => return None,
             _ => {}
         }
         let total = b.red_length_plus(&len, k as u64);
@@ -1086,19 +1283,19 @@ impl<F: Frame> JitState<F> {
     /// index is placed as [`JitState::tail_get`] places it (no choice at
     /// run time); false (nothing done) otherwise.
     pub fn tail_set(&mut self, b: &mut ResidualBuilder, l: &mut VList, index: &RedBox, x: &RedBox) -> bool {
-        let VList::Tail(p, items, how) = l else { return false };
+        let Some(len) = self.before_tail(b, l) else { return false };
+        let VList::Tail(p, items, how, hidden) = l else { return false };
         let (how, k) = (how.0, items.len());
         let Some(h) = (how.header)() else { return false };
         if k == 0 {
             return false;
         }
-        let len = self.vec_len(b, p, (h.ptr, h.len));
         match b.difference(&len, index) {
             Some(c) if (0..k as i64).contains(&c) => {
                 items[c as usize] = *x;
                 true
             }
-            Some(c) if c < 0 => {
+            Some(c) if c < 0 && hidden.is_none() => {
                 let total = b.red_length_plus(&len, k as u64);
                 self.bounds_check(b, index, &total);
                 let buf = self.vec_buf(b, p, (h.ptr, h.len));

@@ -331,7 +331,7 @@ impl VPList {
             // Execute mode runs a hand-over to its end (`jit::specialize`):
             // a recursion deeper than that goes onto the continuation stack.
             VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS && b.exec => {
-                if !crate::compile::spill::spill_list(self, b, heap, desc.reads_in_place) {
+                if !crate::compile::spill::spill_list(self, b, heap, desc.reads_in_place, &[], false) {
                     return Err(());
                 }
                 self.push(b, heap, desc, x).map(|_| true)
@@ -361,7 +361,7 @@ impl VPList {
                 Ok(false)
             }
             VPList::Spilled { .. } => {
-                if !crate::compile::spill::spill_list(self, b, heap, desc.reads_in_place) {
+                if !crate::compile::spill::spill_list(self, b, heap, desc.reads_in_place, &[], false) {
                     return Err(());
                 }
                 self.push(b, heap, desc, x).map(|_| true)

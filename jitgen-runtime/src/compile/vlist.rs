@@ -29,8 +29,11 @@
 //! ([`crate::compile::state::JitState::force_lists`]).
 //!
 //! Invariant: the part in memory of a list with a tail is a valid `Vec`
-//! (its length field is its length); the list is that `Vec` followed by the
-//! tail.
+//! (its length field is its length); the list is that `Vec`, then its
+//! hidden part (where the tail's last field says it has one: the segments
+//! of the continuation stack's entries of the current call of residual
+//! code, oldest first), then the tail. Whatever reads or writes the `Vec`
+//! itself moves the hidden part back into it first ([`VList::flush_tail`]).
 
 use crate::compile::redbox::RedBox;
 use crate::ir::builder::{CallbackFn, ResidualBuilder};
@@ -91,12 +94,21 @@ pub enum VList {
     Real(RedBox),
     /// A virtual one: its elements.
     Virtual(Vec<RedBox>),
-    /// A real `Vec` (its address) followed by elements not stored yet.
-    Tail(RedBox, Vec<RedBox>, InPlaceRef),
+    /// A real `Vec` (its address) followed by elements not stored yet. The
+    /// last field is `None` where the part before the tail is the `Vec` as
+    /// it is in memory, or that part's length where some of it is *hidden*:
+    /// segments of the operand stack that went onto the continuation stack
+    /// with the frames they belong to (`compile::spill`), the `Vec` holding
+    /// only what is below them.
+    Tail(RedBox, Vec<RedBox>, InPlaceRef, Option<RedBox>),
 }
 
 /// The bit of [`VList::key_word`] that says "a real list with a tail".
 const TAIL_KEY: u64 = 1 << 62;
+
+/// The bit of [`VList::key_word`] that says "part of it hidden on the
+/// continuation stack".
+const HIDDEN_KEY: u64 = 1 << 61;
 
 impl VList {
     /// A virtual list, or `None` when it would be too long.
@@ -177,7 +189,7 @@ impl VList {
                 items.extend_from_slice(value);
                 true
             }
-            VList::Tail(_, items, _) if items.len() < MAX_TAIL_LEN => {
+            VList::Tail(_, items, ..) if items.len() < MAX_TAIL_LEN => {
                 items.extend_from_slice(value);
                 true
             }
@@ -189,7 +201,7 @@ impl VList {
     /// real (or a tail is empty: the pop is the `Vec`'s).
     pub fn pop_w(&mut self, w: usize) -> Option<Option<Vec<RedBox>>> {
         match self {
-            VList::Virtual(items) | VList::Tail(_, items, _) if items.len() >= w => {
+            VList::Virtual(items) | VList::Tail(_, items, ..) if items.len() >= w => {
                 Some(Some(items.split_off(items.len() - w)))
             }
             VList::Virtual(_) => Some(None),
@@ -203,18 +215,21 @@ impl VList {
         match self {
             VList::Virtual(items) => items.len() as u64,
             VList::Real(_) => u64::MAX,
-            VList::Tail(_, items, _) => TAIL_KEY | items.len() as u64,
+            VList::Tail(_, items, _, hidden) => {
+                TAIL_KEY | if hidden.is_some() { HIDDEN_KEY } else { 0 } | items.len() as u64
+            }
         }
     }
 
     /// Appends its reds: the address when real, the elements when virtual,
-    /// both for a tail.
+    /// both for a tail (and the length before it, when hidden).
     pub fn reds_into(&self, out: &mut Vec<RedBox>) {
         match self {
             VList::Real(p) => out.push(*p),
             VList::Virtual(items) => out.extend_from_slice(items),
-            VList::Tail(p, items, _) => {
+            VList::Tail(p, items, _, hidden) => {
                 out.push(*p);
+                out.extend(hidden);
                 out.extend_from_slice(items);
             }
         }
@@ -232,21 +247,31 @@ impl VList {
                 items.copy_from_slice(&reds[*at..*at + n]);
                 *at += n;
             }
-            VList::Tail(p, items, _) => {
+            VList::Tail(p, items, _, hidden) => {
                 *p = reds[*at];
+                *at += 1;
+                if let Some(h) = hidden {
+                    *h = reds[*at];
+                    *at += 1;
+                }
                 let n = items.len();
-                items.copy_from_slice(&reds[*at + 1..*at + 1 + n]);
-                *at += 1 + n;
+                items.copy_from_slice(&reds[*at..*at + n]);
+                *at += n;
             }
         }
     }
 
     /// Moves a tail into its `Vec` (a call to [`InPlace::extend`], which
-    /// makes the facts about `Vec`s stale) and returns the `Vec`'s
+    /// makes the facts about `Vec`s stale), the hidden part first (a call
+    /// to [`crate::compile::spill::materialize`]), and returns the `Vec`'s
     /// address; the list stays a real one with an empty tail. `None` for a
     /// list without one.
     pub fn flush_tail(&mut self, b: &mut ResidualBuilder) -> Option<RedBox> {
-        let VList::Tail(p, items, how) = self else { return None };
+        let VList::Tail(p, items, how, hidden) = self else { return None };
+        if hidden.take().is_some() {
+            let how_addr = RedBox::constant(ValTy::Ptr, how.0 as *const InPlace as u64);
+            b.red_call(crate::compile::spill::materialize, "cont_materialize", &[*p, how_addr], &[]);
+        }
         if !items.is_empty() {
             let mut args = vec![*p, RedBox::u64(items.len() as u64)];
             args.append(items);

@@ -92,6 +92,20 @@ impl Raw {
     }
 }
 
+/// Runs `f` on the words of the current call's entries, oldest first (code
+/// that reads or rewrites entries in place: `compile::spill::materialize`).
+/// `f` must not use the stack otherwise.
+pub fn with_call_words<T>(f: impl FnOnce(&mut [u64]) -> T) -> T {
+    with(|r| {
+        if r.words.is_null() {
+            return f(&mut []);
+        }
+        // SAFETY: the words from `base` to `len` are in use in the buffer.
+        let words = unsafe { std::slice::from_raw_parts_mut(r.words.add(r.base as usize), (r.len - r.base) as usize) };
+        f(words)
+    })
+}
+
 /// What the top entry's word holds when the stack has no entry of the
 /// current call (see [`peek`]).
 pub const EMPTY: u64 = u64::MAX;

@@ -217,14 +217,14 @@ impl<F: Frame> Compilation<F> {
                     if !same_lists {
                         self.stats.lists_forced_at_merges += 1;
                         st.force_lists(&mut self.b);
-                        st.force_backed_lists(&mut self.b, true);
+                        st.heap.force_backed_lists(&mut self.b);
                         st.sync_facts(&self.b);
                         st.normalize();
-                    } else {
-                        // Backed lists in memory keep a tail, emptied here.
-                        st.force_backed_lists(&mut self.b, false);
                     }
-                    if st.spill_frames(&mut self.b) {
+                    // Backed lists in memory keep a tail, emptied here: what
+                    // is below the callee's frame goes with the caller's
+                    // frame (a segment), the rest into memory.
+                    if st.spill_frames(&mut self.b, true) {
                         self.stats.spills += 1;
                         if let Some(s) = self.tree.stats {
                             s.spilled();
