@@ -242,7 +242,7 @@ fn tail_steps(c: &mut Compilation<Blk>, ops: &[TOp]) {
     let layout = vec_layout::<i64>().expect("the probe works on this build");
     let [v, input, at] = c.inputs()[..] else { unreachable!() };
     let mut st = JitState::new(Blk(vec![]));
-    let mut l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE));
+    let mut l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE), None);
     let mut acc = RedBox::i64(0);
     let mut fold = |c: &mut Compilation<Blk>, x: RedBox| {
         let a = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &acc, &RedBox::i64(7));
@@ -409,7 +409,7 @@ fn a_tail_keeps_pushes_in_registers_and_reads_by_the_length() {
         Compilation::new("tail", &[ValTy::Ptr, ValTy::I64, ValTy::U64], &[ValTy::I64], Default::default());
     let [v, input, at] = c.inputs()[..] else { unreachable!() };
     let mut st = JitState::new(Blk(vec![]));
-    let mut l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE));
+    let mut l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE), None);
     assert!(l.push_virtual(&input) && l.push_virtual(&RedBox::i64(3)));
     let x = st.tail_get(&mut c.b, &l, &at).expect("a tail of two is chosen from");
     c.finish_return(&[x]);

@@ -55,8 +55,8 @@ fn check(ops: &str, want_pops: &str, want: Expect) {
                 let p = heap.alloc(&FRAME, vec![x], vec![]);
                 l.push(&mut b, &mut heap, &FRAME, p).expect("over a real list");
             }
-            's' => assert!(spill_list(&mut l, &mut b, &heap, false)),
-            'c' => assert!(spill_list(&mut l, &mut b, &heap, true)),
+            's' => assert!(spill_list(&mut l, &mut b, &heap, false, &[], false)),
+            'c' => assert!(spill_list(&mut l, &mut b, &heap, true, &[], false)),
             'u' => {
                 while template(templates).is_some() {
                     templates += 1;

@@ -29,9 +29,27 @@
 //! once), and a spilled list's length counts the stack's entries
 //! ([`entries`]): `len()` and `last()` stay exact over spilled frames.
 //!
+//! An operand stack the calls share (a `Vec` with a tail,
+//! [`VList::Tail`]) is split with the frames: each spilled frame's part of
+//! the tail (from its base to the next frame's) goes onto the stack as the
+//! last words of its entry ([`Segment`]), and the callee's part stays the
+//! tail. The `Vec` is not written: the list's part before the tail is then
+//! *hidden* (its length a red of the list), the `Vec` holding only what is
+//! below the oldest segment. Popping a frame puts its segment back into the
+//! tail; so does a pop of the stack that finds the tail empty (the top
+//! entry is popped first, `JitState::pops_hidden`). Whatever needs the
+//! `Vec` itself calls [`materialize`], which appends the current call's
+//! segments to it and marks their entries as in memory (each template has
+//! such a twin). So a recursion's calls write neither the `Vec` nor its
+//! length: the caller's values and its frame are one entry, as where each
+//! frame owns its stack.
+//!
 //! Invariant: a spilled frame is named by nothing else in the state (its
 //! object is dropped from the state's heap); a frame that is shared is not
 //! spilled, and the recursion declines as before.
+//! Invariant: a hidden segment belongs to an entry of the current call of
+//! residual code, and no entry below one whose segment is in memory has a
+//! hidden one (entries are pushed on top; `materialize` moves them all).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
