@@ -5,7 +5,7 @@
 
 use jitgen_runtime::builder::Inst;
 use jitgen_runtime::heap::{vec_header, vec_reserve_one};
-use jitgen_runtime::ops::{BinOp, Overflow, ValTy};
+use jitgen_runtime::ops::{BinOp, CmpOp, Overflow, ValTy};
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::schedule::{Compilation, MergeKind};
 use jitgen_runtime::state::{Frame, JitState};
@@ -418,4 +418,25 @@ fn a_tail_keeps_pushes_in_registers_and_reads_by_the_length() {
     let insts: Vec<&Inst> = f.blocks.values().flat_map(|b| b.insts.iter()).collect();
     assert_eq!(insts.iter().filter(|i| matches!(i, Inst::Load { ty: ValTy::I64, .. })).count(), 1, "{listing}");
     assert!(!insts.iter().any(|i| matches!(i, Inst::Call { .. })), "{listing}");
+}
+
+#[test]
+fn a_length_plus_constants_compares_as_the_constants() {
+    // The length before a tail is below 2^63: adding constants below 2^62
+    // cannot wrap, so `len + 1 < len + 3` is known; `len - 1 < len` is
+    // not (it wraps where the length is 0), nor is a comparison with a
+    // value of another root.
+    let mut c: Compilation<Blk> =
+        Compilation::new("lengths", &[ValTy::Ptr, ValTy::I64, ValTy::U64], &[ValTy::I64], Default::default());
+    let [v, _, at] = c.inputs()[..] else { unreachable!() };
+    let mut st = JitState::new(Blk(vec![]));
+    let l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE), None);
+    let len = st.tail_len(&mut c.b, &l).expect("a tail");
+    let plus = |c: &mut Compilation<Blk>, k: i64| c.b.red_bin(BinOp::Add, Overflow::Wrap, &len, &RedBox::u64(k as u64));
+    let (one, three, minus) = (plus(&mut c, 1), plus(&mut c, 3), plus(&mut c, -1));
+    assert_eq!(c.b.red_cmp(CmpOp::Lt, &one, &three).as_const(), Some(1));
+    assert_eq!(c.b.red_cmp(CmpOp::Ge, &one, &three).as_const(), Some(0));
+    assert_eq!(c.b.red_cmp(CmpOp::Gt, &three, &len).as_const(), Some(1));
+    assert_eq!(c.b.red_cmp(CmpOp::Lt, &minus, &len).as_const(), None);
+    assert_eq!(c.b.red_cmp(CmpOp::Lt, &at, &len).as_const(), None);
 }

@@ -197,9 +197,53 @@ impl ResidualBuilder {
                 return RedBox::bool(op == CmpOp::Ne);
             }
         }
+        // Two unsigned integers that are one length plus constants below
+        // 2^62 compare as the constants do (neither sum wraps).
+        if let (ValTy::Int { signed: false, bits: 64 }, Some((x, y))) = (a.ty(), self.over_one_length(a, b)) {
+            return RedBox::Const { ty: ValTy::Bool, bits: fold_cmp(op, a.ty(), x as u64, y as u64) };
+        }
         let (x, y) = (self.materialize(a), self.materialize(b));
         let v = self.cmp(op, a.ty(), x, y);
         self.var(v)
+    }
+
+    /// Marks `r` as the length of a list (see [`ResidualBuilder::red_cmp`]).
+    pub fn know_length(&mut self, r: &RedBox) {
+        if let RedBox::Var { val, ty: ValTy::Int { signed: false, bits: 64 } } = r {
+            self.lengths.insert(*val);
+        }
+    }
+
+    /// `(j, k)` where `a` is `m + j` and `b` is `m + k` for a length `m`
+    /// and `j`, `k` in `0..2^62`: a value on the way from each to its root
+    /// (a few steps, as [`ResidualBuilder::root_form`]).
+    fn over_one_length(&self, a: &RedBox, b: &RedBox) -> Option<(i64, i64)> {
+        if self.lengths.is_empty() || a.is_const() || b.is_const() {
+            return None;
+        }
+        let chain = |r: &RedBox| {
+            let (mut at, mut off, mut out) = (*r, 0i64, vec![]);
+            for _ in 0..8 {
+                out.push((at, off));
+                match self.linear_form(&at) {
+                    Some((next, k)) if next != at => {
+                        off = off.wrapping_add(k);
+                        at = next;
+                    }
+                    _ => break,
+                }
+            }
+            out
+        };
+        let small = |k: i64| (0..1 << 62).contains(&k);
+        let (ca, cb) = (chain(a), chain(b));
+        ca.iter().find_map(|&(m, j)| {
+            let RedBox::Var { val, .. } = m else { return None };
+            if !self.lengths.contains(&val) || !small(j) {
+                return None;
+            }
+            cb.iter().find(|(n, k)| *n == m && small(*k)).map(|&(_, k)| (j, k))
+        })
     }
 
     /// `a as to`.

@@ -1216,11 +1216,15 @@ impl<F: Frame> JitState<F> {
     /// hidden on the continuation stack, else its `Vec`'s.
     fn before_tail(&mut self, b: &mut ResidualBuilder, l: &VList) -> Option<RedBox> {
         let VList::Tail(p, _, how, hidden) = l else { return None };
-        if let Some(m) = hidden {
-            return Some(*m);
-        }
-        let h = (how.0.header)()?;
-        Some(self.vec_len(b, p, (h.ptr, h.len)))
+        let len = match hidden {
+            Some(m) => *m,
+            None => {
+                let h = (how.0.header)()?;
+                self.vec_len(b, p, (h.ptr, h.len))
+            }
+        };
+        b.know_length(&len);
+        Some(len)
     }
 
     /// `len()` of a list with a tail: the length before it plus the tail's
