@@ -587,7 +587,7 @@ impl<F: Frame> JitState<F> {
     ///
     /// [`Segment`]: crate::compile::spill::Segment
     pub fn spill_frames(&mut self, b: &mut ResidualBuilder, segmenting: bool) -> bool {
-        let plan = if segmenting { self.segment_plan(b) } else { None };
+        let mut plan = if segmenting { self.segment_plan(b) } else { None };
         let segments: Vec<Vec<RedBox>> = match &plan {
             Some(p) => match &self.heap.objects[p.object].lists[p.list] {
                 VList::Tail(_, items, ..) => (0..p.cuts.len())
@@ -600,7 +600,12 @@ impl<F: Frame> JitState<F> {
         let clear_below = plan
             .as_ref()
             .is_some_and(|p| matches!(self.heap.objects[p.object].lists[p.list], VList::Tail(_, _, _, None)));
-        let done = self.spill_frames_with(b, &segments, clear_below);
+        let mut done = self.spill_frames_with(b, &segments, clear_below);
+        if !done && plan.is_some() {
+            // A frame that would take a segment is real: spilled without.
+            plan = None;
+            done = self.spill_frames_with(b, &[], false);
+        }
         match plan {
             Some(p) if done => {
                 let VList::Tail(addr, items, how, hidden) = &mut self.heap.objects[p.object].lists[p.list] else {
