@@ -569,11 +569,6 @@ impl<'g> Gen<'g> {
         }
     }
 
-    /// The types of struct whose local `Vec`s the interpreter reads in
-    /// place as well as pops (`len` or an index: `frames.last()`). Spilled
-    /// by a recursion, such lists count their entries, so that their
-    /// length is known (the runtime's `Frame::reads_saved_frames`,
-    /// `VDesc::reads_in_place`).
     /// For `t = getfield(p)`, a list field of a virtual object that this
     /// block pops, where the interpreter reads its saved frames in place:
     /// `(p, k)` as [`Gen::field_list_of`]. Such a pop may find the list's
@@ -595,6 +590,11 @@ impl<'g> Gen<'g> {
         self.field_list_of(fi, &t)
     }
 
+    /// The types of struct whose local `Vec`s the interpreter reads in
+    /// place as well as pops (`len` or an index: `frames.last()`). Spilled
+    /// by a recursion, such lists count their entries, so that their
+    /// length is known (the runtime's `Frame::reads_saved_frames`,
+    /// `VDesc::reads_in_place`).
     pub fn frames_read_in_place(&self) -> BTreeSet<String> {
         let (mut popped, mut read) = (BTreeSet::new(), BTreeSet::new());
         for fi in 0..self.fns.len() {
