@@ -2715,7 +2715,7 @@ impl<'g> Gen<'g> {
                 body.push(quote! {
                     if __st.pops_hidden(&#p, #k) {
                         __st.frames.push(#pre_frame);
-                        if __st.top_pops_spilled() {
+                        if __st.any_pops_spilled() {
                             break 'path __c.unspill(__st, __forever, __resume_fns());
                         }
                         __st.frames.pop();

@@ -431,17 +431,28 @@ pub fn spill_list(
     true
 }
 
+/// Where the one list with a tail (an operand stack the calls share) is
+/// among the lists of `heap`'s objects with a backing, as (object, list),
+/// if there is exactly one that `pick` takes.
+pub(crate) fn backed_tail(heap: &VHeap, pick: impl Fn(&VList) -> bool) -> Option<(usize, usize)> {
+    let mut at = heap.objects.iter().enumerate().filter(|(_, o)| o.backing.is_some() && o.forced.is_none()).flat_map(
+        |(i, o)| {
+            o.lists
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| matches!(l, VList::Tail(..)) && pick(l))
+                .map(move |(j, _)| (i, j))
+        },
+    );
+    let one = at.next()?;
+    at.next().is_none().then_some(one)
+}
+
 /// The one list with a hidden part (see [`Segment`]) among the lists of
 /// `heap`'s objects with a backing, if there is exactly one.
 fn hidden_tail(heap: &mut VHeap) -> Option<&mut VList> {
-    let mut lists = heap
-        .objects
-        .iter_mut()
-        .filter(|o| o.backing.is_some() && o.forced.is_none())
-        .flat_map(|o| o.lists.iter_mut())
-        .filter(|l| matches!(l, VList::Tail(_, _, _, Some(_))));
-    let l = lists.next()?;
-    lists.next().is_none().then_some(l)
+    let (o, l) = backed_tail(heap, |l| matches!(l, VList::Tail(_, _, _, Some(_))))?;
+    Some(&mut heap.objects[o].lists[l])
 }
 
 /// What a pop from the continuation stack found (see [`unspill_top`]).

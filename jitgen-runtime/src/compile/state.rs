@@ -131,6 +131,13 @@ struct SegmentPlan {
     base: RedBox,
 }
 
+/// Whether `f` has a spilled list with no virtual element left.
+fn pops_spilled<F: Frame>(f: &mut F) -> bool {
+    let mut found = false;
+    f.lists_mut(&mut |l| found |= matches!(l, ListMut::Ptrs(l) if l.pops_spilled()));
+    found
+}
+
 /// A compile-time state: a chain of virtual frames, the innermost last.
 #[derive(Clone, Debug)]
 pub struct JitState<F> {
@@ -621,7 +628,7 @@ impl<F: Frame> JitState<F> {
                     }
                 }
             }
-            _ if segmenting => self.force_backed_lists(b, false),
+            _ if segmenting => self.force_backed_lists(b),
             _ => {}
         }
         done
@@ -653,20 +660,8 @@ impl<F: Frame> JitState<F> {
         };
         let fields = fields_of(&newest);
         let batch_fields: Vec<Vec<RedBox>> = batch.iter().map(fields_of).collect();
-        let mut tails =
-            self.heap.objects.iter().enumerate().filter(|(_, o)| o.backing.is_some() && o.forced.is_none()).flat_map(
-                |(i, o)| {
-                    o.lists
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, l)| matches!(l, VList::Tail(..)))
-                        .map(move |(j, l)| (i, j, l.clone()))
-                },
-            );
-        let (o, l, list) = tails.next()?;
-        if tails.next().is_some() {
-            return None;
-        }
+        let (o, l) = crate::compile::spill::backed_tail(&self.heap, |_| true)?;
+        let list = self.heap.objects[o].lists[l].clone();
         let VList::Tail(_, items, _, hidden) = &list else { return None };
         let len = self.before_tail(b, &list)?;
         // Integer fields of a frame placed in the tail: offset and value.
@@ -743,19 +738,17 @@ impl<F: Frame> JitState<F> {
     }
 
     /// Resumes a pop of a spilled list with no virtual element left (the
-    /// innermost frame's): `Some(id)` makes the top entry of the
-    /// continuation stack, of template `id`, its virtual element again;
-    /// `None` makes the list what it was before any spill. False when the
-    /// frame has no such list or the template is unknown.
+    /// innermost frame that has one): `Some(id)` makes the top entry of the
+    /// continuation stack, of template `id`, its virtual element again (and
+    /// its segment the operand stack's); `None` makes the list what it was
+    /// before any spill. `None` back when no frame has such a list or the
+    /// template is unknown; else the words to relate
+    /// ([`JitState::relate_unspilled`]).
     pub fn unspill(&mut self, b: &mut ResidualBuilder, id: Option<u64>) -> Option<Vec<(RedBox, i64)>> {
         self.top_len = None;
         // The innermost frame's list (a pop of frames), or an outer one's
         // (a pop of an operand stack whose hidden part is needed).
-        let at = (0..self.frames.len()).rev().find(|&i| {
-            let mut found = false;
-            self.frames[i].lists_mut(&mut |l| found |= matches!(l, ListMut::Ptrs(l) if l.pops_spilled()));
-            found
-        })?;
+        let at = (0..self.frames.len()).rev().find(|&i| pops_spilled(&mut self.frames[i]))?;
         let f = &mut self.frames[at];
         let heap = &mut self.heap;
         let mut done = None;
@@ -809,12 +802,8 @@ impl<F: Frame> JitState<F> {
 
     /// Whether a frame has a spilled list with no virtual element left (see
     /// [`JitState::unspill`]).
-    pub fn top_pops_spilled(&mut self) -> bool {
-        let mut found = false;
-        for f in &mut self.frames {
-            f.lists_mut(&mut |l| found |= matches!(l, ListMut::Ptrs(l) if l.pops_spilled()));
-        }
-        found
+    pub fn any_pops_spilled(&mut self) -> bool {
+        self.frames.iter_mut().any(pops_spilled)
     }
 
     /// Where words a pop took from the continuation stack were expected to
@@ -828,16 +817,8 @@ impl<F: Frame> JitState<F> {
         if rel.is_empty() || b.exec {
             return None;
         }
-        let mut tails = self.heap.objects.iter().filter(|o| o.backing.is_some() && o.forced.is_none()).flat_map(|o| {
-            o.lists.iter().filter_map(|l| match l {
-                VList::Tail(p, _, how, hidden) => Some((*p, *how, *hidden)),
-                _ => None,
-            })
-        });
-        let (p, how, hidden) = tails.next()?;
-        if tails.next().is_some() {
-            return None;
-        }
+        let (o, l) = crate::compile::spill::backed_tail(&self.heap, |_| true)?;
+        let VList::Tail(p, _, how, hidden) = self.heap.objects[o].lists[l].clone() else { return None };
         let len = match hidden {
             Some(m) => m,
             None => {
@@ -1170,11 +1151,8 @@ impl<F: Frame> JitState<F> {
     /// its `Vec` in place (stores). A list of integers whose `Vec` layout is
     /// known keeps a tail from then on ([`VList::Tail`]): what the callee
     /// pushes and pops stays in registers. Virtual lists stay virtual
-    /// unless `virtual_too`.
-    pub fn force_backed_lists(&mut self, b: &mut ResidualBuilder, virtual_too: bool) {
-        if virtual_too {
-            self.heap.force_backed_lists(b);
-        }
+    /// (`VHeap::force_backed_lists` moves them).
+    pub fn force_backed_lists(&mut self, b: &mut ResidualBuilder) {
         for i in 0..self.heap.objects.len() {
             let o = &self.heap.objects[i];
             let (Some(_), None) = (o.backing, o.forced) else { continue };
