@@ -562,3 +562,76 @@ fn fusion_copies_the_pieces_that_cases_continue_in() {
     let small = root.fused(&[&times_ten, &again], &cases, 1);
     assert!(!listing(&small).contains("mul") && listing(&small).contains("flexswitch v5 [live v5] #1"));
 }
+
+/// The word a register cell test keeps in a register (at `+8`; the word at
+/// `+0` is not a cell).
+static WORDS: [std::sync::atomic::AtomicU64; 2] = [const { std::sync::atomic::AtomicU64::new(0) }; 2];
+
+/// A callback that gives the register cell's word as it finds it in memory,
+/// then adds 100 to it there.
+unsafe extern "C" fn seen(buf: *mut u64) -> u64 {
+    let w = WORDS[1].fetch_add(100, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: room for one result.
+    unsafe { *buf = w };
+    0
+}
+
+/// A register cell lives in a register while the function runs: a loop
+/// adds to it without memory seeing it, a call finds it stored and what
+/// the call stored is loaded after it, and each exit (a return, an error)
+/// stores what the function added last. Its listing names it on a `register` line.
+#[test]
+fn a_register_cell_is_stored_before_calls_and_exits_and_loaded_after_calls() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let address = WORDS.as_ptr() as u64;
+    let text = format!(
+        "register {address:#x}+8
+entry(v0: u64):
+    v1 = const.ptr {address:#x}
+    v2 = const.u64 0
+    jump L1(v2)
+L1(v3: u64):
+    v4 = lt.u64 v3, v0
+    branch v4, L2(), L3()
+L2():
+    v5 = load.u64 v1+8
+    v6 = const.u64 1
+    v7 = add.u64 v5, v6
+    store.u64 v1+8, v7
+    v8 = add.u64 v3, v6
+    jump L1(v8)
+L3():
+    v9 = call seen()
+    v10 = load.u64 v1+8
+    v11 = const.u64 1
+    v12 = add.u64 v10, v11
+    store.u64 v1+8, v12
+    v13 = const.u64 7
+    v14 = eq.u64 v0, v13
+    branch v14, L4(), L5()
+L4():
+    error DivideByZero
+L5():
+    v15 = load.u64 v1+0
+    return v9, v10, v15
+"
+    );
+    let calls = [ListedCallback { name: "seen", func: seen, rets: &[ValTy::U64] }];
+    let mut f = parse(&text, &calls).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(listing(&f), text, "the listing parses back to itself");
+    f.outputs = vec![ValTy::U64; 3];
+    let code = compile_host(&f).unwrap_or_else(|e| panic!("{e:?}"));
+    for (n, start) in [(0u64, 5u64), (3, 40), (7, 1000), (10, 2)] {
+        WORDS[0].store(9, Relaxed);
+        WORDS[1].store(start, Relaxed);
+        let got = code.call_words(&[n]);
+        if n == 7 {
+            assert!(matches!(got, Err(ResidualError::Exit { .. })), "{got:?}");
+        } else {
+            // The call saw the loop's sum; the load after it, what the call
+            // stored; the word beside the cell is an ordinary load.
+            assert_eq!(got.unwrap_or_else(|e| panic!("{e:?}")), vec![start + n, start + n + 100, 9]);
+        }
+        assert_eq!(WORDS[1].load(Relaxed), start + n + 101, "stored at the exit");
+    }
+}

@@ -152,6 +152,9 @@ fn spilled_frames_go_onto_the_continuation_stack_and_come_back() {
         "sv",
         expect![[r#"
             key [18446744073709551612, 0]
+            register STACK+8
+            register STACK+16
+            register STACK+0
             entry(v0: ptr, v1: i64):
                 v2 = const.ptr STACK
                 v3 = load.u64 v2+8
@@ -223,6 +226,10 @@ fn frames_read_in_place_keep_the_current_one_virtual_when_spilled() {
         "vs",
         expect![[r#"
             key [18446744073709551610, 0]
+            register STACK+8
+            register STACK+16
+            register STACK+0
+            register STACK+32
             entry(v0: ptr, v1: i64):
                 v2 = const.ptr STACK
                 v3 = load.u64 v2+8

@@ -36,12 +36,14 @@ use cranelift_codegen::ir::{
 };
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 
 use super::{Backend, BackendError};
-use crate::ir::builder::{CaseTable, Inst, Label, ResidualFunction, SecondaryMap, SwitchTable, Terminator, Val};
+use crate::ir::builder::{
+    CaseTable, Inst, Label, RegisterCell, ResidualFunction, SecondaryMap, SwitchTable, Terminator, Val,
+};
 use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
 pub use crate::ir::function::MAX_FRAME_WORDS;
@@ -79,6 +81,9 @@ pub struct RuntimeHooks {
 }
 
 /// Where machine code finds a case table's fields.
+/// Where a call through [`CraneliftBackend::preserving`] leaves the status:
+/// the buffer's last word.
+const PRESERVING_STATUS: i32 = 8 * (MAX_FRAME_WORDS as i32 - 1);
 const CASES_LEN: i32 = std::mem::offset_of!(CaseTable, len) as i32;
 const CASES_ENTRIES: i32 = std::mem::offset_of!(CaseTable, entries) as i32;
 
@@ -146,27 +151,27 @@ impl CraneliftBackend {
         Ok(unsafe { std::mem::transmute::<usize, Trampoline>(ptr) })
     }
 
-    /// `(func, buffer, status_at)` in the `preserve_all` convention: calls
-    /// the callback `func` on `buffer` and stores its status at
-    /// `status_at`. Residual code calls helpers through it so that the
+    /// `(func, buffer)` in the `preserve_all` convention: calls the
+    /// callback `func` on `buffer` (of [`MAX_FRAME_WORDS`] words) and stores
+    /// its status in the buffer's last word. Residual code calls helpers through it so that the
     /// call clobbers no register: values live across a helper call on a
     /// cold path (a `Vec` growing) stay in registers on the hot path
     /// around it, where a SystemV call made the register allocator keep
     /// them in stack slots.
     fn preserving(isa: &OwnedTargetIsa) -> Result<usize, BackendError> {
         let mut sig = Signature::new(CallConv::PreserveAll);
-        for _ in 0..3 {
+        for _ in 0..2 {
             sig.params.push(AbiParam::new(types::I64));
         }
         infrastructure(isa, sig, |b, p| {
-            let (func, buffer, status_at) = (p[0], p[1], p[2]);
+            let (func, buffer) = (p[0], p[1]);
             let mut csig = Signature::new(CallConv::SystemV);
             csig.params.push(AbiParam::new(types::I64));
             csig.returns.push(AbiParam::new(types::I64));
             let csig = b.import_signature(csig);
             let call = b.ins().call_indirect(csig, func, &[buffer]);
             let status = b.inst_results(call)[0];
-            b.ins().store(MemFlagsData::trusted(), status, status_at, 0);
+            b.ins().store(MemFlagsData::trusted(), status, buffer, PRESERVING_STATUS);
             b.ins().return_(&[]);
         })
     }
@@ -355,9 +360,45 @@ struct Tr<'a, 'b> {
     direct_failed: usize,
     /// [`CraneliftBackend::preserving`]'s address.
     preserving: usize,
+    /// The function's register cells, each a variable, and whether the
+    /// function stores to it (one it only reads is not stored back).
+    cells: Vec<(RegisterCell, Variable, bool)>,
+    /// The constants that are a register cell's address.
+    cell_bases: HashMap<Val, u64>,
 }
 
 impl Tr<'_, '_> {
+    /// The variable of the register cell that a load or store at
+    /// `base+offset` reads or writes, if it is one.
+    fn cell(&self, base: Val, offset: i32) -> Option<Variable> {
+        let address = *self.cell_bases.get(&base)?;
+        self.cells.iter().find(|(c, ..)| c.address == address && c.offset == offset).map(|(_, v, _)| *v)
+    }
+
+    /// Loads the register cells from memory (where the function starts,
+    /// and after a call).
+    fn load_cells(&mut self) {
+        for k in 0..self.cells.len() {
+            let (c, var, _) = self.cells[k];
+            let a = self.b.ins().iconst(types::I64, c.address as i64);
+            let x = self.b.ins().load(types::I64, MemFlagsData::trusted(), a, c.offset);
+            self.b.def_var(var, x);
+        }
+    }
+
+    /// Stores the register cells to memory (before a call or an exit).
+    fn store_cells(&mut self) {
+        for k in 0..self.cells.len() {
+            let (c, var, written) = self.cells[k];
+            if !written {
+                continue;
+            }
+            let x = self.b.use_var(var);
+            let a = self.b.ins().iconst(types::I64, c.address as i64);
+            self.b.ins().store(MemFlagsData::trusted(), x, a, c.offset);
+        }
+    }
+
     fn v(&self, v: Val) -> Value {
         self.vals[v].expect("value defined before use")
     }
@@ -661,6 +702,9 @@ impl Tr<'_, '_> {
                     ValTy::F64 => self.b.ins().f64const(f64::from_bits(*bits)),
                     t => self.b.ins().iconst(clif(*t), *bits as i64),
                 };
+                if *ty == ValTy::Ptr && self.cells.iter().any(|(c, ..)| c.address == *bits) {
+                    self.cell_bases.insert(*dst, *bits);
+                }
                 self.def(*dst, x);
             }
             Inst::Bin { dst, op, ty, ov, a, b } => {
@@ -696,11 +740,21 @@ impl Tr<'_, '_> {
                 self.def(*dst, r);
             }
             Inst::Load { dst, ty, base, offset } => {
+                if let Some(var) = self.cell(*base, *offset) {
+                    let x = self.b.use_var(var);
+                    self.def(*dst, x);
+                    return;
+                }
                 let p = self.v(*base);
                 let r = self.b.ins().load(clif(*ty), MemFlagsData::trusted(), p, *offset);
                 self.def(*dst, r);
             }
             Inst::Store { base, offset, value, .. } => {
+                if let Some(var) = self.cell(*base, *offset) {
+                    let x = self.v(*value);
+                    self.b.def_var(var, x);
+                    return;
+                }
                 let (p, x) = (self.v(*base), self.v(*value));
                 self.b.ins().store(MemFlagsData::trusted(), x, p, *offset);
             }
@@ -721,6 +775,7 @@ impl Tr<'_, '_> {
             Inst::CallCode { dsts, code, entry, args } => {
                 // The callee's frame, then the status and the entry for the
                 // failure hook.
+                self.store_cells();
                 let (slot, addr) = self.call_frame(args, MAX_FRAME_WORDS + 2);
                 let target = self.v(*code);
                 let tsig = self.b.import_signature(tail_sig());
@@ -737,18 +792,22 @@ impl Tr<'_, '_> {
                 self.b.ins().stack_store(types::I64, e, slot, at + 8);
                 let status = self.callback(self.direct_failed, addr);
                 self.propagate_or(status, cont);
-                self.results(dsts, slot);
+                self.results(dsts, addr);
+                self.load_cells();
             }
             Inst::Call { dsts, func, args, cold, .. } => {
-                let (slot, addr) = self.call_frame(args, args.len().max(dsts.len()).max(1));
-                let status = if *cold {
+                self.store_cells();
+                let words = args.len().max(dsts.len()).max(1);
+                let addr = self.callback_buffer(args, words);
+                let status = if *cold && words < MAX_FRAME_WORDS {
                     self.preserving_callback(*func as usize, addr)
                 } else {
                     self.callback(*func as usize, addr)
                 };
                 let cont = self.b.create_block();
                 self.propagate_or(status, cont);
-                self.results(dsts, slot);
+                self.results(dsts, addr);
+                self.load_cells();
             }
         }
     }
@@ -765,6 +824,26 @@ impl Tr<'_, '_> {
         (slot, addr)
     }
 
+    /// The buffer of a callback's call, holding `args` first, of at least
+    /// `words` words and [`MAX_FRAME_WORDS`] in all: the function's own
+    /// frame, whose words are free between the entry's loads and an exit's
+    /// stores, when the call needs at most `MAX_FRAME_WORDS - 1` (the last
+    /// word takes a preserving call's status), else a stack slot. The frame
+    /// takes no address of its own: a stack slot's address is a value that
+    /// Cranelift hoists out of loops, one per slot and offset, and then
+    /// keeps in a stack slot of its own across the loop.
+    fn callback_buffer(&mut self, args: &[(Val, ValTy)], words: usize) -> Value {
+        if words < MAX_FRAME_WORDS {
+            for (k, (a, t)) in args.iter().enumerate() {
+                let x = self.v(*a);
+                let w = self.to_word(x, *t);
+                self.b.ins().store(MemFlagsData::trusted(), w, self.frame, 8 * k as i32);
+            }
+            return self.frame;
+        }
+        self.call_frame(args, words).1
+    }
+
     /// A call of the callback at `func` on the buffer at `addr`: its status.
     fn callback(&mut self, func: usize, addr: Value) -> Value {
         let mut sig = Signature::new(CallConv::SystemV);
@@ -778,18 +857,18 @@ impl Tr<'_, '_> {
 
     /// [`Tr::callback`] through [`CraneliftBackend::preserving`], a call
     /// that clobbers no register (the status comes back through a slot).
+    /// The status comes back in the buffer's last word: the frame's (see
+    /// [`Tr::callback_buffer`]).
     fn preserving_callback(&mut self, func: usize, addr: Value) -> Value {
-        let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
-        let status_at = self.b.ins().stack_addr(types::I64, slot, 0);
         let mut sig = Signature::new(CallConv::PreserveAll);
-        for _ in 0..3 {
+        for _ in 0..2 {
             sig.params.push(AbiParam::new(types::I64));
         }
         let sig = self.b.import_signature(sig);
         let stub = self.b.ins().iconst(types::I64, self.preserving as i64);
         let fp = self.b.ins().iconst(types::I64, func as i64);
-        self.b.ins().call_indirect(sig, stub, &[fp, addr, status_at]);
-        self.b.ins().stack_load(types::I64, types::I64, slot, 0)
+        self.b.ins().call_indirect(sig, stub, &[fp, addr]);
+        self.b.ins().load(types::I64, MemFlagsData::trusted(), addr, PRESERVING_STATUS)
     }
 
     /// Leaves with `status` unless it is 0; else goes on in `cont`.
@@ -804,14 +883,14 @@ impl Tr<'_, '_> {
         self.b.switch_to_block(cont);
     }
 
-    /// Defines `dsts` from the first words of `slot`.
-    fn results(&mut self, dsts: &[Val], slot: cranelift_codegen::ir::StackSlot) {
+    /// Defines `dsts` from the first words of the buffer at `addr`.
+    fn results(&mut self, dsts: &[Val], addr: Value) {
         for (k, d) in dsts.iter().enumerate() {
             let t = self.ty(*d);
             let r = if t == ValTy::F64 {
-                self.b.ins().stack_load(types::I64, types::F64, slot, 8 * k as i32)
+                self.b.ins().load(types::F64, MemFlagsData::trusted(), addr, 8 * k as i32)
             } else {
-                let w = self.b.ins().stack_load(types::I64, types::I64, slot, 8 * k as i32);
+                let w = self.b.ins().load(types::I64, MemFlagsData::trusted(), addr, 8 * k as i32);
                 self.from_word(w, t)
             };
             self.def(*d, r);
@@ -819,6 +898,9 @@ impl Tr<'_, '_> {
     }
 
     fn terminator(&mut self, t: &Terminator) {
+        if matches!(t, Terminator::Return(_) | Terminator::Error(_) | Terminator::FlexSwitch { .. }) {
+            self.store_cells();
+        }
         match t {
             Terminator::Jump(l, args) => {
                 let a = self.args(args);
@@ -828,6 +910,9 @@ impl Tr<'_, '_> {
                 let (ta, fa) = (self.args(&if_true.1), self.args(&if_false.1));
                 let c = self.v(*cond);
                 let (t, f) = (self.blocks[&if_true.0], self.blocks[&if_false.0]);
+                let mut edges = vec![];
+                let (t, ta) = self.cold_edge(t, ta, &mut edges);
+                let (f, fa) = self.cold_edge(f, fa, &mut edges);
                 if self.true_side_loops[self.current] {
                     // Cranelift lays a branch's false side right after it:
                     // the loop's side goes there (`c == 0` folds into the
@@ -836,6 +921,10 @@ impl Tr<'_, '_> {
                     self.b.ins().brif(not, f, &fa, t, &ta);
                 } else {
                     self.b.ins().brif(c, t, &ta, f, &fa);
+                }
+                for (edge, target, args) in edges {
+                    self.b.switch_to_block(edge);
+                    self.b.ins().jump(target, &args);
                 }
             }
             Terminator::Return(vals) => {
@@ -930,17 +1019,41 @@ impl Tr<'_, '_> {
         }
     }
 
+    /// A branch's way to `target` with `args`: where the target is laid
+    /// out last (cold) and takes arguments, a block of its own that jumps
+    /// there, so that Cranelift computes the arguments (constants, sums)
+    /// on that edge and not before the branch, where they would take
+    /// registers, or stack slots, on the path that runs.
+    /// The edge's block is filled after the branch (`edges`: the block,
+    /// its target and the arguments).
+    fn cold_edge(
+        &mut self,
+        target: Block,
+        args: Vec<BlockArg>,
+        edges: &mut Vec<(Block, Block, Vec<BlockArg>)>,
+    ) -> (Block, Vec<BlockArg>) {
+        if args.is_empty() || !self.b.func.layout.is_cold(target) {
+            return (target, args);
+        }
+        let edge = self.b.create_block();
+        self.b.set_cold_block(edge);
+        edges.push((edge, target, args));
+        (edge, vec![])
+    }
+
     fn error_blocks(&mut self) {
         let mut errors: Vec<(u64, Block)> = self.errors.iter().map(|(c, b)| (*c, *b)).collect();
         errors.sort();
         for (code, blk) in errors {
             self.b.switch_to_block(blk);
+            self.store_cells();
             let c = self.b.ins().iconst(types::I64, code as i64);
             self.b.ins().return_(&[c]);
         }
         if let Some(blk) = self.bounds_error {
             self.b.switch_to_block(blk);
             let (i, n) = (self.b.block_params(blk)[0], self.b.block_params(blk)[1]);
+            self.store_cells();
             self.b.ins().store(MemFlagsData::trusted(), i, self.frame, 0);
             self.b.ins().store(MemFlagsData::trusted(), n, self.frame, 8);
             let c = self.b.ins().iconst(types::I64, ErrorKind::IndexOutOfBounds.code() as i64);
@@ -952,6 +1065,39 @@ impl Tr<'_, '_> {
             self.b.ins().return_(&[s]);
         }
     }
+}
+
+/// The register cells of `f` that it can keep in registers, each with
+/// whether `f` stores to it: a cell some load or store reaches other than
+/// as one 64-bit word at its offset is left in memory.
+fn usable_cells(f: &ResidualFunction) -> Vec<(RegisterCell, bool)> {
+    let mut addresses: HashMap<Val, u64> = HashMap::new();
+    let mut cells: Vec<(RegisterCell, bool, bool)> = f.cells.iter().map(|c| (*c, false, true)).collect();
+    for (_, b) in f.live_blocks() {
+        for i in &b.insts {
+            let (base, offset, ty, store) = match i {
+                Inst::Const { dst, ty: ValTy::Ptr, bits } => {
+                    addresses.insert(*dst, *bits);
+                    continue;
+                }
+                Inst::Load { base, offset, ty, .. } => (base, *offset, *ty, false),
+                Inst::Store { base, offset, ty, .. } => (base, *offset, *ty, true),
+                _ => continue,
+            };
+            let Some(address) = addresses.get(base) else { continue };
+            for (c, written, usable) in &mut cells {
+                if c.address != *address || (offset as i64 - c.offset as i64).abs() >= 8 {
+                    continue;
+                }
+                if offset == c.offset && clif(ty) == types::I64 {
+                    *written |= store;
+                } else {
+                    *usable = false;
+                }
+            }
+        }
+    }
+    cells.into_iter().filter(|c| c.2).map(|(c, written, _)| (c, written)).collect()
 }
 
 /// With `JITGEN_DUMP_CODE=dir`, writes each compiled function's machine code
@@ -1106,8 +1252,12 @@ impl CraneliftBackend {
                 miss_stub: self.miss_stub,
                 direct_failed: self.direct_failed,
                 preserving: self.preserving,
+                cells: vec![],
+                cell_bases: HashMap::new(),
             };
+            tr.cells = usable_cells(f).into_iter().map(|(c, w)| (c, tr.b.declare_var(types::I64), w)).collect();
             tr.b.switch_to_block(entry);
+            tr.load_cells();
             let mut args = vec![];
             for (k, t) in f.inputs.iter().enumerate() {
                 let x = if *t == ValTy::F64 {

@@ -58,7 +58,7 @@ use std::rc::Rc;
 use crate::compile::redbox::RedBox;
 use crate::compile::virtuals::{VHeap, VObject, VPList, VPtr};
 use crate::compile::vlist::{InPlace, VList};
-use crate::ir::builder::{Label, ResidualBuilder};
+use crate::ir::builder::{Label, RegisterCell, ResidualBuilder};
 use crate::ir::ops::{BinOp, CmpOp, Overflow, ValTy};
 use crate::run::contstack;
 
@@ -261,8 +261,9 @@ fn spill_one(
         return;
     }
     // In place: room made by a call only when the buffer is full.
-    let cs = stack_address();
+    let cs = stack_address_keeping(b, contstack::LEN);
     let len = b.red_load(ValTy::U64, &cs, contstack::LEN);
+    let cs = stack_address_keeping(b, contstack::CAP);
     let cap = b.red_load(ValTy::U64, &cs, contstack::CAP);
     let n = RedBox::u64(words.len() as u64 + 1);
     let need = b.red_bin(BinOp::Add, Overflow::Wrap, &len, &n);
@@ -305,7 +306,7 @@ fn relations(b: &ResidualBuilder, o: &VObject, kept: &VObject, slots: &[Result<R
 /// spilled list counts them: the execute mode's helpers always do; the
 /// count is read only for such a list, the one of its call).
 fn count_entries(b: &mut ResidualBuilder, k: i64) {
-    let cs = stack_address();
+    let cs = stack_address_keeping(b, contstack::ENTRIES);
     let n = b.red_load(ValTy::U64, &cs, contstack::ENTRIES);
     let n = b.red_bin(BinOp::Add, Overflow::Wrap, &n, &RedBox::u64(k as u64));
     b.red_store(&cs, contstack::ENTRIES, &n);
@@ -314,7 +315,8 @@ fn count_entries(b: &mut ResidualBuilder, k: i64) {
 /// How many entries the current call of residual code has on the stack
 /// (the frames it spilled and did not pop yet).
 pub fn entries(b: &mut ResidualBuilder) -> RedBox {
-    b.red_load(ValTy::U64, &stack_address(), contstack::ENTRIES)
+    let cs = stack_address_keeping(b, contstack::ENTRIES);
+    b.red_load(ValTy::U64, &cs, contstack::ENTRIES)
 }
 
 /// The address of this thread's continuation stack, a constant of the
@@ -323,9 +325,18 @@ fn stack_address() -> RedBox {
     RedBox::constant(ValTy::Ptr, contstack::Raw::address())
 }
 
+/// The address of this thread's continuation stack, whose field at
+/// `offset` (its length, or its count of entries) compiled code then keeps
+/// in a register: only calls change them otherwise (see `contstack::enter`).
+fn stack_address_keeping(b: &mut ResidualBuilder, offset: i32) -> RedBox {
+    b.keep_in_register(RegisterCell { address: contstack::Raw::address(), offset });
+    stack_address()
+}
+
 /// The address of word `index` of the continuation stack's buffer.
 fn word_address(b: &mut ResidualBuilder, index: &RedBox) -> RedBox {
-    let buf = b.red_load(ValTy::Ptr, &stack_address(), contstack::WORDS);
+    let cs = stack_address_keeping(b, contstack::WORDS);
+    let buf = b.red_load(ValTy::Ptr, &cs, contstack::WORDS);
     b.red_index_addr(&buf, index, 8)
 }
 
@@ -342,8 +353,9 @@ fn fork(b: &mut ResidualBuilder, cond: &RedBox) -> (Label, Label) {
 /// the current call of residual code has one, makes the side where it has
 /// current, and returns the other side's label and the entry's template.
 pub fn peek_top(b: &mut ResidualBuilder) -> (Label, RedBox) {
-    let cs = stack_address();
+    let cs = stack_address_keeping(b, contstack::LEN);
     let len = b.red_load(ValTy::U64, &cs, contstack::LEN);
+    let cs = stack_address_keeping(b, contstack::BASE);
     let base = b.red_load(ValTy::U64, &cs, contstack::BASE);
     let empty = b.red_cmp(CmpOp::Eq, &len, &base);
     let (t, f) = fork(b, &empty);
@@ -359,7 +371,7 @@ fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy], counted: bool) -> Vec<RedBo
     if b.exec {
         return b.red_call(contstack::pop, "cont_pop", &[RedBox::u64(tys.len() as u64)], tys);
     }
-    let cs = stack_address();
+    let cs = stack_address_keeping(b, contstack::LEN);
     let len = b.red_load(ValTy::U64, &cs, contstack::LEN);
     let at = b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &RedBox::u64(tys.len() as u64 + 1));
     let addr = word_address(b, &at);
@@ -492,6 +504,8 @@ pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id
                     let seg = vals.split_off(vals.len() - words);
                     let Some(VList::Tail(_, tail, _, Some(m))) = hidden_tail(heap) else { return None };
                     *m = b.red_bin(BinOp::Sub, Overflow::Wrap, m, &RedBox::constant(m.ty(), words as u64));
+                    // What is left below the tail is a length too.
+                    b.know_length(m);
                     tail.splice(0..0, seg);
                     // The words were related to the length the callee's
                     // frame began at; they are now after the segment.

@@ -1178,6 +1178,20 @@ impl<F: Frame> JitState<F> {
         }
     }
 
+    /// Marks the hidden length of each list with a tail as a length (see
+    /// [`ResidualBuilder::know_length`]): a state rebuilt from run-time
+    /// values (a piece's inputs, a merge point's parameters) holds new
+    /// values for them, each a length wherever it came from.
+    pub fn know_hidden_lengths(&self, b: &mut ResidualBuilder) {
+        for o in &self.heap.objects {
+            for l in &o.lists {
+                if let VList::Tail(_, _, _, Some(h)) = l {
+                    b.know_length(h);
+                }
+            }
+        }
+    }
+
     /// Makes every list with a tail a real one ([`VList::untail`]): the
     /// state is handed over to the interpreter, which knows only `Vec`s.
     pub fn untail_lists(&mut self, b: &mut ResidualBuilder) {

@@ -4,8 +4,8 @@
 //! ([`crate::ir::passes`]).
 
 pub use crate::ir::function::{
-    CallbackFn, CaseTable, EntityRef, Inst, Label, Pieces, PrimaryMap, RBlock, ResidualFunction, SecondaryMap,
-    SwitchTable, Terminator, Val,
+    CallbackFn, CaseTable, EntityRef, Inst, Label, Pieces, PrimaryMap, RBlock, RegisterCell, ResidualFunction,
+    SecondaryMap, SwitchTable, Terminator, Val,
 };
 pub use crate::ir::listing::listing;
 pub use crate::ir::passes::{MAX_COPIED_OPS, MAX_UNROLLED_OPS, UNROLL_TURNS};
@@ -72,6 +72,7 @@ impl ResidualBuilder {
                 blocks: PrimaryMap::from(vec![RBlock::default()]),
                 switches: vec![],
                 pieces: None,
+                cells: vec![],
             },
             cur: Some(Label::ENTRY),
             ops: 0,
@@ -117,6 +118,14 @@ impl ResidualBuilder {
     /// The function recorded so far (not simplified yet).
     pub fn function(&self) -> &ResidualFunction {
         &self.f
+    }
+
+    /// Says that `cell` stays in a register while the function runs (see
+    /// [`RegisterCell`]: the caller promises what it says).
+    pub fn keep_in_register(&mut self, cell: RegisterCell) {
+        if !self.f.cells.contains(&cell) {
+            self.f.cells.push(cell);
+        }
     }
 
     /// Whether a block is being filled (false after a terminator, until `switch_to`).

@@ -323,6 +323,27 @@ pub struct ResidualFunction {
     /// The pieces compiled later for the states its switches resume (kept
     /// alive by the function's code; see `schedule`).
     pub pieces: Option<std::rc::Rc<dyn Pieces>>,
+    /// The words of memory the backend keeps in registers while the
+    /// function runs (see [`RegisterCell`]).
+    pub cells: Vec<RegisterCell>,
+}
+
+/// A word of memory at a constant address that, while a residual function
+/// runs, only its loads and stores at that address and offset and the
+/// callbacks and code it calls read or write: the continuation stack's
+/// length and its count of entries. The backend keeps such a word in a
+/// register: a load of it reads the register and a store writes it; the
+/// word is loaded when the function starts, stored before each call and
+/// each exit (return, error, flexswitch), and loaded again after each call.
+/// A loop that pushes and pops continuation entries then carries the
+/// stack's length from one turn to the next in a register, not through a
+/// store and a load of memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RegisterCell {
+    /// The constant address (of a value of type `ptr`).
+    pub address: u64,
+    /// The byte offset of the word from it.
+    pub offset: i32,
 }
 
 /// Frames hold at most this many words (inputs, outputs, the live values of

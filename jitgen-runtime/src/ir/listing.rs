@@ -19,6 +19,9 @@
 //!     error IndexOutOfBounds
 //! ```
 //!
+//! Lines `register ADDRESS+OFFSET` before the first block are the
+//! function's register cells (`RegisterCell`).
+//!
 //! Values are numbered in order of definition, blocks by label, so
 //! `listing(&parse(text)?)` gives back any listing `listing` printed.
 //! Architecture Invariant: the listing is the one text form of residual
@@ -29,7 +32,8 @@ use std::fmt::Write as _;
 use std::rc::Rc;
 
 use crate::ir::function::{
-    CallbackFn, CaseTable, EntityRef, Inst, Label, PrimaryMap, RBlock, ResidualFunction, SwitchTable, Terminator, Val,
+    CallbackFn, CaseTable, EntityRef, Inst, Label, PrimaryMap, RBlock, RegisterCell, ResidualFunction, SwitchTable,
+    Terminator, Val,
 };
 use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
@@ -57,6 +61,9 @@ pub fn listing(f: &ResidualFunction) -> String {
     let vs = |xs: &[Val]| xs.iter().map(v).collect::<Vec<_>>().join(", ");
     let target = |(l, args): &(Label, Vec<Val>)| format!("L{}({})", l.index(), vs(args));
     let mut out = String::new();
+    for c in &f.cells {
+        let _ = writeln!(out, "register {:#x}+{}", c.address, c.offset);
+    }
     for (l, b) in f.live_blocks() {
         let params: Vec<String> = b.params.iter().map(|p| format!("{}: {}", v(p), f.vals[*p])).collect();
         let name = if l == Label::ENTRY { "entry".to_string() } else { format!("L{}", l.index()) };
@@ -184,6 +191,7 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
     // First the definitions, in order, so that a use may come before its
     // definition in label order (merging moves code into later blocks).
     let mut labels: Vec<(Label, usize)> = vec![];
+    let mut cells = vec![];
     for &(n, l) in &lines {
         p.line = n;
         if let Some(head) = l.strip_suffix(':') {
@@ -196,7 +204,15 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
                 p.define(name, ty)?;
             }
         } else if labels.is_empty() {
-            return Err(p.err("an instruction before the first block".to_string()));
+            let cell = l.strip_prefix("register ").and_then(|c| {
+                let (address, offset) = c.split_once('+')?;
+                let address = u64::from_str_radix(address.strip_prefix("0x")?, 16).ok()?;
+                Some(RegisterCell { address, offset: offset.parse().ok()? })
+            });
+            match cell {
+                Some(c) => cells.push(c),
+                None => return Err(p.err("an instruction before the first block".to_string())),
+            }
         } else if let Some((lhs, rhs)) = l.split_once(" = ") {
             let tys = p.def_types(rhs)?;
             let names = split_top(lhs);
@@ -218,7 +234,7 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
     let mut switches: Vec<Rc<dyn SwitchTable>> = vec![];
     let mut outputs: Option<Vec<ValTy>> = None;
     let mut cur: Option<Label> = None;
-    for &(n, l) in &lines {
+    for &(n, l) in lines.iter().skip(cells.len()) {
         p.line = n;
         if let Some(head) = l.strip_suffix(':') {
             if let Some(c) = cur {
@@ -291,6 +307,7 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
         blocks,
         switches,
         pieces: None,
+        cells,
     })
 }
 

@@ -449,6 +449,7 @@ impl<F: Frame> Compilation<F> {
         st.epoch = self.b.calls;
         versions.push(Version { label, perm, shape, facts: fact_descs });
         st.set_reds(&new_reds);
+        st.know_hidden_lengths(&mut self.b);
         Some(st)
     }
 }

@@ -377,6 +377,7 @@ impl<F: Frame> Compilation<F> {
                 }
                 let reds = rebuild(&snapshot.1, &inputs, w);
                 st.set_reds(&reds);
+                st.know_hidden_lengths(&mut c.b);
                 if promoting {
                     (fns.deliver)(&mut st, w);
                 }

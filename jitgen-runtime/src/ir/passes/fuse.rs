@@ -106,6 +106,11 @@ impl ResidualFunction {
     /// index of its first switch here, its entry's label, and the blocks
     /// that end in a switch.
     fn copy_in(&mut self, f: &ResidualFunction) -> (u32, Label, Vec<Label>) {
+        for c in &f.cells {
+            if !self.cells.contains(c) {
+                self.cells.push(*c);
+            }
+        }
         let first_switch = self.switches.len() as u32;
         self.switches.extend(f.switches.iter().cloned());
         let vals: HashMap<Val, Val> = f.vals.iter().map(|(v, ty)| (v, self.vals.push(*ty))).collect();
