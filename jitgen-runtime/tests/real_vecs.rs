@@ -439,4 +439,11 @@ fn a_length_plus_constants_compares_as_the_constants() {
     assert_eq!(c.b.red_cmp(CmpOp::Gt, &three, &len).as_const(), Some(1));
     assert_eq!(c.b.red_cmp(CmpOp::Lt, &minus, &len).as_const(), None);
     assert_eq!(c.b.red_cmp(CmpOp::Lt, &at, &len).as_const(), None);
+    // Against a constant: `len + 3` is at least 3, so `>= 3` and `< 1` are
+    // known; `len + 1 >= 3` is not, nor is `len - 1 >= 1`.
+    let k = RedBox::u64;
+    assert_eq!(c.b.red_cmp(CmpOp::Ge, &three, &k(3)).as_const(), Some(1));
+    assert_eq!(c.b.red_cmp(CmpOp::Lt, &three, &k(1)).as_const(), Some(0));
+    assert_eq!(c.b.red_cmp(CmpOp::Ge, &one, &k(3)).as_const(), None);
+    assert_eq!(c.b.red_cmp(CmpOp::Ge, &minus, &k(1)).as_const(), None);
 }

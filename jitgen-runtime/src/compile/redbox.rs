@@ -197,6 +197,15 @@ impl ResidualBuilder {
                 return RedBox::bool(op == CmpOp::Ne);
             }
         }
+        // A length plus a constant `c` below 2^62 is at least `c`, so it is
+        // at least any `k <= c` (`checked_sub`'s test of `len + 2 >= 1`).
+        if let (ValTy::Int { signed: false, bits: 64 }, CmpOp::Ge | CmpOp::Lt, Some(k)) = (a.ty(), op, b.as_const()) {
+            let s = self.sym_addr(a);
+            let length = matches!(s.root, RedBox::Var { val, .. } if self.lengths.contains(&val));
+            if length && s.index.is_none() && (0..1 << 62).contains(&s.offset) && k <= s.offset as u64 {
+                return RedBox::bool(op == CmpOp::Ge);
+            }
+        }
         // Two unsigned integers that are one length plus constants below
         // 2^62 compare as the constants do (neither sum wraps).
         if let (ValTy::Int { signed: false, bits: 64 }, Some((x, y))) = (a.ty(), self.over_one_length(a, b)) {

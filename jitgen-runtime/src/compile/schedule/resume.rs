@@ -243,6 +243,10 @@ impl<F: Frame> Compilation<F> {
             }
             return Some(st);
         }
+        // Forced before the top entry's template is read: forcing an operand
+        // stack with a hidden part moves it into its `Vec` and rewrites the
+        // template of each entry holding a segment (`cont_materialize`).
+        self.fit_in_frame(&mut st);
         let mut below = st.clone();
         if below.unspill(&mut self.b, None).is_none() {
             self.decline("a pop of a spilled list it cannot find");
@@ -254,6 +258,26 @@ impl<F: Frame> Compilation<F> {
         self.pending.push_back((t, below));
         self.flexswitch_on(forever(st), Some(&id), fns, true);
         None
+    }
+
+    /// Normalizes `st` and, where it holds too many values to hand over in
+    /// a frame, forces its virtual lists' elements, then its virtual
+    /// objects' fields, into memory (one address each).
+    fn fit_in_frame<H: Frame>(&mut self, st: &mut JitState<H>) {
+        st.sync_facts(&self.b);
+        st.normalize();
+        let too_large =
+            |st: &JitState<H>| distinct_run_time_values(&st.reds()) + 2 > crate::ir::function::MAX_FRAME_WORDS;
+        if too_large(st) {
+            st.force_lists(&mut self.b);
+            st.sync_facts(&self.b);
+            st.normalize();
+        }
+        if too_large(st) {
+            st.force_all(&mut self.b);
+            st.sync_facts(&self.b);
+            st.normalize();
+        }
     }
 
     /// [`Compilation::flexswitch`]; with `unspilling`, the value is the
@@ -272,25 +296,10 @@ impl<F: Frame> Compilation<F> {
             ));
         }
         let mut st = st;
-        st.sync_facts(&self.b);
-        st.normalize();
         // The table keeps the state for as long as the code lives; not its
         // path's past.
         st.lineage = Default::default();
-        // Too many values to hand over in a frame: the virtual lists'
-        // elements, then the virtual objects' fields, become one address each.
-        let too_large =
-            |st: &JitState<G>| distinct_run_time_values(&st.reds()) + 2 > crate::ir::function::MAX_FRAME_WORDS;
-        if too_large(&st) {
-            st.force_lists(&mut self.b);
-            st.sync_facts(&self.b);
-            st.normalize();
-        }
-        if too_large(&st) {
-            st.force_all(&mut self.b);
-            st.sync_facts(&self.b);
-            st.normalize();
-        }
+        self.fit_in_frame(&mut st);
         // The promoted value, and the narrower values it widens: each is
         // known in a case (a field loaded as `u32`, promoted as `usize`).
         let mut promoted: Vec<Val> = vec![];
