@@ -24,7 +24,16 @@
 //! must hold the words the callback reads and writes, and the addresses in it must be of
 //! live objects of its types), wrapped in `run_callback`, which catches a
 //! panic, keeps its payload in a thread-local and returns a status; the caller of the
-//! residual function resumes the panic (`ResidualError::resume`).
+//! residual function resumes the panic (`ResidualError::resume`). A callback's buffer is
+//! the calling function's own frame, whose words are free between the entry's loads and
+//! an exit's stores (a stack slot only for a call of 64 words or more).
+//!
+//! ## Register cells
+//!
+//! Words of memory that a residual function names as `RegisterCell`s (the continuation
+//! stack's fields) live in Cranelift variables while it runs: loaded where it starts and
+//! after each call, stored before each call and exit when it writes them, so that a loop
+//! pushing and popping continuation entries carries them in registers.
 
 use std::collections::HashMap;
 use std::rc::Rc;

@@ -326,8 +326,10 @@ fn stack_address() -> RedBox {
 }
 
 /// The address of this thread's continuation stack, whose field at
-/// `offset` (its length, or its count of entries) compiled code then keeps
-/// in a register: only calls change them otherwise (see `contstack::enter`).
+/// `offset` (its length, count, buffer, capacity or base) compiled code then
+/// keeps in a register (a `RegisterCell`): besides the code's own loads and
+/// stores, only what it calls changes them (`contstack::reserve`, and
+/// `contstack::enter` and `leave` around residual code).
 fn stack_address_keeping(b: &mut ResidualBuilder, offset: i32) -> RedBox {
     b.keep_in_register(RegisterCell { address: contstack::Raw::address(), offset });
     stack_address()

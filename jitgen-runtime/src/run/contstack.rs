@@ -15,7 +15,10 @@
 //!
 //! The stack is one per thread, a [`Raw`] at a fixed address that residual
 //! code reads and writes in place ([`Raw::address`]: loads and stores of its
-//! fields, and a call of [`reserve`] only when it must grow). Each call of
+//! fields, and a call of [`reserve`] only when it must grow). Compiled code
+//! keeps the fields in registers while it runs (register cells, stored
+//! before each of its calls and exits, loaded after each call), so what it
+//! calls must find them in memory and may change them. Each call of
 //! residual code ([`crate::run::residual::ResidualFn::call_words`]) sees only
 //! the entries pushed since it began ([`enter`] sets the base, [`leave`]
 //! drops what is left above it: after an error exit the interpreter's frames
