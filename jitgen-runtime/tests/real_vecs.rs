@@ -447,3 +447,30 @@ fn a_length_plus_constants_compares_as_the_constants() {
     assert_eq!(c.b.red_cmp(CmpOp::Ge, &one, &k(3)).as_const(), None);
     assert_eq!(c.b.red_cmp(CmpOp::Ge, &minus, &k(1)).as_const(), None);
 }
+
+#[test]
+fn a_checked_step_from_a_length_plus_a_constant_wraps_where_it_cannot_overflow() {
+    // `len + 3 - 3` and `len + 3 - 1` cannot go below 0, nor `len + 3 + 1`
+    // past `u64::MAX`: no error exit. `len + 1 - 2` and `len - 1` can: the
+    // checked subtraction stays.
+    let mut c: Compilation<Blk> =
+        Compilation::new("steps", &[ValTy::Ptr, ValTy::I64, ValTy::U64], &[ValTy::I64], Default::default());
+    let [v, _, _] = c.inputs()[..] else { unreachable!() };
+    let mut st = JitState::new(Blk(vec![]));
+    let l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE), None);
+    let len = st.tail_len(&mut c.b, &l).expect("a tail");
+    let k = RedBox::u64;
+    let three = c.b.red_bin(BinOp::Add, Overflow::Wrap, &len, &k(3));
+    let one = c.b.red_bin(BinOp::Add, Overflow::Wrap, &len, &k(1));
+    let back = c.b.red_bin(BinOp::Sub, Overflow::Check, &three, &k(3));
+    assert_eq!(back, len, "back at the length itself");
+    for (op, b) in [(BinOp::Sub, 1), (BinOp::Add, 1)] {
+        c.b.red_bin(op, Overflow::Check, &three, &k(b));
+    }
+    c.b.red_bin(BinOp::Sub, Overflow::Check, &one, &k(2));
+    c.b.red_bin(BinOp::Sub, Overflow::Check, &len, &k(1));
+    // Wrapping steps whose values are unused are dropped; checked ones stay.
+    let listing = jitgen_runtime::builder::listing(&c.b.finish());
+    let checked = listing.lines().filter(|l| l.contains("_checked")).count();
+    assert_eq!(checked, 2, "only `len + 1 - 2` and `len - 1` are checked:\n{listing}");
+}

@@ -229,7 +229,6 @@ fn frames_read_in_place_keep_the_current_one_virtual_when_spilled() {
             register STACK+8
             register STACK+16
             register STACK+0
-            register STACK+32
             entry(v0: ptr, v1: i64):
                 v2 = const.ptr STACK
                 v3 = load.u64 v2+8
@@ -254,13 +253,101 @@ fn frames_read_in_place_keep_the_current_one_virtual_when_spilled() {
                 store.u64 v15+0, v16
                 v17 = const.ptr STACK
                 store.u64 v17+8, v7
-                v18 = const.ptr STACK
-                v19 = load.u64 v18+32
-                v20 = const.u64 1
-                v21 = add.u64 v19, v20
-                v22 = const.ptr STACK
-                store.u64 v22+32, v21
                 return 
         "#]],
     );
+}
+
+#[test]
+fn a_count_of_entries_is_a_call_dropped_where_unused() {
+    // `frames.len()` of a list that counts its entries calls the walk;
+    // where the count only located the current frame, nothing is left.
+    let mut b = ResidualBuilder::new("count", &[], &[ValTy::U64]);
+    let _unused = jitgen_runtime::spill::entries(&mut b);
+    let used = jitgen_runtime::spill::entries(&mut b);
+    let used = b.materialize(&used);
+    b.ret(&[used]);
+    let mut f = b.finish();
+    f.simplify();
+    expect![[r#"
+        entry():
+            v0 = call.pure cont_entries()
+            return v0
+    "#]]
+    .assert_eq(&listing(&f));
+}
+
+#[test]
+fn the_walk_counts_the_entries_of_the_call_and_leaves_each_its_count() {
+    use jitgen_runtime::contstack::{self, enter, leave, peek, pop, push, template_of};
+    // Templates of no word and of one word (the spills register them).
+    let mut b = ResidualBuilder::new("frames", &[ValTy::I64], &[]);
+    let x = RedBox::Var { ty: ValTy::I64, val: b.inputs()[0] };
+    let mut heap = VHeap::default();
+    let mut l = VPList::Virtual(vec![]);
+    let c = heap.alloc(&FRAME, vec![RedBox::constant(ValTy::I64, 7)], vec![]);
+    l.push(&mut b, &mut heap, &FRAME, c).expect("virtual");
+    let v = heap.alloc(&FRAME, vec![x], vec![]);
+    l.push(&mut b, &mut heap, &FRAME, v).expect("virtual");
+    l.push(&mut b, &mut heap, &FRAME, c).expect("virtual");
+    assert!(spill_list(&mut l, &mut b, &heap, true, &[], false));
+    let ids: Vec<u64> = (0..).take_while(|id| template(*id).is_some()).collect();
+    let (none, one) = (
+        *ids.iter().find(|id| template(**id).unwrap().word_count() == 0).expect("a template of no word"),
+        *ids.iter().find(|id| template(**id).unwrap().word_count() == 1).expect("a template of one word"),
+    );
+    let count = || {
+        let mut w = [0u64];
+        // SAFETY: one word.
+        assert_eq!(unsafe { jitgen_runtime::spill::count_entries(w.as_mut_ptr()) }, 0);
+        w[0]
+    };
+    let top = || {
+        let mut w = [0u64];
+        // SAFETY: one word.
+        unsafe { peek(w.as_mut_ptr()) };
+        w[0]
+    };
+    let push_entry = |id: u64, words: &[u64]| {
+        let mut buf = vec![words.len() as u64];
+        buf.extend_from_slice(words);
+        buf.push(id);
+        // SAFETY: n, n words and the template.
+        assert_eq!(unsafe { push(buf.as_mut_ptr()) }, 0);
+    };
+    let pop_entry = |n: u64| {
+        let mut buf = [n, 0];
+        // SAFETY: room for n words (at most one here).
+        assert_eq!(unsafe { pop(buf.as_mut_ptr()) }, 0);
+    };
+    // An outer call's entries are not the inner call's.
+    let outer = enter();
+    push_entry(one, &[5]);
+    let saved = enter();
+    assert_eq!(count(), 0);
+    push_entry(none, &[]);
+    push_entry(one, &[9]);
+    push_entry(none, &[]);
+    assert_eq!(count(), 3);
+    // The counts are left in the entries; the template is still what
+    // a pop reads.
+    assert_eq!(top(), none);
+    contstack::with_call_words(|w| {
+        assert_eq!(w.iter().map(|x| x >> contstack::TEMPLATE_BITS).collect::<Vec<_>>(), [1, 0, 2, 3]);
+        assert_eq!(template_of(w[2]), one);
+    });
+    pop_entry(0);
+    assert_eq!(count(), 2);
+    push_entry(one, &[1]);
+    push_entry(one, &[2]);
+    assert_eq!(count(), 4);
+    pop_entry(1);
+    pop_entry(1);
+    pop_entry(1);
+    assert_eq!(count(), 1);
+    pop_entry(0);
+    assert_eq!(count(), 0);
+    leave(saved);
+    assert_eq!(count(), 1);
+    leave(outer);
 }

@@ -114,6 +114,7 @@ impl ResidualBuilder {
                 _ => {}
             }
         }
+        let ov = if ov == Overflow::Check && self.steps_within_u64(op, a, b) { Overflow::Wrap } else { ov };
         // An integer plus or minus a constant is known as its root (a value
         // not computed so) plus an offset, so that indices computed twice
         // (`sp + 1`, then `sp + 2 - 1`) are seen to be equal, and one that
@@ -143,6 +144,25 @@ impl ResidualBuilder {
             self.addrs.insert(v, s);
         }
         self.var(v)
+    }
+
+    /// Whether `a op b` cannot overflow as a `u64` because `a` is a length
+    /// (below 2^62) plus a constant `c` in `0..2^62`: `- k` for `k <= c`
+    /// (`len() - 1` where `len()` counts a virtual element over a length),
+    /// `+ k` for `k` below 2^62. Such a checked step is a wrapping one.
+    fn steps_within_u64(&self, op: BinOp, a: &RedBox, b: &RedBox) -> bool {
+        let (ValTy::Int { signed: false, bits: 64 }, Some(k)) = (a.ty(), b.as_const()) else { return false };
+        let s = self.sym_addr(a);
+        let length = matches!(s.root, RedBox::Var { val, .. } if self.lengths.contains(&val));
+        let small = |x: u64| x < 1 << 62;
+        length
+            && s.index.is_none()
+            && small(s.offset as u64)
+            && match op {
+                BinOp::Sub => k <= s.offset as u64,
+                BinOp::Add => small(k),
+                _ => false,
+            }
     }
 
     /// `m + k` for a list's length `m` below `k` more elements: known to be
@@ -431,6 +451,18 @@ impl ResidualBuilder {
         let r = self.red_call(func, name, args, rets);
         self.calls = calls;
         r
+    }
+
+    /// [`ResidualBuilder::red_call_private`] of a helper without effects that
+    /// residual code sees (see [`ResidualBuilder::call_pure`]): the call is
+    /// dropped when its results are unused.
+    pub fn red_call_pure(&mut self, func: CallbackFn, name: &str, args: &[RedBox], rets: &[ValTy]) -> Vec<RedBox> {
+        if self.exec {
+            return self.red_call_private(func, name, args, rets);
+        }
+        let a: Vec<(Val, ValTy)> = args.iter().map(|r| (self.materialize(r), r.ty())).collect();
+        let v = self.call_pure(func, name, &a, rets);
+        v.into_iter().map(|val| self.var(val)).collect()
     }
 
     /// Branches to a side that calls `func` (a [`ResidualBuilder::red_call_private`])

@@ -27,7 +27,10 @@
 //! An interpreter that reads its frames in place (`frames.last()` at every
 //! instruction) keeps its newest frame virtual (its current one, read at
 //! once), and a spilled list's length counts the stack's entries
-//! ([`entries`]): `len()` and `last()` stay exact over spilled frames.
+//! ([`entries`]): `len()` and `last()` stay exact over spilled frames. The
+//! count is made where it is used, by a walk down the entries that leaves
+//! each one's count in its last word (see `run::contstack`); where the
+//! length only locates the virtual frame (`last()`), it is not made at all.
 //!
 //! An operand stack the calls share (a `Vec` with a tail,
 //! [`VList::Tail`]) is split with the frames: each spilled frame's part of
@@ -167,6 +170,7 @@ fn register(key: TemplateKey, make: impl FnOnce() -> Template) -> u64 {
             return *id;
         }
         let id = t.all.len() as u64;
+        debug_assert!(id >> contstack::TEMPLATE_BITS == 0, "a template number fits in an entry's low bits");
         t.all.push(Rc::new(make()));
         t.ids.insert(key, id);
         id
@@ -198,7 +202,6 @@ fn spill_one(
     b: &mut ResidualBuilder,
     heap: &VHeap,
     p: &VPtr,
-    counted: bool,
     kept: Option<&VObject>,
     segment: &[RedBox],
     clear_below: bool,
@@ -274,9 +277,6 @@ fn spill_one(
         b.red_store(&at, 8 * k as i32, w);
     }
     b.red_store(&cs, contstack::LEN, &need);
-    if counted {
-        count_entries(b, 1);
-    }
 }
 
 /// The words of a frame `o` spilled below the newest frame `kept` (of the
@@ -302,21 +302,60 @@ fn relations(b: &ResidualBuilder, o: &VObject, kept: &VObject, slots: &[Result<R
         .collect()
 }
 
-/// Adds `k` to the count of the current call's entries (kept where a
-/// spilled list counts them: the execute mode's helpers always do; the
-/// count is read only for such a list, the one of its call).
-fn count_entries(b: &mut ResidualBuilder, k: i64) {
-    let cs = stack_address_keeping(b, contstack::ENTRIES);
-    let n = b.red_load(ValTy::U64, &cs, contstack::ENTRIES);
-    let n = b.red_bin(BinOp::Add, Overflow::Wrap, &n, &RedBox::u64(k as u64));
-    b.red_store(&cs, contstack::ENTRIES, &n);
+/// How many entries the current call of residual code has on the stack
+/// (the frames it spilled and did not pop yet): a call of
+/// [`count_entries`], dropped when nothing uses the count.
+pub fn entries(b: &mut ResidualBuilder) -> RedBox {
+    b.red_call_pure(count_entries, "cont_entries", &[], &[ValTy::U64])[0]
 }
 
-/// How many entries the current call of residual code has on the stack
-/// (the frames it spilled and did not pop yet).
-pub fn entries(b: &mut ResidualBuilder) -> RedBox {
-    let cs = stack_address_keeping(b, contstack::ENTRIES);
-    b.red_load(ValTy::U64, &cs, contstack::ENTRIES)
+/// The number of the current call's entries on the continuation stack:
+/// `[] -> [n]`. Walks down from the top entry to the first one whose last
+/// word holds its count (or to the call's first entry), and writes into
+/// each entry it passed its own count (see `run::contstack`), so a count
+/// asked for again costs the entries pushed since.
+///
+/// # Safety
+/// `buf` holds one word.
+pub unsafe extern "C" fn count_entries(buf: *mut u64) -> u64 {
+    crate::run::residual::run_callback(|| {
+        let n = contstack::with_call_words(|w| {
+            TEMPLATES.with(|t| {
+                let t = t.borrow();
+                // The size of the entry whose last word is `last`, at `at`.
+                let size = |last: u64, at: usize| {
+                    let t = t
+                        .all
+                        .get(contstack::template_of(last) as usize)
+                        .expect("jitgen bug: a continuation entry of an unknown template");
+                    assert!(at > t.word_count(), "jitgen bug: a continuation entry longer than the stack");
+                    t.word_count() + 1
+                };
+                // Down to the first entry with its count, then again,
+                // writing the counts.
+                let (mut at, mut passed, mut below) = (w.len(), 0, 0);
+                while at > 0 {
+                    below = w[at - 1] >> contstack::TEMPLATE_BITS;
+                    if below != 0 {
+                        break;
+                    }
+                    at -= size(w[at - 1], at);
+                    passed += 1;
+                }
+                let n = below + passed;
+                let mut at = w.len();
+                for k in 0..passed {
+                    let last = w[at - 1];
+                    w[at - 1] = contstack::template_of(last) | (n - k) << contstack::TEMPLATE_BITS;
+                    at -= size(last, at);
+                }
+                n
+            })
+        });
+        // SAFETY: one word.
+        unsafe { *buf = n };
+        Ok(())
+    })
 }
 
 /// The address of this thread's continuation stack, a constant of the
@@ -364,12 +403,13 @@ pub fn peek_top(b: &mut ResidualBuilder) -> (Label, RedBox) {
     b.switch_to(f);
     let last = b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &RedBox::u64(1));
     let at = word_address(b, &last);
-    let top = b.red_load(ValTy::U64, &at, 0);
-    (t, top)
+    let word = b.red_load(ValTy::U64, &at, 0);
+    let mask = RedBox::u64((1 << contstack::TEMPLATE_BITS) - 1);
+    (t, b.red_bin(BinOp::And, Overflow::Wrap, &word, &mask))
 }
 
 /// Pops the top entry's words (of these types), in place in compiled code.
-fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy], counted: bool) -> Vec<RedBox> {
+fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy]) -> Vec<RedBox> {
     if b.exec {
         return b.red_call(contstack::pop, "cont_pop", &[RedBox::u64(tys.len() as u64)], tys);
     }
@@ -379,9 +419,6 @@ fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy], counted: bool) -> Vec<RedBo
     let addr = word_address(b, &at);
     let words = tys.iter().enumerate().map(|(k, t)| b.red_load(*t, &addr, 8 * k as i32)).collect();
     b.red_store(&cs, contstack::LEN, &at);
-    if counted {
-        count_entries(b, -1);
-    }
     words
 }
 
@@ -439,7 +476,7 @@ pub fn spill_list(
         // Nothing is hidden below it unless a frame spilled before took a
         // segment.
         let clear_below = clear_below && segments.iter().take(i).all(Vec::is_empty);
-        spill_one(b, heap, p, counted, kept, segment, clear_below);
+        spill_one(b, heap, p, kept, segment, clear_below);
     }
     *l = VPList::Spilled { below, counted, items: kept.into_iter().collect() };
     true
@@ -487,12 +524,12 @@ pub struct Unspilled {
 /// or a segment without its list (nothing done).
 pub fn unspill_top(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap, id: u64) -> Option<Unspilled> {
     let t = template(id)?;
-    let VPList::Spilled { items, counted, .. } = l else { return None };
+    let VPList::Spilled { items, .. } = l else { return None };
     if let Template::Object { segment: Segment::Hidden { .. }, .. } = &*t {
         hidden_tail(heap)?;
     }
     let tys = t.word_types();
-    let mut vals = pop_words(b, &tys, *counted);
+    let mut vals = pop_words(b, &tys);
     let mut rel = vec![];
     let mut visible = None;
     let p = match &*t {
@@ -586,8 +623,10 @@ pub unsafe extern "C" fn materialize(buf: *mut u64) -> u64 {
             TEMPLATES.with(|t| {
                 let t = t.borrow();
                 while at > 0 {
-                    let t =
-                        t.all.get(w[at - 1] as usize).expect("jitgen bug: a continuation entry of an unknown template");
+                    let t = t
+                        .all
+                        .get(contstack::template_of(w[at - 1]) as usize)
+                        .expect("jitgen bug: a continuation entry of an unknown template");
                     let n = t.word_count();
                     assert!(at > n, "jitgen bug: a continuation entry longer than the stack");
                     match &**t {

@@ -191,7 +191,24 @@ impl ResidualBuilder {
         let dsts: Vec<Val> = rets.iter().map(|t| self.new_val(*t)).collect();
         self.calls += 1;
         let cold = self.cold;
-        self.push(Inst::Call { dsts: dsts.clone(), func, name: name.to_string(), args: args.to_vec(), cold });
+        self.push(Inst::Call {
+            dsts: dsts.clone(),
+            func,
+            name: name.to_string(),
+            args: args.to_vec(),
+            cold,
+            pure: false,
+        });
+        dsts
+    }
+
+    /// [`ResidualBuilder::call`] of a helper without effects that residual
+    /// code sees: dropped when its results are unused ([`Inst::Call`]'s
+    /// `pure`). Not counted as a call that may change a `Vec`.
+    pub fn call_pure(&mut self, func: CallbackFn, name: &str, args: &[(Val, ValTy)], rets: &[ValTy]) -> Vec<Val> {
+        let dsts: Vec<Val> = rets.iter().map(|t| self.new_val(*t)).collect();
+        let (cold, pure) = (self.cold, true);
+        self.push(Inst::Call { dsts: dsts.clone(), func, name: name.to_string(), args: args.to_vec(), cold, pure });
         dsts
     }
 

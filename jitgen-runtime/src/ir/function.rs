@@ -111,8 +111,11 @@ pub enum Inst {
     /// leaves residual code with that status. The results are read from the
     /// buffer's first words (their types are the values' types). A `cold`
     /// call (`call.cold` in the listing: a helper on a path rarely taken,
-    /// such as a `Vec` growing) is made so that it clobbers no register.
-    Call { dsts: Vec<Val>, func: CallbackFn, name: String, args: Vec<(Val, ValTy)>, cold: bool },
+    /// such as a `Vec` growing) is made so that it clobbers no register. A
+    /// `pure` call (`call.pure`: a helper that only reads, or fills a cache
+    /// nothing else of residual code reads) is dropped when its results are
+    /// unused.
+    Call { dsts: Vec<Val>, func: CallbackFn, name: String, args: Vec<(Val, ValTy)>, cold: bool, pure: bool },
     /// Call compiled residual code directly (a direct call's fast path, see
     /// the run-time layer's `direct`): `code` is the address of its entry
     /// point, called on a frame of `MAX_FRAME_WORDS` words holding `args`

@@ -103,9 +103,13 @@ pub fn listing(f: &ResidualFunction) -> String {
                         format!("{} = {call}", vs(dsts))
                     }
                 }
-                Inst::Call { dsts, name, args, cold, .. } => {
+                Inst::Call { dsts, name, args, cold, pure, .. } => {
                     let a: Vec<Val> = args.iter().map(|(x, _)| *x).collect();
-                    let op = if *cold { "call.cold" } else { "call" };
+                    let op = match (*cold, *pure) {
+                        (_, true) => "call.pure",
+                        (true, false) => "call.cold",
+                        (false, false) => "call",
+                    };
                     if dsts.is_empty() {
                         format!("{op} {name}({})", vs(&a))
                     } else {
@@ -441,7 +445,7 @@ impl<'t> Parser<'_, 't> {
     /// The types of the values that the right side of a definition makes.
     fn def_types(&self, rhs: &str) -> Result<Vec<ValTy>, ParseError> {
         let (op, rest) = rhs.split_once(' ').unwrap_or((rhs, ""));
-        if op == "call" || op == "call.cold" {
+        if matches!(op, "call" | "call.cold" | "call.pure") {
             let name = rest.split_once('(').map_or(rest, |(n, _)| n).trim();
             return Ok(self.callback(name)?.rets.to_vec());
         }
@@ -482,12 +486,13 @@ impl<'t> Parser<'_, 't> {
         };
         let (op, rest) = rhs.split_once(' ').unwrap_or((rhs, ""));
         let dst = || dsts.first().copied().ok_or_else(|| self.err(format!("`{op}` defines a value")));
-        if op == "call" || op == "call.cold" {
+        if matches!(op, "call" | "call.cold" | "call.pure") {
             let (name, args) = rest.split_once('(').ok_or_else(|| self.err("call NAME(ARGS)".into()))?;
             let args = args.strip_suffix(')').ok_or_else(|| self.err("call NAME(ARGS)".into()))?;
             let cb = self.callback(name.trim())?;
             let args = self.uses(args)?.into_iter().map(|a| (a, self.vals[a])).collect();
-            return Ok(Inst::Call { dsts, func: cb.func, name: cb.name.to_string(), args, cold: op == "call.cold" });
+            let (cold, pure) = (op == "call.cold", op == "call.pure");
+            return Ok(Inst::Call { dsts, func: cb.func, name: cb.name.to_string(), args, cold, pure });
         }
         if op.starts_with("call_code") {
             let (code, rest) =

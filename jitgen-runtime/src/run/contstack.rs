@@ -23,9 +23,15 @@
 //! the entries pushed since it began ([`enter`] sets the base, [`leave`]
 //! drops what is left above it: after an error exit the interpreter's frames
 //! are gone anyway; a hand-over rebuilds the spilled frames into the
-//! interpreter's `Vec` first), and counts them (`Raw::entries`: the length
-//! of the spilled frames of an interpreter that reads its frames in place,
-//! `frames.last()`; compiled code counts only for such interpreters).
+//! interpreter's `Vec` first).
+//!
+//! An entry's last word is its template number in the low [`TEMPLATE_BITS`]
+//! bits; the high bits are 0, or the number of the call's entries up to this
+//! one where something counted them (the length of the spilled frames of an
+//! interpreter that reads `frames.len()`: `compile::spill::entries`, which
+//! walks down from the top to the first entry that has its count, and
+//! writes the counts it found). Nothing is counted while pushing and
+//! popping, so counting costs only the code that asks.
 //!
 //! Invariant: an entry is pushed and popped by code of the thread that
 //! compiled it (residual code is not `Send`), so template numbers are those
@@ -37,8 +43,7 @@ use std::cell::UnsafeCell;
 use crate::run::residual::run_callback;
 
 /// The stack as residual code sees it: a buffer of words, its length and
-/// capacity in words, where the current call of residual code began, and
-/// how many entries that call pushed (the number of its spilled frames).
+/// capacity in words, and where the current call of residual code began.
 #[repr(C)]
 pub struct Raw {
     /// The buffer (a `Vec<u64>`'s, taken apart).
@@ -49,8 +54,15 @@ pub struct Raw {
     pub cap: u64,
     /// The length when the current call of residual code began.
     pub base: u64,
-    /// The entries above `base`.
-    pub entries: u64,
+}
+
+/// An entry's last word holds its template number in these low bits (see
+/// the module doc); the bits above them may hold a count of entries.
+pub const TEMPLATE_BITS: u32 = 32;
+
+/// The template number in an entry's last word.
+pub fn template_of(word: u64) -> u64 {
+    word & ((1 << TEMPLATE_BITS) - 1)
 }
 
 /// Byte offsets of [`Raw`]'s fields, for residual code.
@@ -61,8 +73,6 @@ pub const LEN: i32 = std::mem::offset_of!(Raw, len) as i32;
 pub const CAP: i32 = std::mem::offset_of!(Raw, cap) as i32;
 /// See [`WORDS`].
 pub const BASE: i32 = std::mem::offset_of!(Raw, base) as i32;
-/// See [`WORDS`].
-pub const ENTRIES: i32 = std::mem::offset_of!(Raw, entries) as i32;
 
 struct Stack(UnsafeCell<Raw>);
 
@@ -77,7 +87,7 @@ impl Drop for Stack {
 }
 
 thread_local! {
-    static STACK: Stack = const { Stack(UnsafeCell::new(Raw { words: std::ptr::null_mut(), len: 0, cap: 0, base: 0, entries: 0 })) };
+    static STACK: Stack = const { Stack(UnsafeCell::new(Raw { words: std::ptr::null_mut(), len: 0, cap: 0, base: 0 })) };
 }
 
 /// The thread's stack. Only this module and this thread's residual code
@@ -115,18 +125,17 @@ pub const EMPTY: u64 = u64::MAX;
 
 /// Starts a call of residual code: it sees the entries pushed from now on.
 /// Returns what [`leave`] needs to restore.
-pub fn enter() -> [u64; 3] {
+pub fn enter() -> [u64; 2] {
     with(|r| {
-        let saved = [r.len, r.base, r.entries];
+        let saved = [r.len, r.base];
         r.base = r.len;
-        r.entries = 0;
         saved
     })
 }
 
 /// Ends a call of residual code started by [`enter`]: drops what it left.
-pub fn leave(saved: [u64; 3]) {
-    with(|r| [r.len, r.base, r.entries] = saved)
+pub fn leave(saved: [u64; 2]) {
+    with(|r| [r.len, r.base] = saved)
 }
 
 /// Makes room for `[n]` more words (`[n] -> []`).
@@ -174,7 +183,6 @@ pub unsafe extern "C" fn push(buf: *mut u64) -> u64 {
         // SAFETY: room for n + 1 words was reserved above.
         unsafe { std::ptr::copy_nonoverlapping(buf.add(1), r.words.add(r.len as usize), n as usize + 1) };
         r.len += n + 1;
-        r.entries = r.entries.wrapping_add(1);
     });
     0
 }
@@ -184,7 +192,8 @@ pub unsafe extern "C" fn push(buf: *mut u64) -> u64 {
 /// # Safety
 /// `buf` holds one word.
 pub unsafe extern "C" fn peek(buf: *mut u64) -> u64 {
-    let t = with(|r| if r.len > r.base { unsafe { *r.words.add(r.len as usize - 1) } } else { EMPTY });
+    // SAFETY: the words from `base` to `len` are in use in the buffer.
+    let t = with(|r| if r.len > r.base { template_of(unsafe { *r.words.add(r.len as usize - 1) }) } else { EMPTY });
     // SAFETY: one word.
     unsafe { *buf = t };
     0
@@ -204,7 +213,6 @@ pub unsafe extern "C" fn pop(buf: *mut u64) -> u64 {
             // SAFETY: the entry's words are in the buffer, `buf` has room.
             unsafe { std::ptr::copy_nonoverlapping(r.words.add(at as usize), buf, n as usize) };
             r.len = at;
-            r.entries = r.entries.wrapping_sub(1);
         });
         Ok(())
     })

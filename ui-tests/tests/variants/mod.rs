@@ -3,7 +3,8 @@
 //! `if`s inverted, locals renamed, `?` written as a `match`, tuple `let`s
 //! split, operands parenthesized, arm bodies in blocks, the stack's methods
 //! called by path (`Stack::push(&mut self.stack, x)`), a `match` that
-//! returns early as `let .. else`, reads `v[i]` as `*v.get(i).unwrap()`.
+//! returns early as `let .. else`, reads `v[i]` as `*v.get(i).unwrap()`,
+//! a call that fails past a depth (`self.frames.len()` read at each call).
 //! Each variation is a
 //! syntax-tree rewrite of the annotated module; each variant is written out
 //! as a program whose `main` runs the interpreter's programs (loops, calls,
@@ -66,6 +67,9 @@ fn main() {
         vec![Push(1), Ret],
         vec![Load(3), Halt],
         vec![Push(1), Push(2), Swap, Sub, Dup, Lt, Inc, Halt],
+        recursive_fib(12),
+        deep_recursion(1500, 0),
+        deep_recursion(1500, 1),
     ];
     for code in programs {
         let want = vm::jit::plain::Vm::run(&mut Vm::new(code.clone()));
@@ -93,6 +97,7 @@ const VARIATIONS: &[(&str, Variation)] = &[
     ("stack_methods_called_by_path", stack_methods_called_by_path),
     ("matches_as_let_else", matches_as_let_else),
     ("indexing_as_get", indexing_as_get),
+    ("calls_limited_in_depth", calls_limited_in_depth),
 ];
 
 /// Writes every variant of every interpreter into `dir` (a variation that
@@ -394,6 +399,34 @@ fn indexing_as_get(m: &mut syn::ItemMod) -> usize {
             if let syn::Expr::Index(ix) = e {
                 let (v, i) = (&ix.expr, &ix.index);
                 *e = syn::parse_quote!(*#v.get(#i).unwrap());
+                self.0 += 1;
+            }
+        }
+    }
+    count_with(m, V(0), |v| v.0)
+}
+
+/// A call that fails once the interpreted program is 1000 calls deep:
+/// `if self.frames.len() >= 1000 { return Err(VmError::NoFrame); }` before
+/// each `self.frames.push(..)` (the length of the saved frames read at
+/// every call, as a recursion limit does).
+fn calls_limited_in_depth(m: &mut syn::ItemMod) -> usize {
+    struct V(usize);
+    impl VisitMut for V {
+        fn visit_block_mut(&mut self, b: &mut syn::Block) {
+            visit_mut::visit_block_mut(self, b);
+            let pushes_frame = |s: &syn::Stmt| {
+                let syn::Stmt::Expr(syn::Expr::MethodCall(c), _) = s else { return false };
+                let r = &c.receiver;
+                c.method == "push" && quote!(#r).to_string().replace(' ', "") == "self.frames"
+            };
+            if let Some(at) = b.stmts.iter().position(pushes_frame) {
+                b.stmts.insert(
+                    at,
+                    syn::parse_quote!(if self.frames.len() >= 1000 {
+                        return Err(VmError::NoFrame);
+                    }),
+                );
                 self.0 += 1;
             }
         }

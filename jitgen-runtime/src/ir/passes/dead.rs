@@ -2,7 +2,7 @@
 //! dropped, until none is left.
 //!
 //! Without effects: constants, comparisons, casts, arithmetic that cannot
-//! leave through an error exit, and loads. A load of residual code reads
+//! leave through an error exit, loads, and pure calls (`call.pure`). A load of residual code reads
 //! memory that is there (a `Vec`'s words after its bounds check, an
 //! object's fields, the runtime's own words), so one whose value is unused
 //! only costs a memory access; Cranelift keeps such loads (they are not
@@ -24,7 +24,8 @@ fn without_effects(i: &Inst) -> bool {
         Inst::Const { .. } | Inst::Cmp { .. } | Inst::Cast { .. } | Inst::Load { .. } => true,
         Inst::Bin { op, ov, .. } => *ov == Overflow::Wrap && !matches!(op, BinOp::Div | BinOp::Rem),
         Inst::Un { ov, .. } => *ov == Overflow::Wrap,
-        Inst::Store { .. } | Inst::BoundsCheck { .. } | Inst::Call { .. } | Inst::CallCode { .. } => false,
+        Inst::Call { pure, .. } => *pure,
+        Inst::Store { .. } | Inst::BoundsCheck { .. } | Inst::CallCode { .. } => false,
     }
 }
 
