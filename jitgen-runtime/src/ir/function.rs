@@ -334,7 +334,7 @@ pub struct ResidualFunction {
 /// A word of memory at a constant address that, while a residual function
 /// runs, only its loads and stores at that address and offset and the
 /// callbacks and code it calls read or write: the continuation stack's
-/// length and its count of entries. The backend keeps such a word in a
+/// length, buffer, capacity and base. The backend keeps such a word in a
 /// register: a load of it reads the register and a store writes it; the
 /// word is loaded when the function starts, stored before each call and
 /// each exit (return, error, flexswitch), and loaded again after each call.
