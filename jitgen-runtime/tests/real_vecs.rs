@@ -420,18 +420,26 @@ fn a_tail_keeps_pushes_in_registers_and_reads_by_the_length() {
     assert!(!insts.iter().any(|i| matches!(i, Inst::Call { .. })), "{listing}");
 }
 
+/// A compilation of inputs `(vec, i64, u64)`, and the length of the list
+/// before a tail over the `Vec` at the first (known to be a length).
+fn length_before_a_tail(name: &str) -> (Compilation<Blk>, RedBox) {
+    let mut c: Compilation<Blk> =
+        Compilation::new(name, &[ValTy::Ptr, ValTy::I64, ValTy::U64], &[ValTy::I64], Default::default());
+    let v = c.inputs()[0];
+    let mut st = JitState::new(Blk(vec![]));
+    let l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE), None);
+    let len = st.tail_len(&mut c.b, &l).expect("a tail");
+    (c, len)
+}
+
 #[test]
 fn a_length_plus_constants_compares_as_the_constants() {
     // The length before a tail is below 2^63: adding constants below 2^62
     // cannot wrap, so `len + 1 < len + 3` is known; `len - 1 < len` is
     // not (it wraps where the length is 0), nor is a comparison with a
     // value of another root.
-    let mut c: Compilation<Blk> =
-        Compilation::new("lengths", &[ValTy::Ptr, ValTy::I64, ValTy::U64], &[ValTy::I64], Default::default());
-    let [v, _, at] = c.inputs()[..] else { unreachable!() };
-    let mut st = JitState::new(Blk(vec![]));
-    let l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE), None);
-    let len = st.tail_len(&mut c.b, &l).expect("a tail");
+    let (mut c, len) = length_before_a_tail("lengths");
+    let at = c.inputs()[2];
     let plus = |c: &mut Compilation<Blk>, k: i64| c.b.red_bin(BinOp::Add, Overflow::Wrap, &len, &RedBox::u64(k as u64));
     let (one, three, minus) = (plus(&mut c, 1), plus(&mut c, 3), plus(&mut c, -1));
     assert_eq!(c.b.red_cmp(CmpOp::Lt, &one, &three).as_const(), Some(1));
@@ -453,12 +461,7 @@ fn a_checked_step_from_a_length_plus_a_constant_wraps_where_it_cannot_overflow()
     // `len + 3 - 3` and `len + 3 - 1` cannot go below 0, nor `len + 3 + 1`
     // past `u64::MAX`: no error exit. `len + 1 - 2` and `len - 1` can: the
     // checked subtraction stays.
-    let mut c: Compilation<Blk> =
-        Compilation::new("steps", &[ValTy::Ptr, ValTy::I64, ValTy::U64], &[ValTy::I64], Default::default());
-    let [v, _, _] = c.inputs()[..] else { unreachable!() };
-    let mut st = JitState::new(Blk(vec![]));
-    let l = VList::Tail(v, vec![], InPlaceRef(&IN_PLACE), None);
-    let len = st.tail_len(&mut c.b, &l).expect("a tail");
+    let (mut c, len) = length_before_a_tail("steps");
     let k = RedBox::u64;
     let three = c.b.red_bin(BinOp::Add, Overflow::Wrap, &len, &k(3));
     let one = c.b.red_bin(BinOp::Add, Overflow::Wrap, &len, &k(1));
