@@ -2,15 +2,16 @@
 //! dropped, until none is left.
 //!
 //! Without effects: constants, comparisons, casts, arithmetic that cannot
-//! leave through an error exit, loads, and pure calls (`call.pure`). A load of residual code reads
-//! memory that is there (a `Vec`'s words after its bounds check, an
-//! object's fields, the runtime's own words), so one whose value is unused
-//! only costs a memory access; Cranelift keeps such loads (they are not
-//! pure for its mid-end). They come from the red operations of an
-//! extension whose results the compile-time state made useless: the
-//! length of the interpreter's saved frames computed for `frames.last()`
-//! where the last frame was virtual, a header read for a `Vec` whose
-//! element was then found among the facts.
+//! leave through an error exit, loads, and pure calls (`call.pure`). A load
+//! of residual code reads memory that is there (a `Vec`'s words after its
+//! bounds check, an object's fields, the runtime's own words), so one whose
+//! value is unused only costs a memory access; Cranelift keeps such loads
+//! (they are not pure for its mid-end). They come from the red operations
+//! of an extension whose results the compile-time state made useless: a
+//! header read for a `Vec` whose element was then found among the facts;
+//! so does the count of the interpreter's saved frames on the continuation
+//! stack (a pure call) computed for `frames.last()` where the last frame
+//! was virtual.
 
 use rustc_hash::FxHashSet;
 
