@@ -13,6 +13,62 @@ use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::residual::{ResidualError, ResidualFn};
 use jitgen_runtime::schedule::Compilation;
 
+/// Adds one to the word in its buffer (a callback).
+extern "C" fn add_one(buf: *mut u64) -> u64 {
+    // SAFETY: residual code passes a buffer of one word at least.
+    unsafe { *buf = (*buf).wrapping_add(1) };
+    0
+}
+
+/// An exit path that the translation splits (after a call, after a checked
+/// operation) stays cold in every part: no cold block jumps back to one laid
+/// out before the cold ones, which the register allocator would take for a
+/// loop around everything between them; the loop itself is not cold.
+#[test]
+fn an_exit_path_split_by_calls_and_checks_stays_cold() {
+    // entry(n): acc = 0 + 3 + 3 + ... (n times); then add_one(acc) + acc,
+    // checked, returned.
+    let mut b = ResidualBuilder::new("exit", &[ValTy::I64], &[ValTy::I64]);
+    let n = b.inputs()[0];
+    let (head, hp) = b.new_label(&[ValTy::I64, ValTy::I64]);
+    let (body, _) = b.new_label(&[]);
+    let (done, _) = b.new_label(&[]);
+    let zero = b.konst(ValTy::I64, 0);
+    b.jump(head, &[zero, zero]);
+    b.switch_to(head);
+    let more = b.cmp(jitgen_runtime::ops::CmpOp::Lt, ValTy::I64, hp[0], n);
+    b.branch(more, (body, &[]), (done, &[]));
+    b.switch_to(body);
+    let (one, three) = (b.konst(ValTy::I64, 1), b.konst(ValTy::I64, 3));
+    let i = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, hp[0], one);
+    let acc = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, hp[1], three);
+    b.jump(head, &[i, acc]);
+    b.switch_to(done);
+    let r = b.call(add_one, "add_one", &[(hp[1], ValTy::I64)], &[ValTy::I64])[0];
+    let sum = b.bin(BinOp::Add, ValTy::I64, Overflow::Check, r, hp[1]);
+    b.ret(&[sum]);
+    let f = b.finish();
+    let clif = jitgen_runtime::residual::native_backend().unwrap().clif(&f);
+    let blocks: Vec<(&str, &str)> =
+        clif.split("\nblock").skip(1).map(|b| b.split_once(":\n").unwrap_or((b, ""))).collect();
+    let name = |head: &str| format!("block{}", head.split(['(', ' ']).next().unwrap_or_default());
+    let cold: Vec<String> = blocks.iter().filter(|(h, _)| h.ends_with(" cold")).map(|(h, _)| name(h)).collect();
+    assert!(blocks.iter().any(|(h, body)| h.ends_with(" cold") && body.contains("call_indirect")), "{clif}");
+    for (h, body) in blocks.iter().filter(|(h, _)| h.ends_with(" cold")) {
+        let targets = body.split(|c: char| !c.is_alphanumeric()).filter(|w| w.starts_with("block"));
+        for t in targets {
+            assert!(cold.iter().any(|c| c == t), "block{h} jumps to {t}, laid out before the cold blocks:\n{clif}");
+        }
+    }
+    let loops: Vec<_> =
+        blocks.iter().filter(|(h, body)| body.contains(&format!("{}(", name(h))) && body.contains("iadd")).collect();
+    assert!(!loops.is_empty() && loops.iter().all(|(h, _)| !h.ends_with(" cold")), "{clif}");
+    let code = ResidualFn::compile(&f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap();
+    for n in [0i64, 1, 5, 100] {
+        assert_eq!(code.call_words(&[n as u64]).unwrap(), [(6 * n + 1) as u64], "n {n}");
+    }
+}
+
 /// A guard's failure dispatches through a flexswitch: an exit path, like its
 /// miss path (the call back into the compiler), so Cranelift lays all of it
 /// out after the loop that the guard protects.

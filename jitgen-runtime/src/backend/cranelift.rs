@@ -34,6 +34,16 @@
 //! stack's fields) live in Cranelift variables while it runs: loaded where it starts and
 //! after each call, stored before each call and exit when it writes them, so that a loop
 //! pushing and popping continuation entries carries them in registers.
+//!
+//! ## Layout
+//!
+//! Blocks that only lead out of the function (returns, errors, flexswitches:
+//! `ResidualFunction::exit_paths`) are cold, laid out last, and so are the error
+//! blocks and every block the translation makes to continue a cold one (after a call,
+//! after a check). Cranelift's register allocator approximates loop depth from the back
+//! edges of the layout: a cold block jumping back to one laid out before the cold ones
+//! reads as a loop around all the code between them, which made the depth of every
+//! block of a large fused function climb with its position (`tests/promotion.rs`).
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -436,12 +446,32 @@ impl Tr<'_, '_> {
         }
     }
 
+    /// A new block that continues the current one: cold (laid out last)
+    /// when the current one is, so that a cold path split by the
+    /// translation stays in one piece at the end of the layout. (A cold
+    /// block jumping back to a block laid out before it reads, to the
+    /// register allocator, as a loop around all the code between them.)
+    fn continuation(&mut self) -> Block {
+        let blk = self.b.create_block();
+        if self.b.current_block().is_some_and(|c| self.b.func.layout.is_cold(c)) {
+            self.b.set_cold_block(blk);
+        }
+        blk
+    }
+
+    /// A new block laid out last (cold).
+    fn cold_block(&mut self) -> Block {
+        let blk = self.b.create_block();
+        self.b.set_cold_block(blk);
+        blk
+    }
+
     fn error_block(&mut self, kind: ErrorKind) -> Block {
         let code = kind.code();
         if let Some(b) = self.errors.get(&code) {
             return *b;
         }
-        let blk = self.b.create_block();
+        let blk = self.cold_block();
         self.errors.insert(code, blk);
         blk
     }
@@ -463,7 +493,7 @@ impl Tr<'_, '_> {
     /// Continues only if `cond` is false; otherwise leaves with `kind`.
     fn exit_if(&mut self, cond: Value, kind: ErrorKind) {
         let err = self.error_block(kind);
-        let cont = self.b.create_block();
+        let cont = self.continuation();
         self.b.ins().brif(cond, err, &[], cont, &[]);
         self.b.switch_to_block(cont);
     }
@@ -558,8 +588,7 @@ impl Tr<'_, '_> {
                 // that is not negative (the common case, and predicted)
                 // takes the unsigned sequence, shorter than the signed one.
                 let nonneg = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, a, 0);
-                let (fast, slow, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
-                self.b.set_cold_block(slow);
+                let (fast, slow, join) = (self.continuation(), self.cold_block(), self.continuation());
                 let r = self.b.append_block_param(join, cty);
                 self.b.ins().brif(nonneg, fast, &[], slow, &[]);
                 self.b.switch_to_block(fast);
@@ -771,13 +800,16 @@ impl Tr<'_, '_> {
                 let (i, n) = (self.v(*index), self.v(*len));
                 let (i, n) = (self.to_word(i, self.ty(*index)), self.to_word(n, self.ty(*len)));
                 let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, n);
-                let err = *self.bounds_error.get_or_insert_with(|| {
-                    let blk = self.b.create_block();
-                    self.b.append_block_param(blk, types::I64);
-                    self.b.append_block_param(blk, types::I64);
-                    blk
-                });
-                let cont = self.b.create_block();
+                let err = match self.bounds_error {
+                    Some(b) => b,
+                    None => {
+                        let blk = self.cold_block();
+                        self.b.append_block_param(blk, types::I64);
+                        self.b.append_block_param(blk, types::I64);
+                        *self.bounds_error.insert(blk)
+                    }
+                };
+                let cont = self.continuation();
                 self.b.ins().brif(out, err, &[BlockArg::Value(i), BlockArg::Value(n)], cont, &[]);
                 self.b.switch_to_block(cont);
             }
@@ -791,8 +823,7 @@ impl Tr<'_, '_> {
                 let call = self.b.ins().call_indirect(tsig, target, &[addr]);
                 let status = self.b.inst_results(call)[0];
                 let failed = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
-                let (fail, cont) = (self.b.create_block(), self.b.create_block());
-                self.b.set_cold_block(fail);
+                let (fail, cont) = (self.cold_block(), self.continuation());
                 self.b.ins().brif(failed, fail, &[], cont, &[]);
                 self.b.switch_to_block(fail);
                 let at = 8 * MAX_FRAME_WORDS as i32;
@@ -813,7 +844,7 @@ impl Tr<'_, '_> {
                 } else {
                     self.callback(*func as usize, addr)
                 };
-                let cont = self.b.create_block();
+                let cont = self.continuation();
                 self.propagate_or(status, cont);
                 self.results(dsts, addr);
                 self.load_cells();
@@ -883,11 +914,14 @@ impl Tr<'_, '_> {
     /// Leaves with `status` unless it is 0; else goes on in `cont`.
     fn propagate_or(&mut self, status: Value, cont: Block) {
         let failed = self.b.ins().icmp_imm_s(IntCC::NotEqual, status, 0);
-        let prop = *self.propagate.get_or_insert_with(|| {
-            let blk = self.b.create_block();
-            self.b.append_block_param(blk, types::I64);
-            blk
-        });
+        let prop = match self.propagate {
+            Some(b) => b,
+            None => {
+                let blk = self.cold_block();
+                self.b.append_block_param(blk, types::I64);
+                *self.propagate.insert(blk)
+            }
+        };
         self.b.ins().brif(failed, prop, &[BlockArg::Value(status)], cont, &[]);
         self.b.switch_to_block(cont);
     }
