@@ -152,17 +152,18 @@ impl ResidualBuilder {
     /// `+ k` for `k` below 2^62. Such a checked step is a wrapping one.
     fn steps_within_u64(&self, op: BinOp, a: &RedBox, b: &RedBox) -> bool {
         let (ValTy::Int { signed: false, bits: 64 }, Some(k)) = (a.ty(), b.as_const()) else { return false };
+        self.length_plus(a).is_some_and(|c| match op {
+            BinOp::Sub => k <= c,
+            BinOp::Add => k < 1 << 62,
+            _ => false,
+        })
+    }
+
+    /// `c` where `a` is a known length plus a constant `c` in `0..2^62`.
+    fn length_plus(&self, a: &RedBox) -> Option<u64> {
         let s = self.sym_addr(a);
         let length = matches!(s.root, RedBox::Var { val, .. } if self.lengths.contains(&val));
-        let small = |x: u64| x < 1 << 62;
-        length
-            && s.index.is_none()
-            && small(s.offset as u64)
-            && match op {
-                BinOp::Sub => k <= s.offset as u64,
-                BinOp::Add => small(k),
-                _ => false,
-            }
+        (length && s.index.is_none() && (0..1 << 62).contains(&s.offset)).then_some(s.offset as u64)
     }
 
     /// `m + k` for a list's length `m` below `k` more elements: known to be
@@ -211,18 +212,14 @@ impl ResidualBuilder {
         }
         // A length plus a positive constant is not zero.
         if let (CmpOp::Eq | CmpOp::Ne, Some(0)) = (op, b.as_const()) {
-            let s = self.sym_addr(a);
-            let length = matches!(s.root, RedBox::Var { val, .. } if self.lengths.contains(&val));
-            if length && s.index.is_none() && (1..1 << 62).contains(&s.offset) {
+            if self.length_plus(a).is_some_and(|c| c > 0) {
                 return RedBox::bool(op == CmpOp::Ne);
             }
         }
         // A length plus a constant `c` below 2^62 is at least `c`, so it is
         // at least any `k <= c` (`checked_sub`'s test of `len + 2 >= 1`).
         if let (ValTy::Int { signed: false, bits: 64 }, CmpOp::Ge | CmpOp::Lt, Some(k)) = (a.ty(), op, b.as_const()) {
-            let s = self.sym_addr(a);
-            let length = matches!(s.root, RedBox::Var { val, .. } if self.lengths.contains(&val));
-            if length && s.index.is_none() && (0..1 << 62).contains(&s.offset) && k <= s.offset as u64 {
+            if self.length_plus(a).is_some_and(|c| k <= c) {
                 return RedBox::bool(op == CmpOp::Ge);
             }
         }

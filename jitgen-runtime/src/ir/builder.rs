@@ -188,26 +188,27 @@ impl ResidualBuilder {
 
     /// A call of a Rust callback (see [`CallbackFn`]) returning values of the given types.
     pub fn call(&mut self, func: CallbackFn, name: &str, args: &[(Val, ValTy)], rets: &[ValTy]) -> Vec<Val> {
-        let dsts: Vec<Val> = rets.iter().map(|t| self.new_val(*t)).collect();
         self.calls += 1;
-        let cold = self.cold;
-        self.push(Inst::Call {
-            dsts: dsts.clone(),
-            func,
-            name: name.to_string(),
-            args: args.to_vec(),
-            cold,
-            pure: false,
-        });
-        dsts
+        self.push_call(func, name, args, rets, false)
     }
 
     /// [`ResidualBuilder::call`] of a helper without effects that residual
     /// code sees: dropped when its results are unused ([`Inst::Call`]'s
     /// `pure`). Not counted as a call that may change a `Vec`.
     pub fn call_pure(&mut self, func: CallbackFn, name: &str, args: &[(Val, ValTy)], rets: &[ValTy]) -> Vec<Val> {
+        self.push_call(func, name, args, rets, true)
+    }
+
+    fn push_call(
+        &mut self,
+        func: CallbackFn,
+        name: &str,
+        args: &[(Val, ValTy)],
+        rets: &[ValTy],
+        pure: bool,
+    ) -> Vec<Val> {
         let dsts: Vec<Val> = rets.iter().map(|t| self.new_val(*t)).collect();
-        let (cold, pure) = (self.cold, true);
+        let cold = self.cold;
         self.push(Inst::Call { dsts: dsts.clone(), func, name: name.to_string(), args: args.to_vec(), cold, pure });
         dsts
     }
