@@ -22,9 +22,9 @@ extern "C" fn add_one(buf: *mut u64) -> u64 {
 }
 
 /// An exit path that the translation splits (after a call, after a checked
-/// operation) stays cold in every part: no cold block jumps back to one laid
-/// out before the cold ones, which the register allocator would take for a
-/// loop around everything between them; the loop itself is not cold.
+/// operation) stays cold in every part: no cold block jumps to one that is
+/// not cold, which Cranelift would emit among the hot blocks; the loop itself
+/// is not cold.
 #[test]
 fn an_exit_path_split_by_calls_and_checks_stays_cold() {
     // acc = 3 + 3 + ... (n times); then add_one(acc) + acc, checked.
