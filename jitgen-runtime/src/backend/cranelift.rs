@@ -42,10 +42,10 @@
 //! blocks and every block the translation makes to continue a cold one (after a call,
 //! after a check). Cranelift emits the blocks marked cold after all the others; a block
 //! that continues a cold one without the mark is emitted in its place among the hot
-//! blocks, and the cold path jumps out to the end and back into the middle. In the stack
-//! VM's fused fib such continuations were about a sixth of the code emitted with the hot
-//! blocks (`tests/promotion.rs`). The register allocator does not see this order: it
-//! works on Cranelift's reverse postorder of the blocks, whatever their marks.
+//! blocks, and the cold path jumps out to the end and back into the middle, spreading
+//! the hot code (`tests/promotion.rs`; figures in PERFORMANCE.md). The register
+//! allocator does not see this order: it works on Cranelift's reverse postorder of the
+//! blocks, whatever their marks.
 
 use std::collections::HashMap;
 use std::rc::Rc;
