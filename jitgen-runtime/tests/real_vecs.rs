@@ -477,3 +477,62 @@ fn a_checked_step_from_a_length_plus_a_constant_wraps_where_it_cannot_overflow()
     let checked = listing.lines().filter(|l| l.contains("_checked")).count();
     assert_eq!(checked, 2, "only `len + 1 - 2` and `len - 1` are checked:\n{listing}");
 }
+
+#[test]
+fn a_comparison_taken_true_orders_the_values_between_its_sides() {
+    // `x - 1 < x + 1` holds only where nothing from `x - 1` to `x + 1`
+    // wraps (`JitState::learn_path`). Past a branch on it, `x < x + 1` and
+    // `x >= x - 1` are known; `x + 1 < x + 2` is not (`x + 2` may wrap),
+    // nor is `x - 2 < x`. For a length nothing above wraps: past
+    // `len - 1 < len + 1`, `len - 1 < len + 5` is known too.
+    let (mut c, len) = length_before_a_tail("ordered");
+    let x = c.inputs()[2];
+    let plus = |c: &mut Compilation<Blk>, r: &RedBox, k: i64| {
+        c.b.red_bin(BinOp::Add, Overflow::Wrap, r, &RedBox::u64(k as u64))
+    };
+    let lt = |c: &mut Compilation<Blk>, st: &JitState<Blk>, a: &RedBox, b: &RedBox| {
+        st.red_cmp(&mut c.b, CmpOp::Lt, a, b).as_const()
+    };
+    let st = JitState::new(Blk(vec![x, len]));
+    let (below, above) = (plus(&mut c, &x, -1), plus(&mut c, &x, 1));
+    let cond = st.red_cmp(&mut c.b, CmpOp::Lt, &below, &above);
+    assert_eq!(cond.as_const(), None, "nothing is known before the branch");
+    assert!(c.split(&cond, &mut || JitState::new(Blk(vec![x, len]))));
+    let (two, minus_two) = (plus(&mut c, &x, 2), plus(&mut c, &x, -2));
+    assert_eq!(lt(&mut c, &st, &x, &above), Some(1));
+    assert_eq!(st.red_cmp(&mut c.b, CmpOp::Ge, &x, &below).as_const(), Some(1));
+    assert_eq!(lt(&mut c, &st, &above, &two), None);
+    assert_eq!(lt(&mut c, &st, &minus_two, &x), None);
+    let (len_below, len_above, len_five) = (plus(&mut c, &len, -1), plus(&mut c, &len, 1), plus(&mut c, &len, 5));
+    assert_eq!(lt(&mut c, &st, &len_below, &len_five), None, "`len - 1` wraps where `len` is 0");
+    let cond = st.red_cmp(&mut c.b, CmpOp::Lt, &len_below, &len_above);
+    assert!(c.split(&cond, &mut || JitState::new(Blk(vec![x, len]))));
+    assert_eq!(lt(&mut c, &st, &len_below, &len_five), Some(1));
+    // Across a merge point it is a fact of the state, about the label's
+    // parameters.
+    let st = c.merge(st, MergeKind::LoopHead).expect("a new version");
+    let (y, m) = (st.top().0[0], st.top().0[1]);
+    assert_ne!(y, x, "a parameter of the version's label");
+    let (y_above, m_below, m_five) = (plus(&mut c, &y, 1), plus(&mut c, &m, -1), plus(&mut c, &m, 5));
+    assert_eq!(lt(&mut c, &st, &y, &y_above), Some(1));
+    assert_eq!(lt(&mut c, &st, &m_below, &m_five), Some(1));
+    // `3 <= y` taken true: `y - 3 < y` is known, `y - 4 < y` is not.
+    let (y_three, y_four) = (plus(&mut c, &y, -3), plus(&mut c, &y, -4));
+    let cond = st.red_cmp(&mut c.b, CmpOp::Le, &RedBox::u64(3), &y);
+    assert!(c.split(&cond, &mut || st.clone()));
+    assert_eq!(lt(&mut c, &st, &y_three, &y), Some(1));
+    assert_eq!(lt(&mut c, &st, &y_four, &y), None);
+    c.finish_return(&[RedBox::constant(ValTy::I64, 0)]);
+    // The false sides (taken up in the order of their branches) know
+    // none of what their branch showed, and what was known before it.
+    let other = c.next_pending().expect("the false side of `x - 1 < x + 1`");
+    assert_eq!(lt(&mut c, &other, &x, &above), None);
+    c.finish_return(&[RedBox::constant(ValTy::I64, 0)]);
+    let other = c.next_pending().expect("the false side of `len - 1 < len + 1`");
+    assert_eq!(lt(&mut c, &other, &len_below, &len_five), None);
+    assert_eq!(lt(&mut c, &other, &x, &above), Some(1), "known before that branch");
+    c.finish_return(&[RedBox::constant(ValTy::I64, 0)]);
+    let other = c.next_pending().expect("the false side of `3 <= y`");
+    assert_eq!(lt(&mut c, &other, &y_three, &y), None);
+    assert_eq!(lt(&mut c, &other, &y, &y_above), Some(1), "known before that branch");
+}

@@ -228,8 +228,14 @@ impl ResidualBuilder {
         if let (ValTy::Int { signed: false, bits: 64 }, Some((x, y))) = (a.ty(), self.over_one_length(a, b)) {
             return RedBox::Const { ty: ValTy::Bool, bits: fold_cmp(op, a.ty(), x as u64, y as u64) };
         }
+        if let Some((x, y)) = self.ordered_within(a, b, &self.path_intervals()) {
+            return RedBox::Const { ty: ValTy::Bool, bits: fold_cmp(op, ValTy::I64, x as u64, y as u64) };
+        }
         let (x, y) = (self.materialize(a), self.materialize(b));
         let v = self.cmp(op, a.ty(), x, y);
+        if let (ValTy::Int { signed: false, bits: 64 }, false) = (a.ty(), self.exec) {
+            self.cmps.insert(v, (op, *a, *b));
+        }
         self.var(v)
     }
 
@@ -240,29 +246,100 @@ impl ResidualBuilder {
         }
     }
 
+    /// The intervals that comparisons taken true on this path since its
+    /// last merge point show do not wrap ([`ResidualBuilder::path_conds`]):
+    /// `m + j < m + k` (unsigned, `j < k`) holds only where no value from
+    /// `m + j` to `m + k` wraps. As `(m, j, k)`.
+    pub(crate) fn path_intervals(&self) -> Vec<(RedBox, i64, i64)> {
+        let mut out = vec![];
+        for c in &self.path_conds {
+            let Some((op, x, y)) = self.cmps.get(c) else { continue };
+            let (lo, hi) = match op {
+                CmpOp::Lt | CmpOp::Le => (x, y),
+                CmpOp::Gt | CmpOp::Ge => (y, x),
+                _ => continue,
+            };
+            // `c <= x` for a constant `c`: nothing from `x - c` to `x` wraps.
+            if let (Some(c), false) = (lo.as_const(), hi.is_const()) {
+                if let (Ok(c), Some(&(m, k))) = (i64::try_from(c), self.offset_chain(hi).last()) {
+                    if SMALL_OFFSETS.contains(&c) && SMALL_OFFSETS.contains(&k) && c > 0 {
+                        out.push((m, k - c, k));
+                    }
+                }
+                continue;
+            }
+            let ch = self.offset_chain(hi);
+            // The deepest root the two share.
+            if let Some((m, j, k)) = self
+                .offset_chain(lo)
+                .into_iter()
+                .rev()
+                .find_map(|(m, j)| ch.iter().find(|(n, _)| *n == m).map(|&(_, k)| (m, j, k)))
+            {
+                if j < k && SMALL_OFFSETS.contains(&j) && SMALL_OFFSETS.contains(&k) {
+                    out.push((m, j, k));
+                }
+            }
+        }
+        out
+    }
+
+    /// `a` and `b` as one root plus the offsets `(j, k)` where they compare
+    /// as their offsets do: within an interval of `intervals` (see
+    /// [`ResidualBuilder::path_intervals`]), or, for a root that is a length
+    /// (below 2^62), from its interval's start up to 2^62. An index checked
+    /// below a stack's length (`base - 1 < len + 1`, by `Vec::get`) makes
+    /// the checks of the indices near it fold.
+    pub(crate) fn ordered_within(
+        &self,
+        a: &RedBox,
+        b: &RedBox,
+        intervals: &[(RedBox, i64, i64)],
+    ) -> Option<(i64, i64)> {
+        if intervals.is_empty() || a.is_const() || b.is_const() || a.ty() != ValTy::U64 {
+            return None;
+        }
+        let (ca, cb) = (self.offset_chain(a), self.offset_chain(b));
+        intervals.iter().rev().find_map(|&(m, jl, kh)| {
+            let (&(_, j), &(_, k)) = (ca.iter().find(|(n, _)| *n == m)?, cb.iter().find(|(n, _)| *n == m)?);
+            if !SMALL_OFFSETS.contains(&j) || !SMALL_OFFSETS.contains(&k) {
+                return None;
+            }
+            // A length plus `kh >= 0` is below 2^63: the interval did not
+            // wrap below either, and nothing up to 2^62 wraps above.
+            let length = matches!(m, RedBox::Var { val, .. } if self.lengths.contains(&val)) && kh >= 0;
+            let within = jl <= j.min(k) && (j.max(k) <= kh || length);
+            within.then_some((j, k))
+        })
+    }
+
+    /// `r` and the values it is known as plus a constant (its linear forms,
+    /// followed a few steps, as [`ResidualBuilder::root_form`]), each with
+    /// that constant: `r` itself first, with 0.
+    fn offset_chain(&self, r: &RedBox) -> Vec<(RedBox, i64)> {
+        let (mut at, mut off, mut out) = (*r, 0i64, vec![]);
+        for _ in 0..8 {
+            out.push((at, off));
+            match self.linear_form(&at) {
+                Some((next, k)) if next != at => {
+                    off = off.wrapping_add(k);
+                    at = next;
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
     /// `(j, k)` where `a` is `m + j` and `b` is `m + k` for a length `m`
     /// and `j`, `k` in `0..2^62`: a value on the way from each to its root
-    /// (a few steps, as [`ResidualBuilder::root_form`]).
+    /// ([`ResidualBuilder::offset_chain`]).
     fn over_one_length(&self, a: &RedBox, b: &RedBox) -> Option<(i64, i64)> {
         if self.lengths.is_empty() || a.is_const() || b.is_const() {
             return None;
         }
-        let chain = |r: &RedBox| {
-            let (mut at, mut off, mut out) = (*r, 0i64, vec![]);
-            for _ in 0..8 {
-                out.push((at, off));
-                match self.linear_form(&at) {
-                    Some((next, k)) if next != at => {
-                        off = off.wrapping_add(k);
-                        at = next;
-                    }
-                    _ => break,
-                }
-            }
-            out
-        };
         let small = |k: i64| (0..1 << 62).contains(&k);
-        let (ca, cb) = (chain(a), chain(b));
+        let (ca, cb) = (self.offset_chain(a), self.offset_chain(b));
         ca.iter().find_map(|&(m, j)| {
             let RedBox::Var { val, .. } = m else { return None };
             if !self.lengths.contains(&val) || !small(j) {
@@ -605,7 +682,9 @@ impl ResidualBuilder {
     /// `v.len()` of a `Vec<T>` at `addr`, its fields at the probed offsets
     /// ([`crate::run::heap::vec_layout`]).
     pub fn red_vec_len(&mut self, addr: &RedBox, layout: (i32, i32)) -> RedBox {
-        self.red_load(ValTy::U64, addr, layout.1)
+        let len = self.red_load(ValTy::U64, addr, layout.1);
+        self.know_length(&len);
+        len
     }
 
     /// The address of element `index` of a `Vec<T>` at `addr` (elements of
@@ -658,3 +737,7 @@ pub fn const_words<const N: usize>(v: &[RedBox; N]) -> [u64; N] {
     }
     out
 }
+
+/// The offsets from a root that orderings are kept for ([`ResidualBuilder::ordered_within`]):
+/// small enough that their differences and sums with a length never overflow.
+const SMALL_OFFSETS: std::ops::Range<i64> = -(1 << 40)..1 << 40;

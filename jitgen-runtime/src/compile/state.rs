@@ -261,6 +261,11 @@ pub const VEC_HEADER: u32 = 0;
 /// the index adds to that root). About values, so no store forgets them.
 pub const BOUNDS_CHECKED: u32 = 2;
 
+/// The class of ordering facts: `root + offset < root + offset + field`
+/// (unsigned) held on the path, so that no value between the two wraps
+/// (see [`JitState::learn_path`]). About values, so no store forgets them.
+pub const ORDERED: u32 = 8;
+
 /// Facts kept per state at most (the oldest go first).
 pub const MAX_FACTS: usize = 16;
 
@@ -352,7 +357,7 @@ impl Fact {
     /// runtime's helpers write them), not a struct's field (only calls that
     /// are not inlined do, and they forget every fact) or a checked bound.
     fn calls_may_change(&self) -> bool {
-        self.class == VEC_HEADER || self.class & 1 == 0 && self.class != BOUNDS_CHECKED
+        self.class == VEC_HEADER || self.class & 1 == 0 && self.class != BOUNDS_CHECKED && self.class != ORDERED
     }
 
     /// Whether a store of a `ty` at `at` (a `field` of alias class
@@ -941,16 +946,20 @@ impl<F: Frame> JitState<F> {
         size: u64,
         layout: (i32, i32),
     ) -> RedBox {
-        let len = self.load_field(b, ValTy::U64, addr, layout.1, VEC_HEADER, layout.1);
+        let len = self.vec_len(b, addr, layout);
         self.bounds_check(b, index, &len);
         let buf = self.load_field(b, ValTy::Ptr, addr, layout.0, VEC_HEADER, layout.0);
         b.red_index_addr(&buf, index, size)
     }
 
     /// `v.len()` of a real `Vec` at `addr` (its layout `(ptr, len)`), known
-    /// from then on (see [`JitState::load_field`]).
+    /// from then on (see [`JitState::load_field`]), and known to be a length
+    /// (a `Vec` with a layout has elements of a nonzero size: see
+    /// [`crate::run::heap::vec_header`]).
     pub fn vec_len(&mut self, b: &mut ResidualBuilder, addr: &RedBox, layout: (i32, i32)) -> RedBox {
-        self.load_field(b, ValTy::U64, addr, layout.1, VEC_HEADER, layout.1)
+        let len = self.load_field(b, ValTy::U64, addr, layout.1, VEC_HEADER, layout.1);
+        b.know_length(&len);
+        len
     }
 
     /// The buffer of a real `Vec` at `addr` (as [`JitState::vec_len`]).
@@ -1183,6 +1192,14 @@ impl<F: Frame> JitState<F> {
     /// values (a piece's inputs, a merge point's parameters) holds new
     /// values for them, each a length wherever it came from.
     pub fn know_hidden_lengths(&self, b: &mut ResidualBuilder) {
+        // The lengths and capacities of `Vec`s read in place (a `Vec` with
+        // a layout has elements of a nonzero size: see
+        // [`crate::run::heap::vec_header`]).
+        for f in &self.known {
+            if f.class == VEC_HEADER && f.ty == ValTy::U64 {
+                b.know_length(&f.value);
+            }
+        }
         for o in &self.heap.objects {
             for l in &o.lists {
                 if let VList::Tail(_, _, _, Some(h)) = l {
@@ -1323,11 +1340,60 @@ impl<F: Frame> JitState<F> {
         self.know(Fact { at, ty: ValTy::Bool, class: BOUNDS_CHECKED, field: 0, value: RedBox::bool(true), min: 0 });
     }
 
+    /// The intervals the [`ORDERED`] facts show do not wrap, as `(root,
+    /// from, to)` (see [`ResidualBuilder::ordered_within`]).
+    fn intervals(&self) -> Vec<(RedBox, i64, i64)> {
+        self.known
+            .iter()
+            .filter(|f| f.class == ORDERED)
+            .map(|f| (f.at.root, f.at.offset, f.at.offset + f.field as i64))
+            .collect()
+    }
+
+    /// Keeps what the comparisons this path took true since its last merge
+    /// point showed ([`ResidualBuilder::path_intervals`]) as [`ORDERED`]
+    /// facts, so that it crosses merge points and flexswitches as facts do:
+    /// one per root, the widest.
+    pub fn learn_path(&mut self, b: &ResidualBuilder) {
+        if b.exec {
+            return;
+        }
+        for (m, j, k) in b.path_intervals() {
+            let Ok(width) = i32::try_from(k - j) else { continue };
+            let at = SymAddr { root: m, index: None, offset: j };
+            let old = self.known.iter().position(|f| f.class == ORDERED && f.at.root == m);
+            if let Some(i) = old {
+                let f = &self.known[i];
+                let (oj, ok) = (f.at.offset, f.at.offset + f.field as i64);
+                // Overlapping intervals: their union does not wrap either.
+                if oj <= k && j <= ok {
+                    let (nj, nk) = (oj.min(j), ok.max(k));
+                    if let Ok(w) = i32::try_from(nk - nj) {
+                        self.known[i].at.offset = nj;
+                        self.known[i].field = w;
+                    }
+                }
+                continue;
+            }
+            self.know(Fact { at, ty: ValTy::Bool, class: ORDERED, field: width, value: RedBox::bool(true), min: 0 });
+        }
+    }
+
     /// `x op y` ([`ResidualBuilder::red_cmp`]), folded where this path
-    /// knows the answer: a 64-bit index checked against a `Vec`'s length on
-    /// it, plus a positive constant, is not zero (`sp + 1` after a store at
-    /// `stack[sp]`).
+    /// knows the answer: two values of one root plus constants within an
+    /// interval that an [`ORDERED`] fact says does not wrap; a 64-bit index
+    /// checked against a `Vec`'s length on it, plus a positive constant, is
+    /// not zero (`sp + 1` after a store at `stack[sp]`).
     pub fn red_cmp(&self, b: &mut ResidualBuilder, op: CmpOp, x: &RedBox, y: &RedBox) -> RedBox {
+        if !b.exec {
+            let intervals = self.intervals();
+            if let Some((j, k)) = b.ordered_within(x, y, &intervals) {
+                return RedBox::Const {
+                    ty: ValTy::Bool,
+                    bits: crate::ir::ops::fold_cmp(op, ValTy::I64, j as u64, k as u64),
+                };
+            }
+        }
         if let (false, CmpOp::Eq | CmpOp::Ne, Some(0), 64) = (b.exec, op, y.as_const(), x.ty().bits()) {
             if let Some((root, k)) = b.linear_form(x) {
                 // The checked index is `root + offset`, below a length (so

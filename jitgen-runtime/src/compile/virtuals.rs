@@ -135,7 +135,9 @@
 //! With both, TLC's accumulator promotes its object's class once per loop entry
 //! instead of three times per turn. Bounds checks are facts too (class
 //! `BOUNDS_CHECKED`: `index < len` held for these values; no store forgets them), so an
-//! index checked once is not checked again on the path. So are the tag and slots of
+//! index checked once is not checked again on the path; so are comparisons a branch took
+//! true (class `ORDERED`: `m + j < m + k` held, so nothing from `m + j` to `m + k` wraps),
+//! so that the bounds tests of indices near one checked fold. So are the tag and slots of
 //! elements of `Vec`s of enums (a class per element type, even; a call forgets them,
 //! as it may write through the runtime's helpers): the accumulator's attribute value
 //! stays in a register through its loop. A merge point whose only version knows fewer

@@ -35,6 +35,15 @@ pub struct ResidualBuilder {
     pub(crate) branches: u64,
     /// Calls recorded now are on a path rarely taken ([`Inst::Call`]'s `cold`).
     pub(crate) cold: bool,
+    /// Comparisons known to hold where code is recorded now: taken true by
+    /// a branch on this path since its last merge point (see
+    /// `ResidualBuilder::path_intervals`).
+    pub(crate) path_conds: Vec<Val>,
+    /// What [`ResidualBuilder::path_conds`] is where a queued label is taken
+    /// up (the false side of a branch: what held before it).
+    pub(crate) label_conds: rustc_hash::FxHashMap<Label, Vec<Val>>,
+    /// The operands of the comparisons recorded.
+    pub(crate) cmps: rustc_hash::FxHashMap<Val, (CmpOp, crate::ir::operand::RedBox, crate::ir::operand::RedBox)>,
 }
 
 /// An address as it was computed: `root + index * stride + offset`, `root`
@@ -83,6 +92,9 @@ impl ResidualBuilder {
             calls: 0,
             branches: 0,
             cold: false,
+            path_conds: vec![],
+            label_conds: Default::default(),
+            cmps: Default::default(),
         };
         for t in inputs {
             let v = b.new_val(*t);

@@ -167,6 +167,10 @@ pub(super) struct Version {
     /// The fields this version knows (its label's last parameters are
     /// their run-time values).
     pub(super) facts: Vec<FactDesc>,
+    /// The reds known to be lengths ([`ResidualBuilder::know_length`]) that
+    /// its label's parameters are known as: a state is covered only where
+    /// they are lengths too.
+    pub(super) lengths: Vec<usize>,
 }
 
 impl<F: Frame> Compilation<F> {
@@ -201,6 +205,10 @@ impl<F: Frame> Compilation<F> {
             return None;
         }
         self.stats.merges += 1;
+        // What this path's branches showed holds no more where other paths
+        // join it (a version's code is theirs too).
+        st.learn_path(&self.b);
+        self.b.path_conds.clear();
         st.sync_facts(&self.b);
         st.normalize();
         let mut key = st.key();
@@ -300,8 +308,13 @@ impl<F: Frame> Compilation<F> {
         // knows fewer fields than later ones (a loop entered in mid-turn, by
         // a flexswitch's case): one more, exact version keeps what they know.
         let one_more = versions.len() == 1;
+        let is_length =
+            |b: &ResidualBuilder, r: &RedBox| matches!(r, RedBox::Var { val, .. } if b.lengths.contains(val));
         let found = versions.iter().find_map(|v| {
-            if !shape_covers(&self.b, &v.shape, &reds) || one_more && v.facts.len() < facts.len() {
+            if !shape_covers(&self.b, &v.shape, &reds)
+                || one_more && v.facts.len() < facts.len()
+                || !v.lengths.iter().all(|&i| is_length(&self.b, &reds[i]))
+            {
                 return None;
             }
             match_facts(&v.facts, &facts).map(|m| (v, m))
@@ -442,12 +455,20 @@ impl<F: Frame> Compilation<F> {
                 self.b.set_linear_form(*val, Some((new_reds[*j], *k)));
             }
         }
+        let lengths: Vec<usize> = if general {
+            vec![]
+        } else {
+            (0..shape.len()).filter(|&i| shape[i].is_param() && is_length(&self.b, &reds[i])).collect()
+        };
+        for &i in &lengths {
+            self.b.know_length(&new_reds[i]);
+        }
         st.known = rebuild_facts(&mut self.b, &fact_descs, &new_reds, &mut params);
         for f in &st.known {
             f.reds_into(&mut new_reds);
         }
         st.epoch = self.b.calls;
-        versions.push(Version { label, perm, shape, facts: fact_descs });
+        versions.push(Version { label, perm, shape, facts: fact_descs, lengths });
         st.set_reds(&new_reds);
         st.know_hidden_lengths(&mut self.b);
         Some(st)

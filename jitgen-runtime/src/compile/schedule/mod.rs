@@ -307,15 +307,21 @@ impl<F: Frame> Compilation<F> {
         let (t, _) = self.b.new_label(&[]);
         let (f, _) = self.b.new_label(&[]);
         self.b.branch(c, (t, &[]), (f, &[]));
+        let before = self.b.path_conds.clone();
         match self.defer {
             Some(defer) if lazy => {
                 self.stats.lazy_splits += 1;
                 self.b.switch_to(f);
                 defer(self, on_false);
             }
-            _ => self.pending.push_back((f, on_false)),
+            _ => {
+                self.b.label_conds.insert(f, before.clone());
+                self.pending.push_back((f, on_false))
+            }
         }
         self.b.switch_to(t);
+        self.b.path_conds = before;
+        self.b.path_conds.push(c);
     }
 
     /// Gives up: the compilation will be declined with this reason (the
@@ -374,6 +380,7 @@ impl<F: Frame> Compilation<F> {
                 self.b.switch_to(bad);
                 self.b.error_exit(kind);
                 self.b.switch_to(good);
+                self.b.path_conds.push(c);
                 true
             }
         }
@@ -412,12 +419,14 @@ impl<F: Frame> Compilation<F> {
             // Past the budget: what is left compiles when first reached.
             while let Some((label, st)) = self.pending.pop_front() {
                 self.b.switch_to(label);
+                self.b.path_conds = self.b.label_conds.remove(&label).unwrap_or_default();
                 defer(self, st);
             }
             return None;
         }
         let (label, mut st) = self.pending.pop_front()?;
         self.b.switch_to(label);
+        self.b.path_conds = self.b.label_conds.remove(&label).unwrap_or_default();
         // The calls recorded since it was queued are on other paths: its
         // facts (synced when queued) still hold here.
         st.epoch = self.b.calls;

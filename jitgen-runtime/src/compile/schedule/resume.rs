@@ -129,8 +129,10 @@ pub(super) enum Layout {
 /// Resumed states (key, layout of reds) to the entry and name of their piece.
 /// The promoted value is part of the key: a frame's key does not show the
 /// value handed to it.
-pub(super) type CaseCache<G> =
-    HashMap<(StateKey<<G as Frame>::Key>, FactsKey, Vec<Layout>, Option<u64>, Vec<Related>), (usize, String)>;
+pub(super) type CaseCache<G> = HashMap<
+    (StateKey<<G as Frame>::Key>, FactsKey, Vec<Layout>, Option<u64>, Vec<Related>, Vec<usize>),
+    (usize, String),
+>;
 
 /// A live value of a switch known as an earlier one plus a constant
 /// (positions among the live values, and the constant): a case knows it too.
@@ -243,6 +245,7 @@ impl<F: Frame> Compilation<F> {
             }
             return Some(st);
         }
+        st.learn_path(&self.b);
         // Forced before the top entry's template is read: forcing an operand
         // stack with a hidden part moves it into its `Vec` and rewrites the
         // template of each entry holding a segment (`cont_materialize`).
@@ -296,6 +299,7 @@ impl<F: Frame> Compilation<F> {
             ));
         }
         let mut st = st;
+        st.learn_path(&self.b);
         // The table keeps the state for as long as the code lives; not its
         // path's past.
         st.lineage = Default::default();
@@ -349,6 +353,8 @@ impl<F: Frame> Compilation<F> {
         }
         let live_tys: Vec<ValTy> = live.iter().map(|v| self.b.ty(*v)).collect();
         let related = related_inputs(&self.b, &live);
+        // The live values known as lengths: a case knows them too.
+        let lengths: Vec<usize> = (0..live.len()).filter(|&i| self.b.lengths.contains(&live[i])).collect();
         let max_cases = if st.hands_over() {
             // Returned below where compiled code was entered: the
             // interpreter goes on (see `JitState::below_entry`).
@@ -370,6 +376,7 @@ impl<F: Frame> Compilation<F> {
             let (snapshot, weak, live_tys, outputs) =
                 (snapshot.clone(), Rc::downgrade(&tree), live_tys.clone(), outputs.clone());
             let related = related.clone();
+            let lengths = lengths.clone();
             Box::new(move |w: u64| -> Option<crate::run::promotion::Case> {
                 let tree = weak.upgrade()?;
                 let name = format!("{}_piece{}", tree.name, tree.pieces.borrow().len() + 1);
@@ -383,6 +390,9 @@ impl<F: Frame> Compilation<F> {
                     if let RedBox::Var { val, .. } = inputs[i] {
                         c.b.set_linear_form(val, Some((inputs[j], k)));
                     }
+                }
+                for &i in &lengths {
+                    c.b.know_length(&inputs[i]);
                 }
                 let reds = rebuild(&snapshot.1, &inputs, w);
                 st.set_reds(&reds);
@@ -401,7 +411,14 @@ impl<F: Frame> Compilation<F> {
                     }
                 }
                 st.epoch = c.b.calls;
-                let key = (st.key(), st.facts_key(), layout(&reds, &inputs), keyed.then_some(w), related.clone());
+                let key = (
+                    st.key(),
+                    st.facts_key(),
+                    layout(&reds, &inputs),
+                    keyed.then_some(w),
+                    related.clone(),
+                    lengths.clone(),
+                );
                 {
                     let mut cache = tree.cases.borrow_mut();
                     let cache = cache.get_or_insert_with(|| Box::new(CaseCache::<G>::new()));
