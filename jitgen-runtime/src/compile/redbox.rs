@@ -162,8 +162,7 @@ impl ResidualBuilder {
     /// `c` where `a` is a known length plus a constant `c` in `0..2^62`.
     fn length_plus(&self, a: &RedBox) -> Option<u64> {
         let s = self.sym_addr(a);
-        let length = matches!(s.root, RedBox::Var { val, .. } if self.lengths.contains(&val));
-        (length && s.index.is_none() && (0..1 << 62).contains(&s.offset)).then_some(s.offset as u64)
+        (self.is_length(&s.root) && s.index.is_none() && (0..1 << 62).contains(&s.offset)).then_some(s.offset as u64)
     }
 
     /// `m + k` for a list's length `m` below `k` more elements: known to be
@@ -228,8 +227,8 @@ impl ResidualBuilder {
         if let (ValTy::Int { signed: false, bits: 64 }, Some((x, y))) = (a.ty(), self.over_one_length(a, b)) {
             return RedBox::Const { ty: ValTy::Bool, bits: fold_cmp(op, a.ty(), x as u64, y as u64) };
         }
-        if let Some((x, y)) = self.ordered_within(a, b, &self.path_intervals()) {
-            return RedBox::Const { ty: ValTy::Bool, bits: fold_cmp(op, ValTy::I64, x as u64, y as u64) };
+        if let Some(r) = self.ordered_cmp(op, a, b, &self.path_intervals()) {
+            return r;
         }
         let (x, y) = (self.materialize(a), self.materialize(b));
         let v = self.cmp(op, a.ty(), x, y);
@@ -284,18 +283,31 @@ impl ResidualBuilder {
         out
     }
 
+    /// Whether `r` is known to be a length ([`ResidualBuilder::know_length`]).
+    pub(crate) fn is_length(&self, r: &RedBox) -> bool {
+        matches!(r, RedBox::Var { val, .. } if self.lengths.contains(val))
+    }
+
+    /// `a op b` folded where `a` and `b` are one root plus offsets that
+    /// compare as the values do (see [`ResidualBuilder::ordered_within`]).
+    pub(crate) fn ordered_cmp(
+        &self,
+        op: CmpOp,
+        a: &RedBox,
+        b: &RedBox,
+        intervals: &[(RedBox, i64, i64)],
+    ) -> Option<RedBox> {
+        let (j, k) = self.ordered_within(a, b, intervals)?;
+        Some(RedBox::Const { ty: ValTy::Bool, bits: fold_cmp(op, ValTy::I64, j as u64, k as u64) })
+    }
+
     /// `a` and `b` as one root plus the offsets `(j, k)` where they compare
     /// as their offsets do: within an interval of `intervals` (see
     /// [`ResidualBuilder::path_intervals`]), or, for a root that is a length
     /// (below 2^62), from its interval's start up to 2^62. An index checked
     /// below a stack's length (`base - 1 < len + 1`, by `Vec::get`) makes
     /// the checks of the indices near it fold.
-    pub(crate) fn ordered_within(
-        &self,
-        a: &RedBox,
-        b: &RedBox,
-        intervals: &[(RedBox, i64, i64)],
-    ) -> Option<(i64, i64)> {
+    fn ordered_within(&self, a: &RedBox, b: &RedBox, intervals: &[(RedBox, i64, i64)]) -> Option<(i64, i64)> {
         if intervals.is_empty() || a.is_const() || b.is_const() || a.ty() != ValTy::U64 {
             return None;
         }
@@ -307,7 +319,7 @@ impl ResidualBuilder {
             }
             // A length plus `kh >= 0` is below 2^63: the interval did not
             // wrap below either, and nothing up to 2^62 wraps above.
-            let length = matches!(m, RedBox::Var { val, .. } if self.lengths.contains(&val)) && kh >= 0;
+            let length = self.is_length(&m) && kh >= 0;
             let within = jl <= j.min(k) && (j.max(k) <= kh || length);
             within.then_some((j, k))
         })
@@ -341,8 +353,7 @@ impl ResidualBuilder {
         let small = |k: i64| (0..1 << 62).contains(&k);
         let (ca, cb) = (self.offset_chain(a), self.offset_chain(b));
         ca.iter().find_map(|&(m, j)| {
-            let RedBox::Var { val, .. } = m else { return None };
-            if !self.lengths.contains(&val) || !small(j) {
+            if !self.is_length(&m) || !small(j) {
                 return None;
             }
             cb.iter().find(|(n, k)| *n == m && small(*k)).map(|&(_, k)| (j, k))

@@ -954,8 +954,7 @@ impl<F: Frame> JitState<F> {
 
     /// `v.len()` of a real `Vec` at `addr` (its layout `(ptr, len)`), known
     /// from then on (see [`JitState::load_field`]), and known to be a length
-    /// (a `Vec` with a layout has elements of a nonzero size: see
-    /// [`crate::run::heap::vec_header`]).
+    /// (see [`JitState::know_lengths`]).
     pub fn vec_len(&mut self, b: &mut ResidualBuilder, addr: &RedBox, layout: (i32, i32)) -> RedBox {
         let len = self.load_field(b, ValTy::U64, addr, layout.1, VEC_HEADER, layout.1);
         b.know_length(&len);
@@ -1187,14 +1186,14 @@ impl<F: Frame> JitState<F> {
         }
     }
 
-    /// Marks the hidden length of each list with a tail as a length (see
+    /// Marks the hidden length of each list with a tail, and the known
+    /// length and capacity of each `Vec` read in place, as lengths (see
     /// [`ResidualBuilder::know_length`]): a state rebuilt from run-time
     /// values (a piece's inputs, a merge point's parameters) holds new
-    /// values for them, each a length wherever it came from.
-    pub fn know_hidden_lengths(&self, b: &mut ResidualBuilder) {
-        // The lengths and capacities of `Vec`s read in place (a `Vec` with
-        // a layout has elements of a nonzero size: see
-        // [`crate::run::heap::vec_header`]).
+    /// values for them, each a length wherever it came from. (A `Vec` read
+    /// in place has elements of a nonzero size, [`crate::run::heap::vec_header`],
+    /// and its buffer is in the address space: below 2^62 of them.)
+    pub fn know_lengths(&self, b: &mut ResidualBuilder) {
         for f in &self.known {
             if f.class == VEC_HEADER && f.ty == ValTy::U64 {
                 b.know_length(&f.value);
@@ -1353,7 +1352,8 @@ impl<F: Frame> JitState<F> {
     /// Keeps what the comparisons this path took true since its last merge
     /// point showed ([`ResidualBuilder::path_intervals`]) as [`ORDERED`]
     /// facts, so that it crosses merge points and flexswitches as facts do:
-    /// one per root, the widest.
+    /// one per root (an interval overlapping the root's joins it; one that
+    /// does not is dropped).
     pub fn learn_path(&mut self, b: &ResidualBuilder) {
         if b.exec {
             return;
@@ -1385,14 +1385,8 @@ impl<F: Frame> JitState<F> {
     /// checked against a `Vec`'s length on it, plus a positive constant, is
     /// not zero (`sp + 1` after a store at `stack[sp]`).
     pub fn red_cmp(&self, b: &mut ResidualBuilder, op: CmpOp, x: &RedBox, y: &RedBox) -> RedBox {
-        if !b.exec {
-            let intervals = self.intervals();
-            if let Some((j, k)) = b.ordered_within(x, y, &intervals) {
-                return RedBox::Const {
-                    ty: ValTy::Bool,
-                    bits: crate::ir::ops::fold_cmp(op, ValTy::I64, j as u64, k as u64),
-                };
-            }
+        if let (false, Some(r)) = (b.exec, b.ordered_cmp(op, x, y, &self.intervals())) {
+            return r;
         }
         if let (false, CmpOp::Eq | CmpOp::Ne, Some(0), 64) = (b.exec, op, y.as_const(), x.ty().bits()) {
             if let Some((root, k)) = b.linear_form(x) {

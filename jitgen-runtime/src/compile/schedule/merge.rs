@@ -308,12 +308,10 @@ impl<F: Frame> Compilation<F> {
         // knows fewer fields than later ones (a loop entered in mid-turn, by
         // a flexswitch's case): one more, exact version keeps what they know.
         let one_more = versions.len() == 1;
-        let is_length =
-            |b: &ResidualBuilder, r: &RedBox| matches!(r, RedBox::Var { val, .. } if b.lengths.contains(val));
         let found = versions.iter().find_map(|v| {
             if !shape_covers(&self.b, &v.shape, &reds)
                 || one_more && v.facts.len() < facts.len()
-                || !v.lengths.iter().all(|&i| is_length(&self.b, &reds[i]))
+                || !v.lengths.iter().all(|&i| self.b.is_length(&reds[i]))
             {
                 return None;
             }
@@ -458,7 +456,7 @@ impl<F: Frame> Compilation<F> {
         let lengths: Vec<usize> = if general {
             vec![]
         } else {
-            (0..shape.len()).filter(|&i| shape[i].is_param() && is_length(&self.b, &reds[i])).collect()
+            (0..shape.len()).filter(|&i| shape[i].is_param() && self.b.is_length(&reds[i])).collect()
         };
         for &i in &lengths {
             self.b.know_length(&new_reds[i]);
@@ -470,7 +468,7 @@ impl<F: Frame> Compilation<F> {
         st.epoch = self.b.calls;
         versions.push(Version { label, perm, shape, facts: fact_descs, lengths });
         st.set_reds(&new_reds);
-        st.know_hidden_lengths(&mut self.b);
+        st.know_lengths(&mut self.b);
         Some(st)
     }
 }

@@ -396,7 +396,7 @@ impl<F: Frame> Compilation<F> {
                 }
                 let reds = rebuild(&snapshot.1, &inputs, w);
                 st.set_reds(&reds);
-                st.know_hidden_lengths(&mut c.b);
+                st.know_lengths(&mut c.b);
                 if promoting {
                     (fns.deliver)(&mut st, w);
                 }
