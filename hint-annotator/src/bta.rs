@@ -514,7 +514,13 @@ impl<'g> Analysis<'g> {
                     let blocked = describe(g, x);
                     let wanted = describe(g, origin);
                     let message = if x == origin {
-                        format!("{why} cannot be satisfied: {wanted} is red: it is {}", reason.explain())
+                        let instead = match reason {
+                            // A frame's instruction pointer, read from the
+                            // interpreter's `Vec` of frames, is the usual case.
+                            RedReason::MutableRead => "; `hint!(.., promote)` instead makes it a constant in compiled code by a switch on its run-time value (for data that changes, such as an instruction pointer kept in a frame), and `hint!(.., deepfreeze)` on the data it is read from makes the read green (for data that never changes)",
+                            _ => "",
+                        };
+                        format!("{why} cannot be satisfied: {wanted} is red: it is {}{instead}", reason.explain())
                     } else {
                         format!(
                             "{why} cannot be satisfied: {wanted} depends on {blocked}, which is red: it is {}; {}",

@@ -107,7 +107,7 @@ fn concrete_unsatisfiable_names_the_red_value() {
     let op = hint!(code[pc], concrete);
     op
 }";
-    expect![[r#"2:13: `hint!(.., concrete)` cannot be satisfied: `code[pc]` is red: it is a read from mutable memory (reads are green only through a shared reference `&T` or a `hint!(.., deepfreeze)`d value)"#]]
+    expect!["2:13: `hint!(.., concrete)` cannot be satisfied: `code[pc]` is red: it is a read from mutable memory (reads are green only through a shared reference `&T` or a `hint!(.., deepfreeze)`d value); `hint!(.., promote)` instead makes it a constant in compiled code by a switch on its run-time value (for data that changes, such as an instruction pointer kept in a frame), and `hint!(.., deepfreeze)` on the data it is read from makes the read green (for data that never changes)"]
     .assert_eq(&error_of(src));
     let src = "fn f(a: i64) -> i64 {
     let b = hint!(a, variable);
@@ -175,7 +175,7 @@ fn deepfreeze_green_versus_mutable_red() {
 fn f(p: &mut Prog, pc: usize) -> u8 {
     hint!(p.code[pc], concrete)
 }";
-    expect!["3:4: `hint!(.., concrete)` cannot be satisfied: `p.code[pc]` is red: it is a read from mutable memory (reads are green only through a shared reference `&T` or a `hint!(.., deepfreeze)`d value)"]
+    expect!["3:4: `hint!(.., concrete)` cannot be satisfied: `p.code[pc]` is red: it is a read from mutable memory (reads are green only through a shared reference `&T` or a `hint!(.., deepfreeze)`d value); `hint!(.., promote)` instead makes it a constant in compiled code by a switch on its run-time value (for data that changes, such as an instruction pointer kept in a frame), and `hint!(.., deepfreeze)` on the data it is read from makes the read green (for data that never changes)"]
     .assert_eq(&error_of(src));
 }
 
