@@ -291,6 +291,27 @@ fn framevm(program: &'static str, use_jit: bool) -> String {
     })
 }
 
+/// A program of the VM whose frames hold their function and instruction
+/// pointer, on one machine per thread and program (as [`stackvm_fib`]).
+fn funcvm(program: &'static str, use_jit: bool) -> String {
+    use funcvm_interp::programs::{ackermann, fib};
+    use funcvm_interp::vm::{jit, Vm};
+    thread_local!(static VM: std::cell::RefCell<Vec<(&'static str, Vm)>> = const { std::cell::RefCell::new(Vec::new()) });
+    VM.with(|vms| {
+        let mut vms = vms.borrow_mut();
+        let at = match vms.iter().position(|(p, _)| *p == program) {
+            Some(at) => at,
+            None => {
+                vms.push((program, Vm::new(if program == "fib" { fib() } else { ackermann() })));
+                vms.len() - 1
+            }
+        };
+        let vm = &mut vms[at].1;
+        vm.prepare(0, if program == "fib" { &[25] } else { &[3, 7] });
+        format!("{:?}", if use_jit { vm.run() } else { jit::plain::Vm::run(vm) })
+    })
+}
+
 fn recursive_fib(n: i64, use_jit: bool) -> String {
     use recursive_interp::{programs::fib, rec};
     // One program per thread, as an embedder keeps its program: code is
@@ -313,6 +334,8 @@ const OTHERS: &[Other] = &[
     ("stack VM", "recursive fib 25", |j| stackvm_fib(25, j), stackvm_interp::vm::jit::stats),
     ("stack VM, frames owning their locals", "recursive fib 27", |j| framevm("fib", j), framevm_interp::vm::jit::stats),
     ("stack VM, frames owning their locals", "Ackermann(3, 7)", |j| framevm("ack", j), framevm_interp::vm::jit::stats),
+    ("stack VM, ip in its frames", "recursive fib 25", |j| funcvm("fib", j), funcvm_interp::vm::jit::stats),
+    ("stack VM, ip in its frames", "Ackermann(3, 7)", |j| funcvm("ack", j), funcvm_interp::vm::jit::stats),
     ("calls recursing in Rust", "recursive fib 27", |j| recursive_fib(27, j), recursive_interp::rec::jit::stats),
     (
         "calls recursing in Rust, a method",
