@@ -266,6 +266,22 @@ fn stackvm_fib(n: i64, use_jit: bool) -> String {
     })
 }
 
+/// The machine kept in `vms` for `program`, made by `make` the first time.
+fn kept_machine<'a, M>(
+    vms: &'a mut Vec<(&'static str, M)>,
+    program: &'static str,
+    make: impl FnOnce() -> M,
+) -> &'a mut M {
+    let at = match vms.iter().position(|(p, _)| *p == program) {
+        Some(at) => at,
+        None => {
+            vms.push((program, make()));
+            vms.len() - 1
+        }
+    };
+    &mut vms[at].1
+}
+
 /// A program of the VM whose frames own their locals, on one machine per
 /// thread started again for each run (as [`stackvm_fib`]).
 fn framevm(program: &'static str, use_jit: bool) -> String {
@@ -274,18 +290,8 @@ fn framevm(program: &'static str, use_jit: bool) -> String {
     thread_local!(static VM: std::cell::RefCell<Vec<(&'static str, Machine)>> = const { std::cell::RefCell::new(Vec::new()) });
     VM.with(|vms| {
         let mut vms = vms.borrow_mut();
-        let at = match vms.iter().position(|(p, _)| *p == program) {
-            Some(at) => at,
-            None => {
-                let code = match program {
-                    "fib" => fib(27),
-                    _ => ackermann(3, 7),
-                };
-                vms.push((program, Machine::new(code)));
-                vms.len() - 1
-            }
-        };
-        let vm = &mut vms[at].1;
+        let vm =
+            kept_machine(&mut vms, program, || Machine::new(if program == "fib" { fib(27) } else { ackermann(3, 7) }));
         vm.restart();
         format!("{:?}", if use_jit { vm.run() } else { jit::plain::Machine::run(vm) })
     })
@@ -299,14 +305,7 @@ fn funcvm(program: &'static str, use_jit: bool) -> String {
     thread_local!(static VM: std::cell::RefCell<Vec<(&'static str, Vm)>> = const { std::cell::RefCell::new(Vec::new()) });
     VM.with(|vms| {
         let mut vms = vms.borrow_mut();
-        let at = match vms.iter().position(|(p, _)| *p == program) {
-            Some(at) => at,
-            None => {
-                vms.push((program, Vm::new(if program == "fib" { fib() } else { ackermann() })));
-                vms.len() - 1
-            }
-        };
-        let vm = &mut vms[at].1;
+        let vm = kept_machine(&mut vms, program, || Vm::new(if program == "fib" { fib() } else { ackermann() }));
         vm.prepare(0, if program == "fib" { &[25] } else { &[3, 7] });
         format!("{:?}", if use_jit { vm.run() } else { jit::plain::Vm::run(vm) })
     })
