@@ -914,8 +914,8 @@ fn child_recursion_compiled_once() {
     assert!(last.entries >= settled.entries + runs_since, "{after:?}");
 }
 
-/// Fusing compiles the whole tree again, so it waits until the code has
-/// existed twice as long as fusing is expected to take: code entered again
+/// Fusing compiles the tree's hot pieces again, so it waits until the code
+/// has existed twice as long as compiling the tree would take: code entered again
 /// in the first runs after it gained cases is not fused (it postpones),
 /// code that keeps running is, once, and the fused code agrees with plain.
 #[test]

@@ -527,12 +527,24 @@ fn fusion_copies_the_pieces_that_cases_continue_in() {
     times_ten.outputs = vec![ValTy::I64];
     let mut again = again;
     again.outputs = vec![ValTy::I64];
-    let fused = root.fused(&[&times_ten, &again], &cases, 1000);
+    let (fused, copied) = root.fused(&[&times_ten, &again], &cases, 1000, &|_| true);
     fused.check_dominance().unwrap_or_else(|e| panic!("{e}\n{}", listing(&fused)));
+    assert_eq!(listing(&fused), listing(&parsed(&listing(&fused))), "the listing parses back to itself");
     // 1 -> piece 0 on 2; 2 -> piece 1 on 3 -> piece 0 on 3.
     assert_eq!(outcome(&fused, &[1]), Ok(vec![20]));
     assert_eq!(outcome(&fused, &[2]), Ok(vec![30]));
+    // Each copy is a reentry, in the order copied: a case of a piece left
+    // out enters the copy there with the piece's inputs.
+    assert_eq!(copied, vec![0, 1]);
+    let code = compile_host(&fused).expect("compiles");
+    assert_eq!(code.call_reentry(0, &[4]).map(|r| r.map_err(|e| format!("{e:?}"))), Some(Ok(vec![40])));
+    assert_eq!(code.call_reentry(1, &[3]).map(|r| r.map_err(|e| format!("{e:?}"))), Some(Ok(vec![30])));
+    assert!(code.call_reentry(2, &[3]).is_none());
+    // The entry still runs the root after a reentry was taken.
+    assert_eq!(code.call_words(&[1]).map_err(|e| format!("{e:?}")), Ok(vec![20]));
     expect![[r#"
+        reentry L1
+        reentry L2
         entry(v0: i64):
             v1 = const.i64 1
             v2 = add.i64 v0, v1
@@ -559,8 +571,57 @@ fn fusion_copies_the_pieces_that_cases_continue_in() {
     .assert_eq(&listing(&fused));
     // Past the budget of copied operations (here one), a case stays the
     // switch's: piece 0 (two operations) is not copied, piece 1 is.
-    let small = root.fused(&[&times_ten, &again], &cases, 1);
+    let (small, _) = root.fused(&[&times_ten, &again], &cases, 1, &|_| true);
     assert!(!listing(&small).contains("mul") && listing(&small).contains("flexswitch v5 [live v5] #1"));
+}
+
+/// Fusion copies only the pieces its caller calls hot: a case whose piece
+/// is cold stays the switch's, and a hot piece that only a cold one reaches
+/// is copied as a reentry of its own (the cold piece's case enters it there).
+#[test]
+fn fusion_leaves_cold_pieces_to_their_switches() {
+    let mut root = parsed(
+        "entry(v0: i64):
+    flexswitch v0 [live v0] #0
+",
+    );
+    let mut times_ten = parsed(
+        "entry(v0: i64):
+    v1 = const.i64 10
+    v2 = mul.i64 v0, v1
+    return v2
+",
+    );
+    let mut again = parsed(
+        "entry(v0: i64):
+    flexswitch v0 [live v0] #0
+",
+    );
+    for f in [&mut root, &mut times_ten, &mut again] {
+        f.outputs = vec![ValTy::I64];
+    }
+    // The root's case 2 continues in piece 1, whose case 3 continues in
+    // piece 0; only piece 0 is hot.
+    let cases = |func: usize, switch: u32| match (func, switch) {
+        (0, 0) => vec![(2, 1)],
+        (2, 0) => vec![(3, 0)],
+        _ => vec![],
+    };
+    let (fused, copied) = root.fused(&[&times_ten, &again], &cases, 1000, &|k| k == 0);
+    fused.check_dominance().unwrap_or_else(|e| panic!("{e}\n{}", listing(&fused)));
+    assert_eq!(copied, vec![0]);
+    let code = compile_host(&fused).expect("compiles");
+    assert_eq!(code.call_reentry(0, &[7]).map(|r| r.map_err(|e| format!("{e:?}"))), Some(Ok(vec![70])));
+    expect![[r#"
+        reentry L1
+        entry(v0: i64):
+            flexswitch v0 [live v0] #0
+        L1(v1: i64):
+            v2 = const.i64 10
+            v3 = mul.i64 v1, v2
+            return v3
+    "#]]
+    .assert_eq(&listing(&fused));
 }
 
 /// The word a register cell test keeps in a register (at `+8`; the word at

@@ -107,6 +107,7 @@ pub struct RuntimeHooks {
 const PRESERVING_STATUS: i32 = 8 * (MAX_FRAME_WORDS as i32 - 1);
 const CASES_LEN: i32 = std::mem::offset_of!(CaseTable, len) as i32;
 const CASES_ENTRIES: i32 = std::mem::offset_of!(CaseTable, entries) as i32;
+const CASES_HITS: i32 = std::mem::offset_of!(CaseTable, hits) as i32;
 
 /// `extern "C" fn(code, frame) -> status`: enters a `tail`-convention function.
 type Trampoline = unsafe extern "C" fn(usize, *mut u64) -> u64;
@@ -263,6 +264,38 @@ fn infrastructure(
     Ok(ptr)
 }
 
+/// A function of the frame, in the same module as `target`, that writes
+/// `index` at `selector` and tail-calls `target`: an entry point of
+/// `target` at one of its reentries.
+fn reentry_stub(
+    module: &mut JITModule,
+    target: cranelift_module::FuncId,
+    selector: u64,
+    index: u64,
+) -> Result<cranelift_module::FuncId, BackendError> {
+    let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
+    let mut ctx = module.make_context();
+    ctx.func.signature = tail_sig();
+    let mut fbc = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
+        let blk = b.create_block();
+        b.append_block_params_for_function_params(blk);
+        b.switch_to_block(blk);
+        let frame = b.block_params(blk)[0];
+        let at = b.ins().iconst(types::I64, selector as i64);
+        let k = b.ins().iconst(types::I64, index as i64);
+        b.ins().store(MemFlagsData::trusted(), k, at, 0);
+        let callee = module.declare_func_in_func(target, b.func);
+        b.ins().return_call(callee, &[frame]);
+        b.seal_all_blocks();
+        b.finalize(module.target_config());
+    }
+    let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
+    module.define_function(id, &mut ctx).map_err(|e| err(&format!("{e:?}")))?;
+    Ok(id)
+}
+
 /// The signature of [`CraneliftBackend::miss_stub`].
 fn miss_stub_sig() -> Signature {
     let mut sig = Signature::new(CallConv::Tail);
@@ -283,12 +316,15 @@ pub fn live_code_modules() -> usize {
 
 struct CodeOwner {
     module: Option<JITModule>,
+    /// The word the code's reentry stubs write (see
+    /// [`CraneliftBackend::translate`]).
+    _selector: Box<u64>,
 }
 
 impl CodeOwner {
-    fn new(module: JITModule) -> CodeOwner {
+    fn new(module: JITModule, selector: Box<u64>) -> CodeOwner {
         LIVE_MODULES.fetch_add(1, Ordering::Relaxed);
-        CodeOwner { module: Some(module) }
+        CodeOwner { module: Some(module), _selector: selector }
     }
 }
 
@@ -296,8 +332,10 @@ impl Drop for CodeOwner {
     fn drop(&mut self) {
         if let Some(m) = self.module.take() {
             LIVE_MODULES.fetch_sub(1, Ordering::Relaxed);
-            // SAFETY: the owner is dropped with the last `NativeCode` handle,
-            // and handles are the only way to run the code.
+            // SAFETY: the owner is dropped with the last `NativeCode` handle
+            // and the last clone that `NativeCode::owner` gave (kept by
+            // whatever hands out the code's entry points, such as the case
+            // tables that enter a fused root at its reentries).
             unsafe { m.free_memory() };
         }
     }
@@ -312,6 +350,8 @@ pub struct NativeCode {
     trampoline: Trampoline,
     _owner: Rc<CodeOwner>,
     switches: Vec<Rc<dyn SwitchTable>>,
+    /// The entry points at the function's reentries, in order.
+    reentries: Vec<*const u8>,
 }
 
 impl std::fmt::Debug for NativeCode {
@@ -332,6 +372,16 @@ impl NativeCode {
         unsafe { (self.trampoline)(self.entry as usize, frame.as_mut_ptr()) }
     }
 
+    /// Runs the code from `entry`, one of its entry points (its
+    /// [`NativeCode::reentry`]), on a frame, as [`NativeCode::run`] does.
+    pub fn run_at(&self, entry: *const u8, frame: &mut [u64]) -> u64 {
+        assert!(frame.len() >= MAX_FRAME_WORDS, "frames hold MAX_FRAME_WORDS words");
+        assert!(entry == self.entry || self.reentries.contains(&entry), "an entry point of this code");
+        // SAFETY: as in `run`: `entry` is one of this code's entry points,
+        // each a tail-convention function of the frame.
+        unsafe { (self.trampoline)(entry as usize, frame.as_mut_ptr()) }
+    }
+
     /// The tables of this code's flexswitches.
     pub fn switches(&self) -> &[Rc<dyn SwitchTable>] {
         &self.switches
@@ -345,6 +395,19 @@ impl NativeCode {
     /// Words the frame must hold.
     pub fn frame_words(&self) -> usize {
         self.frame_words
+    }
+
+    /// The entry point at the function's reentry `k`
+    /// ([`ResidualFunction::reentries`]), a `tail`-convention function of
+    /// the frame as [`NativeCode::tail_entry`] is.
+    pub fn reentry(&self, k: usize) -> Option<*const u8> {
+        self.reentries.get(k).copied()
+    }
+
+    /// What keeps the machine code alive (its entry points, the reentries'
+    /// included), for whoever hands them out beyond this handle's life.
+    pub fn owner(&self) -> Rc<dyn std::any::Any> {
+        self._owner.clone()
     }
 }
 
@@ -389,6 +452,75 @@ struct Tr<'a, 'b> {
 }
 
 impl Tr<'_, '_> {
+    /// Values of types `tys` from the frame's first words (a function's or
+    /// a reentry's inputs).
+    fn inputs_from_frame(&mut self, tys: &[ValTy]) -> Vec<BlockArg> {
+        let frame = self.frame;
+        tys.iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let x = if *t == ValTy::F64 {
+                    self.b.ins().load(types::F64, MemFlagsData::trusted(), frame, 8 * k as i32)
+                } else {
+                    let w = self.b.ins().load(types::I64, MemFlagsData::trusted(), frame, 8 * k as i32);
+                    self.from_word(w, *t)
+                };
+                BlockArg::Value(x)
+            })
+            .collect()
+    }
+
+    /// At the entry: a word at `selector` other than zero (a reentry's
+    /// index plus one) is cleared, and the code continues at that reentry
+    /// with its inputs from the frame; zero falls through to the entry.
+    fn reentry_dispatch(&mut self, selector: u64) {
+        let f = self.f;
+        let at = self.b.ins().iconst(types::I64, selector as i64);
+        let which = self.b.ins().load(types::I64, MemFlagsData::trusted(), at, 0);
+        let (dispatch, entry) = (self.b.create_block(), self.b.create_block());
+        self.b.set_cold_block(dispatch);
+        self.b.ins().brif(which, dispatch, &[], entry, &[]);
+        self.b.switch_to_block(dispatch);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.b.ins().store(MemFlagsData::trusted(), zero, at, 0);
+        for (k, l) in f.reentries.iter().enumerate() {
+            let go = self.b.create_block();
+            if k + 1 < f.reentries.len() {
+                let next = self.b.create_block();
+                self.b.set_cold_block(next);
+                let this = self.b.ins().icmp_imm_s(IntCC::Equal, which, k as i64 + 1);
+                self.b.ins().brif(this, go, &[], next, &[]);
+                self.b.switch_to_block(go);
+                self.reenter(*l);
+                self.b.switch_to_block(next);
+            } else {
+                self.b.ins().jump(go, &[]);
+                self.b.switch_to_block(go);
+                self.reenter(*l);
+            }
+        }
+        self.b.switch_to_block(entry);
+    }
+
+    /// Adds one to the hit counter of case `i` of the table at `tbl`.
+    fn count_hit(&mut self, tbl: Value, i: Value) {
+        let hits = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_HITS);
+        let off = self.b.ins().imul_imm_s(i, 8);
+        let at = self.b.ins().iadd(hits, off);
+        let n = self.b.ins().load(types::I64, MemFlagsData::trusted(), at, 0);
+        let n = self.b.ins().iadd_imm_s(n, 1);
+        self.b.ins().store(MemFlagsData::trusted(), n, at, 0);
+    }
+
+    /// Jumps to block `l` with its parameters from the frame.
+    fn reenter(&mut self, l: Label) {
+        let f = self.f;
+        let tys: Vec<ValTy> = f.blocks[l].params.iter().map(|p| f.vals[*p]).collect();
+        let args = self.inputs_from_frame(&tys);
+        let to = self.blocks[&l];
+        self.b.ins().jump(to, &args);
+    }
+
     /// The variable of the register cell that a load or store at
     /// `base+offset` reads or writes, if it is one.
     fn cell(&self, base: Val, offset: i32) -> Option<Variable> {
@@ -1023,6 +1155,8 @@ impl Tr<'_, '_> {
                     self.b.switch_to_block(first);
                     let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_ENTRIES);
                     let code = self.b.ins().load(types::I64, MemFlagsData::trusted(), entries, 8);
+                    let zero = self.b.ins().iconst(types::I64, 0);
+                    self.count_hit(tbl, zero);
                     self.b.ins().jump(hit, &[BlockArg::Value(code)]);
                 } else {
                     // Scan the cases: (value, code) pairs.
@@ -1044,7 +1178,11 @@ impl Tr<'_, '_> {
                     let code = self.b.ins().load(types::I64, MemFlagsData::trusted(), e, 8);
                     let next = self.b.ins().iadd_imm_s(i, 1);
                     let same = self.b.ins().icmp(IntCC::Equal, key, vw);
-                    self.b.ins().brif(same, hit, &[BlockArg::Value(code)], scan, &[BlockArg::Value(next)]);
+                    let taken = block(self.b);
+                    self.b.ins().brif(same, taken, &[], scan, &[BlockArg::Value(next)]);
+                    self.b.switch_to_block(taken);
+                    self.count_hit(tbl, i);
+                    self.b.ins().jump(hit, &[BlockArg::Value(code)]);
                 }
                 self.b.switch_to_block(hit);
                 let target = self.b.block_params(hit)[0];
@@ -1183,19 +1321,27 @@ impl Backend for CraneliftBackend {
             return Err(BackendError(format!("a frame of {} words (at most {MAX_FRAME_WORDS})", f.frame_words())));
         }
         let mut module = JITModule::new(JITBuilder::with_isa(self.isa.clone(), default_libcall_names()));
+        // The word a reentry's stub writes its index into (see `translate`).
+        let selector = Box::new(0u64);
+        let at = &*selector as *const u64 as u64;
         let mut warm = WarmContexts::take();
-        let r = self.compile_in(f, &mut module, &mut warm);
+        let r = self.compile_in(f, &mut module, &mut warm, at);
         warm.give_back();
         let (id, size) = r?;
+        let stubs = (0..f.reentries.len())
+            .map(|k| reentry_stub(&mut module, id, at, k as u64 + 1))
+            .collect::<Result<Vec<_>, _>>()?;
         module.finalize_definitions().map_err(|e| BackendError(e.to_string()))?;
         let ptr = module.get_finalized_function(id);
         perf_map(ptr as usize, size, &f.name);
+        let reentries = stubs.into_iter().map(|s| module.get_finalized_function(s)).collect();
         Ok(NativeCode {
             entry: ptr,
             frame_words: f.frame_words(),
             trampoline: self.trampoline,
-            _owner: Rc::new(CodeOwner::new(module)),
+            _owner: Rc::new(CodeOwner::new(module, selector)),
             switches: f.switches.clone(),
+            reentries,
         })
     }
 }
@@ -1238,9 +1384,10 @@ impl CraneliftBackend {
         f: &ResidualFunction,
         module: &mut JITModule,
         warm: &mut WarmContexts,
+        selector: u64,
     ) -> Result<(cranelift_module::FuncId, usize), BackendError> {
         let (ctx, fbc) = (&mut warm.ctx, &mut warm.fbc);
-        self.translate(f, &mut ctx.func, fbc);
+        self.translate(f, &mut ctx.func, fbc, selector);
         let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
         let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
         module.define_function(id, ctx).map_err(|e| err(&format!("{e:?}")))?;
@@ -1252,17 +1399,23 @@ impl CraneliftBackend {
     /// optimizations; blocks laid out last are marked `cold`).
     pub fn clif(&self, f: &ResidualFunction) -> String {
         let mut func = cranelift_codegen::ir::Function::new();
-        self.translate(f, &mut func, &mut FunctionBuilderContext::new());
+        self.translate(f, &mut func, &mut FunctionBuilderContext::new(), 0);
         func.display().to_string()
     }
 
     /// Translates `f` into `func`, an empty function (a new one, or a warm
     /// context's, which `WarmContexts::give_back` cleared).
+    ///
+    /// A function with [`ResidualFunction::reentries`] is entered at one of
+    /// them when the word at `selector` holds its index plus one (written by
+    /// that reentry's stub, see [`CraneliftBackend::compile`]), which it
+    /// clears; at its entry otherwise.
     fn translate(
         &self,
         f: &ResidualFunction,
         func: &mut cranelift_codegen::ir::Function,
         fbc: &mut FunctionBuilderContext,
+        selector: u64,
     ) {
         func.signature = tail_sig();
         {
@@ -1303,16 +1456,10 @@ impl CraneliftBackend {
             tr.cells = usable_cells(f).into_iter().map(|(c, w)| (c, tr.b.declare_var(types::I64), w)).collect();
             tr.b.switch_to_block(entry);
             tr.load_cells();
-            let mut args = vec![];
-            for (k, t) in f.inputs.iter().enumerate() {
-                let x = if *t == ValTy::F64 {
-                    tr.b.ins().load(types::F64, MemFlagsData::trusted(), frame, 8 * k as i32)
-                } else {
-                    let w = tr.b.ins().load(types::I64, MemFlagsData::trusted(), frame, 8 * k as i32);
-                    tr.from_word(w, *t)
-                };
-                args.push(BlockArg::Value(x));
+            if !f.reentries.is_empty() {
+                tr.reentry_dispatch(selector);
             }
+            let args = tr.inputs_from_frame(&f.inputs);
             let first = tr.blocks[&Label::ENTRY];
             tr.b.ins().jump(first, &args);
             for l in f.blocks_in_dominance_order() {

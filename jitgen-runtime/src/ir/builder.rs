@@ -82,6 +82,7 @@ impl ResidualBuilder {
                 switches: vec![],
                 pieces: None,
                 cells: vec![],
+                reentries: vec![],
             },
             cur: Some(Label::ENTRY),
             ops: 0,

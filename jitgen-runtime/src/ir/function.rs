@@ -58,6 +58,9 @@ pub struct CaseTable {
     pub len: usize,
     /// `len` pairs of a value and the address of its case's code.
     pub entries: *const [u64; 2],
+    /// `len` counters, one per case, each added one to when residual code
+    /// takes its case through the table (fusion copies the cases taken).
+    pub hits: *mut u64,
 }
 
 /// The run-time side of a flexswitch, which a residual function only names:
@@ -83,6 +86,9 @@ pub trait Pieces: std::fmt::Debug {
     /// Each piece's entry address (what its switches' case tables hold)
     /// and function, in the order they were compiled.
     fn functions(&self) -> Vec<(usize, std::rc::Rc<ResidualFunction>)>;
+    /// Keeps `owner` (machine code that the switches' tables may enter,
+    /// such as a fused root's reentries) as long as the pieces.
+    fn keep(&self, owner: std::rc::Rc<dyn std::any::Any>);
 }
 
 /// An instruction.
@@ -329,6 +335,11 @@ pub struct ResidualFunction {
     /// The words of memory the backend keeps in registers while the
     /// function runs (see [`RegisterCell`]).
     pub cells: Vec<RegisterCell>,
+    /// Blocks where the function may also be entered, besides its entry:
+    /// a fused root's copies of its pieces (see `passes::fuse`). The
+    /// backend gives each an entry point of its own, whose inputs are that
+    /// block's parameters, in the frame as the entry's are.
+    pub reentries: Vec<Label>,
 }
 
 /// A word of memory at a constant address that, while a residual function
@@ -368,31 +379,37 @@ impl ResidualFunction {
         self.inputs.len().max(self.outputs.len()).max(live).max(2)
     }
 
-    /// Live blocks in reverse postorder from the entry (then any live block
-    /// not reached, in label order): every block comes after the blocks that
-    /// dominate it, so a value's definition comes before its uses. Label
-    /// order does not promise that: `simplify` may merge a block into a
-    /// predecessor created after the blocks it dominates.
+    /// Live blocks in reverse postorder from the entry and the
+    /// [`ResidualFunction::reentries`] (then any live block not reached, in
+    /// label order): every block comes after the blocks that dominate it, so
+    /// a value's definition comes before its uses. Label order does not
+    /// promise that: `simplify` may merge a block into a predecessor created
+    /// after the blocks it dominates.
     pub fn blocks_in_dominance_order(&self) -> Vec<Label> {
         let mut seen: SecondaryMap<Label, bool> = SecondaryMap::new();
         let mut post: Vec<Label> = Vec::with_capacity(self.blocks.len());
-        // Iterative depth-first search: (block, next successor to visit).
+        // Iterative depth-first search from each entry in turn (the
+        // reverse postorder of a search from one root above them all):
+        // (block, next successor to visit).
         let mut stack: Vec<(Label, usize)> = vec![];
-        if self.blocks.get(Label::ENTRY).is_some_and(|b| b.term.is_some()) {
-            seen[Label::ENTRY] = true;
-            stack.push((Label::ENTRY, 0));
-        }
-        while let Some((b, k)) = stack.last_mut() {
-            let targets = self.blocks[*b].term.as_ref().map(Terminator::targets).unwrap_or_default();
-            if let Some(&t) = targets.get(*k) {
-                *k += 1;
-                if !seen[t] && self.blocks[t].term.is_some() {
-                    seen[t] = true;
-                    stack.push((t, 0));
+        for root in std::iter::once(Label::ENTRY).chain(self.reentries.iter().copied()) {
+            if seen[root] || self.blocks.get(root).is_none_or(|b| b.term.is_none()) {
+                continue;
+            }
+            seen[root] = true;
+            stack.push((root, 0));
+            while let Some((b, k)) = stack.last_mut() {
+                let targets = self.blocks[*b].term.as_ref().map(Terminator::targets).unwrap_or_default();
+                if let Some(&t) = targets.get(*k) {
+                    *k += 1;
+                    if !seen[t] && self.blocks[t].term.is_some() {
+                        seen[t] = true;
+                        stack.push((t, 0));
+                    }
+                } else {
+                    post.push(*b);
+                    stack.pop();
                 }
-            } else {
-                post.push(*b);
-                stack.pop();
             }
         }
         post.reverse();
@@ -490,12 +507,18 @@ impl ResidualFunction {
             }
         }
         // Cooper, Harvey and Kennedy's iterative dominators.
+        // Each entry is a root of its own (values reach a reentry only as its
+        // parameters).
         let mut idom: SecondaryMap<Label, Option<Label>> = SecondaryMap::new();
-        idom[Label::ENTRY] = Some(Label::ENTRY);
+        let mut root: SecondaryMap<Label, bool> = SecondaryMap::new();
+        for r in std::iter::once(Label::ENTRY).chain(self.reentries.iter().copied()) {
+            idom[r] = Some(r);
+            root[r] = true;
+        }
         let mut changed = true;
         while changed {
             changed = false;
-            for &b in order.iter().skip(1) {
+            for &b in order.iter().filter(|b| !root[**b]) {
                 let mut new: Option<Label> = None;
                 for &p in &preds[b] {
                     if idom[p].is_none() {
@@ -505,16 +528,20 @@ impl ResidualFunction {
                         new = Some(p);
                         continue;
                     };
+                    // The nearest common dominator; a block reached from two
+                    // entries has none but itself.
                     let (mut x, mut y) = (p, so_far);
-                    while x != y {
-                        while rpo_index[x] > rpo_index[y] {
-                            x = idom[x].expect("processed");
+                    let up = |l: Label| idom[l].filter(|u| *u != l);
+                    new = loop {
+                        if x == y {
+                            break Some(x);
                         }
-                        while rpo_index[y] > rpo_index[x] {
-                            y = idom[y].expect("processed");
+                        let higher = if rpo_index[x] > rpo_index[y] { &mut x } else { &mut y };
+                        match up(*higher) {
+                            Some(u) => *higher = u,
+                            None => break Some(b),
                         }
-                    }
-                    new = Some(x);
+                    };
                 }
                 if new.is_some() && idom[b] != new {
                     idom[b] = new;
@@ -528,7 +555,7 @@ impl ResidualFunction {
                 return true;
             }
             match idom[b] {
-                Some(up) if b != Label::ENTRY => b = up,
+                Some(up) if !root[b] && up != b => b = up,
                 _ => return false,
             }
         };

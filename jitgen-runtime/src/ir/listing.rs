@@ -20,7 +20,8 @@
 //! ```
 //!
 //! Lines `register ADDRESS+OFFSET` before the first block are the
-//! function's register cells (`RegisterCell`).
+//! function's register cells (`RegisterCell`), and lines `reentry LABEL` its
+//! other entries (`ResidualFunction::reentries`).
 //!
 //! Values are numbered in order of definition, blocks by label, so
 //! `listing(&parse(text)?)` gives back any listing `listing` printed.
@@ -63,6 +64,9 @@ pub fn listing(f: &ResidualFunction) -> String {
     let mut out = String::new();
     for c in &f.cells {
         let _ = writeln!(out, "register {:#x}+{}", c.address, c.offset);
+    }
+    for l in &f.reentries {
+        let _ = writeln!(out, "reentry L{}", l.index());
     }
     for (l, b) in f.live_blocks() {
         let params: Vec<String> = b.params.iter().map(|p| format!("{}: {}", v(p), f.vals[*p])).collect();
@@ -196,6 +200,7 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
     // definition in label order (merging moves code into later blocks).
     let mut labels: Vec<(Label, usize)> = vec![];
     let mut cells = vec![];
+    let mut reentries = vec![];
     for &(n, l) in &lines {
         p.line = n;
         if let Some(head) = l.strip_suffix(':') {
@@ -206,6 +211,11 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
             labels.push((label, n));
             for (name, ty) in params {
                 p.define(name, ty)?;
+            }
+        } else if let (true, Some(r)) = (labels.is_empty(), l.strip_prefix("reentry L")) {
+            match r.parse() {
+                Ok(k) => reentries.push(Label::new(k)),
+                Err(_) => return Err(p.err("reentry LABEL".to_string())),
             }
         } else if labels.is_empty() {
             let cell = l.strip_prefix("register ").and_then(|c| {
@@ -238,7 +248,10 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
     let mut switches: Vec<Rc<dyn SwitchTable>> = vec![];
     let mut outputs: Option<Vec<ValTy>> = None;
     let mut cur: Option<Label> = None;
-    for &(n, l) in lines.iter().skip(cells.len()) {
+    if let Some(bad) = reentries.iter().find(|r| !labels.iter().any(|(l, _)| l == *r)) {
+        return Err(ParseError { line: 0, message: format!("reentry L{} is not a block", bad.index()) });
+    }
+    for &(n, l) in lines.iter().skip(cells.len() + reentries.len()) {
         p.line = n;
         if let Some(head) = l.strip_suffix(':') {
             if let Some(c) = cur {
@@ -284,7 +297,11 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
                 if num as usize != switches.len() {
                     return Err(p.err(format!("switch #{num} where #{} comes next", switches.len())));
                 }
-                switches.push(Rc::new(ListedSwitch(CaseTable { len: 0, entries: std::ptr::null() })));
+                switches.push(Rc::new(ListedSwitch(CaseTable {
+                    len: 0,
+                    entries: std::ptr::null(),
+                    hits: std::ptr::null_mut(),
+                })));
                 Some(Terminator::FlexSwitch { value: p.use_of(value)?, live: p.uses(live)?, switch: num })
             }
             _ => None,
@@ -312,6 +329,7 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
         switches,
         pieces: None,
         cells,
+        reentries,
     })
 }
 

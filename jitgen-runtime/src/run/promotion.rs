@@ -119,6 +119,12 @@ pub struct FlexTable {
 
 struct Inner {
     entries: Vec<[u64; 2]>,
+    /// What residual code counts per case (see [`CaseTable::hits`]).
+    hits: Vec<u64>,
+    /// The address each case was added with (its piece's entry), where
+    /// `entries` may hold another way into the same code since
+    /// ([`FlexTable::redirect`]).
+    origin: Vec<u64>,
     code: Vec<Option<NativeCode>>,
     listings: Vec<String>,
     compile: CaseCompiler,
@@ -157,9 +163,11 @@ impl FlexTable {
         stats: Option<&'static Stats>,
     ) -> Rc<FlexTable> {
         Rc::new(FlexTable {
-            cases: CaseTable { len: 0, entries: std::ptr::null() },
+            cases: CaseTable { len: 0, entries: std::ptr::null(), hits: std::ptr::null_mut() },
             inner: RefCell::new(Inner {
                 entries: vec![],
+                hits: vec![],
+                origin: vec![],
                 code: vec![],
                 listings: vec![],
                 compile,
@@ -222,7 +230,26 @@ impl FlexTable {
     /// (none while a case of this table is being compiled).
     pub fn entries(&self) -> Vec<(u64, usize)> {
         let Ok(inner) = self.inner.try_borrow() else { return vec![] };
-        inner.entries.iter().map(|e| (e[0], e[1] as usize)).collect()
+        inner.entries.iter().zip(&inner.origin).map(|(e, o)| (e[0], *o as usize)).collect()
+    }
+
+    /// Each case's code address (as [`FlexTable::entries`] gives it) and
+    /// how many times residual code took it through this table.
+    pub fn hits(&self) -> Vec<(usize, u64)> {
+        let Ok(inner) = self.inner.try_borrow() else { return vec![] };
+        inner.origin.iter().zip(&inner.hits).map(|(o, h)| (*o as usize, *h)).collect()
+    }
+
+    /// Makes each case whose code address is a key of `to` continue at
+    /// that key's value instead (the same code, entered another way: a
+    /// fused root's entry for its copy of the piece), and every other case
+    /// at the address it was added with.
+    pub fn redirect(&self, to: &std::collections::HashMap<usize, usize>) {
+        let Ok(mut inner) = self.inner.try_borrow_mut() else { return };
+        let Inner { entries, origin, .. } = &mut *inner;
+        for (e, o) in entries.iter_mut().zip(origin.iter()) {
+            e[1] = to.get(&(*o as usize)).map_or(*o, |t| *t as u64);
+        }
     }
 }
 
@@ -257,17 +284,21 @@ pub unsafe extern "C" fn flex_miss(table: *const CaseTable, value: u64) -> usize
             }
         };
         inner.entries.push([value, entry as u64]);
+        inner.hits.push(0);
+        inner.origin.push(entry as u64);
         inner.code.push(code);
         inner.listings.push(listing);
         CASES.fetch_add(1, Ordering::Relaxed);
-        // Publish for the inline scan: the vector may have moved.
+        // Publish for the inline scan: the vectors may have moved.
         let (ptr, len) = (inner.entries.as_ptr(), inner.entries.len());
+        let hits = inner.hits.as_mut_ptr();
         drop(inner);
         // SAFETY: the fields residual code reads are only written here, by
         // the thread that runs the code.
         unsafe {
             let t = table as *const FlexTable as *mut FlexTable;
             (*t).cases.entries = ptr;
+            (*t).cases.hits = hits;
             (*t).cases.len = len;
         }
         entry

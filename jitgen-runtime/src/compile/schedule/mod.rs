@@ -203,6 +203,7 @@ impl<F: Frame> Compilation<F> {
                 cases: RefCell::new(None),
                 shapes: RefCell::new(Default::default()),
                 pieces: RefCell::new(vec![]),
+                kept: RefCell::new(vec![]),
             }),
             defer: None,
             pending: VecDeque::new(),

@@ -76,6 +76,9 @@ pub(super) struct Tree {
     /// (so the pieces); switches refer to it weakly, and to pieces by entry
     /// address, so that pieces can jump to each other in loops.
     pub(super) pieces: RefCell<Vec<Piece>>,
+    /// Machine code its switches' tables may enter besides the pieces' (see
+    /// [`crate::run::promotion::Pieces::keep`]).
+    pub(super) kept: RefCell<Vec<Rc<dyn std::any::Any>>>,
 }
 
 /// A piece of a [`Tree`]: its listing, code and function.
@@ -108,6 +111,10 @@ impl crate::run::promotion::Pieces for Tree {
 
     fn functions(&self) -> Vec<(usize, Rc<crate::ir::builder::ResidualFunction>)> {
         self.pieces.borrow().iter().map(|p| (p.code.tail_entry() as usize, p.function.clone())).collect()
+    }
+
+    fn keep(&self, owner: Rc<dyn std::any::Any>) {
+        self.kept.borrow_mut().push(owner);
     }
 }
 

@@ -15,9 +15,19 @@
 //!
 //! A case is left to the switch where the copy's inputs are not the live
 //! values' types, where the promoted value is a float (the switch compares
-//! bits), or past `max_ops` operations copied in all. Nothing else changes:
-//! the copies return, leave and call as their functions did, on the same
-//! frame (cases share their root's frame and outputs).
+//! bits), where the caller's `hot` does not take its piece (a piece run
+//! rarely, such as the continuations of a recursion's first few levels,
+//! would only make the function larger), or past `max_ops` operations
+//! copied in all. Nothing else changes: the copies return, leave and call
+//! as their functions did, on the same frame (cases share their root's
+//! frame and outputs).
+//!
+//! Each copy is also a reentry of the result: the code of a piece left out
+//! that continues in a copied one enters the fused function there (the
+//! caller points such cases at the reentry, see the run-time layer), so a
+//! recursion that passes through a cold piece comes back into the fused
+//! code instead of going on in the pieces compiled on their own. A hot
+//! piece that only pieces left out reach is copied for its reentry.
 
 use std::collections::HashMap;
 
@@ -31,75 +41,37 @@ pub type CasesOf<'a> = &'a dyn Fn(usize, u32) -> Vec<(u64, usize)>;
 
 impl ResidualFunction {
     /// `self` (a root) with the pieces its switches reach fused in (see the
-    /// module doc); copies at most `max_ops` operations of pieces.
-    pub fn fused(&self, pieces: &[&ResidualFunction], cases: CasesOf, max_ops: usize) -> ResidualFunction {
+    /// module doc), those that `hot` takes only; copies at most `max_ops`
+    /// operations of pieces. Each copy is a reentry of the result (see
+    /// [`ResidualFunction::reentries`]); the pieces copied come back in the
+    /// order of the reentries.
+    pub fn fused(
+        &self,
+        pieces: &[&ResidualFunction],
+        cases: CasesOf,
+        max_ops: usize,
+        hot: &dyn Fn(usize) -> bool,
+    ) -> (ResidualFunction, Vec<usize>) {
         let mut out = self.clone();
+        let mut fusion = Fusion { copied: HashMap::new(), order: vec![], work: vec![], budget: max_ops };
         // Per function copied: its switches' first index in `out`, and the
         // label of its entry; the root is itself.
-        let mut copied: HashMap<usize, (u32, Label)> = HashMap::new();
-        copied.insert(0, (0, Label::ENTRY));
-        let mut budget = max_ops;
-        // Switches to fuse: (function, its switch, the block in `out`).
-        let mut work: Vec<(usize, Label)> = switch_blocks(&out).into_iter().map(|l| (0, l)).collect();
-        while let Some((func, block)) = work.pop() {
-            let Some(Terminator::FlexSwitch { value, live, switch }) = out.blocks[block].term.clone() else {
-                continue;
-            };
-            let own = switch - copied[&func].0;
-            let ty = out.vals[value];
-            if ty == ValTy::F64 {
-                continue;
+        fusion.copied.insert(0, (0, Label::ENTRY));
+        fusion.work = switch_blocks(&out).into_iter().map(|l| (0, l)).collect();
+        let mut unreached = 0;
+        loop {
+            while let Some((func, block)) = fusion.work.pop() {
+                fusion.fuse_switch(&mut out, pieces, cases, hot, func, block);
             }
-            let live_tys: Vec<ValTy> = live.iter().map(|v| out.vals[*v]).collect();
-            let mut targets = vec![];
-            for (w, piece) in cases(func, own) {
-                let Some(f) = pieces.get(piece) else { continue };
-                if f.inputs != live_tys || f.outputs != out.outputs {
-                    continue;
-                }
-                let entry = match copied.get(&(piece + 1)) {
-                    Some((_, entry)) => *entry,
-                    None => {
-                        let ops = f.op_count();
-                        if ops > budget {
-                            continue;
-                        }
-                        budget -= ops;
-                        let (first_switch, entry, blocks) = out.copy_in(f);
-                        copied.insert(piece + 1, (first_switch, entry));
-                        work.extend(blocks.into_iter().map(|l| (piece + 1, l)));
-                        entry
-                    }
-                };
-                targets.push((ty.canon(w), entry));
-            }
-            if targets.is_empty() {
-                continue;
-            }
-            // The tests, then the switch in a block of its own.
-            let fallback = out.blocks.push(RBlock {
-                params: vec![],
-                insts: vec![],
-                term: Some(Terminator::FlexSwitch { value, live: live.clone(), switch }),
-            });
-            let mut at = block;
-            for (k, (w, entry)) in targets.iter().enumerate() {
-                let c = out.vals.push(ty);
-                let same = out.vals.push(ValTy::Bool);
-                let next = if k + 1 == targets.len() {
-                    fallback
-                } else {
-                    out.blocks.push(RBlock { params: vec![], insts: vec![], term: None })
-                };
-                let b = &mut out.blocks[at];
-                b.insts.push(Inst::Const { dst: c, ty, bits: *w });
-                b.insts.push(Inst::Cmp { dst: same, op: CmpOp::Eq, ty, a: value, b: c });
-                b.term =
-                    Some(Terminator::Branch { cond: same, if_true: (*entry, live.clone()), if_false: (next, vec![]) });
-                at = next;
-            }
+            // A hot piece that no copy reaches (entered from pieces left out
+            // only) is copied too: they enter it at its reentry.
+            let next = (unreached..pieces.len())
+                .find(|&k| hot(k) && !fusion.copied.contains_key(&(k + 1)) && pieces[k].outputs == out.outputs);
+            let Some(k) = next else { break };
+            unreached = k + 1;
+            fusion.copy(&mut out, pieces[k], k);
         }
-        out
+        (out, fusion.order)
     }
 
     /// Copies `f`'s blocks, values and switches into `self`; returns the
@@ -142,6 +114,98 @@ impl ResidualFunction {
                 RBlock { params: b.params.iter().map(|p| vals[p]).collect(), insts, term: Some(term) };
         }
         (first_switch, labels[&Label::ENTRY], switches)
+    }
+}
+
+/// A fusion under way.
+struct Fusion {
+    /// Per function copied (0 the root, `k + 1` piece `k`): its switches'
+    /// first index in the result, and the label of its entry.
+    copied: HashMap<usize, (u32, Label)>,
+    /// The pieces copied, in order.
+    order: Vec<usize>,
+    /// Switches to fuse: (function, the block in the result).
+    work: Vec<(usize, Label)>,
+    /// Operations of pieces that may still be copied.
+    budget: usize,
+}
+
+impl Fusion {
+    /// Copies piece `k` into `out` (budget allowing): its entry label.
+    fn copy(&mut self, out: &mut ResidualFunction, f: &ResidualFunction, k: usize) -> Option<Label> {
+        if let Some((_, entry)) = self.copied.get(&(k + 1)) {
+            return Some(*entry);
+        }
+        let ops = f.op_count();
+        if ops > self.budget {
+            return None;
+        }
+        self.budget -= ops;
+        let (first_switch, entry, blocks) = out.copy_in(f);
+        self.copied.insert(k + 1, (first_switch, entry));
+        self.order.push(k);
+        out.reentries.push(entry);
+        self.work.extend(blocks.into_iter().map(|l| (k + 1, l)));
+        Some(entry)
+    }
+
+    /// Puts a test per case whose piece is (or gets) copied before the
+    /// switch ending `block` of function `func`.
+    fn fuse_switch(
+        &mut self,
+        out: &mut ResidualFunction,
+        pieces: &[&ResidualFunction],
+        cases: CasesOf,
+        hot: &dyn Fn(usize) -> bool,
+        func: usize,
+        block: Label,
+    ) {
+        let Some(Terminator::FlexSwitch { value, live, switch }) = out.blocks[block].term.clone() else {
+            return;
+        };
+        let own = switch - self.copied[&func].0;
+        let ty = out.vals[value];
+        if ty == ValTy::F64 {
+            return;
+        }
+        let live_tys: Vec<ValTy> = live.iter().map(|v| out.vals[*v]).collect();
+        let mut targets = vec![];
+        for (w, piece) in cases(func, own) {
+            let Some(f) = pieces.get(piece) else { continue };
+            if f.inputs != live_tys || f.outputs != out.outputs {
+                continue;
+            }
+            if !self.copied.contains_key(&(piece + 1)) && !hot(piece) {
+                continue;
+            }
+            if let Some(entry) = self.copy(out, f, piece) {
+                targets.push((ty.canon(w), entry));
+            }
+        }
+        if targets.is_empty() {
+            return;
+        }
+        // The tests, then the switch in a block of its own.
+        let fallback = out.blocks.push(RBlock {
+            params: vec![],
+            insts: vec![],
+            term: Some(Terminator::FlexSwitch { value, live: live.clone(), switch }),
+        });
+        let mut at = block;
+        for (k, (w, entry)) in targets.iter().enumerate() {
+            let c = out.vals.push(ty);
+            let same = out.vals.push(ValTy::Bool);
+            let next = if k + 1 == targets.len() {
+                fallback
+            } else {
+                out.blocks.push(RBlock { params: vec![], insts: vec![], term: None })
+            };
+            let b = &mut out.blocks[at];
+            b.insts.push(Inst::Const { dst: c, ty, bits: *w });
+            b.insts.push(Inst::Cmp { dst: same, op: CmpOp::Eq, ty, a: value, b: c });
+            b.term = Some(Terminator::Branch { cond: same, if_true: (*entry, live.clone()), if_false: (next, vec![]) });
+            at = next;
+        }
     }
 }
 
