@@ -224,9 +224,10 @@ fn main() {
              Small inputs: the JIT's total time against the plain interpreter's, each run in a fresh \
              thread (empty code caches), median of {SMALL_RUNS} runs; the hot-spot policy decides \
              whether the loop compiles.\n\n{small}\n\
-             Other interpreters: the plain interpreter, the JIT in a fresh thread (compilation and \
-             the hot-spot policy's warm-up included), and the JIT again in the thread that ran it, \
-             after runs until one compiles nothing (warm), medians of {runs} runs.\n\n{others}{}",
+             Other interpreters: the JIT in a fresh thread (compilation and the hot-spot policy's \
+             warm-up included; median of {runs} runs), then in the thread that ran it, after runs \
+             until one compiles nothing (warm), its runs alternating with the plain interpreter's \
+             ({runs} to {PAIRS_AT_MOST} pairs, about a second of plain runs; medians of each).\n\n{others}{}",
             versions.iter().map(|v| format!("- {v}")).collect::<Vec<_>>().join("\n"),
             compile_notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n"),
             if skipped.is_empty() {
@@ -352,8 +353,7 @@ fn other_interpreters(runs: usize) -> String {
     );
     for &(name, program, run, stats) in OTHERS {
         eprintln!("{name} {program}...");
-        let want = run(false);
-        let plain = median(&measure(runs, || timed(|| run(false)), &want, "plain"));
+        let (want, once) = timed(|| run(false));
         let cold = median(&measure(
             runs,
             || std::thread::spawn(move || timed(|| run(true))).join().expect("the JIT run"),
@@ -361,7 +361,16 @@ fn other_interpreters(runs: usize) -> String {
             "JIT",
         ));
         warm_up(|| drop(run(true)), stats);
-        let warm = median(&measure(runs, || timed(|| run(true)), &want, "JIT warm"));
+        // Plain and warm runs alternate, so that a shared machine that runs
+        // slower for a while (its other tenants busy) weighs on both alike;
+        // short programs run more pairs (about a second of plain runs).
+        let pairs = ((1.0 / once.as_secs_f64().max(1e-6)) as usize).clamp(runs, PAIRS_AT_MOST);
+        let (mut plain, mut warm) = (vec![], vec![]);
+        for _ in 0..pairs {
+            plain.extend(measure(1, || timed(|| run(false)), &want, "plain"));
+            warm.extend(measure(1, || timed(|| run(true)), &want, "JIT warm"));
+        }
+        let (plain, warm) = (median(&plain), median(&warm));
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         table.push_str(&format!(
             "| {name} | {program} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} |\n",
@@ -374,6 +383,9 @@ fn other_interpreters(runs: usize) -> String {
     }
     table
 }
+
+/// The most pairs of plain and warm runs [`other_interpreters`] times.
+const PAIRS_AT_MOST: usize = 101;
 
 /// Runs `run` in this thread until a run enters compiled code and neither
 /// compiles, fuses, nor postpones a fusion (the hot-spot policy may wait a
