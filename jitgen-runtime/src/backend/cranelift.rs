@@ -318,11 +318,11 @@ struct CodeOwner {
     module: Option<JITModule>,
     /// The word the code's reentry stubs write (see
     /// [`CraneliftBackend::translate`]).
-    _selector: Box<u64>,
+    _selector: Option<Box<u64>>,
 }
 
 impl CodeOwner {
-    fn new(module: JITModule, selector: Box<u64>) -> CodeOwner {
+    fn new(module: JITModule, selector: Option<Box<u64>>) -> CodeOwner {
         LIVE_MODULES.fetch_add(1, Ordering::Relaxed);
         CodeOwner { module: Some(module), _selector: selector }
     }
@@ -1321,9 +1321,10 @@ impl Backend for CraneliftBackend {
             return Err(BackendError(format!("a frame of {} words (at most {MAX_FRAME_WORDS})", f.frame_words())));
         }
         let mut module = JITModule::new(JITBuilder::with_isa(self.isa.clone(), default_libcall_names()));
-        // The word a reentry's stub writes its index into (see `translate`).
-        let selector = Box::new(0u64);
-        let at = &*selector as *const u64 as u64;
+        // The word a reentry's stub writes its index into (see `translate`),
+        // for a function that has reentries.
+        let selector = (!f.reentries.is_empty()).then(|| Box::new(0u64));
+        let at = selector.as_deref().map_or(0, |s| s as *const u64 as u64);
         let mut warm = WarmContexts::take();
         let r = self.compile_in(f, &mut module, &mut warm, at);
         warm.give_back();
