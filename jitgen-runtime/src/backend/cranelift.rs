@@ -26,7 +26,10 @@
 //! panic, keeps its payload in a thread-local and returns a status; the caller of the
 //! residual function resumes the panic (`ResidualError::resume`). A callback's buffer is
 //! the calling function's own frame, whose words are free between the entry's loads and
-//! an exit's stores (a stack slot only for a call of 64 words or more).
+//! an exit's stores (a stack slot only for a call of 64 words or more). A callback on a
+//! cold path (a `Vec` growing) goes through a `preserve_all` stub that clobbers no
+//! register and takes no register argument: the code leaves the callback and its buffer
+//! in a pair of words of its thread, where the stub's `preserving_dispatch` reads them.
 //!
 //! ## Register cells
 //!
@@ -101,10 +104,10 @@ pub struct RuntimeHooks {
     pub direct_failed: crate::ir::function::CallbackFn,
 }
 
-/// Where machine code finds a case table's fields.
 /// Where a call through [`CraneliftBackend::preserving`] leaves the status:
 /// the buffer's last word.
 const PRESERVING_STATUS: i32 = 8 * (MAX_FRAME_WORDS as i32 - 1);
+/// Where machine code finds a case table's fields.
 const CASES_LEN: i32 = std::mem::offset_of!(CaseTable, len) as i32;
 const CASES_ENTRIES: i32 = std::mem::offset_of!(CaseTable, entries) as i32;
 const CASES_HITS: i32 = std::mem::offset_of!(CaseTable, hits) as i32;
@@ -173,27 +176,20 @@ impl CraneliftBackend {
         Ok(unsafe { std::mem::transmute::<usize, Trampoline>(ptr) })
     }
 
-    /// `(func, buffer)` in the `preserve_all` convention: calls the
-    /// callback `func` on `buffer` (of [`MAX_FRAME_WORDS`] words) and stores
-    /// its status in the buffer's last word. Residual code calls helpers through it so that the
-    /// call clobbers no register: values live across a helper call on a
-    /// cold path (a `Vec` growing) stay in registers on the hot path
-    /// around it, where a SystemV call made the register allocator keep
-    /// them in stack slots.
+    /// The `preserve_all` stub of helper calls on cold paths: no
+    /// parameters, it calls [`preserving_dispatch`], which finds the
+    /// callback and its buffer where the residual code left them (the
+    /// thread's [`PRESERVING_ARGS`]). The call clobbers no register, so
+    /// values live across a helper call on a cold path (a `Vec` growing)
+    /// stay in registers on the hot path around it; and it takes no
+    /// register argument, so no value on that path is moved out of `rdi`
+    /// or `rsi` for it (the register allocator then kept loop-carried
+    /// values in stack slots: PERFORMANCE.md).
     fn preserving(isa: &OwnedTargetIsa) -> Result<usize, BackendError> {
-        let mut sig = Signature::new(CallConv::PreserveAll);
-        for _ in 0..2 {
-            sig.params.push(AbiParam::new(types::I64));
-        }
-        infrastructure(isa, sig, |b, p| {
-            let (func, buffer) = (p[0], p[1]);
-            let mut csig = Signature::new(CallConv::SystemV);
-            csig.params.push(AbiParam::new(types::I64));
-            csig.returns.push(AbiParam::new(types::I64));
-            let csig = b.import_signature(csig);
-            let call = b.ins().call_indirect(csig, func, &[buffer]);
-            let status = b.inst_results(call)[0];
-            b.ins().store(MemFlagsData::trusted(), status, buffer, PRESERVING_STATUS);
+        infrastructure(isa, Signature::new(CallConv::PreserveAll), |b, _| {
+            let csig = b.import_signature(Signature::new(CallConv::SystemV));
+            let dispatch = b.ins().iconst(types::I64, preserving_dispatch as *const () as usize as i64);
+            b.ins().call_indirect(csig, dispatch, &[]);
             b.ins().return_(&[]);
         })
     }
@@ -229,6 +225,36 @@ impl CraneliftBackend {
             b.ins().store(MemFlagsData::trusted(), tbl, at, 0);
             b.ins().return_(&[status]);
         })
+    }
+}
+
+thread_local! {
+    /// A helper call's callback and buffer, left by residual code for
+    /// [`preserving_dispatch`]: a pair of words per thread, whose address
+    /// the thread's code holds as a constant (residual code runs on the
+    /// thread that compiled it, as its register cells do).
+    static PRESERVING_ARGS: std::cell::UnsafeCell<[u64; 2]> = const { std::cell::UnsafeCell::new([0; 2]) };
+}
+
+/// The address of this thread's [`PRESERVING_ARGS`].
+fn preserving_args() -> usize {
+    PRESERVING_ARGS.with(|a| a.get() as usize)
+}
+
+/// Called by the `preserve_all` stub: runs the callback left in the
+/// thread's [`PRESERVING_ARGS`] on the buffer left there, and stores its
+/// status in the buffer's last word. Both are read before the call, so a
+/// helper call made while the callback runs does not disturb this one.
+extern "C" fn preserving_dispatch() {
+    // SAFETY: residual code stored a `CallbackFn` and its buffer (a frame
+    // of `MAX_FRAME_WORDS` words) just before calling the stub, on this
+    // thread; nothing else writes the pair in between.
+    unsafe {
+        let [func, buffer] = PRESERVING_ARGS.with(|a| *a.get());
+        let callback = std::mem::transmute::<usize, crate::ir::function::CallbackFn>(func as usize);
+        let buffer = buffer as usize as *mut u64;
+        let status = callback(buffer);
+        *buffer.add(MAX_FRAME_WORDS - 1) = status;
     }
 }
 
@@ -444,6 +470,8 @@ struct Tr<'a, 'b> {
     direct_failed: usize,
     /// [`CraneliftBackend::preserving`]'s address.
     preserving: usize,
+    /// The address of the compiling thread's [`PRESERVING_ARGS`].
+    preserving_args: usize,
     /// The function's register cells, each a variable, and whether the
     /// function stores to it (one it only reads is not stored back).
     cells: Vec<(RegisterCell, Variable, bool)>,
@@ -1030,18 +1058,18 @@ impl Tr<'_, '_> {
     }
 
     /// [`Tr::callback`] through [`CraneliftBackend::preserving`], a call
-    /// that clobbers no register (the status comes back through a slot).
-    /// The status comes back in the buffer's last word: the frame's (see
-    /// [`Tr::callback_buffer`]).
+    /// that clobbers no register and takes no register argument: the
+    /// callback and the buffer go to the thread's [`PRESERVING_ARGS`], the
+    /// status comes back in the buffer's last word (the buffer is the
+    /// frame: see [`Tr::callback_buffer`]).
     fn preserving_callback(&mut self, func: usize, addr: Value) -> Value {
-        let mut sig = Signature::new(CallConv::PreserveAll);
-        for _ in 0..2 {
-            sig.params.push(AbiParam::new(types::I64));
-        }
-        let sig = self.b.import_signature(sig);
-        let stub = self.b.ins().iconst(types::I64, self.preserving as i64);
+        let args = self.b.ins().iconst(types::I64, self.preserving_args as i64);
         let fp = self.b.ins().iconst(types::I64, func as i64);
-        self.b.ins().call_indirect(sig, stub, &[fp, addr]);
+        self.b.ins().store(MemFlagsData::trusted(), fp, args, 0);
+        self.b.ins().store(MemFlagsData::trusted(), addr, args, 8);
+        let sig = self.b.import_signature(Signature::new(CallConv::PreserveAll));
+        let stub = self.b.ins().iconst(types::I64, self.preserving as i64);
+        self.b.ins().call_indirect(sig, stub, &[]);
         self.b.ins().load(types::I64, MemFlagsData::trusted(), addr, PRESERVING_STATUS)
     }
 
@@ -1451,6 +1479,7 @@ impl CraneliftBackend {
                 miss_stub: self.miss_stub,
                 direct_failed: self.direct_failed,
                 preserving: self.preserving,
+                preserving_args: preserving_args(),
                 cells: vec![],
                 cell_bases: HashMap::new(),
             };
