@@ -35,7 +35,9 @@ fn switched() -> (ResidualFn, std::rc::Rc<FlexTable>) {
             let r = b.red_bin(BinOp::Add, Overflow::Wrap, &RedBox::i64(c as i64 + 5), &y);
             let v = b.materialize(&r);
             b.ret(&[v]);
-            jitgen_runtime::residual::compile_native(&b.finish()).ok().map(|(c, l)| Case::Owned(c, l))
+            let f = b.finish();
+            let code = jitgen_runtime::residual::compile_native(&f).ok()?;
+            Some(Case::Owned(code, jitgen_runtime::builder::listing(&f)))
         }),
     );
     let mut b = ResidualBuilder::new("entry", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);

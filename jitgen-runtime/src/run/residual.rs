@@ -15,7 +15,6 @@ use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::backend::cranelift::{CraneliftBackend, NativeCode, MAX_FRAME_WORDS};
-use crate::backend::text::TextBackend;
 use crate::backend::{Backend, BackendError};
 use crate::ir::builder::ResidualFunction;
 use crate::ir::ops::{ErrorKind, ValTy};
@@ -99,16 +98,15 @@ pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
     })
 }
 
-/// Compiles to machine code with this thread's backend, returning the code
-/// and its listing (for flexswitch cases).
-pub fn compile_native(f: &ResidualFunction) -> Result<(NativeCode, String), BackendError> {
+/// Compiles to machine code with this thread's backend (for flexswitch
+/// cases, whose listings are made only when asked for, from the function).
+pub fn compile_native(f: &ResidualFunction) -> Result<NativeCode, BackendError> {
     HOST_BACKEND.with(|b| {
         let mut b = b.borrow_mut();
         if b.is_none() {
             *b = Some(native_backend()?);
         }
-        let native = b.as_mut().expect("made above").compile(f)?;
-        Ok((native, TextBackend.compile(f)?))
+        b.as_mut().expect("made above").compile(f)
     })
 }
 

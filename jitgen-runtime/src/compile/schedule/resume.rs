@@ -71,8 +71,8 @@ pub(super) struct Tree {
     /// [`CONSTANT_VARIANTS`] of them passes its constants as run-time values
     /// (see [`Compilation::flexswitch`]).
     pub(super) shapes: RefCell<HashMap<u64, Vec<u64>>>,
-    /// The pieces compiled so far: listing, code and function (for
-    /// fusion, see `ir::passes::fuse`). The root function owns the tree
+    /// The pieces compiled so far: name, code and function (for
+    /// fusion, see `ir::passes::fuse`, and for listings). The root function owns the tree
     /// (so the pieces); switches refer to it weakly, and to pieces by entry
     /// address, so that pieces can jump to each other in loops.
     pub(super) pieces: RefCell<Vec<Piece>>,
@@ -81,9 +81,10 @@ pub(super) struct Tree {
     pub(super) kept: RefCell<Vec<Rc<dyn std::any::Any>>>,
 }
 
-/// A piece of a [`Tree`]: its listing, code and function.
+/// A piece of a [`Tree`]: its name, code and function (its listing is made
+/// from the function when asked for: most compilations are never listed).
 pub(super) struct Piece {
-    listing: String,
+    name: String,
     code: crate::backend::cranelift::NativeCode,
     function: Rc<crate::ir::builder::ResidualFunction>,
 }
@@ -96,8 +97,9 @@ impl std::fmt::Debug for Tree {
 
 impl crate::run::promotion::Pieces for Tree {
     fn describe(&self, out: &mut String) {
-        for Piece { listing, code, .. } in self.pieces.borrow().iter() {
-            out.push_str(listing);
+        for Piece { name, code, function } in self.pieces.borrow().iter() {
+            out.push_str(&format!("{name}:\n"));
+            out.push_str(&crate::ir::builder::listing(function));
             for (i, t) in code.switches().iter().enumerate() {
                 out.push_str(&format!("switch #{i}:\n"));
                 t.describe(out, 1);
@@ -457,13 +459,13 @@ impl<F: Frame> Compilation<F> {
                         s.declined_because(&format!("{name}: {why}"));
                     }
                 }
-                let ((code, listing), _, function) = r.ok()?;
+                let (code, _, function) = r.ok()?;
                 let entry = code.tail_entry() as usize;
                 if let Some(m) = tree.cases.borrow_mut().as_mut().and_then(|b| b.downcast_mut::<CaseCache<G>>()) {
                     m.insert(key, (entry, name.clone()));
                 }
-                let (listing, function) = (format!("{name}:\n{listing}"), Rc::new(function));
-                tree.pieces.borrow_mut().push(Piece { listing, code, function });
+                let piece = Piece { name: name.clone(), code, function: Rc::new(function) };
+                tree.pieces.borrow_mut().push(piece);
                 tree.cases_added.set(tree.cases_added.get() + 1);
                 Some(crate::run::promotion::Case::Shared(entry as *const u8, name))
             })
