@@ -523,8 +523,19 @@ impl ResidualBuilder {
             }
             return rets.iter().enumerate().map(|(k, t)| RedBox::constant(*t, buf[k])).collect();
         }
+        self.recorded_call(args, |b, a| b.call(func, name, a, rets))
+    }
+
+    /// A call recorded in residual code: `record` gets the arguments as
+    /// run-time values and returns the call's results, which become red
+    /// boxes.
+    fn recorded_call(
+        &mut self,
+        args: &[RedBox],
+        record: impl FnOnce(&mut Self, &[(Val, ValTy)]) -> Vec<Val>,
+    ) -> Vec<RedBox> {
         let a: Vec<(Val, ValTy)> = args.iter().map(|r| (self.materialize(r), r.ty())).collect();
-        let v = self.call(func, name, &a, rets);
+        let v = record(self, &a);
         v.into_iter().map(|val| self.var(val)).collect()
     }
 
@@ -545,9 +556,7 @@ impl ResidualBuilder {
         if self.exec {
             return self.red_call_private(func, name, args, rets);
         }
-        let a: Vec<(Val, ValTy)> = args.iter().map(|r| (self.materialize(r), r.ty())).collect();
-        let v = self.call_pure(func, name, &a, rets);
-        v.into_iter().map(|val| self.var(val)).collect()
+        self.recorded_call(args, |b, a| b.call_pure(func, name, a, rets))
     }
 
     /// Branches to a side that calls `func` (a [`ResidualBuilder::red_call_private`])
