@@ -90,6 +90,11 @@ fn malformed_listings_are_refused_at_their_line() {
     assert_eq!(err("L1():\n    return\n").message, "no entry block");
     assert_eq!(err("entry():\n    v0 = const.i64 1\n").message, "block L0 has no terminator");
     assert_eq!(err("entry():\n    error Abort(x)\n").message, "unknown error `Abort(x)`");
+    assert_eq!(
+        err("reentry L0\nreentry L3\nentry():\n    return\n"),
+        ParseError { line: 2, message: "reentry L3 is not a block".into() }
+    );
+    assert_eq!(err("reentry L\nentry():\n    return\n"), ParseError { line: 1, message: "reentry LABEL".into() });
 }
 
 #[test]

@@ -214,7 +214,7 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
             }
         } else if let (true, Some(r)) = (labels.is_empty(), l.strip_prefix("reentry L")) {
             match r.parse() {
-                Ok(k) => reentries.push(Label::new(k)),
+                Ok(k) => reentries.push((Label::new(k), n)),
                 Err(_) => return Err(p.err("reentry LABEL".to_string())),
             }
         } else if labels.is_empty() {
@@ -248,8 +248,8 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
     let mut switches: Vec<Rc<dyn SwitchTable>> = vec![];
     let mut outputs: Option<Vec<ValTy>> = None;
     let mut cur: Option<Label> = None;
-    if let Some(bad) = reentries.iter().find(|r| !labels.iter().any(|(l, _)| l == *r)) {
-        return Err(ParseError { line: 0, message: format!("reentry L{} is not a block", bad.index()) });
+    if let Some((bad, line)) = reentries.iter().find(|(r, _)| !labels.iter().any(|(l, _)| l == r)) {
+        return Err(ParseError { line: *line, message: format!("reentry L{} is not a block", bad.index()) });
     }
     for &(n, l) in lines.iter().skip(cells.len() + reentries.len()) {
         p.line = n;
@@ -329,7 +329,7 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
         switches,
         pieces: None,
         cells,
-        reentries,
+        reentries: reentries.into_iter().map(|(l, _)| l).collect(),
     })
 }
 
