@@ -134,16 +134,16 @@ pub enum Inst {
 
 impl Inst {
     /// The values defined.
-    pub fn defs(&self) -> Vec<Val> {
+    pub fn defs(&self) -> &[Val] {
         match self {
             Inst::Const { dst, .. }
             | Inst::Bin { dst, .. }
             | Inst::Un { dst, .. }
             | Inst::Cmp { dst, .. }
             | Inst::Cast { dst, .. }
-            | Inst::Load { dst, .. } => vec![*dst],
-            Inst::Call { dsts, .. } | Inst::CallCode { dsts, .. } => dsts.clone(),
-            Inst::Store { .. } | Inst::BoundsCheck { .. } => vec![],
+            | Inst::Load { dst, .. } => std::slice::from_ref(dst),
+            Inst::Call { dsts, .. } | Inst::CallCode { dsts, .. } => dsts,
+            Inst::Store { .. } | Inst::BoundsCheck { .. } => &[],
         }
     }
 
@@ -483,7 +483,7 @@ impl ResidualFunction {
     pub(crate) fn def_blocks(&self) -> SecondaryMap<Val, Option<Label>> {
         let mut def_block = SecondaryMap::new();
         for (b, blk) in self.live_blocks() {
-            for v in blk.params.iter().copied().chain(blk.insts.iter().flat_map(Inst::defs)) {
+            for v in blk.params.iter().chain(blk.insts.iter().flat_map(Inst::defs)).copied() {
                 def_block[v] = Some(b);
             }
         }
@@ -574,7 +574,7 @@ impl ResidualFunction {
             for i in &blk.insts {
                 let mut i = i.clone();
                 i.map_uses(&|v| check(v, &seen));
-                seen.extend(i.defs());
+                seen.extend(i.defs().iter().copied());
             }
             if let Some(t) = &blk.term {
                 let mut t = t.clone();
@@ -816,19 +816,28 @@ impl ResidualFunction {
     /// Of `defs` (values of block `b`), those that code in other live
     /// blocks uses.
     pub(crate) fn used_outside(&self, b: Label, defs: &[Val]) -> Vec<Val> {
-        let mut used = vec![false; defs.len()];
+        self.users_outside(b, defs).into_iter().map(|(v, _)| v).collect()
+    }
+
+    /// Of `defs` (values of block `b`), those that code in other live
+    /// blocks uses, each with those blocks (in label order): one pass over
+    /// the function for all of them.
+    pub(crate) fn users_outside(&self, b: Label, defs: &[Val]) -> Vec<(Val, Vec<Label>)> {
+        let mut users: Vec<Vec<Label>> = vec![vec![]; defs.len()];
         for (l, blk) in self.live_blocks() {
             if l == b {
                 continue;
             }
             let mut note = |v: Val| {
                 if let Some(k) = defs.iter().position(|d| *d == v) {
-                    used[k] = true;
+                    if users[k].last() != Some(&l) {
+                        users[k].push(l);
+                    }
                 }
             };
             blk.insts.iter().for_each(|i| i.for_each_use(&mut note));
             blk.term.iter().for_each(|t| t.for_each_use(&mut note));
         }
-        defs.iter().zip(used).filter(|(_, u)| *u).map(|(d, _)| *d).collect()
+        defs.iter().copied().zip(users).filter(|(_, u)| !u.is_empty()).collect()
     }
 }

@@ -49,7 +49,7 @@ pub fn listing(f: &ResidualFunction) -> String {
             number.insert(*p, n);
         }
         for i in &b.insts {
-            for d in i.defs() {
+            for &d in i.defs() {
                 let n = number.len();
                 number.insert(d, n);
             }

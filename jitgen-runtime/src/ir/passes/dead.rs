@@ -16,7 +16,7 @@
 use rustc_hash::FxHashSet;
 
 use crate::ir::builder::Val;
-use crate::ir::function::{Inst, ResidualFunction};
+use crate::ir::function::{Inst, Label, ResidualFunction, SecondaryMap};
 use crate::ir::ops::{BinOp, Overflow};
 
 /// Whether `i` may be dropped when its results are unused.
@@ -33,27 +33,66 @@ fn without_effects(i: &Inst) -> bool {
 impl ResidualFunction {
     /// Drops the operations without effects whose values nothing uses (see
     /// the module doc); whether it dropped any.
+    ///
+    /// Uses are counted once; dropping an operation takes its uses off its
+    /// operands' counts, and an operand's defining operation whose values
+    /// are then all unused is dropped in turn (a worklist: a chain of dead
+    /// values costs its length, not a pass over the function per link).
     pub fn drop_dead_values(&mut self) -> bool {
-        let mut changed = false;
-        loop {
-            let mut used: FxHashSet<Val> = FxHashSet::default();
-            let mut note = |v: Val| {
-                used.insert(v);
-            };
-            for blk in self.blocks.values() {
-                blk.insts.iter().for_each(|i| i.for_each_use(&mut note));
-                blk.term.iter().for_each(|t| t.for_each_use(&mut note));
+        let mut uses: SecondaryMap<Val, u32> = SecondaryMap::new();
+        // Where each operation without effects is: its block and index.
+        let mut def_at: SecondaryMap<Val, Option<(Label, u32)>> = SecondaryMap::new();
+        for (l, blk) in self.blocks.iter() {
+            let mut note = |v: Val| uses[v] += 1;
+            blk.insts.iter().for_each(|i| i.for_each_use(&mut note));
+            blk.term.iter().for_each(|t| t.for_each_use(&mut note));
+            for (k, i) in blk.insts.iter().enumerate() {
+                if without_effects(i) {
+                    for &d in i.defs() {
+                        def_at[d] = Some((l, k as u32));
+                    }
+                }
             }
-            let mut dropped = false;
-            for blk in self.blocks.values_mut() {
-                let before = blk.insts.len();
-                blk.insts.retain(|i| !without_effects(i) || i.defs().iter().any(|d| used.contains(d)));
-                dropped |= blk.insts.len() != before;
-            }
-            if !dropped {
-                return changed;
-            }
-            changed = true;
         }
+        let unused = |i: &Inst, uses: &SecondaryMap<Val, u32>| i.defs().iter().all(|d| uses[*d] == 0);
+        let mut work: Vec<(Label, u32)> = vec![];
+        for (l, blk) in self.blocks.iter() {
+            for (k, i) in blk.insts.iter().enumerate() {
+                if without_effects(i) && unused(i, &uses) {
+                    work.push((l, k as u32));
+                }
+            }
+        }
+        let mut dead: FxHashSet<(Label, u32)> = FxHashSet::default();
+        while let Some((l, k)) = work.pop() {
+            if !dead.insert((l, k)) {
+                continue;
+            }
+            let mut freed = vec![];
+            self.blocks[l].insts[k as usize].for_each_use(&mut |v| {
+                uses[v] -= 1;
+                if uses[v] == 0 {
+                    freed.push(v);
+                }
+            });
+            for v in freed {
+                if let Some(at) = def_at[v] {
+                    if unused(&self.blocks[at.0].insts[at.1 as usize], &uses) {
+                        work.push(at);
+                    }
+                }
+            }
+        }
+        if dead.is_empty() {
+            return false;
+        }
+        for (l, blk) in self.blocks.iter_mut() {
+            let mut k = 0;
+            blk.insts.retain(|_| {
+                k += 1;
+                !dead.contains(&(l, k - 1))
+            });
+        }
+        true
     }
 }

@@ -1,7 +1,7 @@
 //! Loops closed through small blocks (loop rotation), with the SSA repair
 //! that copying a block needs.
 
-use crate::ir::function::{EntityRef, Label, RBlock, ResidualFunction, SecondaryMap, Terminator, Val};
+use crate::ir::function::{EntityRef, Inst, Label, RBlock, ResidualFunction, SecondaryMap, Terminator, Val};
 
 /// The most operations [`ResidualFunction::simplify`] copies to close a
 /// loop through a small block.
@@ -54,8 +54,8 @@ impl ResidualFunction {
                 continue;
             }
             let defs: Vec<Val> =
-                target.params.iter().copied().chain(target.insts.iter().flat_map(|i| i.defs())).collect();
-            let escaping = self.used_outside(tb, &defs);
+                target.params.iter().chain(target.insts.iter().flat_map(Inst::defs)).copied().collect();
+            let escaping = self.users_outside(tb, &defs);
             let (params, mut insts, mut term) = (target.params.clone(), target.insts.clone(), term.clone());
             let mut map: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
             let vals = &mut self.vals;
@@ -81,8 +81,10 @@ impl ResidualFunction {
             }
             if !escaping.is_empty() {
                 let preds = self.pred_lists();
-                for e in &escaping {
-                    self.repair_after_copy(*e, tb, copy, map[e], &preds);
+                for (e, users) in escaping {
+                    // (Repairing one value changes and adds uses of that
+                    // value alone: the users found for the others stay.)
+                    self.repair_uses(Defs { e, t: tb, copy, e_copy: map[&e] }, users, &preds);
                 }
                 repaired = true;
             }
@@ -149,7 +151,14 @@ impl ResidualFunction {
                 users.push(b);
             }
         }
-        let defs = Defs { e, t, copy, e_copy };
+        self.repair_uses(Defs { e, t, copy, e_copy }, users, preds);
+    }
+
+    /// [`ResidualFunction::repair_after_copy`] of the uses of `defs.e` in
+    /// the blocks `users` (every block other than the two definitions' that
+    /// uses it).
+    fn repair_uses(&mut self, defs: Defs, users: Vec<Label>, preds: &SecondaryMap<Label, Vec<Label>>) {
+        let e = defs.e;
         let mut at_start = rustc_hash::FxHashMap::default();
         for b in users {
             let r = self.value_at_start(b, &defs, preds, &mut at_start);

@@ -167,7 +167,7 @@ impl ResidualFunction {
         // of U, for the way out through T.
         let defs: Vec<Val> = {
             let blk = &self.blocks[b];
-            blk.params.iter().copied().chain(blk.insts.iter().flat_map(|i| i.defs())).collect()
+            blk.params.iter().chain(blk.insts.iter().flat_map(Inst::defs)).copied().collect()
         };
         let escaping = self.used_outside(b, &defs);
         // The loop's other ways in now pass the guard.
@@ -254,7 +254,7 @@ impl ResidualFunction {
                 }
                 let mut i = inst.clone();
                 i.map_uses(&|v| env.get(&v).copied().unwrap_or(v));
-                let old = inst.defs();
+                let old = inst.defs().to_vec();
                 let new: Vec<Val> = old.iter().map(|d| self.fresh(*d)).collect();
                 let mut k = 0;
                 i.map_defs(&mut |_| {
