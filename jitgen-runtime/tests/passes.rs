@@ -462,6 +462,30 @@ L2():
 }
 
 #[test]
+fn a_chain_of_dead_values_across_blocks_is_dropped_to_its_start() {
+    // v5 uses v4, which uses v2 of the entry block, which uses v1: once
+    // v5 goes, each goes in turn; v3, passed on, stays a use.
+    let input = "
+entry(v0: i64):
+    v1 = mul.i64 v0, v0
+    v2 = add.i64 v1, v0
+    jump L1(v0)
+L1(v3: i64):
+    v4 = sub.i64 v2, v3
+    v5 = mul.i64 v4, v4
+    return v3
+";
+    let before = parsed(input);
+    let mut after = before.clone();
+    assert!(after.drop_dead_values());
+    for x in [0u64, 3, i64::MAX as u64] {
+        assert_eq!(outcome(&before, &[x]), outcome(&after, &[x]), "input {x}");
+    }
+    assert_eq!(listing(&after), "entry(v0: i64):\n    jump L1(v0)\nL1(v1: i64):\n    return v1\n");
+    assert!(!after.drop_dead_values(), "nothing more to drop");
+}
+
+#[test]
 fn a_direct_call_of_compiled_code_parses_back_and_runs_the_callee() {
     use jitgen_runtime::run::direct::DirectEntry;
     use jitgen_runtime::run::stats::Stats;

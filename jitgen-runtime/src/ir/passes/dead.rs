@@ -40,8 +40,10 @@ impl ResidualFunction {
     /// values costs its length, not a pass over the function per link).
     pub fn drop_dead_values(&mut self) -> bool {
         let mut uses: SecondaryMap<Val, u32> = SecondaryMap::new();
-        // Where each operation without effects is: its block and index.
+        // Where each operation without effects is (its block and index),
+        // by the values it defines; all of them are the worklist's start.
         let mut def_at: SecondaryMap<Val, Option<(Label, u32)>> = SecondaryMap::new();
+        let mut work: Vec<(Label, u32)> = vec![];
         for (l, blk) in self.blocks.iter() {
             let mut note = |v: Val| uses[v] += 1;
             blk.insts.iter().for_each(|i| i.for_each_use(&mut note));
@@ -51,37 +53,25 @@ impl ResidualFunction {
                     for &d in i.defs() {
                         def_at[d] = Some((l, k as u32));
                     }
-                }
-            }
-        }
-        let unused = |i: &Inst, uses: &SecondaryMap<Val, u32>| i.defs().iter().all(|d| uses[*d] == 0);
-        let mut work: Vec<(Label, u32)> = vec![];
-        for (l, blk) in self.blocks.iter() {
-            for (k, i) in blk.insts.iter().enumerate() {
-                if without_effects(i) && unused(i, &uses) {
                     work.push((l, k as u32));
                 }
             }
         }
+        // Counts only go down, so an operation found used now may be
+        // dropped later: it is pushed again when its last use goes.
         let mut dead: FxHashSet<(Label, u32)> = FxHashSet::default();
         while let Some((l, k)) = work.pop() {
-            if !dead.insert((l, k)) {
+            let i = &self.blocks[l].insts[k as usize];
+            if dead.contains(&(l, k)) || !i.defs().iter().all(|d| uses[*d] == 0) {
                 continue;
             }
-            let mut freed = vec![];
-            self.blocks[l].insts[k as usize].for_each_use(&mut |v| {
+            dead.insert((l, k));
+            i.for_each_use(&mut |v| {
                 uses[v] -= 1;
-                if uses[v] == 0 {
-                    freed.push(v);
+                if let (0, Some(at)) = (uses[v], def_at[v]) {
+                    work.push(at);
                 }
             });
-            for v in freed {
-                if let Some(at) = def_at[v] {
-                    if unused(&self.blocks[at.0].insts[at.1 as usize], &uses) {
-                        work.push(at);
-                    }
-                }
-            }
         }
         if dead.is_empty() {
             return false;
