@@ -1889,6 +1889,21 @@ impl<'m, 'a> Lowering<'m, 'a> {
         Some(args)
     }
 
+    /// Unifies `t` with the type a constructor's path names by its
+    /// turbofish (`Vec::<Frame>::new()`, also what an alias resolves to).
+    fn turbofish(&mut self, path: &syn::Path, t: &Ty) {
+        let first = &path.segments[0];
+        let syn::PathArguments::AngleBracketed(args) = &first.arguments else { return };
+        let mut args = args.clone();
+        args.colon2_token = None;
+        let ident = &first.ident;
+        let named: syn::Type = syn::parse_quote_spanned!(first.ident.span()=> #ident #args);
+        match self.m.ty(&named, self.f.self_ty.as_deref()) {
+            Ok(named) => self.unify(&named, t, path.span()),
+            Err(e) => self.errors.push(e),
+        }
+    }
+
     fn call(&mut self, c: &syn::ExprCall) -> LVal {
         let Expr::Path(p) = &*c.func else {
             return self.unsupported(
@@ -1977,6 +1992,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                         self.expr(a);
                     }
                     let t = Ty::Vec(Box::new(self.u.fresh()));
+                    self.turbofish(&p.path, &t);
                     return self.emit(OpKind::NewVec, vec![], t, c);
                 }
                 ("String", "new", 0) => {
@@ -2003,11 +2019,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
                 ("HashMap", "new", 0) => {
                     let t = Ty::Map(Box::new(self.u.fresh()), Box::new(self.u.fresh()));
+                    self.turbofish(&p.path, &t);
                     return self.emit(OpKind::NewMap, vec![], t, c);
                 }
                 ("Box", "new", 1) => {
                     let v = self.expr(&c.args[0]);
                     let t = Ty::Boxed(Box::new(self.ty_of(&v)));
+                    self.turbofish(&p.path, &t);
                     return self.emit(OpKind::NewBox, vec![v], t, c);
                 }
                 _ => {}

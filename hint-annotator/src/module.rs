@@ -82,6 +82,9 @@ pub struct ModuleDef<'a> {
     pub consts: IndexMap<String, Const>,
     /// Type aliases by name.
     pub aliases: IndexMap<String, Ty>,
+    /// The generic arguments an alias gives its type, as written
+    /// (`<StackFrame>` of `type CallStack = Vec<StackFrame>`).
+    pub alias_args: IndexMap<String, syn::AngleBracketedGenericArguments>,
     /// Functions and methods by name.
     pub fns: IndexMap<String, FnDef<'a>>,
 }
@@ -148,6 +151,13 @@ impl<'a> ModuleDef<'a> {
             if let syn::Item::Type(t) = item {
                 match m.ty(&t.ty, None) {
                     Ok(ty) => {
+                        if let syn::Type::Path(tp) = &*t.ty {
+                            if let Some(syn::PathArguments::AngleBracketed(a)) =
+                                tp.path.segments.last().map(|s| &s.arguments)
+                            {
+                                m.alias_args.insert(t.ident.to_string(), a.clone());
+                            }
+                        }
                         m.aliases.insert(t.ident.to_string(), ty);
                     }
                     Err(e) => errors.push(e),

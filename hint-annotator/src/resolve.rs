@@ -7,7 +7,9 @@
 //!   `Enum::A`, and the `use` items are dropped. A bare identifier pattern is a
 //!   unit variant when one of that name is in scope, as in Rust.
 //! - `Alias::f(..)` through a type alias of the module becomes the path of
-//!   the aliased type: `Vec::new()` for `type CallStack = Vec<Frame>`.
+//!   the aliased type with the alias's generic arguments as a turbofish:
+//!   `Vec::<Frame>::new()` for `type CallStack = Vec<Frame>`, so that
+//!   lowering knows the element type.
 //!
 //! The rewrite works on a copy of the body; spans are kept, so errors still
 //! point at what the user wrote.
@@ -95,6 +97,12 @@ impl Resolver<'_, '_> {
             };
             let span = path.segments[0].ident.span();
             path.segments[0].ident = syn::Ident::new(name, span);
+            if let (Some(args), syn::PathArguments::None) = (self.m.alias_args.get(&first), &path.segments[0].arguments)
+            {
+                let mut args = args.clone();
+                args.colon2_token = Some(Default::default());
+                path.segments[0].arguments = syn::PathArguments::AngleBracketed(args);
+            }
         }
     }
 

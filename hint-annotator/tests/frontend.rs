@@ -711,3 +711,46 @@ fn clones_of_values_and_lists_of_values() {
         "#]],
     );
 }
+
+/// `Alias::new()` through a type alias of a `Vec`, and `Vec::<T>::new()`,
+/// give the list its element type: a field of an element can be read
+/// without a type ascription on the `let`.
+#[test]
+fn constructors_through_aliases_and_turbofish_know_the_element_type() {
+    check(
+        "pub struct StackFrame { pub stack_offset: usize, pub ip: usize }
+pub type CallStack = Vec<StackFrame>;
+fn f(x: usize) -> usize {
+    let mut call_stack = CallStack::new();
+    call_stack.push(StackFrame { stack_offset: x, ip: 1 });
+    let other = Vec::<StackFrame>::new();
+    call_stack.last().unwrap().stack_offset + other.len()
+}",
+        expect![[r#"
+            fn f -> usize
+            block0(x_0: usize red):
+                R call_stack_1: Vec<StackFrame> = new_vec()
+                R v2: StackFrame = new.StackFrame(x_0, 1_usize)
+                R push(call_stack_1, v2)
+                R other_4: Vec<StackFrame> = new_vec()
+                R v9: usize = len(call_stack_1)
+                R v10: bool = eq(v9, 0_usize)
+                if v10 then block2() else block3()
+            block1(v8: Option<StackFrame> red):
+                R v16: StackFrame = unwrap(v8)
+                R v17: usize = getfield.stack_offset(v16)
+                R v18: usize = len(other_4)
+                R v19: usize = add(v17, v18)
+                return v19
+            block2():
+                G v11: Option<StackFrame> = Option::None()
+                goto block1(v11)
+            block3():
+                R v12: usize = len(call_stack_1)
+                R v13: usize = sub(v12, 1_usize)
+                R v14: StackFrame = getitem(call_stack_1, v13)
+                R v15: Option<StackFrame> = Option::Some(v14)
+                goto block1(v15)
+        "#]],
+    );
+}
