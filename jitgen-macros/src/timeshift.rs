@@ -1303,7 +1303,7 @@ impl<'g> Gen<'g> {
                         let a = need!(self.operand(fi, &args[0], &from), "operand");
                         let back = from_word(*sc, quote!(__w));
                         let msg = format!(
-                            "`{}` promotes a value known only at run time: promotion compiles with issue 5",
+                            "`{}` needs a value known only at run time to be known while compiling, where no flexswitch can promote it",
                             op.source
                         );
                         self.bind(
@@ -2792,7 +2792,6 @@ impl<'g> Gen<'g> {
                     #[allow(unused_mut)]
                     let mut __rv = #val;
                     if __st.frames.is_empty() {
-                        __st.heap.write_back(&mut __c.b);
                         #outer
                         None
                     } else {
@@ -2811,28 +2810,42 @@ impl<'g> Gen<'g> {
         }
     }
 
-    /// Code that ends the outermost frame by returning `e` (of `repr`).
+    /// Code that ends the outermost frame by returning `e` (of `repr`),
+    /// after writing the virtualizable objects back into memory.
     fn return_boxes(&self, ty: &Ty, r: &Repr, e: TokenStream) -> Option<TokenStream> {
+        let write_back = quote!(__st.heap.write_back(&mut __c.b););
         Some(match r {
-            Repr::Unit => quote!(__c.finish_return(&[]);),
+            Repr::Unit => quote!(#write_back __c.finish_return(&[]);),
             Repr::G(sc) => {
                 let b = self.convert(e, r, &Repr::R(*sc))?;
-                quote!(__c.finish_return(&[#b]);)
+                quote!(#write_back __c.finish_return(&[#b]);)
             }
-            Repr::R(_) => quote!(__c.finish_return(&[#e]);),
-            Repr::Enum(..) if rebuildable(ty, self.cg.types()) => quote!(__c.finish_return(&#e);),
-            // An owned `Vec` of scalars: the address of a real one.
+            Repr::R(_) => quote!(#write_back __c.finish_return(&[#e]);),
+            Repr::Enum(..) if rebuildable(ty, self.cg.types()) => quote!(#write_back __c.finish_return(&#e);),
+            // An owned `Vec` of scalars: the address of a real one, complete
+            // in memory before the objects it may have been moved out of
+            // are written back.
             Repr::VList(sc) => {
                 let p = force_list(*sc, e);
-                quote!({ let __p = #p; __c.finish_return(&[__p]); })
+                quote!({
+                    let __p = #p;
+                    __st.heap.write_back_returning(&mut __c.b, &__p);
+                    __c.finish_return(&[__p]);
+                })
             }
             // An owned `Vec` of plain enums, likewise.
             Repr::VEList(ety, n) => {
                 let p = force_flat_list(ety, *n, e);
-                quote!({ let __p = #p; __c.finish_return(&[__p]); })
+                quote!({
+                    let __p = #p;
+                    __st.heap.write_back_returning(&mut __c.b, &__p);
+                    __c.finish_return(&[__p]);
+                })
             }
             // A `String`: the address of a real one, as for a `Vec`.
-            Repr::RPtr if returned_by_address(ty, self.cg.types()) => quote!(__c.finish_return(&[#e]);),
+            Repr::RPtr if returned_by_address(ty, self.cg.types()) => {
+                quote!(#write_back __c.finish_return(&[#e]);)
+            }
             _ => return None,
         })
     }

@@ -1,8 +1,11 @@
 //! Compiled recursion: saved frames spilled onto the continuation stack.
 //!
 //! A language-level recursion (a path back at a call point with more of
-//! the interpreter's saved frames virtual, through a run-time branch:
-//! [`crate::compile::state::JitState::call_point`]) would unroll the
+//! the interpreter's saved frames virtual, through a run-time branch, or,
+//! for `jit::specialize`, without one once the frames are as many as a
+//! virtual list holds, a recursion on constants:
+//! [`crate::compile::state::JitState::call_point`],
+//! [`crate::compile::state::Lineage::grew_recursion`]) would unroll the
 //! recursion until the compilation gives up. Instead the merge point
 //! *spills* the saved frames: each virtual frame's run-time values go onto
 //! the continuation stack ([`crate::run::contstack`]) as words, followed by

@@ -214,6 +214,30 @@ impl Lineage {
         self.visit(point, size, branches, Some(tag))
     }
 
+    /// [`Lineage::grew_tagged`] for a language-level recursion whose depth
+    /// is known while compiling: with `unrolled` (its saved frames as many
+    /// as a virtual list holds), a visit smaller at the same point counts
+    /// without a run-time branch between them, so that the recursion
+    /// spills instead of unrolling past what the list can hold.
+    pub fn grew_recursion(&mut self, point: u64, size: usize, branches: u64, tag: u64, unrolled: bool) -> (bool, bool) {
+        if !unrolled {
+            return self.grew_tagged(point, size, branches, tag);
+        }
+        let (mut grew, mut same) = (false, false);
+        let mut at = self.0.as_deref();
+        for _ in 0..Self::DEPTH {
+            let Some(v) = at else { break };
+            if v.size < size && v.point == point {
+                grew = true;
+                same |= tag == v.tag;
+            }
+            at = v.before.0.as_deref();
+        }
+        let before = std::mem::take(self);
+        *self = Lineage(Some(std::rc::Rc::new(Visit { point, size, branches, tag, before })));
+        (grew, same)
+    }
+
     /// Records the visit and searches the path's past (one scan): whether it
     /// grew at `point`, and from a visit tagged `tag` (`false` without one).
     fn visit(&mut self, point: u64, size: usize, branches: u64, tag: Option<u64>) -> (bool, bool) {

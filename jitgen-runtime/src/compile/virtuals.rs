@@ -613,6 +613,12 @@ impl VHeap {
     /// a new object (its type's constructor), or its backing object with
     /// the fields written back.
     pub fn force(&mut self, b: &mut ResidualBuilder, p: &VPtr) -> RedBox {
+        self.force_except(b, p, None)
+    }
+
+    /// [`VHeap::force`], leaving alone a list field that is the real `Vec`
+    /// at `moved` (see [`VHeap::write_back_returning`]).
+    fn force_except(&mut self, b: &mut ResidualBuilder, p: &VPtr, moved: Option<&RedBox>) -> RedBox {
         let i = match p {
             VPtr::Real(r) => return *r,
             VPtr::Virtual(i) => *i as usize,
@@ -633,6 +639,11 @@ impl VHeap {
         };
         let desc = o.desc;
         for (l, d) in self.objects[i].lists.iter_mut().zip(desc.lists) {
+            if let (VList::Real(src) | VList::Tail(src, ..), Some(moved)) = (&*l, moved) {
+                if src == moved {
+                    continue;
+                }
+            }
             let dest = b.red_offset(&addr, d.offset as u64);
             l.flush_tail(b);
             match l {
@@ -676,6 +687,20 @@ impl VHeap {
         for i in 0..self.objects.len() {
             if self.objects[i].backing.is_some() {
                 self.force(b, &VPtr::Virtual(i as u32));
+            }
+        }
+    }
+
+    /// [`VHeap::write_back`] at a return of the portal whose result is the
+    /// real `Vec` at `returned`, already complete in memory (its tail
+    /// stored by the return). A list field of a backed object that is that
+    /// `Vec` is the place the result was moved out of: its copy here is
+    /// stale (a tail stored again would repeat elements), and moving it
+    /// into the backing would empty the result. It is left alone.
+    pub fn write_back_returning(&mut self, b: &mut ResidualBuilder, returned: &RedBox) {
+        for i in 0..self.objects.len() {
+            if self.objects[i].backing.is_some() {
+                self.force_except(b, &VPtr::Virtual(i as u32), Some(returned));
             }
         }
     }

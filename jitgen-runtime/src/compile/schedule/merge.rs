@@ -214,7 +214,12 @@ impl<F: Frame> Compilation<F> {
         let mut key = st.key();
         if !self.versions.contains_key(&key) {
             if let Some((exact, point, depth)) = st.call_point() {
-                if let (true, same_lists) = st.lineage.grew_tagged(point, depth, self.b.branches, exact) {
+                // `jit::specialize` has no interpreter to leave a recursion
+                // on constants to: it spills one whose frames fill a virtual
+                // list. A portal declines it and compiles where the
+                // recursion's values are known only at run time.
+                let unrolled = !self.for_portal() && depth >= crate::compile::virtuals::MAX_VIRTUAL_PTRS;
+                if let (true, same_lists) = st.lineage.grew_recursion(point, depth, self.b.branches, exact, unrolled) {
                     // A language-level recursion: its saved frames go onto
                     // the continuation stack, and the call continues in
                     // the function's code for any depth (`compile::spill`).

@@ -1,0 +1,391 @@
+//! The procedure VM (interpreters/procvm): a stack VM written as a new user
+//! wrote one, whose procedures read and write their arguments through the
+//! frame's stack offset and return below it. Every run compares the whole
+//! final state with `jit::plain`: the operand stack and the output, where
+//! `PrintStack` writes the whole stack, the depth and the top frame.
+
+mod common;
+
+use procvm_interp::asm::assemble;
+use procvm_interp::programs;
+use procvm_interp::vm::{interpret, jit, Instruction};
+use std::sync::Mutex;
+
+/// What a run leaves: the operand stack and everything printed.
+#[derive(Debug, PartialEq)]
+struct Final {
+    stack: Vec<isize>,
+    output: String,
+}
+
+fn finished(stack: Vec<isize>, output: Vec<u8>) -> Final {
+    Final { stack, output: String::from_utf8(output).expect("the VM prints text") }
+}
+
+fn plain(code: &[Instruction]) -> Final {
+    let mut out = vec![];
+    let stack = jit::plain::interpret(code, &mut out);
+    finished(stack, out)
+}
+
+fn portal(code: &[Instruction]) -> Final {
+    let mut out = vec![];
+    let stack = interpret(code, &mut out);
+    finished(stack, out)
+}
+
+fn specialized(code: &[Instruction]) -> Final {
+    let mut out = vec![];
+    let stack = jit::specialize::interpret(code).call(&mut out);
+    finished(stack, out)
+}
+
+/// The threshold is the module's: tests that set it run one at a time.
+static THRESHOLD: Mutex<()> = Mutex::new(());
+
+/// Runs `code` through the portal at thresholds 0 and 1000 and through
+/// `jit::specialize`; each must leave what plain leaves. Where plain panics
+/// (an addition overflows), each must panic too; the result is then None.
+fn agree(code: &[Instruction], what: &dyn std::fmt::Display) -> Option<Final> {
+    let want = agree_through_portal(code, what);
+    let got = std::panic::catch_unwind(|| specialized(code)).ok();
+    assert_eq!(got, want, "{what}: specialized");
+    want
+}
+
+/// [`agree`] through the portal only: `jit::specialize` folds a recursion
+/// on constants (`fib(30)`) while compiling, which takes long.
+fn agree_through_portal(code: &[Instruction], what: &dyn std::fmt::Display) -> Option<Final> {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let want = catch_unwind(|| plain(code)).ok();
+    for threshold in [0, 1000] {
+        jit::config().set_threshold(threshold);
+        let got = catch_unwind(AssertUnwindSafe(|| portal(code))).ok();
+        assert_eq!(got, want, "{what}: portal at threshold {threshold}; decline: {:?}", jit::last_decline());
+    }
+    want
+}
+
+#[test]
+fn code_after_a_compiled_recursion_runs_once() {
+    let _one = THRESHOLD.lock().unwrap_or_else(|e| e.into_inner());
+    let code = assemble(&programs::fib(5, "Push 77\nPush 88")).unwrap();
+    let want = agree(&code, &"fib(5); Push 77; Push 88");
+    assert_eq!(want, Some(Final { stack: vec![8, 77, 88], output: String::new() }));
+    // fib(0) = fib(1) = 1: fib(n) is the (n + 1)th Fibonacci number.
+    for (n, fib) in [(25, 121393), (30, 1346269)] {
+        let code = assemble(&programs::fib(n, "Push 10\nPrint")).unwrap();
+        let want = agree_through_portal(&code, &format!("fib({n}); Push 10"));
+        assert_eq!(want, Some(Final { stack: vec![fib, 10], output: "10\n".into() }));
+    }
+    assert!(jit::stats().entries > 0, "{:?} {:?}", jit::stats(), jit::last_decline());
+}
+
+/// The same with the default threshold and its warm-up, in a child process
+/// (this test binary again): the threshold of a module cannot be unset.
+#[test]
+fn code_after_a_compiled_recursion_runs_once_at_the_default_threshold() {
+    assert!(common::run_child("child_code_after_a_compiled_recursion_at_the_default_threshold", None));
+}
+
+#[test]
+#[ignore = "run by code_after_a_compiled_recursion_runs_once_at_the_default_threshold in a child process"]
+fn child_code_after_a_compiled_recursion_at_the_default_threshold() {
+    for n in [5, 25, 30] {
+        let code = assemble(&programs::fib(n, "Push 10")).unwrap();
+        // Run again and again, as an embedder runs a program: the later
+        // runs use what the earlier ones compiled.
+        for _ in 0..4 {
+            assert_eq!(portal(&code), plain(&code), "fib({n})");
+        }
+    }
+    assert!(jit::stats().entries > 0, "{:?}", jit::stats());
+}
+
+/// Random programs whose returns hand over to the interpreter: with one
+/// case per flexswitch, a return to a second address goes on in execute
+/// mode and then in the interpreter, which must not run again what
+/// compiled code ran (a child process: the limit is the module's).
+#[test]
+fn random_procedure_programs_handing_over_agree_with_plain() {
+    assert!(common::run_child("child_random_procedure_programs_handing_over", None));
+}
+
+#[test]
+#[ignore = "run by random_procedure_programs_handing_over_agree_with_plain in a child process"]
+fn child_random_procedure_programs_handing_over() {
+    jit::config().set_max_cases(1);
+    let mut rng = common::Rng(0x5eed_5758);
+    for _ in 0..common::how_many(300) {
+        let source = ProgramWriter::program(rng.next());
+        let code = assemble(&source).unwrap_or_else(|e| panic!("{e}\n{source}"));
+        agree(&code, &source);
+    }
+    for n in [5, 12] {
+        let code = assemble(&programs::fib(n, "Push 77\nPush 88")).unwrap();
+        agree(&code, &format!("fib({n})"));
+    }
+    let s = jit::stats();
+    assert!(s.resumptions > 0 && s.spills > 0, "{s:?}");
+}
+
+#[test]
+fn a_loop_over_locals_agrees_with_plain() {
+    let _one = THRESHOLD.lock().unwrap_or_else(|e| e.into_inner());
+    let code = assemble(&programs::sum_loop(5000)).unwrap();
+    let want = agree(&code, &"sum_loop(5000)");
+    assert_eq!(want.map(|f| f.stack), Some(vec![5000 * 5001 / 2]));
+}
+
+#[test]
+fn the_assembler_refuses_malformed_programs_at_their_line() {
+    for (source, message) in [
+        ("Push x", "line 1: `x` is not a number"),
+        ("Push 1\nFoo", "line 2: unknown instruction `Foo`"),
+        ("Jump nowhere", "line 1: no label or procedure `nowhere`"),
+        ("Proc f\nRet", "line 1: `Proc` without `End`"),
+        ("End", "line 1: `End` without `Proc`"),
+        ("label a\nlabel a", "line 2: `a` is defined twice"),
+        ("Get -1", "line 1: `-1` is negative"),
+        ("Call", "line 1: `Call` needs an operand"),
+    ] {
+        assert_eq!(assemble(source), Err(message.to_string()), "{source}");
+    }
+}
+
+/// Writes random programs of the VM's shape in its assembly language:
+/// procedures that call themselves and each other (argument 0 is fuel,
+/// one less at each call, so every recursion ends), arguments read and
+/// written through the frame's offset, locals, loops, forward branches,
+/// early returns, and straight-line code after every call. Heights are
+/// tracked, so no program pops an empty stack or reads past it.
+struct ProgramWriter {
+    rng: common::Rng,
+    lines: Vec<String>,
+    labels: usize,
+    /// Per procedure: its arity, and how many values it leaves above its
+    /// arguments when it returns.
+    procs: Vec<(usize, usize)>,
+    /// Calls written so far in the procedure (or main code) being written:
+    /// at most two per procedure, so that a call makes at most 2^fuel.
+    calls: u32,
+}
+
+/// Where a block is written: in a procedure (its arity and what its
+/// returns leave) or the main code, inside how many loops and branches.
+#[derive(Clone, Copy)]
+struct Place {
+    arity: Option<usize>,
+    leaves: usize,
+    calls: bool,
+    /// Values below this height may not be consumed: in a loop, its
+    /// counter is the one below (and may not be written either).
+    floor: usize,
+    depth: u32,
+    in_loop: bool,
+}
+
+impl ProgramWriter {
+    fn line(&mut self, s: String) {
+        self.lines.push(s);
+    }
+
+    fn label(&mut self) -> String {
+        self.labels += 1;
+        format!("L{}", self.labels)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.rng.below(n)
+    }
+
+    /// Moves the height from `h` to `to` with pushes or pops.
+    fn settle(&mut self, h: &mut usize, to: usize) {
+        while *h > to {
+            self.line("Pop".into());
+            *h -= 1;
+        }
+        while *h < to {
+            let k = self.below(7) as isize - 2;
+            self.line(format!("Push {k}"));
+            *h += 1;
+        }
+    }
+
+    /// A block starting at height `h` (above the frame's offset) that
+    /// ends at height `end` (None: any); returns the height it ends at.
+    fn block(&mut self, mut h: usize, place: Place, end: Option<usize>) -> usize {
+        let n = self.below(9);
+        for _ in 0..n {
+            h = self.step(h, place);
+        }
+        if let Some(end) = end {
+            self.settle(&mut h, end);
+        }
+        h
+    }
+
+    fn step(&mut self, mut h: usize, place: Place) -> usize {
+        match self.below(20) {
+            0 | 1 => {
+                let k = self.below(9) as isize - 3;
+                self.line(format!("Push {k}"));
+                h += 1;
+            }
+            2 if h > place.floor => {
+                self.line("Pop".into());
+                h -= 1;
+            }
+            3 | 4 if h >= place.floor + 2 => {
+                let op = if self.below(2) == 0 { "Add" } else { "Sub" };
+                self.line(op.into());
+                h -= 1;
+            }
+            5 if h > place.floor => {
+                let op = if self.below(2) == 0 { "Incr" } else { "Decr" };
+                self.line(op.into());
+            }
+            6 | 7 if place.arity.is_some() => {
+                let i = self.below(place.arity.unwrap() as u64);
+                self.line(format!("GetArg {i}"));
+                h += 1;
+            }
+            8 if h > place.floor && place.arity.is_some() => {
+                // Argument 0 is the fuel: it only goes down.
+                let arity = place.arity.unwrap() as u64;
+                if arity > 1 {
+                    let i = 1 + self.below(arity - 1);
+                    self.line(format!("SetArg {i}"));
+                }
+            }
+            9 if h >= 1 => {
+                let i = self.below(h as u64);
+                self.line(format!("Get {i}"));
+                h += 1;
+            }
+            10 if h > place.floor => {
+                // Any local but a loop's counter (just below the floor).
+                let mut i = self.below(h as u64) as usize;
+                if place.in_loop && i + 1 == place.floor {
+                    i = h - 1;
+                }
+                self.line(format!("Set {i}"));
+            }
+            11 if h >= 1 => self.line("Print".into()),
+            12 => self.line("PrintStack".into()),
+            13..=15 if place.calls && self.calls < 2 && !self.procs.is_empty() => {
+                self.calls += 1;
+                let q = self.below(self.procs.len() as u64) as usize;
+                let (arity, leaves) = self.procs[q];
+                // Argument 0, the fuel, is the last pushed (just below the
+                // callee's offset).
+                for _ in 1..arity {
+                    let k = self.below(9) as isize - 3;
+                    self.line(format!("Push {k}"));
+                }
+                match place.arity {
+                    Some(_) => self.line("GetArg 0\nDecr".into()),
+                    None => {
+                        let fuel = self.below(8);
+                        self.line(format!("Push {fuel}"));
+                    }
+                }
+                self.line(format!("Call p{q}"));
+                h += arity + leaves;
+                // Straight-line code after the return.
+                for _ in 0..self.below(3) {
+                    let k = self.below(5);
+                    self.line(format!("Push {k}"));
+                    h += 1;
+                }
+                if self.below(2) == 0 {
+                    self.line("PrintStack".into());
+                }
+            }
+            16 | 17 if h > place.floor && place.depth < 2 => {
+                // if (top passes) { pop; then } else { pop; else }
+                let jump = ["JE", "JNE", "JGT", "JLT", "JGE", "JLE"][self.below(6) as usize];
+                let (taken, join) = (self.label(), self.label());
+                self.line(format!("{jump} {taken}"));
+                self.line("Pop".into());
+                let inner = Place { depth: place.depth + 1, ..place };
+                self.block(h - 1, inner, Some(h - 1));
+                self.line(format!("Jump {join}"));
+                self.line(format!("label {taken}"));
+                if place.arity.is_some() && self.below(3) == 0 {
+                    // An early return.
+                    let mut at = h - 1;
+                    self.settle(&mut at, place.leaves);
+                    self.line("Ret".into());
+                } else {
+                    self.block(h - 1, inner, Some(h - 1));
+                }
+                self.line(format!("label {join}"));
+                h -= 1;
+            }
+            18 | 19 if place.depth < 2 && !place.in_loop => {
+                // A counted loop: the counter on top, popped at the exit.
+                let count = self.below(if place.arity.is_some() { 4 } else { 13 });
+                let (head, exit) = (self.label(), self.label());
+                self.line(format!("Push {count}\nlabel {head}\nJLE {exit}"));
+                let inner = Place {
+                    depth: place.depth + 1,
+                    floor: h + 1,
+                    in_loop: true,
+                    calls: place.calls && place.arity.is_none(),
+                    ..place
+                };
+                self.block(h + 1, inner, Some(h + 1));
+                self.line(format!("Decr\nJump {head}\nlabel {exit}"));
+            }
+            _ => {}
+        }
+        h
+    }
+
+    fn program(seed: u64) -> String {
+        let mut w = ProgramWriter { rng: common::Rng(seed | 1), lines: vec![], labels: 0, procs: vec![], calls: 0 };
+        let nprocs = w.below(4) as usize;
+        w.procs = (0..nprocs).map(|_| (1 + w.below(3) as usize, w.below(3) as usize)).collect();
+        for (k, &(arity, leaves)) in w.procs.clone().iter().enumerate() {
+            let base = w.label();
+            w.line(format!("Proc p{k}\nGetArg 0\nJLE {base}\nPop"));
+            w.calls = 0;
+            let place = Place { arity: Some(arity), leaves, calls: true, floor: 0, depth: 0, in_loop: false };
+            w.block(0, place, Some(leaves));
+            w.line(format!("Ret\nlabel {base}"));
+            w.block(0, Place { calls: false, ..place }, Some(leaves));
+            w.line("Ret\nEnd".into());
+        }
+        let main = Place { arity: None, leaves: 0, calls: true, floor: 0, depth: 0, in_loop: false };
+        w.calls = 0;
+        let h = w.block(0, main, None);
+        for _ in 0..w.below(3) {
+            w.line(format!("Push {h}"));
+        }
+        if w.below(2) == 0 {
+            w.line("PrintStack".into());
+        }
+        w.lines.join("\n")
+    }
+}
+
+/// Random programs of the VM's shape agree with plain in their whole final
+/// state, through the portal at thresholds 0 and 1000 and through
+/// `jit::specialize`. `JITGEN_RANDOM_PROGRAMS` sets how many.
+#[test]
+fn random_procedure_programs_agree_with_plain() {
+    let _one = THRESHOLD.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rng = common::Rng(0x5eed_5757);
+    let (mut recursed, mut panicked, n) = (0, 0, common::how_many(300));
+    for _ in 0..n {
+        let source = ProgramWriter::program(rng.next());
+        let code = assemble(&source).unwrap_or_else(|e| panic!("{e}\n{source}"));
+        match agree(&code, &source) {
+            Some(want) => recursed += want.output.contains("depth 3") as usize,
+            None => panicked += 1,
+        }
+    }
+    // Some programs print at a depth of three frames; few overflow.
+    assert!(recursed > 0 && panicked * 10 < n, "{recursed} printed frames, {panicked} of {n} panicked");
+}
