@@ -26,6 +26,17 @@ fn specialized(code: &[Op]) -> Result<i64, Error> {
     jit::specialize::Machine::run(&mut Machine::new(code.to_vec()))
 }
 
+/// One way to run the machine: `jit::plain`, the portal or `jit::specialize`.
+type Way = fn(&mut Machine) -> Result<i64, Error>;
+const PLAIN: Way = jit::plain::Machine::run;
+const PORTAL: Way = Machine::run;
+const SPECIALIZED: Way = jit::specialize::Machine::run;
+
+/// The result and the machine left behind (see [`common::whole`]).
+fn whole(code: &[Op], way: Way) -> (Result<i64, Error>, String) {
+    common::whole(Machine::new(code.to_vec()), way)
+}
+
 #[test]
 fn recursive_programs_agree_with_plain() {
     jit::config().set_threshold(0);
@@ -129,11 +140,11 @@ fn random_recursive_programs_agree_with_plain() {
     let (mut calls, mut failed) = (0, 0);
     for _ in 0..common::how_many(300) {
         let code = random_recursive_program(&mut rng);
-        let want = plain(&code);
+        let want = whole(&code, PLAIN);
         calls += code.iter().filter(|op| matches!(op, Call(..) | CallInOrder(..))).count();
-        failed += want.is_err() as u32;
-        assert_eq!(portal(&code), want, "{code:?}");
-        assert_eq!(specialized(&code), want, "{code:?}");
+        failed += want.0.is_err() as u32;
+        assert_eq!(whole(&code, PORTAL), want, "{code:?}");
+        assert_eq!(whole(&code, SPECIALIZED), want, "{code:?}");
     }
     assert!(calls > 300 && failed > 0, "{calls} calls, {failed} failed");
 }
@@ -177,11 +188,13 @@ mod valued {
         TypeError,
     }
 
+    #[derive(Debug)]
     pub struct Frame {
         pub back: usize,
         pub locals: Vec<Value>,
     }
 
+    #[derive(Debug)]
     pub struct Machine {
         pub code: Vec<Op>,
         pub stack: Vec<Value>,
@@ -291,14 +304,19 @@ fn child_recursions_on_enum_values() {
     let mut programs: Vec<Vec<valued::Op>> =
         (10..=16).map(|n| valued(&fib(n))).chain([valued(&ackermann(2, 3)), valued(&down(300, 0))]).collect();
     programs.extend((0..common::how_many(100)).map(|_| valued(&random_recursive_program(&mut rng))));
+    // The result and the machine left behind (its operand stack, frames and
+    // instruction pointer; see `common::whole`).
+    let whole = |code: &[valued::Op], way: fn(&mut Machine) -> Result<valued::Value, valued::Error>| {
+        common::whole(machine(code), way)
+    };
     let mut failed = 0;
     for code in &programs {
-        let want = jit::plain::Machine::run(&mut machine(code));
-        failed += want.is_err() as u32;
+        let want = whole(code, jit::plain::Machine::run);
+        failed += want.0.is_err() as u32;
         for _ in 0..3 {
-            assert_eq!(machine(code).run(), want, "{code:?}");
+            assert_eq!(whole(code, Machine::run), want, "{code:?}");
         }
-        assert_eq!(jit::specialize::Machine::run(&mut machine(code)), want, "{code:?}");
+        assert_eq!(whole(code, jit::specialize::Machine::run), want, "{code:?}");
     }
     assert_eq!(jit::plain::Machine::run(&mut machine(&valued(&fib(16)))), Ok(valued::Value::Int(987)));
     let s = jit::stats();

@@ -30,6 +30,13 @@ fn specialized(f: &[Function], args: &[i64]) -> Result<i64, Error> {
     run_with(f, args, jit::specialize::Vm::run)
 }
 
+/// The result and the machine left behind (see [`common::whole`]).
+fn whole(functions: &[Function], args: &[i64], run: fn(&mut Vm) -> Result<i64, Error>) -> (Result<i64, Error>, String) {
+    let mut vm = Vm::new(functions.to_vec());
+    vm.prepare(0, args);
+    common::whole(vm, run)
+}
+
 fn one(arity: usize, code: Vec<Op>) -> Vec<Function> {
     vec![Function { arity, code }]
 }
@@ -121,11 +128,11 @@ fn random_programs_agree_with_plain() {
     let (mut calls, mut failed) = (0, 0);
     for _ in 0..common::how_many(200) {
         let (f, args) = random_program(&mut rng);
-        let want = plain(&f, &args);
+        let want = whole(&f, &args, jit::plain::Vm::run);
         calls += f.iter().flat_map(|f| &f.code).filter(|op| matches!(op, Call(..))).count();
-        failed += want.is_err() as u32;
-        assert_eq!(portal(&f, &args), want, "{f:?} {args:?}");
-        assert_eq!(specialized(&f, &args), want, "{f:?} {args:?}");
+        failed += want.0.is_err() as u32;
+        assert_eq!(whole(&f, &args, Vm::run), want, "{f:?} {args:?}");
+        assert_eq!(whole(&f, &args, jit::specialize::Vm::run), want, "{f:?} {args:?}");
     }
     assert!(calls > 200 && failed > 0, "{calls} calls, {failed} failed");
 }

@@ -20,7 +20,10 @@ use interp::{describe, Out};
 /// printed.
 type Outcome = (Result<String, String>, Vec<String>);
 
-fn run(a: &asm::Assembled, input: i64, use_jit: bool) -> Outcome {
+/// A run's outcome and the heap it leaves (every cell and object, in
+/// order): the whole state `run` leaves behind (its stack and frames are
+/// its own locals).
+fn run(a: &asm::Assembled, input: i64, use_jit: bool) -> (Outcome, String) {
     let mut heap = Heap::default();
     let mut out = Out::default();
     let r = if use_jit {
@@ -28,15 +31,17 @@ fn run(a: &asm::Assembled, input: i64, use_jit: bool) -> Outcome {
     } else {
         jit::plain::run(&a.program, input, &mut heap, &mut out)
     };
-    (r.map(|v| interp::show(&heap, v)).map_err(|e| describe(&e, &a.strings)), out.lines)
+    let outcome = (r.map(|v| interp::show(&heap, v)).map_err(|e| describe(&e, &a.strings)), out.lines);
+    (outcome, format!("{heap:?}"))
 }
 
-/// Runs under both, asserts they agree, and returns the outcome.
+/// Runs under both, asserts they agree (the heaps they leave too), and
+/// returns the outcome.
 fn both(a: &asm::Assembled, input: i64, what: &str) -> Outcome {
     let want = run(a, input, false);
     let got = run(a, input, true);
     assert_eq!(got, want, "{what} (input {input}) differs under the JIT");
-    want
+    want.0
 }
 
 /// The tests set the module's threshold and read its statistics, which are
@@ -942,12 +947,12 @@ fn child_recursive_code_is_kept_over_many_runs() {
     }
     let fib = program("fib_recursive");
     for _ in 0..8 {
-        assert_eq!(run(&fib, 30, true).0, Ok("832040".into()));
+        assert_eq!(run(&fib, 30, true).0 .0, Ok("832040".into()));
     }
     let before = jit::stats();
     assert!(before.spills > 0, "{before:?}");
     for _ in 0..4 {
-        assert_eq!(run(&fib, 30, true).0, Ok("832040".into()));
+        assert_eq!(run(&fib, 30, true).0 .0, Ok("832040".into()));
     }
     let s = jit::stats();
     assert!(s.entries - before.entries >= 4, "compiled code still runs each time: {s:?} {:?}", jit::last_decline());

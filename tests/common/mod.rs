@@ -68,6 +68,16 @@ impl Rng {
     }
 }
 
+/// The whole state a run leaves: what `way` (`jit::plain`, the portal or
+/// `jit::specialize`) returns, and the machine it ran on, printed whole (its
+/// operand stack, frames, counters). Random-program tests compare this, not
+/// only the result: code after a return can be wrong where the result is
+/// right.
+pub fn whole<M: std::fmt::Debug, R>(mut machine: M, way: fn(&mut M) -> R) -> (R, String) {
+    let r = way(&mut machine);
+    (r, format!("{machine:?}"))
+}
+
 /// How many random programs of each kind to run: `JITGEN_RANDOM_PROGRAMS`,
 /// else `default`.
 pub fn how_many(default: usize) -> usize {

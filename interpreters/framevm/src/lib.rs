@@ -68,6 +68,7 @@ pub mod vm {
 
     /// The machine: the program, the shared operand stack, the frames (the
     /// outermost one made by `new`) and the instruction pointer.
+    #[derive(Debug)]
     pub struct Machine {
         pub code: Vec<Op>,
         pub stack: Vec<i64>,

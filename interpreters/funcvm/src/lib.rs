@@ -77,6 +77,7 @@ pub mod vm {
     }
 
     /// The machine.
+    #[derive(Debug)]
     pub struct Vm {
         functions: Vec<Function>,
         stack: Vec<i64>,

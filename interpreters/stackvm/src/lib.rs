@@ -118,6 +118,7 @@ pub mod vm {
     pub type CallStack = Vec<Frame>;
 
     /// The machine.
+    #[derive(Debug)]
     pub struct Vm {
         code: Vec<Instruction>,
         pc: usize,
