@@ -116,7 +116,7 @@ fn random_procedure_programs_handing_over_agree_with_plain() {
 fn child_random_procedure_programs_handing_over() {
     jit::config().set_max_cases(1);
     let mut rng = common::Rng(0x5eed_5758);
-    for _ in 0..common::how_many(300) {
+    for _ in 0..common::how_many(500) {
         let source = ProgramWriter::program(rng.next());
         let code = assemble(&source).unwrap_or_else(|e| panic!("{e}\n{source}"));
         agree(&code, &source);
@@ -377,7 +377,7 @@ impl ProgramWriter {
 fn random_procedure_programs_agree_with_plain() {
     let _one = THRESHOLD.lock().unwrap_or_else(|e| e.into_inner());
     let mut rng = common::Rng(0x5eed_5757);
-    let (mut recursed, mut panicked, n) = (0, 0, common::how_many(300));
+    let (mut recursed, mut panicked, n) = (0, 0, common::how_many(1500));
     for _ in 0..n {
         let source = ProgramWriter::program(rng.next());
         let code = assemble(&source).unwrap_or_else(|e| panic!("{e}\n{source}"));
