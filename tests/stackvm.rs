@@ -700,7 +700,7 @@ fn a_machine_of_enum_values_in_vec_fields_compiles() {
     common::assert_loops_in_registers(&dynvm::jit::portal_listings());
 }
 
-/// Recursion of the interpreted program (issue 24): fibonacci, a recursion
+/// Recursion of the interpreted program: fibonacci, a recursion
 /// 10^5 frames deep (the VM's frames are a `Vec`, on the heap), and an error
 /// raised at its bottom, through the portal and `jit::specialize`. The VM
 /// reads its current frame in place (`frames.last()` at every `Load`), and

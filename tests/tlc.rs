@@ -883,7 +883,7 @@ fn child_random_call_programs_agree() {
     assert!(!why.contains("panicked") && !why.contains("jitgen bug"), "{why}");
 }
 
-/// Language-level recursion compiles (issue 24): the saved frames of a
+/// Language-level recursion compiles: the saved frames of a
 /// recursion are spilled onto the continuation stack and the recursive call
 /// runs the function's compiled code again. Fibonacci, recursion 10^5 deep,
 /// and random programs with recursion, mutual recursion and type errors

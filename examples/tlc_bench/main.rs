@@ -327,7 +327,7 @@ fn machine_fib(n: i64, use_jit: bool) -> String {
     FIB.with(|p| format!("{:?}", if use_jit { m.run(p, 0, n) } else { rec::jit::plain::Machine::run(&mut m, p, 0, n) }))
 }
 
-/// The other interpreters' programs with targets (issue 24).
+/// The other interpreters' programs with targets.
 const OTHERS: &[Other] = &[
     ("subroutines", "countdown 3,000,000", |j| countdown(3_000_000, j), subroutines_interp::sub::jit::stats),
     ("subroutines", "countdown 30,000,000", |j| countdown(30_000_000, j), subroutines_interp::sub::jit::stats),

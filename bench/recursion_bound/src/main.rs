@@ -13,7 +13,7 @@
 //!   on the operand stack's buffer and a frame of two words pushed on the
 //!   frames' buffer (each with a capacity test), both popped at the return.
 //!
-//! The ratios to plain are the bound on issue 24's 10x target for each
+//! The ratios to plain are the bound on the 10x target of recursion for each
 //! design (figures in PERFORMANCE.md).
 
 use cranelift_codegen::ir::{condcodes::IntCC, types::I64, AbiParam, InstBuilder, MemFlagsData, UserFuncName};

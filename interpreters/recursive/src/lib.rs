@@ -1,7 +1,7 @@
 //! An interpreter whose calls recurse in Rust: its portal calls itself once
-//! per call of the interpreted program (the second style of issue 24), with
-//! an operand stack worked on by helpers that take it by `&mut`, as Rust
-//! programmers write them. Compiled code calls the code of the called
+//! per call of the interpreted program (the other way to write calls, beside
+//! frames saved in a `Vec`), with an operand stack worked on by helpers that
+//! take it by `&mut`, as Rust programmers write them. Compiled code calls the code of the called
 //! function directly (see `jitgen_runtime::direct`).
 
 use jitgen::prelude::*;
