@@ -129,6 +129,32 @@ fn child_random_procedure_programs_handing_over() {
     assert!(s.resumptions > 0 && s.spills > 0, "{s:?}");
 }
 
+/// Calls deeper than a virtual list of frames holds, through procedures
+/// each reached first at that depth (a chain, no recursion), and a mutual
+/// recursion: `jit::specialize` puts the frames on the continuation stack
+/// where they would overflow the list (it has no interpreter to leave them
+/// to), and the code after each return runs once.
+#[test]
+fn calls_deeper_than_a_virtual_list_agree_with_plain() {
+    let _one = THRESHOLD.lock().unwrap_or_else(|e| e.into_inner());
+    let mut chain = String::new();
+    for k in 0..7 {
+        // p_k(x) = x + p_k+1(x + 1): the callee's result replaces its argument.
+        chain.push_str(&format!("Proc p{k}\nGetArg 0\nIncr\nCall p{}\nAdd\nRet\nEnd\n", k + 1));
+    }
+    chain.push_str("Proc p7\nPush 100\nPrintStack\nSetArg 0\nPop\nRet\nEnd\nPush 1\nCall p0\nPush 5\nPrintStack");
+    let code = assemble(&chain).unwrap();
+    let want = agree(&code, &chain).expect("no overflow");
+    assert_eq!(want.stack, vec![1 + 2 + 3 + 4 + 5 + 6 + 7 + 100, 5]);
+    let parity = "Proc even\nGetArg 0\nJLE zero\nPop\nGetArg 0\nDecr\nCall odd\nSetArg 0\nPop\nRet\n\
+                  label zero\nPush 1\nSetArg 0\nPop\nRet\nEnd\n\
+                  Proc odd\nGetArg 0\nJLE zero2\nPop\nGetArg 0\nDecr\nCall even\nSetArg 0\nPop\nRet\n\
+                  label zero2\nPush 0\nSetArg 0\nPop\nRet\nEnd\n\
+                  Push 9\nCall even\nPush 77";
+    let code = assemble(parity).unwrap();
+    assert_eq!(agree(&code, &parity).map(|f| f.stack), Some(vec![0, 77]));
+}
+
 #[test]
 fn a_loop_over_locals_agrees_with_plain() {
     let _one = THRESHOLD.lock().unwrap_or_else(|e| e.into_inner());

@@ -1111,7 +1111,12 @@ impl<'g> Gen<'g> {
                 let x = self.operand(fi, x, &Repr::VPtr)?;
                 quote!({
                     let __x = #x;
-                    match #l.push(&mut __c.b, &mut __st.heap, &#desc, __x) {
+                    let __pushed = if __c.for_portal() {
+                        #l.push(&mut __c.b, &mut __st.heap, &#desc, __x)
+                    } else {
+                        #l.push_spilling(&mut __c.b, &mut __st.heap, &#desc, __x)
+                    };
+                    match __pushed {
                         Ok(true) => __st.forget_fields(),
                         Ok(false) => {}
                         Err(()) => #too_deep,

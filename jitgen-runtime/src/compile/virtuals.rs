@@ -371,6 +371,29 @@ impl VPList {
         }
     }
 
+    /// [`VPList::push`] for a compilation that has no interpreter to leave
+    /// a deep recursion to (`jit::specialize`'s): a virtual list that would
+    /// grow past the limit goes onto the continuation stack, as in execute
+    /// mode, instead of failing. A portal's compilation declines there and
+    /// compiles where the recursion is entered from memory.
+    pub fn push_spilling(
+        &mut self,
+        b: &mut ResidualBuilder,
+        heap: &mut VHeap,
+        desc: &VDesc,
+        x: VPtr,
+    ) -> Result<bool, ()> {
+        match self {
+            VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS => {
+                if !crate::compile::spill::spill_list(self, b, heap, desc.reads_in_place, &[], false) {
+                    return Err(());
+                }
+                self.push(b, heap, desc, x).map(|_| true)
+            }
+            _ => self.push(b, heap, desc, x),
+        }
+    }
+
     /// Whether a `pop` would resume on the continuation stack: a spilled
     /// list with no virtual element left.
     pub fn pops_spilled(&self) -> bool {
