@@ -205,13 +205,13 @@ impl Lineage {
     /// a loop that grew, or a language-level recursion through a run-time
     /// branch (one whose depth is known while compiling unrolls).
     pub fn grew(&mut self, point: u64, size: usize, branches: u64) -> bool {
-        self.visit(point, size, branches, None).0
+        self.visit(point, size, branches, None, branches).0
     }
 
     /// [`Lineage::grew`], the visit carrying `tag`; also whether the path
     /// grew from a visit with the same tag (at any point).
     pub fn grew_tagged(&mut self, point: u64, size: usize, branches: u64, tag: u64) -> (bool, bool) {
-        self.visit(point, size, branches, Some(tag))
+        self.visit(point, size, branches, Some(tag), branches)
     }
 
     /// [`Lineage::grew_tagged`] for a language-level recursion whose depth
@@ -220,32 +220,19 @@ impl Lineage {
     /// without a run-time branch between them, so that the recursion
     /// spills instead of unrolling past what the list can hold.
     pub fn grew_recursion(&mut self, point: u64, size: usize, branches: u64, tag: u64, unrolled: bool) -> (bool, bool) {
-        if !unrolled {
-            return self.grew_tagged(point, size, branches, tag);
-        }
-        let (mut grew, mut same) = (false, false);
-        let mut at = self.0.as_deref();
-        for _ in 0..Self::DEPTH {
-            let Some(v) = at else { break };
-            if v.size < size && v.point == point {
-                grew = true;
-                same |= tag == v.tag;
-            }
-            at = v.before.0.as_deref();
-        }
-        let before = std::mem::take(self);
-        *self = Lineage(Some(std::rc::Rc::new(Visit { point, size, branches, tag, before })));
-        (grew, same)
+        self.visit(point, size, if unrolled { u64::MAX } else { branches }, Some(tag), branches)
     }
 
-    /// Records the visit and searches the path's past (one scan): whether it
-    /// grew at `point`, and from a visit tagged `tag` (`false` without one).
-    fn visit(&mut self, point: u64, size: usize, branches: u64, tag: Option<u64>) -> (bool, bool) {
+    /// Records the visit (with `branches` recorded) and searches the path's
+    /// past (one scan): whether it grew at `point` from a visit with fewer
+    /// branches than `since`, and from a visit tagged `tag` (`false` without
+    /// one).
+    fn visit(&mut self, point: u64, size: usize, since: u64, tag: Option<u64>, branches: u64) -> (bool, bool) {
         let (mut grew, mut same) = (false, false);
         let mut at = self.0.as_deref();
         for _ in 0..Self::DEPTH {
             let Some(v) = at else { break };
-            if v.size < size && v.branches < branches {
+            if v.size < size && v.branches < since {
                 grew |= v.point == point;
                 same |= tag == Some(v.tag);
                 if grew && (same || tag.is_none()) {

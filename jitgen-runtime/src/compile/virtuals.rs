@@ -21,7 +21,11 @@
 //! the real object they were loaded from at a portal's entry. Forcing one writes its fields back into the
 //! backing object (stores, and [`crate::run::heap::vec_store`] /
 //! [`crate::run::heap::vec_move`] for lists) and makes it real again; every
-//! return of residual code writes them back ([`VHeap::write_back`]).
+//! return of residual code writes them back ([`VHeap::write_back`]). A
+//! return whose result is a `Vec` moved out of one makes the result complete
+//! in memory first and leaves that field alone: the field's copy of the list
+//! is the dead one, and storing its tail again would repeat its elements
+//! ([`VHeap::write_back_returning`]).
 //! Residual code may keep them in registers in between because the
 //! interpreter gave it a `&mut` to the frame: nothing else can read the
 //! frame while residual code runs, except what residual code itself calls,
