@@ -1,6 +1,8 @@
 //! Whatever the input, the annotator answers with graphs or with errors: it
 //! never panics. Every example interpreter is mutated one token at a time
-//! (deleted, or replaced by another token of the same file) and annotated.
+//! (deleted, or replaced by another token of the same file) and annotated:
+//! every token in the deep tier (`JITGEN_DEEP=1`), every seventh in the fast
+//! tier.
 
 use proc_macro2::TokenTree;
 
@@ -43,7 +45,8 @@ fn mutated_interpreters_never_panic() {
         let mut toks = vec![];
         flatten(ts, &mut toks);
         let replacements = ["0", "x", "+", "!", ";", "&", "as", "match", "hint", "."];
-        for i in 0..toks.len() {
+        let deep = std::env::var_os("JITGEN_DEEP").is_some_and(|v| v != "0");
+        for i in (0..toks.len()).step_by(if deep { 1 } else { 7 }) {
             for r in std::iter::once("").chain(replacements) {
                 let mut m = toks.clone();
                 m[i] = r.to_string();
@@ -55,7 +58,7 @@ fn mutated_interpreters_never_panic() {
             }
         }
     }
-    assert!(runs > 5000, "{runs}");
+    assert!(runs > 1000, "{runs}");
     // Most mutants are rejected, a few still are valid interpreters.
     assert!(accepted > 0 && accepted < runs, "{accepted} of {runs}");
 }

@@ -5,7 +5,7 @@
 //! missing one a failure.
 
 #[allow(dead_code)]
-#[path = "../examples/tlc_bench/peers.rs"]
+#[path = "../../examples/tlc_bench/peers.rs"]
 mod peers;
 
 use std::path::PathBuf;

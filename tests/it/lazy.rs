@@ -43,8 +43,16 @@ fn a_side_never_taken_is_never_compiled() {
 /// registers are a virtual list).
 const SQUARE: &[u8] = &[7, 3, 1, 0, 1, 1, 4, 0, 1, 2, 4, 1, 8, 5, 0, 1, 0, 2, 2, 5, 1, 1, 2, 2, 0, 3, 10, 2, 2, 6];
 
+/// In a child process: it sets TLR's budget, which other modules'
+/// tests would compile under in this process, and reads its counters.
 #[test]
 fn compilations_cut_by_their_budget_finish_correctly() {
+    assert!(crate::common::run_child("child_compilations_cut_by_their_budget_finish_correctly", None));
+}
+
+#[test]
+#[ignore = "run by compilations_cut_by_their_budget_finish_correctly in a child process"]
+fn child_compilations_cut_by_their_budget_finish_correctly() {
     use interp::tlr::{self, jit};
     jit::config().set_threshold(0);
     jit::config().set_max_ops(4);

@@ -2,7 +2,7 @@
 //! are promoted, so dispatch continues in compiled code per return site.
 //! Every result and error is compared with `jit::plain`.
 
-mod common;
+use crate::common;
 
 use subroutines_interp as interp;
 

@@ -7,7 +7,7 @@
 //! `JITGEN_RANDOM_PROGRAMS=N` runs N random programs of each kind instead of
 //! the default.
 
-mod common;
+use crate::common;
 
 use tlc_interp as interp;
 use tlc_interp::{asm, programs};
@@ -961,6 +961,7 @@ fn child_recursive_code_is_kept_over_many_runs() {
 /// Runs one ignored test of this binary in a child process: a fresh
 /// process, whose hot-spot policy is the default one (the tests above set
 /// explicit thresholds, which are exact and have no warm-up).
+#[track_caller]
 fn run_child(test: &str) -> bool {
     common::run_child(test, None)
 }

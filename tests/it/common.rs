@@ -78,10 +78,42 @@ pub fn whole<M: std::fmt::Debug, R>(mut machine: M, way: fn(&mut M) -> R) -> (R,
     (r, format!("{machine:?}"))
 }
 
-/// How many random programs of each kind to run: `JITGEN_RANDOM_PROGRAMS`,
-/// else `default`.
-pub fn how_many(default: usize) -> usize {
-    std::env::var("JITGEN_RANDOM_PROGRAMS").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+/// Whether this is the deep tier (`JITGEN_DEEP=1`): every random-program
+/// test runs its full count (`how_many`), and the fixed inputs that cost most
+/// in a debug build (`jit::specialize` on the largest recursions) are run at
+/// their full size.
+pub fn deep() -> bool {
+    std::env::var_os("JITGEN_DEEP").is_some_and(|v| v != "0")
+}
+
+/// How many random programs of a kind to run: `JITGEN_RANDOM_PROGRAMS` if
+/// set; else `deep` in the deep tier, and a tenth of it (at least 5) in the
+/// fast tier that `cargo test --workspace` runs.
+pub fn how_many(deep: usize) -> usize {
+    match std::env::var("JITGEN_RANDOM_PROGRAMS").ok().and_then(|s| s.parse().ok()) {
+        Some(n) => n,
+        None if self::deep() => deep,
+        None => (deep / 10).max(5),
+    }
+}
+
+/// One lock per example interpreter that several modules of this binary
+/// configure: a test changing `jit::config()` of TLR, or reading its
+/// `jit::stats()`, holds it.
+pub static TLR: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes `lock`, also after another test failed holding it.
+pub fn lock(lock: &'static std::sync::Mutex<()>) -> std::sync::MutexGuard<'static, ()> {
+    lock.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The full name of the test `test` of the module whose file called this
+/// (`tests/it/stackvm.rs` calling with `child_x` gives `stackvm::child_x`).
+#[track_caller]
+pub fn test_path(test: &str) -> String {
+    let file = std::panic::Location::caller().file();
+    let module = std::path::Path::new(file).file_stem().and_then(|s| s.to_str()).expect("a test module's file");
+    format!("{module}::{test}")
 }
 
 /// Asserts that `listings` compiled a loop, and that no loop calls, loads
@@ -95,12 +127,13 @@ pub fn assert_loops_in_registers(listings: &[String]) {
     }
 }
 
-/// Runs the ignored test `test` of this test binary in a child process
+/// Runs the ignored test `test` of the calling module in a child process
 /// (the JIT's settings and counters are per process), with
 /// `JITGEN_THRESHOLD` set to `threshold`, or unset; whether it passed.
+#[track_caller]
 pub fn run_child(test: &str, threshold: Option<&str>) -> bool {
     let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary"));
-    cmd.args([test, "--exact", "--ignored", "--nocapture"]);
+    cmd.args([&test_path(test), "--exact", "--ignored", "--nocapture"]);
     match threshold {
         Some(t) => cmd.env("JITGEN_THRESHOLD", t),
         None => cmd.env_remove("JITGEN_THRESHOLD"),

@@ -6,7 +6,7 @@
 //! by `&mut`, and errors raised deep inside recursion agree with
 //! `jit::plain`.
 
-mod common;
+use crate::common;
 
 /// Runs the method portal (`Machine::run`) and its plain copy on fresh
 /// machines: the results and the machines' counts must agree.

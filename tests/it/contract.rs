@@ -4,7 +4,7 @@
 //! the environment switches.
 
 #[allow(dead_code)]
-#[path = "../examples/plus_minus.rs"]
+#[path = "../../examples/plus_minus.rs"]
 mod example;
 
 use example::plus_minus;
@@ -80,9 +80,10 @@ fn child_portal_compiles_once_hot_and_agrees_with_plain() {
 }
 
 /// Runs one test of this binary in a child process with an environment.
+#[track_caller]
 fn run_child(test: &str, env: &[(&str, &str)]) -> bool {
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args([test, "--exact", "--ignored", "--nocapture"]).env("JITGEN_CHILD", "1");
+    cmd.args([&crate::common::test_path(test), "--exact", "--ignored", "--nocapture"]).env("JITGEN_CHILD", "1");
     for (k, v) in env {
         cmd.env(k, v);
     }

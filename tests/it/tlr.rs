@@ -1,7 +1,7 @@
 //! TLR through the generated JIT: specialized ahead of time, and through its
 //! portal (compiled when hot); every result compared with `jit::plain`.
 
-mod common;
+use crate::common;
 use tlr_interp as interp;
 
 use common::{how_many, Rng};
@@ -12,6 +12,7 @@ const SQUARE: &[u8] = &[7, 3, 1, 0, 1, 1, 4, 0, 1, 2, 4, 1, 8, 5, 0, 1, 0, 2, 2,
 
 #[test]
 fn square_specializes_to_a_loop_without_dispatch() {
+    let _tlr = crate::common::lock(&crate::common::TLR);
     let r = jit::specialize::interpret(SQUARE);
     let listing = r.listing();
     // No reads of the bytecode (its address never appears; no u8 is loaded),
@@ -57,6 +58,7 @@ fn programs() -> Vec<Vec<u8>> {
 
 #[test]
 fn specialized_programs_agree_with_the_interpreter() {
+    let _tlr = crate::common::lock(&crate::common::TLR);
     for p in programs() {
         let r = jit::specialize::interpret(&p);
         for a in [0i64, 1, -1, 5, 13, i64::MAX, i64::MIN] {
@@ -73,6 +75,7 @@ fn specialized_programs_agree_with_the_interpreter() {
 
 #[test]
 fn portal_compiles_once_hot_and_agrees() {
+    let _tlr = crate::common::lock(&crate::common::TLR);
     jit::config().set_threshold(5);
     let before = jit::stats();
     for p in programs() {
@@ -131,6 +134,7 @@ fn random_program(r: &mut Rng) -> Vec<u8> {
 
 #[test]
 fn random_programs_agree() {
+    let _tlr = crate::common::lock(&crate::common::TLR);
     jit::config().set_threshold(2);
     let n = how_many(1000);
     let mut r = Rng(0x2545_F491_4F6C_DD1D);

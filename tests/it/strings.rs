@@ -3,7 +3,7 @@
 //! its output in a `String` field. Every result is compared with
 //! `jit::plain`, through the portal and through `jit::specialize`.
 
-mod common;
+use crate::common;
 
 use jitgen::prelude::*;
 

@@ -7,7 +7,7 @@
 //! deep, errors at the bottom) and random programs with calls; the same
 //! programs on a copy of the machine whose values are enums.
 
-mod common;
+use crate::common;
 
 use jitgen::prelude::*;
 
@@ -41,7 +41,7 @@ fn whole(code: &[Op], way: Way) -> (Result<i64, Error>, String) {
 fn recursive_programs_agree_with_plain() {
     jit::config().set_threshold(0);
     let mut programs: Vec<(String, Vec<Op>)> = vec![];
-    for n in 0..=18 {
+    for n in 0..=if common::deep() { 18 } else { 13 } {
         programs.push((format!("fib({n})"), fib(n)));
     }
     for (m, n) in [(0, 0), (1, 3), (2, 3), (3, 3)] {
@@ -138,7 +138,8 @@ fn random_recursive_programs_agree_with_plain() {
     jit::config().set_threshold(0);
     let mut rng = common::Rng(0x5eed_1ca1);
     let (mut calls, mut failed) = (0, 0);
-    for _ in 0..common::how_many(300) {
+    let n = common::how_many(300);
+    for _ in 0..n {
         let code = random_recursive_program(&mut rng);
         let want = whole(&code, PLAIN);
         calls += code.iter().filter(|op| matches!(op, Call(..) | CallInOrder(..))).count();
@@ -146,7 +147,7 @@ fn random_recursive_programs_agree_with_plain() {
         assert_eq!(whole(&code, PORTAL), want, "{code:?}");
         assert_eq!(whole(&code, SPECIALIZED), want, "{code:?}");
     }
-    assert!(calls > 300 && failed > 0, "{calls} calls, {failed} failed");
+    assert!(calls > n && failed > 0, "{calls} calls, {failed} failed");
 }
 
 /// The same machine with a dynamic language's values: its operand stack
@@ -302,7 +303,7 @@ fn child_recursions_on_enum_values() {
     };
     let mut rng = common::Rng(0x5eed_e9a1);
     let mut programs: Vec<Vec<valued::Op>> =
-        (10..=16).map(|n| valued(&fib(n))).chain([valued(&ackermann(2, 3)), valued(&down(300, 0))]).collect();
+        (10..=if common::deep() { 16 } else { 12 }).map(|n| valued(&fib(n))).chain([valued(&ackermann(2, 3)), valued(&down(300, 0))]).collect();
     programs.extend((0..common::how_many(100)).map(|_| valued(&random_recursive_program(&mut rng))));
     // The result and the machine left behind (its operand stack, frames and
     // instruction pointer; see `common::whole`).

@@ -11,6 +11,8 @@ use jitgen::prelude::*;
 /// The report's example (D08.2 section 3.3), with one module per test.
 macro_rules! report_example {
     ($m:ident) => {
+        // Each test calls the module's generating extension, not always `f`.
+        #[allow(dead_code)]
         #[jit_interpreter]
         pub mod $m {
             use jitgen::prelude::*;
@@ -97,9 +99,10 @@ fn resident_kib() -> u64 {
 
 /// Runs one ignored test of this binary alone in a child process (resident
 /// memory is the whole process's).
+#[track_caller]
 fn run_alone(test: &str) {
     let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--ignored", "--nocapture"])
+        .args([&crate::common::test_path(test), "--exact", "--ignored", "--nocapture"])
         .status()
         .unwrap();
     assert!(status.success(), "{test} failed in its child process");

@@ -1,17 +1,18 @@
 //! The example interpreters (`interpreters/stackvm`, `interpreters/subroutines`)
-//! rewritten the ways another Rust programmer could have written them: compound assignments spelled out,
-//! `if`s inverted, locals renamed, `?` written as a `match`, tuple `let`s
-//! split, operands parenthesized, arm bodies in blocks, the stack's methods
-//! called by path (`Stack::push(&mut self.stack, x)`), a `match` that
-//! returns early as `let .. else`, reads `v[i]` as `*v.get(i).unwrap()`,
-//! a call that fails past a depth (`self.frames.len()` read at each call).
-//! Each variation is a
-//! syntax-tree rewrite of the annotated module; each variant is written out
-//! as a program whose `main` runs the interpreter's programs (loops, calls,
-//! printing, errors) through the portal and `jit::specialize` against
-//! `jit::plain`.
-
-use std::path::{Path, PathBuf};
+//! rewritten the ways another Rust programmer could have written them:
+//! compound assignments spelled out, `if`s inverted, locals renamed, `?`
+//! written as a `match`, tuple `let`s split, operands parenthesized, arm
+//! bodies in blocks, the stack's methods called by path
+//! (`Stack::push(&mut self.stack, x)`), a `match` that returns early as
+//! `let .. else`, reads `v[i]` as `*v.get(i).unwrap()`, a call that fails
+//! past a depth (`self.frames.len()` read at each call).
+//!
+//! Each variation is a syntax-tree rewrite of the annotated module. The build
+//! script writes the variants as modules of one test crate, each with a test
+//! that runs the interpreter's programs (loops, calls, printing, errors)
+//! through the portal and `jit::specialize` against `jit::plain`: in the
+//! fast tier one variant per interpreter with every variation applied, in
+//! the deep tier (`JITGEN_DEEP=1` when building) also one per variation.
 
 use proc_macro2::{Ident, TokenStream, TokenTree};
 use quote::quote;
@@ -20,12 +21,12 @@ use syn::visit_mut::{self, VisitMut};
 /// The interpreters varied: a name, the source, and a `main` comparing the
 /// variant's portal and `jit::specialize` with `jit::plain`.
 const INTERPRETERS: &[(&str, &str, &str)] = &[
-    ("stackvm", include_str!("../../../interpreters/stackvm/src/lib.rs"), STACKVM_MAIN),
-    ("subroutines", include_str!("../../../interpreters/subroutines/src/lib.rs"), SUBROUTINES_MAIN),
+    ("stackvm", include_str!("../../interpreters/stackvm/src/lib.rs"), STACKVM_MAIN),
+    ("subroutines", include_str!("../../interpreters/subroutines/src/lib.rs"), SUBROUTINES_MAIN),
 ];
 
 const SUBROUTINES_MAIN: &str = r#"
-fn main() {
+pub fn main() {
     use sub::*;
     sub::jit::config().set_threshold(0);
     let programs: &[&[u8]] = &[
@@ -53,7 +54,7 @@ fn main() {
 "#;
 
 const STACKVM_MAIN: &str = r#"
-fn main() {
+pub fn main() {
     use programs::*;
     use vm::{Instruction::*, Vm};
     vm::jit::config().set_threshold(0);
@@ -100,35 +101,51 @@ const VARIATIONS: &[(&str, Variation)] = &[
     ("calls_limited_in_depth", calls_limited_in_depth),
 ];
 
-/// Writes every variant of every interpreter into `dir` (a variation that
-/// finds nothing to change in one is skipped there, but must change
-/// something somewhere); returns their paths.
-pub fn write_all(dir: &Path) -> Vec<PathBuf> {
-    std::fs::create_dir_all(dir).expect("the variants' directory");
-    let mut paths = vec![];
-    for (name, vary) in VARIATIONS {
-        let mut applied = false;
-        for (interp, source, main) in INTERPRETERS {
-            let mut f: syn::File = syn::parse_str(source).expect("the interpreter parses");
-            let mut changed = 0;
-            for item in &mut f.items {
-                if let syn::Item::Mod(m) = item {
-                    if m.attrs.iter().any(|a| a.path().is_ident("jit_interpreter")) {
-                        changed += vary(m);
-                    }
+/// The source of the test crate: every interpreter with all variations
+/// applied, and with `one_by_one` also each variation alone (a variation
+/// that finds nothing to change in one interpreter is skipped there, but
+/// must change something somewhere). Each variant is a module holding the
+/// varied file, and a test runs its `main`.
+pub fn test_crate(one_by_one: bool) -> String {
+    let mut out = String::new();
+    for (interp, source, main) in INTERPRETERS {
+        let mut every = vec![];
+        for (name, vary) in VARIATIONS {
+            every.push(*vary);
+            if one_by_one {
+                if let Some(text) = variant(source, &[*vary]) {
+                    out += &module(&format!("{interp}_{name}"), &text, main);
                 }
             }
-            if changed == 0 {
-                continue;
-            }
-            applied = true;
-            let path = dir.join(format!("{interp}_{name}.rs"));
-            std::fs::write(&path, prettyplease::unparse(&f) + main).expect("a variant written");
-            paths.push(path);
         }
-        assert!(applied, "the variation {name} changed nothing");
+        let text = variant(source, &every).expect("the variations change each interpreter");
+        out += &module(&format!("{interp}_every_variation"), &text, main);
     }
-    paths
+    for (name, vary) in VARIATIONS {
+        let changes = INTERPRETERS.iter().filter(|(_, source, _)| variant(source, &[*vary]).is_some()).count();
+        assert!(changes > 0, "the variation {name} changed nothing");
+    }
+    out
+}
+
+/// `source` with `variations` applied to its `#[jit_interpreter]` module,
+/// printed; `None` if they changed nothing.
+fn variant(source: &str, variations: &[Variation]) -> Option<String> {
+    let mut f: syn::File = syn::parse_str(source).expect("the interpreter parses");
+    let mut changed = 0;
+    for item in &mut f.items {
+        if let syn::Item::Mod(m) = item {
+            if m.attrs.iter().any(|a| a.path().is_ident("jit_interpreter")) {
+                changed += variations.iter().map(|vary| vary(m)).sum::<usize>();
+            }
+        }
+    }
+    (changed > 0).then(|| prettyplease::unparse(&f))
+}
+
+/// A variant as a module of the test crate, and its test.
+fn module(name: &str, text: &str, main: &str) -> String {
+    format!("#[allow(dead_code)]\nmod {name} {{\n{text}{main}}}\n\n#[test]\nfn {name}_agrees_with_plain() {{\n    {name}::main();\n}}\n\n")
 }
 
 /// Rewrites every expression of a module, innermost first, with `f`

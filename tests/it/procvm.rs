@@ -4,7 +4,7 @@
 //! final state with `jit::plain`: the operand stack and the output, where
 //! `PrintStack` writes the whole stack, the depth and the top frame.
 
-mod common;
+use crate::common;
 
 use procvm_interp::asm::assemble;
 use procvm_interp::programs;

@@ -2,7 +2,7 @@
 //! tuple), their methods, references as values. Every result is compared with
 //! `jit::plain`, through `jit::specialize` and through the portal.
 
-mod common;
+use crate::common;
 
 use jitgen::prelude::*;
 

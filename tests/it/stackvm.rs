@@ -3,7 +3,7 @@
 //! method `Vm::run`; every result and error is compared with `jit::plain`,
 //! through the portal and through `jit::specialize`.
 
-mod common;
+use crate::common;
 
 use jitgen::prelude::*;
 use stackvm_interp::programs::{
@@ -75,7 +75,12 @@ fn printing_gives_the_interpreters_output_in_order() {
     }
     let run = |mode: &str| -> Vec<String> {
         let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-            .args(["--exact", "printing_gives_the_interpreters_output_in_order", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                &common::test_path("printing_gives_the_interpreters_output_in_order"),
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("STACKVM_PRINT_CHILD", mode)
             .output()
             .expect("the child runs");
@@ -710,7 +715,7 @@ fn a_machine_of_enum_values_in_vec_fields_compiles() {
 fn recursion_agrees_with_plain() {
     jit::config().set_threshold(0);
     let spills = jit::stats().spills;
-    for n in 0..=20 {
+    for n in 0..=if common::deep() { 20 } else { 14 } {
         let code = recursive_fib(n);
         let want = plain(&code);
         assert_eq!(portal(&code), want, "fib({n})");
@@ -791,7 +796,8 @@ fn random_recursive_programs_agree_with_plain() {
     jit::config().set_threshold(0);
     let mut rng = common::Rng(0x5eed_0024);
     let (mut calls, mut failed) = (0, 0);
-    for _ in 0..common::how_many(300) {
+    let n = common::how_many(300);
+    for _ in 0..n {
         let code = random_recursive_program(&mut rng);
         let want = whole(&code, PLAIN);
         calls += code.iter().filter(|i| matches!(i, Call(..))).count();
@@ -799,7 +805,7 @@ fn random_recursive_programs_agree_with_plain() {
         assert_eq!(whole(&code, PORTAL), want, "{code:?}");
         assert_eq!(whole(&code, SPECIALIZED), want, "{code:?}");
     }
-    assert!(calls > 300 && failed > 0, "{calls} calls, {failed} failed");
+    assert!(calls > n && failed > 0, "{calls} calls, {failed} failed");
 }
 
 /// Random recursive programs run a few times each with a small threshold,
@@ -826,7 +832,7 @@ fn child_random_recursions_entered_with_saved_frames() {
             assert_eq!(whole(&code, PORTAL), want, "{code:?}");
         }
     }
-    for n in [15, 18] {
+    for n in if common::deep() { [15, 18] } else { [12, 15] } {
         let code = recursive_fib(n);
         for _ in 0..3 {
             assert_eq!(whole(&code, PORTAL), whole(&code, PLAIN), "fib({n})");
@@ -876,7 +882,7 @@ fn child_random_recursions_handing_over() {
         assert_eq!(whole(&code, PORTAL), want, "{code:?}");
         assert_eq!(whole(&code, SPECIALIZED), want, "{code:?}");
     }
-    for n in [2, 7, 15] {
+    for n in [2, 7, if common::deep() { 15 } else { 11 }] {
         let code = recursive_fib(n);
         assert_eq!(whole(&code, PORTAL), whole(&code, PLAIN), "fib({n})");
         assert_eq!(whole(&code, SPECIALIZED), whole(&code, PLAIN), "fib({n}), specialized");

@@ -1,0 +1,36 @@
+//! The integration tests of jitgen, one module per example interpreter or
+//! capability, in one test binary: one link of Cranelift and the example
+//! interpreters instead of one per file, and the modules' tests run in
+//! parallel with each other.
+//!
+//! Every JIT setting (`jit::config()`) and counter (`jit::stats()`) belongs
+//! to one `#[jit_interpreter]` module and lives for the whole process. A
+//! module whose tests change them for an interpreter that other modules use
+//! too takes that interpreter's lock (`common::TLR`); tests that need a
+//! fresh process (the default threshold, the environment switches) run in a
+//! child process (`common::run_child`).
+//!
+//! Two tiers: `cargo test --workspace` runs a sample of every random-program
+//! test; `JITGEN_DEEP=1` runs the deep tier, thousands of programs each
+//! (`common::how_many`).
+
+mod common;
+
+mod calls;
+mod contract;
+mod decline;
+mod frame_locals;
+mod ip_in_frames;
+mod lazy;
+mod peers;
+mod procvm;
+mod promotion;
+mod rust_recursion;
+mod rust_style;
+mod stackvm;
+mod strings;
+mod subroutines;
+mod tlc;
+mod tlr;
+mod virtualizable;
+mod virtuals;
