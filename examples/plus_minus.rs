@@ -28,10 +28,17 @@ pub mod plus_minus {
     }
 }
 
+/// How many times the example runs its program, each time on another `x`.
+pub const CALLS: i64 = 20_000;
+
+/// The example's program: 400 operations, every third a `-`.
+pub fn program() -> Vec<u8> {
+    (0..400).map(|i| if i % 3 == 1 { b'-' } else { b'+' }).collect()
+}
+
 fn main() {
-    // A program of 400 operations, run many times with different inputs.
-    let program: Vec<u8> = (0..400).map(|i| if i % 3 == 1 { b'-' } else { b'+' }).collect();
-    let calls = 20_000;
+    let program = program();
+    let calls = CALLS;
     plus_minus::jit::config().set_threshold(100);
 
     let t = std::time::Instant::now();
@@ -59,10 +66,20 @@ fn main() {
         s.compile_nanos as f64 / 1e6
     );
 
+    print!("{}", report());
+}
+
+/// What the example prints after its timings: the interpreter specialized to
+/// `+-+`, the position key and the colored flow graph. The README shows it,
+/// and a test (`tests/it/contract.rs`) checks that it is what the README says.
+pub fn report() -> String {
     let r = plus_minus::jit::specialize::ll_plus_minus(b"+-+");
-    println!("\njit::specialize::ll_plus_minus(b\"+-+\"), a function of (x, y):\n{}", r.listing());
     let graphs = plus_minus::jit::graphs();
     let f = graphs.function("ll_plus_minus").expect("analysed");
-    println!("position key at the merge point: {:?}", f.position_key().unwrap_or_default());
-    println!("{}", f.to_text());
+    format!(
+        "\njit::specialize::ll_plus_minus(b\"+-+\"), a function of (x, y):\n{}\nposition key at the merge point: {:?}\n{}\n",
+        r.listing(),
+        f.position_key().unwrap_or_default(),
+        f.to_text()
+    )
 }

@@ -499,7 +499,7 @@ impl<'a> ModuleDef<'a> {
                     n if self.enums.contains_key(n) => Ty::Enum(n.into()),
                     n if self.aliases.contains_key(n) => self.aliases[n].clone(),
                     "String" => Ty::Str,
-                    "str" => return Err(err(t, crate::lower::STR_ADVICE)),
+                    "str" => return Err(err(t, STR_ADVICE)),
                     _ => {
                         return Err(err(
                             t,
@@ -554,3 +554,6 @@ pub fn lit_const(l: &syn::Lit, ty: &Ty) -> Option<Const> {
         _ => return None,
     })
 }
+
+/// What to write instead of the type `str`.
+pub const STR_ADVICE: &str = "the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from(\"..\")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)";

@@ -153,3 +153,24 @@ fn environment_switches() {
     assert!(run_child("child_interprets_only", &[("JITGEN_OFF", "1")]));
     assert!(run_child("child_compiles_at_first_sight", &[("JITGEN_THRESHOLD", "0")]));
 }
+
+/// The README's output block of `cargo run --example plus_minus`
+/// is what the example prints: its first line, its timing lines up to their
+/// figures (which vary), and all the rest (the specialized listing, the
+/// position key, the colored flow graph) exactly.
+#[test]
+fn the_readme_shows_what_plus_minus_prints() {
+    let readme = include_str!("../../README.md");
+    let at = readme.find("`cargo run --example plus_minus` prints:").expect("the README shows the output");
+    let block = readme[at..].split("```").nth(1).expect("an output block");
+    let block = block.strip_prefix("text\n").expect("a text block");
+    let lines: Vec<&str> = block.lines().collect();
+    let program = example::program();
+    let sum = (0..example::CALLS).fold(0i64, |s, x| s.wrapping_add(plus_minus::jit::plain::ll_plus_minus(&program, x, 3)));
+    let first = format!("sum of {} runs of a {}-operation program: {sum}", example::CALLS, program.len());
+    assert_eq!(lines[0], first);
+    assert!(lines[1].starts_with("interpreted: "), "{}", lines[1]);
+    assert!(lines[2].starts_with("with the JIT: ") && lines[2].ends_with(" ms compiling)"), "{}", lines[2]);
+    let rest: String = lines[3..].iter().map(|l| format!("{l}\n")).collect();
+    assert_eq!(rest.trim_end(), example::report().trim_end());
+}

@@ -1,7 +1,9 @@
-//! The integration tests of jitgen, one module per example interpreter or
-//! capability, in one test binary: one link of Cranelift and the example
-//! interpreters instead of one per file, and the modules' tests run in
-//! parallel with each other.
+//! The integration tests of jitgen on the example interpreters
+//! (`interpreters/`), one module each, in one test binary: one link of
+//! Cranelift and the interpreters instead of one per file, and the modules'
+//! tests run in parallel with each other. `tests/constructs` holds the
+//! tests whose interpreters are small modules written inside the test; two
+//! binaries, so that they compile in parallel.
 //!
 //! Every JIT setting (`jit::config()`) and counter (`jit::stats()`) belongs
 //! to one `#[jit_interpreter]` module and lives for the whole process. A
@@ -16,19 +18,14 @@
 
 mod common;
 
-mod calls;
 mod contract;
-mod decline;
 mod frame_locals;
 mod ip_in_frames;
 mod lazy;
 mod peers;
 mod procvm;
-mod promotion;
 mod rust_recursion;
-mod rust_style;
 mod stackvm;
-mod strings;
 mod subroutines;
 mod tlc;
 mod tlr;

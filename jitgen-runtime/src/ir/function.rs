@@ -4,9 +4,9 @@
 //! A residual function has typed inputs and outputs, and blocks (labels) with
 //! typed parameters, instructions and one terminator. Generating extensions
 //! never touch it directly: they work on red boxes, and the scheduler and merge
-//! logic decide where labels go and what flows into them. The builder only
-//! records ([`crate::ir::builder`]); passes rewrite ([`crate::ir::passes`]);
-//! backends consume the finished function.
+//! logic decide where labels go and what flows into them. The builder (the
+//! module beside this one) only records; passes rewrite
+//! ([`crate::ir::passes`]); backends consume the finished function.
 //!
 //! Calling convention of compiled residual code: one argument, a pointer to a
 //! frame of 64-bit words. Inputs are read from the frame on entry; outputs are

@@ -3,7 +3,7 @@
 //! plain data and lives here, with the IR it names values of; the operations
 //! on red boxes that fold or emit are the compiler's (`compile::redbox`).
 
-use crate::ir::builder::Val;
+use crate::ir::function::Val;
 use crate::ir::ops::ValTy;
 
 /// A red value at compile time: a constant, or a value of residual code.

@@ -1,0 +1,15 @@
+//! The integration tests whose interpreters are written inside them: small
+//! `#[jit_interpreter]` modules, each using the Rust constructs under test
+//! (wrapper structs, tuples, references, `String`s, calls, promotion, what
+//! declines). One binary, compiled in parallel with `tests/it`, whose
+//! module doc says how the tests of one binary share a process and how the
+//! two tiers differ.
+
+#[path = "../it/common.rs"]
+mod common;
+
+mod calls;
+mod decline;
+mod promotion;
+mod rust_style;
+mod strings;
