@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Build times of an annotated interpreter, printed against the targets of
-# issue 22. Run from anywhere: bash bench/build_time.sh [--fresh-test]
+# Build times of an annotated interpreter, printed against their targets.
+# Run from anywhere: bash bench/build_time.sh [--fresh-test]
 #
 # - release rebuild of the TLC example after an edit inside its annotated
-#   module (a constant added to `mod tlc`): target <= 20 s;
+#   module (a constant added to `mod tlc`): target <= 10 s;
 # - the same in a dev build: target <= 5 s;
-# - with --fresh-test: `cargo test --workspace --no-run` and the test run from
-#   an empty target directory (a fresh clone): target <= 240 s.
+# - with --fresh-test: `cargo test --workspace --no-run` and the test run (the
+#   fast tier) from an empty target directory (a fresh clone): target <= 300 s.
 #
 # The edit is undone on exit. Figures are wall-clock seconds on this machine.
 set -euo pipefail
@@ -39,9 +39,9 @@ cargo build --release --example tlc >/dev/null 2>&1
 
 met() { awk -v x="$1" -v t="$2" 'BEGIN { print (x <= t) ? "met" : "not met" }'; }
 printf '%-58s %8s %8s  %s\n' "build" "seconds" "target" ""
-printf '%-58s %8.1f %8s  %s\n' "release rebuild of TLC after an edit in its annotated module" "$release" "<= 20" "$(met "$release" 20)"
+printf '%-58s %8.1f %8s  %s\n' "release rebuild of TLC after an edit in its annotated module" "$release" "<= 10" "$(met "$release" 10)"
 printf '%-58s %8.1f %8s  %s\n' "dev rebuild of TLC after the same edit" "$dev" "<= 5" "$(met "$dev" 5)"
-if [ "$(met "$release" 20)" != met ]; then
+if [ "$(met "$release" 10)" != met ]; then
   # Why: what the annotated crate makes LLVM compile, largest first.
   if cargo llvm-lines --version >/dev/null 2>&1; then
     echo
@@ -59,5 +59,5 @@ if [ "${1:-}" = "--fresh-test" ]; then
   rm -rf "$dir"
   total=$(awk -v a="$build" -v b="$run" 'BEGIN { printf "%.1f", a + b }')
   printf '%-58s %8.1f %8s\n' "fresh cargo test --workspace: building" "$build" "-"
-  printf '%-58s %8.1f %8s  %s\n' "fresh cargo test --workspace: building and running" "$total" "<= 240" "$(met "$total" 240)"
+  printf '%-58s %8.1f %8s  %s\n' "fresh cargo test --workspace: building and running" "$total" "<= 300" "$(met "$total" 300)"
 fi

@@ -746,10 +746,8 @@ fn outputs(gen: &Gen, ret: &Ty) -> Option<(TokenStream, TokenStream)> {
 /// Why an entry point can never be compiled: a value it cannot keep, or
 /// else its result (asked only of entry points that cannot be compiled).
 fn never_compiled(label: &str, e: &Entry, ret: &Ty) -> String {
-    match &e.bad {
-        Some(why) => format!("{label}: {why}"),
-        None => format!("{label}: returning a value of type `{ret}` from residual code is not supported yet"),
-    }
+    let unsupported = || format!("returning a value of type `{ret}` from residual code is not supported yet");
+    format!("{label}: {}", e.bad.clone().unwrap_or_else(unsupported))
 }
 
 /// The compile function for an entry point.
@@ -1368,19 +1366,21 @@ pub fn expand(
                 }
             };
             let never = outputs(&gen, &ret).is_none() || e.bad.is_some();
-            let why = never_compiled(&name.to_string(), &e, &ret);
-            hooks.push(quote! {
-                /// Says once why this portal never compiles (when compiling
-                /// is on); `true`, for the portal's entry.
-                #[allow(dead_code)]
-                pub(super) fn #told() -> bool {
-                    static __TOLD: ::std::sync::Once = ::std::sync::Once::new();
-                    if super::jit::__CONFIG.enabled() {
-                        __TOLD.call_once(|| super::jit::__STATS.declined_because(#why));
+            if never {
+                // Only a portal that never compiles has this helper.
+                let why = never_compiled(&name.to_string(), &e, &ret);
+                hooks.push(quote! {
+                    /// Says once why this portal never compiles (when compiling
+                    /// is on); `true`, for the portal's entry.
+                    pub(super) fn #told() -> bool {
+                        static __TOLD: ::std::sync::Once = ::std::sync::Once::new();
+                        if super::jit::__CONFIG.enabled() {
+                            __TOLD.call_once(|| super::jit::__STATS.declined_because(#why));
+                        }
+                        true
                     }
-                    true
-                }
-            });
+                });
+            }
             let listings_fn = format_ident!("__listings_{}", name);
             listing_calls.push(quote!(__l.extend(super::__jit::#listings_fn());));
             hooks.push(quote! {

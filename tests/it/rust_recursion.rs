@@ -1,6 +1,6 @@
 //! The interpreter whose calls recurse in Rust (`interpreters/recursive`):
-//! its portal calls itself once per call of the interpreted program (issue
-//! 24, the second style). A call of the portal in compiled code calls the
+//! its portal calls itself once per call of the interpreted program (the
+//! second of the two styles of calls an interpreter has). A call of the portal in compiled code calls the
 //! code of the called function directly, never inlined. Random programs
 //! with calls, mutual recursion, loops in callees, helpers given the stack
 //! by `&mut`, and errors raised deep inside recursion agree with

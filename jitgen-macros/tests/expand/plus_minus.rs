@@ -935,22 +935,6 @@ pub mod plus_minus {
                 }
             }
         }
-        /// Says once why this portal never compiles (when compiling
-        /// is on); `true`, for the portal's entry.
-        #[allow(dead_code)]
-        pub(super) fn __never_ll_plus_minus() -> bool {
-            static __TOLD: ::std::sync::Once = ::std::sync::Once::new();
-            if super::jit::__CONFIG.enabled() {
-                __TOLD
-                    .call_once(|| {
-                        super::jit::__STATS
-                            .declined_because(
-                                "ll_plus_minus: returning a value of type `i64` from residual code is not supported yet",
-                            )
-                    });
-            }
-            true
-        }
         /// The listings of this portal's compiled code (this thread's).
         pub(super) fn __listings_ll_plus_minus() -> ::std::vec::Vec<
             ::std::string::String,
