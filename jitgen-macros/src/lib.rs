@@ -58,6 +58,7 @@
 
 mod check;
 mod content;
+mod frame;
 mod jit_module;
 mod methods;
 mod repr;

@@ -2858,13 +2858,8 @@ impl<'g> Gen<'g> {
     /// The frame enum, its `Frame` impl, `__run` and the deliver functions.
     pub fn extension(&mut self) -> TokenStream {
         let rt = rt();
-        let mut variants = vec![];
-        let mut key_arms = vec![];
-        let mut reds_arms = vec![];
-        let mut set_arms = vec![];
+        let mut frame = crate::frame::FrameEnum::default();
         let mut run_arms = vec![];
-        let mut unmerge_arms = vec![];
-        let mut vptr_arms = vec![];
         // Points whose live lists are the same variables alike share one
         // arm of `lists_mut` (an or-pattern): (the visits, the patterns).
         let mut list_groups: indexmap::IndexMap<String, (Vec<TokenStream>, Vec<TokenStream>)> = Default::default();
@@ -2876,7 +2871,6 @@ impl<'g> Gen<'g> {
             let vname = format_ident!("R{}", p);
             let pid = p as u32;
             let mut fields = vec![];
-            let mut pats = vec![];
             let mut key_parts = vec![];
             let mut reds = vec![];
             let mut sets = vec![];
@@ -2891,9 +2885,7 @@ impl<'g> Gen<'g> {
                 if !matches!(r, Repr::R(_) | Repr::RPtr) {
                     flush_red_run(&mut red_run, &mut reds, &mut sets);
                 }
-                let t = field_ty(&r);
-                fields.push(quote!(#id: #t));
-                pats.push(quote!(#id));
+                fields.push((id.clone(), field_ty(&r)));
                 match &r {
                     Repr::G(sc) => key_parts.push(KeyPart::Word(to_word(*sc, quote!(*#id)))),
                     Repr::GRef(_) => {
@@ -2990,14 +2982,13 @@ impl<'g> Gen<'g> {
                 .collect();
             if let Some(r) = pt.ret {
                 let t = field_ty(&self.repr(pt.f, r));
-                fields.push(quote!(__ret: ::core::option::Option<#t>));
+                fields.push((format_ident!("__ret"), quote!(::core::option::Option<#t>)));
                 pat_all.push(quote!(__ret));
             }
             let is_join = pt.op == 0 && self.joins[pt.f].contains(&pt.block);
             if is_join {
-                fields.push(quote!(__merged: bool));
+                fields.push((format_ident!("__merged"), quote!(bool)));
                 pat_all.push(quote!(__merged));
-                unmerge_arms.push(quote!(__Frame::#vname { __merged, .. } => *__merged = false,));
             }
             // The same fields, as an expression rebuilding the frame.
             let field_exprs: Vec<TokenStream> = pat_all
@@ -3007,14 +2998,10 @@ impl<'g> Gen<'g> {
                     quote!(#name)
                 })
                 .collect();
-            variants.push(quote!(#vname { #(#fields),* }));
             let key = key_code(&key_parts);
-            key_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #key (#pid, __k) }));
-            reds_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#reds)* }));
-            set_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#sets)* }));
-            if !vptr_visits.is_empty() {
-                vptr_arms.push(quote!(__Frame::#vname { #(#pats,)* .. } => { #(#vptr_visits)* }));
-            }
+            let (reds, sets, vptrs) = (quote!(#(#reds)*), quote!(#(#sets)*), quote!(#(#vptr_visits)*));
+            let arms = crate::frame::PointArms { key: quote!(#key __k), reds, sets, vptrs, merges: is_join };
+            frame.add(&vname, pid, &fields, arms);
             if !list_visits.is_empty() {
                 let group = list_groups.entry(quote!(#(#list_visits)*).to_string()).or_default();
                 if group.0.is_empty() {
@@ -3256,64 +3243,9 @@ impl<'g> Gen<'g> {
                 }
             }
         });
+        let frame = frame.emit(quote!(#lists_mut #reads_saved_frames));
         quote! {
-            #[derive(Clone)]
-            #[allow(non_camel_case_types, dead_code)]
-            pub(super) enum __Frame<'a> {
-                #(#variants,)*
-                __Phantom(::core::marker::PhantomData<&'a ()>),
-            }
-
-            impl<'a> #rt::state::Frame for __Frame<'a> {
-                type Key = (u32, ::std::vec::Vec<u64>);
-                #[allow(unused_variables, unused_mut)]
-                fn key(&self) -> Self::Key {
-                    match self {
-                        #(#key_arms)*
-                        __Frame::__Phantom(_) => (u32::MAX, ::std::vec::Vec::new()),
-                    }
-                }
-                fn reds(&self) -> ::std::vec::Vec<#rt::redbox::RedBox> {
-                    let mut __r = ::std::vec::Vec::new();
-                    self.reds_into(&mut __r);
-                    __r
-                }
-                #[allow(unused_variables, unused_mut)]
-                fn reds_into(&self, __out: &mut ::std::vec::Vec<#rt::redbox::RedBox>) {
-                    let mut __r = __out;
-                    match self {
-                        #(#reds_arms)*
-                        __Frame::__Phantom(_) => {}
-                    }
-                }
-                #[allow(unused_variables)]
-                fn vptrs_mut(&mut self, __f: &mut dyn FnMut(&mut #rt::virtuals::VPtr)) {
-                    match self {
-                        #(#vptr_arms)*
-                        _ => {}
-                    }
-                }
-                #lists_mut
-                #reads_saved_frames
-                fn unmerge(&mut self) {
-                    match self {
-                        #(#unmerge_arms)*
-                        _ => {}
-                    }
-                }
-                fn set_reds(&mut self, __reds: &[#rt::redbox::RedBox]) {
-                    self.set_reds_counted(__reds);
-                }
-                #[allow(unused_variables, unused_mut, unused_assignments)]
-                fn set_reds_counted(&mut self, __reds: &[#rt::redbox::RedBox]) -> usize {
-                    let mut __at = 0usize;
-                    match self {
-                        #(#set_arms)*
-                        __Frame::__Phantom(_) => {}
-                    }
-                    __at
-                }
-            }
+            #frame
 
             #(#delivers)*
 

@@ -154,60 +154,57 @@ pub mod plus_minus {
             },
             __Phantom(::core::marker::PhantomData<&'a ()>),
         }
+        impl<'a> __Frame<'a> {
+            /// The program point this frame stops at.
+            fn __point(&self) -> u32 {
+                match self {
+                    __Frame::R0 { .. } => 0u32,
+                    __Frame::R1 { .. } => 1u32,
+                    __Frame::R2 { .. } => 2u32,
+                    __Frame::R3 { .. } => 3u32,
+                    __Frame::R4 { .. } => 4u32,
+                    __Frame::R5 { .. } => 5u32,
+                    __Frame::R6 { .. } => 6u32,
+                    __Frame::R7 { .. } => 7u32,
+                    __Frame::__Phantom(_) => u32::MAX,
+                }
+            }
+        }
         impl<'a> ::jitgen::__private::rt::state::Frame for __Frame<'a> {
             type Key = (u32, ::std::vec::Vec<u64>);
             #[allow(unused_variables, unused_mut)]
             fn key(&self) -> Self::Key {
-                match self {
-                    __Frame::R0 { v0, v1, v2, .. } => {
+                let __k = match self {
+                    __Frame::R0 { v0, .. } => {
                         let mut __k: ::std::vec::Vec<u64> = ::std::vec![
                             v0.as_ptr() as usize as u64, v0.len() as u64
                         ];
-                        (0u32, __k)
+                        __k
                     }
-                    __Frame::R1 { v0, v2, v7, v8, .. } => {
+                    __Frame::R1 { v0, v8, .. }
+                    | __Frame::R3 { v0, v8, .. }
+                    | __Frame::R4 { v0, v8, .. }
+                    | __Frame::R5 { v0, v8, .. }
+                    | __Frame::R7 { v0, v8, .. } => {
                         let mut __k: ::std::vec::Vec<u64> = ::std::vec![
                             v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
                         ];
-                        (1u32, __k)
+                        __k
                     }
-                    __Frame::R2 { v7, .. } => {
+                    __Frame::R2 { .. } => {
                         let mut __k: ::std::vec::Vec<u64> = ::std::vec![];
-                        (2u32, __k)
+                        __k
                     }
-                    __Frame::R3 { v0, v2, v7, v8, .. } => {
-                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
-                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
-                        ];
-                        (3u32, __k)
-                    }
-                    __Frame::R4 { v0, v2, v8, v22, .. } => {
-                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
-                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
-                        ];
-                        (4u32, __k)
-                    }
-                    __Frame::R5 { v0, v2, v7, v8, .. } => {
-                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
-                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
-                        ];
-                        (5u32, __k)
-                    }
-                    __Frame::R6 { v0, v2, v7, v8, v18, .. } => {
+                    __Frame::R6 { v0, v18, v8, .. } => {
                         let mut __k: ::std::vec::Vec<u64> = ::std::vec![
                             v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as
                             u64), ((* v18) as u64)
                         ];
-                        (6u32, __k)
+                        __k
                     }
-                    __Frame::R7 { v0, v2, v7, v8, .. } => {
-                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
-                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
-                        ];
-                        (7u32, __k)
-                    }
-                    __Frame::__Phantom(_) => (u32::MAX, ::std::vec::Vec::new()),
-                }
+                    __Frame::__Phantom(_) => ::std::vec::Vec::new(),
+                };
+                (self.__point(), __k)
             }
             fn reds(&self) -> ::std::vec::Vec<::jitgen::__private::rt::redbox::RedBox> {
                 let mut __r = ::std::vec::Vec::new();
@@ -221,30 +218,22 @@ pub mod plus_minus {
             ) {
                 let mut __r = __out;
                 match self {
-                    __Frame::R0 { v0, v1, v2, .. } => {
+                    __Frame::R0 { v1, v2, .. } => {
                         __r.extend_from_slice(&[*v1, *v2]);
                     }
-                    __Frame::R1 { v0, v2, v7, v8, .. } => {
+                    __Frame::R1 { v2, v7, .. }
+                    | __Frame::R3 { v2, v7, .. }
+                    | __Frame::R5 { v2, v7, .. }
+                    | __Frame::R6 { v2, v7, .. }
+                    | __Frame::R7 { v2, v7, .. } => {
                         __r.extend_from_slice(&[*v2, *v7]);
                     }
                     __Frame::R2 { v7, .. } => {
                         __r.extend_from_slice(&[*v7]);
                     }
-                    __Frame::R3 { v0, v2, v7, v8, .. } => {
-                        __r.extend_from_slice(&[*v2, *v7]);
-                    }
-                    __Frame::R4 { v0, v2, v8, v22, .. } => {
+                    __Frame::R4 { v2, v22, .. } => {
                         __r.extend_from_slice(&[*v2]);
                         __r.extend_from_slice(&[*v22]);
-                    }
-                    __Frame::R5 { v0, v2, v7, v8, .. } => {
-                        __r.extend_from_slice(&[*v2, *v7]);
-                    }
-                    __Frame::R6 { v0, v2, v7, v8, v18, .. } => {
-                        __r.extend_from_slice(&[*v2, *v7]);
-                    }
-                    __Frame::R7 { v0, v2, v7, v8, .. } => {
-                        __r.extend_from_slice(&[*v2, *v7]);
                     }
                     __Frame::__Phantom(_) => {}
                 }
@@ -260,8 +249,9 @@ pub mod plus_minus {
             }
             fn unmerge(&mut self) {
                 match self {
-                    __Frame::R1 { __merged, .. } => *__merged = false,
-                    __Frame::R4 { __merged, .. } => *__merged = false,
+                    __Frame::R1 { __merged, .. } | __Frame::R4 { __merged, .. } => {
+                        *__merged = false;
+                    }
                     _ => {}
                 }
             }
@@ -275,7 +265,7 @@ pub mod plus_minus {
             ) -> usize {
                 let mut __at = 0usize;
                 match self {
-                    __Frame::R0 { v0, v1, v2, .. } => {
+                    __Frame::R0 { v1, v2, .. } => {
                         let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
                             ::core::unreachable!()
                         };
@@ -283,7 +273,11 @@ pub mod plus_minus {
                         *v2 = __x1;
                         __at += 2usize;
                     }
-                    __Frame::R1 { v0, v2, v7, v8, .. } => {
+                    __Frame::R1 { v2, v7, .. }
+                    | __Frame::R3 { v2, v7, .. }
+                    | __Frame::R5 { v2, v7, .. }
+                    | __Frame::R6 { v2, v7, .. }
+                    | __Frame::R7 { v2, v7, .. } => {
                         let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
                             ::core::unreachable!()
                         };
@@ -298,15 +292,7 @@ pub mod plus_minus {
                         *v7 = __x0;
                         __at += 1usize;
                     }
-                    __Frame::R3 { v0, v2, v7, v8, .. } => {
-                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
-                            ::core::unreachable!()
-                        };
-                        *v2 = __x0;
-                        *v7 = __x1;
-                        __at += 2usize;
-                    }
-                    __Frame::R4 { v0, v2, v8, v22, .. } => {
+                    __Frame::R4 { v2, v22, .. } => {
                         let &[__x0] = &__reds[__at..__at + 1usize] else {
                             ::core::unreachable!()
                         };
@@ -317,30 +303,6 @@ pub mod plus_minus {
                         };
                         *v22 = __x0;
                         __at += 1usize;
-                    }
-                    __Frame::R5 { v0, v2, v7, v8, .. } => {
-                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
-                            ::core::unreachable!()
-                        };
-                        *v2 = __x0;
-                        *v7 = __x1;
-                        __at += 2usize;
-                    }
-                    __Frame::R6 { v0, v2, v7, v8, v18, .. } => {
-                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
-                            ::core::unreachable!()
-                        };
-                        *v2 = __x0;
-                        *v7 = __x1;
-                        __at += 2usize;
-                    }
-                    __Frame::R7 { v0, v2, v7, v8, .. } => {
-                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
-                            ::core::unreachable!()
-                        };
-                        *v2 = __x0;
-                        *v7 = __x1;
-                        __at += 2usize;
                     }
                     __Frame::__Phantom(_) => {}
                 }
