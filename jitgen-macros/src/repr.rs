@@ -121,9 +121,9 @@ pub fn sc_valty(sc: Sc) -> TokenStream {
     let rt = rt();
     match sc {
         Sc::Int(i) => {
-            let bits = i.bits().min(64) as u8;
-            let signed = i.signed();
-            quote!(#rt::ops::ValTy::Int { bits: #bits, signed: #signed })
+            // The named constant (`ValTy::I64`): one line of generated code.
+            let name = format_ident!("{}{}", if i.signed() { "I" } else { "U" }, i.bits().min(64));
+            quote!(#rt::ops::ValTy::#name)
         }
         Sc::Bool => quote!(#rt::ops::ValTy::Bool),
         Sc::Char => quote!(#rt::ops::ValTy::U32),

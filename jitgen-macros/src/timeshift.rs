@@ -912,11 +912,8 @@ impl<'g> Gen<'g> {
     fn overflow(op: BinOp) -> TokenStream {
         let rt = rt();
         match op {
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl | BinOp::Shr => quote!(if cfg!(debug_assertions) {
-                #rt::ops::Overflow::Check
-            } else {
-                #rt::ops::Overflow::Wrap
-            }),
+            // As the user's build does (`__OVERFLOW`, emitted with the extension).
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl | BinOp::Shr => quote!(__OVERFLOW),
             // `MIN / -1` and `MIN % -1` panic in Rust whatever the build.
             BinOp::Div | BinOp::Rem => quote!(#rt::ops::Overflow::Check),
             _ => quote!(#rt::ops::Overflow::Wrap),
@@ -3246,6 +3243,9 @@ impl<'g> Gen<'g> {
         let frame = frame.emit(quote!(#lists_mut #reads_saved_frames));
         quote! {
             #frame
+            #[allow(dead_code)]
+            const __OVERFLOW: #rt::ops::Overflow =
+                if cfg!(debug_assertions) { #rt::ops::Overflow::Check } else { #rt::ops::Overflow::Wrap };
 
             #(#delivers)*
 

@@ -309,6 +309,14 @@ pub mod plus_minus {
                 __at
             }
         }
+        #[allow(dead_code)]
+        const __OVERFLOW: ::jitgen::__private::rt::ops::Overflow = if cfg!(
+            debug_assertions
+        ) {
+            ::jitgen::__private::rt::ops::Overflow::Check
+        } else {
+            ::jitgen::__private::rt::ops::Overflow::Wrap
+        };
         #[allow(unused_variables, unreachable_patterns)]
         fn __deliver_f0<'a>(
             __st: &mut ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
@@ -624,15 +632,8 @@ pub mod plus_minus {
                 }
                 let v37: usize = match ::jitgen::__private::rt::ops::fold_bin(
                     ::jitgen::__private::rt::ops::BinOp::Add,
-                    ::jitgen::__private::rt::ops::ValTy::Int {
-                        bits: 64u8,
-                        signed: false,
-                    },
-                    if cfg!(debug_assertions) {
-                        ::jitgen::__private::rt::ops::Overflow::Check
-                    } else {
-                        ::jitgen::__private::rt::ops::Overflow::Wrap
-                    },
+                    ::jitgen::__private::rt::ops::ValTy::U64,
+                    __OVERFLOW,
                     ((v8) as u64),
                     (((1 as usize)) as u64),
                 ) {
@@ -682,11 +683,7 @@ pub mod plus_minus {
                     .b
                     .red_bin(
                         ::jitgen::__private::rt::ops::BinOp::Add,
-                        if cfg!(debug_assertions) {
-                            ::jitgen::__private::rt::ops::Overflow::Check
-                        } else {
-                            ::jitgen::__private::rt::ops::Overflow::Wrap
-                        },
+                        __OVERFLOW,
                         &v7,
                         &v2,
                     );
@@ -773,11 +770,7 @@ pub mod plus_minus {
                     .b
                     .red_bin(
                         ::jitgen::__private::rt::ops::BinOp::Sub,
-                        if cfg!(debug_assertions) {
-                            ::jitgen::__private::rt::ops::Overflow::Check
-                        } else {
-                            ::jitgen::__private::rt::ops::Overflow::Wrap
-                        },
+                        __OVERFLOW,
                         &v7,
                         &v2,
                     );
@@ -813,19 +806,12 @@ pub mod plus_minus {
             > {
                 let __inputs = {
                     let mut __t: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = ::std::vec::Vec::new();
-                    __t.push(::jitgen::__private::rt::ops::ValTy::Int {
-                        bits: 64u8,
-                        signed: true,
-                    });
-                    __t.push(::jitgen::__private::rt::ops::ValTy::Int {
-                        bits: 64u8,
-                        signed: true,
-                    });
+                    __t.push(::jitgen::__private::rt::ops::ValTy::I64);
+                    __t.push(::jitgen::__private::rt::ops::ValTy::I64);
                     __t
                 };
                 let __outputs: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = vec![
-                    ::jitgen::__private::rt::ops::ValTy::Int { bits : 64u8, signed : true
-                    }
+                    ::jitgen::__private::rt::ops::ValTy::I64
                 ];
                 let __new = || {
                     let mut __c: ::jitgen::__private::rt::schedule::Compilation<
@@ -1050,19 +1036,12 @@ pub mod plus_minus {
             > {
                 let __inputs = {
                     let mut __t: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = ::std::vec::Vec::new();
-                    __t.push(::jitgen::__private::rt::ops::ValTy::Int {
-                        bits: 64u8,
-                        signed: true,
-                    });
-                    __t.push(::jitgen::__private::rt::ops::ValTy::Int {
-                        bits: 64u8,
-                        signed: true,
-                    });
+                    __t.push(::jitgen::__private::rt::ops::ValTy::I64);
+                    __t.push(::jitgen::__private::rt::ops::ValTy::I64);
                     __t
                 };
                 let __outputs: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = vec![
-                    ::jitgen::__private::rt::ops::ValTy::Int { bits : 64u8, signed : true
-                    }
+                    ::jitgen::__private::rt::ops::ValTy::I64
                 ];
                 let __new = || {
                     let mut __c: ::jitgen::__private::rt::schedule::Compilation<
