@@ -292,23 +292,8 @@ impl<'g> Gen<'g> {
                             Some(__s) => <[#u; #n]>::try_from(__s).expect("n slots"),
                             None => {
                                 let __a = #addr;
-                                match (<#m as #rt::heap::Flat>::layout(), #rt::heap::vec_layout::<#et>()) {
-                                    (Some(__el), Some(__vl)) => {
-                                        // In place: the tag and every slot (those
-                                        // of other variants are not looked at).
-                                        let __e = __st.vec_elem(&mut __c.b, &__a, &__i, __el.size, __vl);
-                                        let __t = __st.load_field(&mut __c.b, __el.tag.1, &__e, __el.tag.0, #class, __el.tag.0);
-                                        let mut __v = vec![__c.b.red_cast(&__t, #rt::ops::ValTy::U32)];
-                                        for (__off, __ty) in &__el.slots {
-                                            __v.push(__st.load_field(&mut __c.b, *__ty, &__e, *__off, #class, *__off));
-                                        }
-                                        <[#u; #n]>::try_from(&__v[..]).expect("n slots")
-                                    }
-                                    _ => {
-                                        let __v = __c.b.red_call(#rt::heap::flat_vec_get::<#m>, "vec_get", &[__a, __i], &#tys());
-                                        <[#u; #n]>::try_from(&__v[..]).expect("n slots")
-                                    }
-                                }
+                                let __v = __st.flat_get::<#m>(&mut __c.b, &__a, &__i, #class, &#tys());
+                                <[#u; #n]>::try_from(&__v[..]).expect("n slots")
                             }
                         }
                     }),
@@ -323,23 +308,7 @@ impl<'g> Gen<'g> {
                     let (__i, __x) = (#i, #x);
                     if !#l.set_w(&__i, &__x) {
                         let __a = #addr;
-                        match (<#m as #rt::heap::Flat>::layout(), #rt::heap::vec_layout::<#et>(), __x[0].as_const()) {
-                            (Some(__el), Some(__vl), Some(__k)) => {
-                                // The variant is known: its tag and its slots, in place.
-                                let __e = __st.vec_elem(&mut __c.b, &__a, &__i, __el.size, __vl);
-                                __st.store_field(&mut __c.b, &__e, __el.tag.0, &#u::constant(__el.tag.1, __k), #class, __el.tag.0);
-                                for (__j, (__off, _)) in __el.slots.iter().enumerate() {
-                                    if __el.slot_variant[__j] == __k as usize {
-                                        __st.store_field(&mut __c.b, &__e, *__off, &__x[__j + 1], #class, *__off);
-                                    }
-                                }
-                            }
-                            _ => {
-                                let mut __args = vec![__a, __i];
-                                __args.extend_from_slice(&__x);
-                                __c.b.red_call(#rt::heap::flat_vec_set::<#m>, "vec_set", &__args, &[]);
-                            }
-                        }
+                        __st.flat_set::<#m>(&mut __c.b, &__a, &__i, &__x, #class);
                     }
                 })
             }

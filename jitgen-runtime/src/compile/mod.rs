@@ -1,9 +1,11 @@
 //! One compilation: red boxes ([`redbox`]), the JIT state ([`state`]),
-//! virtual lists, dicts and structures ([`vlist`], [`vdict`], [`virtuals`]),
+//! virtual lists, dicts and structures ([`vlist`], [`vdict`], [`virtuals`]), elements of
+//! real lists of enums ([`flat`]),
 //! compiled recursion's spilled frames ([`spill`]), and the scheduler of a generating extension's paths with its merge
 //! points, flexswitches, entry promotion and execute mode ([`schedule`]).
 //! Uses `ir`, `backend` and `run`.
 
+pub mod flat;
 pub mod redbox;
 pub mod schedule;
 pub mod spill;
