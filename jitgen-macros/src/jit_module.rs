@@ -1708,7 +1708,7 @@ pub fn expand(
     let specialize_paths = crate::methods::method_paths(lifted, Some(&green_flags));
     let jit_internal = quote! {
         #[doc(hidden)]
-        #[allow(unused_imports, dead_code, non_snake_case, non_camel_case_types, unused_parens, clippy::all)]
+        #[allow(unused_imports, dead_code, non_snake_case, non_camel_case_types, unused_parens, unused_variables, unused_mut, unused_braces, unreachable_code, unused_labels, clippy::all)]
         pub mod __jit {
             use super::*;
             #extension

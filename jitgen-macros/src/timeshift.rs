@@ -3021,14 +3021,10 @@ impl<'g> Gen<'g> {
             // stays a small match, and rustc and LLVM see hundreds of small
             // functions instead of one that holds every point.
             let point_fn = format_ident!("__point{}", p);
+            // (The lints generated code may trip are allowed on `__jit`.)
             point_fns.push(quote! {
-                #[allow(unused_variables, unused_mut, unused_braces, unreachable_code, unused_labels, clippy::all)]
                 #[inline(never)]
-                fn #point_fn<'a>(
-                    __c: &mut #rt::schedule::Compilation<__Frame<'a>>,
-                    mut __st: #rt::state::JitState<__Frame<'a>>,
-                    __frame: __Frame<'a>,
-                ) -> ::core::option::Option<#rt::state::JitState<__Frame<'a>>> {
+                fn #point_fn<'a>(__c: &mut __C<'a>, mut __st: __S<'a>, __frame: __Frame<'a>) -> ::core::option::Option<__S<'a>> {
                     let __Frame::#vname { #(#pat_all),* } = __frame else {
                         unreachable!("jitgen: a frame dispatched to another point's code")
                     };
@@ -3215,6 +3211,9 @@ impl<'g> Gen<'g> {
             #[allow(dead_code)]
             const __OVERFLOW: #rt::ops::Overflow =
                 if cfg!(debug_assertions) { #rt::ops::Overflow::Check } else { #rt::ops::Overflow::Wrap };
+            /// A compilation, and the state a point's code continues.
+            type __C<'a> = #rt::schedule::Compilation<__Frame<'a>>;
+            type __S<'a> = #rt::state::JitState<__Frame<'a>>;
 
             #(#delivers)*
 

@@ -100,6 +100,11 @@ pub mod plus_minus {
         non_snake_case,
         non_camel_case_types,
         unused_parens,
+        unused_variables,
+        unused_mut,
+        unused_braces,
+        unreachable_code,
+        unused_labels,
         clippy::all
     )]
     pub mod __jit {
@@ -317,6 +322,9 @@ pub mod plus_minus {
         } else {
             ::jitgen::__private::rt::ops::Overflow::Wrap
         };
+        /// A compilation, and the state a point's code continues.
+        type __C<'a> = ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>;
+        type __S<'a> = ::jitgen::__private::rt::state::JitState<__Frame<'a>>;
         #[allow(unused_variables, unreachable_patterns)]
         fn __deliver_f0<'a>(
             __st: &mut ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
@@ -409,22 +417,12 @@ pub mod plus_minus {
                 };
             }
         }
-        #[allow(
-            unused_variables,
-            unused_mut,
-            unused_braces,
-            unreachable_code,
-            unused_labels,
-            clippy::all
-        )]
         #[inline(never)]
         fn __point0<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __c: &mut __C<'a>,
+            mut __st: __S<'a>,
             __frame: __Frame<'a>,
-        ) -> ::core::option::Option<
-            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-        > {
+        ) -> ::core::option::Option<__S<'a>> {
             let __Frame::R0 { v0, v1, v2 } = __frame else {
                 unreachable!("jitgen: a frame dispatched to another point's code")
             };
@@ -446,22 +444,12 @@ pub mod plus_minus {
                 }
             }
         }
-        #[allow(
-            unused_variables,
-            unused_mut,
-            unused_braces,
-            unreachable_code,
-            unused_labels,
-            clippy::all
-        )]
         #[inline(never)]
         fn __point1<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __c: &mut __C<'a>,
+            mut __st: __S<'a>,
             __frame: __Frame<'a>,
-        ) -> ::core::option::Option<
-            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-        > {
+        ) -> ::core::option::Option<__S<'a>> {
             let __Frame::R1 { v0, v2, v7, v8, __merged } = __frame else {
                 unreachable!("jitgen: a frame dispatched to another point's code")
             };
@@ -499,22 +487,12 @@ pub mod plus_minus {
                 }
             }
         }
-        #[allow(
-            unused_variables,
-            unused_mut,
-            unused_braces,
-            unreachable_code,
-            unused_labels,
-            clippy::all
-        )]
         #[inline(never)]
         fn __point2<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __c: &mut __C<'a>,
+            mut __st: __S<'a>,
             __frame: __Frame<'a>,
-        ) -> ::core::option::Option<
-            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-        > {
+        ) -> ::core::option::Option<__S<'a>> {
             let __Frame::R2 { v7 } = __frame else {
                 unreachable!("jitgen: a frame dispatched to another point's code")
             };
@@ -531,22 +509,12 @@ pub mod plus_minus {
                 }
             }
         }
-        #[allow(
-            unused_variables,
-            unused_mut,
-            unused_braces,
-            unreachable_code,
-            unused_labels,
-            clippy::all
-        )]
         #[inline(never)]
         fn __point3<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __c: &mut __C<'a>,
+            mut __st: __S<'a>,
             __frame: __Frame<'a>,
-        ) -> ::core::option::Option<
-            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-        > {
+        ) -> ::core::option::Option<__S<'a>> {
             let __Frame::R3 { v0, v2, v7, v8 } = __frame else {
                 unreachable!("jitgen: a frame dispatched to another point's code")
             };
@@ -597,22 +565,12 @@ pub mod plus_minus {
                 }
             }
         }
-        #[allow(
-            unused_variables,
-            unused_mut,
-            unused_braces,
-            unreachable_code,
-            unused_labels,
-            clippy::all
-        )]
         #[inline(never)]
         fn __point4<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __c: &mut __C<'a>,
+            mut __st: __S<'a>,
             __frame: __Frame<'a>,
-        ) -> ::core::option::Option<
-            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-        > {
+        ) -> ::core::option::Option<__S<'a>> {
             let __Frame::R4 { v0, v2, v8, v22, __merged } = __frame else {
                 unreachable!("jitgen: a frame dispatched to another point's code")
             };
@@ -659,22 +617,12 @@ pub mod plus_minus {
                 }
             }
         }
-        #[allow(
-            unused_variables,
-            unused_mut,
-            unused_braces,
-            unreachable_code,
-            unused_labels,
-            clippy::all
-        )]
         #[inline(never)]
         fn __point5<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __c: &mut __C<'a>,
+            mut __st: __S<'a>,
             __frame: __Frame<'a>,
-        ) -> ::core::option::Option<
-            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-        > {
+        ) -> ::core::option::Option<__S<'a>> {
             let __Frame::R5 { v0, v2, v7, v8 } = __frame else {
                 unreachable!("jitgen: a frame dispatched to another point's code")
             };
@@ -702,22 +650,12 @@ pub mod plus_minus {
                 }
             }
         }
-        #[allow(
-            unused_variables,
-            unused_mut,
-            unused_braces,
-            unreachable_code,
-            unused_labels,
-            clippy::all
-        )]
         #[inline(never)]
         fn __point6<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __c: &mut __C<'a>,
+            mut __st: __S<'a>,
             __frame: __Frame<'a>,
-        ) -> ::core::option::Option<
-            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-        > {
+        ) -> ::core::option::Option<__S<'a>> {
             let __Frame::R6 { v0, v2, v7, v8, v18 } = __frame else {
                 unreachable!("jitgen: a frame dispatched to another point's code")
             };
@@ -746,22 +684,12 @@ pub mod plus_minus {
                 }
             }
         }
-        #[allow(
-            unused_variables,
-            unused_mut,
-            unused_braces,
-            unreachable_code,
-            unused_labels,
-            clippy::all
-        )]
         #[inline(never)]
         fn __point7<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            mut __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __c: &mut __C<'a>,
+            mut __st: __S<'a>,
             __frame: __Frame<'a>,
-        ) -> ::core::option::Option<
-            ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-        > {
+        ) -> ::core::option::Option<__S<'a>> {
             let __Frame::R7 { v0, v2, v7, v8 } = __frame else {
                 unreachable!("jitgen: a frame dispatched to another point's code")
             };
