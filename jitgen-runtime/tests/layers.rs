@@ -254,7 +254,6 @@ const KNOWN_LONG: &[(&str, usize)] = &[
     ("jitgen-macros/jit_module.rs", 1_796),
     ("jitgen-macros/timeshift.rs", 3_521),
     ("jitgen-runtime/backend/cranelift.rs", 1_510),
-    ("jitgen-runtime/compile/state.rs", 1_549),
 ];
 
 #[test]

@@ -1,4 +1,5 @@
-//! One compilation: red boxes ([`redbox`]), the JIT state ([`state`]),
+//! One compilation: red boxes ([`redbox`]), the JIT state ([`state`]) and what it
+//! knows of memory ([`memory`]),
 //! virtual lists, dicts and structures ([`vlist`], [`vdict`], [`virtuals`]), elements of
 //! real lists of enums ([`flat`]),
 //! compiled recursion's spilled frames ([`spill`]), and the scheduler of a generating extension's paths with its merge
@@ -6,6 +7,7 @@
 //! Uses `ir`, `backend` and `run`.
 
 pub mod flat;
+pub mod memory;
 pub mod redbox;
 pub mod schedule;
 pub mod spill;

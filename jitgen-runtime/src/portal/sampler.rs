@@ -1,0 +1,431 @@
+//! How often a portal hook looks at a visit: the skips after cold and
+//! declined visits, the filter of positions with code ([`Sampler`]), giving
+//! a call's hook up after declines ([`GIVE_UP_AFTER`], [`decline_kind`]),
+//! and the sampler of a loop's own hook ([`LoopSampler`]). The policy, and
+//! the figures behind it, are in the module doc of `portal::driver`.
+
+use std::cell::Cell;
+
+/// The longest run of merge point visits a portal skips after meeting a
+/// declined key.
+pub const MAX_SKIP: u32 = 256;
+
+/// How many visits that reach the hook must meet declined keys in a row
+/// before a portal call goes on without its hook (see [`Sampler::gives_up`]).
+pub const GIVE_UP_AFTER: u32 = 16;
+
+/// Whether a compilation declined because of where the program was rather
+/// than because of what the interpreter does: a recursion of the interpreted
+/// program, saved frames at the position, a call of a portal, the budget,
+/// or code retired for handing over. Such declines say nothing of the
+/// program's other loops, so a call meeting them does not give its hook up
+/// (a TLC program that recursed, then ran a loop, gave the hook up in the
+/// recursion and interpreted the loop to its end: PERFORMANCE.md). Other
+/// declines (a construct compiled code cannot handle yet, met on the
+/// interpreter's paths) count.
+pub fn decline_is_positional(why: &str) -> bool {
+    decline_kind(why) == DeclineKind::Positional
+}
+
+/// Why a compilation declined, as the hot-spot policy sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeclineKind {
+    /// A construct compiled code cannot handle, met on the interpreter's
+    /// paths: counts toward giving the hook up where the thread has no code.
+    Construct,
+    /// Where the program was ([`decline_is_positional`]): does not count.
+    Positional,
+    /// A language-level recursion of an interpreter whose recursion cannot
+    /// compile (it reads its saved frames in place, so they cannot be
+    /// spilled): every position inside a call declines, so it counts toward
+    /// giving the hook up even where the thread has code for other
+    /// positions. Such an interpreter's dispatch can be so cheap that the
+    /// hook's countdown and entry filter cost more than it (the stack VM's
+    /// recursive fibonacci ran at 0.2x plain in a thread with code).
+    Recursion,
+}
+
+/// The [`DeclineKind`] of a decline's reason.
+pub fn decline_kind(why: &str) -> DeclineKind {
+    if why.contains("cannot be spilled") {
+        DeclineKind::Recursion
+    } else if ["recurs", "Budget", "a call of the portal", "retired"].iter().any(|w| why.contains(w)) {
+        DeclineKind::Positional
+    } else {
+        DeclineKind::Construct
+    }
+}
+
+/// How many visits to skip after a visit met a declined key, given how many
+/// were skipped last time (`0` after a visit met anything else): doubling up
+/// to [`MAX_SKIP`]. Interpreting through code jitgen declined then costs a
+/// counter decrement per merge point; a hot key elsewhere is noticed within
+/// `MAX_SKIP` visits of it, counted once per visit that is not skipped.
+#[inline]
+pub fn skip_after_declined(last: u32) -> u32 {
+    (last.max(1) * 2).min(MAX_SKIP)
+}
+
+/// Cold visits in a row, since residual code last ran, that a portal makes
+/// before it starts skipping (see [`skip_after_cold`]).
+pub const COLD_RAMP: u32 = 8;
+
+/// How many visits a portal skips after a cold visit, the `streak`-th in a
+/// row since residual code last ran (or since the thread began): none for
+/// the first [`COLD_RAMP`], then 1, 2, 4, ... up to `sample_period - 1`.
+/// So residual code that returns to the interpreter is entered again at the
+/// next compiled key within a few visits, not a sample period later (when
+/// every cold visit skipped a full period, a function whose compiled loop
+/// began a few merge points into it ran compiled in one call of about 15),
+/// while code that stays cold is soon sampled at the full period.
+#[inline]
+pub fn skip_after_cold(streak: u32, threshold: u32) -> u32 {
+    let most = sample_period(threshold) - 1;
+    if streak < COLD_RAMP {
+        0
+    } else {
+        (1u32 << (streak - COLD_RAMP).min(16)).min(most)
+    }
+}
+
+/// Visits of one portal call that test the entry mask with no code entered
+/// since the call began or code last ran: past them the call samples its
+/// visits as where the portal has no code ([`LoopSampler::visits_hook`]).
+/// A program the thread has no code for (a fresh one, code being kept for
+/// its buffers' addresses) paid the mask test at every visit: the stack
+/// VM's recursive fibonacci ran at 3.2x plain's time (PERFORMANCE.md). Code
+/// a call reaches within this many visits is entered by the filter as
+/// before; later, at a sampled visit.
+pub const QUIET_VISITS: u32 = 1 << 14;
+
+/// What the interpreter loop keeps of its portal's [`Sampler`] in locals
+/// (registers): a countdown of visits to skip, and once the thread has code
+/// for the portal, the entry filter folded to 64 bits
+/// ([`Sampler::entry_mask`]) with the countdown kept beside it. Without
+/// code a visit costs one subtraction and its borrow (a fused `sub; jb`);
+/// with code the first countdown stays at 0 and each visit tests its green
+/// word against the mask in the countdown's cold block, for at most
+/// [`QUIET_VISITS`] visits in a row that enter no code.
+pub struct LoopSampler {
+    skips: u32,
+    counted: u32,
+    quiet: u32,
+    /// [`Sampler::entry_mask`], taken again after each visit of the hook.
+    pub mask: u64,
+}
+
+impl LoopSampler {
+    /// At the start of a portal call, given [`Sampler::entry_mask`].
+    #[inline(always)]
+    pub fn new(mask: u64) -> LoopSampler {
+        LoopSampler { skips: 0, counted: 0, quiet: 0, mask }
+    }
+
+    /// The hook ran compiled code, which handed back to the interpreter:
+    /// the mask is tested at every visit again.
+    #[inline(always)]
+    pub fn entered(&mut self) {
+        self.quiet = 0;
+    }
+
+    /// Whether this visit leaves the countdown (the cold path follows).
+    #[inline(always)]
+    pub fn due(&mut self) -> bool {
+        let (left, due) = self.skips.overflowing_sub(1);
+        self.skips = left;
+        due
+    }
+
+    /// After [`LoopSampler::due`]: whether the visit at a position with
+    /// green word `green` goes to the hook, asking `ask` (the portal's
+    /// [`Sampler::ask`], out of line) where the countdown ran out or the
+    /// mask says code may start.
+    #[inline(always)]
+    pub fn visits_hook(&mut self, green: u64, ask: impl FnOnce(bool, u32, u64) -> Option<u32>) -> bool {
+        self.skips = 0;
+        if self.mask == 0 || self.quiet >= QUIET_VISITS {
+            return match ask(true, 0, green) {
+                Some(n) => {
+                    self.skips = n;
+                    false
+                }
+                None => true,
+            };
+        }
+        self.quiet += 1;
+        let (left, due) = self.counted.overflowing_sub(1);
+        self.counted = left;
+        if !due && self.mask & Sampler::mask_bit(green) == 0 {
+            return false;
+        }
+        match ask(due, left, green) {
+            Some(n) => {
+                self.counted = n;
+                false
+            }
+            None => {
+                self.counted = 0;
+                true
+            }
+        }
+    }
+}
+
+/// Bit of [`Sampler`]'s skip counter: the portal has code in this thread
+/// (so a call keeps its hook, see [`Sampler::gives_up`]).
+const FILTERED: u32 = 1 << 31;
+
+/// The sampling state of one portal in one thread: how many merge point
+/// visits it still skips, what the next visit that reaches the hook stands
+/// for, and where compiled code may start.
+///
+/// The entry filter is approximate: 256 bits, one per [`green_word`] of a
+/// position with code. A skipping portal still visits where the filter says
+/// code may start. Otherwise a function whose compiled loop begins a few
+/// merge points in passes its entry unseen whenever the visit there falls
+/// among the skipped ones: it interprets the loop until a counted visit
+/// lands on the entry (about 1400 merge points per call in TLC's f1), and
+/// credits the loop's other merge points with those visits until they
+/// compile a second copy of the loop. A visit the filter lets through that
+/// meets a declined key (retired code, most often) clears its bit, and code
+/// entered sets its word's bit again: a word is shared by keys that differ
+/// in other greens (the types on an operand stack) and by collisions, and a
+/// declined position left in the filter reached the hook at every visit and
+/// restarted the skip there, so that where it is visited once per call (TLC's
+/// `fib_recursive` with the code of one call site retired) no other key was
+/// counted again and each call paid a lookup (3.6-11x the interpreter's
+/// time in a debug build). The interpreter loop keeps the filter folded to
+/// 64 bits in a local ([`Sampler::entry_mask`]; 0 without code) and tests
+/// each visit's green word against it with no memory access; only a visit
+/// whose bit is set asks the 256-bit filter ([`Sampler::entry_hit`]).
+/// Testing the thread-local filter itself in the loop was slower (see
+/// PERFORMANCE.md).
+pub struct Sampler {
+    /// Visits still to skip, and [`FILTERED`].
+    skip: Cell<u32>,
+    /// The last run of visits skipped after a declined key.
+    period: Cell<u32>,
+    /// How many visits the next one that reaches the hook stands for.
+    weight: Cell<u32>,
+    /// Cold visits in a row since residual code last ran.
+    streak: Cell<u32>,
+    /// Visits that reached the hook and met a declined key, in a row.
+    declined_run: Cell<u32>,
+    /// Of those, the last that met a recursion that cannot compile.
+    recursion_run: Cell<u32>,
+    /// The green word of the visit let through by the entry filter, until
+    /// the hook says what it met there.
+    through: Cell<Option<u64>>,
+    entries: [Cell<u64>; 4],
+}
+
+impl Sampler {
+    /// Nothing skipped, no code (a `const fn`, for thread-locals).
+    pub const fn new() -> Sampler {
+        Sampler {
+            skip: Cell::new(0),
+            period: Cell::new(0),
+            weight: Cell::new(1),
+            streak: Cell::new(0),
+            declined_run: Cell::new(0),
+            recursion_run: Cell::new(0),
+            through: Cell::new(None),
+            entries: [const { Cell::new(0) }; 4],
+        }
+    }
+
+    /// Whether the portal skips this visit of its merge point, for an
+    /// interpreter loop that counts skipped visits down in a local (a
+    /// register, where this thread-local costs a few instructions per
+    /// visit), called when that countdown runs out: `None` when this visit
+    /// goes to the hook, else how many visits after it to skip without
+    /// asking again. Where the portal has code, the loop also asks at
+    /// visits its copy of [`Sampler::entry_mask`] says code may start
+    /// (see [`Sampler::ask`]).
+    #[inline(always)]
+    pub fn skip_many(&self) -> Option<u32> {
+        let s = self.skip.get();
+        let left = s & !FILTERED;
+        if left == 0 {
+            return None;
+        }
+        self.skip.set(s & FILTERED);
+        Some(left - 1)
+    }
+
+    /// A visit, with `left` visits still to skip after it, whose green word
+    /// `word` has its bit in the loop's [`Sampler::entry_mask`]: `None` when
+    /// the entry filter says code may start there (the visit goes to the
+    /// hook and stands for the visits skipped before it), else
+    /// `Some(left)`: a collision of the mask, the countdown goes on.
+    #[inline]
+    pub fn entry_hit(&self, word: u64, left: u32) -> Option<u32> {
+        if !self.may_enter(word) {
+            return Some(left);
+        }
+        let skipped = left.saturating_add(1);
+        self.weight.set(self.weight.get().saturating_sub(skipped).max(1));
+        self.through.set(Some(word));
+        None
+    }
+
+    /// What the interpreter loop does at a visit that leaves its countdown
+    /// of skips (`due`: the countdown ran out; else `left` visits are still
+    /// to skip after it) or whose green word `word` has its bit in the
+    /// loop's [`Sampler::entry_mask`]: `None` when the visit goes to the
+    /// hook, else how many visits after it to skip.
+    #[inline]
+    pub fn ask(&self, due: bool, left: u32, word: u64) -> Option<u32> {
+        let left = if due { self.skip_many()? } else { left };
+        self.entry_hit(word, left)
+    }
+
+    /// The entry filter folded to 64 bits, for the interpreter loop to keep
+    /// in a local and test each visit's green word against
+    /// ([`Sampler::mask_bit`]) with no memory access; 0 while the portal
+    /// has no code. The loop takes it again after each visit of the hook.
+    #[inline]
+    pub fn entry_mask(&self) -> u64 {
+        self.entries.iter().fold(0, |m, e| m | e.get())
+    }
+
+    /// The bit of a [`green_word`] in [`Sampler::entry_mask`].
+    #[inline(always)]
+    pub fn mask_bit(word: u64) -> u64 {
+        1 << (Self::hash(word) & 63)
+    }
+
+    /// The visits this one stands for (the count starts again at 1).
+    #[inline]
+    pub fn take_weight(&self) -> u32 {
+        self.weight.replace(1)
+    }
+
+    /// After a visit that got `Hot::Cold`: skips as [`skip_after_cold`]
+    /// says, and the visit after them stands for them.
+    #[inline]
+    pub fn cold(&self, threshold: u32) {
+        self.through.set(None);
+        self.period.set(0);
+        self.declined_run.set(0);
+        let streak = self.streak.get();
+        self.streak.set(streak.saturating_add(1));
+        let skip = skip_after_cold(streak, threshold);
+        self.set_skip(skip);
+        self.weight.set(skip + 1);
+    }
+
+    /// After a visit that met a declined key: skips as
+    /// [`skip_after_declined`] says (the visit after them stands for itself).
+    /// A key declined because of where the program was
+    /// ([`DeclineKind::Positional`]) does not count toward giving the hook
+    /// up, and ends the run of those that do.
+    #[inline]
+    pub fn declined(&self, kind: DeclineKind) {
+        if let Some(word) = self.through.take() {
+            let (i, b) = Self::bit(word);
+            self.entries[i].set(self.entries[i].get() & !b);
+        }
+        let counts = kind != DeclineKind::Positional;
+        self.declined_run.set(if counts { self.declined_run.get().saturating_add(1) } else { 0 });
+        let hopeless = kind == DeclineKind::Recursion;
+        self.recursion_run.set(if hopeless { self.recursion_run.get().saturating_add(1) } else { 0 });
+        let p = skip_after_declined(self.period.get());
+        self.period.set(p);
+        self.set_skip(p);
+    }
+
+    /// Residual code runs (or compiles) now: the cold streak is over.
+    #[inline]
+    pub fn ran(&self) {
+        self.through.set(None);
+        self.streak.set(0);
+        self.declined_run.set(0);
+        self.recursion_run.set(0);
+    }
+
+    /// Whether the portal call that just met a declined key should go on
+    /// without its hook, to its end: the portal has no code in this thread,
+    /// and the last [`GIVE_UP_AFTER`] visits that reached the hook all met
+    /// declined keys (with the skips between them, a few thousand merge
+    /// points); or they all met a recursion that cannot compile
+    /// ([`DeclineKind::Recursion`]), code or not. The count is not reset by
+    /// giving up, so the next call gives up at its first declined key,
+    /// unless it meets a cold one first.
+    pub fn gives_up(&self) -> bool {
+        self.skip.get() & FILTERED == 0 && self.declined_run.get() >= GIVE_UP_AFTER
+            || self.recursion_run.get() >= GIVE_UP_AFTER
+    }
+
+    /// Records that code starts at positions with this green word.
+    pub fn add_entry(&self, word: u64) {
+        let (i, b) = Self::bit(word);
+        self.entries[i].set(self.entries[i].get() | b);
+        self.skip.set(self.skip.get() | FILTERED);
+    }
+
+    /// Forgets where code starts: the portal has none left in this thread
+    /// (its last code was retired), and skipping costs again what it costs
+    /// before any code (see [`Sampler::add_entry`]).
+    pub fn forget_entries(&self) {
+        for e in &self.entries {
+            e.set(0);
+        }
+        self.skip.set(self.skip.get() & !FILTERED);
+    }
+
+    /// Whether code may start at positions with this green word.
+    pub fn may_enter(&self, word: u64) -> bool {
+        let (i, b) = Self::bit(word);
+        self.entries[i].get() & b != 0
+    }
+
+    fn bit(word: u64) -> (usize, u64) {
+        let h = Self::hash(word);
+        (h >> 6, 1 << (h & 63))
+    }
+
+    #[inline(always)]
+    fn hash(word: u64) -> usize {
+        (word.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize
+    }
+
+    fn set_skip(&self, n: u32) {
+        self.skip.set(n | (self.skip.get() & FILTERED));
+    }
+}
+
+impl Default for Sampler {
+    fn default() -> Self {
+        Sampler::new()
+    }
+}
+
+/// One word of the green values of a position that are cheap to read where
+/// a portal decides whether to skip a visit (scalars, addresses of green
+/// data), for its [`Sampler`]'s entry filter.
+#[inline(always)]
+pub fn green_word(greens: &[u64]) -> u64 {
+    // Independent rotations, so that the words combine in parallel; the
+    // filter's multiply mixes them.
+    greens.iter().enumerate().fold(0u64, |w, (i, &g)| w ^ g.rotate_left(i as u32 * 23))
+}
+
+/// The longest run of visits a portal samples with one: after a visit gets
+/// `Hot::Cold`, a portal skips up to `sample_period - 1` visits (no
+/// hashing, no counting; see [`skip_after_cold`]), and the visit after them
+/// counts for them (`PortalCache::visit_weighted`; `PortalCache::visit`
+/// counts each visit as a full period). Code that is not hot yet runs nearly
+/// at the plain interpreter's speed. A quarter of the threshold, so that a
+/// key is sampled at least four times before it gets hot: 250 at the
+/// default threshold, at most 256; thresholds below 8 (tests, small
+/// `JITGEN_THRESHOLD`s) count every visit.
+///
+/// A counted visit costs about 30 ns (the key built and hashed, a map
+/// lookup, branches the interpreter loop rarely takes): sampling one visit
+/// in 62, TLC's interpreter loop ran at 1.2x its plain time; one in 250,
+/// at 1.07x (factorial(3e6), a threshold never reached, one pinned core).
+#[inline]
+pub fn sample_period(threshold: u32) -> u32 {
+    (threshold / 4).clamp(1, 256)
+}
