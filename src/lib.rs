@@ -88,9 +88,8 @@ pub mod __private {
         }
         /// Compiled code, its calls and callbacks.
         pub mod residual {
-            pub use jitgen_runtime::run::residual::{
-                call_parking, compile_host, message_id, run_callback, InputFrame, ResidualError, ResidualFn,
-            };
+            pub use jitgen_runtime::run::enter::{call_parking, compile_host};
+            pub use jitgen_runtime::run::residual::{message_id, run_callback, InputFrame, ResidualError, ResidualFn};
         }
         /// Direct calls of a portal from compiled code.
         pub mod direct {

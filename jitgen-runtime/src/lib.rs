@@ -34,4 +34,13 @@ pub mod run;
 pub use compile::{redbox, schedule, spill, state, vdict, virtuals, vlist};
 pub use ir::{builder, ops};
 pub use portal::driver;
-pub use run::{contstack, heap, promotion, residual};
+pub use run::{contstack, heap, promotion};
+
+/// Compiled residual functions ([`run::residual`]), how Rust enters them
+/// ([`run::enter`]) and how their pieces are fused ([`run::fusion`]), under
+/// one name.
+pub mod residual {
+    pub use crate::run::enter::*;
+    pub use crate::run::fusion::*;
+    pub use crate::run::residual::*;
+}

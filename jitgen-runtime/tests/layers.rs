@@ -217,7 +217,6 @@ fn crates() -> [(&'static str, PathBuf); 3] {
 /// here that is gone (remove it).
 const KNOWN_CYCLES: &[&str] = &[
     "jitgen-runtime: compile::spill -> compile::state -> compile::virtuals -> compile::vlist",
-    "jitgen-runtime: run::contstack -> run::direct -> run::promotion -> run::residual",
 ];
 
 #[test]

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use crate::compile::schedule::Limits;
-use crate::run::residual::FUSION_PATIENCE;
+use crate::run::fusion::FUSION_PATIENCE;
 
 /// The default hot-spot threshold: iterations of one position key before it
 /// is warm. Under the default policy a warm key compiles once the program

@@ -113,7 +113,8 @@
 use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
-use crate::run::residual::{Fusion, ResidualFn};
+use crate::run::fusion::Fusion;
+use crate::run::residual::ResidualFn;
 
 /// What compiling costs per residual operation before a module has compiled
 /// anything (a fusion's expected time; measured 5-8 µs, PERFORMANCE.md).

@@ -1,5 +1,6 @@
 //! What exists while residual code runs: compiled functions and the handles
-//! that call them ([`residual`]), the continuation stack of compiled
+//! that call them ([`residual`]), entering them ([`enter`]) and fusing their
+//! pieces ([`fusion`]), the continuation stack of compiled
 //! recursion ([`contstack`]), direct calls between compiled functions of
 //! an interpreter that recurses in Rust ([`direct`]), the callbacks and the arena of objects
 //! residual code allocates ([`heap`]), flexswitch case tables and the miss
@@ -9,6 +10,8 @@
 
 pub mod contstack;
 pub mod direct;
+pub mod enter;
+pub mod fusion;
 pub mod heap;
 pub mod promotion;
 pub mod residual;

@@ -1,4 +1,6 @@
-//! Compiled residual functions and how Rust calls them, and how they call Rust.
+//! Compiled residual functions and how they call Rust; how Rust enters them is
+//! in `enter.rs`, how their pieces are fused in `fusion.rs` (the facade's
+//! `residual` module shows the three as one).
 //!
 //! [`ResidualFn`] owns a residual function's machine code (freed with it) and
 //! its listing. [`Residual`] is the typed handle: `call(args)` takes the red
@@ -18,12 +20,6 @@ use crate::backend::cranelift::{CraneliftBackend, NativeCode, MAX_FRAME_WORDS};
 use crate::backend::{Backend, BackendError};
 use crate::ir::builder::ResidualFunction;
 use crate::ir::ops::{ErrorKind, ValTy};
-
-/// A Cranelift backend whose code calls this crate's run-time hooks (the
-/// flexswitch miss handler): the one to compile residual code with.
-pub fn native_backend() -> Result<CraneliftBackend, BackendError> {
-    CraneliftBackend::new(crate::run::promotion::HOOKS)
-}
 
 static MESSAGES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
 
@@ -62,54 +58,6 @@ pub fn run_callback(body: impl FnOnce() -> Result<(), ErrorKind>) -> u64 {
     }
 }
 
-thread_local! {
-    static PARKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Calls `f` for a portal, which can continue in the interpreter proper: a
-/// hand-over from residual code then runs the interpreter's flow graphs
-/// only up to the portal's next merge point, and the call returns
-/// [`ResidualError::Parked`] with the state there.
-pub fn call_parking(f: &ResidualFn, inputs: &[u64]) -> Result<Vec<u64>, ResidualError> {
-    let prev = PARKING.with(|p| p.replace(true));
-    let r = f.call_words(inputs);
-    PARKING.with(|p| p.set(prev));
-    r
-}
-
-/// Whether the residual call under way may park (and no longer, for the
-/// calls it makes in turn).
-pub(crate) fn take_parking() -> bool {
-    PARKING.with(|p| p.replace(false))
-}
-
-thread_local! {
-    static HOST_BACKEND: RefCell<Option<CraneliftBackend>> = const { RefCell::new(None) };
-}
-
-/// Compiles with this thread's Cranelift backend for the host (made on first use).
-pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
-    HOST_BACKEND.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.is_none() {
-            *b = Some(native_backend()?);
-        }
-        ResidualFn::compile(f, b.as_mut().expect("made above"))
-    })
-}
-
-/// Compiles to machine code with this thread's backend (for flexswitch
-/// cases, whose listings are made only when asked for, from the function).
-pub fn compile_native(f: &ResidualFunction) -> Result<NativeCode, BackendError> {
-    HOST_BACKEND.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.is_none() {
-            *b = Some(native_backend()?);
-        }
-        b.as_mut().expect("made above").compile(f)
-    })
-}
-
 /// The payload of a callback that failed with `status` (a panic it caught).
 pub fn take_callback_panic(status: u64) -> Option<Box<dyn Any + Send>> {
     if ErrorKind::from_code(status) == Some(ErrorKind::CallbackPanicked) {
@@ -138,7 +86,7 @@ pub enum ResidualError {
     /// The interpreter, continuing after a hand-over, reached the portal's
     /// merge point: the state there (a `JitState` of the generating
     /// extension's frames), for the portal to continue in the interpreter
-    /// proper (see [`call_parking`]).
+    /// proper (see `enter::call_parking`).
     Parked(Box<dyn Any>),
 }
 
@@ -200,98 +148,32 @@ impl fmt::Debug for ResidualError {
 /// A compiled residual function: machine code and listing. Cloning is cheap
 /// (a shared handle); the code is freed with the last clone.
 #[derive(Clone, Debug)]
-pub struct ResidualFn(std::rc::Rc<Compiled>);
+pub struct ResidualFn(pub(crate) std::rc::Rc<Compiled>);
 
 #[derive(Debug)]
-struct Compiled {
-    inputs: Vec<ValTy>,
-    outputs: Vec<ValTy>,
+pub(crate) struct Compiled {
+    pub(crate) inputs: Vec<ValTy>,
+    pub(crate) outputs: Vec<ValTy>,
     /// Kept to print the listing when asked (formatting it at every
     /// compilation took about 2% of the compile time).
-    function: ResidualFunction,
-    listing: std::cell::OnceCell<String>,
-    ops: usize,
-    native: NativeCode,
+    pub(crate) function: ResidualFunction,
+    pub(crate) listing: std::cell::OnceCell<String>,
+    pub(crate) ops: usize,
+    pub(crate) native: NativeCode,
     /// Owns the code compiled later for the states its switches resume.
-    pieces: Option<std::rc::Rc<dyn crate::run::promotion::Pieces>>,
+    pub(crate) pieces: Option<std::rc::Rc<dyn crate::ir::function::Pieces>>,
     /// Fusions that made `native`, and the tree's cases then (see
-    /// [`ResidualFn::fuse_pieces`]).
-    fused: (usize, usize),
+    /// `ResidualFn::fuse_pieces`).
+    pub(crate) fused: (usize, usize),
     /// When the root was compiled, and the time its fusions took so far.
-    born: std::time::Instant,
-    fusing: std::time::Duration,
+    pub(crate) born: std::time::Instant,
+    pub(crate) fusing: std::time::Duration,
     /// Entries that found a fusion due and postponed it (the clock is read
     /// at one in [`CLOCK_EVERY`]), and the operations a fusion would
     /// compile at the tree's count of cases then.
-    postponed: std::cell::Cell<u32>,
-    estimate: std::cell::Cell<(usize, usize)>,
+    pub(crate) postponed: std::cell::Cell<u32>,
+    pub(crate) estimate: std::cell::Cell<(usize, usize)>,
 }
-
-/// How often residual code took the cases of a tree's switches, per piece
-/// they continue in (see [`crate::run::promotion::FlexTable::hits`]).
-struct Heat<'a> {
-    /// The tables of the root's and the pieces' switches.
-    tables: Vec<&'a crate::run::promotion::FlexTable>,
-    /// Per piece (by entry address), the cases taken into it.
-    hits: std::collections::HashMap<usize, u64>,
-    /// All cases taken.
-    total: u64,
-    /// Each piece's entry address, in the tree's order.
-    entries: Vec<usize>,
-}
-
-impl<'a> Heat<'a> {
-    fn of(root: &'a ResidualFunction, pieces: &'a [(usize, std::rc::Rc<ResidualFunction>)]) -> Heat<'a> {
-        let tables: Vec<&crate::run::promotion::FlexTable> = std::iter::once(root)
-            .chain(pieces.iter().map(|(_, f)| &**f))
-            .flat_map(|f| f.switches.iter())
-            .filter_map(|t| t.as_any().downcast_ref::<crate::run::promotion::FlexTable>())
-            .collect();
-        let mut hits: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
-        for (entry, n) in tables.iter().flat_map(|t| t.hits()) {
-            *hits.entry(entry).or_default() += n;
-        }
-        let total = hits.values().sum();
-        Heat { tables, hits, total, entries: pieces.iter().map(|(e, _)| *e).collect() }
-    }
-
-    /// Whether piece `k` is fused: residual code took the cases into it at
-    /// least one time in [`HOT_SHARE`] (every piece, before it took any).
-    fn is_hot(&self, k: usize) -> bool {
-        self.total == 0 || self.hits.get(&self.entries[k]).copied().unwrap_or(0).saturating_mul(HOT_SHARE) >= self.total
-    }
-}
-
-/// What [`ResidualFn::fuse_pieces`] did.
-pub enum Fusion {
-    /// Nothing to fuse: no new cases, or [`MAX_FUSIONS`] reached.
-    Nothing,
-    /// A fusion is due, but the root has not existed long enough yet.
-    Postponed,
-    /// The fused code, and what fusing took.
-    Fused(ResidualFn, std::time::Duration),
-}
-
-/// A root is fused once it has existed this many times as long as its
-/// fusions took and the next is expected to take (see
-/// [`ResidualFn::fuse_pieces`]); `Config::set_fusion_patience` changes it.
-pub const FUSION_PATIENCE: u32 = 2;
-
-/// While a fusion is postponed, one entry in this many reads the clock.
-pub const CLOCK_EVERY: u32 = 16;
-
-/// Fusions of one root's pieces at most: each compiles the whole tree again.
-pub const MAX_FUSIONS: usize = 4;
-
-/// Operations of pieces that one fusion copies at most (past them, a
-/// switch's case is reached through the switch): Cranelift's time grows
-/// faster than the function.
-pub const MAX_FUSED_OPS: usize = 40_000;
-
-/// A piece is fused when residual code took the cases that continue in it
-/// at least one time in this many of all the cases it took (see
-/// `ir::passes::fuse`).
-pub const HOT_SHARE: u64 = 1000;
 
 impl ResidualFn {
     /// Compiles a residual function with Cranelift, keeping its listing.
@@ -310,135 +192,6 @@ impl ResidualFn {
             postponed: std::cell::Cell::new(0),
             estimate: std::cell::Cell::new((usize::MAX, 0)),
         })))
-    }
-
-    /// The pieces below the function that run often, fused into one
-    /// function (see `ir::passes::fuse`) and compiled, when its switches got
-    /// cases since it was made, at most [`MAX_FUSIONS`] times. Every case
-    /// table that continues in a fused piece then points at that piece's
-    /// entry into the fused code (its reentry), so the code runs from one
-    /// piece to the next through jumps instead of switches.
-    ///
-    /// The root is not fused: a path leaves it through a switch at most once
-    /// per entry (a case never comes back into it), so its own code runs as
-    /// compiled and enters the fused code at a piece's reentry. Nor are the
-    /// pieces run rarely (the continuations of a recursion's first few
-    /// levels, say): a piece is fused when residual code took the cases that
-    /// continue in it at least one time in [`HOT_SHARE`]. So the fused code
-    /// depends on what runs often, not on when the root was compiled.
-    ///
-    /// A fusion compiles the pieces again, which costs a program that
-    /// runs its code briefly (a first run, a machine made afresh for each
-    /// run) more than it gains. So it waits until the root has existed
-    /// `patience` times as long as its fusions took and the next is
-    /// expected to take at most (the tree's operations at `nanos_per_op()`,
-    /// what compiling has cost this module): code that keeps running is
-    /// fused, code that runs once is not. With `patience` 0, it fuses
-    /// whenever cases were added.
-    ///
-    /// The handle returned runs the root's code as before; the listing
-    /// stays the root's with its cases. Values seen later get cases in the
-    /// pieces, until the next fusion. [`Fusion::Nothing`] also when the
-    /// backend fails.
-    pub fn fuse_pieces(&self, patience: u32, nanos_per_op: impl FnOnce() -> u64) -> Fusion {
-        let me = &*self.0;
-        let Some(pieces) = me.pieces.as_ref() else { return Fusion::Nothing };
-        let n = pieces.cases();
-        let (times, cases) = me.fused;
-        if n == cases || times >= MAX_FUSIONS {
-            return Fusion::Nothing;
-        }
-        if patience > 0 {
-            let k = me.postponed.get();
-            me.postponed.set(k.wrapping_add(1));
-            if k % CLOCK_EVERY != 0 {
-                return Fusion::Postponed;
-            }
-            let ops = match me.estimate.get() {
-                (at, ops) if at == n => ops,
-                _ => {
-                    // The tree's size (what a fusion of every piece would
-                    // compile): which pieces are hot is known only once
-                    // the code has run, so the wait does not depend on it.
-                    let copied: usize = pieces.functions().iter().map(|(_, f)| f.op_count()).sum();
-                    let ops = me.ops + copied.min(MAX_FUSED_OPS);
-                    me.estimate.set((n, ops));
-                    ops
-                }
-            };
-            let expected = std::time::Duration::from_nanos(nanos_per_op().saturating_mul(ops as u64));
-            if me.born.elapsed() < (me.fusing + expected) * patience {
-                return Fusion::Postponed;
-            }
-        }
-        let t = std::time::Instant::now();
-        let functions = pieces.functions();
-        let index: std::collections::HashMap<usize, usize> =
-            functions.iter().enumerate().map(|(k, (entry, _))| (*entry, k)).collect();
-        // Function 0 is the base of the fused function: an entry that is
-        // never taken, before the pieces' copies (every piece a reentry).
-        let mut base = crate::ir::builder::ResidualBuilder::new(&me.function.name, &me.inputs, &me.outputs);
-        base.error_exit(crate::ir::ops::ErrorKind::Abort(u32::MAX));
-        let base = base.finish();
-        let cases = |func: usize, switch: u32| -> Vec<(u64, usize)> {
-            let f = if func == 0 { &base } else { &*functions[func - 1].1 };
-            let Some(t) = f.switches.get(switch as usize) else { return vec![] };
-            let Some(t) = t.as_any().downcast_ref::<crate::run::promotion::FlexTable>() else { return vec![] };
-            t.entries().into_iter().filter_map(|(w, entry)| Some((w, *index.get(&entry)?))).collect()
-        };
-        let refs: Vec<&ResidualFunction> = functions.iter().map(|(_, f)| &**f).collect();
-        let heat = Heat::of(&me.function, &functions);
-        let hot = |k: usize| heat.is_hot(k);
-        let (fused, copied) = base.fused(&refs, &cases, MAX_FUSED_OPS, &hot);
-        // Nothing to copy (every piece's outputs differ from the root's) is
-        // a fusion done too: it is not tried again until cases are added.
-        let native = (!copied.is_empty()).then(|| {
-            HOST_BACKEND.with(|b| {
-                // Not while this thread's backend is compiling already.
-                let mut b = b.try_borrow_mut().ok()?;
-                if b.is_none() {
-                    *b = Some(native_backend().ok()?);
-                }
-                b.as_mut()?.compile(&fused).ok()
-            })
-        });
-        let native = match native {
-            Some(None) => return Fusion::Nothing,
-            Some(Some(native)) => Some(native),
-            None => None,
-        };
-        // Cases continuing in a piece that was copied now enter the fused
-        // code at its copy, wherever the switch is; the tree keeps that
-        // code as long as its tables.
-        let to: std::collections::HashMap<usize, usize> = copied
-            .iter()
-            .enumerate()
-            .filter_map(|(k, piece)| Some((functions[*piece].0, native.as_ref()?.reentry(k)? as usize)))
-            .collect();
-        for t in &heat.tables {
-            t.redirect(&to);
-        }
-        if let Some(native) = &native {
-            pieces.keep(native.owner());
-        }
-        let took = t.elapsed();
-        Fusion::Fused(
-            ResidualFn(std::rc::Rc::new(Compiled {
-                inputs: me.inputs.clone(),
-                outputs: me.outputs.clone(),
-                function: me.function.clone(),
-                listing: me.listing.clone(),
-                ops: me.ops,
-                native: me.native.clone(),
-                pieces: me.pieces.clone(),
-                fused: (times + 1, n),
-                born: me.born,
-                fusing: me.fusing + took,
-                postponed: std::cell::Cell::new(0),
-                estimate: std::cell::Cell::new((usize::MAX, 0)),
-            })),
-            took,
-        )
     }
 
     /// Whether both handles are of the same compiled code.
@@ -465,11 +218,6 @@ impl ResidualFn {
         out
     }
 
-    /// The tables of the function's own flexswitches.
-    pub fn switches(&self) -> Vec<&crate::run::promotion::FlexTable> {
-        self.0.native.switches().iter().filter_map(|t| t.as_any().downcast_ref()).collect()
-    }
-
     /// The entry point of the machine code (the `tail` convention, one
     /// argument: the frame), for direct calls from residual code.
     pub fn entry_point(&self) -> *const u8 {
@@ -491,118 +239,13 @@ impl ResidualFn {
         &self.0.outputs
     }
 
-    /// Calls with inputs as canonical words; returns the outputs as words.
-    pub fn call_words(&self, inputs: &[u64]) -> Result<Vec<u64>, ResidualError> {
-        let me = &*self.0;
-        assert_eq!(inputs.len(), me.inputs.len(), "wrong number of inputs");
-        // The frame lives on the stack: entering residual code allocates nothing.
-        let mut frame = [0u64; MAX_FRAME_WORDS];
-        for (k, (w, t)) in inputs.iter().zip(&me.inputs).enumerate() {
-            frame[k] = t.canon(*w);
-        }
-        let saved = crate::run::contstack::enter();
-        let depth = crate::run::direct::depth();
-        let r = self.run_frame(&mut frame);
-        crate::run::direct::restore_depth(depth);
-        crate::run::contstack::leave(saved);
-        r
-    }
-
-    /// Calls at reentry `k` (of a fused root, see
-    /// [`ResidualFunction::reentries`]) with inputs as canonical words, as
-    /// a switch's case that continues in a copied piece enters it; returns
-    /// the outputs as words. `None` when there is no such reentry.
-    pub fn call_reentry(&self, k: usize, inputs: &[u64]) -> Option<Result<Vec<u64>, ResidualError>> {
-        let me = &*self.0;
-        let entry = me.native.reentry(k)?;
-        let l = me.function.reentries[k];
-        let tys: Vec<ValTy> = me.function.blocks[l].params.iter().map(|p| me.function.vals[*p]).collect();
-        assert_eq!(inputs.len(), tys.len(), "wrong number of inputs");
-        let mut frame = [0u64; MAX_FRAME_WORDS];
-        for (k, (w, t)) in inputs.iter().zip(&tys).enumerate() {
-            frame[k] = t.canon(*w);
-        }
-        let saved = crate::run::contstack::enter();
-        let depth = crate::run::direct::depth();
-        let status = me.native.run_at(entry, &mut frame);
-        crate::run::direct::restore_depth(depth);
-        crate::run::contstack::leave(saved);
-        if status == 0 {
-            return Some(Ok(me.outputs.iter().enumerate().map(|(k, t)| t.canon(frame[k])).collect()));
-        }
-        Some(self.failed(status, &mut frame))
-    }
-
-    /// Calls with the inputs in `frame`, as [`ResidualFn::call_words`]
-    /// does, without allocating: returns the outputs, the frame's first
-    /// words (a direct call's, see [`crate::run::direct`]).
-    pub fn call_frame<'f>(&self, frame: &'f mut InputFrame) -> Result<&'f [u64], ResidualError> {
-        let me = &*self.0;
-        assert_eq!(frame.len, me.inputs.len(), "wrong number of inputs");
-        for (w, t) in frame.words.iter_mut().zip(&me.inputs) {
-            *w = t.canon(*w);
-        }
-        let saved = crate::run::contstack::enter();
-        let depth = crate::run::direct::depth();
-        let status = me.native.run(&mut frame.words);
-        crate::run::direct::restore_depth(depth);
-        crate::run::contstack::leave(saved);
-        if status == 0 {
-            for (w, t) in frame.words.iter_mut().zip(&me.outputs) {
-                *w = t.canon(*w);
-            }
-            return Ok(&frame.words[..me.outputs.len()]);
-        }
-        // A hand-over finished the call in the interpreter.
-        let out = self.failed(status, &mut frame.words)?;
-        frame.words[..out.len()].copy_from_slice(&out);
-        Ok(&frame.words[..out.len()])
-    }
-
-    /// Runs the code on a frame holding its inputs; a hand-over continues
-    /// in execute mode before this returns.
-    fn run_frame(&self, frame: &mut [u64; MAX_FRAME_WORDS]) -> Result<Vec<u64>, ResidualError> {
-        let me = &*self.0;
-        let status = me.native.run(frame);
-        if status == 0 {
-            return Ok(me.outputs.iter().enumerate().map(|(k, t)| t.canon(frame[k])).collect());
-        }
-        self.failed(status, frame)
-    }
-
-    /// What a run that returned `status` (not 0) on `frame` gives.
-    pub(crate) fn failed(&self, status: u64, frame: &mut [u64; MAX_FRAME_WORDS]) -> Result<Vec<u64>, ResidualError> {
-        match ErrorKind::from_code(status) {
-            Some(ErrorKind::CallbackPanicked) => {
-                let p = CALLBACK_PANIC.with(|p| p.borrow_mut().take());
-                Err(ResidualError::Panicked(p.unwrap_or_else(|| Box::new("a callback panicked"))))
-            }
-            Some(ErrorKind::Resume(n)) => {
-                // The live values, the promoted value, the switch's table.
-                let n = n as usize;
-                let table = frame[n - 1] as usize as *const crate::run::promotion::FlexTable;
-                // SAFETY: residual code put the address of one of its tables
-                // there; the tables live as long as the code, owned by `self`
-                // (directly, or through the cases of its switches).
-                match unsafe { (*table).resumer() } {
-                    Some(resume) => resume(&frame[..n - 2], frame[n - 2]),
-                    None => Err(ResidualError::Resume(frame[..n].to_vec())),
-                }
-            }
-            Some(kind @ ErrorKind::IndexOutOfBounds) => {
-                Err(ResidualError::Exit { kind, detail: Some((frame[0], frame[1])) })
-            }
-            Some(kind) => Err(ResidualError::Exit { kind, detail: None }),
-            None => Err(ResidualError::Exit { kind: ErrorKind::Abort(u32::MAX), detail: None }),
-        }
-    }
 }
 
 /// The frame a direct call runs its code on, its inputs pushed first
 /// (see [`ResidualFn::call_frame`]): no allocation per call.
 pub struct InputFrame {
-    words: [u64; MAX_FRAME_WORDS],
-    len: usize,
+    pub(crate) words: [u64; MAX_FRAME_WORDS],
+    pub(crate) len: usize,
 }
 
 impl InputFrame {

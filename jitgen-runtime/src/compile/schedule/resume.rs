@@ -446,7 +446,7 @@ impl<F: Frame> Compilation<F> {
                     c.finish()
                 }));
                 let r = match r {
-                    Ok(Ok(f)) => crate::run::residual::compile_native(&f)
+                    Ok(Ok(f)) => crate::run::enter::compile_native(&f)
                         .map(|c| (c, f.op_count(), f))
                         .map_err(|e| e.to_string()),
                     Ok(Err(d)) => Err(format!("{d:?}")),
@@ -477,7 +477,7 @@ impl<F: Frame> Compilation<F> {
                     s.resumed();
                 }
                 let mut c: Compilation<G> = Compilation::executing(&name, &live_tys, words, &outputs);
-                c.park_ok = crate::run::residual::take_parking();
+                c.park_ok = crate::run::enter::take_parking();
                 c.execute(|c| {
                     let mut st = snapshot.0.clone();
                     st.set_reds(&rebuild(&snapshot.1, &c.inputs(), w));

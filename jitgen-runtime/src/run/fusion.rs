@@ -1,0 +1,209 @@
+//! Fusing the pieces of a compiled tree that run often into one function:
+//! when, which, and pointing the switches' tables at the fused code.
+
+use crate::backend::Backend;
+use crate::ir::builder::ResidualFunction;
+use crate::run::enter::{native_backend, HOST_BACKEND};
+use crate::run::residual::{Compiled, ResidualFn};
+
+/// How often residual code took the cases of a tree's switches, per piece
+/// they continue in (see [`crate::run::promotion::FlexTable::hits`]).
+struct Heat<'a> {
+    /// The tables of the root's and the pieces' switches.
+    tables: Vec<&'a crate::run::promotion::FlexTable>,
+    /// Per piece (by entry address), the cases taken into it.
+    hits: std::collections::HashMap<usize, u64>,
+    /// All cases taken.
+    total: u64,
+    /// Each piece's entry address, in the tree's order.
+    entries: Vec<usize>,
+}
+
+impl<'a> Heat<'a> {
+    fn of(root: &'a ResidualFunction, pieces: &'a [(usize, std::rc::Rc<ResidualFunction>)]) -> Heat<'a> {
+        let tables: Vec<&crate::run::promotion::FlexTable> = std::iter::once(root)
+            .chain(pieces.iter().map(|(_, f)| &**f))
+            .flat_map(|f| f.switches.iter())
+            .filter_map(|t| t.as_any().downcast_ref::<crate::run::promotion::FlexTable>())
+            .collect();
+        let mut hits: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
+        for (entry, n) in tables.iter().flat_map(|t| t.hits()) {
+            *hits.entry(entry).or_default() += n;
+        }
+        let total = hits.values().sum();
+        Heat { tables, hits, total, entries: pieces.iter().map(|(e, _)| *e).collect() }
+    }
+
+    /// Whether piece `k` is fused: residual code took the cases into it at
+    /// least one time in [`HOT_SHARE`] (every piece, before it took any).
+    fn is_hot(&self, k: usize) -> bool {
+        self.total == 0 || self.hits.get(&self.entries[k]).copied().unwrap_or(0).saturating_mul(HOT_SHARE) >= self.total
+    }
+}
+
+/// What [`ResidualFn::fuse_pieces`] did.
+pub enum Fusion {
+    /// Nothing to fuse: no new cases, or [`MAX_FUSIONS`] reached.
+    Nothing,
+    /// A fusion is due, but the root has not existed long enough yet.
+    Postponed,
+    /// The fused code, and what fusing took.
+    Fused(ResidualFn, std::time::Duration),
+}
+
+/// A root is fused once it has existed this many times as long as its
+/// fusions took and the next is expected to take (see
+/// [`ResidualFn::fuse_pieces`]); `Config::set_fusion_patience` changes it.
+pub const FUSION_PATIENCE: u32 = 2;
+
+/// While a fusion is postponed, one entry in this many reads the clock.
+pub const CLOCK_EVERY: u32 = 16;
+
+/// Fusions of one root's pieces at most: each compiles the whole tree again.
+pub const MAX_FUSIONS: usize = 4;
+
+/// Operations of pieces that one fusion copies at most (past them, a
+/// switch's case is reached through the switch): Cranelift's time grows
+/// faster than the function.
+pub const MAX_FUSED_OPS: usize = 40_000;
+
+/// A piece is fused when residual code took the cases that continue in it
+/// at least one time in this many of all the cases it took (see
+/// `ir::passes::fuse`).
+pub const HOT_SHARE: u64 = 1000;
+
+impl ResidualFn {
+    /// The pieces below the function that run often, fused into one
+    /// function (see `ir::passes::fuse`) and compiled, when its switches got
+    /// cases since it was made, at most [`MAX_FUSIONS`] times. Every case
+    /// table that continues in a fused piece then points at that piece's
+    /// entry into the fused code (its reentry), so the code runs from one
+    /// piece to the next through jumps instead of switches.
+    ///
+    /// The root is not fused: a path leaves it through a switch at most once
+    /// per entry (a case never comes back into it), so its own code runs as
+    /// compiled and enters the fused code at a piece's reentry. Nor are the
+    /// pieces run rarely (the continuations of a recursion's first few
+    /// levels, say): a piece is fused when residual code took the cases that
+    /// continue in it at least one time in [`HOT_SHARE`]. So the fused code
+    /// depends on what runs often, not on when the root was compiled.
+    ///
+    /// A fusion compiles the pieces again, which costs a program that
+    /// runs its code briefly (a first run, a machine made afresh for each
+    /// run) more than it gains. So it waits until the root has existed
+    /// `patience` times as long as its fusions took and the next is
+    /// expected to take at most (the tree's operations at `nanos_per_op()`,
+    /// what compiling has cost this module): code that keeps running is
+    /// fused, code that runs once is not. With `patience` 0, it fuses
+    /// whenever cases were added.
+    ///
+    /// The handle returned runs the root's code as before; the listing
+    /// stays the root's with its cases. Values seen later get cases in the
+    /// pieces, until the next fusion. [`Fusion::Nothing`] also when the
+    /// backend fails.
+    pub fn fuse_pieces(&self, patience: u32, nanos_per_op: impl FnOnce() -> u64) -> Fusion {
+        let me = &*self.0;
+        let Some(pieces) = me.pieces.as_ref() else { return Fusion::Nothing };
+        let n = pieces.cases();
+        let (times, cases) = me.fused;
+        if n == cases || times >= MAX_FUSIONS {
+            return Fusion::Nothing;
+        }
+        if patience > 0 {
+            let k = me.postponed.get();
+            me.postponed.set(k.wrapping_add(1));
+            if k % CLOCK_EVERY != 0 {
+                return Fusion::Postponed;
+            }
+            let ops = match me.estimate.get() {
+                (at, ops) if at == n => ops,
+                _ => {
+                    // The tree's size (what a fusion of every piece would
+                    // compile): which pieces are hot is known only once
+                    // the code has run, so the wait does not depend on it.
+                    let copied: usize = pieces.functions().iter().map(|(_, f)| f.op_count()).sum();
+                    let ops = me.ops + copied.min(MAX_FUSED_OPS);
+                    me.estimate.set((n, ops));
+                    ops
+                }
+            };
+            let expected = std::time::Duration::from_nanos(nanos_per_op().saturating_mul(ops as u64));
+            if me.born.elapsed() < (me.fusing + expected) * patience {
+                return Fusion::Postponed;
+            }
+        }
+        let t = std::time::Instant::now();
+        let functions = pieces.functions();
+        let index: std::collections::HashMap<usize, usize> =
+            functions.iter().enumerate().map(|(k, (entry, _))| (*entry, k)).collect();
+        // Function 0 is the base of the fused function: an entry that is
+        // never taken, before the pieces' copies (every piece a reentry).
+        let mut base = crate::ir::builder::ResidualBuilder::new(&me.function.name, &me.inputs, &me.outputs);
+        base.error_exit(crate::ir::ops::ErrorKind::Abort(u32::MAX));
+        let base = base.finish();
+        let cases = |func: usize, switch: u32| -> Vec<(u64, usize)> {
+            let f = if func == 0 { &base } else { &*functions[func - 1].1 };
+            let Some(t) = f.switches.get(switch as usize) else { return vec![] };
+            let Some(t) = t.as_any().downcast_ref::<crate::run::promotion::FlexTable>() else { return vec![] };
+            t.entries().into_iter().filter_map(|(w, entry)| Some((w, *index.get(&entry)?))).collect()
+        };
+        let refs: Vec<&ResidualFunction> = functions.iter().map(|(_, f)| &**f).collect();
+        let heat = Heat::of(&me.function, &functions);
+        let hot = |k: usize| heat.is_hot(k);
+        let (fused, copied) = base.fused(&refs, &cases, MAX_FUSED_OPS, &hot);
+        // Nothing to copy (every piece's outputs differ from the root's) is
+        // a fusion done too: it is not tried again until cases are added.
+        let native = (!copied.is_empty()).then(|| {
+            HOST_BACKEND.with(|b| {
+                // Not while this thread's backend is compiling already.
+                let mut b = b.try_borrow_mut().ok()?;
+                if b.is_none() {
+                    *b = Some(native_backend().ok()?);
+                }
+                b.as_mut()?.compile(&fused).ok()
+            })
+        });
+        let native = match native {
+            Some(None) => return Fusion::Nothing,
+            Some(Some(native)) => Some(native),
+            None => None,
+        };
+        // Cases continuing in a piece that was copied now enter the fused
+        // code at its copy, wherever the switch is; the tree keeps that
+        // code as long as its tables.
+        let to: std::collections::HashMap<usize, usize> = copied
+            .iter()
+            .enumerate()
+            .filter_map(|(k, piece)| Some((functions[*piece].0, native.as_ref()?.reentry(k)? as usize)))
+            .collect();
+        for t in &heat.tables {
+            t.redirect(&to);
+        }
+        if let Some(native) = &native {
+            pieces.keep(native.owner());
+        }
+        let took = t.elapsed();
+        Fusion::Fused(
+            ResidualFn(std::rc::Rc::new(Compiled {
+                inputs: me.inputs.clone(),
+                outputs: me.outputs.clone(),
+                function: me.function.clone(),
+                listing: me.listing.clone(),
+                ops: me.ops,
+                native: me.native.clone(),
+                pieces: me.pieces.clone(),
+                fused: (times + 1, n),
+                born: me.born,
+                fusing: me.fusing + took,
+                postponed: std::cell::Cell::new(0),
+                estimate: std::cell::Cell::new((usize::MAX, 0)),
+            })),
+            took,
+        )
+    }
+
+    /// The tables of the function's own flexswitches.
+    pub fn switches(&self) -> Vec<&crate::run::promotion::FlexTable> {
+        self.0.native.switches().iter().filter_map(|t| t.as_any().downcast_ref()).collect()
+    }
+}
