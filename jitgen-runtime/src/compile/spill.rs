@@ -4,8 +4,7 @@
 //! the interpreter's saved frames virtual, through a run-time branch, or,
 //! for `jit::specialize`, without one once the frames are as many as a
 //! virtual list holds, a recursion on constants:
-//! [`crate::compile::state::JitState::call_point`],
-//! [`crate::compile::state::Lineage::grew_recursion`]) would unroll the
+//! `JitState::call_point`, `Lineage::grew_recursion`) would unroll the
 //! recursion until the compilation gives up. Instead the merge point
 //! *spills* the saved frames: each virtual frame's run-time values go onto
 //! the continuation stack ([`crate::run::contstack`]) as words, followed by
@@ -62,7 +61,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::compile::redbox::RedBox;
-use crate::compile::virtuals::{VHeap, VObject, VPList, VPtr};
+use crate::compile::virtuals::{push_real, VDesc, VHeap, VObject, VPList, VPtr, MAX_VIRTUAL_PTRS};
 use crate::compile::vlist::{InPlace, VList};
 use crate::ir::builder::{Label, RegisterCell, ResidualBuilder};
 use crate::ir::ops::{BinOp, CmpOp, Overflow, ValTy};
@@ -659,4 +658,104 @@ pub unsafe extern "C" fn materialize(buf: *mut u64) -> u64 {
         }
         Ok(())
     })
+}
+
+/// Pushes onto a list of saved frames, which spill onto the continuation
+/// stack where they would grow past their limit.
+impl VPList {
+    /// `push(x)`: onto the virtual elements while there are at most
+    /// [`MAX_VIRTUAL_PTRS`] of them; past that, over a real part, those
+    /// move into memory first, and over spilled frames (or in execute mode,
+    /// of a virtual list) onto the continuation stack. A real list (a field,
+    /// a `&mut Vec`) is pushed onto in memory. `Err` for a virtual list that
+    /// would grow past the limit while compiling (it has no memory to move
+    /// into), else whether residual code called into memory or the stack
+    /// (facts about it are then stale).
+    pub fn push(&mut self, b: &mut ResidualBuilder, heap: &mut VHeap, desc: &VDesc, x: VPtr) -> Result<bool, ()> {
+        match self {
+            // Execute mode runs a hand-over to its end (`jit::specialize`):
+            // a recursion deeper than that goes onto the continuation stack.
+            VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS && b.exec => {
+                if !spill_list(self, b, heap, desc.reads_in_place, &[], false) {
+                    return Err(());
+                }
+                self.push(b, heap, desc, x).map(|_| true)
+            }
+            VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS => Err(()),
+            VPList::Virtual(items) => {
+                items.push(x);
+                Ok(false)
+            }
+            VPList::Real(a) => {
+                push_real(b, heap, desc, *a, &x);
+                Ok(true)
+            }
+            VPList::Over(_, items) if items.len() < MAX_VIRTUAL_PTRS => {
+                items.push(x);
+                Ok(false)
+            }
+            VPList::Over(..) => {
+                self.flush(b, heap, desc);
+                self.push(b, heap, desc, x).map(|_| true)
+            }
+            // Memory holds the frames below the spilled ones, so these go
+            // onto the continuation stack too (this list is the state's one
+            // spilled list: no other list's entries are among its own).
+            VPList::Spilled { items, .. } if items.len() < MAX_VIRTUAL_PTRS => {
+                items.push(x);
+                Ok(false)
+            }
+            VPList::Spilled { .. } => {
+                if !spill_list(self, b, heap, desc.reads_in_place, &[], false) {
+                    return Err(());
+                }
+                self.push(b, heap, desc, x).map(|_| true)
+            }
+        }
+    }
+
+    /// [`VPList::push`] for a compilation that has no interpreter to leave
+    /// a deep recursion to (`jit::specialize`'s): a virtual list that would
+    /// grow past the limit goes onto the continuation stack, as in execute
+    /// mode, instead of failing. A portal's compilation declines there and
+    /// compiles where the recursion is entered from memory.
+    pub fn push_spilling(
+        &mut self,
+        b: &mut ResidualBuilder,
+        heap: &mut VHeap,
+        desc: &VDesc,
+        x: VPtr,
+    ) -> Result<bool, ()> {
+        match self {
+            VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS => {
+                if !spill_list(self, b, heap, desc.reads_in_place, &[], false) {
+                    return Err(());
+                }
+                self.push(b, heap, desc, x).map(|_| true)
+            }
+            _ => self.push(b, heap, desc, x),
+        }
+    }
+}
+
+/// A tail's hidden part comes back from the continuation stack.
+impl VList {
+    /// Moves a tail into its `Vec` (a call to [`InPlace::extend`], which
+    /// makes the facts about `Vec`s stale), the hidden part first (a call
+    /// to [`materialize`]), and returns the `Vec`'s
+    /// address; the list stays a real one with an empty tail. `None` for a
+    /// list without one.
+    pub fn flush_tail(&mut self, b: &mut ResidualBuilder) -> Option<RedBox> {
+        let VList::Tail(p, items, how, hidden) = self else { return None };
+        if hidden.take().is_some() {
+            let how_addr = RedBox::constant(ValTy::Ptr, how.0 as *const InPlace as u64);
+            b.red_call(materialize, "cont_materialize", &[*p, how_addr], &[]);
+        }
+        if !items.is_empty() {
+            let mut args = vec![*p, RedBox::u64(items.len() as u64)];
+            args.append(items);
+            b.red_call(how.0.extend, "vec_extend", &args, &[]);
+        }
+        Some(*p)
+    }
 }

@@ -32,7 +32,7 @@
 //! and an object escaping into such a call is forced first.
 //!
 //! Invariant: a state's heap is in canonical order whenever its key or reds
-//! are taken ([`crate::compile::state::JitState::normalize`]): objects numbered by
+//! are taken (`JitState::normalize`): objects numbered by
 //! first reference from the frames, outermost first, unreachable and forced
 //! objects gone. So two states with equal keys have heaps of the same shape,
 //! and their reds line up.
@@ -232,7 +232,7 @@ pub enum VPList {
     /// since, not yet in memory (the calls compiled code made).
     Over(RedBox, Vec<VPtr>),
     /// Compiled recursion: below the virtual elements, maybe entries of the
-    /// continuation stack (`crate::compile::spill`), and below those the
+    /// continuation stack (`spill.rs`), and below those the
     /// real `Vec` of an `Over` list (or nothing, for a list that was
     /// virtual). A pop with no virtual element left resumes on the
     /// continuation stack's top entry ([`Popped::Spilled`]).
@@ -241,7 +241,7 @@ pub enum VPList {
         below: Option<RedBox>,
         /// The interpreter reads its saved frames in place: the list's
         /// length is `below`'s, plus the continuation stack's entries
-        /// (`crate::compile::spill::entries`: all are this list's), plus
+        /// (`spill::entries`: all are this list's), plus
         /// `items`'.
         counted: bool,
         /// The virtual elements over the spilled ones.
@@ -321,80 +321,6 @@ impl VPList {
     pub fn vptrs_mut(&mut self, f: &mut dyn FnMut(&mut VPtr)) {
         if let VPList::Virtual(items) | VPList::Over(_, items) | VPList::Spilled { items, .. } = self {
             items.iter_mut().for_each(f);
-        }
-    }
-
-    /// `push(x)`: onto the virtual elements while there are at most
-    /// [`MAX_VIRTUAL_PTRS`] of them; past that, over a real part, those
-    /// move into memory first, and over spilled frames (or in execute mode,
-    /// of a virtual list) onto the continuation stack. A real list (a field,
-    /// a `&mut Vec`) is pushed onto in memory. `Err` for a virtual list that
-    /// would grow past the limit while compiling (it has no memory to move
-    /// into), else whether residual code called into memory or the stack
-    /// (facts about it are then stale).
-    pub fn push(&mut self, b: &mut ResidualBuilder, heap: &mut VHeap, desc: &VDesc, x: VPtr) -> Result<bool, ()> {
-        match self {
-            // Execute mode runs a hand-over to its end (`jit::specialize`):
-            // a recursion deeper than that goes onto the continuation stack.
-            VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS && b.exec => {
-                if !crate::compile::spill::spill_list(self, b, heap, desc.reads_in_place, &[], false) {
-                    return Err(());
-                }
-                self.push(b, heap, desc, x).map(|_| true)
-            }
-            VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS => Err(()),
-            VPList::Virtual(items) => {
-                items.push(x);
-                Ok(false)
-            }
-            VPList::Real(a) => {
-                push_real(b, heap, desc, *a, &x);
-                Ok(true)
-            }
-            VPList::Over(_, items) if items.len() < MAX_VIRTUAL_PTRS => {
-                items.push(x);
-                Ok(false)
-            }
-            VPList::Over(..) => {
-                self.flush(b, heap, desc);
-                self.push(b, heap, desc, x).map(|_| true)
-            }
-            // Memory holds the frames below the spilled ones, so these go
-            // onto the continuation stack too (this list is the state's one
-            // spilled list: no other list's entries are among its own).
-            VPList::Spilled { items, .. } if items.len() < MAX_VIRTUAL_PTRS => {
-                items.push(x);
-                Ok(false)
-            }
-            VPList::Spilled { .. } => {
-                if !crate::compile::spill::spill_list(self, b, heap, desc.reads_in_place, &[], false) {
-                    return Err(());
-                }
-                self.push(b, heap, desc, x).map(|_| true)
-            }
-        }
-    }
-
-    /// [`VPList::push`] for a compilation that has no interpreter to leave
-    /// a deep recursion to (`jit::specialize`'s): a virtual list that would
-    /// grow past the limit goes onto the continuation stack, as in execute
-    /// mode, instead of failing. A portal's compilation declines there and
-    /// compiles where the recursion is entered from memory.
-    pub fn push_spilling(
-        &mut self,
-        b: &mut ResidualBuilder,
-        heap: &mut VHeap,
-        desc: &VDesc,
-        x: VPtr,
-    ) -> Result<bool, ()> {
-        match self {
-            VPList::Virtual(items) if items.len() >= MAX_VIRTUAL_PTRS => {
-                if !crate::compile::spill::spill_list(self, b, heap, desc.reads_in_place, &[], false) {
-                    return Err(());
-                }
-                self.push(b, heap, desc, x).map(|_| true)
-            }
-            _ => self.push(b, heap, desc, x),
         }
     }
 
@@ -480,7 +406,7 @@ pub enum Popped {
 
 /// Pushes the object `x` onto the real `Vec` at `a`: by its field words (a
 /// virtual object stays unmade), or forced and moved out of the arena.
-fn push_real(b: &mut ResidualBuilder, heap: &mut VHeap, desc: &VDesc, a: RedBox, x: &VPtr) {
+pub(crate) fn push_real(b: &mut ResidualBuilder, heap: &mut VHeap, desc: &VDesc, a: RedBox, x: &VPtr) {
     match desc.by_fields {
         Some((push, _)) => {
             let mut args = vec![a];

@@ -26,7 +26,7 @@
 //! list growing in a loop is forced at a merge point (see
 //! `schedule::merge`), and a state too large to hand over to a lazily
 //! compiled side has its lists forced first
-//! ([`crate::compile::state::JitState::force_lists`]).
+//! (`JitState::force_lists`).
 //!
 //! Invariant: the part in memory of a list with a tail is a valid `Vec`
 //! (its length field is its length); the list is that `Vec`, then its
@@ -261,24 +261,6 @@ impl VList {
         }
     }
 
-    /// Moves a tail into its `Vec` (a call to [`InPlace::extend`], which
-    /// makes the facts about `Vec`s stale), the hidden part first (a call
-    /// to [`crate::compile::spill::materialize`]), and returns the `Vec`'s
-    /// address; the list stays a real one with an empty tail. `None` for a
-    /// list without one.
-    pub fn flush_tail(&mut self, b: &mut ResidualBuilder) -> Option<RedBox> {
-        let VList::Tail(p, items, how, hidden) = self else { return None };
-        if hidden.take().is_some() {
-            let how_addr = RedBox::constant(ValTy::Ptr, how.0 as *const InPlace as u64);
-            b.red_call(crate::compile::spill::materialize, "cont_materialize", &[*p, how_addr], &[]);
-        }
-        if !items.is_empty() {
-            let mut args = vec![*p, RedBox::u64(items.len() as u64)];
-            args.append(items);
-            b.red_call(how.0.extend, "vec_extend", &args, &[]);
-        }
-        Some(*p)
-    }
 
     /// Makes a list with a tail a real one (its tail moved into memory), for
     /// code that knows only real and virtual lists: the interpreter's
