@@ -243,7 +243,6 @@ const KNOWN_LONG: &[(&str, usize)] = &[
     ("hint-annotator/lower.rs", 4_088),
     ("jitgen-macros/jit_module.rs", 1_796),
     ("jitgen-macros/timeshift.rs", 3_521),
-    ("jitgen-runtime/backend/cranelift.rs", 1_510),
 ];
 
 #[test]

@@ -1311,36 +1311,6 @@ fn usable_cells(f: &ResidualFunction) -> Vec<(RegisterCell, bool)> {
     cells.into_iter().filter(|c| c.2).map(|(c, written, _)| (c, written)).collect()
 }
 
-/// With `JITGEN_DUMP_CODE=dir`, writes each compiled function's machine code
-/// to `dir/code-N.bin` (for `objdump -D -b binary -m i386:x86-64`) and its
-/// Cranelift IR, as optimized, to `dir/code-N.clif`.
-fn dump_machine_code(ctx: &cranelift_codegen::Context) {
-    static DUMPED: AtomicUsize = AtomicUsize::new(0);
-    let Some(dir) = std::env::var_os("JITGEN_DUMP_CODE") else { return };
-    let Some(code) = ctx.compiled_code() else { return };
-    let n = DUMPED.fetch_add(1, Ordering::Relaxed);
-    let path = std::path::Path::new(&dir).join(format!("code-{n}.bin"));
-    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, code.code_buffer())) {
-        eprintln!("jitgen: cannot write {}: {e}", path.display());
-    }
-    let _ = std::fs::write(std::path::Path::new(&dir).join(format!("code-{n}.clif")), ctx.func.display().to_string());
-}
-
-/// With `JITGEN_PERF_MAP` set, names the code in `/tmp/perf-PID.map`, where
-/// `perf report` finds the symbols of code it cannot read otherwise.
-fn perf_map(addr: usize, size: usize, name: &str) {
-    static NAMED: AtomicUsize = AtomicUsize::new(0);
-    if std::env::var_os("JITGEN_PERF_MAP").is_none() {
-        return;
-    }
-    use std::io::Write;
-    let n = NAMED.fetch_add(1, Ordering::Relaxed);
-    let path = format!("/tmp/perf-{}.map", std::process::id());
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
-        let _ = writeln!(f, "{addr:x} {size:x} jit{n}_{}", name.replace(' ', "_"));
-    }
-}
-
 impl Backend for CraneliftBackend {
     type Code = NativeCode;
 
@@ -1362,7 +1332,7 @@ impl Backend for CraneliftBackend {
             .collect::<Result<Vec<_>, _>>()?;
         module.finalize_definitions().map_err(|e| BackendError(e.to_string()))?;
         let ptr = module.get_finalized_function(id);
-        perf_map(ptr as usize, size, &f.name);
+        crate::backend::dump::perf_map(ptr as usize, size, &f.name);
         let reentries = stubs.into_iter().map(|s| module.get_finalized_function(s)).collect();
         Ok(NativeCode {
             entry: ptr,
@@ -1420,7 +1390,7 @@ impl CraneliftBackend {
         let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
         let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
         module.define_function(id, ctx).map_err(|e| err(&format!("{e:?}")))?;
-        dump_machine_code(ctx);
+        crate::backend::dump::dump_machine_code(ctx);
         Ok((id, ctx.compiled_code().map_or(0, |c| c.code_buffer().len())))
     }
 

@@ -3,13 +3,15 @@
 //!
 //! - [`text::TextBackend`] gives the readable listing (one residual operation
 //!   per line): what tests snapshot and what `listing()` shows.
-//! - [`cranelift::CraneliftBackend`] gives machine code.
+//! - [`cranelift::CraneliftBackend`] gives machine code ([`dump`]: what it
+//!   writes for `objdump` and `perf`).
 //!
 //! Both consume the same function, and one conformance suite
 //! (`tests/conformance.rs`) checks the listing of each case and the results
 //! of the machine code against the semantics of [`crate::ir::ops`].
 
 pub mod cranelift;
+pub mod dump;
 pub mod text;
 
 use std::fmt;

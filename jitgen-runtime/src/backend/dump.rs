@@ -1,0 +1,35 @@
+//! What compiled code leaves behind for the tools that look at it: with
+//! `JITGEN_DUMP_CODE=dir`, its machine code and Cranelift IR; with
+//! `JITGEN_PERF_MAP`, its names for `perf report`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// With `JITGEN_DUMP_CODE=dir`, writes each compiled function's machine code
+/// to `dir/code-N.bin` (for `objdump -D -b binary -m i386:x86-64`) and its
+/// Cranelift IR, as optimized, to `dir/code-N.clif`.
+pub(crate) fn dump_machine_code(ctx: &cranelift_codegen::Context) {
+    static DUMPED: AtomicUsize = AtomicUsize::new(0);
+    let Some(dir) = std::env::var_os("JITGEN_DUMP_CODE") else { return };
+    let Some(code) = ctx.compiled_code() else { return };
+    let n = DUMPED.fetch_add(1, Ordering::Relaxed);
+    let path = std::path::Path::new(&dir).join(format!("code-{n}.bin"));
+    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, code.code_buffer())) {
+        eprintln!("jitgen: cannot write {}: {e}", path.display());
+    }
+    let _ = std::fs::write(std::path::Path::new(&dir).join(format!("code-{n}.clif")), ctx.func.display().to_string());
+}
+
+/// With `JITGEN_PERF_MAP` set, names the code in `/tmp/perf-PID.map`, where
+/// `perf report` finds the symbols of code it cannot read otherwise.
+pub(crate) fn perf_map(addr: usize, size: usize, name: &str) {
+    static NAMED: AtomicUsize = AtomicUsize::new(0);
+    if std::env::var_os("JITGEN_PERF_MAP").is_none() {
+        return;
+    }
+    use std::io::Write;
+    let n = NAMED.fetch_add(1, Ordering::Relaxed);
+    let path = format!("/tmp/perf-{}.map", std::process::id());
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+        let _ = writeln!(f, "{addr:x} {size:x} jit{n}_{}", name.replace(' ', "_"));
+    }
+}
