@@ -58,6 +58,7 @@
 
 mod check;
 mod content;
+mod entry;
 mod frame;
 mod jit_module;
 mod methods;
