@@ -20,7 +20,9 @@
 //! boxes in a flattened layout (tag, then every variant's payload fields; unused slots
 //! constant 0). Green enums are part of the merge key, red ones of the reds.
 //!
-//! **Timeshifting** (`timeshift.rs`): green operations become Rust on Rust values.
+//! **Timeshifting** (`timeshift.rs`; containers in `containers.rs`, calls in `calls.rs`,
+//! frames and points in `frames.rs`, the analyses it reads in `analysis.rs`): green
+//! operations become Rust on Rust values.
 //! Green arithmetic goes through `ops::fold_*`, so that an operation that would panic
 //! ends the path with the same error exit in residual code instead of panicking in the
 //! compiler; green indexing that would fail does the same with a bounds check. Red
@@ -56,10 +58,14 @@
 //! the hook (`unhooked`), which a call that has met only declined keys for a while
 //! goes on in; with compiling off, the portal calls its plain copy out of line.
 
+mod analysis;
+mod calls;
 mod check;
+mod containers;
 mod content;
 mod entry;
 mod frame;
+mod frames;
 mod jit_module;
 mod methods;
 mod repr;

@@ -1,0 +1,394 @@
+//! Timeshifting calls: green calls run while compiling, opaque and outside
+//! calls become residual calls through generated callbacks, direct calls of a
+//! portal's compiled code, and the continuations of inlined calls (methods of
+//! `timeshift::Gen`).
+
+use hint_annotator::flowgraph::{Value, Var};
+use hint_annotator::types::Ty;
+use hint_annotator::Color;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::repr::*;
+use crate::timeshift::*;
+
+impl<'g> Gen<'g> {
+    /// A callback of residual code (see `jitgen_runtime::ir::builder::CallbackFn`)
+    /// running `body` on its buffer `__b` of `width` words; its name.
+    pub(crate) fn callback(&mut self, width: usize, body: TokenStream) -> Ident {
+        let rt = rt();
+        let cb = format_ident!("__cb{}", self.callbacks.len());
+        self.callbacks.push(quote! {
+            #[allow(unused_unsafe, clippy::all)]
+            extern "C" fn #cb(__buf: *mut u64) -> u64 {
+                #rt::residual::run_callback(|| {
+                    // SAFETY: residual code passes a buffer of `width` words.
+                    let __b = unsafe { ::core::slice::from_raw_parts_mut(__buf, #width) };
+                    #body
+                    Ok(())
+                })
+            }
+        });
+        cb
+    }
+
+    /// A call of a pure function with green arguments and result: run now.
+    pub(crate) fn green_call(&mut self, fi: usize, r: Var, rr: &Repr, name: &str, args: &[Value]) -> TokenStream {
+        let Some(ci) = self.fn_ids.get(name).copied() else { return self.decline("a call") };
+        let callee = self.fns[ci];
+        let mut exprs = vec![];
+        for (k, a) in args.iter().enumerate() {
+            let pty = callee.graph.var(callee.graph.params()[k]).ty.clone();
+            let from = self.value_repr(fi, a);
+            let Some(e) = self.operand(fi, a, &from) else { return self.decline("an argument") };
+            exprs.push(match (&from, &pty) {
+                (Repr::G(_), _) => e,
+                (Repr::GRef(_) | Repr::GSlice(_), Ty::Ref { mutable: false, .. }) => e,
+                (Repr::Enum(t, _), _) if plain(t, self.cg.types()) => {
+                    let (_, unflat, _) = enum_helpers(t);
+                    {
+                        let rt = rt();
+                        quote!(#unflat(&#rt::redbox::const_words(&#e)))
+                    }
+                }
+                _ => return self.decline("an argument of this type to a call run at compile time"),
+            });
+        }
+        let path = rust_path(name);
+        let call = quote!(#path(#(#exprs),*));
+        match rr {
+            Repr::G(_) | Repr::GRef(_) | Repr::GSlice(_) | Repr::Unit => self.bind(fi, r, call),
+            Repr::Enum(t, _) => {
+                let t = t.clone();
+                let e = self.enum_from_rust(&t, quote!(&__r));
+                self.bind(fi, r, quote!({ let __r = #call; #e }))
+            }
+            _ => self.decline("the result of this call"),
+        }
+    }
+
+    /// A residual call of a function outside the module or marked #[jit_opaque].
+    /// A residual call of a function outside the analysis, through a
+    /// callback; with `format`, the callback runs that `print!`-like macro
+    /// (name, format string, argument names) on the arguments instead.
+    pub(crate) fn opaque_call(
+        &mut self,
+        fi: usize,
+        r: Var,
+        name: &str,
+        args: &[Value],
+        format: Option<(&String, &String, &Vec<Option<String>>)>,
+    ) -> TokenStream {
+        let rt = rt();
+        let types = self.cg.types();
+        let f = self.fns[fi];
+        // A call of a portal (an interpreter whose calls recurse in Rust):
+        // with its green arguments known, a direct call of its code
+        // specialized to them (see the module doc); else it would enter
+        // through the portal's hook at every call, which costs more than
+        // interpreting the call (PERFORMANCE.md), and a portal's compilation
+        // declines it (`jit::specialize` makes the residual call). Here,
+        // the values of the green arguments, for the direct entry.
+        let direct = match self.fn_ids.get(name) {
+            Some(&ci) if self.direct_portals.contains(name) => {
+                let callee = self.fns[ci];
+                let mut greens = Some(vec![]);
+                for (k, a) in args.iter().enumerate() {
+                    let Some(p) = callee.graph.params().get(k) else {
+                        greens = None;
+                        break;
+                    };
+                    if callee.color(*p) != Color::Green {
+                        continue;
+                    }
+                    let from = self.value_repr(fi, a);
+                    let e = match from {
+                        Repr::G(_) | Repr::GRef(_) | Repr::GSlice(_) => self.operand(fi, a, &from),
+                        _ => None,
+                    };
+                    match (e, &mut greens) {
+                        (Some(e), Some(g)) => g.push(e),
+                        _ => {
+                            greens = None;
+                            break;
+                        }
+                    }
+                }
+                greens
+            }
+            _ => None,
+        };
+        let why = format!(
+            "a call of the portal `{name}` from compiled code: it would enter through the portal's hook at every call, which costs more than interpreting the call"
+        );
+        let portal_check = match self.fn_ids.get(name) {
+            Some(&ci) if self.fns[ci].is_portal() && direct.is_some() => {
+                // Where the entry table is full, as below.
+                let entry_fn = format_ident!("__direct_entry_{}", name);
+                let greens = direct.as_ref().expect("matched");
+                quote! {
+                    let __entry: u64 = #entry_fn(#(#greens),*);
+                    if __entry == 0 && __c.for_portal() { __c.decline(#why); break 'path None; }
+                }
+            }
+            Some(&ci) if self.fns[ci].is_portal() => {
+                quote!(if __c.for_portal() { __c.decline(#why); break 'path None; })
+            }
+            _ => quote!(),
+        };
+        let mut arg_code = vec![];
+        let mut reads = vec![];
+        let mut at = 0usize;
+        // Where each argument's words start in the callback's arguments.
+        let mut starts = vec![];
+        for a in args {
+            starts.push(at);
+            let ty = self.value_ty(fi, a);
+            if let Some(sc) = scalar(&ty) {
+                let Some(x) = self.operand(fi, a, &Repr::R(sc)) else { return self.decline("an argument") };
+                arg_code.push(quote!(__args.push(#x);));
+                reads.push(from_word(sc, quote!(__b[#at])));
+                at += 1;
+            } else if is_enum(&ty) && plain(&ty, types) {
+                let Some(x) = self.operand(fi, a, &self.value_repr(fi, a)) else { return self.decline("an argument") };
+                let (_, unflat, _) = enum_helpers(&ty);
+                let n = slots(&ty, types, 0).map_or(0, |s| s.len());
+                arg_code.push(quote!(__args.extend_from_slice(&#x);));
+                let end = at + n;
+                reads.push(quote!(#unflat(&__b[#at..#end])));
+                at += n;
+            } else if let (Ty::Ref { mutable: false, to }, from @ Repr::GSlice(_)) = (&ty, self.value_repr(fi, a)) {
+                // A green slice (program text, a table of functions): its
+                // address and length, constants of the residual call (code
+                // runs only on green data at the addresses it was compiled
+                // for).
+                let Ty::Slice(elem) = &**to else { return self.decline("a slice argument to a residual call") };
+                let Some(x) = self.operand(fi, a, &from) else { return self.decline("an argument") };
+                arg_code.push(quote! {
+                    __args.push(#rt::redbox::RedBox::u64(#x.as_ptr() as usize as u64));
+                    __args.push(#rt::redbox::RedBox::u64(#x.len() as u64));
+                });
+                let t = rust_ty(elem, None);
+                let next = at + 1;
+                // SAFETY: the address and length of a slice the compiler
+                // held, which outlives the code (see above).
+                reads.push(quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) }));
+                at += 2;
+            } else if ty == Ty::Str && format.is_some() {
+                // A `String` formatted: the macro takes it by reference.
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return self.decline("an argument") };
+                arg_code.push(quote!(__args.push(#x);));
+                reads.push(quote!(unsafe { &*(__b[#at] as usize as *const ::std::string::String) }));
+                at += 1;
+            } else if let (Ty::Ref { mutable, to }, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
+                // A slice known at run time: its address and length.
+                let Ty::Slice(elem) = &**to else { return self.decline("a slice argument to a residual call") };
+                let Some(x) = self.operand(fi, a, &Repr::RSlice) else { return self.decline("an argument") };
+                arg_code.push(quote!(__args.extend_from_slice(&#x);));
+                let t = rust_ty(elem, None);
+                let next = at + 1;
+                // SAFETY: the address and length of a live slice of the
+                // interpreter's, as residual code holds them.
+                reads.push(if *mutable {
+                    quote!(unsafe { ::core::slice::from_raw_parts_mut(__b[#at] as usize as *mut #t, __b[#next] as usize) })
+                } else {
+                    quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) })
+                });
+                at += 2;
+            } else if let Ty::Ref { mutable, to } = &ty {
+                if matches!(**to, Ty::Slice(_)) {
+                    return self.decline("a slice argument known only at run time to a residual call");
+                }
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return self.decline("an argument") };
+                arg_code.push(quote!(__args.push(#x);));
+                let t = rust_ty(to, None);
+                reads.push(if *mutable {
+                    quote!(unsafe { &mut *(__b[#at] as usize as *mut #t) })
+                } else {
+                    quote!(unsafe { &*(__b[#at] as usize as *const #t) })
+                });
+                at += 1;
+            } else {
+                return self.decline("an argument of this type to a residual call");
+            }
+        }
+        let rty = f.graph.var(r).ty.clone();
+        let (rets, write) = if rty == Ty::Unit {
+            (quote!(&[]), quote!(let _ = __r;))
+        } else if let Some(sc) = scalar(&rty) {
+            let vt = sc_valty(sc);
+            let w = to_word(sc, quote!(__r));
+            (quote!(&[#vt]), quote!(__b[0] = #w;))
+        } else if rty == Ty::Str {
+            // A new `String`, kept in the arena until the residual call
+            // that made it returns (or moved out of it by the portal).
+            let pt = ptr_valty();
+            (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
+        } else if is_enum(&rty) && rebuildable(&rty, types) {
+            let (flat, _, tys) = enum_helpers(&rty);
+            if !self.enums.contains(&rty) {
+                self.enums.push(rty.clone());
+            }
+            // A value owning strings gives them to the arena: its own
+            // words would name strings dropped with it.
+            let flat = if plain(&rty, types) {
+                quote!(#flat(&__r))
+            } else {
+                let o = flat_owned_fn(&rty);
+                quote!(#o(__r))
+            };
+            (quote!(&#tys()), quote!(let __w = #flat; __b[..__w.len()].copy_from_slice(&__w);))
+        } else {
+            return self.decline("the result type of this residual call");
+        };
+        // The direct entry's address follows the arguments.
+        let entry_at = at;
+        starts.push(at);
+        if direct.is_some() {
+            arg_code.push(quote!(__args.push(#rt::redbox::RedBox::u64(__entry));));
+            at += 1;
+        }
+        let width = at.max(slots(&rty, types, 0).map_or(1, |s| s.len())).max(1);
+        let dest_ty = args.first().map(|a| self.value_ty(fi, a));
+        let call = match format {
+            None if direct.is_some() => {
+                let path = rust_path(name);
+                let direct_fn = format_ident!("__direct_{}", name);
+                quote!(if __b[#entry_at] == 0 { #path(#(#reads),*) } else { #direct_fn(__b[#entry_at], #(#reads),*) })
+            }
+            None => {
+                let path = rust_path(name);
+                quote!(#path(#(#reads),*))
+            }
+            Some((mac, template, names)) => {
+                let writes = mac == "write" || mac == "writeln";
+                let mac = format_ident!("{}", mac);
+                // `write!` into a `Vec<u8>`: its destination comes first.
+                let (dest, reads) = if writes { (reads.first(), &reads[1..]) } else { (None, &reads[..]) };
+                let args = reads.iter().zip(&names[writes as usize..]).map(|(x, n)| match n {
+                    Some(n) => {
+                        let n = format_ident!("{}", n);
+                        quote!(#n = #x)
+                    }
+                    None => quote!(#x),
+                });
+                let into_string = matches!(dest_ty, Some(Ty::Ref { to, .. }) if *to == Ty::Str);
+                match dest {
+                    Some(d) if into_string => quote!({
+                        use ::std::fmt::Write as _;
+                        ::std::#mac!(#d, #template, #(#args),*).expect("writing into a String cannot fail")
+                    }),
+                    Some(d) => quote!({
+                        use ::std::io::Write as _;
+                        ::std::#mac!(#d, #template, #(#args),*).expect("writing into a Vec<u8> cannot fail")
+                    }),
+                    None => quote!(::std::#mac!(#template, #(#args),*)),
+                }
+            }
+        };
+        let cb = self.callback(
+            width,
+            quote! {
+                let __r = #call;
+                #write
+            },
+        );
+        let call_name = if direct.is_some() { format!("{name} (direct)") } else { name.to_string() };
+        // The inputs of the callee's specialized code, for the direct call's
+        // fast path (a call of that code from residual code): its red
+        // parameters, in the order its entry takes them. Only for results
+        // that own nothing (the arena is freed after the call).
+        let fast = match (&direct, self.fn_ids.get(name)) {
+            (Some(_), Some(&ci))
+                if rty == Ty::Unit || scalar(&rty).is_some() || (is_enum(&rty) && plain(&rty, types)) =>
+            {
+                self.direct_inputs(ci, &starts)
+            }
+            _ => None,
+        };
+        let bind_result = match self.repr(fi, r) {
+            Repr::Unit => quote!(),
+            Repr::R(_) => {
+                let id = v_ident(r);
+                quote!(let #id = __v[0];)
+            }
+            Repr::Enum(_, n) => {
+                let id = v_ident(r);
+                quote!(let #id: [#rt::redbox::RedBox; #n] = #rt::redbox::first_n(&__v);)
+            }
+            Repr::RPtr if rty == Ty::Str => self.bind(fi, r, quote!(__v[0])),
+            _ => return self.decline("the result of this residual call"),
+        };
+        let red_call = match fast {
+            Some(fast) => quote! {{
+                let mut __fast: ::std::vec::Vec<#rt::redbox::RedBox> = ::std::vec::Vec::new();
+                #(#fast)*
+                __c.b.red_call_direct(__entry, &__fast, #cb, #call_name, &__args, #rets)
+            }},
+            None => quote!(__c.b.red_call(#cb, #call_name, &__args, #rets)),
+        };
+        quote! {
+            #portal_check
+            let __v = {
+                let mut __args = ::std::vec::Vec::new();
+                #(#arg_code)*
+                #red_call
+            };
+            // The callee may have written any object.
+            __st.forget_fields();
+            #bind_result
+        }
+    }
+
+    /// The continuations of the inlined calls of function `fi`: each point,
+    /// the call's result and the call.
+    pub(crate) fn continuations_of(&self, fi: usize) -> Vec<(usize, Var, hint_annotator::flowgraph::Op)> {
+        let mut out = vec![];
+        for (p, pt) in self.points.iter().enumerate() {
+            let Some(r) = pt.ret else { continue };
+            let op = self.fns[pt.f].graph.graph[pt.block].ops[pt.op - 1].clone();
+            if self.inlined_callee(pt.f, r, &op.kind) == Some(fi) {
+                out.push((p, r, op));
+            }
+        }
+        out
+    }
+
+    /// Statements pushing onto `__fast` the inputs of portal `ci`'s code
+    /// specialized from its start (its red parameters, in the order of its
+    /// entry: the live variables there), taken from the callback's
+    /// arguments `__args` (argument `k`'s words start at `starts[k]`, up to
+    /// `starts[k + 1]`), so that each is converted once; `None` where one
+    /// is not passed as the entry takes it.
+    pub(crate) fn direct_inputs(&self, ci: usize, starts: &[usize]) -> Option<Vec<TokenStream>> {
+        let callee = self.fns[ci];
+        let start = *self.point_ids.get(&(ci, callee.graph.start, 0))?;
+        let params = callee.graph.params();
+        let mut out = vec![];
+        for v in &self.points[start].live {
+            let k = params.iter().position(|p| p == v)?;
+            if callee.color(*v) == Color::Green {
+                continue;
+            }
+            let (from, to) = (*starts.get(k)?, *starts.get(k + 1)?);
+            let words = match self.repr(ci, *v) {
+                Repr::Unit => 0,
+                Repr::R(_)
+                | Repr::RPtr
+                | Repr::VList(_)
+                | Repr::VEList(..)
+                | Repr::VPtr
+                | Repr::VDict(..)
+                | Repr::VOList(_) => 1,
+                Repr::Enum(_, n) => n,
+                Repr::RSlice => 2,
+                _ => return None,
+            };
+            if to - from != words {
+                return None;
+            }
+            out.push(quote!(__fast.extend_from_slice(&__args[#from..#to]);));
+        }
+        Some(out)
+    }
+}

@@ -1,0 +1,839 @@
+//! Timeshifting the operations on containers: lists of enums and of
+//! objects, dicts, fields of structures, indexing, and the objects and
+//! payloads they hold (methods of `timeshift::Gen`).
+
+use hint_annotator::flowgraph::{OpKind, Value, Var};
+use hint_annotator::types::{IntTy, Ty};
+use hint_annotator::Color;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use crate::repr::*;
+use crate::timeshift::*;
+
+impl<'g> Gen<'g> {
+    /// An operation on a list of enums (see `Repr::VEList`), or `None` when
+    /// `op` is not one. On a virtual list at compile-time positions nothing
+    /// is emitted; otherwise the list is forced and the runtime's helpers
+    /// for `Vec`s of flattened elements (`heap::Flat`) are called.
+    pub(crate) fn enum_list_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> Option<TokenStream> {
+        let rt = rt();
+        let r = op.result;
+        let args = &op.args;
+        let base = match op.kind {
+            OpKind::NewVec | OpKind::NewVecRepeat => None,
+            OpKind::Len | OpKind::GetItem | OpKind::SetItem | OpKind::Push | OpKind::Pop => match args.first() {
+                Some(Value::Var(v)) if matches!(self.repr(fi, *v), Repr::VEList(..) | Repr::RPtr) => Some(*v),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        // A `&mut Vec<E>` (a red pointer) is worked on as the real list it points to.
+        let by_ref = base.is_some_and(|v| matches!(self.repr(fi, v), Repr::RPtr));
+        let list_repr = match base {
+            Some(v) if by_ref => match self.value_ty(fi, &Value::Var(v)).autoderef() {
+                Ty::Vec(e) if is_enum(e) && plain(e, self.cg.types()) => {
+                    Repr::VEList((**e).clone(), slots(e, self.cg.types(), 0)?.len())
+                }
+                _ => return None,
+            },
+            Some(v) => self.repr(fi, v),
+            None => self.repr(fi, r),
+        };
+        let list_of = |v: Var| {
+            let id = v_ident(v);
+            if by_ref {
+                quote!((#rt::vlist::VList::Real(#id)))
+            } else {
+                quote!(#id)
+            }
+        };
+        let Repr::VEList(ety, n) = list_repr else { return None };
+        let erepr = Repr::Enum(ety.clone(), n);
+        let u = quote!(#rt::redbox::RedBox);
+        let usize_r = Repr::R(Sc::Int(IntTy::Usize));
+        let m = flat_marker(&ety);
+        let class = elem_class(&quote!(#m).to_string());
+        let (_, _, tys) = enum_helpers(&ety);
+        let force = |l: &TokenStream| force_flat_list(&ety, n, l.clone());
+        let et = rust_ty(&ety, None);
+        Some(match (&op.kind, base) {
+            (OpKind::Len, Some(l)) => {
+                let l = list_of(l);
+                let addr = force(&l);
+                let ut = u64_valty();
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match #l.len_w(#n) {
+                        Some(__n) => __n,
+                        None => {
+                            let __a = #addr;
+                            match #rt::heap::vec_layout::<#et>() {
+                                Some(__vl) => __st.vec_len(&mut __c.b, &__a, __vl),
+                                None => __c.b.red_call(#rt::heap::flat_vec_len::<#m>, "vec_len", &[__a], &[#ut])[0],
+                            }
+                        }
+                    }),
+                )
+            }
+            (OpKind::GetItem, Some(l)) => {
+                let l = list_of(l);
+                let addr = force(&l);
+                let i = self.operand(fi, &args[1], &usize_r)?;
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let __i = #i;
+                        match #l.get_w(&__i, #n) {
+                            Some(__s) => <[#u; #n]>::try_from(__s).expect("n slots"),
+                            None => {
+                                let __a = #addr;
+                                let __v = __st.flat_get::<#m>(&mut __c.b, &__a, &__i, #class, &#tys());
+                                <[#u; #n]>::try_from(&__v[..]).expect("n slots")
+                            }
+                        }
+                    }),
+                )
+            }
+            (OpKind::SetItem, Some(l)) => {
+                let l = list_of(l);
+                let addr = force(&l);
+                let i = self.operand(fi, &args[1], &usize_r)?;
+                let x = self.operand(fi, &args[2], &erepr)?;
+                quote!({
+                    let (__i, __x) = (#i, #x);
+                    if !#l.set_w(&__i, &__x) {
+                        let __a = #addr;
+                        __st.flat_set::<#m>(&mut __c.b, &__a, &__i, &__x, #class);
+                    }
+                })
+            }
+            (OpKind::Push, Some(l)) => {
+                let l = list_of(l);
+                let addr = force(&l);
+                let x = self.operand(fi, &args[1], &erepr)?;
+                quote!({
+                    let __x = #x;
+                    if !#l.push_w(&__x) {
+                        let __a = #addr;
+                        let __how = #rt::state::FlatVec::of::<#m>(#class);
+                        __st.flat_vec_push(&mut __c.b, &__a, &__x, &__how);
+                    }
+                })
+            }
+            (OpKind::Pop, Some(l)) => {
+                let l = list_of(l);
+                let addr = force(&l);
+                let (_, _, otys) = enum_helpers(&Ty::Option(Box::new(ety.clone())));
+                let m1 = n + 1;
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match #l.pop_w(#n) {
+                        Some(Some(__e)) => {
+                            let __t = #otys();
+                            let mut __a: [#u; #m1] = #u::zeros(&__t);
+                            __a[0] = #u::constant(__t[0], 1);
+                            __a[1..].copy_from_slice(&__e);
+                            __a
+                        }
+                        Some(None) => {
+                            let __t = #otys();
+                            #u::zeros(&__t)
+                        }
+                        None => {
+                            let __a = #addr;
+                            let __how = #rt::state::FlatVec::of::<#m>(#class);
+                            let __v = __st.flat_vec_pop(&mut __c.b, &__a, &__how, &#otys());
+                            <[#u; #m1]>::try_from(&__v[..]).expect("1 + n slots")
+                        }
+                    }),
+                )
+            }
+            (OpKind::NewVec, None) => {
+                let mut xs = vec![];
+                for a in args {
+                    xs.push(self.operand(fi, a, &erepr)?);
+                }
+                let addr = force(&quote!(__l));
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let mut __items: ::std::vec::Vec<#u> = ::std::vec::Vec::new();
+                        #(__items.extend_from_slice(&#xs);)*
+                        let __n = __items.len() / #n.max(1);
+                        let mut __l = #rt::vlist::VList::Virtual(__items);
+                        if __n > #rt::vlist::MAX_VIRTUAL_LEN {
+                            #addr;
+                        }
+                        __l
+                    }),
+                )
+            }
+            (OpKind::NewVecRepeat, None) => {
+                let x = self.operand(fi, &args[0], &erepr)?;
+                let k = self.operand(fi, &args[1], &usize_r)?;
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let (__x, __k) = (#x, #k);
+                        match __k.as_const() {
+                            Some(__k) if (__k as usize) <= #rt::vlist::MAX_VIRTUAL_LEN => {
+                                #rt::vlist::VList::Virtual(__x.repeat(__k as usize))
+                            }
+                            _ => {
+                                __c.decline("`vec![x; n]` of enums with `n` not known at compile time");
+                                break 'path None;
+                            }
+                        }
+                    }),
+                )
+            }
+            _ => return None,
+        })
+    }
+
+    /// A `HashMap` operation (`Len` for `len()`): on a virtual dict at a
+    /// constant key, nothing is emitted; otherwise Rust's own code is called.
+    pub(crate) fn map_op(&mut self, fi: usize, r: Var, kind: &OpKind, args: &[Value]) -> TokenStream {
+        let rt = rt();
+        let Some(Value::Var(m)) = args.first() else { return self.decline("this map") };
+        let Repr::VDict(ksc, vsc) = self.repr(fi, *m) else {
+            return self.decline("a HashMap whose keys or values are not scalars, or known at compile time");
+        };
+        let id = v_ident(*m);
+        let (kt, vt, kvt, vvt, u32t) = (sc_rust(ksc), sc_rust(vsc), sc_valty(ksc), sc_valty(vsc), u32_valty());
+        let addr = force_dict(ksc, vsc, quote!(#id));
+        let key = match args.get(1) {
+            Some(k) => match self.operand(fi, k, &Repr::R(ksc)) {
+                Some(k) => k,
+                None => return self.decline("a key"),
+            },
+            None => quote!(#rt::redbox::RedBox::u64(0)),
+        };
+        let call = |f: TokenStream, name: &str, extra: TokenStream, rets: TokenStream| quote!({ let __a = #addr; __c.b.red_call(#rt::heap::#f::<#kt, #vt>, #name, &[__a #extra], &#rets) });
+        let code = match kind {
+            OpKind::Len => {
+                let real = call(quote!(map_len), "map_len", quote!(), quote!([#rt::ops::ValTy::U64]));
+                quote!(match #id.len_const() { Some(__n) => __n, None => (#real)[0] })
+            }
+            OpKind::MapContains => {
+                let real = call(quote!(map_contains), "map_contains", quote!(, __k), quote!([#rt::ops::ValTy::Bool]));
+                quote!({ let __k = #key; match #id.contains_const(&__k) { Some(__x) => __x, None => (#real)[0] } })
+            }
+            OpKind::MapGet | OpKind::MapRemove => {
+                let (f, name, fast) = if *kind == OpKind::MapGet {
+                    (quote!(map_get), "map_get", quote!(get_const))
+                } else {
+                    (quote!(map_remove), "map_remove", quote!(remove_const))
+                };
+                let real = call(f, name, quote!(, __k), quote!([#u32t, #vvt]));
+                quote!({
+                    let __k = #key;
+                    match #id.#fast(&__k, #vvt) { Some(__x) => __x, None => { let __v = #real; [__v[0], __v[1]] } }
+                })
+            }
+            _ => {
+                let Some(v) = args.get(2).and_then(|v| self.operand(fi, v, &Repr::R(vsc))) else {
+                    return self.decline("a value");
+                };
+                let real = call(quote!(map_insert), "map_insert", quote!(, __k, __x), quote!([#u32t, #vvt]));
+                quote!({
+                    let (__k, __x) = (#key, #v);
+                    match #id.insert_const(&__k, &__x) { Some(__o) => __o, None => { let __v = #real; [__v[0], __v[1]] } }
+                })
+            }
+        };
+        let _ = kvt;
+        match self.repr(fi, r) {
+            Repr::Unit => quote!({ let _ = #code; }),
+            _ => self.bind(fi, r, code),
+        }
+    }
+
+    /// An operation on a `Vec` of structs whose objects may be virtual (see
+    /// `Repr::VOList`), or on the `Option` its `pop` gives; `None` when `op`
+    /// is not one. A virtual list of pointers emits nothing; a real one is
+    /// worked on in memory, its elements moved through the arena.
+    pub(crate) fn obj_list_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> Option<TokenStream> {
+        let rt = rt();
+        let r = op.result;
+        let args = &op.args;
+        let base_repr = match args.first() {
+            Some(Value::Var(v)) => self.repr(fi, *v),
+            _ => Repr::Unit,
+        };
+        if let Repr::VOpt = base_repr {
+            let a = self.operand(fi, &args[0], &base_repr)?;
+            let rgreen = self.fns[fi].color(r) == Color::Green;
+            return Some(match &op.kind {
+                OpKind::EnumTag if rgreen => {
+                    let msg = "an enum tag expected to be known";
+                    self.bind(fi, r, quote!(match #a.0.as_const() { Some(__w) => __w as u32, None => { __c.decline(#msg); break 'path None; } }))
+                }
+                OpKind::EnumTag => self.bind(fi, r, quote!(#a.0)),
+                OpKind::EnumField { .. } => self.bind(fi, r, quote!(#a.1)),
+                OpKind::Unwrap => {
+                    let msg = "called `Option::unwrap()` on a `None` value";
+                    self.bind(
+                        fi,
+                        r,
+                        quote!({
+                            let __o = #a;
+                            let __ok = __c.b.red_cmp(#rt::ops::CmpOp::Eq, &__o.0, &#rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, 1));
+                            if !__c.guard(&__ok, #rt::ops::ErrorKind::Abort(#rt::residual::message_id(#msg))) {
+                                break 'path None;
+                            }
+                            __o.1
+                        }),
+                    )
+                }
+                _ => self.decline("this use of an `Option` of a struct"),
+            });
+        }
+        let list_repr = match op.kind {
+            OpKind::NewVec => self.repr(fi, r),
+            OpKind::Len | OpKind::GetItem | OpKind::SetItem | OpKind::Push | OpKind::Pop => base_repr.clone(),
+            _ => return None,
+        };
+        // A `&mut Vec<S>` (a red pointer) is worked on as the real list it points to.
+        let by_ref = matches!(base_repr, Repr::RPtr) && !matches!(op.kind, OpKind::NewVec);
+        let list_repr = match (&list_repr, args.first()) {
+            (Repr::RPtr, Some(a)) if by_ref => match self.value_ty(fi, a).autoderef() {
+                Ty::Vec(e) if matches!(**e, Ty::Struct(_)) => match virtual_struct(e, self.cg.types()) {
+                    Some(s) => Repr::VOList(s),
+                    None => return None,
+                },
+                _ => return None,
+            },
+            _ => list_repr,
+        };
+        let Repr::VOList(sname) = list_repr else { return None };
+        let sn = format_ident!("{}", sname);
+        let list_of = |v: Var| {
+            let id = v_ident(v);
+            if by_ref {
+                quote!((#rt::virtuals::VPList::Real(#id)))
+            } else {
+                quote!(#id)
+            }
+        };
+        // Pushes and pops go through the runtime (`VPList::push`, `pop`),
+        // with the type's `VDesc`: how its objects move into memory.
+        self.vstructs.insert(sname.clone());
+        let desc = format_ident!("__VDESC_{}", sname);
+        let decline = |what: &str| {
+            let msg = format!("{what} on a `Vec<{sname}>` that is not virtual");
+            quote!({ __c.decline(#msg); break 'path None; })
+        };
+        let (not_virtual, no_layout) = (decline("this operation"), decline("a layout not known"));
+        let spilled = {
+            let msg = format!("a language-level recursion whose frames are read (a `Vec<{sname}>` whose frames are on the continuation stack)");
+            quote!({ __c.decline_recursion(#msg); break 'path None; })
+        };
+        let too_deep = {
+            let msg = format!(
+                "a `Vec<{sname}>` growing past {{}} virtual elements (recursion, when they are the interpreter's frames)"
+            );
+            quote!({
+                __c.decline(format!(#msg, #rt::virtuals::MAX_VIRTUAL_PTRS));
+                break 'path None;
+            })
+        };
+        // A list with virtual elements over a real part, made all real
+        // where memory is read.
+        let flushed =
+            |l: &TokenStream| quote!(if #l.flush(&mut __c.b, &mut __st.heap, &#desc) { __st.forget_fields(); });
+        Some(match (&op.kind, &args[..]) {
+            (OpKind::NewVec, xs) => {
+                let mut ps = vec![];
+                for x in xs {
+                    ps.push(self.operand(fi, x, &Repr::VPtr)?);
+                }
+                let n = ps.len();
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        if #n > #rt::virtuals::MAX_VIRTUAL_PTRS #too_deep
+                        #rt::virtuals::VPList::Virtual(::std::vec![#(#ps),*])
+                    }),
+                )
+            }
+            (OpKind::Len, [Value::Var(l), ..]) => {
+                // Virtual elements stay virtual: an index computed from the
+                // length (`last()`) finds them (`JitState::frames_elem`).
+                let l = list_of(*l);
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        match __st.frames_len(&#l, &mut __c.b, #rt::heap::vec_layout::<#sn>()) {
+                            Some(__n) => __n,
+                            None if matches!(&#l, #rt::virtuals::VPList::Spilled { .. }) => #spilled,
+                            None => #no_layout,
+                        }
+                    }),
+                )
+            }
+            (OpKind::GetItem, [Value::Var(l), i]) => {
+                let l = list_of(*l);
+                let flush = flushed(&l);
+                let i = self.operand(fi, i, &Repr::R(Sc::Int(IntTy::Usize)))?;
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let __i = #i;
+                        match __st.frames_elem(&#l, &__c.b, &__i) {
+                            Some(__p) => __p,
+                            None => {
+                        #flush
+                        match &#l {
+                            #rt::virtuals::VPList::Virtual(__items) => {
+                                match __i.as_const().and_then(|__k| __items.get(__k as usize)) {
+                                    Some(__p) => *__p,
+                                    None => #not_virtual,
+                                }
+                            }
+                            #rt::virtuals::VPList::Real(__a) | #rt::virtuals::VPList::Over(__a, _) => match #rt::heap::vec_layout::<#sn>() {
+                                Some(__l) => #rt::virtuals::VPtr::Real(
+                                    __st.vec_elem(&mut __c.b, __a, &__i, ::core::mem::size_of::<#sn>() as u64, __l),
+                                ),
+                                None => #no_layout,
+                            },
+                            #rt::virtuals::VPList::Spilled { .. } => #spilled,
+                        }
+                            }
+                        }
+                    }),
+                )
+            }
+            (OpKind::Push, [Value::Var(l), x]) => {
+                let l = list_of(*l);
+                let x = self.operand(fi, x, &Repr::VPtr)?;
+                quote!({
+                    let __x = #x;
+                    let __pushed = if __c.for_portal() {
+                        #l.push(&mut __c.b, &mut __st.heap, &#desc, __x)
+                    } else {
+                        #l.push_spilling(&mut __c.b, &mut __st.heap, &#desc, __x)
+                    };
+                    match __pushed {
+                        Ok(true) => __st.forget_fields(),
+                        Ok(false) => {}
+                        Err(()) => #too_deep,
+                    }
+                })
+            }
+            (OpKind::Pop, [Value::Var(l)]) => {
+                let l = list_of(*l);
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let (__tag, __p, __from) = #l.pop(&mut __c.b, &mut __st.heap, &#desc);
+                        if __from != #rt::virtuals::Popped::Virtual {
+                            __st.forget_fields();
+                            __st.below_entry |= __from == #rt::virtuals::Popped::BelowEntry;
+                        }
+                        (__tag, __p)
+                    }),
+                )
+            }
+            _ => self.decline(&format!("this operation on a `Vec<{sname}>`")),
+        })
+    }
+
+    pub(crate) fn get_field(
+        &mut self,
+        fi: usize,
+        r: Var,
+        rr: &Repr,
+        rgreen: bool,
+        base: &Value,
+        name: &str,
+    ) -> TokenStream {
+        let rt = rt();
+        let types = self.cg.types();
+        let fname = member(name);
+        let rty = self.fns[fi].graph.var(r).ty.clone();
+        if rgreen {
+            let Some(b) = self.operand(fi, base, &self.value_repr(fi, base)) else {
+                return self.decline("a field read");
+            };
+            return match rr {
+                Repr::G(_) => self.bind(fi, r, quote!(#b.#fname)),
+                Repr::GRef(_) => match &rty {
+                    Ty::Ref { .. } => self.bind(fi, r, quote!(#b.#fname)),
+                    _ => self.bind(fi, r, quote!(&#b.#fname)),
+                },
+                Repr::GSlice(_) => self.bind(fi, r, quote!(&#b.#fname[..])),
+                Repr::Enum(t, _) => {
+                    let e = self.enum_from_rust(&t.clone(), quote!(&#b.#fname));
+                    self.bind(fi, r, e)
+                }
+                Repr::Unit => quote!(),
+                _ => self.decline("this field read"),
+            };
+        }
+        let Some((addr, Ty::Struct(sname))) = self.red_object(fi, base) else {
+            return self.decline("a field read through this pointer");
+        };
+        if let (Some(p), Repr::VList(_) | Repr::VEList(..)) = (self.vptr_local(fi, base), rr) {
+            if let Some(Err(k)) = types.structs.get(&sname).and_then(|d| vfield_index(d, name, types)) {
+                // A copy of the object's list, written back after each
+                // operation on it (see `field_list_of`); forced first when
+                // the copy would be used otherwise.
+                let sn = format_ident!("{}", sname);
+                // A list moved out of an owned object is the object's list
+                // itself; one read through a reference is a copy.
+                let escapes = !moves_out(&self.value_ty(fi, base)) && self.list_temp_escapes(fi, r);
+                return self.bind(
+                    fi,
+                    r,
+                    quote!(match __st.heap.list(&#p, #k) {
+                        Some(__l) if !#escapes => __l,
+                        _ => {
+                            #addr
+                            #rt::vlist::VList::Real(__c.b.red_offset(&__addr, ::core::mem::offset_of!(#sn, #fname) as u64))
+                        }
+                    }),
+                );
+            }
+        }
+        if let (Some(p), Repr::R(sc)) = (self.vptr_local(fi, base), rr) {
+            if let Some(Ok(k)) = types.structs.get(&sname).and_then(|d| vfield_index(d, name, types)) {
+                let (sn, vt, class) = (format_ident!("{}", sname), sc_valty(*sc), alias_class(&sname));
+                return self.bind(
+                    fi,
+                    r,
+                    quote!(match __st.heap.field(&#p, #k) {
+                        Some(__x) => __x,
+                        None => {
+                            #addr
+                            let __f = ::core::mem::offset_of!(#sn, #fname) as i32;
+                            __st.load_field(&mut __c.b, #vt, &__addr, __f, #class, __f)
+                        }
+                    }),
+                );
+            }
+        }
+        if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
+            return self.decline("a field of a struct with lifetime parameters through a run-time pointer");
+        }
+        let sn = format_ident!("{}", sname);
+        let off = quote!(::core::mem::offset_of!(#sn, #fname) as u64);
+        match (rr, &rty) {
+            (Repr::R(sc), _) => {
+                let vt = sc_valty(*sc);
+                let class = alias_class(&sname);
+                self.bind(
+                    fi,
+                    r,
+                    quote!({ #addr __st.load_field(&mut __c.b, #vt, &__addr, #off as i32, #class, #off as i32) }),
+                )
+            }
+            (Repr::RPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
+                self.bind(fi, r, quote!({ #addr __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, #off as i32) }))
+            }
+            (Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VOList(_), _) => {
+                self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) }))
+            }
+            (Repr::VPtr, Ty::Struct(_)) => self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) })),
+            _ => self.decline("a field of this type through a run-time pointer"),
+        }
+    }
+
+    pub(crate) fn get_item(
+        &mut self,
+        fi: usize,
+        r: Var,
+        rr: &Repr,
+        rgreen: bool,
+        base: &Value,
+        idx: &Value,
+    ) -> TokenStream {
+        let rt = rt();
+        let base_ty = self.value_ty(fi, base);
+        let cont = base_ty.autoderef().clone();
+        let et = match &cont {
+            Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => (**t).clone(),
+            _ => return self.decline("indexing this value"),
+        };
+        if rgreen {
+            let Some(b) = self.operand(fi, base, &self.value_repr(fi, base)) else {
+                return self.decline("an element read");
+            };
+            let Some(i) = self.green(fi, idx) else { return self.decline("an index") };
+            let get = match rr {
+                Repr::G(_) => quote!(*__x),
+                Repr::GRef(_) if matches!(et, Ty::Ref { .. }) => quote!(*__x),
+                Repr::GRef(_) => quote!(__x),
+                Repr::GSlice(_) => quote!(&__x[..]),
+                Repr::Enum(t, _) => self.enum_from_rust(&t.clone(), quote!(__x)),
+                Repr::Unit => quote!(()),
+                _ => return self.decline("this element read"),
+            };
+            return self.bind(
+                fi,
+                r,
+                quote!(match #b.get(#i as usize) {
+                    Some(__x) => #get,
+                    None => {
+                        __c.b.red_bounds_check(&#rt::redbox::RedBox::u64(#i as u64), &#rt::redbox::RedBox::u64(#b.len() as u64));
+                        __c.error_exit(#rt::ops::ErrorKind::IndexOutOfBounds);
+                        break 'path None;
+                    }
+                }),
+            );
+        }
+        let Some(i) = self.operand(fi, idx, &Repr::R(Sc::Int(IntTy::Usize))) else { return self.decline("an index") };
+        match cont {
+            Ty::Vec(_) if matches!(et, Ty::Struct(_)) && matches!(rr, Repr::RPtr | Repr::VPtr) => {
+                // An element of a `Vec` of structs: its address, in place.
+                let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
+                let t = rust_ty(&et, None);
+                self.bind_ptr(
+                    fi,
+                    r,
+                    quote!({
+                        let __i = #i;
+                        #addr
+                        match #rt::heap::vec_layout::<#t>() {
+                            Some(__l) => __st.vec_elem(&mut __c.b, &__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l),
+                            None => { __c.decline("a Vec whose layout is not known"); break 'path None; }
+                        }
+                    }),
+                )
+            }
+            Ty::Vec(_) => {
+                let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
+                let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
+                let (t, vt) = (sc_rust(esc), sc_valty(esc));
+                let class = elem_class(&quote!(#t).to_string());
+                let real = quote!({
+                    #addr
+                    match #rt::heap::vec_layout::<#t>() {
+                        Some(__l) => {
+                            let __e = __st.vec_elem(&mut __c.b, &__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l);
+                            __st.load_field(&mut __c.b, #vt, &__e, 0, #class, 0)
+                        }
+                        None => __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__addr, __i], &[#vt])[0],
+                    }
+                });
+                let green_base = match self.value_repr(fi, base) {
+                    from @ (Repr::GRef(_) | Repr::GSlice(_)) => self.operand(fi, base, &from),
+                    _ => None,
+                };
+                match (list_local(self, fi, base), green_base) {
+                    (Some(l), _) => self.bind(
+                        fi,
+                        r,
+                        quote!({
+                            let __i = #i;
+                            match #l.get_const(&__i) {
+                                Some(__x) => __x,
+                                None => match __st.tail_get(&mut __c.b, &#l, &__i) {
+                                    Some(__x) => __x,
+                                    None => #real,
+                                },
+                            }
+                        }),
+                    ),
+                    (None, Some(g)) => {
+                        // Green data (frozen, and part of the portal's content
+                        // check) at an index known now: read now.
+                        let w = to_word(esc, quote!(*__x));
+                        self.bind(
+                            fi,
+                            r,
+                            quote!({
+                                let __i = #i;
+                                match __i.as_const().and_then(|__k| (#g).get(__k as usize)) {
+                                    Some(__x) => #rt::redbox::RedBox::constant(#vt, #w),
+                                    None => #real,
+                                }
+                            }),
+                        )
+                    }
+                    (None, None) => self.bind(fi, r, quote!({ let __i = #i; #real })),
+                }
+            }
+            Ty::Slice(_) | Ty::Array(..) => {
+                let addr = match self.elem_addr(fi, base, &cont, &et, &i) {
+                    Ok(a) => a,
+                    Err(declined) => return declined,
+                };
+                match rr {
+                    Repr::R(sc) => {
+                        let vt = sc_valty(*sc);
+                        self.bind(fi, r, quote!({ let __a = #addr; __c.b.red_load(#vt, &__a, 0) }))
+                    }
+                    Repr::RPtr | Repr::VList(_) if is_owned_pointer(&et) => self.bind_ptr(fi, r, addr),
+                    _ => self.decline("an element of this type through a run-time pointer"),
+                }
+            }
+            _ => self.decline("indexing this value"),
+        }
+    }
+
+    /// The address of element `i` (a red box expression) of a slice or an
+    /// array reached through a run-time pointer, bounds-checked as Rust
+    /// does; `Err` with the decline when the sequence has no such address.
+    pub(crate) fn elem_addr(
+        &mut self,
+        fi: usize,
+        base: &Value,
+        cont: &Ty,
+        et: &Ty,
+        i: &TokenStream,
+    ) -> Result<TokenStream, TokenStream> {
+        let rt = rt();
+        let esize = rust_ty(et, None);
+        let ptr_len = match cont {
+            Ty::Slice(_) => {
+                let Some(s) = self.operand(fi, base, &Repr::RSlice) else { return Err(self.decline("this slice")) };
+                quote!(let __s = #s; let (__ptr, __len) = (__s[0], __s[1]);)
+            }
+            Ty::Array(_, n) => {
+                let Some((addr, _)) = self.red_object(fi, base) else { return Err(self.decline("this array")) };
+                let n = *n;
+                quote!(#addr let (__ptr, __len) = (__addr, #rt::redbox::RedBox::u64(#n));)
+            }
+            _ => return Err(self.decline("indexing this value")),
+        };
+        Ok(quote!({
+            #ptr_len
+            __c.b.red_bounds_check(&#i, &__len);
+            let __off = __c.b.red_bin(#rt::ops::BinOp::Mul, #rt::ops::Overflow::Wrap, &#i,
+                &#rt::redbox::RedBox::u64(::core::mem::size_of::<#esize>() as u64));
+            let __off = __c.b.red_cast(&__off, #rt::ops::ValTy::Ptr);
+            __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__ptr, &__off)
+        }))
+    }
+
+    /// Statements that bind `__addr` (a red box) to the address of the object
+    /// an operand designates, following references and boxes; and the type of
+    /// that object.
+    pub(crate) fn red_object(&self, fi: usize, v: &Value) -> Option<(TokenStream, Ty)> {
+        let rt = rt();
+        let ty = self.value_ty(fi, v);
+        let start = self.operand(fi, v, &Repr::RPtr)?;
+        let mut code = quote!(let __addr = #start;);
+        if let (Repr::VPtr, Some(s)) = (self.value_repr(fi, v), virtual_struct(&ty, self.cg.types())) {
+            // Whatever its type (`S`, `Box<S>`, `&S`, `&Box<S>`), the address
+            // of the struct.
+            return Some((code, Ty::Struct(s)));
+        }
+        // The operand's box holds the address of the object its type designates.
+        let mut cur = match &ty {
+            Ty::Ref { to, .. } => (**to).clone(),
+            Ty::Boxed(inner) => (**inner).clone(),
+            other => other.clone(),
+        };
+        loop {
+            match cur {
+                Ty::Ref { to, .. } | Ty::Boxed(to) if !matches!(*to, Ty::Slice(_)) => {
+                    code = quote!(#code let __addr = __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, 0););
+                    cur = *to;
+                }
+                Ty::Ref { .. } | Ty::Boxed(_) => return None,
+                other => return Some((code, other)),
+            }
+        }
+    }
+
+    /// A struct of scalars and `String`s (see `owning_struct`), made by a
+    /// residual call that moves its strings into it, in the arena.
+    pub(crate) fn new_owning_struct(&mut self, fi: usize, r: Var, s: &str, args: &[Value]) -> TokenStream {
+        let rt = rt();
+        let d = self.cg.types().structs[s].clone();
+        let (mut arg_code, mut inits) = (vec![], vec![]);
+        for (at, (a, (name, t))) in args.iter().zip(&d.fields).enumerate() {
+            let fid = member(name);
+            let (x, read) = match scalar(t) {
+                Some(sc) => (self.operand(fi, a, &Repr::R(sc)), from_word(sc, quote!(__b[#at]))),
+                // SAFETY: the address of a live `String` the struct
+                // literal moves (the analysis's types say so).
+                None => (self.operand(fi, a, &Repr::RPtr), quote!(unsafe { #rt::heap::take_string(__b[#at]) })),
+            };
+            let Some(x) = x else { return self.decline("a field value") };
+            arg_code.push(quote!(__args.push(#x);));
+            inits.push(quote!(#fid: #read));
+        }
+        let (sn, width, pt) = (format_ident!("{}", s), args.len().max(1), ptr_valty());
+        let name = format!("new {s}");
+        let cb = self.callback(
+            width,
+            quote! {
+                let __r = #sn { #(#inits),* };
+                __b[0] = #rt::heap::arena_alloc(__r) as usize as u64;
+            },
+        );
+        let bind = self.bind(fi, r, quote!(__v[0]));
+        quote! {
+            let __v = {
+                let mut __args = ::std::vec::Vec::new();
+                #(#arg_code)*
+                __c.b.red_call(#cb, #name, &__args, &[#pt])
+            };
+            #bind
+        }
+    }
+
+    /// A payload slot (or slots) of an enum array `a` at `off`, as `r`.
+    pub(crate) fn payload(&self, fi: usize, r: Var, rr: &Repr, a: TokenStream, off: usize) -> TokenStream {
+        let rt = rt();
+        match rr {
+            Repr::G(sc) => {
+                let back = from_word(*sc, quote!(__w));
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match #a[#off].as_const() { Some(__w) => #back, None => { __c.decline("a payload expected to be known"); break 'path None; } }),
+                )
+            }
+            Repr::R(_) => self.bind(fi, r, quote!(#a[#off])),
+            Repr::RPtr | Repr::VList(_) => self.bind_ptr(fi, r, quote!(#a[#off])),
+            Repr::Enum(_, n) => {
+                let end = off + n;
+                self.bind(fi, r, quote!(#rt::redbox::first_n::<#n>(&#a[#off..#end])))
+            }
+            Repr::GRef(t) => {
+                // A pointer in a green enum value read from frozen data.
+                let ty = rust_ty(t, Some(&quote!('a)));
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match #a[#off].as_const() {
+                        // SAFETY: green enum values come from frozen data
+                        // borrowed for the whole compilation.
+                        Some(__w) => unsafe { &*(__w as usize as *const #ty) },
+                        None => { __c.decline("a pointer expected to be known"); break 'path None; }
+                    }),
+                )
+            }
+            Repr::Unit => quote!(),
+            _ => self.decline("this enum payload"),
+        }
+    }
+
+    /// A green enum value as an array of constant boxes, from a Rust place.
+    pub(crate) fn enum_from_rust(&mut self, ty: &Ty, place: TokenStream) -> TokenStream {
+        let rt = rt();
+        if !self.enums.contains(ty) {
+            self.enums.push(ty.clone());
+        }
+        let (flat, _, tys) = enum_helpers(ty);
+        quote!({
+            let __w = #flat(#place);
+            let __t = #tys();
+            #rt::redbox::RedBox::constants(&__t, &__w)
+        })
+    }
+}
