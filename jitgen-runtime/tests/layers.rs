@@ -236,13 +236,6 @@ fn the_cycle_check_sees_groups_and_relative_paths() {
 /// Longer files hold more than one concept: split them by concept.
 const MAX_LINES: usize = 1_500;
 
-/// Files over the limit that remain to be split, with the length they may
-/// not grow past. The list may only shrink: a listed file that is over its
-/// length, or back under the limit, fails the test.
-const KNOWN_LONG: &[(&str, usize)] = &[
-    ("hint-annotator/lower.rs", 4_088),
-];
-
 #[test]
 fn no_source_file_is_longer_than_its_limit() {
     let mut long = vec![];
@@ -251,15 +244,11 @@ fn no_source_file_is_longer_than_its_limit() {
         files(&src, &mut all);
         for f in all {
             let n = std::fs::read_to_string(&f).unwrap().lines().count();
-            let file = format!("{name}/{}", f.strip_prefix(&src).unwrap().display());
-            let limit = KNOWN_LONG.iter().find(|(k, _)| *k == file).map_or(MAX_LINES, |(_, l)| *l);
-            if n > limit {
-                long.push(format!("{file}: {n} lines, over {limit}"));
-            } else if n <= MAX_LINES && limit > MAX_LINES {
-                long.push(format!("{file}: {n} lines now, remove it from KNOWN_LONG"));
+            if n > MAX_LINES {
+                long.push(format!("{name}/{}: {n} lines", f.strip_prefix(&src).unwrap().display()));
             }
         }
     }
     long.sort();
-    assert!(long.is_empty(), "files over their limit:\n{}", long.join("\n"));
+    assert!(long.is_empty(), "files over {MAX_LINES} lines:\n{}", long.join("\n"));
 }

@@ -1,0 +1,249 @@
+//! Lowering macros: `hint!`, `vec!`, `assert!` and its kin, and the
+//! formatting macros (`print!`, `write!`, `format!`).
+
+#[allow(unused_imports)]
+use super::*;
+
+impl<'m, 'a> Lowering<'m, 'a> {
+    pub(super) fn macro_expr(&mut self, mac: &syn::Macro) -> LVal {
+        let name = mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        match name.as_str() {
+            "hint" => self.hint(mac),
+            "vec" => self.vec_macro(mac),
+            "print" | "println" | "eprint" | "eprintln" => self.formatted(mac, &name, false),
+            "write" | "writeln" => self.formatted(mac, &name, true),
+            "format" => self.formatted(mac, &name, false),
+            "assert" | "assert_eq" | "assert_ne" => self.assert_macro(mac, &name),
+            "panic" | "unreachable" | "todo" | "unimplemented" => {
+                let msg = format!("{name}!({})", mac.tokens);
+                let b = self.cur_block();
+                self.cur = Some(b);
+                self.set_exit(LExit::Abort(msg));
+                self.never(mac.span())
+            }
+            _ => {
+                if let Some(span) = hint_inside(mac.tokens.clone()) {
+                    self.error(
+                        span,
+                        format!("`hint!` inside `{name}!` is invisible to jitgen: bind the hinted value with `let` first, then use the binding"),
+                    );
+                }
+                self.unsupported(
+                    mac,
+                    &format!("the macro `{name}!`"),
+                    "supported are `hint!`, `vec!`, `print!`, `println!`, `eprint!`, `eprintln!`, `format!`, `write!` and `writeln!` into a `Vec<u8>` or a `String`, `assert!`, `assert_eq!`, `assert_ne!` and `panic!`; move other effects into a #[jit_opaque] function",
+                )
+            }
+        }
+    }
+
+    /// `assert!(c)`, `assert_eq!(a, b)`, `assert_ne!(a, b)`: a test that
+    /// panics (the message, if any, is not formatted).
+    pub(super) fn assert_macro(&mut self, mac: &syn::Macro, name: &str) -> LVal {
+        let parsed = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
+        let parts: Vec<Expr> = parsed.map(|p| p.into_iter().collect()).unwrap_or_default();
+        let cond: Expr = match (name, parts.as_slice()) {
+            ("assert", [c, ..]) => c.clone(),
+            ("assert_eq", [a, b, ..]) => syn::parse_quote!((#a) == (#b)),
+            ("assert_ne", [a, b, ..]) => syn::parse_quote!((#a) != (#b)),
+            _ => return self.unsupported(mac, &format!("this `{name}!`"), "give it a condition (or two operands)"),
+        };
+        let c = self.cond(&cond);
+        let (ok, fail) = self.branch(c);
+        self.resume(fail);
+        self.set_exit(LExit::Abort(format!("{name}!({})", mac.tokens)));
+        self.resume(ok);
+        LVal::Const(Const::Unit)
+    }
+
+    /// `println!("{} {x}", a)`: its arguments evaluated in order (captured
+    /// names `{x}` last), then one residual effect that formats them.
+    /// `println!("{} {x}", a)` (and `print!`, `eprint!`, `eprintln!`), or
+    /// with `has_dest` `write!(out, "{}", x)` and `writeln!` into a `Vec<u8>`
+    /// (a field, a local, or behind a `&mut`), given first: its arguments
+    /// evaluated in order (captured names `{x}` last), then one residual
+    /// effect that formats them. Writing into a `Vec` cannot fail, so its
+    /// `io::Result` is `Ok(())`: `.unwrap()`, `.expect(..)`, `?`, `let _ =`
+    /// and a statement all take the write alone (see `is_write_macro`).
+    pub(super) fn formatted(&mut self, mac: &syn::Macro, name: &str, has_dest: bool) -> LVal {
+        let parsed = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
+        let Ok(parts) = parsed else {
+            return self.unsupported(
+                mac,
+                &format!("this `{name}!`"),
+                "write a format string literal, then the arguments",
+            );
+        };
+        let mut parts = parts.into_iter();
+        let mut args = vec![];
+        let mut names = vec![];
+        if has_dest {
+            let Some(dest) = parts.next() else {
+                return self.unsupported(mac, &format!("this `{name}!`"), "name the `Vec<u8>` to write into first");
+            };
+            // `write!(v, ..)` borrows `v` mutably, unless it is a `&mut`.
+            let d = self.expr(&dest);
+            let d = self.rvalue(d, &dest);
+            let d = match self.u.shallow(&self.ty_of(&d)) {
+                Ty::Ref { mutable: true, .. } => d,
+                _ => {
+                    let e: Expr = syn::parse_quote_spanned!(dest.span()=> &mut (#dest));
+                    let d = self.expr(&e);
+                    self.rvalue(d, &e)
+                }
+            };
+            let want = Ty::Ref { mutable: true, to: Box::new(Ty::Vec(Box::new(Ty::Int(IntTy::U8)))) };
+            let have = self.ty_of(&d);
+            let into_string = matches!(self.u.shallow(&have), Ty::Ref { to, .. } if self.u.shallow(&to) == Ty::Str);
+            if !into_string && self.u.unify(&want, &have).is_err() {
+                return self.unsupported(
+                    &dest,
+                    &format!("`{name}!` into this destination"),
+                    "write into a `Vec<u8>` or a `String` (an `io::Write` is not supported)",
+                );
+            }
+            args.push(d);
+            names.push(None);
+        }
+        let template = match parts.next() {
+            None => String::new(),
+            Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) => s.value(),
+            Some(other) => {
+                return self.unsupported(&other, "a format string that is not a literal", "write the string literally");
+            }
+        };
+        for p in parts {
+            let (n, e) = match p {
+                Expr::Assign(a) => match &*a.left {
+                    Expr::Path(path) if path.path.get_ident().is_some() => {
+                        (path.path.get_ident().map(|i| i.to_string()), (*a.right).clone())
+                    }
+                    _ => (None, Expr::Assign(a)),
+                },
+                e => (None, e),
+            };
+            let v = self.expr(&e);
+            let v = self.rvalue(v, &e);
+            args.push(v);
+            names.push(n);
+        }
+        // Names the format string captures from the scope: `{x}`, `{x:?}`,
+        // and widths or precisions `{:w$}`.
+        for id in captured_names(&template) {
+            if names.iter().any(|n| n.as_deref() == Some(id.as_str())) {
+                continue;
+            }
+            let Ok(ident) = syn::parse_str::<syn::Ident>(&id) else { continue };
+            let e: Expr = syn::parse_quote_spanned!(mac.delimiter.span().open()=> #ident);
+            let v = self.expr(&e);
+            let v = self.rvalue(v, &e);
+            args.push(v);
+            names.push(Some(id));
+        }
+        let ty = if name == "format" { Ty::Str } else { Ty::Unit };
+        self.emit(OpKind::Format { mac: name.to_string(), template, names }, args, ty, mac)
+    }
+
+    pub(super) fn hint(&mut self, mac: &syn::Macro) -> LVal {
+        let parsed = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
+        let args = match parsed {
+            Ok(a) => a,
+            Err(e) => {
+                self.errors.push(e);
+                return self.poison(mac.span());
+            }
+        };
+        let flag_of = |e: &Expr| match e {
+            Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            _ => None,
+        };
+        match args.len() {
+            1 if flag_of(&args[0]).as_deref() == Some("global_merge_point") => {
+                // A `&mut` binding in scope here would borrow what the portal
+                // hands to compiled code at this point.
+                let refs: Vec<String> = self
+                    .env
+                    .iter()
+                    .filter(|(n, v)| matches!(v, LVal::Ref(_) | LVal::Sum { .. }) && !n.starts_with("__jitgen"))
+                    .map(|(n, _)| format!("`{n}`"))
+                    .collect();
+                if !refs.is_empty() {
+                    self.error(
+                        mac.span(),
+                        format!(
+                            "the `&mut` reference {} is in scope at `hint!(global_merge_point)`: take it inside the loop, after the merge point, where it is used",
+                            refs.join(", ")
+                        ),
+                    );
+                }
+                self.emit(OpKind::GlobalMergePoint, vec![], Ty::Unit, mac)
+            }
+            2 => {
+                let kind = match flag_of(&args[1]).as_deref() {
+                    Some("concrete") => HintKind::Concrete,
+                    Some("promote") => HintKind::Promote,
+                    Some("deepfreeze") => HintKind::Deepfreeze,
+                    Some("variable") => HintKind::Variable,
+                    _ => {
+                        let msg = format!("unknown hint `{}`: expected one of {FLAGS}", source_of(&args[1]));
+                        self.error(args[1].span(), msg);
+                        return self.expr(&args[0]);
+                    }
+                };
+                let v = self.expr(&args[0]);
+                let t = self.ty_of(&v);
+                self.emit(OpKind::Hint(kind), vec![v], t, mac)
+            }
+            _ => {
+                self.error(mac.span(), format!("`hint!` takes an expression and a flag: {FLAGS}"));
+                self.poison(mac.span())
+            }
+        }
+    }
+
+    pub(super) fn vec_macro(&mut self, mac: &syn::Macro) -> LVal {
+        struct Repeat(Expr, Expr);
+        impl syn::parse::Parse for Repeat {
+            fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+                let e: Expr = input.parse()?;
+                input.parse::<Token![;]>()?;
+                Ok(Repeat(e, input.parse()?))
+            }
+        }
+        if let Ok(Repeat(elem, n)) = mac.parse_body::<Repeat>() {
+            let v = self.expr(&elem);
+            let c = self.expr(&n);
+            let ct = self.ty_of(&c);
+            self.unify(&Ty::Int(IntTy::Usize), &ct, n.span());
+            let t = Ty::Vec(Box::new(self.ty_of(&v)));
+            return self.emit(OpKind::NewVecRepeat, vec![v, c], t, mac);
+        }
+        match mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated) {
+            Ok(elems) => {
+                let et = self.u.fresh();
+                let mut args = vec![];
+                for e in &elems {
+                    let v = self.expr(e);
+                    let t = self.ty_of(&v);
+                    self.unify(&et, &t, e.span());
+                    args.push(v);
+                }
+                self.emit(OpKind::NewVec, args, Ty::Vec(Box::new(et)), mac)
+            }
+            Err(e) => {
+                self.errors.push(e);
+                self.poison(mac.span())
+            }
+        }
+    }
+
+    // ----- control flow -----------------------------------------------------------
+
+    pub(super) fn cond(&mut self, c: &Expr) -> LVal {
+        let v = self.expr(c);
+        let v = self.rvalue(v, c);
+        let t = self.ty_of(&v);
+        self.unify(&Ty::Bool, &t, c.span());
+        v
+    }
+}

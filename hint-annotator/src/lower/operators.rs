@@ -1,0 +1,318 @@
+//! Lowering literals, paths and operators: arithmetic (with Rust's overflow
+//! rules), comparisons, logic, casts, and enum equality.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl<'m, 'a> Lowering<'m, 'a> {
+    pub(super) fn lit(&mut self, l: &syn::Lit) -> LVal {
+        match l {
+            syn::Lit::Int(i) => {
+                let Ok(v) = i.base10_parse::<i128>() else {
+                    return self.unsupported(l, "this integer literal", "");
+                };
+                match i.suffix() {
+                    "" => LVal::Int(v, self.u.fresh_int()),
+                    "f64" => LVal::Const(Const::Float(v as f64, Ty::F64)),
+                    "f32" => LVal::Const(Const::Float(v as f64, Ty::F32)),
+                    s => match IntTy::from_name(s) {
+                        Some(t) => LVal::Const(Const::Int(v, t)),
+                        None => self.unsupported(l, "this literal suffix", ""),
+                    },
+                }
+            }
+            syn::Lit::Float(f) => {
+                let Ok(v) = f.base10_parse::<f64>() else {
+                    return self.unsupported(l, "this float literal", "");
+                };
+                match f.suffix() {
+                    "f32" => LVal::Const(Const::Float(v, Ty::F32)),
+                    "f64" => LVal::Const(Const::Float(v, Ty::F64)),
+                    _ => LVal::Float(v, self.u.fresh_float()),
+                }
+            }
+            syn::Lit::Bool(b) => LVal::Const(Const::Bool(b.value)),
+            syn::Lit::Byte(b) => LVal::Const(Const::Int(b.value() as i128, IntTy::U8)),
+            syn::Lit::Char(c) => LVal::Const(Const::Char(c.value())),
+            syn::Lit::Str(_) | syn::Lit::ByteStr(_) | syn::Lit::CStr(_) => {
+                self.unsupported(l, "a string literal", STRING_ADVICE)
+            }
+            other => self.unsupported(other, "this literal", ""),
+        }
+    }
+
+    pub(super) fn path_expr(&mut self, p: &syn::ExprPath) -> LVal {
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segs.len() == 1 {
+            let name = &segs[0];
+            if let Some(i) = self.lookup(name) {
+                return self.env[i].1.clone();
+            }
+            if let Some(c) = self.m.consts.get(name) {
+                return LVal::Const(c.clone());
+            }
+            if name == "None" {
+                let t = Ty::Option(Box::new(self.u.fresh()));
+                return self.emit(
+                    OpKind::MakeEnum { enum_name: "Option".into(), variant: "None".into(), index: 0 },
+                    vec![],
+                    t,
+                    p,
+                );
+            }
+            return self.unsupported(
+                p,
+                &format!("the name `{name}` (not a local, a parameter or a const of the module)"),
+                "",
+            );
+        }
+        let ty_name = self.resolve_self(&segs[segs.len() - 2]);
+        let last = &segs[segs.len() - 1];
+        if let Some(c) = self.m.consts.get(&format!("{ty_name}::{last}")) {
+            return LVal::Const(c.clone());
+        }
+        if let Some(it) = IntTy::from_name(&ty_name) {
+            let v = match (last.as_str(), it.signed()) {
+                ("MAX", true) => (1i128 << (it.bits().min(127) - 1)) - 1,
+                ("MIN", true) => -(1i128 << (it.bits().min(127) - 1)),
+                ("MAX", false) if it.bits() < 128 => (1i128 << it.bits()) - 1,
+                ("MIN", false) => 0,
+                _ => return self.unsupported(p, "this associated constant", ""),
+            };
+            return LVal::Const(Const::Int(v, it));
+        }
+        if let Some((idx, fields)) = self.variant(&ty_name, last) {
+            if !fields.is_empty() {
+                return self.unsupported(p, "an enum constructor used as a function value", "call it with its payload");
+            }
+            return self.emit(
+                OpKind::MakeEnum { enum_name: ty_name.clone(), variant: last.clone(), index: idx },
+                vec![],
+                Ty::Enum(ty_name),
+                p,
+            );
+        }
+        self.unsupported(p, &format!("the path `{}`", segs.join("::")), "")
+    }
+
+    pub(super) fn resolve_self(&self, name: &str) -> String {
+        match (name, &self.f.self_ty) {
+            ("Self", Some(s)) => s.clone(),
+            _ => name.to_string(),
+        }
+    }
+
+    /// A variant of a module enum: its tag and payload types.
+    pub(super) fn variant(&self, enum_name: &str, variant: &str) -> Option<(u32, Vec<(String, Ty)>)> {
+        let e = self.m.enums.get(enum_name)?;
+        let i = e.variants.iter().position(|v| v.name == variant)?;
+        Some((i as u32, e.variants[i].fields.clone()))
+    }
+
+    pub(super) fn binop(op: &syn::BinOp) -> Option<(BinOp, bool)> {
+        use syn::BinOp as B;
+        Some(match op {
+            B::Add(_) => (BinOp::Add, false),
+            B::Sub(_) => (BinOp::Sub, false),
+            B::Mul(_) => (BinOp::Mul, false),
+            B::Div(_) => (BinOp::Div, false),
+            B::Rem(_) => (BinOp::Rem, false),
+            B::BitXor(_) => (BinOp::BitXor, false),
+            B::BitAnd(_) => (BinOp::BitAnd, false),
+            B::BitOr(_) => (BinOp::BitOr, false),
+            B::Shl(_) => (BinOp::Shl, false),
+            B::Shr(_) => (BinOp::Shr, false),
+            B::Eq(_) => (BinOp::Eq, false),
+            B::Lt(_) => (BinOp::Lt, false),
+            B::Le(_) => (BinOp::Le, false),
+            B::Ne(_) => (BinOp::Ne, false),
+            B::Ge(_) => (BinOp::Ge, false),
+            B::Gt(_) => (BinOp::Gt, false),
+            B::AddAssign(_) => (BinOp::Add, true),
+            B::SubAssign(_) => (BinOp::Sub, true),
+            B::MulAssign(_) => (BinOp::Mul, true),
+            B::DivAssign(_) => (BinOp::Div, true),
+            B::RemAssign(_) => (BinOp::Rem, true),
+            B::BitXorAssign(_) => (BinOp::BitXor, true),
+            B::BitAndAssign(_) => (BinOp::BitAnd, true),
+            B::BitOrAssign(_) => (BinOp::BitOr, true),
+            B::ShlAssign(_) => (BinOp::Shl, true),
+            B::ShrAssign(_) => (BinOp::Shr, true),
+            _ => return None,
+        })
+    }
+
+    /// Whether `left += right` appends to a `String`: `right` is a string
+    /// literal, or a reference and `left` a `String` (its place is read to
+    /// see, which has no effect).
+    pub(super) fn is_string_place(&mut self, left: &Expr, right: &Expr) -> bool {
+        if str_lit(right).is_some() {
+            return true;
+        }
+        if !matches!(right, Expr::Reference(_)) {
+            return false;
+        }
+        let Some(place) = self.place(left) else { return false };
+        let cur = self.read_place(&place, left);
+        let t = self.ty_of(&cur);
+        self.u.shallow(&t) == Ty::Str
+    }
+
+    /// Emits `a op b` with the typing rules of Rust's primitive operators.
+    pub(super) fn arith(&mut self, op: BinOp, a: LVal, b: LVal, src: &dyn ToTokens) -> LVal {
+        let (a, b) = (self.rvalue(a, src), self.rvalue(b, src));
+        let (ta, tb) = (self.ty_of(&a), self.ty_of(&b));
+        let span = span_of(src);
+        let is_string = |u: &Unifier, t: &Ty| match u.shallow(t) {
+            Ty::Str => true,
+            Ty::Ref { to, .. } => u.shallow(&to) == Ty::Str,
+            _ => false,
+        };
+        if is_string(&self.u, &ta) || is_string(&self.u, &tb) {
+            return self.unsupported(src, "an operator on strings", STRING_OPERATOR_ADVICE);
+        }
+        let result = match op {
+            BinOp::Shl | BinOp::Shr => {
+                if !self.u.is_intlike(&tb) && !matches!(self.u.shallow(&tb), Ty::Infer(_) | Ty::Error | Ty::Never) {
+                    self.error(span, format!("shift amounts must be integers, found `{}`", self.u.show(&tb)));
+                }
+                ta
+            }
+            o if o.is_comparison() => {
+                self.unify(&ta, &tb, span);
+                if matches!(o, BinOp::Eq | BinOp::Ne) && self.equal_tags_decide(&a, &b) {
+                    // Equal variants decide: compare the tags, which works on
+                    // run-time values as well as on known ones.
+                    let ta = self.emit(OpKind::EnumTag, vec![a], Ty::Int(IntTy::U32), src);
+                    let tb = self.emit(OpKind::EnumTag, vec![b], Ty::Int(IntTy::U32), src);
+                    return self.emit(OpKind::Bin(op), vec![ta, tb], Ty::Bool, src);
+                }
+                Ty::Bool
+            }
+            _ => {
+                self.unify(&ta, &tb, span);
+                ta
+            }
+        };
+        self.emit(OpKind::Bin(op), vec![a, b], result, src)
+    }
+
+    /// Whether `a == b` on enums is the same as comparing their variants:
+    /// `PartialEq` is derived (always for `Option` and `Result`) and either
+    /// no variant has a payload, or one side is a variant without payload.
+    pub(super) fn equal_tags_decide(&self, a: &LVal, b: &LVal) -> bool {
+        let fieldless = match self.shallow_ty(a) {
+            Ty::Enum(e) => match self.m.enums.get(&e) {
+                Some(d) if d.derives_eq => d.variants.iter().all(|v| v.fields.is_empty()),
+                _ => return false,
+            },
+            Ty::Option(_) | Ty::Result(..) => false,
+            _ => return false,
+        };
+        fieldless || self.is_unit_variant(a) || self.is_unit_variant(b)
+    }
+
+    /// Whether `v` was just made as a variant without payload (`Op::Add`, `None`).
+    pub(super) fn is_unit_variant(&self, v: &LVal) -> bool {
+        let (LVal::Var(var), Some(b)) = (v, self.cur) else { return false };
+        self.blocks[b]
+            .ops
+            .iter()
+            .rev()
+            .any(|o| o.result == *var && matches!(o.kind, OpKind::MakeEnum { .. }) && o.args.is_empty())
+    }
+
+    pub(super) fn binary(&mut self, b: &syn::ExprBinary) -> LVal {
+        match b.op {
+            syn::BinOp::And(_) | syn::BinOp::Or(_) => {
+                let is_and = matches!(b.op, syn::BinOp::And(_));
+                let l = self.expr(&b.left);
+                let l = self.rvalue(l, &b.left);
+                let tl = self.ty_of(&l);
+                self.unify(&Ty::Bool, &tl, b.left.span());
+                let join = self.new_join(self.env.len(), Some(Ty::Bool));
+                let (t, f) = self.branch(l);
+                // `a && b`: if a is false the result is false, else b.
+                let (rhs_block, short_block, short_val) = if is_and { (t, f, false) } else { (f, t, true) };
+                self.resume(short_block);
+                self.jump(join, Some(LVal::Const(Const::Bool(short_val))));
+                self.resume(rhs_block);
+                let r = self.expr(&b.right);
+                let r = self.rvalue(r, &b.right);
+                let tr = self.ty_of(&r);
+                self.unify(&Ty::Bool, &tr, b.right.span());
+                self.jump(join, Some(r));
+                self.enter(join).unwrap_or_else(|| LVal::Const(Const::Bool(false)))
+            }
+            _ => {
+                let Some((op, assign)) = Self::binop(&b.op) else {
+                    return self.unsupported(&b.op, "this operator", "");
+                };
+                if assign && matches!(b.op, syn::BinOp::AddAssign(_)) && self.is_string_place(&b.left, &b.right) {
+                    let (l, r) = (&b.left, &b.right);
+                    return self.expr(&syn::parse_quote_spanned!(b.span()=> (#l).push_str(#r)));
+                }
+                if assign {
+                    let r = self.expr(&b.right);
+                    let Some(place) = self.place(&b.left) else {
+                        return self.poison(b.span());
+                    };
+                    let cur = self.read_place(&place, &b.left);
+                    let v = self.arith(op, cur, r, b);
+                    self.write_place(place, v, b);
+                    LVal::Const(Const::Unit)
+                } else if str_lit(&b.left).is_some() || str_lit(&b.right).is_some() {
+                    self.unsupported(b, "an operator on strings", STRING_OPERATOR_ADVICE)
+                } else {
+                    let l = self.expr(&b.left);
+                    let r = self.expr(&b.right);
+                    self.arith(op, l, r, b)
+                }
+            }
+        }
+    }
+
+    pub(super) fn unary(&mut self, u: &syn::ExprUnary) -> LVal {
+        match u.op {
+            syn::UnOp::Neg(_) => {
+                if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(_) | syn::Lit::Float(_), .. }) = &*u.expr {
+                    match self.expr(&u.expr) {
+                        LVal::Int(v, t) => return LVal::Int(-v, t),
+                        LVal::Float(v, t) => return LVal::Float(-v, t),
+                        LVal::Const(Const::Int(v, t)) => return LVal::Const(Const::Int(-v, t)),
+                        LVal::Const(Const::Float(v, t)) => return LVal::Const(Const::Float(-v, t)),
+                        other => return other,
+                    }
+                }
+                let v = self.expr(&u.expr);
+                let v = self.rvalue(v, &u.expr);
+                let t = self.ty_of(&v);
+                self.emit(OpKind::Un(UnOp::Neg), vec![v], t, u)
+            }
+            syn::UnOp::Not(_) => {
+                let v = self.expr(&u.expr);
+                let v = self.rvalue(v, &u.expr);
+                let t = self.ty_of(&v);
+                self.emit(OpKind::Un(UnOp::Not), vec![v], t, u)
+            }
+            syn::UnOp::Deref(_) => {
+                let v = self.expr(&u.expr);
+                if let LVal::Ref(r) = v {
+                    return self.read_place(&Place::Ref(*r), u);
+                }
+                match self.shallow_ty(&v) {
+                    Ty::Ref { to, .. } | Ty::Boxed(to) => {
+                        let inner = self.u.shallow(&to);
+                        let kind = if inner.is_pointer() { OpKind::SameAs } else { OpKind::Load };
+                        self.emit(kind, vec![v], inner, u)
+                    }
+                    // Bindings made by `match` on a reference are values already.
+                    _ => v,
+                }
+            }
+            _ => self.unsupported(u, "this unary operator", ""),
+        }
+    }
+
+    // ----- places -----------------------------------------------------------------
+}

@@ -1,0 +1,409 @@
+//! Lowering places: locals, tuple components, fields, indexing, `&` and
+//! `&mut` to values, and reads and writes through them.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl<'m, 'a> Lowering<'m, 'a> {
+    pub(super) fn place(&mut self, e: &Expr) -> Option<Place> {
+        match e {
+            Expr::Paren(p) => self.place(&p.expr),
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident().unwrap().to_string();
+                match self.lookup(&name) {
+                    Some(i) => Some(Place::Local(i)),
+                    None => {
+                        self.unsupported(p, &format!("assigning to `{name}` (not a local)"), "");
+                        None
+                    }
+                }
+            }
+            Expr::Field(f) => {
+                if let Some((i, path)) = self.tuple_place(e) {
+                    return Some(Place::TupleItem(i, path));
+                }
+                let base = self.expr(&f.base);
+                let (name, ty) = self.field_ty(&base, &f.member, e)?;
+                Some(Place::Field(base, name, ty))
+            }
+            Expr::Index(i) => {
+                let base = self.expr(&i.expr);
+                let idx = self.expr(&i.index);
+                let idx = self.rvalue(idx, &i.index);
+                let t = self.elem_ty(&base, &idx, e)?;
+                Some(Place::Item(base, idx, t))
+            }
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => match self.expr(&u.expr) {
+                LVal::Ref(r) => Some(Place::Ref(*r)),
+                _ => {
+                    self.unsupported(
+                        u,
+                        "assigning through this reference (a `&mut` parameter of a portal, or a `Box`)",
+                        "keep the value in a field of a struct passed by `&mut`, or return it",
+                    );
+                    None
+                }
+            },
+            other => {
+                self.unsupported(other, "assigning to this place", "assign to a local, a field or an element");
+                None
+            }
+        }
+    }
+
+    /// `t.0` (or `t.1.0`) where `t` is a local holding a tuple: the local
+    /// and the path of indices.
+    pub(super) fn tuple_place(&self, e: &Expr) -> Option<(usize, Vec<usize>)> {
+        match e {
+            Expr::Paren(p) => self.tuple_place(&p.expr),
+            Expr::Path(p) => {
+                let i = self.lookup(&p.path.get_ident()?.to_string())?;
+                matches!(self.env[i].1, LVal::Tuple(_)).then(|| (i, vec![]))
+            }
+            Expr::Field(f) => {
+                let syn::Member::Unnamed(k) = &f.member else { return None };
+                let (i, mut path) = self.tuple_place(&f.base)?;
+                let mut v = &self.env[i].1;
+                for &j in &path {
+                    let LVal::Tuple(items) = v else { return None };
+                    v = &items[j];
+                }
+                let LVal::Tuple(items) = v else { return None };
+                let k = k.index as usize;
+                (k < items.len()).then(|| {
+                    path.push(k);
+                    (i, path)
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `e` is written as a place `&mut` can take: a binding, its
+    /// fields and elements, or `*r` of a `&mut` binding.
+    pub(super) fn ref_syntax(&self, e: &Expr) -> bool {
+        let deref_of_binding = |e: &Expr| {
+            let mut e = e;
+            while let Expr::Paren(p) = e {
+                e = &p.expr;
+            }
+            matches!(e, Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) && matches!(&*u.expr, Expr::Path(p) if p.path.get_ident().is_some()))
+        };
+        match e {
+            Expr::Paren(p) => self.ref_syntax(&p.expr),
+            Expr::Path(p) => p.path.get_ident().is_some(),
+            Expr::Field(f) => self.ref_syntax(&f.base) || deref_of_binding(&f.base),
+            Expr::Index(i) => self.ref_syntax(&i.expr) || deref_of_binding(&i.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => match &*u.expr {
+                Expr::Path(p) => p
+                    .path
+                    .get_ident()
+                    .and_then(|i| self.lookup(&i.to_string()))
+                    .is_some_and(|i| matches!(self.env[i].1, LVal::Ref(_))),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// The place `&mut e` names, for `e` of a value type: a local (or a
+    /// tuple component), or a field or element reached from a binding.
+    pub(super) fn mut_ref(&mut self, e: &Expr) -> Option<RefTo> {
+        let refused = |me: &mut Self| {
+            me.unsupported(e, "`&mut` of this expression", "take `&mut` of a local, a field or an element of a Vec");
+            None
+        };
+        match e {
+            Expr::Paren(p) => self.mut_ref(&p.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => match self.expr(&u.expr) {
+                LVal::Ref(r) => Some(*r),
+                _ => refused(self),
+            },
+            Expr::Path(p) if p.path.get_ident().is_some() => match self.lookup(&p.path.get_ident()?.to_string()) {
+                Some(i) if !matches!(self.env[i].1, LVal::Ref(_) | LVal::Sum { .. }) => Some(RefTo::Local(i, vec![])),
+                _ => refused(self),
+            },
+            Expr::Field(_) => {
+                if let Some((i, path)) = self.tuple_place(e) {
+                    return Some(RefTo::Local(i, path));
+                }
+                let (root, fields) = self.heap_path(e)?;
+                let ty = fields.last().map(|f| f.1.clone())?;
+                Some(RefTo::Heap { root, fields, index: None, ty })
+            }
+            Expr::Index(ix) => {
+                let (root, fields) = self.heap_path(&ix.expr)?;
+                let list_ty = fields.last().map_or_else(|| self.ty_of(&root), |f| f.1.clone());
+                let idx = self.expr(&ix.index);
+                let idx = self.rvalue(idx, &ix.index);
+                let it = self.ty_of(&idx);
+                self.unify(&Ty::Int(IntTy::Usize), &it, ix.index.span());
+                match self.deref_ty(&list_ty) {
+                    Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => {
+                        Some(RefTo::Heap { root, fields, index: Some(idx), ty: *t })
+                    }
+                    _ => refused(self),
+                }
+            }
+            _ => refused(self),
+        }
+    }
+
+    /// `e` as an object reached from a binding through fields: the
+    /// binding's value and the fields with their types.
+    pub(super) fn heap_path(&mut self, e: &Expr) -> Option<(LVal, Vec<(String, Ty)>)> {
+        match e {
+            Expr::Paren(p) => self.heap_path(&p.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.heap_path(&u.expr),
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident()?.to_string();
+                match self.lookup(&name) {
+                    Some(i) if !self.env[i].1.is_composite() => Some((self.env[i].1.clone(), vec![])),
+                    _ => {
+                        self.unsupported(
+                            e,
+                            &format!("a `&mut` into `{name}`"),
+                            "take it into a local Vec or struct, or a field of one",
+                        );
+                        None
+                    }
+                }
+            }
+            Expr::Field(f) => {
+                let (root, mut fields) = self.heap_path(&f.base)?;
+                let t = fields.last().map_or_else(|| self.ty_of(&root), |f| f.1.clone());
+                let field = self.field_ty_in(&t, &f.member, e)?;
+                fields.push(field);
+                Some((root, fields))
+            }
+            _ => {
+                self.unsupported(
+                    e,
+                    "a `&mut` into this expression",
+                    "take it into a local Vec or struct, or a field of one",
+                );
+                None
+            }
+        }
+    }
+
+    pub(super) fn read_place(&mut self, p: &Place, src: &dyn ToTokens) -> LVal {
+        match p {
+            Place::Local(i) => self.env[*i].1.clone(),
+            Place::TupleItem(i, path) => {
+                let mut v = &self.env[*i].1;
+                for &k in path {
+                    let LVal::Tuple(items) = v else { unreachable!("a tuple place names a tuple") };
+                    v = &items[k];
+                }
+                v.clone()
+            }
+            Place::Field(b, f, t) => self.emit(OpKind::GetField(f.clone()), vec![b.clone()], t.clone(), src),
+            Place::Item(b, i, t) => self.emit(OpKind::GetItem, vec![b.clone(), i.clone()], t.clone(), src),
+            Place::Ref(RefTo::Local(i, path)) => {
+                let p = if path.is_empty() { Place::Local(*i) } else { Place::TupleItem(*i, path.clone()) };
+                self.read_place(&p, src)
+            }
+            Place::Ref(RefTo::Heap { root, fields, index, ty }) => {
+                let (root, fields, index, ty) = (root.clone(), fields.clone(), index.clone(), ty.clone());
+                let p = self.heap_place(root, &fields, index, ty, src);
+                self.read_place(&p, src)
+            }
+        }
+    }
+
+    /// `root.f1.f2...`: the fields read in turn.
+    pub(super) fn read_path(&mut self, root: LVal, fields: &[(String, Ty)], src: &dyn ToTokens) -> LVal {
+        let mut base = root;
+        for (f, t) in fields {
+            base = self.emit(OpKind::GetField(f.clone()), vec![base], t.clone(), src);
+        }
+        base
+    }
+
+    /// The place `root.f1.f2...[index]` names, the fields but the last (or
+    /// all, with an index) read on the way.
+    pub(super) fn heap_place(
+        &mut self,
+        root: LVal,
+        fields: &[(String, Ty)],
+        index: Option<LVal>,
+        ty: Ty,
+        src: &dyn ToTokens,
+    ) -> Place {
+        let through = if index.is_some() { fields.len() } else { fields.len().saturating_sub(1) };
+        let base = self.read_path(root, &fields[..through], src);
+        match index {
+            Some(i) => Place::Item(base, i, ty),
+            None => match fields.last() {
+                Some((f, _)) => Place::Field(base, f.clone(), ty),
+                None => unreachable!("a reference into the heap names a field or an element"),
+            },
+        }
+    }
+
+    pub(super) fn write_place(&mut self, p: Place, v: LVal, src: &dyn ToTokens) {
+        let span = span_of(src);
+        match p {
+            Place::Local(i) => {
+                let (old, new) = (self.ty_of(&self.env[i].1.clone()), self.ty_of(&v));
+                self.unify(&old, &new, span);
+                let name = self.env[i].0.clone();
+                let v = match v {
+                    LVal::Var(var) if self.vars[var.0 as usize].name.is_none() => {
+                        self.vars[var.0 as usize].name = Some(name);
+                        v
+                    }
+                    LVal::Var(_) => v,
+                    c => self.named(name, c, src),
+                };
+                self.env[i].1 = v;
+            }
+            Place::TupleItem(i, path) => {
+                let mut old = &self.env[i].1;
+                for &k in &path {
+                    let LVal::Tuple(items) = old else { unreachable!("a tuple place names a tuple") };
+                    old = &items[k];
+                }
+                let (old_t, new_t) = (self.ty_of(old), self.ty_of(&v));
+                self.unify(&old_t, &new_t, span);
+                let name = path.iter().fold(self.env[i].0.clone(), |n, k| format!("{n}.{k}"));
+                let v = match v {
+                    LVal::Var(var) if self.vars[var.0 as usize].name.is_some() => v,
+                    v => self.named(name, v, src),
+                };
+                let mut slot = &mut self.env[i].1;
+                for &k in &path {
+                    let LVal::Tuple(items) = slot else { unreachable!("a tuple place names a tuple") };
+                    slot = &mut items[k];
+                }
+                *slot = v;
+            }
+            Place::Field(b, f, t) => {
+                let vt = self.ty_of(&v);
+                self.unify(&t, &vt, span);
+                self.emit(OpKind::SetField(f), vec![b, v], Ty::Unit, src);
+            }
+            Place::Item(b, i, t) => {
+                let vt = self.ty_of(&v);
+                self.unify(&t, &vt, span);
+                self.emit(OpKind::SetItem, vec![b, i, v], Ty::Unit, src);
+            }
+            Place::Ref(RefTo::Local(i, path)) => {
+                let p = if path.is_empty() { Place::Local(i) } else { Place::TupleItem(i, path) };
+                self.write_place(p, v, src);
+            }
+            Place::Ref(RefTo::Heap { root, fields, index, ty }) => {
+                let p = self.heap_place(root, &fields, index, ty, src);
+                self.write_place(p, v, src);
+            }
+        }
+    }
+
+    pub(super) fn field_ty(&mut self, base: &LVal, member: &syn::Member, src: &dyn ToTokens) -> Option<(String, Ty)> {
+        let t = self.ty_of(base);
+        self.field_ty_in(&t, member, src)
+    }
+
+    /// The name and type of the field `member` of a value of type `t`
+    /// (behind references).
+    pub(super) fn field_ty_in(&mut self, t: &Ty, member: &syn::Member, src: &dyn ToTokens) -> Option<(String, Ty)> {
+        let name = match member {
+            syn::Member::Named(i) => i.to_string(),
+            syn::Member::Unnamed(i) => i.index.to_string(),
+        };
+        let t = self.deref_ty(t);
+        match &t {
+            Ty::Struct(s) => match self.m.structs.get(s).and_then(|d| d.fields.get(&name)) {
+                Some(ft) => Some((name, ft.clone())),
+                None => {
+                    self.unsupported(src, &format!("the field `{name}` (struct `{s}` has no such field)"), "");
+                    None
+                }
+            },
+            Ty::Error | Ty::Never => None,
+            Ty::Infer(_) => {
+                self.unsupported(
+                    src,
+                    "field access on a value whose type is not known yet",
+                    "add a type ascription to the binding",
+                );
+                None
+            }
+            other => {
+                self.unsupported(
+                    src,
+                    &format!("field access on `{other}`"),
+                    "fields can be read from structs of the module",
+                );
+                None
+            }
+        }
+    }
+
+    pub(super) fn get_field(&mut self, base: LVal, member: &syn::Member, src: &Expr) -> LVal {
+        match self.field_ty(&base, member, src) {
+            Some((name, t)) => self.emit(OpKind::GetField(name), vec![base], t, src),
+            None => self.poison(src.span()),
+        }
+    }
+
+    pub(super) fn elem_ty(&mut self, base: &LVal, idx: &LVal, src: &dyn ToTokens) -> Option<Ty> {
+        let span = span_of(src);
+        let it = self.ty_of(idx);
+        self.unify(&Ty::Int(IntTy::Usize), &it, span);
+        match self.deref_ty(&self.ty_of(base)) {
+            Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => Some(*t),
+            Ty::Error | Ty::Never => None,
+            Ty::Infer(_) => {
+                self.unsupported(
+                    src,
+                    "indexing a value whose type is not known yet",
+                    "add a type ascription to the binding",
+                );
+                None
+            }
+            other => {
+                self.unsupported(src, &format!("indexing `{other}`"), "index a Vec, a slice or an array");
+                None
+            }
+        }
+    }
+
+    pub(super) fn get_item(&mut self, base: LVal, index: &Expr, src: &Expr) -> LVal {
+        if let Expr::Range(r) = index {
+            return self.unsupported(r, "indexing with a range (a sub-slice)", "pass the whole slice and an offset");
+        }
+        let idx = self.expr(index);
+        let idx = self.rvalue(idx, index);
+        match self.elem_ty(&base, &idx, src) {
+            Some(t) => self.emit(OpKind::GetItem, vec![base, idx], t, src),
+            None => self.poison(src.span()),
+        }
+    }
+
+    // ----- calls ------------------------------------------------------------------
+
+    pub(super) fn args(&mut self, args: &Punctuated<Expr, Token![,]>) -> Vec<LVal> {
+        args.iter().map(|a| self.expr(a)).collect()
+    }
+
+    /// A call of a module function, with its arguments type-checked.
+    pub(super) fn call_fn(&mut self, name: &str, args: Vec<LVal>, arg_exprs: &[&Expr], src: &dyn ToTokens) -> LVal {
+        let m = self.m;
+        let f = &m.fns[name];
+        let Some(args) = self.checked_args(name, args, arg_exprs, src) else { return self.poison(span_of(src)) };
+        if inline_only(f) {
+            return self.inline_call(f, args, src);
+        }
+        // A portal is called, never inlined: the call reaches it through
+        // its hook (a Rust-recursive interpreter's call of itself, once per
+        // call of the interpreted program), and its loops compile there.
+        let kind = if f.opaque || has_merge_point(f.body) {
+            OpKind::CallOpaque(name.to_string())
+        } else {
+            OpKind::Call(name.to_string())
+        };
+        self.emit(kind, args, f.ret.clone(), src)
+    }
+}
