@@ -1197,7 +1197,7 @@ fn simplify_and_build(
     vars: Vec<VarInfo>,
     mut blocks: Vec<Block>,
     mut links: Vec<Vec<(usize, Vec<Value>)>>,
-    mut exits: Vec<XExit>,
+    exits: Vec<XExit>,
 ) -> FlowGraph {
     let n = blocks.len();
     // Reachability from the start block.
@@ -1358,7 +1358,21 @@ fn simplify_and_build(
             break;
         }
     }
-    // Apply the substitution and build the petgraph.
+    build_graph(f, vars, blocks, links, exits, &reachable, &map)
+}
+
+/// The flow graph of the reachable blocks, with the substitution `map`
+/// applied to every operand.
+fn build_graph(
+    f: &FnDef<'_>,
+    vars: Vec<VarInfo>,
+    mut blocks: Vec<Block>,
+    mut links: Vec<Vec<(usize, Vec<Value>)>>,
+    mut exits: Vec<XExit>,
+    reachable: &[bool],
+    map: &HashMap<Var, Value>,
+) -> FlowGraph {
+    let n = blocks.len();
     let mut graph: StableDiGraph<Block, Link> = StableDiGraph::new();
     let mut index: Vec<Option<NodeIndex>> = vec![None; n];
     for b in 0..n {
@@ -1370,7 +1384,7 @@ fn simplify_and_build(
             };
             for op in &mut blk.ops {
                 for a in &mut op.args {
-                    *a = subst(&map, a);
+                    *a = subst(map, a);
                 }
             }
             index[b] = Some(graph.add_node(blk));
@@ -1380,13 +1394,13 @@ fn simplify_and_build(
         let Some(nb) = index[b] else { continue };
         let mut edges = vec![];
         for (t, args) in std::mem::take(&mut links[b]) {
-            let args = args.iter().map(|a| subst(&map, a)).collect();
+            let args = args.iter().map(|a| subst(map, a)).collect();
             edges.push(graph.add_edge(nb, index[t].expect("reachable target"), Link { args }));
         }
         graph[nb].exit = match std::mem::replace(&mut exits[b], XExit::Goto) {
             XExit::Goto => Exit::Goto(edges[0]),
-            XExit::Branch(c) => Exit::Branch { cond: subst(&map, &c), if_true: edges[0], if_false: edges[1] },
-            XExit::Return(v) => Exit::Return(subst(&map, &v)),
+            XExit::Branch(c) => Exit::Branch { cond: subst(map, &c), if_true: edges[0], if_false: edges[1] },
+            XExit::Return(v) => Exit::Return(subst(map, &v)),
             XExit::Abort(m) => Exit::Abort(m),
         };
     }

@@ -82,60 +82,7 @@ impl<'g> Gen<'g> {
         let rt = rt();
         let types = self.cg.types();
         let f = self.fns[fi];
-        // A call of a portal (an interpreter whose calls recurse in Rust):
-        // with its green arguments known, a direct call of its code
-        // specialized to them (see the module doc); else it would enter
-        // through the portal's hook at every call, which costs more than
-        // interpreting the call (PERFORMANCE.md), and a portal's compilation
-        // declines it (`jit::specialize` makes the residual call). Here,
-        // the values of the green arguments, for the direct entry.
-        let direct = match self.fn_ids.get(name) {
-            Some(&ci) if self.direct_portals.contains(name) => {
-                let callee = self.fns[ci];
-                let mut greens = Some(vec![]);
-                for (k, a) in args.iter().enumerate() {
-                    let Some(p) = callee.graph.params().get(k) else {
-                        greens = None;
-                        break;
-                    };
-                    if callee.color(*p) != Color::Green {
-                        continue;
-                    }
-                    let from = self.value_repr(fi, a);
-                    let e = match from {
-                        Repr::G(_) | Repr::GRef(_) | Repr::GSlice(_) => self.operand(fi, a, &from),
-                        _ => None,
-                    };
-                    match (e, &mut greens) {
-                        (Some(e), Some(g)) => g.push(e),
-                        _ => {
-                            greens = None;
-                            break;
-                        }
-                    }
-                }
-                greens
-            }
-            _ => None,
-        };
-        let why = format!(
-            "a call of the portal `{name}` from compiled code: it would enter through the portal's hook at every call, which costs more than interpreting the call"
-        );
-        let portal_check = match self.fn_ids.get(name) {
-            Some(&ci) if self.fns[ci].is_portal() && direct.is_some() => {
-                // Where the entry table is full, as below.
-                let entry_fn = format_ident!("__direct_entry_{}", name);
-                let greens = direct.as_ref().expect("matched");
-                quote! {
-                    let __entry: u64 = #entry_fn(#(#greens),*);
-                    if __entry == 0 && __c.for_portal() { __c.decline(#why); break 'path None; }
-                }
-            }
-            Some(&ci) if self.fns[ci].is_portal() => {
-                quote!(if __c.for_portal() { __c.decline(#why); break 'path None; })
-            }
-            _ => quote!(),
-        };
+        let (direct, portal_check) = self.portal_call(fi, name, args);
         let mut arg_code = vec![];
         let mut reads = vec![];
         let mut at = 0usize;
@@ -294,30 +241,10 @@ impl<'g> Gen<'g> {
             },
         );
         let call_name = if direct.is_some() { format!("{name} (direct)") } else { name.to_string() };
-        // The inputs of the callee's specialized code, for the direct call's
-        // fast path (a call of that code from residual code): its red
-        // parameters, in the order its entry takes them. Only for results
-        // that own nothing (the arena is freed after the call).
-        let fast = match (&direct, self.fn_ids.get(name)) {
-            (Some(_), Some(&ci))
-                if rty == Ty::Unit || scalar(&rty).is_some() || (is_enum(&rty) && plain(&rty, types)) =>
-            {
-                self.direct_inputs(ci, &starts)
-            }
-            _ => None,
-        };
-        let bind_result = match self.repr(fi, r) {
-            Repr::Unit => quote!(),
-            Repr::R(_) => {
-                let id = v_ident(r);
-                quote!(let #id = __v[0];)
-            }
-            Repr::Enum(_, n) => {
-                let id = v_ident(r);
-                quote!(let #id: [#rt::redbox::RedBox; #n] = #rt::redbox::first_n(&__v);)
-            }
-            Repr::RPtr if rty == Ty::Str => self.bind(fi, r, quote!(__v[0])),
-            _ => return self.decline("the result of this residual call"),
+        let fast = self.fast_path(direct.is_some(), name, &rty, &starts);
+        let bind_result = match self.call_result(fi, r, &rty) {
+            Ok(bind) => bind,
+            Err(declined) => return declined,
         };
         let red_call = match fast {
             Some(fast) => quote! {{
@@ -390,5 +317,100 @@ impl<'g> Gen<'g> {
             out.push(quote!(__fast.extend_from_slice(&__args[#from..#to]);));
         }
         Some(out)
+    }
+
+    /// A call of a portal (an interpreter whose calls recurse in Rust): the
+    /// values of its green arguments where they are all known (for a direct
+    /// entry), and the check that declines the call in a portal's
+    /// compilation where there is no entry to call.
+    fn portal_call(&mut self, fi: usize, name: &str, args: &[Value]) -> (Option<Vec<TokenStream>>, TokenStream) {
+        // A call of a portal (an interpreter whose calls recurse in Rust):
+        // with its green arguments known, a direct call of its code
+        // specialized to them (see the module doc); else it would enter
+        // through the portal's hook at every call, which costs more than
+        // interpreting the call (PERFORMANCE.md), and a portal's compilation
+        // declines it (`jit::specialize` makes the residual call). Here,
+        // the values of the green arguments, for the direct entry.
+        let direct = match self.fn_ids.get(name) {
+            Some(&ci) if self.direct_portals.contains(name) => {
+                let callee = self.fns[ci];
+                let mut greens = Some(vec![]);
+                for (k, a) in args.iter().enumerate() {
+                    let Some(p) = callee.graph.params().get(k) else {
+                        greens = None;
+                        break;
+                    };
+                    if callee.color(*p) != Color::Green {
+                        continue;
+                    }
+                    let from = self.value_repr(fi, a);
+                    let e = match from {
+                        Repr::G(_) | Repr::GRef(_) | Repr::GSlice(_) => self.operand(fi, a, &from),
+                        _ => None,
+                    };
+                    match (e, &mut greens) {
+                        (Some(e), Some(g)) => g.push(e),
+                        _ => {
+                            greens = None;
+                            break;
+                        }
+                    }
+                }
+                greens
+            }
+            _ => None,
+        };
+        let why = format!(
+            "a call of the portal `{name}` from compiled code: it would enter through the portal's hook at every call, which costs more than interpreting the call"
+        );
+        let portal_check = match self.fn_ids.get(name) {
+            Some(&ci) if self.fns[ci].is_portal() && direct.is_some() => {
+                // Where the entry table is full, as below.
+                let entry_fn = format_ident!("__direct_entry_{}", name);
+                let greens = direct.as_ref().expect("matched");
+                quote! {
+                    let __entry: u64 = #entry_fn(#(#greens),*);
+                    if __entry == 0 && __c.for_portal() { __c.decline(#why); break 'path None; }
+                }
+            }
+            Some(&ci) if self.fns[ci].is_portal() => {
+                quote!(if __c.for_portal() { __c.decline(#why); break 'path None; })
+            }
+            _ => quote!(),
+        };
+        (direct, portal_check)
+    }
+
+    /// Binds the result of a residual call (its words, `__v`) to `r`, or
+    /// declines a result it cannot hold.
+    fn call_result(&mut self, fi: usize, r: Var, rty: &Ty) -> Result<TokenStream, TokenStream> {
+        let rt = rt();
+        Ok(match self.repr(fi, r) {
+            Repr::Unit => quote!(),
+            Repr::R(_) => {
+                let id = v_ident(r);
+                quote!(let #id = __v[0];)
+            }
+            Repr::Enum(_, n) => {
+                let id = v_ident(r);
+                quote!(let #id: [#rt::redbox::RedBox; #n] = #rt::redbox::first_n(&__v);)
+            }
+            Repr::RPtr if *rty == Ty::Str => self.bind(fi, r, quote!(__v[0])),
+            _ => return Err(self.decline("the result of this residual call")),
+        })
+    }
+
+    /// The inputs of the callee's specialized code, for the direct call's
+    /// fast path (a call of that code from residual code): its red
+    /// parameters, in the order its entry takes them. Only for results that
+    /// own nothing (the arena is freed after the call).
+    fn fast_path(&mut self, direct: bool, name: &str, rty: &Ty, starts: &[usize]) -> Option<Vec<TokenStream>> {
+        let types = self.cg.types();
+        match (direct, self.fn_ids.get(name)) {
+            (true, Some(&ci)) if *rty == Ty::Unit || scalar(rty).is_some() || (is_enum(rty) && plain(rty, types)) => {
+                self.direct_inputs(ci, starts)
+            }
+            _ => None,
+        }
     }
 }

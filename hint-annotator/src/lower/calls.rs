@@ -377,166 +377,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let nargs = mc.args.len();
         let r = &*mc.receiver;
         let is_list = matches!(recv_ty, Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..));
-        let (a0, a1) = (mc.args.first(), mc.args.get(1));
         if is_list {
-            // Mutating methods name the receiver again at each use: a field
-            // read each time is the field's own list.
-            let mutating = matches!(
-                method.as_str(),
-                "swap" | "truncate" | "clear" | "insert" | "remove" | "extend_from_slice" | "reverse" | "split_off"
-            );
-            if mutating && !pure_place(r) {
-                return Some(self.unsupported(
-                    mc,
-                    &format!("`.{method}()` on this expression"),
-                    "call it on a variable or a field",
-                ));
-            }
-            if let ("get_mut", 1) | ("last_mut" | "first_mut", 0) = (method.as_str(), nargs) {
-                let elem = match recv_ty {
-                    Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => (**t).clone(),
-                    _ => Ty::Error,
-                };
-                if self.finished_value(&elem) {
-                    return Some(self.mut_accessor(mc, &method, elem));
-                }
-            }
-            let method = method.trim_end_matches("_mut");
-            let e: Expr = match (method, nargs) {
-                // Accessors on a place name it again at each use, as the
-                // mutating methods do: a field of a virtual object read in
-                // each block stays that object's list.
-                ("get", 1) if pure_place(r) => syn::parse_quote!({
-                    let __jitgen_i: usize = #a0;
-                    if __jitgen_i < (#r).len() { Some((#r)[__jitgen_i]) } else { None }
-                }),
-                ("first", 0) if pure_place(r) => syn::parse_quote!(if (#r).is_empty() { None } else { Some((#r)[0]) }),
-                // A copy of a list of values, element by element.
-                ("clone" | "to_vec", 0)
-                    if pure_place(r)
-                        && matches!(recv_ty, Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) if self.u.shallow(t).is_value()) =>
-                {
-                    syn::parse_quote!({
-                        let mut __jitgen_t = Vec::new();
-                        let mut __jitgen_k: usize = 0;
-                        while __jitgen_k < (#r).len() {
-                            __jitgen_t.push((#r)[__jitgen_k]);
-                            __jitgen_k += 1;
-                        }
-                        __jitgen_t
-                    })
-                }
-                ("last", 0) if pure_place(r) => {
-                    syn::parse_quote!(if (#r).is_empty() { None } else { Some((#r)[(#r).len() - 1]) })
-                }
-                ("get", 1) => {
-                    let i = self.expr(&mc.args[0]);
-                    let i = self.rvalue(i, &mc.args[0]);
-                    let recv = self.rvalue(recv.clone(), r);
-                    let e = syn::parse_quote!(if __jitgen_i < __jitgen_recv.len() {
-                        Some(__jitgen_recv[__jitgen_i])
-                    } else {
-                        None
-                    });
-                    return Some(self.desugared(vec![("__jitgen_recv", recv), ("__jitgen_i", i)], e));
-                }
-                ("first" | "last", 0) => {
-                    // The receiver is evaluated once, as Rust does.
-                    let recv = self.rvalue(recv.clone(), r);
-                    let e = if method == "first" {
-                        syn::parse_quote!(if __jitgen_recv.is_empty() { None } else { Some(__jitgen_recv[0]) })
-                    } else {
-                        syn::parse_quote!(if __jitgen_recv.is_empty() {
-                            None
-                        } else {
-                            Some(__jitgen_recv[__jitgen_recv.len() - 1])
-                        })
-                    };
-                    return Some(self.desugared(vec![("__jitgen_recv", recv)], e));
-                }
-                ("swap", 2) => syn::parse_quote!({
-                    let __jitgen_a: usize = #a0;
-                    let __jitgen_b: usize = #a1;
-                    let __jitgen_t = (#r)[__jitgen_a];
-                    (#r)[__jitgen_a] = (#r)[__jitgen_b];
-                    (#r)[__jitgen_b] = __jitgen_t;
-                }),
-                ("truncate", 1) => syn::parse_quote!({
-                    let __jitgen_n: usize = #a0;
-                    while (#r).len() > __jitgen_n {
-                        (#r).pop();
-                    }
-                }),
-                // A copy of the tail, then the list truncated; Rust panics
-                // past the length (here without its message). The tail's
-                // length is computed first: `v.split_off(v.len() - n)`
-                // copies n elements, known while compiling when n is.
-                ("split_off", 1) => syn::parse_quote!({
-                    let __jitgen_at: usize = #a0;
-                    assert!(__jitgen_at <= (#r).len());
-                    let __jitgen_n: usize = (#r).len() - __jitgen_at;
-                    let mut __jitgen_t = Vec::new();
-                    let mut __jitgen_k: usize = 0;
-                    while __jitgen_k < __jitgen_n {
-                        __jitgen_t.push((#r)[__jitgen_at + __jitgen_k]);
-                        __jitgen_k += 1;
-                    }
-                    while (#r).len() > __jitgen_at {
-                        (#r).pop();
-                    }
-                    __jitgen_t
-                }),
-                ("reverse", 0) => syn::parse_quote!({
-                    let __jitgen_n: usize = (#r).len();
-                    let mut __jitgen_k: usize = 0;
-                    while __jitgen_k < __jitgen_n / 2 {
-                        let __jitgen_t = (#r)[__jitgen_k];
-                        (#r)[__jitgen_k] = (#r)[__jitgen_n - 1 - __jitgen_k];
-                        (#r)[__jitgen_n - 1 - __jitgen_k] = __jitgen_t;
-                        __jitgen_k += 1;
-                    }
-                }),
-                ("clear", 0) => syn::parse_quote!(while !(#r).is_empty() {
-                    (#r).pop();
-                }),
-                ("insert", 2) => syn::parse_quote!({
-                    let __jitgen_i: usize = #a0;
-                    let __jitgen_x = #a1;
-                    (#r).push(__jitgen_x);
-                    let mut __jitgen_k = (#r).len() - 1;
-                    while __jitgen_k > __jitgen_i {
-                        (#r)[__jitgen_k] = (#r)[__jitgen_k - 1];
-                        __jitgen_k -= 1;
-                    }
-                    (#r)[__jitgen_i] = __jitgen_x;
-                }),
-                ("remove", 1) => syn::parse_quote!({
-                    let __jitgen_i: usize = #a0;
-                    let __jitgen_v = (#r)[__jitgen_i];
-                    let mut __jitgen_k = __jitgen_i;
-                    while __jitgen_k + 1 < (#r).len() {
-                        (#r)[__jitgen_k] = (#r)[__jitgen_k + 1];
-                        __jitgen_k += 1;
-                    }
-                    (#r).pop();
-                    __jitgen_v
-                }),
-                ("extend_from_slice", 1) => {
-                    let from = match &mc.args[0] {
-                        Expr::Reference(x) => (*x.expr).clone(),
-                        e => e.clone(),
-                    };
-                    syn::parse_quote!({
-                        let mut __jitgen_k: usize = 0;
-                        while __jitgen_k < (#from).len() {
-                            (#r).push((#from)[__jitgen_k]);
-                            __jitgen_k += 1;
-                        }
-                    })
-                }
-                _ => return None,
-            };
-            return Some(self.expr(&e));
+            return self.list_method(mc, recv, recv_ty);
         }
         let is_option = matches!(recv_ty, Ty::Option(_));
         if !is_option && !matches!(recv_ty, Ty::Result(..)) {
@@ -1244,5 +1086,171 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
         };
         self.expr(&e)
+    }
+
+    /// A method of a `Vec`, slice or array (see [`Lowering::std_method`]).
+    fn list_method(&mut self, mc: &syn::ExprMethodCall, recv: &LVal, recv_ty: &Ty) -> Option<LVal> {
+        let method = mc.method.to_string();
+        let nargs = mc.args.len();
+        let r = &*mc.receiver;
+        let (a0, a1) = (mc.args.first(), mc.args.get(1));
+        // Mutating methods name the receiver again at each use: a field
+        // read each time is the field's own list.
+        let mutating = matches!(
+            method.as_str(),
+            "swap" | "truncate" | "clear" | "insert" | "remove" | "extend_from_slice" | "reverse" | "split_off"
+        );
+        if mutating && !pure_place(r) {
+            return Some(self.unsupported(
+                mc,
+                &format!("`.{method}()` on this expression"),
+                "call it on a variable or a field",
+            ));
+        }
+        if let ("get_mut", 1) | ("last_mut" | "first_mut", 0) = (method.as_str(), nargs) {
+            let elem = match recv_ty {
+                Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => (**t).clone(),
+                _ => Ty::Error,
+            };
+            if self.finished_value(&elem) {
+                return Some(self.mut_accessor(mc, &method, elem));
+            }
+        }
+        let method = method.trim_end_matches("_mut");
+        let e: Expr = match (method, nargs) {
+            // Accessors on a place name it again at each use, as the
+            // mutating methods do: a field of a virtual object read in
+            // each block stays that object's list.
+            ("get", 1) if pure_place(r) => syn::parse_quote!({
+                let __jitgen_i: usize = #a0;
+                if __jitgen_i < (#r).len() { Some((#r)[__jitgen_i]) } else { None }
+            }),
+            ("first", 0) if pure_place(r) => syn::parse_quote!(if (#r).is_empty() { None } else { Some((#r)[0]) }),
+            // A copy of a list of values, element by element.
+            ("clone" | "to_vec", 0)
+                if pure_place(r)
+                    && matches!(recv_ty, Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) if self.u.shallow(t).is_value()) =>
+            {
+                syn::parse_quote!({
+                    let mut __jitgen_t = Vec::new();
+                    let mut __jitgen_k: usize = 0;
+                    while __jitgen_k < (#r).len() {
+                        __jitgen_t.push((#r)[__jitgen_k]);
+                        __jitgen_k += 1;
+                    }
+                    __jitgen_t
+                })
+            }
+            ("last", 0) if pure_place(r) => {
+                syn::parse_quote!(if (#r).is_empty() { None } else { Some((#r)[(#r).len() - 1]) })
+            }
+            ("get", 1) => {
+                let i = self.expr(&mc.args[0]);
+                let i = self.rvalue(i, &mc.args[0]);
+                let recv = self.rvalue(recv.clone(), r);
+                let e = syn::parse_quote!(if __jitgen_i < __jitgen_recv.len() {
+                    Some(__jitgen_recv[__jitgen_i])
+                } else {
+                    None
+                });
+                return Some(self.desugared(vec![("__jitgen_recv", recv), ("__jitgen_i", i)], e));
+            }
+            ("first" | "last", 0) => {
+                // The receiver is evaluated once, as Rust does.
+                let recv = self.rvalue(recv.clone(), r);
+                let e = if method == "first" {
+                    syn::parse_quote!(if __jitgen_recv.is_empty() { None } else { Some(__jitgen_recv[0]) })
+                } else {
+                    syn::parse_quote!(if __jitgen_recv.is_empty() {
+                        None
+                    } else {
+                        Some(__jitgen_recv[__jitgen_recv.len() - 1])
+                    })
+                };
+                return Some(self.desugared(vec![("__jitgen_recv", recv)], e));
+            }
+            ("swap", 2) => syn::parse_quote!({
+                let __jitgen_a: usize = #a0;
+                let __jitgen_b: usize = #a1;
+                let __jitgen_t = (#r)[__jitgen_a];
+                (#r)[__jitgen_a] = (#r)[__jitgen_b];
+                (#r)[__jitgen_b] = __jitgen_t;
+            }),
+            ("truncate", 1) => syn::parse_quote!({
+                let __jitgen_n: usize = #a0;
+                while (#r).len() > __jitgen_n {
+                    (#r).pop();
+                }
+            }),
+            // A copy of the tail, then the list truncated; Rust panics
+            // past the length (here without its message). The tail's
+            // length is computed first: `v.split_off(v.len() - n)`
+            // copies n elements, known while compiling when n is.
+            ("split_off", 1) => syn::parse_quote!({
+                let __jitgen_at: usize = #a0;
+                assert!(__jitgen_at <= (#r).len());
+                let __jitgen_n: usize = (#r).len() - __jitgen_at;
+                let mut __jitgen_t = Vec::new();
+                let mut __jitgen_k: usize = 0;
+                while __jitgen_k < __jitgen_n {
+                    __jitgen_t.push((#r)[__jitgen_at + __jitgen_k]);
+                    __jitgen_k += 1;
+                }
+                while (#r).len() > __jitgen_at {
+                    (#r).pop();
+                }
+                __jitgen_t
+            }),
+            ("reverse", 0) => syn::parse_quote!({
+                let __jitgen_n: usize = (#r).len();
+                let mut __jitgen_k: usize = 0;
+                while __jitgen_k < __jitgen_n / 2 {
+                    let __jitgen_t = (#r)[__jitgen_k];
+                    (#r)[__jitgen_k] = (#r)[__jitgen_n - 1 - __jitgen_k];
+                    (#r)[__jitgen_n - 1 - __jitgen_k] = __jitgen_t;
+                    __jitgen_k += 1;
+                }
+            }),
+            ("clear", 0) => syn::parse_quote!(while !(#r).is_empty() {
+                (#r).pop();
+            }),
+            ("insert", 2) => syn::parse_quote!({
+                let __jitgen_i: usize = #a0;
+                let __jitgen_x = #a1;
+                (#r).push(__jitgen_x);
+                let mut __jitgen_k = (#r).len() - 1;
+                while __jitgen_k > __jitgen_i {
+                    (#r)[__jitgen_k] = (#r)[__jitgen_k - 1];
+                    __jitgen_k -= 1;
+                }
+                (#r)[__jitgen_i] = __jitgen_x;
+            }),
+            ("remove", 1) => syn::parse_quote!({
+                let __jitgen_i: usize = #a0;
+                let __jitgen_v = (#r)[__jitgen_i];
+                let mut __jitgen_k = __jitgen_i;
+                while __jitgen_k + 1 < (#r).len() {
+                    (#r)[__jitgen_k] = (#r)[__jitgen_k + 1];
+                    __jitgen_k += 1;
+                }
+                (#r).pop();
+                __jitgen_v
+            }),
+            ("extend_from_slice", 1) => {
+                let from = match &mc.args[0] {
+                    Expr::Reference(x) => (*x.expr).clone(),
+                    e => e.clone(),
+                };
+                syn::parse_quote!({
+                    let mut __jitgen_k: usize = 0;
+                    while __jitgen_k < (#from).len() {
+                        (#r).push((#from)[__jitgen_k]);
+                        __jitgen_k += 1;
+                    }
+                })
+            }
+            _ => return None,
+        };
+        return Some(self.expr(&e));
     }
 }
