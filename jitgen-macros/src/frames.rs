@@ -306,215 +306,90 @@ impl<'g> Gen<'g> {
         let mut list_groups: indexmap::IndexMap<String, (Vec<TokenStream>, Vec<TokenStream>)> = Default::default();
         let mut point_fns = vec![];
         for p in 0..self.points.len() {
-            let code = self.point_code(p);
-            let pt = &self.points[p];
-            let f = self.fns[pt.f];
-            let vname = format_ident!("R{}", p);
-            let pid = p as u32;
-            let mut fields = vec![];
-            let mut key_parts = vec![];
-            let mut reds = vec![];
-            let mut sets = vec![];
-            let mut vptr_visits = vec![];
-            let mut list_visits = vec![];
-            let mut list_ids = vec![];
-            // Consecutive scalar reds, copied as one run.
-            let mut red_run: Vec<Ident> = vec![];
-            for v in &pt.live {
-                let id = v_ident(*v);
-                let r = self.repr(pt.f, *v);
-                if !matches!(r, Repr::R(_) | Repr::RPtr) {
-                    flush_red_run(&mut red_run, &mut reds, &mut sets);
-                }
-                fields.push((id.clone(), field_ty(&r)));
-                match &r {
-                    Repr::G(sc) => key_parts.push(KeyPart::Word(to_word(*sc, quote!(*#id)))),
-                    Repr::GRef(_) => {
-                        key_parts.push(KeyPart::Word(quote!((*#id) as *const _ as *const u8 as usize as u64)))
-                    }
-                    Repr::GSlice(_) => {
-                        key_parts.push(KeyPart::Word(quote!(#id.as_ptr() as usize as u64)));
-                        key_parts.push(KeyPart::Word(quote!(#id.len() as u64)));
-                    }
-                    Repr::Enum(..) if f.color(*v) == Color::Green => key_parts.push(KeyPart::Stmt(
-                        quote!(for __b in #id.iter() { __k.push(__b.as_const().unwrap_or(u64::MAX)); }),
-                    )),
-                    Repr::Enum(_, n) => {
-                        reds.push(quote!(__r.extend_from_slice(#id);));
-                        sets.push(quote!(#id.copy_from_slice(&__reds[__at..__at + #n]); __at += #n;));
-                    }
-                    Repr::R(_) | Repr::RPtr => red_run.push(id.clone()),
-                    Repr::VPtr => {
-                        key_parts.push(KeyPart::Word(quote!(match #id {
-                            #rt::virtuals::VPtr::Real(_) => u64::MAX,
-                            #rt::virtuals::VPtr::Virtual(__i) => *__i as u64,
-                        })));
-                        reds.push(quote!(if let #rt::virtuals::VPtr::Real(__p) = #id { __r.push(*__p); }));
-                        sets.push(
-                            quote!(if let #rt::virtuals::VPtr::Real(__p) = #id { *__p = __reds[__at]; __at += 1; }),
-                        );
-                        vptr_visits.push(quote!(__f(#id);));
-                    }
-                    Repr::VDict(k, v) => {
-                        let (kt, vt, kvt) = (sc_rust(*k), sc_rust(*v), sc_valty(*k));
-                        list_visits.push(quote!(__f(#rt::state::ListMut::Dict(#id, #kvt, #rt::heap::map_new::<#kt, #vt>, #rt::heap::map_insert::<#kt, #vt>));));
-                        list_ids.push(id.clone());
-                        key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
-                        reds.push(quote!(#id.reds_into(&mut __r);));
-                        sets.push(quote!(#id.set_reds(__reds, &mut __at);));
-                    }
-                    Repr::VOList(_) => {
-                        list_visits.push(quote!(__f(#rt::state::ListMut::Ptrs(#id));));
-                        list_ids.push(id.clone());
-                        key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
-                        reds.push(quote!(#id.reds_into(&mut __r);));
-                        sets.push(quote!(#id.set_reds(__reds, &mut __at);));
-                        vptr_visits.push(quote!(#id.vptrs_mut(__f);));
-                    }
-                    Repr::VOpt => {
-                        key_parts.push(KeyPart::Word(quote!(#id.0.as_const().unwrap_or(u64::MAX))));
-                        key_parts.push(KeyPart::Word(quote!(match &#id.1 {
-                            #rt::virtuals::VPtr::Real(_) => u64::MAX,
-                            #rt::virtuals::VPtr::Virtual(__i) => *__i as u64,
-                        })));
-                        reds.push(
-                            quote!(__r.push(#id.0); if let #rt::virtuals::VPtr::Real(__p) = &#id.1 { __r.push(*__p); }),
-                        );
-                        sets.push(quote!(#id.0 = __reds[__at]; __at += 1; if let #rt::virtuals::VPtr::Real(__p) = &mut #id.1 { *__p = __reds[__at]; __at += 1; }));
-                        vptr_visits.push(quote!(__f(&mut #id.1);));
-                    }
-                    Repr::VList(_) | Repr::VEList(..) => {
-                        list_visits.push(match &r {
-                            Repr::VList(sc) => {
-                                let (t, vt) = (sc_rust(*sc), sc_valty(*sc));
-                                quote!(__f(#rt::state::ListMut::Scalars(#id, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>));)
-                            }
-                            Repr::VEList(ety, n) => {
-                                let m = flat_marker(ety);
-                                quote!(__f(#rt::state::ListMut::Flat(#id, #n, #rt::heap::flat_vec_new::<#m>));)
-                            }
-                            _ => unreachable!("matched above"),
-                        });
-                        list_ids.push(id.clone());
-                        key_parts.push(KeyPart::Word(quote!(#id.key_word())));
-                        reds.push(quote!(#id.reds_into(&mut __r);));
-                        sets.push(quote!(#id.set_reds(__reds, &mut __at);));
-                    }
-                    Repr::RSlice => {
-                        reds.push(quote!(__r.extend_from_slice(#id);));
-                        sets.push(quote!(#id.copy_from_slice(&__reds[__at..__at + 2]); __at += 2;));
-                    }
-                    Repr::Unit | Repr::Bad(_) => {}
-                }
-            }
-            flush_red_run(&mut red_run, &mut reds, &mut sets);
-            // The code of a point may force a list in place: lists bind `mut`.
-            let mut pat_all: Vec<TokenStream> = pt
-                .live
-                .iter()
-                .map(|v| {
-                    let id = v_ident(*v);
-                    if is_container(&self.repr(pt.f, *v)) {
-                        quote!(mut #id)
-                    } else {
-                        quote!(#id)
-                    }
-                })
-                .collect();
-            if let Some(r) = pt.ret {
-                let t = field_ty(&self.repr(pt.f, r));
-                fields.push((format_ident!("__ret"), quote!(::core::option::Option<#t>)));
-                pat_all.push(quote!(__ret));
-            }
-            let is_join = pt.op == 0 && self.joins[pt.f].contains(&pt.block);
-            if is_join {
-                fields.push((format_ident!("__merged"), quote!(bool)));
-                pat_all.push(quote!(__merged));
-            }
-            // The same fields, as an expression rebuilding the frame.
-            let field_exprs: Vec<TokenStream> = pat_all
-                .iter()
-                .map(|p| {
-                    let name = p.clone().into_iter().last().expect("a field name");
-                    quote!(#name)
-                })
-                .collect();
-            let key = key_code(&key_parts);
-            let (reds, sets, vptrs) = (quote!(#(#reds)*), quote!(#(#sets)*), quote!(#(#vptr_visits)*));
-            let arms = crate::frame::PointArms { key: quote!(#key __k), reds, sets, vptrs, merges: is_join };
-            frame.add(&vname, pid, &fields, arms);
-            if !list_visits.is_empty() {
-                let group = list_groups.entry(quote!(#(#list_visits)*).to_string()).or_default();
-                if group.0.is_empty() {
-                    group.0 = list_visits;
-                }
-                group.1.push(quote!(__Frame::#vname { #(#list_ids,)* .. }));
-            }
-            let kind = if self.loop_heads[pt.f].contains(&pt.block) {
-                quote!(#rt::schedule::MergeKind::LoopHead)
-            } else {
-                quote!(#rt::schedule::MergeKind::Join)
-            };
-            let merge = if is_join {
-                let rebuilt: Vec<TokenStream> = field_exprs
-                    .iter()
-                    .map(|p| if p.to_string() == "__merged" { quote!(__merged: true) } else { quote!(#p) })
-                    .collect();
-                quote! {
-                    if !__merged {
-                        let mut __s = __st;
-                        __s.frames.push(__Frame::#vname { #(#rebuilt),* });
-                        break 'path __c.merge(__s, #kind);
-                    }
-                }
-            } else {
-                quote!()
-            };
-            let park = if self.park_points.contains(&p) {
-                // Back at the portal's merge point after a hand-over: the
-                // portal continues in the interpreter proper from here.
-                quote! {
-                    if __st.frames.is_empty() && __c.parking() {
-                        // Virtualizable objects go back into memory first
-                        // (execute mode: these stores happen now), and
-                        // spilled frames into the lists they came from.
-                        __st.heap.write_back(&mut __c.b);
-                        __st.frames.push(__Frame::#vname { #(#field_exprs),* });
-                        __st.untail_lists(&mut __c.b);
-                        if !__st.unspill_all(&mut __c.b) {
-                            __c.decline("a frame on the continuation stack that this thread did not spill");
-                            break 'path None;
-                        }
-                        __c.park(::std::boxed::Box::new(__forever(__st)));
-                        break 'path None;
-                    }
-                }
-            } else {
-                quote!()
-            };
-            // The code of each point is a function of its own: the dispatch
-            // stays a small match, and rustc and LLVM see hundreds of small
-            // functions instead of one that holds every point.
-            let point_fn = format_ident!("__point{}", p);
-            // (The lints generated code may trip are allowed on `__jit`.)
-            point_fns.push(quote! {
-                #[inline(never)]
-                fn #point_fn<'a>(__c: &mut __C<'a>, mut __st: __S<'a>, __frame: __Frame<'a>) -> ::core::option::Option<__S<'a>> {
-                    let __Frame::#vname { #(#pat_all),* } = __frame else {
-                        unreachable!("jitgen: a frame dispatched to another point's code")
-                    };
-                    'path: {
-                        #park
-                        #merge
-                        #code
-                    }
-                }
-            });
-            run_arms.push(quote! {
-                __Frame::#vname { .. } => #point_fn(__c, __st, __frame),
-            });
+            let (code, run_arm) = self.point_pieces(p, &mut frame, &mut list_groups);
+            point_fns.push(code);
+            run_arms.push(run_arm);
         }
-        // Deliver: a returning function hands its value to its caller's continuation.
+        let delivers = self.delivers();
+        let enum_fns: Vec<TokenStream> =
+            self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();
+        // Virtualizable structs get theirs for portal entries (see `jit_module`).
+        let types = self.cg.types();
+        for (name, d) in &types.structs {
+            if d.virtualizable && virtual_struct(&Ty::Struct(name.clone()), types).is_some() {
+                self.vstructs.insert(name.clone());
+            }
+        }
+        // An interpreter that reads its saved frames in place
+        // (`frames.last()`): spilled, they count their entries (see the
+        // runtime's `JitState::spill_frames`).
+        let read_in_place = self.frames_read_in_place();
+        let vdescs: Vec<TokenStream> =
+            self.vstructs.iter().map(|s| vdesc(s, self.cg.types(), read_in_place.contains(s))).collect();
+        let callbacks = &self.callbacks;
+        let list_arms: Vec<TokenStream> =
+            list_groups.into_values().map(|(visits, pats)| quote!(#(#pats)|* => { #(#visits)* })).collect();
+        let reads_saved_frames = (!read_in_place.is_empty()).then(|| {
+            quote!(
+                fn reads_saved_frames(&self) -> bool {
+                    true
+                }
+            )
+        });
+        // (Frames with no list keep the trait's default, which visits none.)
+        let lists_mut = (!list_arms.is_empty()).then(|| {
+            quote! {
+                fn lists_mut(&mut self, __f: &mut dyn FnMut(#rt::state::ListMut<'_>)) {
+                    match self {
+                        #(#list_arms)*
+                        _ => {}
+                    }
+                }
+            }
+        });
+        let frame = frame.emit(quote!(#lists_mut #reads_saved_frames));
+        quote! {
+            #frame
+            #[allow(dead_code)]
+            const __OVERFLOW: #rt::ops::Overflow =
+                if cfg!(debug_assertions) { #rt::ops::Overflow::Check } else { #rt::ops::Overflow::Wrap };
+            /// A compilation, and the state a point's code continues.
+            type __C<'a> = #rt::schedule::Compilation<__Frame<'a>>;
+            type __S<'a> = #rt::state::JitState<__Frame<'a>>;
+
+            #(#delivers)*
+
+            #[allow(unused_variables, unused_mut, unused_braces, unreachable_code, unused_labels, clippy::all)]
+            pub(super) fn __run<'a>(__c: &mut #rt::schedule::Compilation<__Frame<'a>>, __start: #rt::state::JitState<__Frame<'a>>) {
+                let mut __next = Some(__start);
+                while let Some(mut __st) = __next.take() {
+                    if !__c.step() {
+                        return;
+                    }
+                    let Some(__frame) = __st.frames.pop() else { continue };
+                    let __r: ::core::option::Option<#rt::state::JitState<__Frame<'a>>> = match __frame {
+                        #(#run_arms)*
+                        __Frame::__Phantom(_) => None,
+                    };
+                    __next = match __r {
+                        Some(__s) => Some(__s),
+                        None => __c.next_pending(),
+                    };
+                }
+            }
+
+            #(#point_fns)*
+            #(#enum_fns)*
+            #(#vdescs)*
+            #(#callbacks)*
+        }
+    }
+
+    /// The deliver functions: a returning function hands its value to its
+    /// caller's continuation, a promoted value to the state it resumes; and
+    /// the table of what a flexswitch's resumption calls.
+    fn delivers(&mut self) -> Vec<TokenStream> {
+        let rt = rt();
         let mut delivers = vec![];
         for fi in 0..self.fns.len() {
             let ret_repr = self.fn_return_repr(fi);
@@ -644,77 +519,228 @@ impl<'g> Gen<'g> {
                 }
             }
         });
-        let enum_fns: Vec<TokenStream> =
-            self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();
-        // Virtualizable structs get theirs for portal entries (see `jit_module`).
-        let types = self.cg.types();
-        for (name, d) in &types.structs {
-            if d.virtualizable && virtual_struct(&Ty::Struct(name.clone()), types).is_some() {
-                self.vstructs.insert(name.clone());
+        delivers
+    }
+
+    /// Point `p`: its variant and arms of the frame enum (added to `frame`;
+    /// the visits of its lists to `list_groups`), its function `__pointN`,
+    /// and its arm of `__run`.
+    fn point_pieces(
+        &mut self,
+        p: usize,
+        frame: &mut crate::frame::FrameEnum,
+        list_groups: &mut indexmap::IndexMap<String, (Vec<TokenStream>, Vec<TokenStream>)>,
+    ) -> (TokenStream, TokenStream) {
+        let rt = rt();
+        let code = self.point_code(p);
+        let pt = &self.points[p];
+        let f = self.fns[pt.f];
+        let vname = format_ident!("R{}", p);
+        let pid = p as u32;
+        let mut fields = vec![];
+        let mut key_parts = vec![];
+        let mut reds = vec![];
+        let mut sets = vec![];
+        let mut vptr_visits = vec![];
+        let mut list_visits = vec![];
+        let mut list_ids = vec![];
+        // Consecutive scalar reds, copied as one run.
+        let mut red_run: Vec<Ident> = vec![];
+        for v in &pt.live {
+            let id = v_ident(*v);
+            let r = self.repr(pt.f, *v);
+            if !matches!(r, Repr::R(_) | Repr::RPtr) {
+                flush_red_run(&mut red_run, &mut reds, &mut sets);
+            }
+            fields.push((id.clone(), field_ty(&r)));
+            match &r {
+                Repr::G(sc) => key_parts.push(KeyPart::Word(to_word(*sc, quote!(*#id)))),
+                Repr::GRef(_) => key_parts.push(KeyPart::Word(quote!((*#id) as *const _ as *const u8 as usize as u64))),
+                Repr::GSlice(_) => {
+                    key_parts.push(KeyPart::Word(quote!(#id.as_ptr() as usize as u64)));
+                    key_parts.push(KeyPart::Word(quote!(#id.len() as u64)));
+                }
+                Repr::Enum(..) if f.color(*v) == Color::Green => key_parts.push(KeyPart::Stmt(
+                    quote!(for __b in #id.iter() { __k.push(__b.as_const().unwrap_or(u64::MAX)); }),
+                )),
+                Repr::Enum(_, n) => {
+                    reds.push(quote!(__r.extend_from_slice(#id);));
+                    sets.push(quote!(#id.copy_from_slice(&__reds[__at..__at + #n]); __at += #n;));
+                }
+                Repr::R(_) | Repr::RPtr => red_run.push(id.clone()),
+                Repr::VPtr => {
+                    key_parts.push(KeyPart::Word(quote!(match #id {
+                        #rt::virtuals::VPtr::Real(_) => u64::MAX,
+                        #rt::virtuals::VPtr::Virtual(__i) => *__i as u64,
+                    })));
+                    reds.push(quote!(if let #rt::virtuals::VPtr::Real(__p) = #id { __r.push(*__p); }));
+                    sets.push(quote!(if let #rt::virtuals::VPtr::Real(__p) = #id { *__p = __reds[__at]; __at += 1; }));
+                    vptr_visits.push(quote!(__f(#id);));
+                }
+                Repr::VDict(k, v) => {
+                    let (kt, vt, kvt) = (sc_rust(*k), sc_rust(*v), sc_valty(*k));
+                    list_visits.push(quote!(__f(#rt::state::ListMut::Dict(#id, #kvt, #rt::heap::map_new::<#kt, #vt>, #rt::heap::map_insert::<#kt, #vt>));));
+                    list_ids.push(id.clone());
+                    key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
+                    reds.push(quote!(#id.reds_into(&mut __r);));
+                    sets.push(quote!(#id.set_reds(__reds, &mut __at);));
+                }
+                Repr::VOList(_) => {
+                    list_visits.push(quote!(__f(#rt::state::ListMut::Ptrs(#id));));
+                    list_ids.push(id.clone());
+                    key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
+                    reds.push(quote!(#id.reds_into(&mut __r);));
+                    sets.push(quote!(#id.set_reds(__reds, &mut __at);));
+                    vptr_visits.push(quote!(#id.vptrs_mut(__f);));
+                }
+                Repr::VOpt => {
+                    key_parts.push(KeyPart::Word(quote!(#id.0.as_const().unwrap_or(u64::MAX))));
+                    key_parts.push(KeyPart::Word(quote!(match &#id.1 {
+                        #rt::virtuals::VPtr::Real(_) => u64::MAX,
+                        #rt::virtuals::VPtr::Virtual(__i) => *__i as u64,
+                    })));
+                    reds.push(
+                        quote!(__r.push(#id.0); if let #rt::virtuals::VPtr::Real(__p) = &#id.1 { __r.push(*__p); }),
+                    );
+                    sets.push(quote!(#id.0 = __reds[__at]; __at += 1; if let #rt::virtuals::VPtr::Real(__p) = &mut #id.1 { *__p = __reds[__at]; __at += 1; }));
+                    vptr_visits.push(quote!(__f(&mut #id.1);));
+                }
+                Repr::VList(_) | Repr::VEList(..) => {
+                    list_visits.push(match &r {
+                        Repr::VList(sc) => {
+                            let (t, vt) = (sc_rust(*sc), sc_valty(*sc));
+                            quote!(__f(#rt::state::ListMut::Scalars(#id, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>));)
+                        }
+                        Repr::VEList(ety, n) => {
+                            let m = flat_marker(ety);
+                            quote!(__f(#rt::state::ListMut::Flat(#id, #n, #rt::heap::flat_vec_new::<#m>));)
+                        }
+                        _ => unreachable!("matched above"),
+                    });
+                    list_ids.push(id.clone());
+                    key_parts.push(KeyPart::Word(quote!(#id.key_word())));
+                    reds.push(quote!(#id.reds_into(&mut __r);));
+                    sets.push(quote!(#id.set_reds(__reds, &mut __at);));
+                }
+                Repr::RSlice => {
+                    reds.push(quote!(__r.extend_from_slice(#id);));
+                    sets.push(quote!(#id.copy_from_slice(&__reds[__at..__at + 2]); __at += 2;));
+                }
+                Repr::Unit | Repr::Bad(_) => {}
             }
         }
-        // An interpreter that reads its saved frames in place
-        // (`frames.last()`): spilled, they count their entries (see the
-        // runtime's `JitState::spill_frames`).
-        let read_in_place = self.frames_read_in_place();
-        let vdescs: Vec<TokenStream> =
-            self.vstructs.iter().map(|s| vdesc(s, self.cg.types(), read_in_place.contains(s))).collect();
-        let callbacks = &self.callbacks;
-        let list_arms: Vec<TokenStream> =
-            list_groups.into_values().map(|(visits, pats)| quote!(#(#pats)|* => { #(#visits)* })).collect();
-        let reads_saved_frames = (!read_in_place.is_empty()).then(|| {
-            quote!(
-                fn reads_saved_frames(&self) -> bool {
-                    true
+        flush_red_run(&mut red_run, &mut reds, &mut sets);
+        // The code of a point may force a list in place: lists bind `mut`.
+        let mut pat_all: Vec<TokenStream> = pt
+            .live
+            .iter()
+            .map(|v| {
+                let id = v_ident(*v);
+                if is_container(&self.repr(pt.f, *v)) {
+                    quote!(mut #id)
+                } else {
+                    quote!(#id)
                 }
-            )
-        });
-        // (Frames with no list keep the trait's default, which visits none.)
-        let lists_mut = (!list_arms.is_empty()).then(|| {
+            })
+            .collect();
+        if let Some(r) = pt.ret {
+            let t = field_ty(&self.repr(pt.f, r));
+            fields.push((format_ident!("__ret"), quote!(::core::option::Option<#t>)));
+            pat_all.push(quote!(__ret));
+        }
+        let is_join = pt.op == 0 && self.joins[pt.f].contains(&pt.block);
+        if is_join {
+            fields.push((format_ident!("__merged"), quote!(bool)));
+            pat_all.push(quote!(__merged));
+        }
+        // The same fields, as an expression rebuilding the frame.
+        let field_exprs: Vec<TokenStream> = pat_all
+            .iter()
+            .map(|p| {
+                let name = p.clone().into_iter().last().expect("a field name");
+                quote!(#name)
+            })
+            .collect();
+        let key = key_code(&key_parts);
+        let (reds, sets, vptrs) = (quote!(#(#reds)*), quote!(#(#sets)*), quote!(#(#vptr_visits)*));
+        let arms = crate::frame::PointArms { key: quote!(#key __k), reds, sets, vptrs, merges: is_join };
+        frame.add(&vname, pid, &fields, arms);
+        if !list_visits.is_empty() {
+            let group = list_groups.entry(quote!(#(#list_visits)*).to_string()).or_default();
+            if group.0.is_empty() {
+                group.0 = list_visits;
+            }
+            group.1.push(quote!(__Frame::#vname { #(#list_ids,)* .. }));
+        }
+        let kind = if self.loop_heads[pt.f].contains(&pt.block) {
+            quote!(#rt::schedule::MergeKind::LoopHead)
+        } else {
+            quote!(#rt::schedule::MergeKind::Join)
+        };
+        let merge = if is_join {
+            let rebuilt: Vec<TokenStream> = field_exprs
+                .iter()
+                .map(|p| if p.to_string() == "__merged" { quote!(__merged: true) } else { quote!(#p) })
+                .collect();
             quote! {
-                fn lists_mut(&mut self, __f: &mut dyn FnMut(#rt::state::ListMut<'_>)) {
-                    match self {
-                        #(#list_arms)*
-                        _ => {}
-                    }
+                if !__merged {
+                    let mut __s = __st;
+                    __s.frames.push(__Frame::#vname { #(#rebuilt),* });
+                    break 'path __c.merge(__s, #kind);
                 }
             }
-        });
-        let frame = frame.emit(quote!(#lists_mut #reads_saved_frames));
-        quote! {
-            #frame
-            #[allow(dead_code)]
-            const __OVERFLOW: #rt::ops::Overflow =
-                if cfg!(debug_assertions) { #rt::ops::Overflow::Check } else { #rt::ops::Overflow::Wrap };
-            /// A compilation, and the state a point's code continues.
-            type __C<'a> = #rt::schedule::Compilation<__Frame<'a>>;
-            type __S<'a> = #rt::state::JitState<__Frame<'a>>;
-
-            #(#delivers)*
-
-            #[allow(unused_variables, unused_mut, unused_braces, unreachable_code, unused_labels, clippy::all)]
-            pub(super) fn __run<'a>(__c: &mut #rt::schedule::Compilation<__Frame<'a>>, __start: #rt::state::JitState<__Frame<'a>>) {
-                let mut __next = Some(__start);
-                while let Some(mut __st) = __next.take() {
-                    if !__c.step() {
-                        return;
-                    }
-                    let Some(__frame) = __st.frames.pop() else { continue };
-                    let __r: ::core::option::Option<#rt::state::JitState<__Frame<'a>>> = match __frame {
-                        #(#run_arms)*
-                        __Frame::__Phantom(_) => None,
-                    };
-                    __next = match __r {
-                        Some(__s) => Some(__s),
-                        None => __c.next_pending(),
-                    };
+        } else {
+            quote!()
+        };
+        let park = self.park_code(p, &vname, &field_exprs);
+        // The code of each point is a function of its own: the dispatch
+        // stays a small match, and rustc and LLVM see hundreds of small
+        // functions instead of one that holds every point.
+        let point_fn = format_ident!("__point{}", p);
+        // (The lints generated code may trip are allowed on `__jit`.)
+        let code = quote! {
+            #[inline(never)]
+            fn #point_fn<'a>(__c: &mut __C<'a>, mut __st: __S<'a>, __frame: __Frame<'a>) -> ::core::option::Option<__S<'a>> {
+                let __Frame::#vname { #(#pat_all),* } = __frame else {
+                    unreachable!("jitgen: a frame dispatched to another point's code")
+                };
+                'path: {
+                    #park
+                    #merge
+                    #code
                 }
             }
+        };
+        let run_arm = quote! {
+            __Frame::#vname { .. } => #point_fn(__c, __st, __frame),
+        };
+        (code, run_arm)
+    }
 
-            #(#point_fns)*
-            #(#enum_fns)*
-            #(#vdescs)*
-            #(#callbacks)*
+    /// At point `p`, where a portal's hand-over comes back to its merge
+    /// point: the state goes back to the interpreter proper (parked).
+    fn park_code(&self, p: usize, vname: &Ident, field_exprs: &[TokenStream]) -> TokenStream {
+        if self.park_points.contains(&p) {
+            // Back at the portal's merge point after a hand-over: the
+            // portal continues in the interpreter proper from here.
+            quote! {
+                if __st.frames.is_empty() && __c.parking() {
+                    // Virtualizable objects go back into memory first
+                    // (execute mode: these stores happen now), and
+                    // spilled frames into the lists they came from.
+                    __st.heap.write_back(&mut __c.b);
+                    __st.frames.push(__Frame::#vname { #(#field_exprs),* });
+                    __st.untail_lists(&mut __c.b);
+                    if !__st.unspill_all(&mut __c.b) {
+                        __c.decline("a frame on the continuation stack that this thread did not spill");
+                        break 'path None;
+                    }
+                    __c.park(::std::boxed::Box::new(__forever(__st)));
+                    break 'path None;
+                }
+            }
+        } else {
+            quote!()
         }
     }
 }
