@@ -4,5 +4,8 @@
 
 #[test]
 fn ui() {
+    // trybuild's project builds jitgen's dependencies again, with the default
+    // profile: without debuginfo, which nothing here reads.
+    std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "false");
     trybuild::TestCases::new().compile_fail("tests/ui/*.rs");
 }
