@@ -166,7 +166,8 @@ fn the_readme_shows_what_plus_minus_prints() {
     let block = block.strip_prefix("text\n").expect("a text block");
     let lines: Vec<&str> = block.lines().collect();
     let program = example::program();
-    let sum = (0..example::CALLS).fold(0i64, |s, x| s.wrapping_add(plus_minus::jit::plain::ll_plus_minus(&program, x, 3)));
+    let sum =
+        (0..example::CALLS).fold(0i64, |s, x| s.wrapping_add(plus_minus::jit::plain::ll_plus_minus(&program, x, 3)));
     let first = format!("sum of {} runs of a {}-operation program: {sum}", example::CALLS, program.len());
     assert_eq!(lines[0], first);
     assert!(lines[1].starts_with("interpreted: "), "{}", lines[1]);

@@ -302,8 +302,10 @@ fn child_recursions_on_enum_values() {
         ip: 0,
     };
     let mut rng = common::Rng(0x5eed_e9a1);
-    let mut programs: Vec<Vec<valued::Op>> =
-        (10..=if common::deep() { 16 } else { 12 }).map(|n| valued(&fib(n))).chain([valued(&ackermann(2, 3)), valued(&down(300, 0))]).collect();
+    let mut programs: Vec<Vec<valued::Op>> = (10..=if common::deep() { 16 } else { 12 })
+        .map(|n| valued(&fib(n)))
+        .chain([valued(&ackermann(2, 3)), valued(&down(300, 0))])
+        .collect();
     programs.extend((0..common::how_many(100)).map(|_| valued(&random_recursive_program(&mut rng))));
     // The result and the machine left behind (its operand stack, frames and
     // instruction pointer; see `common::whole`).

@@ -261,7 +261,6 @@ impl VList {
         }
     }
 
-
     /// Makes a list with a tail a real one (its tail moved into memory), for
     /// code that knows only real and virtual lists: the interpreter's
     /// objects rebuilt at a hand-over.

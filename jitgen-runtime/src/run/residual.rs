@@ -238,7 +238,6 @@ impl ResidualFn {
     pub fn outputs(&self) -> &[ValTy] {
         &self.0.outputs
     }
-
 }
 
 /// The frame a direct call runs its code on, its inputs pushed first

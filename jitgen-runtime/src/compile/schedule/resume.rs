@@ -446,9 +446,9 @@ impl<F: Frame> Compilation<F> {
                     c.finish()
                 }));
                 let r = match r {
-                    Ok(Ok(f)) => crate::run::enter::compile_native(&f)
-                        .map(|c| (c, f.op_count(), f))
-                        .map_err(|e| e.to_string()),
+                    Ok(Ok(f)) => {
+                        crate::run::enter::compile_native(&f).map(|c| (c, f.op_count(), f)).map_err(|e| e.to_string())
+                    }
                     Ok(Err(d)) => Err(format!("{d:?}")),
                     Err(_) => Err("the generating extension panicked".to_string()),
                 };
