@@ -53,6 +53,11 @@ pub mod __private {
             pub use jitgen_runtime::compile::schedule::{Compilation, MergeKind, ResumeFns};
         }
         /// The JIT state and the frames it chains.
+        pub mod frame {
+            pub use jitgen_runtime::compile::frame::{
+                boxes, green_ref, green_slice, ref_word, PointFrame, Slot, Values,
+            };
+        }
         pub mod state {
             pub use jitgen_runtime::compile::state::{FlatVec, Frame, JitState, ListMut};
         }

@@ -1,195 +1,243 @@
-//! The frame enum of a generating extension and its `Frame` implementation.
+//! How a generating extension's frames hold their values: layouts.
 //!
-//! A generating extension can stop at every program point where the runtime
-//! may keep its state (a merge point, a split, a call): its frame enum has one
-//! variant per point, holding the variables live there. The runtime asks a
-//! frame for its key (the point and its green values as words), its red boxes,
-//! to replace them, and to visit its pointers to virtual structures; each is a
-//! `match` over the variants.
-//!
-//! Many points hold the same variables, and most arms do the same thing with
-//! them: an arm binds only the fields its code uses, and variants whose arms
-//! bind the same fields (names and types) and do the same share one arm, an
-//! or-pattern. The point's number, which the key holds, comes from a match of
-//! its own (one short line per variant). TLC's expansion has 483 variants and
-//! about 300 distinct arms per method.
+//! A frame is the runtime's `PointFrame`: a point's number, its green values
+//! as words, its red boxes and its slots (containers, pointers). What the
+//! runtime asks of a frame (key, red boxes, pointers, lists) is the runtime's
+//! code. What remains typed is the packing: a point's layout is the
+//! representations of its live variables, in order, and each layout gets one
+//! function that packs values of those types into the runtime's `Values`
+//! (`__valsN`) and one that unpacks them (`__unvalsN`). Many points share a
+//! layout (TLC: 483 points, about 170 layouts); a call's result is held the
+//! same way, as a layout of one value.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashMap;
 
-use indexmap::IndexMap;
-use proc_macro2::{Ident, TokenStream, TokenTree};
-use quote::quote;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
 
-use crate::repr::rt;
+use crate::repr::*;
 
-/// The arms of one method, grouped: the text of the bound fields (with their
-/// types) and of the code, to the bound fields, the code and the variants.
-#[derive(Default)]
-struct Arms(IndexMap<String, (Vec<Ident>, TokenStream, Vec<Ident>)>);
+/// How one value is held in a frame.
+#[derive(Clone)]
+enum Held {
+    /// A green scalar: one word.
+    Word(Sc),
+    /// A green reference: its address.
+    Ref,
+    /// A green slice: its address and length.
+    Slice,
+    /// Red boxes: a scalar (`None`), or an array of that many.
+    Reds(Option<usize>),
+    /// A green enum's constant boxes: a slot.
+    Consts(usize),
+    /// Slots of the runtime's kinds.
+    Ptr,
+    Opt,
+    Scalars(Sc),
+    Flat(Ident, usize),
+    Dict(Sc, Sc),
+    Ptrs,
+    /// A value that holds nothing (`()`).
+    Nothing,
+}
 
-impl Arms {
-    /// Adds `variant`'s arm: `code`, binding those of `fields` it names.
-    fn add(&mut self, variant: &Ident, fields: &BTreeMap<String, (Ident, String)>, code: TokenStream) {
-        let used = idents_in(&code);
-        let bound: Vec<&(Ident, String)> = fields.iter().filter(|(n, _)| used.contains(*n)).map(|(_, f)| f).collect();
-        let sig: String = bound.iter().map(|(n, t)| format!("{n}: {t}; ")).collect::<String>() + &code.to_string();
-        let entry = self.0.entry(sig).or_insert_with(|| (bound.iter().map(|(n, _)| n.clone()).collect(), code, vec![]));
-        entry.2.push(variant.clone());
-    }
-
-    /// The arms, each `__Frame::Ra { f, .. } | __Frame::Rb { f, .. } => { code }`.
-    fn arms(&self) -> Vec<TokenStream> {
-        let arm = |(fields, code, variants): &(Vec<Ident>, TokenStream, Vec<Ident>)| {
-            let pats = variants.iter().map(|v| quote!(__Frame::#v { #(#fields,)* .. }));
-            quote!(#(#pats)|* => { #code })
-        };
-        self.0.values().map(arm).collect()
+fn held(r: &Repr, green: bool) -> Held {
+    match r {
+        Repr::Unit | Repr::Bad(_) => Held::Nothing,
+        Repr::G(sc) => Held::Word(*sc),
+        Repr::GRef(_) => Held::Ref,
+        Repr::GSlice(_) => Held::Slice,
+        Repr::Enum(_, n) if green => Held::Consts(*n),
+        Repr::Enum(_, n) => Held::Reds(Some(*n)),
+        Repr::R(_) | Repr::RPtr => Held::Reds(None),
+        Repr::RSlice => Held::Reds(Some(2)),
+        Repr::VPtr => Held::Ptr,
+        Repr::VOpt => Held::Opt,
+        Repr::VList(sc) => Held::Scalars(*sc),
+        Repr::VEList(ety, n) => Held::Flat(flat_marker(ety), *n),
+        Repr::VDict(k, v) => Held::Dict(*k, *v),
+        Repr::VOList(_) => Held::Ptrs,
     }
 }
 
-/// Every identifier in `ts`, groups included.
-fn idents_in(ts: &TokenStream) -> HashSet<String> {
-    let mut out = HashSet::new();
-    let mut stack: Vec<TokenStream> = vec![ts.clone()];
-    while let Some(ts) = stack.pop() {
-        for t in ts {
-            match t {
-                TokenTree::Ident(i) => {
-                    out.insert(i.to_string());
+/// Where a layout's value `k` is: its first word, red box and slot.
+#[derive(Clone, Copy, Default)]
+struct At {
+    word: usize,
+    red: usize,
+    slot: usize,
+}
+
+/// One layout: its values' types and how each is held.
+struct Layout {
+    tys: Vec<TokenStream>,
+    held: Vec<Held>,
+}
+
+impl Layout {
+    /// Where each value is.
+    fn places(&self) -> Vec<At> {
+        let mut at = At::default();
+        let mut out = vec![];
+        for h in &self.held {
+            out.push(at);
+            match h {
+                Held::Word(_) | Held::Ref => at.word += 1,
+                Held::Slice => at.word += 2,
+                Held::Reds(None) => at.red += 1,
+                Held::Reds(Some(n)) => at.red += n,
+                Held::Nothing => {}
+                _ => at.slot += 1,
+            }
+        }
+        out
+    }
+
+    /// `__valsN`: typed values into `Values`.
+    fn pack_fn(&self, name: &Ident) -> TokenStream {
+        let rt = rt();
+        let args: Vec<Ident> = (0..self.tys.len()).map(|k| format_ident!("a{}", k)).collect();
+        let tys = &self.tys;
+        let mut stmts = vec![];
+        let mut words = vec![];
+        let mut reds = vec![];
+        let flush = |stmts: &mut Vec<TokenStream>, words: &mut Vec<TokenStream>, reds: &mut Vec<TokenStream>| {
+            if !words.is_empty() {
+                stmts.push(quote!(__v.words.extend_from_slice(&[#(#words),*]);));
+                words.clear();
+            }
+            if !reds.is_empty() {
+                stmts.push(quote!(__v.reds.extend_from_slice(&[#(#reds),*]);));
+                reds.clear();
+            }
+        };
+        for (a, h) in args.iter().zip(&self.held) {
+            let slot = match h {
+                Held::Word(sc) => {
+                    words.push(to_word(*sc, quote!(#a)));
+                    continue;
                 }
-                TokenTree::Group(g) => stack.push(g.stream()),
-                _ => {}
+                Held::Ref => {
+                    words.push(quote!(#rt::frame::ref_word(#a)));
+                    continue;
+                }
+                Held::Slice => {
+                    words.push(quote!(#a.as_ptr() as usize as u64));
+                    words.push(quote!(#a.len() as u64));
+                    continue;
+                }
+                Held::Reds(None) => {
+                    reds.push(quote!(#a));
+                    continue;
+                }
+                Held::Nothing => continue,
+                Held::Reds(Some(_)) => {
+                    flush(&mut stmts, &mut words, &mut reds);
+                    stmts.push(quote!(__v.reds.extend_from_slice(&#a);));
+                    continue;
+                }
+                Held::Consts(_) => quote!(#rt::frame::Slot::Consts(#a.iter().copied().collect())),
+                Held::Ptr => quote!(#rt::frame::Slot::Ptr(#a)),
+                Held::Opt => quote!(#rt::frame::Slot::Opt(#a.0, #a.1)),
+                Held::Scalars(sc) => {
+                    let (t, vt) = (sc_rust(*sc), sc_valty(*sc));
+                    quote!(#rt::frame::Slot::Scalars(#a, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>))
+                }
+                Held::Flat(m, n) => quote!(#rt::frame::Slot::Flat(#a, #n, #rt::heap::flat_vec_new::<#m>)),
+                Held::Dict(k, v) => {
+                    let (kt, vt, kvt) = (sc_rust(*k), sc_rust(*v), sc_valty(*k));
+                    quote!(#rt::frame::Slot::Dict(#a, #kvt, #rt::heap::map_new::<#kt, #vt>, #rt::heap::map_insert::<#kt, #vt>))
+                }
+                Held::Ptrs => quote!(#rt::frame::Slot::Ptrs(#a)),
+            };
+            stmts.push(quote!(__v.slots.push(#slot);));
+        }
+        flush(&mut stmts, &mut words, &mut reds);
+        quote! {
+            #[allow(unused_variables, unused_mut)]
+            fn #name<'a>(#(#args: #tys),*) -> #rt::frame::Values {
+                let mut __v = #rt::frame::Values::default();
+                #(#stmts)*
+                __v
             }
         }
     }
-    out
-}
 
-/// The frame enum and its `Frame` implementation, built a point at a time.
-#[derive(Default)]
-pub(crate) struct FrameEnum {
-    variants: Vec<TokenStream>,
-    points: Vec<TokenStream>,
-    key: Arms,
-    reds: Arms,
-    sets: Arms,
-    vptrs: Arms,
-    unmerge: Vec<Ident>,
-}
-
-/// What a point's variant does in each method.
-pub(crate) struct PointArms {
-    /// Statements making the key's words in `__k`.
-    pub key: TokenStream,
-    /// Statements appending the red boxes to `__r`.
-    pub reds: TokenStream,
-    /// Statements replacing the red boxes from `__reds[__at..]`, advancing `__at`.
-    pub sets: TokenStream,
-    /// Statements visiting pointers to virtual structures with `__f`.
-    pub vptrs: TokenStream,
-    /// Whether the point is a join that records whether it merged.
-    pub merges: bool,
-}
-
-impl FrameEnum {
-    /// Adds the variant `name` of point `pid`, with its fields (name and type).
-    pub fn add(&mut self, name: &Ident, pid: u32, fields: &[(Ident, TokenStream)], arms: PointArms) {
-        self.variants.push({
-            let fs = fields.iter().map(|(n, t)| quote!(#n: #t));
-            quote!(#name { #(#fs),* })
-        });
-        self.points.push(quote!(__Frame::#name { .. } => #pid,));
-        let by_name: BTreeMap<String, (Ident, String)> =
-            fields.iter().map(|(n, t)| (n.to_string(), (n.clone(), t.to_string()))).collect();
-        self.key.add(name, &by_name, arms.key);
-        self.reds.add(name, &by_name, arms.reds);
-        self.sets.add(name, &by_name, arms.sets);
-        if !arms.vptrs.is_empty() {
-            self.vptrs.add(name, &by_name, arms.vptrs);
-        }
-        if arms.merges {
-            self.unmerge.push(name.clone());
-        }
-    }
-
-    /// The enum and its implementation; `more` are further methods of it
-    /// (`lists_mut`, `reads_saved_frames`).
-    pub fn emit(&self, more: TokenStream) -> TokenStream {
+    /// `__unvalsN`: `Values` back into typed values.
+    fn unpack_fn(&self, name: &Ident) -> TokenStream {
         let rt = rt();
-        let (variants, points) = (&self.variants, &self.points);
-        let (key, reds, sets, vptrs) = (self.key.arms(), self.reds.arms(), self.sets.arms(), self.vptrs.arms());
-        let unmerge = (!self.unmerge.is_empty()).then(|| {
-            let pats = self.unmerge.iter().map(|v| quote!(__Frame::#v { __merged, .. }));
-            quote!(#(#pats)|* => *__merged = false,)
+        let tys = &self.tys;
+        let exprs = self.held.iter().zip(self.places()).map(|(h, at)| {
+            let (w, r, s) = (at.word, at.red, at.slot);
+            match h {
+                Held::Word(sc) => from_word(*sc, quote!(__v.words[#w])),
+                Held::Ref => quote!(#rt::frame::green_ref(__v.words[#w])),
+                Held::Slice => {
+                    let w1 = w + 1;
+                    quote!(#rt::frame::green_slice(__v.words[#w], __v.words[#w1]))
+                }
+                Held::Reds(None) => quote!(__v.reds[#r]),
+                Held::Reds(Some(n)) => quote!(#rt::frame::boxes::<#n>(&__v.reds[#r..])),
+                Held::Nothing => quote!(()),
+                Held::Consts(n) => quote!(__v.take(#s).into_consts::<#n>()),
+                Held::Ptr => quote!(__v.take(#s).into_ptr()),
+                Held::Opt => quote!(__v.take(#s).into_opt()),
+                Held::Scalars(_) | Held::Flat(..) => quote!(__v.take(#s).into_list()),
+                Held::Dict(..) => quote!(__v.take(#s).into_dict()),
+                Held::Ptrs => quote!(__v.take(#s).into_ptrs()),
+            }
         });
         quote! {
-            #[derive(Clone)]
-            #[allow(non_camel_case_types, dead_code)]
-            pub(super) enum __Frame<'a> {
-                #(#variants,)*
-                __Phantom(::core::marker::PhantomData<&'a ()>),
-            }
-
-            impl<'a> __Frame<'a> {
-                /// The program point this frame stops at.
-                fn __point(&self) -> u32 {
-                    match self {
-                        #(#points)*
-                        __Frame::__Phantom(_) => u32::MAX,
-                    }
-                }
-            }
-
-            impl<'a> #rt::state::Frame for __Frame<'a> {
-                type Key = (u32, ::std::vec::Vec<u64>);
-                #[allow(unused_variables, unused_mut)]
-                fn key(&self) -> Self::Key {
-                    let __k = match self {
-                        #(#key)*
-                        __Frame::__Phantom(_) => ::std::vec::Vec::new(),
-                    };
-                    (self.__point(), __k)
-                }
-                fn reds(&self) -> ::std::vec::Vec<#rt::redbox::RedBox> {
-                    let mut __r = ::std::vec::Vec::new();
-                    self.reds_into(&mut __r);
-                    __r
-                }
-                #[allow(unused_variables, unused_mut)]
-                fn reds_into(&self, __out: &mut ::std::vec::Vec<#rt::redbox::RedBox>) {
-                    let mut __r = __out;
-                    match self {
-                        #(#reds)*
-                        __Frame::__Phantom(_) => {}
-                    }
-                }
-                #[allow(unused_variables)]
-                fn vptrs_mut(&mut self, __f: &mut dyn FnMut(&mut #rt::virtuals::VPtr)) {
-                    match self {
-                        #(#vptrs)*
-                        _ => {}
-                    }
-                }
-                #more
-                fn unmerge(&mut self) {
-                    match self {
-                        #unmerge
-                        _ => {}
-                    }
-                }
-                fn set_reds(&mut self, __reds: &[#rt::redbox::RedBox]) {
-                    self.set_reds_counted(__reds);
-                }
-                #[allow(unused_variables, unused_mut, unused_assignments)]
-                fn set_reds_counted(&mut self, __reds: &[#rt::redbox::RedBox]) -> usize {
-                    let mut __at = 0usize;
-                    match self {
-                        #(#sets)*
-                        __Frame::__Phantom(_) => {}
-                    }
-                    __at
-                }
+            #[allow(unused_variables, unused_mut)]
+            fn #name<'a>(mut __v: #rt::frame::Values) -> (#(#tys,)*) {
+                (#(#exprs,)*)
             }
         }
     }
+}
+
+/// The layouts of an extension, in the order first asked for.
+#[derive(Default)]
+pub(crate) struct Layouts {
+    by_sig: HashMap<String, usize>,
+    all: Vec<Layout>,
+}
+
+impl Layouts {
+    /// The number of the layout of values of these representations (with
+    /// whether each is green).
+    pub fn of(&mut self, values: &[(Repr, bool)]) -> usize {
+        let tys: Vec<TokenStream> = values.iter().map(|(r, _)| field_ty(r)).collect();
+        let held: Vec<Held> = values.iter().map(|(r, g)| held(r, *g)).collect();
+        let sig = values.iter().zip(&tys).map(|((r, g), t)| format!("{r:?}/{g}/{t}")).collect::<Vec<_>>().join(", ");
+        let n = self.all.len();
+        *self.by_sig.entry(sig).or_insert_with(|| {
+            self.all.push(Layout { tys, held });
+            n
+        })
+    }
+
+    /// The slot of value `k` of layout `n`.
+    pub fn slot_of(&self, n: usize, k: usize) -> usize {
+        self.all[n].places()[k].slot
+    }
+
+    /// The functions of every layout.
+    pub fn emit(&self) -> TokenStream {
+        let fns = self.all.iter().enumerate().map(|(n, l)| {
+            let (pack, unpack) = (l.pack_fn(&pack_name(n)), l.unpack_fn(&unpack_name(n)));
+            quote!(#pack #unpack)
+        });
+        quote!(#(#fns)*)
+    }
+}
+
+/// `__valsN`.
+pub(crate) fn pack_name(n: usize) -> Ident {
+    format_ident!("__vals{}", n)
+}
+
+/// `__unvalsN`.
+pub(crate) fn unpack_name(n: usize) -> Ident {
+    format_ident!("__unvals{}", n)
 }

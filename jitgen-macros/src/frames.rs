@@ -16,29 +16,35 @@ use crate::repr::*;
 use crate::timeshift::*;
 
 impl<'g> Gen<'g> {
+    /// The number of the layout of point `p`'s frame (see `frame`).
+    pub(crate) fn point_layout(&self, p: usize) -> usize {
+        let pt = &self.points[p];
+        let f = self.fns[pt.f];
+        let values: Vec<(Repr, bool)> =
+            pt.live.iter().map(|v| (self.repr(pt.f, *v), f.color(*v) == Color::Green)).collect();
+        self.layouts.borrow_mut().of(&values)
+    }
+
     /// A frame for resume point `p` built from the locals in scope, with
     /// `overrides` for some of its variables (input arguments, parameters).
-    pub(crate) fn frame(&self, p: usize, overrides: &HashMap<Var, TokenStream>) -> TokenStream {
+    /// Where `moves`, the frame is the last use of the locals (the path
+    /// ends with it): its lists move into it; else it gets copies of them.
+    pub(crate) fn frame(&self, p: usize, overrides: &HashMap<Var, TokenStream>, moves: bool) -> TokenStream {
         let pt = &self.points[p];
-        let vname = format_ident!("R{}", p);
         let mut fields = vec![];
         for v in &pt.live {
             let id = v_ident(*v);
             match overrides.get(v) {
-                Some(e) => fields.push(quote!(#id: #e)),
+                Some(e) => fields.push(e.clone()),
                 // A list may be needed again after this frame is made (the
                 // other side of a split): the frame gets its own copy.
-                None if is_container(&self.repr(pt.f, *v)) => fields.push(quote!(#id: #id.clone())),
+                None if !moves && is_container(&self.repr(pt.f, *v)) => fields.push(quote!(#id.clone())),
                 None => fields.push(quote!(#id)),
             }
         }
-        if pt.ret.is_some() {
-            fields.push(quote!(__ret: None));
-        }
-        if pt.op == 0 && self.joins[pt.f].contains(&pt.block) {
-            fields.push(quote!(__merged: false));
-        }
-        quote!(__Frame::#vname { #(#fields),* })
+        let pack = crate::frame::pack_name(self.point_layout(p));
+        let pid = p as u32;
+        quote!(__at(#pid, #pack(#(#fields),*)))
     }
 
     /// The frame for entering `target` along a link carrying `args`, and
@@ -48,6 +54,7 @@ impl<'g> Gen<'g> {
         fi: usize,
         target: NodeIndex,
         args: &[Value],
+        moves: bool,
     ) -> Result<(Vec<TokenStream>, TokenStream), String> {
         let f = self.fns[fi];
         let mut lets = vec![];
@@ -60,18 +67,18 @@ impl<'g> Gen<'g> {
             ov.insert(*ia, quote!(#tmp));
         }
         let p = self.point_ids[&(fi, target, 0)];
-        Ok((lets, self.frame(p, &ov)))
+        Ok((lets, self.frame(p, &ov, moves)))
     }
 
     /// The transition along a link: the current state continues at `target`.
     pub(crate) fn goto(&self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
-        let (lets, frame) = self.link_frame(fi, target, args)?;
+        let (lets, frame) = self.link_frame(fi, target, args, true)?;
         Ok(quote!({ #(#lets)* let mut __s = __st; __s.frames.push(#frame); Some(__s) }))
     }
 
     /// The same transition as a new state, leaving `__st` untouched (for split).
     pub(crate) fn goto_state(&self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
-        let (lets, frame) = self.link_frame(fi, target, args)?;
+        let (lets, frame) = self.link_frame(fi, target, args, false)?;
         Ok(quote!({ #(#lets)* let mut __s = __st.clone(); __s.frames.push(#frame); __s }))
     }
 
@@ -95,7 +102,7 @@ impl<'g> Gen<'g> {
                 // Inline: push the continuation, then the callee's entry.
                 let callee = self.fns[ci];
                 let cont = self.point_ids[&(fi, b, k + 1)];
-                let cont_frame = self.frame(cont, &HashMap::new());
+                let cont_frame = self.frame(cont, &HashMap::new(), true);
                 let entry = self.point_ids[&(ci, callee.graph.start, 0)];
                 let mut lets = vec![];
                 let mut ov = HashMap::new();
@@ -109,7 +116,7 @@ impl<'g> Gen<'g> {
                     lets.push(quote!(let #tmp = #e;));
                     ov.insert(*param, quote!(#tmp));
                 }
-                let entry_frame = self.frame(entry, &ov);
+                let entry_frame = self.frame(entry, &ov, true);
                 body.push(quote! {
                     #(#lets)*
                     __st.frames.push(#cont_frame);
@@ -122,7 +129,7 @@ impl<'g> Gen<'g> {
                 // Promotion: a constant goes straight on; a run-time value
                 // ends the path in a flexswitch whose cases continue here.
                 let cont = self.point_ids[&(fi, b, k + 1)];
-                let cont_frame = self.frame(cont, &HashMap::new());
+                let cont_frame = self.frame(cont, &HashMap::new(), true);
                 let a = self.boxed(fi, &op.args[0]).expect("a red scalar");
                 body.push(quote! {
                     let __a = #a;
@@ -144,7 +151,7 @@ impl<'g> Gen<'g> {
                 // Spilled frames: resume before this pop with the top one
                 // back (or with none left), compiled or executed.
                 let pre = self.point_ids[&(fi, b, k)];
-                let pre_frame = self.frame(pre, &HashMap::new());
+                let pre_frame = self.frame(pre, &HashMap::new(), true);
                 let l = v_ident(l);
                 body.push(quote! {
                     if #l.pops_spilled() {
@@ -157,7 +164,7 @@ impl<'g> Gen<'g> {
                 // An operand stack with a hidden part: its segment comes back
                 // with the frame on top of the continuation stack.
                 let pre = self.point_ids[&(fi, b, k)];
-                let pre_frame = self.frame(pre, &HashMap::new());
+                let pre_frame = self.frame(pre, &HashMap::new(), false);
                 body.push(quote! {
                     if __st.pops_hidden(&#p, #k) {
                         __st.frames.push(#pre_frame);
@@ -299,14 +306,10 @@ impl<'g> Gen<'g> {
     /// The frame enum, its `Frame` impl, `__run` and the deliver functions.
     pub fn extension(&mut self) -> TokenStream {
         let rt = rt();
-        let mut frame = crate::frame::FrameEnum::default();
         let mut run_arms = vec![];
-        // Points whose live lists are the same variables alike share one
-        // arm of `lists_mut` (an or-pattern): (the visits, the patterns).
-        let mut list_groups: indexmap::IndexMap<String, (Vec<TokenStream>, Vec<TokenStream>)> = Default::default();
         let mut point_fns = vec![];
         for p in 0..self.points.len() {
-            let (code, run_arm) = self.point_pieces(p, &mut frame, &mut list_groups);
+            let (code, run_arm) = self.point_pieces(p);
             point_fns.push(code);
             run_arms.push(run_arm);
         }
@@ -327,29 +330,15 @@ impl<'g> Gen<'g> {
         let vdescs: Vec<TokenStream> =
             self.vstructs.iter().map(|s| vdesc(s, self.cg.types(), read_in_place.contains(s))).collect();
         let callbacks = &self.callbacks;
-        let list_arms: Vec<TokenStream> =
-            list_groups.into_values().map(|(visits, pats)| quote!(#(#pats)|* => { #(#visits)* })).collect();
-        let reads_saved_frames = (!read_in_place.is_empty()).then(|| {
-            quote!(
-                fn reads_saved_frames(&self) -> bool {
-                    true
-                }
-            )
-        });
-        // (Frames with no list keep the trait's default, which visits none.)
-        let lists_mut = (!list_arms.is_empty()).then(|| {
-            quote! {
-                fn lists_mut(&mut self, __f: &mut dyn FnMut(#rt::state::ListMut<'_>)) {
-                    match self {
-                        #(#list_arms)*
-                        _ => {}
-                    }
-                }
-            }
-        });
-        let frame = frame.emit(quote!(#lists_mut #reads_saved_frames));
+        let reads_saved = !read_in_place.is_empty();
+        let layouts = self.layouts.borrow().emit();
         quote! {
-            #frame
+            pub(super) type __Frame<'a> = #rt::frame::PointFrame<'a>;
+            /// A frame at point `p` holding `v`.
+            fn __at<'a>(p: u32, v: #rt::frame::Values) -> __Frame<'a> {
+                #rt::frame::PointFrame::new(p, #reads_saved, v)
+            }
+            #layouts
             #[allow(dead_code)]
             const __OVERFLOW: #rt::ops::Overflow =
                 if cfg!(debug_assertions) { #rt::ops::Overflow::Check } else { #rt::ops::Overflow::Wrap };
@@ -367,9 +356,9 @@ impl<'g> Gen<'g> {
                         return;
                     }
                     let Some(__frame) = __st.frames.pop() else { continue };
-                    let __r: ::core::option::Option<#rt::state::JitState<__Frame<'a>>> = match __frame {
+                    let __r: ::core::option::Option<#rt::state::JitState<__Frame<'a>>> = match __frame.point {
                         #(#run_arms)*
-                        __Frame::__Phantom(_) => None,
+                        _ => unreachable!("jitgen: a frame at no point of this extension"),
                     };
                     __next = match __r {
                         Some(__s) => Some(__s),
@@ -394,17 +383,23 @@ impl<'g> Gen<'g> {
         for fi in 0..self.fns.len() {
             let ret_repr = self.fn_return_repr(fi);
             let rt_ty = field_ty(&ret_repr);
-            let mut arms = vec![];
+            // Continuations that take the result alike share an arm.
+            let mut arms: indexmap::IndexMap<String, (TokenStream, Vec<u32>)> = Default::default();
             for (p, r, _) in self.continuations_of(fi) {
                 let pt = &self.points[p];
                 let want = self.repr(pt.f, r);
-                let vname = format_ident!("R{}", p);
+                let green = self.fns[pt.f].color(r) == Color::Green;
                 let conv = self.convert(quote!(__v), &ret_repr, &want);
-                arms.push(match conv {
-                    Some(c) => quote!(Some(__Frame::#vname { __ret, .. }) => { *__ret = Some(#c); }),
-                    None => quote!(Some(__Frame::#vname { .. }) => { __c.decline("a green result expected from a call is red"); }),
-                });
+                let code = match conv {
+                    Some(c) => {
+                        let pack = crate::frame::pack_name(self.layouts.borrow_mut().of(&[(want, green)]));
+                        quote!(__f.ret = Some(::std::boxed::Box::new(#pack(#c)));)
+                    }
+                    None => quote!(__c.decline("a green result expected from a call is red");),
+                };
+                arms.entry(code.to_string()).or_insert_with(|| (code, vec![])).1.push(p as u32);
             }
+            let arms = arms.into_values().map(|(code, ps)| quote!(#(#ps)|* => { #code }));
             // Written-back lists: into the caller's continuation.
             let wb: Vec<Var> =
                 self.fns[fi].graph.params().iter().filter(|p| self.written_back[fi].contains(p)).copied().collect();
@@ -413,22 +408,21 @@ impl<'g> Gen<'g> {
                 for (p, _, op) in self.continuations_of(fi) {
                     let pt = &self.points[p];
                     let params = self.fns[fi].graph.params();
-                    let mut fields = vec![];
                     let mut sets = vec![];
+                    let layout = self.point_layout(p);
                     for (j, w) in wb.iter().enumerate() {
                         let Some(k) = params.iter().position(|x| x == w) else { continue };
                         let Some(a) = op.args.get(k) else { continue };
                         let arg = format_ident!("__l{}", j);
                         for t in self.written_back_targets(pt.f, a) {
-                            if pt.live.contains(&t) {
-                                let id = v_ident(t);
-                                fields.push(quote!(#id));
-                                sets.push(quote!(*#id = #arg.clone();));
+                            if let Some(at) = pt.live.iter().position(|x| *x == t) {
+                                let slot = self.layouts.borrow().slot_of(layout, at);
+                                sets.push(quote!(*__f.vals.slots[#slot].list_mut() = #arg.clone();));
                             }
                         }
                     }
-                    let vname = format_ident!("R{}", p);
-                    wb_arms.push(quote!(Some(__Frame::#vname { #(#fields,)* .. }) => { #(#sets)* }));
+                    let pid = p as u32;
+                    wb_arms.push(quote!(#pid => { #(#sets)* }));
                 }
                 let args: Vec<TokenStream> = (0..wb.len())
                     .map(|j| {
@@ -442,7 +436,8 @@ impl<'g> Gen<'g> {
                     /// `&mut` back into its caller's variables.
                     #[allow(unused_variables, unreachable_patterns)]
                     fn #name<'a>(__st: &mut #rt::state::JitState<__Frame<'a>>, #(#args),*) {
-                        match __st.frames.last_mut() {
+                        let Some(__f) = __st.frames.last_mut() else { return };
+                        match __f.point {
                             #(#wb_arms)*
                             _ => {}
                         }
@@ -453,7 +448,8 @@ impl<'g> Gen<'g> {
             delivers.push(quote! {
                 #[allow(unused_variables, unreachable_patterns)]
                 fn #name<'a>(__st: &mut #rt::state::JitState<__Frame<'a>>, __v: #rt_ty, __c: &mut #rt::schedule::Compilation<__Frame<'a>>) {
-                    match __st.frames.last_mut() {
+                    let Some(__f) = __st.frames.last_mut() else { return __c.decline("a return without a caller") };
+                    match __f.point {
                         #(#arms)*
                         _ => __c.decline("a return without a caller"),
                     }
@@ -469,14 +465,17 @@ impl<'g> Gen<'g> {
             }
             let Repr::G(sc) = self.repr(pt.f, r) else { continue };
             let back = from_word(sc, quote!(__w));
-            let vname = format_ident!("R{}", p);
-            promoted_arms.push(quote!(Some(__Frame::#vname { __ret, .. }) => { *__ret = Some(#back); }));
+            let green = self.fns[pt.f].color(r) == Color::Green;
+            let pack = crate::frame::pack_name(self.layouts.borrow_mut().of(&[(Repr::G(sc), green)]));
+            let pid = p as u32;
+            promoted_arms.push(quote!(#pid => __f.ret = Some(::std::boxed::Box::new(#pack(#back))),));
         }
         delivers.push(quote! {
             /// Hands a promoted value to the continuation of its promotion.
             #[allow(unused_variables, unreachable_patterns)]
             fn __deliver_promoted<'a>(__st: &mut #rt::state::JitState<__Frame<'a>>, __w: u64) {
-                match __st.frames.last_mut() {
+                let __f = __st.frames.last_mut().expect("jitgen: a promoted value without its continuation");
+                match __f.point {
                     #(#promoted_arms)*
                     _ => panic!("jitgen: a promoted value without its continuation"),
                 }
@@ -522,116 +521,15 @@ impl<'g> Gen<'g> {
         delivers
     }
 
-    /// Point `p`: its variant and arms of the frame enum (added to `frame`;
-    /// the visits of its lists to `list_groups`), its function `__pointN`,
-    /// and its arm of `__run`.
-    fn point_pieces(
-        &mut self,
-        p: usize,
-        frame: &mut crate::frame::FrameEnum,
-        list_groups: &mut indexmap::IndexMap<String, (Vec<TokenStream>, Vec<TokenStream>)>,
-    ) -> (TokenStream, TokenStream) {
+    /// Point `p`: its function `__pointN` and its arm of `__run`.
+    fn point_pieces(&mut self, p: usize) -> (TokenStream, TokenStream) {
         let rt = rt();
         let code = self.point_code(p);
         let pt = &self.points[p];
         let f = self.fns[pt.f];
-        let vname = format_ident!("R{}", p);
         let pid = p as u32;
-        let mut fields = vec![];
-        let mut key_parts = vec![];
-        let mut reds = vec![];
-        let mut sets = vec![];
-        let mut vptr_visits = vec![];
-        let mut list_visits = vec![];
-        let mut list_ids = vec![];
-        // Consecutive scalar reds, copied as one run.
-        let mut red_run: Vec<Ident> = vec![];
-        for v in &pt.live {
-            let id = v_ident(*v);
-            let r = self.repr(pt.f, *v);
-            if !matches!(r, Repr::R(_) | Repr::RPtr) {
-                flush_red_run(&mut red_run, &mut reds, &mut sets);
-            }
-            fields.push((id.clone(), field_ty(&r)));
-            match &r {
-                Repr::G(sc) => key_parts.push(KeyPart::Word(to_word(*sc, quote!(*#id)))),
-                Repr::GRef(_) => key_parts.push(KeyPart::Word(quote!((*#id) as *const _ as *const u8 as usize as u64))),
-                Repr::GSlice(_) => {
-                    key_parts.push(KeyPart::Word(quote!(#id.as_ptr() as usize as u64)));
-                    key_parts.push(KeyPart::Word(quote!(#id.len() as u64)));
-                }
-                Repr::Enum(..) if f.color(*v) == Color::Green => key_parts.push(KeyPart::Stmt(
-                    quote!(for __b in #id.iter() { __k.push(__b.as_const().unwrap_or(u64::MAX)); }),
-                )),
-                Repr::Enum(_, n) => {
-                    reds.push(quote!(__r.extend_from_slice(#id);));
-                    sets.push(quote!(#id.copy_from_slice(&__reds[__at..__at + #n]); __at += #n;));
-                }
-                Repr::R(_) | Repr::RPtr => red_run.push(id.clone()),
-                Repr::VPtr => {
-                    key_parts.push(KeyPart::Word(quote!(match #id {
-                        #rt::virtuals::VPtr::Real(_) => u64::MAX,
-                        #rt::virtuals::VPtr::Virtual(__i) => *__i as u64,
-                    })));
-                    reds.push(quote!(if let #rt::virtuals::VPtr::Real(__p) = #id { __r.push(*__p); }));
-                    sets.push(quote!(if let #rt::virtuals::VPtr::Real(__p) = #id { *__p = __reds[__at]; __at += 1; }));
-                    vptr_visits.push(quote!(__f(#id);));
-                }
-                Repr::VDict(k, v) => {
-                    let (kt, vt, kvt) = (sc_rust(*k), sc_rust(*v), sc_valty(*k));
-                    list_visits.push(quote!(__f(#rt::state::ListMut::Dict(#id, #kvt, #rt::heap::map_new::<#kt, #vt>, #rt::heap::map_insert::<#kt, #vt>));));
-                    list_ids.push(id.clone());
-                    key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
-                    reds.push(quote!(#id.reds_into(&mut __r);));
-                    sets.push(quote!(#id.set_reds(__reds, &mut __at);));
-                }
-                Repr::VOList(_) => {
-                    list_visits.push(quote!(__f(#rt::state::ListMut::Ptrs(#id));));
-                    list_ids.push(id.clone());
-                    key_parts.push(KeyPart::Stmt(quote!(#id.key_words(&mut __k);)));
-                    reds.push(quote!(#id.reds_into(&mut __r);));
-                    sets.push(quote!(#id.set_reds(__reds, &mut __at);));
-                    vptr_visits.push(quote!(#id.vptrs_mut(__f);));
-                }
-                Repr::VOpt => {
-                    key_parts.push(KeyPart::Word(quote!(#id.0.as_const().unwrap_or(u64::MAX))));
-                    key_parts.push(KeyPart::Word(quote!(match &#id.1 {
-                        #rt::virtuals::VPtr::Real(_) => u64::MAX,
-                        #rt::virtuals::VPtr::Virtual(__i) => *__i as u64,
-                    })));
-                    reds.push(
-                        quote!(__r.push(#id.0); if let #rt::virtuals::VPtr::Real(__p) = &#id.1 { __r.push(*__p); }),
-                    );
-                    sets.push(quote!(#id.0 = __reds[__at]; __at += 1; if let #rt::virtuals::VPtr::Real(__p) = &mut #id.1 { *__p = __reds[__at]; __at += 1; }));
-                    vptr_visits.push(quote!(__f(&mut #id.1);));
-                }
-                Repr::VList(_) | Repr::VEList(..) => {
-                    list_visits.push(match &r {
-                        Repr::VList(sc) => {
-                            let (t, vt) = (sc_rust(*sc), sc_valty(*sc));
-                            quote!(__f(#rt::state::ListMut::Scalars(#id, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>));)
-                        }
-                        Repr::VEList(ety, n) => {
-                            let m = flat_marker(ety);
-                            quote!(__f(#rt::state::ListMut::Flat(#id, #n, #rt::heap::flat_vec_new::<#m>));)
-                        }
-                        _ => unreachable!("matched above"),
-                    });
-                    list_ids.push(id.clone());
-                    key_parts.push(KeyPart::Word(quote!(#id.key_word())));
-                    reds.push(quote!(#id.reds_into(&mut __r);));
-                    sets.push(quote!(#id.set_reds(__reds, &mut __at);));
-                }
-                Repr::RSlice => {
-                    reds.push(quote!(__r.extend_from_slice(#id);));
-                    sets.push(quote!(#id.copy_from_slice(&__reds[__at..__at + 2]); __at += 2;));
-                }
-                Repr::Unit | Repr::Bad(_) => {}
-            }
-        }
-        flush_red_run(&mut red_run, &mut reds, &mut sets);
         // The code of a point may force a list in place: lists bind `mut`.
-        let mut pat_all: Vec<TokenStream> = pt
+        let pats: Vec<TokenStream> = pt
             .live
             .iter()
             .map(|v| {
@@ -643,56 +541,28 @@ impl<'g> Gen<'g> {
                 }
             })
             .collect();
-        if let Some(r) = pt.ret {
-            let t = field_ty(&self.repr(pt.f, r));
-            fields.push((format_ident!("__ret"), quote!(::core::option::Option<#t>)));
-            pat_all.push(quote!(__ret));
-        }
+        let unpack = crate::frame::unpack_name(self.point_layout(p));
+        let ret = pt.ret.map(|r| {
+            let values = [(self.repr(pt.f, r), f.color(r) == Color::Green)];
+            let unvals = crate::frame::unpack_name(self.layouts.borrow_mut().of(&values));
+            quote!(let __ret = __frame.ret.take().map(|__r| #unvals(*__r).0);)
+        });
         let is_join = pt.op == 0 && self.joins[pt.f].contains(&pt.block);
-        if is_join {
-            fields.push((format_ident!("__merged"), quote!(bool)));
-            pat_all.push(quote!(__merged));
-        }
-        // The same fields, as an expression rebuilding the frame.
-        let field_exprs: Vec<TokenStream> = pat_all
-            .iter()
-            .map(|p| {
-                let name = p.clone().into_iter().last().expect("a field name");
-                quote!(#name)
-            })
-            .collect();
-        let key = key_code(&key_parts);
-        let (reds, sets, vptrs) = (quote!(#(#reds)*), quote!(#(#sets)*), quote!(#(#vptr_visits)*));
-        let arms = crate::frame::PointArms { key: quote!(#key __k), reds, sets, vptrs, merges: is_join };
-        frame.add(&vname, pid, &fields, arms);
-        if !list_visits.is_empty() {
-            let group = list_groups.entry(quote!(#(#list_visits)*).to_string()).or_default();
-            if group.0.is_empty() {
-                group.0 = list_visits;
-            }
-            group.1.push(quote!(__Frame::#vname { #(#list_ids,)* .. }));
-        }
         let kind = if self.loop_heads[pt.f].contains(&pt.block) {
             quote!(#rt::schedule::MergeKind::LoopHead)
         } else {
             quote!(#rt::schedule::MergeKind::Join)
         };
-        let merge = if is_join {
-            let rebuilt: Vec<TokenStream> = field_exprs
-                .iter()
-                .map(|p| if p.to_string() == "__merged" { quote!(__merged: true) } else { quote!(#p) })
-                .collect();
+        let merge = is_join.then(|| {
             quote! {
-                if !__merged {
-                    let mut __s = __st;
-                    __s.frames.push(__Frame::#vname { #(#rebuilt),* });
-                    break 'path __c.merge(__s, #kind);
+                if !__frame.merged {
+                    __frame.merged = true;
+                    __st.frames.push(__frame);
+                    break 'path __c.merge(__st, #kind);
                 }
             }
-        } else {
-            quote!()
-        };
-        let park = self.park_code(p, &vname, &field_exprs);
+        });
+        let park = self.park_code(p);
         // The code of each point is a function of its own: the dispatch
         // stays a small match, and rustc and LLVM see hundreds of small
         // functions instead of one that holds every point.
@@ -700,26 +570,25 @@ impl<'g> Gen<'g> {
         // (The lints generated code may trip are allowed on `__jit`.)
         let code = quote! {
             #[inline(never)]
-            fn #point_fn<'a>(__c: &mut __C<'a>, mut __st: __S<'a>, __frame: __Frame<'a>) -> ::core::option::Option<__S<'a>> {
-                let __Frame::#vname { #(#pat_all),* } = __frame else {
-                    unreachable!("jitgen: a frame dispatched to another point's code")
-                };
+            fn #point_fn<'a>(__c: &mut __C<'a>, mut __st: __S<'a>, mut __frame: __Frame<'a>) -> ::core::option::Option<__S<'a>> {
                 'path: {
                     #park
                     #merge
+                    #ret
+                    let (#(#pats,)*) = #unpack(__frame.vals);
                     #code
                 }
             }
         };
         let run_arm = quote! {
-            __Frame::#vname { .. } => #point_fn(__c, __st, __frame),
+            #pid => #point_fn(__c, __st, __frame),
         };
         (code, run_arm)
     }
 
     /// At point `p`, where a portal's hand-over comes back to its merge
     /// point: the state goes back to the interpreter proper (parked).
-    fn park_code(&self, p: usize, vname: &Ident, field_exprs: &[TokenStream]) -> TokenStream {
+    fn park_code(&self, p: usize) -> TokenStream {
         if self.park_points.contains(&p) {
             // Back at the portal's merge point after a hand-over: the
             // portal continues in the interpreter proper from here.
@@ -729,7 +598,7 @@ impl<'g> Gen<'g> {
                     // (execute mode: these stores happen now), and
                     // spilled frames into the lists they came from.
                     __st.heap.write_back(&mut __c.b);
-                    __st.frames.push(__Frame::#vname { #(#field_exprs),* });
+                    __st.frames.push(__frame);
                     __st.untail_lists(&mut __c.b);
                     if !__st.unspill_all(&mut __c.b) {
                         __c.decline("a frame on the continuation stack that this thread did not spill");

@@ -237,30 +237,9 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
     let lets = &e.frame_lets;
     let checks = &e.checks;
     let pt = &gen.points[point];
-    let vname = format_ident!("R{}", point);
-    let mut fields: Vec<TokenStream> = pt
-        .live
-        .iter()
-        .map(|v| {
-            let id = format_ident!("v{}", v.0);
-            quote!(#id)
-        })
-        .collect();
-    let join = pt.op == 0 && {
-        let f = gen.fns[pt.f];
-        let mut preds = 0;
-        for b in f.graph.blocks() {
-            for ed in f.graph.exits(b) {
-                if f.graph.link(ed).0 == pt.block {
-                    preds += 1;
-                }
-            }
-        }
-        preds >= 2
-    };
-    if join {
-        fields.push(quote!(__merged: false));
-    }
+    let fields = pt.live.iter().map(|v| format_ident!("v{}", v.0));
+    let pack = crate::frame::pack_name(gen.point_layout(point));
+    let pid = point as u32;
     quote! {
         /// Compiles the entry; `__words` (the inputs residual code would
         /// get now) lets it promote loop-invariant divisors at entry.
@@ -286,7 +265,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                     let mut __in = __c.inputs().into_iter();
                     let mut __heap = #rt::virtuals::VHeap::default();
                     #(#lets)*
-                    let __frame = __Frame::#vname { #(#fields),* };
+                    let __frame = __at(#pid, #pack(#(#fields),*));
                     #rt::state::JitState::with_heap(__frame, __heap)
                 };
                 let mut __c = __new();
@@ -594,7 +573,6 @@ pub fn expand(
             }
             let plan = plan.unwrap_or_default();
             let parked = format_ident!("__Parked_{}", name);
-            let vname = format_ident!("R{}", point);
             let mut parked_fields = vec![];
             let mut origins = vec![];
             let mut unparks = vec![];
@@ -713,7 +691,21 @@ pub fn expand(
                     }
                 }
             }
-            let field_pats: Vec<&Ident> = plan.iter().map(|pv| &pv.field).collect();
+            // The frame's values, those the plan does not name unbound.
+            let field_pats: Vec<TokenStream> = gen.points[point]
+                .live
+                .iter()
+                .map(|v| {
+                    let id = format_ident!("v{}", v.0);
+                    if plan.iter().any(|pv| pv.field == id) {
+                        quote!(#id)
+                    } else {
+                        quote!(_)
+                    }
+                })
+                .collect();
+            let unpack = crate::frame::unpack_name(gen.point_layout(point));
+            let pid = point as u32;
             let compile = format_ident!("__compile_portal_{}", name);
             let hook = format_ident!("__portal_{}", name);
             let cache = format_ident!("__CACHE_{}", name.to_uppercase());
@@ -806,7 +798,10 @@ pub fn expand(
                                 .expect("jitgen: a state of this portal");
                             let __vheap = __st.heap;
                             match __st.frames.into_iter().next_back() {
-                                Some(__Frame::#vname { #(#field_pats,)* .. }) => Err(#parked { #(#unparks),* }),
+                                Some(__f) if __f.point == #pid => {
+                                    let (#(#field_pats,)*) = #unpack(__f.vals);
+                                    Err(#parked { #(#unparks),* })
+                                }
                                 _ => panic!("jitgen: the interpreter stopped elsewhere than the merge point"),
                             }
                         }

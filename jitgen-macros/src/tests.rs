@@ -199,3 +199,12 @@ fn methods_with_early_exits_are_inlined_and_self_used_whole_is_kept() {
     assert!(out.contains("pub fn __Vm_run(self_: &mut Vm) -> usize"), "{out}");
     assert!(out.contains("__Vm_run(self)"), "{out}");
 }
+
+#[test]
+fn scratch_dump_expansions() {
+    let Ok(dir) = std::env::var("DUMP_EXPANSIONS") else { return };
+    for p in ["interpreters/tlc/src/lib.rs", "examples/plus_minus.rs"] {
+        let name = p.replace('/', "_");
+        std::fs::write(format!("{dir}/{name}"), expand(&source(p))).unwrap();
+    }
+}

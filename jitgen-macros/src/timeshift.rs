@@ -83,6 +83,8 @@ pub struct Gen<'g> {
     pub(crate) loop_heads: Vec<BTreeSet<NodeIndex>>,
     /// Set when the code just generated always declines: what follows it is unreachable.
     pub(crate) declined: std::cell::Cell<bool>,
+    /// The layouts of the extension's frames (see `frame`).
+    pub(crate) layouts: std::cell::RefCell<crate::frame::Layouts>,
 }
 
 /// Targets of back edges (depth-first from the start block): loop heads.
@@ -148,6 +150,7 @@ impl<'g> Gen<'g> {
             joins: vec![],
             loop_heads: vec![],
             declined: std::cell::Cell::new(false),
+            layouts: Default::default(),
             frames_in_place: false,
         };
         g.written_back = (0..g.fns.len()).map(|fi| g.written_back_params(fi)).collect();
@@ -1381,54 +1384,4 @@ pub(crate) fn alias_class(name: &str) -> u32 {
 /// class, `VEC_HEADER` or `BOUNDS_CHECKED`; a call forgets them.
 pub(crate) fn elem_class(name: &str) -> u32 {
     (alias_class(name) & !1) | 4
-}
-
-/// A part of a frame's key: a word, or code that pushes words onto `__k`.
-pub(crate) enum KeyPart {
-    Word(TokenStream),
-    Stmt(TokenStream),
-}
-
-/// Code that makes a frame's key words in `__k`: each run of words is one
-/// array: one allocation and one copy, not a push and its capacity check
-/// per word.
-pub(crate) fn key_code(parts: &[KeyPart]) -> TokenStream {
-    // The words before the first statement make the vector; later runs extend it.
-    let first = parts.iter().position(|p| matches!(p, KeyPart::Stmt(_))).unwrap_or(parts.len());
-    let words = |ps: &[KeyPart]| -> Vec<TokenStream> {
-        ps.iter().filter_map(|p| if let KeyPart::Word(w) = p { Some(w.clone()) } else { None }).collect()
-    };
-    let head = words(&parts[..first]);
-    let mut out = quote!(let mut __k: ::std::vec::Vec<u64> = ::std::vec![#(#head),*];);
-    for run in parts[first..].split_inclusive(|p| matches!(p, KeyPart::Stmt(_))) {
-        let (stmt, ws) = match run.split_last() {
-            Some((KeyPart::Stmt(code), rest)) => (Some(code), words(rest)),
-            _ => (None, words(run)),
-        };
-        if !ws.is_empty() {
-            out = quote!(#out __k.extend_from_slice(&[#(#ws),*]););
-        }
-        if let Some(code) = stmt {
-            out = quote!(#out #code);
-        }
-    }
-    out
-}
-
-/// Appends the code that reads and writes a run of scalar red fields
-/// (`ids`) to `reds` and `sets`, and empties the run: one slice copy out,
-/// one length check in.
-pub(crate) fn flush_red_run(ids: &mut Vec<Ident>, reds: &mut Vec<TokenStream>, sets: &mut Vec<TokenStream>) {
-    if ids.is_empty() {
-        return;
-    }
-    let n = ids.len();
-    let tmps: Vec<Ident> = (0..n).map(|i| format_ident!("__x{}", i)).collect();
-    reds.push(quote!(__r.extend_from_slice(&[#(*#ids),*]);));
-    sets.push(quote! {
-        let &[#(#tmps),*] = &__reds[__at..__at + #n] else { ::core::unreachable!() };
-        #(*#ids = #tmps;)*
-        __at += #n;
-    });
-    ids.clear();
 }

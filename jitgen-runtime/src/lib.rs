@@ -31,7 +31,7 @@ pub mod ir;
 pub mod portal;
 pub mod run;
 
-pub use compile::{redbox, schedule, spill, state, vdict, virtuals, vlist};
+pub use compile::{frame, redbox, schedule, spill, state, vdict, virtuals, vlist};
 pub use ir::{builder, ops};
 pub use portal::driver;
 pub use run::{contstack, heap, promotion};

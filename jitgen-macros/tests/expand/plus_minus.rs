@@ -109,210 +109,162 @@ pub mod plus_minus {
     )]
     pub mod __jit {
         use super::*;
-        #[derive(Clone)]
-        #[allow(non_camel_case_types, dead_code)]
-        pub(super) enum __Frame<'a> {
-            R0 {
-                v0: &'a [u8],
-                v1: ::jitgen::__private::rt::redbox::RedBox,
-                v2: ::jitgen::__private::rt::redbox::RedBox,
-            },
-            R1 {
-                v0: &'a [u8],
-                v2: ::jitgen::__private::rt::redbox::RedBox,
-                v7: ::jitgen::__private::rt::redbox::RedBox,
-                v8: usize,
-                __merged: bool,
-            },
-            R2 { v7: ::jitgen::__private::rt::redbox::RedBox },
-            R3 {
-                v0: &'a [u8],
-                v2: ::jitgen::__private::rt::redbox::RedBox,
-                v7: ::jitgen::__private::rt::redbox::RedBox,
-                v8: usize,
-            },
-            R4 {
-                v0: &'a [u8],
-                v2: ::jitgen::__private::rt::redbox::RedBox,
-                v8: usize,
-                v22: ::jitgen::__private::rt::redbox::RedBox,
-                __merged: bool,
-            },
-            R5 {
-                v0: &'a [u8],
-                v2: ::jitgen::__private::rt::redbox::RedBox,
-                v7: ::jitgen::__private::rt::redbox::RedBox,
-                v8: usize,
-            },
-            R6 {
-                v0: &'a [u8],
-                v2: ::jitgen::__private::rt::redbox::RedBox,
-                v7: ::jitgen::__private::rt::redbox::RedBox,
-                v8: usize,
-                v18: u8,
-            },
-            R7 {
-                v0: &'a [u8],
-                v2: ::jitgen::__private::rt::redbox::RedBox,
-                v7: ::jitgen::__private::rt::redbox::RedBox,
-                v8: usize,
-            },
-            __Phantom(::core::marker::PhantomData<&'a ()>),
+        pub(super) type __Frame<'a> = ::jitgen::__private::rt::frame::PointFrame<'a>;
+        /// A frame at point `p` holding `v`.
+        fn __at<'a>(p: u32, v: ::jitgen::__private::rt::frame::Values) -> __Frame<'a> {
+            ::jitgen::__private::rt::frame::PointFrame::new(p, false, v)
         }
-        impl<'a> __Frame<'a> {
-            /// The program point this frame stops at.
-            fn __point(&self) -> u32 {
-                match self {
-                    __Frame::R0 { .. } => 0u32,
-                    __Frame::R1 { .. } => 1u32,
-                    __Frame::R2 { .. } => 2u32,
-                    __Frame::R3 { .. } => 3u32,
-                    __Frame::R4 { .. } => 4u32,
-                    __Frame::R5 { .. } => 5u32,
-                    __Frame::R6 { .. } => 6u32,
-                    __Frame::R7 { .. } => 7u32,
-                    __Frame::__Phantom(_) => u32::MAX,
-                }
-            }
+        #[allow(unused_variables, unused_mut)]
+        fn __vals0<'a>(
+            a0: &'a [u8],
+            a1: ::jitgen::__private::rt::redbox::RedBox,
+            a2: ::jitgen::__private::rt::redbox::RedBox,
+            a3: usize,
+        ) -> ::jitgen::__private::rt::frame::Values {
+            let mut __v = ::jitgen::__private::rt::frame::Values::default();
+            __v.words
+                .extend_from_slice(
+                    &[a0.as_ptr() as usize as u64, a0.len() as u64, ((a3) as u64)],
+                );
+            __v.reds.extend_from_slice(&[a1, a2]);
+            __v
         }
-        impl<'a> ::jitgen::__private::rt::state::Frame for __Frame<'a> {
-            type Key = (u32, ::std::vec::Vec<u64>);
-            #[allow(unused_variables, unused_mut)]
-            fn key(&self) -> Self::Key {
-                let __k = match self {
-                    __Frame::R0 { v0, .. } => {
-                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
-                            v0.as_ptr() as usize as u64, v0.len() as u64
-                        ];
-                        __k
-                    }
-                    __Frame::R1 { v0, v8, .. }
-                    | __Frame::R3 { v0, v8, .. }
-                    | __Frame::R4 { v0, v8, .. }
-                    | __Frame::R5 { v0, v8, .. }
-                    | __Frame::R7 { v0, v8, .. } => {
-                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
-                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as u64)
-                        ];
-                        __k
-                    }
-                    __Frame::R2 { .. } => {
-                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![];
-                        __k
-                    }
-                    __Frame::R6 { v0, v18, v8, .. } => {
-                        let mut __k: ::std::vec::Vec<u64> = ::std::vec![
-                            v0.as_ptr() as usize as u64, v0.len() as u64, ((* v8) as
-                            u64), ((* v18) as u64)
-                        ];
-                        __k
-                    }
-                    __Frame::__Phantom(_) => ::std::vec::Vec::new(),
-                };
-                (self.__point(), __k)
-            }
-            fn reds(&self) -> ::std::vec::Vec<::jitgen::__private::rt::redbox::RedBox> {
-                let mut __r = ::std::vec::Vec::new();
-                self.reds_into(&mut __r);
-                __r
-            }
-            #[allow(unused_variables, unused_mut)]
-            fn reds_into(
-                &self,
-                __out: &mut ::std::vec::Vec<::jitgen::__private::rt::redbox::RedBox>,
-            ) {
-                let mut __r = __out;
-                match self {
-                    __Frame::R0 { v1, v2, .. } => {
-                        __r.extend_from_slice(&[*v1, *v2]);
-                    }
-                    __Frame::R1 { v2, v7, .. }
-                    | __Frame::R3 { v2, v7, .. }
-                    | __Frame::R5 { v2, v7, .. }
-                    | __Frame::R6 { v2, v7, .. }
-                    | __Frame::R7 { v2, v7, .. } => {
-                        __r.extend_from_slice(&[*v2, *v7]);
-                    }
-                    __Frame::R2 { v7, .. } => {
-                        __r.extend_from_slice(&[*v7]);
-                    }
-                    __Frame::R4 { v2, v22, .. } => {
-                        __r.extend_from_slice(&[*v2]);
-                        __r.extend_from_slice(&[*v22]);
-                    }
-                    __Frame::__Phantom(_) => {}
-                }
-            }
-            #[allow(unused_variables)]
-            fn vptrs_mut(
-                &mut self,
-                __f: &mut dyn FnMut(&mut ::jitgen::__private::rt::virtuals::VPtr),
-            ) {
-                match self {
-                    _ => {}
-                }
-            }
-            fn unmerge(&mut self) {
-                match self {
-                    __Frame::R1 { __merged, .. } | __Frame::R4 { __merged, .. } => {
-                        *__merged = false;
-                    }
-                    _ => {}
-                }
-            }
-            fn set_reds(&mut self, __reds: &[::jitgen::__private::rt::redbox::RedBox]) {
-                self.set_reds_counted(__reds);
-            }
-            #[allow(unused_variables, unused_mut, unused_assignments)]
-            fn set_reds_counted(
-                &mut self,
-                __reds: &[::jitgen::__private::rt::redbox::RedBox],
-            ) -> usize {
-                let mut __at = 0usize;
-                match self {
-                    __Frame::R0 { v1, v2, .. } => {
-                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
-                            ::core::unreachable!()
-                        };
-                        *v1 = __x0;
-                        *v2 = __x1;
-                        __at += 2usize;
-                    }
-                    __Frame::R1 { v2, v7, .. }
-                    | __Frame::R3 { v2, v7, .. }
-                    | __Frame::R5 { v2, v7, .. }
-                    | __Frame::R6 { v2, v7, .. }
-                    | __Frame::R7 { v2, v7, .. } => {
-                        let &[__x0, __x1] = &__reds[__at..__at + 2usize] else {
-                            ::core::unreachable!()
-                        };
-                        *v2 = __x0;
-                        *v7 = __x1;
-                        __at += 2usize;
-                    }
-                    __Frame::R2 { v7, .. } => {
-                        let &[__x0] = &__reds[__at..__at + 1usize] else {
-                            ::core::unreachable!()
-                        };
-                        *v7 = __x0;
-                        __at += 1usize;
-                    }
-                    __Frame::R4 { v2, v22, .. } => {
-                        let &[__x0] = &__reds[__at..__at + 1usize] else {
-                            ::core::unreachable!()
-                        };
-                        *v2 = __x0;
-                        __at += 1usize;
-                        let &[__x0] = &__reds[__at..__at + 1usize] else {
-                            ::core::unreachable!()
-                        };
-                        *v22 = __x0;
-                        __at += 1usize;
-                    }
-                    __Frame::__Phantom(_) => {}
-                }
-                __at
-            }
+        #[allow(unused_variables, unused_mut)]
+        fn __unvals0<'a>(
+            mut __v: ::jitgen::__private::rt::frame::Values,
+        ) -> (
+            &'a [u8],
+            ::jitgen::__private::rt::redbox::RedBox,
+            ::jitgen::__private::rt::redbox::RedBox,
+            usize,
+        ) {
+            (
+                ::jitgen::__private::rt::frame::green_slice(
+                    __v.words[0usize],
+                    __v.words[1usize],
+                ),
+                __v.reds[0usize],
+                __v.reds[1usize],
+                ((__v.words[2usize]) as usize),
+            )
+        }
+        #[allow(unused_variables, unused_mut)]
+        fn __vals1<'a>(
+            a0: &'a [u8],
+            a1: ::jitgen::__private::rt::redbox::RedBox,
+            a2: ::jitgen::__private::rt::redbox::RedBox,
+        ) -> ::jitgen::__private::rt::frame::Values {
+            let mut __v = ::jitgen::__private::rt::frame::Values::default();
+            __v.words.extend_from_slice(&[a0.as_ptr() as usize as u64, a0.len() as u64]);
+            __v.reds.extend_from_slice(&[a1, a2]);
+            __v
+        }
+        #[allow(unused_variables, unused_mut)]
+        fn __unvals1<'a>(
+            mut __v: ::jitgen::__private::rt::frame::Values,
+        ) -> (
+            &'a [u8],
+            ::jitgen::__private::rt::redbox::RedBox,
+            ::jitgen::__private::rt::redbox::RedBox,
+        ) {
+            (
+                ::jitgen::__private::rt::frame::green_slice(
+                    __v.words[0usize],
+                    __v.words[1usize],
+                ),
+                __v.reds[0usize],
+                __v.reds[1usize],
+            )
+        }
+        #[allow(unused_variables, unused_mut)]
+        fn __vals2<'a>(
+            a0: ::jitgen::__private::rt::redbox::RedBox,
+        ) -> ::jitgen::__private::rt::frame::Values {
+            let mut __v = ::jitgen::__private::rt::frame::Values::default();
+            __v.reds.extend_from_slice(&[a0]);
+            __v
+        }
+        #[allow(unused_variables, unused_mut)]
+        fn __unvals2<'a>(
+            mut __v: ::jitgen::__private::rt::frame::Values,
+        ) -> (::jitgen::__private::rt::redbox::RedBox,) {
+            (__v.reds[0usize],)
+        }
+        #[allow(unused_variables, unused_mut)]
+        fn __vals3<'a>(
+            a0: &'a [u8],
+            a1: ::jitgen::__private::rt::redbox::RedBox,
+            a2: ::jitgen::__private::rt::redbox::RedBox,
+            a3: usize,
+            a4: u8,
+        ) -> ::jitgen::__private::rt::frame::Values {
+            let mut __v = ::jitgen::__private::rt::frame::Values::default();
+            __v.words
+                .extend_from_slice(
+                    &[
+                        a0.as_ptr() as usize as u64,
+                        a0.len() as u64,
+                        ((a3) as u64),
+                        ((a4) as u64),
+                    ],
+                );
+            __v.reds.extend_from_slice(&[a1, a2]);
+            __v
+        }
+        #[allow(unused_variables, unused_mut)]
+        fn __unvals3<'a>(
+            mut __v: ::jitgen::__private::rt::frame::Values,
+        ) -> (
+            &'a [u8],
+            ::jitgen::__private::rt::redbox::RedBox,
+            ::jitgen::__private::rt::redbox::RedBox,
+            usize,
+            u8,
+        ) {
+            (
+                ::jitgen::__private::rt::frame::green_slice(
+                    __v.words[0usize],
+                    __v.words[1usize],
+                ),
+                __v.reds[0usize],
+                __v.reds[1usize],
+                ((__v.words[2usize]) as usize),
+                ((__v.words[3usize]) as u8),
+            )
+        }
+        #[allow(unused_variables, unused_mut)]
+        fn __vals4<'a>(
+            a0: &'a [u8],
+            a1: ::jitgen::__private::rt::redbox::RedBox,
+            a2: usize,
+            a3: ::jitgen::__private::rt::redbox::RedBox,
+        ) -> ::jitgen::__private::rt::frame::Values {
+            let mut __v = ::jitgen::__private::rt::frame::Values::default();
+            __v.words
+                .extend_from_slice(
+                    &[a0.as_ptr() as usize as u64, a0.len() as u64, ((a2) as u64)],
+                );
+            __v.reds.extend_from_slice(&[a1, a3]);
+            __v
+        }
+        #[allow(unused_variables, unused_mut)]
+        fn __unvals4<'a>(
+            mut __v: ::jitgen::__private::rt::frame::Values,
+        ) -> (
+            &'a [u8],
+            ::jitgen::__private::rt::redbox::RedBox,
+            usize,
+            ::jitgen::__private::rt::redbox::RedBox,
+        ) {
+            (
+                ::jitgen::__private::rt::frame::green_slice(
+                    __v.words[0usize],
+                    __v.words[1usize],
+                ),
+                __v.reds[0usize],
+                ((__v.words[2usize]) as usize),
+                __v.reds[1usize],
+            )
         }
         #[allow(dead_code)]
         const __OVERFLOW: ::jitgen::__private::rt::ops::Overflow = if cfg!(
@@ -331,7 +283,10 @@ pub mod plus_minus {
             __v: ::jitgen::__private::rt::redbox::RedBox,
             __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
         ) {
-            match __st.frames.last_mut() {
+            let Some(__f) = __st.frames.last_mut() else {
+                return __c.decline("a return without a caller")
+            };
+            match __f.point {
                 _ => __c.decline("a return without a caller"),
             }
         }
@@ -341,7 +296,11 @@ pub mod plus_minus {
             __st: &mut ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
             __w: u64,
         ) {
-            match __st.frames.last_mut() {
+            let __f = __st
+                .frames
+                .last_mut()
+                .expect("jitgen: a promoted value without its continuation");
+            match __f.point {
                 _ => panic!("jitgen: a promoted value without its continuation"),
             }
         }
@@ -400,16 +359,16 @@ pub mod plus_minus {
                 let Some(__frame) = __st.frames.pop() else { continue };
                 let __r: ::core::option::Option<
                     ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-                > = match __frame {
-                    __Frame::R0 { .. } => __point0(__c, __st, __frame),
-                    __Frame::R1 { .. } => __point1(__c, __st, __frame),
-                    __Frame::R2 { .. } => __point2(__c, __st, __frame),
-                    __Frame::R3 { .. } => __point3(__c, __st, __frame),
-                    __Frame::R4 { .. } => __point4(__c, __st, __frame),
-                    __Frame::R5 { .. } => __point5(__c, __st, __frame),
-                    __Frame::R6 { .. } => __point6(__c, __st, __frame),
-                    __Frame::R7 { .. } => __point7(__c, __st, __frame),
-                    __Frame::__Phantom(_) => None,
+                > = match __frame.point {
+                    0u32 => __point0(__c, __st, __frame),
+                    1u32 => __point1(__c, __st, __frame),
+                    2u32 => __point2(__c, __st, __frame),
+                    3u32 => __point3(__c, __st, __frame),
+                    4u32 => __point4(__c, __st, __frame),
+                    5u32 => __point5(__c, __st, __frame),
+                    6u32 => __point6(__c, __st, __frame),
+                    7u32 => __point7(__c, __st, __frame),
+                    _ => unreachable!("jitgen: a frame at no point of this extension"),
                 };
                 __next = match __r {
                     Some(__s) => Some(__s),
@@ -421,25 +380,16 @@ pub mod plus_minus {
         fn __point0<'a>(
             __c: &mut __C<'a>,
             mut __st: __S<'a>,
-            __frame: __Frame<'a>,
+            mut __frame: __Frame<'a>,
         ) -> ::core::option::Option<__S<'a>> {
-            let __Frame::R0 { v0, v1, v2 } = __frame else {
-                unreachable!("jitgen: a frame dispatched to another point's code")
-            };
             'path: {
+                let (v0, v1, v2) = __unvals1(__frame.vals);
                 let v3: usize = (0 as usize);
                 {
                     let __a0 = v1;
                     let __a1 = v3;
                     let mut __s = __st;
-                    __s.frames
-                        .push(__Frame::R1 {
-                            v0,
-                            v2,
-                            v7: __a0,
-                            v8: __a1,
-                            __merged: false,
-                        });
+                    __s.frames.push(__at(1u32, __vals0(v0, v2, __a0, __a1)));
                     Some(__s)
                 }
             }
@@ -448,40 +398,31 @@ pub mod plus_minus {
         fn __point1<'a>(
             __c: &mut __C<'a>,
             mut __st: __S<'a>,
-            __frame: __Frame<'a>,
+            mut __frame: __Frame<'a>,
         ) -> ::core::option::Option<__S<'a>> {
-            let __Frame::R1 { v0, v2, v7, v8, __merged } = __frame else {
-                unreachable!("jitgen: a frame dispatched to another point's code")
-            };
             'path: {
-                if !__merged {
-                    let mut __s = __st;
-                    __s.frames
-                        .push(__Frame::R1 {
-                            v0,
-                            v2,
-                            v7,
-                            v8,
-                            __merged: true,
-                        });
+                if !__frame.merged {
+                    __frame.merged = true;
+                    __st.frames.push(__frame);
                     break 'path __c
                         .merge(
-                            __s,
+                            __st,
                             ::jitgen::__private::rt::schedule::MergeKind::LoopHead,
                         );
                 }
+                let (v0, v2, v7, v8) = __unvals0(__frame.vals);
                 let v14: usize = v0.len();
                 let v15: bool = v8 < v14;
                 if v15 {
                     {
                         let mut __s = __st;
-                        __s.frames.push(__Frame::R3 { v0, v2, v7, v8 });
+                        __s.frames.push(__at(3u32, __vals0(v0, v2, v7, v8)));
                         Some(__s)
                     }
                 } else {
                     {
                         let mut __s = __st;
-                        __s.frames.push(__Frame::R2 { v7 });
+                        __s.frames.push(__at(2u32, __vals2(v7)));
                         Some(__s)
                     }
                 }
@@ -491,12 +432,10 @@ pub mod plus_minus {
         fn __point2<'a>(
             __c: &mut __C<'a>,
             mut __st: __S<'a>,
-            __frame: __Frame<'a>,
+            mut __frame: __Frame<'a>,
         ) -> ::core::option::Option<__S<'a>> {
-            let __Frame::R2 { v7 } = __frame else {
-                unreachable!("jitgen: a frame dispatched to another point's code")
-            };
             'path: {
+                let (v7,) = __unvals2(__frame.vals);
                 #[allow(unused_mut)]
                 let mut __rv = v7;
                 if __st.frames.is_empty() {
@@ -513,15 +452,12 @@ pub mod plus_minus {
         fn __point3<'a>(
             __c: &mut __C<'a>,
             mut __st: __S<'a>,
-            __frame: __Frame<'a>,
+            mut __frame: __Frame<'a>,
         ) -> ::core::option::Option<__S<'a>> {
-            let __Frame::R3 { v0, v2, v7, v8 } = __frame else {
-                unreachable!("jitgen: a frame dispatched to another point's code")
-            };
             'path: {
                 if __st.frames.is_empty() && __c.parking() {
                     __st.heap.write_back(&mut __c.b);
-                    __st.frames.push(__Frame::R3 { v0, v2, v7, v8 });
+                    __st.frames.push(__frame);
                     __st.untail_lists(&mut __c.b);
                     if !__st.unspill_all(&mut __c.b) {
                         __c.decline(
@@ -532,6 +468,7 @@ pub mod plus_minus {
                     __c.park(::std::boxed::Box::new(__forever(__st)));
                     break 'path None;
                 }
+                let (v0, v2, v7, v8) = __unvals0(__frame.vals);
                 let v17: u8 = match v0.get(v8 as usize) {
                     Some(__x) => *__x,
                     None => {
@@ -553,13 +490,13 @@ pub mod plus_minus {
                 if v26 {
                     {
                         let mut __s = __st;
-                        __s.frames.push(__Frame::R5 { v0, v2, v7, v8 });
+                        __s.frames.push(__at(5u32, __vals0(v0, v2, v7, v8)));
                         Some(__s)
                     }
                 } else {
                     {
                         let mut __s = __st;
-                        __s.frames.push(__Frame::R6 { v0, v2, v7, v8, v18 });
+                        __s.frames.push(__at(6u32, __vals3(v0, v2, v7, v8, v18)));
                         Some(__s)
                     }
                 }
@@ -569,25 +506,16 @@ pub mod plus_minus {
         fn __point4<'a>(
             __c: &mut __C<'a>,
             mut __st: __S<'a>,
-            __frame: __Frame<'a>,
+            mut __frame: __Frame<'a>,
         ) -> ::core::option::Option<__S<'a>> {
-            let __Frame::R4 { v0, v2, v8, v22, __merged } = __frame else {
-                unreachable!("jitgen: a frame dispatched to another point's code")
-            };
             'path: {
-                if !__merged {
-                    let mut __s = __st;
-                    __s.frames
-                        .push(__Frame::R4 {
-                            v0,
-                            v2,
-                            v8,
-                            v22,
-                            __merged: true,
-                        });
+                if !__frame.merged {
+                    __frame.merged = true;
+                    __st.frames.push(__frame);
                     break 'path __c
-                        .merge(__s, ::jitgen::__private::rt::schedule::MergeKind::Join);
+                        .merge(__st, ::jitgen::__private::rt::schedule::MergeKind::Join);
                 }
+                let (v0, v2, v8, v22) = __unvals4(__frame.vals);
                 let v37: usize = match ::jitgen::__private::rt::ops::fold_bin(
                     ::jitgen::__private::rt::ops::BinOp::Add,
                     ::jitgen::__private::rt::ops::ValTy::U64,
@@ -605,14 +533,7 @@ pub mod plus_minus {
                     let __a0 = v22;
                     let __a1 = v37;
                     let mut __s = __st;
-                    __s.frames
-                        .push(__Frame::R1 {
-                            v0,
-                            v2,
-                            v7: __a0,
-                            v8: __a1,
-                            __merged: false,
-                        });
+                    __s.frames.push(__at(1u32, __vals0(v0, v2, __a0, __a1)));
                     Some(__s)
                 }
             }
@@ -621,12 +542,10 @@ pub mod plus_minus {
         fn __point5<'a>(
             __c: &mut __C<'a>,
             mut __st: __S<'a>,
-            __frame: __Frame<'a>,
+            mut __frame: __Frame<'a>,
         ) -> ::core::option::Option<__S<'a>> {
-            let __Frame::R5 { v0, v2, v7, v8 } = __frame else {
-                unreachable!("jitgen: a frame dispatched to another point's code")
-            };
             'path: {
+                let (v0, v2, v7, v8) = __unvals0(__frame.vals);
                 let v27: ::jitgen::__private::rt::redbox::RedBox = __c
                     .b
                     .red_bin(
@@ -638,14 +557,7 @@ pub mod plus_minus {
                 {
                     let __a0 = v27;
                     let mut __s = __st;
-                    __s.frames
-                        .push(__Frame::R4 {
-                            v0,
-                            v2,
-                            v8,
-                            v22: __a0,
-                            __merged: false,
-                        });
+                    __s.frames.push(__at(4u32, __vals4(v0, v2, v8, __a0)));
                     Some(__s)
                 }
             }
@@ -654,31 +566,22 @@ pub mod plus_minus {
         fn __point6<'a>(
             __c: &mut __C<'a>,
             mut __st: __S<'a>,
-            __frame: __Frame<'a>,
+            mut __frame: __Frame<'a>,
         ) -> ::core::option::Option<__S<'a>> {
-            let __Frame::R6 { v0, v2, v7, v8, v18 } = __frame else {
-                unreachable!("jitgen: a frame dispatched to another point's code")
-            };
             'path: {
+                let (v0, v2, v7, v8, v18) = __unvals3(__frame.vals);
                 let v35: bool = v18 == (45 as u8);
                 if v35 {
                     {
                         let mut __s = __st;
-                        __s.frames.push(__Frame::R7 { v0, v2, v7, v8 });
+                        __s.frames.push(__at(7u32, __vals0(v0, v2, v7, v8)));
                         Some(__s)
                     }
                 } else {
                     {
                         let __a0 = v7;
                         let mut __s = __st;
-                        __s.frames
-                            .push(__Frame::R4 {
-                                v0,
-                                v2,
-                                v8,
-                                v22: __a0,
-                                __merged: false,
-                            });
+                        __s.frames.push(__at(4u32, __vals4(v0, v2, v8, __a0)));
                         Some(__s)
                     }
                 }
@@ -688,12 +591,10 @@ pub mod plus_minus {
         fn __point7<'a>(
             __c: &mut __C<'a>,
             mut __st: __S<'a>,
-            __frame: __Frame<'a>,
+            mut __frame: __Frame<'a>,
         ) -> ::core::option::Option<__S<'a>> {
-            let __Frame::R7 { v0, v2, v7, v8 } = __frame else {
-                unreachable!("jitgen: a frame dispatched to another point's code")
-            };
             'path: {
+                let (v0, v2, v7, v8) = __unvals0(__frame.vals);
                 let v36: ::jitgen::__private::rt::redbox::RedBox = __c
                     .b
                     .red_bin(
@@ -705,14 +606,7 @@ pub mod plus_minus {
                 {
                     let __a0 = v36;
                     let mut __s = __st;
-                    __s.frames
-                        .push(__Frame::R4 {
-                            v0,
-                            v2,
-                            v8,
-                            v22: __a0,
-                            __merged: false,
-                        });
+                    __s.frames.push(__at(4u32, __vals4(v0, v2, v8, __a0)));
                     Some(__s)
                 }
             }
@@ -765,7 +659,7 @@ pub mod plus_minus {
                     let v2 = __in.next().expect("an input");
                     let v7 = __in.next().expect("an input");
                     let v8 = pc;
-                    let __frame = __Frame::R3 { v0, v2, v7, v8 };
+                    let __frame = __at(3u32, __vals0(v0, v2, v7, v8));
                     ::jitgen::__private::rt::state::JitState::with_heap(__frame, __heap)
                 };
                 let mut __c = __new();
@@ -913,7 +807,8 @@ pub mod plus_minus {
                         .expect("jitgen: a state of this portal");
                     let __vheap = __st.heap;
                     match __st.frames.into_iter().next_back() {
-                        Some(__Frame::R3 { v7, v8, .. }) => {
+                        Some(__f) if __f.point == 3u32 => {
+                            let (_, _, v7, v8) = __unvals0(__f.vals);
                             Err(__Parked_ll_plus_minus {
                                 acc: ((v7
                                     .as_const()
@@ -994,7 +889,7 @@ pub mod plus_minus {
                     let v0 = s;
                     let v1 = __in.next().expect("an input");
                     let v2 = __in.next().expect("an input");
-                    let __frame = __Frame::R0 { v0, v1, v2 };
+                    let __frame = __at(0u32, __vals1(v0, v1, v2));
                     ::jitgen::__private::rt::state::JitState::with_heap(__frame, __heap)
                 };
                 let mut __c = __new();

@@ -1,4 +1,4 @@
-//! One compilation: red boxes ([`redbox`]), the JIT state ([`state`]) and what it
+//! One compilation: red boxes ([`redbox`]), the JIT state ([`state`]) and the frames it holds ([`frame`]) and what it
 //! knows of memory ([`memory`]),
 //! virtual lists, dicts and structures ([`vlist`], [`vdict`], [`virtuals`]), elements of
 //! real lists of enums ([`flat`]),
@@ -7,6 +7,7 @@
 //! Uses `ir`, `backend` and `run`.
 
 pub mod flat;
+pub mod frame;
 pub mod memory;
 pub mod redbox;
 pub mod schedule;
