@@ -48,6 +48,16 @@ pub mod __private {
 
     /// The runtime items generating extensions call, by the layer's file.
     pub mod rt {
+        // The names generated code uses most, at the root: `__rt::RedBox`.
+        pub use self::frame::{Slot, Values};
+        pub use self::ops::{BinOp, CmpOp, Overflow, ValTy};
+        pub use self::redbox::RedBox;
+        pub use self::schedule::Compilation;
+        pub use self::state::JitState;
+        pub use self::vdict::VDict;
+        pub use self::virtuals::{VPList, VPtr};
+        pub use self::vlist::VList;
+
         /// One compilation and its scheduling.
         pub mod schedule {
             pub use jitgen_runtime::compile::schedule::{Compilation, MergeKind, ResumeFns};

@@ -112,8 +112,8 @@ impl<'g> Gen<'g> {
                 let Ty::Slice(elem) = &**to else { return self.decline("a slice argument to a residual call") };
                 let Some(x) = self.operand(fi, a, &from) else { return self.decline("an argument") };
                 arg_code.push(quote! {
-                    __args.push(#rt::redbox::RedBox::u64(#x.as_ptr() as usize as u64));
-                    __args.push(#rt::redbox::RedBox::u64(#x.len() as u64));
+                    __args.push(#rt::RedBox::u64(#x.as_ptr() as usize as u64));
+                    __args.push(#rt::RedBox::u64(#x.len() as u64));
                 });
                 let t = rust_ty(elem, None);
                 let next = at + 1;
@@ -192,7 +192,7 @@ impl<'g> Gen<'g> {
         let entry_at = at;
         starts.push(at);
         if direct.is_some() {
-            arg_code.push(quote!(__args.push(#rt::redbox::RedBox::u64(__entry));));
+            arg_code.push(quote!(__args.push(#rt::RedBox::u64(__entry));));
             at += 1;
         }
         let width = at.max(slots(&rty, types, 0).map_or(1, |s| s.len())).max(1);
@@ -248,7 +248,7 @@ impl<'g> Gen<'g> {
         };
         let red_call = match fast {
             Some(fast) => quote! {{
-                let mut __fast: ::std::vec::Vec<#rt::redbox::RedBox> = ::std::vec::Vec::new();
+                let mut __fast: ::std::vec::Vec<#rt::RedBox> = ::std::vec::Vec::new();
                 #(#fast)*
                 __c.b.red_call_direct(__entry, &__fast, #cb, #call_name, &__args, #rets)
             }},
@@ -393,7 +393,7 @@ impl<'g> Gen<'g> {
             }
             Repr::Enum(_, n) => {
                 let id = v_ident(r);
-                quote!(let #id: [#rt::redbox::RedBox; #n] = #rt::redbox::first_n(&__v);)
+                quote!(let #id: [#rt::RedBox; #n] = #rt::redbox::first_n(&__v);)
             }
             Repr::RPtr if *rty == Ty::Str => self.bind(fi, r, quote!(__v[0])),
             _ => return Err(self.decline("the result of this residual call")),

@@ -43,14 +43,14 @@ impl<'g> Gen<'g> {
         let list_of = |v: Var| {
             let id = v_ident(v);
             if by_ref {
-                quote!((#rt::vlist::VList::Real(#id)))
+                quote!((#rt::VList::Real(#id)))
             } else {
                 quote!(#id)
             }
         };
         let Repr::VEList(ety, n) = list_repr else { return None };
         let erepr = Repr::Enum(ety.clone(), n);
-        let u = quote!(#rt::redbox::RedBox);
+        let u = quote!(#rt::RedBox);
         let usize_r = Repr::R(Sc::Int(IntTy::Usize));
         let m = flat_marker(&ety);
         let class = elem_class(&quote!(#m).to_string());
@@ -165,7 +165,7 @@ impl<'g> Gen<'g> {
                         let mut __items: ::std::vec::Vec<#u> = ::std::vec::Vec::new();
                         #(__items.extend_from_slice(&#xs);)*
                         let __n = __items.len() / #n.max(1);
-                        let mut __l = #rt::vlist::VList::Virtual(__items);
+                        let mut __l = #rt::VList::Virtual(__items);
                         if __n > #rt::vlist::MAX_VIRTUAL_LEN {
                             #addr;
                         }
@@ -183,7 +183,7 @@ impl<'g> Gen<'g> {
                         let (__x, __k) = (#x, #k);
                         match __k.as_const() {
                             Some(__k) if (__k as usize) <= #rt::vlist::MAX_VIRTUAL_LEN => {
-                                #rt::vlist::VList::Virtual(__x.repeat(__k as usize))
+                                #rt::VList::Virtual(__x.repeat(__k as usize))
                             }
                             _ => {
                                 __c.decline("`vec![x; n]` of enums with `n` not known at compile time");
@@ -213,16 +213,16 @@ impl<'g> Gen<'g> {
                 Some(k) => k,
                 None => return self.decline("a key"),
             },
-            None => quote!(#rt::redbox::RedBox::u64(0)),
+            None => quote!(#rt::RedBox::u64(0)),
         };
         let call = |f: TokenStream, name: &str, extra: TokenStream, rets: TokenStream| quote!({ let __a = #addr; __c.b.red_call(#rt::heap::#f::<#kt, #vt>, #name, &[__a #extra], &#rets) });
         let code = match kind {
             OpKind::Len => {
-                let real = call(quote!(map_len), "map_len", quote!(), quote!([#rt::ops::ValTy::U64]));
+                let real = call(quote!(map_len), "map_len", quote!(), quote!([#rt::ValTy::U64]));
                 quote!(match #id.len_const() { Some(__n) => __n, None => (#real)[0] })
             }
             OpKind::MapContains => {
-                let real = call(quote!(map_contains), "map_contains", quote!(, __k), quote!([#rt::ops::ValTy::Bool]));
+                let real = call(quote!(map_contains), "map_contains", quote!(, __k), quote!([#rt::ValTy::Bool]));
                 quote!({ let __k = #key; match #id.contains_const(&__k) { Some(__x) => __x, None => (#real)[0] } })
             }
             OpKind::MapGet | OpKind::MapRemove => {
@@ -284,7 +284,7 @@ impl<'g> Gen<'g> {
                         r,
                         quote!({
                             let __o = #a;
-                            let __ok = __c.b.red_cmp(#rt::ops::CmpOp::Eq, &__o.0, &#rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, 1));
+                            let __ok = __c.b.red_cmp(#rt::CmpOp::Eq, &__o.0, &#rt::RedBox::constant(#rt::ValTy::U32, 1));
                             if !__c.guard(&__ok, #rt::ops::ErrorKind::Abort(#rt::residual::message_id(#msg))) {
                                 break 'path None;
                             }
@@ -317,7 +317,7 @@ impl<'g> Gen<'g> {
         let list_of = |v: Var| {
             let id = v_ident(v);
             if by_ref {
-                quote!((#rt::virtuals::VPList::Real(#id)))
+                quote!((#rt::VPList::Real(#id)))
             } else {
                 quote!(#id)
             }
@@ -360,7 +360,7 @@ impl<'g> Gen<'g> {
                     r,
                     quote!({
                         if #n > #rt::virtuals::MAX_VIRTUAL_PTRS #too_deep
-                        #rt::virtuals::VPList::Virtual(::std::vec![#(#ps),*])
+                        #rt::VPList::Virtual(::std::vec![#(#ps),*])
                     }),
                 )
             }
@@ -374,7 +374,7 @@ impl<'g> Gen<'g> {
                     quote!({
                         match __st.frames_len(&#l, &mut __c.b, #rt::heap::vec_layout::<#sn>()) {
                             Some(__n) => __n,
-                            None if matches!(&#l, #rt::virtuals::VPList::Spilled { .. }) => #spilled,
+                            None if matches!(&#l, #rt::VPList::Spilled { .. }) => #spilled,
                             None => #no_layout,
                         }
                     }),
@@ -394,19 +394,19 @@ impl<'g> Gen<'g> {
                             None => {
                         #flush
                         match &#l {
-                            #rt::virtuals::VPList::Virtual(__items) => {
+                            #rt::VPList::Virtual(__items) => {
                                 match __i.as_const().and_then(|__k| __items.get(__k as usize)) {
                                     Some(__p) => *__p,
                                     None => #not_virtual,
                                 }
                             }
-                            #rt::virtuals::VPList::Real(__a) | #rt::virtuals::VPList::Over(__a, _) => match #rt::heap::vec_layout::<#sn>() {
-                                Some(__l) => #rt::virtuals::VPtr::Real(
+                            #rt::VPList::Real(__a) | #rt::VPList::Over(__a, _) => match #rt::heap::vec_layout::<#sn>() {
+                                Some(__l) => #rt::VPtr::Real(
                                     __st.vec_elem(&mut __c.b, __a, &__i, ::core::mem::size_of::<#sn>() as u64, __l),
                                 ),
                                 None => #no_layout,
                             },
-                            #rt::virtuals::VPList::Spilled { .. } => #spilled,
+                            #rt::VPList::Spilled { .. } => #spilled,
                         }
                             }
                         }
@@ -500,7 +500,7 @@ impl<'g> Gen<'g> {
                         Some(__l) if !#escapes => __l,
                         _ => {
                             #addr
-                            #rt::vlist::VList::Real(__c.b.red_offset(&__addr, ::core::mem::offset_of!(#sn, #fname) as u64))
+                            #rt::VList::Real(__c.b.red_offset(&__addr, ::core::mem::offset_of!(#sn, #fname) as u64))
                         }
                     }),
                 );
@@ -539,7 +539,7 @@ impl<'g> Gen<'g> {
                 )
             }
             (Repr::RPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
-                self.bind(fi, r, quote!({ #addr __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, #off as i32) }))
+                self.bind(fi, r, quote!({ #addr __c.b.red_load(#rt::ValTy::Ptr, &__addr, #off as i32) }))
             }
             (Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VOList(_), _) => {
                 self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) }))
@@ -585,7 +585,7 @@ impl<'g> Gen<'g> {
                 quote!(match #b.get(#i as usize) {
                     Some(__x) => #get,
                     None => {
-                        __c.b.red_bounds_check(&#rt::redbox::RedBox::u64(#i as u64), &#rt::redbox::RedBox::u64(#b.len() as u64));
+                        __c.b.red_bounds_check(&#rt::RedBox::u64(#i as u64), &#rt::RedBox::u64(#b.len() as u64));
                         __c.error_exit(#rt::ops::ErrorKind::IndexOutOfBounds);
                         break 'path None;
                     }
@@ -655,7 +655,7 @@ impl<'g> Gen<'g> {
                             quote!({
                                 let __i = #i;
                                 match __i.as_const().and_then(|__k| (#g).get(__k as usize)) {
-                                    Some(__x) => #rt::redbox::RedBox::constant(#vt, #w),
+                                    Some(__x) => #rt::RedBox::constant(#vt, #w),
                                     None => #real,
                                 }
                             }),
@@ -703,17 +703,17 @@ impl<'g> Gen<'g> {
             Ty::Array(_, n) => {
                 let Some((addr, _)) = self.red_object(fi, base) else { return Err(self.decline("this array")) };
                 let n = *n;
-                quote!(#addr let (__ptr, __len) = (__addr, #rt::redbox::RedBox::u64(#n));)
+                quote!(#addr let (__ptr, __len) = (__addr, #rt::RedBox::u64(#n));)
             }
             _ => return Err(self.decline("indexing this value")),
         };
         Ok(quote!({
             #ptr_len
             __c.b.red_bounds_check(&#i, &__len);
-            let __off = __c.b.red_bin(#rt::ops::BinOp::Mul, #rt::ops::Overflow::Wrap, &#i,
-                &#rt::redbox::RedBox::u64(::core::mem::size_of::<#esize>() as u64));
-            let __off = __c.b.red_cast(&__off, #rt::ops::ValTy::Ptr);
-            __c.b.red_bin(#rt::ops::BinOp::Add, #rt::ops::Overflow::Wrap, &__ptr, &__off)
+            let __off = __c.b.red_bin(#rt::BinOp::Mul, #rt::Overflow::Wrap, &#i,
+                &#rt::RedBox::u64(::core::mem::size_of::<#esize>() as u64));
+            let __off = __c.b.red_cast(&__off, #rt::ValTy::Ptr);
+            __c.b.red_bin(#rt::BinOp::Add, #rt::Overflow::Wrap, &__ptr, &__off)
         }))
     }
 
@@ -739,7 +739,7 @@ impl<'g> Gen<'g> {
         loop {
             match cur {
                 Ty::Ref { to, .. } | Ty::Boxed(to) if !matches!(*to, Ty::Slice(_)) => {
-                    code = quote!(#code let __addr = __c.b.red_load(#rt::ops::ValTy::Ptr, &__addr, 0););
+                    code = quote!(#code let __addr = __c.b.red_load(#rt::ValTy::Ptr, &__addr, 0););
                     cur = *to;
                 }
                 Ty::Ref { .. } | Ty::Boxed(_) => return None,
@@ -833,7 +833,7 @@ impl<'g> Gen<'g> {
         quote!({
             let __w = #flat(#place);
             let __t = #tys();
-            #rt::redbox::RedBox::constants(&__t, &__w)
+            #rt::RedBox::constants(&__t, &__w)
         })
     }
 }

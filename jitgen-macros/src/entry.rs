@@ -171,10 +171,10 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                 e.args.push(quote!(&#src));
                 e.green_params.push((n.clone(), quote!(&'a #tt), quote!(&#tt)));
                 e.frame_lets.push(quote!(
-                    let #fid: [#rt::redbox::RedBox; #nslots] = {
+                    let #fid: [#rt::RedBox; #nslots] = {
                         let __w = #flat(#n);
                         let __t = #tys();
-                        #rt::redbox::RedBox::constants(&__t, &__w)
+                        #rt::RedBox::constants(&__t, &__w)
                     };
                 ));
                 let nw = *nslots;
@@ -199,7 +199,7 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                 e.args.push(quote!(&#src));
                 e.input_tys.push(quote!(__t.extend_from_slice(&#tys());));
                 e.input_words.push(quote!(__words.extend_from_slice(&#flat(#n));));
-                e.frame_lets.push(quote!(let #fid: [#rt::redbox::RedBox; #nslots] = #rt::redbox::next_n(&mut __in);));
+                e.frame_lets.push(quote!(let #fid: [#rt::RedBox; #nslots] = #rt::redbox::next_n(&mut __in);));
             }
             Repr::VOpt => e.bad = Some(format!("an `Option` of a struct (`{ty}`) is live here")),
             Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VPtr | Repr::VDict(..) | Repr::VOList(_) => {
@@ -268,9 +268,7 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                             // A list of enums stays in the object: the virtual
                             // object names it (moved back onto itself when
                             // written back).
-                            loads.push(
-                                quote!(__lists.push(#rt::vlist::VList::Real(__c.b.red_offset(&__obj, #off as u64)));),
-                            );
+                            loads.push(quote!(__lists.push(#rt::VList::Real(__c.b.red_offset(&__obj, #off as u64)));));
                         } else if let Some(LElem::Sc(sc)) = list_field(ft, gen.cg.types()) {
                             let len = format_ident!("__len_{}_{}", n, fname);
                             e.lens.push(quote!(let #len: usize = #n.#fid_.len();));
@@ -297,9 +295,9 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                         };
                     });
                 } else if matches!(r, Repr::VDict(..)) {
-                    e.frame_lets.push(quote!(let #fid = #rt::vdict::VDict::Real(__in.next().expect("an input"));));
+                    e.frame_lets.push(quote!(let #fid = #rt::VDict::Real(__in.next().expect("an input"));));
                 } else if matches!(r, Repr::VPtr) {
-                    e.frame_lets.push(quote!(let #fid = #rt::virtuals::VPtr::Real(__in.next().expect("an input"));));
+                    e.frame_lets.push(quote!(let #fid = #rt::VPtr::Real(__in.next().expect("an input"));));
                 } else if let (Repr::VEList(ety, w), true) = (&r, portal) {
                     // A list of enums: elements read (flattened) once at entry.
                     // The variants of the top `TAGGED_TOP` elements are part
@@ -348,9 +346,9 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                                     #rt::heap::vec_layout::<#et>(),
                                 ) {
                                     (Some(__el), Some(__vl)) if #len > 0 && __el.slots.len() + 1 >= #w => {
-                                        let __n = __c.b.red_load(#rt::ops::ValTy::U64, &__p, __vl.1);
-                                        __c.b.red_bounds_check(&#rt::redbox::RedBox::u64(#len as u64 - 1), &__n);
-                                        let __buf = __c.b.red_load(#rt::ops::ValTy::Ptr, &__p, __vl.0);
+                                        let __n = __c.b.red_load(#rt::ValTy::U64, &__p, __vl.1);
+                                        __c.b.red_bounds_check(&#rt::RedBox::u64(#len as u64 - 1), &__n);
+                                        let __buf = __c.b.red_load(#rt::ValTy::Ptr, &__p, __vl.0);
                                         Some((__el, __buf))
                                     }
                                     _ => None,
@@ -362,12 +360,12 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                                     // constant, other variants' slots are 0.
                                     let __known = __ranges.get(__t).copied();
                                     let __other = |__s: usize| matches!(__known, Some((__a, __b)) if __s < __a || __s >= __b);
-                                    let __e: ::std::vec::Vec<#rt::redbox::RedBox> = match &__in_place {
+                                    let __e: ::std::vec::Vec<#rt::RedBox> = match &__in_place {
                                         Some((__el, __buf)) => {
                                             let __at = __c.b.red_offset(__buf, __i as u64 * __el.size);
                                             let mut __e = ::std::vec::Vec::with_capacity(#w);
                                             __e.push(match __known {
-                                                Some(_) => #rt::redbox::RedBox::constant(__tys[0], __t as u64),
+                                                Some(_) => #rt::RedBox::constant(__tys[0], __t as u64),
                                                 None => {
                                                     let __tag = __c.b.red_load(__el.tag.1, &__at, __el.tag.0);
                                                     __c.b.red_cast(&__tag, __tys[0])
@@ -376,7 +374,7 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                                             for __s in 1..#w {
                                                 let (__off, __ty) = __el.slots[__s - 1];
                                                 __e.push(if __other(__s) {
-                                                    #rt::redbox::RedBox::constant(__tys[__s], 0)
+                                                    #rt::RedBox::constant(__tys[__s], 0)
                                                 } else {
                                                     __c.b.red_load(__ty, &__at, __off)
                                                 });
@@ -384,14 +382,14 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                                             __e
                                         }
                                         None => {
-                                            let __e = __c.b.red_call(#get, "vec_get", &[__p, #rt::redbox::RedBox::u64(__i as u64)], &__tys);
-                                            let mut __e: ::std::vec::Vec<#rt::redbox::RedBox> = __e[..#w].to_vec();
+                                            let __e = __c.b.red_call(#get, "vec_get", &[__p, #rt::RedBox::u64(__i as u64)], &__tys);
+                                            let mut __e: ::std::vec::Vec<#rt::RedBox> = __e[..#w].to_vec();
                                             if __known.is_some() {
-                                                __e[0] = #rt::redbox::RedBox::constant(__tys[0], __t as u64);
+                                                __e[0] = #rt::RedBox::constant(__tys[0], __t as u64);
                                             }
                                             for __s in 1..#w {
                                                 if __other(__s) {
-                                                    __e[__s] = #rt::redbox::RedBox::constant(__tys[__s], 0);
+                                                    __e[__s] = #rt::RedBox::constant(__tys[__s], 0);
                                                 }
                                             }
                                             __e
@@ -399,9 +397,9 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                                     };
                                     __items.extend_from_slice(&__e);
                                 }
-                                #rt::vlist::VList::Virtual(__items)
+                                #rt::VList::Virtual(__items)
                             } else {
-                                #rt::vlist::VList::Real(__p)
+                                #rt::VList::Real(__p)
                             }
                         };
                     });
@@ -427,16 +425,16 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                         let #fid = {
                             let __a = __in.next().expect("an input");
                             if #len == 0 {
-                                #rt::virtuals::VPList::Virtual(::std::vec::Vec::new())
+                                #rt::VPList::Virtual(::std::vec::Vec::new())
                             } else {
-                                #rt::virtuals::VPList::Over(__a, ::std::vec::Vec::new())
+                                #rt::VPList::Over(__a, ::std::vec::Vec::new())
                             }
                         };
                     });
                 } else if matches!(r, Repr::VOList(_)) {
-                    e.frame_lets.push(quote!(let #fid = #rt::virtuals::VPList::Real(__in.next().expect("an input"));));
+                    e.frame_lets.push(quote!(let #fid = #rt::VPList::Real(__in.next().expect("an input"));));
                 } else if matches!(r, Repr::VList(_) | Repr::VEList(..)) {
-                    e.frame_lets.push(quote!(let #fid = #rt::vlist::VList::Real(__in.next().expect("an input"));));
+                    e.frame_lets.push(quote!(let #fid = #rt::VList::Real(__in.next().expect("an input"));));
                 } else {
                     e.frame_lets.push(quote!(let #fid = __in.next().expect("an input");));
                 }
@@ -492,9 +490,9 @@ pub(crate) fn load_list(sc: Sc, len: &Ident) -> TokenStream {
             // one bounds check, then a load each.
             let __buf = match #rt::heap::vec_layout::<#t>() {
                 Some(__l) if #len > 0 => {
-                    let __n = __c.b.red_load(#rt::ops::ValTy::U64, &__p, __l.1);
-                    __c.b.red_bounds_check(&#rt::redbox::RedBox::u64(#len as u64 - 1), &__n);
-                    Some(__c.b.red_load(#rt::ops::ValTy::Ptr, &__p, __l.0))
+                    let __n = __c.b.red_load(#rt::ValTy::U64, &__p, __l.1);
+                    __c.b.red_bounds_check(&#rt::RedBox::u64(#len as u64 - 1), &__n);
+                    Some(__c.b.red_load(#rt::ValTy::Ptr, &__p, __l.0))
                 }
                 _ => None,
             };
@@ -505,14 +503,14 @@ pub(crate) fn load_list(sc: Sc, len: &Ident) -> TokenStream {
                         __c.b.red_load(#vt, &__at, 0)
                     }
                     None => {
-                        let __i = #rt::redbox::RedBox::u64(__i as u64);
+                        let __i = #rt::RedBox::u64(__i as u64);
                         __c.b.red_call(#rt::heap::vec_get::<#t>, "vec_get", &[__p, __i], &[#vt])[0]
                     }
                 });
             }
-            #rt::vlist::VList::Virtual(__items)
+            #rt::VList::Virtual(__items)
         } else {
-            #rt::vlist::VList::Real(__p)
+            #rt::VList::Real(__p)
         }
     }
 }

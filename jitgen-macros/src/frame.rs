@@ -136,27 +136,27 @@ impl Layout {
                     stmts.push(quote!(__v.reds.extend_from_slice(&#a);));
                     continue;
                 }
-                Held::Consts(_) => quote!(#rt::frame::Slot::Consts(#a.iter().copied().collect())),
-                Held::Ptr => quote!(#rt::frame::Slot::Ptr(#a)),
-                Held::Opt => quote!(#rt::frame::Slot::Opt(#a.0, #a.1)),
+                Held::Consts(_) => quote!(#rt::Slot::Consts(#a.iter().copied().collect())),
+                Held::Ptr => quote!(#rt::Slot::Ptr(#a)),
+                Held::Opt => quote!(#rt::Slot::Opt(#a.0, #a.1)),
                 Held::Scalars(sc) => {
                     let (t, vt) = (sc_rust(*sc), sc_valty(*sc));
-                    quote!(#rt::frame::Slot::Scalars(#a, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>))
+                    quote!(#rt::Slot::Scalars(#a, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>))
                 }
-                Held::Flat(m, n) => quote!(#rt::frame::Slot::Flat(#a, #n, #rt::heap::flat_vec_new::<#m>)),
+                Held::Flat(m, n) => quote!(#rt::Slot::Flat(#a, #n, #rt::heap::flat_vec_new::<#m>)),
                 Held::Dict(k, v) => {
                     let (kt, vt, kvt) = (sc_rust(*k), sc_rust(*v), sc_valty(*k));
-                    quote!(#rt::frame::Slot::Dict(#a, #kvt, #rt::heap::map_new::<#kt, #vt>, #rt::heap::map_insert::<#kt, #vt>))
+                    quote!(#rt::Slot::Dict(#a, #kvt, #rt::heap::map_new::<#kt, #vt>, #rt::heap::map_insert::<#kt, #vt>))
                 }
-                Held::Ptrs => quote!(#rt::frame::Slot::Ptrs(#a)),
+                Held::Ptrs => quote!(#rt::Slot::Ptrs(#a)),
             };
             stmts.push(quote!(__v.slots.push(#slot);));
         }
         flush(&mut stmts, &mut words, &mut reds);
         quote! {
             #[allow(unused_variables, unused_mut)]
-            fn #name<'a>(#(#args: #tys),*) -> #rt::frame::Values {
-                let mut __v = #rt::frame::Values::default();
+            fn #name<'a>(#(#args: #tys),*) -> #rt::Values {
+                let mut __v = #rt::Values::default();
                 #(#stmts)*
                 __v
             }
@@ -189,7 +189,7 @@ impl Layout {
         });
         quote! {
             #[allow(unused_variables, unused_mut)]
-            fn #name<'a>(mut __v: #rt::frame::Values) -> (#(#tys,)*) {
+            fn #name<'a>(mut __v: #rt::Values) -> (#(#tys,)*) {
                 (#(#exprs,)*)
             }
         }

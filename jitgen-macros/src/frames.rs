@@ -73,13 +73,11 @@ impl<'g> Gen<'g> {
     /// The transition along a link: the current state continues at `target`.
     pub(crate) fn goto(&self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
         let (lets, frame) = self.link_frame(fi, target, args, true)?;
-        Ok(quote!({ #(#lets)* let mut __s = __st; __s.frames.push(#frame); Some(__s) }))
-    }
-
-    /// The same transition as a new state, leaving `__st` untouched (for split).
-    pub(crate) fn goto_state(&self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
-        let (lets, frame) = self.link_frame(fi, target, args, false)?;
-        Ok(quote!({ #(#lets)* let mut __s = __st.clone(); __s.frames.push(#frame); __s }))
+        Ok(if lets.is_empty() {
+            quote!(Some(__st.pushed(#frame)))
+        } else {
+            quote!({ #(#lets)* Some(__st.pushed(#frame)) })
+        })
     }
 
     /// The code of resume point `p`: from its operation to the next resume point.
@@ -218,12 +216,21 @@ impl<'g> Gen<'g> {
                     let c = self.green(fi, &cond).expect("a green bool");
                     quote!(if #c { #gt } else { #gf })
                 } else {
+                    // The false side's state, made once in the code: as a
+                    // copy when the split is red (the true side goes on with
+                    // this state), or from this state when it is false.
                     let c = self.boxed(fi, &cond).expect("a bool");
-                    let other = match self.goto_state(fi, ft, &fl) {
-                        Ok(s) => s,
+                    let (lets, frame) = match self.link_frame(fi, ft, &fl, false) {
+                        Ok(x) => x,
                         Err(w) => return self.decline(&w),
                     };
-                    quote!(if __c.split(&#c, &mut || #other) { #gt } else { #gf })
+                    quote!({
+                        let __no = |__s: __S<'a>| {
+                            #(#lets)*
+                            __s.pushed(#frame)
+                        };
+                        if __c.split(&#c, &mut || __no(__st.clone())) { #gt } else { Some(__no(__st)) }
+                    })
                 }
             }
             Exit::Return(v) => {
@@ -236,23 +243,35 @@ impl<'g> Gen<'g> {
                 let params = f.graph.params();
                 let lists: Vec<Ident> =
                     params.iter().filter(|p| self.written_back[fi].contains(p)).map(|p| v_ident(*p)).collect();
-                let writeback = (!lists.is_empty()).then(|| quote!(#writeback(&mut __st, #(#lists.clone()),*);));
+                let args: Vec<Ident> = (0..lists.len()).map(|j| format_ident!("__l{}", j)).collect();
+                let writeback = (!lists.is_empty()).then(|| quote!(#writeback(&mut __st, #(#args),*);));
                 let outer = match outer {
                     Some(o) => o,
                     None => self.decline("returning a value of this type from residual code"),
                 };
-                quote! {
-                    #[allow(unused_mut)]
-                    let mut __rv = #val;
-                    if __st.frames.is_empty() {
-                        #outer
-                        None
-                    } else {
-                        #writeback
-                        #deliver(&mut __st, __rv, __c);
-                        Some(__st)
+                // Every return of a function ends alike: one function.
+                let name = format_ident!("__return_f{}", fi);
+                let rv_ty = field_ty(&ret_repr);
+                self.return_fns.entry(fi).or_insert_with(|| {
+                    quote! {
+                        fn #name<'a>(__c: &mut __C<'a>, mut __st: __S<'a>, mut __rv: #rv_ty #(, #args: #rt::VList)*) -> ::core::option::Option<__S<'a>> {
+                            'path: {
+                                if __st.frames.is_empty() {
+                                    #outer
+                                    None
+                                } else {
+                                    #writeback
+                                    #deliver(&mut __st, __rv, __c);
+                                    Some(__st)
+                                }
+                            }
+                        }
                     }
-                }
+                });
+                quote!({
+                    let __rv = #val;
+                    #name(__c, __st, __rv #(, #lists.clone())*)
+                })
             }
             Exit::Abort(msg) => {
                 quote!({
@@ -331,32 +350,33 @@ impl<'g> Gen<'g> {
             self.vstructs.iter().map(|s| vdesc(s, self.cg.types(), read_in_place.contains(s))).collect();
         let callbacks = &self.callbacks;
         let reads_saved = !read_in_place.is_empty();
+        let return_fns = self.return_fns.values();
         let layouts = self.layouts.borrow().emit();
         quote! {
             pub(super) type __Frame<'a> = #rt::frame::PointFrame<'a>;
             /// A frame at point `p` holding `v`.
-            fn __at<'a>(p: u32, v: #rt::frame::Values) -> __Frame<'a> {
+            fn __at<'a>(p: u32, v: #rt::Values) -> __Frame<'a> {
                 #rt::frame::PointFrame::new(p, #reads_saved, v)
             }
             #layouts
             #[allow(dead_code)]
-            const __OVERFLOW: #rt::ops::Overflow =
-                if cfg!(debug_assertions) { #rt::ops::Overflow::Check } else { #rt::ops::Overflow::Wrap };
+            const __OVERFLOW: #rt::Overflow =
+                if cfg!(debug_assertions) { #rt::Overflow::Check } else { #rt::Overflow::Wrap };
             /// A compilation, and the state a point's code continues.
-            type __C<'a> = #rt::schedule::Compilation<__Frame<'a>>;
-            type __S<'a> = #rt::state::JitState<__Frame<'a>>;
+            type __C<'a> = #rt::Compilation<__Frame<'a>>;
+            type __S<'a> = #rt::JitState<__Frame<'a>>;
 
             #(#delivers)*
 
             #[allow(unused_variables, unused_mut, unused_braces, unreachable_code, unused_labels, clippy::all)]
-            pub(super) fn __run<'a>(__c: &mut #rt::schedule::Compilation<__Frame<'a>>, __start: #rt::state::JitState<__Frame<'a>>) {
+            pub(super) fn __run<'a>(__c: &mut #rt::Compilation<__Frame<'a>>, __start: #rt::JitState<__Frame<'a>>) {
                 let mut __next = Some(__start);
                 while let Some(mut __st) = __next.take() {
                     if !__c.step() {
                         return;
                     }
                     let Some(__frame) = __st.frames.pop() else { continue };
-                    let __r: ::core::option::Option<#rt::state::JitState<__Frame<'a>>> = match __frame.point {
+                    let __r: ::core::option::Option<#rt::JitState<__Frame<'a>>> = match __frame.point {
                         #(#run_arms)*
                         _ => unreachable!("jitgen: a frame at no point of this extension"),
                     };
@@ -368,6 +388,7 @@ impl<'g> Gen<'g> {
             }
 
             #(#point_fns)*
+            #(#return_fns)*
             #(#enum_fns)*
             #(#vdescs)*
             #(#callbacks)*
@@ -427,7 +448,7 @@ impl<'g> Gen<'g> {
                 let args: Vec<TokenStream> = (0..wb.len())
                     .map(|j| {
                         let a = format_ident!("__l{}", j);
-                        quote!(#a: #rt::vlist::VList)
+                        quote!(#a: #rt::VList)
                     })
                     .collect();
                 let name = format_ident!("__writeback_f{}", fi);
@@ -435,7 +456,7 @@ impl<'g> Gen<'g> {
                     /// Writes the lists a returning function was given by
                     /// `&mut` back into its caller's variables.
                     #[allow(unused_variables, unreachable_patterns)]
-                    fn #name<'a>(__st: &mut #rt::state::JitState<__Frame<'a>>, #(#args),*) {
+                    fn #name<'a>(__st: &mut #rt::JitState<__Frame<'a>>, #(#args),*) {
                         let Some(__f) = __st.frames.last_mut() else { return };
                         match __f.point {
                             #(#wb_arms)*
@@ -447,7 +468,7 @@ impl<'g> Gen<'g> {
             let name = format_ident!("__deliver_f{}", fi);
             delivers.push(quote! {
                 #[allow(unused_variables, unreachable_patterns)]
-                fn #name<'a>(__st: &mut #rt::state::JitState<__Frame<'a>>, __v: #rt_ty, __c: &mut #rt::schedule::Compilation<__Frame<'a>>) {
+                fn #name<'a>(__st: &mut #rt::JitState<__Frame<'a>>, __v: #rt_ty, __c: &mut #rt::Compilation<__Frame<'a>>) {
                     let Some(__f) = __st.frames.last_mut() else { return __c.decline("a return without a caller") };
                     match __f.point {
                         #(#arms)*
@@ -473,7 +494,7 @@ impl<'g> Gen<'g> {
         delivers.push(quote! {
             /// Hands a promoted value to the continuation of its promotion.
             #[allow(unused_variables, unreachable_patterns)]
-            fn __deliver_promoted<'a>(__st: &mut #rt::state::JitState<__Frame<'a>>, __w: u64) {
+            fn __deliver_promoted<'a>(__st: &mut #rt::JitState<__Frame<'a>>, __w: u64) {
                 let __f = __st.frames.last_mut().expect("jitgen: a promoted value without its continuation");
                 match __f.point {
                     #(#promoted_arms)*
@@ -487,23 +508,23 @@ impl<'g> Gen<'g> {
 
             /// Ends the path in a flexswitch on `__v` (see `Compilation::flexswitch`).
             fn __promote<'a>(
-                __c: &mut #rt::schedule::Compilation<__Frame<'a>>,
-                __st: #rt::state::JitState<__Frame<'a>>,
-                __v: &#rt::redbox::RedBox,
+                __c: &mut #rt::Compilation<__Frame<'a>>,
+                __st: #rt::JitState<__Frame<'a>>,
+                __v: &#rt::RedBox,
             ) {
                 __c.flexswitch(__forever(__st), Some(__v), __resume_fns());
             }
 
             /// Ends the path in a lazily compiled continuation of `__st`.
             pub(super) fn __defer<'a>(
-                __c: &mut #rt::schedule::Compilation<__Frame<'a>>,
-                __st: #rt::state::JitState<__Frame<'a>>,
+                __c: &mut #rt::Compilation<__Frame<'a>>,
+                __st: #rt::JitState<__Frame<'a>>,
             ) {
                 __c.flexswitch(__forever(__st), None, __resume_fns());
             }
 
             /// A state kept by a flexswitch, beyond the compilation that made it.
-            fn __forever<'a>(__st: #rt::state::JitState<__Frame<'a>>) -> #rt::state::JitState<__Frame<'static>> {
+            fn __forever<'a>(__st: #rt::JitState<__Frame<'a>>) -> #rt::JitState<__Frame<'static>> {
                 // SAFETY: the green references in a state point into the
                 // interpreter's data that the portal's key and content check
                 // identify (or that a `specialize` result borrows). The state
@@ -512,8 +533,8 @@ impl<'g> Gen<'g> {
                 // the data is alive and unchanged whenever it is used.
                 unsafe {
                     ::core::mem::transmute::<
-                        #rt::state::JitState<__Frame<'a>>,
-                        #rt::state::JitState<__Frame<'static>>,
+                        #rt::JitState<__Frame<'a>>,
+                        #rt::JitState<__Frame<'static>>,
                     >(__st)
                 }
             }

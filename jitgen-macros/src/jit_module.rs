@@ -121,14 +121,14 @@ fn unpark_fn(sname: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
                 let et = le.rust();
                 let rebuilt = rebuilt_list(&le, &msg);
                 inits.push(quote!(#fid: match &__o.lists[#j] {
-                    #rt::vlist::VList::Virtual(__items) => #rebuilt,
-                    #rt::vlist::VList::Real(__p) => {
+                    #rt::VList::Virtual(__items) => #rebuilt,
+                    #rt::VList::Real(__p) => {
                         let __a = __p.as_const().expect(#msg);
                         // SAFETY: a real list's address is that of a live
                         // Vec of its type, moved into this object.
                         unsafe { #rt::heap::take_vec::<#et>(__a) }
                     }
-                    #rt::vlist::VList::Tail(__p, __items, ..) => {
+                    #rt::VList::Tail(__p, __items, ..) => {
                         let __a = __p.as_const().expect(#msg);
                         // SAFETY: as for a real list; its tail follows.
                         let mut __v = unsafe { #rt::heap::take_vec::<#et>(__a) };
@@ -149,13 +149,13 @@ fn unpark_fn(sname: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
     }
     quote! {
         #[allow(non_snake_case, unused_unsafe, clippy::all)]
-        fn #f(__heap: &#rt::virtuals::VHeap, __p: &#rt::virtuals::VPtr) -> #sn {
-            let __taken = |__r: &#rt::redbox::RedBox| {
+        fn #f(__heap: &#rt::virtuals::VHeap, __p: &#rt::VPtr) -> #sn {
+            let __taken = |__r: &#rt::RedBox| {
                 #rt::heap::arena_take::<#sn>(__r.as_const().expect(#msg)).expect(#lost)
             };
             match __p {
-                #rt::virtuals::VPtr::Real(__r) => __taken(__r),
-                #rt::virtuals::VPtr::Virtual(__i) => {
+                #rt::VPtr::Real(__r) => __taken(__r),
+                #rt::VPtr::Virtual(__i) => {
                     let __o = &__heap.objects[*__i as usize];
                     if let Some(__r) = &__o.forced {
                         return __taken(__r);
@@ -170,7 +170,7 @@ fn unpark_fn(sname: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
 /// Input types as one expression.
 fn input_tys_expr(tys: &[TokenStream]) -> TokenStream {
     let rt = rt();
-    quote!({ let mut __t: ::std::vec::Vec<#rt::ops::ValTy> = ::std::vec::Vec::new(); #(#tys)* __t })
+    quote!({ let mut __t: ::std::vec::Vec<#rt::ValTy> = ::std::vec::Vec::new(); #(#tys)* __t })
 }
 
 /// Output types, and the decoding of output words into the Rust result.
@@ -248,10 +248,10 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
             #(#checks)*
             let __body = || -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
                 let __inputs = #in_tys;
-                let __outputs: ::std::vec::Vec<#rt::ops::ValTy> = #out_tys;
+                let __outputs: ::std::vec::Vec<#rt::ValTy> = #out_tys;
                 let __new = || {
-                    let mut __c: #rt::schedule::Compilation<__Frame<'a>> =
-                        #rt::schedule::Compilation::new(#label, &__inputs, &__outputs, super::jit::__CONFIG.limits());
+                    let mut __c: #rt::Compilation<__Frame<'a>> =
+                        #rt::Compilation::new(#label, &__inputs, &__outputs, super::jit::__CONFIG.limits());
                     __c.set_defer(Some(&super::jit::__STATS), __defer);
                     if __words.is_some() {
                         // A portal's: the interpreter runs recursion.
@@ -261,12 +261,12 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                 };
                 // The entry state, from the inputs of `__c` (run-time values,
                 // or in execute mode the values of `__words`).
-                let __build = |__c: &mut #rt::schedule::Compilation<__Frame<'a>>| -> #rt::state::JitState<__Frame<'a>> {
+                let __build = |__c: &mut #rt::Compilation<__Frame<'a>>| -> #rt::JitState<__Frame<'a>> {
                     let mut __in = __c.inputs().into_iter();
                     let mut __heap = #rt::virtuals::VHeap::default();
                     #(#lets)*
                     let __frame = __at(#pid, #pack(#(#fields),*));
-                    #rt::state::JitState::with_heap(__frame, __heap)
+                    #rt::JitState::with_heap(__frame, __heap)
                 };
                 let mut __c = __new();
                 let __st = __build(&mut __c);
@@ -279,8 +279,8 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                     // gets now, to make constants (and copies one) behind
                     // guards at entry in the code just recorded.
                     let __now = ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {
-                        let mut __x: #rt::schedule::Compilation<__Frame<'a>> =
-                            #rt::schedule::Compilation::executing(#label, &__inputs, __w, &__outputs);
+                        let mut __x: #rt::Compilation<__Frame<'a>> =
+                            #rt::Compilation::executing(#label, &__inputs, __w, &__outputs);
                         let mut __now = __build(&mut __x);
                         __now.forget_fields();
                         __now.normalize();
@@ -606,14 +606,14 @@ pub fn expand(
                             unpark_structs.push(sname.clone());
                         }
                         unparks.push(quote!(#param: match #field {
-                            #rt::virtuals::VPList::Real(__p) => {
+                            #rt::VPList::Real(__p) => {
                                 let __a = __p.as_const().expect(#msg);
                                 // SAFETY: as for lists of scalars.
                                 if __a == #orig { None } else { Some(unsafe { #rt::heap::take_vec(__a) }) }
                             }
                             // (Spilled frames were put back by `unspill_all`.)
-                            #rt::virtuals::VPList::Virtual(__ptrs) | #rt::virtuals::VPList::Spilled { below: None, items: __ptrs, .. } => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
-                            #rt::virtuals::VPList::Over(__p, __ptrs) | #rt::virtuals::VPList::Spilled { below: Some(__p), items: __ptrs, .. } => {
+                            #rt::VPList::Virtual(__ptrs) | #rt::VPList::Spilled { below: None, items: __ptrs, .. } => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
+                            #rt::VPList::Over(__p, __ptrs) | #rt::VPList::Spilled { below: Some(__p), items: __ptrs, .. } => {
                                 let __a = __p.as_const().expect(#msg);
                                 let __more = __ptrs.iter().map(|__q| #unpark(&__vheap, __q));
                                 if __a == #orig {
@@ -676,8 +676,8 @@ pub fn expand(
                                 let real = from_addr(quote!(__p));
                                 // (Tails were moved into memory: `untail_lists`.)
                                 quote!(match #field {
-                                    #rt::vlist::VList::Real(__p) | #rt::vlist::VList::Tail(__p, ..) => #real,
-                                    #rt::vlist::VList::Virtual(__items) => Some(#rebuilt),
+                                    #rt::VList::Real(__p) | #rt::VList::Tail(__p, ..) => #real,
+                                    #rt::VList::Virtual(__items) => Some(#rebuilt),
                                 })
                             }
                         };
@@ -794,7 +794,7 @@ pub fn expand(
                         Err(#rt::residual::ResidualError::Parked(__p)) => {
                             __site.handed_over(&__key, __t0.map(|__t| __t.elapsed()));
                             let __st = *__p
-                                .downcast::<#rt::state::JitState<__Frame<'static>>>()
+                                .downcast::<#rt::JitState<__Frame<'static>>>()
                                 .expect("jitgen: a state of this portal");
                             let __vheap = __st.heap;
                             match __st.frames.into_iter().next_back() {
@@ -1175,6 +1175,8 @@ pub fn expand(
     let jit = quote! {
         /// What `#[jit_interpreter]` derived from this module.
         pub mod jit {
+            #[allow(unused_imports)]
+            use super::__rt;
             const __SOURCE: &str = #source;
 
             #[doc(hidden)]
@@ -1235,7 +1237,13 @@ pub fn expand(
         }
     };
     let plain_items = plain_copies.iter().map(|f| quote!(#f));
-    Expansion { items: vec![jit_internal, jit, quote!(#(#plain_items)*)] }
+    // Generated code names the runtime's private API `__rt`.
+    let runtime = quote! {
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        use ::jitgen::__private::rt as __rt;
+    };
+    Expansion { items: vec![runtime, jit_internal, jit, quote!(#(#plain_items)*)] }
 }
 
 fn camel(s: &str) -> String {

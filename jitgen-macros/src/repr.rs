@@ -82,8 +82,11 @@ pub fn member(name: &str) -> syn::Member {
     }
 }
 
+/// The path of the runtime's private API in generated code: the expansion
+/// imports `::jitgen::__private::rt` as `__rt` into the annotated module, and
+/// its own modules see it from there.
 pub fn rt() -> TokenStream {
-    quote!(::jitgen::__private::rt)
+    quote!(__rt)
 }
 
 pub fn scalar(ty: &Ty) -> Option<Sc> {
@@ -123,27 +126,27 @@ pub fn sc_valty(sc: Sc) -> TokenStream {
         Sc::Int(i) => {
             // The named constant (`ValTy::I64`): one line of generated code.
             let name = format_ident!("{}{}", if i.signed() { "I" } else { "U" }, i.bits().min(64));
-            quote!(#rt::ops::ValTy::#name)
+            quote!(#rt::ValTy::#name)
         }
-        Sc::Bool => quote!(#rt::ops::ValTy::Bool),
-        Sc::Char => quote!(#rt::ops::ValTy::U32),
-        Sc::F64 => quote!(#rt::ops::ValTy::F64),
+        Sc::Bool => quote!(#rt::ValTy::Bool),
+        Sc::Char => quote!(#rt::ValTy::U32),
+        Sc::F64 => quote!(#rt::ValTy::F64),
     }
 }
 
 pub fn ptr_valty() -> TokenStream {
     let rt = rt();
-    quote!(#rt::ops::ValTy::Ptr)
+    quote!(#rt::ValTy::Ptr)
 }
 
 pub fn u32_valty() -> TokenStream {
     let rt = rt();
-    quote!(#rt::ops::ValTy::U32)
+    quote!(#rt::ValTy::U32)
 }
 
 pub fn u64_valty() -> TokenStream {
     let rt = rt();
-    quote!(#rt::ops::ValTy::U64)
+    quote!(#rt::ValTy::U64)
 }
 
 /// A Rust scalar expression as a canonical word.
@@ -523,14 +526,14 @@ pub fn field_ty(r: &Repr) -> TokenStream {
             let t = rust_ty(t, Some(&lt));
             quote!(&'a [#t])
         }
-        Repr::Enum(_, n) => quote!([#rt::redbox::RedBox; #n]),
-        Repr::R(_) | Repr::RPtr => quote!(#rt::redbox::RedBox),
-        Repr::VList(_) | Repr::VEList(..) => quote!(#rt::vlist::VList),
-        Repr::VPtr => quote!(#rt::virtuals::VPtr),
-        Repr::VDict(..) => quote!(#rt::vdict::VDict),
-        Repr::VOList(_) => quote!(#rt::virtuals::VPList),
-        Repr::VOpt => quote!((#rt::redbox::RedBox, #rt::virtuals::VPtr)),
-        Repr::RSlice => quote!([#rt::redbox::RedBox; 2]),
+        Repr::Enum(_, n) => quote!([#rt::RedBox; #n]),
+        Repr::R(_) | Repr::RPtr => quote!(#rt::RedBox),
+        Repr::VList(_) | Repr::VEList(..) => quote!(#rt::VList),
+        Repr::VPtr => quote!(#rt::VPtr),
+        Repr::VDict(..) => quote!(#rt::VDict),
+        Repr::VOList(_) => quote!(#rt::VPList),
+        Repr::VOpt => quote!((#rt::RedBox, #rt::VPtr)),
+        Repr::RSlice => quote!([#rt::RedBox; 2]),
     }
 }
 
@@ -694,7 +697,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         }
         #unflat_fn
         #[allow(non_snake_case)]
-        pub(super) fn #tys() -> [#rt::ops::ValTy; #n] {
+        pub(super) fn #tys() -> [#rt::ValTy; #n] {
             [#(#slot_tys),*]
         }
     }

@@ -85,6 +85,8 @@ pub struct Gen<'g> {
     pub(crate) declined: std::cell::Cell<bool>,
     /// The layouts of the extension's frames (see `frame`).
     pub(crate) layouts: std::cell::RefCell<crate::frame::Layouts>,
+    /// Per function, the function its returns call (see `Gen::exit`).
+    pub(crate) return_fns: std::collections::BTreeMap<usize, TokenStream>,
 }
 
 /// Targets of back edges (depth-first from the start block): loop heads.
@@ -151,6 +153,7 @@ impl<'g> Gen<'g> {
             loop_heads: vec![],
             declined: std::cell::Cell::new(false),
             layouts: Default::default(),
+            return_fns: Default::default(),
             frames_in_place: false,
         };
         g.written_back = (0..g.fns.len()).map(|fi| g.written_back_params(fi)).collect();
@@ -331,23 +334,23 @@ impl<'g> Gen<'g> {
             | (Repr::VDict(..), Repr::VDict(..))
             | (Repr::VOList(_), Repr::VOList(_)) => quote!((#e).clone()),
             (Repr::VOpt, Repr::VOpt) => e,
-            (Repr::RPtr, Repr::VOList(_)) => quote!(#rt::virtuals::VPList::Real(#e)),
-            (Repr::RPtr, Repr::VEList(..)) => quote!(#rt::vlist::VList::Real(#e)),
-            (Repr::RPtr, Repr::VDict(..)) => quote!(#rt::vdict::VDict::Real(#e)),
+            (Repr::RPtr, Repr::VOList(_)) => quote!(#rt::VPList::Real(#e)),
+            (Repr::RPtr, Repr::VEList(..)) => quote!(#rt::VList::Real(#e)),
+            (Repr::RPtr, Repr::VDict(..)) => quote!(#rt::VDict::Real(#e)),
             (Repr::VPtr, Repr::VPtr) => e,
-            (Repr::RPtr, Repr::VPtr) => quote!(#rt::virtuals::VPtr::Real(#e)),
+            (Repr::RPtr, Repr::VPtr) => quote!(#rt::VPtr::Real(#e)),
             (Repr::GRef(_), Repr::VPtr) => {
                 let vt = ptr_valty();
-                quote!(#rt::virtuals::VPtr::Real(#rt::redbox::RedBox::constant(#vt, (#e) as *const _ as *const u8 as usize as u64)))
+                quote!(#rt::VPtr::Real(#rt::RedBox::constant(#vt, (#e) as *const _ as *const u8 as usize as u64)))
             }
-            (Repr::RPtr, Repr::VList(_)) => quote!(#rt::vlist::VList::Real(#e)),
+            (Repr::RPtr, Repr::VList(_)) => quote!(#rt::VList::Real(#e)),
             (Repr::G(sc), Repr::R(_)) => {
                 let (vt, w) = (sc_valty(*sc), to_word(*sc, e));
-                quote!(#rt::redbox::RedBox::constant(#vt, #w))
+                quote!(#rt::RedBox::constant(#vt, #w))
             }
             (Repr::GRef(_), Repr::RPtr) => {
                 let vt = ptr_valty();
-                quote!(#rt::redbox::RedBox::constant(#vt, (#e) as *const _ as *const u8 as usize as u64))
+                quote!(#rt::RedBox::constant(#vt, (#e) as *const _ as *const u8 as usize as u64))
             }
             (Repr::GRef(Ty::Vec(_)), Repr::GSlice(_)) => quote!(&(#e)[..]),
             (Repr::GSlice(_), Repr::RSlice) => {
@@ -355,8 +358,8 @@ impl<'g> Gen<'g> {
                 quote!({
                     let __s = #e;
                     [
-                        #rt::redbox::RedBox::constant(#pt, __s.as_ptr() as usize as u64),
-                        #rt::redbox::RedBox::constant(#ut, __s.len() as u64),
+                        #rt::RedBox::constant(#pt, __s.as_ptr() as usize as u64),
+                        #rt::RedBox::constant(#ut, __s.len() as u64),
                     ]
                 })
             }
@@ -402,7 +405,22 @@ impl<'g> Gen<'g> {
                 }
                 (quote!(#id), self.repr(fi, *x))
             }
-            Value::Const(c) => (Self::const_expr(c), self.value_repr(fi, v)),
+            Value::Const(c) => {
+                // A red constant: its word, computed here (the runtime
+                // makes it canonical for its type).
+                let word = match c {
+                    Const::Int(v, _) => Some(*v as u64),
+                    Const::Bool(b) => Some(*b as u64),
+                    Const::Char(ch) => Some(*ch as u64),
+                    Const::Tag { index, .. } => Some(*index as u64),
+                    _ => None,
+                };
+                if let (Repr::R(_), Some(sc), Some(w)) = (to, scalar(&c.ty()), word) {
+                    let (rt, vt) = (rt(), sc_valty(sc));
+                    return Some(quote!(#rt::RedBox::constant(#vt, #w)));
+                }
+                (Self::const_expr(c), self.value_repr(fi, v))
+            }
         };
         self.convert(e, &from, to)
     }
@@ -433,10 +451,10 @@ impl<'g> Gen<'g> {
     pub(crate) fn bind_ptr(&self, fi: usize, r: Var, e: TokenStream) -> TokenStream {
         let rt = rt();
         match self.repr(fi, r) {
-            Repr::VList(_) | Repr::VEList(..) => self.bind(fi, r, quote!(#rt::vlist::VList::Real(#e))),
-            Repr::VDict(..) => self.bind(fi, r, quote!(#rt::vdict::VDict::Real(#e))),
-            Repr::VPtr => self.bind(fi, r, quote!(#rt::virtuals::VPtr::Real(#e))),
-            Repr::VOList(_) => self.bind(fi, r, quote!(#rt::virtuals::VPList::Real(#e))),
+            Repr::VList(_) | Repr::VEList(..) => self.bind(fi, r, quote!(#rt::VList::Real(#e))),
+            Repr::VDict(..) => self.bind(fi, r, quote!(#rt::VDict::Real(#e))),
+            Repr::VPtr => self.bind(fi, r, quote!(#rt::VPtr::Real(#e))),
+            Repr::VOList(_) => self.bind(fi, r, quote!(#rt::VPList::Real(#e))),
             _ => self.bind(fi, r, e),
         }
     }
@@ -447,8 +465,8 @@ impl<'g> Gen<'g> {
             // As the user's build does (`__OVERFLOW`, emitted with the extension).
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl | BinOp::Shr => quote!(__OVERFLOW),
             // `MIN / -1` and `MIN % -1` panic in Rust whatever the build.
-            BinOp::Div | BinOp::Rem => quote!(#rt::ops::Overflow::Check),
-            _ => quote!(#rt::ops::Overflow::Wrap),
+            BinOp::Div | BinOp::Rem => quote!(#rt::Overflow::Check),
+            _ => quote!(#rt::Overflow::Wrap),
         }
     }
 
@@ -527,7 +545,7 @@ impl<'g> Gen<'g> {
                 } else {
                     let (a, c) =
                         (need!(self.boxed(fi, &args[0]), "operand"), need!(self.boxed(fi, &args[1]), "operand"));
-                    self.bind(fi, r, quote!(__st.red_cmp(&mut __c.b, #rt::ops::CmpOp::#cmp, &#a, &#c)))
+                    self.bind(fi, r, quote!(__st.red_cmp(&mut __c.b, #rt::CmpOp::#cmp, &#a, &#c)))
                 }
             }
             OpKind::Bin(b) => {
@@ -564,7 +582,7 @@ impl<'g> Gen<'g> {
                     self.bind(
                         fi,
                         r,
-                        quote!(match #rt::ops::fold_bin(#rt::ops::BinOp::#rop, #vt, #ov, #wa, #wc) {
+                        quote!(match #rt::ops::fold_bin(#rt::BinOp::#rop, #vt, #ov, #wa, #wc) {
                             Ok(__w) => #back,
                             Err(__k) => { __c.error_exit(__k); break 'path None; }
                         }),
@@ -572,7 +590,7 @@ impl<'g> Gen<'g> {
                 } else {
                     let (a, c) =
                         (need!(self.boxed(fi, &args[0]), "operand"), need!(self.boxed(fi, &args[1]), "operand"));
-                    self.bind(fi, r, quote!(__c.b.red_bin(#rt::ops::BinOp::#rop, #ov, &#a, &#c)))
+                    self.bind(fi, r, quote!(__c.b.red_bin(#rt::BinOp::#rop, #ov, &#a, &#c)))
                 }
             }
             OpKind::Un(u) => {
@@ -703,18 +721,18 @@ impl<'g> Gen<'g> {
                     let (sn, fname, t) = (format_ident!("{}", sname), member(name), le.rust());
                     let (store, w) = (le.store_fn(), le.width());
                     return quote!({
-                        let __l: #rt::vlist::VList = ::core::clone::Clone::clone(&#v);
+                        let __l: #rt::VList = ::core::clone::Clone::clone(&#v);
                         if !__st.heap.set_list(&#p, #k, &__l) {
                             #addr
                             let __dest = __c.b.red_offset(&__addr, ::core::mem::offset_of!(#sn, #fname) as u64);
                             let mut __l = __l;
                             __l.untail(&mut __c.b);
                             match __l {
-                                #rt::vlist::VList::Real(__src) | #rt::vlist::VList::Tail(__src, ..) => {
+                                #rt::VList::Real(__src) | #rt::VList::Tail(__src, ..) => {
                                     __c.b.red_call(#rt::heap::vec_move::<#t>, "vec_move", &[__dest, __src], &[]);
                                 }
-                                #rt::vlist::VList::Virtual(__items) => {
-                                    let mut __a = ::std::vec![__dest, #rt::redbox::RedBox::u64((__items.len() / #w) as u64)];
+                                #rt::VList::Virtual(__items) => {
+                                    let mut __a = ::std::vec![__dest, #rt::RedBox::u64((__items.len() / #w) as u64)];
                                     __a.extend_from_slice(&__items);
                                     __c.b.red_call(#store, "vec_store", &__a, &[]);
                                 }
@@ -899,8 +917,8 @@ impl<'g> Gen<'g> {
                             fi,
                             r,
                             quote!(match #l.pop_virtual() {
-                                Some(Some(__x)) => [#rt::redbox::RedBox::constant(#u32t, 1), __x],
-                                Some(None) => [#rt::redbox::RedBox::constant(#u32t, 0), #rt::redbox::RedBox::constant(#vt, 0)],
+                                Some(Some(__x)) => [#rt::RedBox::constant(#u32t, 1), __x],
+                                Some(None) => [#rt::RedBox::constant(#u32t, 0), #rt::RedBox::constant(#vt, 0)],
                                 None => #real,
                             }),
                         ),
@@ -923,9 +941,9 @@ impl<'g> Gen<'g> {
                             r,
                             quote!({
                                 let (__x, __n) = (#x, #n);
-                                match #rt::vlist::VList::repeat(&__x, &__n) {
+                                match #rt::VList::repeat(&__x, &__n) {
                                     Some(__l) => __l,
-                                    None => #rt::vlist::VList::Real(#real),
+                                    None => #rt::VList::Real(#real),
                                 }
                             }),
                         )
@@ -937,7 +955,7 @@ impl<'g> Gen<'g> {
                     for a in args {
                         xs.push(need!(self.operand(fi, a, &Repr::R(esc)), "element"));
                     }
-                    self.bind(fi, r, quote!(#rt::vlist::VList::Virtual(::std::vec![#(#xs),*])))
+                    self.bind(fi, r, quote!(#rt::VList::Virtual(::std::vec![#(#xs),*])))
                 } else {
                     let mut pushes = vec![];
                     for a in args {
@@ -958,7 +976,7 @@ impl<'g> Gen<'g> {
                 }
             }
             OpKind::NewMap => match rr {
-                Repr::VDict(..) => self.bind(fi, r, quote!(#rt::vdict::VDict::new())),
+                Repr::VDict(..) => self.bind(fi, r, quote!(#rt::VDict::new())),
                 _ => self.decline("a HashMap of non-scalars in residual code"),
             },
             OpKind::MapInsert | OpKind::MapGet | OpKind::MapRemove | OpKind::MapContains => {
@@ -1004,10 +1022,10 @@ impl<'g> Gen<'g> {
                     Some(a) => need!(self.operand(fi, a, &Repr::VPtr), "the object"),
                     None => {
                         let pt = ptr_valty();
-                        quote!(#rt::virtuals::VPtr::Real(#rt::redbox::RedBox::constant(#pt, 0)))
+                        quote!(#rt::VPtr::Real(#rt::RedBox::constant(#pt, 0)))
                     }
                 };
-                self.bind(fi, r, quote!((#rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, #tag), #obj)))
+                self.bind(fi, r, quote!((#rt::RedBox::constant(#rt::ValTy::U32, #tag), #obj)))
             }
             OpKind::MakeEnum { variant, index, .. } => {
                 let ty = f.graph.var(r).ty.clone();
@@ -1022,32 +1040,21 @@ impl<'g> Gen<'g> {
                     match repr(&fty, false, types) {
                         Repr::R(sc) => {
                             let x = need!(self.operand(fi, a, &Repr::R(sc)), "payload");
-                            sets.push(quote!(__e[#off] = #x;));
+                            sets.push(quote!((#off, &[#x][..])));
                         }
-                        Repr::Enum(_, w) => {
+                        Repr::Enum(..) => {
                             let x = need!(self.operand(fi, a, &self.value_repr(fi, a)), "payload");
-                            let end = off + w;
-                            sets.push(quote!(__e[#off..#end].copy_from_slice(&#x);));
+                            sets.push(quote!((#off, &#x[..])));
                         }
                         Repr::RPtr => {
                             let x = need!(self.operand(fi, a, &Repr::RPtr), "payload");
-                            sets.push(quote!(__e[#off] = #x;));
+                            sets.push(quote!((#off, &[#x][..])));
                         }
                         Repr::Unit => {}
                         _ => return self.decline("an enum payload of this type"),
                     }
                 }
-                self.bind(
-                    fi,
-                    r,
-                    quote!({
-                        let __t = #tys();
-                        let mut __e: [#rt::redbox::RedBox; #n] = #rt::redbox::RedBox::zeros(&__t);
-                        __e[0] = #rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, #tag);
-                        #(#sets)*
-                        __e
-                    }),
-                )
+                self.bind(fi, r, quote!(#rt::RedBox::enum_value::<#n>(&#tys(), #tag, &[#(#sets),*])))
             }
             OpKind::EnumTag => {
                 let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
@@ -1075,7 +1082,7 @@ impl<'g> Gen<'g> {
                 let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
                 let Some((off, _)) = field_offset(&ety, variant, 0, types) else { return self.decline("unwrap") };
                 let check = quote!({
-                    let __ok = __c.b.red_cmp(#rt::ops::CmpOp::Eq, &#a[0], &#rt::redbox::RedBox::constant(#rt::ops::ValTy::U32, #succ));
+                    let __ok = __c.b.red_cmp(#rt::CmpOp::Eq, &#a[0], &#rt::RedBox::constant(#rt::ValTy::U32, #succ));
                     if !__c.guard(&__ok, #rt::ops::ErrorKind::Abort(#rt::residual::message_id(#msg))) {
                         break 'path None;
                     }

@@ -10,7 +10,7 @@ pub mod plus_minus {
         if !self::jit::__CONFIG.enabled() {
             return __jit_off(s, x, y);
         }
-        let mut __jit_sampler = ::jitgen::__private::rt::driver::LoopSampler::new(
+        let mut __jit_sampler = __rt::driver::LoopSampler::new(
             self::__jit::__mask_ll_plus_minus(),
         );
         let mut acc = x;
@@ -24,12 +24,10 @@ pub mod plus_minus {
                     {
                         if __jit_sampler.due() {
                             ::core::hint::cold_path();
-                            let __jit_green = ::jitgen::__private::rt::driver::green_word(
+                            let __jit_green = __rt::driver::green_word(
                                 &[
                                     (&*s) as *const _ as *const u8 as usize as u64,
-                                    ((<_ as ::jitgen::__private::rt::portal::ByValue<
-                                        usize,
-                                    >>::by_value(pc)) as u64),
+                                    ((<_ as __rt::portal::ByValue<usize>>::by_value(pc)) as u64),
                                 ],
                             );
                             if __jit_sampler
@@ -37,15 +35,9 @@ pub mod plus_minus {
                             {
                                 match self::__jit::__portal_ll_plus_minus(
                                     &*s,
-                                    <_ as ::jitgen::__private::rt::portal::ByValue<
-                                        i64,
-                                    >>::by_value(y),
-                                    <_ as ::jitgen::__private::rt::portal::ByValue<
-                                        i64,
-                                    >>::by_value(acc),
-                                    <_ as ::jitgen::__private::rt::portal::ByValue<
-                                        usize,
-                                    >>::by_value(pc),
+                                    <_ as __rt::portal::ByValue<i64>>::by_value(y),
+                                    <_ as __rt::portal::ByValue<i64>>::by_value(acc),
+                                    <_ as __rt::portal::ByValue<usize>>::by_value(pc),
                                 ) {
                                     ::core::option::Option::Some(
                                         ::core::result::Result::Ok(__r),
@@ -94,6 +86,9 @@ pub mod plus_minus {
         acc
     }
     #[doc(hidden)]
+    #[allow(unused_imports)]
+    use ::jitgen::__private::rt as __rt;
+    #[doc(hidden)]
     #[allow(
         unused_imports,
         dead_code,
@@ -109,19 +104,19 @@ pub mod plus_minus {
     )]
     pub mod __jit {
         use super::*;
-        pub(super) type __Frame<'a> = ::jitgen::__private::rt::frame::PointFrame<'a>;
+        pub(super) type __Frame<'a> = __rt::frame::PointFrame<'a>;
         /// A frame at point `p` holding `v`.
-        fn __at<'a>(p: u32, v: ::jitgen::__private::rt::frame::Values) -> __Frame<'a> {
-            ::jitgen::__private::rt::frame::PointFrame::new(p, false, v)
+        fn __at<'a>(p: u32, v: __rt::Values) -> __Frame<'a> {
+            __rt::frame::PointFrame::new(p, false, v)
         }
         #[allow(unused_variables, unused_mut)]
         fn __vals0<'a>(
             a0: &'a [u8],
-            a1: ::jitgen::__private::rt::redbox::RedBox,
-            a2: ::jitgen::__private::rt::redbox::RedBox,
+            a1: __rt::RedBox,
+            a2: __rt::RedBox,
             a3: usize,
-        ) -> ::jitgen::__private::rt::frame::Values {
-            let mut __v = ::jitgen::__private::rt::frame::Values::default();
+        ) -> __rt::Values {
+            let mut __v = __rt::Values::default();
             __v.words
                 .extend_from_slice(
                     &[a0.as_ptr() as usize as u64, a0.len() as u64, ((a3) as u64)],
@@ -131,18 +126,10 @@ pub mod plus_minus {
         }
         #[allow(unused_variables, unused_mut)]
         fn __unvals0<'a>(
-            mut __v: ::jitgen::__private::rt::frame::Values,
-        ) -> (
-            &'a [u8],
-            ::jitgen::__private::rt::redbox::RedBox,
-            ::jitgen::__private::rt::redbox::RedBox,
-            usize,
-        ) {
+            mut __v: __rt::Values,
+        ) -> (&'a [u8], __rt::RedBox, __rt::RedBox, usize) {
             (
-                ::jitgen::__private::rt::frame::green_slice(
-                    __v.words[0usize],
-                    __v.words[1usize],
-                ),
+                __rt::frame::green_slice(__v.words[0usize], __v.words[1usize]),
                 __v.reds[0usize],
                 __v.reds[1usize],
                 ((__v.words[2usize]) as usize),
@@ -151,54 +138,43 @@ pub mod plus_minus {
         #[allow(unused_variables, unused_mut)]
         fn __vals1<'a>(
             a0: &'a [u8],
-            a1: ::jitgen::__private::rt::redbox::RedBox,
-            a2: ::jitgen::__private::rt::redbox::RedBox,
-        ) -> ::jitgen::__private::rt::frame::Values {
-            let mut __v = ::jitgen::__private::rt::frame::Values::default();
+            a1: __rt::RedBox,
+            a2: __rt::RedBox,
+        ) -> __rt::Values {
+            let mut __v = __rt::Values::default();
             __v.words.extend_from_slice(&[a0.as_ptr() as usize as u64, a0.len() as u64]);
             __v.reds.extend_from_slice(&[a1, a2]);
             __v
         }
         #[allow(unused_variables, unused_mut)]
         fn __unvals1<'a>(
-            mut __v: ::jitgen::__private::rt::frame::Values,
-        ) -> (
-            &'a [u8],
-            ::jitgen::__private::rt::redbox::RedBox,
-            ::jitgen::__private::rt::redbox::RedBox,
-        ) {
+            mut __v: __rt::Values,
+        ) -> (&'a [u8], __rt::RedBox, __rt::RedBox) {
             (
-                ::jitgen::__private::rt::frame::green_slice(
-                    __v.words[0usize],
-                    __v.words[1usize],
-                ),
+                __rt::frame::green_slice(__v.words[0usize], __v.words[1usize]),
                 __v.reds[0usize],
                 __v.reds[1usize],
             )
         }
         #[allow(unused_variables, unused_mut)]
-        fn __vals2<'a>(
-            a0: ::jitgen::__private::rt::redbox::RedBox,
-        ) -> ::jitgen::__private::rt::frame::Values {
-            let mut __v = ::jitgen::__private::rt::frame::Values::default();
+        fn __vals2<'a>(a0: __rt::RedBox) -> __rt::Values {
+            let mut __v = __rt::Values::default();
             __v.reds.extend_from_slice(&[a0]);
             __v
         }
         #[allow(unused_variables, unused_mut)]
-        fn __unvals2<'a>(
-            mut __v: ::jitgen::__private::rt::frame::Values,
-        ) -> (::jitgen::__private::rt::redbox::RedBox,) {
+        fn __unvals2<'a>(mut __v: __rt::Values) -> (__rt::RedBox,) {
             (__v.reds[0usize],)
         }
         #[allow(unused_variables, unused_mut)]
         fn __vals3<'a>(
             a0: &'a [u8],
-            a1: ::jitgen::__private::rt::redbox::RedBox,
-            a2: ::jitgen::__private::rt::redbox::RedBox,
+            a1: __rt::RedBox,
+            a2: __rt::RedBox,
             a3: usize,
             a4: u8,
-        ) -> ::jitgen::__private::rt::frame::Values {
-            let mut __v = ::jitgen::__private::rt::frame::Values::default();
+        ) -> __rt::Values {
+            let mut __v = __rt::Values::default();
             __v.words
                 .extend_from_slice(
                     &[
@@ -213,19 +189,10 @@ pub mod plus_minus {
         }
         #[allow(unused_variables, unused_mut)]
         fn __unvals3<'a>(
-            mut __v: ::jitgen::__private::rt::frame::Values,
-        ) -> (
-            &'a [u8],
-            ::jitgen::__private::rt::redbox::RedBox,
-            ::jitgen::__private::rt::redbox::RedBox,
-            usize,
-            u8,
-        ) {
+            mut __v: __rt::Values,
+        ) -> (&'a [u8], __rt::RedBox, __rt::RedBox, usize, u8) {
             (
-                ::jitgen::__private::rt::frame::green_slice(
-                    __v.words[0usize],
-                    __v.words[1usize],
-                ),
+                __rt::frame::green_slice(__v.words[0usize], __v.words[1usize]),
                 __v.reds[0usize],
                 __v.reds[1usize],
                 ((__v.words[2usize]) as usize),
@@ -235,11 +202,11 @@ pub mod plus_minus {
         #[allow(unused_variables, unused_mut)]
         fn __vals4<'a>(
             a0: &'a [u8],
-            a1: ::jitgen::__private::rt::redbox::RedBox,
+            a1: __rt::RedBox,
             a2: usize,
-            a3: ::jitgen::__private::rt::redbox::RedBox,
-        ) -> ::jitgen::__private::rt::frame::Values {
-            let mut __v = ::jitgen::__private::rt::frame::Values::default();
+            a3: __rt::RedBox,
+        ) -> __rt::Values {
+            let mut __v = __rt::Values::default();
             __v.words
                 .extend_from_slice(
                     &[a0.as_ptr() as usize as u64, a0.len() as u64, ((a2) as u64)],
@@ -249,39 +216,29 @@ pub mod plus_minus {
         }
         #[allow(unused_variables, unused_mut)]
         fn __unvals4<'a>(
-            mut __v: ::jitgen::__private::rt::frame::Values,
-        ) -> (
-            &'a [u8],
-            ::jitgen::__private::rt::redbox::RedBox,
-            usize,
-            ::jitgen::__private::rt::redbox::RedBox,
-        ) {
+            mut __v: __rt::Values,
+        ) -> (&'a [u8], __rt::RedBox, usize, __rt::RedBox) {
             (
-                ::jitgen::__private::rt::frame::green_slice(
-                    __v.words[0usize],
-                    __v.words[1usize],
-                ),
+                __rt::frame::green_slice(__v.words[0usize], __v.words[1usize]),
                 __v.reds[0usize],
                 ((__v.words[2usize]) as usize),
                 __v.reds[1usize],
             )
         }
         #[allow(dead_code)]
-        const __OVERFLOW: ::jitgen::__private::rt::ops::Overflow = if cfg!(
-            debug_assertions
-        ) {
-            ::jitgen::__private::rt::ops::Overflow::Check
+        const __OVERFLOW: __rt::Overflow = if cfg!(debug_assertions) {
+            __rt::Overflow::Check
         } else {
-            ::jitgen::__private::rt::ops::Overflow::Wrap
+            __rt::Overflow::Wrap
         };
         /// A compilation, and the state a point's code continues.
-        type __C<'a> = ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>;
-        type __S<'a> = ::jitgen::__private::rt::state::JitState<__Frame<'a>>;
+        type __C<'a> = __rt::Compilation<__Frame<'a>>;
+        type __S<'a> = __rt::JitState<__Frame<'a>>;
         #[allow(unused_variables, unreachable_patterns)]
         fn __deliver_f0<'a>(
-            __st: &mut ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-            __v: ::jitgen::__private::rt::redbox::RedBox,
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
+            __st: &mut __rt::JitState<__Frame<'a>>,
+            __v: __rt::RedBox,
+            __c: &mut __rt::Compilation<__Frame<'a>>,
         ) {
             let Some(__f) = __st.frames.last_mut() else {
                 return __c.decline("a return without a caller")
@@ -292,10 +249,7 @@ pub mod plus_minus {
         }
         /// Hands a promoted value to the continuation of its promotion.
         #[allow(unused_variables, unreachable_patterns)]
-        fn __deliver_promoted<'a>(
-            __st: &mut ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-            __w: u64,
-        ) {
+        fn __deliver_promoted<'a>(__st: &mut __rt::JitState<__Frame<'a>>, __w: u64) {
             let __f = __st
                 .frames
                 .last_mut()
@@ -304,10 +258,8 @@ pub mod plus_minus {
                 _ => panic!("jitgen: a promoted value without its continuation"),
             }
         }
-        fn __resume_fns() -> ::jitgen::__private::rt::schedule::ResumeFns<
-            __Frame<'static>,
-        > {
-            ::jitgen::__private::rt::schedule::ResumeFns {
+        fn __resume_fns() -> __rt::schedule::ResumeFns<__Frame<'static>> {
+            __rt::schedule::ResumeFns {
                 run: __run,
                 deliver: __deliver_promoted,
                 defer: __defer,
@@ -315,27 +267,27 @@ pub mod plus_minus {
         }
         /// Ends the path in a flexswitch on `__v` (see `Compilation::flexswitch`).
         fn __promote<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-            __v: &::jitgen::__private::rt::redbox::RedBox,
+            __c: &mut __rt::Compilation<__Frame<'a>>,
+            __st: __rt::JitState<__Frame<'a>>,
+            __v: &__rt::RedBox,
         ) {
             __c.flexswitch(__forever(__st), Some(__v), __resume_fns());
         }
         /// Ends the path in a lazily compiled continuation of `__st`.
         pub(super) fn __defer<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __c: &mut __rt::Compilation<__Frame<'a>>,
+            __st: __rt::JitState<__Frame<'a>>,
         ) {
             __c.flexswitch(__forever(__st), None, __resume_fns());
         }
         /// A state kept by a flexswitch, beyond the compilation that made it.
         fn __forever<'a>(
-            __st: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-        ) -> ::jitgen::__private::rt::state::JitState<__Frame<'static>> {
+            __st: __rt::JitState<__Frame<'a>>,
+        ) -> __rt::JitState<__Frame<'static>> {
             unsafe {
                 ::core::mem::transmute::<
-                    ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-                    ::jitgen::__private::rt::state::JitState<__Frame<'static>>,
+                    __rt::JitState<__Frame<'a>>,
+                    __rt::JitState<__Frame<'static>>,
                 >(__st)
             }
         }
@@ -348,8 +300,8 @@ pub mod plus_minus {
             clippy::all
         )]
         pub(super) fn __run<'a>(
-            __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-            __start: ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
+            __c: &mut __rt::Compilation<__Frame<'a>>,
+            __start: __rt::JitState<__Frame<'a>>,
         ) {
             let mut __next = Some(__start);
             while let Some(mut __st) = __next.take() {
@@ -357,9 +309,9 @@ pub mod plus_minus {
                     return;
                 }
                 let Some(__frame) = __st.frames.pop() else { continue };
-                let __r: ::core::option::Option<
-                    ::jitgen::__private::rt::state::JitState<__Frame<'a>>,
-                > = match __frame.point {
+                let __r: ::core::option::Option<__rt::JitState<__Frame<'a>>> = match __frame
+                    .point
+                {
                     0u32 => __point0(__c, __st, __frame),
                     1u32 => __point1(__c, __st, __frame),
                     2u32 => __point2(__c, __st, __frame),
@@ -388,9 +340,7 @@ pub mod plus_minus {
                 {
                     let __a0 = v1;
                     let __a1 = v3;
-                    let mut __s = __st;
-                    __s.frames.push(__at(1u32, __vals0(v0, v2, __a0, __a1)));
-                    Some(__s)
+                    Some(__st.pushed(__at(1u32, __vals0(v0, v2, __a0, __a1))))
                 }
             }
         }
@@ -404,27 +354,15 @@ pub mod plus_minus {
                 if !__frame.merged {
                     __frame.merged = true;
                     __st.frames.push(__frame);
-                    break 'path __c
-                        .merge(
-                            __st,
-                            ::jitgen::__private::rt::schedule::MergeKind::LoopHead,
-                        );
+                    break 'path __c.merge(__st, __rt::schedule::MergeKind::LoopHead);
                 }
                 let (v0, v2, v7, v8) = __unvals0(__frame.vals);
                 let v14: usize = v0.len();
                 let v15: bool = v8 < v14;
                 if v15 {
-                    {
-                        let mut __s = __st;
-                        __s.frames.push(__at(3u32, __vals0(v0, v2, v7, v8)));
-                        Some(__s)
-                    }
+                    Some(__st.pushed(__at(3u32, __vals0(v0, v2, v7, v8))))
                 } else {
-                    {
-                        let mut __s = __st;
-                        __s.frames.push(__at(2u32, __vals2(v7)));
-                        Some(__s)
-                    }
+                    Some(__st.pushed(__at(2u32, __vals2(v7))))
                 }
             }
         }
@@ -436,15 +374,9 @@ pub mod plus_minus {
         ) -> ::core::option::Option<__S<'a>> {
             'path: {
                 let (v7,) = __unvals2(__frame.vals);
-                #[allow(unused_mut)]
-                let mut __rv = v7;
-                if __st.frames.is_empty() {
-                    __st.heap.write_back(&mut __c.b);
-                    __c.finish_return(&[__rv]);
-                    None
-                } else {
-                    __deliver_f0(&mut __st, __rv, __c);
-                    Some(__st)
+                {
+                    let __rv = v7;
+                    __return_f0(__c, __st, __rv)
                 }
             }
         }
@@ -474,31 +406,19 @@ pub mod plus_minus {
                     None => {
                         __c.b
                             .red_bounds_check(
-                                &::jitgen::__private::rt::redbox::RedBox::u64(v8 as u64),
-                                &::jitgen::__private::rt::redbox::RedBox::u64(
-                                    v0.len() as u64,
-                                ),
+                                &__rt::RedBox::u64(v8 as u64),
+                                &__rt::RedBox::u64(v0.len() as u64),
                             );
-                        __c.error_exit(
-                            ::jitgen::__private::rt::ops::ErrorKind::IndexOutOfBounds,
-                        );
+                        __c.error_exit(__rt::ops::ErrorKind::IndexOutOfBounds);
                         break 'path None;
                     }
                 };
                 let v18: u8 = v17;
                 let v26: bool = v18 == (43 as u8);
                 if v26 {
-                    {
-                        let mut __s = __st;
-                        __s.frames.push(__at(5u32, __vals0(v0, v2, v7, v8)));
-                        Some(__s)
-                    }
+                    Some(__st.pushed(__at(5u32, __vals0(v0, v2, v7, v8))))
                 } else {
-                    {
-                        let mut __s = __st;
-                        __s.frames.push(__at(6u32, __vals3(v0, v2, v7, v8, v18)));
-                        Some(__s)
-                    }
+                    Some(__st.pushed(__at(6u32, __vals3(v0, v2, v7, v8, v18))))
                 }
             }
         }
@@ -512,13 +432,12 @@ pub mod plus_minus {
                 if !__frame.merged {
                     __frame.merged = true;
                     __st.frames.push(__frame);
-                    break 'path __c
-                        .merge(__st, ::jitgen::__private::rt::schedule::MergeKind::Join);
+                    break 'path __c.merge(__st, __rt::schedule::MergeKind::Join);
                 }
                 let (v0, v2, v8, v22) = __unvals4(__frame.vals);
-                let v37: usize = match ::jitgen::__private::rt::ops::fold_bin(
-                    ::jitgen::__private::rt::ops::BinOp::Add,
-                    ::jitgen::__private::rt::ops::ValTy::U64,
+                let v37: usize = match __rt::ops::fold_bin(
+                    __rt::BinOp::Add,
+                    __rt::ValTy::U64,
                     __OVERFLOW,
                     ((v8) as u64),
                     (((1 as usize)) as u64),
@@ -532,9 +451,7 @@ pub mod plus_minus {
                 {
                     let __a0 = v22;
                     let __a1 = v37;
-                    let mut __s = __st;
-                    __s.frames.push(__at(1u32, __vals0(v0, v2, __a0, __a1)));
-                    Some(__s)
+                    Some(__st.pushed(__at(1u32, __vals0(v0, v2, __a0, __a1))))
                 }
             }
         }
@@ -546,19 +463,12 @@ pub mod plus_minus {
         ) -> ::core::option::Option<__S<'a>> {
             'path: {
                 let (v0, v2, v7, v8) = __unvals0(__frame.vals);
-                let v27: ::jitgen::__private::rt::redbox::RedBox = __c
+                let v27: __rt::RedBox = __c
                     .b
-                    .red_bin(
-                        ::jitgen::__private::rt::ops::BinOp::Add,
-                        __OVERFLOW,
-                        &v7,
-                        &v2,
-                    );
+                    .red_bin(__rt::BinOp::Add, __OVERFLOW, &v7, &v2);
                 {
                     let __a0 = v27;
-                    let mut __s = __st;
-                    __s.frames.push(__at(4u32, __vals4(v0, v2, v8, __a0)));
-                    Some(__s)
+                    Some(__st.pushed(__at(4u32, __vals4(v0, v2, v8, __a0))))
                 }
             }
         }
@@ -572,17 +482,11 @@ pub mod plus_minus {
                 let (v0, v2, v7, v8, v18) = __unvals3(__frame.vals);
                 let v35: bool = v18 == (45 as u8);
                 if v35 {
-                    {
-                        let mut __s = __st;
-                        __s.frames.push(__at(7u32, __vals0(v0, v2, v7, v8)));
-                        Some(__s)
-                    }
+                    Some(__st.pushed(__at(7u32, __vals0(v0, v2, v7, v8))))
                 } else {
                     {
                         let __a0 = v7;
-                        let mut __s = __st;
-                        __s.frames.push(__at(4u32, __vals4(v0, v2, v8, __a0)));
-                        Some(__s)
+                        Some(__st.pushed(__at(4u32, __vals4(v0, v2, v8, __a0))))
                     }
                 }
             }
@@ -595,19 +499,28 @@ pub mod plus_minus {
         ) -> ::core::option::Option<__S<'a>> {
             'path: {
                 let (v0, v2, v7, v8) = __unvals0(__frame.vals);
-                let v36: ::jitgen::__private::rt::redbox::RedBox = __c
+                let v36: __rt::RedBox = __c
                     .b
-                    .red_bin(
-                        ::jitgen::__private::rt::ops::BinOp::Sub,
-                        __OVERFLOW,
-                        &v7,
-                        &v2,
-                    );
+                    .red_bin(__rt::BinOp::Sub, __OVERFLOW, &v7, &v2);
                 {
                     let __a0 = v36;
-                    let mut __s = __st;
-                    __s.frames.push(__at(4u32, __vals4(v0, v2, v8, __a0)));
-                    Some(__s)
+                    Some(__st.pushed(__at(4u32, __vals4(v0, v2, v8, __a0))))
+                }
+            }
+        }
+        fn __return_f0<'a>(
+            __c: &mut __C<'a>,
+            mut __st: __S<'a>,
+            mut __rv: __rt::RedBox,
+        ) -> ::core::option::Option<__S<'a>> {
+            'path: {
+                if __st.frames.is_empty() {
+                    __st.heap.write_back(&mut __c.b);
+                    __c.finish_return(&[__rv]);
+                    None
+                } else {
+                    __deliver_f0(&mut __st, __rv, __c);
+                    Some(__st)
                 }
             }
         }
@@ -618,27 +531,20 @@ pub mod plus_minus {
             s: &'a [u8],
             pc: usize,
             __words: ::core::option::Option<&[u64]>,
-        ) -> ::core::result::Result<
-            ::jitgen::__private::rt::residual::ResidualFn,
-            ::std::string::String,
-        > {
+        ) -> ::core::result::Result<__rt::residual::ResidualFn, ::std::string::String> {
             let __body = || -> ::core::result::Result<
-                ::jitgen::__private::rt::residual::ResidualFn,
+                __rt::residual::ResidualFn,
                 ::std::string::String,
             > {
                 let __inputs = {
-                    let mut __t: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = ::std::vec::Vec::new();
-                    __t.push(::jitgen::__private::rt::ops::ValTy::I64);
-                    __t.push(::jitgen::__private::rt::ops::ValTy::I64);
+                    let mut __t: ::std::vec::Vec<__rt::ValTy> = ::std::vec::Vec::new();
+                    __t.push(__rt::ValTy::I64);
+                    __t.push(__rt::ValTy::I64);
                     __t
                 };
-                let __outputs: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = vec![
-                    ::jitgen::__private::rt::ops::ValTy::I64
-                ];
+                let __outputs: ::std::vec::Vec<__rt::ValTy> = vec![__rt::ValTy::I64];
                 let __new = || {
-                    let mut __c: ::jitgen::__private::rt::schedule::Compilation<
-                        __Frame<'a>,
-                    > = ::jitgen::__private::rt::schedule::Compilation::new(
+                    let mut __c: __rt::Compilation<__Frame<'a>> = __rt::Compilation::new(
                         "ll_plus_minus",
                         &__inputs,
                         &__outputs,
@@ -651,16 +557,16 @@ pub mod plus_minus {
                     __c
                 };
                 let __build = |
-                    __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-                | -> ::jitgen::__private::rt::state::JitState<__Frame<'a>> {
+                    __c: &mut __rt::Compilation<__Frame<'a>>,
+                | -> __rt::JitState<__Frame<'a>> {
                     let mut __in = __c.inputs().into_iter();
-                    let mut __heap = ::jitgen::__private::rt::virtuals::VHeap::default();
+                    let mut __heap = __rt::virtuals::VHeap::default();
                     let v0 = s;
                     let v2 = __in.next().expect("an input");
                     let v7 = __in.next().expect("an input");
                     let v8 = pc;
                     let __frame = __at(3u32, __vals0(v0, v2, v7, v8));
-                    ::jitgen::__private::rt::state::JitState::with_heap(__frame, __heap)
+                    __rt::JitState::with_heap(__frame, __heap)
                 };
                 let mut __c = __new();
                 let __st = __build(&mut __c);
@@ -676,9 +582,7 @@ pub mod plus_minus {
                 ) {
                     let __now = ::std::panic::catch_unwind(
                         ::std::panic::AssertUnwindSafe(|| {
-                            let mut __x: ::jitgen::__private::rt::schedule::Compilation<
-                                __Frame<'a>,
-                            > = ::jitgen::__private::rt::schedule::Compilation::executing(
+                            let mut __x: __rt::Compilation<__Frame<'a>> = __rt::Compilation::executing(
                                 "ll_plus_minus",
                                 &__inputs,
                                 __w,
@@ -695,8 +599,7 @@ pub mod plus_minus {
                     }
                 }
                 let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
-                ::jitgen::__private::rt::residual::compile_host(&__f)
-                    .map_err(|e| e.to_string())
+                __rt::residual::compile_host(&__f).map_err(|e| e.to_string())
             };
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
                 Ok(r) => r,
@@ -713,11 +616,11 @@ pub mod plus_minus {
         }
         ::std::thread_local! {
             static __CACHE_LL_PLUS_MINUS : ::core::cell::RefCell <
-            ::jitgen::__private::rt::driver::PortalCache < [u64; 3usize] >> = const {
-            ::core::cell::RefCell::new(::jitgen::__private::rt::driver::PortalCache::new())
-            }; #[doc = r" Which merge point visits to skip, and where code starts."]
-            static __SAMPLER_LL_PLUS_MINUS : ::jitgen::__private::rt::driver::Sampler =
-            const { ::jitgen::__private::rt::driver::Sampler::new() };
+            __rt::driver::PortalCache < [u64; 3usize] >> = const {
+            ::core::cell::RefCell::new(__rt::driver::PortalCache::new()) }; #[doc =
+            r" Which merge point visits to skip, and where code starts."] static
+            __SAMPLER_LL_PLUS_MINUS : __rt::driver::Sampler = const {
+            __rt::driver::Sampler::new() };
         }
         /// The variables a portal gets back when it continues in the interpreter.
         #[allow(non_camel_case_types)]
@@ -761,21 +664,15 @@ pub mod plus_minus {
                 s.len() as u64,
                 ((pc) as u64),
             ];
-            let __site = ::jitgen::__private::rt::driver::PortalSite {
+            let __site = __rt::driver::PortalSite {
                 cache: &__CACHE_LL_PLUS_MINUS,
                 sampler: &__SAMPLER_LL_PLUS_MINUS,
                 config: __cfg,
                 stats: &super::jit::__STATS,
                 nested: false,
             };
-            let __hot = __site
-                .visit(
-                    &__key,
-                    &[::jitgen::__private::rt::driver::content_bytes(&s[..])],
-                )?;
-            let __content: &[&[u8]] = &[
-                ::jitgen::__private::rt::driver::content_bytes(&s[..]),
-            ];
+            let __hot = __site.visit(&__key, &[__rt::driver::content_bytes(&s[..])])?;
+            let __content: &[&[u8]] = &[__rt::driver::content_bytes(&s[..])];
             let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
             __words.push(((y) as u64));
             __words.push(((acc) as u64));
@@ -786,24 +683,19 @@ pub mod plus_minus {
                     __content,
                     &__words,
                     &mut |__w| __compile_portal_ll_plus_minus(s, pc, Some(__w)),
-                    &|| ::jitgen::__private::rt::driver::green_word(
+                    &|| __rt::driver::green_word(
                         &[s as *const _ as *const u8 as usize as u64, ((pc) as u64)],
                     ),
                 )?;
-            let __mark = ::jitgen::__private::rt::heap::arena_mark();
+            let __mark = __rt::heap::arena_mark();
             let __t0 = __site.nested.then(::std::time::Instant::now);
-            let __out = ::jitgen::__private::rt::residual::call_parking(
-                &__code,
-                &__words,
-            );
+            let __out = __rt::residual::call_parking(&__code, &__words);
             let __r = match __out {
                 Ok(__w) => Ok(((__w[0]) as i64)),
-                Err(::jitgen::__private::rt::residual::ResidualError::Parked(__p)) => {
+                Err(__rt::residual::ResidualError::Parked(__p)) => {
                     __site.handed_over(&__key, __t0.map(|__t| __t.elapsed()));
                     let __st = *__p
-                        .downcast::<
-                            ::jitgen::__private::rt::state::JitState<__Frame<'static>>,
-                        >()
+                        .downcast::<__rt::JitState<__Frame<'static>>>()
                         .expect("jitgen: a state of this portal");
                     let __vheap = __st.heap;
                     match __st.frames.into_iter().next_back() {
@@ -826,11 +718,11 @@ pub mod plus_minus {
                     }
                 }
                 Err(__e) => {
-                    ::jitgen::__private::rt::heap::arena_release(__mark);
+                    __rt::heap::arena_release(__mark);
                     __e.resume()
                 }
             };
-            ::jitgen::__private::rt::heap::arena_release(__mark);
+            __rt::heap::arena_release(__mark);
             Some(__r)
         }
         /// Whether this call of the portal goes on without
@@ -849,27 +741,20 @@ pub mod plus_minus {
         pub(super) fn __specialize_ll_plus_minus<'a>(
             s: &'a [u8],
             __words: ::core::option::Option<&[u64]>,
-        ) -> ::core::result::Result<
-            ::jitgen::__private::rt::residual::ResidualFn,
-            ::std::string::String,
-        > {
+        ) -> ::core::result::Result<__rt::residual::ResidualFn, ::std::string::String> {
             let __body = || -> ::core::result::Result<
-                ::jitgen::__private::rt::residual::ResidualFn,
+                __rt::residual::ResidualFn,
                 ::std::string::String,
             > {
                 let __inputs = {
-                    let mut __t: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = ::std::vec::Vec::new();
-                    __t.push(::jitgen::__private::rt::ops::ValTy::I64);
-                    __t.push(::jitgen::__private::rt::ops::ValTy::I64);
+                    let mut __t: ::std::vec::Vec<__rt::ValTy> = ::std::vec::Vec::new();
+                    __t.push(__rt::ValTy::I64);
+                    __t.push(__rt::ValTy::I64);
                     __t
                 };
-                let __outputs: ::std::vec::Vec<::jitgen::__private::rt::ops::ValTy> = vec![
-                    ::jitgen::__private::rt::ops::ValTy::I64
-                ];
+                let __outputs: ::std::vec::Vec<__rt::ValTy> = vec![__rt::ValTy::I64];
                 let __new = || {
-                    let mut __c: ::jitgen::__private::rt::schedule::Compilation<
-                        __Frame<'a>,
-                    > = ::jitgen::__private::rt::schedule::Compilation::new(
+                    let mut __c: __rt::Compilation<__Frame<'a>> = __rt::Compilation::new(
                         "ll_plus_minus",
                         &__inputs,
                         &__outputs,
@@ -882,15 +767,15 @@ pub mod plus_minus {
                     __c
                 };
                 let __build = |
-                    __c: &mut ::jitgen::__private::rt::schedule::Compilation<__Frame<'a>>,
-                | -> ::jitgen::__private::rt::state::JitState<__Frame<'a>> {
+                    __c: &mut __rt::Compilation<__Frame<'a>>,
+                | -> __rt::JitState<__Frame<'a>> {
                     let mut __in = __c.inputs().into_iter();
-                    let mut __heap = ::jitgen::__private::rt::virtuals::VHeap::default();
+                    let mut __heap = __rt::virtuals::VHeap::default();
                     let v0 = s;
                     let v1 = __in.next().expect("an input");
                     let v2 = __in.next().expect("an input");
                     let __frame = __at(0u32, __vals1(v0, v1, v2));
-                    ::jitgen::__private::rt::state::JitState::with_heap(__frame, __heap)
+                    __rt::JitState::with_heap(__frame, __heap)
                 };
                 let mut __c = __new();
                 let __st = __build(&mut __c);
@@ -906,9 +791,7 @@ pub mod plus_minus {
                 ) {
                     let __now = ::std::panic::catch_unwind(
                         ::std::panic::AssertUnwindSafe(|| {
-                            let mut __x: ::jitgen::__private::rt::schedule::Compilation<
-                                __Frame<'a>,
-                            > = ::jitgen::__private::rt::schedule::Compilation::executing(
+                            let mut __x: __rt::Compilation<__Frame<'a>> = __rt::Compilation::executing(
                                 "ll_plus_minus",
                                 &__inputs,
                                 __w,
@@ -925,8 +808,7 @@ pub mod plus_minus {
                     }
                 }
                 let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
-                ::jitgen::__private::rt::residual::compile_host(&__f)
-                    .map_err(|e| e.to_string())
+                __rt::residual::compile_host(&__f).map_err(|e| e.to_string())
             };
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
                 Ok(r) => r,
@@ -938,17 +820,19 @@ pub mod plus_minus {
     }
     /// What `#[jit_interpreter]` derived from this module.
     pub mod jit {
+        #[allow(unused_imports)]
+        use super::__rt;
         const __SOURCE: &str = "pub mod plus_minus { use super :: * ; # [doc = \" Applies each `+` (add y) and `-` (subtract y) of `s` to `x`.\"] pub fn ll_plus_minus (s : & [u8] , x : i64 , y : i64) -> i64 { let mut acc = x ; let mut pc = 0 ; while pc < s . len () { hint ! (global_merge_point) ; let op = hint ! (s [pc] , concrete) ; if op == b'+' { acc += y ; } else if op == b'-' { acc -= y ; } pc += 1 ; } acc } }";
         #[doc(hidden)]
-        pub static __CONFIG: ::jitgen::__private::rt::driver::Config = ::jitgen::__private::rt::driver::Config::new();
+        pub static __CONFIG: __rt::driver::Config = __rt::driver::Config::new();
         #[doc(hidden)]
-        pub static __STATS: ::jitgen::__private::rt::driver::Stats = ::jitgen::__private::rt::driver::Stats::new();
+        pub static __STATS: __rt::driver::Stats = __rt::driver::Stats::new();
         /// The colored flow graphs of every function of the module (computed on each call).
         pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
             ::jitgen::__private::graphs_from_source(__SOURCE)
         }
         /// Counts: compilations, residual operations, entries into residual code, ...
-        pub fn stats() -> ::jitgen::__private::rt::driver::StatsSnapshot {
+        pub fn stats() -> __rt::driver::StatsSnapshot {
             __STATS.snapshot()
         }
         /// The listings of the code the portals compiled so far in this
@@ -963,7 +847,7 @@ pub mod plus_minus {
             __STATS.last_decline()
         }
         /// Settings: threshold, on/off (the environment's JITGEN_THRESHOLD and JITGEN_OFF by default).
-        pub fn config() -> &'static ::jitgen::__private::rt::driver::Config {
+        pub fn config() -> &'static __rt::driver::Config {
             &__CONFIG
         }
         /// The unmodified interpreter: never compiles.
@@ -981,7 +865,7 @@ pub mod plus_minus {
             ///
             ///It borrows the green arguments: the compiler may resume from them when a promotion meets a new value.
             pub struct ResidualLlPlusMinus<'a> {
-                f: ::jitgen::__private::rt::residual::ResidualFn,
+                f: __rt::residual::ResidualFn,
                 _greens: ::core::marker::PhantomData<&'a ()>,
             }
             impl<'a> ResidualLlPlusMinus<'a> {
@@ -991,10 +875,10 @@ pub mod plus_minus {
                     let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
                     __words.push(((x) as u64));
                     __words.push(((y) as u64));
-                    let __mark = ::jitgen::__private::rt::heap::arena_mark();
+                    let __mark = __rt::heap::arena_mark();
                     let __out = self.f.call_words(&__words);
                     let __r = __out.map(|__w| ((__w[0]) as i64));
-                    ::jitgen::__private::rt::heap::arena_release(__mark);
+                    __rt::heap::arena_release(__mark);
                     match __r {
                         Ok(__v) => __v,
                         Err(__e) => __e.resume(),
@@ -1009,9 +893,7 @@ pub mod plus_minus {
                     self.f.listing_with_cases()
                 }
                 /// The compiled function.
-                pub fn function(
-                    &self,
-                ) -> &::jitgen::__private::rt::residual::ResidualFn {
+                pub fn function(&self) -> &__rt::residual::ResidualFn {
                     &self.f
                 }
             }

@@ -412,6 +412,12 @@ impl<F: Frame> JitState<F> {
         JitState::with_heap(frame, VHeap::default())
     }
 
+    /// This state, continuing with `frame` on top.
+    pub fn pushed(mut self, frame: F) -> JitState<F> {
+        self.frames.push(frame);
+        self
+    }
+
     /// A state with one frame and the virtual objects it points to.
     pub fn with_heap(frame: F, heap: VHeap) -> JitState<F> {
         JitState {

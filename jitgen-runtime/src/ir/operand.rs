@@ -44,6 +44,16 @@ impl RedBox {
     pub fn zeros<const N: usize>(tys: &[ValTy]) -> [RedBox; N] {
         RedBox::constants(tys, &[0; N])
     }
+    /// A flattened enum value of the slot types `tys`: variant `tag`, its
+    /// payload's parts at their offsets, zeros elsewhere.
+    pub fn enum_value<const N: usize>(tys: &[ValTy], tag: u64, parts: &[(usize, &[RedBox])]) -> [RedBox; N] {
+        let mut e = RedBox::zeros::<N>(tys);
+        e[0] = RedBox::constant(ValTy::U32, tag);
+        for (off, part) in parts {
+            e[*off..*off + part.len()].copy_from_slice(part);
+        }
+        e
+    }
     pub fn i64(v: i64) -> RedBox {
         RedBox::constant(ValTy::I64, v as u64)
     }
