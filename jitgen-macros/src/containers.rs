@@ -56,101 +56,45 @@ impl<'g> Gen<'g> {
         let class = elem_class(&quote!(#m).to_string());
         let (_, _, tys) = enum_helpers(&ety);
         let force = |l: &TokenStream| force_flat_list(&ety, n, l.clone());
-        let et = rust_ty(&ety, None);
         Some(match (&op.kind, base) {
             (OpKind::Len, Some(l)) => {
                 let l = list_of(l);
-                let addr = force(&l);
-                let ut = u64_valty();
-                self.bind(
-                    fi,
-                    r,
-                    quote!(match #l.len_w(#n) {
-                        Some(__n) => __n,
-                        None => {
-                            let __a = #addr;
-                            match #rt::heap::vec_layout::<#et>() {
-                                Some(__vl) => __st.vec_len(&mut __c.b, &__a, __vl),
-                                None => __c.b.red_call(#rt::heap::flat_vec_len::<#m>, "vec_len", &[__a], &[#ut])[0],
-                            }
-                        }
-                    }),
-                )
+                self.bind(fi, r, quote!(__st.flat_list_len::<#m>(&mut __c.b, &mut #l)))
             }
             (OpKind::GetItem, Some(l)) => {
                 let l = list_of(l);
-                let addr = force(&l);
                 let i = self.operand(fi, &args[1], &usize_r)?;
                 self.bind(
                     fi,
                     r,
                     quote!({
                         let __i = #i;
-                        match #l.get_w(&__i, #n) {
-                            Some(__s) => <[#u; #n]>::try_from(__s).expect("n slots"),
-                            None => {
-                                let __a = #addr;
-                                let __v = __st.flat_get::<#m>(&mut __c.b, &__a, &__i, #class, &#tys());
-                                <[#u; #n]>::try_from(&__v[..]).expect("n slots")
-                            }
-                        }
+                        __st.flat_list_get::<#m, #n>(&mut __c.b, &mut #l, &__i, #class, &#tys())
                     }),
                 )
             }
             (OpKind::SetItem, Some(l)) => {
                 let l = list_of(l);
-                let addr = force(&l);
                 let i = self.operand(fi, &args[1], &usize_r)?;
                 let x = self.operand(fi, &args[2], &erepr)?;
                 quote!({
                     let (__i, __x) = (#i, #x);
-                    if !#l.set_w(&__i, &__x) {
-                        let __a = #addr;
-                        __st.flat_set::<#m>(&mut __c.b, &__a, &__i, &__x, #class);
-                    }
+                    __st.flat_list_set::<#m>(&mut __c.b, &mut #l, &__i, &__x, #class);
                 })
             }
             (OpKind::Push, Some(l)) => {
                 let l = list_of(l);
-                let addr = force(&l);
                 let x = self.operand(fi, &args[1], &erepr)?;
                 quote!({
                     let __x = #x;
-                    if !#l.push_w(&__x) {
-                        let __a = #addr;
-                        let __how = #rt::state::FlatVec::of::<#m>(#class);
-                        __st.flat_vec_push(&mut __c.b, &__a, &__x, &__how);
-                    }
+                    __st.flat_list_push::<#m>(&mut __c.b, &mut #l, &__x, #class);
                 })
             }
             (OpKind::Pop, Some(l)) => {
                 let l = list_of(l);
-                let addr = force(&l);
                 let (_, _, otys) = enum_helpers(&Ty::Option(Box::new(ety.clone())));
                 let m1 = n + 1;
-                self.bind(
-                    fi,
-                    r,
-                    quote!(match #l.pop_w(#n) {
-                        Some(Some(__e)) => {
-                            let __t = #otys();
-                            let mut __a: [#u; #m1] = #u::zeros(&__t);
-                            __a[0] = #u::constant(__t[0], 1);
-                            __a[1..].copy_from_slice(&__e);
-                            __a
-                        }
-                        Some(None) => {
-                            let __t = #otys();
-                            #u::zeros(&__t)
-                        }
-                        None => {
-                            let __a = #addr;
-                            let __how = #rt::state::FlatVec::of::<#m>(#class);
-                            let __v = __st.flat_vec_pop(&mut __c.b, &__a, &__how, &#otys());
-                            <[#u; #m1]>::try_from(&__v[..]).expect("1 + n slots")
-                        }
-                    }),
-                )
+                self.bind(fi, r, quote!(__st.flat_list_pop::<#m, #m1>(&mut __c.b, &mut #l, #class, &#otys())))
             }
             (OpKind::NewVec, None) => {
                 let mut xs = vec![];

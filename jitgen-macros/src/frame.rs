@@ -98,67 +98,38 @@ impl Layout {
         let rt = rt();
         let args: Vec<Ident> = (0..self.tys.len()).map(|k| format_ident!("a{}", k)).collect();
         let tys = &self.tys;
-        let mut stmts = vec![];
-        let mut words = vec![];
-        let mut reds = vec![];
-        let flush = |stmts: &mut Vec<TokenStream>, words: &mut Vec<TokenStream>, reds: &mut Vec<TokenStream>| {
-            if !words.is_empty() {
-                stmts.push(quote!(__v.words.extend_from_slice(&[#(#words),*]);));
-                words.clear();
-            }
-            if !reds.is_empty() {
-                stmts.push(quote!(__v.reds.extend_from_slice(&[#(#reds),*]);));
-                reds.clear();
-            }
-        };
+        let (mut words, mut reds, mut slots) = (vec![], vec![], vec![]);
         for (a, h) in args.iter().zip(&self.held) {
-            let slot = match h {
-                Held::Word(sc) => {
-                    words.push(to_word(*sc, quote!(#a)));
-                    continue;
-                }
-                Held::Ref => {
-                    words.push(quote!(#rt::frame::ref_word(#a)));
-                    continue;
-                }
+            match h {
+                Held::Word(sc) => words.push(to_word(*sc, quote!(#a))),
+                Held::Ref => words.push(quote!(#rt::frame::ref_word(#a))),
                 Held::Slice => {
                     words.push(quote!(#a.as_ptr() as usize as u64));
                     words.push(quote!(#a.len() as u64));
-                    continue;
                 }
-                Held::Reds(None) => {
-                    reds.push(quote!(#a));
-                    continue;
-                }
-                Held::Nothing => continue,
-                Held::Reds(Some(_)) => {
-                    flush(&mut stmts, &mut words, &mut reds);
-                    stmts.push(quote!(__v.reds.extend_from_slice(&#a);));
-                    continue;
-                }
-                Held::Consts(_) => quote!(#rt::Slot::Consts(#a.iter().copied().collect())),
-                Held::Ptr => quote!(#rt::Slot::Ptr(#a)),
-                Held::Opt => quote!(#rt::Slot::Opt(#a.0, #a.1)),
+                Held::Reds(None) => reds.push(quote!(#a)),
+                Held::Reds(Some(n)) => reds.extend((0..*n).map(|i| quote!(#a[#i]))),
+                Held::Nothing => {}
+                Held::Consts(_) => slots.push(quote!(#rt::Slot::Consts(#a.iter().copied().collect()))),
+                Held::Ptr => slots.push(quote!(#rt::Slot::Ptr(#a))),
+                Held::Opt => slots.push(quote!(#rt::Slot::Opt(#a.0, #a.1))),
                 Held::Scalars(sc) => {
                     let (t, vt) = (sc_rust(*sc), sc_valty(*sc));
-                    quote!(#rt::Slot::Scalars(#a, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>))
+                    slots.push(
+                        quote!(#rt::Slot::Scalars(#a, #vt, #rt::heap::vec_new_repeat::<#t>, #rt::heap::vec_set::<#t>)),
+                    )
                 }
-                Held::Flat(m, n) => quote!(#rt::Slot::Flat(#a, #n, #rt::heap::flat_vec_new::<#m>)),
+                Held::Flat(m, n) => slots.push(quote!(#rt::Slot::Flat(#a, #n, #rt::heap::flat_vec_new::<#m>))),
                 Held::Dict(k, v) => {
                     let (kt, vt, kvt) = (sc_rust(*k), sc_rust(*v), sc_valty(*k));
-                    quote!(#rt::Slot::Dict(#a, #kvt, #rt::heap::map_new::<#kt, #vt>, #rt::heap::map_insert::<#kt, #vt>))
+                    slots.push(quote!(#rt::Slot::Dict(#a, #kvt, #rt::heap::map_new::<#kt, #vt>, #rt::heap::map_insert::<#kt, #vt>)))
                 }
-                Held::Ptrs => quote!(#rt::Slot::Ptrs(#a)),
-            };
-            stmts.push(quote!(__v.slots.push(#slot);));
+                Held::Ptrs => slots.push(quote!(#rt::Slot::Ptrs(#a))),
+            }
         }
-        flush(&mut stmts, &mut words, &mut reds);
         quote! {
-            #[allow(unused_variables, unused_mut)]
             fn #name<'a>(#(#args: #tys),*) -> #rt::Values {
-                let mut __v = #rt::Values::default();
-                #(#stmts)*
-                __v
+                #rt::Values::new(&[#(#words),*], &[#(#reds),*], ::std::vec![#(#slots),*])
             }
         }
     }
@@ -170,14 +141,14 @@ impl Layout {
         let exprs = self.held.iter().zip(self.places()).map(|(h, at)| {
             let (w, r, s) = (at.word, at.red, at.slot);
             match h {
-                Held::Word(sc) => from_word(*sc, quote!(__v.words[#w])),
-                Held::Ref => quote!(#rt::frame::green_ref(__v.words[#w])),
+                Held::Word(sc) => from_word(*sc, quote!(__v.word(#w))),
+                Held::Ref => quote!(#rt::frame::green_ref(__v.word(#w))),
                 Held::Slice => {
                     let w1 = w + 1;
-                    quote!(#rt::frame::green_slice(__v.words[#w], __v.words[#w1]))
+                    quote!(#rt::frame::green_slice(__v.word(#w), __v.word(#w1)))
                 }
-                Held::Reds(None) => quote!(__v.reds[#r]),
-                Held::Reds(Some(n)) => quote!(#rt::frame::boxes::<#n>(&__v.reds[#r..])),
+                Held::Reds(None) => quote!(__v.red(#r)),
+                Held::Reds(Some(_)) => quote!(#rt::frame::boxes(__v.reds_from(#r))),
                 Held::Nothing => quote!(()),
                 Held::Consts(n) => quote!(__v.take(#s).into_consts::<#n>()),
                 Held::Ptr => quote!(__v.take(#s).into_ptr()),

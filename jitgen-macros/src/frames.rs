@@ -42,6 +42,7 @@ impl<'g> Gen<'g> {
                 None => fields.push(quote!(#id)),
             }
         }
+        self.framed.borrow_mut().insert(p);
         let pack = crate::frame::pack_name(self.point_layout(p));
         let pid = p as u32;
         quote!(__at(#pid, #pack(#(#fields),*)))
@@ -70,8 +71,44 @@ impl<'g> Gen<'g> {
         Ok((lets, self.frame(p, &ov, moves)))
     }
 
-    /// The transition along a link: the current state continues at `target`.
-    pub(crate) fn goto(&self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
+    /// Whether a transition to block `target` continues in the same point
+    /// function instead of stopping there: `target` is entered from one place
+    /// only (not a join, a loop head, a function's start or a portal's merge
+    /// point), so the state never needs to stop at it to be merged or
+    /// resumed. Chains of such blocks nest, to a bounded depth.
+    fn continues_into(&self, fi: usize, target: NodeIndex) -> bool {
+        let f = self.fns[fi];
+        let p = self.point_ids[&(fi, target, 0)];
+        self.inline_depth.get() < MAX_INLINE_DEPTH
+            && target != f.graph.start
+            && !self.joins[fi].contains(&target)
+            && !self.loop_heads[fi].contains(&target)
+            && !self.park_points.contains(&p)
+            && f.graph.blocks().flat_map(|b| f.graph.exits(b)).filter(|e| f.graph.link(*e).0 == target).count() == 1
+    }
+
+    /// The transition along a link: the current state continues at `target`,
+    /// in this function's code (`continues_into`) or at its point.
+    pub(crate) fn goto(&mut self, fi: usize, target: NodeIndex, args: &[Value]) -> Result<TokenStream, String> {
+        if self.continues_into(fi, target) {
+            // The link's values are all converted before any is bound: a
+            // link may pass a block's variables to each other.
+            let f = self.fns[fi];
+            let mut lets = vec![];
+            let mut binds = vec![];
+            for (k, ia) in f.graph.graph[target].inputargs.iter().enumerate() {
+                let to = self.repr(fi, *ia);
+                let e = self.operand(fi, &args[k], &to).ok_or("a value needed green at a join is red")?;
+                let (tmp, id) = (format_ident!("__a{}", k), v_ident(*ia));
+                lets.push(quote!(let #tmp = #e;));
+                binds.push(if is_container(&to) { quote!(let mut #id = #tmp;) } else { quote!(let #id = #tmp;) });
+            }
+            let p = self.point_ids[&(fi, target, 0)];
+            self.inline_depth.set(self.inline_depth.get() + 1);
+            let code = self.point_code(p);
+            self.inline_depth.set(self.inline_depth.get() - 1);
+            return Ok(quote!({ #(#lets)* #(#binds)* #code }));
+        }
         let (lets, frame) = self.link_frame(fi, target, args, true)?;
         Ok(if lets.is_empty() {
             quote!(Some(__st.pushed(#frame)))
@@ -204,15 +241,19 @@ impl<'g> Gen<'g> {
                 let (tt, tl) = f.graph.link(if_true);
                 let (ft, fl) = f.graph.link(if_false);
                 let (tl, fl) = (tl.args.clone(), fl.args.clone());
-                let (gt, gf) = match (self.goto(fi, tt, &tl), self.goto(fi, ft, &fl)) {
-                    (Ok(a), Ok(b)) => (a, b),
-                    (Err(w), _) | (_, Err(w)) => return self.decline(&w),
-                };
                 let green = match &cond {
                     Value::Const(_) => true,
                     Value::Var(v) => f.color(*v) == Color::Green,
                 };
+                let gt = match self.goto(fi, tt, &tl) {
+                    Ok(code) => code,
+                    Err(w) => return self.decline(&w),
+                };
                 if green {
+                    let gf = match self.goto(fi, ft, &fl) {
+                        Ok(code) => code,
+                        Err(w) => return self.decline(&w),
+                    };
                     let c = self.green(fi, &cond).expect("a green bool");
                     quote!(if #c { #gt } else { #gf })
                 } else {
@@ -325,13 +366,12 @@ impl<'g> Gen<'g> {
     /// The frame enum, its `Frame` impl, `__run` and the deliver functions.
     pub fn extension(&mut self) -> TokenStream {
         let rt = rt();
-        let mut run_arms = vec![];
-        let mut point_fns = vec![];
-        for p in 0..self.points.len() {
-            let (code, run_arm) = self.point_pieces(p);
-            point_fns.push(code);
-            run_arms.push(run_arm);
-        }
+        // Every point's code first: which points a state can stop at is
+        // known only then (`framed`); the others' functions are not emitted.
+        let pieces: Vec<(TokenStream, TokenStream)> = (0..self.points.len()).map(|p| self.point_pieces(p)).collect();
+        let framed = self.framed.borrow().clone();
+        let (point_fns, run_arms): (Vec<TokenStream>, Vec<TokenStream>) =
+            pieces.into_iter().enumerate().filter(|(p, _)| framed.contains(p)).map(|(_, x)| x).unzip();
         let delivers = self.delivers();
         let enum_fns: Vec<TokenStream> =
             self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();

@@ -238,6 +238,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
     let checks = &e.checks;
     let pt = &gen.points[point];
     let fields = pt.live.iter().map(|v| format_ident!("v{}", v.0));
+    gen.framed.borrow_mut().insert(point);
     let pack = crate::frame::pack_name(gen.point_layout(point));
     let pid = point as u32;
     quote! {

@@ -87,7 +87,14 @@ pub struct Gen<'g> {
     pub(crate) layouts: std::cell::RefCell<crate::frame::Layouts>,
     /// Per function, the function its returns call (see `Gen::exit`).
     pub(crate) return_fns: std::collections::BTreeMap<usize, TokenStream>,
+    /// The points a state can stop at: those some code makes a frame for.
+    pub(crate) framed: std::cell::RefCell<BTreeSet<usize>>,
+    /// How many transitions the code being generated continued into.
+    pub(crate) inline_depth: std::cell::Cell<usize>,
 }
+
+/// How deep transitions nest in one point's code (see `Gen::goto`).
+pub(crate) const MAX_INLINE_DEPTH: usize = 16;
 
 /// Targets of back edges (depth-first from the start block): loop heads.
 pub(crate) fn loop_heads(f: &ColoredGraph) -> BTreeSet<NodeIndex> {
@@ -154,6 +161,8 @@ impl<'g> Gen<'g> {
             declined: std::cell::Cell::new(false),
             layouts: Default::default(),
             return_fns: Default::default(),
+            framed: Default::default(),
+            inline_depth: Default::default(),
             frames_in_place: false,
         };
         g.written_back = (0..g.fns.len()).map(|fi| g.written_back_params(fi)).collect();

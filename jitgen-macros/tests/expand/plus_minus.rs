@@ -109,120 +109,108 @@ pub mod plus_minus {
         fn __at<'a>(p: u32, v: __rt::Values) -> __Frame<'a> {
             __rt::frame::PointFrame::new(p, false, v)
         }
-        #[allow(unused_variables, unused_mut)]
         fn __vals0<'a>(
             a0: &'a [u8],
             a1: __rt::RedBox,
             a2: __rt::RedBox,
             a3: usize,
         ) -> __rt::Values {
-            let mut __v = __rt::Values::default();
-            __v.words
-                .extend_from_slice(
-                    &[a0.as_ptr() as usize as u64, a0.len() as u64, ((a3) as u64)],
-                );
-            __v.reds.extend_from_slice(&[a1, a2]);
-            __v
+            __rt::Values::new(
+                &[a0.as_ptr() as usize as u64, a0.len() as u64, ((a3) as u64)],
+                &[a1, a2],
+                ::std::vec![],
+            )
         }
         #[allow(unused_variables, unused_mut)]
         fn __unvals0<'a>(
             mut __v: __rt::Values,
         ) -> (&'a [u8], __rt::RedBox, __rt::RedBox, usize) {
             (
-                __rt::frame::green_slice(__v.words[0usize], __v.words[1usize]),
-                __v.reds[0usize],
-                __v.reds[1usize],
-                ((__v.words[2usize]) as usize),
+                __rt::frame::green_slice(__v.word(0usize), __v.word(1usize)),
+                __v.red(0usize),
+                __v.red(1usize),
+                ((__v.word(2usize)) as usize),
             )
         }
-        #[allow(unused_variables, unused_mut)]
         fn __vals1<'a>(
             a0: &'a [u8],
             a1: __rt::RedBox,
             a2: __rt::RedBox,
         ) -> __rt::Values {
-            let mut __v = __rt::Values::default();
-            __v.words.extend_from_slice(&[a0.as_ptr() as usize as u64, a0.len() as u64]);
-            __v.reds.extend_from_slice(&[a1, a2]);
-            __v
+            __rt::Values::new(
+                &[a0.as_ptr() as usize as u64, a0.len() as u64],
+                &[a1, a2],
+                ::std::vec![],
+            )
         }
         #[allow(unused_variables, unused_mut)]
         fn __unvals1<'a>(
             mut __v: __rt::Values,
         ) -> (&'a [u8], __rt::RedBox, __rt::RedBox) {
             (
-                __rt::frame::green_slice(__v.words[0usize], __v.words[1usize]),
-                __v.reds[0usize],
-                __v.reds[1usize],
+                __rt::frame::green_slice(__v.word(0usize), __v.word(1usize)),
+                __v.red(0usize),
+                __v.red(1usize),
             )
         }
-        #[allow(unused_variables, unused_mut)]
         fn __vals2<'a>(a0: __rt::RedBox) -> __rt::Values {
-            let mut __v = __rt::Values::default();
-            __v.reds.extend_from_slice(&[a0]);
-            __v
+            __rt::Values::new(&[], &[a0], ::std::vec![])
         }
         #[allow(unused_variables, unused_mut)]
         fn __unvals2<'a>(mut __v: __rt::Values) -> (__rt::RedBox,) {
-            (__v.reds[0usize],)
+            (__v.red(0usize),)
+        }
+        fn __vals3<'a>(
+            a0: &'a [u8],
+            a1: __rt::RedBox,
+            a2: usize,
+            a3: __rt::RedBox,
+        ) -> __rt::Values {
+            __rt::Values::new(
+                &[a0.as_ptr() as usize as u64, a0.len() as u64, ((a2) as u64)],
+                &[a1, a3],
+                ::std::vec![],
+            )
         }
         #[allow(unused_variables, unused_mut)]
-        fn __vals3<'a>(
+        fn __unvals3<'a>(
+            mut __v: __rt::Values,
+        ) -> (&'a [u8], __rt::RedBox, usize, __rt::RedBox) {
+            (
+                __rt::frame::green_slice(__v.word(0usize), __v.word(1usize)),
+                __v.red(0usize),
+                ((__v.word(2usize)) as usize),
+                __v.red(1usize),
+            )
+        }
+        fn __vals4<'a>(
             a0: &'a [u8],
             a1: __rt::RedBox,
             a2: __rt::RedBox,
             a3: usize,
             a4: u8,
         ) -> __rt::Values {
-            let mut __v = __rt::Values::default();
-            __v.words
-                .extend_from_slice(
-                    &[
-                        a0.as_ptr() as usize as u64,
-                        a0.len() as u64,
-                        ((a3) as u64),
-                        ((a4) as u64),
-                    ],
-                );
-            __v.reds.extend_from_slice(&[a1, a2]);
-            __v
-        }
-        #[allow(unused_variables, unused_mut)]
-        fn __unvals3<'a>(
-            mut __v: __rt::Values,
-        ) -> (&'a [u8], __rt::RedBox, __rt::RedBox, usize, u8) {
-            (
-                __rt::frame::green_slice(__v.words[0usize], __v.words[1usize]),
-                __v.reds[0usize],
-                __v.reds[1usize],
-                ((__v.words[2usize]) as usize),
-                ((__v.words[3usize]) as u8),
+            __rt::Values::new(
+                &[
+                    a0.as_ptr() as usize as u64,
+                    a0.len() as u64,
+                    ((a3) as u64),
+                    ((a4) as u64),
+                ],
+                &[a1, a2],
+                ::std::vec![],
             )
-        }
-        #[allow(unused_variables, unused_mut)]
-        fn __vals4<'a>(
-            a0: &'a [u8],
-            a1: __rt::RedBox,
-            a2: usize,
-            a3: __rt::RedBox,
-        ) -> __rt::Values {
-            let mut __v = __rt::Values::default();
-            __v.words
-                .extend_from_slice(
-                    &[a0.as_ptr() as usize as u64, a0.len() as u64, ((a2) as u64)],
-                );
-            __v.reds.extend_from_slice(&[a1, a3]);
-            __v
         }
         #[allow(unused_variables, unused_mut)]
         fn __unvals4<'a>(
             mut __v: __rt::Values,
-        ) -> (&'a [u8], __rt::RedBox, usize, __rt::RedBox) {
+        ) -> (&'a [u8], __rt::RedBox, __rt::RedBox, usize, u8) {
             (
-                __rt::frame::green_slice(__v.words[0usize], __v.words[1usize]),
-                __v.reds[0usize],
-                ((__v.words[2usize]) as usize),
-                __v.reds[1usize],
+                __rt::frame::green_slice(__v.word(0usize), __v.word(1usize)),
+                __v.red(0usize),
+                __v.red(1usize),
+                ((__v.word(2usize)) as usize),
+                ((__v.word(3usize)) as u8),
             )
         }
         #[allow(dead_code)]
@@ -314,12 +302,8 @@ pub mod plus_minus {
                 {
                     0u32 => __point0(__c, __st, __frame),
                     1u32 => __point1(__c, __st, __frame),
-                    2u32 => __point2(__c, __st, __frame),
                     3u32 => __point3(__c, __st, __frame),
                     4u32 => __point4(__c, __st, __frame),
-                    5u32 => __point5(__c, __st, __frame),
-                    6u32 => __point6(__c, __st, __frame),
-                    7u32 => __point7(__c, __st, __frame),
                     _ => unreachable!("jitgen: a frame at no point of this extension"),
                 };
                 __next = match __r {
@@ -362,21 +346,12 @@ pub mod plus_minus {
                 if v15 {
                     Some(__st.pushed(__at(3u32, __vals0(v0, v2, v7, v8))))
                 } else {
-                    Some(__st.pushed(__at(2u32, __vals2(v7))))
-                }
-            }
-        }
-        #[inline(never)]
-        fn __point2<'a>(
-            __c: &mut __C<'a>,
-            mut __st: __S<'a>,
-            mut __frame: __Frame<'a>,
-        ) -> ::core::option::Option<__S<'a>> {
-            'path: {
-                let (v7,) = __unvals2(__frame.vals);
-                {
-                    let __rv = v7;
-                    __return_f0(__c, __st, __rv)
+                    {
+                        {
+                            let __rv = v7;
+                            __return_f0(__c, __st, __rv)
+                        }
+                    }
                 }
             }
         }
@@ -416,9 +391,35 @@ pub mod plus_minus {
                 let v18: u8 = v17;
                 let v26: bool = v18 == (43 as u8);
                 if v26 {
-                    Some(__st.pushed(__at(5u32, __vals0(v0, v2, v7, v8))))
+                    {
+                        let v27: __rt::RedBox = __c
+                            .b
+                            .red_bin(__rt::BinOp::Add, __OVERFLOW, &v7, &v2);
+                        {
+                            let __a0 = v27;
+                            Some(__st.pushed(__at(4u32, __vals3(v0, v2, v8, __a0))))
+                        }
+                    }
                 } else {
-                    Some(__st.pushed(__at(6u32, __vals3(v0, v2, v7, v8, v18))))
+                    {
+                        let v35: bool = v18 == (45 as u8);
+                        if v35 {
+                            {
+                                let v36: __rt::RedBox = __c
+                                    .b
+                                    .red_bin(__rt::BinOp::Sub, __OVERFLOW, &v7, &v2);
+                                {
+                                    let __a0 = v36;
+                                    Some(__st.pushed(__at(4u32, __vals3(v0, v2, v8, __a0))))
+                                }
+                            }
+                        } else {
+                            {
+                                let __a0 = v7;
+                                Some(__st.pushed(__at(4u32, __vals3(v0, v2, v8, __a0))))
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -434,7 +435,7 @@ pub mod plus_minus {
                     __st.frames.push(__frame);
                     break 'path __c.merge(__st, __rt::schedule::MergeKind::Join);
                 }
-                let (v0, v2, v8, v22) = __unvals4(__frame.vals);
+                let (v0, v2, v8, v22) = __unvals3(__frame.vals);
                 let v37: usize = match __rt::ops::fold_bin(
                     __rt::BinOp::Add,
                     __rt::ValTy::U64,
@@ -452,59 +453,6 @@ pub mod plus_minus {
                     let __a0 = v22;
                     let __a1 = v37;
                     Some(__st.pushed(__at(1u32, __vals0(v0, v2, __a0, __a1))))
-                }
-            }
-        }
-        #[inline(never)]
-        fn __point5<'a>(
-            __c: &mut __C<'a>,
-            mut __st: __S<'a>,
-            mut __frame: __Frame<'a>,
-        ) -> ::core::option::Option<__S<'a>> {
-            'path: {
-                let (v0, v2, v7, v8) = __unvals0(__frame.vals);
-                let v27: __rt::RedBox = __c
-                    .b
-                    .red_bin(__rt::BinOp::Add, __OVERFLOW, &v7, &v2);
-                {
-                    let __a0 = v27;
-                    Some(__st.pushed(__at(4u32, __vals4(v0, v2, v8, __a0))))
-                }
-            }
-        }
-        #[inline(never)]
-        fn __point6<'a>(
-            __c: &mut __C<'a>,
-            mut __st: __S<'a>,
-            mut __frame: __Frame<'a>,
-        ) -> ::core::option::Option<__S<'a>> {
-            'path: {
-                let (v0, v2, v7, v8, v18) = __unvals3(__frame.vals);
-                let v35: bool = v18 == (45 as u8);
-                if v35 {
-                    Some(__st.pushed(__at(7u32, __vals0(v0, v2, v7, v8))))
-                } else {
-                    {
-                        let __a0 = v7;
-                        Some(__st.pushed(__at(4u32, __vals4(v0, v2, v8, __a0))))
-                    }
-                }
-            }
-        }
-        #[inline(never)]
-        fn __point7<'a>(
-            __c: &mut __C<'a>,
-            mut __st: __S<'a>,
-            mut __frame: __Frame<'a>,
-        ) -> ::core::option::Option<__S<'a>> {
-            'path: {
-                let (v0, v2, v7, v8) = __unvals0(__frame.vals);
-                let v36: __rt::RedBox = __c
-                    .b
-                    .red_bin(__rt::BinOp::Sub, __OVERFLOW, &v7, &v2);
-                {
-                    let __a0 = v36;
-                    Some(__st.pushed(__at(4u32, __vals4(v0, v2, v8, __a0))))
                 }
             }
         }

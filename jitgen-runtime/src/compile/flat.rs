@@ -6,10 +6,11 @@
 //! `flat_vec_get` or `flat_vec_set`.
 
 use crate::compile::redbox::RedBox;
-use crate::compile::state::{Frame, JitState};
+use crate::compile::state::{FlatVec, Frame, JitState};
+use crate::compile::vlist::VList;
 use crate::ir::builder::ResidualBuilder;
 use crate::ir::ops::ValTy;
-use crate::run::heap::{flat_vec_get, flat_vec_set, vec_layout, Flat};
+use crate::run::heap::{flat_vec_get, flat_vec_len, flat_vec_new, flat_vec_set, vec_layout, Flat};
 
 impl<F: Frame> JitState<F> {
     /// Element `index` of the real list of `M` at `addr`: its tag (a `u32`)
@@ -61,6 +62,90 @@ impl<F: Frame> JitState<F> {
                 let mut args = vec![*addr, *index];
                 args.extend_from_slice(value);
                 b.red_call(flat_vec_set::<M>, "vec_set", &args, &[]);
+            }
+        }
+    }
+
+    /// The address of the real list `l` of `M`s, made real first if it is
+    /// virtual.
+    fn flat_list_addr<M: Flat>(b: &mut ResidualBuilder, l: &mut VList) -> RedBox {
+        l.force_flat(b, M::N, flat_vec_new::<M>)
+    }
+
+    /// `l.len()` of a list of `M`s (a local, or a real list's `VList::Real`):
+    /// known while it is virtual, else read from memory.
+    pub fn flat_list_len<M: Flat>(&mut self, b: &mut ResidualBuilder, l: &mut VList) -> RedBox {
+        if let Some(n) = l.len_w(M::N) {
+            return n;
+        }
+        let a = Self::flat_list_addr::<M>(b, l);
+        match vec_layout::<M::T>() {
+            Some(vl) => self.vec_len(b, &a, vl),
+            None => b.red_call(flat_vec_len::<M>, "vec_len", &[a], &[ValTy::U64])[0],
+        }
+    }
+
+    /// `l[index]` of a list of `M`s, flattened (`N` slots of types `tys`;
+    /// `class` the elements' alias class).
+    pub fn flat_list_get<M: Flat, const N: usize>(
+        &mut self,
+        b: &mut ResidualBuilder,
+        l: &mut VList,
+        index: &RedBox,
+        class: u32,
+        tys: &[ValTy],
+    ) -> [RedBox; N] {
+        if let Some(s) = l.get_w(index, M::N) {
+            return crate::compile::frame::boxes(s);
+        }
+        let a = Self::flat_list_addr::<M>(b, l);
+        crate::compile::frame::boxes(&self.flat_get::<M>(b, &a, index, class, tys))
+    }
+
+    /// `l[index] = value` on a list of `M`s.
+    pub fn flat_list_set<M: Flat>(
+        &mut self,
+        b: &mut ResidualBuilder,
+        l: &mut VList,
+        index: &RedBox,
+        value: &[RedBox],
+        class: u32,
+    ) {
+        if !l.set_w(index, value) {
+            let a = Self::flat_list_addr::<M>(b, l);
+            self.flat_set::<M>(b, &a, index, value, class);
+        }
+    }
+
+    /// `l.push(value)` on a list of `M`s.
+    pub fn flat_list_push<M: Flat>(&mut self, b: &mut ResidualBuilder, l: &mut VList, value: &[RedBox], class: u32) {
+        if !l.push_w(value) {
+            let a = Self::flat_list_addr::<M>(b, l);
+            self.flat_vec_push(b, &a, value, &FlatVec::of::<M>(class));
+        }
+    }
+
+    /// `l.pop()` on a list of `M`s: the `Option` flattened (`N` slots of
+    /// types `tys`: its tag, then the element's).
+    pub fn flat_list_pop<M: Flat, const N: usize>(
+        &mut self,
+        b: &mut ResidualBuilder,
+        l: &mut VList,
+        class: u32,
+        tys: &[ValTy],
+    ) -> [RedBox; N] {
+        match l.pop_w(M::N) {
+            Some(Some(e)) => {
+                let mut out = RedBox::zeros::<N>(tys);
+                out[0] = RedBox::constant(tys[0], 1);
+                out[1..].copy_from_slice(&e);
+                out
+            }
+            Some(None) => RedBox::zeros::<N>(tys),
+            None => {
+                let a = Self::flat_list_addr::<M>(b, l);
+                let v = self.flat_vec_pop(b, &a, &FlatVec::of::<M>(class), tys);
+                crate::compile::frame::boxes(&v)
             }
         }
     }

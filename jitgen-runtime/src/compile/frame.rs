@@ -213,6 +213,22 @@ pub struct Values {
 }
 
 impl Values {
+    /// Values of these words, red boxes and slots.
+    pub fn new(words: &[u64], reds: &[RedBox], slots: Vec<Slot>) -> Values {
+        Values { words: SmallVec::from_slice(words), reds: SmallVec::from_slice(reds), slots }
+    }
+    /// Word `i`.
+    pub fn word(&self, i: usize) -> u64 {
+        self.words[i]
+    }
+    /// Red box `i`.
+    pub fn red(&self, i: usize) -> RedBox {
+        self.reds[i]
+    }
+    /// The red boxes from `i` on.
+    pub fn reds_from(&self, i: usize) -> &[RedBox] {
+        &self.reds[i..]
+    }
     /// Slot `i`, moved out.
     pub fn take(&mut self, i: usize) -> Slot {
         std::mem::replace(&mut self.slots[i], Slot::Taken)
