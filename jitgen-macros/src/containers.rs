@@ -780,4 +780,257 @@ impl<'g> Gen<'g> {
             #rt::RedBox::constants(&__t, &__w)
         })
     }
+
+    /// An operation on a list: its length, an element, a push or pop, a new list.
+    pub(crate) fn list_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
+        let rt = rt();
+        let f = self.fns[fi];
+        let r = op.result;
+        let rr = self.repr(fi, r);
+        let rgreen = f.color(r) == Color::Green;
+        let args = &op.args;
+        macro_rules! need {
+            ($e:expr, $why:expr) => {
+                match $e {
+                    Some(x) => x,
+                    None => return self.decline($why),
+                }
+            };
+        }
+        match &op.kind {
+            OpKind::GetItem => self.get_item(fi, r, &rr, rgreen, &args[0], &args[1]),
+            OpKind::Len => {
+                let base_ty = self.value_ty(fi, &args[0]);
+                if rgreen {
+                    if let Ty::Array(_, n) = base_ty.autoderef() {
+                        let n = *n as usize;
+                        return self.bind(fi, r, quote!(#n));
+                    }
+                    let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
+                    return self.bind(fi, r, quote!(#a.len()));
+                }
+                if let Ty::Map(..) = base_ty.autoderef() {
+                    return self.map_op(fi, r, &OpKind::Len, args);
+                }
+                match base_ty.autoderef().clone() {
+                    Ty::Slice(_) => {
+                        let s = need!(self.operand(fi, &args[0], &Repr::RSlice), "slice");
+                        self.bind(fi, r, quote!(#s[1]))
+                    }
+                    Ty::Vec(et) => {
+                        let Some(esc) = scalar(&et) else {
+                            return self.decline("a Vec of non-scalars in residual code");
+                        };
+                        let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
+                        let t = sc_rust(esc);
+                        let u = u64_valty();
+                        let real = quote!({
+                            #addr
+                            match #rt::heap::vec_layout::<#t>() {
+                                Some(__l) => __st.vec_len(&mut __c.b, &__addr, __l),
+                                None => __c.b.red_call(#rt::heap::vec_len::<#t>, "vec_len", &[__addr], &[#u])[0],
+                            }
+                        });
+                        match list_local(self, fi, &args[0]) {
+                            Some(l) => self.bind(
+                                fi,
+                                r,
+                                quote!(match #l.len_const() {
+                                    Some(__n) => __n,
+                                    None => match __st.tail_len(&mut __c.b, &#l) {
+                                        Some(__n) => __n,
+                                        None => #real,
+                                    },
+                                }),
+                            ),
+                            None => self.bind(fi, r, real),
+                        }
+                    }
+                    _ => self.decline("the length of this value"),
+                }
+            }
+            OpKind::SetItem => {
+                let base_ty = self.value_ty(fi, &args[0]);
+                match base_ty.autoderef().clone() {
+                    Ty::Vec(et) => {
+                        let Some(esc) = scalar(&et) else {
+                            return self.decline("a Vec of non-scalars in residual code");
+                        };
+                        let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
+                        let i = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
+                        let x = need!(self.operand(fi, &args[2], &Repr::R(esc)), "value");
+                        let t = sc_rust(esc);
+                        let class = elem_class(&quote!(#t).to_string());
+                        let real = quote!({
+                            #addr
+                            match #rt::heap::vec_layout::<#t>() {
+                                Some(__l) => {
+                                    let __e = __st.vec_elem(&mut __c.b, &__addr, &#i, ::core::mem::size_of::<#t>() as u64, __l);
+                                    __st.store_field(&mut __c.b, &__e, 0, &#x, #class, 0);
+                                }
+                                None => {
+                                    __c.b.red_call(#rt::heap::vec_set::<#t>, "vec_set", &[__addr, #i, #x], &[]);
+                                }
+                            }
+                        });
+                        match list_local(self, fi, &args[0]) {
+                            Some(l) => {
+                                quote!(if !#l.set_const(&#i, &#x) && !__st.tail_set(&mut __c.b, &mut #l, &#i, &#x) #real)
+                            }
+                            None => real,
+                        }
+                    }
+                    cont @ (Ty::Slice(_) | Ty::Array(..)) => {
+                        // Through `&mut [T]` or `&mut [T; N]`: a store at the
+                        // element's address, bounds-checked.
+                        let et = match &cont {
+                            Ty::Slice(t) | Ty::Array(t, _) => (**t).clone(),
+                            _ => Ty::Error,
+                        };
+                        let Some(esc) = scalar(&et) else {
+                            return self.decline("a store of a non-scalar element through a run-time pointer");
+                        };
+                        let i = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
+                        let x = need!(self.operand(fi, &args[2], &Repr::R(esc)), "value");
+                        let addr = match self.elem_addr(fi, &args[0], &cont, &et, &quote!(__i)) {
+                            Ok(a) => a,
+                            Err(declined) => return declined,
+                        };
+                        // A known field like a `Vec`'s element (the slice
+                        // may be one's buffer): the store forgets what it
+                        // may overwrite.
+                        let t = sc_rust(esc);
+                        let class = elem_class(&quote!(#t).to_string());
+                        quote!({
+                            let __i = #i;
+                            let __x = #x;
+                            let __a = #addr;
+                            __st.store_field(&mut __c.b, &__a, 0, &__x, #class, 0);
+                        })
+                    }
+                    _ => self.decline("a store into this kind of sequence in residual code"),
+                }
+            }
+            _ => unreachable!("jitgen: a list operation dispatched elsewhere"),
+        }
+    }
+
+    /// An operation that grows or shrinks a list (`push`, `pop`), or makes one.
+    pub(crate) fn list_make_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
+        let rt = rt();
+        let f = self.fns[fi];
+        let r = op.result;
+        let args = &op.args;
+        macro_rules! need {
+            ($e:expr, $why:expr) => {
+                match $e {
+                    Some(x) => x,
+                    None => return self.decline($why),
+                }
+            };
+        }
+        match &op.kind {
+            OpKind::Push | OpKind::Pop => {
+                let base_ty = self.value_ty(fi, &args[0]);
+                let Ty::Vec(et) = base_ty.autoderef().clone() else { return self.decline("push/pop on a non-Vec") };
+                let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
+                let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
+                let (t, vt, u32t) = (sc_rust(esc), sc_valty(esc), u32_valty());
+                let list = list_local(self, fi, &args[0]);
+                // In place where the `Vec` layout is known (`JitState::vec_push`,
+                // `vec_pop`), else by the runtime's helpers.
+                let class = elem_class(&quote!(#t).to_string());
+                let size = quote!(::core::mem::size_of::<#t>() as u64);
+                if op.kind == OpKind::Push {
+                    let x = need!(self.operand(fi, &args[1], &Repr::R(esc)), "value");
+                    let real = quote!({
+                        #addr
+                        match #rt::heap::vec_header::<#t>() {
+                            Some(__h) => __st.vec_push(&mut __c.b, &__addr, &__x, __h, #size, #class, #rt::heap::vec_reserve_one::<#t>),
+                            None => {
+                                __c.b.red_call(#rt::heap::vec_push::<#t>, "vec_push", &[__addr, __x], &[]);
+                            }
+                        }
+                    });
+                    match list {
+                        Some(l) => quote!({ let __x = #x; if !#l.push_virtual(&__x) #real }),
+                        None => quote!({ let __x = #x; #real }),
+                    }
+                } else {
+                    let real = quote!({
+                        #addr
+                        match #rt::heap::vec_header::<#t>() {
+                            Some(__h) => __st.vec_pop(&mut __c.b, &__addr, #vt, __h, #size, #class),
+                            None => {
+                                let __v = __c.b.red_call(#rt::heap::vec_pop::<#t>, "vec_pop", &[__addr], &[#u32t, #vt]);
+                                [__v[0], __v[1]]
+                            }
+                        }
+                    });
+                    match list {
+                        Some(l) => self.bind(
+                            fi,
+                            r,
+                            quote!(match #l.pop_virtual() {
+                                Some(Some(__x)) => [#rt::RedBox::constant(#u32t, 1), __x],
+                                Some(None) => [#rt::RedBox::constant(#u32t, 0), #rt::RedBox::constant(#vt, 0)],
+                                None => #real,
+                            }),
+                        ),
+                        None => self.bind(fi, r, real),
+                    }
+                }
+            }
+            OpKind::NewVec | OpKind::NewVecRepeat => {
+                let Ty::Vec(et) = f.graph.var(r).ty.clone() else { return self.decline("a vector") };
+                let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
+                let t = sc_rust(esc);
+                let p = ptr_valty();
+                if op.kind == OpKind::NewVecRepeat {
+                    let x = need!(self.operand(fi, &args[0], &Repr::R(esc)), "element");
+                    let n = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "count");
+                    let real = quote!(__c.b.red_call(#rt::heap::vec_new_repeat::<#t>, "vec_new_repeat", &[__x, __n], &[#p])[0]);
+                    if matches!(self.repr(fi, r), Repr::VList(_)) {
+                        self.bind(
+                            fi,
+                            r,
+                            quote!({
+                                let (__x, __n) = (#x, #n);
+                                match #rt::VList::repeat(&__x, &__n) {
+                                    Some(__l) => __l,
+                                    None => #rt::VList::Real(#real),
+                                }
+                            }),
+                        )
+                    } else {
+                        self.bind(fi, r, quote!({ let (__x, __n) = (#x, #n); #real }))
+                    }
+                } else if matches!(self.repr(fi, r), Repr::VList(_)) && args.len() <= 64 {
+                    let mut xs = vec![];
+                    for a in args {
+                        xs.push(need!(self.operand(fi, a, &Repr::R(esc)), "element"));
+                    }
+                    self.bind(fi, r, quote!(#rt::VList::Virtual(::std::vec![#(#xs),*])))
+                } else {
+                    let mut pushes = vec![];
+                    for a in args {
+                        let x = need!(self.operand(fi, a, &Repr::R(esc)), "element");
+                        pushes.push(quote!({
+                            __c.b.red_call(#rt::heap::vec_push::<#t>, "vec_push", &[__p, #x], &[]);
+                        }));
+                    }
+                    self.bind_ptr(
+                        fi,
+                        r,
+                        quote!({
+                            let __p = __c.b.red_call(#rt::heap::vec_new::<#t>, "vec_new", &[], &[#p])[0];
+                            #(#pushes)*
+                            __p
+                        }),
+                    )
+                }
+            }
+            _ => unreachable!("jitgen: a list operation dispatched elsewhere"),
+        }
+    }
 }

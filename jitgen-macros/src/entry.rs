@@ -203,241 +203,9 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
             }
             Repr::VOpt => e.bad = Some(format!("an `Option` of a struct (`{ty}`) is live here")),
             Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VPtr | Repr::VDict(..) | Repr::VOList(_) => {
-                let (pty, arg, addr) = match &ty {
-                    Ty::Ref { mutable: true, to } => {
-                        let t = pty_of(to);
-                        (quote!(&mut #t), quote!(&mut *#src), quote!(#n as *mut #t as usize as u64))
-                    }
-                    Ty::Ref { to, .. } => {
-                        let t = pty_of(to);
-                        (quote!(&#t), quote!(&*#src), quote!(#n as *const #t as usize as u64))
-                    }
-                    Ty::Boxed(inner) => {
-                        let t = pty_of(inner);
-                        if is_mut {
-                            (
-                                quote!(&mut ::std::boxed::Box<#t>),
-                                quote!(&mut #src),
-                                quote!(&mut **#n as *mut #t as usize as u64),
-                            )
-                        } else {
-                            (quote!(&::std::boxed::Box<#t>), quote!(&#src), quote!(&**#n as *const #t as usize as u64))
-                        }
-                    }
-                    other => {
-                        let t = pty_of(other);
-                        if is_mut {
-                            (quote!(&mut #t), quote!(&mut #src), quote!(#n as *mut #t as usize as u64))
-                        } else {
-                            (quote!(&#t), quote!(&#src), quote!(#n as *const #t as usize as u64))
-                        }
-                    }
-                };
-                e.params.push((n.clone(), pty));
-                e.args.push(arg);
-                let pt = ptr_valty();
-                e.input_tys.push(quote!(__t.push(#pt);));
-                e.input_words.push(quote!(__words.push(#addr);));
-                if let (Repr::VList(sc), true) = (&r, portal) {
-                    // A virtualizable list: its elements are loaded once at
-                    // entry and live in registers from then on.
-                    let len = format_ident!("__len_{}", n);
-                    e.lens.push(quote!(let #len: usize = #n.len();));
-                    e.key.push(quote!(#len as u64));
-                    e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
-                    scalar_lens.push(len.clone());
-                    let load = load_list(*sc, &len);
-                    e.frame_lets.push(quote! {
-                        let #fid = {
-                            let __p = __in.next().expect("an input");
-                            #load
-                        };
-                    });
-                } else if let (Repr::VPtr, true, Some(d)) = (&r, portal, virtualizable(&ty, gen)) {
-                    // A virtualizable object (the interpreter's frame): its
-                    // fields are loaded once at entry into a virtual object
-                    // backed by the real one (see `jitgen_runtime::virtuals`).
-                    let Some(s) = virtual_struct(&ty, gen.cg.types()) else { continue };
-                    e.vstructs.push(s.clone());
-                    let (sn, desc) = (format_ident!("{}", s), format_ident!("__VDESC_{}", s));
-                    let mut loads = vec![];
-                    for (fname, ft) in &d.fields {
-                        let fid_ = member(fname);
-                        let off = quote!(::core::mem::offset_of!(#sn, #fid_));
-                        if let Some(LElem::Enum(..)) = list_field(ft, gen.cg.types()) {
-                            // A list of enums stays in the object: the virtual
-                            // object names it (moved back onto itself when
-                            // written back).
-                            loads.push(quote!(__lists.push(#rt::VList::Real(__c.b.red_offset(&__obj, #off as u64)));));
-                        } else if let Some(LElem::Sc(sc)) = list_field(ft, gen.cg.types()) {
-                            let len = format_ident!("__len_{}_{}", n, fname);
-                            e.lens.push(quote!(let #len: usize = #n.#fid_.len();));
-                            e.key.push(quote!(#len as u64));
-                            e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
-                            scalar_lens.push(len.clone());
-                            let load = load_list(sc, &len);
-                            loads.push(quote!({
-                                let __p = __c.b.red_offset(&__obj, #off as u64);
-                                __lists.push(#load);
-                            }));
-                        } else if let Some(sc) = scalar(ft) {
-                            let vt = sc_valty(sc);
-                            loads.push(quote!(__fields.push(__c.b.red_load(#vt, &__obj, #off as i32));));
-                        }
-                    }
-                    e.frame_lets.push(quote! {
-                        let #fid = {
-                            let __obj = __in.next().expect("an input");
-                            let mut __fields = ::std::vec::Vec::new();
-                            let mut __lists = ::std::vec::Vec::new();
-                            #(#loads)*
-                            __heap.alloc_backed(&#desc, __fields, __lists, __obj)
-                        };
-                    });
-                } else if matches!(r, Repr::VDict(..)) {
-                    e.frame_lets.push(quote!(let #fid = #rt::VDict::Real(__in.next().expect("an input"));));
-                } else if matches!(r, Repr::VPtr) {
-                    e.frame_lets.push(quote!(let #fid = #rt::VPtr::Real(__in.next().expect("an input"));));
-                } else if let (Repr::VEList(ety, w), true) = (&r, portal) {
-                    // A list of enums: elements read (flattened) once at entry.
-                    // The variants of the top `TAGGED_TOP` elements are part
-                    // of the key (4 bits each, 15: not known), so that the
-                    // code compiled for them knows them: a dynamic language's
-                    // operand stack enters the loop with its types known.
-                    let len = format_ident!("__len_{}", n);
-                    let tags = format_ident!("__tags_{}", n);
-                    let (flat, _, tys) = enum_helpers(ety);
-                    let top = TAGGED_TOP;
-                    e.lens.push(quote! {
-                        let #len: usize = #n.len();
-                        let #tags: u64 = {
-                            let mut __w = 0u64;
-                            for __i in 0..#len.min(#top) {
-                                let __t = #flat(&#n[#len - 1 - __i])[0];
-                                __w |= __t.min(15) << (4 * __i);
-                            }
-                            __w
-                        };
-                    });
-                    e.key.push(quote!(#len as u64));
-                    e.key.push(quote!(#tags));
-                    e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
-                    e.green_params.push((tags.clone(), quote!(u64), quote!(u64)));
-                    enum_lens.push((len.clone(), tags.clone()));
-                    let ranges: Vec<TokenStream> =
-                        variant_ranges(ety, gen.cg.types()).iter().map(|(a, b)| quote!((#a, #b))).collect();
-                    let marker = flat_marker(ety);
-                    let et = rust_ty(ety, None);
-                    let get = quote!(#rt::heap::flat_vec_get::<#marker>);
-                    e.frame_lets.push(quote! {
-                        let #fid = {
-                            let __p = __in.next().expect("an input");
-                            if #len <= #rt::vlist::MAX_VIRTUAL_LEN {
-                                let __ranges: &[(usize, usize)] = &[#(#ranges),*];
-                                let __tys = #tys();
-                                let mut __items = ::std::vec::Vec::new();
-                                // Where the layouts are known, the elements
-                                // are read in place: one bounds check, then
-                                // loads of the words in use (a call per
-                                // element made the entry most of the code
-                                // Cranelift compiled for a TLC loop).
-                                let __in_place = match (
-                                    <#marker as #rt::heap::Flat>::layout(),
-                                    #rt::heap::vec_layout::<#et>(),
-                                ) {
-                                    (Some(__el), Some(__vl)) if #len > 0 && __el.slots.len() + 1 >= #w => {
-                                        let __n = __c.b.red_load(#rt::ValTy::U64, &__p, __vl.1);
-                                        __c.b.red_bounds_check(&#rt::RedBox::u64(#len as u64 - 1), &__n);
-                                        let __buf = __c.b.red_load(#rt::ValTy::Ptr, &__p, __vl.0);
-                                        Some((__el, __buf))
-                                    }
-                                    _ => None,
-                                };
-                                for __i in 0..#len {
-                                    let __depth = #len - 1 - __i;
-                                    let __t = if __depth < #top { ((#tags >> (4 * __depth)) & 15) as usize } else { 15 };
-                                    // The variant, if known: then its tag is a
-                                    // constant, other variants' slots are 0.
-                                    let __known = __ranges.get(__t).copied();
-                                    let __other = |__s: usize| matches!(__known, Some((__a, __b)) if __s < __a || __s >= __b);
-                                    let __e: ::std::vec::Vec<#rt::RedBox> = match &__in_place {
-                                        Some((__el, __buf)) => {
-                                            let __at = __c.b.red_offset(__buf, __i as u64 * __el.size);
-                                            let mut __e = ::std::vec::Vec::with_capacity(#w);
-                                            __e.push(match __known {
-                                                Some(_) => #rt::RedBox::constant(__tys[0], __t as u64),
-                                                None => {
-                                                    let __tag = __c.b.red_load(__el.tag.1, &__at, __el.tag.0);
-                                                    __c.b.red_cast(&__tag, __tys[0])
-                                                }
-                                            });
-                                            for __s in 1..#w {
-                                                let (__off, __ty) = __el.slots[__s - 1];
-                                                __e.push(if __other(__s) {
-                                                    #rt::RedBox::constant(__tys[__s], 0)
-                                                } else {
-                                                    __c.b.red_load(__ty, &__at, __off)
-                                                });
-                                            }
-                                            __e
-                                        }
-                                        None => {
-                                            let __e = __c.b.red_call(#get, "vec_get", &[__p, #rt::RedBox::u64(__i as u64)], &__tys);
-                                            let mut __e: ::std::vec::Vec<#rt::RedBox> = __e[..#w].to_vec();
-                                            if __known.is_some() {
-                                                __e[0] = #rt::RedBox::constant(__tys[0], __t as u64);
-                                            }
-                                            for __s in 1..#w {
-                                                if __other(__s) {
-                                                    __e[__s] = #rt::RedBox::constant(__tys[__s], 0);
-                                                }
-                                            }
-                                            __e
-                                        }
-                                    };
-                                    __items.extend_from_slice(&__e);
-                                }
-                                #rt::VList::Virtual(__items)
-                            } else {
-                                #rt::VList::Real(__p)
-                            }
-                        };
-                    });
-                } else if let (Repr::VOList(_), true) = (&r, portal) {
-                    // A portal's saved frames: virtual when there are none
-                    // (whether there are is in the key); else its `Vec` with
-                    // the frames of calls compiled code makes pushed over it,
-                    // virtual (see `VPList::Over`), whatever its length.
-                    let len = format_ident!("__len_{}", n);
-                    e.lens.push(quote!(let #len: usize = #n.len();));
-                    e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
-                    e.key.push(quote!((#len != 0) as u64));
-                    e.nested = Some(quote!(#len != 0));
-                    let shown = src.to_string().replace(' ', "");
-                    let shown = shown.strip_prefix("__self_").map_or(shown.clone(), |f| format!("self.{f}"));
-                    let why = format!(
-                        "a language-level recursion was seen whose saved frames (`{shown}`) cannot be spilled: compiled code starts only where `{shown}` is empty"
-                    );
-                    e.checks.push(
-                        quote!(if #len != 0 && super::jit::__STATS.recursion_seen() { return Err(#why.to_string()); }),
-                    );
-                    e.frame_lets.push(quote! {
-                        let #fid = {
-                            let __a = __in.next().expect("an input");
-                            if #len == 0 {
-                                #rt::VPList::Virtual(::std::vec::Vec::new())
-                            } else {
-                                #rt::VPList::Over(__a, ::std::vec::Vec::new())
-                            }
-                        };
-                    });
-                } else if matches!(r, Repr::VOList(_)) {
-                    e.frame_lets.push(quote!(let #fid = #rt::VPList::Real(__in.next().expect("an input"));));
-                } else if matches!(r, Repr::VList(_) | Repr::VEList(..)) {
-                    e.frame_lets.push(quote!(let #fid = #rt::VList::Real(__in.next().expect("an input"));));
-                } else {
-                    e.frame_lets.push(quote!(let #fid = __in.next().expect("an input");));
-                }
+                let live =
+                    Live { n: n.clone(), src: src.clone(), fid: fid.clone(), ty: ty.clone(), r: r.clone(), is_mut };
+                red_object(gen, &mut e, &live, portal, &mut scalar_lens, &mut enum_lens);
             }
             Repr::RSlice => {
                 let Ty::Ref { mutable, to } = &ty else { continue };
@@ -550,4 +318,276 @@ pub(crate) fn live_name(name: &str) -> (Ident, TokenStream) {
 /// The local a live variable belongs to: `t` for the component `t.0`.
 pub(crate) fn base_name(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
+}
+
+/// A live variable of an entry: the hook's parameter `n` (its source in
+/// the interpreter `src`), the frame's field `fid`, its type and representation.
+struct Live {
+    n: Ident,
+    src: TokenStream,
+    fid: Ident,
+    ty: Ty,
+    r: Repr,
+    is_mut: bool,
+}
+
+/// How a red object live at the entry crosses (a reference, a box, a list,
+/// a dict, a struct): by its address, its lists virtualized at a portal
+/// (their lengths go to `scalar_lens` and `enum_lens`, see `entry`).
+fn red_object(
+    gen: &Gen,
+    e: &mut Entry,
+    live: &Live,
+    portal: bool,
+    scalar_lens: &mut Vec<Ident>,
+    enum_lens: &mut Vec<(Ident, Ident)>,
+) {
+    let rt = rt();
+    let Live { n, src, fid, ty, r, is_mut } = live;
+    let is_mut = *is_mut;
+    let pty_of = |t: &Ty| rust_ty(t, None);
+    let (pty, arg, addr) = match &ty {
+        Ty::Ref { mutable: true, to } => {
+            let t = pty_of(to);
+            (quote!(&mut #t), quote!(&mut *#src), quote!(#n as *mut #t as usize as u64))
+        }
+        Ty::Ref { to, .. } => {
+            let t = pty_of(to);
+            (quote!(&#t), quote!(&*#src), quote!(#n as *const #t as usize as u64))
+        }
+        Ty::Boxed(inner) => {
+            let t = pty_of(inner);
+            if is_mut {
+                (quote!(&mut ::std::boxed::Box<#t>), quote!(&mut #src), quote!(&mut **#n as *mut #t as usize as u64))
+            } else {
+                (quote!(&::std::boxed::Box<#t>), quote!(&#src), quote!(&**#n as *const #t as usize as u64))
+            }
+        }
+        other => {
+            let t = pty_of(other);
+            if is_mut {
+                (quote!(&mut #t), quote!(&mut #src), quote!(#n as *mut #t as usize as u64))
+            } else {
+                (quote!(&#t), quote!(&#src), quote!(#n as *const #t as usize as u64))
+            }
+        }
+    };
+    e.params.push((n.clone(), pty));
+    e.args.push(arg);
+    let pt = ptr_valty();
+    e.input_tys.push(quote!(__t.push(#pt);));
+    e.input_words.push(quote!(__words.push(#addr);));
+    if let (Repr::VList(sc), true) = (&r, portal) {
+        // A virtualizable list: its elements are loaded once at
+        // entry and live in registers from then on.
+        let len = format_ident!("__len_{}", n);
+        e.lens.push(quote!(let #len: usize = #n.len();));
+        e.key.push(quote!(#len as u64));
+        e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+        scalar_lens.push(len.clone());
+        let load = load_list(*sc, &len);
+        e.frame_lets.push(quote! {
+            let #fid = {
+                let __p = __in.next().expect("an input");
+                #load
+            };
+        });
+    } else if let (Repr::VPtr, true, Some(d)) = (&r, portal, virtualizable(&ty, gen)) {
+        // A virtualizable object (the interpreter's frame): its
+        // fields are loaded once at entry into a virtual object
+        // backed by the real one (see `jitgen_runtime::virtuals`).
+        let Some(s) = virtual_struct(&ty, gen.cg.types()) else { return };
+        e.vstructs.push(s.clone());
+        let (sn, desc) = (format_ident!("{}", s), format_ident!("__VDESC_{}", s));
+        let mut loads = vec![];
+        for (fname, ft) in &d.fields {
+            let fid_ = member(fname);
+            let off = quote!(::core::mem::offset_of!(#sn, #fid_));
+            if let Some(LElem::Enum(..)) = list_field(ft, gen.cg.types()) {
+                // A list of enums stays in the object: the virtual
+                // object names it (moved back onto itself when
+                // written back).
+                loads.push(quote!(__lists.push(#rt::VList::Real(__c.b.red_offset(&__obj, #off as u64)));));
+            } else if let Some(LElem::Sc(sc)) = list_field(ft, gen.cg.types()) {
+                let len = format_ident!("__len_{}_{}", n, fname);
+                e.lens.push(quote!(let #len: usize = #n.#fid_.len();));
+                e.key.push(quote!(#len as u64));
+                e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+                scalar_lens.push(len.clone());
+                let load = load_list(sc, &len);
+                loads.push(quote!({
+                    let __p = __c.b.red_offset(&__obj, #off as u64);
+                    __lists.push(#load);
+                }));
+            } else if let Some(sc) = scalar(ft) {
+                let vt = sc_valty(sc);
+                loads.push(quote!(__fields.push(__c.b.red_load(#vt, &__obj, #off as i32));));
+            }
+        }
+        e.frame_lets.push(quote! {
+            let #fid = {
+                let __obj = __in.next().expect("an input");
+                let mut __fields = ::std::vec::Vec::new();
+                let mut __lists = ::std::vec::Vec::new();
+                #(#loads)*
+                __heap.alloc_backed(&#desc, __fields, __lists, __obj)
+            };
+        });
+    } else if matches!(r, Repr::VDict(..)) {
+        e.frame_lets.push(quote!(let #fid = #rt::VDict::Real(__in.next().expect("an input"));));
+    } else if matches!(r, Repr::VPtr) {
+        e.frame_lets.push(quote!(let #fid = #rt::VPtr::Real(__in.next().expect("an input"));));
+    } else if let (Repr::VEList(ety, w), true) = (&r, portal) {
+        virtual_enum_list(gen, e, n, fid, ety, *w, enum_lens);
+    } else if let (Repr::VOList(_), true) = (&r, portal) {
+        // A portal's saved frames: virtual when there are none
+        // (whether there are is in the key); else its `Vec` with
+        // the frames of calls compiled code makes pushed over it,
+        // virtual (see `VPList::Over`), whatever its length.
+        let len = format_ident!("__len_{}", n);
+        e.lens.push(quote!(let #len: usize = #n.len();));
+        e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+        e.key.push(quote!((#len != 0) as u64));
+        e.nested = Some(quote!(#len != 0));
+        let shown = src.to_string().replace(' ', "");
+        let shown = shown.strip_prefix("__self_").map_or(shown.clone(), |f| format!("self.{f}"));
+        let why = format!(
+                "a language-level recursion was seen whose saved frames (`{shown}`) cannot be spilled: compiled code starts only where `{shown}` is empty"
+            );
+        e.checks.push(quote!(if #len != 0 && super::jit::__STATS.recursion_seen() { return Err(#why.to_string()); }));
+        e.frame_lets.push(quote! {
+            let #fid = {
+                let __a = __in.next().expect("an input");
+                if #len == 0 {
+                    #rt::VPList::Virtual(::std::vec::Vec::new())
+                } else {
+                    #rt::VPList::Over(__a, ::std::vec::Vec::new())
+                }
+            };
+        });
+    } else if matches!(r, Repr::VOList(_)) {
+        e.frame_lets.push(quote!(let #fid = #rt::VPList::Real(__in.next().expect("an input"));));
+    } else if matches!(r, Repr::VList(_) | Repr::VEList(..)) {
+        e.frame_lets.push(quote!(let #fid = #rt::VList::Real(__in.next().expect("an input"));));
+    } else {
+        e.frame_lets.push(quote!(let #fid = __in.next().expect("an input");));
+    }
+}
+
+/// A list of enums a portal is given: virtual, its elements loaded at
+/// entry; its length and its top elements' variants (`enum_lens`) are
+/// green parameters of the compile function (see `entry`).
+fn virtual_enum_list(
+    gen: &Gen,
+    e: &mut Entry,
+    n: &Ident,
+    fid: &Ident,
+    ety: &Ty,
+    w: usize,
+    enum_lens: &mut Vec<(Ident, Ident)>,
+) {
+    let rt = rt();
+    // A list of enums: elements read (flattened) once at entry.
+    // The variants of the top `TAGGED_TOP` elements are part
+    // of the key (4 bits each, 15: not known), so that the
+    // code compiled for them knows them: a dynamic language's
+    // operand stack enters the loop with its types known.
+    let len = format_ident!("__len_{}", n);
+    let tags = format_ident!("__tags_{}", n);
+    let (flat, _, tys) = enum_helpers(ety);
+    let top = TAGGED_TOP;
+    e.lens.push(quote! {
+        let #len: usize = #n.len();
+        let #tags: u64 = {
+            let mut __w = 0u64;
+            for __i in 0..#len.min(#top) {
+                let __t = #flat(&#n[#len - 1 - __i])[0];
+                __w |= __t.min(15) << (4 * __i);
+            }
+            __w
+        };
+    });
+    e.key.push(quote!(#len as u64));
+    e.key.push(quote!(#tags));
+    e.green_params.push((len.clone(), quote!(usize), quote!(usize)));
+    e.green_params.push((tags.clone(), quote!(u64), quote!(u64)));
+    enum_lens.push((len.clone(), tags.clone()));
+    let ranges: Vec<TokenStream> = variant_ranges(ety, gen.cg.types()).iter().map(|(a, b)| quote!((#a, #b))).collect();
+    let marker = flat_marker(ety);
+    let et = rust_ty(ety, None);
+    let get = quote!(#rt::heap::flat_vec_get::<#marker>);
+    e.frame_lets.push(quote! {
+        let #fid = {
+            let __p = __in.next().expect("an input");
+            if #len <= #rt::vlist::MAX_VIRTUAL_LEN {
+                let __ranges: &[(usize, usize)] = &[#(#ranges),*];
+                let __tys = #tys();
+                let mut __items = ::std::vec::Vec::new();
+                // Where the layouts are known, the elements
+                // are read in place: one bounds check, then
+                // loads of the words in use (a call per
+                // element made the entry most of the code
+                // Cranelift compiled for a TLC loop).
+                let __in_place = match (
+                    <#marker as #rt::heap::Flat>::layout(),
+                    #rt::heap::vec_layout::<#et>(),
+                ) {
+                    (Some(__el), Some(__vl)) if #len > 0 && __el.slots.len() + 1 >= #w => {
+                        let __n = __c.b.red_load(#rt::ValTy::U64, &__p, __vl.1);
+                        __c.b.red_bounds_check(&#rt::RedBox::u64(#len as u64 - 1), &__n);
+                        let __buf = __c.b.red_load(#rt::ValTy::Ptr, &__p, __vl.0);
+                        Some((__el, __buf))
+                    }
+                    _ => None,
+                };
+                for __i in 0..#len {
+                    let __depth = #len - 1 - __i;
+                    let __t = if __depth < #top { ((#tags >> (4 * __depth)) & 15) as usize } else { 15 };
+                    // The variant, if known: then its tag is a
+                    // constant, other variants' slots are 0.
+                    let __known = __ranges.get(__t).copied();
+                    let __other = |__s: usize| matches!(__known, Some((__a, __b)) if __s < __a || __s >= __b);
+                    let __e: ::std::vec::Vec<#rt::RedBox> = match &__in_place {
+                        Some((__el, __buf)) => {
+                            let __at = __c.b.red_offset(__buf, __i as u64 * __el.size);
+                            let mut __e = ::std::vec::Vec::with_capacity(#w);
+                            __e.push(match __known {
+                                Some(_) => #rt::RedBox::constant(__tys[0], __t as u64),
+                                None => {
+                                    let __tag = __c.b.red_load(__el.tag.1, &__at, __el.tag.0);
+                                    __c.b.red_cast(&__tag, __tys[0])
+                                }
+                            });
+                            for __s in 1..#w {
+                                let (__off, __ty) = __el.slots[__s - 1];
+                                __e.push(if __other(__s) {
+                                    #rt::RedBox::constant(__tys[__s], 0)
+                                } else {
+                                    __c.b.red_load(__ty, &__at, __off)
+                                });
+                            }
+                            __e
+                        }
+                        None => {
+                            let __e = __c.b.red_call(#get, "vec_get", &[__p, #rt::RedBox::u64(__i as u64)], &__tys);
+                            let mut __e: ::std::vec::Vec<#rt::RedBox> = __e[..#w].to_vec();
+                            if __known.is_some() {
+                                __e[0] = #rt::RedBox::constant(__tys[0], __t as u64);
+                            }
+                            for __s in 1..#w {
+                                if __other(__s) {
+                                    __e[__s] = #rt::RedBox::constant(__tys[__s], 0);
+                                }
+                            }
+                            __e
+                        }
+                    };
+                    __items.extend_from_slice(&__e);
+                }
+                #rt::VList::Virtual(__items)
+            } else {
+                #rt::VList::Real(__p)
+            }
+        };
+    });
 }

@@ -193,9 +193,9 @@ impl Layouts {
         self.all[n].places()[k].slot
     }
 
-    /// The functions of every layout.
-    pub fn emit(&self) -> TokenStream {
-        let fns = self.all.iter().enumerate().map(|(n, l)| {
+    /// The functions of the layouts `used`.
+    pub fn emit(&self, used: &std::collections::BTreeSet<usize>) -> TokenStream {
+        let fns = self.all.iter().enumerate().filter(|(n, _)| used.contains(n)).map(|(n, l)| {
             let (pack, unpack) = (l.pack_fn(&pack_name(n)), l.unpack_fn(&unpack_name(n)));
             quote!(#pack #unpack)
         });

@@ -391,7 +391,17 @@ impl<'g> Gen<'g> {
         let callbacks = &self.callbacks;
         let reads_saved = !read_in_place.is_empty();
         let return_fns = self.return_fns.values();
-        let layouts = self.layouts.borrow().emit();
+        // The layouts of the points emitted, and of their calls' results.
+        let mut used = std::collections::BTreeSet::new();
+        for &p in &framed {
+            used.insert(self.point_layout(p));
+            let pt = &self.points[p];
+            if let Some(r) = pt.ret {
+                let green = self.fns[pt.f].color(r) == Color::Green;
+                used.insert(self.layouts.borrow_mut().of(&[(self.repr(pt.f, r), green)]));
+            }
+        }
+        let layouts = self.layouts.borrow().emit(&used);
         quote! {
             pub(super) type __Frame<'a> = #rt::frame::PointFrame<'a>;
             /// A frame at point `p` holding `v`.

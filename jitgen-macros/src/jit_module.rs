@@ -523,6 +523,34 @@ fn direct_fns(
     })
 }
 
+/// What `expand` gathers from the module's functions before it assembles
+/// the expansion.
+#[derive(Default)]
+struct Gathered {
+    plain_copies: Vec<syn::ItemFn>,
+    hooks: Vec<TokenStream>,
+    unpark_structs: Vec<String>,
+    specializers: Vec<TokenStream>,
+    specialize_api: Vec<TokenStream>,
+    reexports: Vec<TokenStream>,
+    listing_calls: Vec<TokenStream>,
+    green_flags: BTreeMap<String, Vec<bool>>,
+}
+
+/// How a portal's state goes back to the interpreter after a hand-over
+/// (see `park_plan`): the struct of its variables and the code that fills
+/// it from a parked state and the interpreter's variables from it.
+struct Park {
+    parked: Ident,
+    parked_fields: Vec<TokenStream>,
+    origins: Vec<TokenStream>,
+    unparks: Vec<TokenStream>,
+    assigns: Vec<TokenStream>,
+    field_pats: Vec<TokenStream>,
+    unpack: Ident,
+    pid: u32,
+}
+
 /// Generates everything. `fns` are the module's free functions (original,
 /// markers stripped); portal bodies are rewritten in place.
 pub fn expand(
@@ -531,613 +559,690 @@ pub fn expand(
     source: &str,
     lifted: &[crate::methods::LiftedMethod],
 ) -> Expansion {
-    let rt = rt();
     let mut gen = Gen::new(cg);
     // Entry points: portals (at their merge point) and specialize (at entry).
-    let mut plain_copies = vec![];
-    let mut hooks = vec![crate::content::content_fns(gen.cg.types())];
-    let mut unpark_structs: Vec<String> = vec![];
-    let mut specializers = vec![];
-    let mut specialize_api = vec![];
-    let mut reexports = vec![];
-    let mut listing_calls = vec![];
-    let mut green_flags: BTreeMap<String, Vec<bool>> = BTreeMap::new();
+    let mut out = Gathered { hooks: vec![crate::content::content_fns(gen.cg.types())], ..Default::default() };
     for item in fns.iter_mut() {
         let name = item.sig.ident.to_string();
         let Some(&fi) = gen.fn_ids.get(&name) else { continue };
         let f = gen.fns[fi];
-        let ret = f.graph.ret_ty.clone();
-        let is_pub = matches!(item.vis, syn::Visibility::Public(_));
-        let ident = item.sig.ident.clone();
         if let Some(mp) = f.merge_points().first() {
             let point =
                 if mp.op == 0 { gen.point_ids[&(fi, mp.block, 0)] } else { gen.point_ids[&(fi, mp.block, mp.op + 1)] };
-            let mutable = mutable_names(item);
-            let mut e = entry(&gen, fi, &gen.points[point].live.clone(), &mutable, true);
-            gen.vstructs.extend(e.vstructs.iter().cloned());
-            if e.key.is_empty() && e.bad.is_none() {
-                // Code compiled here would not know where in the program it
-                // starts: it would be the interpreter itself, run slower.
-                let mut why = "nothing live at `hint!(global_merge_point)` is green, so compiled code could not know \
-                     which instruction it starts at: make the program and its counter green \
-                     (`let op = hint!(code[pc], concrete);` with `code` and `pc` locals or parameters, \
-                     or `self.code.get(hint!(self.pc, concrete))` in a method)"
-                    .to_string();
-                if let Some(w) = lifted.iter().find(|l| l.free == name).and_then(|l| l.whole_because.as_ref()) {
-                    why.push_str(&format!("; the fields of `self` could not be the portal's state: {w}"));
+            portal(&mut gen, &mut out, item, fi, point, lifted);
+        } else if matches!(item.vis, syn::Visibility::Public(_)) {
+            let ident = &item.sig.ident;
+            out.reexports.push(quote!(pub use super::super::#ident;));
+        }
+        specialize(&mut gen, &mut out, item, fi);
+    }
+    assemble(gen, out, source, lifted)
+}
+
+/// A portal: its hook, its compile function, its plain copy, and its body
+/// rewritten to ask the hook at its merge point (`point`).
+fn portal(
+    gen: &mut Gen,
+    out: &mut Gathered,
+    item: &mut syn::ItemFn,
+    fi: usize,
+    point: usize,
+    lifted: &[crate::methods::LiftedMethod],
+) {
+    let name = item.sig.ident.to_string();
+
+    let mutable = mutable_names(item);
+    let mut e = entry(&gen, fi, &gen.points[point].live.clone(), &mutable, true);
+    gen.vstructs.extend(e.vstructs.iter().cloned());
+    if e.key.is_empty() && e.bad.is_none() {
+        // Code compiled here would not know where in the program it
+        // starts: it would be the interpreter itself, run slower.
+        let mut why = "nothing live at `hint!(global_merge_point)` is green, so compiled code could not know \
+             which instruction it starts at: make the program and its counter green \
+             (`let op = hint!(code[pc], concrete);` with `code` and `pc` locals or parameters, \
+             or `self.code.get(hint!(self.pc, concrete))` in a method)"
+            .to_string();
+        if let Some(w) = lifted.iter().find(|l| l.free == name).and_then(|l| l.whole_because.as_ref()) {
+            why.push_str(&format!("; the fields of `self` could not be the portal's state: {w}"));
+        }
+        e.bad = Some(why);
+    }
+    let park = park_pieces(gen, out, fi, point, &mutable, &name);
+    let never = portal_hook(gen, out, item, point, &e, &park);
+    portal_call_site(out, item, &e, &park, never);
+}
+
+/// The struct a portal's state goes back to the interpreter in, and the code
+/// around it (see `Park`).
+fn park_pieces(
+    gen: &mut Gen,
+    out: &mut Gathered,
+    fi: usize,
+    point: usize,
+    mutable: &HashSet<String>,
+    name: &str,
+) -> Park {
+    let rt = rt();
+    let unpark_structs = &mut out.unpark_structs;
+
+    let plan = park_plan(&gen, fi, &gen.points[point].live.clone(), &mutable);
+    if plan.is_some() {
+        gen.park_points.insert(point);
+    }
+    let plan = plan.unwrap_or_default();
+    let parked = format_ident!("__Parked_{}", name);
+    let mut parked_fields = vec![];
+    let mut origins = vec![];
+    let mut unparks = vec![];
+    let mut assigns = vec![];
+    for pv in &plan {
+        let (field, param, src) = (&pv.field, &pv.param, &pv.src);
+        let msg =
+            format!("jitgen: `{}` is not known when handing over to the interpreter", src.to_string().replace(' ', ""));
+        match &pv.kind {
+            ParkKind::Scalar(sc, green) => {
+                let t = sc_rust(*sc);
+                parked_fields.push(quote!(pub #param: #t));
+                let val = if *green { quote!(#field) } else { from_word(*sc, quote!(#field.as_const().expect(#msg))) };
+                unparks.push(quote!(#param: #val));
+                assigns.push(quote!(#src = __p.#param;));
+            }
+            ParkKind::ObjList(sname) => {
+                let sn = format_ident!("{}", sname);
+                let t = quote!(::std::vec::Vec<#sn>);
+                parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
+                let orig = format_ident!("__orig_{}", param);
+                origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
+                let unpark = format_ident!("__unpark_{}", sname);
+                if !unpark_structs.contains(sname) {
+                    unpark_structs.push(sname.clone());
                 }
-                e.bad = Some(why);
-            }
-            let plan = park_plan(&gen, fi, &gen.points[point].live.clone(), &mutable);
-            if plan.is_some() {
-                gen.park_points.insert(point);
-            }
-            let plan = plan.unwrap_or_default();
-            let parked = format_ident!("__Parked_{}", name);
-            let mut parked_fields = vec![];
-            let mut origins = vec![];
-            let mut unparks = vec![];
-            let mut assigns = vec![];
-            for pv in &plan {
-                let (field, param, src) = (&pv.field, &pv.param, &pv.src);
-                let msg = format!(
-                    "jitgen: `{}` is not known when handing over to the interpreter",
-                    src.to_string().replace(' ', "")
-                );
-                match &pv.kind {
-                    ParkKind::Scalar(sc, green) => {
-                        let t = sc_rust(*sc);
-                        parked_fields.push(quote!(pub #param: #t));
-                        let val = if *green {
-                            quote!(#field)
+                unparks.push(quote!(#param: match #field {
+                    #rt::VPList::Real(__p) => {
+                        let __a = __p.as_const().expect(#msg);
+                        // SAFETY: as for lists of scalars.
+                        if __a == #orig { None } else { Some(unsafe { #rt::heap::take_vec(__a) }) }
+                    }
+                    // (Spilled frames were put back by `unspill_all`.)
+                    #rt::VPList::Virtual(__ptrs) | #rt::VPList::Spilled { below: None, items: __ptrs, .. } => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
+                    #rt::VPList::Over(__p, __ptrs) | #rt::VPList::Spilled { below: Some(__p), items: __ptrs, .. } => {
+                        let __a = __p.as_const().expect(#msg);
+                        let __more = __ptrs.iter().map(|__q| #unpark(&__vheap, __q));
+                        if __a == #orig {
+                            #param.extend(__more);
+                            None
                         } else {
-                            from_word(*sc, quote!(#field.as_const().expect(#msg)))
-                        };
-                        unparks.push(quote!(#param: #val));
-                        assigns.push(quote!(#src = __p.#param;));
-                    }
-                    ParkKind::ObjList(sname) => {
-                        let sn = format_ident!("{}", sname);
-                        let t = quote!(::std::vec::Vec<#sn>);
-                        parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
-                        let orig = format_ident!("__orig_{}", param);
-                        origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
-                        let unpark = format_ident!("__unpark_{}", sname);
-                        if !unpark_structs.contains(sname) {
-                            unpark_structs.push(sname.clone());
+                            // SAFETY: as for lists of scalars.
+                            let mut __v: #t = unsafe { #rt::heap::take_vec(__a) };
+                            __v.extend(__more);
+                            Some(__v)
                         }
-                        unparks.push(quote!(#param: match #field {
-                            #rt::VPList::Real(__p) => {
-                                let __a = __p.as_const().expect(#msg);
-                                // SAFETY: as for lists of scalars.
-                                if __a == #orig { None } else { Some(unsafe { #rt::heap::take_vec(__a) }) }
-                            }
-                            // (Spilled frames were put back by `unspill_all`.)
-                            #rt::VPList::Virtual(__ptrs) | #rt::VPList::Spilled { below: None, items: __ptrs, .. } => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
-                            #rt::VPList::Over(__p, __ptrs) | #rt::VPList::Spilled { below: Some(__p), items: __ptrs, .. } => {
-                                let __a = __p.as_const().expect(#msg);
-                                let __more = __ptrs.iter().map(|__q| #unpark(&__vheap, __q));
-                                if __a == #orig {
-                                    #param.extend(__more);
-                                    None
-                                } else {
-                                    // SAFETY: as for lists of scalars.
-                                    let mut __v: #t = unsafe { #rt::heap::take_vec(__a) };
-                                    __v.extend(__more);
-                                    Some(__v)
-                                }
-                            }
-                        }));
-                        assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
                     }
-                    ParkKind::Owned(_) | ParkKind::List(_) | ParkKind::EnumList(..) => {
-                        // An owned object: unchanged (None), one residual code
-                        // made (moved out of the arena), or a virtual list
-                        // (rebuilt from its elements).
-                        let t = match &pv.kind {
-                            ParkKind::Owned(t) => t.clone(),
-                            ParkKind::List(sc) => {
-                                let e = sc_rust(*sc);
-                                quote!(::std::vec::Vec<#e>)
-                            }
-                            ParkKind::EnumList(ety, _) => {
-                                let e = rust_ty(ety, None);
-                                quote!(::std::vec::Vec<#e>)
-                            }
-                            ParkKind::Scalar(..) | ParkKind::Ref(_) | ParkKind::ObjList(_) => {
-                                unreachable!("matched above")
-                            }
-                        };
-                        parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
-                        let orig = format_ident!("__orig_{}", param);
-                        origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
-                        let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
-                        let is_list = !matches!(&pv.kind, ParkKind::Owned(_));
-                        let from_addr = |w: TokenStream| {
-                            let take = if is_list {
-                                // SAFETY: a list local moved here from that
-                                // address, which is a live Vec of its type.
-                                quote!(unsafe { #rt::heap::take_vec(__a) })
-                            } else {
-                                quote!(#rt::heap::arena_take::<#t>(__a).expect(#lost))
-                            };
-                            quote!({
-                                let __a = #w.as_const().expect(#msg);
-                                if __a == #orig { None } else { Some(#take) }
-                            })
-                        };
-                        let rebuilt = match &pv.kind {
-                            ParkKind::List(sc) => Some(rebuilt_list(&LElem::Sc(*sc), &msg)),
-                            ParkKind::EnumList(ety, w) => Some(rebuilt_list(&LElem::Enum(ety.clone(), *w), &msg)),
-                            _ => None,
-                        };
-                        let value = match rebuilt {
-                            None => from_addr(quote!(#field)),
-                            Some(rebuilt) => {
-                                let real = from_addr(quote!(__p));
-                                // (Tails were moved into memory: `untail_lists`.)
-                                quote!(match #field {
-                                    #rt::VList::Real(__p) | #rt::VList::Tail(__p, ..) => #real,
-                                    #rt::VList::Virtual(__items) => Some(#rebuilt),
-                                })
-                            }
-                        };
-                        unparks.push(quote!(#param: #value));
-                        assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
-                    }
-                    ParkKind::Ref(t) => {
-                        parked_fields.push(quote!(pub #param: #t));
-                        unparks.push(quote!(#param: #field));
-                        assigns.push(quote!(#src = __p.#param;));
-                    }
-                }
+                }));
+                assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
             }
-            // The frame's values, those the plan does not name unbound.
-            let field_pats: Vec<TokenStream> = gen.points[point]
-                .live
-                .iter()
-                .map(|v| {
-                    let id = format_ident!("v{}", v.0);
-                    if plan.iter().any(|pv| pv.field == id) {
-                        quote!(#id)
-                    } else {
-                        quote!(_)
+            ParkKind::Owned(_) | ParkKind::List(_) | ParkKind::EnumList(..) => {
+                // An owned object: unchanged (None), one residual code
+                // made (moved out of the arena), or a virtual list
+                // (rebuilt from its elements).
+                let t = match &pv.kind {
+                    ParkKind::Owned(t) => t.clone(),
+                    ParkKind::List(sc) => {
+                        let e = sc_rust(*sc);
+                        quote!(::std::vec::Vec<#e>)
                     }
-                })
-                .collect();
-            let unpack = crate::frame::unpack_name(gen.point_layout(point));
-            let pid = point as u32;
-            let compile = format_ident!("__compile_portal_{}", name);
-            let hook = format_ident!("__portal_{}", name);
-            let cache = format_ident!("__CACHE_{}", name.to_uppercase());
-            let sampler = format_ident!("__SAMPLER_{}", name.to_uppercase());
-            let cheap_in_hook = &e.cheap_greens_in_hook;
-            let cheap = &e.cheap_greens;
-            let skip_fn = format_ident!("__skip_{}", name);
-            let mask_fn = format_ident!("__mask_{}", name);
-            let told = format_ident!("__never_{}", name);
-            hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
-            let mut params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
-            let deep = &e.deep;
-            let has_deep = !deep.is_empty();
-            if has_deep {
-                params.push(quote!(__deep_cell: &mut ::core::option::Option<::std::vec::Vec<u8>>));
-            }
-            let green_args: Vec<&Ident> = e.green_params.iter().map(|(n, _, _)| n).collect();
-            let ret_rust = match &item.sig.output {
-                syn::ReturnType::Default => quote!(()),
-                syn::ReturnType::Type(_, t) => quote!(#t),
-            };
-            let key = &e.key;
-            let nested = e.nested.clone().unwrap_or_else(|| quote!(false));
-            let lens = &e.lens;
-            let nkey = e.key.len();
-            let content = &e.content;
-            let words = &e.input_words;
-            let deep_content = if has_deep {
-                quote!(__deep_cell.get_or_insert_with(|| {
-                    let mut __bytes = ::std::vec::Vec::new();
-                    let __out: &mut ::std::vec::Vec<u8> = &mut __bytes;
-                    #(#deep)*
-                    __bytes
-                }))
-            } else {
-                quote!()
-            };
-            // Deep content is taken only where it is compared: for keys
-            // with code (see `PortalSite::has_code`).
-            let visit = if has_deep {
-                quote!(if __site.has_code(&__key) {
-                    __site.visit(&__key, &[#(#content,)* #deep_content])?
-                } else {
-                    __site.visit(&__key, &[])?
-                })
-            } else {
-                quote!(__site.visit(&__key, &[#(#content,)*])?)
-            };
-            let body = match outputs(&gen, &ret) {
-                Some((_, decode)) if e.bad.is_none() => quote! {
-                    let __cfg = &super::jit::__CONFIG;
-                    if !__cfg.enabled() {
-                        return None;
+                    ParkKind::EnumList(ety, _) => {
+                        let e = rust_ty(ety, None);
+                        quote!(::std::vec::Vec<#e>)
                     }
-                    #(#lens)*
-                    let __key: [u64; #nkey] = [#(#key),*];
-                    let __site = #rt::driver::PortalSite {
-                        cache: &#cache,
-                        sampler: &#sampler,
-                        config: __cfg,
-                        stats: &super::jit::__STATS,
-                        nested: #nested,
-                    };
-                    let __hot = #visit;
-                    let __content: &[&[u8]] = &[#(#content,)* #deep_content];
-                    // The inputs of residual code (which the compiler may
-                    // also read: see `Compilation::version_entry`).
-                    let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
-                    #(#words)*
-                    let __code = __site.code(
-                        __hot,
-                        __key,
-                        __content,
-                        &__words,
-                        &mut |__w| #compile(#(#green_args,)* Some(__w)),
-                        &|| #rt::driver::green_word(&[#(#cheap_in_hook),*]),
-                    )?;
-                    #(#origins)*
-                    let __mark = #rt::heap::arena_mark();
-                    let __t0 = __site.nested.then(::std::time::Instant::now);
-                    let __out = #rt::residual::call_parking(&__code, &__words);
-                    let __r = match __out {
-                        Ok(__w) => Ok(#decode),
-                        // After a hand-over, the interpreter reached the merge
-                        // point: the interpreter proper goes on from there.
-                        Err(#rt::residual::ResidualError::Parked(__p)) => {
-                            __site.handed_over(&__key, __t0.map(|__t| __t.elapsed()));
-                            let __st = *__p
-                                .downcast::<#rt::JitState<__Frame<'static>>>()
-                                .expect("jitgen: a state of this portal");
-                            let __vheap = __st.heap;
-                            match __st.frames.into_iter().next_back() {
-                                Some(__f) if __f.point == #pid => {
-                                    let (#(#field_pats,)*) = #unpack(__f.vals);
-                                    Err(#parked { #(#unparks),* })
-                                }
-                                _ => panic!("jitgen: the interpreter stopped elsewhere than the merge point"),
-                            }
-                        }
-                        Err(__e) => {
-                            #rt::heap::arena_release(__mark);
-                            __e.resume()
-                        }
-                    };
-                    #rt::heap::arena_release(__mark);
-                    Some(__r)
-                },
-                _ => {
-                    // Never compiled: said once, for `jit::last_decline()` and JITGEN_LOG.
-                    quote! {
-                        #told();
-                        None
-                    }
-                }
-            };
-            let never = outputs(&gen, &ret).is_none() || e.bad.is_some();
-            if never {
-                // Only a portal that never compiles has this helper.
-                let why = never_compiled(&name.to_string(), &e, &ret);
-                hooks.push(quote! {
-                    /// Says once why this portal never compiles (when compiling
-                    /// is on); `true`, for the portal's entry.
-                    pub(super) fn #told() -> bool {
-                        static __TOLD: ::std::sync::Once = ::std::sync::Once::new();
-                        if super::jit::__CONFIG.enabled() {
-                            __TOLD.call_once(|| super::jit::__STATS.declined_because(#why));
-                        }
-                        true
-                    }
-                });
-            }
-            let listings_fn = format_ident!("__listings_{}", name);
-            listing_calls.push(quote!(__l.extend(super::__jit::#listings_fn());));
-            hooks.push(quote! {
-                /// The listings of this portal's compiled code (this thread's).
-                pub(super) fn #listings_fn() -> ::std::vec::Vec<::std::string::String> {
-                    #cache.with(|__c| __c.borrow().listings())
-                }
-                ::std::thread_local! {
-                    static #cache: ::core::cell::RefCell<#rt::driver::PortalCache<[u64; #nkey]>> =
-                        const { ::core::cell::RefCell::new(#rt::driver::PortalCache::new()) };
-                    /// Which merge point visits to skip, and where code starts.
-                    static #sampler: #rt::driver::Sampler = const { #rt::driver::Sampler::new() };
-                }
-                /// The variables a portal gets back when it continues in the interpreter.
-                #[allow(non_camel_case_types)]
-                pub(super) struct #parked { #(#parked_fields),* }
-
-                /// Whether the portal skips this visit of its merge point,
-                /// and how many after it (see `Sampler::ask`): one call out
-                /// of the interpreter loop, made only when its countdown
-                /// runs out or its entry mask lets the visit through.
-                #[inline(never)]
-                pub(super) fn #skip_fn(__due: bool, __left: u32, __green: u64) -> ::core::option::Option<u32> {
-                    #sampler.with(|__s| __s.ask(__due, __left, __green))
-                }
-
-                /// The entry filter folded for the interpreter loop's local
-                /// (see `Sampler::entry_mask`).
-                #[inline(never)]
-                pub(super) fn #mask_fn() -> u64 {
-                    #sampler.with(|__s| __s.entry_mask())
-                }
-
-                #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
-                pub(super) fn #hook(#(#params),*) -> ::core::option::Option<::core::result::Result<#ret_rust, #parked>> {
-                    #body
-                }
-            });
-            // The interpreter proper, kept beside the portal for jit::plain
-            // (same module, so that its paths mean the same).
-            let mut plain = (**item).clone();
-            plain.sig.ident = format_ident!("__plain_{}", name);
-            plain.attrs.push(syn::parse_quote!(#[doc(hidden)]));
-            // A private portal's plain copy is named in the crate, under
-            // `jit::plain`, as a public one's is everywhere.
-            let vis = if is_pub { quote!(pub) } else { quote!(pub(crate)) };
-            if !is_pub {
-                plain.vis = syn::parse_quote!(pub(crate));
-            }
-            plain_copies.push(plain);
-            let plain_id = format_ident!("__plain_{}", name);
-            reexports.push(quote!(#vis use super::super::#plain_id as #ident;));
-            // The portal: the merge point asks the hook first.
-            let mut args = e.args.clone();
-            if has_deep {
-                args.push(quote!(&mut __jit_deep_content));
-            }
-            // Where the call gives its hook up, the rest of it runs
-            // without one (see `unhooked`).
-            let gives_up_fn = format_ident!("__gives_up_{}", name);
-            let cont = if never { None } else { crate::unhooked::continuation(item) };
-            let give_up = match cont {
-                Some(cont) => {
-                    item.attrs.push(syn::parse_quote!(#[allow(unused_labels, unreachable_code)]));
-                    hooks.push(quote! {
-                        /// Whether this call of the portal goes on without
-                        /// its hook (see `Sampler::gives_up`); counted.
-                        #[inline(never)]
-                        pub(super) fn #gives_up_fn() -> bool {
-                            let __g = #sampler.with(|__s| __s.gives_up());
-                            if __g {
-                                super::jit::__STATS.unhooked();
-                            }
-                            __g
-                        }
-                    });
-                    quote!(if self::__jit::#gives_up_fn() { #cont })
-                }
-                _ => quote!(),
-            };
-            let call = if never {
-                // A portal that never compiles: the interpreter only (see
-                // the entry below), nothing at its merge point.
-                quote!({})
-            } else {
-                // Visits to skip are counted down in locals (see
-                // `LoopSampler`).
-                quote! {{
-                if __jit_sampler.due() {
-                    ::core::hint::cold_path();
-                    let __jit_green = #rt::driver::green_word(&[#(#cheap),*]);
-                    if __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn) {
-                        match self::__jit::#hook(#(#args),*) {
-                            ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
-                            ::core::option::Option::Some(::core::result::Result::Err(__p)) => {
-                                #(#assigns)*
-                                __jit_sampler.entered();
-                            }
-                            ::core::option::Option::None => { #give_up }
-                        }
-                        __jit_sampler.mask = self::__jit::#mask_fn();
-                    }
-                }
-                }}
-            };
-            InsertHook { call }.visit_item_fn_mut(item);
-            if !never {
-                item.block.stmts.insert(
-                    0,
-                    syn::parse_quote!(let mut __jit_sampler = #rt::driver::LoopSampler::new(self::__jit::#mask_fn());),
-                );
-            }
-            // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
-            // plain copy, with no hook at its merge point.
-            let plain_args: Vec<TokenStream> = item
-                .sig
-                .inputs
-                .iter()
-                .filter_map(|a| match a {
-                    syn::FnArg::Typed(pt) => match &*pt.pat {
-                        syn::Pat::Ident(pi) => {
-                            let i = &pi.ident;
-                            Some(quote!(#i))
-                        }
-                        _ => None,
-                    },
-                    syn::FnArg::Receiver(_) => Some(quote!(self)),
-                })
-                .collect();
-            if plain_args.len() == item.sig.inputs.len()
-                && item.sig.inputs.iter().all(|a| matches!(a, syn::FnArg::Typed(_)))
-            {
-                // The plain copy called out of line, as it is called from
-                // outside: inlined here, beside the portal's loops, its code
-                // is laid out anew (a 4-operation loop ran 1.2-1.35x slower).
-                let mut off_sig = item.sig.clone();
-                off_sig.ident = format_ident!("__jit_off");
-                for a in off_sig.inputs.iter_mut() {
-                    if let syn::FnArg::Typed(pt) = a {
-                        if let syn::Pat::Ident(pi) = &mut *pt.pat {
-                            pi.mutability = None;
-                        }
-                    }
-                }
-                let off_fn: syn::Stmt = syn::parse_quote! {
-                    #[inline(never)]
-                    #off_sig {
-                        #plain_id(#(#plain_args),*)
+                    ParkKind::Scalar(..) | ParkKind::Ref(_) | ParkKind::ObjList(_) => {
+                        unreachable!("matched above")
                     }
                 };
-                let entry_check: syn::Stmt = if never {
-                    syn::parse_quote!(if self::__jit::#told() {
-                        return #plain_id(#(#plain_args),*);
-                    })
-                } else {
-                    syn::parse_quote!(if !self::jit::__CONFIG.enabled() {
-                        return __jit_off(#(#plain_args),*);
+                parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
+                let orig = format_ident!("__orig_{}", param);
+                origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
+                let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
+                let is_list = !matches!(&pv.kind, ParkKind::Owned(_));
+                let from_addr = |w: TokenStream| {
+                    let take = if is_list {
+                        // SAFETY: a list local moved here from that
+                        // address, which is a live Vec of its type.
+                        quote!(unsafe { #rt::heap::take_vec(__a) })
+                    } else {
+                        quote!(#rt::heap::arena_take::<#t>(__a).expect(#lost))
+                    };
+                    quote!({
+                        let __a = #w.as_const().expect(#msg);
+                        if __a == #orig { None } else { Some(#take) }
                     })
                 };
-                item.block.stmts.insert(0, entry_check);
-                if !never {
-                    item.block.stmts.insert(0, off_fn);
-                }
+                let rebuilt = match &pv.kind {
+                    ParkKind::List(sc) => Some(rebuilt_list(&LElem::Sc(*sc), &msg)),
+                    ParkKind::EnumList(ety, w) => Some(rebuilt_list(&LElem::Enum(ety.clone(), *w), &msg)),
+                    _ => None,
+                };
+                let value = match rebuilt {
+                    None => from_addr(quote!(#field)),
+                    Some(rebuilt) => {
+                        let real = from_addr(quote!(__p));
+                        // (Tails were moved into memory: `untail_lists`.)
+                        quote!(match #field {
+                            #rt::VList::Real(__p) | #rt::VList::Tail(__p, ..) => #real,
+                            #rt::VList::Virtual(__items) => Some(#rebuilt),
+                        })
+                    }
+                };
+                unparks.push(quote!(#param: #value));
+                assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
             }
-            if has_deep {
-                // The content of the portal's green data, taken at most once
-                // per call (see `content`).
-                item.block.stmts.insert(
-                    0,
-                    syn::parse_quote!(let mut __jit_deep_content: ::core::option::Option<::std::vec::Vec<u8>> = ::core::option::Option::None;),
-                );
+            ParkKind::Ref(t) => {
+                parked_fields.push(quote!(pub #param: #t));
+                unparks.push(quote!(#param: #field));
+                assigns.push(quote!(#src = __p.#param;));
             }
-            // A `Vec` taken by value goes to the hook by `&mut` (a list the
-            // interpreter gets back after a hand-over): bound `mut` here
-            // when its parameter is not.
-            for a in item.sig.inputs.iter() {
-                let syn::FnArg::Typed(pt) = a else { continue };
-                let syn::Pat::Ident(pi) = &*pt.pat else { continue };
-                let by_value_vec =
-                    matches!(&*pt.ty, syn::Type::Path(tp) if tp.path.segments.last().is_some_and(|s| s.ident == "Vec"));
-                if by_value_vec && pi.mutability.is_none() && pi.by_ref.is_none() {
-                    let id = &pi.ident;
-                    item.block.stmts.insert(0, syn::parse_quote!(#[allow(unused_mut)] let mut #id = #id;));
-                }
-            }
-        } else if is_pub {
-            reexports.push(quote!(pub use super::super::#ident;));
-        }
-        // A portal whose calls recurse in Rust: compiled code calls it
-        // directly, specialized from its start (see `direct_fns`).
-        let direct_params =
-            (f.merge_points().first().is_some() && calls_of(&gen, &name)).then(|| typed_params(&item.sig)).flatten();
-        if is_pub || direct_params.is_some() {
-            let start = gen.point_ids[&(fi, f.graph.start, 0)];
-            let live = gen.points[start].live.clone();
-            let e = entry(&gen, fi, &live, &mutable_names(item), false);
-            let compile = format_ident!("__specialize_{}", name);
-            specializers.push(compile_fn(&gen, &compile, &name, start, &e, &ret));
-            if let Some(params) = &direct_params {
-                if let Some(d) = direct_fns(&gen, fi, &item.sig, params, &e, &ret) {
-                    hooks.push(d);
-                    gen.direct_portals.insert(name.clone());
-                }
-            }
-        }
-        if is_pub {
-            // jit::specialize::NAME(greens) -> residual function of the reds.
-            let start = gen.point_ids[&(fi, f.graph.start, 0)];
-            let live = gen.points[start].live.clone();
-            let e = entry(&gen, fi, &live, &mutable_names(item), false);
-            let compile = format_ident!("__specialize_{}", name);
-            let mut green_params = vec![];
-            let mut green_args = vec![];
-            let mut red_params = vec![];
-            let mut greens = vec![];
-            for p in f.graph.params() {
-                let info = f.graph.var(*p);
-                let pname = info.name.clone().unwrap_or_default();
-                let n = Ident::new(if pname == "self" { "__self" } else { &pname }, Span::call_site());
-                let green = f.color(*p) == Color::Green;
-                greens.push(green);
-                if green {
-                    if let Some((_, t_a, _)) = e.green_params.iter().find(|(x, _, _)| *x == n) {
-                        green_params.push(quote!(#n: #t_a));
-                        green_args.push(quote!(#n));
-                    } else {
-                        let t = rust_ty(&info.ty, None);
-                        green_params.push(quote!(#n: #t));
-                    }
-                } else {
-                    if let Some((_, t)) = e.params.iter().find(|(x, _)| *x == n) {
-                        red_params.push(quote!(#n: #t));
-                    } else {
-                        let t = rust_ty(&info.ty, None);
-                        red_params.push(quote!(#n: #t));
-                    }
-                }
-            }
-            green_flags.insert(name.clone(), greens);
-            let cname = format!("Residual{}", camel(&name));
-            let cid = Ident::new(&cname, Span::call_site());
-            let words = &e.input_words;
-            let ret_rust = match &item.sig.output {
-                syn::ReturnType::Default => quote!(()),
-                syn::ReturnType::Type(_, t) => quote!(#t),
-            };
-            let decode = outputs(&gen, &ret).map(|(_, d)| d).unwrap_or(quote!(unreachable!()));
-            let doc = format!("`{name}` specialized to its green arguments: a residual function of its red ones.");
-            specialize_api.push(quote! {
-                #[doc = #doc]
-                #[doc = ""]
-                #[doc = "It borrows the green arguments: the compiler may resume from them when a promotion meets a new value."]
-                pub struct #cid<'a> {
-                    f: #rt::residual::ResidualFn,
-                    _greens: ::core::marker::PhantomData<&'a ()>,
-                }
-                impl<'a> #cid<'a> {
-                    /// Runs the residual code; panics where the interpreter would.
-                    #[allow(unused_mut, unused_variables)]
-                    pub fn call(&self, #(#red_params),*) -> #ret_rust {
-                        let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
-                        #(#words)*
-                        let __mark = #rt::heap::arena_mark();
-                        let __out = self.f.call_words(&__words);
-                        // Decoded before the arena is released: an owned
-                        // result moves out of it.
-                        let __r = __out.map(|__w| #decode);
-                        #rt::heap::arena_release(__mark);
-                        match __r {
-                            Ok(__v) => __v,
-                            Err(__e) => __e.resume(),
-                        }
-                    }
-                    /// The residual operations, one per line.
-                    pub fn listing(&self) -> &str {
-                        self.f.listing()
-                    }
-                    /// The listing followed by the flexswitch cases compiled so far.
-                    pub fn listing_with_cases(&self) -> ::std::string::String {
-                        self.f.listing_with_cases()
-                    }
-                    /// The compiled function.
-                    pub fn function(&self) -> &#rt::residual::ResidualFn {
-                        &self.f
-                    }
-                }
-                #[doc = #doc]
-                #[allow(clippy::all)]
-                pub fn #ident<'a>(#(#green_params),*) -> #cid<'a> {
-                    match super::super::__jit::#compile(#(#green_args,)* None) {
-                        Ok(f) => {
-                            super::__STATS.compiled(Some(f.op_count()), 0);
-                            #cid { f, _greens: ::core::marker::PhantomData }
-                        }
-                        Err(why) => panic!("jit::specialize::{} could not compile: {}", #name, why),
-                    }
-                }
-            });
         }
     }
+    // The frame's values, those the plan does not name unbound.
+    let field_pats: Vec<TokenStream> = gen.points[point]
+        .live
+        .iter()
+        .map(|v| {
+            let id = format_ident!("v{}", v.0);
+            if plan.iter().any(|pv| pv.field == id) {
+                quote!(#id)
+            } else {
+                quote!(_)
+            }
+        })
+        .collect();
+    let unpack = crate::frame::unpack_name(gen.point_layout(point));
+    let pid = point as u32;
+    Park { parked, parked_fields, origins, unparks, assigns, field_pats, unpack, pid }
+}
+
+/// The portal's hook (`__portal_NAME`: the cache and sampler of its
+/// compiled code, what it calls them with, and the hand-over back), its
+/// compile function and its helpers; whether it never compiles.
+fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usize, e: &Entry, park: &Park) -> bool {
+    let rt = rt();
+    let name = item.sig.ident.to_string();
+    let ret = gen.fns[gen.fn_ids[&name]].graph.ret_ty.clone();
+    let Park { parked, parked_fields, origins, unparks, field_pats, unpack, pid, .. } = park;
+    let Gathered { hooks, listing_calls, .. } = out;
+
+    let compile = format_ident!("__compile_portal_{}", name);
+    let hook = format_ident!("__portal_{}", name);
+    let cache = format_ident!("__CACHE_{}", name.to_uppercase());
+    let sampler = format_ident!("__SAMPLER_{}", name.to_uppercase());
+    let cheap_in_hook = &e.cheap_greens_in_hook;
+    let skip_fn = format_ident!("__skip_{}", name);
+    let mask_fn = format_ident!("__mask_{}", name);
+    let told = format_ident!("__never_{}", name);
+    hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
+    let mut params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
+    let deep = &e.deep;
+    let has_deep = !deep.is_empty();
+    if has_deep {
+        params.push(quote!(__deep_cell: &mut ::core::option::Option<::std::vec::Vec<u8>>));
+    }
+    let green_args: Vec<&Ident> = e.green_params.iter().map(|(n, _, _)| n).collect();
+    let ret_rust = match &item.sig.output {
+        syn::ReturnType::Default => quote!(()),
+        syn::ReturnType::Type(_, t) => quote!(#t),
+    };
+    let key = &e.key;
+    let nested = e.nested.clone().unwrap_or_else(|| quote!(false));
+    let lens = &e.lens;
+    let nkey = e.key.len();
+    let content = &e.content;
+    let words = &e.input_words;
+    let deep_content = if has_deep {
+        quote!(__deep_cell.get_or_insert_with(|| {
+            let mut __bytes = ::std::vec::Vec::new();
+            let __out: &mut ::std::vec::Vec<u8> = &mut __bytes;
+            #(#deep)*
+            __bytes
+        }))
+    } else {
+        quote!()
+    };
+    // Deep content is taken only where it is compared: for keys
+    // with code (see `PortalSite::has_code`).
+    let visit = if has_deep {
+        quote!(if __site.has_code(&__key) {
+            __site.visit(&__key, &[#(#content,)* #deep_content])?
+        } else {
+            __site.visit(&__key, &[])?
+        })
+    } else {
+        quote!(__site.visit(&__key, &[#(#content,)*])?)
+    };
+    let body = match outputs(&gen, &ret) {
+        Some((_, decode)) if e.bad.is_none() => quote! {
+            let __cfg = &super::jit::__CONFIG;
+            if !__cfg.enabled() {
+                return None;
+            }
+            #(#lens)*
+            let __key: [u64; #nkey] = [#(#key),*];
+            let __site = #rt::driver::PortalSite {
+                cache: &#cache,
+                sampler: &#sampler,
+                config: __cfg,
+                stats: &super::jit::__STATS,
+                nested: #nested,
+            };
+            let __hot = #visit;
+            let __content: &[&[u8]] = &[#(#content,)* #deep_content];
+            // The inputs of residual code (which the compiler may
+            // also read: see `Compilation::version_entry`).
+            let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
+            #(#words)*
+            let __code = __site.code(
+                __hot,
+                __key,
+                __content,
+                &__words,
+                &mut |__w| #compile(#(#green_args,)* Some(__w)),
+                &|| #rt::driver::green_word(&[#(#cheap_in_hook),*]),
+            )?;
+            #(#origins)*
+            let __mark = #rt::heap::arena_mark();
+            let __t0 = __site.nested.then(::std::time::Instant::now);
+            let __out = #rt::residual::call_parking(&__code, &__words);
+            let __r = match __out {
+                Ok(__w) => Ok(#decode),
+                // After a hand-over, the interpreter reached the merge
+                // point: the interpreter proper goes on from there.
+                Err(#rt::residual::ResidualError::Parked(__p)) => {
+                    __site.handed_over(&__key, __t0.map(|__t| __t.elapsed()));
+                    let __st = *__p
+                        .downcast::<#rt::JitState<__Frame<'static>>>()
+                        .expect("jitgen: a state of this portal");
+                    let __vheap = __st.heap;
+                    match __st.frames.into_iter().next_back() {
+                        Some(__f) if __f.point == #pid => {
+                            let (#(#field_pats,)*) = #unpack(__f.vals);
+                            Err(#parked { #(#unparks),* })
+                        }
+                        _ => panic!("jitgen: the interpreter stopped elsewhere than the merge point"),
+                    }
+                }
+                Err(__e) => {
+                    #rt::heap::arena_release(__mark);
+                    __e.resume()
+                }
+            };
+            #rt::heap::arena_release(__mark);
+            Some(__r)
+        },
+        _ => {
+            // Never compiled: said once, for `jit::last_decline()` and JITGEN_LOG.
+            quote! {
+                #told();
+                None
+            }
+        }
+    };
+    let never = outputs(&gen, &ret).is_none() || e.bad.is_some();
+    if never {
+        // Only a portal that never compiles has this helper.
+        let why = never_compiled(&name.to_string(), &e, &ret);
+        hooks.push(quote! {
+            /// Says once why this portal never compiles (when compiling
+            /// is on); `true`, for the portal's entry.
+            pub(super) fn #told() -> bool {
+                static __TOLD: ::std::sync::Once = ::std::sync::Once::new();
+                if super::jit::__CONFIG.enabled() {
+                    __TOLD.call_once(|| super::jit::__STATS.declined_because(#why));
+                }
+                true
+            }
+        });
+    }
+    let listings_fn = format_ident!("__listings_{}", name);
+    listing_calls.push(quote!(__l.extend(super::__jit::#listings_fn());));
+    hooks.push(quote! {
+        /// The listings of this portal's compiled code (this thread's).
+        pub(super) fn #listings_fn() -> ::std::vec::Vec<::std::string::String> {
+            #cache.with(|__c| __c.borrow().listings())
+        }
+        ::std::thread_local! {
+            static #cache: ::core::cell::RefCell<#rt::driver::PortalCache<[u64; #nkey]>> =
+                const { ::core::cell::RefCell::new(#rt::driver::PortalCache::new()) };
+            /// Which merge point visits to skip, and where code starts.
+            static #sampler: #rt::driver::Sampler = const { #rt::driver::Sampler::new() };
+        }
+        /// The variables a portal gets back when it continues in the interpreter.
+        #[allow(non_camel_case_types)]
+        pub(super) struct #parked { #(#parked_fields),* }
+
+        /// Whether the portal skips this visit of its merge point,
+        /// and how many after it (see `Sampler::ask`): one call out
+        /// of the interpreter loop, made only when its countdown
+        /// runs out or its entry mask lets the visit through.
+        #[inline(never)]
+        pub(super) fn #skip_fn(__due: bool, __left: u32, __green: u64) -> ::core::option::Option<u32> {
+            #sampler.with(|__s| __s.ask(__due, __left, __green))
+        }
+
+        /// The entry filter folded for the interpreter loop's local
+        /// (see `Sampler::entry_mask`).
+        #[inline(never)]
+        pub(super) fn #mask_fn() -> u64 {
+            #sampler.with(|__s| __s.entry_mask())
+        }
+
+        #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
+        pub(super) fn #hook(#(#params),*) -> ::core::option::Option<::core::result::Result<#ret_rust, #parked>> {
+            #body
+        }
+    });
+    never
+}
+
+/// The portal's body rewritten: its merge point asks the hook first, its
+/// plain copy kept beside it (for `jit::plain`, and when compiling is off).
+fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park: &Park, never: bool) {
+    let rt = rt();
+    let name = item.sig.ident.to_string();
+    let ident = item.sig.ident.clone();
+    let is_pub = matches!(item.vis, syn::Visibility::Public(_));
+    let has_deep = !e.deep.is_empty();
+    let cheap = &e.cheap_greens;
+    let (hook, sampler) = (format_ident!("__portal_{}", name), format_ident!("__SAMPLER_{}", name.to_uppercase()));
+    let (skip_fn, mask_fn, told) =
+        (format_ident!("__skip_{}", name), format_ident!("__mask_{}", name), format_ident!("__never_{}", name));
+    let assigns = &park.assigns;
+    let Gathered { plain_copies, reexports, hooks, .. } = out;
+
+    // The interpreter proper, kept beside the portal for jit::plain
+    // (same module, so that its paths mean the same).
+    let mut plain = item.clone();
+    plain.sig.ident = format_ident!("__plain_{}", name);
+    plain.attrs.push(syn::parse_quote!(#[doc(hidden)]));
+    // A private portal's plain copy is named in the crate, under
+    // `jit::plain`, as a public one's is everywhere.
+    let vis = if is_pub { quote!(pub) } else { quote!(pub(crate)) };
+    if !is_pub {
+        plain.vis = syn::parse_quote!(pub(crate));
+    }
+    plain_copies.push(plain);
+    let plain_id = format_ident!("__plain_{}", name);
+    reexports.push(quote!(#vis use super::super::#plain_id as #ident;));
+    // The portal: the merge point asks the hook first.
+    let mut args = e.args.clone();
+    if has_deep {
+        args.push(quote!(&mut __jit_deep_content));
+    }
+    // Where the call gives its hook up, the rest of it runs
+    // without one (see `unhooked`).
+    let gives_up_fn = format_ident!("__gives_up_{}", name);
+    let cont = if never { None } else { crate::unhooked::continuation(item) };
+    let give_up = match cont {
+        Some(cont) => {
+            item.attrs.push(syn::parse_quote!(#[allow(unused_labels, unreachable_code)]));
+            hooks.push(quote! {
+                /// Whether this call of the portal goes on without
+                /// its hook (see `Sampler::gives_up`); counted.
+                #[inline(never)]
+                pub(super) fn #gives_up_fn() -> bool {
+                    let __g = #sampler.with(|__s| __s.gives_up());
+                    if __g {
+                        super::jit::__STATS.unhooked();
+                    }
+                    __g
+                }
+            });
+            quote!(if self::__jit::#gives_up_fn() { #cont })
+        }
+        _ => quote!(),
+    };
+    let call = if never {
+        // A portal that never compiles: the interpreter only (see
+        // the entry below), nothing at its merge point.
+        quote!({})
+    } else {
+        // Visits to skip are counted down in locals (see
+        // `LoopSampler`).
+        quote! {{
+        if __jit_sampler.due() {
+            ::core::hint::cold_path();
+            let __jit_green = #rt::driver::green_word(&[#(#cheap),*]);
+            if __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn) {
+                match self::__jit::#hook(#(#args),*) {
+                    ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
+                    ::core::option::Option::Some(::core::result::Result::Err(__p)) => {
+                        #(#assigns)*
+                        __jit_sampler.entered();
+                    }
+                    ::core::option::Option::None => { #give_up }
+                }
+                __jit_sampler.mask = self::__jit::#mask_fn();
+            }
+        }
+        }}
+    };
+    InsertHook { call }.visit_item_fn_mut(item);
+    if !never {
+        item.block.stmts.insert(
+            0,
+            syn::parse_quote!(let mut __jit_sampler = #rt::driver::LoopSampler::new(self::__jit::#mask_fn());),
+        );
+    }
+    // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
+    // plain copy, with no hook at its merge point.
+    let plain_args: Vec<TokenStream> = item
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            syn::FnArg::Typed(pt) => match &*pt.pat {
+                syn::Pat::Ident(pi) => {
+                    let i = &pi.ident;
+                    Some(quote!(#i))
+                }
+                _ => None,
+            },
+            syn::FnArg::Receiver(_) => Some(quote!(self)),
+        })
+        .collect();
+    if plain_args.len() == item.sig.inputs.len() && item.sig.inputs.iter().all(|a| matches!(a, syn::FnArg::Typed(_))) {
+        // The plain copy called out of line, as it is called from
+        // outside: inlined here, beside the portal's loops, its code
+        // is laid out anew (a 4-operation loop ran 1.2-1.35x slower).
+        let mut off_sig = item.sig.clone();
+        off_sig.ident = format_ident!("__jit_off");
+        for a in off_sig.inputs.iter_mut() {
+            if let syn::FnArg::Typed(pt) = a {
+                if let syn::Pat::Ident(pi) = &mut *pt.pat {
+                    pi.mutability = None;
+                }
+            }
+        }
+        let off_fn: syn::Stmt = syn::parse_quote! {
+            #[inline(never)]
+            #off_sig {
+                #plain_id(#(#plain_args),*)
+            }
+        };
+        let entry_check: syn::Stmt = if never {
+            syn::parse_quote!(if self::__jit::#told() {
+                return #plain_id(#(#plain_args),*);
+            })
+        } else {
+            syn::parse_quote!(if !self::jit::__CONFIG.enabled() {
+                return __jit_off(#(#plain_args),*);
+            })
+        };
+        item.block.stmts.insert(0, entry_check);
+        if !never {
+            item.block.stmts.insert(0, off_fn);
+        }
+    }
+    if has_deep {
+        // The content of the portal's green data, taken at most once
+        // per call (see `content`).
+        item.block.stmts.insert(
+            0,
+            syn::parse_quote!(let mut __jit_deep_content: ::core::option::Option<::std::vec::Vec<u8>> = ::core::option::Option::None;),
+        );
+    }
+    // A `Vec` taken by value goes to the hook by `&mut` (a list the
+    // interpreter gets back after a hand-over): bound `mut` here
+    // when its parameter is not.
+    for a in item.sig.inputs.iter() {
+        let syn::FnArg::Typed(pt) = a else { continue };
+        let syn::Pat::Ident(pi) = &*pt.pat else { continue };
+        let by_value_vec =
+            matches!(&*pt.ty, syn::Type::Path(tp) if tp.path.segments.last().is_some_and(|s| s.ident == "Vec"));
+        if by_value_vec && pi.mutability.is_none() && pi.by_ref.is_none() {
+            let id = &pi.ident;
+            item.block.stmts.insert(0, syn::parse_quote!(#[allow(unused_mut)] let mut #id = #id;));
+        }
+    }
+}
+
+/// `jit::specialize::NAME` for a public function, and the compile function
+/// of a portal that compiled code calls directly.
+fn specialize(gen: &mut Gen, out: &mut Gathered, item: &mut syn::ItemFn, fi: usize) {
+    let rt = rt();
+    let name = item.sig.ident.to_string();
+    let f = gen.fns[fi];
+    let ret = f.graph.ret_ty.clone();
+    let is_pub = matches!(item.vis, syn::Visibility::Public(_));
+    let ident = item.sig.ident.clone();
+    let Gathered { hooks, specializers, specialize_api, green_flags, .. } = out;
+
+    // A portal whose calls recurse in Rust: compiled code calls it
+    // directly, specialized from its start (see `direct_fns`).
+    let direct_params =
+        (f.merge_points().first().is_some() && calls_of(&gen, &name)).then(|| typed_params(&item.sig)).flatten();
+    if is_pub || direct_params.is_some() {
+        let start = gen.point_ids[&(fi, f.graph.start, 0)];
+        let live = gen.points[start].live.clone();
+        let e = entry(&gen, fi, &live, &mutable_names(item), false);
+        let compile = format_ident!("__specialize_{}", name);
+        specializers.push(compile_fn(&gen, &compile, &name, start, &e, &ret));
+        if let Some(params) = &direct_params {
+            if let Some(d) = direct_fns(&gen, fi, &item.sig, params, &e, &ret) {
+                hooks.push(d);
+                gen.direct_portals.insert(name.clone());
+            }
+        }
+    }
+    if is_pub {
+        // jit::specialize::NAME(greens) -> residual function of the reds.
+        let start = gen.point_ids[&(fi, f.graph.start, 0)];
+        let live = gen.points[start].live.clone();
+        let e = entry(&gen, fi, &live, &mutable_names(item), false);
+        let compile = format_ident!("__specialize_{}", name);
+        let mut green_params = vec![];
+        let mut green_args = vec![];
+        let mut red_params = vec![];
+        let mut greens = vec![];
+        for p in f.graph.params() {
+            let info = f.graph.var(*p);
+            let pname = info.name.clone().unwrap_or_default();
+            let n = Ident::new(if pname == "self" { "__self" } else { &pname }, Span::call_site());
+            let green = f.color(*p) == Color::Green;
+            greens.push(green);
+            if green {
+                if let Some((_, t_a, _)) = e.green_params.iter().find(|(x, _, _)| *x == n) {
+                    green_params.push(quote!(#n: #t_a));
+                    green_args.push(quote!(#n));
+                } else {
+                    let t = rust_ty(&info.ty, None);
+                    green_params.push(quote!(#n: #t));
+                }
+            } else {
+                if let Some((_, t)) = e.params.iter().find(|(x, _)| *x == n) {
+                    red_params.push(quote!(#n: #t));
+                } else {
+                    let t = rust_ty(&info.ty, None);
+                    red_params.push(quote!(#n: #t));
+                }
+            }
+        }
+        green_flags.insert(name.clone(), greens);
+        let cname = format!("Residual{}", camel(&name));
+        let cid = Ident::new(&cname, Span::call_site());
+        let words = &e.input_words;
+        let ret_rust = match &item.sig.output {
+            syn::ReturnType::Default => quote!(()),
+            syn::ReturnType::Type(_, t) => quote!(#t),
+        };
+        let decode = outputs(&gen, &ret).map(|(_, d)| d).unwrap_or(quote!(unreachable!()));
+        let doc = format!("`{name}` specialized to its green arguments: a residual function of its red ones.");
+        specialize_api.push(quote! {
+            #[doc = #doc]
+            #[doc = ""]
+            #[doc = "It borrows the green arguments: the compiler may resume from them when a promotion meets a new value."]
+            pub struct #cid<'a> {
+                f: #rt::residual::ResidualFn,
+                _greens: ::core::marker::PhantomData<&'a ()>,
+            }
+            impl<'a> #cid<'a> {
+                /// Runs the residual code; panics where the interpreter would.
+                #[allow(unused_mut, unused_variables)]
+                pub fn call(&self, #(#red_params),*) -> #ret_rust {
+                    let mut __words: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
+                    #(#words)*
+                    let __mark = #rt::heap::arena_mark();
+                    let __out = self.f.call_words(&__words);
+                    // Decoded before the arena is released: an owned
+                    // result moves out of it.
+                    let __r = __out.map(|__w| #decode);
+                    #rt::heap::arena_release(__mark);
+                    match __r {
+                        Ok(__v) => __v,
+                        Err(__e) => __e.resume(),
+                    }
+                }
+                /// The residual operations, one per line.
+                pub fn listing(&self) -> &str {
+                    self.f.listing()
+                }
+                /// The listing followed by the flexswitch cases compiled so far.
+                pub fn listing_with_cases(&self) -> ::std::string::String {
+                    self.f.listing_with_cases()
+                }
+                /// The compiled function.
+                pub fn function(&self) -> &#rt::residual::ResidualFn {
+                    &self.f
+                }
+            }
+            #[doc = #doc]
+            #[allow(clippy::all)]
+            pub fn #ident<'a>(#(#green_params),*) -> #cid<'a> {
+                match super::super::__jit::#compile(#(#green_args,)* None) {
+                    Ok(f) => {
+                        super::__STATS.compiled(Some(f.op_count()), 0);
+                        #cid { f, _greens: ::core::marker::PhantomData }
+                    }
+                    Err(why) => panic!("jit::specialize::{} could not compile: {}", #name, why),
+                }
+            }
+        });
+    }
+}
+
+/// The expansion's items: `__jit` (the generating extension and the hooks),
+/// `jit` (what the user calls), the plain copies of the portals.
+fn assemble(mut gen: Gen, out: Gathered, source: &str, lifted: &[crate::methods::LiftedMethod]) -> Expansion {
+    let rt = rt();
+    let Gathered {
+        mut plain_copies,
+        mut hooks,
+        unpark_structs,
+        specializers,
+        specialize_api,
+        reexports,
+        listing_calls,
+        green_flags,
+    } = out;
+
     let portal_names: HashSet<String> =
         plain_copies.iter().map(|f| f.sig.ident.to_string().trim_start_matches("__plain_").to_string()).collect();
     for f in &mut plain_copies {

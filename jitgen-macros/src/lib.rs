@@ -59,6 +59,7 @@
 //! goes on in; with compiling off, the portal calls its plain copy out of line.
 
 mod analysis;
+mod arith;
 mod calls;
 mod check;
 mod containers;
@@ -68,6 +69,7 @@ mod frame;
 mod frames;
 mod jit_module;
 mod methods;
+mod objects;
 mod repr;
 mod split;
 mod timeshift;

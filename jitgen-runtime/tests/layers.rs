@@ -10,7 +10,8 @@
 //! layer), the files' imports form no cycle: every `crate::` and `super::`
 //! path that names another file of the same layer is an arrow, and arrows
 //! that come back to where they started are listed. No source file of the
-//! three crates is longer than 1,500 lines.
+//! three crates is longer than 1,500 lines, and no function of the macro
+//! crate or the annotator longer than 200.
 
 use std::path::{Path, PathBuf};
 
@@ -251,4 +252,60 @@ fn no_source_file_is_longer_than_its_limit() {
     }
     long.sort();
     assert!(long.is_empty(), "files over {MAX_LINES} lines:\n{}", long.join("\n"));
+}
+
+/// The longest a function of the macro crate or the annotator may be: code
+/// that long is split by concern, each part a function of its own.
+const MAX_FN_LINES: usize = 200;
+
+/// The functions of `text` longer than `max` lines, as (name, line, length):
+/// a `fn` item, from its line to the first line after it that closes it at
+/// its indentation (the code is rustfmt's).
+fn long_fns(text: &str, max: usize) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = vec![];
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let words: Vec<&str> =
+            code.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect();
+        let Some(at) = words.iter().position(|w| *w == "fn") else { continue };
+        // Only an item's head: visibility and qualifiers before `fn`.
+        let head = ["pub", "crate", "super", "const", "unsafe", "async", "extern", "C"];
+        if !words[..at].iter().all(|w| head.contains(w)) || code.starts_with("//") {
+            continue;
+        }
+        let Some(name) = words.get(at + 1) else { continue };
+        let end = format!("{indent}}}");
+        if let Some(j) = lines[i + 1..].iter().position(|l| *l == end) {
+            if j + 2 > max {
+                out.push((name.to_string(), i + 1, j + 2));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_of_the_macro_or_the_annotator_is_longer_than_its_limit() {
+    let mut long = vec![];
+    for (name, src) in crates().into_iter().filter(|(n, _)| *n != "jitgen-runtime") {
+        let mut all = vec![];
+        files(&src, &mut all);
+        for f in all {
+            for (func, line, n) in long_fns(&std::fs::read_to_string(&f).unwrap(), MAX_FN_LINES) {
+                long.push(format!("{name}/{}:{line}: `{func}`, {n} lines", f.strip_prefix(&src).unwrap().display()));
+            }
+        }
+    }
+    long.sort();
+    assert!(long.is_empty(), "functions over {MAX_FN_LINES} lines:\n{}", long.join("\n"));
+}
+
+#[test]
+fn the_length_check_sees_a_long_function() {
+    let body = "    let x = 1;\n".repeat(5);
+    let text = format!("fn short() {{\n}}\n\npub(crate) fn long(a: u8) {{\n{body}}}\n");
+    assert_eq!(long_fns(&text, 6), vec![("long".to_string(), 4, 7)]);
+    assert!(long_fns(&text, 7).is_empty());
 }

@@ -753,94 +753,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
             (Ty::Int(_) | Ty::Infer(_) | Ty::F64 | Ty::F32, m, _)
                 if self.u.is_intlike(&recv_ty) || recv_ty == Ty::F64 || recv_ty == Ty::F32 =>
             {
-                let recv = self.rvalue(recv, mc);
-                match (m, nargs) {
-                    ("wrapping_add", 1)
-                    | ("wrapping_sub", 1)
-                    | ("wrapping_mul", 1)
-                    | ("wrapping_div", 1)
-                    | ("wrapping_rem", 1)
-                    | ("min", 1)
-                    | ("max", 1) => {
-                        let op = match m {
-                            "wrapping_add" => BinOp::WrappingAdd,
-                            "wrapping_sub" => BinOp::WrappingSub,
-                            "wrapping_mul" => BinOp::WrappingMul,
-                            "wrapping_div" => BinOp::WrappingDiv,
-                            "wrapping_rem" => BinOp::WrappingRem,
-                            "min" => BinOp::Min,
-                            _ => BinOp::Max,
-                        };
-                        let a = self.expr(&mc.args[0]);
-                        return self.arith(op, recv, a, mc);
-                    }
-                    ("checked_add" | "checked_sub" | "checked_mul" | "checked_div" | "checked_rem", 1)
-                        if self.u.is_intlike(&recv_ty) =>
-                    {
-                        return self.checked_arith(mc, m, recv);
-                    }
-                    ("wrapping_neg", 0) | ("abs", 0) => {
-                        let op = if m == "abs" { UnOp::Abs } else { UnOp::WrappingNeg };
-                        let t = self.ty_of(&recv);
-                        return self.emit(OpKind::Un(op), vec![recv], t, mc);
-                    }
-                    ("rem_euclid" | "div_euclid", 1) | ("signum" | "is_positive" | "is_negative", 0)
-                        if self.u.is_intlike(&recv_ty) =>
-                    {
-                        // Desugared as the standard library defines them,
-                        // on the operations above (the same panics: `/`
-                        // and `%` by zero or overflowing come first).
-                        let mut bound = vec![("__jitgen_recv".to_string(), recv)];
-                        if nargs == 1 {
-                            let a = self.expr(&mc.args[0]);
-                            bound.push(("__jitgen_arg".to_string(), self.rvalue(a, &mc.args[0])));
-                        }
-                        let n = bound.len();
-                        self.env.extend(bound);
-                        let e: Expr = match m {
-                            "rem_euclid" => syn::parse_quote!({
-                                let __jitgen_r = __jitgen_recv % __jitgen_arg;
-                                if __jitgen_r < 0 {
-                                    if __jitgen_arg < 0 {
-                                        __jitgen_r - __jitgen_arg
-                                    } else {
-                                        __jitgen_r + __jitgen_arg
-                                    }
-                                } else {
-                                    __jitgen_r
-                                }
-                            }),
-                            "div_euclid" => syn::parse_quote!({
-                                let __jitgen_q = __jitgen_recv / __jitgen_arg;
-                                if __jitgen_recv % __jitgen_arg < 0 {
-                                    if __jitgen_arg > 0 {
-                                        __jitgen_q - 1
-                                    } else {
-                                        __jitgen_q + 1
-                                    }
-                                } else {
-                                    __jitgen_q
-                                }
-                            }),
-                            "signum" => syn::parse_quote!(if __jitgen_recv > 0 {
-                                1
-                            } else if __jitgen_recv < 0 {
-                                -1
-                            } else {
-                                0
-                            }),
-                            "is_positive" => syn::parse_quote!(__jitgen_recv > 0),
-                            _ => syn::parse_quote!(__jitgen_recv < 0),
-                        };
-                        let r = self.expr(&e);
-                        self.env.truncate(self.env.len() - n);
-                        if m != "is_positive" && m != "is_negative" {
-                            let t = self.ty_of(&r);
-                            self.unify(&t, &recv_ty, mc.span());
-                        }
-                        return r;
-                    }
-                    _ => {}
+                if let Some(v) = self.scalar_method(mc, recv, &recv_ty, m, nargs) {
+                    return v;
                 }
             }
             (Ty::Struct(n) | Ty::Enum(n), _, _) => {
@@ -871,6 +785,108 @@ impl<'m, 'a> Lowering<'m, 'a> {
             "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse/split_off, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
         ));
         self.poison(mc.span())
+    }
+
+    /// A method of an integer or a float (`wrapping_add`, `min`, `abs`, ...),
+    /// or `None` when `m` is not one of those supported.
+    fn scalar_method(
+        &mut self,
+        mc: &syn::ExprMethodCall,
+        recv: LVal,
+        recv_ty: &Ty,
+        m: &str,
+        nargs: usize,
+    ) -> Option<LVal> {
+        let recv = self.rvalue(recv, mc);
+        match (m, nargs) {
+            ("wrapping_add", 1)
+            | ("wrapping_sub", 1)
+            | ("wrapping_mul", 1)
+            | ("wrapping_div", 1)
+            | ("wrapping_rem", 1)
+            | ("min", 1)
+            | ("max", 1) => {
+                let op = match m {
+                    "wrapping_add" => BinOp::WrappingAdd,
+                    "wrapping_sub" => BinOp::WrappingSub,
+                    "wrapping_mul" => BinOp::WrappingMul,
+                    "wrapping_div" => BinOp::WrappingDiv,
+                    "wrapping_rem" => BinOp::WrappingRem,
+                    "min" => BinOp::Min,
+                    _ => BinOp::Max,
+                };
+                let a = self.expr(&mc.args[0]);
+                return Some(self.arith(op, recv, a, mc));
+            }
+            ("checked_add" | "checked_sub" | "checked_mul" | "checked_div" | "checked_rem", 1)
+                if self.u.is_intlike(&recv_ty) =>
+            {
+                return Some(self.checked_arith(mc, m, recv));
+            }
+            ("wrapping_neg", 0) | ("abs", 0) => {
+                let op = if m == "abs" { UnOp::Abs } else { UnOp::WrappingNeg };
+                let t = self.ty_of(&recv);
+                return Some(self.emit(OpKind::Un(op), vec![recv], t, mc));
+            }
+            ("rem_euclid" | "div_euclid", 1) | ("signum" | "is_positive" | "is_negative", 0)
+                if self.u.is_intlike(&recv_ty) =>
+            {
+                // Desugared as the standard library defines them,
+                // on the operations above (the same panics: `/`
+                // and `%` by zero or overflowing come first).
+                let mut bound = vec![("__jitgen_recv".to_string(), recv)];
+                if nargs == 1 {
+                    let a = self.expr(&mc.args[0]);
+                    bound.push(("__jitgen_arg".to_string(), self.rvalue(a, &mc.args[0])));
+                }
+                let n = bound.len();
+                self.env.extend(bound);
+                let e: Expr = match m {
+                    "rem_euclid" => syn::parse_quote!({
+                        let __jitgen_r = __jitgen_recv % __jitgen_arg;
+                        if __jitgen_r < 0 {
+                            if __jitgen_arg < 0 {
+                                __jitgen_r - __jitgen_arg
+                            } else {
+                                __jitgen_r + __jitgen_arg
+                            }
+                        } else {
+                            __jitgen_r
+                        }
+                    }),
+                    "div_euclid" => syn::parse_quote!({
+                        let __jitgen_q = __jitgen_recv / __jitgen_arg;
+                        if __jitgen_recv % __jitgen_arg < 0 {
+                            if __jitgen_arg > 0 {
+                                __jitgen_q - 1
+                            } else {
+                                __jitgen_q + 1
+                            }
+                        } else {
+                            __jitgen_q
+                        }
+                    }),
+                    "signum" => syn::parse_quote!(if __jitgen_recv > 0 {
+                        1
+                    } else if __jitgen_recv < 0 {
+                        -1
+                    } else {
+                        0
+                    }),
+                    "is_positive" => syn::parse_quote!(__jitgen_recv > 0),
+                    _ => syn::parse_quote!(__jitgen_recv < 0),
+                };
+                let r = self.expr(&e);
+                self.env.truncate(self.env.len() - n);
+                if m != "is_positive" && m != "is_negative" {
+                    let t = self.ty_of(&r);
+                    self.unify(&t, &recv_ty, mc.span());
+                }
+                return Some(r);
+            }
+            _ => {}
+        }
+        None
     }
 
     pub(super) fn try_expr(&mut self, t: &syn::ExprTry) -> LVal {

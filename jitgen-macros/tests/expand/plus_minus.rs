@@ -153,13 +153,6 @@ pub mod plus_minus {
                 __v.red(1usize),
             )
         }
-        fn __vals2<'a>(a0: __rt::RedBox) -> __rt::Values {
-            __rt::Values::new(&[], &[a0], ::std::vec![])
-        }
-        #[allow(unused_variables, unused_mut)]
-        fn __unvals2<'a>(mut __v: __rt::Values) -> (__rt::RedBox,) {
-            (__v.red(0usize),)
-        }
         fn __vals3<'a>(
             a0: &'a [u8],
             a1: __rt::RedBox,
@@ -181,36 +174,6 @@ pub mod plus_minus {
                 __v.red(0usize),
                 ((__v.word(2usize)) as usize),
                 __v.red(1usize),
-            )
-        }
-        fn __vals4<'a>(
-            a0: &'a [u8],
-            a1: __rt::RedBox,
-            a2: __rt::RedBox,
-            a3: usize,
-            a4: u8,
-        ) -> __rt::Values {
-            __rt::Values::new(
-                &[
-                    a0.as_ptr() as usize as u64,
-                    a0.len() as u64,
-                    ((a3) as u64),
-                    ((a4) as u64),
-                ],
-                &[a1, a2],
-                ::std::vec![],
-            )
-        }
-        #[allow(unused_variables, unused_mut)]
-        fn __unvals4<'a>(
-            mut __v: __rt::Values,
-        ) -> (&'a [u8], __rt::RedBox, __rt::RedBox, usize, u8) {
-            (
-                __rt::frame::green_slice(__v.word(0usize), __v.word(1usize)),
-                __v.red(0usize),
-                __v.red(1usize),
-                ((__v.word(2usize)) as usize),
-                ((__v.word(3usize)) as u8),
             )
         }
         #[allow(dead_code)]

@@ -1,0 +1,257 @@
+//! Timeshifting operations on objects: loads, fields of structures, boxes,
+//! enum values and their payloads, and dicts (methods of `timeshift::Gen`).
+
+use hint_annotator::flowgraph::OpKind;
+use hint_annotator::types::Ty;
+use hint_annotator::Color;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use crate::repr::*;
+use crate::timeshift::*;
+
+impl<'g> Gen<'g> {
+    /// An operation on an object: a load, a field, a struct, a box, an enum value or a dict.
+    pub(crate) fn object_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
+        let rt = rt();
+        let f = self.fns[fi];
+        let types = self.cg.types();
+        let r = op.result;
+        let rr = self.repr(fi, r);
+        let rgreen = f.color(r) == Color::Green;
+        let args = &op.args;
+        macro_rules! need {
+            ($e:expr, $why:expr) => {
+                match $e {
+                    Some(x) => x,
+                    None => return self.decline($why),
+                }
+            };
+        }
+        match &op.kind {
+            OpKind::Load => {
+                let base_ty = self.value_ty(fi, &args[0]);
+                let (Ty::Ref { to, .. } | Ty::Boxed(to)) = base_ty else {
+                    return self.decline("a load through a non-pointer");
+                };
+                if rgreen {
+                    let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
+                    match &rr {
+                        Repr::G(_) => self.bind(fi, r, quote!(*#a)),
+                        Repr::Enum(t, _) => {
+                            let e = self.enum_from_rust(t, quote!(&*#a));
+                            self.bind(fi, r, e)
+                        }
+                        _ => self.decline("this load"),
+                    }
+                } else {
+                    let Some(sc) = scalar(&to) else {
+                        return self.decline("a load of a non-scalar through a run-time pointer");
+                    };
+                    let a = need!(self.operand(fi, &args[0], &Repr::RPtr), "operand");
+                    let vt = sc_valty(sc);
+                    self.bind(fi, r, quote!(__c.b.red_load(#vt, &#a, 0)))
+                }
+            }
+            OpKind::GetField(name) => self.get_field(fi, r, &rr, rgreen, &args[0], name),
+            OpKind::SetField(name) => {
+                let (addr, s) = need!(self.red_object(fi, &args[0]), "a store into this object");
+                let Ty::Struct(sname) = s else { return self.decline("a store into a non-struct") };
+                if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
+                    return self.decline("a store into a struct with lifetime parameters");
+                }
+                let fty = types.structs[&sname].fields.get(name).cloned();
+                if let (Some(le), Some(Err(k))) =
+                    (fty.as_ref().and_then(|t| list_field(t, types)), vfield_index(&types.structs[&sname], name, types))
+                {
+                    // A list field of a virtual object: replaced in the
+                    // virtual object, or written into the real one.
+                    let Some(p) = self.vptr_local(fi, &args[0]) else {
+                        return self.decline("a store into this list field");
+                    };
+                    let v = need!(self.operand(fi, &args[1], &le.repr()), "a list value");
+                    let (sn, fname, t) = (format_ident!("{}", sname), member(name), le.rust());
+                    let (store, w) = (le.store_fn(), le.width());
+                    return quote!({
+                        let __l: #rt::VList = ::core::clone::Clone::clone(&#v);
+                        if !__st.heap.set_list(&#p, #k, &__l) {
+                            #addr
+                            let __dest = __c.b.red_offset(&__addr, ::core::mem::offset_of!(#sn, #fname) as u64);
+                            let mut __l = __l;
+                            __l.untail(&mut __c.b);
+                            match __l {
+                                #rt::VList::Real(__src) | #rt::VList::Tail(__src, ..) => {
+                                    __c.b.red_call(#rt::heap::vec_move::<#t>, "vec_move", &[__dest, __src], &[]);
+                                }
+                                #rt::VList::Virtual(__items) => {
+                                    let mut __a = ::std::vec![__dest, #rt::RedBox::u64((__items.len() / #w) as u64)];
+                                    __a.extend_from_slice(&__items);
+                                    __c.b.red_call(#store, "vec_store", &__a, &[]);
+                                }
+                            }
+                            __st.forget_fields();
+                        }
+                    });
+                }
+                let Some(sc) = fty.as_ref().and_then(scalar) else {
+                    return self.decline("a store of a non-scalar field through a run-time pointer");
+                };
+                let v = need!(self.operand(fi, &args[1], &Repr::R(sc)), "value");
+                let (sn, fname) = (format_ident!("{}", sname), member(name));
+                let class = alias_class(&sname);
+                let real = quote!({
+                    #addr
+                    let __f = ::core::mem::offset_of!(#sn, #fname) as i32;
+                    __st.store_field(&mut __c.b, &__addr, __f, &__x, #class, __f);
+                });
+                match self.vptr_local(fi, &args[0]) {
+                    Some(p) => {
+                        let Some(Ok(k)) = vfield_index(&types.structs[&sname], name, types) else {
+                            return self.decline("a store into this field");
+                        };
+                        quote!({ let __x = #v; if !__st.heap.set_field(&#p, #k, &__x) #real })
+                    }
+                    None => quote!({ let __x = #v; #real }),
+                }
+            }
+            OpKind::NewMap => match rr {
+                Repr::VDict(..) => self.bind(fi, r, quote!(#rt::VDict::new())),
+                _ => self.decline("a HashMap of non-scalars in residual code"),
+            },
+            OpKind::MapInsert | OpKind::MapGet | OpKind::MapRemove | OpKind::MapContains => {
+                self.map_op(fi, r, &op.kind, args)
+            }
+            _ => unreachable!("jitgen: an object operation dispatched elsewhere"),
+        }
+    }
+
+    /// An operation that makes a struct, a box or an enum value, or reads an enum's tag or payload.
+    pub(crate) fn value_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
+        let rt = rt();
+        let f = self.fns[fi];
+        let types = self.cg.types();
+        let r = op.result;
+        let rr = self.repr(fi, r);
+        let rgreen = f.color(r) == Color::Green;
+        let args = &op.args;
+        macro_rules! need {
+            ($e:expr, $why:expr) => {
+                match $e {
+                    Some(x) => x,
+                    None => return self.decline($why),
+                }
+            };
+        }
+        match &op.kind {
+            OpKind::NewStruct(s) if matches!(rr, Repr::RPtr) && owning_struct(s, types) => {
+                self.new_owning_struct(fi, r, s, args)
+            }
+            OpKind::NewStruct(s) => {
+                let Repr::VPtr = rr else {
+                    return self.decline(&format!(
+                        "allocating a `{s}` in residual code (only structs whose fields are scalars, or lists of scalars or of plain enums, can be virtual yet)"
+                    ));
+                };
+                let d = types.structs[s].clone();
+                let mut fields = vec![];
+                let mut lists = vec![];
+                for (a, t) in args.iter().zip(d.fields.values()) {
+                    match list_field(t, types) {
+                        Some(le) => lists.push(need!(self.operand(fi, a, &le.repr()), "a list value")),
+                        None => {
+                            let sc = scalar(t).expect("a virtual struct's fields are scalars or lists");
+                            fields.push(need!(self.operand(fi, a, &Repr::R(sc)), "a field value"));
+                        }
+                    }
+                }
+                self.vstructs.insert(s.clone());
+                let desc = format_ident!("__VDESC_{}", s);
+                self.bind(fi, r, quote!(__st.heap.alloc(&#desc, ::std::vec![#(#fields),*], ::std::vec![#(#lists),*])))
+            }
+            OpKind::NewBox => match (&rr, self.value_repr(fi, &args[0])) {
+                (Repr::VPtr, Repr::VPtr) => {
+                    // The boxed value moves into the box: the same object.
+                    let a = need!(self.operand(fi, &args[0], &rr), "the boxed value");
+                    self.bind(fi, r, a)
+                }
+                _ => self.decline("allocating a Box of this type in residual code"),
+            },
+            OpKind::MakeEnum { index, .. } if matches!(rr, Repr::VOpt) => {
+                // `None`, or `Some` of an object: a tag and the object.
+                let tag = *index as u64;
+                let obj = match args.first() {
+                    Some(a) => need!(self.operand(fi, a, &Repr::VPtr), "the object"),
+                    None => {
+                        let pt = ptr_valty();
+                        quote!(#rt::VPtr::Real(#rt::RedBox::constant(#pt, 0)))
+                    }
+                };
+                self.bind(fi, r, quote!((#rt::RedBox::constant(#rt::ValTy::U32, #tag), #obj)))
+            }
+            OpKind::MakeEnum { variant, index, .. } => {
+                let ty = f.graph.var(r).ty.clone();
+                let Repr::Enum(_, n) = rr.clone() else { return self.decline("this enum value") };
+                let (_, _, tys) = enum_helpers(&ty);
+                let tag = *index as u64;
+                let mut sets = vec![];
+                for (i, a) in args.iter().enumerate() {
+                    let Some((off, fty)) = field_offset(&ty, variant, i, types) else {
+                        return self.decline("an enum payload");
+                    };
+                    match repr(&fty, false, types) {
+                        Repr::R(sc) => {
+                            let x = need!(self.operand(fi, a, &Repr::R(sc)), "payload");
+                            sets.push(quote!((#off, &[#x][..])));
+                        }
+                        Repr::Enum(..) => {
+                            let x = need!(self.operand(fi, a, &self.value_repr(fi, a)), "payload");
+                            sets.push(quote!((#off, &#x[..])));
+                        }
+                        Repr::RPtr => {
+                            let x = need!(self.operand(fi, a, &Repr::RPtr), "payload");
+                            sets.push(quote!((#off, &[#x][..])));
+                        }
+                        Repr::Unit => {}
+                        _ => return self.decline("an enum payload of this type"),
+                    }
+                }
+                self.bind(fi, r, quote!(#rt::RedBox::enum_value::<#n>(&#tys(), #tag, &[#(#sets),*])))
+            }
+            OpKind::EnumTag => {
+                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
+                if rgreen {
+                    let msg = "an enum tag expected to be known";
+                    self.bind(fi, r, quote!(match #a[0].as_const() { Some(__w) => __w as u32, None => { __c.decline(#msg); break 'path None; } }))
+                } else {
+                    self.bind(fi, r, quote!(#a[0]))
+                }
+            }
+            OpKind::EnumField { variant, index } => {
+                let ety = self.value_ty(fi, &args[0]);
+                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
+                let Some((off, _)) = field_offset(&ety, variant, *index as usize, types) else {
+                    return self.decline("an enum payload");
+                };
+                self.payload(fi, r, &rr, a, off)
+            }
+            OpKind::Unwrap => {
+                let ety = self.value_ty(fi, &args[0]);
+                let (succ, variant, msg) = match ety {
+                    Ty::Option(_) => (1u64, "Some", "called `Option::unwrap()` on a `None` value"),
+                    _ => (0u64, "Ok", "called `Result::unwrap()` on an `Err` value"),
+                };
+                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
+                let Some((off, _)) = field_offset(&ety, variant, 0, types) else { return self.decline("unwrap") };
+                let check = quote!({
+                    let __ok = __c.b.red_cmp(#rt::CmpOp::Eq, &#a[0], &#rt::RedBox::constant(#rt::ValTy::U32, #succ));
+                    if !__c.guard(&__ok, #rt::ops::ErrorKind::Abort(#rt::residual::message_id(#msg))) {
+                        break 'path None;
+                    }
+                });
+                let take = self.payload(fi, r, &rr, a, off);
+                quote!(#check #take)
+            }
+            _ => unreachable!("jitgen: an object operation dispatched elsewhere"),
+        }
+    }
+}
