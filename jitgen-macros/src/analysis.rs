@@ -173,7 +173,7 @@ impl<'g> Gen<'g> {
                 let Some(ci) = self.inlined_callee(fi, op.result, &op.kind) else { return false };
                 let callee = self.fns[ci];
                 match callee.graph.params().get(k) {
-                    Some(p) if self.written_back[ci].contains(p) => {}
+                    Some(p) if self.plans[ci].written_back.contains(p) => {}
                     _ => return false,
                 }
             }

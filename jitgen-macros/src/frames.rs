@@ -1,6 +1,6 @@
 //! The frames of a generating extension: pushing, linking and going to a
 //! point, the code of each point, exits and returns, and the extension as a
-//! whole (its frame enum, `__run`, the deliver functions) (methods of
+//! whole (its frames' layouts, `__run`, the deliver functions) (methods of
 //! `timeshift::Gen`).
 
 use std::collections::HashMap;
@@ -81,10 +81,10 @@ impl<'g> Gen<'g> {
         let p = self.point_ids[&(fi, target, 0)];
         self.inline_depth.get() < MAX_INLINE_DEPTH
             && target != f.graph.start
-            && !self.joins[fi].contains(&target)
-            && !self.loop_heads[fi].contains(&target)
+            && !self.plans[fi].joins.contains(&target)
+            && !self.plans[fi].loop_heads.contains(&target)
             && !self.park_points.contains(&p)
-            && f.graph.blocks().flat_map(|b| f.graph.exits(b)).filter(|e| f.graph.link(*e).0 == target).count() == 1
+            && self.plans[fi].preds.get(&target) == Some(&1)
     }
 
     /// The transition along a link: the current state continues at `target`,
@@ -130,7 +130,7 @@ impl<'g> Gen<'g> {
             body.push(quote!(let #id = __ret.expect("the callee delivered its result");));
         }
         let ops = f.graph.graph[b].ops.clone();
-        let drops = self.dead_strings(fi, b);
+        let drops = self.plans[fi].dead_strings.get(&b).cloned().unwrap_or_default();
         for k in start..ops.len() {
             let op = &ops[k];
             if let Some(ci) = self.inlined_callee(fi, op.result, &op.kind) {
@@ -283,7 +283,7 @@ impl<'g> Gen<'g> {
                 let writeback = format_ident!("__writeback_f{}", fi);
                 let params = f.graph.params();
                 let lists: Vec<Ident> =
-                    params.iter().filter(|p| self.written_back[fi].contains(p)).map(|p| v_ident(*p)).collect();
+                    params.iter().filter(|p| self.plans[fi].written_back.contains(p)).map(|p| v_ident(*p)).collect();
                 let args: Vec<Ident> = (0..lists.len()).map(|j| format_ident!("__l{}", j)).collect();
                 let writeback = (!lists.is_empty()).then(|| quote!(#writeback(&mut __st, #(#args),*);));
                 let outer = match outer {
@@ -363,7 +363,8 @@ impl<'g> Gen<'g> {
         })
     }
 
-    /// The frame enum, its `Frame` impl, `__run` and the deliver functions.
+    /// The extension: its points' functions and `__run`, the layouts of its
+    /// frames, and the deliver and return functions.
     pub fn extension(&mut self) -> TokenStream {
         let rt = rt();
         // Every point's code first: which points a state can stop at is
@@ -473,7 +474,7 @@ impl<'g> Gen<'g> {
             let arms = arms.into_values().map(|(code, ps)| quote!(#(#ps)|* => { #code }));
             // Written-back lists: into the caller's continuation.
             let wb: Vec<Var> =
-                self.fns[fi].graph.params().iter().filter(|p| self.written_back[fi].contains(p)).copied().collect();
+                self.fns[fi].graph.params().iter().filter(|p| self.plans[fi].written_back.contains(p)).copied().collect();
             if !wb.is_empty() {
                 let mut wb_arms = vec![];
                 for (p, _, op) in self.continuations_of(fi) {
@@ -618,8 +619,8 @@ impl<'g> Gen<'g> {
             let unvals = crate::frame::unpack_name(self.layouts.borrow_mut().of(&values));
             quote!(let __ret = __frame.ret.take().map(|__r| #unvals(*__r).0);)
         });
-        let is_join = pt.op == 0 && self.joins[pt.f].contains(&pt.block);
-        let kind = if self.loop_heads[pt.f].contains(&pt.block) {
+        let is_join = pt.op == 0 && self.plans[pt.f].joins.contains(&pt.block);
+        let kind = if self.plans[pt.f].loop_heads.contains(&pt.block) {
             quote!(#rt::schedule::MergeKind::LoopHead)
         } else {
             quote!(#rt::schedule::MergeKind::Join)

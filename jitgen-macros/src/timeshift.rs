@@ -3,14 +3,18 @@
 //! The generating extension of a module is one resumable state machine over
 //! *resume points* of all its functions: the entry of every block, the point
 //! after every inlined call (a continuation), and the point after each global
-//! merge point. Each resume point is a variant of the frame enum `__Frame`,
-//! holding the variables live there (see `repr.rs` for how). `__run` pops the
-//! innermost frame of a state, runs the code of that point (green operations
-//! as Rust, red ones through red boxes) until the next resume point, and
-//! pushes the next frame; an inlined call pushes a continuation and the
-//! callee's entry; a return pops and hands the value to the continuation.
-//! At the entry of a join block the state goes through the runtime's merge
-//! logic first; a red branch forks through `split`.
+//! merge point. A frame is the runtime's `PointFrame`: the resume point's
+//! number and the variables live there, packed by the function of the point's
+//! layout (`frame.rs`; see `repr.rs` for how each variable is represented).
+//! `__run` pops the innermost frame of a state, runs the code of that point
+//! (green operations as Rust, red ones through red boxes) until the next
+//! resume point, and pushes the next frame; an inlined call pushes a
+//! continuation and the callee's entry; a return pops and hands the value to
+//! the continuation. At the entry of a join block the state goes through the
+//! runtime's merge logic first; a red branch forks through `split`. A block
+//! entered from one place only is no stop: the code going to it continues
+//! into its code (`Gen::goto`), and only the points some code makes a frame
+//! for get a function.
 //!
 //! A promotion of a run-time value is a resume point too: the path ends in a
 //! flexswitch whose cases resume the state there (`__promote`, `__defer`).
@@ -76,11 +80,8 @@ pub struct Gen<'g> {
     pub(crate) vstructs: BTreeSet<String>,
     /// Portals that compiled code calls directly (see `jit_module::direct_fns`).
     pub(crate) direct_portals: HashSet<String>,
-    /// Per function, its red `&mut Vec` of scalars that are virtual lists
-    /// passed by value and written back (see `Gen::written_back`).
-    pub(crate) written_back: Vec<BTreeSet<Var>>,
-    pub(crate) joins: Vec<BTreeSet<NodeIndex>>,
-    pub(crate) loop_heads: Vec<BTreeSet<NodeIndex>>,
+    /// Per function, what the analyses found before any code is emitted.
+    pub(crate) plans: Vec<FnPlan>,
     /// Set when the code just generated always declines: what follows it is unreachable.
     pub(crate) declined: std::cell::Cell<bool>,
     /// The layouts of the extension's frames (see `frame`).
@@ -91,6 +92,24 @@ pub struct Gen<'g> {
     pub(crate) framed: std::cell::RefCell<BTreeSet<usize>>,
     /// How many transitions the code being generated continued into.
     pub(crate) inline_depth: std::cell::Cell<usize>,
+}
+
+/// What the timeshifter knows of one function before emitting its code:
+/// computed by `Gen::new`, read by emission.
+#[derive(Default)]
+pub(crate) struct FnPlan {
+    /// Its red `&mut Vec` of scalars that are virtual lists passed by value
+    /// and written back (see `Gen::written_back_params`).
+    pub(crate) written_back: BTreeSet<Var>,
+    /// How many links enter each block.
+    pub(crate) preds: HashMap<NodeIndex, usize>,
+    /// The blocks entered from more than one place: where states merge.
+    pub(crate) joins: BTreeSet<NodeIndex>,
+    /// The targets of back edges.
+    pub(crate) loop_heads: BTreeSet<NodeIndex>,
+    /// Per block, the strings that die in it, by the operation after which
+    /// each is dead (see `Gen::dead_strings`).
+    pub(crate) dead_strings: HashMap<NodeIndex, HashMap<usize, Vec<Var>>>,
 }
 
 /// How deep transitions nest in one point's code (see `Gen::goto`).
@@ -155,9 +174,7 @@ impl<'g> Gen<'g> {
             park_points: BTreeSet::new(),
             vstructs: BTreeSet::new(),
             direct_portals: HashSet::new(),
-            written_back: vec![],
-            joins: vec![],
-            loop_heads: vec![],
+            plans: vec![],
             declined: std::cell::Cell::new(false),
             layouts: Default::default(),
             return_fns: Default::default(),
@@ -165,11 +182,13 @@ impl<'g> Gen<'g> {
             inline_depth: Default::default(),
             frames_in_place: false,
         };
-        g.written_back = (0..g.fns.len()).map(|fi| g.written_back_params(fi)).collect();
+        g.plans = (0..g.fns.len())
+            .map(|fi| FnPlan { written_back: g.written_back_params(fi), ..Default::default() })
+            .collect();
         g.frames_in_place = !g.frames_read_in_place().is_empty();
         for fi in 0..g.fns.len() {
             let aliases = g.written_back_aliases(fi);
-            g.written_back[fi].extend(aliases);
+            g.plans[fi].written_back.extend(aliases);
         }
         for fi in 0..g.fns.len() {
             let f = g.fns[fi];
@@ -179,8 +198,10 @@ impl<'g> Gen<'g> {
                     *preds.entry(f.graph.link(e).0).or_default() += 1;
                 }
             }
-            g.joins.push(preds.into_iter().filter(|(_, n)| *n >= 2).map(|(b, _)| b).collect());
-            g.loop_heads.push(loop_heads(f));
+            g.plans[fi].joins = preds.iter().filter(|(_, n)| **n >= 2).map(|(b, _)| *b).collect();
+            g.plans[fi].preds = preds;
+            g.plans[fi].loop_heads = loop_heads(f);
+            g.plans[fi].dead_strings = f.graph.blocks().map(|b| (b, g.dead_strings(fi, b))).collect();
             for b in f.graph.blocks() {
                 g.point(fi, b, 0, None);
                 for (k, op) in f.graph.graph[b].ops.iter().enumerate() {
@@ -219,7 +240,7 @@ impl<'g> Gen<'g> {
         let mut live = self.fns[f].live_before(block, op);
         // Written back at every return: live to the end.
         let params = self.fns[f].graph.params();
-        live.extend(self.written_back[f].iter().filter(|v| params.contains(v)));
+        live.extend(self.plans[f].written_back.iter().filter(|v| params.contains(v)));
         let mut live: Vec<Var> = live.into_iter().collect();
         if let Some(r) = ret {
             live.retain(|v| *v != r);
@@ -283,7 +304,7 @@ impl<'g> Gen<'g> {
 
     pub fn repr(&self, fi: usize, v: Var) -> Repr {
         let f = self.fns[fi];
-        if self.written_back.get(fi).is_some_and(|w| w.contains(&v)) {
+        if self.plans.get(fi).is_some_and(|p| p.written_back.contains(&v)) {
             if let Some(sc) = mut_scalar_vec(&f.graph.var(v).ty) {
                 return Repr::VList(sc);
             }

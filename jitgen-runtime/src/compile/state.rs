@@ -2,9 +2,9 @@
 //!
 //! A state is a chain of virtual frames, the innermost last: one per inlined
 //! call, each knowing where its function continues (its block), its green
-//! values and its red boxes. The generating extension defines the frame type
-//! (typically one enum over the blocks of all the module's functions, greens in
-//! their Rust types); the runtime only needs the frame's merge key and its red
+//! values and its red boxes. The state is generic over the frame type; a
+//! generating extension's frames are `frame::PointFrame`s (tests define
+//! their own); the runtime only needs the frame's merge key and its red
 //! boxes. A state is plain data: it is cloned at a red split, frozen and
 //! compared at a merge point, and queued until the scheduler resumes it.
 
