@@ -63,6 +63,7 @@ pub mod __private {
             pub use jitgen_runtime::compile::schedule::{Compilation, MergeKind, ResumeFns};
         }
         /// The JIT state and the frames it chains.
+        pub use jitgen_runtime::compile::extension as ext;
         pub mod frame {
             pub use jitgen_runtime::compile::frame::{
                 boxes, green_ref, green_slice, ref_word, PointFrame, Slot, Values,

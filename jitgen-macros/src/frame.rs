@@ -128,6 +128,7 @@ impl Layout {
             }
         }
         quote! {
+            #[inline(never)]
             fn #name<'a>(#(#args: #tys),*) -> #rt::Values {
                 #rt::Values::new(&[#(#words),*], &[#(#reds),*], ::std::vec![#(#slots),*])
             }
@@ -159,7 +160,7 @@ impl Layout {
             }
         });
         quote! {
-            #[allow(unused_variables, unused_mut)]
+            #[inline(never)]
             fn #name<'a>(mut __v: #rt::Values) -> (#(#tys,)*) {
                 (#(#exprs,)*)
             }

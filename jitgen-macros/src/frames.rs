@@ -188,10 +188,11 @@ impl<'g> Gen<'g> {
                 let pre = self.point_ids[&(fi, b, k)];
                 let pre_frame = self.frame(pre, &HashMap::new(), true);
                 let l = v_ident(l);
+                let rt = rt();
                 body.push(quote! {
                     if #l.pops_spilled() {
                         __st.frames.push(#pre_frame);
-                        break 'path __c.unspill(__st, __forever, __resume_fns());
+                        break 'path #rt::ext::unspill(__c, __st, __forever, __resume_fns());
                     }
                 });
             }
@@ -200,11 +201,12 @@ impl<'g> Gen<'g> {
                 // with the frame on top of the continuation stack.
                 let pre = self.point_ids[&(fi, b, k)];
                 let pre_frame = self.frame(pre, &HashMap::new(), false);
+                let rt = rt();
                 body.push(quote! {
                     if __st.pops_hidden(&#p, #k) {
                         __st.frames.push(#pre_frame);
                         if __st.any_pops_spilled() {
-                            break 'path __c.unspill(__st, __forever, __resume_fns());
+                            break 'path #rt::ext::unspill(__c, __st, __forever, __resume_fns());
                         }
                         __st.frames.pop();
                     }
@@ -257,20 +259,24 @@ impl<'g> Gen<'g> {
                     let c = self.green(fi, &cond).expect("a green bool");
                     quote!(if #c { #gt } else { #gf })
                 } else {
-                    // The false side's state, made once in the code: as a
-                    // copy when the split is red (the true side goes on with
-                    // this state), or from this state when it is false.
+                    // The false side's state, made once in the code: from a
+                    // copy when the condition is a run-time value (the true
+                    // side goes on with this state: `fork`), or from this
+                    // state when it is a false constant.
                     let c = self.boxed(fi, &cond).expect("a bool");
                     let (lets, frame) = match self.link_frame(fi, ft, &fl, false) {
                         Ok(x) => x,
                         Err(w) => return self.decline(&w),
                     };
                     quote!({
-                        let __no = |__s: __S<'a>| {
+                        let __cond = #c;
+                        if let Some(__s) = #rt::ext::false_side(__c, &__cond, &mut __st) {
                             #(#lets)*
-                            __s.pushed(#frame)
-                        };
-                        if __c.split(&#c, &mut || __no(__st.clone())) { #gt } else { Some(__no(__st)) }
+                            if let Some(__s) = __s.then(__c, #frame) {
+                                break 'path Some(__s);
+                            }
+                        }
+                        #gt
                     })
                 }
             }
@@ -473,8 +479,13 @@ impl<'g> Gen<'g> {
             }
             let arms = arms.into_values().map(|(code, ps)| quote!(#(#ps)|* => { #code }));
             // Written-back lists: into the caller's continuation.
-            let wb: Vec<Var> =
-                self.fns[fi].graph.params().iter().filter(|p| self.plans[fi].written_back.contains(p)).copied().collect();
+            let wb: Vec<Var> = self.fns[fi]
+                .graph
+                .params()
+                .iter()
+                .filter(|p| self.plans[fi].written_back.contains(p))
+                .copied()
+                .collect();
             if !wb.is_empty() {
                 let mut wb_arms = vec![];
                 for (p, _, op) in self.continuations_of(fi) {
@@ -563,7 +574,7 @@ impl<'g> Gen<'g> {
                 __st: #rt::JitState<__Frame<'a>>,
                 __v: &#rt::RedBox,
             ) {
-                __c.flexswitch(__forever(__st), Some(__v), __resume_fns());
+                #rt::ext::flexswitch(__c, __forever(__st), Some(__v), __resume_fns());
             }
 
             /// Ends the path in a lazily compiled continuation of `__st`.
@@ -571,7 +582,7 @@ impl<'g> Gen<'g> {
                 __c: &mut #rt::Compilation<__Frame<'a>>,
                 __st: #rt::JitState<__Frame<'a>>,
             ) {
-                __c.flexswitch(__forever(__st), None, __resume_fns());
+                #rt::ext::flexswitch(__c, __forever(__st), None, __resume_fns());
             }
 
             /// A state kept by a flexswitch, beyond the compilation that made it.
@@ -620,17 +631,17 @@ impl<'g> Gen<'g> {
             quote!(let __ret = __frame.ret.take().map(|__r| #unvals(*__r).0);)
         });
         let is_join = pt.op == 0 && self.plans[pt.f].joins.contains(&pt.block);
-        let kind = if self.plans[pt.f].loop_heads.contains(&pt.block) {
-            quote!(#rt::schedule::MergeKind::LoopHead)
+        let merge_fn = if self.plans[pt.f].loop_heads.contains(&pt.block) {
+            quote!(#rt::ext::loop_head)
         } else {
-            quote!(#rt::schedule::MergeKind::Join)
+            quote!(#rt::ext::join)
         };
         let merge = is_join.then(|| {
             quote! {
                 if !__frame.merged {
                     __frame.merged = true;
                     __st.frames.push(__frame);
-                    break 'path __c.merge(__st, #kind);
+                    break 'path #merge_fn(__c, __st);
                 }
             }
         });

@@ -274,7 +274,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                 let __entry = __words.map(|_| __st.clone());
                 __c.mark_entry();
                 __run(&mut __c, __st);
-                let __facts = __c.entry_facts();
+                let __facts = #rt::ext::entry_facts(&mut __c);
                 if let (false, false, Some(__w), Some(__entry)) = (__c.is_declined(), __facts.is_empty(), __words, __entry) {
                     // The entry in execute mode: the values residual code
                     // gets now, to make constants (and copies one) behind
@@ -288,10 +288,10 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                         __now.reds()
                     }));
                     if let Ok(__now) = __now {
-                        __c.version_entry(__entry, &__facts, &__now);
+                        #rt::ext::version_entry(&mut __c, __entry, &__facts, &__now);
                     }
                 }
-                let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
+                let __f = #rt::ext::finish(__c).map_err(|d| ::std::format!("{d:?}"))?;
                 #rt::residual::compile_host(&__f).map_err(|e| e.to_string())
             };
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {

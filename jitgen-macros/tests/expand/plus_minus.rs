@@ -109,6 +109,7 @@ pub mod plus_minus {
         fn __at<'a>(p: u32, v: __rt::Values) -> __Frame<'a> {
             __rt::frame::PointFrame::new(p, false, v)
         }
+        #[inline(never)]
         fn __vals0<'a>(
             a0: &'a [u8],
             a1: __rt::RedBox,
@@ -121,7 +122,7 @@ pub mod plus_minus {
                 ::std::vec![],
             )
         }
-        #[allow(unused_variables, unused_mut)]
+        #[inline(never)]
         fn __unvals0<'a>(
             mut __v: __rt::Values,
         ) -> (&'a [u8], __rt::RedBox, __rt::RedBox, usize) {
@@ -132,6 +133,7 @@ pub mod plus_minus {
                 ((__v.word(2usize)) as usize),
             )
         }
+        #[inline(never)]
         fn __vals1<'a>(
             a0: &'a [u8],
             a1: __rt::RedBox,
@@ -143,7 +145,7 @@ pub mod plus_minus {
                 ::std::vec![],
             )
         }
-        #[allow(unused_variables, unused_mut)]
+        #[inline(never)]
         fn __unvals1<'a>(
             mut __v: __rt::Values,
         ) -> (&'a [u8], __rt::RedBox, __rt::RedBox) {
@@ -153,6 +155,7 @@ pub mod plus_minus {
                 __v.red(1usize),
             )
         }
+        #[inline(never)]
         fn __vals3<'a>(
             a0: &'a [u8],
             a1: __rt::RedBox,
@@ -165,7 +168,7 @@ pub mod plus_minus {
                 ::std::vec![],
             )
         }
-        #[allow(unused_variables, unused_mut)]
+        #[inline(never)]
         fn __unvals3<'a>(
             mut __v: __rt::Values,
         ) -> (&'a [u8], __rt::RedBox, usize, __rt::RedBox) {
@@ -222,14 +225,14 @@ pub mod plus_minus {
             __st: __rt::JitState<__Frame<'a>>,
             __v: &__rt::RedBox,
         ) {
-            __c.flexswitch(__forever(__st), Some(__v), __resume_fns());
+            __rt::ext::flexswitch(__c, __forever(__st), Some(__v), __resume_fns());
         }
         /// Ends the path in a lazily compiled continuation of `__st`.
         pub(super) fn __defer<'a>(
             __c: &mut __rt::Compilation<__Frame<'a>>,
             __st: __rt::JitState<__Frame<'a>>,
         ) {
-            __c.flexswitch(__forever(__st), None, __resume_fns());
+            __rt::ext::flexswitch(__c, __forever(__st), None, __resume_fns());
         }
         /// A state kept by a flexswitch, beyond the compilation that made it.
         fn __forever<'a>(
@@ -301,7 +304,7 @@ pub mod plus_minus {
                 if !__frame.merged {
                     __frame.merged = true;
                     __st.frames.push(__frame);
-                    break 'path __c.merge(__st, __rt::schedule::MergeKind::LoopHead);
+                    break 'path __rt::ext::loop_head(__c, __st);
                 }
                 let (v0, v2, v7, v8) = __unvals0(__frame.vals);
                 let v14: usize = v0.len();
@@ -396,7 +399,7 @@ pub mod plus_minus {
                 if !__frame.merged {
                     __frame.merged = true;
                     __st.frames.push(__frame);
-                    break 'path __c.merge(__st, __rt::schedule::MergeKind::Join);
+                    break 'path __rt::ext::join(__c, __st);
                 }
                 let (v0, v2, v8, v22) = __unvals3(__frame.vals);
                 let v37: usize = match __rt::ops::fold_bin(
@@ -484,7 +487,7 @@ pub mod plus_minus {
                 let __entry = __words.map(|_| __st.clone());
                 __c.mark_entry();
                 __run(&mut __c, __st);
-                let __facts = __c.entry_facts();
+                let __facts = __rt::ext::entry_facts(&mut __c);
                 if let (false, false, Some(__w), Some(__entry)) = (
                     __c.is_declined(),
                     __facts.is_empty(),
@@ -506,10 +509,10 @@ pub mod plus_minus {
                         }),
                     );
                     if let Ok(__now) = __now {
-                        __c.version_entry(__entry, &__facts, &__now);
+                        __rt::ext::version_entry(&mut __c, __entry, &__facts, &__now);
                     }
                 }
-                let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
+                let __f = __rt::ext::finish(__c).map_err(|d| ::std::format!("{d:?}"))?;
                 __rt::residual::compile_host(&__f).map_err(|e| e.to_string())
             };
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
@@ -693,7 +696,7 @@ pub mod plus_minus {
                 let __entry = __words.map(|_| __st.clone());
                 __c.mark_entry();
                 __run(&mut __c, __st);
-                let __facts = __c.entry_facts();
+                let __facts = __rt::ext::entry_facts(&mut __c);
                 if let (false, false, Some(__w), Some(__entry)) = (
                     __c.is_declined(),
                     __facts.is_empty(),
@@ -715,10 +718,10 @@ pub mod plus_minus {
                         }),
                     );
                     if let Ok(__now) = __now {
-                        __c.version_entry(__entry, &__facts, &__now);
+                        __rt::ext::version_entry(&mut __c, __entry, &__facts, &__now);
                     }
                 }
-                let __f = __c.finish().map_err(|d| ::std::format!("{d:?}"))?;
+                let __f = __rt::ext::finish(__c).map_err(|d| ::std::format!("{d:?}"))?;
                 __rt::residual::compile_host(&__f).map_err(|e| e.to_string())
             };
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {

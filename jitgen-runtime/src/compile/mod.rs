@@ -6,6 +6,7 @@
 //! points, flexswitches, entry promotion and execute mode ([`schedule`]).
 //! Uses `ir`, `backend` and `run`.
 
+pub mod extension;
 pub mod flat;
 pub mod frame;
 pub mod memory;

@@ -412,6 +412,19 @@ impl<F: Frame> JitState<F> {
         JitState::with_heap(frame, VHeap::default())
     }
 
+    /// A state with no frame (what a state moved out of leaves behind).
+    pub fn empty() -> JitState<F> {
+        JitState {
+            frames: vec![],
+            heap: VHeap::default(),
+            known: vec![],
+            epoch: 0,
+            lineage: Lineage::default(),
+            below_entry: false,
+            top_len: None,
+        }
+    }
+
     /// This state, continuing with `frame` on top.
     pub fn pushed(mut self, frame: F) -> JitState<F> {
         self.frames.push(frame);

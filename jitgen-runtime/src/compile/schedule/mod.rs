@@ -286,14 +286,45 @@ impl<F: Frame> Compilation<F> {
         if let Some(c) = cond.as_const() {
             return c != 0;
         }
+        self.branch_red(cond, on_false());
+        true
+    }
+
+    /// The state the false side of a split on `cond` starts from: none when
+    /// `cond` is true; a copy of `st` when it is a run-time value; `st`
+    /// itself when it is false (what is left in `st` is not used again).
+    /// Generated code pushes the false side's frame on it and hands it to
+    /// [`Compilation::fork`].
+    pub fn false_side(&mut self, cond: &RedBox, st: &mut JitState<F>) -> Option<JitState<F>> {
+        match cond.as_const() {
+            Some(0) => Some(std::mem::replace(st, JitState::empty())),
+            Some(_) => None,
+            None => Some(st.clone()),
+        }
+    }
+
+    /// After [`Compilation::false_side`]: on a run-time `cond`, emits the
+    /// branch, queues `on_false` (or defers it) and returns `None`, the true
+    /// side going on; on a false constant, returns `on_false`, the state the
+    /// path goes on with.
+    pub fn fork(&mut self, cond: &RedBox, on_false: JitState<F>) -> Option<JitState<F>> {
+        if cond.as_const().is_some() {
+            return Some(on_false);
+        }
+        self.branch_red(cond, on_false);
+        None
+    }
+
+    /// A split on the run-time value `cond`: the branch, and the false
+    /// side's state queued or deferred (see `branch_off`).
+    fn branch_red(&mut self, cond: &RedBox, on_false: JitState<F>) {
         if self.b.exec {
             crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(
                 "a branch on a run-time value".into(),
             ));
         }
         let lazy = self.b.op_count() >= self.limits.lazy_after_ops.min(self.limits.max_ops);
-        self.branch_off(cond, lazy, on_false());
-        true
+        self.branch_off(cond, lazy, on_false);
     }
 
     /// Emits a branch on `cond` (a run-time bool) and continues on its true
