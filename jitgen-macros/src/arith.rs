@@ -4,7 +4,6 @@
 
 use hint_annotator::flowgraph::{BinOp, HintKind, OpKind, UnOp};
 use hint_annotator::types::Ty;
-use hint_annotator::Color;
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -16,25 +15,14 @@ impl<'g> Gen<'g> {
     pub(crate) fn arith_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
         let rt = rt();
         let f = self.fns[fi];
-        let r = op.result;
-        let rr = self.repr(fi, r);
-        let rgreen = f.color(r) == Color::Green;
-        let args = &op.args;
-        macro_rules! need {
-            ($e:expr, $why:expr) => {
-                match $e {
-                    Some(x) => x,
-                    None => return self.decline($why),
-                }
-            };
-        }
+        let OpParts { r, rr, rgreen, args } = self.op_parts(fi, op);
         match &op.kind {
             OpKind::Bin(b) if b.is_comparison() && is_enum(&self.value_ty(fi, &args[0])) => {
                 if !rgreen {
                     return self.decline("comparing run-time enum values is not supported yet");
                 }
-                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum operand");
-                let c = need!(self.operand(fi, &args[1], &self.value_repr(fi, &args[1])), "enum operand");
+                let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum operand");
+                let c = need!(self, self.operand(fi, &args[1], &self.value_repr(fi, &args[1])), "enum operand");
                 let e = if *b == BinOp::Eq { quote!(#a == #c) } else { quote!(#a != #c) };
                 self.bind(fi, r, e)
             }
@@ -48,8 +36,10 @@ impl<'g> Gen<'g> {
                     _ => quote!(Ge),
                 };
                 if rgreen {
-                    let (a, c) =
-                        (need!(self.green(fi, &args[0]), "operand"), need!(self.green(fi, &args[1]), "operand"));
+                    let (a, c) = (
+                        need!(self, self.green(fi, &args[0]), "operand"),
+                        need!(self, self.green(fi, &args[1]), "operand"),
+                    );
                     let e = match b {
                         BinOp::Eq => quote!(#a == #c),
                         BinOp::Ne => quote!(#a != #c),
@@ -60,8 +50,10 @@ impl<'g> Gen<'g> {
                     };
                     self.bind(fi, r, e)
                 } else {
-                    let (a, c) =
-                        (need!(self.boxed(fi, &args[0]), "operand"), need!(self.boxed(fi, &args[1]), "operand"));
+                    let (a, c) = (
+                        need!(self, self.boxed(fi, &args[0]), "operand"),
+                        need!(self, self.boxed(fi, &args[1]), "operand"),
+                    );
                     self.bind(fi, r, quote!(__st.red_cmp(&mut __c.b, #rt::CmpOp::#cmp, &#a, &#c)))
                 }
             }
@@ -89,10 +81,12 @@ impl<'g> Gen<'g> {
                 let rty = f.graph.var(r).ty.clone();
                 let Some(sc) = scalar(&rty) else { return self.decline("arithmetic on a non-scalar") };
                 if rgreen {
-                    let ty_a = need!(scalar(&self.value_ty(fi, &args[0])), "operand");
-                    let ty_b = need!(scalar(&self.value_ty(fi, &args[1])), "operand");
-                    let (a, c) =
-                        (need!(self.green(fi, &args[0]), "operand"), need!(self.green(fi, &args[1]), "operand"));
+                    let ty_a = need!(self, scalar(&self.value_ty(fi, &args[0])), "operand");
+                    let ty_b = need!(self, scalar(&self.value_ty(fi, &args[1])), "operand");
+                    let (a, c) = (
+                        need!(self, self.green(fi, &args[0]), "operand"),
+                        need!(self, self.green(fi, &args[1]), "operand"),
+                    );
                     let (wa, wc) = (to_word(ty_a, a), to_word(ty_b, c));
                     let vt = sc_valty(sc);
                     let back = from_word(sc, quote!(__w));
@@ -105,8 +99,10 @@ impl<'g> Gen<'g> {
                         }),
                     )
                 } else {
-                    let (a, c) =
-                        (need!(self.boxed(fi, &args[0]), "operand"), need!(self.boxed(fi, &args[1]), "operand"));
+                    let (a, c) = (
+                        need!(self, self.boxed(fi, &args[0]), "operand"),
+                        need!(self, self.boxed(fi, &args[1]), "operand"),
+                    );
                     self.bind(fi, r, quote!(__c.b.red_bin(#rt::BinOp::#rop, #ov, &#a, &#c)))
                 }
             }
@@ -119,7 +115,7 @@ impl<'g> Gen<'g> {
                 };
                 let Some(sc) = scalar(&f.graph.var(r).ty) else { return self.decline("arithmetic on a non-scalar") };
                 if rgreen {
-                    let a = need!(self.green(fi, &args[0]), "operand");
+                    let a = need!(self, self.green(fi, &args[0]), "operand");
                     let (vt, wa, back) = (sc_valty(sc), to_word(sc, a), from_word(sc, quote!(__w)));
                     self.bind(
                         fi,
@@ -130,18 +126,18 @@ impl<'g> Gen<'g> {
                         }),
                     )
                 } else {
-                    let a = need!(self.boxed(fi, &args[0]), "operand");
+                    let a = need!(self, self.boxed(fi, &args[0]), "operand");
                     self.bind(fi, r, quote!(__c.b.red_un(#rt::ops::UnOp::#rop, #ov, &#a)))
                 }
             }
             OpKind::Cast => {
                 let Some(sc) = scalar(&f.graph.var(r).ty) else { return self.decline("a cast to a non-scalar") };
                 if rgreen {
-                    let a = need!(self.green(fi, &args[0]), "operand");
+                    let a = need!(self, self.green(fi, &args[0]), "operand");
                     let t = sc_rust(sc);
                     self.bind(fi, r, quote!((#a) as #t))
                 } else {
-                    let a = need!(self.boxed(fi, &args[0]), "operand");
+                    let a = need!(self, self.boxed(fi, &args[0]), "operand");
                     let vt = sc_valty(sc);
                     self.bind(fi, r, quote!(__c.b.red_cast(&#a, #vt)))
                 }
@@ -154,7 +150,7 @@ impl<'g> Gen<'g> {
                     if let Ty::Vec(et) = &*to {
                         // `&Vec<T>` as `&[T]`: the buffer and the length.
                         let Some(esc) = scalar(et) else { return self.decline("a slice of non-scalars") };
-                        let (addr, _) = need!(self.red_object(fi, &args[0]), "a vector");
+                        let (addr, _) = need!(self, self.red_object(fi, &args[0]), "a vector");
                         let t = sc_rust(esc);
                         return self.bind(
                             fi,
@@ -175,7 +171,7 @@ impl<'g> Gen<'g> {
                 // A red value needed green: only a constant can be.
                 match (&from, &rr) {
                     (Repr::R(sc), Repr::G(_)) => {
-                        let a = need!(self.operand(fi, &args[0], &from), "operand");
+                        let a = need!(self, self.operand(fi, &args[0], &from), "operand");
                         let back = from_word(*sc, quote!(__w));
                         let msg = format!(
                             "`{}` needs a value known only at run time to be known while compiling, where no flexswitch can promote it",

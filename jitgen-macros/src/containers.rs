@@ -784,19 +784,7 @@ impl<'g> Gen<'g> {
     /// An operation on a list: its length, an element, a push or pop, a new list.
     pub(crate) fn list_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
         let rt = rt();
-        let f = self.fns[fi];
-        let r = op.result;
-        let rr = self.repr(fi, r);
-        let rgreen = f.color(r) == Color::Green;
-        let args = &op.args;
-        macro_rules! need {
-            ($e:expr, $why:expr) => {
-                match $e {
-                    Some(x) => x,
-                    None => return self.decline($why),
-                }
-            };
-        }
+        let OpParts { r, rr, rgreen, args } = self.op_parts(fi, op);
         match &op.kind {
             OpKind::GetItem => self.get_item(fi, r, &rr, rgreen, &args[0], &args[1]),
             OpKind::Len => {
@@ -806,7 +794,7 @@ impl<'g> Gen<'g> {
                         let n = *n as usize;
                         return self.bind(fi, r, quote!(#n));
                     }
-                    let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
+                    let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
                     return self.bind(fi, r, quote!(#a.len()));
                 }
                 if let Ty::Map(..) = base_ty.autoderef() {
@@ -814,14 +802,14 @@ impl<'g> Gen<'g> {
                 }
                 match base_ty.autoderef().clone() {
                     Ty::Slice(_) => {
-                        let s = need!(self.operand(fi, &args[0], &Repr::RSlice), "slice");
+                        let s = need!(self, self.operand(fi, &args[0], &Repr::RSlice), "slice");
                         self.bind(fi, r, quote!(#s[1]))
                     }
                     Ty::Vec(et) => {
                         let Some(esc) = scalar(&et) else {
                             return self.decline("a Vec of non-scalars in residual code");
                         };
-                        let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
+                        let (addr, _) = need!(self, self.red_object(fi, &args[0]), "vector");
                         let t = sc_rust(esc);
                         let u = u64_valty();
                         let real = quote!({
@@ -856,9 +844,9 @@ impl<'g> Gen<'g> {
                         let Some(esc) = scalar(&et) else {
                             return self.decline("a Vec of non-scalars in residual code");
                         };
-                        let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
-                        let i = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
-                        let x = need!(self.operand(fi, &args[2], &Repr::R(esc)), "value");
+                        let (addr, _) = need!(self, self.red_object(fi, &args[0]), "vector");
+                        let i = need!(self, self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
+                        let x = need!(self, self.operand(fi, &args[2], &Repr::R(esc)), "value");
                         let t = sc_rust(esc);
                         let class = elem_class(&quote!(#t).to_string());
                         let real = quote!({
@@ -890,8 +878,8 @@ impl<'g> Gen<'g> {
                         let Some(esc) = scalar(&et) else {
                             return self.decline("a store of a non-scalar element through a run-time pointer");
                         };
-                        let i = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
-                        let x = need!(self.operand(fi, &args[2], &Repr::R(esc)), "value");
+                        let i = need!(self, self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
+                        let x = need!(self, self.operand(fi, &args[2], &Repr::R(esc)), "value");
                         let addr = match self.elem_addr(fi, &args[0], &cont, &et, &quote!(__i)) {
                             Ok(a) => a,
                             Err(declined) => return declined,
@@ -919,22 +907,13 @@ impl<'g> Gen<'g> {
     pub(crate) fn list_make_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
         let rt = rt();
         let f = self.fns[fi];
-        let r = op.result;
-        let args = &op.args;
-        macro_rules! need {
-            ($e:expr, $why:expr) => {
-                match $e {
-                    Some(x) => x,
-                    None => return self.decline($why),
-                }
-            };
-        }
+        let OpParts { r, args, .. } = self.op_parts(fi, op);
         match &op.kind {
             OpKind::Push | OpKind::Pop => {
                 let base_ty = self.value_ty(fi, &args[0]);
                 let Ty::Vec(et) = base_ty.autoderef().clone() else { return self.decline("push/pop on a non-Vec") };
                 let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
-                let (addr, _) = need!(self.red_object(fi, &args[0]), "vector");
+                let (addr, _) = need!(self, self.red_object(fi, &args[0]), "vector");
                 let (t, vt, u32t) = (sc_rust(esc), sc_valty(esc), u32_valty());
                 let list = list_local(self, fi, &args[0]);
                 // In place where the `Vec` layout is known (`JitState::vec_push`,
@@ -942,7 +921,7 @@ impl<'g> Gen<'g> {
                 let class = elem_class(&quote!(#t).to_string());
                 let size = quote!(::core::mem::size_of::<#t>() as u64);
                 if op.kind == OpKind::Push {
-                    let x = need!(self.operand(fi, &args[1], &Repr::R(esc)), "value");
+                    let x = need!(self, self.operand(fi, &args[1], &Repr::R(esc)), "value");
                     let real = quote!({
                         #addr
                         match #rt::heap::vec_header::<#t>() {
@@ -987,8 +966,8 @@ impl<'g> Gen<'g> {
                 let t = sc_rust(esc);
                 let p = ptr_valty();
                 if op.kind == OpKind::NewVecRepeat {
-                    let x = need!(self.operand(fi, &args[0], &Repr::R(esc)), "element");
-                    let n = need!(self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "count");
+                    let x = need!(self, self.operand(fi, &args[0], &Repr::R(esc)), "element");
+                    let n = need!(self, self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "count");
                     let real = quote!(__c.b.red_call(#rt::heap::vec_new_repeat::<#t>, "vec_new_repeat", &[__x, __n], &[#p])[0]);
                     if matches!(self.repr(fi, r), Repr::VList(_)) {
                         self.bind(
@@ -1008,13 +987,13 @@ impl<'g> Gen<'g> {
                 } else if matches!(self.repr(fi, r), Repr::VList(_)) && args.len() <= 64 {
                     let mut xs = vec![];
                     for a in args {
-                        xs.push(need!(self.operand(fi, a, &Repr::R(esc)), "element"));
+                        xs.push(need!(self, self.operand(fi, a, &Repr::R(esc)), "element"));
                     }
                     self.bind(fi, r, quote!(#rt::VList::Virtual(::std::vec![#(#xs),*])))
                 } else {
                     let mut pushes = vec![];
                     for a in args {
-                        let x = need!(self.operand(fi, a, &Repr::R(esc)), "element");
+                        let x = need!(self, self.operand(fi, a, &Repr::R(esc)), "element");
                         pushes.push(quote!({
                             __c.b.red_call(#rt::heap::vec_push::<#t>, "vec_push", &[__p, #x], &[]);
                         }));

@@ -3,7 +3,6 @@
 
 use hint_annotator::flowgraph::OpKind;
 use hint_annotator::types::Ty;
-use hint_annotator::Color;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -14,20 +13,8 @@ impl<'g> Gen<'g> {
     /// An operation on an object: a load, a field, a struct, a box, an enum value or a dict.
     pub(crate) fn object_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
         let rt = rt();
-        let f = self.fns[fi];
         let types = self.cg.types();
-        let r = op.result;
-        let rr = self.repr(fi, r);
-        let rgreen = f.color(r) == Color::Green;
-        let args = &op.args;
-        macro_rules! need {
-            ($e:expr, $why:expr) => {
-                match $e {
-                    Some(x) => x,
-                    None => return self.decline($why),
-                }
-            };
-        }
+        let OpParts { r, rr, rgreen, args } = self.op_parts(fi, op);
         match &op.kind {
             OpKind::Load => {
                 let base_ty = self.value_ty(fi, &args[0]);
@@ -35,7 +22,7 @@ impl<'g> Gen<'g> {
                     return self.decline("a load through a non-pointer");
                 };
                 if rgreen {
-                    let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
+                    let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
                     match &rr {
                         Repr::G(_) => self.bind(fi, r, quote!(*#a)),
                         Repr::Enum(t, _) => {
@@ -48,14 +35,14 @@ impl<'g> Gen<'g> {
                     let Some(sc) = scalar(&to) else {
                         return self.decline("a load of a non-scalar through a run-time pointer");
                     };
-                    let a = need!(self.operand(fi, &args[0], &Repr::RPtr), "operand");
+                    let a = need!(self, self.operand(fi, &args[0], &Repr::RPtr), "operand");
                     let vt = sc_valty(sc);
                     self.bind(fi, r, quote!(__c.b.red_load(#vt, &#a, 0)))
                 }
             }
             OpKind::GetField(name) => self.get_field(fi, r, &rr, rgreen, &args[0], name),
             OpKind::SetField(name) => {
-                let (addr, s) = need!(self.red_object(fi, &args[0]), "a store into this object");
+                let (addr, s) = need!(self, self.red_object(fi, &args[0]), "a store into this object");
                 let Ty::Struct(sname) = s else { return self.decline("a store into a non-struct") };
                 if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
                     return self.decline("a store into a struct with lifetime parameters");
@@ -69,7 +56,7 @@ impl<'g> Gen<'g> {
                     let Some(p) = self.vptr_local(fi, &args[0]) else {
                         return self.decline("a store into this list field");
                     };
-                    let v = need!(self.operand(fi, &args[1], &le.repr()), "a list value");
+                    let v = need!(self, self.operand(fi, &args[1], &le.repr()), "a list value");
                     let (sn, fname, t) = (format_ident!("{}", sname), member(name), le.rust());
                     let (store, w) = (le.store_fn(), le.width());
                     return quote!({
@@ -96,7 +83,7 @@ impl<'g> Gen<'g> {
                 let Some(sc) = fty.as_ref().and_then(scalar) else {
                     return self.decline("a store of a non-scalar field through a run-time pointer");
                 };
-                let v = need!(self.operand(fi, &args[1], &Repr::R(sc)), "value");
+                let v = need!(self, self.operand(fi, &args[1], &Repr::R(sc)), "value");
                 let (sn, fname) = (format_ident!("{}", sname), member(name));
                 let class = alias_class(&sname);
                 let real = quote!({
@@ -130,18 +117,7 @@ impl<'g> Gen<'g> {
         let rt = rt();
         let f = self.fns[fi];
         let types = self.cg.types();
-        let r = op.result;
-        let rr = self.repr(fi, r);
-        let rgreen = f.color(r) == Color::Green;
-        let args = &op.args;
-        macro_rules! need {
-            ($e:expr, $why:expr) => {
-                match $e {
-                    Some(x) => x,
-                    None => return self.decline($why),
-                }
-            };
-        }
+        let OpParts { r, rr, rgreen, args } = self.op_parts(fi, op);
         match &op.kind {
             OpKind::NewStruct(s) if matches!(rr, Repr::RPtr) && owning_struct(s, types) => {
                 self.new_owning_struct(fi, r, s, args)
@@ -157,10 +133,10 @@ impl<'g> Gen<'g> {
                 let mut lists = vec![];
                 for (a, t) in args.iter().zip(d.fields.values()) {
                     match list_field(t, types) {
-                        Some(le) => lists.push(need!(self.operand(fi, a, &le.repr()), "a list value")),
+                        Some(le) => lists.push(need!(self, self.operand(fi, a, &le.repr()), "a list value")),
                         None => {
                             let sc = scalar(t).expect("a virtual struct's fields are scalars or lists");
-                            fields.push(need!(self.operand(fi, a, &Repr::R(sc)), "a field value"));
+                            fields.push(need!(self, self.operand(fi, a, &Repr::R(sc)), "a field value"));
                         }
                     }
                 }
@@ -171,7 +147,7 @@ impl<'g> Gen<'g> {
             OpKind::NewBox => match (&rr, self.value_repr(fi, &args[0])) {
                 (Repr::VPtr, Repr::VPtr) => {
                     // The boxed value moves into the box: the same object.
-                    let a = need!(self.operand(fi, &args[0], &rr), "the boxed value");
+                    let a = need!(self, self.operand(fi, &args[0], &rr), "the boxed value");
                     self.bind(fi, r, a)
                 }
                 _ => self.decline("allocating a Box of this type in residual code"),
@@ -180,7 +156,7 @@ impl<'g> Gen<'g> {
                 // `None`, or `Some` of an object: a tag and the object.
                 let tag = *index as u64;
                 let obj = match args.first() {
-                    Some(a) => need!(self.operand(fi, a, &Repr::VPtr), "the object"),
+                    Some(a) => need!(self, self.operand(fi, a, &Repr::VPtr), "the object"),
                     None => {
                         let pt = ptr_valty();
                         quote!(#rt::VPtr::Real(#rt::RedBox::constant(#pt, 0)))
@@ -200,15 +176,15 @@ impl<'g> Gen<'g> {
                     };
                     match repr(&fty, false, types) {
                         Repr::R(sc) => {
-                            let x = need!(self.operand(fi, a, &Repr::R(sc)), "payload");
+                            let x = need!(self, self.operand(fi, a, &Repr::R(sc)), "payload");
                             sets.push(quote!((#off, &[#x][..])));
                         }
                         Repr::Enum(..) => {
-                            let x = need!(self.operand(fi, a, &self.value_repr(fi, a)), "payload");
+                            let x = need!(self, self.operand(fi, a, &self.value_repr(fi, a)), "payload");
                             sets.push(quote!((#off, &#x[..])));
                         }
                         Repr::RPtr => {
-                            let x = need!(self.operand(fi, a, &Repr::RPtr), "payload");
+                            let x = need!(self, self.operand(fi, a, &Repr::RPtr), "payload");
                             sets.push(quote!((#off, &[#x][..])));
                         }
                         Repr::Unit => {}
@@ -218,7 +194,7 @@ impl<'g> Gen<'g> {
                 self.bind(fi, r, quote!(#rt::RedBox::enum_value::<#n>(&#tys(), #tag, &[#(#sets),*])))
             }
             OpKind::EnumTag => {
-                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
+                let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
                 if rgreen {
                     let msg = "an enum tag expected to be known";
                     self.bind(fi, r, quote!(match #a[0].as_const() { Some(__w) => __w as u32, None => { __c.decline(#msg); break 'path None; } }))
@@ -228,7 +204,7 @@ impl<'g> Gen<'g> {
             }
             OpKind::EnumField { variant, index } => {
                 let ety = self.value_ty(fi, &args[0]);
-                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
+                let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
                 let Some((off, _)) = field_offset(&ety, variant, *index as usize, types) else {
                     return self.decline("an enum payload");
                 };
@@ -240,7 +216,7 @@ impl<'g> Gen<'g> {
                     Ty::Option(_) => (1u64, "Some", "called `Option::unwrap()` on a `None` value"),
                     _ => (0u64, "Ok", "called `Result::unwrap()` on an `Err` value"),
                 };
-                let a = need!(self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
+                let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
                 let Some((off, _)) = field_offset(&ety, variant, 0, types) else { return self.decline("unwrap") };
                 let check = quote!({
                     let __ok = __c.b.red_cmp(#rt::CmpOp::Eq, &#a[0], &#rt::RedBox::constant(#rt::ValTy::U32, #succ));

@@ -112,6 +112,28 @@ pub(crate) struct FnPlan {
     pub(crate) dead_strings: HashMap<NodeIndex, HashMap<usize, Vec<Var>>>,
 }
 
+/// The value of an `Option` the code being generated needs, or code that
+/// declines the compilation (returned from the enclosing method of `Gen`,
+/// whose receiver is `$gen`).
+macro_rules! need {
+    ($gen:expr, $e:expr, $why:expr) => {
+        match $e {
+            Some(x) => x,
+            None => return $gen.decline($why),
+        }
+    };
+}
+pub(crate) use need;
+
+/// What the emission of every family of operations starts from: the
+/// result, its representation and color, the arguments.
+pub(crate) struct OpParts<'o> {
+    pub(crate) r: Var,
+    pub(crate) rr: Repr,
+    pub(crate) rgreen: bool,
+    pub(crate) args: &'o [Value],
+}
+
 /// How deep transitions nest in one point's code (see `Gen::goto`).
 pub(crate) const MAX_INLINE_DEPTH: usize = 16;
 
@@ -523,6 +545,12 @@ impl<'g> Gen<'g> {
             }
         }
         code
+    }
+
+    /// The parts of operation `op` of function `fi` (see `OpParts`).
+    pub(crate) fn op_parts<'o>(&self, fi: usize, op: &'o hint_annotator::flowgraph::Op) -> OpParts<'o> {
+        let r = op.result;
+        OpParts { r, rr: self.repr(fi, r), rgreen: self.fns[fi].color(r) == Color::Green, args: &op.args }
     }
 
     /// The code of one operation, by family: arithmetic (`arith`), lists

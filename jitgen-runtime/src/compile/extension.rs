@@ -8,8 +8,9 @@
 //! is no type parameter) and never inlined: they are compiled once, here,
 //! and an interpreter's crate only calls them.
 //!
-//! Architecture Invariant: generated code reaches the largest methods of
-//! the scheduler and of the state only through this module.
+//! Architecture Invariant: generated code reaches the scheduler's largest
+//! methods (merges, splits, flexswitches, spilled frames, an entry's
+//! versions, finishing) only through this module.
 
 use crate::compile::frame::PointFrame;
 use crate::compile::redbox::RedBox;

@@ -433,15 +433,7 @@ impl<F: Frame> JitState<F> {
 
     /// A state with one frame and the virtual objects it points to.
     pub fn with_heap(frame: F, heap: VHeap) -> JitState<F> {
-        JitState {
-            frames: vec![frame],
-            heap,
-            known: vec![],
-            epoch: 0,
-            lineage: Lineage::default(),
-            below_entry: false,
-            top_len: None,
-        }
+        JitState { frames: vec![frame], heap, ..JitState::empty() }
     }
 
     /// Puts the heap in canonical order (see [`crate::compile::virtuals`]): pointers

@@ -31,10 +31,15 @@
 //!    predecessors; propagation then drops those that carry one value.
 //! 4. **Unrolling** (`unroll.rs`): a counted loop of one block runs
 //!    [`UNROLL_TURNS`] turns per jump behind a guard (see that module).
-//! 5. **Overwritten stores** (`stores.rs`): a store that a later store of
+//! 5. **Known memory** (`forward.rs`): a load from a place its block loaded
+//!    from or stored to before, nothing having written it since, is the
+//!    value it got; a bounds check an earlier one of its block implies goes;
+//!    an address that is a base plus a constant is the base, the constant in
+//!    the offset.
+//! 6. **Overwritten stores** (`stores.rs`): a store that a later store of
 //!    its block writes over, with nothing between that reads memory or
 //!    leaves, is dropped.
-//! 6. **Dead values** (`dead.rs`): operations without effects (loads
+//! 7. **Dead values** (`dead.rs`): operations without effects (loads
 //!    included) whose values nothing uses are dropped.
 //!
 //! Not part of `simplify`: **fusion** (`fuse.rs`) copies the pieces a root's
@@ -65,6 +70,7 @@
 //! taken one turn at a time, at the ends of the integer range).
 
 mod dead;
+mod forward;
 mod fuse;
 mod merge;
 mod propagate;
@@ -97,6 +103,7 @@ impl ResidualFunction {
             self.merge_blocks();
         }
         self.unroll_counted_loops();
+        self.forward_memory();
         self.drop_overwritten_stores();
         self.drop_dead_values();
     }

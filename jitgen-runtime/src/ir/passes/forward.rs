@@ -1,0 +1,171 @@
+//! Memory a block already knows: a load from a place the block loaded from
+//! or stored to before, with nothing in between that may have written it,
+//! is the value loaded or stored then; a bounds check that an earlier check
+//! of the block implies goes. PyPy's optimizer does the same with its heap
+//! cache (`optimizeopt/heap.py`), LuaJIT with store-to-load forwarding.
+//!
+//! An interpreter working on memory in place (a Brainfuck tape, a stack VM's
+//! stack) loads each cell it works on again for every instruction: `+++`
+//! loads the cell, adds one and stores it, three times, each load reading
+//! what the store before it wrote.
+//!
+//! A place is a base value, an offset and a type. An address that is a base
+//! plus a constant (`add.ptr base, k`) is that base with `k` added to the
+//! offset, first: two addresses computed apart name one place. Walking each
+//! block forwards, the pass knows the value of every place loaded or stored
+//! since the last operation that may have written memory:
+//! - a store forgets the places of its base that it overlaps, and the places
+//!   of every other base (two bases may be one address), then knows its own;
+//! - a call forgets everything (Rust's code may write anything);
+//! - nothing else writes memory.
+//!
+//! A load of a known place with the place's type becomes the known value:
+//! its uses are renamed (the value is defined earlier in the block, so it
+//! dominates them), and the load goes. A bounds check goes when an earlier
+//! check of the block had the same length and the same index, or constant
+//! indices of which this one is not the larger: that check passed, so this
+//! one would. Nothing moves, so the function leaves where and how it did.
+
+use rustc_hash::FxHashMap;
+
+use crate::ir::builder::Val;
+use crate::ir::function::{Inst, ResidualFunction};
+use crate::ir::ops::{BinOp, Overflow, ValTy};
+
+/// A place of memory a block knows the value of.
+struct Known {
+    base: Val,
+    offset: i32,
+    ty: ValTy,
+    value: Val,
+}
+
+/// Whether the bytes at `a` (`an` of them) and at `b` (`bn`) overlap.
+fn overlap(a: i32, an: u32, b: i32, bn: u32) -> bool {
+    (a as i64) < b as i64 + bn as i64 && (b as i64) < a as i64 + an as i64
+}
+
+impl ResidualFunction {
+    /// Folds constant offsets into addresses, forwards what a block already
+    /// knows of memory to its loads, and drops the bounds checks earlier ones
+    /// imply (see the module doc); whether it changed anything.
+    pub fn forward_memory(&mut self) -> bool {
+        let mut changed = self.fold_address_offsets();
+        let consts: FxHashMap<Val, u64> = self
+            .blocks
+            .values()
+            .flat_map(|b| b.insts.iter())
+            .filter_map(|i| match i {
+                Inst::Const { dst, bits, .. } => Some((*dst, *bits)),
+                _ => None,
+            })
+            .collect();
+        // Loads renamed to the value they read.
+        let mut same: FxHashMap<Val, Val> = FxHashMap::default();
+        let vals = &self.vals;
+        for blk in self.blocks.values_mut() {
+            let mut known: Vec<Known> = vec![];
+            let mut checks: Vec<(Val, Val)> = vec![];
+            let mut keep = vec![true; blk.insts.len()];
+            for (k, i) in blk.insts.iter_mut().enumerate() {
+                i.map_uses(&|v| same.get(&v).copied().unwrap_or(v));
+                match i {
+                    Inst::Load { dst, ty, base, offset } => {
+                        match known.iter().find(|p| p.base == *base && p.offset == *offset && p.ty == *ty) {
+                            Some(p) => {
+                                same.insert(*dst, p.value);
+                                keep[k] = false;
+                                changed = true;
+                            }
+                            None => known.push(Known { base: *base, offset: *offset, ty: *ty, value: *dst }),
+                        }
+                    }
+                    Inst::Store { ty, base, offset, value } => {
+                        // (As many bytes as the wider of the two types: the
+                        // backend stores the value as it is.)
+                        let size = ty.bits().max(vals[*value].bits()) / 8;
+                        known.retain(|p| p.base == *base && !overlap(p.offset, p.ty.bits() / 8, *offset, size));
+                        if vals[*value] == *ty {
+                            known.push(Known { base: *base, offset: *offset, ty: *ty, value: *value });
+                        }
+                    }
+                    Inst::BoundsCheck { index, len } => {
+                        let implied = checks.iter().any(|&(i, l)| {
+                            l == *len
+                                && (i == *index
+                                    || matches!((consts.get(&i), consts.get(index)), (Some(a), Some(b)) if b <= a))
+                        });
+                        if implied {
+                            keep[k] = false;
+                            changed = true;
+                        } else {
+                            checks.push((*index, *len));
+                        }
+                    }
+                    Inst::Call { .. } | Inst::CallCode { .. } => known.clear(),
+                    Inst::Const { .. } | Inst::Bin { .. } | Inst::Un { .. } | Inst::Cmp { .. } | Inst::Cast { .. } => {}
+                }
+            }
+            if let Some(t) = &mut blk.term {
+                t.map_uses(&|v| same.get(&v).copied().unwrap_or(v));
+            }
+            let mut k = 0;
+            blk.insts.retain(|_| {
+                k += 1;
+                keep[k - 1]
+            });
+        }
+        if !same.is_empty() {
+            // Uses in blocks walked before the load's own.
+            for blk in self.blocks.values_mut() {
+                for i in &mut blk.insts {
+                    i.map_uses(&|v| same.get(&v).copied().unwrap_or(v));
+                }
+                if let Some(t) = &mut blk.term {
+                    t.map_uses(&|v| same.get(&v).copied().unwrap_or(v));
+                }
+            }
+        }
+        changed
+    }
+
+    /// Loads and stores at `add.ptr base, k` (wrapping, `k` a constant)
+    /// address `base` at `offset + k` instead, where that fits; whether any
+    /// changed.
+    fn fold_address_offsets(&mut self) -> bool {
+        let mut consts: FxHashMap<Val, u64> = FxHashMap::default();
+        // Address values that are another value plus a constant.
+        let mut plus: FxHashMap<Val, (Val, i64)> = FxHashMap::default();
+        for blk in self.blocks.values() {
+            for i in &blk.insts {
+                match i {
+                    Inst::Const { dst, bits, .. } => {
+                        consts.insert(*dst, *bits);
+                    }
+                    Inst::Bin { dst, op: BinOp::Add, ty: ValTy::Ptr, ov: Overflow::Wrap, a, b } => {
+                        let k = consts.get(b).map(|k| (*a, *k)).or_else(|| consts.get(a).map(|k| (*b, *k)));
+                        if let Some((base, k)) = k {
+                            let (root, k0) = plus.get(&base).copied().unwrap_or((base, 0));
+                            plus.insert(*dst, (root, k0.wrapping_add(k as i64)));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut changed = false;
+        for blk in self.blocks.values_mut() {
+            for i in &mut blk.insts {
+                if let Inst::Load { base, offset, .. } | Inst::Store { base, offset, .. } = i {
+                    if let Some(&(root, k)) = plus.get(base) {
+                        if let Ok(o) = i32::try_from(*offset as i64 + k) {
+                            (*base, *offset) = (root, o);
+                            changed = true;
+                        }
+                    }
+                }
+            }
+        }
+        changed
+    }
+}
