@@ -902,3 +902,127 @@ entry(v0: u64, v1: u64):
     "#]];
     want.assert_eq(&listing(&after).replace(&cell, "TAPE"));
 }
+
+#[test]
+fn a_brainfuck_straight_line_is_one_load_and_one_store_per_cell() {
+    let _tape = TAPE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    // `+++>++<-.` as the generating extension of a Brainfuck interpreter on a
+    // `&mut [u8]` tape records it (`tape[ptr]` checked, loaded and stored by
+    // each instruction, every address `tape + index`; the inputs are the
+    // tape's address and length), then the whole pipeline.
+    let input = "
+entry(v0: ptr, v1: u64):
+    v2 = const.u64 0
+    bounds_check v2, v1
+    v3 = const.ptr 0x0
+    v4 = add.ptr v0, v3
+    v5 = load.u8 v4+0
+    v6 = const.u8 1
+    v7 = add.u8 v5, v6
+    v8 = const.u64 0
+    bounds_check v8, v1
+    v9 = const.ptr 0x0
+    v10 = add.ptr v0, v9
+    store.u8 v10+0, v7
+    v11 = const.u64 0
+    bounds_check v11, v1
+    v12 = const.ptr 0x0
+    v13 = add.ptr v0, v12
+    v14 = load.u8 v13+0
+    v15 = const.u8 1
+    v16 = add.u8 v14, v15
+    v17 = const.u64 0
+    bounds_check v17, v1
+    v18 = const.ptr 0x0
+    v19 = add.ptr v0, v18
+    store.u8 v19+0, v16
+    v20 = const.u64 0
+    bounds_check v20, v1
+    v21 = const.ptr 0x0
+    v22 = add.ptr v0, v21
+    v23 = load.u8 v22+0
+    v24 = const.u8 1
+    v25 = add.u8 v23, v24
+    v26 = const.u64 0
+    bounds_check v26, v1
+    v27 = const.ptr 0x0
+    v28 = add.ptr v0, v27
+    store.u8 v28+0, v25
+    v29 = const.u64 1
+    bounds_check v29, v1
+    v30 = const.ptr 0x1
+    v31 = add.ptr v0, v30
+    v32 = load.u8 v31+0
+    v33 = const.u8 1
+    v34 = add.u8 v32, v33
+    v35 = const.u64 1
+    bounds_check v35, v1
+    v36 = const.ptr 0x1
+    v37 = add.ptr v0, v36
+    store.u8 v37+0, v34
+    v38 = const.u64 1
+    bounds_check v38, v1
+    v39 = const.ptr 0x1
+    v40 = add.ptr v0, v39
+    v41 = load.u8 v40+0
+    v42 = const.u8 1
+    v43 = add.u8 v41, v42
+    v44 = const.u64 1
+    bounds_check v44, v1
+    v45 = const.ptr 0x1
+    v46 = add.ptr v0, v45
+    store.u8 v46+0, v43
+    v47 = const.u64 0
+    bounds_check v47, v1
+    v48 = const.ptr 0x0
+    v49 = add.ptr v0, v48
+    v50 = load.u8 v49+0
+    v51 = const.u8 1
+    v52 = sub.u8 v50, v51
+    v53 = const.u64 0
+    bounds_check v53, v1
+    v54 = const.ptr 0x0
+    v55 = add.ptr v0, v54
+    store.u8 v55+0, v52
+    v56 = const.u64 0
+    bounds_check v56, v1
+    v57 = const.ptr 0x0
+    v58 = add.ptr v0, v57
+    v59 = load.u8 v58+0
+    v60 = cast.u8.u64 v59
+    return v60
+";
+    let before = parsed(input);
+    let mut after = before.clone();
+    after.simplify();
+    after.check_dominance().unwrap_or_else(|e| panic!("{e}\n{}", listing(&after)));
+    for len in [0u64, 1, 2, 8] {
+        for cells in [[0u8; 8], [5, 254, 3, 0, 0, 0, 0, 9]] {
+            let at = TAPE.as_ptr() as u64;
+            assert_eq!(outcome_on_tape(&before, &[at, len], cells), outcome_on_tape(&after, &[at, len], cells));
+        }
+    }
+    let want = expect![[r#"
+        entry(v0: ptr, v1: u64):
+            v2 = const.u64 0
+            bounds_check v2, v1
+            v3 = load.u8 v0+0
+            v4 = const.u8 1
+            v5 = add.u8 v3, v4
+            v6 = add.u8 v5, v4
+            v7 = add.u8 v6, v4
+            store.u8 v0+0, v7
+            v8 = const.u64 1
+            bounds_check v8, v1
+            v9 = load.u8 v0+1
+            v10 = add.u8 v9, v4
+            v11 = add.u8 v10, v4
+            store.u8 v0+1, v11
+            v12 = sub.u8 v7, v4
+            store.u8 v0+0, v12
+            v13 = cast.u8.u64 v12
+            return v13
+    "#]];
+    want.assert_eq(&listing(&after));
+    assert!(listing(&after).lines().count() <= 20, "{}", listing(&after));
+}

@@ -13,3 +13,4 @@ mod decline;
 mod promotion;
 mod rust_style;
 mod strings;
+mod tape;

@@ -24,7 +24,9 @@
 //! dominates them), and the load goes. A bounds check goes when an earlier
 //! check of the block had the same length and the same index, or constant
 //! indices of which this one is not the larger: that check passed, so this
-//! one would. Nothing moves, so the function leaves where and how it did.
+//! one would. A constant the block made already is that value too (an
+//! interpreter makes its `1` anew for each `+`). Nothing moves, so the
+//! function leaves where and how it did.
 
 use rustc_hash::FxHashMap;
 
@@ -66,6 +68,7 @@ impl ResidualFunction {
         for blk in self.blocks.values_mut() {
             let mut known: Vec<Known> = vec![];
             let mut checks: Vec<(Val, Val)> = vec![];
+            let mut constants: FxHashMap<(ValTy, u64), Val> = FxHashMap::default();
             let mut keep = vec![true; blk.insts.len()];
             for (k, i) in blk.insts.iter_mut().enumerate() {
                 i.map_uses(&|v| same.get(&v).copied().unwrap_or(v));
@@ -103,7 +106,17 @@ impl ResidualFunction {
                         }
                     }
                     Inst::Call { .. } | Inst::CallCode { .. } => known.clear(),
-                    Inst::Const { .. } | Inst::Bin { .. } | Inst::Un { .. } | Inst::Cmp { .. } | Inst::Cast { .. } => {}
+                    Inst::Const { dst, ty, bits } => match constants.get(&(*ty, *bits)) {
+                        Some(v) => {
+                            same.insert(*dst, *v);
+                            keep[k] = false;
+                            changed = true;
+                        }
+                        None => {
+                            constants.insert((*ty, *bits), *dst);
+                        }
+                    },
+                    Inst::Bin { .. } | Inst::Un { .. } | Inst::Cmp { .. } | Inst::Cast { .. } => {}
                 }
             }
             if let Some(t) = &mut blk.term {

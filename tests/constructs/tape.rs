@@ -1,0 +1,137 @@
+//! A Brainfuck interpreter as the tutorials write one: the program and its
+//! jump table are slices, the tape a `&mut [u8]` worked on in place, the
+//! instruction read with `hint!(code[pc], concrete)`. Residual code loads and
+//! stores the tape's cells; the residual passes keep what a block knows of
+//! memory (`ir/passes/forward.rs`).
+
+use jitgen::prelude::*;
+
+use crate::common;
+
+#[jit_interpreter]
+mod tape_bf {
+    use jitgen::prelude::*;
+
+    pub fn run(code: &[u8], jumps: &[usize], tape: &mut [u8], out: &mut Vec<u8>) {
+        let mut pc = 0usize;
+        let mut ptr = 0usize;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            match op {
+                b'+' => tape[ptr] = tape[ptr].wrapping_add(1),
+                b'-' => tape[ptr] = tape[ptr].wrapping_sub(1),
+                b'>' => ptr += 1,
+                b'<' => ptr -= 1,
+                b'.' => out.push(tape[ptr]),
+                b'[' => {
+                    if tape[ptr] == 0 {
+                        pc = jumps[pc];
+                    }
+                }
+                b']' => {
+                    if tape[ptr] != 0 {
+                        pc = jumps[pc];
+                    }
+                }
+                _ => {}
+            }
+            pc += 1;
+        }
+    }
+}
+
+/// Where each bracket's partner is.
+fn jumps(code: &[u8]) -> Vec<usize> {
+    let mut jumps = vec![0; code.len()];
+    let mut open = vec![];
+    for (i, c) in code.iter().enumerate() {
+        if *c == b'[' {
+            open.push(i);
+        } else if *c == b']' {
+            let o = open.pop().expect("balanced");
+            jumps[i] = o;
+            jumps[o] = i;
+        }
+    }
+    jumps
+}
+
+const CELLS: usize = 8;
+
+/// A random program that stays on the tape and ends: the pointer moves
+/// within it, and a loop decrements the cell it tests once a turn, its body
+/// working only on the cells to its right and coming back.
+fn random_program(rng: &mut common::Rng, ptr: usize, depth: u32, out: &mut Vec<u8>) {
+    for _ in 0..rng.below(8) + 1 {
+        match rng.below(7) {
+            0 | 1 => out.extend(std::iter::repeat_n(b'+', rng.below(5) as usize + 1)),
+            2 => out.push(b'-'),
+            3 => out.push(b'.'),
+            4 if ptr + 1 < CELLS => {
+                // Over to a cell on the right and back.
+                let k = rng.below((CELLS - 1 - ptr) as u64) as usize + 1;
+                out.extend(std::iter::repeat_n(b'>', k));
+                random_program(rng, ptr + k, depth + 1, out);
+                out.extend(std::iter::repeat_n(b'<', k));
+            }
+            5 if depth < 3 && ptr + 1 < CELLS => {
+                out.push(b'[');
+                let k = rng.below((CELLS - 1 - ptr) as u64) as usize + 1;
+                out.extend(std::iter::repeat_n(b'>', k));
+                random_program(rng, ptr + k, depth + 1, out);
+                out.extend(std::iter::repeat_n(b'<', k));
+                out.extend(b"-]");
+            }
+            _ => out.push(b'.'),
+        }
+    }
+}
+
+/// The tape and output `code` leaves, interpreted.
+fn plain(code: &[u8], cells: [u8; CELLS]) -> ([u8; CELLS], Vec<u8>) {
+    let (mut tape, mut out) = (cells, vec![]);
+    tape_bf::jit::plain::run(code, &jumps(code), &mut tape, &mut out);
+    (tape, out)
+}
+
+/// Random programs leave the tape and output the interpreter leaves, through
+/// the portal (compiled at once) and through `jit::specialize`.
+#[test]
+fn random_tape_programs_agree_with_plain() {
+    let _tlr = common::TLR.lock().unwrap_or_else(|e| e.into_inner());
+    tape_bf::jit::config().set_threshold(0);
+    let mut rng = common::Rng(0x7a9e);
+    for _ in 0..common::how_many(100) {
+        let mut code = vec![];
+        random_program(&mut rng, 0, 0, &mut code);
+        let cells = [rng.below(4) as u8, 3, 0, 1, 0, 2, 0, 250];
+        let want = plain(&code, cells);
+        let shown = String::from_utf8_lossy(&code).into_owned();
+        let (mut tape, mut out) = (cells, vec![]);
+        tape_bf::run(&code, &jumps(&code), &mut tape, &mut out);
+        assert_eq!((tape, out), want, "portal: {shown}");
+        let js = jumps(&code);
+        let f = tape_bf::jit::specialize::run(&code, &js);
+        let (mut tape, mut out) = (cells, vec![]);
+        f.call(&mut tape, &mut out);
+        assert_eq!((tape, out), want, "specialize: {shown}\n{}", f.listing());
+    }
+}
+
+/// `+++>++<-.` specializes to one check and one load per cell (a check, a
+/// load and a store per instruction before, every address computed anew).
+#[test]
+fn a_straight_line_loads_and_stores_each_cell_once() {
+    let code = b"+++>++<-.";
+    let js = jumps(code);
+    let f = tape_bf::jit::specialize::run(code, &js);
+    let (mut tape, mut out) = ([0u8; CELLS], vec![]);
+    f.call(&mut tape, &mut out);
+    assert_eq!((tape, out), plain(code, [0; CELLS]));
+    // (The `.` pushes onto `out`, a real `Vec`: its loads are `u64`s and a
+    // pointer.)
+    let listing = f.listing();
+    let count = |what: &str| listing.lines().filter(|l| l.contains(what)).count();
+    assert_eq!((count("load.u8"), count("bounds_check")), (2, 2), "{listing}");
+}
