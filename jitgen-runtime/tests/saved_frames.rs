@@ -158,57 +158,46 @@ fn spilled_frames_go_onto_the_continuation_stack_and_come_back() {
             entry(v0: ptr, v1: i64):
                 v2 = const.ptr STACK
                 v3 = load.u64 v2+8
-                v4 = const.ptr STACK
-                v5 = load.u64 v4+16
-                v6 = const.u64 1
-                v7 = add.u64 v3, v6
-                v8 = gt.u64 v7, v5
-                branch v8, L1(), L2()
+                v4 = load.u64 v2+16
+                v5 = const.u64 1
+                v6 = add.u64 v3, v5
+                v7 = gt.u64 v6, v4
+                branch v7, L1(), L2()
             L1():
-                v9 = const.u64 1
-                call.cold cont_reserve(v9)
+                call.cold cont_reserve(v5)
                 jump L2()
             L2():
-                v10 = const.ptr STACK
-                v11 = load.ptr v10+0
-                v12 = const.u64 8
-                v13 = mul.u64 v3, v12
-                v14 = cast.u64.ptr v13
-                v15 = add.ptr v11, v14
-                v16 = const.u64 0
-                store.u64 v15+0, v16
-                v17 = const.ptr STACK
-                store.u64 v17+8, v7
-                v18 = const.ptr STACK
-                v19 = load.u64 v18+8
-                v20 = const.ptr STACK
-                v21 = load.u64 v20+16
-                v22 = const.u64 2
-                v23 = add.u64 v19, v22
-                v24 = gt.u64 v23, v21
-                branch v24, L3(), L4()
+                v8 = const.ptr STACK
+                v9 = load.ptr v8+0
+                v10 = const.u64 8
+                v11 = mul.u64 v3, v10
+                v12 = cast.u64.ptr v11
+                v13 = add.ptr v9, v12
+                v14 = const.u64 0
+                store.u64 v13+0, v14
+                store.u64 v8+8, v6
+                v15 = load.u64 v8+16
+                v16 = const.u64 2
+                v17 = add.u64 v6, v16
+                v18 = gt.u64 v17, v15
+                branch v18, L3(), L4()
             L3():
-                v25 = const.u64 2
-                call.cold cont_reserve(v25)
+                call.cold cont_reserve(v16)
                 jump L4()
             L4():
-                v26 = const.ptr STACK
-                v27 = load.ptr v26+0
-                v28 = const.u64 8
-                v29 = mul.u64 v19, v28
-                v30 = cast.u64.ptr v29
-                v31 = add.ptr v27, v30
-                store.i64 v31+0, v1
-                v32 = const.u64 1
-                store.u64 v31+8, v32
-                v33 = const.ptr STACK
-                store.u64 v33+8, v23
-                v34 = const.ptr STACK
-                v35 = load.u64 v34+8
-                v36 = const.u64 2
-                v37 = sub.u64 v35, v36
-                v38 = const.ptr STACK
-                store.u64 v38+8, v37
+                v19 = const.ptr STACK
+                v20 = load.ptr v19+0
+                v21 = const.u64 8
+                v22 = mul.u64 v6, v21
+                v23 = cast.u64.ptr v22
+                v24 = add.ptr v20, v23
+                store.i64 v24+0, v1
+                v25 = const.u64 1
+                store.u64 v24+8, v25
+                store.u64 v19+8, v17
+                v26 = const.u64 2
+                v27 = sub.u64 v17, v26
+                store.u64 v19+8, v27
                 return 
         "#]],
     );
@@ -232,27 +221,24 @@ fn frames_read_in_place_keep_the_current_one_virtual_when_spilled() {
             entry(v0: ptr, v1: i64):
                 v2 = const.ptr STACK
                 v3 = load.u64 v2+8
-                v4 = const.ptr STACK
-                v5 = load.u64 v4+16
-                v6 = const.u64 1
-                v7 = add.u64 v3, v6
-                v8 = gt.u64 v7, v5
-                branch v8, L1(), L2()
+                v4 = load.u64 v2+16
+                v5 = const.u64 1
+                v6 = add.u64 v3, v5
+                v7 = gt.u64 v6, v4
+                branch v7, L1(), L2()
             L1():
-                v9 = const.u64 1
-                call.cold cont_reserve(v9)
+                call.cold cont_reserve(v5)
                 jump L2()
             L2():
-                v10 = const.ptr STACK
-                v11 = load.ptr v10+0
-                v12 = const.u64 8
-                v13 = mul.u64 v3, v12
-                v14 = cast.u64.ptr v13
-                v15 = add.ptr v11, v14
-                v16 = const.u64 0
-                store.u64 v15+0, v16
-                v17 = const.ptr STACK
-                store.u64 v17+8, v7
+                v8 = const.ptr STACK
+                v9 = load.ptr v8+0
+                v10 = const.u64 8
+                v11 = mul.u64 v3, v10
+                v12 = cast.u64.ptr v11
+                v13 = add.ptr v9, v12
+                v14 = const.u64 0
+                store.u64 v13+0, v14
+                store.u64 v8+8, v6
                 return 
         "#]],
     );

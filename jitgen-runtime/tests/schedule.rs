@@ -187,42 +187,41 @@ fn red_loop_compiles_to_a_residual_loop() {
     expect![[r#"
         entry(v0: i64):
             v1 = const.i64 0
-            v2 = const.i64 0
-            v3 = lt.i64 v1, v0
-            branch v3, L6(v1, v2), L4(v2)
-        L2(v4: i64, v5: i64):
-            v6 = add.i64 v5, v4
-            v7 = const.i64 1
-            v8 = add.i64 v4, v7
-            v9 = lt.i64 v8, v0
-            branch v9, L2(v8, v6), L4(v6)
-        L4(v10: i64):
-            return v10
-        L6(v11: i64, v12: i64):
-            v13 = const.i64 3
-            v14 = sub.i64 v0, v13
-            v15 = lt.i64 v14, v0
-            v16 = lt.i64 v11, v14
-            v17 = and.bool v15, v16
-            branch v17, L7(v11, v12, v14), L2(v11, v12)
-        L7(v18: i64, v19: i64, v20: i64):
-            v21 = const.i64 1
-            v22 = add.i64 v18, v21
-            v23 = add.i64 v18, v22
-            v24 = const.i64 2
-            v25 = add.i64 v18, v24
-            v26 = add.i64 v23, v25
-            v27 = const.i64 3
-            v28 = add.i64 v18, v27
-            v29 = add.i64 v26, v28
-            v30 = add.i64 v19, v29
-            v31 = const.i64 4
-            v32 = add.i64 v18, v31
-            v33 = lt.i64 v32, v0
-            v34 = lt.i64 v32, v20
-            branch v34, L7(v32, v30, v20), L8()
+            v2 = lt.i64 v1, v0
+            branch v2, L6(v1, v1), L4(v1)
+        L2(v3: i64, v4: i64):
+            v5 = add.i64 v4, v3
+            v6 = const.i64 1
+            v7 = add.i64 v3, v6
+            v8 = lt.i64 v7, v0
+            branch v8, L2(v7, v5), L4(v5)
+        L4(v9: i64):
+            return v9
+        L6(v10: i64, v11: i64):
+            v12 = const.i64 3
+            v13 = sub.i64 v0, v12
+            v14 = lt.i64 v13, v0
+            v15 = lt.i64 v10, v13
+            v16 = and.bool v14, v15
+            branch v16, L7(v10, v11, v13), L2(v10, v11)
+        L7(v17: i64, v18: i64, v19: i64):
+            v20 = const.i64 1
+            v21 = add.i64 v17, v20
+            v22 = add.i64 v17, v21
+            v23 = const.i64 2
+            v24 = add.i64 v17, v23
+            v25 = add.i64 v22, v24
+            v26 = const.i64 3
+            v27 = add.i64 v17, v26
+            v28 = add.i64 v25, v27
+            v29 = add.i64 v18, v28
+            v30 = const.i64 4
+            v31 = add.i64 v17, v30
+            v32 = lt.i64 v31, v0
+            v33 = lt.i64 v31, v19
+            branch v33, L7(v31, v29, v19), L8()
         L8():
-            branch v33, L2(v32, v30), L4(v30)
+            branch v32, L2(v31, v29), L4(v29)
     "#]]
     .assert_eq(f.listing());
     for n in [-3i64, 0, 1, 10, 100_000] {
@@ -254,42 +253,41 @@ fn widening_at_a_merge() {
             branch v5, L5(), L3()
         L5():
             v6 = const.i64 2
-            v7 = const.i64 1
-            v8 = lt.i64 v6, v0
-            branch v8, L12(v6, v7), L10(v7)
-        L8(v9: i64, v10: i64):
-            v11 = add.i64 v10, v9
-            v12 = const.i64 1
-            v13 = add.i64 v9, v12
-            v14 = lt.i64 v13, v0
-            branch v14, L8(v13, v11), L10(v11)
-        L10(v15: i64):
-            return v15
-        L12(v16: i64, v17: i64):
-            v18 = const.i64 3
-            v19 = sub.i64 v0, v18
-            v20 = lt.i64 v19, v0
-            v21 = lt.i64 v16, v19
-            v22 = and.bool v20, v21
-            branch v22, L13(v16, v17, v19), L8(v16, v17)
-        L13(v23: i64, v24: i64, v25: i64):
-            v26 = const.i64 1
-            v27 = add.i64 v23, v26
-            v28 = add.i64 v23, v27
-            v29 = const.i64 2
-            v30 = add.i64 v23, v29
-            v31 = add.i64 v28, v30
-            v32 = const.i64 3
-            v33 = add.i64 v23, v32
-            v34 = add.i64 v31, v33
-            v35 = add.i64 v24, v34
-            v36 = const.i64 4
-            v37 = add.i64 v23, v36
-            v38 = lt.i64 v37, v0
-            v39 = lt.i64 v37, v25
-            branch v39, L13(v37, v35, v25), L14()
+            v7 = lt.i64 v6, v0
+            branch v7, L12(v6, v4), L10(v4)
+        L8(v8: i64, v9: i64):
+            v10 = add.i64 v9, v8
+            v11 = const.i64 1
+            v12 = add.i64 v8, v11
+            v13 = lt.i64 v12, v0
+            branch v13, L8(v12, v10), L10(v10)
+        L10(v14: i64):
+            return v14
+        L12(v15: i64, v16: i64):
+            v17 = const.i64 3
+            v18 = sub.i64 v0, v17
+            v19 = lt.i64 v18, v0
+            v20 = lt.i64 v15, v18
+            v21 = and.bool v19, v20
+            branch v21, L13(v15, v16, v18), L8(v15, v16)
+        L13(v22: i64, v23: i64, v24: i64):
+            v25 = const.i64 1
+            v26 = add.i64 v22, v25
+            v27 = add.i64 v22, v26
+            v28 = const.i64 2
+            v29 = add.i64 v22, v28
+            v30 = add.i64 v27, v29
+            v31 = const.i64 3
+            v32 = add.i64 v22, v31
+            v33 = add.i64 v30, v32
+            v34 = add.i64 v23, v33
+            v35 = const.i64 4
+            v36 = add.i64 v22, v35
+            v37 = lt.i64 v36, v0
+            v38 = lt.i64 v36, v24
+            branch v38, L13(v36, v34, v24), L14()
         L14():
-            branch v38, L8(v37, v35), L10(v35)
+            branch v37, L8(v36, v34), L10(v34)
     "#]]
     .assert_eq(f.listing());
     let text = f.listing();
@@ -443,45 +441,44 @@ fn a_loop_closed_through_a_small_block_gets_a_copy_of_it() {
             v2 = lt.i64 v0, v1
             branch v2, L2(), L1()
         L1():
-            v3 = const.i64 0
-            v4 = lt.i64 v1, v0
-            branch v4, L8(v1, v3), L4(v3)
+            v3 = lt.i64 v1, v0
+            branch v3, L8(v1, v1), L4(v1)
         L2():
-            v5 = lt.i64 v1, v0
-            branch v5, L8(v1, v1), L4(v1)
-        L3(v6: i64, v7: i64):
-            v8 = const.i64 1
+            v4 = lt.i64 v1, v0
+            branch v4, L8(v1, v1), L4(v1)
+        L3(v5: i64, v6: i64):
+            v7 = const.i64 1
+            v8 = add.i64 v5, v7
             v9 = add.i64 v6, v8
-            v10 = add.i64 v7, v9
-            v11 = lt.i64 v9, v0
-            branch v11, L3(v9, v10), L4(v10)
-        L4(v12: i64):
-            return v12
-        L8(v13: i64, v14: i64):
-            v15 = const.i64 3
-            v16 = sub.i64 v0, v15
-            v17 = lt.i64 v16, v0
-            v18 = lt.i64 v13, v16
-            v19 = and.bool v17, v18
-            branch v19, L9(v13, v14, v16), L3(v13, v14)
-        L9(v20: i64, v21: i64, v22: i64):
-            v23 = const.i64 1
-            v24 = add.i64 v20, v23
-            v25 = const.i64 2
-            v26 = add.i64 v20, v25
-            v27 = add.i64 v24, v26
-            v28 = const.i64 3
-            v29 = add.i64 v20, v28
-            v30 = add.i64 v27, v29
-            v31 = const.i64 4
-            v32 = add.i64 v20, v31
-            v33 = add.i64 v30, v32
-            v34 = add.i64 v21, v33
-            v35 = lt.i64 v32, v0
-            v36 = lt.i64 v32, v22
-            branch v36, L9(v32, v34, v22), L10()
+            v10 = lt.i64 v8, v0
+            branch v10, L3(v8, v9), L4(v9)
+        L4(v11: i64):
+            return v11
+        L8(v12: i64, v13: i64):
+            v14 = const.i64 3
+            v15 = sub.i64 v0, v14
+            v16 = lt.i64 v15, v0
+            v17 = lt.i64 v12, v15
+            v18 = and.bool v16, v17
+            branch v18, L9(v12, v13, v15), L3(v12, v13)
+        L9(v19: i64, v20: i64, v21: i64):
+            v22 = const.i64 1
+            v23 = add.i64 v19, v22
+            v24 = const.i64 2
+            v25 = add.i64 v19, v24
+            v26 = add.i64 v23, v25
+            v27 = const.i64 3
+            v28 = add.i64 v19, v27
+            v29 = add.i64 v26, v28
+            v30 = const.i64 4
+            v31 = add.i64 v19, v30
+            v32 = add.i64 v29, v31
+            v33 = add.i64 v20, v32
+            v34 = lt.i64 v31, v0
+            v35 = lt.i64 v31, v21
+            branch v35, L9(v31, v33, v21), L10()
         L10():
-            branch v35, L3(v32, v34), L4(v34)
+            branch v34, L3(v31, v33), L4(v33)
     "#]]
     .assert_eq(&listing(&f));
     sums_up_to_n(&f);
@@ -525,42 +522,41 @@ fn a_loop_head_whose_values_are_used_after_it_is_rotated() {
     expect![[r#"
         entry(v0: i64):
             v1 = const.i64 0
-            v2 = const.i64 0
-            v3 = lt.i64 v1, v0
-            branch v3, L5(v1, v2), L3(v2)
-        L2(v4: i64, v5: i64):
-            v6 = const.i64 1
+            v2 = lt.i64 v1, v0
+            branch v2, L5(v1, v1), L3(v1)
+        L2(v3: i64, v4: i64):
+            v5 = const.i64 1
+            v6 = add.i64 v3, v5
             v7 = add.i64 v4, v6
-            v8 = add.i64 v5, v7
-            v9 = lt.i64 v7, v0
-            branch v9, L2(v7, v8), L3(v8)
-        L3(v10: i64):
-            return v10
-        L5(v11: i64, v12: i64):
-            v13 = const.i64 3
-            v14 = sub.i64 v0, v13
-            v15 = lt.i64 v14, v0
-            v16 = lt.i64 v11, v14
-            v17 = and.bool v15, v16
-            branch v17, L6(v11, v12, v14), L2(v11, v12)
-        L6(v18: i64, v19: i64, v20: i64):
-            v21 = const.i64 1
-            v22 = add.i64 v18, v21
-            v23 = const.i64 2
-            v24 = add.i64 v18, v23
-            v25 = add.i64 v22, v24
-            v26 = const.i64 3
-            v27 = add.i64 v18, v26
-            v28 = add.i64 v25, v27
-            v29 = const.i64 4
-            v30 = add.i64 v18, v29
-            v31 = add.i64 v28, v30
-            v32 = add.i64 v19, v31
-            v33 = lt.i64 v30, v0
-            v34 = lt.i64 v30, v20
-            branch v34, L6(v30, v32, v20), L7()
+            v8 = lt.i64 v6, v0
+            branch v8, L2(v6, v7), L3(v7)
+        L3(v9: i64):
+            return v9
+        L5(v10: i64, v11: i64):
+            v12 = const.i64 3
+            v13 = sub.i64 v0, v12
+            v14 = lt.i64 v13, v0
+            v15 = lt.i64 v10, v13
+            v16 = and.bool v14, v15
+            branch v16, L6(v10, v11, v13), L2(v10, v11)
+        L6(v17: i64, v18: i64, v19: i64):
+            v20 = const.i64 1
+            v21 = add.i64 v17, v20
+            v22 = const.i64 2
+            v23 = add.i64 v17, v22
+            v24 = add.i64 v21, v23
+            v25 = const.i64 3
+            v26 = add.i64 v17, v25
+            v27 = add.i64 v24, v26
+            v28 = const.i64 4
+            v29 = add.i64 v17, v28
+            v30 = add.i64 v27, v29
+            v31 = add.i64 v18, v30
+            v32 = lt.i64 v29, v0
+            v33 = lt.i64 v29, v19
+            branch v33, L6(v29, v31, v19), L7()
         L7():
-            branch v33, L2(v30, v32), L3(v32)
+            branch v32, L2(v29, v31), L3(v31)
     "#]]
     .assert_eq(&listing(&f));
     sums_up_to_n(&f);
@@ -754,118 +750,112 @@ fn loop_invariant_divisors_are_found_and_promoted_at_entry() {
             v5 = lt.i64 v4, v0
             branch v5, L2(), L3()
         L2():
-            v6 = const.i64 0
-            v7 = const.i64 1
-            v8 = lt.i64 v7, v0
-            branch v8, L5(), L6()
+            v6 = const.i64 1
+            v7 = lt.i64 v6, v0
+            branch v7, L5(), L6()
         L3():
-            v9 = const.i64 0
-            return v9
+            return v4
         L5():
-            v10 = const.i64 1
-            v11 = const.i64 2
-            v12 = lt.i64 v11, v0
-            branch v12, L24(v11, v10), L9(v10)
+            v8 = const.i64 2
+            v9 = lt.i64 v8, v0
+            branch v9, L24(v8, v6), L9(v6)
         L6():
-            return v6
-        L8(v13: i64, v14: i64):
-            v15 = add.i64 v14, v13
-            v16 = rem.i64 v15, v2
-            v17 = const.i64 1
-            v18 = add.i64 v13, v17
-            v19 = lt.i64 v18, v0
-            branch v19, L8(v18, v16), L9(v16)
-        L9(v20: i64):
-            return v20
+            return v4
+        L8(v10: i64, v11: i64):
+            v12 = add.i64 v11, v10
+            v13 = rem.i64 v12, v2
+            v14 = const.i64 1
+            v15 = add.i64 v10, v14
+            v16 = lt.i64 v15, v0
+            branch v16, L8(v15, v13), L9(v13)
+        L9(v17: i64):
+            return v17
         L13():
-            v21 = const.i64 0
-            v22 = lt.i64 v21, v0
-            branch v22, L14(), L15()
+            v18 = const.i64 0
+            v19 = lt.i64 v18, v0
+            branch v19, L14(), L15()
         L14():
-            v23 = const.i64 0
-            v24 = rem.i64 v23, v1
-            v25 = const.i64 1
-            v26 = lt.i64 v25, v0
-            branch v26, L17(), L18()
+            v20 = rem.i64 v18, v1
+            v21 = const.i64 1
+            v22 = lt.i64 v21, v0
+            branch v22, L17(), L18()
         L15():
-            v27 = const.i64 0
-            return v27
+            return v18
         L17():
-            v28 = const.i64 1
-            v29 = add.i64 v24, v28
-            v30 = rem.i64 v29, v1
-            v31 = const.i64 2
-            v32 = lt.i64 v31, v0
-            branch v32, L27(v31, v30), L21(v30)
+            v23 = add.i64 v20, v21
+            v24 = rem.i64 v23, v1
+            v25 = const.i64 2
+            v26 = lt.i64 v25, v0
+            branch v26, L27(v25, v24), L21(v24)
         L18():
-            return v24
-        L20(v33: i64, v34: i64):
-            v35 = add.i64 v34, v33
-            v36 = rem.i64 v35, v1
-            v37 = const.i64 1
-            v38 = add.i64 v33, v37
+            return v20
+        L20(v27: i64, v28: i64):
+            v29 = add.i64 v28, v27
+            v30 = rem.i64 v29, v1
+            v31 = const.i64 1
+            v32 = add.i64 v27, v31
+            v33 = lt.i64 v32, v0
+            branch v33, L20(v32, v30), L21(v30)
+        L21(v34: i64):
+            return v34
+        L24(v35: i64, v36: i64):
+            v37 = const.i64 3
+            v38 = sub.i64 v0, v37
             v39 = lt.i64 v38, v0
-            branch v39, L20(v38, v36), L21(v36)
-        L21(v40: i64):
-            return v40
-        L24(v41: i64, v42: i64):
-            v43 = const.i64 3
-            v44 = sub.i64 v0, v43
-            v45 = lt.i64 v44, v0
-            v46 = lt.i64 v41, v44
-            v47 = and.bool v45, v46
-            branch v47, L25(v41, v42, v44), L8(v41, v42)
-        L25(v48: i64, v49: i64, v50: i64):
-            v51 = add.i64 v49, v48
-            v52 = rem.i64 v51, v2
-            v53 = const.i64 1
-            v54 = add.i64 v48, v53
-            v55 = add.i64 v52, v54
-            v56 = rem.i64 v55, v2
-            v57 = const.i64 2
-            v58 = add.i64 v48, v57
-            v59 = add.i64 v56, v58
-            v60 = rem.i64 v59, v2
-            v61 = const.i64 3
-            v62 = add.i64 v48, v61
-            v63 = add.i64 v60, v62
-            v64 = rem.i64 v63, v2
-            v65 = const.i64 4
-            v66 = add.i64 v48, v65
-            v67 = lt.i64 v66, v0
-            v68 = lt.i64 v66, v50
-            branch v68, L25(v66, v64, v50), L26()
+            v40 = lt.i64 v35, v38
+            v41 = and.bool v39, v40
+            branch v41, L25(v35, v36, v38), L8(v35, v36)
+        L25(v42: i64, v43: i64, v44: i64):
+            v45 = add.i64 v43, v42
+            v46 = rem.i64 v45, v2
+            v47 = const.i64 1
+            v48 = add.i64 v42, v47
+            v49 = add.i64 v46, v48
+            v50 = rem.i64 v49, v2
+            v51 = const.i64 2
+            v52 = add.i64 v42, v51
+            v53 = add.i64 v50, v52
+            v54 = rem.i64 v53, v2
+            v55 = const.i64 3
+            v56 = add.i64 v42, v55
+            v57 = add.i64 v54, v56
+            v58 = rem.i64 v57, v2
+            v59 = const.i64 4
+            v60 = add.i64 v42, v59
+            v61 = lt.i64 v60, v0
+            v62 = lt.i64 v60, v44
+            branch v62, L25(v60, v58, v44), L26()
         L26():
-            branch v67, L8(v66, v64), L9(v64)
-        L27(v69: i64, v70: i64):
-            v71 = const.i64 3
-            v72 = sub.i64 v0, v71
-            v73 = lt.i64 v72, v0
-            v74 = lt.i64 v69, v72
-            v75 = and.bool v73, v74
-            branch v75, L28(v69, v70, v72), L20(v69, v70)
-        L28(v76: i64, v77: i64, v78: i64):
-            v79 = add.i64 v77, v76
-            v80 = rem.i64 v79, v1
-            v81 = const.i64 1
-            v82 = add.i64 v76, v81
-            v83 = add.i64 v80, v82
-            v84 = rem.i64 v83, v1
-            v85 = const.i64 2
-            v86 = add.i64 v76, v85
-            v87 = add.i64 v84, v86
-            v88 = rem.i64 v87, v1
-            v89 = const.i64 3
-            v90 = add.i64 v76, v89
-            v91 = add.i64 v88, v90
-            v92 = rem.i64 v91, v1
-            v93 = const.i64 4
-            v94 = add.i64 v76, v93
-            v95 = lt.i64 v94, v0
-            v96 = lt.i64 v94, v78
-            branch v96, L28(v94, v92, v78), L29()
+            branch v61, L8(v60, v58), L9(v58)
+        L27(v63: i64, v64: i64):
+            v65 = const.i64 3
+            v66 = sub.i64 v0, v65
+            v67 = lt.i64 v66, v0
+            v68 = lt.i64 v63, v66
+            v69 = and.bool v67, v68
+            branch v69, L28(v63, v64, v66), L20(v63, v64)
+        L28(v70: i64, v71: i64, v72: i64):
+            v73 = add.i64 v71, v70
+            v74 = rem.i64 v73, v1
+            v75 = const.i64 1
+            v76 = add.i64 v70, v75
+            v77 = add.i64 v74, v76
+            v78 = rem.i64 v77, v1
+            v79 = const.i64 2
+            v80 = add.i64 v70, v79
+            v81 = add.i64 v78, v80
+            v82 = rem.i64 v81, v1
+            v83 = const.i64 3
+            v84 = add.i64 v70, v83
+            v85 = add.i64 v82, v84
+            v86 = rem.i64 v85, v1
+            v87 = const.i64 4
+            v88 = add.i64 v70, v87
+            v89 = lt.i64 v88, v0
+            v90 = lt.i64 v88, v72
+            branch v90, L28(v88, v86, v72), L29()
         L29():
-            branch v95, L20(v94, v92), L21(v92)
+            branch v89, L20(v88, v86), L21(v86)
     "#]]
     .assert_eq(f.listing());
     let want = |n: i64, d: i64| (0..n).fold(0i64, |acc, i| (acc + i) % d);

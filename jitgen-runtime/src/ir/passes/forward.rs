@@ -4,6 +4,11 @@
 //! of the block implies goes. PyPy's optimizer does the same with its heap
 //! cache (`optimizeopt/heap.py`), LuaJIT with store-to-load forwarding.
 //!
+//! A block entered only from the end of one other (not a function's entry,
+//! nor a reentry) starts knowing what that one knew at its end: blocks are
+//! walked in dominance order, so its predecessor was walked first, and what
+//! it knew is defined before the block.
+//!
 //! An interpreter working on memory in place (a Brainfuck tape, a stack VM's
 //! stack) loads each cell it works on again for every instruction: `+++`
 //! loads the cell, adds one and stores it, three times, each load reading
@@ -31,10 +36,20 @@
 use rustc_hash::FxHashMap;
 
 use crate::ir::builder::Val;
-use crate::ir::function::{Inst, ResidualFunction};
+use crate::ir::function::{Inst, Label, ResidualFunction};
 use crate::ir::ops::{BinOp, Overflow, ValTy};
 
-/// A place of memory a block knows the value of.
+/// What a point of a block knows: places of memory and their values, the
+/// bounds checks passed, the constants made.
+#[derive(Clone, Default)]
+struct Memory {
+    known: Vec<Known>,
+    checks: Vec<(Val, Val)>,
+    constants: FxHashMap<(ValTy, u64), Val>,
+}
+
+/// A place of memory whose value is known.
+#[derive(Clone)]
 struct Known {
     base: Val,
     offset: i32,
@@ -62,13 +77,27 @@ impl ResidualFunction {
                 _ => None,
             })
             .collect();
+        // Blocks entered only from the end of one other: they start knowing
+        // what it knew at its end.
+        let mut preds: FxHashMap<Label, Vec<Label>> = FxHashMap::default();
+        for (b, blk) in self.blocks.iter() {
+            for t in blk.term.iter().flat_map(|t| t.targets()) {
+                preds.entry(t).or_default().push(b);
+            }
+        }
+        let order = self.blocks_in_dominance_order();
+        let mut at_end: FxHashMap<Label, Memory> = FxHashMap::default();
         // Loads renamed to the value they read.
         let mut same: FxHashMap<Val, Val> = FxHashMap::default();
         let vals = &self.vals;
-        for blk in self.blocks.values_mut() {
-            let mut known: Vec<Known> = vec![];
-            let mut checks: Vec<(Val, Val)> = vec![];
-            let mut constants: FxHashMap<(ValTy, u64), Val> = FxHashMap::default();
+        for b in order {
+            let only_pred = match preds.get(&b).map(Vec::as_slice) {
+                Some([p]) if b != Label::ENTRY && !self.reentries.contains(&b) => Some(*p),
+                _ => None,
+            };
+            let Memory { mut known, mut checks, mut constants } =
+                only_pred.and_then(|p| at_end.get(&p).cloned()).unwrap_or_default();
+            let blk = &mut self.blocks[b];
             let mut keep = vec![true; blk.insts.len()];
             for (k, i) in blk.insts.iter_mut().enumerate() {
                 i.map_uses(&|v| same.get(&v).copied().unwrap_or(v));
@@ -127,6 +156,7 @@ impl ResidualFunction {
                 k += 1;
                 keep[k - 1]
             });
+            at_end.insert(b, Memory { known, checks, constants });
         }
         if !same.is_empty() {
             // Uses in blocks walked before the load's own.
