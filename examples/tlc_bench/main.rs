@@ -336,6 +336,28 @@ fn machine_fib(n: i64, use_jit: bool) -> String {
     FIB.with(|p| format!("{:?}", if use_jit { m.run(p, 0, n) } else { rec::jit::plain::Machine::run(&mut m, p, 0, n) }))
 }
 
+/// Brainfuck's nested loops (`tape_interp::programs::nested_loops`) on a
+/// tape kept per thread, `depth` loops of `turns` turns.
+fn tape_loops(depth: usize, turns: u8, use_jit: bool) -> String {
+    use tape_interp::bf;
+    thread_local!(static CODE: std::cell::RefCell<Option<(Vec<u8>, Vec<usize>)>> = const { std::cell::RefCell::new(None) });
+    CODE.with(|c| {
+        let mut c = c.borrow_mut();
+        let (code, jumps) = c.get_or_insert_with(|| {
+            let code = tape_interp::programs::nested_loops(depth, turns);
+            let jumps = tape_interp::jumps(&code).expect("balanced");
+            (code, jumps)
+        });
+        let (mut tape, mut out) = ([0u8; 8], vec![]);
+        if use_jit {
+            bf::run(code, jumps, &mut tape, &mut out)
+        } else {
+            bf::jit::plain::run(code, jumps, &mut tape, &mut out)
+        }
+        format!("{tape:?} {out:?}")
+    })
+}
+
 /// The other interpreters' programs with targets.
 const OTHERS: &[Other] = &[
     ("subroutines", "countdown 3,000,000", |j| countdown(3_000_000, j), subroutines_interp::sub::jit::stats),
@@ -346,6 +368,12 @@ const OTHERS: &[Other] = &[
     ("stack VM, ip in its frames", "recursive fib 25", |j| funcvm("fib", j), funcvm_interp::vm::jit::stats),
     ("stack VM, ip in its frames", "Ackermann(3, 7)", |j| funcvm("ack", j), funcvm_interp::vm::jit::stats),
     ("calls recursing in Rust", "recursive fib 27", |j| recursive_fib(27, j), recursive_interp::rec::jit::stats),
+    (
+        "Brainfuck on a `&mut [u8]` tape",
+        "4 nested loops, 10^8 decrements",
+        |j| tape_loops(4, 100, j),
+        tape_interp::bf::jit::stats,
+    ),
     (
         "calls recursing in Rust, a method",
         "recursive fib 27",

@@ -13,4 +13,3 @@ mod decline;
 mod promotion;
 mod rust_style;
 mod strings;
-mod tape;

@@ -27,6 +27,7 @@ mod procvm;
 mod rust_recursion;
 mod stackvm;
 mod subroutines;
+mod tape;
 mod tlc;
 mod tlr;
 mod virtualizable;

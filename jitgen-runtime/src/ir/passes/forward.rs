@@ -29,9 +29,9 @@
 //! dominates them), and the load goes. A bounds check goes when an earlier
 //! check of the block had the same length and the same index, or constant
 //! indices of which this one is not the larger: that check passed, so this
-//! one would. A constant the block made already is that value too (an
-//! interpreter makes its `1` anew for each `+`). Nothing moves, so the
-//! function leaves where and how it did.
+//! one would. A constant the block made already, with no call since, is
+//! that value too (an interpreter makes its `1` anew for each `+`). Nothing
+//! moves, so the function leaves where and how it did.
 
 use rustc_hash::FxHashMap;
 
@@ -134,7 +134,13 @@ impl ResidualFunction {
                             checks.push((*index, *len));
                         }
                     }
-                    Inst::Call { .. } | Inst::CallCode { .. } => known.clear(),
+                    // (A constant kept across a call would take a register
+                    // the call saves or a spill; made again after it, it
+                    // costs an instruction.)
+                    Inst::Call { .. } | Inst::CallCode { .. } => {
+                        known.clear();
+                        constants.clear();
+                    }
                     Inst::Const { dst, ty, bits } => match constants.get(&(*ty, *bits)) {
                         Some(v) => {
                             same.insert(*dst, *v);

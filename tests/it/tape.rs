@@ -1,60 +1,13 @@
-//! A Brainfuck interpreter as the tutorials write one: the program and its
-//! jump table are slices, the tape a `&mut [u8]` worked on in place, the
-//! instruction read with `hint!(code[pc], concrete)`. Residual code loads and
-//! stores the tape's cells; the residual passes keep what a block knows of
-//! memory (`ir/passes/forward.rs`).
+//! The Brainfuck interpreter on a `&mut [u8]` tape (`interpreters/tape`):
+//! random programs agree with plain, and what residual code does with the
+//! tape's cells.
 
-use jitgen::prelude::*;
+use tape_interp::bf as tape_bf;
 
 use crate::common;
 
-#[jit_interpreter]
-mod tape_bf {
-    use jitgen::prelude::*;
-
-    pub fn run(code: &[u8], jumps: &[usize], tape: &mut [u8], out: &mut Vec<u8>) {
-        let mut pc = 0usize;
-        let mut ptr = 0usize;
-        while pc < code.len() {
-            hint!(global_merge_point);
-            let op = hint!(code[pc], concrete);
-            match op {
-                b'+' => tape[ptr] = tape[ptr].wrapping_add(1),
-                b'-' => tape[ptr] = tape[ptr].wrapping_sub(1),
-                b'>' => ptr += 1,
-                b'<' => ptr -= 1,
-                b'.' => out.push(tape[ptr]),
-                b'[' => {
-                    if tape[ptr] == 0 {
-                        pc = jumps[pc];
-                    }
-                }
-                b']' => {
-                    if tape[ptr] != 0 {
-                        pc = jumps[pc];
-                    }
-                }
-                _ => {}
-            }
-            pc += 1;
-        }
-    }
-}
-
-/// Where each bracket's partner is.
 fn jumps(code: &[u8]) -> Vec<usize> {
-    let mut jumps = vec![0; code.len()];
-    let mut open = vec![];
-    for (i, c) in code.iter().enumerate() {
-        if *c == b'[' {
-            open.push(i);
-        } else if *c == b']' {
-            let o = open.pop().expect("balanced");
-            jumps[i] = o;
-            jumps[o] = i;
-        }
-    }
-    jumps
+    tape_interp::jumps(code).expect("balanced brackets")
 }
 
 const CELLS: usize = 8;
@@ -99,7 +52,6 @@ fn plain(code: &[u8], cells: [u8; CELLS]) -> ([u8; CELLS], Vec<u8>) {
 /// the portal (compiled at once) and through `jit::specialize`.
 #[test]
 fn random_tape_programs_agree_with_plain() {
-    let _tlr = common::TLR.lock().unwrap_or_else(|e| e.into_inner());
     tape_bf::jit::config().set_threshold(0);
     let mut rng = common::Rng(0x7a9e);
     for _ in 0..common::how_many(100) {
@@ -134,4 +86,17 @@ fn a_straight_line_loads_and_stores_each_cell_once() {
     let listing = f.listing();
     let count = |what: &str| listing.lines().filter(|l| l.contains(what)).count();
     assert_eq!((count("load.u8"), count("bounds_check")), (2, 2), "{listing}");
+}
+
+/// The harness's nested loops, smaller: what they leave agrees with plain,
+/// through the portal.
+#[test]
+fn nested_loops_agree_with_plain() {
+    for (depth, turns) in [(2, 7), (3, 5), (4, 3)] {
+        let code = tape_interp::programs::nested_loops(depth, turns);
+        let want = plain(&code, [0; CELLS]);
+        let (mut tape, mut out) = ([0u8; CELLS], vec![]);
+        tape_bf::run(&code, &jumps(&code), &mut tape, &mut out);
+        assert_eq!((tape, out), want, "{}", String::from_utf8_lossy(&code));
+    }
 }
