@@ -1026,3 +1026,52 @@ entry(v0: ptr, v1: u64):
     want.assert_eq(&listing(&after));
     assert!(listing(&after).lines().count() <= 20, "{}", listing(&after));
 }
+
+#[test]
+fn an_address_computed_again_names_the_same_place() {
+    let _tape = TAPE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tape = format!("{:#x}", TAPE.as_ptr() as usize);
+    // `tape[i] += 1; tape[i]` with a run-time `i`: the address made again is
+    // the first one, so the second load reads what the store wrote.
+    let input = "
+entry(v0: u64):
+    v1 = const.ptr TAPE
+    v2 = const.u64 8
+    bounds_check v0, v2
+    v3 = cast.u64.ptr v0
+    v4 = add.ptr v1, v3
+    v5 = load.u8 v4+0
+    v6 = const.u8 1
+    v7 = add.u8 v5, v6
+    store.u8 v4+0, v7
+    bounds_check v0, v2
+    v8 = cast.u64.ptr v0
+    v9 = add.ptr v1, v8
+    v10 = load.u8 v9+0
+    v11 = cast.u8.u64 v10
+    return v11
+"
+    .replace("TAPE", &tape);
+    let before = parsed(&input);
+    let mut after = before.clone();
+    assert!(after.forward_memory());
+    for i in [0u64, 3, 7, 8, 10] {
+        let cells = [5, 254, 3, 0, 0, 0, 0, 255];
+        assert_eq!(outcome_on_tape(&before, &[i], cells), outcome_on_tape(&after, &[i], cells), "index {i}");
+    }
+    let want = expect![[r#"
+        entry(v0: u64):
+            v1 = const.ptr TAPE
+            v2 = const.u64 8
+            bounds_check v0, v2
+            v3 = cast.u64.ptr v0
+            v4 = add.ptr v1, v3
+            v5 = load.u8 v4+0
+            v6 = const.u8 1
+            v7 = add.u8 v5, v6
+            store.u8 v4+0, v7
+            v8 = cast.u8.u64 v7
+            return v8
+    "#]];
+    want.assert_eq(&listing(&after).replace(&tape, "TAPE"));
+}

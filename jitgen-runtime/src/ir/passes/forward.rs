@@ -29,15 +29,19 @@
 //! dominates them), and the load goes. A bounds check goes when an earlier
 //! check of the block had the same length and the same index, or constant
 //! indices of which this one is not the larger: that check passed, so this
-//! one would. A constant the block made already, with no call since, is
-//! that value too (an interpreter makes its `1` anew for each `+`). Nothing
-//! moves, so the function leaves where and how it did.
+//! one would. A constant the block made already, or an operation on values
+//! it computed already, with no call since, is that value too: an
+//! interpreter makes its `1` anew for each `+`, and the address of
+//! `tape[ptr]` for each access, which must be one value for its loads to
+//! name one place. Nothing moves, so the function leaves where and how it
+//! did (an operation that may leave, computed again, would not leave the
+//! second time).
 
 use rustc_hash::FxHashMap;
 
 use crate::ir::builder::Val;
 use crate::ir::function::{Inst, Label, ResidualFunction};
-use crate::ir::ops::{BinOp, Overflow, ValTy};
+use crate::ir::ops::{BinOp, CmpOp, Overflow, UnOp, ValTy};
 
 /// What a point of a block knows: places of memory and their values, the
 /// bounds checks passed, the constants made.
@@ -46,6 +50,17 @@ struct Memory {
     known: Vec<Known>,
     checks: Vec<(Val, Val)>,
     constants: FxHashMap<(ValTy, u64), Val>,
+    computed: FxHashMap<Pure, Val>,
+}
+
+/// An operation on values alone, as a key: equal keys compute equal values
+/// (and one that may leave did not, if an equal one before it did not).
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Pure {
+    Bin(BinOp, ValTy, Overflow, Val, Val),
+    Un(UnOp, ValTy, Overflow, Val),
+    Cmp(CmpOp, ValTy, Val, Val),
+    Cast(ValTy, ValTy, Val),
 }
 
 /// A place of memory whose value is known.
@@ -55,6 +70,28 @@ struct Known {
     offset: i32,
     ty: ValTy,
     value: Val,
+}
+
+/// Whether the operation `key` defining `dst` was computed before: then
+/// `dst` is that value (in `same`) and the operation goes (`keep`).
+fn computed_before(
+    computed: &mut FxHashMap<Pure, Val>,
+    same: &mut FxHashMap<Val, Val>,
+    key: Pure,
+    dst: Val,
+    keep: &mut bool,
+) -> bool {
+    match computed.get(&key) {
+        Some(v) => {
+            same.insert(dst, *v);
+            *keep = false;
+            true
+        }
+        None => {
+            computed.insert(key, dst);
+            false
+        }
+    }
 }
 
 /// Whether the bytes at `a` (`an` of them) and at `b` (`bn`) overlap.
@@ -95,7 +132,7 @@ impl ResidualFunction {
                 Some([p]) if b != Label::ENTRY && !self.reentries.contains(&b) => Some(*p),
                 _ => None,
             };
-            let Memory { mut known, mut checks, mut constants } =
+            let Memory { mut known, mut checks, mut constants, mut computed } =
                 only_pred.and_then(|p| at_end.get(&p).cloned()).unwrap_or_default();
             let blk = &mut self.blocks[b];
             let mut keep = vec![true; blk.insts.len()];
@@ -140,6 +177,7 @@ impl ResidualFunction {
                     Inst::Call { .. } | Inst::CallCode { .. } => {
                         known.clear();
                         constants.clear();
+                        computed.clear();
                     }
                     Inst::Const { dst, ty, bits } => match constants.get(&(*ty, *bits)) {
                         Some(v) => {
@@ -151,7 +189,22 @@ impl ResidualFunction {
                             constants.insert((*ty, *bits), *dst);
                         }
                     },
-                    Inst::Bin { .. } | Inst::Un { .. } | Inst::Cmp { .. } | Inst::Cast { .. } => {}
+                    Inst::Bin { dst, op, ty, ov, a, b } => {
+                        let key = Pure::Bin(*op, *ty, *ov, *a, *b);
+                        changed |= computed_before(&mut computed, &mut same, key, *dst, &mut keep[k]);
+                    }
+                    Inst::Un { dst, op, ty, ov, a } => {
+                        let key = Pure::Un(*op, *ty, *ov, *a);
+                        changed |= computed_before(&mut computed, &mut same, key, *dst, &mut keep[k]);
+                    }
+                    Inst::Cmp { dst, op, ty, a, b } => {
+                        let key = Pure::Cmp(*op, *ty, *a, *b);
+                        changed |= computed_before(&mut computed, &mut same, key, *dst, &mut keep[k]);
+                    }
+                    Inst::Cast { dst, from, to, a } => {
+                        let key = Pure::Cast(*from, *to, *a);
+                        changed |= computed_before(&mut computed, &mut same, key, *dst, &mut keep[k]);
+                    }
                 }
             }
             if let Some(t) = &mut blk.term {
@@ -162,7 +215,7 @@ impl ResidualFunction {
                 k += 1;
                 keep[k - 1]
             });
-            at_end.insert(b, Memory { known, checks, constants });
+            at_end.insert(b, Memory { known, checks, constants, computed });
         }
         if !same.is_empty() {
             // Uses in blocks walked before the load's own.
