@@ -74,7 +74,7 @@ fn random_tape_programs_agree_with_plain() {
 /// `+++>++<-.` specializes to one check and one load per cell (a check, a
 /// load and a store per instruction before, every address computed anew).
 #[test]
-fn a_straight_line_loads_and_stores_each_cell_once() {
+fn a_straight_line_checks_and_loads_each_cell_once() {
     let code = b"+++>++<-.";
     let js = jumps(code);
     let f = tape_bf::jit::specialize::run(code, &js);
