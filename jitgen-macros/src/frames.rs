@@ -373,12 +373,22 @@ impl<'g> Gen<'g> {
     /// frames, and the deliver and return functions.
     pub fn extension(&mut self) -> TokenStream {
         let rt = rt();
-        // Every point's code first: which points a state can stop at is
-        // known only then (`framed`); the others' functions are not emitted.
-        let pieces: Vec<(TokenStream, TokenStream)> = (0..self.points.len()).map(|p| self.point_pieces(p)).collect();
+        // The code of the points a state can stop at (`framed`): those the
+        // entries make frames for, then those their code makes frames for,
+        // until no new one appears. A point no code stops at gets none.
+        let mut pieces: std::collections::BTreeMap<usize, (TokenStream, TokenStream)> = Default::default();
+        loop {
+            let todo: Vec<usize> = self.framed.borrow().iter().filter(|p| !pieces.contains_key(p)).copied().collect();
+            if todo.is_empty() {
+                break;
+            }
+            for p in todo {
+                let piece = self.point_pieces(p);
+                pieces.insert(p, piece);
+            }
+        }
         let framed = self.framed.borrow().clone();
-        let (point_fns, run_arms): (Vec<TokenStream>, Vec<TokenStream>) =
-            pieces.into_iter().enumerate().filter(|(p, _)| framed.contains(p)).map(|(_, x)| x).unzip();
+        let (point_fns, run_arms): (Vec<TokenStream>, Vec<TokenStream>) = pieces.into_values().unzip();
         let delivers = self.delivers();
         let enum_fns: Vec<TokenStream> =
             self.enums.clone().iter().map(|t| enum_helper_fns(t, self.cg.types())).collect();
@@ -456,6 +466,7 @@ impl<'g> Gen<'g> {
     /// caller's continuation, a promoted value to the state it resumes; and
     /// the table of what a flexswitch's resumption calls.
     fn delivers(&mut self) -> Vec<TokenStream> {
+        let framed = self.framed.borrow().clone();
         let rt = rt();
         let mut delivers = vec![];
         for fi in 0..self.fns.len() {
@@ -463,7 +474,9 @@ impl<'g> Gen<'g> {
             let rt_ty = field_ty(&ret_repr);
             // Continuations that take the result alike share an arm.
             let mut arms: indexmap::IndexMap<String, (TokenStream, Vec<u32>)> = Default::default();
-            for (p, r, _) in self.continuations_of(fi) {
+            // (Only continuations some code makes a frame for: a value is
+            // delivered to a frame on the state.)
+            for (p, r, _) in self.continuations_of(fi).into_iter().filter(|(p, ..)| framed.contains(p)) {
                 let pt = &self.points[p];
                 let want = self.repr(pt.f, r);
                 let green = self.fns[pt.f].color(r) == Color::Green;
@@ -488,7 +501,7 @@ impl<'g> Gen<'g> {
                 .collect();
             if !wb.is_empty() {
                 let mut wb_arms = vec![];
-                for (p, _, op) in self.continuations_of(fi) {
+                for (p, _, op) in self.continuations_of(fi).into_iter().filter(|(p, ..)| framed.contains(p)) {
                     let pt = &self.points[p];
                     let params = self.fns[fi].graph.params();
                     let mut sets = vec![];
@@ -540,7 +553,7 @@ impl<'g> Gen<'g> {
             });
         }
         let mut promoted_arms = vec![];
-        for (p, pt) in self.points.iter().enumerate() {
+        for (p, pt) in self.points.iter().enumerate().filter(|(p, _)| framed.contains(p)) {
             let Some(r) = pt.ret else { continue };
             let op = &self.fns[pt.f].graph.graph[pt.block].ops[pt.op - 1];
             if !self.promotes_run_time(pt.f, op) {

@@ -156,7 +156,7 @@ pub mod plus_minus {
             )
         }
         #[inline(never)]
-        fn __vals3<'a>(
+        fn __vals2<'a>(
             a0: &'a [u8],
             a1: __rt::RedBox,
             a2: usize,
@@ -169,7 +169,7 @@ pub mod plus_minus {
             )
         }
         #[inline(never)]
-        fn __unvals3<'a>(
+        fn __unvals2<'a>(
             mut __v: __rt::Values,
         ) -> (&'a [u8], __rt::RedBox, usize, __rt::RedBox) {
             (
@@ -363,7 +363,7 @@ pub mod plus_minus {
                             .red_bin(__rt::BinOp::Add, __OVERFLOW, &v7, &v2);
                         {
                             let __a0 = v27;
-                            Some(__st.pushed(__at(4u32, __vals3(v0, v2, v8, __a0))))
+                            Some(__st.pushed(__at(4u32, __vals2(v0, v2, v8, __a0))))
                         }
                     }
                 } else {
@@ -376,13 +376,13 @@ pub mod plus_minus {
                                     .red_bin(__rt::BinOp::Sub, __OVERFLOW, &v7, &v2);
                                 {
                                     let __a0 = v36;
-                                    Some(__st.pushed(__at(4u32, __vals3(v0, v2, v8, __a0))))
+                                    Some(__st.pushed(__at(4u32, __vals2(v0, v2, v8, __a0))))
                                 }
                             }
                         } else {
                             {
                                 let __a0 = v7;
-                                Some(__st.pushed(__at(4u32, __vals3(v0, v2, v8, __a0))))
+                                Some(__st.pushed(__at(4u32, __vals2(v0, v2, v8, __a0))))
                             }
                         }
                     }
@@ -401,7 +401,7 @@ pub mod plus_minus {
                     __st.frames.push(__frame);
                     break 'path __rt::ext::join(__c, __st);
                 }
-                let (v0, v2, v8, v22) = __unvals3(__frame.vals);
+                let (v0, v2, v8, v22) = __unvals2(__frame.vals);
                 let v37: usize = match __rt::ops::fold_bin(
                     __rt::BinOp::Add,
                     __rt::ValTy::U64,
