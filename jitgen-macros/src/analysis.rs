@@ -84,6 +84,40 @@ impl<'g> Gen<'g> {
         self.field_list_of(fi, &t)
     }
 
+    /// For `t = getfield(p)`, a list field of a virtual object that this
+    /// block then indexes (`t[i]`, read or written), where the interpreter
+    /// reads its saved frames in place: `(p, k, i)` for the operation at
+    /// `at`, `(p, k)` as [`Gen::field_list_of`], `i` the index where it is
+    /// computed before the field is read.
+    /// Such an index may name an element of the list's hidden part (a
+    /// procedure reading its arguments below its frame's base, in its
+    /// caller's segment): the frame on top of the continuation stack is
+    /// then popped first, so that its segment is back in the tail.
+    pub(crate) fn reads_hidden(&self, fi: usize, b: NodeIndex, at: usize) -> Option<(Ident, usize, Option<Value>)> {
+        let ops = &self.fns[fi].graph.graph[b].ops;
+        let op = &ops[at];
+        if !self.frames_in_place || !matches!(op.kind, OpKind::GetField(_)) {
+            return None;
+        }
+        if !matches!(self.repr(fi, op.result), Repr::VList(_)) {
+            return None;
+        }
+        let t = Value::Var(op.result);
+        let index = ops
+            .iter()
+            .find(|o| matches!(o.kind, OpKind::GetItem | OpKind::SetItem) && o.args.first() == Some(&t))?
+            .args
+            .get(1)?
+            .clone();
+        // The index, where it is known when the field is read.
+        let known = match &index {
+            Value::Var(i) => !ops.iter().skip(at).any(|o| o.result == *i),
+            _ => true,
+        };
+        let (p, k) = self.field_list_of(fi, &t)?;
+        Some((p, k, known.then_some(index)))
+    }
+
     /// The types of struct whose local `Vec`s the interpreter reads in
     /// place as well as pops (`len` or an index: `frames.last()`). Spilled
     /// by a recursion, such lists count their entries, so that their

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use hint_annotator::flowgraph::{Exit, Value, Var};
-use hint_annotator::types::Ty;
+use hint_annotator::types::{IntTy, Ty};
 use hint_annotator::Color;
 use petgraph::stable_graph::NodeIndex;
 use proc_macro2::{Ident, TokenStream};
@@ -196,21 +196,45 @@ impl<'g> Gen<'g> {
                     }
                 });
             }
-            if let Some((p, k)) = self.pops_hidden(fi, b, op) {
+            if let Some((p, j)) = self.pops_hidden(fi, b, op) {
                 // An operand stack with a hidden part: its segment comes back
                 // with the frame on top of the continuation stack.
                 let pre = self.point_ids[&(fi, b, k)];
                 let pre_frame = self.frame(pre, &HashMap::new(), false);
                 let rt = rt();
                 body.push(quote! {
-                    if __st.pops_hidden(&#p, #k) {
+                    if __st.pops_hidden(&#p, #j) {
                         __st.frames.push(#pre_frame);
-                        if __st.any_pops_spilled() {
+                        if __st.any_pops_spilled() || __st.unspills_for_index() {
                             break 'path #rt::ext::unspill(__c, __st, __forever, __resume_fns());
                         }
                         __st.frames.pop();
                     }
                 });
+            }
+            if let Some((p, j, i)) = self.reads_hidden(fi, b, k) {
+                // An index into an operand stack's hidden part: the segment
+                // holding it comes back with the frame on top of the
+                // continuation stack, then the field is read again.
+                let usize_repr = Repr::R(Sc::Int(IntTy::Usize));
+                let i = match i {
+                    Some(i) => self.operand(fi, &i, &usize_repr).map(|i| quote!(Some(&#i))),
+                    None => Some(quote!(None)),
+                };
+                if let Some(i) = i {
+                    let pre = self.point_ids[&(fi, b, k)];
+                    let pre_frame = self.frame(pre, &HashMap::new(), false);
+                    let rt = rt();
+                    body.push(quote! {
+                        if __st.reads_hidden(&__c.b, &#p, #j, #i) {
+                            __st.frames.push(#pre_frame);
+                            if __st.unspills_for_index() {
+                                break 'path #rt::ext::unspill(__c, __st, __forever, __resume_fns());
+                            }
+                            __st.frames.pop();
+                        }
+                    });
+                }
             }
             self.declined.set(false);
             body.push(self.op(fi, op));

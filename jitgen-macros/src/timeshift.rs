@@ -233,7 +233,10 @@ impl<'g> Gen<'g> {
                     if g.promotes_run_time(fi, op) {
                         g.point(fi, b, k + 1, Some(op.result));
                     }
-                    if g.pops_frames(fi, op).is_some() || g.pops_hidden(fi, b, op).is_some() {
+                    if g.pops_frames(fi, op).is_some()
+                        || g.pops_hidden(fi, b, op).is_some()
+                        || g.reads_hidden(fi, b, k).is_some()
+                    {
                         g.point(fi, b, k, None);
                     }
                     if op.kind == OpKind::GlobalMergePoint && k > 0 {

@@ -13,7 +13,7 @@ use std::hash::Hash;
 
 use crate::compile::redbox::RedBox;
 use crate::compile::vdict::VDict;
-use crate::compile::virtuals::{VHeap, VPList, VPtr};
+use crate::compile::virtuals::{VHeap, VPList, VPtr, MAX_VIRTUAL_PTRS};
 use crate::compile::vlist::{InPlaceRef, VList};
 use crate::ir::builder::CallbackFn;
 use crate::ir::builder::ResidualBuilder;
@@ -135,6 +135,13 @@ struct SegmentPlan {
 fn pops_spilled<F: Frame>(f: &mut F) -> bool {
     let mut found = false;
     f.lists_mut(&mut |l| found |= matches!(l, ListMut::Ptrs(l) if l.pops_spilled()));
+    found
+}
+
+/// Whether `f` has a spilled list.
+fn has_spilled<F: Frame>(f: &mut F) -> bool {
+    let mut found = false;
+    f.lists_mut(&mut |l| found |= matches!(l, ListMut::Ptrs(VPList::Spilled { .. })));
     found
 }
 
@@ -775,22 +782,31 @@ impl<F: Frame> JitState<F> {
         self.top_len = None;
         // The innermost frame's list (a pop of frames), or an outer one's
         // (a pop of an operand stack whose hidden part is needed).
-        let at = (0..self.frames.len()).rev().find(|&i| pops_spilled(&mut self.frames[i]))?;
+        // Else the one spilled list, whose frames are virtual down to the
+        // one that is not (an index into an operand stack's hidden part:
+        // `JitState::reads_hidden`).
+        let innermost = (0..self.frames.len()).rev().find(|&i| pops_spilled(&mut self.frames[i]));
+        let below_virtual = innermost.is_none();
+        let at = match innermost {
+            Some(at) => at,
+            None => (0..self.frames.len()).rev().find(|&i| has_spilled(&mut self.frames[i]))?,
+        };
         let f = &mut self.frames[at];
         let heap = &mut self.heap;
         let mut done = None;
         f.lists_mut(&mut |l| {
             let ListMut::Ptrs(l) = l else { return };
-            if done.is_some() || !l.pops_spilled() {
+            if done.is_some() || !(l.pops_spilled() || below_virtual && matches!(l, VPList::Spilled { .. })) {
                 return;
             }
             done = match id {
                 Some(id) => crate::compile::spill::unspill_top(l, b, heap, id),
                 None => {
-                    if let VPList::Spilled { below, .. } = l {
+                    if let VPList::Spilled { below, items, .. } = l {
+                        let items = std::mem::take(items);
                         *l = match *below {
-                            Some(a) => VPList::Over(a, vec![]),
-                            None => VPList::Virtual(vec![]),
+                            Some(a) => VPList::Over(a, items),
+                            None => VPList::Virtual(items),
                         };
                     }
                     // No entry of this call is left: nothing of an operand
@@ -825,6 +841,36 @@ impl<F: Frame> JitState<F> {
     /// stack (see [`crate::compile::spill::Segment`]).
     pub fn pops_hidden(&self, p: &VPtr, k: usize) -> bool {
         matches!(self.heap.list(p, k), Some(VList::Tail(_, items, _, Some(_))) if items.is_empty())
+    }
+
+    /// Whether element `index` of list `k` of the virtual object `p` lies
+    /// in the list's hidden part (see [`crate::compile::spill::Segment`]):
+    /// placed below the length before its tail; for an index not known yet,
+    /// whether the tail is empty (any element is then below it). The frame on top of the
+    /// continuation stack is then popped first, where
+    /// [`JitState::unspills_for_index`] allows it, its segment back in the
+    /// tail, so that the element is read or written there instead of moving
+    /// the hidden part into memory (a procedure reading its arguments below
+    /// its frame's base).
+    pub fn reads_hidden(&self, b: &ResidualBuilder, p: &VPtr, k: usize, index: Option<&RedBox>) -> bool {
+        let Some(VList::Tail(_, items, _, Some(m))) = self.heap.live(p).map(|o| &o.lists[k]) else { return false };
+        match index {
+            Some(i) => b.difference(m, i).is_some_and(|c| c < 0),
+            None => items.is_empty(),
+        }
+    }
+
+    /// Whether a frame's list is spilled with fewer than
+    /// [`MAX_VIRTUAL_PTRS`] virtual frames, so that [`JitState::unspill`]
+    /// may make one more virtual for an index into a hidden part.
+    pub fn unspills_for_index(&mut self) -> bool {
+        let mut room = false;
+        for f in &mut self.frames {
+            f.lists_mut(&mut |l| {
+                room |= matches!(l, ListMut::Ptrs(VPList::Spilled { items, .. }) if items.len() < MAX_VIRTUAL_PTRS)
+            });
+        }
+        room
     }
 
     /// Whether a frame has a spilled list with no virtual element left (see

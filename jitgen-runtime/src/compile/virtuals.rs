@@ -519,7 +519,7 @@ impl VHeap {
     }
 
     /// The object `p` names, while it is virtual.
-    fn live(&self, p: &VPtr) -> Option<&VObject> {
+    pub fn live(&self, p: &VPtr) -> Option<&VObject> {
         match p {
             VPtr::Virtual(i) => self.objects.get(*i as usize).filter(|o| o.forced.is_none()),
             VPtr::Real(_) => None,
