@@ -56,6 +56,12 @@ pub(crate) struct Entry {
     /// `green_word` keys the entry filter of the portal's `Sampler`.
     pub(crate) cheap_greens: Vec<TokenStream>,
     pub(crate) cheap_greens_in_hook: Vec<TokenStream>,
+    /// Owned `mut` locals the hook takes by `&mut`: moved into a temporary
+    /// of the same name with `__jit_moved_` before the call and back after,
+    /// so that the interpreter's own local never has its address taken and
+    /// stays in registers on the hot path (an escaped address kept a
+    /// `Vec`'s length in a stack slot, stored at every push and pop).
+    pub(crate) moved: Vec<(TokenStream, Ident)>,
 }
 
 /// `portal`: the entry of a portal hook, which virtualizes the lists it is
@@ -83,6 +89,7 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
         lens: vec![],
         cheap_greens: vec![],
         cheap_greens_in_hook: vec![],
+        moved: vec![],
     };
     for v in vars {
         let info = f.graph.var(*v);
@@ -315,6 +322,14 @@ pub(crate) fn live_name(name: &str) -> (Ident, TokenStream) {
     (format_ident!("{}", clean.replace('.', "__")), quote!(#base #(.#path)*))
 }
 
+/// Whether the portal passes the owned local at `src` by reference rather
+/// than moving it (see [`Entry::moved`]): `self`, and a tuple's component
+/// (moving it out would leave the tuple partly moved).
+fn portal_moves_by_ref(src: &TokenStream) -> bool {
+    let s = src.to_string();
+    s == "self" || s.contains('.')
+}
+
 /// The local a live variable belongs to: `t` for the component `t.0`.
 pub(crate) fn base_name(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
@@ -365,7 +380,11 @@ fn red_object(
         }
         other => {
             let t = pty_of(other);
-            if is_mut {
+            if is_mut && !portal_moves_by_ref(src) {
+                let tmp = format_ident!("__jit_moved_{}", n);
+                e.moved.push((src.clone(), tmp.clone()));
+                (quote!(&mut #t), quote!(&mut #tmp), quote!(#n as *mut #t as usize as u64))
+            } else if is_mut {
                 (quote!(&mut #t), quote!(&mut #src), quote!(#n as *mut #t as usize as u64))
             } else {
                 (quote!(&#t), quote!(&#src), quote!(#n as *const #t as usize as u64))

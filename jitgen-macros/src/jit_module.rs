@@ -1006,12 +1006,16 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
     } else {
         // Visits to skip are counted down in locals (see
         // `LoopSampler`).
+        let (srcs, tmps): (Vec<_>, Vec<_>) = e.moved.iter().cloned().unzip();
         quote! {{
         if __jit_sampler.due() {
             ::core::hint::cold_path();
             let __jit_green = #rt::driver::green_word(&[#(#cheap),*]);
             if __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn) {
-                match self::__jit::#hook(#(#args),*) {
+                #(let mut #tmps = #srcs;)*
+                let __jit_result = self::__jit::#hook(#(#args),*);
+                #(#srcs = #tmps;)*
+                match __jit_result {
                     ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
                     ::core::option::Option::Some(::core::result::Result::Err(__p)) => {
                         #(#assigns)*

@@ -33,12 +33,13 @@ pub mod plus_minus {
                             if __jit_sampler
                                 .visits_hook(__jit_green, self::__jit::__skip_ll_plus_minus)
                             {
-                                match self::__jit::__portal_ll_plus_minus(
+                                let __jit_result = self::__jit::__portal_ll_plus_minus(
                                     &*s,
                                     <_ as __rt::portal::ByValue<i64>>::by_value(y),
                                     <_ as __rt::portal::ByValue<i64>>::by_value(acc),
                                     <_ as __rt::portal::ByValue<usize>>::by_value(pc),
-                                ) {
+                                );
+                                match __jit_result {
                                     ::core::option::Option::Some(
                                         ::core::result::Result::Ok(__r),
                                     ) => return __r,
