@@ -1,6 +1,7 @@
 //! The TLC benchmark harness: `cargo run --release --example tlc_bench [--
-//! --runs N] [--no-write] [--others]` (`--others`: only the table of the
-//! other example interpreters).
+//! --runs N] [--no-write] [--others [--only NAME]] [--small]` (`--others`:
+//! only the table of the other example interpreters, those whose name
+//! contains NAME; `--small`: only the table of small inputs).
 //!
 //! For f1, factorial, fibonacci, recursive fibonacci and accumulator it times, in one run: the
 //! plain TLC interpreter, the JIT including compilation (a fresh thread, so
@@ -90,8 +91,15 @@ fn main() {
     let runs: usize = args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(5);
     let write = !args.iter().any(|a| a == "--no-write");
     if args.iter().any(|a| a == "--others") {
-        // Only the other interpreters' table, written nowhere.
-        println!("{}", other_interpreters(runs));
+        // Only the other interpreters' table (the rows whose interpreter
+        // names `--only`'s text, if given), written nowhere.
+        let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).map_or("", |s| s.as_str());
+        println!("{}", other_interpreters(runs, only));
+        return;
+    }
+    if args.iter().any(|a| a == "--small") {
+        // Only the small inputs' table, written nowhere.
+        println!("{}", small_inputs());
         return;
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -211,7 +219,7 @@ fn main() {
     }
     let small = small_inputs();
     println!("\n{small}");
-    let others = other_interpreters(runs);
+    let others = other_interpreters(runs, "");
     println!("\n{others}");
     if write {
         let machine = machine();
@@ -321,6 +329,22 @@ fn funcvm(program: &'static str, use_jit: bool) -> String {
     })
 }
 
+/// The procedure VM (`interpreters/procvm`): its programs assembled once
+/// per thread, as an embedder keeps its program.
+fn procvm(program: &'static str, use_jit: bool) -> String {
+    use procvm_interp::{asm::assemble, programs, vm};
+    thread_local!(static CODE: [Vec<vm::Instruction>; 2] = [
+        assemble(&programs::fib(25, "")).expect("assembles"),
+        assemble(&programs::ackermann(2, 300, "")).expect("assembles"),
+    ]);
+    CODE.with(|c| {
+        let code = &c[usize::from(program == "ack")];
+        let mut out = vec![];
+        let stack = if use_jit { vm::interpret(code, &mut out) } else { vm::jit::plain::interpret(code, &mut out) };
+        format!("{stack:?}")
+    })
+}
+
 fn recursive_fib(n: i64, use_jit: bool) -> String {
     use recursive_interp::{programs::fib, rec};
     // One program per thread, as an embedder keeps its program: code is
@@ -367,6 +391,8 @@ const OTHERS: &[Other] = &[
     ("stack VM, frames owning their locals", "Ackermann(3, 7)", |j| framevm("ack", j), framevm_interp::vm::jit::stats),
     ("stack VM, ip in its frames", "recursive fib 25", |j| funcvm("fib", j), funcvm_interp::vm::jit::stats),
     ("stack VM, ip in its frames", "Ackermann(3, 7)", |j| funcvm("ack", j), funcvm_interp::vm::jit::stats),
+    ("stack VM, procedures (`Ret` promotes)", "recursive fib 25", |j| procvm("fib", j), procvm_interp::vm::jit::stats),
+    ("stack VM, procedures (`Ret` promotes)", "Ackermann(2, 300)", |j| procvm("ack", j), procvm_interp::vm::jit::stats),
     ("calls recursing in Rust", "recursive fib 27", |j| recursive_fib(27, j), recursive_interp::rec::jit::stats),
     (
         "Brainfuck on a `&mut [u8]` tape",
@@ -384,11 +410,11 @@ const OTHERS: &[Other] = &[
 
 /// A table of the other interpreters' programs: plain, the JIT with its
 /// compilation (a fresh thread), and the JIT warm.
-fn other_interpreters(runs: usize) -> String {
+fn other_interpreters(runs: usize, only: &str) -> String {
     let mut table = String::from(
         "| interpreter | program | plain ms | JIT ms, compilation included | JIT ms, warm | speed-up, compilation included | speed-up, warm |\n|---|---|---:|---:|---:|---:|---:|\n",
     );
-    for &(name, program, run, stats) in OTHERS {
+    for &(name, program, run, stats) in OTHERS.iter().filter(|o| o.0.contains(only)) {
         eprintln!("{name} {program}...");
         let (want, once) = timed(|| run(false));
         let cold = median(&measure(

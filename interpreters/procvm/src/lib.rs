@@ -331,6 +331,53 @@ pub mod programs {
         )
     }
 
+    /// Ackermann's function of `m` and `n`, then `after`: the procedure
+    /// takes m below n and leaves its result in place of both.
+    pub fn ackermann(m: isize, n: isize, after: &str) -> String {
+        format!(
+            "Proc ack
+                GetArg 1
+                JNE mPositive
+                Pop
+                GetArg 0
+                Incr
+                SetArg 1
+                Pop
+                Pop
+                Ret
+                label mPositive
+                GetArg 0
+                JNE nPositive
+                Pop
+                GetArg 1
+                Decr
+                Push 1
+                Call ack
+                SetArg 1
+                Pop
+                Pop
+                Ret
+                label nPositive
+                GetArg 1
+                Decr
+                GetArg 1
+                GetArg 0
+                Decr
+                Call ack
+                Call ack
+                SetArg 1
+                Pop
+                Pop
+                Ret
+            End
+
+            Push {m}
+            Push {n}
+            Call ack
+            {after}"
+        )
+    }
+
     /// A loop summing `1..=n` with locals read through `Get` and `Set`:
     /// leaves the sum on the stack.
     pub fn sum_loop(n: isize) -> String {
