@@ -819,23 +819,21 @@ entry(v0: u64):
         entry(v0: u64):
             v1 = const.ptr TAPE
             v2 = const.u64 0
-            v3 = const.u8 1
             bounds_check v2, v0
-            v4 = load.u8 v1+0
-            v5 = add.u8 v4, v3
-            v6 = add.u8 v5, v3
-            v7 = add.u8 v6, v3
+            v3 = load.u8 v1+0
+            v4 = const.u8 2
+            v5 = add.u8 v3, v4
+            v6 = const.u8 3
+            v7 = add.u8 v3, v6
             store.u8 v1+0, v7
             v8 = const.u64 1
             bounds_check v8, v0
             v9 = load.u8 v1+1
-            v10 = add.u8 v9, v3
-            v11 = add.u8 v10, v3
-            store.u8 v1+1, v11
-            v12 = sub.u8 v7, v3
-            store.u8 v1+0, v12
-            v13 = cast.u8.u64 v12
-            return v13
+            v10 = add.u8 v9, v4
+            store.u8 v1+1, v10
+            store.u8 v1+0, v5
+            v11 = cast.u8.u64 v5
+            return v11
     "#]];
     want.assert_eq(&listing(&after).replace(&tape, "TAPE"));
 }
@@ -1012,21 +1010,19 @@ entry(v0: ptr, v1: u64):
             v2 = const.u64 0
             bounds_check v2, v1
             v3 = load.u8 v0+0
-            v4 = const.u8 1
+            v4 = const.u8 2
             v5 = add.u8 v3, v4
-            v6 = add.u8 v5, v4
-            v7 = add.u8 v6, v4
+            v6 = const.u8 3
+            v7 = add.u8 v3, v6
             store.u8 v0+0, v7
             v8 = const.u64 1
             bounds_check v8, v1
             v9 = load.u8 v0+1
             v10 = add.u8 v9, v4
-            v11 = add.u8 v10, v4
-            store.u8 v0+1, v11
-            v12 = sub.u8 v7, v4
-            store.u8 v0+0, v12
-            v13 = cast.u8.u64 v12
-            return v13
+            store.u8 v0+1, v10
+            store.u8 v0+0, v5
+            v11 = cast.u8.u64 v5
+            return v11
     "#]];
     want.assert_eq(&listing(&after));
     assert!(listing(&after).lines().count() <= 20, "{}", listing(&after));
@@ -1079,4 +1075,104 @@ entry(v0: u64):
             return v8
     "#]];
     want.assert_eq(&listing(&after).replace(&tape, "TAPE"));
+}
+
+#[test]
+fn a_one_block_loop_carries_its_cell_in_a_register() {
+    let _tape = TAPE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let tape = format!("{:#x}", TAPE.as_ptr() as usize);
+    // Brainfuck's `[-]` once its `[` passed, on the cell at an input index
+    // of a tape whose length is the other input: each turn checks the
+    // index, loads the cell, stores it less one, and goes on while that is
+    // not zero. The index does not change around the loop.
+    let input = "
+entry(v0: u64, v1: u64):
+    v2 = const.ptr TAPE
+    jump L1(v1)
+L1(v3: u64):
+    bounds_check v3, v0
+    v4 = cast.u64.ptr v3
+    v5 = add.ptr v2, v4
+    v6 = load.u8 v5+0
+    v7 = const.u8 1
+    v8 = sub.u8 v6, v7
+    store.u8 v5+0, v8
+    v9 = const.u8 0
+    v10 = ne.u8 v8, v9
+    branch v10, L1(v3), L2()
+L2():
+    return v3
+"
+    .replace("TAPE", &tape);
+    let before = parsed(&input);
+    let mut after = before.clone();
+    assert!(after.keep_loop_places());
+    after.check_dominance().unwrap_or_else(|e| panic!("{e}\n{}", listing(&after)));
+    let runs = |f: &ResidualFunction| {
+        let mut out = vec![];
+        for (len, at) in [(8u64, 0u64), (8, 3), (8, 7), (2, 1), (2, 5)] {
+            for cells in [[1u8, 2, 3, 0, 255, 0, 9, 7], [0; 8]] {
+                out.push(outcome_on_tape(f, &[len, at], cells));
+            }
+        }
+        out
+    };
+    assert_eq!(runs(&before), runs(&after), "{}", listing(&after));
+    // The first turn stays as it was and goes on in the copy, which carries
+    // the cell (no load, no store, no check) and stores it where it leaves.
+    let want = expect![[r#"
+        entry(v0: u64, v1: u64):
+            v2 = const.ptr TAPE
+            jump L1(v1)
+        L1(v3: u64):
+            bounds_check v3, v0
+            v4 = cast.u64.ptr v3
+            v5 = add.ptr v2, v4
+            v6 = load.u8 v5+0
+            v7 = const.u8 1
+            v8 = sub.u8 v6, v7
+            store.u8 v5+0, v8
+            v9 = const.u8 0
+            v10 = ne.u8 v8, v9
+            branch v10, L3(v8), L2()
+        L2():
+            return v3
+        L3(v11: u8):
+            v12 = sub.u8 v11, v7
+            v13 = ne.u8 v12, v9
+            branch v13, L3(v12), L4()
+        L4():
+            store.u8 v5+0, v12
+            jump L2()
+    "#]];
+    want.assert_eq(&listing(&after).replace(&tape, "TAPE"));
+    // Then the copy is a counted loop: four turns per jump.
+    after.simplify();
+    assert_eq!(runs(&before), runs(&after), "{}", listing(&after));
+    assert!(listing(&after).contains("gt.u8"), "{}", listing(&after));
+}
+
+#[test]
+fn a_loop_that_touches_two_places_keeps_them_in_memory() {
+    // `[->+<]`: the two cells may be one address as far as the pass knows
+    // (two bases), so neither is carried.
+    let input = "
+entry(v0: ptr, v1: ptr):
+    jump L1()
+L1():
+    v2 = load.u8 v0+0
+    v3 = const.u8 1
+    v4 = sub.u8 v2, v3
+    store.u8 v0+0, v4
+    v5 = load.u8 v1+0
+    v6 = add.u8 v5, v3
+    store.u8 v1+0, v6
+    v7 = const.u8 0
+    v8 = ne.u8 v4, v7
+    branch v8, L1(), L2()
+L2():
+    return
+";
+    let mut f = parsed(input);
+    assert!(!f.keep_loop_places(), "{}", listing(&f));
 }

@@ -178,26 +178,26 @@ fn spilled_frames_go_onto_the_continuation_stack_and_come_back() {
                 store.u64 v8+8, v6
                 v15 = load.u64 v8+16
                 v16 = const.u64 2
-                v17 = add.u64 v6, v16
-                v18 = gt.u64 v17, v15
-                branch v18, L3(), L4()
+                v17 = const.u64 3
+                v18 = add.u64 v3, v17
+                v19 = gt.u64 v18, v15
+                branch v19, L3(), L4()
             L3():
                 call.cold cont_reserve(v16)
                 jump L4()
             L4():
-                v19 = const.ptr STACK
-                v20 = load.ptr v19+0
-                v21 = const.u64 8
-                v22 = mul.u64 v6, v21
-                v23 = cast.u64.ptr v22
-                v24 = add.ptr v20, v23
-                store.i64 v24+0, v1
-                v25 = const.u64 1
-                store.u64 v24+8, v25
-                store.u64 v19+8, v17
-                v26 = const.u64 2
-                v27 = sub.u64 v17, v26
-                store.u64 v19+8, v27
+                v20 = const.ptr STACK
+                v21 = load.ptr v20+0
+                v22 = const.u64 8
+                v23 = mul.u64 v6, v22
+                v24 = cast.u64.ptr v23
+                v25 = add.ptr v21, v24
+                store.i64 v25+0, v1
+                v26 = const.u64 1
+                store.u64 v25+8, v26
+                store.u64 v20+8, v18
+                v27 = add.u64 v3, v26
+                store.u64 v20+8, v27
                 return 
         "#]],
     );

@@ -36,6 +36,11 @@
 //! name one place. Nothing moves, so the function leaves where and how it
 //! did (an operation that may leave, computed again, would not leave the
 //! second time).
+//!
+//! Last, wrapping additions and subtractions of constants in a row fold into
+//! one (`+++` on a cell is one addition of 3 once its loads are forwarded),
+//! and the walk runs again when they did, since the sums may be values
+//! computed already.
 
 use rustc_hash::FxHashMap;
 
@@ -105,6 +110,20 @@ impl ResidualFunction {
     /// imply (see the module doc); whether it changed anything.
     pub fn forward_memory(&mut self) -> bool {
         let mut changed = self.fold_address_offsets();
+        changed |= self.forward_blocks();
+        // Loads forwarded, steps on a cell (`+++`) follow one another; the
+        // sums they fold into may be values computed already.
+        if self.fold_constant_steps() {
+            self.forward_blocks();
+            changed = true;
+        }
+        changed
+    }
+
+    /// The walk of [`ResidualFunction::forward_memory`] over the blocks;
+    /// whether it changed anything.
+    fn forward_blocks(&mut self) -> bool {
+        let mut changed = false;
         let consts: FxHashMap<Val, u64> = self
             .blocks
             .values()
@@ -227,6 +246,61 @@ impl ResidualFunction {
                     t.map_uses(&|v| same.get(&v).copied().unwrap_or(v));
                 }
             }
+        }
+        changed
+    }
+
+    /// Wrapping additions and subtractions of constants in a row are one:
+    /// `x + 1`, then that `+ 1`, is `x + 2` (`+++` on a tape cell, a
+    /// hundred of them in a row in a Brainfuck loop's body). The steps in
+    /// between stay until nothing uses them (the `dead` pass). Wrapping
+    /// arithmetic only: modulo the type's width, the sum is exact. Whether
+    /// any changed.
+    fn fold_constant_steps(&mut self) -> bool {
+        let mut consts: FxHashMap<Val, u64> = FxHashMap::default();
+        // Values that are another value plus a constant (modulo the width).
+        let mut steps: FxHashMap<Val, (Val, u64)> = FxHashMap::default();
+        let mut changed = false;
+        for l in self.blocks_in_dominance_order() {
+            let insts = std::mem::take(&mut self.blocks[l].insts);
+            let mut out = Vec::with_capacity(insts.len());
+            for i in insts {
+                let step = match &i {
+                    Inst::Const { dst, bits, .. } => {
+                        consts.insert(*dst, *bits);
+                        None
+                    }
+                    Inst::Bin { dst, op, ty, ov: Overflow::Wrap, a, b } if ty.is_int() => {
+                        match (op, consts.get(a), consts.get(b)) {
+                            (BinOp::Add, None, Some(k)) => Some((*dst, *ty, *a, *k)),
+                            (BinOp::Add, Some(k), None) => Some((*dst, *ty, *b, *k)),
+                            (BinOp::Sub, None, Some(k)) => Some((*dst, *ty, *a, k.wrapping_neg())),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                let Some((dst, ty, x, k)) = step else {
+                    out.push(i);
+                    continue;
+                };
+                match steps.get(&x).copied().filter(|(root, _)| self.vals[*root] == ty) {
+                    Some((root, k0)) => {
+                        let sum = ty.canon(k0.wrapping_add(k));
+                        let c = self.vals.push(ty);
+                        consts.insert(c, sum);
+                        out.push(Inst::Const { dst: c, ty, bits: sum });
+                        out.push(Inst::Bin { dst, op: BinOp::Add, ty, ov: Overflow::Wrap, a: root, b: c });
+                        steps.insert(dst, (root, sum));
+                        changed = true;
+                    }
+                    None => {
+                        steps.insert(dst, (x, ty.canon(k)));
+                        out.push(i);
+                    }
+                }
+            }
+            self.blocks[l].insts = out;
         }
         changed
     }

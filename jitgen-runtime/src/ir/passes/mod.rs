@@ -29,17 +29,23 @@
 //!    Braun et al.'s SSA construction, 2013) gives it the original's or the
 //!    copy's value, through a new parameter where a block has several
 //!    predecessors; propagation then drops those that carry one value.
-//! 4. **Unrolling** (`unroll.rs`): a counted loop of one block runs
-//!    [`UNROLL_TURNS`] turns per jump behind a guard (see that module).
-//! 5. **Known memory** (`forward.rs`): a load from a place its block loaded
+//! 4. **Known memory** (`forward.rs`): a load from a place its block loaded
 //!    from or stored to before, nothing having written it since, is the
 //!    value it got; a bounds check an earlier one of its block implies goes;
 //!    an address that is a base plus a constant is the base, the constant in
-//!    the offset.
-//! 6. **Overwritten stores** (`stores.rs`): a store that a later store of
+//!    the offset; wrapping additions of constants in a row are one.
+//! 5. **Places kept in registers** (`places.rs`): a loop of one block whose
+//!    loads and stores all name one place, at an address that does not
+//!    change around it, carries the place's value in a parameter from its
+//!    second turn on, and stores it where it leaves.
+//! 6. **Unrolling** (`unroll.rs`): a counted loop of one block runs
+//!    [`UNROLL_TURNS`] turns per jump behind a guard (see that module); after
+//!    the two passes above, so that a loop over a cell kept in a register
+//!    (`[-]`) counts.
+//! 7. **Overwritten stores** (`stores.rs`): a store that a later store of
 //!    its block writes over, with nothing between that reads memory or
 //!    leaves, is dropped.
-//! 7. **Dead values** (`dead.rs`): operations without effects (loads
+//! 8. **Dead values** (`dead.rs`): operations without effects (loads
 //!    included) whose values nothing uses are dropped.
 //!
 //! Not part of `simplify`: **fusion** (`fuse.rs`) copies the pieces a root's
@@ -73,6 +79,7 @@ mod dead;
 mod forward;
 mod fuse;
 mod merge;
+mod places;
 mod propagate;
 mod rotate;
 mod stores;
@@ -89,11 +96,12 @@ impl ResidualFunction {
     /// that predecessor, and drops unreachable blocks: labels that exist only
     /// because a merge point might have been reached again disappear. Then
     /// [`ResidualFunction::propagate`] (on the smaller function), and again if it changed
-    /// anything, and loops are closed through small blocks. Last, counted
-    /// loops of one block are unrolled ([`UNROLL_TURNS`] turns per jump
-    /// behind a guard; see the `unroll` module), stores written over are
-    /// dropped, and so are operations without effects whose values nothing
-    /// uses (the `dead` module).
+    /// anything, and loops are closed through small blocks. Last, known
+    /// memory is forwarded, a place a loop of one block works on is carried
+    /// in a register, counted loops of one block are unrolled
+    /// ([`UNROLL_TURNS`] turns per jump behind a guard; see the `unroll`
+    /// module), stores written over are dropped, and so are operations
+    /// without effects whose values nothing uses (the `dead` module).
     pub fn simplify(&mut self) {
         self.merge_blocks();
         if self.propagate() {
@@ -102,8 +110,9 @@ impl ResidualFunction {
         if self.close_loops_through_small_blocks() && self.propagate() {
             self.merge_blocks();
         }
-        self.unroll_counted_loops();
         self.forward_memory();
+        self.keep_loop_places();
+        self.unroll_counted_loops();
         self.drop_overwritten_stores();
         self.drop_dead_values();
     }

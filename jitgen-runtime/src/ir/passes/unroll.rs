@@ -18,6 +18,13 @@
 //! B:         unchanged: the turns left over, one at a time
 //! ```
 //!
+//! A test `iv' != bound` counts too when the step is one (up or down, a
+//! Brainfuck `[-]` once its cell is carried in a register): the turns left
+//! are the distance to the bound modulo the type's width, which `G` and `U`
+//! compare unsigned with `UNROLL_TURNS - 1` instead of comparing `iv` with
+//! a limit. Ordered tests need 64-bit integers; `!=` takes any width, its
+//! constant step read as a signed one of that width (`+ 255` in `u8`).
+//!
 //! In the copies, wrapping additions to a loop parameter are reassociated:
 //! `x + a1 + a2` becomes `x + (a1 + a2)`, so the chain that carries `x` from
 //! turn to turn has one addition per jump, not one per turn (TLC f1's
@@ -85,7 +92,10 @@ impl ResidualFunction {
         }
         let def = |v: Val| blk.insts.iter().find(|i| i.defs().first() == Some(&v));
         let Some(Inst::Cmp { op, ty, a, b: rhs, .. }) = def(*cond) else { return None };
-        if !matches!(ty, ValTy::Int { bits: 64, .. }) {
+        // Ordered tests on 64-bit integers (a narrower bound could wrap
+        // around within a turn's span); `!=` on any width.
+        let wide = matches!(ty, ValTy::Int { bits: 64, .. });
+        if !(wide || matches!(ty, ValTy::Int { .. }) && matches!(op, CmpOp::Ne | CmpOp::Eq)) {
             return None;
         }
         // `param[i] + step`, passed on as the next `param[i]`.
@@ -104,7 +114,11 @@ impl ResidualFunction {
                 _ => return None,
             };
             let i = blk.params.iter().position(|p| *p == x)?;
-            let step = if neg { (c as i64).wrapping_neg() } else { c as i64 };
+            // The constant as a signed step of the type's width (`+ 255`
+            // in `u8` steps down by one).
+            let shift = 64 - ty.bits();
+            let c = ((c << shift) as i64) >> shift;
+            let step = if neg { c.wrapping_neg() } else { c };
             (next.get(i) == Some(&v)).then_some((i, step))
         };
         let flip = |op: CmpOp| match op {
@@ -127,13 +141,17 @@ impl ResidualFunction {
                 CmpOp::Le => CmpOp::Gt,
                 CmpOp::Gt => CmpOp::Le,
                 CmpOp::Ge => CmpOp::Lt,
-                o => o,
+                CmpOp::Eq => CmpOp::Ne,
+                CmpOp::Ne => CmpOp::Eq,
             }
         };
         let counts = match test {
-            CmpOp::Lt | CmpOp::Le => step > 0,
-            CmpOp::Gt | CmpOp::Ge => step < 0,
-            CmpOp::Eq | CmpOp::Ne => false,
+            CmpOp::Lt | CmpOp::Le => step > 0 && wide,
+            CmpOp::Gt | CmpOp::Ge => step < 0 && wide,
+            // Stepping by one, a `!=` test meets its bound after a number
+            // of turns that the guard computes (see `unroll`).
+            CmpOp::Ne => step.unsigned_abs() == 1,
+            CmpOp::Eq => false,
         };
         if !counts || step.unsigned_abs() > 1 << 20 {
             return None;
@@ -202,24 +220,32 @@ impl ResidualFunction {
         let go = self.fresh_of(ValTy::Bool);
         let up = c.step > 0;
         let span_bits = ((UNROLL_TURNS as i64 - 1) * c.step).unsigned_abs();
-        let guard = vec![
-            Inst::Const { dst: span, ty, bits: span_bits },
-            Inst::Bin {
-                dst: limit,
-                op: if up { BinOp::Sub } else { BinOp::Add },
-                ty,
-                ov: Overflow::Wrap,
-                a: bound,
-                b: span,
-            },
-            // No wrap-around: then every turn's test up to the last
-            // passes when the induction variable has not passed `limit`.
-            Inst::Cmp { dst: fits, op: if up { CmpOp::Lt } else { CmpOp::Gt }, ty, a: limit, b: bound },
-            Inst::Cmp { dst: ahead, op: c.test, ty, a: gp[c.iv], b: limit },
-            Inst::Bin { dst: go, op: BinOp::And, ty: ValTy::Bool, ov: Overflow::Wrap, a: fits, b: ahead },
-        ];
+        let guard = if c.test == CmpOp::Ne {
+            // `iv' != bound`, stepping by one: the turns left before the
+            // test fails are the distance from the induction variable to
+            // the bound, modulo the width; at least `UNROLL_TURNS` of them
+            // let `U` run its turns (and the last turn's test goes to `T`).
+            self.ne_turns_left(ty, up, gp[c.iv], bound, go)
+        } else {
+            vec![
+                Inst::Const { dst: span, ty, bits: span_bits },
+                Inst::Bin {
+                    dst: limit,
+                    op: if up { BinOp::Sub } else { BinOp::Add },
+                    ty,
+                    ov: Overflow::Wrap,
+                    a: bound,
+                    b: span,
+                },
+                // No wrap-around: then every turn's test up to the last
+                // passes when the induction variable has not passed `limit`.
+                Inst::Cmp { dst: fits, op: if up { CmpOp::Lt } else { CmpOp::Gt }, ty, a: limit, b: bound },
+                Inst::Cmp { dst: ahead, op: c.test, ty, a: gp[c.iv], b: limit },
+                Inst::Bin { dst: go, op: BinOp::And, ty: ValTy::Bool, ov: Overflow::Wrap, a: fits, b: ahead },
+            ]
+        };
         let mut with_limit = gp.clone();
-        with_limit.push(limit);
+        with_limit.push(if c.test == CmpOp::Ne { bound } else { limit });
         let made = self.blocks.push(RBlock {
             params: gp.clone(),
             insts: guard,
@@ -280,7 +306,12 @@ impl ResidualFunction {
         }
         let after: Vec<Val> = orig.params.iter().map(|p| env[p]).collect();
         let again = self.fresh_of(ValTy::Bool);
-        insts.push(Inst::Cmp { dst: again, op: c.test, ty, a: after[c.iv], b: u_limit });
+        if c.test == CmpOp::Ne {
+            let more = self.ne_turns_left(ty, c.step > 0, after[c.iv], u_limit, again);
+            insts.extend(more);
+        } else {
+            insts.push(Inst::Cmp { dst: again, op: c.test, ty, a: after[c.iv], b: u_limit });
+        }
         // A value of the loop in its last turn here (a parameter: its value
         // at the start of the turn).
         let last = |v: Val| match orig.params.iter().position(|p| *p == v) {
@@ -308,6 +339,23 @@ impl ResidualFunction {
         }
         let then = self.blocks[t].term.clone().expect("made above");
         remove_dead(&mut self.blocks[u], &then);
+    }
+
+    /// Operations setting `go` to whether at least [`UNROLL_TURNS`] turns
+    /// of a loop stepping `iv` by one (`up` or down) pass its test
+    /// `iv' != bound`: the distance to the bound, modulo the width of `ty`,
+    /// compared unsigned.
+    fn ne_turns_left(&mut self, ty: ValTy, up: bool, iv: Val, bound: Val, go: Val) -> Vec<Inst> {
+        let ValTy::Int { bits, .. } = ty else { unreachable!("an integer induction variable") };
+        let unsigned = ValTy::Int { bits, signed: false };
+        let (dist, du, most) = (self.fresh_of(ty), self.fresh_of(unsigned), self.fresh_of(unsigned));
+        let (a, b) = if up { (bound, iv) } else { (iv, bound) };
+        vec![
+            Inst::Bin { dst: dist, op: BinOp::Sub, ty, ov: Overflow::Wrap, a, b },
+            Inst::Cast { dst: du, from: ty, to: unsigned, a: dist },
+            Inst::Const { dst: most, ty: unsigned, bits: UNROLL_TURNS as u64 - 1 },
+            Inst::Cmp { dst: go, op: CmpOp::Gt, ty: unsigned, a: du, b: most },
+        ]
     }
 
     /// Pushes `i`, a copy of an accumulating operation (`side` says which
