@@ -14,10 +14,11 @@ const CELLS: usize = 8;
 
 /// A random program that stays on the tape and ends: the pointer moves
 /// within it, and a loop decrements the cell it tests once a turn, its body
-/// working only on the cells to its right and coming back.
+/// working only on the cells to its right and coming back; or it is `[-]`
+/// or `[+]` (a loop over one cell, which compiled code keeps in a register).
 fn random_program(rng: &mut common::Rng, ptr: usize, depth: u32, out: &mut Vec<u8>) {
     for _ in 0..rng.below(8) + 1 {
-        match rng.below(7) {
+        match rng.below(8) {
             0 | 1 => out.extend(std::iter::repeat_n(b'+', rng.below(5) as usize + 1)),
             2 => out.push(b'-'),
             3 => out.push(b'.'),
@@ -36,6 +37,7 @@ fn random_program(rng: &mut common::Rng, ptr: usize, depth: u32, out: &mut Vec<u
                 out.extend(std::iter::repeat_n(b'<', k));
                 out.extend(b"-]");
             }
+            6 => out.extend_from_slice(if rng.below(2) == 0 { b"[-]" } else { b"[+]" }),
             _ => out.push(b'.'),
         }
     }
@@ -99,4 +101,19 @@ fn nested_loops_agree_with_plain() {
         tape_bf::run(&code, &jumps(&code), &mut tape, &mut out);
         assert_eq!((tape, out), want, "{}", String::from_utf8_lossy(&code));
     }
+}
+
+/// The innermost `[-]` of the nested loops, compiled, carries its cell in a
+/// register and runs four turns per jump: its unrolling guard compares the
+/// cell's distance to zero as a `u8` (`keep_loop_places`, then a counted
+/// loop on a `!=` test).
+#[test]
+fn the_innermost_loop_carries_its_cell_and_unrolls() {
+    let code = tape_interp::programs::nested_loops(2, 30);
+    let js = jumps(&code);
+    let f = tape_bf::jit::specialize::run(&code, &js);
+    let (mut tape, mut out) = ([0u8; CELLS], vec![]);
+    f.call(&mut tape, &mut out);
+    assert_eq!((tape, out), plain(&code, [0; CELLS]));
+    assert!(f.listing().contains(" = gt.u8 "), "{}", f.listing());
 }
