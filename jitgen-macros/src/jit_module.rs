@@ -779,6 +779,7 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
     let skip_fn = format_ident!("__skip_{}", name);
     let mask_fn = format_ident!("__mask_{}", name);
     let told = format_ident!("__never_{}", name);
+    hooks.push(call_clock(&name, &cache, &sampler));
     hooks.push(compile_fn(&gen, &compile, &name, point, &e, &ret));
     let mut params: Vec<TokenStream> = e.params.iter().map(|(n, t)| quote!(#n: #t)).collect();
     let deep = &e.deep;
@@ -942,6 +943,40 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
     never
 }
 
+/// The functions that begin and end a call of the portal `name` for
+/// `portal::slow` (its code cache and sampler the thread-locals `cache` and
+/// `sampler`): the interpreter loop's sampler at the start, which reports
+/// the call's end to `PortalSite::call_ended`.
+fn call_clock(name: &str, cache: &Ident, sampler: &Ident) -> TokenStream {
+    let rt = rt();
+    let (begin_fn, end_fn) = (format_ident!("__begin_{}", name), format_ident!("__end_{}", name));
+    quote! {
+        /// The interpreter loop's sampler at the start of a call of the
+        /// portal, which reports its end to `portal::slow`.
+        #[inline(never)]
+        pub(super) fn #begin_fn() -> #rt::driver::LoopSampler {
+            let __work = super::jit::__STATS.compile_work();
+            #sampler.with(|__s| {
+                let __timed = __s.begin_call(__work);
+                #rt::driver::LoopSampler::begin(__s.entry_mask(), __timed, #end_fn)
+            })
+        }
+
+        /// A call of the portal ended (see `PortalSite::call_ended`).
+        #[inline(never)]
+        fn #end_fn(__took: ::core::option::Option<::std::time::Duration>) {
+            let __site = #rt::driver::PortalSite {
+                cache: &#cache,
+                sampler: &#sampler,
+                config: &super::jit::__CONFIG,
+                stats: &super::jit::__STATS,
+                nested: false,
+            };
+            __site.call_ended(__took);
+        }
+    }
+}
+
 /// The portal's body rewritten: its merge point asks the hook first, its
 /// plain copy kept beside it (for `jit::plain`, and when compiling is off).
 fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park: &Park, never: bool) {
@@ -954,6 +989,7 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
     let (hook, sampler) = (format_ident!("__portal_{}", name), format_ident!("__SAMPLER_{}", name.to_uppercase()));
     let (skip_fn, mask_fn, told) =
         (format_ident!("__skip_{}", name), format_ident!("__mask_{}", name), format_ident!("__never_{}", name));
+    let begin_fn = format_ident!("__begin_{}", name);
     let assigns = &park.assigns;
     let Gathered { plain_copies, reexports, hooks, .. } = out;
 
@@ -1030,10 +1066,7 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
     };
     InsertHook { call }.visit_item_fn_mut(item);
     if !never {
-        item.block.stmts.insert(
-            0,
-            syn::parse_quote!(let mut __jit_sampler = #rt::driver::LoopSampler::new(self::__jit::#mask_fn());),
-        );
+        item.block.stmts.insert(0, syn::parse_quote!(let mut __jit_sampler = self::__jit::#begin_fn();));
     }
     // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
     // plain copy, with no hook at its merge point.

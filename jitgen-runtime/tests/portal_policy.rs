@@ -145,3 +145,71 @@ fn a_call_entering_no_code_stops_testing_the_mask() {
     sampler.entered();
     assert_eq!(run(&mut sampler, 100), 100);
 }
+
+/// Code whose calls run slower than interpreted calls of the same position
+/// is retired (`portal::slow`): after three compiled calls slower than the
+/// calls before them, three calls are interpreted on purpose; compiled
+/// calls slower than those retire the keys they entered, and later calls
+/// starting at that position give their hook up. The calls' durations are
+/// given here (the generated code measures them), so the test does not
+/// depend on this machine's speed.
+#[test]
+fn code_slower_than_interpreting_is_retired_and_its_calls_go_unhooked() {
+    use jitgen_runtime::driver::{green_word, CallMode};
+    static STATS: Stats = Stats::new();
+    static DENSE: Config = Config::new();
+    DENSE.set_threshold(0);
+    CACHE.with(|c| *c.borrow_mut() = PortalCache::default());
+    let site = PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &DENSE, stats: &STATS, nested: false };
+    let word = green_word(&[0x7000, 0]);
+    // One call of the portal, as its generated code makes it: begins, its
+    // first visit at key [9], entering or compiling there as the site
+    // says, and ends having taken `took`. Whether it entered code, and its
+    // mode.
+    let call = |took: Duration, code: bool| -> (bool, CallMode) {
+        let timed = SAMPLER.with(|s| s.begin_call(STATS.compile_work()));
+        assert!(timed, "the outermost call");
+        let goes = SAMPLER.with(|s| s.ask(true, 0, word)).is_none();
+        let mode = SAMPLER.with(|s| s.call_mode());
+        let mut entered = false;
+        if goes || mode != CallMode::Normal {
+            if let Some(hot) = site.visit(&[9], &[]) {
+                let mut compile = |_: &[u64]| -> Result<ResidualFn, String> {
+                    let mut b = ResidualBuilder::new("code", &[], &[ValTy::I64]);
+                    let r = b.konst(ValTy::I64, 9);
+                    b.ret(&[r]);
+                    Ok(compile_host(&b.finish()).expect("compiles"))
+                };
+                entered = code && site.code(hot, [9], &[], &[], &mut compile, &|| word).is_some();
+            }
+        }
+        site.call_ended(Some(took));
+        (entered, mode)
+    };
+    let ms = Duration::from_millis;
+    // Interpreted calls before the code, then one that compiles (its time
+    // is the compiler's), then compiled calls twice as slow.
+    assert_eq!(call(ms(10), false), (false, CallMode::Normal));
+    let (compiled, _) = call(ms(50), true);
+    assert!(compiled && STATS.snapshot().compilations == 1);
+    for _ in 0..3 {
+        assert_eq!(call(ms(20), true), (true, CallMode::Normal));
+    }
+    // Suspect: three calls interpreted on purpose, 10 ms each.
+    for _ in 0..3 {
+        assert_eq!(call(ms(10), true), (false, CallMode::Interpreting));
+    }
+    assert_eq!(STATS.snapshot().retired_slow, 1, "{:?}", STATS.last_decline());
+    assert!(STATS.last_decline().is_some_and(|w| w.contains("20.000 ms, interpreted 10.000 ms")));
+    // From then on calls starting there go on without their hook, and the
+    // key is interpreted.
+    let (entered, mode) = call(ms(10), true);
+    assert_eq!((entered, mode), (false, CallMode::Retired));
+    SAMPLER.with(|s| {
+        s.begin_call(STATS.compile_work());
+        s.ask(true, 0, word);
+        assert!(s.gives_up(), "a retired position's call gives its hook up");
+    });
+    site.call_ended(None);
+    assert!(!CACHE.with(|c| c.borrow().has_any_code()));
+}

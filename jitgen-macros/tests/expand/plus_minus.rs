@@ -10,9 +10,7 @@ pub mod plus_minus {
         if !self::jit::__CONFIG.enabled() {
             return __jit_off(s, x, y);
         }
-        let mut __jit_sampler = __rt::driver::LoopSampler::new(
-            self::__jit::__mask_ll_plus_minus(),
-        );
+        let mut __jit_sampler = self::__jit::__begin_ll_plus_minus();
         let mut acc = x;
         let mut pc = 0;
         '__jit_exit: {
@@ -438,6 +436,33 @@ pub mod plus_minus {
                     Some(__st)
                 }
             }
+        }
+        /// The interpreter loop's sampler at the start of a call of the
+        /// portal, which reports its end to `portal::slow`.
+        #[inline(never)]
+        pub(super) fn __begin_ll_plus_minus() -> __rt::driver::LoopSampler {
+            let __work = super::jit::__STATS.compile_work();
+            __SAMPLER_LL_PLUS_MINUS
+                .with(|__s| {
+                    let __timed = __s.begin_call(__work);
+                    __rt::driver::LoopSampler::begin(
+                        __s.entry_mask(),
+                        __timed,
+                        __end_ll_plus_minus,
+                    )
+                })
+        }
+        /// A call of the portal ended (see `PortalSite::call_ended`).
+        #[inline(never)]
+        fn __end_ll_plus_minus(__took: ::core::option::Option<::std::time::Duration>) {
+            let __site = __rt::driver::PortalSite {
+                cache: &__CACHE_LL_PLUS_MINUS,
+                sampler: &__SAMPLER_LL_PLUS_MINUS,
+                config: &super::jit::__CONFIG,
+                stats: &super::jit::__STATS,
+                nested: false,
+            };
+            __site.call_ended(__took);
         }
         /// Compiles the entry; `__words` (the inputs residual code would
         /// get now) lets it promote loop-invariant divisors at entry.

@@ -113,6 +113,7 @@
 use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
+use crate::portal::slow::Verdict;
 use crate::run::fusion::Fusion;
 use crate::run::residual::ResidualFn;
 
@@ -223,7 +224,15 @@ pub struct PortalCache<K> {
     expected_compile: std::time::Duration,
     /// The origin of the cache's clock (set when a first key gets warm).
     epoch: Option<std::time::Instant>,
+    /// Keys the portal call under way entered (see `portal::slow`).
+    entered: Vec<K>,
+    /// Keys that calls starting at a position (its green word) entered.
+    entered_from: FxHashMap<u64, Vec<K>>,
 }
+
+/// The most keys kept per position in [`PortalCache`]'s record of what calls
+/// starting there entered.
+const ENTERED_KEYS: usize = 16;
 
 impl<K> PortalCache<K> {
     /// An empty cache (a `const fn`: portals keep theirs in a thread-local
@@ -235,6 +244,8 @@ impl<K> PortalCache<K> {
             stale: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
             expected_compile: EXPECTED_COMPILE,
             epoch: None,
+            entered: Vec::new(),
+            entered_from: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
         }
     }
 }
@@ -440,6 +451,42 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         false
     }
 
+    /// Records that the portal call under way entered the code of `key`.
+    fn entered(&mut self, key: &K) {
+        if self.entered.len() < ENTERED_KEYS && !self.entered.contains(key) {
+            self.entered.push(key.clone());
+        }
+    }
+
+    /// The outermost portal call ended, having started at the position
+    /// `green` (if it got that far): the keys it entered are kept for it.
+    fn call_ended(&mut self, green: Option<u64>) {
+        let entered = std::mem::take(&mut self.entered);
+        let Some(green) = green else { return };
+        let keys = self.entered_from.entry(green).or_default();
+        for k in entered {
+            if keys.len() < ENTERED_KEYS && !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+
+    /// Retires the code of every key that calls starting at `green`
+    /// entered (see `portal::slow`): those keys are interpreted from then
+    /// on. Returns how many had code.
+    fn retire_from(&mut self, green: u64) -> usize {
+        let mut n = 0;
+        for k in self.entered_from.remove(&green).unwrap_or_default() {
+            if let Some(e) = self.keys.get_mut(&k) {
+                if matches!(e, Entry::Compiled(_)) {
+                    *e = Entry::Declined(DeclineKind::Positional);
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
     /// Whether any key has code.
     pub fn has_any_code(&self) -> bool {
         self.keys.values().any(|e| matches!(e, Entry::Compiled(_)))
@@ -507,6 +554,17 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// before it too, and says whether to compile or run (`Some`) or to keep
     /// interpreting (`None`: the next visits are skipped, see [`Sampler`]).
     pub fn visit(&self, key: &K, content: &[&[u8]]) -> Option<Hot> {
+        match self.sampler.with(|s| s.call_mode()) {
+            CallMode::Normal => {}
+            // Timed as the interpreter's (`portal::slow`): nothing entered,
+            // nothing counted.
+            CallMode::Interpreting => {
+                self.sampler.with(|s| s.cold(self.config.hot_policy().threshold));
+                return None;
+            }
+            // Goes on without its hook (`Sampler::gives_up`).
+            CallMode::Retired => return None,
+        }
         if self.nested && self.stats.recursion_seen() {
             // Saved frames here, and a recursion whose frames cannot be
             // spilled was seen: the entry would decline, so this visit
@@ -604,7 +662,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 match r {
                     Ok(code) => {
                         self.sampler.with(|s| s.add_entry(entry_word()));
-                        self.cache.with(|c| c.borrow_mut().insert(key, content, Some(code.clone())));
+                        self.cache.with(|c| c.borrow_mut().insert(key.clone(), content, Some(code.clone())));
                         code
                     }
                     Err(why) => {
@@ -615,7 +673,36 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             }
         };
         self.stats.entered();
+        self.sampler.with(|s| s.entered_code());
+        self.cache.with(|c| c.borrow_mut().entered(&key));
         Some(code)
+    }
+
+    /// A portal call ends (the generated code calls this as the call
+    /// returns or unwinds), having taken `took` where it was the outermost
+    /// one: its time goes into its position's tally, and code found slower
+    /// than interpreting is retired (see `portal::slow`).
+    pub fn call_ended(&self, took: Option<std::time::Duration>) {
+        let work = self.stats.compile_work();
+        // (A nested call is part of the outermost one's work.)
+        let Some((green, kind)) = self.sampler.with(|s| s.end_call(work)) else { return };
+        self.cache.with(|c| c.borrow_mut().call_ended(green));
+        let (Some(green), Some(took)) = (green, took.filter(|_| !std::thread::panicking())) else { return };
+        let Some(Verdict::Retire { compiled, interpreted }) = self.sampler.with(|s| s.record_call(green, kind, took))
+        else {
+            return;
+        };
+        let n = self.cache.with(|c| c.borrow_mut().retire_from(green));
+        self.stats.retired_slow(n as u64);
+        self.stats.declined_because(&format!(
+            "residual code retired: calls entering it took {:.3} ms, interpreted {:.3} ms (medians); \
+             {n} keys interpreted from now on",
+            compiled.as_secs_f64() * 1e3,
+            interpreted.as_secs_f64() * 1e3
+        ));
+        if !self.cache.with(|c| c.borrow().has_any_code()) {
+            self.sampler.with(|s| s.forget_entries());
+        }
     }
 
     /// Records that the code of `key` handed over to the interpreter (see

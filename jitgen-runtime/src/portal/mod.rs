@@ -1,10 +1,12 @@
 //! Portals: settings ([`config`]), sampling the hook's visits ([`sampler`]),
-//! counting per position key and the cache of compiled code ([`driver`]). The top layer: what a portal hook
+//! counting per position key and the cache of compiled code ([`driver`]),
+//! retiring code slower than interpreting ([`slow`]). The top layer: what a portal hook
 //! calls around a compilation.
 
 pub mod config;
 pub mod driver;
 pub mod sampler;
+pub mod slow;
 
 /// A scalar handed to a portal hook, given either by value or through a shared
 /// reference: interpreter code often holds `&i64` where the analysis sees the

@@ -1,10 +1,13 @@
 //! How often a portal hook looks at a visit: the skips after cold and
 //! declined visits, the filter of positions with code ([`Sampler`]), giving
 //! a call's hook up after declines ([`GIVE_UP_AFTER`], [`decline_kind`]),
-//! and the sampler of a loop's own hook ([`LoopSampler`]). The policy, and
-//! the figures behind it, are in the module doc of `portal::driver`.
+//! the sampler of a loop's own hook ([`LoopSampler`]), and the portal call
+//! under way that `portal::slow` times ([`Sampler::begin_call`]). The policy,
+//! and the figures behind it, are in the module doc of `portal::driver`.
 
 use std::cell::Cell;
+
+use crate::portal::slow::{CallKind, Tally, Verdict};
 
 /// The longest run of merge point visits a portal skips after meeting a
 /// declined key.
@@ -112,13 +115,27 @@ pub struct LoopSampler {
     quiet: u32,
     /// [`Sampler::entry_mask`], taken again after each visit of the hook.
     pub mask: u64,
+    /// For a call that reports its end ([`LoopSampler::begin`]): when it
+    /// began (the outermost call of its portal only), and what to call at
+    /// its end with how long it took.
+    call: Option<(Option<std::time::Instant>, fn(Option<std::time::Duration>))>,
 }
 
 impl LoopSampler {
     /// At the start of a portal call, given [`Sampler::entry_mask`].
     #[inline(always)]
     pub fn new(mask: u64) -> LoopSampler {
-        LoopSampler { skips: 0, counted: 0, quiet: 0, mask }
+        LoopSampler { skips: 0, counted: 0, quiet: 0, mask, call: None }
+    }
+
+    /// At the start of a portal call that reports its end to `end` (with
+    /// how long it took where `timed`: the outermost call of its portal,
+    /// see [`Sampler::begin_call`]), as the portal's generated code makes
+    /// it; `end` runs when the call returns or unwinds.
+    #[inline]
+    pub fn begin(mask: u64, timed: bool, end: fn(Option<std::time::Duration>)) -> LoopSampler {
+        let started = timed.then(std::time::Instant::now);
+        LoopSampler { skips: 0, counted: 0, quiet: 0, mask, call: Some((started, end)) }
     }
 
     /// The hook ran compiled code, which handed back to the interpreter:
@@ -171,6 +188,47 @@ impl LoopSampler {
     }
 }
 
+impl Drop for LoopSampler {
+    fn drop(&mut self) {
+        if let Some((started, end)) = self.call.take() {
+            end(started.map(|t| t.elapsed()));
+        }
+    }
+}
+
+/// How the outermost portal call under way treats compiled code (see
+/// `portal::slow`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallMode {
+    /// Entered where it is hot.
+    Normal,
+    /// Not entered: this call is timed as the interpreter's, against the
+    /// code's calls.
+    Interpreting,
+    /// Not entered, and the call goes on without its hook: the position
+    /// it started at has code slower than interpreting.
+    Retired,
+}
+
+/// What the outermost portal call under way did so far.
+#[derive(Clone, Copy, Debug)]
+struct CallState {
+    /// No visit reached the sampler yet (the position is not known).
+    fresh: bool,
+    /// The green word of the position it started at.
+    green: Option<u64>,
+    mode: CallMode,
+    /// It entered compiled code.
+    entered: bool,
+    /// The module's compile time when it began (see [`Sampler::begin_call`]).
+    compile_work: u64,
+}
+
+impl CallState {
+    const IDLE: CallState =
+        CallState { fresh: false, green: None, mode: CallMode::Normal, entered: false, compile_work: 0 };
+}
+
 /// Bit of [`Sampler`]'s skip counter: the portal has code in this thread
 /// (so a call keeps its hook, see [`Sampler::gives_up`]).
 const FILTERED: u32 = 1 << 31;
@@ -217,6 +275,12 @@ pub struct Sampler {
     /// the hook says what it met there.
     through: Cell<Option<u64>>,
     entries: [Cell<u64>; 4],
+    /// Portal calls under way (an interpreter recursing in Rust nests them).
+    depth: Cell<u32>,
+    /// The outermost call under way.
+    call: Cell<CallState>,
+    /// Timed calls per position (see `portal::slow`).
+    tallies: std::cell::RefCell<rustc_hash::FxHashMap<u64, Tally>>,
 }
 
 impl Sampler {
@@ -231,7 +295,76 @@ impl Sampler {
             recursion_run: Cell::new(0),
             through: Cell::new(None),
             entries: [const { Cell::new(0) }; 4],
+            depth: Cell::new(0),
+            call: Cell::new(CallState::IDLE),
+            tallies: std::cell::RefCell::new(rustc_hash::FxHashMap::with_hasher(rustc_hash::FxBuildHasher)),
         }
+    }
+
+    /// A portal call begins (`compile_work`: the module's compile time so
+    /// far, `Stats::compile_work`): whether it is the outermost one, which
+    /// is timed against the interpreter (`portal::slow`).
+    #[inline]
+    pub fn begin_call(&self, compile_work: u64) -> bool {
+        let d = self.depth.get();
+        self.depth.set(d + 1);
+        if d == 0 {
+            self.call.set(CallState { fresh: true, compile_work, ..CallState::IDLE });
+        }
+        d == 0
+    }
+
+    /// A portal call ends (`compile_work` as at [`Sampler::begin_call`]):
+    /// for the outermost, the position it started at (none where it never
+    /// reached its merge point) and what it did.
+    pub fn end_call(&self, compile_work: u64) -> Option<(Option<u64>, CallKind)> {
+        let d = self.depth.get().saturating_sub(1);
+        self.depth.set(d);
+        if d != 0 {
+            return None;
+        }
+        let c = self.call.replace(CallState::IDLE);
+        let kind = if c.compile_work != compile_work {
+            CallKind::Compiling
+        } else if c.entered && c.mode == CallMode::Normal {
+            CallKind::Compiled
+        } else {
+            CallKind::Interpreted
+        };
+        Some((c.green, kind))
+    }
+
+    /// How the call under way treats compiled code.
+    pub fn call_mode(&self) -> CallMode {
+        self.call.get().mode
+    }
+
+    /// The call under way entered compiled code.
+    pub fn entered_code(&self) {
+        let mut c = self.call.get();
+        c.entered = true;
+        self.call.set(c);
+    }
+
+    /// Records a timed call of the position `green`; the verdict if this
+    /// call decided it.
+    pub fn record_call(&self, green: u64, kind: CallKind, took: std::time::Duration) -> Option<Verdict> {
+        self.tallies.borrow_mut().entry(green).or_default().record(kind, took)
+    }
+
+    /// The first visit of the call under way, at the position `green`:
+    /// how the call treats code (see [`CallMode`]).
+    fn first_visit(&self, green: u64) -> CallMode {
+        let mut c = self.call.get();
+        c.fresh = false;
+        c.green = Some(green);
+        c.mode = match self.tallies.borrow().get(&green) {
+            Some(t) if matches!(t.verdict, Verdict::Retire { .. }) => CallMode::Retired,
+            Some(t) if t.wants_interpreted() => CallMode::Interpreting,
+            _ => CallMode::Normal,
+        };
+        self.call.set(c);
+        c.mode
     }
 
     /// Whether the portal skips this visit of its merge point, for an
@@ -276,6 +409,10 @@ impl Sampler {
     /// hook, else how many visits after it to skip.
     #[inline]
     pub fn ask(&self, due: bool, left: u32, word: u64) -> Option<u32> {
+        // A call's first visit goes to the hook where the call gives it up.
+        if self.call.get().fresh && self.first_visit(word) == CallMode::Retired {
+            return None;
+        }
         let left = if due { self.skip_many()? } else { left };
         self.entry_hit(word, left)
     }
@@ -355,6 +492,7 @@ impl Sampler {
     pub fn gives_up(&self) -> bool {
         self.skip.get() & FILTERED == 0 && self.declined_run.get() >= GIVE_UP_AFTER
             || self.recursion_run.get() >= GIVE_UP_AFTER
+            || self.call_mode() == CallMode::Retired
     }
 
     /// Records that code starts at positions with this green word.

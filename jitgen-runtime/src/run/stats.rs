@@ -23,6 +23,7 @@ pub struct Stats {
     fusions: AtomicU64,
     fusion_nanos: AtomicU64,
     fusions_postponed: AtomicU64,
+    retired_slow: AtomicU64,
     recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
@@ -69,6 +70,9 @@ pub struct StatsSnapshot {
     /// (the code had not run long enough yet). A run that adds to neither
     /// this, `fusions` nor `compilations` runs the code as it will stay.
     pub fusions_postponed: u64,
+    /// Keys whose code was retired because calls entering it ran slower
+    /// than interpreted calls of the same position (`portal::slow`).
+    pub retired_slow: u64,
 }
 
 impl Stats {
@@ -90,6 +94,7 @@ impl Stats {
             fusions: AtomicU64::new(0),
             fusion_nanos: AtomicU64::new(0),
             fusions_postponed: AtomicU64::new(0),
+            retired_slow: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
@@ -202,6 +207,19 @@ impl Stats {
         self.entries.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records that `n` keys' code was retired for running slower than
+    /// interpreting (`portal::slow`).
+    pub fn retired_slow(&self, n: u64) {
+        self.retired_slow.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// A count that grows with every compilation and fusion, whatever the
+    /// thread: a portal call during which it changed was compiling, and its
+    /// time is not the code's (`portal::slow`).
+    pub fn compile_work(&self) -> u64 {
+        self.compilations.load(Ordering::Relaxed) + self.fusions.load(Ordering::Relaxed)
+    }
+
     /// The counts now.
     pub fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
@@ -219,6 +237,7 @@ impl Stats {
             fusions: self.fusions.load(Ordering::Relaxed),
             fusion_nanos: self.fusion_nanos.load(Ordering::Relaxed),
             fusions_postponed: self.fusions_postponed.load(Ordering::Relaxed),
+            retired_slow: self.retired_slow.load(Ordering::Relaxed),
         }
     }
 }

@@ -1,0 +1,267 @@
+//! Retiring code that runs slower than the interpreter.
+//!
+//! Compiled code can lose to the interpreter it came from: a recursion whose
+//! frames go to the continuation stack and back at each call, callbacks into
+//! the runtime on its hot path. Such code is found by timing whole portal
+//! calls, per the green word of the position each call starts at (its
+//! program and entry point): calls that entered compiled code and compiled
+//! nothing ("compiled calls") against calls that entered none ("interpreted
+//! calls"). After [`SAMPLES`] compiled calls:
+//! - compiled calls [`CLEARLY`] faster than the interpreted calls made
+//!   before the code existed (which also paid for counting toward
+//!   compiling): the code stays, and nothing more is measured;
+//! - else the code is *suspect*: the position's next [`SAMPLES`] calls are
+//!   interpreted on purpose, so that both kinds are measured on the same
+//!   work at the same time; then compiled calls slower than [`SLOWER`] times
+//!   the interpreted ones (medians) retire the keys the compiled calls
+//!   entered (interpreted from then on, with the reason in `jit::stats()`
+//!   and `JITGEN_LOG`), and later calls starting at that position go on
+//!   without their hook, at the plain interpreter's speed.
+//!
+//! Calls shorter than [`SHORTEST`] are not counted, and code compiled in
+//! the first call of its position is kept (nothing to compare with). The
+//! comparison needs calls that do the same work: interpreted calls whose
+//! times spread by more than [`SPREAD`] (a caller running the same program on
+//! growing inputs) leave the verdict to the code. A single long call is
+//! never retired this way: it has nothing to compare with (the hand-over
+//! limits of `driver` bound code that keeps leaving). Only the outermost
+//! call of a portal is timed; calls it makes of the portal (an interpreter
+//! recursing in Rust) are part of its work.
+//!
+//! Invariant: a retired position never enters compiled code again in that
+//! thread; its keys are declined (`DeclineKind::Positional`, "retired").
+
+use std::time::Duration;
+
+/// Calls of each kind that decide a position's verdict.
+pub const SAMPLES: usize = 3;
+
+/// How much slower than interpreted calls compiled calls may be before
+/// their code is retired (their medians' ratio).
+pub const SLOWER: f64 = 1.25;
+
+/// The most that interpreted calls of one position may spread (longest over
+/// shortest) for them to stand for the same work.
+pub const SPREAD: f64 = 1.5;
+
+/// How many times faster than the interpreted calls before it compiled
+/// calls must be for their code to stay without interpreting calls on
+/// purpose: those calls paid for counting toward compiling (the procedure
+/// VM's Ackermann: 2.2x its plain time), so code only somewhat faster than
+/// them may still be slower than the plain interpreter.
+pub const CLEARLY: f64 = 2.0;
+
+/// Calls shorter than this are not timed: the clock and the cost of
+/// entering code would be most of what is measured.
+pub const SHORTEST: Duration = Duration::from_micros(50);
+
+/// What a portal call did, for its position's [`Tally`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    /// It entered no compiled code.
+    Interpreted,
+    /// It entered compiled code and compiled nothing.
+    Compiled,
+    /// It compiled something (its time is mostly the compiler's).
+    Compiling,
+}
+
+/// What is known of a position's code.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Verdict {
+    /// Not measured enough yet.
+    Open,
+    /// The code is no slower than interpreting, or the calls differ too
+    /// much to tell.
+    Keep,
+    /// The code is slower: medians of compiled and interpreted calls.
+    Retire {
+        /// Compiled calls' median.
+        compiled: Duration,
+        /// Interpreted calls' median.
+        interpreted: Duration,
+    },
+}
+
+/// The timed calls of one position.
+#[derive(Clone, Debug)]
+pub struct Tally {
+    /// Interpreted calls before any compiled one.
+    before: Vec<Duration>,
+    /// Interpreted calls since (on purpose, once the code is suspect).
+    interpreted: Vec<Duration>,
+    compiled: Vec<Duration>,
+    /// The compiled calls were no faster than those before them: the
+    /// position's calls are interpreted on purpose to compare.
+    suspect: bool,
+    /// The verdict so far.
+    pub verdict: Verdict,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally { before: vec![], interpreted: vec![], compiled: vec![], suspect: false, verdict: Verdict::Open }
+    }
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut s = v.to_vec();
+    s.sort();
+    s[s.len() / 2]
+}
+
+/// Pushes `d` onto `v`, keeping the latest [`SAMPLES`].
+fn push_latest(v: &mut Vec<Duration>, d: Duration) {
+    if v.len() == SAMPLES {
+        v.remove(0);
+    }
+    v.push(d);
+}
+
+impl Tally {
+    /// Whether the next call starting here should be interpreted on
+    /// purpose: the code is suspect and the verdict open.
+    pub fn wants_interpreted(&self) -> bool {
+        self.verdict == Verdict::Open && self.suspect && self.interpreted.len() < SAMPLES
+    }
+
+    /// Records a call of `kind` that took `took`; returns the verdict when
+    /// this call decided it.
+    pub fn record(&mut self, kind: CallKind, took: Duration) -> Option<Verdict> {
+        if self.verdict != Verdict::Open || took < SHORTEST {
+            return None;
+        }
+        match kind {
+            CallKind::Compiling => return None,
+            CallKind::Interpreted if self.compiled.is_empty() => push_latest(&mut self.before, took),
+            CallKind::Interpreted => push_latest(&mut self.interpreted, took),
+            CallKind::Compiled => push_latest(&mut self.compiled, took),
+        }
+        if self.compiled.len() < SAMPLES {
+            return None;
+        }
+        let compiled = median(&self.compiled);
+        if !self.suspect {
+            // Clearly faster than the calls before it (which also counted
+            // toward compiling, with cold caches: a baseline that flatters
+            // the code), or compiled in the first call (nothing to compare
+            // with): the code stays, and no call is interpreted on purpose.
+            if self.before.is_empty() || compiled.as_secs_f64() * CLEARLY <= median(&self.before).as_secs_f64() {
+                self.verdict = Verdict::Keep;
+                return Some(self.verdict);
+            }
+            self.suspect = true;
+        }
+        if self.interpreted.len() < SAMPLES {
+            return None;
+        }
+        let (lo, hi) = (self.interpreted.iter().min().copied(), self.interpreted.iter().max().copied());
+        let (Some(lo), Some(hi)) = (lo, hi) else { return None };
+        let interpreted = median(&self.interpreted);
+        self.verdict = if hi.as_secs_f64() > SPREAD * lo.as_secs_f64() {
+            Verdict::Keep
+        } else if compiled.as_secs_f64() > SLOWER * interpreted.as_secs_f64() {
+            Verdict::Retire { compiled, interpreted }
+        } else {
+            Verdict::Keep
+        };
+        Some(self.verdict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(x: u64) -> Duration {
+        Duration::from_millis(x)
+    }
+
+    #[test]
+    fn code_slower_than_interpreting_is_retired_after_three_calls_of_each() {
+        let mut t = Tally::default();
+        assert!(!t.wants_interpreted(), "no code yet");
+        for _ in 0..SAMPLES {
+            assert_eq!(t.record(CallKind::Interpreted, ms(6)), None);
+        }
+        assert_eq!(t.record(CallKind::Compiling, ms(50)), None);
+        for _ in 0..SAMPLES {
+            assert!(!t.wants_interpreted(), "not suspect yet");
+            assert_eq!(t.record(CallKind::Compiled, ms(9)), None);
+        }
+        // Slower than the calls before it: suspect. Interpreted on purpose,
+        // the same work takes 4 ms.
+        let mut v = None;
+        for _ in 0..SAMPLES {
+            assert!(t.wants_interpreted());
+            v = t.record(CallKind::Interpreted, ms(4));
+        }
+        assert_eq!(v, Some(Verdict::Retire { compiled: ms(9), interpreted: ms(4) }));
+        assert!(!t.wants_interpreted());
+        assert_eq!(t.record(CallKind::Compiled, ms(9)), None, "decided once");
+    }
+
+    #[test]
+    fn code_faster_than_the_calls_before_it_stays_and_is_never_interpreted_on_purpose() {
+        let mut t = Tally::default();
+        for _ in 0..SAMPLES {
+            t.record(CallKind::Interpreted, ms(40));
+        }
+        let mut v = None;
+        for _ in 0..SAMPLES {
+            assert!(!t.wants_interpreted());
+            v = t.record(CallKind::Compiled, ms(4));
+        }
+        assert_eq!(v, Some(Verdict::Keep));
+        assert!(!t.wants_interpreted());
+    }
+
+    #[test]
+    fn suspect_code_as_fast_as_interpreting_stays() {
+        for compiled in [4, 5] {
+            let mut t = Tally::default();
+            t.record(CallKind::Interpreted, ms(3));
+            for _ in 0..SAMPLES {
+                t.record(CallKind::Compiled, ms(compiled));
+            }
+            assert!(t.wants_interpreted(), "slower than the call before it: suspect");
+            let mut v = None;
+            for _ in 0..SAMPLES {
+                v = t.record(CallKind::Interpreted, ms(4));
+            }
+            assert_eq!(v, Some(Verdict::Keep), "{compiled} ms against 4");
+        }
+    }
+
+    #[test]
+    fn code_compiled_in_a_first_call_or_calls_too_short_to_time_stay() {
+        let mut t = Tally::default();
+        let mut v = None;
+        for _ in 0..SAMPLES {
+            v = t.record(CallKind::Compiled, ms(40));
+        }
+        assert_eq!(v, Some(Verdict::Keep), "no interpreted call before the code");
+        let mut t = Tally::default();
+        for _ in 0..10 {
+            t.record(CallKind::Interpreted, Duration::from_micros(10));
+            assert_eq!(t.record(CallKind::Compiled, Duration::from_micros(40)), None);
+        }
+        assert!(!t.wants_interpreted());
+    }
+
+    #[test]
+    fn calls_of_different_work_leave_the_code() {
+        // A caller running the program on growing inputs: the interpreted
+        // calls spread too far to stand for the compiled ones' work.
+        let mut t = Tally::default();
+        t.record(CallKind::Interpreted, ms(1));
+        for _ in 0..SAMPLES {
+            t.record(CallKind::Compiled, ms(40));
+        }
+        let mut v = None;
+        for x in [1, 2, 4] {
+            v = t.record(CallKind::Interpreted, ms(x));
+        }
+        assert_eq!(v, Some(Verdict::Keep));
+    }
+}
