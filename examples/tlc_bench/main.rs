@@ -147,7 +147,7 @@ fn main() {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         compile_notes.push(format!(
             "{}: {:.0} compilations, {:.0} declined, {:.0} residual operations per run; compiling {:.2} ms per run \
-             (median; {:.2}-{:.2}); {:.1} fusions, {:.2} ms fusing per run (mean)",
+             (median; {:.2}-{:.2}), {:.1} µs per residual operation; {:.1} fusions, {:.2} ms fusing per run (mean)",
             b.name,
             per_run(before.compilations, after.compilations),
             per_run(before.declined, after.declined),
@@ -155,6 +155,7 @@ fn main() {
             ms(median(&compiling)),
             ms(*compiling.iter().min().expect("runs")),
             ms(*compiling.iter().max().expect("runs")),
+            ms(median(&compiling)) * 1e3 / per_run(before.residual_ops, after.residual_ops).max(1.0),
             per_run(before.fusions, after.fusions),
             per_run(before.fusion_nanos, after.fusion_nanos) / 1e6,
         ));
