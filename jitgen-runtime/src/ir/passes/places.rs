@@ -26,13 +26,13 @@
 //! What the pass leaves alone: a block that calls anything, loads or stores
 //! another place (another base may be the same address), may leave through
 //! an error in mid-turn (a bounds check or checked arithmetic on values that
-//! change: memory would miss the stores sunk to the loop's exits), or whose
+//! change, a division: memory would miss the stores sunk to the loop's exits), or whose
 //! values are used by other blocks other than through its edges.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ir::function::{Inst, Label, PrimaryMap, RBlock, ResidualFunction, Terminator, Val};
-use crate::ir::ops::{Overflow, ValTy};
+use crate::ir::ops::{BinOp, Overflow, ValTy};
 
 /// The place a loop works on: base, offset and type.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -89,9 +89,12 @@ impl ResidualFunction {
                     same.insert(*dst);
                 }
                 Inst::Bin { dst, ov, .. } | Inst::Un { dst, ov, .. } => {
+                    // Checked arithmetic, and a division (by zero), may leave.
+                    let may_leave =
+                        *ov == Overflow::Check || matches!(i, Inst::Bin { op: BinOp::Div | BinOp::Rem, .. });
                     if invariant {
                         same.insert(*dst);
-                    } else if *ov == Overflow::Check {
+                    } else if may_leave {
                         return false;
                     }
                 }
