@@ -293,12 +293,13 @@ impl Terminator {
         }
     }
 
-    /// The labels this terminator may continue at.
-    pub fn targets(&self) -> Vec<Label> {
+    /// The labels this terminator may continue at (no allocation: the
+    /// passes walk them for every block, again and again).
+    pub fn targets(&self) -> smallvec::SmallVec<[Label; 2]> {
         match self {
-            Terminator::Jump(l, _) => vec![*l],
-            Terminator::Branch { if_true, if_false, .. } => vec![if_true.0, if_false.0],
-            _ => vec![],
+            Terminator::Jump(l, _) => smallvec::smallvec![*l],
+            Terminator::Branch { if_true, if_false, .. } => smallvec::smallvec![if_true.0, if_false.0],
+            _ => smallvec::SmallVec::new(),
         }
     }
 }
@@ -790,13 +791,13 @@ impl ResidualFunction {
     }
 
     /// The edges out of a terminator: each target with its arguments.
-    pub(crate) fn edges(t: &Terminator) -> Vec<(Label, &[Val])> {
+    pub(crate) fn edges(t: &Terminator) -> smallvec::SmallVec<[(Label, &[Val]); 2]> {
         match t {
-            Terminator::Jump(l, args) => vec![(*l, args.as_slice())],
+            Terminator::Jump(l, args) => smallvec::smallvec![(*l, args.as_slice())],
             Terminator::Branch { if_true, if_false, .. } => {
-                vec![(if_true.0, if_true.1.as_slice()), (if_false.0, if_false.1.as_slice())]
+                smallvec::smallvec![(if_true.0, if_true.1.as_slice()), (if_false.0, if_false.1.as_slice())]
             }
-            _ => vec![],
+            _ => smallvec::SmallVec::new(),
         }
     }
 
