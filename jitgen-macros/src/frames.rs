@@ -199,18 +199,9 @@ impl<'g> Gen<'g> {
             if let Some((p, j)) = self.pops_hidden(fi, b, op) {
                 // An operand stack with a hidden part: its segment comes back
                 // with the frame on top of the continuation stack.
-                let pre = self.point_ids[&(fi, b, k)];
-                let pre_frame = self.frame(pre, &HashMap::new(), false);
-                let rt = rt();
-                body.push(quote! {
-                    if __st.pops_hidden(&#p, #j) {
-                        __st.frames.push(#pre_frame);
-                        if __st.any_pops_spilled() || __st.unspills_for_index() {
-                            break 'path #rt::ext::unspill(__c, __st, __forever, __resume_fns());
-                        }
-                        __st.frames.pop();
-                    }
-                });
+                let pops = quote!(__st.pops_hidden(&#p, #j));
+                let room = quote!(__st.any_pops_spilled() || __st.unspills_for_index());
+                body.push(self.unspill_first(fi, b, k, pops, room));
             }
             if let Some((p, j, i)) = self.reads_hidden(fi, b, k) {
                 // An index into an operand stack's hidden part: the segment
@@ -222,18 +213,8 @@ impl<'g> Gen<'g> {
                     None => Some(quote!(None)),
                 };
                 if let Some(i) = i {
-                    let pre = self.point_ids[&(fi, b, k)];
-                    let pre_frame = self.frame(pre, &HashMap::new(), false);
-                    let rt = rt();
-                    body.push(quote! {
-                        if __st.reads_hidden(&__c.b, &#p, #j, #i) {
-                            __st.frames.push(#pre_frame);
-                            if __st.unspills_for_index() {
-                                break 'path #rt::ext::unspill(__c, __st, __forever, __resume_fns());
-                            }
-                            __st.frames.pop();
-                        }
-                    });
+                    let reads = quote!(__st.reads_hidden(&__c.b, &#p, #j, #i));
+                    body.push(self.unspill_first(fi, b, k, reads, quote!(__st.unspills_for_index())));
                 }
             }
             self.declined.set(false);
@@ -250,6 +231,32 @@ impl<'g> Gen<'g> {
         }
         body.push(self.exit(fi, b));
         quote!(#(#body)*)
+    }
+
+    /// Code that, where `needs` holds before operation `k` of block `b`
+    /// (it would need an operand stack's hidden part) and `room` allows,
+    /// resumes before the operation with the frame on top of the
+    /// continuation stack popped back (see `JitState::unspill`).
+    fn unspill_first(
+        &mut self,
+        fi: usize,
+        b: NodeIndex,
+        k: usize,
+        needs: TokenStream,
+        room: TokenStream,
+    ) -> TokenStream {
+        let pre = self.point_ids[&(fi, b, k)];
+        let pre_frame = self.frame(pre, &HashMap::new(), false);
+        let rt = rt();
+        quote! {
+            if #needs {
+                __st.frames.push(#pre_frame);
+                if #room {
+                    break 'path #rt::ext::unspill(__c, __st, __forever, __resume_fns());
+                }
+                __st.frames.pop();
+            }
+        }
     }
 
     pub(crate) fn exit(&mut self, fi: usize, b: NodeIndex) -> TokenStream {
