@@ -444,11 +444,19 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         let Some(e) = self.keys.get_mut(key) else { return false };
         let Entry::Compiled(c) = e else { return false };
         c.handovers = c.handovers.saturating_add(1);
-        if c.handovers >= RETIRE_AFTER && c.handovers * 2 > c.runs {
-            *e = Entry::Declined(DeclineKind::Positional);
-            return true;
+        c.handovers >= RETIRE_AFTER && c.handovers * 2 > c.runs && self.retire(key)
+    }
+
+    /// Retires the code of `key`: the key is interpreted from then on
+    /// (declined as positional). Whether it had code.
+    fn retire(&mut self, key: &K) -> bool {
+        match self.keys.get_mut(key) {
+            Some(e @ Entry::Compiled(_)) => {
+                *e = Entry::Declined(DeclineKind::Positional);
+                true
+            }
+            _ => false,
         }
-        false
     }
 
     /// Records that the portal call under way entered the code of `key`.
@@ -475,16 +483,8 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// entered (see `portal::slow`): those keys are interpreted from then
     /// on. Returns how many had code.
     fn retire_from(&mut self, green: u64) -> usize {
-        let mut n = 0;
-        for k in self.entered_from.remove(&green).unwrap_or_default() {
-            if let Some(e) = self.keys.get_mut(&k) {
-                if matches!(e, Entry::Compiled(_)) {
-                    *e = Entry::Declined(DeclineKind::Positional);
-                    n += 1;
-                }
-            }
-        }
-        n
+        let keys = self.entered_from.remove(&green).unwrap_or_default();
+        keys.iter().filter(|k| self.retire(k)).count()
     }
 
     /// Whether any key has code.

@@ -213,20 +213,19 @@ pub enum CallMode {
 /// What the outermost portal call under way did so far.
 #[derive(Clone, Copy, Debug)]
 struct CallState {
-    /// No visit reached the sampler yet (the position is not known).
-    fresh: bool,
-    /// The green word of the position it started at.
+    /// The green word of the position it started at (none before its first
+    /// visit reaches the sampler).
     green: Option<u64>,
     mode: CallMode,
     /// It entered compiled code.
     entered: bool,
-    /// The module's compile time when it began (see [`Sampler::begin_call`]).
+    /// The module's count of compilations and fusions when it began (see
+    /// [`Sampler::begin_call`]).
     compile_work: u64,
 }
 
 impl CallState {
-    const IDLE: CallState =
-        CallState { fresh: false, green: None, mode: CallMode::Normal, entered: false, compile_work: 0 };
+    const IDLE: CallState = CallState { green: None, mode: CallMode::Normal, entered: false, compile_work: 0 };
 }
 
 /// Bit of [`Sampler`]'s skip counter: the portal has code in this thread
@@ -309,7 +308,7 @@ impl Sampler {
         let d = self.depth.get();
         self.depth.set(d + 1);
         if d == 0 {
-            self.call.set(CallState { fresh: true, compile_work, ..CallState::IDLE });
+            self.call.set(CallState { compile_work, ..CallState::IDLE });
         }
         d == 0
     }
@@ -356,7 +355,6 @@ impl Sampler {
     /// how the call treats code (see [`CallMode`]).
     fn first_visit(&self, green: u64) -> CallMode {
         let mut c = self.call.get();
-        c.fresh = false;
         c.green = Some(green);
         c.mode = match self.tallies.borrow().get(&green) {
             Some(t) if matches!(t.verdict, Verdict::Retire { .. }) => CallMode::Retired,
@@ -410,7 +408,8 @@ impl Sampler {
     #[inline]
     pub fn ask(&self, due: bool, left: u32, word: u64) -> Option<u32> {
         // A call's first visit goes to the hook where the call gives it up.
-        if self.call.get().fresh && self.first_visit(word) == CallMode::Retired {
+        let fresh = self.depth.get() > 0 && self.call.get().green.is_none();
+        if fresh && self.first_visit(word) == CallMode::Retired {
             return None;
         }
         let left = if due { self.skip_many()? } else { left };
