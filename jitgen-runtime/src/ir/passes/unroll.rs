@@ -213,21 +213,20 @@ impl ResidualFunction {
         // G: the guard.
         let gp: Vec<Val> = orig.params.iter().map(|p| self.fresh(*p)).collect();
         let bound = param_at(&gp, c.bound);
-        let span = self.fresh_of(ty);
-        let limit = self.fresh_of(ty);
-        let fits = self.fresh_of(ValTy::Bool);
-        let ahead = self.fresh_of(ValTy::Bool);
         let go = self.fresh_of(ValTy::Bool);
         let up = c.step > 0;
-        let span_bits = ((UNROLL_TURNS as i64 - 1) * c.step).unsigned_abs();
-        let guard = if c.test == CmpOp::Ne {
+        // The guard's operations, and the bound `U` tests against.
+        let (guard, limit) = if c.test == CmpOp::Ne {
             // `iv' != bound`, stepping by one: the turns left before the
             // test fails are the distance from the induction variable to
             // the bound, modulo the width; at least `UNROLL_TURNS` of them
             // let `U` run its turns (and the last turn's test goes to `T`).
-            self.ne_turns_left(ty, up, gp[c.iv], bound, go)
+            (self.ne_turns_left(ty, up, gp[c.iv], bound, go), bound)
         } else {
-            vec![
+            let (span, limit) = (self.fresh_of(ty), self.fresh_of(ty));
+            let (fits, ahead) = (self.fresh_of(ValTy::Bool), self.fresh_of(ValTy::Bool));
+            let span_bits = ((UNROLL_TURNS as i64 - 1) * c.step).unsigned_abs();
+            let guard = vec![
                 Inst::Const { dst: span, ty, bits: span_bits },
                 Inst::Bin {
                     dst: limit,
@@ -242,10 +241,11 @@ impl ResidualFunction {
                 Inst::Cmp { dst: fits, op: if up { CmpOp::Lt } else { CmpOp::Gt }, ty, a: limit, b: bound },
                 Inst::Cmp { dst: ahead, op: c.test, ty, a: gp[c.iv], b: limit },
                 Inst::Bin { dst: go, op: BinOp::And, ty: ValTy::Bool, ov: Overflow::Wrap, a: fits, b: ahead },
-            ]
+            ];
+            (guard, limit)
         };
         let mut with_limit = gp.clone();
-        with_limit.push(if c.test == CmpOp::Ne { bound } else { limit });
+        with_limit.push(limit);
         let made = self.blocks.push(RBlock {
             params: gp.clone(),
             insts: guard,
