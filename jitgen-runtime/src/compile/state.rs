@@ -131,18 +131,21 @@ struct SegmentPlan {
     base: RedBox,
 }
 
+/// Whether `f` has a list of saved frames that `pick` takes.
+fn has_frames_list<F: Frame>(f: &mut F, pick: impl Fn(&VPList) -> bool) -> bool {
+    let mut found = false;
+    f.lists_mut(&mut |l| found |= matches!(l, ListMut::Ptrs(l) if pick(l)));
+    found
+}
+
 /// Whether `f` has a spilled list with no virtual element left.
 fn pops_spilled<F: Frame>(f: &mut F) -> bool {
-    let mut found = false;
-    f.lists_mut(&mut |l| found |= matches!(l, ListMut::Ptrs(l) if l.pops_spilled()));
-    found
+    has_frames_list(f, VPList::pops_spilled)
 }
 
 /// Whether `f` has a spilled list.
 fn has_spilled<F: Frame>(f: &mut F) -> bool {
-    let mut found = false;
-    f.lists_mut(&mut |l| found |= matches!(l, ListMut::Ptrs(VPList::Spilled { .. })));
-    found
+    has_frames_list(f, |l| matches!(l, VPList::Spilled { .. }))
 }
 
 /// A compile-time state: a chain of virtual frames, the innermost last.
@@ -488,15 +491,7 @@ impl<F: Frame> JitState<F> {
 
     /// The key this state would have with every virtual object forced.
     pub fn forced_key(&self) -> StateKey<F::Key> {
-        let mut c = JitState {
-            frames: self.frames.clone(),
-            heap: VHeap::default(),
-            known: vec![],
-            epoch: 0,
-            lineage: Lineage::default(),
-            below_entry: false,
-            top_len: None,
-        };
+        let mut c = JitState { frames: self.frames.clone(), ..JitState::empty() };
         for f in &mut c.frames {
             f.vptrs_mut(&mut |p| {
                 if let VPtr::Virtual(_) = p {
