@@ -9,7 +9,7 @@
 //! This crate is the facade users depend on: the attribute, the hints, the
 //! prelude, and the paths that generated code uses (`__private`).
 
-pub use hint_annotator::{CallKind, Color, ColoredGraph, ColoredGraphs};
+pub use hint_annotator::{CallKind, Color, ColoredGraph, ColoredGraphs, LeftToRust};
 pub use jitgen_macros::jit_interpreter;
 pub use jitgen_runtime::driver::{Config, HotPolicy, StatsSnapshot};
 
@@ -123,8 +123,12 @@ pub mod __private {
         }
     }
 
-    /// Annotates the module source the macro embedded.
+    /// Annotates the module source the macro embedded (for `jit::graphs()`).
     pub fn graphs_from_source(src: &str) -> hint_annotator::ColoredGraphs {
-        hint_annotator::annotate_source(src).expect("the module was annotated without errors when it was compiled")
+        match hint_annotator::annotate_source(src) {
+            Ok(g) => g,
+            // Only a module left to Rust compiled with errors of its analysis.
+            Err(e) => hint_annotator::ColoredGraphs::left_whole("the module".into(), e.into_iter().collect()),
+        }
     }
 }

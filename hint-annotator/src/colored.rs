@@ -329,6 +329,32 @@ fn html(s: &str) -> String {
 pub struct ColoredGraphs {
     functions: IndexMap<String, ColoredGraph>,
     types: ModuleTypes,
+    left_to_rust: Vec<LeftToRust>,
+}
+
+/// Code the analysis leaves to Rust: a function (or item) it cannot analyze,
+/// and why. Compiled code calls such a function as it is (a residual call),
+/// never inlines it; code that uses an item it does not look into is left
+/// to Rust in turn.
+#[derive(Clone, Debug)]
+pub struct LeftToRust {
+    /// The function (`Type::name` for methods) or item.
+    pub name: String,
+    /// What the analysis does not support in it, at their spans.
+    pub reasons: Vec<syn::Error>,
+}
+
+impl LeftToRust {
+    /// One line per reason: `line:column: message`.
+    pub fn lines(&self) -> Vec<String> {
+        self.reasons
+            .iter()
+            .map(|e| {
+                let at = e.span().start();
+                format!("{}:{}: {e}", at.line, at.column + 1)
+            })
+            .collect()
+    }
 }
 
 /// The structs and enums of the module, for code generation.
@@ -352,6 +378,17 @@ impl ColoredGraphs {
         self.functions.values()
     }
 
+    /// The functions and items the analysis left to Rust, with why.
+    pub fn left_to_rust(&self) -> &[LeftToRust] {
+        &self.left_to_rust
+    }
+
+    /// A module left to Rust as a whole (a portal or the module's types use
+    /// Rust the analysis does not support): no graphs, and why.
+    pub fn left_whole(name: String, reasons: Vec<syn::Error>) -> ColoredGraphs {
+        ColoredGraphs { left_to_rust: vec![LeftToRust { name, reasons }], ..ColoredGraphs::default() }
+    }
+
     /// The module's structs and enums.
     pub fn types(&self) -> &ModuleTypes {
         &self.types
@@ -359,7 +396,15 @@ impl ColoredGraphs {
 
     /// All graphs as text.
     pub fn to_text(&self) -> String {
-        self.functions.values().map(|f| f.to_text()).collect::<Vec<_>>().join("\n")
+        let mut parts: Vec<String> = self.functions.values().map(|f| f.to_text()).collect();
+        for l in &self.left_to_rust {
+            let mut t = format!("left to Rust: {}\n", l.name);
+            for line in l.lines() {
+                t.push_str(&format!("    {line}\n"));
+            }
+            parts.push(t);
+        }
+        parts.join("\n")
     }
 }
 
@@ -367,6 +412,7 @@ impl ColoredGraphs {
 pub(crate) fn color_module(
     graphs: IndexMap<String, FlowGraph>,
     types: ModuleTypes,
+    left_to_rust: Vec<LeftToRust>,
 ) -> Result<ColoredGraphs, Vec<syn::Error>> {
     let mut a = Analysis::run(&graphs);
     if !a.errors.is_empty() {
@@ -423,7 +469,7 @@ pub(crate) fn color_module(
         let cg = build(&a, &g, green, f.green_result_calls.clone(), Some(name.clone()));
         functions.insert(g.name.clone(), cg);
     }
-    Ok(ColoredGraphs { functions, types })
+    Ok(ColoredGraphs { functions, types, left_to_rust })
 }
 
 fn build(

@@ -78,7 +78,9 @@ pub mod types;
 
 use indexmap::IndexMap;
 
-pub use colored::{CallKind, Color, ColoredGraph, ColoredGraphs, MergePoint, ModuleTypes, GREEN_RESULT_SUFFIX};
+pub use colored::{
+    CallKind, Color, ColoredGraph, ColoredGraphs, LeftToRust, MergePoint, ModuleTypes, GREEN_RESULT_SUFFIX,
+};
 pub use flowgraph::FlowGraph;
 pub use lower::{has_merge_point, is_merge_point};
 
@@ -92,38 +94,96 @@ pub fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
     Some(first)
 }
 
-fn graphs_and_types(items: &[syn::Item]) -> Result<(IndexMap<String, FlowGraph>, ModuleTypes), syn::Error> {
+/// Whether an error only says that the analysis does not support some Rust
+/// (a construct, a type, a method), as opposed to a misuse of a hint, which
+/// stays a compile error. Code with such errors is left to Rust.
+pub fn is_unsupported(e: &syn::Error) -> bool {
+    e.clone().into_iter().all(|e| !e.to_string().contains("hint!"))
+}
+
+/// The module's analyzable functions as flow graphs, its types, and what
+/// is left to Rust.
+///
+/// A function whose body uses Rust the analysis does not support is left to
+/// Rust: it gets no graph, and calls of it are residual calls of the
+/// function as it is (as for `#[jit_opaque]`). Its callers are lowered
+/// again, since a call of a function left to Rust may itself be
+/// unsupported (a type the analysis does not model), until nothing more is
+/// left. What remains an error: hints misused, problems with the module's
+/// types, and anything unsupported in a portal (a function with
+/// `hint!(global_merge_point)`), which cannot be left to Rust and keep its
+/// merge point; the macro then leaves the whole module to Rust.
+fn graphs_and_types(
+    items: &[syn::Item],
+) -> Result<(IndexMap<String, FlowGraph>, ModuleTypes, Vec<LeftToRust>), syn::Error> {
     let mut errors = vec![];
-    let m = module::ModuleDef::read(items, &mut errors);
-    let mut graphs = IndexMap::new();
-    for f in m.fns.values() {
-        // Functions taking or returning a `&mut` to a value are lowered
-        // where they are called, each call inlined.
-        if lower::inline_only(f) {
+    let mut m = module::ModuleDef::read(items, &mut errors);
+    let mut left: Vec<LeftToRust> =
+        std::mem::take(&mut m.skipped).into_iter().map(|(name, reasons)| LeftToRust { name, reasons }).collect();
+    let mut left_fns = std::collections::HashSet::new();
+    loop {
+        let mut graphs = IndexMap::new();
+        let mut failed = vec![];
+        for f in m.fns.values() {
+            // Functions taking or returning a `&mut` to a value are lowered
+            // where they are called, each call inlined.
+            if lower::inline_only(f) || left_fns.contains(&f.name) {
+                continue;
+            }
+            let mut errs = vec![];
+            match lower::lower_fn(&m, f, &mut errs) {
+                Some(g) if errs.is_empty() => {
+                    graphs.insert(f.name.clone(), g);
+                }
+                _ => {
+                    // An inlined function's errors are found at each of its calls: report each once.
+                    let mut seen = std::collections::HashSet::new();
+                    errs.retain(|e| seen.insert((format!("{:?}", e.span()), e.to_string())));
+                    failed.push((f.name.clone(), errs));
+                }
+            }
+        }
+        let mut fn_errors = vec![];
+        let mut changed = false;
+        for (name, errs) in failed {
+            let f = m.fns.get_mut(&name).expect("a function of the module");
+            if !errs.is_empty() && errs.iter().all(is_unsupported) && !lower::has_merge_point(f.body) {
+                f.opaque = true;
+                left_fns.insert(name.clone());
+                left.push(LeftToRust { name, reasons: errs });
+                changed = true;
+            } else {
+                fn_errors.extend(errs);
+            }
+        }
+        if changed {
             continue;
         }
-        if let Some(g) = lower::lower_fn(&m, f, &mut errors) {
-            graphs.insert(f.name.clone(), g);
+        errors.extend(fn_errors);
+        if !errors.is_empty() && errors.iter().all(is_unsupported) {
+            // The module is left to Rust as a whole: say everything it uses
+            // that the analysis does not support.
+            errors.extend(std::mem::take(&mut left).into_iter().flat_map(|l| l.reasons));
+            errors.sort_by_key(|e| (e.span().start().line, e.span().start().column));
         }
-    }
-    // An inlined function's errors are found at each of its calls: report each once.
-    let mut seen = std::collections::HashSet::new();
-    errors.retain(|e| seen.insert((format!("{:?}", e.span()), e.to_string())));
-    match combine(errors) {
-        Some(e) => Err(e),
-        None => Ok((graphs, ModuleTypes { structs: m.structs.clone(), enums: m.enums.clone() })),
+        let mut seen = std::collections::HashSet::new();
+        errors.retain(|e| seen.insert((format!("{:?}", e.span()), e.to_string())));
+        return match combine(errors) {
+            Some(e) => Err(e),
+            None => Ok((graphs, ModuleTypes { structs: m.structs.clone(), enums: m.enums.clone() }, left)),
+        };
     }
 }
 
 /// Builds the (uncolored) flow graph of every function of a module.
 pub fn flow_graphs(items: &[syn::Item]) -> Result<IndexMap<String, FlowGraph>, syn::Error> {
-    graphs_and_types(items).map(|(g, _)| g)
+    graphs_and_types(items).map(|(g, _, _)| g)
 }
 
 /// Annotates the items of a module: flow graphs, types, binding times.
 pub fn annotate_items(items: &[syn::Item]) -> Result<ColoredGraphs, syn::Error> {
-    let (graphs, types) = graphs_and_types(items)?;
-    colored::color_module(graphs, types).map_err(|e| combine(e).expect("at least one error"))
+    let (graphs, types, left) = graphs_and_types(items)?;
+    colored::color_module(graphs, types, left).map_err(|e| combine(e).expect("at least one error"))
 }
 
 /// Annotates an inline module (`mod m { ... }`).

@@ -3,6 +3,7 @@
 
 use indexmap::IndexMap;
 use proc_macro2::Span;
+use quote::ToTokens;
 use syn::spanned::Spanned;
 
 use crate::flowgraph::Const;
@@ -87,6 +88,11 @@ pub struct ModuleDef<'a> {
     pub alias_args: IndexMap<String, syn::AngleBracketedGenericArguments>,
     /// Functions and methods by name.
     pub fns: IndexMap<String, FnDef<'a>>,
+    /// What the analysis leaves to Rust, with why: functions whose
+    /// signatures it cannot read (generic, async, types it does not model)
+    /// and items it does not look into (statics, nested modules, macros).
+    /// Code that uses them is itself left to Rust (see `crate::Analysis`).
+    pub skipped: Vec<(String, Vec<syn::Error>)>,
 }
 
 /// Whether a tuple occurs anywhere in `t`.
@@ -227,18 +233,22 @@ impl<'a> ModuleDef<'a> {
                         // trait methods from analyzed code are reported where they occur.
                         continue;
                     }
+                    let shown = imp.self_ty.to_token_stream().to_string();
                     if let Err(e) = no_type_generics(&imp.generics) {
-                        errors.push(e);
+                        m.skipped.push((shown, vec![e]));
                         continue;
                     }
                     let self_name = match m.ty(&imp.self_ty, None) {
                         Ok(Ty::Struct(n) | Ty::Enum(n)) => n,
                         Ok(_) => {
-                            errors.push(err(&imp.self_ty, "jitgen supports inherent impls only on structs and enums of the module"));
+                            m.skipped.push((
+                                shown,
+                                vec![err(&imp.self_ty, "an impl on a type other than a struct or enum of the module is not analyzed: its methods run as Rust")],
+                            ));
                             continue;
                         }
                         Err(e) => {
-                            errors.push(e);
+                            m.skipped.push((shown, vec![e]));
                             continue;
                         }
                     };
@@ -256,25 +266,34 @@ impl<'a> ModuleDef<'a> {
                                     Err(e) => errors.push(e),
                                 }
                             }
-                            other => errors.push(err(other, "only methods and consts are supported in impls of a #[jit_interpreter] module")),
+                            other => m.skipped.push((
+                                String::new(),
+                                vec![err(other, "only methods and consts of impls are analyzed: code that uses this item runs as Rust")],
+                            )),
                         }
                     }
                 }
                 syn::Item::Use(_) | syn::Item::Type(_) => {}
                 syn::Item::Trait(_) => {}
-                syn::Item::Mod(md) => errors.push(err(
-                    &md.ident,
-                    "nested modules are not supported inside #[jit_interpreter]; move this module out, or its items in",
+                syn::Item::Mod(md) => m.skipped.push((
+                    md.ident.to_string(),
+                    vec![err(&md.ident, "a nested module is not analyzed: code that uses its items runs as Rust")],
                 )),
-                syn::Item::Static(s) => errors.push(err(
-                    &s.ident,
-                    "statics are not supported inside #[jit_interpreter]: global mutable state hides from the JIT; use a `const` or pass the value as a parameter",
+                syn::Item::Static(st) => m.skipped.push((
+                    st.ident.to_string(),
+                    vec![err(
+                        &st.ident,
+                        "a static is not analyzed (global mutable state hides from the JIT): code that uses it runs as Rust; a `const`, or a parameter, can compile",
+                    )],
                 )),
-                syn::Item::Macro(mac) => errors.push(err(
-                    &mac.mac.path,
-                    "macro items are not supported inside #[jit_interpreter]; define the macro outside the module",
+                syn::Item::Macro(mac) => m.skipped.push((
+                    mac.mac.path.segments.last().map_or_else(String::new, |s| s.ident.to_string()),
+                    vec![err(&mac.mac.path, "a macro item is not analyzed: code that uses the macro runs as Rust")],
                 )),
-                other => errors.push(err(other, "this kind of item is not supported inside #[jit_interpreter]")),
+                other => m.skipped.push((
+                    String::new(),
+                    vec![err(other, "this kind of item is not analyzed: code that uses it runs as Rust")],
+                )),
             }
         }
         m
@@ -286,8 +305,11 @@ impl<'a> ModuleDef<'a> {
         body: &'a syn::Block,
         self_ty: Option<&str>,
         opaque: bool,
-        errors: &mut Vec<syn::Error>,
+        module_errors: &mut Vec<syn::Error>,
     ) {
+        // A signature jitgen cannot read leaves the function to Rust.
+        let mut own = vec![];
+        let errors = &mut own;
         if let Err(e) = no_type_generics(&sig.generics) {
             errors.push(e);
         }
@@ -362,7 +384,11 @@ impl<'a> ModuleDef<'a> {
             None => sig.ident.to_string(),
         };
         if self.fns.contains_key(&name) {
-            errors.push(err(&sig.ident, format!("`{name}` is defined twice")));
+            module_errors.push(err(&sig.ident, format!("`{name}` is defined twice")));
+            return;
+        }
+        if !own.is_empty() {
+            self.skipped.push((name, own));
             return;
         }
         self.fns.insert(

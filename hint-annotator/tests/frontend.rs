@@ -409,7 +409,7 @@ fn if_let_and_while_let() {
 }
 
 #[test]
-fn unsupported_constructs_are_reported_at_their_spans_all_together() {
+fn unsupported_constructs_leave_the_function_to_rust_with_each_reason_at_its_span() {
     check(
         "fn f(x: i64) -> i64 {
     let t = vec![(x, x)];
@@ -421,18 +421,19 @@ fn unsupported_constructs_are_reported_at_their_spans_all_together() {
     x.foo()
 }",
         expect![[r#"
-            error 2:12: a tuple is supported in a #[jit_interpreter] function only where it is destructured (`let (a, b) = ...`, `match (x, y) { ... }`, `.0`); to pass, return or store it, use a struct of the module
-            error 3:12: a closure is not supported in a #[jit_interpreter] function; write a function of the module
-            error 5:12: a string literal is not supported in a #[jit_interpreter] function; of strings, jitgen knows `String` built by `String::new`, `String::from`, `format!`, `to_string`, `push`, `push_str`, `+=`, `write!`, and read by `len`, `is_empty`, `clear`, `as_str` and formatting; string literals only as arguments of these and of `ok_or`; for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); take program text as bytes (`&[u8]`)
-            error 6:13: `for` over anything but an integer range is not supported in a #[jit_interpreter] function; iterate over indices: `for i in 0..v.len()`
-            error 7:12: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
-            error 8:6: the method `foo` on `i64` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse/split_off, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative
+            left to Rust: f
+                2:13: a tuple is supported in a #[jit_interpreter] function only where it is destructured (`let (a, b) = ...`, `match (x, y) { ... }`, `.0`); to pass, return or store it, use a struct of the module
+                3:13: a closure is not supported in a #[jit_interpreter] function; write a function of the module
+                5:13: a string literal is not supported in a #[jit_interpreter] function; of strings, jitgen knows `String` built by `String::new`, `String::from`, `format!`, `to_string`, `push`, `push_str`, `+=`, `write!`, and read by `len`, `is_empty`, `clear`, `as_str` and formatting; string literals only as arguments of these and of `ok_or`; for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); take program text as bytes (`&[u8]`)
+                6:14: `for` over anything but an integer range is not supported in a #[jit_interpreter] function; iterate over indices: `for i in 0..v.len()`
+                7:13: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
+                8:7: the method `foo` on `i64` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse/split_off, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative
         "#]],
     );
 }
 
 #[test]
-fn unsupported_items_and_types() {
+fn unsupported_items_and_signatures_are_left_to_rust() {
     check(
         "static mut COUNT: i64 = 0;
 mod inner {}
@@ -440,11 +441,62 @@ fn g<T>(x: T) -> T { x }
 fn h(s: String) -> usize { 0 }
 fn k(x: (i64, i64)) -> i64 { 0 }",
         expect![[r#"
-            error 1:11: statics are not supported inside #[jit_interpreter]: global mutable state hides from the JIT; use a `const` or pass the value as a parameter
-            error 2:4: nested modules are not supported inside #[jit_interpreter]; move this module out, or its items in
-            error 3:5: generic parameters are not supported inside #[jit_interpreter] (lifetimes are); write the concrete type
-            error 3:11: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
-            error 3:17: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
+            fn h -> usize
+            block0(s_0: String red):
+                return 0_usize
+
+            left to Rust: COUNT
+                1:12: a static is not analyzed (global mutable state hides from the JIT): code that uses it runs as Rust; a `const`, or a parameter, can compile
+
+            left to Rust: inner
+                2:5: a nested module is not analyzed: code that uses its items runs as Rust
+
+            left to Rust: g
+                3:6: generic parameters are not supported inside #[jit_interpreter] (lifetimes are); write the concrete type
+                3:12: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
+                3:18: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
+        "#]],
+    );
+}
+
+#[test]
+fn a_function_left_to_rust_is_called_as_it_is_and_its_callers_analyzed() {
+    check(
+        "fn helper(x: i64) -> i64 {
+    let c = |y: i64| y + 1;
+    c(x)
+}
+fn f(x: i64) -> i64 { helper(x) + 1 }",
+        expect![[r#"
+            fn f -> i64
+            block0(x_0: i64 red):
+                R v1: i64 = call_opaque helper(x_0)  [red call]
+                R v2: i64 = add(v1, 1_i64)
+                return v2
+
+            left to Rust: helper
+                2:13: a closure is not supported in a #[jit_interpreter] function; write a function of the module
+        "#]],
+    );
+}
+
+#[test]
+fn unsupported_rust_in_a_portal_or_a_misused_hint_stays_an_error() {
+    check(
+        "fn run(code: &[u8]) -> i64 {
+    let mut pc = 0;
+    loop {
+        hint!(global_merge_point);
+        let op = hint!(code[pc], concrete);
+        let c = |y: i64| y + 1;
+        pc += 1;
+    }
+}
+fn g(x: i64) -> i64 { let c = |y: i64| y; hint!(x, fast) }",
+        expect![[r#"
+            error 6:16: a closure is not supported in a #[jit_interpreter] function; write a function of the module
+            error 10:30: a closure is not supported in a #[jit_interpreter] function; write a function of the module
+            error 10:51: unknown hint `fast`: expected one of `concrete`, `promote`, `deepfreeze`, `variable` (or `hint!(global_merge_point)` alone)
         "#]],
     );
 }
@@ -493,26 +545,28 @@ fn types_come_from_use_like_rustc() {
 }
 
 #[test]
-fn uninferable_type_asks_for_an_ascription() {
+fn an_uninferable_type_leaves_the_function_to_rust_asking_for_an_ascription() {
     check(
         "fn f() -> usize {
     let v = Vec::new();
     v.len()
 }",
         expect![[r#"
-            error 2:12: cannot infer the type of `v`; add a type ascription (`let x: T = ...`)
+            left to Rust: f
+                2:13: cannot infer the type of `v`; add a type ascription (`let x: T = ...`)
         "#]],
     );
 }
 
 #[test]
-fn mismatched_types_are_reported() {
+fn mismatched_types_leave_the_function_to_rust() {
     check(
         "fn f(a: i64, b: bool) -> i64 {
     a + b
 }",
         expect![[r#"
-            error 2:4: mismatched types: expected `i64`, found `bool`
+            left to Rust: f
+                2:5: mismatched types: expected `i64`, found `bool`
         "#]],
     );
 }

@@ -1303,6 +1303,7 @@ fn assemble(mut gen: Gen, out: Gathered, source: &str, lifted: &[crate::methods:
         hooks.push(unpark_fn(sname, gen.cg.types()));
     }
     let extension = gen.extension();
+    let left_lines = crate::left::lines(gen.cg.left_to_rust());
     let plain_paths = crate::methods::method_paths(lifted, None);
     let specialize_paths = crate::methods::method_paths(lifted, Some(&green_flags));
     let jit_internal = quote! {
@@ -1348,6 +1349,13 @@ fn assemble(mut gen: Gen, out: Gathered, source: &str, lifted: &[crate::methods:
             /// Why the last declined compilation gave up, if one did.
             pub fn last_decline() -> ::core::option::Option<::std::string::String> {
                 __STATS.last_decline()
+            }
+
+            /// The functions and items of the module left to Rust (called
+            /// as they are from compiled code, never inlined), one line per
+            /// reason: `name: line:column: what is not supported`.
+            pub fn left_to_rust() -> ::std::vec::Vec<::std::string::String> {
+                [#(#left_lines),*].iter().map(|__l: &&str| ::std::string::ToString::to_string(*__l)).collect()
             }
 
             /// Settings: threshold, on/off (the environment's JITGEN_THRESHOLD and JITGEN_OFF by default).

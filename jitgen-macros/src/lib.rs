@@ -68,6 +68,7 @@ mod entry;
 mod frame;
 mod frames;
 mod jit_module;
+mod left;
 mod methods;
 mod objects;
 mod repr;
@@ -100,6 +101,15 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         }
     };
     let mut errors = vec![];
+    if module.content.is_none() {
+        // Not Rust jitgen leaves aside: the attribute misused.
+        let err = syn::Error::new(
+            module.ident.span(),
+            "#[jit_interpreter] needs the module's items inline (`mod name { ... }`): rustc does not let attribute macros see into `mod name;` files",
+        )
+        .to_compile_error();
+        return quote!(#err #module);
+    }
     if !attr.is_empty() {
         errors.push(syn::Error::new_spanned(&attr, "#[jit_interpreter] takes no arguments"));
     }
@@ -108,10 +118,17 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     let source = module.to_token_stream().to_string();
     methods::finish_wrappers(&mut module, &lifted);
     strip_markers(&mut module);
+    // Rust the analysis does not support, in a portal or the module's
+    // types, leaves the whole module to Rust: it interprets, and says why.
+    let mut left_whole = None;
     let graphs = match checked {
         Ok(g) => {
             errors.extend(check::portals(&g));
             Some(g)
+        }
+        Err(e) if errors.is_empty() && hint_annotator::is_unsupported(&e) => {
+            left_whole = Some(e);
+            None
         }
         Err(e) => {
             errors.push(e);
@@ -135,6 +152,12 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
             for it in exp.items {
                 items.push(syn::Item::Verbatim(it));
             }
+        }
+        _ if left_whole.is_some() => {
+            let name = module.ident.to_string();
+            let why = left_whole.take().expect("checked");
+            let Some((_, items)) = &mut module.content else { unreachable!("checked above") };
+            left::whole(&name, items, &source, why);
         }
         _ => {
             // Enough of `jit` for the module's own code to keep compiling.

@@ -10,6 +10,7 @@ mod common;
 
 mod calls;
 mod decline;
+mod left_to_rust;
 mod promotion;
 mod rust_style;
 mod strings;

@@ -786,6 +786,15 @@ pub mod plus_minus {
         pub fn last_decline() -> ::core::option::Option<::std::string::String> {
             __STATS.last_decline()
         }
+        /// The functions and items of the module left to Rust (called
+        /// as they are from compiled code, never inlined), one line per
+        /// reason: `name: line:column: what is not supported`.
+        pub fn left_to_rust() -> ::std::vec::Vec<::std::string::String> {
+            []
+                .iter()
+                .map(|__l: &&str| ::std::string::ToString::to_string(*__l))
+                .collect()
+        }
         /// Settings: threshold, on/off (the environment's JITGEN_THRESHOLD and JITGEN_OFF by default).
         pub fn config() -> &'static __rt::driver::Config {
             &__CONFIG

@@ -1,0 +1,131 @@
+//! Code the analysis leaves to Rust (`hint_annotator::LeftToRust`): how
+//! `jit::left_to_rust()` reports it, and the expansion of a module left to
+//! Rust as a whole.
+//!
+//! A function whose body uses Rust the analysis does not model is called as
+//! it is from compiled code (the annotator's doc says how). A portal, or the
+//! module's types, using such Rust leave the whole module to Rust: it keeps
+//! its functions unchanged and interprets, with the `jit` module every
+//! annotated module has (settings, counts, graphs), which says why. Only
+//! misused hints, and what would make compiled code wrong, stay compile
+//! errors.
+
+use quote::quote;
+
+use crate::repr::rt;
+
+/// The items of a module left to Rust as a whole (`items`, named `name`,
+/// its source `source`): its functions unchanged, so that it interprets, and
+/// a `jit` module that says why (`left_to_rust`, and `JITGEN_LOG` at the
+/// first call of a portal) beside the settings and counts every module has.
+pub fn whole(name: &str, items: &mut Vec<syn::Item>, source: &str, why: syn::Error) {
+    let rt = rt();
+    let left_lines =
+        lines(&[hint_annotator::LeftToRust { name: "the module".into(), reasons: why.into_iter().collect() }]);
+    let log = quote!(self::jit::__log_left_whole(););
+    for item in items.iter_mut() {
+        match item {
+            syn::Item::Fn(f) if hint_annotator::has_merge_point(&f.block) => {
+                f.block.stmts.insert(0, syn::parse_quote!(#log));
+            }
+            syn::Item::Impl(i) => {
+                for ii in &mut i.items {
+                    if let syn::ImplItem::Fn(f) = ii {
+                        if hint_annotator::has_merge_point(&f.block) {
+                            f.block.stmts.insert(0, syn::parse_quote!(#log));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let intro = format!("jitgen: module `{name}` is interpreted only, compiled code needs what it does not support:");
+    items.push(syn::Item::Verbatim(quote! {
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        use ::jitgen::__private::rt as __rt;
+
+        /// What `#[jit_interpreter]` derived from this module: it uses Rust
+        /// the analysis does not support where code would be compiled, so it
+        /// only interprets (see `left_to_rust`).
+        pub mod jit {
+            #[allow(unused_imports)]
+            use super::__rt;
+            const __SOURCE: &str = #source;
+
+            #[doc(hidden)]
+            pub static __CONFIG: #rt::driver::Config = #rt::driver::Config::new();
+            #[doc(hidden)]
+            pub static __STATS: #rt::driver::Stats = #rt::driver::Stats::new();
+
+            /// No graphs: the module is left to Rust (see `left_to_rust`).
+            pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
+                ::jitgen::__private::graphs_from_source(__SOURCE)
+            }
+
+            /// Counts: all zero, nothing compiles.
+            pub fn stats() -> #rt::driver::StatsSnapshot {
+                __STATS.snapshot()
+            }
+
+            /// Settings (they change nothing here).
+            pub fn config() -> &'static #rt::driver::Config {
+                &__CONFIG
+            }
+
+            /// No compiled code.
+            pub fn portal_listings() -> ::std::vec::Vec<::std::string::String> {
+                ::std::vec::Vec::new()
+            }
+
+            /// Nothing was declined: nothing compiles.
+            pub fn last_decline() -> ::core::option::Option<::std::string::String> {
+                ::core::option::Option::None
+            }
+
+            /// Why the module is left to Rust, one line per reason:
+            /// `the module: file:line:column: what is not supported`.
+            pub fn left_to_rust() -> ::std::vec::Vec<::std::string::String> {
+                [#(#left_lines),*].iter().map(|__l: &&str| ::std::string::ToString::to_string(*__l)).collect()
+            }
+
+            /// Prints why the module only interprets, once per process,
+            /// where `JITGEN_LOG` is set.
+            #[doc(hidden)]
+            #[inline]
+            pub fn __log_left_whole() {
+                static __ONCE: ::std::sync::Once = ::std::sync::Once::new();
+                if ::std::env::var_os("JITGEN_LOG").is_some() {
+                    __ONCE.call_once(|| {
+                        ::std::eprintln!(#intro);
+                        for __l in left_to_rust() {
+                            ::std::eprintln!("  {}", __l);
+                        }
+                    });
+                }
+            }
+
+            /// The unmodified interpreter (the module's own functions: the
+            /// module only interprets).
+            #[allow(unused_imports)]
+            pub mod plain {
+                pub use super::super::*;
+            }
+        }
+    }));
+}
+
+/// What the analysis left to Rust, one line per reason, as
+/// `jit::left_to_rust()` returns them: `name: file:line:column: message`.
+pub fn lines(left: &[hint_annotator::LeftToRust]) -> Vec<String> {
+    left.iter()
+        .flat_map(|l| {
+            l.reasons.iter().map(move |e| {
+                let span = e.span();
+                let at = span.start();
+                format!("{}: {}:{}:{}: {e}", l.name, span.file(), at.line, at.column + 1)
+            })
+        })
+        .collect()
+}

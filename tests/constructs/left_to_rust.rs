@@ -1,0 +1,145 @@
+//! Rust the analysis does not support is left to Rust, never an error. A
+//! function using it is called as it is from compiled code; a portal using
+//! it makes its module interpret only. `jit::left_to_rust()` says what was
+//! left and where. Results are compared with `jit::plain`, through the
+//! portal and through `jit::specialize` where the module compiles.
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod helpers {
+    use jitgen::prelude::*;
+
+    /// An item the analysis does not look into.
+    static mut CALLS: i64 = 0;
+
+    /// Generic: not analyzed, callable as Rust.
+    pub fn twice<T: Copy>(x: T) -> (T, T) {
+        (x, x)
+    }
+
+    /// A closure, an array, an iterator: called as it is from compiled code.
+    fn weight(x: i64) -> i64 {
+        let add = |y: i64| y * 3 + 1;
+        [1i64, 2].iter().map(|v| add(*v + x)).sum()
+    }
+
+    /// Declared, then assigned: also left to Rust.
+    fn late(a: i64) -> i64 {
+        let x;
+        x = a * 2;
+        x + 1
+    }
+
+    /// Ops: 0 adds `weight(i)`, 1 adds `late(i)`, 2 counts down, 3 loops
+    /// while positive, else returns the sum.
+    pub fn run(code: &[u8], n: i64) -> i64 {
+        let mut acc = 0i64;
+        let mut i = n;
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => acc = acc.wrapping_add(weight(i)),
+                1 => acc = acc.wrapping_add(late(i)),
+                2 => i -= 1,
+                3 => {
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                _ => return acc,
+            }
+        }
+    }
+
+    /// Uses the static: left to Rust in turn.
+    pub fn count() -> i64 {
+        // SAFETY: only the test's thread reads and writes it.
+        unsafe {
+            CALLS += 1;
+            CALLS
+        }
+    }
+}
+
+#[test]
+fn a_portal_calling_functions_left_to_rust_compiles_and_agrees_with_plain() {
+    helpers::jit::config().set_threshold(0);
+    let code = [0u8, 1, 2, 3, 9];
+    for n in [0i64, 1, 7, 300] {
+        let want = helpers::jit::plain::run(&code, n);
+        assert_eq!(helpers::run(&code, n), want, "{n}");
+        assert_eq!(helpers::jit::specialize::run(&code).call(n), want, "{n}");
+    }
+    assert!(helpers::jit::stats().compilations > 0);
+    let listing = helpers::jit::specialize::run(&code).listing().to_string();
+    assert!(listing.contains("weight") && listing.contains("late"), "{listing}");
+    assert_eq!(helpers::twice(3), (3, 3));
+    assert_eq!(helpers::count(), 1);
+    let left = helpers::jit::left_to_rust().join("\n");
+    expect_test::expect![[r#"
+        CALLS: tests/constructs/left_to_rust.rs:14:16: a static is not analyzed (global mutable state hides from the JIT): code that uses it runs as Rust; a `const`, or a parameter, can compile
+        twice: tests/constructs/left_to_rust.rs:17:18: generic parameters are not supported inside #[jit_interpreter] (lifetimes are); write the concrete type
+        twice: tests/constructs/left_to_rust.rs:17:30: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
+        twice: tests/constructs/left_to_rust.rs:17:37: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
+        weight: tests/constructs/left_to_rust.rs:23:19: a closure is not supported in a #[jit_interpreter] function; write a function of the module
+        weight: tests/constructs/left_to_rust.rs:24:9: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
+        late: tests/constructs/left_to_rust.rs:29:9: `let` without an initializer is not supported in a #[jit_interpreter] function; give the binding its first value where it is declared
+        count: tests/constructs/left_to_rust.rs:61:9: `unsafe` is not supported in a #[jit_interpreter] function"#]].assert_eq(&left);
+}
+
+#[jit_interpreter]
+mod interpreted_only {
+    use jitgen::prelude::*;
+
+    pub enum Error {
+        Type(&'static str),
+        Underflow,
+    }
+
+    /// A portal using a string literal, a `&'static str` payload and
+    /// `chars()`: the module interprets only.
+    pub fn run(code: &[u8], name: &str) -> Result<String, Error> {
+        let mut out = String::new();
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => out.push_str("hi "),
+                1 => out.push_str(name),
+                2 => {
+                    let n = out.chars().count();
+                    out.push_str(&n.to_string());
+                }
+                3 => return Err(Error::Type("expected an int")),
+                4 => return Err(Error::Underflow),
+                _ => return Ok(out),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_module_whose_portal_uses_unsupported_rust_interprets_and_says_why() {
+    interpreted_only::jit::config().set_threshold(0);
+    let shown = |r: Result<String, interpreted_only::Error>| match r {
+        Ok(s) => s,
+        Err(interpreted_only::Error::Type(t)) => format!("type: {t}"),
+        Err(interpreted_only::Error::Underflow) => "underflow".into(),
+    };
+    for code in [&[0u8, 1, 2, 9][..], &[0, 3], &[4], &[1, 1, 2, 2, 9]] {
+        let want = shown(interpreted_only::jit::plain::run(code, "lox"));
+        assert_eq!(shown(interpreted_only::run(code, "lox")), want, "{code:?}");
+    }
+    assert_eq!(shown(interpreted_only::run(&[0, 1, 2, 9], "lox")), "hi lox6");
+    assert_eq!(interpreted_only::jit::stats().compilations, 0);
+    let left = interpreted_only::jit::left_to_rust().join("\n");
+    expect_test::expect![[r#"
+        the module: tests/constructs/left_to_rust.rs:99:23: the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from("..")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)
+        the module: tests/constructs/left_to_rust.rs:105:36: the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from("..")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)"#]].assert_eq(&left);
+}
