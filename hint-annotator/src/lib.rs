@@ -98,7 +98,10 @@ pub fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
 /// (a construct, a type, a method), as opposed to a misuse of a hint, which
 /// stays a compile error. Code with such errors is left to Rust.
 pub fn is_unsupported(e: &syn::Error) -> bool {
-    e.clone().into_iter().all(|e| !e.to_string().contains("hint!"))
+    e.clone().into_iter().all(|e| {
+        let m = e.to_string();
+        !(m.contains("hint!(") || m.starts_with("unknown hint") || m.starts_with("`hint!`"))
+    })
 }
 
 /// The module's analyzable functions as flow graphs, its types, and what

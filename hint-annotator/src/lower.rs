@@ -225,13 +225,51 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
         l.set_exit(LExit::Return(v));
     }
     let had_errors = !l.errors.is_empty();
-    let g = l.finish();
+    let mut g = l.finish();
+    if let Some(graph) = &g.0 {
+        g.1.extend(opaque_objects_by_value(graph, f.span));
+    }
+    let had_errors = had_errors || !g.1.is_empty();
     errors.extend(g.1);
     if had_errors {
         None
     } else {
         g.0
     }
+}
+
+/// Uses of an opaque object (`Ty::Foreign`, not behind a reference) other
+/// than taking its address or calling its method: compiled code holds such
+/// an object's address, and a copy of a `Copy` one (a handle) would alias
+/// what it was copied from.
+fn opaque_objects_by_value(g: &FlowGraph, span: Span) -> Vec<syn::Error> {
+    let owned = |v: &Value| matches!(v, Value::Var(x) if matches!(g.var(*x).ty, Ty::Foreign(_)));
+    let mut errors = vec![];
+    let message = |t: &str| {
+        format!(
+            "a value of `{t}`, a type the analysis does not model, used by value: compiled code reaches such an object only by address (`&x`, `x.method(..)`)"
+        )
+    };
+    for b in g.blocks() {
+        for op in &g.graph[b].ops {
+            for (i, a) in op.args.iter().enumerate() {
+                let by_address = matches!(&op.kind, OpKind::SameAs)
+                    || (i == 0 && matches!(&op.kind, OpKind::CallOpaque(m) if m.starts_with('.')));
+                if owned(a) && !by_address {
+                    errors.push(syn::Error::new(op.span, message(&g.value_ty(a).to_string())));
+                }
+            }
+        }
+        let carried = g.exits(b).into_iter().flat_map(|e| g.link(e).1.args.clone());
+        let returned = match &g.graph[b].exit {
+            Exit::Return(v) => Some(v.clone()),
+            _ => None,
+        };
+        if let Some(a) = carried.chain(returned).find(|a| owned(a)) {
+            errors.push(syn::Error::new(span, message(&g.value_ty(&a).to_string())));
+        }
+    }
+    errors
 }
 
 struct Lowering<'m, 'a> {

@@ -5,6 +5,7 @@ use indexmap::IndexMap;
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
 
 use crate::flowgraph::Const;
 use crate::types::{IntTy, Ty};
@@ -86,6 +87,9 @@ pub struct ModuleDef<'a> {
     /// The generic arguments an alias gives its type, as written
     /// (`<StackFrame>` of `type CallStack = Vec<StackFrame>`).
     pub alias_args: IndexMap<String, syn::AngleBracketedGenericArguments>,
+    /// Type aliases with type parameters: their parameters' names and the
+    /// type they stand for, expanded where used.
+    pub generic_aliases: IndexMap<String, (Vec<String>, syn::Type)>,
     /// Functions and methods by name.
     pub fns: IndexMap<String, FnDef<'a>>,
     /// What the analysis leaves to Rust, with why: functions whose
@@ -155,6 +159,12 @@ impl<'a> ModuleDef<'a> {
         }
         for item in items {
             if let syn::Item::Type(t) = item {
+                let params: Vec<String> = t.generics.type_params().map(|p| p.ident.to_string()).collect();
+                if !params.is_empty() {
+                    // `type Run<T> = Result<T, Error>;`: expanded where used.
+                    m.generic_aliases.insert(t.ident.to_string(), (params, (*t.ty).clone()));
+                    continue;
+                }
                 match m.ty(&t.ty, None) {
                     Ok(ty) => {
                         if let syn::Type::Path(tp) = &*t.ty {
@@ -166,7 +176,8 @@ impl<'a> ModuleDef<'a> {
                         }
                         m.aliases.insert(t.ident.to_string(), ty);
                     }
-                    Err(e) => errors.push(e),
+                    // Code that uses the alias is left to Rust in turn.
+                    Err(e) => m.skipped.push((t.ident.to_string(), vec![e])),
                 }
             }
         }
@@ -179,7 +190,7 @@ impl<'a> ModuleDef<'a> {
                     let mut fields = IndexMap::new();
                     for (i, f) in s.fields.iter().enumerate() {
                         let name = f.ident.as_ref().map_or(i.to_string(), |i| i.to_string());
-                        match m.stored_ty(&f.ty) {
+                        match m.field_ty(&f.ty) {
                             Ok(t) => {
                                 fields.insert(name, t);
                             }
@@ -431,6 +442,18 @@ impl<'a> ModuleDef<'a> {
         Ok(ty)
     }
 
+    /// The type of a struct field: one the analysis does not model is an
+    /// opaque object as a whole (`Ty::Foreign`, its Rust text), which
+    /// compiled code reaches only by address: method calls on it are
+    /// residual calls of Rust's own methods (see `lower`).
+    fn field_ty(&self, t: &syn::Type) -> syn::Result<Ty> {
+        match self.stored_ty(t) {
+            Ok(ty) => Ok(ty),
+            Err(_) if !mentions_self(t) => Ok(Ty::Foreign(type_text(t))),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Converts a Rust type of a signature, field or ascription. Tuples are
     /// accepted only at the top (and inside tuples): their components live
     /// in separate variables, so `Vec<(A, B)>` or `Option<(A, B)>` cannot be.
@@ -524,6 +547,26 @@ impl<'a> ModuleDef<'a> {
                     n if self.structs.contains_key(n) => Ty::Struct(n.into()),
                     n if self.enums.contains_key(n) => Ty::Enum(n.into()),
                     n if self.aliases.contains_key(n) => self.aliases[n].clone(),
+                    n if self.generic_aliases.contains_key(n) => {
+                        let (params, body) = &self.generic_aliases[n];
+                        let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
+                            return Err(err(seg, format!("`{name}` needs type arguments")));
+                        };
+                        let args: Vec<&syn::Type> = a
+                            .args
+                            .iter()
+                            .filter_map(|g| match g {
+                                syn::GenericArgument::Type(t) => Some(t),
+                                _ => None,
+                            })
+                            .collect();
+                        if args.len() != params.len() {
+                            return Err(err(seg, format!("`{name}` takes {} type arguments", params.len())));
+                        }
+                        let mut expanded = body.clone();
+                        SubstituteParams { params, args: &args }.visit_type_mut(&mut expanded);
+                        return self.ty(&expanded, self_ty);
+                    }
                     "String" => Ty::Str,
                     "str" => return Err(err(t, STR_ADVICE)),
                     _ => {
@@ -539,6 +582,41 @@ impl<'a> ModuleDef<'a> {
             other => Err(err(other, "this type is not supported by jitgen's analysis")),
         }
     }
+}
+
+/// Replaces a generic alias's type parameters by its arguments.
+struct SubstituteParams<'p> {
+    params: &'p [String],
+    args: &'p [&'p syn::Type],
+}
+
+impl syn::visit_mut::VisitMut for SubstituteParams<'_> {
+    fn visit_type_mut(&mut self, t: &mut syn::Type) {
+        if let syn::Type::Path(p) = t {
+            if let Some(i) = p.path.get_ident().and_then(|id| self.params.iter().position(|x| id == x)) {
+                if p.qself.is_none() {
+                    *t = self.args[i].clone();
+                    return;
+                }
+            }
+        }
+        syn::visit_mut::visit_type_mut(self, t);
+    }
+}
+
+/// A type as Rust text, spaced as written by hand (`BTreeMap<i64, u32>`).
+fn type_text(t: &syn::Type) -> String {
+    let mut s = t.to_token_stream().to_string();
+    for (from, to) in [(" :: ", "::"), (":: ", "::"), (" <", "<"), ("< ", "<"), (" >", ">"), (" ,", ","), ("& ", "&")] {
+        s = s.replace(from, to);
+    }
+    s
+}
+
+/// Whether a type names `Self` (meaningless outside its impl, so never an
+/// opaque object's text).
+fn mentions_self(t: &syn::Type) -> bool {
+    t.to_token_stream().into_iter().any(|tt| matches!(tt, proc_macro2::TokenTree::Ident(i) if i == "Self"))
 }
 
 fn no_type_generics(g: &syn::Generics) -> syn::Result<()> {

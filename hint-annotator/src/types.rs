@@ -125,9 +125,11 @@ pub enum Ty {
     Struct(String),
     /// An enum of the annotated module.
     Enum(String),
-    /// A type from outside the module (its path as written), only behind a
-    /// reference: the analysis never looks inside; it is passed on to calls
-    /// that are not inlined (an output sink, a host object).
+    /// A type the analysis does not model (its Rust text): behind a
+    /// reference, or as a struct field. An opaque object: the analysis never
+    /// looks inside; compiled code holds its address, passes it on to calls
+    /// that are not inlined (an output sink, a host object) and calls its
+    /// methods as residual calls of Rust's own.
     Foreign(String),
     /// `Option<T>`.
     Option(Box<Ty>),
@@ -167,6 +169,7 @@ impl Ty {
                 | Ty::Slice(_)
                 | Ty::Array(..)
                 | Ty::Struct(_)
+                | Ty::Foreign(_)
         )
     }
 

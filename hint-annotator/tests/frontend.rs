@@ -502,6 +502,74 @@ fn g(x: i64) -> i64 { let c = |y: i64| y; hint!(x, fast) }",
 }
 
 #[test]
+fn fields_of_types_the_analysis_does_not_model_are_opaque_objects_reached_by_address() {
+    check(
+        "pub struct M { pub n: i64, pub seen: BTreeMap<i64, u32>, pub h: std::num::Wrapping<i64> }
+impl M {
+    fn count(&mut self, k: i64) -> usize {
+        self.seen.insert(k, 1);
+        if self.seen.contains_key(&k) { self.seen.len() } else { 0 }
+    }
+    fn copied(&self) -> i64 {
+        let h = self.h;
+        super::show(h)
+    }
+}",
+        expect![[r#"
+            fn M::count -> usize
+            block0(self_0: &mut M red, k_1: i64 red):
+                R v2: BTreeMap<i64, u32> = getfield.seen(self_0)
+                R call_opaque .insert(,)(v2, k_1, 1_i32)  [gray call]
+                R v7: BTreeMap<i64, u32> = getfield.seen(self_0)
+                R v8: bool = call_opaque .contains_key(&)(v7, k_1)  [red call]
+                if v8 then block2() else block1(0_usize)
+            block1(v6: usize red):
+                return v6
+            block2():
+                R v9: BTreeMap<i64, u32> = getfield.seen(self_0)
+                R v10: usize = call_opaque .len()(v9)  [red call]
+                goto block1(v10)
+
+            left to Rust: M::copied
+                9:9: a value of `std::num::Wrapping<i64>`, a type the analysis does not model, used by value: compiled code reaches such an object only by address (`&x`, `x.method(..)`)
+        "#]],
+    );
+}
+
+#[test]
+fn generic_type_aliases_are_expanded_where_used() {
+    check(
+        "#[derive(Clone, Copy)]
+pub enum E { Under }
+type Res<T> = Result<T, E>;
+type Pair<A, B> = Result<Option<A>, B>;
+fn f(x: i64) -> Res<i64> { if x < 0 { Err(E::Under) } else { Ok(x) } }
+fn g(x: u8) -> Pair<u8, E> { Ok(Some(x)) }",
+        expect![[r#"
+            fn f -> Result<i64, E>
+            block0(x_0: i64 red):
+                R v3: bool = lt(x_0, 0_i64)
+                if v3 then block2() else block3()
+            block1(v2: Result<i64, E> red):
+                return v2
+            block2():
+                G v4: E = E::Under()
+                G v5: Result<i64, E> = Result::Err(v4)
+                goto block1(v5)
+            block3():
+                R v6: Result<i64, E> = Result::Ok(x_0)
+                goto block1(v6)
+
+            fn g -> Result<Option<u8>, E>
+            block0(x_0: u8 red):
+                R v1: Option<u8> = Option::Some(x_0)
+                R v2: Result<Option<u8>, E> = Result::Ok(v1)
+                return v2
+        "#]],
+    );
+}
+
+#[test]
 fn hints_are_checked() {
     check(
         "fn f(x: i64) -> i64 {

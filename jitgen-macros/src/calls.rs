@@ -3,7 +3,7 @@
 //! portal's compiled code, and the continuations of inlined calls (methods of
 //! `timeshift::Gen`).
 
-use hint_annotator::flowgraph::{Value, Var};
+use hint_annotator::flowgraph::{Const, Value, Var};
 use hint_annotator::types::Ty;
 use hint_annotator::Color;
 use proc_macro2::{Ident, TokenStream};
@@ -67,6 +67,42 @@ impl<'g> Gen<'g> {
         }
     }
 
+    /// How a residual call's result of type `rty` comes back: the value
+    /// types of its words, and the callback code writing them from `__r`;
+    /// `None` for a type that cannot come back yet.
+    fn result_words(&mut self, rty: &Ty) -> Option<(TokenStream, TokenStream)> {
+        let rt = rt();
+        let types = self.cg.types();
+        Some(if *rty == Ty::Unit {
+            (quote!(&[]), quote!(let _ = __r;))
+        } else if let Some(sc) = scalar(rty) {
+            let vt = sc_valty(sc);
+            let w = to_word(sc, quote!(__r));
+            (quote!(&[#vt]), quote!(__b[0] = #w;))
+        } else if *rty == Ty::Str {
+            // A new `String`, kept in the arena until the residual call
+            // that made it returns (or moved out of it by the portal).
+            let pt = ptr_valty();
+            (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
+        } else if is_enum(rty) && rebuildable(rty, types) {
+            let (flat, _, tys) = enum_helpers(rty);
+            if !self.enums.contains(rty) {
+                self.enums.push(rty.clone());
+            }
+            // A value owning strings gives them to the arena: its own
+            // words would name strings dropped with it.
+            let flat = if plain(rty, types) {
+                quote!(#flat(&__r))
+            } else {
+                let o = flat_owned_fn(rty);
+                quote!(#o(__r))
+            };
+            (quote!(&#tys()), quote!(let __w = #flat; __b[..__w.len()].copy_from_slice(&__w);))
+        } else {
+            return None;
+        })
+    }
+
     /// A residual call of a function outside the module or marked #[jit_opaque].
     /// A residual call of a function outside the analysis, through a
     /// callback; with `format`, the callback runs that `print!`-like macro
@@ -88,10 +124,18 @@ impl<'g> Gen<'g> {
         let mut at = 0usize;
         // Where each argument's words start in the callback's arguments.
         let mut starts = vec![];
-        for a in args {
+        let (method, shape) = object_method(name);
+        for (i, a) in args.iter().enumerate() {
             starts.push(at);
             let ty = self.value_ty(fi, a);
-            if let Some(sc) = scalar(&ty) {
+            if let (Some(_), 0) = (method, i) {
+                // The receiver of an opaque object's method: its address.
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return self.decline("a receiver") };
+                arg_code.push(quote!(__args.push(#x);));
+                let t = rust_ty(if let Ty::Ref { to, .. } = &ty { to } else { &ty }, None);
+                reads.push(quote!((__b[#at] as usize as *mut #t)));
+                at += 1;
+            } else if let Some(sc) = scalar(&ty) {
                 let Some(x) = self.operand(fi, a, &Repr::R(sc)) else { return self.decline("an argument") };
                 arg_code.push(quote!(__args.push(#x);));
                 reads.push(from_word(sc, quote!(__b[#at])));
@@ -160,32 +204,7 @@ impl<'g> Gen<'g> {
             }
         }
         let rty = f.graph.var(r).ty.clone();
-        let (rets, write) = if rty == Ty::Unit {
-            (quote!(&[]), quote!(let _ = __r;))
-        } else if let Some(sc) = scalar(&rty) {
-            let vt = sc_valty(sc);
-            let w = to_word(sc, quote!(__r));
-            (quote!(&[#vt]), quote!(__b[0] = #w;))
-        } else if rty == Ty::Str {
-            // A new `String`, kept in the arena until the residual call
-            // that made it returns (or moved out of it by the portal).
-            let pt = ptr_valty();
-            (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
-        } else if is_enum(&rty) && rebuildable(&rty, types) {
-            let (flat, _, tys) = enum_helpers(&rty);
-            if !self.enums.contains(&rty) {
-                self.enums.push(rty.clone());
-            }
-            // A value owning strings gives them to the arena: its own
-            // words would name strings dropped with it.
-            let flat = if plain(&rty, types) {
-                quote!(#flat(&__r))
-            } else {
-                let o = flat_owned_fn(&rty);
-                quote!(#o(__r))
-            };
-            (quote!(&#tys()), quote!(let __w = #flat; __b[..__w.len()].copy_from_slice(&__w);))
-        } else {
+        let Some((rets, write)) = self.result_words(&rty) else {
             return self.decline("the result type of this residual call");
         };
         // The direct entry's address follows the arguments.
@@ -203,10 +222,13 @@ impl<'g> Gen<'g> {
                 let direct_fn = format_ident!("__direct_{}", name);
                 quote!(if __b[#entry_at] == 0 { #path(#(#reads),*) } else { #direct_fn(__b[#entry_at], #(#reads),*) })
             }
-            None => {
-                let path = rust_path(name);
-                quote!(#path(#(#reads),*))
-            }
+            None => match method {
+                Some(m) => object_call(m, &shape, &reads, args),
+                None => {
+                    let path = rust_path(name);
+                    quote!(#path(#(#reads),*))
+                }
+            },
             Some((mac, template, names)) => {
                 let writes = mac == "write" || mac == "writeln";
                 let mac = format_ident!("{}", mac);
@@ -412,5 +434,60 @@ impl<'g> Gen<'g> {
             }
             _ => None,
         }
+    }
+}
+
+/// Of a residual call's name: the opaque object's method it calls (`.m(shape)`
+/// in the flow graph; empty for the object called) and which arguments are
+/// values passed by reference (`shape`); `None` for other calls.
+fn object_method(name: &str) -> (Option<&str>, Vec<bool>) {
+    match name.strip_prefix('.') {
+        Some(m) => {
+            let (m, rest) = m.split_once('(').unwrap_or((m, ")"));
+            (Some(m), rest.trim_end_matches(')').split(',').map(|s| s == "&").collect())
+        }
+        None => (None, vec![]),
+    }
+}
+
+/// The call of an opaque object's method `m` (or of the object itself,
+/// where `m` is empty) with the callback's `reads` of `args`, the receiver's
+/// address first: constants as literals, typed by the method as in the
+/// interpreter's own call, and values the interpreter passed by reference
+/// (`shape`) by reference.
+fn object_call(m: &str, shape: &[bool], reads: &[TokenStream], args: &[Value]) -> TokenStream {
+    let rest: Vec<TokenStream> = reads[1..]
+        .iter()
+        .zip(&args[1..])
+        .enumerate()
+        .map(|(i, (x, a))| {
+            let x = match a {
+                Value::Const(Const::Int(v, _)) => {
+                    let l = proc_macro2::Literal::u128_unsuffixed(v.unsigned_abs());
+                    if *v < 0 {
+                        quote!(-#l)
+                    } else {
+                        quote!(#l)
+                    }
+                }
+                _ => x.clone(),
+            };
+            if shape.get(i).copied().unwrap_or(false) {
+                quote!(&#x)
+            } else {
+                x
+            }
+        })
+        .collect();
+    let recv = &reads[0];
+    if m.is_empty() {
+        // SAFETY: as for a method, below.
+        quote!(unsafe { (*#recv)(#(#rest),*) })
+    } else {
+        let m = format_ident!("{}", m);
+        // SAFETY: the address of a live object of the interpreter's: the
+        // method borrows it (shared or mutable, as the method takes it) as
+        // the interpreter's own call did.
+        quote!(unsafe { (*#recv).#m(#(#rest),*) })
     }
 }

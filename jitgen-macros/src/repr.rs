@@ -105,7 +105,7 @@ pub fn is_enum(ty: &Ty) -> bool {
 
 /// Owned types that are pointers at the machine level.
 pub fn is_owned_pointer(ty: &Ty) -> bool {
-    matches!(ty, Ty::Vec(_) | Ty::Map(..) | Ty::Str | Ty::Struct(_) | Ty::Array(..) | Ty::Boxed(_))
+    matches!(ty, Ty::Vec(_) | Ty::Map(..) | Ty::Str | Ty::Struct(_) | Ty::Array(..) | Ty::Boxed(_) | Ty::Foreign(_))
 }
 
 pub fn sc_rust(sc: Sc) -> TokenStream {
@@ -205,13 +205,17 @@ pub fn rust_ty(ty: &Ty, lt: Option<&TokenStream>) -> TokenStream {
             quote!(::std::collections::HashMap<#k, #v>)
         }
         Ty::Str => quote!(::std::string::String),
-        Ty::Foreign(path) => {
-            // Generated code lives in modules inside the annotated one.
-            let segs = path.split("::").map(|s| Ident::new(s, Span::call_site()));
-            if path.starts_with("super::") {
-                quote!(super::#(#segs)::*)
-            } else {
-                quote!(#(#segs)::*)
+        Ty::Foreign(text) => {
+            // The type as written (the annotator took it from a type).
+            let t: syn::Type = syn::parse_str(text).unwrap_or_else(|_| syn::parse_quote!(()));
+            match &t {
+                // Generated code lives in modules inside the annotated one.
+                syn::Type::Path(p)
+                    if p.qself.is_none() && p.path.segments.first().is_some_and(|s| s.ident == "super") =>
+                {
+                    quote!(super::#t)
+                }
+                _ => quote!(#t),
             }
         }
         Ty::Slice(t) => {

@@ -123,6 +123,21 @@ impl<'m, 'a> Lowering<'m, 'a> {
     }
 
     pub(super) fn call(&mut self, c: &syn::ExprCall) -> LVal {
+        if !matches!(&*c.func, Expr::Path(_)) {
+            // A function value: callable when it is an opaque object (a
+            // boxed closure in a field), as a residual call of it.
+            let f = self.expr(&c.func);
+            let f = match f {
+                r @ LVal::Ref(_) => self.rvalue(r, &*c.func),
+                v => v,
+            };
+            if let Ty::Foreign(_) = self.deref_ty(&self.ty_of(&f)) {
+                let mut args = vec![f];
+                let shape = self.by_reference(&c.args, &mut args);
+                let t = self.u.fresh();
+                return self.emit(OpKind::CallOpaque(format!(".({shape})")), args, t, c);
+            }
+        }
         let Expr::Path(p) = &*c.func else {
             return self.unsupported(
                 &c.func,
@@ -272,6 +287,46 @@ impl<'m, 'a> Lowering<'m, 'a> {
             "call functions and methods of the module, or a function outside it through `super::`"
         };
         self.unsupported(c, &format!("calling `{}`", segs.join("::")), instead)
+    }
+
+    /// A method of an opaque object: a residual call of Rust's own method on
+    /// the object's address (`.m(shape)` in the flow graph, see
+    /// `by_reference`).
+    fn object_method(&mut self, mc: &syn::ExprMethodCall, recv: LVal, method: &str) -> LVal {
+        let mut args = vec![recv];
+        let shape = self.by_reference(&mc.args, &mut args);
+        // The result's type comes from its use; a few methods have the same
+        // result type on every type of the standard library (a count, a
+        // test), which a cast does not tell.
+        let t = match method {
+            "len" | "capacity" | "count" => Ty::Int(IntTy::Usize),
+            "is_empty" | "contains" | "contains_key" | "starts_with" | "ends_with" => Ty::Bool,
+            _ => self.u.fresh(),
+        };
+        self.emit(OpKind::CallOpaque(format!(".{method}({shape})")), args, t, mc)
+    }
+
+    /// Lowers the arguments of a call of an opaque object (appended to
+    /// `args`), and says which are values passed by shared reference
+    /// (`&k`, a value at the machine level): `&` for those, nothing for the
+    /// others, comma-separated (`.get(&)`, `.insert(,)` in the flow graph).
+    fn by_reference(&mut self, exprs: &Punctuated<Expr, Token![,]>, args: &mut Vec<LVal>) -> String {
+        let mut shape = vec![];
+        for e in exprs {
+            let v = self.expr(e);
+            let v = match v {
+                r @ LVal::Ref(_) => self.rvalue(r, e),
+                v => v,
+            };
+            let value = self.finished_value(&self.ty_of(&v));
+            if value && matches!(e, Expr::Reference(r) if r.mutability.is_some()) {
+                self.unsupported(e, "`&mut` of a value passed to an object the analysis does not model", "");
+            }
+            let by_ref = matches!(e, Expr::Reference(r) if r.mutability.is_none()) && value;
+            shape.push(if by_ref { "&" } else { "" });
+            args.push(v);
+        }
+        shape.join(",")
     }
 
     pub(super) fn construct_struct(
@@ -618,6 +673,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let nargs = mc.args.len();
         if recv_ty == Ty::Str {
             return self.string_method(mc);
+        }
+        if let Ty::Foreign(_) = recv_ty {
+            return self.object_method(mc, recv, &method);
         }
         if method == "to_string" && nargs == 0 && recv_ty.is_scalar() {
             let r = &mc.receiver;

@@ -1,0 +1,92 @@
+//! Objects of types the analysis does not model, as fields of a machine:
+//! compiled code holds their addresses and calls their methods as residual
+//! calls of Rust's own. Results are compared with `jit::plain`, through the
+//! portal and through `jit::specialize`.
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod tallies {
+    use jitgen::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// A counter, a map the analysis does not model, and a boxed closure.
+    pub struct Machine {
+        pub acc: i64,
+        pub seen: BTreeMap<i64, u32>,
+        pub weigh: Box<dyn Fn(i64) -> i64>,
+    }
+
+    impl Machine {
+        /// Ops: 0 adds the counter, 1 adds how many keys were seen, 2
+        /// records the counter mod 7, 3 adds whether 3 was seen, 4 adds the
+        /// counter weighed, 5 counts down, 6 loops while positive, else
+        /// returns the sum.
+        pub fn run(&mut self, code: &[u8], n: i64) -> i64 {
+            let mut pc = 0;
+            let mut i = n;
+            loop {
+                hint!(global_merge_point);
+                let op = hint!(code[pc], concrete);
+                pc += 1;
+                match op {
+                    0 => self.acc = self.acc.wrapping_add(i),
+                    1 => self.acc += self.seen.len() as i64,
+                    2 => {
+                        self.seen.insert(i % 7, 1);
+                    }
+                    3 => {
+                        let k = 3i64;
+                        if self.seen.contains_key(&k) {
+                            self.acc += 100;
+                        }
+                    }
+                    4 => self.acc = self.acc.wrapping_add((self.weigh)(i)),
+                    5 => i -= 1,
+                    6 => {
+                        if i > 0 {
+                            pc = 0;
+                        }
+                    }
+                    _ => return self.acc,
+                }
+            }
+        }
+    }
+}
+
+fn machine() -> tallies::Machine {
+    tallies::Machine { acc: 0, seen: Default::default(), weigh: Box::new(|x| x * 3 - 1) }
+}
+
+#[test]
+fn methods_of_opaque_fields_are_residual_calls_and_agree_with_plain() {
+    tallies::jit::config().set_threshold(0);
+    let code = [0u8, 1, 2, 3, 5, 6, 9];
+    for n in [0i64, 1, 5, 40, 1000] {
+        let want = tallies::jit::plain::Machine::run(&mut machine(), &code, n);
+        assert_eq!(machine().run(&code, n), want, "{n}");
+        assert_eq!(tallies::jit::specialize::Machine::run(&code).call(&mut machine(), n), want, "{n}");
+    }
+    assert!(tallies::jit::stats().compilations > 0, "{:?}", tallies::jit::left_to_rust());
+    assert!(tallies::jit::left_to_rust().is_empty(), "{:?}", tallies::jit::left_to_rust());
+    let listing = tallies::jit::specialize::Machine::run(&code).listing().to_string();
+    for call in [".len()", ".insert(,)", ".contains_key(&)"] {
+        assert!(listing.contains(call), "{call} in\n{listing}");
+    }
+}
+
+#[test]
+fn random_programs_over_opaque_fields_agree_with_plain() {
+    tallies::jit::config().set_threshold(0);
+    let mut rng = crate::common::Rng(0x0dd_f1e1d);
+    for _ in 0..crate::common::how_many(400) {
+        let len = rng.below(8) as usize;
+        let mut code: Vec<u8> = (0..len).map(|_| rng.below(5) as u8).collect();
+        code.extend([5, 6, 9]);
+        let n = rng.below(60) as i64;
+        let want = tallies::jit::plain::Machine::run(&mut machine(), &code, n);
+        assert_eq!(machine().run(&code, n), want, "{code:?} {n}");
+        assert_eq!(tallies::jit::specialize::Machine::run(&code).call(&mut machine(), n), want, "{code:?} {n}");
+    }
+}
