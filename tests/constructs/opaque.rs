@@ -90,3 +90,55 @@ fn random_programs_over_opaque_fields_agree_with_plain() {
         assert_eq!(tallies::jit::specialize::Machine::run(&code).call(&mut machine(), n), want, "{code:?} {n}");
     }
 }
+
+#[jit_interpreter]
+mod lookups {
+    use jitgen::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// A program with a set the analysis does not model beside its code.
+    pub struct Program {
+        pub code: Vec<u8>,
+        pub marked: BTreeSet<i64>,
+    }
+
+    /// Ops: 0 adds 10 if the counter is marked, 1 adds the number of
+    /// marks, 2 counts down, 3 loops while positive, else returns the sum.
+    pub fn run(prog: &Program, n: i64) -> i64 {
+        let mut acc = 0i64;
+        let mut i = n;
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(prog.code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => {
+                    if prog.marked.contains(&i) {
+                        acc += 10;
+                    }
+                }
+                1 => acc += prog.marked.len() as i64,
+                2 => i -= 1,
+                3 => {
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                _ => return acc,
+            }
+        }
+    }
+}
+
+#[test]
+fn methods_of_opaque_objects_in_green_data_agree_with_plain() {
+    lookups::jit::config().set_threshold(0);
+    let prog = lookups::Program { code: vec![0, 1, 2, 3, 9], marked: [2, 3, 5, 7, 11].into_iter().collect() };
+    for n in [0i64, 1, 6, 12, 500] {
+        let want = lookups::jit::plain::run(&prog, n);
+        assert_eq!(lookups::run(&prog, n), want, "{n}");
+        assert_eq!(lookups::jit::specialize::run(&prog).call(n), want, "{n}");
+    }
+    assert!(lookups::jit::stats().compilations > 0, "{:?}", lookups::jit::left_to_rust());
+}
