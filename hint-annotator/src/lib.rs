@@ -72,6 +72,7 @@ mod bta;
 mod colored;
 pub mod flowgraph;
 mod lower;
+pub mod macro_rules;
 pub mod module;
 mod resolve;
 pub mod types;

@@ -214,7 +214,8 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
         l.blocks[0].inputargs.push(v);
         l.env.push((p.name.clone(), LVal::Var(v)));
     }
-    let body = crate::resolve::resolve_body(m, f.body);
+    let (body, expansion_errors) = crate::resolve::resolve_body(m, f.body);
+    l.errors.extend(expansion_errors);
     let v = l.block(&body);
     if l.cur.is_some() {
         let t = l.ty_of(&v);

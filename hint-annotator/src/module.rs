@@ -92,6 +92,8 @@ pub struct ModuleDef<'a> {
     pub generic_aliases: IndexMap<String, (Vec<String>, syn::Type)>,
     /// Functions and methods by name.
     pub fns: IndexMap<String, FnDef<'a>>,
+    /// The module's `macro_rules!` macros by name, expanded where used.
+    pub macros: std::collections::HashMap<String, Vec<crate::macro_rules::Rule>>,
     /// What the analysis leaves to Rust, with why: functions whose
     /// signatures it cannot read (generic, async, types it does not model)
     /// and items it does not look into (statics, nested modules, macros).
@@ -297,6 +299,17 @@ impl<'a> ModuleDef<'a> {
                         "a static is not analyzed (global mutable state hides from the JIT): code that uses it runs as Rust; a `const`, or a parameter, can compile",
                     )],
                 )),
+                syn::Item::Macro(mac) if mac.mac.path.is_ident("macro_rules") && mac.ident.is_some() => {
+                    match crate::macro_rules::read_rules(&mac.mac.tokens) {
+                        Some(rules) => {
+                            m.macros.insert(mac.ident.as_ref().expect("checked").to_string(), rules);
+                        }
+                        None => m.skipped.push((
+                            mac.ident.as_ref().expect("checked").to_string(),
+                            vec![err(&mac.mac.path, "a macro whose rules the analysis cannot read: code that uses it runs as Rust")],
+                        )),
+                    }
+                }
                 syn::Item::Macro(mac) => m.skipped.push((
                     mac.mac.path.segments.last().map_or_else(String::new, |s| s.ident.to_string()),
                     vec![err(&mac.mac.path, "a macro item is not analyzed: code that uses the macro runs as Rust")],

@@ -22,11 +22,13 @@ use syn::{Expr, Pat, Path};
 use crate::module::ModuleDef;
 use crate::types::Ty;
 
-/// The body with variant imports and alias paths resolved.
-pub(crate) fn resolve_body(m: &ModuleDef<'_>, body: &syn::Block) -> syn::Block {
+/// The body with its macros expanded (`macro_rules`), variant imports and
+/// alias paths resolved, and what went wrong expanding.
+pub(crate) fn resolve_body(m: &ModuleDef<'_>, body: &syn::Block) -> (syn::Block, Vec<syn::Error>) {
     let mut body = body.clone();
+    let errors = crate::macro_rules::expand_body(&mut body, &m.macros);
     Resolver { m, variants: HashMap::new() }.visit_block_mut(&mut body);
-    body
+    (body, errors)
 }
 
 struct Resolver<'m, 'a> {

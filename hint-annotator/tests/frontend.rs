@@ -570,6 +570,62 @@ fn g(x: u8) -> Pair<u8, E> { Ok(Some(x)) }",
 }
 
 #[test]
+fn macro_rules_macros_are_expanded_before_lowering() {
+    // `binop!`'s `b` is its own: the caller's `b` in `sum!` is the parameter.
+    check(
+        "macro_rules! binop {
+    ($s:ident, $op:tt) => {{ let b = $s.pop().unwrap(); let a = $s.pop().unwrap(); $s.push(a $op b); }};
+}
+fn f(x: i64, b: i64) -> i64 {
+    macro_rules! twice { ($e:expr) => { $e * 2 }; }
+    macro_rules! sum { ($($x:expr),*) => { 0 $(+ $x)* }; }
+    let mut s: Vec<i64> = vec![x, b];
+    binop!(s, -);
+    let t = s.pop().unwrap();
+    twice!(t + 1) + sum!(1, 2, b) + if matches!(t, 0..=3) { 1 } else { 0 }
+}
+fn g(x: i64) -> i64 {
+    macro_rules! loops { () => { loops!() }; }
+    macro_rules! one { (a) => { 1 }; }
+    loops!() + one!(b) + x
+}",
+        expect![[r#"
+            fn f -> i64
+            block0(x_0: i64 red, b_1: i64 red):
+                R s_2: Vec<i64> = new_vec(x_0, b_1)
+                R v3: Option<i64> = pop(s_2)
+                R __macro1_b_4: i64 = unwrap(v3)
+                R v5: Option<i64> = pop(s_2)
+                R __macro1_a_6: i64 = unwrap(v5)
+                R v7: i64 = sub(__macro1_a_6, __macro1_b_4)
+                R push(s_2, v7)
+                R v9: Option<i64> = pop(s_2)
+                R t_10: i64 = unwrap(v9)
+                R v11: i64 = add(t_10, 1_i64)
+                R v12: i64 = mul(v11, 2_i64)
+                G v13: i64 = add(0_i64, 1_i64)
+                G v14: i64 = add(v13, 2_i64)
+                R v15: i64 = add(v14, b_1)
+                R v16: i64 = add(v12, v15)
+                R v31: bool = ge(t_10, 0_i64)
+                if v31 then block3() else block2(false)
+            block1(v21: i64 red):
+                R v33: i64 = add(v16, v21)
+                return v33
+            block2(v26: bool red):
+                if v26 then block1(1_i64) else block1(0_i64)
+            block3():
+                R v32: bool = le(t_10, 3_i64)
+                if v32 then block2(true) else block2(false)
+
+            left to Rust: g
+                13:34: `loops!` expands more than 64 levels deep
+                15:16: no rule of `one!` matches this invocation
+        "#]],
+    );
+}
+
+#[test]
 fn hints_are_checked() {
     check(
         "fn f(x: i64) -> i64 {

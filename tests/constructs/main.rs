@@ -11,6 +11,7 @@ mod common;
 mod calls;
 mod decline;
 mod left_to_rust;
+mod macros;
 mod opaque;
 mod promotion;
 mod rust_style;

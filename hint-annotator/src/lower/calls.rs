@@ -26,7 +26,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
         for (p, a) in f.params.iter().zip(args) {
             self.env.push((p.name.clone(), a));
         }
-        let body = crate::resolve::resolve_body(self.m, f.body);
+        let (body, expansion_errors) = crate::resolve::resolve_body(self.m, f.body);
+        self.errors.extend(expansion_errors);
         let v = self.block(&body);
         if self.cur.is_some() {
             let t = self.ty_of(&v);
