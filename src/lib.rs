@@ -124,8 +124,8 @@ pub mod __private {
     }
 
     /// Annotates the module source the macro embedded (for `jit::graphs()`).
-    pub fn graphs_from_source(src: &str) -> hint_annotator::ColoredGraphs {
-        match hint_annotator::annotate_source(src) {
+    pub fn graphs_from_source(src: &str, external: &str) -> hint_annotator::ColoredGraphs {
+        match hint_annotator::annotate_source_with(src, external) {
             Ok(g) => g,
             // Only a module left to Rust compiled with errors of its analysis.
             Err(e) => hint_annotator::ColoredGraphs::left_whole("the module".into(), e.into_iter().collect()),

@@ -78,6 +78,7 @@ mod resolve;
 pub mod types;
 
 use indexmap::IndexMap;
+use quote::ToTokens;
 
 pub use colored::{
     CallKind, Color, ColoredGraph, ColoredGraphs, LeftToRust, MergePoint, ModuleTypes, GREEN_RESULT_SUFFIX,
@@ -119,12 +120,65 @@ pub fn is_unsupported(e: &syn::Error) -> bool {
 /// merge point; the macro then leaves the whole module to Rust.
 fn graphs_and_types(
     items: &[syn::Item],
+    external: &[syn::Item],
 ) -> Result<(IndexMap<String, FlowGraph>, ModuleTypes, Vec<LeftToRust>), syn::Error> {
-    let mut errors = vec![];
-    let mut m = module::ModuleDef::read(items, &mut errors);
-    let mut left: Vec<LeftToRust> =
-        std::mem::take(&mut m.skipped).into_iter().map(|(name, reasons)| LeftToRust { name, reasons }).collect();
-    let mut left_fns = std::collections::HashSet::new();
+    // External types the analysis cannot model are left out, and what uses
+    // them is then left to Rust like any type it does not know.
+    let mut dropped: std::collections::HashSet<String> = std::collections::HashSet::new();
+    loop {
+        let kept: Vec<syn::Item> = external
+            .iter()
+            .filter(|i| match i {
+                syn::Item::Struct(s) => !dropped.contains(&s.ident.to_string()),
+                syn::Item::Enum(e) => !dropped.contains(&e.ident.to_string()),
+                syn::Item::Impl(i) => !dropped.contains(&i.self_ty.to_token_stream().to_string()),
+                _ => true,
+            })
+            .cloned()
+            .collect();
+        let all: Vec<syn::Item> = items.iter().cloned().chain(kept).collect();
+        let mut external_errors = vec![];
+        let mut errors = vec![];
+        let m = module::ModuleDef::read_with_external(&all, items.len(), &mut errors, &mut external_errors);
+        let poisoned: Vec<String> = m
+            .structs
+            .iter()
+            .filter(|(_, d)| d.fields.values().any(|t| matches!(t, types::Ty::Error)))
+            .map(|(n, _)| n)
+            .chain(
+                m.enums
+                    .iter()
+                    .filter(|(_, d)| {
+                        d.variants.iter().any(|v| v.fields.iter().any(|(_, t)| matches!(t, types::Ty::Error)))
+                    })
+                    .map(|(n, _)| n),
+            )
+            .filter(|n| m.external.contains(*n) && !dropped.contains(*n))
+            .cloned()
+            .collect();
+        if !poisoned.is_empty() {
+            dropped.extend(poisoned);
+            continue;
+        }
+        return analyze(m, errors);
+    }
+}
+
+/// Lowers the functions of a module read (see `graphs_and_types`).
+fn analyze(
+    mut m: module::ModuleDef<'_>,
+    mut errors: Vec<syn::Error>,
+) -> Result<(IndexMap<String, FlowGraph>, ModuleTypes, Vec<LeftToRust>), syn::Error> {
+    let external = std::mem::take(&mut m.external);
+    let mut left: Vec<LeftToRust> = std::mem::take(&mut m.skipped)
+        .into_iter()
+        .filter(|(name, _)| !external.contains(name))
+        .map(|(name, reasons)| LeftToRust { name, reasons })
+        .collect();
+    // Methods of other modules are called, never inlined (their bodies
+    // may use what is private to their module).
+    let mut left_fns: std::collections::HashSet<String> =
+        m.fns.keys().filter(|n| external.contains(*n)).cloned().collect();
     loop {
         let mut graphs = IndexMap::new();
         let mut failed = vec![];
@@ -181,19 +235,34 @@ fn graphs_and_types(
 
 /// Builds the (uncolored) flow graph of every function of a module.
 pub fn flow_graphs(items: &[syn::Item]) -> Result<IndexMap<String, FlowGraph>, syn::Error> {
-    graphs_and_types(items).map(|(g, _, _)| g)
+    graphs_and_types(items, &[]).map(|(g, _, _)| g)
 }
 
 /// Annotates the items of a module: flow graphs, types, binding times.
 pub fn annotate_items(items: &[syn::Item]) -> Result<ColoredGraphs, syn::Error> {
-    let (graphs, types, left) = graphs_and_types(items)?;
+    annotate_items_with(items, &[])
+}
+
+/// Annotates the items of a module with `external` items: structs, enums
+/// and inherent impls of other modules that the module imports. Their
+/// types are modeled where they can be (else left out, as types the
+/// analysis does not know), their methods are residual calls, never inlined,
+/// and nothing of them is reported as left to Rust.
+pub fn annotate_items_with(items: &[syn::Item], external: &[syn::Item]) -> Result<ColoredGraphs, syn::Error> {
+    let (graphs, types, left) = graphs_and_types(items, external)?;
     colored::color_module(graphs, types, left).map_err(|e| combine(e).expect("at least one error"))
 }
 
 /// Annotates an inline module (`mod m { ... }`).
 pub fn annotate_module(m: &syn::ItemMod) -> Result<ColoredGraphs, syn::Error> {
+    annotate_module_with(m, &[])
+}
+
+/// Annotates an inline module with the external items it imports (see
+/// `annotate_items_with`).
+pub fn annotate_module_with(m: &syn::ItemMod, external: &[syn::Item]) -> Result<ColoredGraphs, syn::Error> {
     match &m.content {
-        Some((_, items)) => annotate_items(items),
+        Some((_, items)) => annotate_items_with(items, external),
         None => Err(syn::Error::new(
             m.ident.span(),
             "#[jit_interpreter] needs the module's items inline (`mod name { ... }`): rustc does not let attribute macros see into `mod name;` files",
@@ -204,13 +273,20 @@ pub fn annotate_module(m: &syn::ItemMod) -> Result<ColoredGraphs, syn::Error> {
 /// Annotates Rust source text: the module marked `#[jit_interpreter]` in it,
 /// or else a file that is a single inline module, or else all the file's items.
 pub fn annotate_source(src: &str) -> Result<ColoredGraphs, syn::Error> {
+    annotate_source_with(src, "")
+}
+
+/// Annotates Rust source text (as `annotate_source`) with external items
+/// given as source text too (see `annotate_items_with`).
+pub fn annotate_source_with(src: &str, external: &str) -> Result<ColoredGraphs, syn::Error> {
+    let external = syn::parse_file(external)?.items;
     let file = syn::parse_file(src)?;
     let marked = file.items.iter().find_map(|i| match i {
         syn::Item::Mod(m) if m.attrs.iter().any(|a| a.path().is_ident("jit_interpreter")) => Some(m),
         _ => None,
     });
     match (marked, file.items.as_slice()) {
-        (Some(m), _) | (None, [syn::Item::Mod(m)]) => annotate_module(m),
-        _ => annotate_items(&file.items),
+        (Some(m), _) | (None, [syn::Item::Mod(m)]) => annotate_module_with(m, &external),
+        _ => annotate_items_with(&file.items, &external),
     }
 }

@@ -92,6 +92,9 @@ pub struct ModuleDef<'a> {
     pub generic_aliases: IndexMap<String, (Vec<String>, syn::Type)>,
     /// Functions and methods by name.
     pub fns: IndexMap<String, FnDef<'a>>,
+    /// The names of the types and methods read from other modules (see
+    /// `read_with_external`).
+    pub external: std::collections::HashSet<String>,
     /// The module's `macro_rules!` macros by name, expanded where used.
     pub macros: std::collections::HashMap<String, Vec<crate::macro_rules::Rule>>,
     /// What the analysis leaves to Rust, with why: functions whose
@@ -136,29 +139,21 @@ fn err(span: impl Spanned, msg: impl std::fmt::Display) -> syn::Error {
 impl<'a> ModuleDef<'a> {
     /// Reads the items of a module; errors are pushed to `errors`.
     pub fn read(items: &'a [syn::Item], errors: &mut Vec<syn::Error>) -> ModuleDef<'a> {
+        ModuleDef::read_with_external(items, items.len(), errors, &mut vec![])
+    }
+
+    /// Reads the items of a module, the first `own` of `items`, and the
+    /// external items after them (types of other modules, see
+    /// `crate::annotate_items_with`): errors of the module's items are
+    /// pushed to `errors`, those of external items to `external_errors`.
+    pub fn read_with_external(
+        items: &'a [syn::Item],
+        own: usize,
+        module_errors: &mut Vec<syn::Error>,
+        external_errors: &mut Vec<syn::Error>,
+    ) -> ModuleDef<'a> {
         let mut m = ModuleDef::default();
-        // First the names, so that types may refer to each other in any order.
-        for item in items {
-            match item {
-                syn::Item::Struct(s) => {
-                    m.structs.insert(
-                        s.ident.to_string(),
-                        StructDef {
-                            fields: IndexMap::new(),
-                            virtualizable: has_attr(&s.attrs, "virtualizable"),
-                            lifetimes: s.generics.lifetimes().count(),
-                        },
-                    );
-                }
-                syn::Item::Enum(e) => {
-                    m.enums.insert(
-                        e.ident.to_string(),
-                        EnumDef { variants: vec![], derives_eq: derives(&e.attrs, "PartialEq") },
-                    );
-                }
-                _ => {}
-            }
-        }
+        m.register_names(items, own);
         for item in items {
             if let syn::Item::Type(t) = item {
                 let params: Vec<String> = t.generics.type_params().map(|p| p.ident.to_string()).collect();
@@ -183,7 +178,8 @@ impl<'a> ModuleDef<'a> {
                 }
             }
         }
-        for item in items {
+        for (k, item) in items.iter().enumerate() {
+            let errors = if k < own { &mut *module_errors } else { &mut *external_errors };
             match item {
                 syn::Item::Struct(s) => {
                     if let Err(e) = no_type_generics(&s.generics) {
@@ -321,6 +317,49 @@ impl<'a> ModuleDef<'a> {
             }
         }
         m
+    }
+
+    /// The names of the structs and enums of `items`, so that types may
+    /// refer to each other in any order, and which items are external (after
+    /// the first `own`).
+    fn register_names(&mut self, items: &'a [syn::Item], own: usize) {
+        for item in &items[own..] {
+            match item {
+                syn::Item::Struct(s) => drop(self.external.insert(s.ident.to_string())),
+                syn::Item::Enum(e) => drop(self.external.insert(e.ident.to_string())),
+                syn::Item::Impl(i) => {
+                    let ty = i.self_ty.to_token_stream().to_string();
+                    for ii in &i.items {
+                        if let syn::ImplItem::Fn(f) = ii {
+                            self.external.insert(format!("{ty}::{}", f.sig.ident));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // First the names, so that types may refer to each other in any order.
+        for item in items {
+            match item {
+                syn::Item::Struct(s) => {
+                    self.structs.insert(
+                        s.ident.to_string(),
+                        StructDef {
+                            fields: IndexMap::new(),
+                            virtualizable: has_attr(&s.attrs, "virtualizable"),
+                            lifetimes: s.generics.lifetimes().count(),
+                        },
+                    );
+                }
+                syn::Item::Enum(e) => {
+                    self.enums.insert(
+                        e.ident.to_string(),
+                        EnumDef { variants: vec![], derives_eq: derives(&e.attrs, "PartialEq") },
+                    );
+                }
+                _ => {}
+            }
+        }
     }
 
     fn read_fn(

@@ -558,6 +558,7 @@ pub fn expand(
     fns: &mut [&mut syn::ItemFn],
     source: &str,
     lifted: &[crate::methods::LiftedMethod],
+    external: &crate::external::External,
 ) -> Expansion {
     let mut gen = Gen::new(cg);
     // Entry points: portals (at their merge point) and specialize (at entry).
@@ -576,7 +577,7 @@ pub fn expand(
         }
         specialize(&mut gen, &mut out, item, fi);
     }
-    assemble(gen, out, source, lifted)
+    assemble(gen, out, source, lifted, external)
 }
 
 /// A portal: its hook, its compile function, its plain copy, and its body
@@ -1267,8 +1268,15 @@ fn specialize(gen: &mut Gen, out: &mut Gathered, item: &mut syn::ItemFn, fi: usi
 
 /// The expansion's items: `__jit` (the generating extension and the hooks),
 /// `jit` (what the user calls), the plain copies of the portals.
-fn assemble(mut gen: Gen, out: Gathered, source: &str, lifted: &[crate::methods::LiftedMethod]) -> Expansion {
+fn assemble(
+    mut gen: Gen,
+    out: Gathered,
+    source: &str,
+    lifted: &[crate::methods::LiftedMethod],
+    external: &crate::external::External,
+) -> Expansion {
     let rt = rt();
+    let (uses, external_source) = (&external.uses, external.source());
     let Gathered {
         mut plain_copies,
         mut hooks,
@@ -1311,6 +1319,7 @@ fn assemble(mut gen: Gen, out: Gathered, source: &str, lifted: &[crate::methods:
         #[allow(unused_imports, dead_code, non_snake_case, non_camel_case_types, unused_parens, unused_variables, unused_mut, unused_braces, unreachable_code, unused_labels, clippy::all)]
         pub mod __jit {
             use super::*;
+            #(#uses)*
             #extension
             #(#hooks)*
             #(#specializers)*
@@ -1322,6 +1331,7 @@ fn assemble(mut gen: Gen, out: Gathered, source: &str, lifted: &[crate::methods:
             #[allow(unused_imports)]
             use super::__rt;
             const __SOURCE: &str = #source;
+            const __EXTERNAL: &str = #external_source;
 
             #[doc(hidden)]
             pub static __CONFIG: #rt::driver::Config = #rt::driver::Config::new();
@@ -1330,7 +1340,7 @@ fn assemble(mut gen: Gen, out: Gathered, source: &str, lifted: &[crate::methods:
 
             /// The colored flow graphs of every function of the module (computed on each call).
             pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
-                ::jitgen::__private::graphs_from_source(__SOURCE)
+                ::jitgen::__private::graphs_from_source(__SOURCE, __EXTERNAL)
             }
 
             /// Counts: compilations, residual operations, entries into residual code, ...
@@ -1367,6 +1377,7 @@ fn assemble(mut gen: Gen, out: Gathered, source: &str, lifted: &[crate::methods:
             #[allow(unused_imports, clippy::all)]
             pub mod plain {
                 use super::super::*;
+                #(#uses)*
                 #(#reexports)*
                 #plain_paths
             }
@@ -1376,6 +1387,7 @@ fn assemble(mut gen: Gen, out: Gathered, source: &str, lifted: &[crate::methods:
             pub mod __specialize {
                 use super::super::*;
                 use super::super::__jit::*;
+                #(#uses)*
                 #(#specialize_api)*
             }
 

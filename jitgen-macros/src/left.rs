@@ -18,7 +18,14 @@ use crate::repr::rt;
 /// its source `source`): its functions unchanged, so that it interprets, and
 /// a `jit` module that says why (`left_to_rust`, and `JITGEN_LOG` at the
 /// first call of a portal) beside the settings and counts every module has.
-pub fn whole(name: &str, items: &mut Vec<syn::Item>, source: &str, why: syn::Error) {
+pub fn whole(
+    name: &str,
+    items: &mut Vec<syn::Item>,
+    source: &str,
+    external: &crate::external::External,
+    why: syn::Error,
+) {
+    let external_source = external.source();
     let rt = rt();
     let left_lines =
         lines(&[hint_annotator::LeftToRust { name: "the module".into(), reasons: why.into_iter().collect() }]);
@@ -53,6 +60,7 @@ pub fn whole(name: &str, items: &mut Vec<syn::Item>, source: &str, why: syn::Err
             #[allow(unused_imports)]
             use super::__rt;
             const __SOURCE: &str = #source;
+            const __EXTERNAL: &str = #external_source;
 
             #[doc(hidden)]
             pub static __CONFIG: #rt::driver::Config = #rt::driver::Config::new();
@@ -61,7 +69,7 @@ pub fn whole(name: &str, items: &mut Vec<syn::Item>, source: &str, why: syn::Err
 
             /// No graphs: the module is left to Rust (see `left_to_rust`).
             pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
-                ::jitgen::__private::graphs_from_source(__SOURCE)
+                ::jitgen::__private::graphs_from_source(__SOURCE, __EXTERNAL)
             }
 
             /// Counts: all zero, nothing compiles.

@@ -65,6 +65,7 @@ mod check;
 mod containers;
 mod content;
 mod entry;
+mod external;
 mod frame;
 mod frames;
 mod jit_module;
@@ -114,7 +115,8 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         errors.push(syn::Error::new_spanned(&attr, "#[jit_interpreter] takes no arguments"));
     }
     let lifted = methods::lift_portal_methods(&mut module);
-    let checked = hint_annotator::annotate_module(&module);
+    let external = external::find(&module);
+    let checked = hint_annotator::annotate_module_with(&module, &external.items);
     let source = module.to_token_stream().to_string();
     methods::finish_wrappers(&mut module, &lifted);
     strip_markers(&mut module);
@@ -148,7 +150,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
                     _ => None,
                 })
                 .collect();
-            let exp = jit_module::expand(&g, &mut fns, &source, &lifted);
+            let exp = jit_module::expand(&g, &mut fns, &source, &lifted, &external);
             for it in exp.items {
                 items.push(syn::Item::Verbatim(it));
             }
@@ -157,7 +159,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
             let name = module.ident.to_string();
             let why = left_whole.take().expect("checked");
             let Some((_, items)) = &mut module.content else { unreachable!("checked above") };
-            left::whole(&name, items, &source, why);
+            left::whole(&name, items, &source, &external, why);
         }
         _ => {
             // Enough of `jit` for the module's own code to keep compiling.

@@ -10,6 +10,7 @@ mod common;
 
 mod calls;
 mod decline;
+mod external_types;
 mod left_to_rust;
 mod macros;
 mod opaque;

@@ -763,13 +763,14 @@ pub mod plus_minus {
         #[allow(unused_imports)]
         use super::__rt;
         const __SOURCE: &str = "pub mod plus_minus { use super :: * ; # [doc = \" Applies each `+` (add y) and `-` (subtract y) of `s` to `x`.\"] pub fn ll_plus_minus (s : & [u8] , x : i64 , y : i64) -> i64 { let mut acc = x ; let mut pc = 0 ; while pc < s . len () { hint ! (global_merge_point) ; let op = hint ! (s [pc] , concrete) ; if op == b'+' { acc += y ; } else if op == b'-' { acc -= y ; } pc += 1 ; } acc } }";
+        const __EXTERNAL: &str = "";
         #[doc(hidden)]
         pub static __CONFIG: __rt::driver::Config = __rt::driver::Config::new();
         #[doc(hidden)]
         pub static __STATS: __rt::driver::Stats = __rt::driver::Stats::new();
         /// The colored flow graphs of every function of the module (computed on each call).
         pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
-            ::jitgen::__private::graphs_from_source(__SOURCE)
+            ::jitgen::__private::graphs_from_source(__SOURCE, __EXTERNAL)
         }
         /// Counts: compilations, residual operations, entries into residual code, ...
         pub fn stats() -> __rt::driver::StatsSnapshot {

@@ -1,0 +1,239 @@
+//! Types the annotated module imports from other modules of its crate
+//! (`use crate::value::Value;`, `use super::*;`), read from their source
+//! files, so that the analysis models them as it models the module's own.
+//!
+//! An attribute macro sees only its module's tokens; the types an
+//! interpreter's values are made of usually live beside it (`value.rs`). So
+//! the macro finds the files of the modules the annotated module imports
+//! from (the crate's root file is the first `lib.rs` or `main.rs` found
+//! from the annotated file's directory up to the package's), parses them,
+//! and passes their structs, enums and inherent impls to the analysis as
+//! external items:
+//!
+//! - an enum, or a struct whose fields are all visible to the crate, is
+//!   modeled; a struct with a private field is an opaque object (its fields
+//!   cannot be named from generated code);
+//! - their methods are residual calls of Rust's own (never inlined: their
+//!   bodies may use what is private to their module);
+//! - generated code names them through `use` items of their paths.
+//!
+//! Cargo rebuilds the crate, and the macro runs again, whenever one of its
+//! files changes. What cannot be found or read is left out: code using it
+//! is left to Rust, as for any type the analysis does not model.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use proc_macro2::TokenStream;
+use quote::{quote, ToTokens};
+
+/// What the annotated module imports from its crate's other modules.
+#[derive(Default)]
+pub struct External {
+    /// Their structs, enums and inherent impls (methods marked
+    /// `#[jit_opaque]`).
+    pub items: Vec<syn::Item>,
+    /// `use` items naming each of those types, for generated code.
+    pub uses: Vec<TokenStream>,
+}
+
+impl External {
+    /// The items as source text, for `jit::graphs()` at run time.
+    pub fn source(&self) -> String {
+        let items = &self.items;
+        quote!(#(#items)*).to_string()
+    }
+}
+
+/// The external items `module` imports, read from the files of the modules
+/// it names in its `use` items.
+pub fn find(module: &syn::ItemMod) -> External {
+    let Some((_, items)) = &module.content else { return External::default() };
+    let Some(file) = proc_macro2::Span::call_site().local_file() else { return External::default() };
+    let Some(root) = crate_root(&file) else { return External::default() };
+    let own: HashSet<String> = items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Struct(s) => Some(s.ident.to_string()),
+            syn::Item::Enum(e) => Some(e.ident.to_string()),
+            syn::Item::Type(t) => Some(t.ident.to_string()),
+            _ => None,
+        })
+        .collect();
+    let mut out = External::default();
+    let mut seen_modules = HashSet::new();
+    for item in items {
+        let syn::Item::Use(u) = item else { continue };
+        let mut paths = vec![];
+        use_paths(&u.tree, &mut vec![], &mut paths);
+        for (segments, _) in paths {
+            let Some(path) = module_path(&segments, &file, &root) else { continue };
+            if !seen_modules.insert(path.clone()) {
+                continue;
+            }
+            let Some(module_items) = read_module(&root, &path) else { continue };
+            add_types(&mut out, &module_items, &path, &own);
+        }
+    }
+    out
+}
+
+/// The directory of the crate's root file: from `file`'s directory up to
+/// the package's (`CARGO_MANIFEST_DIR`), the first holding `lib.rs` or
+/// `main.rs`.
+fn crate_root(file: &Path) -> Option<PathBuf> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
+    let mut dir = file.parent()?.to_path_buf();
+    loop {
+        if dir.join("lib.rs").is_file() || dir.join("main.rs").is_file() {
+            return Some(dir);
+        }
+        if manifest.as_deref().is_some_and(|m| dir.ends_with(m) || dir == m) {
+            return None;
+        }
+        dir = dir.parent()?.to_path_buf();
+        if dir.as_os_str().is_empty() {
+            return None;
+        }
+    }
+}
+
+/// The module path (from the crate root) of an imported path's module:
+/// `crate::value::Value` -> `["value"]`; `super::X` from the annotated
+/// module, inline in `src/vm.rs` -> `["vm"]` (the file's own module).
+fn module_path(segments: &[String], file: &Path, root: &Path) -> Option<Vec<String>> {
+    match segments.first().map(String::as_str) {
+        Some("crate") => Some(segments[1..].to_vec()),
+        Some("super") => {
+            // The annotated module is inline in `file`: `super` is the
+            // file's module.
+            let rel = file.strip_prefix(root).ok()?;
+            let mut m: Vec<String> = rel.with_extension("").iter().map(|s| s.to_string_lossy().into_owned()).collect();
+            if matches!(m.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+                m.pop();
+            }
+            let mut rest = segments[1..].to_vec();
+            while rest.first().map(String::as_str) == Some("super") {
+                m.pop()?;
+                rest.remove(0);
+            }
+            m.extend(rest);
+            Some(m)
+        }
+        _ => None,
+    }
+}
+
+/// The `use` tree's paths: the module segments and the imported name (or
+/// `*`).
+fn use_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
+    match tree {
+        syn::UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            use_paths(&p.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Name(n) => out.push((prefix.clone(), n.ident.to_string())),
+        syn::UseTree::Rename(r) => out.push((prefix.clone(), r.ident.to_string())),
+        syn::UseTree::Glob(_) => out.push((prefix.clone(), "*".into())),
+        syn::UseTree::Group(g) => {
+            for t in &g.items {
+                use_paths(t, prefix, out);
+            }
+        }
+    }
+}
+
+/// The items of the module at `path` under the crate root: its file
+/// (`a/b.rs`, `a/b/mod.rs`), or an inline module of an enclosing file.
+fn read_module(root: &Path, path: &[String]) -> Option<Vec<syn::Item>> {
+    let root_file = ["lib.rs", "main.rs"].iter().map(|f| root.join(f)).find(|f| f.is_file())?;
+    let mut items = parse(&root_file)?;
+    let mut dir = root.to_path_buf();
+    for (k, seg) in path.iter().enumerate() {
+        let inline = items.iter().find_map(|i| match i {
+            syn::Item::Mod(m) if m.ident == seg => Some(m.content.as_ref().map(|(_, it)| it.clone())),
+            _ => None,
+        })?;
+        items = match inline {
+            Some(inner) => inner,
+            None => {
+                let file =
+                    [dir.join(format!("{seg}.rs")), dir.join(seg).join("mod.rs")].into_iter().find(|f| f.is_file())?;
+                parse(&file)?
+            }
+        };
+        if k + 1 < path.len() {
+            dir = dir.join(seg);
+        }
+    }
+    Some(items)
+}
+
+fn parse(file: &Path) -> Option<Vec<syn::Item>> {
+    let text = std::fs::read_to_string(file).ok()?;
+    syn::parse_file(&text).ok().map(|f| f.items)
+}
+
+/// Whether a field is visible to the whole crate.
+fn crate_visible(v: &syn::Visibility) -> bool {
+    match v {
+        syn::Visibility::Public(_) => true,
+        syn::Visibility::Restricted(r) => r.path.is_ident("crate"),
+        syn::Visibility::Inherited => false,
+    }
+}
+
+/// Adds the structs, enums and inherent impls of a module's `items` (at
+/// `path`), except those named like the annotated module's own.
+fn add_types(out: &mut External, items: &[syn::Item], path: &[String], own: &HashSet<String>) {
+    let modeled: HashSet<String> = items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Struct(s) if crate_visible(&s.vis) && s.fields.iter().all(|f| crate_visible(&f.vis)) => {
+                Some(s.ident.to_string())
+            }
+            syn::Item::Enum(e) if crate_visible(&e.vis) => Some(e.ident.to_string()),
+            _ => None,
+        })
+        .filter(|n| !own.contains(n))
+        .collect();
+    let segs: Vec<syn::Ident> = path.iter().map(|s| syn::Ident::new(s, proc_macro2::Span::call_site())).collect();
+    for item in items {
+        match item {
+            syn::Item::Struct(s) if modeled.contains(&s.ident.to_string()) => {
+                let mut s = s.clone();
+                s.attrs.retain(|a| a.path().is_ident("derive"));
+                let name = &s.ident;
+                out.uses.push(quote!(#[allow(unused_imports)] use crate #(::#segs)* ::#name;));
+                out.items.push(syn::Item::Struct(s));
+            }
+            syn::Item::Enum(e) if modeled.contains(&e.ident.to_string()) => {
+                let mut e = e.clone();
+                e.attrs.retain(|a| a.path().is_ident("derive"));
+                let name = &e.ident;
+                out.uses.push(quote!(#[allow(unused_imports)] use crate #(::#segs)* ::#name;));
+                out.items.push(syn::Item::Enum(e));
+            }
+            syn::Item::Impl(i) if i.trait_.is_none() => {
+                let self_name = i.self_ty.to_token_stream().to_string();
+                if !modeled.contains(&self_name) {
+                    continue;
+                }
+                let mut i = i.clone();
+                i.attrs.clear();
+                i.items.retain(|ii| matches!(ii, syn::ImplItem::Fn(f) if crate_visible(&f.vis)));
+                for ii in &mut i.items {
+                    if let syn::ImplItem::Fn(f) = ii {
+                        f.attrs = vec![syn::parse_quote!(#[jit_opaque])];
+                        // Only the signature counts: the body may use what
+                        // is private to its module.
+                        f.block = syn::parse_quote!({ loop {} });
+                    }
+                }
+                out.items.push(syn::Item::Impl(i));
+            }
+            _ => {}
+        }
+    }
+}
