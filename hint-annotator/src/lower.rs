@@ -809,7 +809,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 items.into_iter().enumerate().map(|(i, item)| self.named(format!("{name}.{i}"), item, src)).collect(),
             ),
             LVal::Ref(_) | LVal::Sum { .. } => v,
-            LVal::Var(var) if self.vars[var.0 as usize].name.is_none() => {
+            // A temporary of a desugaring (`__jitgen_t`, a macro's
+            // `__macro1_x`) bound by the user's `let` is the user's from then
+            // on: generated code names it so.
+            LVal::Var(var) if self.vars[var.0 as usize].name.as_deref().is_none_or(|n| n.starts_with("__")) => {
                 self.vars[var.0 as usize].name = Some(name);
                 v
             }
@@ -1233,7 +1236,7 @@ fn without_effect(k: &OpKind) -> bool {
 
 fn simplify_and_build(
     f: &FnDef<'_>,
-    vars: Vec<VarInfo>,
+    mut vars: Vec<VarInfo>,
     mut blocks: Vec<Block>,
     mut links: Vec<Vec<(usize, Vec<Value>)>>,
     exits: Vec<XExit>,
@@ -1279,6 +1282,15 @@ fn simplify_and_build(
                 }
                 if trivial {
                     if let Some(val) = incoming {
+                        // A desugaring's temporary standing for a user's
+                        // binding takes the binding's name.
+                        if let Value::Var(x) = &val {
+                            let user = vars[me.0 as usize].name.clone().filter(|n| !n.starts_with("__"));
+                            if user.is_some() && vars[x.0 as usize].name.as_deref().is_some_and(|n| n.starts_with("__"))
+                            {
+                                vars[x.0 as usize].name = user;
+                            }
+                        }
                         map.insert(me, val);
                         blocks[b].inputargs.remove(k);
                         for l in links.iter_mut() {

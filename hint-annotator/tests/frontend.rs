@@ -871,7 +871,7 @@ fn clones_of_values_and_lists_of_values() {
         expect![[r#"
             fn f -> Vec<i64>
             block0(v_0: &Vec<i64> red, x_1: i64 red):
-                R __jitgen_t_2: Vec<i64> = new_vec()
+                R w_2: Vec<i64> = new_vec()
                 G __jitgen_k_3: usize = same_as(0_usize)
                 goto block1(__jitgen_k_3)
             block1(__jitgen_k_7: usize red):
@@ -879,11 +879,11 @@ fn clones_of_values_and_lists_of_values() {
                 R v13: bool = lt(__jitgen_k_7, v12)
                 if v13 then block3() else block2()
             block2():
-                R push(__jitgen_t_2, x_1)
-                return __jitgen_t_2
+                R push(w_2, x_1)
+                return w_2
             block3():
                 R v14: i64 = getitem(v_0, __jitgen_k_7)
-                R push(__jitgen_t_2, v14)
+                R push(w_2, v14)
                 R __jitgen_k_16: usize = add(__jitgen_k_7, 1_usize)
                 goto block1(__jitgen_k_16)
         "#]],

@@ -175,6 +175,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
     }
 
     pub(super) fn for_expr(&mut self, f: &syn::ExprForLoop) -> LVal {
+        if let Some(e) = over_elements(f) {
+            return self.expr(&e);
+        }
         let Expr::Range(r) = &*f.expr else {
             return self.unsupported(
                 &f.expr,
@@ -513,4 +516,60 @@ impl<'m, 'a> Lowering<'m, 'a> {
     }
 
     // ----- finishing ------------------------------------------------------------------
+}
+
+/// A `for` over the elements of a `Vec`, a slice or an array, as a loop over
+/// its indices: `for x in &v`, `for x in v.iter()` (each element by
+/// reference), `.iter().copied()` and `.iter().cloned()` (by value),
+/// `.iter().enumerate()` (`(i, x)`), and `&mut v` / `.iter_mut()`
+/// (by mutable reference). `None` for other iterators.
+fn over_elements(f: &syn::ExprForLoop) -> Option<Expr> {
+    let strip = |e: &Expr, m: &str| match e {
+        Expr::MethodCall(mc) if mc.method == m && mc.args.is_empty() => Some((*mc.receiver).clone()),
+        _ => None,
+    };
+    let (mut seq, mut by_value, mut enumerate, mut mutable) = (None, false, false, false);
+    let mut e = (*f.expr).clone();
+    if let Some(inner) = strip(&e, "enumerate") {
+        enumerate = true;
+        e = inner;
+    }
+    if let Some(inner) = strip(&e, "copied").or_else(|| strip(&e, "cloned")) {
+        by_value = true;
+        e = inner;
+    }
+    if let Some(inner) = strip(&e, "iter") {
+        seq = Some(inner);
+    } else if let Some(inner) = strip(&e, "iter_mut") {
+        (seq, mutable) = (Some(inner), true);
+    } else if let Expr::Reference(r) = &e {
+        if !enumerate && !by_value {
+            (seq, mutable) = (Some((*r.expr).clone()), r.mutability.is_some());
+        }
+    }
+    let seq = seq?;
+    if mutable && by_value {
+        return None;
+    }
+    let (pat, body, label) = (&f.pat, &f.body, &f.label);
+    let elem: Expr = match (by_value, mutable) {
+        (true, _) => syn::parse_quote!(__for_seq[__for_i]),
+        (false, true) => syn::parse_quote!(&mut __for_seq[__for_i]),
+        (false, false) => syn::parse_quote!(&__for_seq[__for_i]),
+    };
+    let bind: syn::Stmt = if enumerate {
+        let syn::Pat::Tuple(t) = &**pat else { return None };
+        let (i, x) = (t.elems.first()?, t.elems.iter().nth(1)?);
+        syn::parse_quote!(let (#i, #x) = (__for_i, #elem);)
+    } else {
+        syn::parse_quote!(let #pat = #elem;)
+    };
+    let seq_ref: Expr = if mutable { syn::parse_quote!(&mut #seq) } else { syn::parse_quote!(&#seq) };
+    Some(syn::parse_quote!({
+        let __for_seq = #seq_ref;
+        #label for __for_i in 0..__for_seq.len() {
+            #bind
+            #body
+        }
+    }))
 }
