@@ -562,18 +562,21 @@ impl<'a> ModuleDef<'a> {
             syn::Type::Path(p) if p.qself.is_none() => {
                 let seg = p.path.segments.last().expect("non-empty path");
                 let name = seg.ident.to_string();
-                let generic = |i: usize| -> syn::Result<Ty> {
+                // The type arguments as written (`<A, B>`).
+                let type_args = || -> syn::Result<Vec<&syn::Type>> {
                     let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
                         return Err(err(seg, format!("`{name}` needs type arguments")));
                     };
-                    let tys: Vec<&syn::Type> = a
-                        .args
+                    Ok(a.args
                         .iter()
                         .filter_map(|g| match g {
                             syn::GenericArgument::Type(t) => Some(t),
                             _ => None,
                         })
-                        .collect();
+                        .collect())
+                };
+                let generic = |i: usize| -> syn::Result<Ty> {
+                    let tys = type_args()?;
                     match tys.get(i) {
                         Some(t) => self.ty(t, self_ty),
                         None => Err(err(seg, format!("`{name}` needs type arguments"))),
@@ -601,17 +604,7 @@ impl<'a> ModuleDef<'a> {
                     n if self.aliases.contains_key(n) => self.aliases[n].clone(),
                     n if self.generic_aliases.contains_key(n) => {
                         let (params, body) = &self.generic_aliases[n];
-                        let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
-                            return Err(err(seg, format!("`{name}` needs type arguments")));
-                        };
-                        let args: Vec<&syn::Type> = a
-                            .args
-                            .iter()
-                            .filter_map(|g| match g {
-                                syn::GenericArgument::Type(t) => Some(t),
-                                _ => None,
-                            })
-                            .collect();
+                        let args = type_args()?;
                         if args.len() != params.len() {
                             return Err(err(seg, format!("`{name}` takes {} type arguments", params.len())));
                         }

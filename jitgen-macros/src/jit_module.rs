@@ -1275,8 +1275,8 @@ fn assemble(
     lifted: &[crate::methods::LiftedMethod],
     external: &crate::external::External,
 ) -> Expansion {
-    let rt = rt();
-    let (uses, external_source) = (&external.uses, external.source());
+    let uses = &external.uses;
+    let common = crate::left::common_items(source, external);
     let Gathered {
         mut plain_copies,
         mut hooks,
@@ -1328,25 +1328,7 @@ fn assemble(
     let jit = quote! {
         /// What `#[jit_interpreter]` derived from this module.
         pub mod jit {
-            #[allow(unused_imports)]
-            use super::__rt;
-            const __SOURCE: &str = #source;
-            const __EXTERNAL: &str = #external_source;
-
-            #[doc(hidden)]
-            pub static __CONFIG: #rt::driver::Config = #rt::driver::Config::new();
-            #[doc(hidden)]
-            pub static __STATS: #rt::driver::Stats = #rt::driver::Stats::new();
-
-            /// The colored flow graphs of every function of the module (computed on each call).
-            pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
-                ::jitgen::__private::graphs_from_source(__SOURCE, __EXTERNAL)
-            }
-
-            /// Counts: compilations, residual operations, entries into residual code, ...
-            pub fn stats() -> #rt::driver::StatsSnapshot {
-                __STATS.snapshot()
-            }
+            #common
 
             /// The listings of the code the portals compiled so far in this
             /// thread, with their flexswitch cases (for tests and tools).
@@ -1366,11 +1348,6 @@ fn assemble(
             /// reason: `name: line:column: what is not supported`.
             pub fn left_to_rust() -> ::std::vec::Vec<::std::string::String> {
                 [#(#left_lines),*].iter().map(|__l: &&str| ::std::string::ToString::to_string(*__l)).collect()
-            }
-
-            /// Settings: threshold, on/off (the environment's JITGEN_THRESHOLD and JITGEN_OFF by default).
-            pub fn config() -> &'static #rt::driver::Config {
-                &__CONFIG
             }
 
             /// The unmodified interpreter: never compiles.

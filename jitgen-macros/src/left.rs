@@ -25,8 +25,7 @@ pub fn whole(
     external: &crate::external::External,
     why: syn::Error,
 ) {
-    let external_source = external.source();
-    let rt = rt();
+    let common = common_items(source, external);
     let left_lines =
         lines(&[hint_annotator::LeftToRust { name: "the module".into(), reasons: why.into_iter().collect() }]);
     let log = quote!(self::jit::__log_left_whole(););
@@ -57,30 +56,7 @@ pub fn whole(
         /// the analysis does not support where code would be compiled, so it
         /// only interprets (see `left_to_rust`).
         pub mod jit {
-            #[allow(unused_imports)]
-            use super::__rt;
-            const __SOURCE: &str = #source;
-            const __EXTERNAL: &str = #external_source;
-
-            #[doc(hidden)]
-            pub static __CONFIG: #rt::driver::Config = #rt::driver::Config::new();
-            #[doc(hidden)]
-            pub static __STATS: #rt::driver::Stats = #rt::driver::Stats::new();
-
-            /// No graphs: the module is left to Rust (see `left_to_rust`).
-            pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
-                ::jitgen::__private::graphs_from_source(__SOURCE, __EXTERNAL)
-            }
-
-            /// Counts: all zero, nothing compiles.
-            pub fn stats() -> #rt::driver::StatsSnapshot {
-                __STATS.snapshot()
-            }
-
-            /// Settings (they change nothing here).
-            pub fn config() -> &'static #rt::driver::Config {
-                &__CONFIG
-            }
+            #common
 
             /// No compiled code.
             pub fn portal_listings() -> ::std::vec::Vec<::std::string::String> {
@@ -136,4 +112,38 @@ pub fn lines(left: &[hint_annotator::LeftToRust]) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// What the `jit` module of every annotated module has, compiled or left to
+/// Rust: its source (for `graphs()`), settings and counts.
+pub fn common_items(source: &str, external: &crate::external::External) -> proc_macro2::TokenStream {
+    let rt = rt();
+    let external_source = external.source();
+    quote! {
+        #[allow(unused_imports)]
+        use super::__rt;
+        const __SOURCE: &str = #source;
+        const __EXTERNAL: &str = #external_source;
+
+        #[doc(hidden)]
+        pub static __CONFIG: #rt::driver::Config = #rt::driver::Config::new();
+        #[doc(hidden)]
+        pub static __STATS: #rt::driver::Stats = #rt::driver::Stats::new();
+
+        /// The colored flow graphs of every function of the module (computed
+        /// on each call); none where the module is left to Rust.
+        pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
+            ::jitgen::__private::graphs_from_source(__SOURCE, __EXTERNAL)
+        }
+
+        /// Counts: compilations, residual operations, entries into residual code, ...
+        pub fn stats() -> #rt::driver::StatsSnapshot {
+            __STATS.snapshot()
+        }
+
+        /// Settings: threshold, on/off (the environment's JITGEN_THRESHOLD and JITGEN_OFF by default).
+        pub fn config() -> &'static #rt::driver::Config {
+            &__CONFIG
+        }
+    }
 }

@@ -768,13 +768,18 @@ pub mod plus_minus {
         pub static __CONFIG: __rt::driver::Config = __rt::driver::Config::new();
         #[doc(hidden)]
         pub static __STATS: __rt::driver::Stats = __rt::driver::Stats::new();
-        /// The colored flow graphs of every function of the module (computed on each call).
+        /// The colored flow graphs of every function of the module (computed
+        /// on each call); none where the module is left to Rust.
         pub fn graphs() -> ::jitgen::__private::ColoredGraphs {
             ::jitgen::__private::graphs_from_source(__SOURCE, __EXTERNAL)
         }
         /// Counts: compilations, residual operations, entries into residual code, ...
         pub fn stats() -> __rt::driver::StatsSnapshot {
             __STATS.snapshot()
+        }
+        /// Settings: threshold, on/off (the environment's JITGEN_THRESHOLD and JITGEN_OFF by default).
+        pub fn config() -> &'static __rt::driver::Config {
+            &__CONFIG
         }
         /// The listings of the code the portals compiled so far in this
         /// thread, with their flexswitch cases (for tests and tools).
@@ -795,10 +800,6 @@ pub mod plus_minus {
                 .iter()
                 .map(|__l: &&str| ::std::string::ToString::to_string(*__l))
                 .collect()
-        }
-        /// Settings: threshold, on/off (the environment's JITGEN_THRESHOLD and JITGEN_OFF by default).
-        pub fn config() -> &'static __rt::driver::Config {
-            &__CONFIG
         }
         /// The unmodified interpreter: never compiles.
         #[allow(unused_imports, clippy::all)]
