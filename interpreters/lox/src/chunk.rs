@@ -2,11 +2,25 @@
 
 use crate::value::Value;
 
-/// An instruction's operation, its first byte. Operands follow: one byte
-/// (a constant, slot or argument count) unless said otherwise.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Op {
+/// Declares `Op` and `Op::ALL` (every operation, by its byte) from one list.
+macro_rules! operations {
+    ($($(#[$doc:meta])* $op:ident,)*) => {
+        /// An instruction's operation, its first byte. Operands follow: one
+        /// byte (a constant, slot or argument count) unless said otherwise.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum Op {
+            $($(#[$doc])* $op,)*
+        }
+
+        impl Op {
+            /// Every operation, by its byte.
+            pub const ALL: &'static [Op] = &[$(Op::$op,)*];
+        }
+    };
+}
+
+operations! {
     /// Push constant `k`.
     Constant,
     /// Push `nil`.
@@ -86,50 +100,6 @@ pub enum Op {
 }
 
 impl Op {
-    /// Every operation, by its byte.
-    pub const ALL: [Op; 37] = {
-        use Op::*;
-        [
-            Constant,
-            Nil,
-            True,
-            False,
-            Pop,
-            GetLocal,
-            SetLocal,
-            GetGlobal,
-            DefineGlobal,
-            SetGlobal,
-            GetUpvalue,
-            SetUpvalue,
-            GetProperty,
-            SetProperty,
-            GetSuper,
-            Equal,
-            Greater,
-            Less,
-            Add,
-            Subtract,
-            Multiply,
-            Divide,
-            Not,
-            Negate,
-            Print,
-            Jump,
-            JumpIfFalse,
-            Loop,
-            Call,
-            Invoke,
-            SuperInvoke,
-            Closure,
-            CloseUpvalue,
-            Return,
-            Class,
-            Inherit,
-            Method,
-        ]
-    };
-
     /// The operation of a byte the compiler wrote.
     #[inline]
     pub fn from_byte(b: u8) -> Op {
