@@ -62,6 +62,8 @@ pub fn find(module: &syn::ItemMod) -> External {
         .collect();
     let mut out = External::default();
     let mut seen_modules = HashSet::new();
+    // A name imported from two modules is taken from the first.
+    let mut taken = own.clone();
     for item in items {
         let syn::Item::Use(u) = item else { continue };
         let mut paths = vec![];
@@ -72,7 +74,7 @@ pub fn find(module: &syn::ItemMod) -> External {
                 continue;
             }
             let Some(module_items) = read_module(&root, &path) else { continue };
-            add_types(&mut out, &module_items, &path, &own);
+            add_types(&mut out, &module_items, &path, &mut taken);
         }
     }
     out
@@ -185,8 +187,9 @@ fn crate_visible(v: &syn::Visibility) -> bool {
 }
 
 /// Adds the structs, enums and inherent impls of a module's `items` (at
-/// `path`), except those named like the annotated module's own.
-fn add_types(out: &mut External, items: &[syn::Item], path: &[String], own: &HashSet<String>) {
+/// `path`), except those whose names are `taken` (the annotated module's
+/// own, or added from another module), and takes their names.
+fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &mut HashSet<String>) {
     let modeled: HashSet<String> = items
         .iter()
         .filter_map(|i| match i {
@@ -196,8 +199,9 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], own: &Has
             syn::Item::Enum(e) if crate_visible(&e.vis) => Some(e.ident.to_string()),
             _ => None,
         })
-        .filter(|n| !own.contains(n))
+        .filter(|n| !taken.contains(n))
         .collect();
+    taken.extend(modeled.iter().cloned());
     let segs: Vec<syn::Ident> = path.iter().map(|s| syn::Ident::new(s, proc_macro2::Span::call_site())).collect();
     for item in items {
         match item {
@@ -235,5 +239,27 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], own: &Has
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::module_path;
+    use std::path::Path;
+
+    fn path(p: &str, file: &str) -> Option<Vec<String>> {
+        let segs: Vec<String> = p.split("::").map(str::to_string).collect();
+        module_path(&segs, Path::new(file), Path::new("pkg/src"))
+    }
+
+    #[test]
+    fn imported_modules_are_found_from_the_crate_root_or_the_annotated_file() {
+        assert_eq!(path("crate::value", "pkg/src/vm.rs"), Some(vec!["value".to_string()]));
+        assert_eq!(path("crate", "pkg/src/vm.rs"), Some(vec![]));
+        assert_eq!(path("super", "pkg/src/vm.rs"), Some(vec!["vm".to_string()]));
+        assert_eq!(path("super", "pkg/src/lib.rs"), Some(vec![]));
+        assert_eq!(path("super::value", "pkg/src/a/mod.rs"), Some(vec!["a".to_string(), "value".to_string()]));
+        assert_eq!(path("super::super::x", "pkg/src/a/b.rs"), Some(vec!["a".to_string(), "x".to_string()]));
+        assert_eq!(path("std::rc", "pkg/src/vm.rs"), None);
     }
 }
