@@ -537,6 +537,16 @@ impl<'a> ModuleDef<'a> {
                         let path: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
                         Ty::Foreign(path.join("::"))
                     }
+                    // A sized type the analysis does not model (generic
+                    // ones too): opaque, one address (never `str` or `dyn`,
+                    // whose references are two words).
+                    (Err(_), syn::Type::Path(p))
+                        if p.qself.is_none()
+                            && !mentions_self(&r.elem)
+                            && p.path.segments.last().is_some_and(|s| s.ident != "str") =>
+                    {
+                        Ty::Foreign(type_text(&r.elem))
+                    }
                     (Err(e), _) => return Err(e),
                 };
                 if r.mutability.is_none() && to.is_value() {

@@ -375,6 +375,8 @@ impl Unifier {
                 // `&mut T` coerces to `&T`: accept either way, as rustc would here.
                 self.unify(t1, t2)
             }
+            // One opaque type, named by two paths (`crate::heap::Heap`, `Heap`).
+            (Ty::Foreign(x), Ty::Foreign(y)) if unqualified(x) == unqualified(y) => Ok(()),
             (Ty::Boxed(x), Ty::Boxed(y))
             | (Ty::Vec(x), Ty::Vec(y))
             | (Ty::Slice(x), Ty::Slice(y))
@@ -390,5 +392,15 @@ impl Unifier {
             _ if a == b => Ok(()),
             _ => mismatch(self),
         }
+    }
+}
+
+/// An opaque type's text without the module path before its name
+/// (`crate::heap::Heap` -> `Heap`, `std::rc::Rc<Function>` -> `Rc<Function>`).
+fn unqualified(text: &str) -> &str {
+    let path_end = text.find('<').unwrap_or(text.len());
+    match text[..path_end].rfind("::") {
+        Some(i) => &text[i + 2..],
+        None => text,
     }
 }

@@ -537,6 +537,30 @@ impl M {
 }
 
 #[test]
+fn an_opaque_type_named_by_two_paths_is_one_type() {
+    check(
+        "pub struct M { pub seen: std::collections::BTreeMap<i64, u32> }
+fn size(m: &BTreeMap<i64, u32>) -> usize { m.len() }
+impl M {
+    fn total(&self) -> usize { size(&self.seen) }
+}",
+        expect![[r#"
+            fn size -> usize
+            block0(m_0: &BTreeMap<i64, u32> red):
+                R v1: usize = call_opaque .len()(m_0)  [red call]
+                return v1
+
+            fn M::total -> usize
+            block0(self_0: &M red):
+                R v1: std::collections::BTreeMap<i64, u32> = getfield.seen(self_0)
+                R v2: &std::collections::BTreeMap<i64, u32> = same_as(v1)
+                R v3: usize = call size(v2)  [red call]
+                return v3
+        "#]],
+    );
+}
+
+#[test]
 fn generic_type_aliases_are_expanded_where_used() {
     check(
         "#[derive(Clone, Copy)]

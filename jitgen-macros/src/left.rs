@@ -79,15 +79,17 @@ pub fn whole(
             #[doc(hidden)]
             #[inline]
             pub fn __log_left_whole() {
+                // The environment read once: a portal may be called once
+                // per call of the interpreted program.
                 static __ONCE: ::std::sync::Once = ::std::sync::Once::new();
-                if ::std::env::var_os("JITGEN_LOG").is_some() {
-                    __ONCE.call_once(|| {
+                __ONCE.call_once(|| {
+                    if ::std::env::var_os("JITGEN_LOG").is_some() {
                         ::std::eprintln!(#intro);
                         for __l in left_to_rust() {
                             ::std::eprintln!("  {}", __l);
                         }
-                    });
-                }
+                    }
+                });
             }
 
             /// The unmodified interpreter (the module's own functions: the
