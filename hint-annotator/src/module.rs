@@ -95,6 +95,9 @@ pub struct ModuleDef<'a> {
     /// The names of the types and methods read from other modules (see
     /// `read_with_external`).
     pub external: std::collections::HashSet<String>,
+    /// Types of other modules the analysis does not model but knows the
+    /// methods of: their names (unqualified) and their text.
+    pub opaque_types: IndexMap<String, String>,
     /// The module's `macro_rules!` macros by name, expanded where used.
     pub macros: std::collections::HashMap<String, Vec<crate::macro_rules::Rule>>,
     /// What the analysis leaves to Rust, with why: functions whose
@@ -249,6 +252,15 @@ impl<'a> ModuleDef<'a> {
                     }
                     let self_name = match m.ty(&imp.self_ty, None) {
                         Ok(Ty::Struct(n) | Ty::Enum(n)) => n,
+                        // A type of another module the analysis does not
+                        // model: its methods' signatures type the residual
+                        // calls of them (see `lower`'s opaque objects).
+                        Err(_) if k >= own => {
+                            let text = type_text(&imp.self_ty);
+                            let name = crate::types::unqualified(&text).to_string();
+                            m.opaque_types.insert(name.clone(), text);
+                            name
+                        }
                         Ok(_) => {
                             m.skipped.push((
                                 shown,
@@ -460,8 +472,12 @@ impl<'a> ModuleDef<'a> {
         );
     }
 
-    /// The type of a module struct or enum by name.
+    /// The type of a module struct or enum by name (or of an opaque type
+    /// whose methods are known).
     pub fn named(&self, name: &str) -> Ty {
+        if let Some(text) = self.opaque_types.get(name) {
+            return Ty::Foreign(text.clone());
+        }
         if self.enums.contains_key(name) {
             Ty::Enum(name.into())
         } else {

@@ -397,7 +397,7 @@ impl Unifier {
 
 /// An opaque type's text without the module path before its name
 /// (`crate::heap::Heap` -> `Heap`, `std::rc::Rc<Function>` -> `Rc<Function>`).
-fn unqualified(text: &str) -> &str {
+pub(crate) fn unqualified(text: &str) -> &str {
     let path_end = text.find('<').unwrap_or(text.len());
     match text[..path_end].rfind("::") {
         Some(i) => &text[i + 2..],

@@ -186,6 +186,31 @@ fn crate_visible(v: &syn::Visibility) -> bool {
     }
 }
 
+/// Writes the types a module's types name unqualified, and that are not
+/// modeled (opaque objects to the analysis), with their module's path:
+/// generated code, in another module, names them so.
+struct Qualify<'a> {
+    local: &'a HashSet<String>,
+    prefix: &'a [syn::Ident],
+}
+
+impl syn::visit_mut::VisitMut for Qualify<'_> {
+    fn visit_type_path_mut(&mut self, t: &mut syn::TypePath) {
+        if t.qself.is_none() && t.path.segments.len() == 1 && self.local.contains(&t.path.segments[0].ident.to_string())
+        {
+            let (prefix, last) = (self.prefix, &t.path.segments[0]);
+            *t = syn::parse_quote!(crate #(::#prefix)* :: #last);
+            return;
+        }
+        syn::visit_mut::visit_type_path_mut(self, t);
+    }
+}
+
+/// Whether an item has type or const parameters (lifetimes are fine).
+fn generic(g: &syn::Generics) -> bool {
+    g.params.iter().any(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
+}
+
 /// Adds the structs, enums and inherent impls of a module's `items` (at
 /// `path`), except those whose names are `taken` (the annotated module's
 /// own, or added from another module), and takes their names.
@@ -193,20 +218,45 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &m
     let modeled: HashSet<String> = items
         .iter()
         .filter_map(|i| match i {
-            syn::Item::Struct(s) if crate_visible(&s.vis) && s.fields.iter().all(|f| crate_visible(&f.vis)) => {
+            syn::Item::Struct(s)
+                if crate_visible(&s.vis) && !generic(&s.generics) && s.fields.iter().all(|f| crate_visible(&f.vis)) =>
+            {
                 Some(s.ident.to_string())
             }
-            syn::Item::Enum(e) if crate_visible(&e.vis) => Some(e.ident.to_string()),
+            syn::Item::Enum(e) if crate_visible(&e.vis) && !generic(&e.generics) => Some(e.ident.to_string()),
             _ => None,
         })
         .filter(|n| !taken.contains(n))
         .collect();
     taken.extend(modeled.iter().cloned());
+    // Crate-visible structs with a private field: opaque objects whose
+    // public methods are known.
+    let opaque: HashSet<String> = items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Struct(s) if crate_visible(&s.vis) && !generic(&s.generics) => Some(s.ident.to_string()),
+            _ => None,
+        })
+        .filter(|n| !modeled.contains(n) && !taken.contains(n))
+        .collect();
     let segs: Vec<syn::Ident> = path.iter().map(|s| syn::Ident::new(s, proc_macro2::Span::call_site())).collect();
+    // Names of the module's own items, which its types may use unqualified.
+    let local: HashSet<String> = items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Struct(s) => Some(s.ident.to_string()),
+            syn::Item::Enum(e) => Some(e.ident.to_string()),
+            syn::Item::Type(t) => Some(t.ident.to_string()),
+            _ => None,
+        })
+        .filter(|n| !modeled.contains(n))
+        .collect();
+    let mut qualify = Qualify { local: &local, prefix: &segs };
     for item in items {
         match item {
             syn::Item::Struct(s) if modeled.contains(&s.ident.to_string()) => {
                 let mut s = s.clone();
+                syn::visit_mut::VisitMut::visit_fields_mut(&mut qualify, &mut s.fields);
                 s.attrs.retain(|a| a.path().is_ident("derive"));
                 let name = &s.ident;
                 out.uses.push(quote!(#[allow(unused_imports)] use crate #(::#segs)* ::#name;));
@@ -214,17 +264,25 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &m
             }
             syn::Item::Enum(e) if modeled.contains(&e.ident.to_string()) => {
                 let mut e = e.clone();
+                for v in &mut e.variants {
+                    syn::visit_mut::VisitMut::visit_fields_mut(&mut qualify, &mut v.fields);
+                }
                 e.attrs.retain(|a| a.path().is_ident("derive"));
                 let name = &e.ident;
                 out.uses.push(quote!(#[allow(unused_imports)] use crate #(::#segs)* ::#name;));
                 out.items.push(syn::Item::Enum(e));
             }
-            syn::Item::Impl(i) if i.trait_.is_none() => {
+            syn::Item::Impl(i) if i.trait_.is_none() && !generic(&i.generics) => {
                 let self_name = i.self_ty.to_token_stream().to_string();
-                if !modeled.contains(&self_name) {
+                if !modeled.contains(&self_name) && !opaque.contains(&self_name) {
                     continue;
                 }
                 let mut i = i.clone();
+                if opaque.contains(&self_name) {
+                    // An opaque object's methods: its type by its path.
+                    let last = syn::Ident::new(&self_name, proc_macro2::Span::call_site());
+                    *i.self_ty = syn::parse_quote!(crate #(::#segs)* :: #last);
+                }
                 i.attrs.clear();
                 i.items.retain(|ii| matches!(ii, syn::ImplItem::Fn(f) if crate_visible(&f.vis)));
                 for ii in &mut i.items {

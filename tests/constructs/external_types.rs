@@ -25,10 +25,55 @@ impl Value {
     }
 }
 
+/// A count whose field is private to this module: an opaque object to the
+/// analysis, its method called as Rust's own.
+pub struct Tally {
+    count: i64,
+}
+
+impl Tally {
+    /// Adds `by`; the new count.
+    pub fn bump(&mut self, by: i64) -> i64 {
+        self.count += by;
+        self.count
+    }
+}
+
+/// A machine's state, defined outside the annotated module too.
+pub struct State {
+    pub acc: i64,
+    pub tally: Tally,
+}
+
 #[jit_interpreter]
-mod machine {
-    use super::Value;
+mod values_vm {
+    use super::{State, Value};
     use jitgen::prelude::*;
+
+    /// As `run`, on a state of another module whose tally is bumped by op 6.
+    pub fn run_state(code: &[u8], s: &mut State, n: i64) -> i64 {
+        let mut i = n;
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => s.acc = Value::Int(s.acc.wrapping_add(i)).weight(),
+                6 => {
+                    let t = s.tally.bump(i);
+                    s.acc = Value::Pair(t as i32, 1).weight();
+                }
+                4 => i -= 1,
+                5 => {
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                _ => return s.acc,
+            }
+        }
+    }
 
     /// Ops: 0 adds the counter, 1 makes a pair, 2 doubles the weight, 3
     /// forgets, 4 counts down, 5 loops while positive, else returns the
@@ -65,27 +110,40 @@ mod machine {
 }
 
 fn check(code: &[u8], n: i64) {
-    let want = machine::jit::plain::run(code, n);
-    assert_eq!(machine::run(code, n), want, "{code:?} {n}");
-    assert_eq!(machine::jit::specialize::run(code).call(n), want, "{code:?} {n}");
+    let want = values_vm::jit::plain::run(code, n);
+    assert_eq!(values_vm::run(code, n), want, "{code:?} {n}");
+    assert_eq!(values_vm::jit::specialize::run(code).call(n), want, "{code:?} {n}");
 }
 
 #[test]
 fn an_enum_of_another_module_is_modeled_and_its_method_called() {
-    machine::jit::config().set_threshold(0);
+    values_vm::jit::config().set_threshold(0);
     for n in [0i64, 1, 9, 300] {
         check(&[0, 1, 0, 2, 4, 5, 9], n);
     }
-    assert!(machine::jit::stats().compilations > 0, "{:?}", machine::jit::left_to_rust());
-    assert!(machine::jit::left_to_rust().is_empty(), "{:?}", machine::jit::left_to_rust());
-    let g = machine::jit::graphs();
+    assert!(values_vm::jit::stats().compilations > 0, "{:?}", values_vm::jit::left_to_rust());
+    assert!(values_vm::jit::left_to_rust().is_empty(), "{:?}", values_vm::jit::left_to_rust());
+    let g = values_vm::jit::graphs();
     let run = g.function("run").expect("the portal analyzed at run time too");
     assert!(run.to_text().contains("call_opaque Value::weight"), "{}", run.to_text());
 }
 
 #[test]
+fn a_state_of_another_module_with_an_opaque_field_agrees_with_plain() {
+    values_vm::jit::config().set_threshold(0);
+    let state = || State { acc: 0, tally: Tally { count: 0 } };
+    for n in [0i64, 1, 7, 200] {
+        let code = [0u8, 6, 4, 5, 9];
+        let want = values_vm::jit::plain::run_state(&code, &mut state(), n);
+        assert_eq!(values_vm::run_state(&code, &mut state(), n), want, "{n}");
+        assert_eq!(values_vm::jit::specialize::run_state(&code).call(&mut state(), n), want, "{n}");
+    }
+    assert!(values_vm::jit::left_to_rust().is_empty(), "{:?}", values_vm::jit::left_to_rust());
+}
+
+#[test]
 fn random_programs_over_values_of_another_module_agree_with_plain() {
-    machine::jit::config().set_threshold(0);
+    values_vm::jit::config().set_threshold(0);
     let mut rng = crate::common::Rng(0xe47e_12a1);
     for _ in 0..crate::common::how_many(400) {
         let mut code: Vec<u8> = (0..rng.below(8)).map(|_| rng.below(4) as u8).collect();

@@ -299,10 +299,18 @@ impl<'m, 'a> Lowering<'m, 'a> {
         // The result's type comes from its use; a few methods have the same
         // result type on every type of the standard library (a count, a
         // test), which a cast does not tell.
-        let t = match method {
-            "len" | "capacity" | "count" => Ty::Int(IntTy::Usize),
-            "is_empty" | "contains" | "contains_key" | "starts_with" | "ends_with" => Ty::Bool,
-            _ => self.u.fresh(),
+        let known = match self.deref_ty(&self.ty_of(&args[0])) {
+            Ty::Foreign(text) => {
+                let q = format!("{}::{method}", crate::types::unqualified(&text));
+                self.m.fns.get(&q).filter(|f| f.params.first().is_some_and(|p| p.name == "self")).map(|f| f.ret.clone())
+            }
+            _ => None,
+        };
+        let t = match (known, method) {
+            (Some(t), _) => t,
+            (None, "len" | "capacity" | "count") => Ty::Int(IntTy::Usize),
+            (None, "is_empty" | "contains" | "contains_key" | "starts_with" | "ends_with") => Ty::Bool,
+            (None, _) => self.u.fresh(),
         };
         self.emit(OpKind::CallOpaque(format!(".{method}({shape})")), args, t, mc)
     }
