@@ -389,6 +389,40 @@ fn rename(ts: TokenStream, names: &[String], prefix: &str) -> TokenStream {
     out
 }
 
+/// The items of a file with its item macros expanded: invocations, at the
+/// top level, of the `macro_rules!` macros the file defines (a macro
+/// declaring an enum and its table, say), as rustc expands them; other
+/// items as they are. An expansion that fails leaves its invocation.
+pub fn expand_items(items: Vec<syn::Item>) -> Vec<syn::Item> {
+    let mut defs = HashMap::new();
+    for i in &items {
+        if let syn::Item::Macro(m) = i {
+            if let (true, Some(name), Some(rules)) =
+                (m.mac.path.is_ident("macro_rules"), m.ident.as_ref(), read_rules(&m.mac.tokens))
+            {
+                defs.insert(name.to_string(), rules);
+            }
+        }
+    }
+    let mut x = Expander { scopes: vec![defs], errors: vec![], depth: 0, count: 0 };
+    let mut out = vec![];
+    for i in items {
+        match &i {
+            syn::Item::Macro(m) if m.ident.is_none() => {
+                let n = x.errors.len();
+                let expanded =
+                    x.expand(&m.mac).filter(|_| x.errors.len() == n).and_then(|ts| syn::parse2::<syn::File>(ts).ok());
+                match expanded {
+                    Some(f) => out.extend(expand_items(f.items)),
+                    None => out.push(i),
+                }
+            }
+            _ => out.push(i),
+        }
+    }
+    out
+}
+
 /// Expands the macros of a function body: its own definitions and `module`'s.
 pub fn expand_body(body: &mut syn::Block, module: &HashMap<String, Vec<Rule>>) -> Vec<syn::Error> {
     let mut x = Expander { scopes: vec![module.clone()], errors: vec![], depth: 0, count: 0 };

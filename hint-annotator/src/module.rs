@@ -340,7 +340,8 @@ impl<'a> ModuleDef<'a> {
                 syn::Item::Struct(s) => drop(self.external.insert(s.ident.to_string())),
                 syn::Item::Enum(e) => drop(self.external.insert(e.ident.to_string())),
                 syn::Item::Impl(i) => {
-                    let ty = i.self_ty.to_token_stream().to_string();
+                    let text = type_text(&i.self_ty);
+                    let ty = crate::types::unqualified(&text);
                     for ii in &i.items {
                         if let syn::ImplItem::Fn(f) = ii {
                             self.external.insert(format!("{ty}::{}", f.sig.ident));

@@ -956,3 +956,25 @@ fn f(x: usize) -> usize {
         "#]],
     );
 }
+
+#[test]
+fn item_macros_of_a_file_expand_into_its_items() {
+    let file: syn::File = syn::parse_str(
+        "macro_rules! ops { ($($op:ident,)*) => { pub enum Op { $($op,)* } impl Op { pub const N: usize = 0; } }; }
+ops! { Add, Sub, }
+pub struct Other;",
+    )
+    .expect("a file");
+    let items = hint_annotator::macro_rules::expand_items(file.items);
+    let names: Vec<String> = items
+        .iter()
+        .map(|i| match i {
+            syn::Item::Enum(e) => format!("enum {} {}", e.ident, e.variants.len()),
+            syn::Item::Impl(_) => "impl".into(),
+            syn::Item::Struct(s) => format!("struct {}", s.ident),
+            syn::Item::Macro(_) => "macro".into(),
+            _ => "other".into(),
+        })
+        .collect();
+    assert_eq!(names, ["macro", "enum Op 2", "impl", "struct Other"]);
+}

@@ -172,9 +172,10 @@ fn read_module(root: &Path, path: &[String]) -> Option<Vec<syn::Item>> {
     Some(items)
 }
 
+/// A file's items, its item macros expanded (a macro declaring an enum).
 fn parse(file: &Path) -> Option<Vec<syn::Item>> {
     let text = std::fs::read_to_string(file).ok()?;
-    syn::parse_file(&text).ok().map(|f| f.items)
+    syn::parse_file(&text).ok().map(|f| hint_annotator::macro_rules::expand_items(f.items))
 }
 
 /// Whether a field is visible to the whole crate.
