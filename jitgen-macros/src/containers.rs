@@ -489,6 +489,33 @@ impl<'g> Gen<'g> {
                 self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) }))
             }
             (Repr::VPtr, Ty::Struct(_)) => self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) })),
+            (Repr::Enum(_, n), _) if plain(&rty, types) => {
+                // A plain enum in the struct, in Rust's layout: its words read
+                // by a helper, as `flat` lays them out.
+                let (flat, _, tys) = enum_helpers(&rty);
+                if !self.enums.contains(&rty) {
+                    self.enums.push(rty.clone());
+                }
+                let n = *n;
+                let cb = self.callback(
+                    n.max(1),
+                    quote! {
+                        // SAFETY: the address of a live struct of the
+                        // interpreter's, as residual code holds it.
+                        let __r = #flat(unsafe { &(*(__b[0] as usize as *const #sn)).#fname });
+                        __b[..#n].copy_from_slice(&__r);
+                    },
+                );
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        #addr
+                        let __v = __c.b.red_call(#cb, "an enum field", &[__addr], &#tys());
+                        #rt::redbox::first_n::<#n>(&__v)
+                    }),
+                )
+            }
             _ => self.decline("a field of this type through a run-time pointer"),
         }
     }

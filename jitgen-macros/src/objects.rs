@@ -80,6 +80,9 @@ impl<'g> Gen<'g> {
                         }
                     });
                 }
+                if let Some(ft) = fty.as_ref().filter(|t| is_enum(t) && plain(t, types)) {
+                    return self.store_enum_field(fi, &args[1], ft, &sname, name, addr);
+                }
                 let Some(sc) = fty.as_ref().and_then(scalar) else {
                     return self.decline("a store of a non-scalar field through a run-time pointer");
                 };
@@ -110,6 +113,42 @@ impl<'g> Gen<'g> {
             }
             _ => unreachable!("jitgen: an object operation dispatched elsewhere"),
         }
+    }
+
+    /// A store of a plain enum (`value`, of type `ft`) into field `name` of
+    /// the struct `sname` at the address `addr` binds: its words written by
+    /// a helper in Rust's layout, as `unflat` reads them.
+    fn store_enum_field(
+        &mut self,
+        fi: usize,
+        value: &hint_annotator::flowgraph::Value,
+        ft: &Ty,
+        sname: &str,
+        name: &str,
+        addr: TokenStream,
+    ) -> TokenStream {
+        let n = slots(ft, self.cg.types(), 0).map_or(0, |s| s.len());
+        let v = need!(self, self.operand(fi, value, &Repr::Enum(ft.clone(), n)), "value");
+        let (_, unflat, _) = enum_helpers(ft);
+        if !self.enums.contains(ft) {
+            self.enums.push(ft.clone());
+        }
+        let (sn, fname) = (format_ident!("{}", sname), member(name));
+        let cb = self.callback(
+            n + 1,
+            quote! {
+                // SAFETY: the address of a live struct of the interpreter's,
+                // as residual code holds it; a plain enum owns nothing.
+                unsafe { (*(__b[0] as usize as *mut #sn)).#fname = #unflat(&__b[1..=#n]) };
+            },
+        );
+        quote!({
+            #addr
+            let mut __a = ::std::vec![__addr];
+            __a.extend_from_slice(&#v);
+            __c.b.red_call(#cb, "an enum field", &__a, &[]);
+            __st.forget_fields();
+        })
     }
 
     /// An operation that makes a struct, a box or an enum value, or reads an enum's tag or payload.
