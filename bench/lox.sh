@@ -12,7 +12,8 @@
 # peak RSS of each in MB. Outputs are compared with clox's (lines that are
 # timings, decimal numbers, left out); a program clox refuses (exit 65)
 # must be refused by lox too. `zoo_batch` runs for a fixed time and is
-# left out.
+# left out. Then fib(35), the `fib` benchmark's function, in the peers that
+# are installed (LuaJIT, PyPy, Node: `bench/peers/fibr.*`), best of RUNS.
 set -euo pipefail
 suite=${1:?usage: bash bench/lox.sh SUITE_DIR [RUNS]}
 runs=${2:-3}
@@ -61,3 +62,15 @@ for f in "$suite"/test/benchmark/*.lox; do
   awk -v n="$name" -v c="$c" -v l="$l" -v o="$o" -v ck="$ckb" -v lk="$lkb" 'BEGIN {
     printf "| %s | %.3f | %.3f | %.3f | %.2f | %.2f | %.1f | %.1f |\n", n, c, l, o, l / c, o / c, ck / 1024, lk / 1024 }'
 done
+
+# The same function in other languages' fastest implementations.
+line="fib(35), the same function, best of $runs:"
+for peer in "luajit bench/peers/fibr.lua" "pypy3 bench/peers/fibr.py" "node bench/peers/fibr.js"; do
+  exe=${peer%% *}
+  command -v "$exe" >/dev/null 2>&1 || continue
+  out=$tmp/peer.out; read -r t _ < <(best $peer 35)
+  grep -qx 9227465 "$tmp/peer.out" || { echo "lox.sh: $exe: fib(35) is not 9227465" >&2; exit 1; }
+  line="$line $exe $t s,"
+done
+echo
+echo "${line%,}"
