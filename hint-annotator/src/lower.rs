@@ -812,7 +812,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             // A temporary of a desugaring (`__jitgen_t`, a macro's
             // `__macro1_x`) bound by the user's `let` is the user's from then
             // on: generated code names it so.
-            LVal::Var(var) if self.vars[var.0 as usize].name.as_deref().is_none_or(|n| n.starts_with("__")) => {
+            LVal::Var(var) if self.vars[var.0 as usize].name.as_deref().is_none_or(is_temporary) => {
                 self.vars[var.0 as usize].name = Some(name);
                 v
             }
@@ -1234,6 +1234,12 @@ fn without_effect(k: &OpKind) -> bool {
     }
 }
 
+/// Whether a name is a temporary of a desugaring (`__jitgen_t`) or of a
+/// macro's expansion (`__macro1_x`), never a name the user wrote.
+fn is_temporary(name: &str) -> bool {
+    name.starts_with("__jitgen_") || name.starts_with("__macro")
+}
+
 fn simplify_and_build(
     f: &FnDef<'_>,
     mut vars: Vec<VarInfo>,
@@ -1285,9 +1291,8 @@ fn simplify_and_build(
                         // A desugaring's temporary standing for a user's
                         // binding takes the binding's name.
                         if let Value::Var(x) = &val {
-                            let user = vars[me.0 as usize].name.clone().filter(|n| !n.starts_with("__"));
-                            if user.is_some() && vars[x.0 as usize].name.as_deref().is_some_and(|n| n.starts_with("__"))
-                            {
+                            let user = vars[me.0 as usize].name.clone().filter(|n| !is_temporary(n));
+                            if user.is_some() && vars[x.0 as usize].name.as_deref().is_some_and(is_temporary) {
                                 vars[x.0 as usize].name = user;
                             }
                         }

@@ -55,6 +55,21 @@ mod tallies {
     }
 }
 
+/// The whole final state of a run: the result, the counter and the map.
+fn whole(r: i64, m: tallies::Machine) -> (i64, i64, Vec<(i64, u32)>) {
+    (r, m.acc, m.seen.into_iter().collect())
+}
+
+/// `run` on a fresh machine in each of the three ways, compared whole.
+fn check(code: &[u8], n: i64) {
+    let mut m = machine();
+    let want = whole(tallies::jit::plain::Machine::run(&mut m, code, n), m);
+    let mut m = machine();
+    assert_eq!(whole(m.run(code, n), m), want, "{code:?} {n}");
+    let mut m = machine();
+    assert_eq!(whole(tallies::jit::specialize::Machine::run(code).call(&mut m, n), m), want, "{code:?} {n}");
+}
+
 fn machine() -> tallies::Machine {
     tallies::Machine { acc: 0, seen: Default::default(), weigh: Box::new(|x| x * 3 - 1) }
 }
@@ -64,9 +79,7 @@ fn methods_of_opaque_fields_are_residual_calls_and_agree_with_plain() {
     tallies::jit::config().set_threshold(0);
     let code = [0u8, 1, 2, 3, 5, 6, 9];
     for n in [0i64, 1, 5, 40, 1000] {
-        let want = tallies::jit::plain::Machine::run(&mut machine(), &code, n);
-        assert_eq!(machine().run(&code, n), want, "{n}");
-        assert_eq!(tallies::jit::specialize::Machine::run(&code).call(&mut machine(), n), want, "{n}");
+        check(&code, n);
     }
     assert!(tallies::jit::stats().compilations > 0, "{:?}", tallies::jit::left_to_rust());
     assert!(tallies::jit::left_to_rust().is_empty(), "{:?}", tallies::jit::left_to_rust());
@@ -85,9 +98,7 @@ fn random_programs_over_opaque_fields_agree_with_plain() {
         let mut code: Vec<u8> = (0..len).map(|_| rng.below(5) as u8).collect();
         code.extend([5, 6, 9]);
         let n = rng.below(60) as i64;
-        let want = tallies::jit::plain::Machine::run(&mut machine(), &code, n);
-        assert_eq!(machine().run(&code, n), want, "{code:?} {n}");
-        assert_eq!(tallies::jit::specialize::Machine::run(&code).call(&mut machine(), n), want, "{code:?} {n}");
+        check(&code, n);
     }
 }
 
