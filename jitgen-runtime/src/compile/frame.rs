@@ -21,7 +21,7 @@ use std::marker::PhantomData;
 use smallvec::SmallVec;
 
 use crate::compile::redbox::RedBox;
-use crate::compile::state::{Frame, ListMut};
+use crate::compile::state::{Frame, KeyView, ListMut};
 use crate::compile::vdict::VDict;
 use crate::compile::virtuals::{VPList, VPtr};
 use crate::compile::vlist::VList;
@@ -52,6 +52,9 @@ pub enum Slot {
 
 const NOT_CONST: u64 = u64::MAX;
 
+/// The address a part seen as real has ([`KeyView`]).
+const NULL: RedBox = RedBox::Const { ty: ValTy::Ptr, bits: 0 };
+
 fn ptr_word(p: &VPtr) -> u64 {
     match p {
         VPtr::Real(_) => NOT_CONST,
@@ -60,6 +63,32 @@ fn ptr_word(p: &VPtr) -> u64 {
 }
 
 impl Slot {
+    /// [`Slot::key_words`] with the parts `view` names real.
+    fn key_words_as(&self, k: &mut Vec<u64>, view: KeyView) {
+        match self {
+            Slot::Ptr(_) if view.objects => k.push(NOT_CONST),
+            Slot::Opt(tag, _) if view.objects => k.extend([tag.as_const().unwrap_or(NOT_CONST), NOT_CONST]),
+            Slot::Scalars(..) | Slot::Flat(..) if view.lists => k.push(VList::Real(NULL).key_word()),
+            Slot::Dict(..) if view.lists => VDict::Real(NULL).key_words(k),
+            Slot::Ptrs(_) if view.saved_frames => VPList::Real(NULL).key_words(k),
+            Slot::Ptrs(l) if view.objects => l.key_words_forced(k),
+            s => s.key_words(k),
+        }
+    }
+
+    /// [`Slot::reds_into`] with the parts `view` names real.
+    fn reds_as(&self, out: &mut Vec<RedBox>, view: KeyView) {
+        match self {
+            Slot::Ptr(VPtr::Virtual(_)) if view.objects => out.push(NULL),
+            Slot::Opt(tag, VPtr::Virtual(_)) if view.objects => out.extend([*tag, NULL]),
+            Slot::Scalars(..) | Slot::Flat(..) if view.lists => VList::Real(NULL).reds_into(out),
+            Slot::Dict(..) if view.lists => VDict::Real(NULL).reds_into(out),
+            Slot::Ptrs(_) if view.saved_frames => VPList::Real(NULL).reds_into(out),
+            Slot::Ptrs(l) if view.objects => l.reds_forced(out),
+            s => s.reds_into(out),
+        }
+    }
+
     fn key_words(&self, k: &mut Vec<u64>) {
         match self {
             Slot::Consts(bs) => k.extend(bs.iter().map(|b| b.as_const().unwrap_or(NOT_CONST))),
@@ -261,6 +290,16 @@ impl PointFrame<'_> {
     }
 }
 
+impl PointFrame<'_> {
+    /// A copy changed as `view` sees it: what [`Frame::key_as`] and
+    /// [`Frame::reds_as`] must agree with (checked in debug builds).
+    fn changed_copy(&self, view: KeyView) -> Self {
+        let mut f = self.clone();
+        view.apply(&mut f);
+        f
+    }
+}
+
 impl Frame for PointFrame<'_> {
     type Key = (u32, Vec<u64>);
 
@@ -271,6 +310,25 @@ impl Frame for PointFrame<'_> {
             s.key_words(&mut k);
         }
         (self.point, k)
+    }
+
+    fn key_as(&self, view: KeyView) -> Self::Key {
+        let mut k = Vec::with_capacity(self.vals.words.len() + self.vals.slots.len());
+        k.extend_from_slice(&self.vals.words);
+        for s in &self.vals.slots {
+            s.key_words_as(&mut k, view);
+        }
+        debug_assert_eq!(k, self.changed_copy(view).key().1, "a frame's key seen through {view:?}");
+        (self.point, k)
+    }
+
+    fn reds_as(&self, view: KeyView, out: &mut Vec<RedBox>) {
+        let at = out.len();
+        out.extend_from_slice(&self.vals.reds);
+        for s in &self.vals.slots {
+            s.reds_as(out, view);
+        }
+        debug_assert_eq!(out[at..], self.changed_copy(view).reds(), "a frame's reds seen through {view:?}");
     }
 
     fn reds(&self) -> Vec<RedBox> {

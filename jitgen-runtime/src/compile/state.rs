@@ -61,6 +61,57 @@ pub trait Frame: Clone {
     fn reads_saved_frames(&self) -> bool {
         false
     }
+    /// The key this frame would have with the parts `view` names real (at
+    /// a null address), the frame itself unchanged: what a merge point
+    /// compares. The default changes a copy.
+    fn key_as(&self, view: KeyView) -> Self::Key {
+        let mut f = self.clone();
+        view.apply(&mut f);
+        f.key()
+    }
+    /// Appends the red boxes the frame would have with the parts `view`
+    /// names real ([`Frame::key_as`]).
+    fn reds_as(&self, view: KeyView, out: &mut Vec<RedBox>) {
+        let mut f = self.clone();
+        view.apply(&mut f);
+        f.reds_into(out);
+    }
+}
+
+/// Parts of a frame a merge key may see as real, at a null address, without
+/// forcing them ([`Frame::key_as`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyView {
+    /// Virtual structs, those in lists of structs too.
+    pub objects: bool,
+    /// Lists of structs (saved frames), with their elements.
+    pub saved_frames: bool,
+    /// Lists and dicts of values.
+    pub lists: bool,
+}
+
+impl KeyView {
+    /// Changes `f` as the view sees it.
+    pub fn apply<F: Frame>(self, f: &mut F) {
+        let null = RedBox::constant(ValTy::Ptr, 0);
+        if self.objects {
+            f.vptrs_mut(&mut |p| {
+                if let VPtr::Virtual(_) = p {
+                    *p = VPtr::Real(null);
+                }
+            });
+        }
+        if self.saved_frames {
+            f.lists_mut(&mut |l| {
+                if let ListMut::Ptrs(l) = l {
+                    *l = VPList::Real(null);
+                }
+            });
+        }
+        if self.lists {
+            f.lists_mut(&mut |l| l.forget());
+        }
+    }
 }
 
 /// A frame's list or dict, as [`Frame::lists_mut`] visits it, with the
@@ -189,17 +240,29 @@ pub struct JitState<F> {
 /// length. A loop with no run-time branch (its trip count known while
 /// compiling: copying a call's arguments) is unrolled as before. A shared
 /// list, newest first: paths that split share their past.
+///
+/// Visits sit in chunks, oldest first within each, so that a search reads
+/// memory in order instead of chasing a pointer per visit (it ran at every
+/// merge point and was a fifth of a recursion's compile time). A path sees a
+/// chunk up to its own length; the first path to visit after a split extends
+/// the chunk they share, the others begin chunks of their own.
 #[derive(Clone, Debug, Default)]
-pub struct Lineage(Option<std::rc::Rc<Visit>>);
+pub struct Lineage(Option<std::rc::Rc<Chunk>>, usize);
+
+/// Consecutive visits of a [`Lineage`], and the lineage before them.
+#[derive(Debug)]
+pub struct Chunk {
+    visits: std::cell::RefCell<Vec<Visit>>,
+    before: Lineage,
+}
 
 /// One merge point in a [`Lineage`].
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Visit {
     point: u64,
     size: usize,
     branches: u64,
     tag: u64,
-    before: Lineage,
 }
 
 impl Lineage {
@@ -234,38 +297,57 @@ impl Lineage {
     }
 
     /// Records the visit (with `branches` recorded) and searches the path's
-    /// past (one scan): whether it grew at `point` from a visit with fewer
-    /// branches than `since`, and from a visit tagged `tag` (`false` without
-    /// one).
+    /// past (one scan, newest first): whether it grew at `point` from a
+    /// visit with fewer branches than `since`, and from a visit tagged `tag`
+    /// (`false` without one).
     fn visit(&mut self, point: u64, size: usize, since: u64, tag: Option<u64>, branches: u64) -> (bool, bool) {
+        let (grew, same) = self.search(point, size, since, tag);
+        let visit = Visit { point, size, branches, tag: tag.unwrap_or(u64::MAX) };
+        if let Some(chunk) = &self.0 {
+            let mut visits = chunk.visits.borrow_mut();
+            if visits.len() == self.1 {
+                visits.push(visit);
+                self.1 += 1;
+                return (grew, same);
+            }
+        }
+        let before = std::mem::take(self);
+        let visits = std::cell::RefCell::new(vec![visit]);
+        *self = Lineage(Some(std::rc::Rc::new(Chunk { visits, before })), 1);
+        (grew, same)
+    }
+
+    fn search(&self, point: u64, size: usize, since: u64, tag: Option<u64>) -> (bool, bool) {
         let (mut grew, mut same) = (false, false);
-        let mut at = self.0.as_deref();
-        for _ in 0..Self::DEPTH {
-            let Some(v) = at else { break };
-            if v.size < size && v.branches < since {
-                grew |= v.point == point;
-                same |= tag == Some(v.tag);
-                if grew && (same || tag.is_none()) {
-                    break;
+        let mut left = Self::DEPTH;
+        let mut at = self;
+        while let (Some(chunk), true) = (&at.0, left > 0) {
+            let visits = chunk.visits.borrow();
+            let seen = &visits[at.1.saturating_sub(left)..at.1];
+            for v in seen.iter().rev() {
+                if v.size < size && v.branches < since {
+                    grew |= v.point == point;
+                    same |= tag == Some(v.tag);
+                    if grew && (same || tag.is_none()) {
+                        return (grew, same);
+                    }
                 }
             }
-            at = v.before.0.as_deref();
+            left -= seen.len();
+            at = &chunk.before;
         }
-        let tag = tag.unwrap_or(u64::MAX);
-        let before = std::mem::take(self);
-        *self = Lineage(Some(std::rc::Rc::new(Visit { point, size, branches, tag, before })));
         (grew, same)
     }
 }
 
 impl Drop for Lineage {
-    /// Unlinks the visits no other path shares one by one (a long path
+    /// Unlinks the chunks no other path shares one by one (a long path
     /// would overflow the stack dropping them recursively).
     fn drop(&mut self) {
         let mut next = self.0.take();
         while let Some(rc) = next {
             match std::rc::Rc::try_unwrap(rc) {
-                Ok(mut v) => next = v.before.0.take(),
+                Ok(mut c) => next = c.before.0.take(),
                 Err(_) => break,
             }
         }
@@ -491,15 +573,8 @@ impl<F: Frame> JitState<F> {
 
     /// The key this state would have with every virtual object forced.
     pub fn forced_key(&self) -> StateKey<F::Key> {
-        let mut c = JitState { frames: self.frames.clone(), ..JitState::empty() };
-        for f in &mut c.frames {
-            f.vptrs_mut(&mut |p| {
-                if let VPtr::Virtual(_) = p {
-                    *p = VPtr::Real(RedBox::constant(crate::ir::ops::ValTy::Ptr, 0));
-                }
-            });
-        }
-        c.key()
+        let view = KeyView { objects: true, ..KeyView::default() };
+        (self.frames.iter().map(|f| f.key_as(view)).collect(), vec![])
     }
 
     /// Forces every virtual object the frames point to (in residual code
@@ -529,17 +604,17 @@ impl<F: Frame> JitState<F> {
     /// frames' other reds are constants, and their values (each turn of a
     /// loop counted by a red constant has other ones).
     pub fn lists_real_key(&self) -> Option<(StateKey<F::Key>, Vec<Option<u64>>)> {
-        let mut frames = self.frames.clone();
-        for f in &mut frames {
-            f.lists_mut(&mut |l| l.forget());
-        }
-        let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
+        let view = KeyView { lists: true, ..KeyView::default() };
+        let keys: Vec<F::Key> = self.frames.iter().map(|f| f.key_as(view)).collect();
         let own = self.key();
         if keys == own.0 {
             return None;
         }
-        let consts = frames.iter().flat_map(|f| f.reds()).map(|r| r.as_const()).collect();
-        Some(((keys, own.1), consts))
+        let mut reds = Vec::with_capacity(32);
+        for f in &self.frames {
+            f.reds_as(view, &mut reds);
+        }
+        Some(((keys, own.1), reds.iter().map(RedBox::as_const).collect()))
     }
 
     /// How many elements the frames' virtual lists of values (an enum counts
@@ -578,14 +653,6 @@ impl<F: Frame> JitState<F> {
         if depth == 0 {
             return None;
         }
-        let mut frames = self.frames.clone();
-        for f in &mut frames {
-            f.lists_mut(&mut |l| {
-                if let ListMut::Ptrs(l) = l {
-                    *l = VPList::Real(RedBox::constant(ValTy::Ptr, 0));
-                }
-            });
-        }
         use std::hash::BuildHasher;
         // The lists of objects with a backing (the interpreter's own, live
         // at its merge point: an operand stack in a struct) are the state's
@@ -597,12 +664,11 @@ impl<F: Frame> JitState<F> {
             .filter(|o| o.backing.is_some() && o.forced.is_none())
             .flat_map(|o| o.lists.iter().map(VList::key_word))
             .collect();
-        let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
+        let view = KeyView { saved_frames: true, ..KeyView::default() };
+        let keys: Vec<F::Key> = self.frames.iter().map(|f| f.key_as(view)).collect();
         let exact = rustc_hash::FxBuildHasher.hash_one((&keys, &backed, "calls"));
-        for f in &mut frames {
-            f.lists_mut(&mut |l| l.forget());
-        }
-        let keys: Vec<F::Key> = frames.iter().map(Frame::key).collect();
+        let view = KeyView { lists: true, ..view };
+        let keys: Vec<F::Key> = self.frames.iter().map(|f| f.key_as(view)).collect();
         Some((exact, rustc_hash::FxBuildHasher.hash_one((&keys, "calls, lists real")), depth))
     }
 
