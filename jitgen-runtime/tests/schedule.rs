@@ -89,6 +89,55 @@ fn constant_red_boxes_fold() {
     assert_eq!(f.call((50,)).unwrap(), 8);
 }
 
+/// A join reached with no branch recorded since the path's last merge point
+/// can be reached by no other path: it is passed, no version or block made
+/// for it (they were most of what a recursion's compilation did). After a
+/// branch, the next join merges, and the side queued at the branch jumps to
+/// the version the first side made there.
+#[test]
+fn joins_reached_by_one_path_are_passed() {
+    let mut c: Compilation<Blk> = Compilation::new("passed", &[ValTy::I64], &[ValTy::I64], Limits::default());
+    let x = c.inputs()[0];
+    // Two joins on the straight path: passed, the path keeps its state.
+    let s = c.merge(st(1, vec![x]), MergeKind::Join).expect("passed");
+    let y = c.b.red_bin(BinOp::Add, Overflow::Wrap, &s.top().reds[0], &RedBox::i64(1));
+    let mut s = c
+        .merge(JitState { frames: vec![Blk { block: 2, green: 0, reds: vec![y] }], ..s }, MergeKind::Join)
+        .expect("passed");
+    assert_eq!((c.stats().merges, c.stats().joins_passed), (0, 2));
+    // A branch: both sides reach block 3, which merges them.
+    let cond = c.b.red_cmp(CmpOp::Gt, &y, &RedBox::i64(0));
+    let mut other = s.clone();
+    let taken = c.split(&cond, &mut || std::mem::replace(&mut other, JitState::empty()));
+    assert!(taken);
+    s.top_mut().block = 3;
+    let s = c.merge(s, MergeKind::Join).expect("a new version");
+    let r = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &s.top().reds[0], &RedBox::i64(2));
+    c.finish_return(&[r]);
+    let mut queued = c.next_pending().expect("the false side");
+    queued.top_mut().block = 3;
+    assert!(c.merge(queued, MergeKind::Join).is_none(), "the false side jumps to the version");
+    assert!(c.next_pending().is_none());
+    let (f, stats) = native::<(i64,), i64, _>(c);
+    assert_eq!(stats, CompileStats { splits: 1, merges: 2, joins_passed: 2, matches: 1, ..Default::default() });
+    expect![[r#"
+        entry(v0: i64):
+            v1 = const.i64 1
+            v2 = add.i64 v0, v1
+            v3 = const.i64 0
+            v4 = gt.i64 v2, v3
+            branch v4, L3(), L3()
+        L3():
+            v5 = const.i64 2
+            v6 = mul.i64 v2, v5
+            return v6
+    "#]]
+    .assert_eq(f.listing());
+    for n in [-5i64, 0, 7] {
+        assert_eq!(f.call((n,)).unwrap(), (n + 1) * 2);
+    }
+}
+
 /// `fn f(x: i64) -> i64 { let y = if x > 0 { x } else { -x }; y + 1 }`
 #[test]
 fn red_if_whose_sides_merge_again() {
@@ -306,7 +355,11 @@ fn the_last_version_before_the_general_one_keeps_what_all_versions_agree_on() {
     let x = c.inputs()[0];
     let tag = |t: u64| RedBox::constant(ValTy::U32, t);
     let mut arrive = |t: u64, payload: RedBox| {
-        let reds = c.merge(st(1, vec![tag(t), payload]), MergeKind::Join).map(|s| s.top().reds.clone());
+        // Each state comes from a path of its own (through a branch: a
+        // join reached with no branch since the last merge point is passed).
+        let mut s = st(1, vec![tag(t), payload]);
+        s.merged_at = u64::MAX;
+        let reds = c.merge(s, MergeKind::Join).map(|s| s.top().reds.clone());
         if reds.is_none() {
             // The path jumped to existing code: the next one starts elsewhere.
             let (elsewhere, _) = c.b.new_label(&[]);
@@ -640,6 +693,7 @@ fn inlined_call_keeps_a_chain_of_frames() {
         epoch: 0,
         lineage: Default::default(),
         below_entry: false,
+        merged_at: 0,
         top_len: None,
     });
     let mut depth_seen = vec![];

@@ -223,6 +223,10 @@ pub struct JitState<F> {
     /// compiled code, while code compiled for the caller's own loop starts
     /// with them in registers ([`JitState::hands_over`]).
     pub below_entry: bool,
+    /// The builder's count of two-way branches when this path last went
+    /// through a merge point (or began): a join it reaches with no branch
+    /// recorded since is reached by no other path (see `schedule::merge`).
+    pub merged_at: u64,
     /// The last length taken of a list of structs with virtual elements
     /// over a part in memory or on the continuation stack: that part's
     /// length (a run-time value) and the virtual elements then. An index
@@ -513,6 +517,7 @@ impl<F: Frame> JitState<F> {
             epoch: 0,
             lineage: Lineage::default(),
             below_entry: false,
+            merged_at: 0,
             top_len: None,
         }
     }

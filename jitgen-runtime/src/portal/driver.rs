@@ -117,9 +117,11 @@ use crate::portal::slow::Verdict;
 use crate::run::fusion::Fusion;
 use crate::run::residual::ResidualFn;
 
-/// What compiling costs per residual operation before a module has compiled
-/// anything (a fusion's expected time; measured 5-8 µs, PERFORMANCE.md).
-const NANOS_PER_OP: u64 = 5_000;
+/// What fusing costs per residual operation before a module has fused
+/// anything (a fusion's expected time): fusing compiles code already
+/// simplified, without a generating extension (measured 1.5-3 µs, where
+/// compiling costs 10-40: PERFORMANCE.md).
+const NANOS_PER_FUSED_OP: u64 = 3_000;
 pub use crate::portal::config::*;
 pub use crate::portal::sampler::*;
 pub use crate::run::stats::{Stats, StatsSnapshot};
@@ -636,10 +638,10 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 // Pieces compiled since it last ran are fused into it, once
                 // it has run long enough.
                 // (What compiling costs is read only where the clock is.)
-                let per_op = || self.stats.nanos_per_op().unwrap_or(NANOS_PER_OP);
-                match code.fuse_pieces(self.config.fusion_patience(), per_op) {
-                    Fusion::Fused(fused, took) => {
-                        self.stats.fused(took.as_nanos() as u64);
+                let per_op = || self.stats.nanos_per_fused_op().unwrap_or(NANOS_PER_FUSED_OP);
+                match code.fuse_pieces(self.config.fusion_patience(), per_op, || self.stats.compile_nanos()) {
+                    Fusion::Fused(fused, took, ops) => {
+                        self.stats.fused(took.as_nanos() as u64, ops);
                         self.cache.with(|c| c.borrow_mut().replace_code(&key, &code, fused.clone()));
                         fused
                     }
@@ -661,6 +663,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 }
                 match r {
                     Ok(code) => {
+                        code.note_birth(self.stats.compile_nanos());
                         self.sampler.with(|s| s.add_entry(entry_word()));
                         self.cache.with(|c| c.borrow_mut().insert(key.clone(), content, Some(code.clone())));
                         code

@@ -47,17 +47,15 @@ pub enum Fusion {
     Nothing,
     /// A fusion is due, but the root has not existed long enough yet.
     Postponed,
-    /// The fused code, and what fusing took.
-    Fused(ResidualFn, std::time::Duration),
+    /// The fused code, what fusing took, and the residual operations it
+    /// compiled.
+    Fused(ResidualFn, std::time::Duration, usize),
 }
 
 /// A root is fused once it has existed this many times as long as its
 /// fusions took and the next is expected to take (see
 /// [`ResidualFn::fuse_pieces`]); `Config::set_fusion_patience` changes it.
 pub const FUSION_PATIENCE: u32 = 2;
-
-/// While a fusion is postponed, one entry in this many reads the clock.
-pub const CLOCK_EVERY: u32 = 16;
 
 /// Fusions of one root's pieces at most: each compiles the whole tree again.
 pub const MAX_FUSIONS: usize = 4;
@@ -90,18 +88,26 @@ impl ResidualFn {
     ///
     /// A fusion compiles the pieces again, which costs a program that
     /// runs its code briefly (a first run, a machine made afresh for each
-    /// run) more than it gains. So it waits until the root has existed
+    /// run) more than it gains. So it waits until the root has run
     /// `patience` times as long as its fusions took and the next is
     /// expected to take at most (the tree's operations at `nanos_per_op()`,
-    /// what compiling has cost this module): code that keeps running is
-    /// fused, code that runs once is not. With `patience` 0, it fuses
+    /// what fusing has cost this module): code that keeps running is
+    /// fused, code that runs once is not. The root has run for as long as
+    /// it has existed, less what its module spent compiling since
+    /// (`compiling()`, in nanoseconds, against [`ResidualFn::note_birth`]):
+    /// compiling its cases is not running it. With `patience` 0, it fuses
     /// whenever cases were added.
     ///
     /// The handle returned runs the root's code as before; the listing
     /// stays the root's with its cases. Values seen later get cases in the
     /// pieces, until the next fusion. [`Fusion::Nothing`] also when the
     /// backend fails.
-    pub fn fuse_pieces(&self, patience: u32, nanos_per_op: impl FnOnce() -> u64) -> Fusion {
+    pub fn fuse_pieces(
+        &self,
+        patience: u32,
+        nanos_per_op: impl FnOnce() -> u64,
+        compiling: impl FnOnce() -> u64,
+    ) -> Fusion {
         let me = &*self.0;
         let Some(pieces) = me.pieces.as_ref() else { return Fusion::Nothing };
         let n = pieces.cases();
@@ -110,11 +116,9 @@ impl ResidualFn {
             return Fusion::Nothing;
         }
         if patience > 0 {
-            let k = me.postponed.get();
-            me.postponed.set(k.wrapping_add(1));
-            if k % CLOCK_EVERY != 0 {
-                return Fusion::Postponed;
-            }
+            // The clock is read at every entry that finds a fusion due: a
+            // recursion enters its code a few times per run, and reading it
+            // at one entry in 16 left such code unfused (PERFORMANCE.md).
             let ops = match me.estimate.get() {
                 (at, ops) if at == n => ops,
                 _ => {
@@ -128,7 +132,9 @@ impl ResidualFn {
                 }
             };
             let expected = std::time::Duration::from_nanos(nanos_per_op().saturating_mul(ops as u64));
-            if me.born.elapsed() < (me.fusing + expected) * patience {
+            let compiled = compiling().saturating_sub(me.compiling_at_birth.get());
+            let ran = me.born.elapsed().saturating_sub(std::time::Duration::from_nanos(compiled));
+            if ran < (me.fusing + expected) * patience {
                 return Fusion::Postponed;
             }
         }
@@ -183,6 +189,7 @@ impl ResidualFn {
             pieces.keep(native.owner());
         }
         let took = t.elapsed();
+        let compiled = if native.is_some() { fused.op_count() } else { 0 };
         Fusion::Fused(
             ResidualFn(std::rc::Rc::new(Compiled {
                 inputs: me.inputs.clone(),
@@ -194,11 +201,12 @@ impl ResidualFn {
                 pieces: me.pieces.clone(),
                 fused: (times + 1, n),
                 born: me.born,
+                compiling_at_birth: me.compiling_at_birth.clone(),
                 fusing: me.fusing + took,
-                postponed: std::cell::Cell::new(0),
                 estimate: std::cell::Cell::new((usize::MAX, 0)),
             })),
             took,
+            compiled,
         )
     }
 

@@ -165,13 +165,13 @@ pub(crate) struct Compiled {
     /// Fusions that made `native`, and the tree's cases then (see
     /// `ResidualFn::fuse_pieces`).
     pub(crate) fused: (usize, usize),
-    /// When the root was compiled, and the time its fusions took so far.
+    /// When the root was compiled, and the time its fusions took so far;
+    /// what its module had spent compiling then ([`ResidualFn::note_birth`]).
     pub(crate) born: std::time::Instant,
+    pub(crate) compiling_at_birth: std::cell::Cell<u64>,
     pub(crate) fusing: std::time::Duration,
-    /// Entries that found a fusion due and postponed it (the clock is read
-    /// at one in [`CLOCK_EVERY`]), and the operations a fusion would
-    /// compile at the tree's count of cases then.
-    pub(crate) postponed: std::cell::Cell<u32>,
+    /// The operations a fusion would compile, at the tree's count of
+    /// cases then.
     pub(crate) estimate: std::cell::Cell<(usize, usize)>,
 }
 
@@ -188,10 +188,17 @@ impl ResidualFn {
             pieces: f.pieces.clone(),
             fused: (0, 0),
             born: std::time::Instant::now(),
+            compiling_at_birth: std::cell::Cell::new(0),
             fusing: std::time::Duration::ZERO,
-            postponed: std::cell::Cell::new(0),
             estimate: std::cell::Cell::new((usize::MAX, 0)),
         })))
+    }
+
+    /// Records what the module had spent compiling, in nanoseconds, when
+    /// this code was compiled: the time its cases take to compile later
+    /// is not time it ran ([`ResidualFn::fuse_pieces`]).
+    pub fn note_birth(&self, compiling: u64) {
+        self.0.compiling_at_birth.set(compiling);
     }
 
     /// Whether both handles are of the same compiled code.

@@ -204,6 +204,10 @@ impl<F: Frame> Compilation<F> {
             }
             return None;
         }
+        if kind == MergeKind::Join && st.merged_at == self.b.branches {
+            self.stats.joins_passed += 1;
+            return Some(st);
+        }
         self.stats.merges += 1;
         // What this path's branches showed holds no more where other paths
         // join it (a version's code is theirs too).
@@ -472,6 +476,7 @@ impl<F: Frame> Compilation<F> {
         }
         st.epoch = self.b.calls;
         versions.push(Version { label, perm, shape, facts: fact_descs, lengths });
+        st.merged_at = self.b.branches;
         st.set_reds(&new_reds);
         st.know_lengths(&mut self.b);
         Some(st)

@@ -138,6 +138,9 @@ pub struct CompileStats {
     pub splits: usize,
     /// Merge points reached.
     pub merges: usize,
+    /// Joins passed without a merge: no branch since the path's last
+    /// merge point, so no other path can reach them (see `merge`).
+    pub joins_passed: usize,
     /// Merge points that jumped to existing code.
     pub matches: usize,
     /// New, more general versions of a loop head already seen (widenings).
