@@ -147,7 +147,7 @@ fn main() {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         compile_notes.push(format!(
             "{}: {:.0} compilations, {:.0} declined, {:.0} residual operations per run; compiling {:.2} ms per run \
-             (median; {:.2}-{:.2}), {:.1} µs per residual operation; {:.1} fusions, {:.2} ms fusing per run (mean)",
+             (median; {:.2}-{:.2}), {:.1} µs per residual operation; {}; {:.1} fusions, {:.2} ms fusing per run (mean)",
             b.name,
             per_run(before.compilations, after.compilations),
             per_run(before.declined, after.declined),
@@ -156,6 +156,10 @@ fn main() {
             ms(*compiling.iter().min().expect("runs")),
             ms(*compiling.iter().max().expect("runs")),
             ms(median(&compiling)) * 1e3 / per_run(before.residual_ops, after.residual_ops).max(1.0),
+            match cases_per_op(&before, &after) {
+                Some((us, ops)) => format!("flexswitch cases {us:.1} µs per residual operation ({ops} operations)"),
+                None => "no flexswitch case".to_string(),
+            },
             per_run(before.fusions, after.fusions),
             per_run(before.fusion_nanos, after.fusion_nanos) / 1e6,
         ));
@@ -240,7 +244,9 @@ fn main() {
              Other interpreters: the JIT in a fresh thread (compilation and the hot-spot policy's \
              warm-up included; median of {runs} runs), then in the thread that ran it, after runs \
              until one compiles nothing (warm), its runs alternating with the plain interpreter's \
-             ({runs} to {PAIRS_AT_MOST} pairs, about a second of plain runs; medians of each).\n\n{others}{}",
+             ({runs} to {PAIRS_AT_MOST} pairs, about a second of plain runs; medians of each). \
+             Compiling: its time per residual operation over all of a row's runs, all compilations, \
+             then flexswitch cases alone.\n\n{others}{}",
             versions.iter().map(|v| format!("- {v}")).collect::<Vec<_>>().join("\n"),
             compile_notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n"),
             if skipped.is_empty() {
@@ -413,10 +419,11 @@ const OTHERS: &[Other] = &[
 /// compilation (a fresh thread), and the JIT warm.
 fn other_interpreters(runs: usize, only: &str) -> String {
     let mut table = String::from(
-        "| interpreter | program | plain ms | JIT ms, compilation included | JIT ms, warm | speed-up, compilation included | speed-up, warm |\n|---|---|---:|---:|---:|---:|---:|\n",
+        "| interpreter | program | plain ms | JIT ms, compilation included | JIT ms, warm | speed-up, compilation included | speed-up, warm | compiling µs per residual operation: all; flexswitch cases (their operations) |\n|---|---|---:|---:|---:|---:|---:|---|\n",
     );
     for &(name, program, run, stats) in OTHERS.iter().filter(|o| o.0.contains(only)) {
         eprintln!("{name} {program}...");
+        let before = stats();
         let (want, once) = timed(|| run(false));
         let cold = median(&measure(
             runs,
@@ -436,16 +443,30 @@ fn other_interpreters(runs: usize, only: &str) -> String {
         }
         let (plain, warm) = (median(&plain), median(&warm));
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let after = stats();
+        let all = (after.compile_nanos - before.compile_nanos) as f64
+            / 1e3
+            / ((after.residual_ops - before.residual_ops) as f64).max(1.0);
         table.push_str(&format!(
-            "| {name} | {program} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} |\n",
+            "| {name} | {program} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} | {all:.1}; {} |\n",
             ms(plain),
             ms(cold),
             ms(warm),
             ms(plain) / ms(cold),
-            ms(plain) / ms(warm)
+            ms(plain) / ms(warm),
+            cases_per_op(&before, &after).map_or("none".to_string(), |(us, ops)| format!("{us:.1} ({ops})"))
         ));
     }
     table
+}
+
+/// What compiling flexswitch cases cost per residual operation between two
+/// snapshots of a module's counters (over every run between them, as a
+/// total: cases are compiled in the first runs only), or that none were.
+fn cases_per_op(before: &jitgen::StatsSnapshot, after: &jitgen::StatsSnapshot) -> Option<(f64, u64)> {
+    let ops = after.case_residual_ops - before.case_residual_ops;
+    let nanos = after.case_compile_nanos - before.case_compile_nanos;
+    (ops > 0).then(|| (nanos as f64 / 1e3 / ops as f64, ops))
 }
 
 /// The most pairs of plain and warm runs [`other_interpreters`] times.

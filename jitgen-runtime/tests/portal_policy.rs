@@ -69,10 +69,14 @@ fn compile_time_per_key_counts_the_cases() {
     assert_eq!(s.compile_per_key(), None);
     s.compiled(Some(100), 3_000_000);
     s.compiled(Some(50), 4_000_000);
-    s.case_compiled();
-    s.compiled(Some(50), 5_000_000);
-    s.case_compiled();
+    s.case_compiled(Some(50), 4_000_000);
+    s.compiled(Some(30), 5_000_000);
+    s.case_compiled(Some(30), 5_000_000);
     assert_eq!(s.compile_per_key(), Some(Duration::from_millis(12)));
+    // The cases' own share, which the harness prints per operation.
+    let snap = s.snapshot();
+    assert_eq!((snap.case_residual_ops, snap.case_compile_nanos), (80, 9_000_000));
+    assert_eq!((snap.residual_ops, snap.compile_nanos), (180, 12_000_000));
 }
 
 /// A position whose key declined (its code retired) but whose green word

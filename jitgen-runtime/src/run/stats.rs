@@ -20,6 +20,8 @@ pub struct Stats {
     unhooked: AtomicU64,
     spills: AtomicU64,
     case_compilations: AtomicU64,
+    case_ops: AtomicU64,
+    case_nanos: AtomicU64,
     fusions: AtomicU64,
     fusion_nanos: AtomicU64,
     fused_ops: AtomicU64,
@@ -69,6 +71,10 @@ pub struct StatsSnapshot {
     pub fusion_nanos: u64,
     /// Residual operations compiled by fusions (not in `residual_ops`).
     pub fused_ops: u64,
+    /// Of `residual_ops`, those of flexswitch cases.
+    pub case_residual_ops: u64,
+    /// Of `compile_nanos`, the time spent compiling flexswitch cases.
+    pub case_compile_nanos: u64,
     /// Entries into compiled code that found a fusion due and postponed it
     /// (the code had not run long enough yet). A run that adds to neither
     /// this, `fusions` nor `compilations` runs the code as it will stay.
@@ -94,6 +100,8 @@ impl Stats {
             unhooked: AtomicU64::new(0),
             spills: AtomicU64::new(0),
             case_compilations: AtomicU64::new(0),
+            case_ops: AtomicU64::new(0),
+            case_nanos: AtomicU64::new(0),
             fusions: AtomicU64::new(0),
             fusion_nanos: AtomicU64::new(0),
             fused_ops: AtomicU64::new(0),
@@ -177,10 +185,12 @@ impl Stats {
         (keys > 0).then(|| std::time::Duration::from_nanos(self.compile_nanos.load(Ordering::Relaxed) / keys))
     }
 
-    /// Records that the last compilation ([`Stats::compiled`]) was a
-    /// flexswitch case's.
-    pub fn case_compiled(&self) {
+    /// Records that the last compilation ([`Stats::compiled`], with the
+    /// same `ops` and `nanos`) was a flexswitch case's.
+    pub fn case_compiled(&self, ops: Option<usize>, nanos: u64) {
         self.case_compilations.fetch_add(1, Ordering::Relaxed);
+        self.case_ops.fetch_add(ops.unwrap_or(0) as u64, Ordering::Relaxed);
+        self.case_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
     /// Records a merge point that spilled saved frames (compiled recursion).
@@ -257,6 +267,8 @@ impl Stats {
             fusions: self.fusions.load(Ordering::Relaxed),
             fusion_nanos: self.fusion_nanos.load(Ordering::Relaxed),
             fused_ops: self.fused_ops.load(Ordering::Relaxed),
+            case_residual_ops: self.case_ops.load(Ordering::Relaxed),
+            case_compile_nanos: self.case_nanos.load(Ordering::Relaxed),
             fusions_postponed: self.fusions_postponed.load(Ordering::Relaxed),
             retired_slow: self.retired_slow.load(Ordering::Relaxed),
         }

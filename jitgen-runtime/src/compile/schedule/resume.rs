@@ -453,8 +453,9 @@ impl<F: Frame> Compilation<F> {
                     Err(_) => Err("the generating extension panicked".to_string()),
                 };
                 if let Some(s) = tree.stats {
-                    s.compiled(r.as_ref().ok().map(|(_, n, _)| *n), t0.elapsed().as_nanos() as u64);
-                    s.case_compiled();
+                    let (ops, nanos) = (r.as_ref().ok().map(|(_, n, _)| *n), t0.elapsed().as_nanos() as u64);
+                    s.compiled(ops, nanos);
+                    s.case_compiled(ops, nanos);
                     if let Err(why) = &r {
                         s.declined_because(&format!("{name}: {why}"));
                     }
