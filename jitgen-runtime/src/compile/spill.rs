@@ -467,15 +467,15 @@ pub fn spill_list(
     {
         return false;
     }
-    // The frame right below the newest one is related to it (see
-    // [`relations`]).
-    let kept_obj = match kept.as_ref().map(|p| heap.resolve(p)) {
+    // Each frame is related to the one above it, its callee (see
+    // [`relations`]): the newest kept, or the next one spilled.
+    let object = |p: Option<&VPtr>| match p.map(|p| heap.resolve(p)) {
         Some(VPtr::Virtual(i)) => Some(&heap.objects[i as usize]),
         _ => None,
     };
     let last = items.len() - 1;
     for (i, p) in items.iter().enumerate() {
-        let kept = kept_obj.filter(|_| i == last);
+        let kept = if i == last { object(kept.as_ref()) } else { object(items.get(i + 1)) };
         let segment = segments.get(i).map_or(&[][..], |s| &s[..]);
         // Nothing is hidden below it unless a frame spilled before took a
         // segment.
