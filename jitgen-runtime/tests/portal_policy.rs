@@ -79,6 +79,22 @@ fn compile_time_per_key_counts_the_cases() {
     assert_eq!((snap.residual_ops, snap.compile_nanos), (180, 12_000_000));
 }
 
+/// What fusing has cost per operation it compiled, kept apart from what
+/// compiling costs (a fusion's wait is estimated from it).
+#[test]
+fn fusing_cost_per_operation_is_its_own() {
+    let s = Stats::new();
+    assert_eq!(s.nanos_per_fused_op(), None);
+    s.compiled(Some(100), 2_000_000);
+    s.fused(600_000, 200);
+    s.fused(400_000, 300);
+    assert_eq!(s.nanos_per_fused_op(), Some(2_000));
+    assert_eq!(s.nanos_per_op(), Some(20_000));
+    let snap = s.snapshot();
+    assert_eq!((snap.fusions, snap.fusion_nanos, snap.fused_ops), (2, 1_000_000, 500));
+    assert_eq!(s.compile_nanos(), 2_000_000);
+}
+
 /// A position whose key declined (its code retired) but whose green word
 /// the entry filter holds for code elsewhere (keys that differ in other
 /// greens share a word) is skipped again after its first visit, so the

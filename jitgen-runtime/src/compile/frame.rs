@@ -76,15 +76,10 @@ impl Slot {
         }
     }
 
-    /// [`Slot::reds_into`] with the parts `view` names real.
-    fn reds_as(&self, out: &mut Vec<RedBox>, view: KeyView) {
+    /// [`Slot::reds_into`] with lists and dicts seen real.
+    fn reds_lists_real(&self, out: &mut Vec<RedBox>) {
         match self {
-            Slot::Ptr(VPtr::Virtual(_)) if view.objects => out.push(NULL),
-            Slot::Opt(tag, VPtr::Virtual(_)) if view.objects => out.extend([*tag, NULL]),
-            Slot::Scalars(..) | Slot::Flat(..) if view.lists => VList::Real(NULL).reds_into(out),
-            Slot::Dict(..) if view.lists => VDict::Real(NULL).reds_into(out),
-            Slot::Ptrs(_) if view.saved_frames => VPList::Real(NULL).reds_into(out),
-            Slot::Ptrs(l) if view.objects => l.reds_forced(out),
+            Slot::Scalars(..) | Slot::Flat(..) | Slot::Dict(..) => out.push(NULL),
             s => s.reds_into(out),
         }
     }
@@ -292,7 +287,7 @@ impl PointFrame<'_> {
 
 impl PointFrame<'_> {
     /// A copy changed as `view` sees it: what [`Frame::key_as`] and
-    /// [`Frame::reds_as`] must agree with (checked in debug builds).
+    /// [`Frame::reds_lists_real`] must agree with (checked in debug builds).
     fn changed_copy(&self, view: KeyView) -> Self {
         let mut f = self.clone();
         view.apply(&mut f);
@@ -322,13 +317,14 @@ impl Frame for PointFrame<'_> {
         (self.point, k)
     }
 
-    fn reds_as(&self, view: KeyView, out: &mut Vec<RedBox>) {
+    fn reds_lists_real(&self, out: &mut Vec<RedBox>) {
         let at = out.len();
         out.extend_from_slice(&self.vals.reds);
         for s in &self.vals.slots {
-            s.reds_as(out, view);
+            s.reds_lists_real(out);
         }
-        debug_assert_eq!(out[at..], self.changed_copy(view).reds(), "a frame's reds seen through {view:?}");
+        let view = KeyView { lists: true, ..KeyView::default() };
+        debug_assert_eq!(out[at..], self.changed_copy(view).reds(), "a frame's reds with its lists real");
     }
 
     fn reds(&self) -> Vec<RedBox> {

@@ -69,11 +69,11 @@ pub trait Frame: Clone {
         view.apply(&mut f);
         f.key()
     }
-    /// Appends the red boxes the frame would have with the parts `view`
-    /// names real ([`Frame::key_as`]).
-    fn reds_as(&self, view: KeyView, out: &mut Vec<RedBox>) {
+    /// Appends the red boxes the frame would have with its lists and dicts
+    /// seen real ([`KeyView::lists`]). The default changes a copy.
+    fn reds_lists_real(&self, out: &mut Vec<RedBox>) {
         let mut f = self.clone();
-        view.apply(&mut f);
+        KeyView { lists: true, ..KeyView::default() }.apply(&mut f);
         f.reds_into(out);
     }
 }
@@ -617,7 +617,7 @@ impl<F: Frame> JitState<F> {
         }
         let mut reds = Vec::with_capacity(32);
         for f in &self.frames {
-            f.reds_as(view, &mut reds);
+            f.reds_lists_real(&mut reds);
         }
         Some(((keys, own.1), reds.iter().map(RedBox::as_const).collect()))
     }

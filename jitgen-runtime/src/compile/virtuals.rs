@@ -281,18 +281,6 @@ impl VPList {
         debug_assert!(end - n > at);
     }
 
-    /// [`VPList::reds_into`] with its virtual elements seen as real (at a
-    /// null address).
-    pub fn reds_forced(&self, out: &mut Vec<RedBox>) {
-        if let VPList::Real(p) | VPList::Over(p, _) | VPList::Spilled { below: Some(p), .. } = self {
-            out.push(*p);
-        }
-        out.extend(self.items().iter().map(|p| match p {
-            VPtr::Real(r) => *r,
-            VPtr::Virtual(_) => RedBox::constant(ValTy::Ptr, 0),
-        }));
-    }
-
     /// The virtual elements over the real part (all of a virtual list's).
     fn items(&self) -> &[VPtr] {
         match self {
