@@ -157,7 +157,9 @@ pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDep
                 OpKind::Hint(HintKind::Variable) => Dep::Red(RedReason::Variable),
                 OpKind::Len if base_is_array() => Dep::Green,
                 // Reads: foldable through frozen pointers; decided below.
-                OpKind::Load | OpKind::GetField(_) | OpKind::GetItem | OpKind::Len => Dep::Foldable(args),
+                OpKind::Load | OpKind::SharedDeref | OpKind::GetField(_) | OpKind::GetItem | OpKind::Len => {
+                    Dep::Foldable(args)
+                }
                 OpKind::MapGet | OpKind::MapContains => Dep::Foldable(args),
                 OpKind::SetField(_)
                 | OpKind::SetItem
@@ -195,6 +197,9 @@ pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDep
     // Frozen pointers: shared references, deep-frozen values and what is read
     // through them; a join is frozen when everything flowing in is.
     let mut frozen: Vec<bool> = g.vars.iter().map(|v| v.ty.is_shared_ref()).collect();
+    for (p, shared) in g.params().iter().zip(&g.shared_params) {
+        frozen[p.0 as usize] |= *shared;
+    }
     loop {
         let mut changed = false;
         for b in g.blocks() {
@@ -234,8 +239,10 @@ pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDep
     }
     for b in g.blocks() {
         for op in &g.graph[b].ops {
-            if matches!(op.kind, OpKind::Load | OpKind::GetField(_) | OpKind::GetItem | OpKind::Len)
-                && matches!(deps[op.result.0 as usize], Dep::Foldable(_))
+            if matches!(
+                op.kind,
+                OpKind::Load | OpKind::SharedDeref | OpKind::GetField(_) | OpKind::GetItem | OpKind::Len
+            ) && matches!(deps[op.result.0 as usize], Dep::Foldable(_))
             {
                 let base_frozen = op.args[0].as_var().is_none_or(|v| frozen[v.0 as usize]);
                 if !base_frozen {

@@ -282,6 +282,10 @@ pub enum OpKind {
     },
     /// `[value]`: `.unwrap()` / `.expect(..)` of an `Option` or `Result` (panics).
     Unwrap,
+    /// `[rc]`: the `&T` an `Rc<T>` or `Arc<T>` (an opaque object, at its
+    /// address) points to: fields are read through shared pointers as
+    /// through shared references.
+    SharedDeref,
     /// Arguments: a call of a function of the module (methods as `Type::name`).
     Call(String),
     /// Arguments: a call of a function outside the module or marked
@@ -331,6 +335,7 @@ impl OpKind {
             OpKind::EnumTag => "enum_tag".into(),
             OpKind::EnumField { variant, index } => format!("enum_field.{variant}.{index}"),
             OpKind::Unwrap => "unwrap".into(),
+            OpKind::SharedDeref => "shared_deref".into(),
             OpKind::Call(f) => format!("call {f}"),
             OpKind::CallOpaque(f) => format!("call_opaque {f}"),
             OpKind::Format { mac, template, .. } => format!("format {mac}!({template:?})"),
@@ -406,6 +411,9 @@ pub struct FlowGraph {
     pub ret_ty: Ty,
     /// Marked `#[jit_opaque]`: never inlined.
     pub opaque: bool,
+    /// Per parameter, whether it is declared a shared reference (frozen
+    /// while the call lasts, whatever its machine-level type).
+    pub shared_params: Vec<bool>,
 }
 
 impl FlowGraph {
@@ -529,4 +537,23 @@ impl FlowGraph {
     pub fn to_text(&self) -> String {
         self.to_text_with(&|_| String::new())
     }
+}
+
+/// Whether `m` is `hint!(global_merge_point)`.
+pub fn is_merge_point(m: &syn::Macro) -> bool {
+    m.path.is_ident("hint") && m.tokens.to_string().trim() == "global_merge_point"
+}
+
+/// Whether `body` contains `hint!(global_merge_point)`: it is a portal
+/// (never inlined).
+pub fn has_merge_point(body: &syn::Block) -> bool {
+    struct Find(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Find {
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            self.0 |= is_merge_point(m);
+        }
+    }
+    let mut f = Find(false);
+    syn::visit::Visit::visit_block(&mut f, body);
+    f.0
 }

@@ -33,7 +33,9 @@
 //! pointers: a struct literal allocates, `p.f = v` stores through the pointer, `&x` and
 //! `*r` of pointers are copies. This is PyPy's low-level model; virtual lists and
 //! structures (`jitgen-runtime`'s `vlist.rs` and `virtuals.rs`) remove the allocations
-//! again in residual code.
+//! again in residual code. A type the analysis does not model, as a struct field or an
+//! enum payload, is an opaque object (`Ty::Foreign`) reached by address; so is a struct
+//! an enum holds inline: an enum read in place carries its address.
 //!
 //! **Types.** Unification with three kinds of inference variables (any, integer literal,
 //! float literal). An unsuffixed literal takes its type from its use (`let mut pc = 0;`
@@ -58,8 +60,12 @@
 //! **Frozen pointers.** A value of type `&T` is frozen: Rust forbids mutation behind a
 //! shared reference while it lives, so reads through it are foldable without a hint
 //! (this is where jitgen is simpler to use than PyPy, which needed `deepfreeze` for
-//! every structure). `hint!(e, deepfreeze)` makes any value frozen. What is read through
-//! a frozen pointer is frozen; a join is frozen when everything flowing in is. The
+//! every structure). A parameter declared `&T` is frozen also where `&T` is the value
+//! itself at the machine level (`&Obj` of an enum holding objects, whose payloads are
+//! reached by address). What is behind an `Rc<S>` or `Arc<S>` is read as behind a `&S`
+//! (`shared_deref`): neither lets it change. `hint!(e, deepfreeze)` makes any value
+//! frozen. What is read through a frozen pointer is frozen; a join is frozen when
+//! everything flowing in is. The
 //! runtime must still treat green data behind references as content (DESIGN.md
 //! section 6): a caller may reuse the same buffer for another program.
 //!
@@ -84,7 +90,7 @@ pub use colored::{
     CallKind, Color, ColoredGraph, ColoredGraphs, LeftToRust, MergePoint, ModuleTypes, GREEN_RESULT_SUFFIX,
 };
 pub use flowgraph::FlowGraph;
-pub use lower::{has_merge_point, is_merge_point};
+pub use flowgraph::{has_merge_point, is_merge_point};
 
 /// Merges many errors into one that reports each at its own span.
 pub fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
@@ -205,7 +211,7 @@ fn analyze(
         let mut changed = false;
         for (name, errs) in failed {
             let f = m.fns.get_mut(&name).expect("a function of the module");
-            if !errs.is_empty() && errs.iter().all(is_unsupported) && !lower::has_merge_point(f.body) {
+            if !errs.is_empty() && errs.iter().all(is_unsupported) && !has_merge_point(f.body) {
                 f.opaque = true;
                 left_fns.insert(name.clone());
                 left.push(LeftToRust { name, reasons: errs });

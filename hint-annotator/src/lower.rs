@@ -22,7 +22,9 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, Pat, Token};
 
-use crate::flowgraph::{BinOp, Block, Const, Exit, FlowGraph, HintKind, Link, Op, OpKind, UnOp, Value, Var, VarInfo};
+use crate::flowgraph::{
+    has_merge_point, BinOp, Block, Const, Exit, FlowGraph, HintKind, Link, Op, OpKind, UnOp, Value, Var, VarInfo,
+};
 use crate::module::{FnDef, ModuleDef};
 use crate::types::{IntTy, Ty, Unifier};
 
@@ -254,7 +256,7 @@ fn opaque_objects_by_value(g: &FlowGraph, span: Span) -> Vec<syn::Error> {
     for b in g.blocks() {
         for op in &g.graph[b].ops {
             for (i, a) in op.args.iter().enumerate() {
-                let by_address = matches!(&op.kind, OpKind::SameAs)
+                let by_address = matches!(&op.kind, OpKind::SameAs | OpKind::SharedDeref)
                     || (i == 0 && matches!(&op.kind, OpKind::CallOpaque(m) if m.starts_with('.')));
                 if owned(a) && !by_address {
                     errors.push(syn::Error::new(op.span, message(&g.value_ty(a).to_string())));
@@ -352,25 +354,6 @@ fn appended(dest: &Expr, arg: &Expr) -> Expr {
 /// Whether `e` is `write!(..)` or `writeln!(..)`.
 fn is_write_macro(e: &Expr) -> bool {
     matches!(e, Expr::Macro(m) if m.mac.path.is_ident("write") || m.mac.path.is_ident("writeln"))
-}
-
-/// Whether `m` is `hint!(global_merge_point)`.
-pub fn is_merge_point(m: &syn::Macro) -> bool {
-    m.path.is_ident("hint") && m.tokens.to_string().trim() == "global_merge_point"
-}
-
-/// Whether `body` contains `hint!(global_merge_point)`: it is a portal
-/// (never inlined).
-pub fn has_merge_point(body: &syn::Block) -> bool {
-    struct Find(bool);
-    impl<'ast> syn::visit::Visit<'ast> for Find {
-        fn visit_macro(&mut self, m: &'ast syn::Macro) {
-            self.0 |= is_merge_point(m);
-        }
-    }
-    let mut f = Find(false);
-    syn::visit::Visit::visit_block(&mut f, body);
-    f.0
 }
 
 /// Whether `e` names a place that can be named again with no effect: a
@@ -1066,6 +1049,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                         }
                     };
                 }
+                let base = self.through_shared(base, &f.base);
                 self.get_field(base, &f.member, e)
             }
             Expr::Index(i) => {
@@ -1467,5 +1451,6 @@ fn build_graph(
         vars,
         ret_ty: f.ret.clone(),
         opaque: f.opaque,
+        shared_params: f.params.iter().map(|p| p.shared).collect(),
     }
 }

@@ -50,6 +50,10 @@ pub struct Param {
     pub ty: Ty,
     /// Whether it is declared `mut`.
     pub mutable: bool,
+    /// Whether it is declared a shared reference (`&T`): what it points to
+    /// is frozen while the call lasts, also where the reference is the
+    /// value itself at the machine level (`&Instruction`).
+    pub shared: bool,
     /// Where it is declared.
     pub span: Span,
 }
@@ -216,7 +220,7 @@ impl<'a> ModuleDef<'a> {
                         let mut fields = vec![];
                         for (i, f) in v.fields.iter().enumerate() {
                             let name = f.ident.as_ref().map_or(i.to_string(), |i| i.to_string());
-                            match m.stored_ty(&f.ty) {
+                            match m.field_ty(&f.ty) {
                                 Ok(t) => fields.push((name, t)),
                                 // Kept, poisoned: uses of the variant add no errors.
                                 Err(e) => {
@@ -416,10 +420,12 @@ impl<'a> ModuleDef<'a> {
                             Ty::Error
                         }
                     };
+                    let shared = matches!(&r.kind, syn::ReceiverKind::Reference(_, _, None));
                     params.push(Param {
                         name: "self".into(),
                         ty,
                         mutable: r.mutability.is_some(),
+                        shared,
                         span: r.self_token.span,
                     });
                 }
@@ -431,15 +437,17 @@ impl<'a> ModuleDef<'a> {
                             Ty::Error
                         }
                     };
+                    let shared = matches!(&*pt.ty, syn::Type::Reference(r) if r.mutability.is_none());
                     match &*pt.pat {
                         syn::Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => params.push(Param {
                             name: pi.ident.to_string(),
                             ty,
                             mutable: pi.mutability.is_some(),
+                            shared,
                             span: pi.ident.span(),
                         }),
                         syn::Pat::Wild(w) => {
-                            params.push(Param { name: "_".into(), ty, mutable: false, span: w.span() })
+                            params.push(Param { name: "_".into(), ty, mutable: false, shared, span: w.span() })
                         }
                         p => {
                             errors.push(err(p, "parameters must be plain names (`x: T`); destructure inside the body"))
@@ -461,6 +469,11 @@ impl<'a> ModuleDef<'a> {
         };
         if self.fns.contains_key(&name) {
             module_errors.push(err(&sig.ident, format!("`{name}` is defined twice")));
+            return;
+        }
+        if !own.is_empty() && crate::flowgraph::has_merge_point(body) {
+            // A portal cannot be left to Rust and keep its merge point.
+            module_errors.extend(own);
             return;
         }
         if !own.is_empty() {

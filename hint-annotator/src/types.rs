@@ -404,3 +404,20 @@ pub(crate) fn unqualified(text: &str) -> &str {
         None => text,
     }
 }
+
+/// Of the text of a type the analysis does not model: `T` where it is an
+/// `Rc<T>` or an `Arc<T>` (by any path).
+pub fn shared_pointee(text: &str) -> Option<syn::Type> {
+    let syn::Type::Path(p) = syn::parse_str::<syn::Type>(text).ok()? else { return None };
+    let seg = p.path.segments.last()?;
+    if p.qself.is_some() || !(seg.ident == "Rc" || seg.ident == "Arc") {
+        return None;
+    }
+    match &seg.arguments {
+        syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
+            syn::GenericArgument::Type(t) => Some(t.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}

@@ -19,7 +19,7 @@ impl<'g> Gen<'g> {
         let rt = rt();
         let cb = format_ident!("__cb{}", self.callbacks.len());
         self.callbacks.push(quote! {
-            #[allow(unused_unsafe, clippy::all)]
+            #[allow(unused_unsafe, unknown_lints, dangerous_implicit_autorefs, clippy::all)]
             extern "C" fn #cb(__buf: *mut u64) -> u64 {
                 #rt::residual::run_callback(|| {
                     // SAFETY: residual code passes a buffer of `width` words.

@@ -482,8 +482,8 @@ impl<'g> Gen<'g> {
                     quote!({ #addr __st.load_field(&mut __c.b, #vt, &__addr, #off as i32, #class, #off as i32) }),
                 )
             }
-            (Repr::RPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
-                self.bind(fi, r, quote!({ #addr __c.b.red_load(#rt::ValTy::Ptr, &__addr, #off as i32) }))
+            (Repr::RPtr | Repr::VPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
+                self.bind_ptr(fi, r, quote!({ #addr __c.b.red_load(#rt::ValTy::Ptr, &__addr, #off as i32) }))
             }
             (Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VOList(_), _) => {
                 self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) }))
@@ -579,6 +579,41 @@ impl<'g> Gen<'g> {
                             Some(__l) => __st.vec_elem(&mut __c.b, &__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l),
                             None => { __c.decline("a Vec whose layout is not known"); break 'path None; }
                         }
+                    }),
+                )
+            }
+            Ty::Vec(_) if is_enum(&et) && !plain(&et, self.cg.types()) && matches!(rr, Repr::Enum(..)) => {
+                // An element of a `Vec` of enums holding objects (a heap of
+                // them): read in place by a helper, its objects' addresses
+                // among its words (see `repr::payload_slots`).
+                let Repr::Enum(_, n) = *rr else { unreachable!("matched above") };
+                let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
+                let (flat, _, tys) = enum_helpers(&et);
+                if !self.enums.contains(&et) {
+                    self.enums.push(et.clone());
+                }
+                let t = rust_ty(&et, None);
+                let cb = self.callback(
+                    n.max(1),
+                    quote! {
+                        // SAFETY: the address of a live element of the
+                        // interpreter's `Vec`, bounds checked by residual code.
+                        let __r = #flat(unsafe { &*(__b[0] as usize as *const #t) });
+                        __b[..#n].copy_from_slice(&__r);
+                    },
+                );
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let __i = #i;
+                        #addr
+                        let __e = match #rt::heap::vec_layout::<#t>() {
+                            Some(__l) => __st.vec_elem(&mut __c.b, &__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l),
+                            None => { __c.decline("a Vec whose layout is not known"); break 'path None; }
+                        };
+                        let __v = __c.b.red_call(#cb, "an enum in place", &[__e], &#tys());
+                        #rt::redbox::first_n::<#n>(&__v)
                     }),
                 )
             }

@@ -40,6 +40,36 @@ impl<'g> Gen<'g> {
                     self.bind(fi, r, quote!(__c.b.red_load(#vt, &#a, 0)))
                 }
             }
+            OpKind::SharedDeref => {
+                let Ty::Ref { to, .. } = &self.fns[fi].graph.var(r).ty else { return self.decline("a shared pointer") };
+                let Ty::Foreign(text) = self.value_ty(fi, &args[0]).autoderef().clone() else {
+                    return self.decline("a shared pointer");
+                };
+                let t = rust_ty(to, None);
+                let measure = if text.trim_start().starts_with("Arc") || text.contains("::Arc") {
+                    quote!(#rt::heap::arc_value_offset::<#t>())
+                } else {
+                    quote!(#rt::heap::rc_value_offset::<#t>())
+                };
+                if rgreen {
+                    // `&'a Rc<T>` to `&'a T`.
+                    let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
+                    self.bind(fi, r, quote!(&**#a))
+                } else {
+                    let a = need!(self, self.operand(fi, &args[0], &Repr::RPtr), "operand");
+                    self.bind_ptr(
+                        fi,
+                        r,
+                        quote!(match #measure {
+                            Some(__off) => {
+                                let __p = __c.b.red_load(#rt::ValTy::Ptr, &#a, 0);
+                                __c.b.red_offset(&__p, __off as u64)
+                            }
+                            None => { __c.decline("an Rc or Arc that is not one word"); break 'path None; }
+                        }),
+                    )
+                }
+            }
             OpKind::GetField(name) => self.get_field(fi, r, &rr, rgreen, &args[0], name),
             OpKind::SetField(name) => {
                 let (addr, s) = need!(self, self.red_object(fi, &args[0]), "a store into this object");

@@ -303,7 +303,7 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
             let mut out = vec![Slot::Tag];
             for (_, _, fields, _) in variants(t, types) {
                 for f in fields {
-                    out.extend(slots(&f, types, depth + 1)?);
+                    out.extend(payload_slots(t, &f, types, depth + 1)?);
                 }
             }
             Some(out)
@@ -313,6 +313,25 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
         Ty::Str => Some(vec![Slot::Owned]),
         _ => None,
     }
+}
+
+/// The flattened slots of a payload of type `f` of the enum `of`. A struct
+/// or an object the analysis does not model, held inline by an enum of the
+/// module or of another one, is one pointer slot: its address in the enum
+/// read (structs are pointers in the analysis's memory model), so that a
+/// heap of enum objects matched through references reaches its payloads in
+/// place. Like a `Box`'s, such a value is never rebuilt from its words.
+pub fn payload_slots(of: &Ty, f: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
+    if inline_object(of, f) {
+        return Some(vec![Slot::Ptr]);
+    }
+    slots(f, types, depth)
+}
+
+/// Whether `f`, a payload type of the enum `of`, is held inline and reached
+/// by address (see `payload_slots`).
+pub fn inline_object(of: &Ty, f: &Ty) -> bool {
+    matches!(of, Ty::Enum(_)) && matches!(f, Ty::Struct(_) | Ty::Foreign(_))
 }
 
 /// Whether values of the type can be rebuilt from their words (no pointers inside).
@@ -335,7 +354,7 @@ pub fn field_offset(ty: &Ty, variant: &str, index: usize, types: &ModuleTypes) -
             if name == variant && i == index {
                 return Some((at, f.clone()));
             }
-            at += slots(f, types, 1)?.len();
+            at += payload_slots(ty, f, types, 1)?.len();
         }
     }
     None
@@ -349,7 +368,7 @@ pub fn variant_ranges(ty: &Ty, types: &ModuleTypes) -> Vec<(usize, usize)> {
     for (_, _, fields, _) in variants(ty, types) {
         let start = at;
         for f in &fields {
-            at += slots(f, types, 1).map_or(0, |s| s.len());
+            at += payload_slots(ty, f, types, 1).map_or(0, |s| s.len());
         }
         out.push((start, at));
     }
@@ -601,7 +620,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         let mut reads = vec![];
         for (i, f) in fields.iter().enumerate() {
             let b = &binds[i];
-            let width = slots(f, types, 1).map_or(0, |s| s.len());
+            let width = payload_slots(ty, f, types, 1).map_or(0, |s| s.len());
             if let Some(sc) = scalar(f) {
                 let w = to_word(sc, quote!(*#b));
                 writes.push(quote!(__w[#at] = #w;));
@@ -622,6 +641,9 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 // SAFETY: a rebuilt value's words name live `String`s no
                 // one reads again (see `rebuildable`).
                 reads.push(quote!(unsafe { #rt::heap::take_string(__w[#at]) }));
+            } else if inline_object(ty, f) {
+                writes.push(quote!(__w[#at] = #b as *const _ as *const u8 as usize as u64;));
+                reads.push(quote!(unreachable!("objects held inline cannot be rebuilt from words")));
             } else if matches!(f, Ty::Boxed(_) | Ty::Ref { .. }) {
                 writes.push(quote!(__w[#at] = (&**#b) as *const _ as *const u8 as usize as u64;));
                 reads.push(quote!(unreachable!("pointers cannot be rebuilt from words")));

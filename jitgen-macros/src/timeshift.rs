@@ -566,6 +566,7 @@ impl<'g> Gen<'g> {
             OpKind::GetItem | OpKind::Len | OpKind::SetItem => self.list_op(fi, op),
             OpKind::Push | OpKind::Pop | OpKind::NewVec | OpKind::NewVecRepeat => self.list_make_op(fi, op),
             OpKind::Load
+            | OpKind::SharedDeref
             | OpKind::GetField(_)
             | OpKind::SetField(_)
             | OpKind::NewMap

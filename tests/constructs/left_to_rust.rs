@@ -100,8 +100,9 @@ mod interpreted_only {
         Underflow,
     }
 
-    /// A portal using a string literal, a `&'static str` payload and
-    /// `chars()`: the module interprets only.
+    /// A portal taking a `&str` (its signature cannot be read; the enum's
+    /// `&'static str` payload is an opaque object, not a reason): the
+    /// module interprets only.
     pub fn run(code: &[u8], name: &str) -> Result<String, Error> {
         let mut out = String::new();
         let mut pc = 0;
@@ -139,7 +140,5 @@ fn a_module_whose_portal_uses_unsupported_rust_interprets_and_says_why() {
     assert_eq!(shown(interpreted_only::run(&[0, 1, 2, 9], "lox")), "hi lox6");
     assert_eq!(interpreted_only::jit::stats().compilations, 0);
     let left = interpreted_only::jit::left_to_rust().join("\n");
-    expect_test::expect![[r#"
-        the module: tests/constructs/left_to_rust.rs:99:23: the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from("..")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)
-        the module: tests/constructs/left_to_rust.rs:105:36: the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from("..")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)"#]].assert_eq(&left);
+    expect_test::expect![[r#"the module: tests/constructs/left_to_rust.rs:106:36: the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from("..")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)"#]].assert_eq(&left);
 }

@@ -11,6 +11,7 @@ mod common;
 mod calls;
 mod decline;
 mod external_types;
+mod heap_objects;
 mod iteration;
 mod left_to_rust;
 mod macros;

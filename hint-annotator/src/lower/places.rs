@@ -23,6 +23,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     return Some(Place::TupleItem(i, path));
                 }
                 let base = self.expr(&f.base);
+                let base = self.through_shared(base, &f.base);
                 let (name, ty) = self.field_ty(&base, &f.member, e)?;
                 Some(Place::Field(base, name, ty))
             }
@@ -298,6 +299,21 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 self.write_place(p, v, src);
             }
         }
+    }
+
+    /// `base` itself, or, where it is (a reference to) an `Rc<S>` or an
+    /// `Arc<S>` of a struct `S` the analysis models, the `&S` it points to:
+    /// what is behind a shared pointer is read as behind a shared
+    /// reference (frozen: neither lets it change). The pointer itself stays
+    /// an opaque object: cloning or dropping it runs as Rust.
+    pub(super) fn through_shared(&mut self, base: LVal, src: &dyn ToTokens) -> LVal {
+        let Ty::Foreign(text) = self.deref_ty(&self.ty_of(&base)) else { return base };
+        let Some(to) = crate::types::shared_pointee(&text).and_then(|t| self.m.ty(&t, None).ok()) else { return base };
+        if !matches!(to, Ty::Struct(_)) {
+            return base;
+        }
+        let base = self.rvalue(base, src);
+        self.emit(OpKind::SharedDeref, vec![base], Ty::Ref { mutable: false, to: Box::new(to) }, src)
     }
 
     pub(super) fn field_ty(&mut self, base: &LVal, member: &syn::Member, src: &dyn ToTokens) -> Option<(String, Ty)> {

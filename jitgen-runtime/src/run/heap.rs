@@ -146,6 +146,35 @@ pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     p
 }
 
+/// Where an `Rc<T>` keeps its `T`: the byte offset from the one word an
+/// `Rc` is (the address of its allocation) to the value, measured on this
+/// build (Rust does not specify it) on an allocation of a `T`'s size and
+/// alignment. `None` when an `Rc` is not one word: residual code then
+/// cannot read through it.
+pub fn rc_value_offset<T>() -> Option<i32> {
+    use std::mem::MaybeUninit;
+    use std::rc::Rc;
+    shared_offset(Rc::new(MaybeUninit::<T>::uninit()), |r| Rc::as_ptr(r) as usize)
+}
+
+/// Where an `Arc<T>` keeps its `T` (see [`rc_value_offset`]).
+pub fn arc_value_offset<T>() -> Option<i32> {
+    use std::mem::MaybeUninit;
+    use std::sync::Arc;
+    shared_offset(Arc::new(MaybeUninit::<T>::uninit()), |r| Arc::as_ptr(r) as usize)
+}
+
+/// The offset from the word `p` is to the value it points to (`value_at`).
+fn shared_offset<P>(p: P, value_at: impl Fn(&P) -> usize) -> Option<i32> {
+    if std::mem::size_of::<P>() != std::mem::size_of::<usize>() {
+        return None;
+    }
+    // SAFETY: `p` is one word (checked above), read as an integer.
+    let word = unsafe { std::ptr::read(&p as *const P as *const usize) };
+    let off = value_at(&p).checked_sub(word)?;
+    i32::try_from(off).ok().filter(|o| *o <= 256)
+}
+
 /// Where a `Vec<T>` keeps its buffer pointer and its length: byte offsets
 /// into the `Vec`, measured on this build (Rust does not specify the layout).
 /// `None` when the measurement is not conclusive: residual code then calls
