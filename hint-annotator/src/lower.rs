@@ -190,6 +190,8 @@ enum Place {
     Item(LVal, LVal, Ty),
     /// What a `&mut` to a value names (`*r = x`).
     Ref(RefTo),
+    /// The whole struct (of values) a pointer names: written field by field.
+    Whole(LVal, String),
 }
 
 /// Lowers one function. Errors go to `errors`; the graph is returned when the
@@ -915,7 +917,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
             Pat::Type(pt) => (&*pt.pat, Some(&pt.ty)),
             p => (p, None),
         };
+        // A `Copy` struct bound by value is the binding's own (see
+        // `value_of`); one made here (a literal) needs no copy.
         let v = self.expr(&init.expr);
+        let v = if matches!(&*init.expr, Expr::Struct(_)) { v } else { self.copied(v, &init.expr) };
         if let Some(t) = ascribed {
             match self.m.ty(t, self.f.self_ty.as_deref()) {
                 Ok(t) => {
@@ -999,6 +1004,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
             Expr::Assign(a) => {
                 let v = self.expr(&a.right);
+                let v = if matches!(&*a.right, Expr::Struct(_)) { v } else { self.copied(v, &a.right) };
                 if let Some(p) = self.place(&a.left) {
                     self.write_place(p, v, e);
                 }
@@ -1027,7 +1033,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
             Expr::Return(r) => {
                 let v = match &r.expr {
-                    Some(x) => self.expr(x),
+                    Some(x) => self.value_of(x),
                     None => LVal::Const(Const::Unit),
                 };
                 if self.cur.is_some() {

@@ -19,6 +19,10 @@ pub struct StructDef {
     pub virtualizable: bool,
     /// Its lifetime parameters.
     pub lifetimes: usize,
+    /// `#[derive(Copy)]`: read by value from a place, it is copied.
+    pub copy: bool,
+    /// `#[derive(Clone)]`: `.clone()` copies it where its fields are values.
+    pub clone: bool,
 }
 
 /// A variant of an enum of the module.
@@ -365,6 +369,8 @@ impl<'a> ModuleDef<'a> {
                             fields: IndexMap::new(),
                             virtualizable: has_attr(&s.attrs, "virtualizable"),
                             lifetimes: s.generics.lifetimes().count(),
+                            copy: derives(&s.attrs, "Copy"),
+                            clone: derives(&s.attrs, "Clone"),
                         },
                     );
                 }

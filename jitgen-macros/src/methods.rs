@@ -143,6 +143,8 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
             let mut params = vec![quote!(self_: &#lifetime #mutability #self_ty)];
             let mut args = vec![quote!(self)];
             let mut own_args: Vec<Ident> = vec![];
+            // The same, without `mut`: the wrapper only passes them on.
+            let mut passed: Vec<TokenStream> = vec![];
             let mut simple = true;
             for a in m.sig.inputs.iter().skip(1) {
                 match a {
@@ -150,6 +152,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
                         syn::Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => {
                             let ident = &pi.ident;
                             params.push(quote!(#pt));
+                            passed.push(typed(ident, &pt.ty));
                             args.push(quote!(#ident));
                             own_args.push(ident.clone());
                         }
@@ -194,7 +197,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
                     let block = &sp.body;
                     let body = rename_self(quote!(#block), &ty);
                     let mut wparams = vec![quote!(self_: &mut #self_ty)];
-                    wparams.extend(own);
+                    wparams.extend(passed.iter().map(|p| rename_self(p.clone(), &ty)));
                     let call = SplitCall {
                         params: wparams,
                         output: output.clone(),
@@ -223,6 +226,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
             } else {
                 syn::parse_quote!({ #free(#(#args),*) })
             };
+            drop_mut_params(&mut m.sig);
             lifted.push(LiftedMethod {
                 ty: ty.clone(),
                 method: m.sig.ident.clone(),
@@ -378,4 +382,21 @@ pub fn method_paths(lifted: &[LiftedMethod], specialize: Option<&BTreeMap<String
         }
     });
     quote!(#(#mods)*)
+}
+
+/// Drops `mut` from the parameters of a method whose body now only passes
+/// them on (to the free function lifted from it): none is changed there.
+fn drop_mut_params(sig: &mut syn::Signature) {
+    for a in sig.inputs.iter_mut() {
+        if let syn::FnArg::Typed(pt) = a {
+            if let syn::Pat::Ident(pi) = &mut *pt.pat {
+                pi.mutability = None;
+            }
+        }
+    }
+}
+
+/// `name: ty`, a parameter without a pattern's `mut`.
+fn typed(name: &Ident, ty: &syn::Type) -> TokenStream {
+    quote!(#name: #ty)
 }

@@ -9,6 +9,7 @@
 mod common;
 
 mod calls;
+mod copy_frames;
 mod decline;
 mod external_types;
 mod heap_objects;

@@ -347,7 +347,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
     ) -> LVal {
         let mut args = vec![];
         for (ft, e) in field_tys.iter().zip(values) {
-            let v = self.expr(e);
+            let v = self.value_of(e);
             let t = self.ty_of(&v);
             self.unify(ft, &t, e.span());
             args.push(v);
@@ -440,6 +440,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let method = mc.method.to_string();
         let nargs = mc.args.len();
         let r = &*mc.receiver;
+        if let (Ty::Struct(s), "clone", 0) = (recv_ty, method.as_str(), nargs) {
+            // A derived clone of a struct of values: a copy.
+            if self.m.structs.get(s.as_str()).is_some_and(|d| d.clone) && self.copyable(s, 0) {
+                let recv = self.rvalue(recv.clone(), mc);
+                return Some(self.copy_struct(recv, s, mc));
+            }
+        }
         let is_list = matches!(recv_ty, Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..));
         if is_list {
             return self.list_method(mc, recv, recv_ty);
@@ -708,7 +715,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
             (Ty::Vec(t), "push", 1) => {
                 let t = (**t).clone();
-                let v = self.expr(&mc.args[0]);
+                let v = self.value_of(&mc.args[0]);
                 let vt = self.ty_of(&v);
                 self.unify(&t, &vt, mc.args[0].span());
                 return self.emit(OpKind::Push, vec![recv, v], Ty::Unit, mc);

@@ -36,6 +36,12 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => match self.expr(&u.expr) {
                 LVal::Ref(r) => Some(Place::Ref(*r)),
+                // `*r = v` of a struct of values behind a `&mut` (`*frames.
+                // last_mut().unwrap() = frame`): each field stored.
+                p if self.struct_behind_mut(&p).is_some() => {
+                    let s = self.struct_behind_mut(&p).expect("checked");
+                    Some(Place::Whole(p, s))
+                }
                 _ => {
                     self.unsupported(
                         u,
@@ -210,6 +216,25 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 let p = self.heap_place(root, &fields, index, ty, src);
                 self.read_place(&p, src)
             }
+            Place::Whole(p, s) => self.copy_struct(p.clone(), s, src),
+        }
+    }
+
+    /// Stores each field of the struct `v` into the struct `s` at `dst`
+    /// (structs held inline field by field in turn).
+    pub(super) fn store_fields(&mut self, dst: LVal, v: LVal, s: &str, src: &dyn ToTokens) {
+        let fields: Vec<(String, Ty)> = self.m.structs[s].fields.iter().map(|(n, t)| (n.clone(), t.clone())).collect();
+        for (name, t) in fields {
+            let x = self.emit(OpKind::GetField(name.clone()), vec![v.clone()], t.clone(), src);
+            match &t {
+                Ty::Struct(n) => {
+                    let inner = self.emit(OpKind::GetField(name), vec![dst.clone()], t.clone(), src);
+                    self.store_fields(inner, x, n, src);
+                }
+                _ => {
+                    self.emit(OpKind::SetField(name), vec![dst.clone(), x], Ty::Unit, src);
+                }
+            }
         }
     }
 
@@ -297,6 +322,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
             Place::Ref(RefTo::Heap { root, fields, index, ty }) => {
                 let p = self.heap_place(root, &fields, index, ty, src);
                 self.write_place(p, v, src);
+            }
+            Place::Whole(p, s) => {
+                let vt = self.ty_of(&v);
+                self.unify(&Ty::Struct(s.clone()), &vt, span);
+                self.store_fields(p, v, &s, src);
             }
         }
     }
@@ -401,7 +431,73 @@ impl<'m, 'a> Lowering<'m, 'a> {
     // ----- calls ------------------------------------------------------------------
 
     pub(super) fn args(&mut self, args: &Punctuated<Expr, Token![,]>) -> Vec<LVal> {
-        args.iter().map(|a| self.expr(a)).collect()
+        args.iter().map(|a| self.value_of(a)).collect()
+    }
+
+    /// `e` used by value: a struct of a `Copy` type read from a place (a
+    /// binding, a field, an element, `*r`) is copied, as Rust copies it.
+    /// Structs are pointers in the memory model: without the copy, the
+    /// value would alias the place it was read from, and a later change of
+    /// either (or a `push` moving the place) would show through the other.
+    pub(super) fn value_of(&mut self, e: &Expr) -> LVal {
+        let v = self.expr(e);
+        if place_expr(e) {
+            self.copied(v, e)
+        } else {
+            v
+        }
+    }
+
+    /// The struct `p` points to, where it is a `&mut` (or a `Box`) of a
+    /// struct of values (`copyable`), whose fields an assignment of the
+    /// whole stores.
+    pub(super) fn struct_behind_mut(&self, p: &LVal) -> Option<String> {
+        let s = match self.u.shallow(&self.ty_of(p)) {
+            Ty::Ref { mutable: true, to } | Ty::Boxed(to) => match self.u.shallow(&to) {
+                Ty::Struct(s) => s,
+                _ => return None,
+            },
+            // What `*` applies to is a reference: a struct's is its address.
+            Ty::Struct(s) => s,
+            _ => return None,
+        };
+        self.copyable(&s, 0).then_some(s)
+    }
+
+    /// A copy of `v` where it is a struct of a `Copy` type; else `v`.
+    pub(super) fn copied(&mut self, v: LVal, src: &dyn ToTokens) -> LVal {
+        match self.u.shallow(&self.ty_of(&v)) {
+            Ty::Struct(s) if self.m.structs.get(&s).is_some_and(|d| d.copy) => self.copy_struct(v, &s, src),
+            _ => v,
+        }
+    }
+
+    /// Whether a struct's value is its fields' values: each a value (a
+    /// scalar, an enum without objects), a shared reference, or such a
+    /// struct held inline. Its copy (and derived clone) reads each field.
+    pub(super) fn copyable(&self, s: &str, depth: usize) -> bool {
+        let Some(d) = self.m.structs.get(s) else { return false };
+        depth < 8
+            && d.fields.values().all(|t| match t {
+                Ty::Struct(n) => self.copyable(n, depth + 1),
+                Ty::Ref { mutable: false, .. } => true,
+                t => t.is_value(),
+            })
+    }
+
+    /// A new struct `s` with the fields of `v` (structs held inline copied
+    /// in turn).
+    pub(super) fn copy_struct(&mut self, v: LVal, s: &str, src: &dyn ToTokens) -> LVal {
+        let fields: Vec<(String, Ty)> = self.m.structs[s].fields.iter().map(|(n, t)| (n.clone(), t.clone())).collect();
+        let mut args = vec![];
+        for (name, t) in fields {
+            let f = self.emit(OpKind::GetField(name), vec![v.clone()], t.clone(), src);
+            args.push(match &t {
+                Ty::Struct(n) => self.copy_struct(f, n, src),
+                _ => f,
+            });
+        }
+        self.emit(OpKind::NewStruct(s.to_string()), args, Ty::Struct(s.to_string()), src)
     }
 
     /// A call of a module function, with its arguments type-checked.
@@ -421,5 +517,16 @@ impl<'m, 'a> Lowering<'m, 'a> {
             OpKind::Call(name.to_string())
         };
         self.emit(kind, args, f.ret.clone(), src)
+    }
+}
+
+/// Whether `e` names a place (read by value, it is copied or moved).
+fn place_expr(e: &Expr) -> bool {
+    match e {
+        Expr::Paren(p) => place_expr(&p.expr),
+        Expr::Path(p) => p.path.get_ident().is_some(),
+        Expr::Field(_) | Expr::Index(_) => true,
+        Expr::Unary(u) => matches!(u.op, syn::UnOp::Deref(_)),
+        _ => false,
     }
 }
