@@ -34,6 +34,10 @@ pub struct VariantDef {
     pub fields: Vec<(String, Ty)>,
     /// Whether the fields are named.
     pub named: bool,
+    /// Its discriminant (what `as` gives of a fieldless enum): as written
+    /// (`= 7`), else one past the previous variant's, the first's 0. The
+    /// tag of the flattened value stays the variant's index.
+    pub discriminant: i128,
 }
 
 /// An enum of the module.
@@ -216,10 +220,16 @@ impl<'a> ModuleDef<'a> {
                         errors.push(e);
                     }
                     let mut variants = vec![];
+                    let mut next = 0i128;
                     for v in &en.variants {
-                        if let Some((_, d)) = &v.discriminant {
-                            errors.push(err(d, "explicit enum discriminants are not supported by jitgen; remove `= ...`"));
-                        }
+                        let discriminant = match &v.discriminant {
+                            None => next,
+                            Some((_, d)) => m.discriminant(d).unwrap_or_else(|e| {
+                                errors.push(e);
+                                next
+                            }),
+                        };
+                        next = discriminant.wrapping_add(1);
                         let named = matches!(v.fields, syn::Fields::Named(_));
                         let mut fields = vec![];
                         for (i, f) in v.fields.iter().enumerate() {
@@ -233,7 +243,7 @@ impl<'a> ModuleDef<'a> {
                                 }
                             }
                         }
-                        variants.push(VariantDef { name: v.ident.to_string(), fields, named });
+                        variants.push(VariantDef { name: v.ident.to_string(), fields, named, discriminant });
                     }
                     m.enums[&en.ident.to_string()].variants = variants;
                 }
@@ -515,6 +525,21 @@ impl<'a> ModuleDef<'a> {
             && !matches!(name.as_str(), "String" | "str" | "Self" | "Vec" | "Box" | "HashMap" | "Option" | "Result")
             && !self.structs.contains_key(&name)
             && !self.enums.contains_key(&name)
+    }
+
+    /// An explicit discriminant: an integer literal (negated or not), or a
+    /// const of the module.
+    fn discriminant(&self, d: &syn::Expr) -> syn::Result<i128> {
+        match d {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<i128>(),
+            syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => Ok(-self.discriminant(&u.expr)?),
+            syn::Expr::Paren(p) => self.discriminant(&p.expr),
+            syn::Expr::Path(p) => match p.path.get_ident().and_then(|i| self.consts.get(&i.to_string())) {
+                Some(Const::Int(v, _)) => Ok(*v as i128),
+                _ => Err(err(d, "an enum discriminant must be an integer literal or an integer const of the module")),
+            },
+            _ => Err(err(d, "an enum discriminant must be an integer literal or an integer const of the module")),
+        }
     }
 
     /// The type of a struct field or an enum payload: a tuple there would

@@ -130,6 +130,7 @@ impl<'g> Gen<'g> {
                     self.bind(fi, r, quote!(__c.b.red_un(#rt::ops::UnOp::#rop, #ov, &#a)))
                 }
             }
+            OpKind::Cast if matches!(self.value_ty(fi, &args[0]), Ty::Enum(_)) => self.enum_cast(fi, op),
             OpKind::Cast => {
                 let Some(sc) = scalar(&f.graph.var(r).ty) else { return self.decline("a cast to a non-scalar") };
                 if rgreen {
@@ -191,5 +192,70 @@ impl<'g> Gen<'g> {
             }
             _ => unreachable!("jitgen: an arithmetic operation dispatched elsewhere"),
         }
+    }
+
+    /// `e as T` of a fieldless enum: its variant's discriminant. The tag of
+    /// its words is the variant's index; where the discriminants step by
+    /// one from the first (as written without `= ..`, or numbered so), the
+    /// cast is the tag plus the first, else a helper looks it up.
+    fn enum_cast(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
+        let rt = rt();
+        let OpParts { r, rgreen, args, .. } = self.op_parts(fi, op);
+        let Ty::Enum(en) = self.value_ty(fi, &args[0]) else { unreachable!("checked by the caller") };
+        let Some(sc) = scalar(&self.fns[fi].graph.var(r).ty) else { return self.decline("a cast to a non-scalar") };
+        let Some(def) = self.cg.types().enums.get(&en) else { return self.decline("a cast of an enum") };
+        let discs: Vec<i128> = def.variants.iter().map(|v| v.discriminant).collect();
+        let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "an enum operand");
+        let (t, vt, w) = (sc_rust(sc), sc_valty(sc), to_word(sc, quote!(__d)));
+        let table: Vec<_> = discs.iter().map(|d| proc_macro2::Literal::i128_suffixed(*d)).collect();
+        // The discriminant of a variant known now.
+        let known = quote! {
+            const __D: &[i128] = &[#(#table),*];
+            let __known = (#a)[0].as_const().and_then(|__k| __D.get(__k as usize)).map(|__d| *__d as #t);
+        };
+        if rgreen {
+            return self.bind(
+                fi,
+                r,
+                quote!({
+                    #known
+                    match __known {
+                        Some(__d) => __d,
+                        None => { __c.decline("a cast of an enum value not known while compiling"); break 'path None; }
+                    }
+                }),
+            );
+        }
+        let first = discs.first().copied().unwrap_or(0);
+        let dynamic = if discs.iter().enumerate().all(|(k, d)| *d == first + k as i128) {
+            let f = first as i64 as u64;
+            let ov = Self::overflow(BinOp::Min);
+            quote!({
+                let __t = __c.b.red_cast(&(#a)[0], #vt);
+                __c.b.red_bin(#rt::BinOp::Add, #ov, &__t, &#rt::RedBox::constant(#vt, #vt.canon(#f)))
+            })
+        } else {
+            // Discriminants in any order: looked up by a helper.
+            let cb = self.callback(
+                1,
+                quote! {
+                    const __D: &[i128] = &[#(#table),*];
+                    let __d = __D[__b[0] as usize] as #t;
+                    __b[0] = #w;
+                },
+            );
+            quote!(__c.b.red_call(#cb, "an enum's discriminant", &[(#a)[0]], &[#vt])[0])
+        };
+        self.bind(
+            fi,
+            r,
+            quote!({
+                #known
+                match __known {
+                    Some(__d) => #rt::RedBox::constant(#vt, #w),
+                    None => #dynamic,
+                }
+            }),
+        )
     }
 }

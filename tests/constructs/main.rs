@@ -11,6 +11,7 @@ mod common;
 mod calls;
 mod copy_frames;
 mod decline;
+mod discriminants;
 mod external_types;
 mod heap_objects;
 mod iteration;
