@@ -10,7 +10,7 @@
 //! statements (statement position), then expanded again (macros using
 //! macros), up to [`DEPTH`] levels. Matchers take literal tokens, groups,
 //! fragments (`expr`, `ident`, `tt`, `ty`, `literal`, `path`, `pat`,
-//! `block`, `stmt`, `lifetime`, `item`, `vis`) parsed by `syn` as rustc
+//! `block`, `stmt`, `lifetime`, `item`, `vis`, `meta`) parsed by `syn` as rustc
 //! parses them, and repetitions (`$(...) sep? *`, `+`, `?`).
 //!
 //! Hygiene: an `expr` fragment is put in parentheses, and a name the
@@ -241,6 +241,7 @@ fn fragment(frag: &str, input: ParseStream) -> syn::Result<TokenStream> {
         "lifetime" => input.parse::<syn::Lifetime>()?.into_token_stream(),
         "item" => input.parse::<syn::Item>()?.into_token_stream(),
         "vis" => input.parse::<syn::Visibility>()?.into_token_stream(),
+        "meta" => input.parse::<syn::Meta>()?.into_token_stream(),
         _ => return Err(input.error(format!("the fragment `{frag}` is not supported"))),
     })
 }

@@ -117,6 +117,8 @@ pub struct ModuleDef<'a> {
     /// and items it does not look into (statics, nested modules, macros).
     /// Code that uses them is itself left to Rust (see `crate::Analysis`).
     pub skipped: Vec<(String, Vec<syn::Error>)>,
+    /// Methods read from trait impls (`Type::method`), see `read_trait_impl`.
+    pub trait_methods: std::collections::HashSet<String>,
 }
 
 /// Whether a tuple occurs anywhere in `t`.
@@ -259,8 +261,7 @@ impl<'a> ModuleDef<'a> {
                 }
                 syn::Item::Impl(imp) => {
                     if imp.trait_.is_some() {
-                        // Trait impls (Display, From, ...) stay plain Rust; calls of
-                        // trait methods from analyzed code are reported where they occur.
+                        // Read after every inherent method (see `read_trait_impl`).
                         continue;
                     }
                     let shown = imp.self_ty.to_token_stream().to_string();
@@ -344,6 +345,13 @@ impl<'a> ModuleDef<'a> {
                     String::new(),
                     vec![err(other, "this kind of item is not analyzed: code that uses it runs as Rust")],
                 )),
+            }
+        }
+        for item in &items[..own] {
+            if let syn::Item::Impl(imp) = item {
+                if imp.trait_.is_some() {
+                    m.read_trait_impl(imp, module_errors);
+                }
             }
         }
         m
@@ -525,6 +533,50 @@ impl<'a> ModuleDef<'a> {
             && !matches!(name.as_str(), "String" | "str" | "Self" | "Vec" | "Box" | "HashMap" | "Option" | "Result")
             && !self.structs.contains_key(&name)
             && !self.enums.contains_key(&name)
+    }
+
+    /// The methods of a trait impl for a struct or enum of the module
+    /// (`impl From<u8> for Op`): functions `Type::method` like inherent
+    /// ones, called by path (`Op::from(b)`, `Op::try_from(b)`) and by the
+    /// conversions that resolve to them (`b.into()`, see `lower`), with
+    /// `Self::Name` in signatures the impl's associated type. A name two
+    /// impls of the type define (`From<u8>` and `From<char>`) is left out:
+    /// which one a call means is Rust's to decide. Nothing of a trait impl
+    /// is reported as left to Rust: its methods run as Rust where analyzed
+    /// code does not call them.
+    fn read_trait_impl(&mut self, imp: &'a syn::ItemImpl, errors: &mut Vec<syn::Error>) {
+        let self_name = match self.ty(&imp.self_ty, None) {
+            Ok(Ty::Struct(n) | Ty::Enum(n)) if no_type_generics(&imp.generics).is_ok() => n,
+            _ => return,
+        };
+        let assoc: Vec<(String, syn::Type)> = imp
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                syn::ImplItem::Type(t) => Some((t.ident.to_string(), t.ty.clone())),
+                _ => None,
+            })
+            .collect();
+        for ii in &imp.items {
+            let syn::ImplItem::Fn(f) = ii else { continue };
+            let name = format!("{self_name}::{}", f.sig.ident);
+            if self.fns.contains_key(&name) && !self.trait_methods.contains(&name) {
+                // An inherent method of that name: what `Type::name` means.
+                continue;
+            }
+            if !self.trait_methods.insert(name.clone()) {
+                // A second trait's: ambiguous.
+                self.fns.shift_remove(&name);
+                continue;
+            }
+            let mut sig = f.sig.clone();
+            SelfAssoc(&assoc).visit_signature_mut(&mut sig);
+            let mut own = vec![];
+            self.read_fn(&sig, &f.block, Some(&self_name), has_attr(&f.attrs, "jit_opaque"), &mut own);
+            errors.extend(own);
+            // A signature it cannot read: not a reason to report.
+            self.skipped.retain(|(n, _)| *n != name);
+        }
     }
 
     /// An explicit discriminant: an integer literal (negated or not), or a
@@ -777,3 +829,22 @@ pub fn lit_const(l: &syn::Lit, ty: &Ty) -> Option<Const> {
 
 /// What to write instead of the type `str`.
 pub const STR_ADVICE: &str = "the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from(\"..\")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)";
+
+/// Replaces `Self::Name` in a trait impl's signature by the impl's
+/// associated type `Name` (`Self::Error` of a `TryFrom`).
+struct SelfAssoc<'t>(&'t [(String, syn::Type)]);
+
+impl VisitMut for SelfAssoc<'_> {
+    fn visit_type_mut(&mut self, t: &mut syn::Type) {
+        if let syn::Type::Path(p) = t {
+            let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+            if p.qself.is_none() && segs.len() == 2 && segs[0] == "Self" {
+                if let Some((_, ty)) = self.0.iter().find(|(n, _)| *n == segs[1]) {
+                    *t = ty.clone();
+                    return;
+                }
+            }
+        }
+        syn::visit_mut::visit_type_mut(self, t);
+    }
+}

@@ -960,8 +960,10 @@ fn f(x: usize) -> usize {
 #[test]
 fn item_macros_of_a_file_expand_into_its_items() {
     let file: syn::File = syn::parse_str(
-        "macro_rules! ops { ($($op:ident,)*) => { pub enum Op { $($op,)* } impl Op { pub const N: usize = 0; } }; }
-ops! { Add, Sub, }
+        "macro_rules! ops { ($($(#[$doc:meta])* $op:ident,)*) => { pub enum Op { $($(#[$doc])* $op,)* } impl Op { pub const N: usize = 0; } }; }
+ops! { /// Adds.
+Add, /// Subtracts.
+Sub, }
 pub struct Other;",
     )
     .expect("a file");
@@ -977,4 +979,7 @@ pub struct Other;",
         })
         .collect();
     assert_eq!(names, ["macro", "enum Op 2", "impl", "struct Other"]);
+    // The variants' doc comments came through the `meta` fragment.
+    let syn::Item::Enum(e) = &items[1] else { unreachable!("checked") };
+    assert_eq!(e.variants.iter().map(|v| v.attrs.len()).collect::<Vec<_>>(), [1, 1]);
 }

@@ -9,6 +9,7 @@
 mod common;
 
 mod calls;
+mod conversions;
 mod copy_frames;
 mod decline;
 mod discriminants;

@@ -440,6 +440,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let method = mc.method.to_string();
         let nargs = mc.args.len();
         let r = &*mc.receiver;
+        if let ("into" | "try_into", 0) = (method.as_str(), nargs) {
+            if let Some(v) = self.conversion(mc, recv, recv_ty) {
+                return Some(v);
+            }
+        }
         if let (Ty::Struct(s), "clone", 0) = (recv_ty, method.as_str(), nargs) {
             // A derived clone of a struct of values: a copy.
             if self.m.structs.get(s.as_str()).is_some_and(|d| d.clone) && self.copyable(s, 0) {
@@ -557,6 +562,25 @@ impl<'m, 'a> Lowering<'m, 'a> {
         };
         let recv = self.rvalue(recv.clone(), r);
         Some(self.desugared(vec![("__jitgen_recv", recv)], e))
+    }
+
+    /// `x.into()` (`x.try_into()`) where one trait impl of the module
+    /// converts values of `x`'s type (`impl From<u8> for Op`): a call of
+    /// its `from` (`try_from`). Rust's own conversions (`u8` into `u64`)
+    /// are not the module's: `None` then, as where two impls could apply.
+    fn conversion(&mut self, mc: &syn::ExprMethodCall, recv: &LVal, recv_ty: &Ty) -> Option<LVal> {
+        let from = if mc.method == "into" { "from" } else { "try_from" };
+        let have = self.u.shallow(recv_ty);
+        let mut found = self.m.trait_methods.iter().filter(|n| {
+            n.rsplit_once("::").is_some_and(|(_, m)| m == from)
+                && self.m.fns.get(n.as_str()).is_some_and(|f| f.params.len() == 1 && f.params[0].ty == have)
+        });
+        let name = found.next()?.clone();
+        if found.next().is_some() {
+            return None;
+        }
+        let arg = self.rvalue(recv.clone(), &*mc.receiver);
+        Some(self.call_fn(&name, vec![arg], &[&*mc.receiver], mc))
     }
 
     /// `a.checked_add(b)` and its kin: the wrapping result, and a test of

@@ -1,0 +1,122 @@
+//! Conversions written as trait impls, as Rust VMs decode their bytecode:
+//! `impl From<u8> for Op` called as `Op::from(b)` and `b.into()`, and
+//! `impl TryFrom<u8>` (with its `type Error`) called as `Op::try_from(b)`
+//! and `b.try_into()`. Their methods are the module's functions, compiled
+//! with the portal; a `Display` impl beside them stays Rust's, unreported.
+//! Results are compared with `jit::plain`, through the portal and through
+//! `jit::specialize`.
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod decoded {
+    use jitgen::prelude::*;
+    use std::fmt;
+
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    pub enum Op {
+        Push,
+        Add,
+        Loop,
+        Halt,
+    }
+
+    impl From<u8> for Op {
+        fn from(b: u8) -> Op {
+            match b {
+                0 => Op::Push,
+                1 => Op::Add,
+                2 => Op::Loop,
+                _ => Op::Halt,
+            }
+        }
+    }
+
+    /// A narrower decoding: bytes past 3 are not operations.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    pub enum Width {
+        One,
+        Two,
+    }
+
+    impl TryFrom<u8> for Width {
+        type Error = u8;
+        fn try_from(b: u8) -> Result<Self, Self::Error> {
+            match b {
+                0 | 1 => Ok(Width::One),
+                2 | 3 => Ok(Width::Two),
+                other => Err(other),
+            }
+        }
+    }
+
+    impl fmt::Display for Op {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "{:?}", self)
+        }
+    }
+
+    pub fn run(code: &[u8], n: i64) -> i64 {
+        let mut pc = 0;
+        let mut acc = 0i64;
+        let mut i = n;
+        loop {
+            hint!(global_merge_point);
+            let b = hint!(code[pc], concrete);
+            let op: Op = b.into();
+            pc += 1;
+            // The same conversions of bytes known only when running.
+            let dynamic = Op::from((acc & 3) as u8);
+            let width: Result<Width, u8> = ((acc & 7) as u8).try_into();
+            acc += match (dynamic, width) {
+                (Op::Add, Ok(Width::Two)) => 3,
+                (_, Ok(Width::One)) => 1,
+                (_, Err(e)) => e as i64,
+                _ => 0,
+            };
+            match op {
+                Op::Push => acc += 5 + Width::try_from(b).map_or(9, |w| w as i64),
+                Op::Add => acc = acc.wrapping_mul(3) & 0xffff,
+                Op::Loop => {
+                    i -= 1;
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                Op::Halt => return acc,
+            }
+        }
+    }
+}
+
+fn check(code: &[u8], n: i64) {
+    let want = decoded::jit::plain::run(code, n);
+    assert_eq!(decoded::run(code, n), want, "{code:?} {n}");
+    assert_eq!(decoded::jit::specialize::run(code).call(n), want, "{code:?} {n}");
+}
+
+#[test]
+fn conversions_by_trait_impls_compile_and_agree_with_plain() {
+    decoded::jit::config().set_threshold(0);
+    for n in [1i64, 4, 30] {
+        check(&[0, 1, 0, 2, 3], n);
+    }
+    assert!(decoded::jit::left_to_rust().is_empty(), "{:?}", decoded::jit::left_to_rust());
+    assert!(decoded::jit::stats().compilations > 0, "{:?}", decoded::jit::last_decline());
+    assert_eq!(decoded::Op::Add.to_string(), "Add");
+    // A known byte decodes while compiling: no call of the decoder remains.
+    let listing = decoded::jit::specialize::run(&[0, 3]).listing().to_string();
+    assert!(!listing.contains("call"), "{listing}");
+}
+
+#[test]
+fn random_programs_decoding_by_trait_impls_agree_with_plain() {
+    decoded::jit::config().set_threshold(0);
+    let mut rng = crate::common::Rng(0xc0_4e47);
+    for _ in 0..crate::common::how_many(200) {
+        let len = rng.below(8) as usize;
+        let mut code: Vec<u8> = (0..len).map(|_| rng.below(5) as u8).collect();
+        code.extend([2, 3]);
+        check(&code, 1 + rng.below(20) as i64);
+    }
+}
