@@ -3,6 +3,8 @@
 //! `impl TryFrom<u8>` (with its `type Error`) called as `Op::try_from(b)`
 //! and `b.try_into()`. Their methods are the module's functions, compiled
 //! with the portal; a `Display` impl beside them stays Rust's, unreported.
+//! And the standard library's conversions between numbers: `i64::from(x)`,
+//! and operands decoded by `u16::from_le_bytes([lo, hi])` and its kin.
 //! Results are compared with `jit::plain`, through the portal and through
 //! `jit::specialize`.
 
@@ -118,5 +120,79 @@ fn random_programs_decoding_by_trait_impls_agree_with_plain() {
         let mut code: Vec<u8> = (0..len).map(|_| rng.below(5) as u8).collect();
         code.extend([2, 3]);
         check(&code, 1 + rng.below(20) as i64);
+    }
+}
+
+#[jit_interpreter]
+mod operands {
+    use jitgen::prelude::*;
+
+    /// Ops with operands in the bytes after them: 0 lo hi adds a
+    /// little-endian u16, 1 hi lo multiplies by a big-endian i16, 2 k mixes a
+    /// u32 made of bytes known only when running, 3 loops while positive,
+    /// else returns.
+    pub fn run(code: &[u8], n: i64) -> i64 {
+        let mut pc = 0;
+        let mut acc = 0i64;
+        let mut i = n;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            match op {
+                0 => {
+                    acc += i64::from(u16::from_le_bytes([code[pc + 1], code[pc + 2]]));
+                    pc += 3;
+                }
+                1 => {
+                    let k = i16::from_be_bytes([code[pc + 1], code[pc + 2]]);
+                    acc = acc.wrapping_mul(i64::from(k)) & 0xff_ffff;
+                    pc += 3;
+                }
+                2 => {
+                    let b = (acc & 0xff) as u8;
+                    let w = u32::from_le_bytes([b, b ^ 0x5a, 1, code[pc + 1]]);
+                    acc = (acc + i64::from(w) + i64::from(b > 7) + f64::from(b) as i64) & 0xffff_ffff;
+                    pc += 2;
+                }
+                3 => {
+                    i -= 1;
+                    if i > 0 {
+                        pc = 0;
+                    } else {
+                        pc += 1;
+                    }
+                }
+                _ => return acc,
+            }
+        }
+    }
+}
+
+fn check_operands(code: &[u8], n: i64) {
+    let want = operands::jit::plain::run(code, n);
+    assert_eq!(operands::run(code, n), want, "{code:?} {n}");
+    assert_eq!(operands::jit::specialize::run(code).call(n), want, "{code:?} {n}");
+}
+
+#[test]
+fn operands_decoded_from_bytes_compile_and_agree_with_plain() {
+    operands::jit::config().set_threshold(0);
+    check_operands(&[0, 0x34, 0x12, 1, 0xff, 0xfe, 2, 9, 3, 9], 5);
+    assert!(operands::jit::left_to_rust().is_empty(), "{:?}", operands::jit::left_to_rust());
+    // Operands known while compiling are constants.
+    let listing = operands::jit::specialize::run(&[0, 0x34, 0x12, 9]).listing().to_string();
+    assert!(listing.contains("const.i64 4660") && !listing.contains("call"), "{listing}");
+    let mut rng = crate::common::Rng(0xb17e5);
+    for _ in 0..crate::common::how_many(200) {
+        let mut code = vec![];
+        for _ in 0..rng.below(6) {
+            match rng.below(3) {
+                0 => code.extend([0, rng.below(256) as u8, rng.below(256) as u8]),
+                1 => code.extend([1, rng.below(256) as u8, rng.below(256) as u8]),
+                _ => code.extend([2, rng.below(256) as u8]),
+            }
+        }
+        code.extend([3, 9]);
+        check_operands(&code, 1 + rng.below(12) as i64);
     }
 }

@@ -219,6 +219,21 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     c,
                 );
             }
+            if let Some(e) = scalar_conversion(&segs[0], last, c) {
+                if last != "from" {
+                    return self.expr(&e);
+                }
+                // `From` of a number, a bool or a char: a cast (a module's
+                // `impl From<Op> for i64` is not one).
+                let x = self.expr(&c.args[0]);
+                let x = self.rvalue(x, &c.args[0]);
+                let have = self.u.shallow(&self.ty_of(&x));
+                if have.is_scalar() || self.u.is_intlike(&have) {
+                    let t = self.m.ty(&syn::parse_str(&segs[0]).expect("a type name"), None).expect("a scalar");
+                    return self.emit(OpKind::Cast, vec![x], t, c);
+                }
+                return self.unsupported(c, &format!("calling `{}`", segs.join("::")), "write an `as` cast");
+            }
             match (segs[0].as_str(), last.as_str(), c.args.len()) {
                 ("Vec", "new", 0) | ("Vec", "with_capacity", 1) => {
                     // The capacity is only a hint to the allocator.
@@ -1366,5 +1381,37 @@ impl<'m, 'a> Lowering<'m, 'a> {
             _ => return None,
         };
         return Some(self.expr(&e));
+    }
+}
+
+/// A conversion of the standard library between numbers, written as the
+/// `as` casts and shifts it is: `i64::from(x)` (the lossless `From` impls
+/// are casts), and `u16::from_le_bytes([lo, hi])` or `from_be_bytes` of an
+/// array written out (how bytecode operands are decoded). `None` for
+/// anything else.
+fn scalar_conversion(ty: &str, f: &str, c: &syn::ExprCall) -> Option<Expr> {
+    let bits = match ty {
+        "f32" | "f64" if f == "from" => 0,
+        t => IntTy::from_name(t)?.bits() as usize,
+    };
+    let t = syn::Ident::new(ty, c.func.span());
+    match (f, c.args.len()) {
+        ("from", 1) => {
+            let x = &c.args[0];
+            Some(syn::parse_quote_spanned!(c.span()=> ((#x) as #t)))
+        }
+        ("from_le_bytes" | "from_be_bytes", 1) => {
+            let Expr::Array(a) = &c.args[0] else { return None };
+            if a.elems.len() * 8 != bits {
+                return None;
+            }
+            let n = a.elems.len();
+            let parts = a.elems.iter().enumerate().map(|(k, e)| {
+                let shift = 8 * if f == "from_le_bytes" { k } else { n - 1 - k } as u32;
+                quote::quote!((((#e) as u8 as #t) << #shift))
+            });
+            Some(syn::parse_quote_spanned!(c.span()=> (#(#parts)|*)))
+        }
+        _ => None,
     }
 }
