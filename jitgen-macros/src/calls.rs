@@ -200,7 +200,7 @@ impl<'g> Gen<'g> {
                 });
                 at += 1;
             } else {
-                return self.decline("an argument of this type to a residual call");
+                return self.decline(&format!("an argument of type `{ty}` to a residual call of `{name}`"));
             }
         }
         let rty = f.graph.var(r).ty.clone();

@@ -497,7 +497,9 @@ impl VisitMut for Rewrite<'_> {
                     Some(l) => quote!(break #l #v),
                     None => quote!({ #wb return #v; }),
                 };
-                let (err, none) = (leave(quote!(Err(__jit_e))), leave(quote!(None)));
+                // As `?` does: the error converted into the function's (`&str`
+                // into `String`).
+                let (err, none) = (leave(quote!(Err(::core::convert::From::from(__jit_e)))), leave(quote!(None)));
                 *e = match ex.kind.as_deref() {
                     Some("Result") => syn::parse_quote!(match #x {
                         Ok(__jit_v) => __jit_v,

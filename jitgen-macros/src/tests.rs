@@ -185,7 +185,7 @@ fn methods_with_early_exits_are_inlined_and_self_used_whole_is_kept() {
     );
     let inlined = out.split("fn __Vm_run").nth(1).unwrap_or_default();
     assert!(inlined.contains("'__jit_m1: loop"), "{out}");
-    assert!(inlined.contains("break '__jit_m1 Err(__jit_e)"), "{out}");
+    assert!(inlined.contains("break '__jit_m1 Err(::core::convert::From::from(__jit_e))"), "{out}");
     let out = lifted(
         "mod m {
             pub struct Vm { pc: usize }

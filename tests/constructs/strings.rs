@@ -268,6 +268,46 @@ mod errors {
         }
     }
 
+    /// A machine whose stack is a field: its portal method's `self` is
+    /// split into its fields, and its `?` converts a `&str` error into the
+    /// `String` the method returns, as Rust's `?` does.
+    pub struct Machine {
+        pub stack: Vec<i64>,
+    }
+
+    impl Machine {
+        /// Ops: 0 pushes n, 1 adds the top two (failing when fewer), 2
+        /// goes back to the second op while the top is below 50, 3
+        /// duplicates the top, else returns the top.
+        pub fn run(&mut self, code: &[u8], n: i64) -> Result<i64, String> {
+            let mut pc = 0;
+            loop {
+                hint!(global_merge_point);
+                let op = hint!(code[pc], concrete);
+                pc += 1;
+                match op {
+                    0 => self.stack.push(n),
+                    1 => {
+                        let b = self.stack.pop().ok_or("stack underflow")?;
+                        let a = self.stack.pop().ok_or("stack underflow")?;
+                        self.stack.push(a + b);
+                    }
+                    2 => {
+                        if self.stack.last().is_some_and(|t| *t < 50) {
+                            pc = 1;
+                        }
+                    }
+                    3 => {
+                        if let Some(&t) = self.stack.last() {
+                            self.stack.push(t);
+                        }
+                    }
+                    _ => return self.stack.last().copied().ok_or(String::from("empty")),
+                }
+            }
+        }
+    }
+
     /// Ops: 0 add 3 and push, 1 subtract 1, 2 loop while positive, 3 fail
     /// when negative, 4 pop (failing when empty), anything else an error;
     /// an error too after `fuel` steps.
@@ -331,6 +371,14 @@ fn string_errors_agree_with_plain() {
         assert_eq!(errors::jit::specialize::checked(code).call(*n), want, "{code:?} {n}");
     }
     assert_eq!(errors::run(&[0, 2], 1, 7), Err("out of fuel at 1".to_string()));
+    for (code, n) in [(&[0u8, 3, 1, 2, 9][..], 3i64), (&[0, 1, 9], 1), (&[9], 2), (&[0, 0, 1, 3, 1, 2, 9], 7)] {
+        let mut m = errors::Machine { stack: vec![] };
+        let want = (errors::jit::plain::Machine::run(&mut m, code, n), m.stack);
+        let mut m = errors::Machine { stack: vec![] };
+        assert_eq!((m.run(code, n), m.stack), want, "{code:?} {n}");
+        let mut m = errors::Machine { stack: vec![] };
+        assert_eq!((errors::jit::specialize::Machine::run(&mut m, code, n), m.stack), want, "{code:?} {n}");
+    }
     assert_eq!(errors::run(&[1, 2, 4], 3, 100), Err("stack underflow".to_string()));
     let st = errors::jit::stats();
     assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", errors::jit::last_decline());

@@ -280,6 +280,19 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 _ => {}
             }
         }
+        if segs.ends_with(&["From".to_string(), "from".to_string()]) && c.args.len() == 1 {
+            // `From::from(e)` (what `?` applies to an error): the module's
+            // one impl converting e's type, else e itself (a conversion
+            // the analysis does not model is then a type error, left to
+            // Rust).
+            let x = self.expr(&c.args[0]);
+            let x = self.rvalue(x, &c.args[0]);
+            let have = self.u.shallow(&self.ty_of(&x));
+            if let Some(name) = self.module_conversion("from", &have) {
+                return self.call_fn(&name, vec![x], &[&c.args[0]], c);
+            }
+            return self.emit(OpKind::SameAs, vec![x], have, c);
+        }
         if matches!(segs.first().map(String::as_str), Some("super" | "crate" | "std" | "core")) || segs.len() == 1 {
             // A function outside the module: a residual call whose result type
             // comes from the context.
@@ -547,6 +560,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 let e = syn::parse_quote!(match __jitgen_recv { #p => #b, _ => __jitgen_d });
                 return Some(self.desugared(vec![("__jitgen_recv", recv), ("__jitgen_d", d)], e));
             }
+            ("is_some_and" | "is_ok_and" | "is_none_or", 1) => {
+                let Some((p, b)) = arm(&mc.args[0], false) else { return bad(self) };
+                let otherwise = method == "is_none_or";
+                syn::parse_quote!(match __jitgen_recv { #p => #b, _ => #otherwise })
+            }
             ("map_or_else", 2) => {
                 let Some((p, b)) = arm(&mc.args[1], false) else { return bad(self) };
                 let Some(d) = otherwise(&mc.args[0]) else { return bad(self) };
@@ -585,17 +603,21 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// are not the module's: `None` then, as where two impls could apply.
     fn conversion(&mut self, mc: &syn::ExprMethodCall, recv: &LVal, recv_ty: &Ty) -> Option<LVal> {
         let from = if mc.method == "into" { "from" } else { "try_from" };
-        let have = self.u.shallow(recv_ty);
-        let mut found = self.m.trait_methods.iter().filter(|n| {
-            n.rsplit_once("::").is_some_and(|(_, m)| m == from)
-                && self.m.fns.get(n.as_str()).is_some_and(|f| f.params.len() == 1 && f.params[0].ty == have)
-        });
-        let name = found.next()?.clone();
-        if found.next().is_some() {
-            return None;
-        }
+        let name = self.module_conversion(from, &self.u.shallow(recv_ty))?;
         let arg = self.rvalue(recv.clone(), &*mc.receiver);
         Some(self.call_fn(&name, vec![arg], &[&*mc.receiver], mc))
+    }
+
+    /// The one trait method `T::from` (or `T::try_from`, as `method` says)
+    /// of the module taking a value of type `have`; `None` when there is
+    /// none, or more than one.
+    fn module_conversion(&self, method: &str, have: &Ty) -> Option<String> {
+        let mut found = self.m.trait_methods.iter().filter(|n| {
+            n.rsplit_once("::").is_some_and(|(_, m)| m == method)
+                && self.m.fns.get(n.as_str()).is_some_and(|f| f.params.len() == 1 && f.params[0].ty == *have)
+        });
+        let name = found.next()?.clone();
+        found.next().is_none().then_some(name)
     }
 
     /// `a.checked_add(b)` and its kin: the wrapping result, and a test of
@@ -895,7 +917,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             return self.poison(mc.span());
         }
         self.error(mc.method.span(), format!(
-            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse/split_off, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse/split_off, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err/is_some_and/is_none_or/is_ok_and, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
         ));
         self.poison(mc.span())
     }

@@ -74,7 +74,7 @@ pub fn __Vm_run(
                     while let Some(__jit_x) = __self_stack.pop() {
                         __self_stack_home.push(__jit_x);
                     }
-                    return Err(__jit_e);
+                    return Err(::core::convert::From::from(__jit_e));
                 }
             };
             __self_stack.push(x + 1);
