@@ -297,9 +297,22 @@ pub(crate) struct Analysis<'g> {
     pub errors: Vec<syn::Error>,
 }
 
+/// Source text as the user wrote it: the fields of a portal method's
+/// `self`, split into bindings before the analysis (`__self_ip`,
+/// `(* __self_chunk)`), shown as `self.ip` and `self.chunk`.
+fn as_written(s: &str) -> String {
+    let mut out = s.to_string();
+    while let Some(at) = out.find("(* __self_") {
+        let rest = &out[at + "(* __self_".len()..];
+        let Some(end) = rest.find(')') else { break };
+        out = format!("{}self.{}{}", &out[..at], &rest[..end], &rest[end + 1..]);
+    }
+    out.replace("__self_", "self.")
+}
+
 fn describe(g: &FlowGraph, v: Var) -> String {
-    let name = g.var(v).name.clone();
-    let source = g.blocks().flat_map(|b| g.graph[b].ops.iter()).find(|o| o.result == v).map(|o| o.source.clone());
+    let name = g.var(v).name.as_deref().map(as_written);
+    let source = g.blocks().flat_map(|b| g.graph[b].ops.iter()).find(|o| o.result == v).map(|o| as_written(&o.source));
     match (name, source) {
         (Some(n), Some(s)) if n != s => format!("`{n}` (`{s}`)"),
         (Some(n), _) => format!("`{n}`"),

@@ -367,6 +367,32 @@ pub struct ModuleTypes {
 }
 
 impl ColoredGraphs {
+    /// Where the module's portals have nothing to specialize: the span of
+    /// a merge point, when no merge point has a green variable live and no
+    /// function promotes a value or needs one green (`promote`, `concrete`).
+    /// Compiled code could then only be the interpreter again.
+    pub fn nothing_to_specialize(&self) -> Option<proc_macro2::Span> {
+        let mut portals = self.functions.values().filter(|g| g.is_portal()).peekable();
+        portals.peek()?;
+        if portals.any(|g| g.merge_points.iter().any(|m| !m.position_key.is_empty())) {
+            return None;
+        }
+        let hinted = self.functions.values().any(|g| {
+            g.graph.blocks().any(|b| {
+                g.graph.graph[b]
+                    .ops
+                    .iter()
+                    .any(|op| matches!(op.kind, OpKind::Hint(HintKind::Promote | HintKind::Concrete)))
+            })
+        });
+        if hinted {
+            return None;
+        }
+        let g = self.functions.values().find(|g| g.is_portal())?;
+        let m = g.merge_points.first()?;
+        Some(g.graph.graph[m.block].ops[m.op].span)
+    }
+
     /// One function (methods as `Type::name`; specialized copies as
     /// `name@green_result`).
     pub fn function(&self, name: &str) -> Option<&ColoredGraph> {

@@ -1111,6 +1111,7 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
             })
         } else {
             syn::parse_quote!(if !self::jit::__CONFIG.enabled() {
+                self::jit::__CONFIG.tell_off();
                 return __jit_off(#(#plain_args),*);
             })
         };
@@ -1276,7 +1277,8 @@ fn assemble(
     external: &crate::external::External,
 ) -> Expansion {
     let uses = &external.uses;
-    let common = crate::left::common_items(source, external);
+    let idle = gen.cg.nothing_to_specialize().map(crate::left::nothing_to_specialize);
+    let common = crate::left::common_items(source, external, idle.as_deref());
     let Gathered {
         mut plain_copies,
         mut hooks,
@@ -1311,7 +1313,8 @@ fn assemble(
         hooks.push(unpark_fn(sname, gen.cg.types()));
     }
     let extension = gen.extension();
-    let left_lines = crate::left::lines(gen.cg.left_to_rust());
+    let mut left_lines = crate::left::lines(gen.cg.left_to_rust());
+    left_lines.extend(idle);
     let plain_paths = crate::methods::method_paths(lifted, None);
     let specialize_paths = crate::methods::method_paths(lifted, Some(&green_flags));
     let jit_internal = quote! {

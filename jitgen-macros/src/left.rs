@@ -25,7 +25,7 @@ pub fn whole(
     external: &crate::external::External,
     why: syn::Error,
 ) {
-    let common = common_items(source, external);
+    let common = common_items(source, external, None);
     let left_lines =
         lines(&[hint_annotator::LeftToRust { name: "the module".into(), reasons: why.into_iter().collect() }]);
     let log = quote!(self::jit::__log_left_whole(););
@@ -102,6 +102,15 @@ pub fn whole(
     }));
 }
 
+/// Why a module whose portals have nothing to specialize interprets
+/// (`ColoredGraphs::nothing_to_specialize`), as `jit::left_to_rust()` and
+/// `JITGEN_LOG` say it.
+pub fn nothing_to_specialize(at: proc_macro2::Span) -> String {
+    let reason = "nothing to specialize: no green variable is live at the merge point and nothing is promoted, so compiled code would be the interpreter again; it interprets. Mark what the program counter reads: `hint!(code[pc], concrete)`, or `hint!(pc, promote)`";
+    let p = at.start();
+    format!("the module: {}:{}:{}: {reason}", at.file(), p.line, p.column + 1)
+}
+
 /// What the analysis left to Rust, one line per reason, as
 /// `jit::left_to_rust()` returns them: `name: file:line:column: message`.
 pub fn lines(left: &[hint_annotator::LeftToRust]) -> Vec<String> {
@@ -117,10 +126,20 @@ pub fn lines(left: &[hint_annotator::LeftToRust]) -> Vec<String> {
 }
 
 /// What the `jit` module of every annotated module has, compiled or left to
-/// Rust: its source (for `graphs()`), settings and counts.
-pub fn common_items(source: &str, external: &crate::external::External) -> proc_macro2::TokenStream {
+/// Rust: its source (for `graphs()`), settings and counts. With
+/// `interpreting`, why the module compiles nothing unless asked (see
+/// `Config::interpreting`).
+pub fn common_items(
+    source: &str,
+    external: &crate::external::External,
+    interpreting: Option<&str>,
+) -> proc_macro2::TokenStream {
     let rt = rt();
     let external_source = external.source();
+    let config = match interpreting {
+        Some(why) => quote!(#rt::driver::Config::interpreting(#why)),
+        None => quote!(#rt::driver::Config::new()),
+    };
     quote! {
         #[allow(unused_imports)]
         use super::__rt;
@@ -128,7 +147,7 @@ pub fn common_items(source: &str, external: &crate::external::External) -> proc_
         const __EXTERNAL: &str = #external_source;
 
         #[doc(hidden)]
-        pub static __CONFIG: #rt::driver::Config = #rt::driver::Config::new();
+        pub static __CONFIG: #rt::driver::Config = #config;
         #[doc(hidden)]
         pub static __STATS: #rt::driver::Stats = #rt::driver::Stats::new();
 

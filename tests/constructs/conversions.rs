@@ -1,7 +1,7 @@
 //! Conversions written as trait impls, as Rust VMs decode their bytecode:
 //! `impl From<u8> for Op` called as `Op::from(b)` and `b.into()`, and
 //! `impl TryFrom<u8>` (with its `type Error`) called as `Op::try_from(b)`
-//! and `b.try_into()`. Their methods are the module's functions, compiled
+//! and `b.try_into()`, its error mapped by `map_err`. Their methods are the module's functions, compiled
 //! with the portal; a `Display` impl beside them stays Rust's, unreported.
 //! And the standard library's conversions between numbers: `i64::from(x)`,
 //! and operands decoded by `u16::from_le_bytes([lo, hi])` and its kin.
@@ -52,6 +52,12 @@ mod decoded {
         }
     }
 
+    /// An error carrying the byte that did not decode.
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    pub enum Fault {
+        Bad(u8),
+    }
+
     impl fmt::Display for Op {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             write!(f, "{:?}", self)
@@ -76,6 +82,13 @@ mod decoded {
                 (_, Err(e)) => e as i64,
                 _ => 0,
             };
+            // `map_err` with a constructor, and with a closure.
+            let fault: Result<Width, Fault> = Width::try_from(b.wrapping_add(3)).map_err(Fault::Bad);
+            acc += match fault {
+                Ok(w) => w as i64 * 2,
+                Err(Fault::Bad(x)) => i64::from(x),
+            };
+            acc += Width::try_from(b).map_err(|e| e as i64 * 3).map_or_else(|e| e, |w| w as i64);
             match op {
                 Op::Push => acc += 5 + Width::try_from(b).map_or(9, |w| w as i64),
                 Op::Add => acc = acc.wrapping_mul(3) & 0xffff,

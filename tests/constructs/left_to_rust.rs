@@ -142,3 +142,45 @@ fn a_module_whose_portal_uses_unsupported_rust_interprets_and_says_why() {
     let left = interpreted_only::jit::left_to_rust().join("\n");
     expect_test::expect![[r#"the module: tests/constructs/left_to_rust.rs:106:36: the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from("..")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)"#]].assert_eq(&left);
 }
+
+#[jit_interpreter]
+mod unhinted {
+    use jitgen::prelude::*;
+
+    /// A loop with a merge point and no other hint: nothing in it is known
+    /// while compiling.
+    pub fn run(code: &[u8], n: i64) -> i64 {
+        let mut pc = 0;
+        let mut acc = 0i64;
+        let mut i = n;
+        loop {
+            hint!(global_merge_point);
+            let op = code[pc];
+            pc += 1;
+            match op {
+                0 => acc += i,
+                1 => {
+                    i -= 1;
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                _ => return acc,
+            }
+        }
+    }
+}
+
+#[test]
+fn a_module_with_nothing_to_specialize_interprets_and_says_what_to_mark() {
+    unhinted::jit::config().set_threshold(0);
+    for n in [1i64, 10, 5_000] {
+        assert_eq!(unhinted::run(&[0, 1, 9], n), unhinted::jit::plain::run(&[0, 1, 9], n));
+    }
+    assert_eq!(unhinted::jit::stats().compilations, 0);
+    let left = unhinted::jit::left_to_rust();
+    assert!(
+        left.len() == 1 && left[0].contains("nothing to specialize") && left[0].contains("hint!(pc, promote)"),
+        "{left:?}"
+    );
+}

@@ -504,6 +504,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     });
                     Some((pat, (*c.body).clone()))
                 }
+                // A path (a function, an enum's constructor) is called as
+                // written, so that a constructor builds its variant.
+                Expr::Path(p) => Some((
+                    None,
+                    match arg {
+                        Some(x) => syn::parse_quote!(#p(#x)),
+                        None => syn::parse_quote!(#p()),
+                    },
+                )),
                 f => Some((
                     None,
                     match arg {
@@ -559,6 +568,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 let recv = self.rvalue(recv.clone(), r);
                 let e = syn::parse_quote!(match __jitgen_recv { #p => #b, _ => __jitgen_d });
                 return Some(self.desugared(vec![("__jitgen_recv", recv), ("__jitgen_d", d)], e));
+            }
+            ("map_err", 1) if !is_option => {
+                let e: Expr = syn::parse_quote!(__jitgen_e);
+                let Some((pat, body)) = apply(&mc.args[0], Some(e)) else { return bad(self) };
+                let mapped: Expr = match pat {
+                    Some(p) => syn::parse_quote!({ let #p = __jitgen_e; #body }),
+                    None => body,
+                };
+                syn::parse_quote!(match __jitgen_recv { Ok(__jitgen_x) => Ok(__jitgen_x), Err(__jitgen_e) => Err(#mapped) })
             }
             ("is_some_and" | "is_ok_and" | "is_none_or", 1) => {
                 let Some((p, b)) = arm(&mc.args[0], false) else { return bad(self) };
@@ -917,7 +935,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             return self.poison(mc.span());
         }
         self.error(mc.method.span(), format!(
-            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse/split_off, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err/is_some_and/is_none_or/is_ok_and, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse/split_off, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err/is_some_and/is_none_or/is_ok_and/map_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
         ));
         self.poison(mc.span())
     }

@@ -8,6 +8,7 @@ pub mod plus_minus {
             __plain_ll_plus_minus(s, x, y)
         }
         if !self::jit::__CONFIG.enabled() {
+            self::jit::__CONFIG.tell_off();
             return __jit_off(s, x, y);
         }
         let mut __jit_sampler = self::__jit::__begin_ll_plus_minus();

@@ -4,7 +4,7 @@
 //! (`JITGEN_THRESHOLD`, `JITGEN_OFF`) unless set explicitly.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Once, OnceLock};
 
 use crate::compile::schedule::Limits;
 use crate::run::fusion::FUSION_PATIENCE;
@@ -68,9 +68,40 @@ pub struct Config {
     max_ops: AtomicU32,
     lazy_after_ops: AtomicU32,
     fusion_patience: AtomicU32,
+    /// Why a module that compiles nothing unless asked interprets (see
+    /// [`Config::interpreting`]).
+    interprets_because: Option<&'static str>,
+    told: Once,
 }
 
 impl Config {
+    /// Settings of a module whose portals have nothing to specialize (no
+    /// green variable at a merge point, nothing promoted): compiled code
+    /// would be the interpreter again, only compiled by Cranelift instead
+    /// of rustc. It interprets (as with `JITGEN_OFF`) unless compiling is
+    /// switched on explicitly ([`Config::set_enabled`]), and says `why`
+    /// once where `JITGEN_LOG` is set ([`Config::tell_off`]).
+    pub const fn interpreting(why: &'static str) -> Config {
+        let mut c = Config::new();
+        c.enabled = AtomicBool::new(false);
+        c.explicit_enabled = AtomicBool::new(true);
+        c.interprets_because = Some(why);
+        c
+    }
+
+    /// Where the module interprets for a reason of its own and `JITGEN_LOG`
+    /// is set: prints it, once per process.
+    #[inline]
+    pub fn tell_off(&self) {
+        if let Some(why) = self.interprets_because {
+            self.told.call_once(|| {
+                if std::env::var_os("JITGEN_LOG").is_some() {
+                    eprintln!("jitgen: {why}");
+                }
+            });
+        }
+    }
+
     /// Settings from the environment (read on first use).
     pub const fn new() -> Config {
         Config {
@@ -82,6 +113,8 @@ impl Config {
             max_ops: AtomicU32::new(Limits::DEFAULT.max_ops as u32),
             lazy_after_ops: AtomicU32::new(Limits::DEFAULT.lazy_after_ops as u32),
             fusion_patience: AtomicU32::new(FUSION_PATIENCE),
+            interprets_because: None,
+            told: Once::new(),
         }
     }
 
