@@ -233,6 +233,7 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
     let mut g = l.finish();
     if let Some(graph) = &g.0 {
         g.1.extend(opaque_objects_by_value(graph, f.span));
+        g.1.extend(promoted_objects(graph));
     }
     let had_errors = had_errors || !g.1.is_empty();
     errors.extend(g.1);
@@ -241,6 +242,27 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
     } else {
         g.0
     }
+}
+
+/// `hint!(e, promote)` of a reference or an object: a flexswitch switches
+/// on a word, so only values (integers, bools, chars, enums) are promoted.
+/// A misused hint, so an error, not Rust left to Rust.
+fn promoted_objects(g: &FlowGraph) -> Vec<syn::Error> {
+    let mut errors = vec![];
+    for b in g.blocks() {
+        for op in &g.graph[b].ops {
+            if matches!(op.kind, OpKind::Hint(HintKind::Promote)) && g.value_ty(&op.args[0]).is_pointer() {
+                errors.push(syn::Error::new(
+                    op.span,
+                    format!(
+                        "`hint!(.., promote)` switches on a value (an integer, a bool, a char, an enum), not on `{}`, a reference or an object: promote what finds it (an index, a program counter), and reach the data through a shared reference or `hint!(.., deepfreeze)`, whose reads are green where the reference is",
+                        g.value_ty(&op.args[0])
+                    ),
+                ));
+            }
+        }
+    }
+    errors
 }
 
 /// Uses of an opaque object (`Ty::Foreign`, not behind a reference) other

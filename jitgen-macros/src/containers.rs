@@ -582,6 +582,28 @@ impl<'g> Gen<'g> {
                     }),
                 )
             }
+            Ty::Vec(_) if is_enum(&et) && plain(&et, self.cg.types()) && matches!(rr, Repr::Enum(..)) => {
+                // An element of a real `Vec` of plain enums (a program of
+                // the module's instructions in a field): its tag and slots in
+                // place where the layout was measured, else one helper call.
+                let Repr::Enum(_, n) = *rr else { unreachable!("matched above") };
+                let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
+                if !self.enums.contains(&et) {
+                    self.enums.push(et.clone());
+                }
+                let (m, (_, _, tys)) = (flat_marker(&et), enum_helpers(&et));
+                let class = elem_class(&quote!(#m).to_string());
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        let __i = #i;
+                        #addr
+                        let __v = __st.flat_get::<#m>(&mut __c.b, &__addr, &__i, #class, &#tys());
+                        #rt::redbox::first_n::<#n>(&__v)
+                    }),
+                )
+            }
             Ty::Vec(_) if is_enum(&et) && !plain(&et, self.cg.types()) && matches!(rr, Repr::Enum(..)) => {
                 // An element of a `Vec` of enums holding objects (a heap of
                 // them): read in place by a helper, its objects' addresses

@@ -158,3 +158,73 @@ fn promoting_a_compile_time_constant_emits_nothing() {
     assert_eq!(r.call(-9), constant::jit::plain::g(-9));
     assert_eq!(constant::jit::stats().flexswitches, 0);
 }
+
+#[jit_interpreter]
+mod instructions {
+    use jitgen::prelude::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Op {
+        Inc,
+        Double,
+        Loop,
+        Halt,
+    }
+
+    /// A machine whose program is a `Vec` of the module's enum in a field,
+    /// its instruction promoted (`hint!(self.code[self.ip], promote)`, as
+    /// a struct VM is written): the tag is switched on, the variant known.
+    pub struct Machine {
+        pub code: Vec<Op>,
+        pub ip: usize,
+        pub acc: i64,
+        pub n: i64,
+    }
+
+    impl Machine {
+        pub fn run(&mut self) -> i64 {
+            loop {
+                hint!(global_merge_point);
+                let op = hint!(self.code[self.ip], promote);
+                self.ip += 1;
+                match op {
+                    Op::Inc => self.acc += 1,
+                    Op::Double => self.acc = (self.acc * 2) & 0xffff,
+                    Op::Loop => {
+                        self.n -= 1;
+                        if self.n > 0 {
+                            self.ip = 0;
+                        }
+                    }
+                    Op::Halt => return self.acc,
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_enum_promoted_is_known_in_its_cases_and_agrees_with_plain() {
+    use instructions::{Machine, Op};
+    instructions::jit::config().set_threshold(0);
+    let fresh = |code: &[Op], n: i64| Machine { code: code.to_vec(), ip: 0, acc: 0, n };
+    let whole = |r: i64, m: Machine| (r, m.ip, m.acc, m.n);
+    let mut rng = crate::common::Rng(0xe4a);
+    let mut programs = vec![vec![Op::Inc, Op::Double, Op::Loop, Op::Halt]];
+    for _ in 0..crate::common::how_many(100) {
+        let mut code: Vec<Op> = (0..rng.below(6)).map(|_| [Op::Inc, Op::Double][rng.below(2) as usize]).collect();
+        code.extend([Op::Loop, Op::Halt]);
+        programs.push(code);
+    }
+    for code in &programs {
+        let n = 1 + rng.below(300) as i64;
+        let mut m = fresh(code, n);
+        let want = whole(instructions::jit::plain::Machine::run(&mut m), m);
+        let mut m = fresh(code, n);
+        assert_eq!(whole(m.run(), m), want, "{code:?} {n}");
+        let mut m = fresh(code, n);
+        assert_eq!(whole(instructions::jit::specialize::Machine::run(&mut m), m), want, "{code:?} {n}");
+    }
+    let st = instructions::jit::stats();
+    assert!(st.flexswitch_cases > 0 && st.declined == 0, "{st:?} {:?}", instructions::jit::last_decline());
+}

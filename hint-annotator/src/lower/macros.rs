@@ -192,6 +192,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 };
                 let v = self.expr(&args[0]);
                 let t = self.ty_of(&v);
+                if kind == HintKind::Promote {
+                    if let Some(e) = self.promoted_enum(&v, mac) {
+                        return e;
+                    }
+                }
                 self.emit(OpKind::Hint(kind), vec![v], t, mac)
             }
             _ => {
@@ -199,6 +204,34 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 self.poison(mac.span())
             }
         }
+    }
+
+    /// `hint!(e, promote)` of a fieldless enum of the module: its tag
+    /// promoted (a flexswitch switches on one word), and the variant that
+    /// tag names, known while compiling (`concrete`: its branches test the
+    /// promoted tag). `None` for other values. Payloads could be promoted
+    /// in turn, but a switch per operand at every turn of a loop whose
+    /// program is not green ran 2x slower than the interpreter
+    /// (PERFORMANCE.md): such an enum stays red, and the compilation that
+    /// needs it known declines.
+    fn promoted_enum(&mut self, v: &LVal, mac: &syn::Macro) -> Option<LVal> {
+        let v = self.rvalue(v.clone(), mac);
+        let Ty::Enum(name) = self.u.shallow(&self.ty_of(&v)) else { return None };
+        let def = self.m.enums.get(&name)?;
+        if def.variants.is_empty() || def.variants.iter().any(|var| !var.fields.is_empty()) {
+            return None;
+        }
+        let en = syn::Ident::new(&name, mac.span());
+        let arms = def.variants.iter().enumerate().map(|(k, var)| {
+            let (k, vn) = (k as u32, syn::Ident::new(&var.name, mac.span()));
+            quote::quote!(#k => #en::#vn,)
+        });
+        let last = syn::Ident::new(&def.variants.last()?.name, mac.span());
+        let tag = self.emit(OpKind::EnumTag, vec![v], Ty::Int(IntTy::U32), mac);
+        let tag = self.emit(OpKind::Hint(HintKind::Promote), vec![tag], Ty::Int(IntTy::U32), mac);
+        let e: Expr =
+            syn::parse_quote_spanned!(mac.span()=> hint!(match __jitgen_tag { #(#arms)* _ => #en::#last }, concrete));
+        Some(self.desugared(vec![("__jitgen_tag", tag)], e))
     }
 
     pub(super) fn vec_macro(&mut self, mac: &syn::Macro) -> LVal {
