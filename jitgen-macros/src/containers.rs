@@ -216,7 +216,10 @@ impl<'g> Gen<'g> {
             let rgreen = self.fns[fi].color(r) == Color::Green;
             return Some(match &op.kind {
                 OpKind::EnumTag if rgreen => {
-                    let msg = "an enum tag expected to be known";
+                    let msg = format!(
+                        "the variant of `{}` is needed known while compiling, and is known only when running (an enum promoted with payloads, or read from mutable memory)",
+                        op.source
+                    );
                     self.bind(fi, r, quote!(match #a.0.as_const() { Some(__w) => __w as u32, None => { __c.decline(#msg); break 'path None; } }))
                 }
                 OpKind::EnumTag => self.bind(fi, r, quote!(#a.0)),

@@ -265,7 +265,10 @@ impl<'g> Gen<'g> {
             OpKind::EnumTag => {
                 let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
                 if rgreen {
-                    let msg = "an enum tag expected to be known";
+                    let msg = format!(
+                        "the variant of `{}` is needed known while compiling, and is known only when running (an enum promoted with payloads, or read from mutable memory)",
+                        op.source
+                    );
                     self.bind(fi, r, quote!(match #a[0].as_const() { Some(__w) => __w as u32, None => { __c.decline(#msg); break 'path None; } }))
                 } else {
                     self.bind(fi, r, quote!(#a[0]))
