@@ -372,24 +372,18 @@ impl ColoredGraphs {
     /// function promotes a value or needs one green (`promote`, `concrete`).
     /// Compiled code could then only be the interpreter again.
     pub fn nothing_to_specialize(&self) -> Option<proc_macro2::Span> {
-        let mut portals = self.functions.values().filter(|g| g.is_portal()).peekable();
-        portals.peek()?;
-        if portals.any(|g| g.merge_points.iter().any(|m| !m.position_key.is_empty())) {
-            return None;
-        }
+        let keyed = self.functions.values().flat_map(|g| &g.merge_points).any(|m| !m.position_key.is_empty());
         let hinted = self.functions.values().any(|g| {
-            g.graph.blocks().any(|b| {
-                g.graph.graph[b]
-                    .ops
-                    .iter()
-                    .any(|op| matches!(op.kind, OpKind::Hint(HintKind::Promote | HintKind::Concrete)))
-            })
+            g.graph
+                .blocks()
+                .flat_map(|b| &g.graph.graph[b].ops)
+                .any(|op| matches!(op.kind, OpKind::Hint(HintKind::Promote | HintKind::Concrete)))
         });
-        if hinted {
+        if keyed || hinted {
             return None;
         }
         let g = self.functions.values().find(|g| g.is_portal())?;
-        let m = g.merge_points.first()?;
+        let m = &g.merge_points[0];
         Some(g.graph.graph[m.block].ops[m.op].span)
     }
 

@@ -495,32 +495,34 @@ impl<'g> Gen<'g> {
             (Repr::Enum(_, n), _) if plain(&rty, types) => {
                 // A plain enum in the struct, in Rust's layout: its words read
                 // by a helper, as `flat` lays them out.
-                let (flat, _, tys) = enum_helpers(&rty);
-                if !self.enums.contains(&rty) {
-                    self.enums.push(rty.clone());
-                }
-                let n = *n;
-                let cb = self.callback(
-                    n.max(1),
-                    quote! {
-                        // SAFETY: the address of a live struct of the
-                        // interpreter's, as residual code holds it.
-                        let __r = #flat(unsafe { &(*(__b[0] as usize as *const #sn)).#fname });
-                        __b[..#n].copy_from_slice(&__r);
-                    },
-                );
-                self.bind(
-                    fi,
-                    r,
-                    quote!({
-                        #addr
-                        let __v = __c.b.red_call(#cb, "an enum field", &[__addr], &#tys());
-                        #rt::redbox::first_n::<#n>(&__v)
-                    }),
-                )
+                // SAFETY (of the helper): the address of a live struct of the
+                // interpreter's, as residual code holds it.
+                let place = quote!(&(*(__b[0] as usize as *const #sn)).#fname);
+                let read = self.enum_in_place(&rty, *n, place, quote!(__addr), "an enum field");
+                self.bind(fi, r, quote!({ #addr #read }))
             }
             _ => self.decline("a field of this type through a run-time pointer"),
         }
+    }
+
+    /// The `n` words of an enum of type `ty` read in place by one helper
+    /// call, as `flat` lays them out: the helper makes the reference
+    /// `place` of the address in `__b[0]`, residual code passes `addr` (a
+    /// red box), and `what` names the call in listings.
+    fn enum_in_place(&mut self, ty: &Ty, n: usize, place: TokenStream, addr: TokenStream, what: &str) -> TokenStream {
+        let rt = rt();
+        let (flat, _, tys) = enum_helpers(ty);
+        if !self.enums.contains(ty) {
+            self.enums.push(ty.clone());
+        }
+        let cb = self.callback(
+            n.max(1),
+            quote! {
+                let __r = #flat(unsafe { #place });
+                __b[..#n].copy_from_slice(&__r);
+            },
+        );
+        quote!(#rt::redbox::first_n::<#n>(&__c.b.red_call(#cb, #what, &[#addr], &#tys())))
     }
 
     pub(crate) fn get_item(
@@ -585,47 +587,40 @@ impl<'g> Gen<'g> {
                     }),
                 )
             }
-            Ty::Vec(_) if is_enum(&et) && plain(&et, self.cg.types()) && matches!(rr, Repr::Enum(..)) => {
-                // An element of a real `Vec` of plain enums (a program of
-                // the module's instructions in a field): its tag and slots in
-                // place where the layout was measured, else one helper call.
+            Ty::Vec(_) if is_enum(&et) && matches!(rr, Repr::Enum(..)) => {
+                // An element of a real `Vec` of enums, in place: a plain
+                // enum's tag and slots where its layout was measured, else
+                // one helper call; an enum holding objects (a heap of them)
+                // by a helper that gives their addresses among its words
+                // (see `repr::payload_slots`).
                 let Repr::Enum(_, n) = *rr else { unreachable!("matched above") };
                 let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
-                if !self.enums.contains(&et) {
-                    self.enums.push(et.clone());
-                }
-                let (m, (_, _, tys)) = (flat_marker(&et), enum_helpers(&et));
-                let class = elem_class(&quote!(#m).to_string());
-                self.bind(
-                    fi,
-                    r,
-                    quote!({
-                        let __i = #i;
-                        #addr
-                        let __v = __st.flat_get::<#m>(&mut __c.b, &__addr, &__i, #class, &#tys());
-                        #rt::redbox::first_n::<#n>(&__v)
-                    }),
-                )
-            }
-            Ty::Vec(_) if is_enum(&et) && !plain(&et, self.cg.types()) && matches!(rr, Repr::Enum(..)) => {
-                // An element of a `Vec` of enums holding objects (a heap of
-                // them): read in place by a helper, its objects' addresses
-                // among its words (see `repr::payload_slots`).
-                let Repr::Enum(_, n) = *rr else { unreachable!("matched above") };
-                let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
-                let (flat, _, tys) = enum_helpers(&et);
-                if !self.enums.contains(&et) {
-                    self.enums.push(et.clone());
+                if plain(&et, self.cg.types()) {
+                    if !self.enums.contains(&et) {
+                        self.enums.push(et.clone());
+                    }
+                    let (m, (_, _, tys)) = (flat_marker(&et), enum_helpers(&et));
+                    let class = elem_class(&quote!(#m).to_string());
+                    return self.bind(
+                        fi,
+                        r,
+                        quote!({
+                            let __i = #i;
+                            #addr
+                            let __v = __st.flat_get::<#m>(&mut __c.b, &__addr, &__i, #class, &#tys());
+                            #rt::redbox::first_n::<#n>(&__v)
+                        }),
+                    );
                 }
                 let t = rust_ty(&et, None);
-                let cb = self.callback(
-                    n.max(1),
-                    quote! {
-                        // SAFETY: the address of a live element of the
-                        // interpreter's `Vec`, bounds checked by residual code.
-                        let __r = #flat(unsafe { &*(__b[0] as usize as *const #t) });
-                        __b[..#n].copy_from_slice(&__r);
-                    },
+                // SAFETY (of the helper): the address of a live element of
+                // the interpreter's `Vec`, bounds checked by residual code.
+                let read = self.enum_in_place(
+                    &et,
+                    n,
+                    quote!(&*(__b[0] as usize as *const #t)),
+                    quote!(__e),
+                    "an enum in place",
                 );
                 self.bind(
                     fi,
@@ -637,8 +632,7 @@ impl<'g> Gen<'g> {
                             Some(__l) => __st.vec_elem(&mut __c.b, &__addr, &__i, ::core::mem::size_of::<#t>() as u64, __l),
                             None => { __c.decline("a Vec whose layout is not known"); break 'path None; }
                         };
-                        let __v = __c.b.red_call(#cb, "an enum in place", &[__e], &#tys());
-                        #rt::redbox::first_n::<#n>(&__v)
+                        #read
                     }),
                 )
             }

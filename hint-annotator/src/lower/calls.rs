@@ -219,20 +219,20 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     c,
                 );
             }
-            if let Some(e) = scalar_conversion(&segs[0], last, c) {
-                if last != "from" {
-                    return self.expr(&e);
-                }
-                // `From` of a number, a bool or a char: a cast (a module's
-                // `impl From<Op> for i64` is not one).
+            if let (Some(t), "from", 1) = (number_ty(&segs[0]), last.as_str(), c.args.len()) {
+                // `From` of a number, a bool or a char (the lossless impls
+                // of the standard library): a cast. A module's `impl
+                // From<Op> for i64` is not one.
                 let x = self.expr(&c.args[0]);
                 let x = self.rvalue(x, &c.args[0]);
                 let have = self.u.shallow(&self.ty_of(&x));
                 if have.is_scalar() || self.u.is_intlike(&have) {
-                    let t = self.m.ty(&syn::parse_str(&segs[0]).expect("a type name"), None).expect("a scalar");
                     return self.emit(OpKind::Cast, vec![x], t, c);
                 }
                 return self.unsupported(c, &format!("calling `{}`", segs.join("::")), "write an `as` cast");
+            }
+            if let Some(e) = from_bytes(&segs[0], last, c) {
+                return self.expr(&e);
             }
             match (segs[0].as_str(), last.as_str(), c.args.len()) {
                 ("Vec", "new", 0) | ("Vec", "with_capacity", 1) => {
@@ -1424,34 +1424,32 @@ impl<'m, 'a> Lowering<'m, 'a> {
     }
 }
 
-/// A conversion of the standard library between numbers, written as the
-/// `as` casts and shifts it is: `i64::from(x)` (the lossless `From` impls
-/// are casts), and `u16::from_le_bytes([lo, hi])` or `from_be_bytes` of an
-/// array written out (how bytecode operands are decoded). `None` for
-/// anything else.
-fn scalar_conversion(ty: &str, f: &str, c: &syn::ExprCall) -> Option<Expr> {
-    let bits = match ty {
-        "f32" | "f64" if f == "from" => 0,
-        t => IntTy::from_name(t)?.bits() as usize,
-    };
-    let t = syn::Ident::new(ty, c.func.span());
-    match (f, c.args.len()) {
-        ("from", 1) => {
-            let x = &c.args[0];
-            Some(syn::parse_quote_spanned!(c.span()=> ((#x) as #t)))
-        }
-        ("from_le_bytes" | "from_be_bytes", 1) => {
-            let Expr::Array(a) = &c.args[0] else { return None };
-            if a.elems.len() * 8 != bits {
-                return None;
-            }
-            let n = a.elems.len();
-            let parts = a.elems.iter().enumerate().map(|(k, e)| {
-                let shift = 8 * if f == "from_le_bytes" { k } else { n - 1 - k } as u32;
-                quote::quote!((((#e) as u8 as #t) << #shift))
-            });
-            Some(syn::parse_quote_spanned!(c.span()=> (#(#parts)|*)))
-        }
-        _ => None,
+/// The number type a path segment names (`i64`, `u8`, `f64`).
+fn number_ty(name: &str) -> Option<Ty> {
+    match name {
+        "f32" => Some(Ty::F32),
+        "f64" => Some(Ty::F64),
+        n => IntTy::from_name(n).map(Ty::Int),
     }
+}
+
+/// `u16::from_le_bytes([lo, hi])` or `from_be_bytes` of an array written
+/// out (how bytecode operands are decoded), as the `as` casts, shifts and
+/// ors it is. `None` for anything else.
+fn from_bytes(ty: &str, f: &str, c: &syn::ExprCall) -> Option<Expr> {
+    let bits = IntTy::from_name(ty)?.bits() as usize;
+    if !matches!(f, "from_le_bytes" | "from_be_bytes") || c.args.len() != 1 {
+        return None;
+    }
+    let Expr::Array(a) = &c.args[0] else { return None };
+    if a.elems.len() * 8 != bits {
+        return None;
+    }
+    let t = syn::Ident::new(ty, c.func.span());
+    let n = a.elems.len();
+    let parts = a.elems.iter().enumerate().map(|(k, e)| {
+        let shift = 8 * if f == "from_le_bytes" { k } else { n - 1 - k } as u32;
+        quote::quote!((((#e) as u8 as #t) << #shift))
+    });
+    Some(syn::parse_quote_spanned!(c.span()=> (#(#parts)|*)))
 }

@@ -38,18 +38,17 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 LVal::Ref(r) => Some(Place::Ref(*r)),
                 // `*r = v` of a struct of values behind a `&mut` (`*frames.
                 // last_mut().unwrap() = frame`): each field stored.
-                p if self.struct_behind_mut(&p).is_some() => {
-                    let s = self.struct_behind_mut(&p).expect("checked");
-                    Some(Place::Whole(p, s))
-                }
-                _ => {
-                    self.unsupported(
-                        u,
-                        "assigning through this reference (a `&mut` parameter of a portal, or a `Box`)",
-                        "keep the value in a field of a struct passed by `&mut`, or return it",
-                    );
-                    None
-                }
+                p => match self.struct_behind_mut(&p) {
+                    Some(s) => Some(Place::Whole(p, s)),
+                    None => {
+                        self.unsupported(
+                            u,
+                            "assigning through this reference (a `&mut` parameter of a portal, or a `Box`)",
+                            "keep the value in a field of a struct passed by `&mut`, or return it",
+                        );
+                        None
+                    }
+                },
             },
             other => {
                 self.unsupported(other, "assigning to this place", "assign to a local, a field or an element");
@@ -223,8 +222,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// Stores each field of the struct `v` into the struct `s` at `dst`
     /// (structs held inline field by field in turn).
     pub(super) fn store_fields(&mut self, dst: LVal, v: LVal, s: &str, src: &dyn ToTokens) {
-        let fields: Vec<(String, Ty)> = self.m.structs[s].fields.iter().map(|(n, t)| (n.clone(), t.clone())).collect();
-        for (name, t) in fields {
+        for (name, t) in self.fields_of(s) {
             let x = self.emit(OpKind::GetField(name.clone()), vec![v.clone()], t.clone(), src);
             match &t {
                 Ty::Struct(n) => {
@@ -485,12 +483,16 @@ impl<'m, 'a> Lowering<'m, 'a> {
             })
     }
 
+    /// The fields of the struct `s`, named and typed, in order.
+    fn fields_of(&self, s: &str) -> Vec<(String, Ty)> {
+        self.m.structs[s].fields.iter().map(|(n, t)| (n.clone(), t.clone())).collect()
+    }
+
     /// A new struct `s` with the fields of `v` (structs held inline copied
     /// in turn).
     pub(super) fn copy_struct(&mut self, v: LVal, s: &str, src: &dyn ToTokens) -> LVal {
-        let fields: Vec<(String, Ty)> = self.m.structs[s].fields.iter().map(|(n, t)| (n.clone(), t.clone())).collect();
         let mut args = vec![];
-        for (name, t) in fields {
+        for (name, t) in self.fields_of(s) {
             let f = self.emit(OpKind::GetField(name), vec![v.clone()], t.clone(), src);
             args.push(match &t {
                 Ty::Struct(n) => self.copy_struct(f, n, src),
