@@ -364,6 +364,10 @@ pub struct ModuleTypes {
     pub structs: IndexMap<String, StructDef>,
     /// Enums by name.
     pub enums: IndexMap<String, EnumDef>,
+    /// The generic functions (`Type::name` for methods): residual calls of
+    /// them name their result's type, from which Rust infers their type
+    /// arguments.
+    pub generic_fns: std::collections::BTreeSet<String>,
 }
 
 impl ColoredGraphs {

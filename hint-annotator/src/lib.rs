@@ -186,8 +186,9 @@ fn analyze(
         .collect();
     // Methods of other modules are called, never inlined (their bodies
     // may use what is private to their module).
+    // Generic functions are called as they are (see `Ty::Param`).
     let mut left_fns: std::collections::HashSet<String> =
-        m.fns.keys().filter(|n| external.contains(*n)).cloned().collect();
+        m.fns.values().filter(|f| external.contains(&f.name) || f.is_generic()).map(|f| f.name.clone()).collect();
     loop {
         let mut graphs = IndexMap::new();
         let mut failed = vec![];
@@ -241,7 +242,10 @@ fn analyze(
         errors.retain(|e| seen.insert((format!("{:?}", e.span()), e.to_string())));
         return match combine(errors) {
             Some(e) => Err(e),
-            None => Ok((graphs, ModuleTypes { structs: m.structs.clone(), enums: m.enums.clone() }, left)),
+            None => {
+                let generic_fns = m.fns.values().filter(|f| f.is_generic()).map(|f| f.name.clone()).collect();
+                Ok((graphs, ModuleTypes { structs: m.structs.clone(), enums: m.enums.clone(), generic_fns }, left))
+            }
         };
     }
 }

@@ -31,6 +31,7 @@ use crate::types::{IntTy, Ty, Unifier};
 mod calls;
 mod control;
 mod macros;
+mod objects;
 mod operators;
 mod places;
 
@@ -70,6 +71,10 @@ enum RefTo {
     /// The fields are read again at each use, as a mutating method's
     /// receiver is, so the place is the object's own.
     Heap { root: LVal, fields: Vec<(String, Ty)>, index: Option<LVal>, ty: Ty },
+    /// The value at `key` in the map `map` (what `get_mut` gives): read by
+    /// `get`, written by `insert`; `opaque` for a map that is an opaque
+    /// object (a hasher of its own), whose methods are residual calls.
+    Entry { map: LVal, key: LVal, ty: Ty, opaque: bool },
 }
 
 impl LVal {
@@ -85,6 +90,10 @@ impl LVal {
                     if let Some(i) = index {
                         i.flatten(out);
                     }
+                }
+                RefTo::Entry { map, key, .. } => {
+                    map.flatten(out);
+                    key.flatten(out);
                 }
             },
             LVal::Sum { tag, payloads, .. } => {
@@ -114,6 +123,9 @@ impl LVal {
                     r1.same_shape(r2)
                         && f1.iter().map(|f| &f.0).eq(f2.iter().map(|f| &f.0))
                         && i1.is_some() == i2.is_some()
+                }
+                (RefTo::Entry { map: m1, key: k1, .. }, RefTo::Entry { map: m2, key: k2, .. }) => {
+                    m1.same_shape(m2) && k1.same_shape(k2)
                 }
                 _ => false,
             },
@@ -232,7 +244,7 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
     let had_errors = !l.errors.is_empty();
     let mut g = l.finish();
     if let Some(graph) = &g.0 {
-        g.1.extend(opaque_objects_by_value(graph, f.span));
+        g.1.extend(objects::opaque_objects_by_value(graph, f.span));
         g.1.extend(promoted_objects(graph));
     }
     let had_errors = had_errors || !g.1.is_empty();
@@ -260,40 +272,6 @@ fn promoted_objects(g: &FlowGraph) -> Vec<syn::Error> {
                     ),
                 ));
             }
-        }
-    }
-    errors
-}
-
-/// Uses of an opaque object (`Ty::Foreign`, not behind a reference) other
-/// than taking its address or calling its method: compiled code holds such
-/// an object's address, and a copy of a `Copy` one (a handle) would alias
-/// what it was copied from.
-fn opaque_objects_by_value(g: &FlowGraph, span: Span) -> Vec<syn::Error> {
-    let owned = |v: &Value| matches!(v, Value::Var(x) if matches!(g.var(*x).ty, Ty::Foreign(_)));
-    let mut errors = vec![];
-    let message = |t: &str| {
-        format!(
-            "a value of `{t}`, a type the analysis does not model, used by value: compiled code reaches such an object only by address (`&x`, `x.method(..)`)"
-        )
-    };
-    for b in g.blocks() {
-        for op in &g.graph[b].ops {
-            for (i, a) in op.args.iter().enumerate() {
-                let by_address = matches!(&op.kind, OpKind::SameAs | OpKind::SharedDeref)
-                    || (i == 0 && matches!(&op.kind, OpKind::CallOpaque(m) if m.starts_with('.')));
-                if owned(a) && !by_address {
-                    errors.push(syn::Error::new(op.span, message(&g.value_ty(a).to_string())));
-                }
-            }
-        }
-        let carried = g.exits(b).into_iter().flat_map(|e| g.link(e).1.args.clone());
-        let returned = match &g.graph[b].exit {
-            Exit::Return(v) => Some(v.clone()),
-            _ => None,
-        };
-        if let Some(a) = carried.chain(returned).find(|a| owned(a)) {
-            errors.push(syn::Error::new(span, message(&g.value_ty(&a).to_string())));
         }
     }
     errors
@@ -530,7 +508,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
                 t
             }
-            RefTo::Heap { ty, .. } => ty.clone(),
+            RefTo::Heap { ty, .. } | RefTo::Entry { ty, .. } => ty.clone(),
         }
     }
 
@@ -554,6 +532,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
                         fields: fields.clone(),
                         index: index.as_ref().map(|i| self.fresh_shape(n, i, vars)),
                         ty: ty.clone(),
+                    }
+                }
+                RefTo::Entry { map, key, ty, opaque } => {
+                    let n = name.as_ref().map(|n| format!("&{n}"));
+                    RefTo::Entry {
+                        map: self.fresh_shape(n.clone(), map, vars),
+                        key: self.fresh_shape(n, key, vars),
+                        ty: ty.clone(),
+                        opaque: *opaque,
                     }
                 }
             })),

@@ -85,6 +85,14 @@ pub struct FnDef<'a> {
     pub span: Span,
 }
 
+impl FnDef<'_> {
+    /// Whether its signature has type parameters ([`Ty::Param`]): it is
+    /// never analyzed, each call is a residual call of it as it is.
+    pub fn is_generic(&self) -> bool {
+        self.params.iter().map(|p| &p.ty).chain([&self.ret]).any(Ty::has_param)
+    }
+}
+
 /// Everything the annotator knows about the module's items.
 #[derive(Debug, Default)]
 pub struct ModuleDef<'a> {
@@ -110,6 +118,8 @@ pub struct ModuleDef<'a> {
     /// Types of other modules the analysis does not model but knows the
     /// methods of: their names (unqualified) and their text.
     pub opaque_types: IndexMap<String, String>,
+    /// The type parameters of the signature being read (see [`Ty::Param`]).
+    type_params: Vec<String>,
     /// The module's `macro_rules!` macros by name, expanded where used.
     pub macros: std::collections::HashMap<String, Vec<crate::macro_rules::Rule>>,
     /// What the analysis leaves to Rust, with why: functions whose
@@ -414,8 +424,23 @@ impl<'a> ModuleDef<'a> {
         // A signature jitgen cannot read leaves the function to Rust.
         let mut own = vec![];
         let errors = &mut own;
-        if let Err(e) = no_type_generics(&sig.generics) {
-            errors.push(e);
+        // A generic function is called as it is, a residual call whose type
+        // arguments Rust infers; its signature's type parameters are
+        // instantiated at each call (`lower`).
+        let mut opaque = opaque;
+        self.type_params.clear();
+        for p in &sig.generics.params {
+            match p {
+                syn::GenericParam::Lifetime(_) => {}
+                syn::GenericParam::Type(t) => {
+                    self.type_params.push(t.ident.to_string());
+                    opaque = true;
+                }
+                syn::GenericParam::Const(c) => errors.push(err(
+                    c,
+                    "const generic parameters are not supported inside #[jit_interpreter]; write the concrete value",
+                )),
+            }
         }
         if let Some(a) = &sig.asyncness {
             errors.push(err(a, "async functions are not supported by jitgen"));
@@ -487,6 +512,7 @@ impl<'a> ModuleDef<'a> {
                 Ty::Error
             }),
         };
+        self.type_params.clear();
         let name = match self_ty {
             Some(s) => format!("{s}::{}", sig.ident),
             None => sig.ident.to_string(),
@@ -533,6 +559,26 @@ impl<'a> ModuleDef<'a> {
             && !matches!(name.as_str(), "String" | "str" | "Self" | "Vec" | "Box" | "HashMap" | "Option" | "Result")
             && !self.structs.contains_key(&name)
             && !self.enums.contains_key(&name)
+    }
+
+    /// The key and value types of an opaque object that is a map of the
+    /// standard library's interface (`get`, `insert`, `remove`,
+    /// `contains_key`): a type written `FxHashMap<K, V>`, `HashMap<K, V, S>`,
+    /// `BTreeMap<K, V>`, ..., whose name ends in `Map`, with two type
+    /// arguments or more, the first two types the analysis models.
+    pub fn map_like(&self, text: &str) -> Option<(Ty, Ty)> {
+        let syn::Type::Path(p) = syn::parse_str::<syn::Type>(text).ok()? else { return None };
+        let seg = p.path.segments.last()?;
+        if !seg.ident.to_string().ends_with("Map") {
+            return None;
+        }
+        let syn::PathArguments::AngleBracketed(a) = &seg.arguments else { return None };
+        let mut tys = a.args.iter().filter_map(|g| match g {
+            syn::GenericArgument::Type(t) => Some(t),
+            _ => None,
+        });
+        let (k, v) = (tys.next()?, tys.next()?);
+        Some((self.ty(k, None).ok()?, self.ty(v, None).ok()?))
     }
 
     /// The methods of a trait impl for a struct or enum of the module
@@ -682,6 +728,12 @@ impl<'a> ModuleDef<'a> {
                 };
                 Ok(Ty::Array(Box::new(self.ty(&a.elem, self_ty)?), n))
             }
+            syn::Type::Path(p)
+                if p.qself.is_none()
+                    && p.path.get_ident().is_some_and(|i| self.type_params.contains(&i.to_string())) =>
+            {
+                Ok(Ty::Param(p.path.segments[0].ident.to_string()))
+            }
             syn::Type::Path(p) if p.qself.is_none() => {
                 let seg = p.path.segments.last().expect("non-empty path");
                 let name = seg.ident.to_string();
@@ -714,6 +766,11 @@ impl<'a> ModuleDef<'a> {
                     "f64" => Ty::F64,
                     "f32" => Ty::F32,
                     "Vec" => Ty::Vec(Box::new(generic(0)?)),
+                    // With a hasher of its own, a map is an opaque object
+                    // (its layout is not `HashMap<K, V>`'s), see `map_like`.
+                    "HashMap" if type_args()?.len() > 2 => {
+                        return Err(err(seg, "a `HashMap` with a hasher is an object jitgen does not model"))
+                    }
                     "HashMap" => Ty::Map(Box::new(generic(0)?), Box::new(generic(1)?)),
                     "Box" => Ty::Boxed(Box::new(generic(0)?)),
                     "Option" => Ty::Option(Box::new(generic(0)?)),

@@ -145,6 +145,11 @@ pub enum Ty {
     Error,
     /// An inference variable (only during inference).
     Infer(u32),
+    /// A type parameter of a generic function's signature (`T` of `fn
+    /// error<T>(..) -> Result<T, E>`): each call stands for a fresh
+    /// inference variable, and Rust infers the same type where the call is
+    /// compiled (a generic function is always a residual call).
+    Param(String),
 }
 
 impl Ty {
@@ -211,6 +216,47 @@ impl Ty {
     }
 }
 
+impl Ty {
+    /// Whether a type parameter occurs in it.
+    pub fn has_param(&self) -> bool {
+        self.substituted(&mut |_| None).1
+    }
+
+    /// The type with each type parameter replaced by what `by` gives for
+    /// its name (kept where it gives nothing), and whether one occurred.
+    pub fn substituted(&self, by: &mut dyn FnMut(&str) -> Option<Ty>) -> (Ty, bool) {
+        let mut seen = false;
+        let t = self.substitute(by, &mut seen);
+        (t, seen)
+    }
+
+    fn substitute(&self, by: &mut dyn FnMut(&str) -> Option<Ty>, seen: &mut bool) -> Ty {
+        let mut sub = |t: &Ty| Box::new(t.substitute(by, seen));
+        match self {
+            Ty::Param(n) => {
+                *seen = true;
+                return by(n).unwrap_or_else(|| self.clone());
+            }
+            Ty::Ref { mutable, to } => Ty::Ref { mutable: *mutable, to: sub(to) },
+            Ty::Boxed(t) => Ty::Boxed(sub(t)),
+            Ty::Vec(t) => Ty::Vec(sub(t)),
+            Ty::Slice(t) => Ty::Slice(sub(t)),
+            Ty::Option(t) => Ty::Option(sub(t)),
+            Ty::Array(t, n) => Ty::Array(sub(t), *n),
+            Ty::Map(k, v) => {
+                let k = sub(k);
+                Ty::Map(k, sub(v))
+            }
+            Ty::Result(t, e) => {
+                let t = sub(t);
+                Ty::Result(t, sub(e))
+            }
+            Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(|t| *sub(t)).collect()),
+            other => other.clone(),
+        }
+    }
+}
+
 impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -229,7 +275,7 @@ impl fmt::Display for Ty {
             Ty::Str => f.write_str("String"),
             Ty::Slice(t) => write!(f, "[{t}]"),
             Ty::Array(t, n) => write!(f, "[{t}; {n}]"),
-            Ty::Struct(n) | Ty::Enum(n) | Ty::Foreign(n) => f.write_str(n),
+            Ty::Struct(n) | Ty::Enum(n) | Ty::Foreign(n) | Ty::Param(n) => f.write_str(n),
             Ty::Option(t) => write!(f, "Option<{t}>"),
             Ty::Result(t, e) => write!(f, "Result<{t}, {e}>"),
             Ty::Tuple(ts) => {

@@ -437,7 +437,6 @@ fn unsupported_items_and_signatures_are_left_to_rust() {
     check(
         "static mut COUNT: i64 = 0;
 mod inner {}
-fn g<T>(x: T) -> T { x }
 fn h(s: String) -> usize { 0 }
 fn k(x: (i64, i64)) -> i64 { 0 }",
         expect![[r#"
@@ -450,11 +449,34 @@ fn k(x: (i64, i64)) -> i64 { 0 }",
 
             left to Rust: inner
                 2:5: a nested module is not analyzed: code that uses its items runs as Rust
+        "#]],
+    );
+}
 
-            left to Rust: g
-                3:6: generic parameters are not supported inside #[jit_interpreter] (lifetimes are); write the concrete type
-                3:12: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
-                3:18: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
+#[test]
+fn a_generic_function_is_called_as_it_is_its_type_parameters_fresh_at_each_call() {
+    check(
+        "fn pick<T>(a: T, b: T, first: bool) -> T { if first { a } else { b } }
+fn fail<T>(code: u8) -> Result<T, u8> { Err(code) }
+fn f(x: i64, c: char) -> Result<i64, u8> {
+    let y = pick(x, 2, true);
+    let d = pick(c, 'a', false);
+    if d == 'z' { return fail(3); }
+    Ok(y)
+}",
+        expect![[r#"
+            fn f -> Result<i64, u8>
+            block0(x_0: i64 red, c_1: char red):
+                R y_2: i64 = call_opaque pick(x_0, 2_i64, true)  [red call]
+                R d_3: char = call_opaque pick(c_1, 'a', false)  [red call]
+                R v9: bool = eq(d_3, 'z')
+                if v9 then block2() else block1()
+            block1():
+                R v13: Result<i64, u8> = Result::Ok(y_2)
+                return v13
+            block2():
+                R v10: Result<i64, u8> = call_opaque fail(3_u8)  [red call]
+                return v10
         "#]],
     );
 }
@@ -519,7 +541,7 @@ impl M {
             fn M::count -> usize
             block0(self_0: &mut M red, k_1: i64 red):
                 R v2: BTreeMap<i64, u32> = getfield.seen(self_0)
-                R call_opaque .insert(,)(v2, k_1, 1_i32)  [gray call]
+                R v3: Option<u32> = call_opaque .insert(,)(v2, k_1, 1_u32)  [red call]
                 R v7: BTreeMap<i64, u32> = getfield.seen(self_0)
                 R v8: bool = call_opaque .contains_key(&)(v7, k_1)  [red call]
                 if v8 then block2() else block1(0_usize)

@@ -103,7 +103,6 @@ impl<'g> Gen<'g> {
         })
     }
 
-    /// A residual call of a function outside the module or marked #[jit_opaque].
     /// A residual call of a function outside the analysis, through a
     /// callback; with `format`, the callback runs that `print!`-like macro
     /// (name, format string, argument names) on the arguments instead.
@@ -119,90 +118,12 @@ impl<'g> Gen<'g> {
         let types = self.cg.types();
         let f = self.fns[fi];
         let (direct, portal_check) = self.portal_call(fi, name, args);
-        let mut arg_code = vec![];
-        let mut reads = vec![];
-        let mut at = 0usize;
-        // Where each argument's words start in the callback's arguments.
-        let mut starts = vec![];
-        let (method, shape) = object_method(name);
-        for (i, a) in args.iter().enumerate() {
-            starts.push(at);
-            let ty = self.value_ty(fi, a);
-            if let (Some(_), 0) = (method, i) {
-                // The receiver of an opaque object's method: its address.
-                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return self.decline("a receiver") };
-                arg_code.push(quote!(__args.push(#x);));
-                let t = rust_ty(if let Ty::Ref { to, .. } = &ty { to } else { &ty }, None);
-                reads.push(quote!((__b[#at] as usize as *mut #t)));
-                at += 1;
-            } else if let Some(sc) = scalar(&ty) {
-                let Some(x) = self.operand(fi, a, &Repr::R(sc)) else { return self.decline("an argument") };
-                arg_code.push(quote!(__args.push(#x);));
-                reads.push(from_word(sc, quote!(__b[#at])));
-                at += 1;
-            } else if is_enum(&ty) && plain(&ty, types) {
-                let Some(x) = self.operand(fi, a, &self.value_repr(fi, a)) else { return self.decline("an argument") };
-                let (_, unflat, _) = enum_helpers(&ty);
-                let n = slots(&ty, types, 0).map_or(0, |s| s.len());
-                arg_code.push(quote!(__args.extend_from_slice(&#x);));
-                let end = at + n;
-                reads.push(quote!(#unflat(&__b[#at..#end])));
-                at += n;
-            } else if let (Ty::Ref { mutable: false, to }, from @ Repr::GSlice(_)) = (&ty, self.value_repr(fi, a)) {
-                // A green slice (program text, a table of functions): its
-                // address and length, constants of the residual call (code
-                // runs only on green data at the addresses it was compiled
-                // for).
-                let Ty::Slice(elem) = &**to else { return self.decline("a slice argument to a residual call") };
-                let Some(x) = self.operand(fi, a, &from) else { return self.decline("an argument") };
-                arg_code.push(quote! {
-                    __args.push(#rt::RedBox::u64(#x.as_ptr() as usize as u64));
-                    __args.push(#rt::RedBox::u64(#x.len() as u64));
-                });
-                let t = rust_ty(elem, None);
-                let next = at + 1;
-                // SAFETY: the address and length of a slice the compiler
-                // held, which outlives the code (see above).
-                reads.push(quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) }));
-                at += 2;
-            } else if ty == Ty::Str && format.is_some() {
-                // A `String` formatted: the macro takes it by reference.
-                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return self.decline("an argument") };
-                arg_code.push(quote!(__args.push(#x);));
-                reads.push(quote!(unsafe { &*(__b[#at] as usize as *const ::std::string::String) }));
-                at += 1;
-            } else if let (Ty::Ref { mutable, to }, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
-                // A slice known at run time: its address and length.
-                let Ty::Slice(elem) = &**to else { return self.decline("a slice argument to a residual call") };
-                let Some(x) = self.operand(fi, a, &Repr::RSlice) else { return self.decline("an argument") };
-                arg_code.push(quote!(__args.extend_from_slice(&#x);));
-                let t = rust_ty(elem, None);
-                let next = at + 1;
-                // SAFETY: the address and length of a live slice of the
-                // interpreter's, as residual code holds them.
-                reads.push(if *mutable {
-                    quote!(unsafe { ::core::slice::from_raw_parts_mut(__b[#at] as usize as *mut #t, __b[#next] as usize) })
-                } else {
-                    quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) })
-                });
-                at += 2;
-            } else if let Ty::Ref { mutable, to } = &ty {
-                if matches!(**to, Ty::Slice(_)) {
-                    return self.decline("a slice argument known only at run time to a residual call");
-                }
-                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return self.decline("an argument") };
-                arg_code.push(quote!(__args.push(#x);));
-                let t = rust_ty(to, None);
-                reads.push(if *mutable {
-                    quote!(unsafe { &mut *(__b[#at] as usize as *mut #t) })
-                } else {
-                    quote!(unsafe { &*(__b[#at] as usize as *const #t) })
-                });
-                at += 1;
-            } else {
-                return self.decline(&format!("an argument of type `{ty}` to a residual call of `{name}`"));
-            }
-        }
+        let (method, mut shape, then) = object_method(name);
+        let ArgWords { code: mut arg_code, reads, mut starts, mut at } =
+            match self.residual_args(fi, name, args, method, &mut shape, format.is_some()) {
+                Ok(words) => words,
+                Err(declined) => return declined,
+            };
         let rty = f.graph.var(r).ty.clone();
         let Some((rets, write)) = self.result_words(&rty) else {
             return self.decline("the result type of this residual call");
@@ -223,7 +144,10 @@ impl<'g> Gen<'g> {
                 quote!(if __b[#entry_at] == 0 { #path(#(#reads),*) } else { #direct_fn(__b[#entry_at], #(#reads),*) })
             }
             None => match method {
-                Some(m) => object_call(m, &shape, &reads, args),
+                Some(m) => {
+                    let call = object_call(m, &shape, &reads, args);
+                    quote!(#call #then)
+                }
                 None => {
                     let path = rust_path(name);
                     quote!(#path(#(#reads),*))
@@ -255,10 +179,13 @@ impl<'g> Gen<'g> {
                 }
             }
         };
+        // A generic function's type arguments are inferred from its result.
+        let ascribed = if types.generic_fns.contains(name) { Some(rust_ty(&rty, None)) } else { None };
+        let ascribed = ascribed.map(|t| quote!(: #t));
         let cb = self.callback(
             width,
             quote! {
-                let __r = #call;
+                let __r #ascribed = #call;
                 #write
             },
         );
@@ -287,6 +214,140 @@ impl<'g> Gen<'g> {
             __st.forget_fields();
             #bind_result
         }
+    }
+
+    /// The words of a residual call's arguments: code pushing them onto
+    /// `__args`, the callback's reads of them (from `__b`), where each
+    /// starts, and how many; `shape` is cleared where a read is already a
+    /// reference. `Err` is the decline for an argument it cannot pass.
+    fn residual_args(
+        &mut self,
+        fi: usize,
+        name: &str,
+        args: &[Value],
+        method: Option<&str>,
+        shape: &mut [bool],
+        format: bool,
+    ) -> Result<ArgWords, TokenStream> {
+        let rt = rt();
+        let types = self.cg.types();
+        let mut arg_code = vec![];
+        let mut reads = vec![];
+        let mut at = 0usize;
+        // Where each argument's words start in the callback's arguments.
+        let mut starts = vec![];
+        for (i, a) in args.iter().enumerate() {
+            starts.push(at);
+            let ty = self.value_ty(fi, a);
+            if let (Some(_), 0) = (method, i) {
+                // The receiver of an opaque object's method: its address.
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("a receiver")) };
+                arg_code.push(quote!(__args.push(#x);));
+                let t = rust_ty(if let Ty::Ref { to, .. } = &ty { to } else { &ty }, None);
+                reads.push(quote!((__b[#at] as usize as *mut #t)));
+                at += 1;
+            } else if let Some(sc) = scalar(&ty) {
+                let Some(x) = self.operand(fi, a, &Repr::R(sc)) else { return Err(self.decline("an argument")) };
+                arg_code.push(quote!(__args.push(#x);));
+                reads.push(from_word(sc, quote!(__b[#at])));
+                at += 1;
+            } else if is_enum(&ty) && plain(&ty, types) {
+                let Some(x) = self.operand(fi, a, &self.value_repr(fi, a)) else {
+                    return Err(self.decline("an argument"));
+                };
+                let (_, unflat, _) = enum_helpers(&ty);
+                let n = slots(&ty, types, 0).map_or(0, |s| s.len());
+                arg_code.push(quote!(__args.extend_from_slice(&#x);));
+                let end = at + n;
+                reads.push(quote!(#unflat(&__b[#at..#end])));
+                at += n;
+            } else if let (Ty::Ref { mutable: false, to }, from @ Repr::GSlice(_)) = (&ty, self.value_repr(fi, a)) {
+                // A green slice (program text, a table of functions): its
+                // address and length, constants of the residual call (code
+                // runs only on green data at the addresses it was compiled
+                // for).
+                let Ty::Slice(elem) = &**to else { return Err(self.decline("a slice argument to a residual call")) };
+                let Some(x) = self.operand(fi, a, &from) else { return Err(self.decline("an argument")) };
+                arg_code.push(quote! {
+                    __args.push(#rt::RedBox::u64(#x.as_ptr() as usize as u64));
+                    __args.push(#rt::RedBox::u64(#x.len() as u64));
+                });
+                let t = rust_ty(elem, None);
+                let next = at + 1;
+                // SAFETY: the address and length of a slice the compiler
+                // held, which outlives the code (see above).
+                reads.push(quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) }));
+                at += 2;
+            } else if ty == Ty::Str {
+                // A `String`: its address. Formatted, and passed by `&` to
+                // an object's method, it is read by reference; passed by
+                // value, a copy is (the interpreter's own is moved, and
+                // compiled code may still hold it).
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("an argument")) };
+                arg_code.push(quote!(__args.push(#x);));
+                let by_ref = format || (method.is_some() && shape.get(i - 1).copied().unwrap_or(false));
+                reads.push(if by_ref {
+                    quote!(unsafe { &*(__b[#at] as usize as *const ::std::string::String) })
+                } else {
+                    quote!(unsafe { (*(__b[#at] as usize as *const ::std::string::String)).clone() })
+                });
+                if let Some(s) = shape.get_mut(i.wrapping_sub(1)).filter(|_| method.is_some()) {
+                    *s = false;
+                }
+                at += 1;
+            } else if let Ty::Struct(sname) = &ty {
+                // A struct of the module passed by value: its address. By
+                // `&` to an object's method (a map's key), read by
+                // reference; else copied, which only a `Copy` struct may be.
+                let by_ref = method.is_some() && shape.get(i - 1).copied().unwrap_or(false);
+                if !by_ref && !types.structs.get(sname).is_some_and(|d| d.copy) {
+                    return Err(self.decline(&format!("a `{sname}` moved into a residual call of `{name}`")));
+                }
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("an argument")) };
+                arg_code.push(quote!(__args.push(#x);));
+                let t = rust_ty(&ty, None);
+                reads.push(if by_ref {
+                    quote!(unsafe { &*(__b[#at] as usize as *const #t) })
+                } else {
+                    quote!(unsafe { *(__b[#at] as usize as *const #t) })
+                });
+                if let Some(s) = shape.get_mut(i.wrapping_sub(1)).filter(|_| method.is_some()) {
+                    *s = false;
+                }
+                at += 1;
+            } else if let (Ty::Ref { mutable, to }, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
+                // A slice known at run time: its address and length.
+                let Ty::Slice(elem) = &**to else { return Err(self.decline("a slice argument to a residual call")) };
+                let Some(x) = self.operand(fi, a, &Repr::RSlice) else { return Err(self.decline("an argument")) };
+                arg_code.push(quote!(__args.extend_from_slice(&#x);));
+                let t = rust_ty(elem, None);
+                let next = at + 1;
+                // SAFETY: the address and length of a live slice of the
+                // interpreter's, as residual code holds them.
+                reads.push(if *mutable {
+                    quote!(unsafe { ::core::slice::from_raw_parts_mut(__b[#at] as usize as *mut #t, __b[#next] as usize) })
+                } else {
+                    quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) })
+                });
+                at += 2;
+            } else if let Ty::Ref { mutable, to } = &ty {
+                if matches!(**to, Ty::Slice(_)) {
+                    return Err(self.decline("a slice argument known only at run time to a residual call"));
+                }
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("an argument")) };
+                arg_code.push(quote!(__args.push(#x);));
+                let t = rust_ty(to, None);
+                reads.push(if *mutable {
+                    quote!(unsafe { &mut *(__b[#at] as usize as *mut #t) })
+                } else {
+                    quote!(unsafe { &*(__b[#at] as usize as *const #t) })
+                });
+                at += 1;
+            } else {
+                return Err(self.decline(&format!("an argument of type `{ty}` to a residual call of `{name}`")));
+            }
+        }
+        Ok(ArgWords { code: arg_code, reads, starts, at })
     }
 
     /// The continuations of the inlined calls of function `fi`: each point,
@@ -440,13 +501,27 @@ impl<'g> Gen<'g> {
 /// Of a residual call's name: the opaque object's method it calls (`.m(shape)`
 /// in the flow graph; empty for the object called) and which arguments are
 /// values passed by reference (`shape`); `None` for other calls.
-fn object_method(name: &str) -> (Option<&str>, Vec<bool>) {
+/// What [`Gen::residual_args`] gives: code pushing the words, the
+/// callback's reads, where each argument starts, how many words.
+struct ArgWords {
+    code: Vec<TokenStream>,
+    reads: Vec<TokenStream>,
+    starts: Vec<usize>,
+    at: usize,
+}
+
+/// The method, the arguments it takes by `&`, and what follows the call
+/// (`.copied()`) of an opaque call's name `.m(&,).then()`; no method for a
+/// function's path.
+fn object_method(name: &str) -> (Option<&str>, Vec<bool>, TokenStream) {
     match name.strip_prefix('.') {
         Some(m) => {
             let (m, rest) = m.split_once('(').unwrap_or((m, ")"));
-            (Some(m), rest.trim_end_matches(')').split(',').map(|s| s == "&").collect())
+            let (shape, then) = rest.split_once(')').unwrap_or((rest, ""));
+            let then: TokenStream = then.parse().unwrap_or_default();
+            (Some(m), shape.split(',').map(|s| s == "&").collect(), then)
         }
-        None => (None, vec![]),
+        None => (None, vec![], TokenStream::new()),
     }
 }
 

@@ -147,7 +147,7 @@ impl<'g> Gen<'g> {
         let rt = rt();
         let Some(Value::Var(m)) = args.first() else { return self.decline("this map") };
         let Repr::VDict(ksc, vsc) = self.repr(fi, *m) else {
-            return self.decline("a HashMap whose keys or values are not scalars, or known at compile time");
+            return self.real_map_op(fi, r, kind, args);
         };
         let id = v_ident(*m);
         let (kt, vt, kvt, vvt, u32t) = (sc_rust(ksc), sc_rust(vsc), sc_valty(ksc), sc_valty(vsc), u32_valty());
@@ -197,6 +197,30 @@ impl<'g> Gen<'g> {
             Repr::Unit => quote!({ let _ = #code; }),
             _ => self.bind(fi, r, code),
         }
+    }
+
+    /// An operation on a real `HashMap` whose keys or values are not
+    /// scalars: one residual call of Rust's own method on the map's
+    /// address, its key by reference, a value read out copied.
+    fn real_map_op(&mut self, fi: usize, r: Var, kind: &OpKind, args: &[Value]) -> TokenStream {
+        let name = match kind {
+            OpKind::Len => ".len()",
+            OpKind::MapContains => ".contains_key(&)",
+            OpKind::MapGet => ".get(&).copied()",
+            OpKind::MapRemove => ".remove(&)",
+            _ => ".insert(,)",
+        };
+        let Some(Value::Var(m)) = args.first() else { return self.decline("this map") };
+        if !matches!(self.repr(fi, *m), Repr::RPtr) {
+            return self.decline("a HashMap whose keys or values are not scalars, known only while compiling");
+        }
+        if let (OpKind::MapGet, Ty::Map(_, v)) = (kind, self.value_ty(fi, &args[0]).autoderef()) {
+            // Read out by copy: a scalar, or an enum of them.
+            if scalar(v).is_none() && !(is_enum(v) && plain(v, self.cg.types())) {
+                return self.decline(&format!("a value of type `{v}` read from a HashMap in compiled code"));
+            }
+        }
+        self.opaque_call(fi, r, name, args, None)
     }
 
     /// An operation on a `Vec` of structs whose objects may be virtual (see

@@ -244,6 +244,8 @@ pub fn rust_ty(ty: &Ty, lt: Option<&TokenStream>) -> TokenStream {
             quote!((#(#ts,)*))
         }
         Ty::Never | Ty::Error | Ty::Infer(_) => quote!(()),
+        // Instantiated at each call; Rust infers it where one is left.
+        Ty::Param(_) => quote!(_),
     }
 }
 

@@ -305,9 +305,14 @@ impl<'a> Rewrite<'a> {
             return None;
         }
         if !matches!(m.sig.inputs.first(), Some(syn::FnArg::Receiver(r)) if matches!(r.kind, syn::ReceiverKind::Reference(..)))
-            || !m.sig.generics.params.is_empty()
         {
             self.fail(&format!("`{name}` does not take `&self` or `&mut self`"));
+            return None;
+        }
+        if !m.sig.generics.params.is_empty() {
+            // Its body and signature name its parameters: called as it is,
+            // on `self` whole.
+            self.fail(&format!("`{name}` has generic parameters"));
             return None;
         }
         let mut finder = ExitFinder(false);

@@ -82,9 +82,6 @@ fn a_portal_calling_functions_left_to_rust_compiles_and_agrees_with_plain() {
     let left = helpers::jit::left_to_rust().join("\n");
     expect_test::expect![[r#"
         CALLS: tests/constructs/left_to_rust.rs:14:16: a static is not analyzed (global mutable state hides from the JIT): code that uses it runs as Rust; a `const`, or a parameter, can compile
-        twice: tests/constructs/left_to_rust.rs:17:18: generic parameters are not supported inside #[jit_interpreter] (lifetimes are); write the concrete type
-        twice: tests/constructs/left_to_rust.rs:17:30: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
-        twice: tests/constructs/left_to_rust.rs:17:37: type `T` is not supported here: use integers, bool, char, f64, references, Box, Vec, String, slices, arrays, Option, Result, or structs and enums defined in the module
         weight: tests/constructs/left_to_rust.rs:23:19: a closure is not supported in a #[jit_interpreter] function; write a function of the module
         weight: tests/constructs/left_to_rust.rs:24:9: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
         late: tests/constructs/left_to_rust.rs:29:9: `let` without an initializer is not supported in a #[jit_interpreter] function; give the binding its first value where it is declared
@@ -140,7 +137,7 @@ fn a_module_whose_portal_uses_unsupported_rust_interprets_and_says_why() {
     assert_eq!(shown(interpreted_only::run(&[0, 1, 2, 9], "lox")), "hi lox6");
     assert_eq!(interpreted_only::jit::stats().compilations, 0);
     let left = interpreted_only::jit::left_to_rust().join("\n");
-    expect_test::expect![[r#"the module: tests/constructs/left_to_rust.rs:106:36: the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from("..")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)"#]].assert_eq(&left);
+    expect_test::expect![[r#"the module: tests/constructs/left_to_rust.rs:103:36: the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from("..")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)"#]].assert_eq(&left);
 }
 
 #[jit_interpreter]

@@ -50,18 +50,17 @@ impl<'m, 'a> Lowering<'m, 'a> {
     pub(super) fn checked_args(
         &mut self,
         name: &str,
+        params: &[Ty],
         mut args: Vec<LVal>,
         arg_exprs: &[&Expr],
         src: &dyn ToTokens,
     ) -> Option<Vec<LVal>> {
-        let f = &self.m.fns[name];
         let span = span_of(src);
-        if f.params.len() != args.len() {
-            let msg = format!("`{name}` takes {} arguments, {} given", f.params.len(), args.len());
+        if params.len() != args.len() {
+            let msg = format!("`{name}` takes {} arguments, {} given", params.len(), args.len());
             self.error(span, msg);
             return None;
         }
-        let params = f.params.clone();
         let receiver_offset = params.len() - arg_exprs.len();
         for (i, p) in params.iter().enumerate() {
             let at = arg_exprs.get(i.wrapping_sub(receiver_offset)).map_or(span, |e| e.span());
@@ -70,18 +69,18 @@ impl<'m, 'a> Lowering<'m, 'a> {
             if i < receiver_offset {
                 continue;
             }
-            if let (LVal::Ref(r), Ty::Ref { mutable: true, to }) = (&args[i], &p.ty) {
+            if let (LVal::Ref(r), Ty::Ref { mutable: true, to }) = (&args[i], p) {
                 let t = self.ref_ty(r);
                 self.unify(to, &t, at);
                 continue;
             }
-            if !self.u.shallow(&p.ty).is_pointer() {
+            if !self.u.shallow(p).is_pointer() {
                 args[i] = self.rvalue(args[i].clone(), src);
             }
             let mut have = self.ty_of(&args[i]);
             // Deref coercion: `&Box<T>` passed for `&T` (the same address:
             // a box's value is the address of what it holds).
-            if let (Ty::Ref { to: want_to, .. }, Ty::Ref { to: have_to, mutable }) = (&p.ty, self.u.shallow(&have)) {
+            if let (Ty::Ref { to: want_to, .. }, Ty::Ref { to: have_to, mutable }) = (p, self.u.shallow(&have)) {
                 if let (Ty::Boxed(inner), false) =
                     (self.u.shallow(&have_to), matches!(self.u.shallow(want_to), Ty::Boxed(_)))
                 {
@@ -91,17 +90,17 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
             }
             // Deref coercion: `&Vec<T>` passed for `&[T]` (its elements).
-            if let (Ty::Ref { to: want_to, .. }, Ty::Ref { to: have_to, mutable }) = (&p.ty, self.u.shallow(&have)) {
+            if let (Ty::Ref { to: want_to, .. }, Ty::Ref { to: have_to, mutable }) = (p, self.u.shallow(&have)) {
                 if let (Ty::Vec(elem), Ty::Slice(_)) = (self.u.shallow(&have_to), self.u.shallow(want_to)) {
                     let t = Ty::Ref { mutable, to: Box::new(Ty::Slice(elem)) };
                     args[i] = self.emit(OpKind::SameAs, vec![args[i].clone()], t.clone(), src);
                     have = t;
                 }
             }
-            let (want, have) = match (&p.ty, self.u.shallow(&have)) {
-                (Ty::Ref { .. }, Ty::Ref { .. }) | (Ty::Ref { .. }, Ty::Infer(_)) => (p.ty.clone(), have),
+            let (want, have) = match (p, self.u.shallow(&have)) {
+                (Ty::Ref { .. }, Ty::Ref { .. }) | (Ty::Ref { .. }, Ty::Infer(_)) => (p.clone(), have),
                 (Ty::Ref { to, .. }, h) => ((**to).clone(), h),
-                _ => (p.ty.clone(), have),
+                _ => (p.clone(), have),
             };
             self.unify(&want, &have, at);
         }
@@ -316,54 +315,6 @@ impl<'m, 'a> Lowering<'m, 'a> {
             "call functions and methods of the module, or a function outside it through `super::`"
         };
         self.unsupported(c, &format!("calling `{}`", segs.join("::")), instead)
-    }
-
-    /// A method of an opaque object: a residual call of Rust's own method on
-    /// the object's address (`.m(shape)` in the flow graph, see
-    /// `by_reference`).
-    fn object_method(&mut self, mc: &syn::ExprMethodCall, recv: LVal, method: &str) -> LVal {
-        let mut args = vec![recv];
-        let shape = self.by_reference(&mc.args, &mut args);
-        // The result's type comes from its use; a few methods have the same
-        // result type on every type of the standard library (a count, a
-        // test), which a cast does not tell.
-        let known = match self.deref_ty(&self.ty_of(&args[0])) {
-            Ty::Foreign(text) => {
-                let q = format!("{}::{method}", crate::types::unqualified(&text));
-                self.m.fns.get(&q).filter(|f| f.params.first().is_some_and(|p| p.name == "self")).map(|f| f.ret.clone())
-            }
-            _ => None,
-        };
-        let t = match (known, method) {
-            (Some(t), _) => t,
-            (None, "len" | "capacity" | "count") => Ty::Int(IntTy::Usize),
-            (None, "is_empty" | "contains" | "contains_key" | "starts_with" | "ends_with") => Ty::Bool,
-            (None, _) => self.u.fresh(),
-        };
-        self.emit(OpKind::CallOpaque(format!(".{method}({shape})")), args, t, mc)
-    }
-
-    /// Lowers the arguments of a call of an opaque object (appended to
-    /// `args`), and says which are values passed by shared reference
-    /// (`&k`, a value at the machine level): `&` for those, nothing for the
-    /// others, comma-separated (`.get(&)`, `.insert(,)` in the flow graph).
-    fn by_reference(&mut self, exprs: &Punctuated<Expr, Token![,]>, args: &mut Vec<LVal>) -> String {
-        let mut shape = vec![];
-        for e in exprs {
-            let v = self.expr(e);
-            let v = match v {
-                r @ LVal::Ref(_) => self.rvalue(r, e),
-                v => v,
-            };
-            let value = self.finished_value(&self.ty_of(&v));
-            if value && matches!(e, Expr::Reference(r) if r.mutability.is_some()) {
-                self.unsupported(e, "`&mut` of a value passed to an object the analysis does not model", "");
-            }
-            let by_ref = matches!(e, Expr::Reference(r) if r.mutability.is_none()) && value;
-            shape.push(if by_ref { "&" } else { "" });
-            args.push(v);
-        }
-        shape.join(",")
     }
 
     pub(super) fn construct_struct(
@@ -769,6 +720,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
         if recv_ty == Ty::Str {
             return self.string_method(mc);
         }
+        if let Some(v) = self.map_method(mc, &recv, &recv_ty) {
+            return v;
+        }
         if let Ty::Foreign(_) = recv_ty {
             return self.object_method(mc, recv, &method);
         }
@@ -800,40 +754,6 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 return self.emit(OpKind::Push, vec![recv, v], Ty::Unit, mc);
             }
             (Ty::Vec(t), "pop", 0) => return self.emit(OpKind::Pop, vec![recv], Ty::Option(t.clone()), mc),
-            (Ty::Map(..), "len", 0) => return self.emit(OpKind::Len, vec![recv], Ty::Int(IntTy::Usize), mc),
-            (Ty::Map(k, v), "insert" | "get" | "remove" | "contains_key", _) => {
-                let (k, v) = ((**k).clone(), (**v).clone());
-                let want = if method == "insert" { 2 } else { 1 };
-                if nargs != want {
-                    let span = mc.span();
-                    self.error(span, format!("`{method}` takes {want} argument(s)"));
-                    return self.poison(span);
-                }
-                // Keys are passed by reference except to `insert`: take what
-                // is behind a `&`.
-                let key_expr = match (&mc.args[0], method.as_str()) {
-                    (Expr::Reference(r), m) if m != "insert" => &*r.expr,
-                    (e, _) => e,
-                };
-                let key = self.expr(key_expr);
-                let key = self.rvalue(key, key_expr);
-                let kt = self.ty_of(&key);
-                self.unify(&k, &kt, key_expr.span());
-                let (kind, mut args, ty) = match method.as_str() {
-                    "insert" => (OpKind::MapInsert, vec![recv, key], Ty::Option(Box::new(v.clone()))),
-                    "get" => (OpKind::MapGet, vec![recv, key], Ty::Option(Box::new(v.clone()))),
-                    "remove" => (OpKind::MapRemove, vec![recv, key], Ty::Option(Box::new(v.clone()))),
-                    _ => (OpKind::MapContains, vec![recv, key], Ty::Bool),
-                };
-                if method == "insert" {
-                    let val = self.expr(&mc.args[1]);
-                    let val = self.rvalue(val, &mc.args[1]);
-                    let vt = self.ty_of(&val);
-                    self.unify(&v, &vt, mc.args[1].span());
-                    args.push(val);
-                }
-                return self.emit(kind, args, ty, mc);
-            }
             // `map.get(&k).copied()`: values are scalars, `get` gives them already.
             (Ty::Option(_), "copied" | "cloned", 0) => return self.rvalue(recv, mc),
             // A value (a scalar, an enum) is its own clone.

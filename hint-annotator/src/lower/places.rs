@@ -215,6 +215,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 let p = self.heap_place(root, &fields, index, ty, src);
                 self.read_place(&p, src)
             }
+            Place::Ref(RefTo::Entry { map, key, ty, opaque }) => {
+                let (kind, args) = match opaque {
+                    true => (OpKind::CallOpaque(".get(&).copied()".into()), vec![map.clone(), key.clone()]),
+                    false => (OpKind::MapGet, vec![map.clone(), key.clone()]),
+                };
+                let got = self.emit(kind, args, Ty::Option(Box::new(ty.clone())), src);
+                let some = OpKind::EnumField { variant: "Some".into(), index: 0 };
+                self.emit(some, vec![got], ty.clone(), src)
+            }
             Place::Whole(p, s) => self.copy_struct(p.clone(), s, src),
         }
     }
@@ -320,6 +329,12 @@ impl<'m, 'a> Lowering<'m, 'a> {
             Place::Ref(RefTo::Heap { root, fields, index, ty }) => {
                 let p = self.heap_place(root, &fields, index, ty, src);
                 self.write_place(p, v, src);
+            }
+            Place::Ref(RefTo::Entry { map, key, ty, opaque }) => {
+                let vt = self.ty_of(&v);
+                self.unify(&ty, &vt, span);
+                let kind = if opaque { OpKind::CallOpaque(".insert(,)".into()) } else { OpKind::MapInsert };
+                self.emit(kind, vec![map, key, v], Ty::Option(Box::new(ty)), src);
             }
             Place::Whole(p, s) => {
                 let vt = self.ty_of(&v);
@@ -506,7 +521,26 @@ impl<'m, 'a> Lowering<'m, 'a> {
     pub(super) fn call_fn(&mut self, name: &str, args: Vec<LVal>, arg_exprs: &[&Expr], src: &dyn ToTokens) -> LVal {
         let m = self.m;
         let f = &m.fns[name];
-        let Some(args) = self.checked_args(name, args, arg_exprs, src) else { return self.poison(span_of(src)) };
+        // Each call of a generic function has type arguments of its own.
+        let mut fresh: Vec<(String, Ty)> = vec![];
+        let mut instantiate = |t: &Ty| {
+            t.substituted(&mut |n| {
+                Some(match fresh.iter().find(|(p, _)| p == n) {
+                    Some((_, t)) => t.clone(),
+                    None => {
+                        let t = self.u.fresh();
+                        fresh.push((n.to_string(), t.clone()));
+                        t
+                    }
+                })
+            })
+            .0
+        };
+        let params: Vec<Ty> = f.params.iter().map(|p| instantiate(&p.ty)).collect();
+        let ret = instantiate(&f.ret);
+        let Some(args) = self.checked_args(name, &params, args, arg_exprs, src) else {
+            return self.poison(span_of(src));
+        };
         if inline_only(f) {
             return self.inline_call(f, args, src);
         }
@@ -518,7 +552,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
         } else {
             OpKind::Call(name.to_string())
         };
-        self.emit(kind, args, f.ret.clone(), src)
+        self.emit(kind, args, ret, src)
     }
 }
 

@@ -1,0 +1,201 @@
+//! Lowering what the analysis does not model: methods of opaque objects
+//! (`Ty::Foreign`) as residual calls of Rust's own, maps' methods (of
+//! `HashMap`, and of opaque maps, `ModuleDef::map_like`) and their entries
+//! (`get_mut`), and the check that opaque objects are reached only by
+//! address.
+
+#[allow(unused_imports)]
+use super::*;
+
+impl<'m, 'a> Lowering<'m, 'a> {
+    /// A method of an opaque object: a residual call of Rust's own method on
+    /// the object's address (`.m(shape)` in the flow graph, see
+    /// `by_reference`).
+    pub(super) fn object_method(&mut self, mc: &syn::ExprMethodCall, recv: LVal, method: &str) -> LVal {
+        let mut args = vec![recv];
+        let shape = self.by_reference(&mc.args, &mut args);
+        // The result's type comes from its use; a few methods have the same
+        // result type on every type of the standard library (a count, a
+        // test), which a cast does not tell.
+        let known = match self.deref_ty(&self.ty_of(&args[0])) {
+            Ty::Foreign(text) => {
+                let q = format!("{}::{method}", crate::types::unqualified(&text));
+                self.m.fns.get(&q).filter(|f| f.params.first().is_some_and(|p| p.name == "self")).map(|f| f.ret.clone())
+            }
+            _ => None,
+        };
+        // A map of the standard library's interface (a hasher of its own,
+        // another crate's map): its values are read out by copy, as
+        // `HashMap`'s are (see `map_method`).
+        let map = match self.deref_ty(&self.ty_of(&args[0])) {
+            Ty::Foreign(text) => self.m.map_like(&text),
+            _ => None,
+        };
+        let mut then = "";
+        let t = match (known, map, method) {
+            (Some(t), ..) => t,
+            (None, Some((k, v)), "get" | "insert" | "remove" | "contains_key") => {
+                let want = if method == "insert" { 2 } else { 1 };
+                if args.len() != want + 1 {
+                    let span = mc.span();
+                    self.error(span, format!("`{method}` takes {want} argument(s)"));
+                    return self.poison(span);
+                }
+                let kt = self.deref_ty(&self.ty_of(&args[1]));
+                self.unify(&k, &kt, mc.args[0].span());
+                if method == "insert" {
+                    let vt = self.ty_of(&args[2]);
+                    self.unify(&v, &vt, mc.args[1].span());
+                }
+                match method {
+                    "contains_key" => Ty::Bool,
+                    "get" if v.is_value() => {
+                        then = ".copied()";
+                        Ty::Option(Box::new(v))
+                    }
+                    "get" => return self.unsupported(mc, &format!("a value of type `{v}` read from a map"), ""),
+                    _ => Ty::Option(Box::new(v)),
+                }
+            }
+            (None, _, "len" | "capacity" | "count") => Ty::Int(IntTy::Usize),
+            (None, _, "is_empty" | "contains" | "contains_key" | "starts_with" | "ends_with") => Ty::Bool,
+            (None, ..) => self.u.fresh(),
+        };
+        self.emit(OpKind::CallOpaque(format!(".{method}({shape}){then}")), args, t, mc)
+    }
+
+    /// Lowers the arguments of a call of an opaque object (appended to
+    /// `args`), and says which are values passed by shared reference
+    /// (`&k`, a value at the machine level): `&` for those, nothing for the
+    /// others, comma-separated (`.get(&)`, `.insert(,)` in the flow graph).
+    pub(super) fn by_reference(&mut self, exprs: &Punctuated<Expr, Token![,]>, args: &mut Vec<LVal>) -> String {
+        let mut shape = vec![];
+        for e in exprs {
+            let v = self.expr(e);
+            let v = match v {
+                r @ LVal::Ref(_) => self.rvalue(r, e),
+                v => v,
+            };
+            let value = self.finished_value(&self.ty_of(&v));
+            if value && matches!(e, Expr::Reference(r) if r.mutability.is_some()) {
+                self.unsupported(e, "`&mut` of a value passed to an object the analysis does not model", "");
+            }
+            let by_ref = matches!(e, Expr::Reference(r) if r.mutability.is_none()) && value;
+            shape.push(if by_ref { "&" } else { "" });
+            args.push(v);
+        }
+        shape.join(",")
+    }
+
+    /// A method of a `HashMap` (`len`, `insert`, `get`, `remove`,
+    /// `contains_key`), or `get_mut` of a map of values (a `HashMap`, or an
+    /// opaque map, see `ModuleDef::map_like`); `None` for any other.
+    pub(super) fn map_method(&mut self, mc: &syn::ExprMethodCall, recv: &LVal, recv_ty: &Ty) -> Option<LVal> {
+        let (method, nargs) = (mc.method.to_string(), mc.args.len());
+        if (method.as_str(), nargs) == ("get_mut", 1) {
+            let map = match recv_ty {
+                Ty::Map(k, v) => Some(((**k).clone(), (**v).clone(), false)),
+                Ty::Foreign(text) => self.m.map_like(text).map(|(k, v)| (k, v, true)),
+                _ => None,
+            };
+            if let Some((k, v, opaque)) = map.filter(|(_, v, _)| self.finished_value(v)) {
+                return Some(self.map_entry(mc, recv.clone(), k, v, opaque));
+            }
+        }
+        let recv = recv.clone();
+        match (recv_ty, method.as_str(), nargs) {
+            (Ty::Map(..), "len", 0) => Some(self.emit(OpKind::Len, vec![recv], Ty::Int(IntTy::Usize), mc)),
+            (Ty::Map(k, v), "insert" | "get" | "remove" | "contains_key", _) => {
+                let (k, v) = ((**k).clone(), (**v).clone());
+                let want = if method == "insert" { 2 } else { 1 };
+                if nargs != want {
+                    let span = mc.span();
+                    self.error(span, format!("`{method}` takes {want} argument(s)"));
+                    return Some(self.poison(span));
+                }
+                // Keys are passed by reference except to `insert`: take what
+                // is behind a `&`.
+                let key_expr = match (&mc.args[0], method.as_str()) {
+                    (Expr::Reference(r), m) if m != "insert" => &*r.expr,
+                    (e, _) => e,
+                };
+                let key = self.expr(key_expr);
+                let key = self.rvalue(key, key_expr);
+                let kt = self.ty_of(&key);
+                self.unify(&k, &kt, key_expr.span());
+                let (kind, mut args, ty) = match method.as_str() {
+                    "insert" => (OpKind::MapInsert, vec![recv, key], Ty::Option(Box::new(v.clone()))),
+                    "get" => (OpKind::MapGet, vec![recv, key], Ty::Option(Box::new(v.clone()))),
+                    "remove" => (OpKind::MapRemove, vec![recv, key], Ty::Option(Box::new(v.clone()))),
+                    _ => (OpKind::MapContains, vec![recv, key], Ty::Bool),
+                };
+                if method == "insert" {
+                    let val = self.expr(&mc.args[1]);
+                    let val = self.rvalue(val, &mc.args[1]);
+                    let vt = self.ty_of(&val);
+                    self.unify(&v, &vt, mc.args[1].span());
+                    args.push(val);
+                }
+                Some(self.emit(kind, args, ty, mc))
+            }
+            _ => None,
+        }
+    }
+
+    /// `map.get_mut(&k)` on a map of values (`k`, `v` its key and value
+    /// types): an `Option` whose tag is `contains_key` and whose `&mut` names
+    /// the entry, read by `get` and written by `insert` (`RefTo::Entry`).
+    fn map_entry(&mut self, mc: &syn::ExprMethodCall, map: LVal, k: Ty, v: Ty, opaque: bool) -> LVal {
+        let key_expr = match &mc.args[0] {
+            Expr::Reference(r) => &*r.expr,
+            e => e,
+        };
+        let key = self.expr(key_expr);
+        let key = self.rvalue(key, key_expr);
+        let kt = self.ty_of(&key);
+        self.unify(&k, &kt, key_expr.span());
+        let (kind, args) = match opaque {
+            true => (OpKind::CallOpaque(".contains_key(&)".into()), vec![map.clone(), key.clone()]),
+            false => (OpKind::MapContains, vec![map.clone(), key.clone()]),
+        };
+        let present = self.emit(kind, args, Ty::Bool, mc);
+        let tag = self.emit(OpKind::Cast, vec![present], Ty::Int(IntTy::U32), mc);
+        let r = RefTo::Entry { map, key, ty: v.clone(), opaque };
+        let ty = Ty::Option(Box::new(Ty::Ref { mutable: true, to: Box::new(v) }));
+        LVal::Sum { ty, tag: Box::new(tag), payloads: vec![None, Some(LVal::Ref(Box::new(r)))] }
+    }
+}
+
+/// Uses of an opaque object (`Ty::Foreign`, not behind a reference) other
+/// than taking its address or calling its method: compiled code holds such
+/// an object's address, and a copy of a `Copy` one (a handle) would alias
+/// what it was copied from.
+pub(super) fn opaque_objects_by_value(g: &FlowGraph, span: Span) -> Vec<syn::Error> {
+    let owned = |v: &Value| matches!(v, Value::Var(x) if matches!(g.var(*x).ty, Ty::Foreign(_)));
+    let mut errors = vec![];
+    let message = |t: &str| {
+        format!(
+            "a value of `{t}`, a type the analysis does not model, used by value: compiled code reaches such an object only by address (`&x`, `x.method(..)`)"
+        )
+    };
+    for b in g.blocks() {
+        for op in &g.graph[b].ops {
+            for (i, a) in op.args.iter().enumerate() {
+                let by_address = matches!(&op.kind, OpKind::SameAs | OpKind::SharedDeref)
+                    || (i == 0 && matches!(&op.kind, OpKind::CallOpaque(m) if m.starts_with('.')));
+                if owned(a) && !by_address {
+                    errors.push(syn::Error::new(op.span, message(&g.value_ty(a).to_string())));
+                }
+            }
+        }
+        let carried = g.exits(b).into_iter().flat_map(|e| g.link(e).1.args.clone());
+        let returned = match &g.graph[b].exit {
+            Exit::Return(v) => Some(v.clone()),
+            _ => None,
+        };
+        if let Some(a) = carried.chain(returned).find(|a| owned(a)) {
+            errors.push(syn::Error::new(span, message(&g.value_ty(&a).to_string())));
+        }
+    }
+    errors
+}
