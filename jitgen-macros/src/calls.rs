@@ -125,6 +125,12 @@ impl<'g> Gen<'g> {
                 Err(declined) => return declined,
             };
         let rty = f.graph.var(r).ty.clone();
+        if let (true, Ty::Option(v)) = (name.ends_with(".copied()"), &rty) {
+            // Read out by copy (see `object_method`): only a plain value may be.
+            if scalar(v).is_none() && !(is_enum(v) && plain(v, types)) {
+                return self.decline(&format!("a value of type `{v}` read out of a map by copy"));
+            }
+        }
         let Some((rets, write)) = self.result_words(&rty) else {
             return self.decline("the result type of this residual call");
         };
@@ -342,6 +348,10 @@ impl<'g> Gen<'g> {
                 } else {
                     quote!(unsafe { &*(__b[#at] as usize as *const #t) })
                 });
+                // Already a reference where a method takes one (a map's key).
+                if let Some(s) = shape.get_mut(i.wrapping_sub(1)).filter(|_| method.is_some()) {
+                    *s = false;
+                }
                 at += 1;
             } else {
                 return Err(self.decline(&format!("an argument of type `{ty}` to a residual call of `{name}`")));
@@ -518,7 +528,14 @@ fn object_method(name: &str) -> (Option<&str>, Vec<bool>, TokenStream) {
         Some(m) => {
             let (m, rest) = m.split_once('(').unwrap_or((m, ")"));
             let (shape, then) = rest.split_once(')').unwrap_or((rest, ""));
-            let then: TokenStream = then.parse().unwrap_or_default();
+            // A value read out of a map by copy: a plain value (scalars,
+            // enums of them), whose bits are a copy whether or not its
+            // type is `Copy` (the interpreter cloned it).
+            let then: TokenStream = match then {
+                // SAFETY: see above; the map keeps its own.
+                ".copied()" => quote!(.map(|__v| unsafe { ::core::ptr::read(__v) })),
+                then => then.parse().unwrap_or_default(),
+            };
             (Some(m), shape.split(',').map(|s| s == "&").collect(), then)
         }
         None => (None, vec![], TokenStream::new()),

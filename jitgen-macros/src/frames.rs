@@ -218,6 +218,7 @@ impl<'g> Gen<'g> {
                 }
             }
             self.declined.set(false);
+            self.op_at.set(Some((fi, b, k)));
             body.push(self.op(fi, op));
             if self.declined.get() {
                 // The rest of the block cannot be reached.
@@ -229,6 +230,7 @@ impl<'g> Gen<'g> {
                 body.push(quote!(__c.b.red_call(#rt::heap::arena_drop, "drop", &[#x], &[]);));
             }
         }
+        self.op_at.set(Some((fi, b, ops.len())));
         body.push(self.exit(fi, b));
         quote!(#(#body)*)
     }

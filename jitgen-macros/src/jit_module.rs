@@ -254,6 +254,9 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                     let mut __c: #rt::Compilation<__Frame<'a>> =
                         #rt::Compilation::new(#label, &__inputs, &__outputs, super::jit::__CONFIG.limits());
                     __c.set_defer(Some(&super::jit::__STATS), __defer);
+                    // A portal's code continues in the interpreter proper
+                    // from its merge point; `specialize`'s, to its return.
+                    __c.set_declines_ahead(__declines_ahead, __words.is_some());
                     if __words.is_some() {
                         // A portal's: the interpreter runs recursion.
                         __c.set_declines_recursion();
@@ -1313,6 +1316,7 @@ fn assemble(
         hooks.push(unpark_fn(sname, gen.cg.types()));
     }
     let extension = gen.extension();
+    let ahead = crate::ahead::declines_ahead(&gen);
     let mut left_lines = crate::left::lines(gen.cg.left_to_rust());
     left_lines.extend(idle);
     let plain_paths = crate::methods::method_paths(lifted, None);
@@ -1324,6 +1328,7 @@ fn assemble(
             use super::*;
             #(#uses)*
             #extension
+            #ahead
             #(#hooks)*
             #(#specializers)*
         }

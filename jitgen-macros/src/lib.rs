@@ -58,6 +58,7 @@
 //! the hook (`unhooked`), which a call that has met only declined keys for a while
 //! goes on in; with compiling off, the portal calls its plain copy out of line.
 
+mod ahead;
 mod analysis;
 mod arith;
 mod calls;

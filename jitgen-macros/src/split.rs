@@ -86,8 +86,21 @@ const SCALARS: &[&str] = &[
     "f64",
 ];
 
-/// Methods of a `Vec` or slice that only read it.
+/// Methods of a `Vec`, a slice, a map or a value of the standard library
+/// that only read it (`self.code[i].clone()` leaves `code` as it was).
 const READS: &[&str] = &[
+    "clone",
+    "cloned",
+    "copied",
+    "to_owned",
+    "to_string",
+    "as_str",
+    "as_bytes",
+    "eq",
+    "ne",
+    "cmp",
+    "partial_cmp",
+    "contains_key",
     "get",
     "len",
     "is_empty",

@@ -84,6 +84,11 @@ pub struct Gen<'g> {
     pub(crate) plans: Vec<FnPlan>,
     /// Set when the code just generated always declines: what follows it is unreachable.
     pub(crate) declined: std::cell::Cell<bool>,
+    /// The operation whose code is being generated: its function, block
+    /// and index.
+    pub(crate) op_at: std::cell::Cell<Option<(usize, NodeIndex, usize)>>,
+    /// Every operation whose code always declines, and why (see `ahead`).
+    pub(crate) static_declines: std::cell::RefCell<std::collections::BTreeMap<(usize, NodeIndex, usize), String>>,
     /// The layouts of the extension's frames (see `frame`).
     pub(crate) layouts: std::cell::RefCell<crate::frame::Layouts>,
     /// Per function, the function its returns call (see `Gen::exit`).
@@ -198,6 +203,8 @@ impl<'g> Gen<'g> {
             direct_portals: HashSet::new(),
             plans: vec![],
             declined: std::cell::Cell::new(false),
+            op_at: Default::default(),
+            static_declines: Default::default(),
             layouts: Default::default(),
             return_fns: Default::default(),
             framed: Default::default(),
@@ -255,6 +262,9 @@ impl<'g> Gen<'g> {
     /// Code that declines the compilation and ends the path.
     pub(crate) fn decline(&self, msg: &str) -> TokenStream {
         self.declined.set(true);
+        if let Some(at) = self.op_at.get() {
+            self.static_declines.borrow_mut().entry(at).or_insert_with(|| msg.to_string());
+        }
         quote! {{ __c.decline(#msg); break 'path None; }}
     }
 

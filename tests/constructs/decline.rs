@@ -450,3 +450,73 @@ fn portals_whose_compilations_all_decline_go_on_without_their_hook() {
         assert!(*n >= count as u64 / 2, "portal {k}: {unhooked:?}");
     }
 }
+
+#[jit_interpreter]
+pub mod promoted_ahead {
+    use super::*;
+
+    /// Ops: 0 adds the counter, 1 promotes the sum's parity and, when odd,
+    /// logs it (a `Vec` of `String`s, which compiled code cannot grow yet),
+    /// 2 loops while the counter stays positive, else returns. Each value
+    /// promoted is a flexswitch's case, compiled when first met.
+    pub fn run(code: &[u8], log: &mut Vec<String>, n: i64) -> i64 {
+        let mut pc = 0;
+        let mut acc = 0i64;
+        let mut i = n;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => acc += i,
+                1 => {
+                    let odd = hint!(acc & 1, promote);
+                    if odd == 1 {
+                        log.push(format!("{acc}"));
+                    }
+                    acc += odd;
+                }
+                2 => {
+                    i -= 1;
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                _ => return acc,
+            }
+        }
+    }
+}
+
+/// A case compiled later that declines continues in the interpreter through
+/// execute mode, which runs the same generating extension and so cannot do
+/// what it could not compile: it stopped with the interpreter's state half
+/// changed ("jitgen cannot continue in the interpreter here"), a panic in
+/// the user's program. A compilation now makes no flexswitch ahead of such
+/// an operation: it declines, says why, and the interpreter runs.
+#[test]
+fn a_switch_ahead_of_what_cannot_compile_declines_and_the_interpreter_runs() {
+    promoted_ahead::jit::config().set_threshold(0);
+    for code in [&[0u8, 0, 2, 9][..], &[0, 1, 2, 9], &[1, 0, 1, 0, 1, 2, 9]] {
+        for n in [1, 3, 20] {
+            let mut want_log = vec![];
+            let want = promoted_ahead::jit::plain::run(code, &mut want_log, n);
+            let mut log = vec![];
+            assert_eq!(promoted_ahead::run(code, &mut log, n), want, "{code:?} {n}");
+            assert_eq!(log, want_log, "{code:?} {n}");
+        }
+    }
+    let why = promoted_ahead::jit::last_decline().unwrap_or_default();
+    assert!(why.contains("flexswitch") && why.contains("`push`"), "{why}");
+    let mut rng = crate::common::Rng(0xa4ead);
+    for _ in 0..crate::common::how_many(100) {
+        let len = rng.below(6) as usize;
+        let mut code: Vec<u8> = (0..len).map(|_| rng.below(3) as u8).collect();
+        code.extend([2, 9]);
+        let n = 1 + rng.below(10) as i64;
+        let (mut want_log, mut log) = (vec![], vec![]);
+        let want = promoted_ahead::jit::plain::run(&code, &mut want_log, n);
+        assert_eq!(promoted_ahead::run(&code, &mut log, n), want, "{code:?} {n}");
+        assert_eq!(log, want_log, "{code:?} {n}");
+    }
+}

@@ -176,4 +176,3 @@ fn random_programs_with_generic_helpers_agree_with_plain() {
         check(&code, 1 + rng.below(20) as i64);
     }
 }
-

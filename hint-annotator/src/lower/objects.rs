@@ -121,7 +121,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 };
                 let key = self.expr(key_expr);
                 let key = self.rvalue(key, key_expr);
-                let kt = self.ty_of(&key);
+                let kt = self.deref_ty(&self.ty_of(&key));
                 self.unify(&k, &kt, key_expr.span());
                 let (kind, mut args, ty) = match method.as_str() {
                     "insert" => (OpKind::MapInsert, vec![recv, key], Ty::Option(Box::new(v.clone()))),
@@ -152,7 +152,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
         };
         let key = self.expr(key_expr);
         let key = self.rvalue(key, key_expr);
-        let kt = self.ty_of(&key);
+        let kt = self.deref_ty(&self.ty_of(&key));
         self.unify(&k, &kt, key_expr.span());
         let (kind, args) = match opaque {
             true => (OpKind::CallOpaque(".contains_key(&)".into()), vec![map.clone(), key.clone()]),

@@ -438,6 +438,27 @@ pub mod plus_minus {
                 }
             }
         }
+        /// Per resume point, what lies ahead that compiled code cannot do
+        /// (an index into `__AHEAD_WHY` plus one; 0 for nothing), up to the
+        /// merge point, then up to the return.
+        const __AHEAD_PARKING: &[u16] = &[
+            0u16, 0u16, 0u16, 0u16, 0u16, 0u16, 0u16, 0u16,
+        ];
+        const __AHEAD_FULL: &[u16] = &[0u16, 0u16, 0u16, 0u16, 0u16, 0u16, 0u16, 0u16];
+        const __AHEAD_WHY: &[&str] = &[];
+        /// What a flexswitch resuming at `point` may meet, in a case
+        /// compiled later, that compiled code cannot do (see the macro's
+        /// `ahead`).
+        pub(super) fn __declines_ahead(
+            point: u32,
+            parks: bool,
+        ) -> ::core::option::Option<&'static str> {
+            let table = if parks { __AHEAD_PARKING } else { __AHEAD_FULL };
+            match table.get(point as usize) {
+                Some(&k) if k > 0 => __AHEAD_WHY.get(k as usize - 1).copied(),
+                _ => None,
+            }
+        }
         /// The interpreter loop's sampler at the start of a call of the
         /// portal, which reports its end to `portal::slow`.
         #[inline(never)]
@@ -492,6 +513,7 @@ pub mod plus_minus {
                         super::jit::__CONFIG.limits(),
                     );
                     __c.set_defer(Some(&super::jit::__STATS), __defer);
+                    __c.set_declines_ahead(__declines_ahead, __words.is_some());
                     if __words.is_some() {
                         __c.set_declines_recursion();
                     }
@@ -702,6 +724,7 @@ pub mod plus_minus {
                         super::jit::__CONFIG.limits(),
                     );
                     __c.set_defer(Some(&super::jit::__STATS), __defer);
+                    __c.set_declines_ahead(__declines_ahead, __words.is_some());
                     if __words.is_some() {
                         __c.set_declines_recursion();
                     }

@@ -298,6 +298,10 @@ impl PointFrame<'_> {
 impl Frame for PointFrame<'_> {
     type Key = (u32, Vec<u64>);
 
+    fn point(&self) -> Option<u32> {
+        Some(self.point)
+    }
+
     fn key(&self) -> Self::Key {
         let mut k = Vec::with_capacity(self.vals.words.len() + self.vals.slots.len());
         k.extend_from_slice(&self.vals.words);

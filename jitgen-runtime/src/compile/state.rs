@@ -44,6 +44,11 @@ pub trait Frame: Clone {
         self.set_reds(&reds[..n]);
         n
     }
+    /// The resume point of the generating extension the frame is at, where
+    /// frames have one (see `Compilation::set_declines_ahead`).
+    fn point(&self) -> Option<u32> {
+        None
+    }
     /// For a frame at a merge point that already went through it: marks it
     /// as not merged yet, so that a compilation resuming it (a deferred
     /// path) registers the merge point first.

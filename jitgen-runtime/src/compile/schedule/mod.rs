@@ -207,6 +207,7 @@ impl<F: Frame> Compilation<F> {
                 shapes: RefCell::new(Default::default()),
                 pieces: RefCell::new(vec![]),
                 kept: RefCell::new(vec![]),
+                ahead: Cell::new(None),
             }),
             defer: None,
             pending: VecDeque::new(),
@@ -247,6 +248,17 @@ impl<F: Frame> Compilation<F> {
     pub fn set_defer(&mut self, stats: Option<&'static Stats>, defer: fn(&mut Compilation<F>, JitState<F>)) {
         Rc::get_mut(&mut self.tree).expect("set before any switch").stats = stats;
         self.defer = Some(defer);
+    }
+
+    /// Gives the extension's table of resume points ahead of which lies an
+    /// operation it cannot compile (`ahead(point, parks)` says which): a flexswitch
+    /// whose state has a frame at such a point declines the compilation
+    /// instead, here and in the cases below it, since execute mode could
+    /// not continue past that operation either. With `parks`, execute mode
+    /// hands over at the portal's merge point, so only what lies before it
+    /// counts.
+    pub fn set_declines_ahead(&mut self, ahead: fn(u32, bool) -> Option<&'static str>, parks: bool) {
+        self.tree.ahead.set(Some((ahead, parks)));
     }
 
     /// Makes a language-level recursion (see `JitState::call_point`) whose

@@ -79,6 +79,10 @@ pub(super) struct Tree {
     /// Machine code its switches' tables may enter besides the pieces' (see
     /// [`crate::run::promotion::Pieces::keep`]).
     pub(super) kept: RefCell<Vec<Rc<dyn std::any::Any>>>,
+    /// Whether an operation the extension cannot compile lies ahead of a
+    /// resume point, and whether execute mode hands over at the merge
+    /// point (see [`Compilation::set_declines_ahead`]).
+    pub(super) ahead: Cell<Option<(fn(u32, bool) -> Option<&'static str>, bool)>>,
 }
 
 /// A piece of a [`Tree`]: its name, code and function (its listing is made
@@ -306,6 +310,14 @@ impl<F: Frame> Compilation<F> {
             crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(
                 "a flexswitch in execute mode".into(),
             ));
+        }
+        if let Some((ahead, parks)) = self.tree.ahead.get() {
+            if let Some(why) = st.frames.iter().filter_map(Frame::point).find_map(|p| ahead(p, parks)) {
+                // A case compiled later could meet it, and so could execute
+                // mode continuing from the switch (see the macro's `ahead`).
+                self.decline(format!("a flexswitch would lead to what compiled code cannot do yet: {why}"));
+                return;
+            }
         }
         let mut st = st;
         st.learn_path(&self.b);
