@@ -203,3 +203,29 @@ fn methods_with_early_exits_are_inlined_and_self_used_whole_is_kept() {
     assert!(out.contains("pub fn __Vm_run(self_: &mut Vm) -> usize"), "{out}");
     assert!(out.contains("__Vm_run(self)"), "{out}");
 }
+
+/// A field whose elements are only read (`self.consts[i].clone()`,
+/// `self.names[i].to_string()`) stays the machine's program: passed by `&`,
+/// green, never moved out of `self` as a changed `Vec` is.
+#[test]
+fn a_field_whose_elements_are_cloned_stays_read_only() {
+    let out = lifted(
+        "mod m {
+            pub struct Vm { consts: Vec<String>, out: Vec<String>, pc: usize }
+            impl Vm {
+                pub fn run(&mut self) -> usize {
+                    loop {
+                        hint!(global_merge_point);
+                        let s = self.consts[self.pc].clone();
+                        self.out.push(s);
+                        self.pc += 1;
+                        if self.pc == self.consts.len() { return self.out.len(); }
+                    }
+                }
+            }
+        }",
+    );
+    let run = out.split("fn __Vm_run").nth(1).unwrap_or_default();
+    assert!(run.contains("__self_consts: &Vec<String>"), "{out}");
+    assert!(run.contains("mut __self_out: Vec<String>"), "{out}");
+}
