@@ -456,6 +456,9 @@ impl<'a> ModuleDef<'a> {
                     let base = self.named(st);
                     let ty = match &r.kind {
                         syn::ReceiverKind::Value => base,
+                        // `&self` of a value (an enum of the module): the
+                        // value itself, as for a parameter `x: &Value`.
+                        syn::ReceiverKind::Reference(_, _, None) if base.is_value() => base,
                         syn::ReceiverKind::Reference(_, _, m) => Ty::Ref { mutable: m.is_some(), to: Box::new(base) },
                         syn::ReceiverKind::Typed(_, t) => match self.ty(t, self_ty) {
                             Ok(t) => t,

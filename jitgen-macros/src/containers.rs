@@ -223,6 +223,19 @@ impl<'g> Gen<'g> {
         self.opaque_call(fi, r, name, args, None)
     }
 
+    /// `push` or `pop` on the interpreter's own `Vec` of values that are
+    /// not scalars (`String`s, `Copy` structs, enums): one residual call of
+    /// Rust's own method; a `String` pushed is a copy of compiled code's
+    /// (which drops its own where it dies).
+    fn real_vec_push_pop(&mut self, fi: usize, r: Var, kind: &OpKind, args: &[Value]) -> TokenStream {
+        let Some(Value::Var(v)) = args.first() else { return self.decline("this Vec") };
+        if !matches!(self.repr(fi, *v), Repr::RPtr) {
+            return self.decline("a Vec of non-scalars in residual code");
+        }
+        let name = if *kind == OpKind::Push { ".push()" } else { ".pop()" };
+        self.opaque_call(fi, r, name, args, None)
+    }
+
     /// An operation on a `Vec` of structs whose objects may be virtual (see
     /// `Repr::VOList`), or on the `Option` its `pop` gives; `None` when `op`
     /// is not one. A virtual list of pointers emits nothing; a real one is
@@ -1017,7 +1030,7 @@ impl<'g> Gen<'g> {
             OpKind::Push | OpKind::Pop => {
                 let base_ty = self.value_ty(fi, &args[0]);
                 let Ty::Vec(et) = base_ty.autoderef().clone() else { return self.decline("push/pop on a non-Vec") };
-                let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
+                let Some(esc) = scalar(&et) else { return self.real_vec_push_pop(fi, r, &op.kind, &args) };
                 let (addr, _) = need!(self, self.red_object(fi, &args[0]), "vector");
                 let (t, vt, u32t) = (sc_rust(esc), sc_valty(esc), u32_valty());
                 let list = list_local(self, fi, &args[0]);

@@ -133,6 +133,7 @@ impl<'g> Gen<'g> {
         let drops = self.plans[fi].dead_strings.get(&b).cloned().unwrap_or_default();
         for k in start..ops.len() {
             let op = &ops[k];
+            self.op_at.set(Some((fi, b, k)));
             if let Some(ci) = self.inlined_callee(fi, op.result, &op.kind) {
                 // Inline: push the continuation, then the callee's entry.
                 let callee = self.fns[ci];

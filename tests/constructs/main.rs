@@ -24,3 +24,4 @@ mod opaque;
 mod promotion;
 mod rust_style;
 mod strings;
+mod tutorial_vm;
