@@ -129,26 +129,26 @@ fn type_head(t: &syn::Type) -> Option<String> {
 pub struct ModuleShapes {
     /// `type A = B;`
     aliases: BTreeMap<String, syn::Type>,
-    /// Structs without lifetimes or generics.
-    structs: BTreeSet<String>,
+    /// Enums (values: a field of one is not passed by reference).
+    enums: BTreeSet<String>,
 }
 
 impl ModuleShapes {
     pub fn read(items: &[syn::Item]) -> Self {
         let mut aliases = BTreeMap::new();
-        let mut structs = BTreeSet::new();
+        let mut enums = BTreeSet::new();
         for it in items {
             match it {
                 syn::Item::Type(t) if t.generics.params.is_empty() => {
                     aliases.insert(t.ident.to_string(), (*t.ty).clone());
                 }
-                syn::Item::Struct(s) if s.generics.params.is_empty() => {
-                    structs.insert(s.ident.to_string());
+                syn::Item::Enum(e) => {
+                    enums.insert(e.ident.to_string());
                 }
                 _ => {}
             }
         }
-        ModuleShapes { aliases, structs }
+        ModuleShapes { aliases, enums }
     }
 
     /// `t` with module aliases resolved (a few levels).
@@ -163,15 +163,25 @@ impl ModuleShapes {
         t
     }
 
-    /// `Some(true)` for a scalar, `Some(false)` for a `Vec`, `HashMap`,
-    /// `String` or struct of the module, `None` for what is not split.
+    /// `Some(true)` for a scalar, `Some(false)` for an object passed by
+    /// reference (a `Vec`, `HashMap`, `String`, array, struct of the module,
+    /// or an object of another type: a `Box<dyn Write>`, an `Rc`, another
+    /// crate's map), `None` for what is not split (a value of an enum,
+    /// `Option` or `Result`, whose writes are not through a reference).
     fn field_shape(&self, t: &syn::Type) -> Option<bool> {
         let t = self.resolve(t);
+        if matches!(t, syn::Type::Array(_)) {
+            return Some(false);
+        }
         let h = type_head(&t)?;
         if SCALARS.contains(&h.as_str()) {
             return Some(true);
         }
-        (h == "Vec" || h == "HashMap" || h == "String" || self.structs.contains(&h)).then_some(false)
+        (!self.enums.contains(&h) && !matches!(h.as_str(), "Option" | "Result" | "Self")).then_some(false)
+    }
+
+    fn is_array(&self, t: &syn::Type) -> bool {
+        matches!(self.resolve(t), syn::Type::Array(_))
     }
 
     fn is_vec(&self, t: &syn::Type) -> bool {
@@ -617,7 +627,7 @@ pub fn split(
         return Err(why);
     }
     if let Some(f) = unsupported.iter().find(|f| probe.mentioned.contains(*f)) {
-        return Err(format!("field `{f}`: not a scalar, `Vec`, `HashMap`, `String` or struct of the module"));
+        return Err(format!("field `{f}`: a value of an enum, `Option` or `Result` (a scalar, or an object passed by reference, can be split)"));
     }
     // Fields the method never uses stay in `self`, untouched.
     order.retain(|f| probe.mentioned.contains(f));
@@ -625,7 +635,7 @@ pub fn split(
     for (name, kind) in kinds.iter_mut() {
         if matches!(*kind, FieldKind::Mutated | FieldKind::Owned)
             && !mutated.contains(name)
-            && shapes.is_vec(&tys[name])
+            && (shapes.is_vec(&tys[name]) || shapes.is_array(&tys[name]))
         {
             *kind = FieldKind::Frozen;
         }

@@ -22,6 +22,7 @@ mod macros;
 mod maps;
 mod opaque;
 mod promotion;
+mod register_vm;
 mod rust_style;
 mod strings;
 mod tutorial_vm;

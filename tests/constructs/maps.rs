@@ -140,7 +140,7 @@ fn check(code: &[u8], n: i64) {
     assert_eq!(m.run(code, n), want, "{code:?} {n}");
     assert_eq!(m, plain, "{code:?} {n}");
     let mut m = machine();
-    assert_eq!(jit::specialize::Machine::run(code).call(&mut m, n), want, "{code:?} {n}");
+    assert_eq!(jit::specialize::Machine::run(&mut m, code, n), want, "{code:?} {n}");
     assert_eq!(m, plain, "{code:?} {n}");
 }
 
@@ -154,7 +154,7 @@ fn maps_of_objects_are_residual_calls_and_agree_with_plain() {
     assert!(jit::left_to_rust().is_empty(), "{:?}", jit::left_to_rust());
     assert!(jit::stats().compilations > 0, "{:?}", jit::last_decline());
     assert_eq!(jit::stats().declined, 0, "{:?}", jit::last_decline());
-    let listing = jit::specialize::Machine::run(&code).listing().to_string();
+    let listing = jit::portal_listings().join("\n");
     for call in ["insert", "get", "remove", "contains_key", "len"] {
         assert!(listing.contains(call), "{call}: {listing}");
     }
