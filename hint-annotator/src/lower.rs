@@ -221,6 +221,7 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
         errors: vec![],
         span: f.span,
         inlines: vec![],
+        frozen_names: places::frozen_names(f),
     };
     for p in &f.params {
         if matches!(p.ty, Ty::Tuple(_)) {
@@ -292,6 +293,9 @@ struct Lowering<'m, 'a> {
     /// The functions being inlined, innermost last, with the join their
     /// `return` goes to.
     inlines: Vec<(String, usize)>,
+    /// Names that only ever stand for data behind a shared reference
+    /// parameter of the function (see `frozen_names`).
+    frozen_names: HashSet<String>,
 }
 
 /// Whether calls of `f` are inlined where they are made, and `f` has no
@@ -927,9 +931,17 @@ impl<'m, 'a> Lowering<'m, 'a> {
             p => (p, None),
         };
         // A `Copy` struct bound by value is the binding's own (see
-        // `value_of`); one made here (a literal) needs no copy.
+        // `value_of`); one made here (a literal) needs no copy, nor one an
+        // immutable binding reads out of data behind a shared reference
+        // parameter (an instruction of the program): neither can change
+        // while the binding lives, and every use by value copies it.
         let v = self.expr(&init.expr);
-        let v = if matches!(&*init.expr, Expr::Struct(_)) { v } else { self.copied(v, &init.expr) };
+        let immutable = matches!(&local.pat, Pat::Ident(pi) if pi.mutability.is_none() && pi.by_ref.is_none());
+        let v = if matches!(&*init.expr, Expr::Struct(_)) || (immutable && self.frozen_place(&init.expr)) {
+            v
+        } else {
+            self.copied(v, &init.expr)
+        };
         if let Some(t) = ascribed {
             match self.m.ty(t, self.f.self_ty.as_deref()) {
                 Ok(t) => {

@@ -5,6 +5,24 @@
 use super::*;
 
 impl<'m, 'a> Lowering<'m, 'a> {
+    /// Whether `e` is a place (fields and elements) inside what a shared
+    /// reference parameter of the function points to: data no one changes
+    /// while the function runs.
+    pub(super) fn frozen_place(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Paren(p) => self.frozen_place(&p.expr),
+            Expr::Field(f) => self.frozen_place(&f.base),
+            Expr::Index(i) => self.frozen_place(&i.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.frozen_place(&u.expr),
+            // A name bound to frozen data in the function's own body (not
+            // a callee inlined into it), never bound otherwise.
+            Expr::Path(p) if self.inlines.is_empty() => {
+                p.path.get_ident().is_some_and(|id| self.frozen_names.contains(&id.to_string()))
+            }
+            _ => false,
+        }
+    }
+
     pub(super) fn place(&mut self, e: &Expr) -> Option<Place> {
         match e {
             Expr::Paren(p) => self.place(&p.expr),
@@ -565,4 +583,66 @@ fn place_expr(e: &Expr) -> bool {
         Expr::Unary(u) => matches!(u.op, syn::UnOp::Deref(_)),
         _ => false,
     }
+}
+
+/// The names of `f` that only ever stand for data behind a shared
+/// reference parameter: such a parameter never bound again, or a name whose
+/// every binding is an immutable `let` of one of those, possibly through
+/// `hint!(.., concrete)` or `hint!(.., deepfreeze)` (what a split `self`'s
+/// program field is).
+pub(super) fn frozen_names(f: &FnDef<'_>) -> HashSet<String> {
+    use syn::visit::Visit;
+    /// Every binding of a name in the body: `Some(init)` for an immutable
+    /// `let NAME = init`, `None` for any other.
+    struct Bindings<'b>(HashMap<String, Vec<Option<&'b Expr>>>);
+    impl<'b> Visit<'b> for Bindings<'b> {
+        fn visit_local(&mut self, l: &'b syn::Local) {
+            match (&l.pat, &l.init) {
+                (Pat::Ident(pi), Some(init))
+                    if pi.mutability.is_none()
+                        && pi.by_ref.is_none()
+                        && pi.subpat.is_none()
+                        && init.diverge.is_none() =>
+                {
+                    self.0.entry(pi.ident.to_string()).or_default().push(Some(&init.expr));
+                    self.visit_expr(&init.expr);
+                }
+                _ => syn::visit::visit_local(self, l),
+            }
+        }
+        fn visit_pat_ident(&mut self, p: &'b syn::PatIdent) {
+            self.0.entry(p.ident.to_string()).or_default().push(None);
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut b = Bindings(HashMap::new());
+    b.visit_block(f.body);
+    let shared: HashSet<String> = f.params.iter().filter(|p| p.shared).map(|p| p.name.clone()).collect();
+    let mut frozen: HashSet<String> = shared.iter().filter(|n| !b.0.contains_key(*n)).cloned().collect();
+    // `let y = x`, or `let y = hint!(x, concrete)`, of a frozen `x`.
+    let of_frozen = |e: &Expr, frozen: &HashSet<String>| {
+        let root = match e {
+            Expr::Macro(m) if m.mac.path.is_ident("hint") => {
+                let args =
+                    m.mac.parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated).ok();
+                let freezes = args.as_ref().and_then(|a| a.last()).is_some_and(
+                    |h| matches!(h, Expr::Path(p) if p.path.is_ident("concrete") || p.path.is_ident("deepfreeze")),
+                );
+                args.filter(|_| freezes).and_then(|a| a.first().cloned())
+            }
+            e => Some(e.clone()),
+        };
+        matches!(root, Some(Expr::Path(p)) if p.path.get_ident().is_some_and(|i| {
+            let i = i.to_string();
+            frozen.contains(&i) || shared.contains(&i)
+        }))
+    };
+    for _ in 0..4 {
+        for (name, sites) in &b.0 {
+            if sites.iter().all(|s| s.is_some_and(|e| of_frozen(e, &frozen))) {
+                frozen.insert(name.clone());
+            }
+        }
+    }
+    frozen
 }
