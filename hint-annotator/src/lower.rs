@@ -956,7 +956,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
         match pat {
             Pat::Ident(pi) if pi.subpat.is_none() => self.bind(pi.ident.to_string(), v, local),
-            Pat::Wild(_) => {}
+            // `let _ = out.write_all(..);`: a result dropped, of a type
+            // nothing else tells (an opaque object's method's), is unit
+            // to compiled code, as a statement's is.
+            Pat::Wild(_) => {
+                if matches!(self.u.shallow(&self.ty_of(&v)), Ty::Infer(_)) {
+                    let t = self.ty_of(&v);
+                    self.unify(&Ty::Unit, &t, local.span());
+                }
+            }
             p => {
                 // Rust checked that the pattern is irrefutable: no tests.
                 let mut binds = vec![];

@@ -286,13 +286,18 @@ impl<'g> Gen<'g> {
                 at += 2;
             } else if ty == Ty::Str {
                 // A `String`: its address. Formatted, and passed by `&` to
-                // an object's method, it is read by reference; passed by
-                // value, a copy is (the interpreter's own is moved, and
-                // compiled code may still hold it).
+                // an object's method, it is read by reference; passed as
+                // its bytes or text (`s.as_bytes()`), so; passed by value, a
+                // copy is (the interpreter's own is moved, and compiled
+                // code may still hold it).
                 let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("an argument")) };
                 arg_code.push(quote!(__args.push(#x);));
                 let by_ref = format || (method.is_some() && shape.get(i - 1).copied().unwrap_or(false));
-                reads.push(if by_ref {
+                let view = object_views(name).get(i.wrapping_sub(1)).cloned().flatten().filter(|_| method.is_some());
+                reads.push(if let Some(view) = view {
+                    let view = format_ident!("{}", view);
+                    quote!(unsafe { (*(__b[#at] as usize as *const ::std::string::String)).#view() })
+                } else if by_ref {
                     quote!(unsafe { &*(__b[#at] as usize as *const ::std::string::String) })
                 } else {
                     quote!(unsafe { (*(__b[#at] as usize as *const ::std::string::String)).clone() })
@@ -511,6 +516,14 @@ impl<'g> Gen<'g> {
 /// Of a residual call's name: the opaque object's method it calls (`.m(shape)`
 /// in the flow graph; empty for the object called) and which arguments are
 /// values passed by reference (`shape`); `None` for other calls.
+/// Per argument of an opaque call's name `.m(&,as_bytes)`, the view of a
+/// `String` passed as its bytes or text (`as_bytes`, `as_str`).
+fn object_views(name: &str) -> Vec<Option<String>> {
+    let Some(m) = name.strip_prefix('.') else { return vec![] };
+    let shape = m.split_once('(').map_or("", |(_, r)| r.split_once(')').map_or(r, |(s, _)| s));
+    shape.split(',').map(|s| matches!(s, "as_bytes" | "as_str").then(|| s.to_string())).collect()
+}
+
 /// What [`Gen::residual_args`] gives: code pushing the words, the
 /// callback's reads, where each argument starts, how many words.
 struct ArgWords {

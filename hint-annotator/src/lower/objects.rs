@@ -71,6 +71,24 @@ impl<'m, 'a> Lowering<'m, 'a> {
     pub(super) fn by_reference(&mut self, exprs: &Punctuated<Expr, Token![,]>, args: &mut Vec<LVal>) -> String {
         let mut shape = vec![];
         for e in exprs {
+            // A `String` passed as its bytes or text (`out.write_all(s.as_bytes())`):
+            // the string, viewed so in the call.
+            if let Expr::MethodCall(m) = e {
+                let view = m.method.to_string();
+                // Only of a place (read twice where it is not a `String`).
+                if m.args.is_empty() && matches!(view.as_str(), "as_bytes" | "as_str") && pure_place(&m.receiver) {
+                    let s = self.expr(&m.receiver);
+                    let s = match s {
+                        r @ LVal::Ref(_) => self.rvalue(r, &*m.receiver),
+                        v => v,
+                    };
+                    if self.deref_ty(&self.ty_of(&s)) == Ty::Str {
+                        shape.push(if view == "as_bytes" { "as_bytes" } else { "as_str" });
+                        args.push(s);
+                        continue;
+                    }
+                }
+            }
             let v = self.expr(e);
             let v = match v {
                 r @ LVal::Ref(_) => self.rvalue(r, e),

@@ -14,7 +14,10 @@
 //! per value. Each case is entered by a tail call with its live
 //! values passed through the frame (a store and a load per value). When the
 //! switch is full or a case declines, residual code continues in the
-//! interpreter through execute mode.
+//! interpreter through execute mode. So a switch is made only where no
+//! operation the extension cannot compile lies ahead of its state
+//! (`Compilation::set_declines_ahead`): execute mode, running the same
+//! extension, could not go past one; the compilation declines instead.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
