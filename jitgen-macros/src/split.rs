@@ -471,19 +471,14 @@ impl VisitMut for Rewrite<'_> {
             Expr::Field(_) => {
                 if let Some(f) = self_field(e) {
                     self.mentioned.insert(f.clone());
+                    // Where `self.f` was written: what is said of the field
+                    // (a decline's line) points there.
+                    let span = syn::spanned::Spanned::span(&*e);
+                    let mut c = Self::cell(&f);
+                    c.set_span(span);
                     match self.kinds.get(&f) {
-                        Some(FieldKind::Cell) => {
-                            let c = Self::cell(&f);
-                            *e = syn::parse_quote!(#c);
-                        }
-                        Some(FieldKind::Owned) => {
-                            let c = Self::cell(&f);
-                            *e = syn::parse_quote!(#c);
-                        }
-                        Some(_) => {
-                            let c = Self::cell(&f);
-                            *e = syn::parse_quote!((*#c));
-                        }
+                        Some(FieldKind::Cell) | Some(FieldKind::Owned) => *e = syn::parse_quote_spanned!(span=> #c),
+                        Some(_) => *e = syn::parse_quote_spanned!(span=> (*#c)),
                         None => self.fail(&format!("`self.{f}`")),
                     }
                     return;
