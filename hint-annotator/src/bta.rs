@@ -30,7 +30,7 @@ use indexmap::IndexMap;
 use petgraph::stable_graph::NodeIndex;
 use proc_macro2::Span;
 
-use crate::flowgraph::{Exit, FlowGraph, HintKind, OpKind, Value, Var};
+use crate::flowgraph::{as_written, Exit, FlowGraph, HintKind, OpKind, Value, Var};
 use crate::types::Ty;
 
 /// Why a value is red no matter what.
@@ -295,19 +295,6 @@ pub(crate) struct Analysis<'g> {
     pub green_result: HashMap<String, Result<Forcing, ForceError>>,
     in_progress: Vec<String>,
     pub errors: Vec<syn::Error>,
-}
-
-/// Source text as the user wrote it: the fields of a portal method's
-/// `self`, split into bindings before the analysis (`__self_ip`,
-/// `(* __self_chunk)`), shown as `self.ip` and `self.chunk`.
-fn as_written(s: &str) -> String {
-    let mut out = s.to_string();
-    while let Some(at) = out.find("(* __self_") {
-        let rest = &out[at + "(* __self_".len()..];
-        let Some(end) = rest.find(')') else { break };
-        out = format!("{}self.{}{}", &out[..at], &rest[..end], &rest[end + 1..]);
-    }
-    out.replace("__self_", "self.")
 }
 
 fn describe(g: &FlowGraph, v: Var) -> String {

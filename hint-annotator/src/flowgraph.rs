@@ -557,3 +557,16 @@ pub fn has_merge_point(body: &syn::Block) -> bool {
     syn::visit::Visit::visit_block(&mut f, body);
     f.0
 }
+
+/// Source text as the user wrote it: the fields of a portal method's
+/// `self`, split into bindings before the analysis (`__self_ip`,
+/// `(* __self_chunk)`), shown as `self.ip` and `self.chunk`.
+pub fn as_written(s: &str) -> String {
+    let mut out = s.to_string();
+    while let Some(at) = out.find("(* __self_") {
+        let rest = &out[at + "(* __self_".len()..];
+        let Some(end) = rest.find(')') else { break };
+        out = format!("{}self.{}{}", &out[..at], &rest[..end], &rest[end + 1..]);
+    }
+    out.replace("__self_", "self.")
+}

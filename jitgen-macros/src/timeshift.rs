@@ -541,7 +541,8 @@ impl<'g> Gen<'g> {
         let args = &op.args;
         if let Repr::Bad(why) = &rr {
             if !matches!(op.kind, OpKind::SetField(_) | OpKind::SetItem | OpKind::Push | OpKind::GlobalMergePoint) {
-                return self.decline(&format!("jitgen cannot compile {why} yet (in `{}`)", op.source));
+                let source = hint_annotator::flowgraph::as_written(&op.source);
+                return self.decline(&format!("jitgen cannot compile {why} yet (in `{source}`)"));
             }
         }
         let code = match self.enum_list_op(fi, op) {
