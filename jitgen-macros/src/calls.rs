@@ -118,14 +118,14 @@ impl<'g> Gen<'g> {
         let types = self.cg.types();
         let f = self.fns[fi];
         let (direct, portal_check) = self.portal_call(fi, name, args);
-        let (method, mut shape, then) = object_method(name);
+        let mut obj = ObjectCall::of(name);
         let ArgWords { code: mut arg_code, reads, mut starts, mut at } =
-            match self.residual_args(fi, name, args, method, &mut shape, format.is_some()) {
+            match self.residual_args(fi, name, args, obj.as_mut(), format.is_some()) {
                 Ok(words) => words,
                 Err(declined) => return declined,
             };
         let rty = f.graph.var(r).ty.clone();
-        if let (true, Ty::Option(v)) = (name.ends_with(".copied()"), &rty) {
+        if let (Some(true), Ty::Option(v)) = (obj.as_ref().map(|o| o.copied), &rty) {
             // Read out by copy (see `object_method`): only a plain value may be.
             if scalar(v).is_none() && !(is_enum(v) && plain(v, types)) {
                 return self.decline(&format!("a value of type `{v}` read out of a map by copy"));
@@ -149,9 +149,9 @@ impl<'g> Gen<'g> {
                 let direct_fn = format_ident!("__direct_{}", name);
                 quote!(if __b[#entry_at] == 0 { #path(#(#reads),*) } else { #direct_fn(__b[#entry_at], #(#reads),*) })
             }
-            None => match method {
-                Some(m) => {
-                    let call = object_call(m, &shape, &reads, args);
+            None => match &obj {
+                Some(o) => {
+                    let (call, then) = (object_call(o, &reads, args), o.then());
                     quote!(#call #then)
                 }
                 None => {
@@ -224,15 +224,15 @@ impl<'g> Gen<'g> {
 
     /// The words of a residual call's arguments: code pushing them onto
     /// `__args`, the callback's reads of them (from `__b`), where each
-    /// starts, and how many; `shape` is cleared where a read is already a
-    /// reference. `Err` is the decline for an argument it cannot pass.
+    /// starts, and how many; for an object's method (`obj`), an argument
+    /// read as a reference already is marked so. `Err` is the decline for an
+    /// argument it cannot pass.
     fn residual_args(
         &mut self,
         fi: usize,
         name: &str,
         args: &[Value],
-        method: Option<&str>,
-        shape: &mut [bool],
+        mut obj: Option<&mut ObjectCall>,
         format: bool,
     ) -> Result<ArgWords, TokenStream> {
         let rt = rt();
@@ -245,7 +245,8 @@ impl<'g> Gen<'g> {
         for (i, a) in args.iter().enumerate() {
             starts.push(at);
             let ty = self.value_ty(fi, a);
-            if let (Some(_), 0) = (method, i) {
+            let by_ref = obj.as_ref().is_some_and(|o| o.by_ref(i));
+            if let (Some(_), 0) = (&obj, i) {
                 // The receiver of an opaque object's method: its address.
                 let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("a receiver")) };
                 arg_code.push(quote!(__args.push(#x);));
@@ -292,25 +293,22 @@ impl<'g> Gen<'g> {
                 // code may still hold it).
                 let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("an argument")) };
                 arg_code.push(quote!(__args.push(#x);));
-                let by_ref = format || (method.is_some() && shape.get(i - 1).copied().unwrap_or(false));
-                let view = object_views(name).get(i.wrapping_sub(1)).cloned().flatten().filter(|_| method.is_some());
+                let view = obj.as_ref().and_then(|o| o.views.get(i.checked_sub(1)?).cloned().flatten());
                 reads.push(if let Some(view) = view {
-                    let view = format_ident!("{}", view);
                     quote!(unsafe { (*(__b[#at] as usize as *const ::std::string::String)).#view() })
-                } else if by_ref {
+                } else if format || by_ref {
                     quote!(unsafe { &*(__b[#at] as usize as *const ::std::string::String) })
                 } else {
                     quote!(unsafe { (*(__b[#at] as usize as *const ::std::string::String)).clone() })
                 });
-                if let Some(s) = shape.get_mut(i.wrapping_sub(1)).filter(|_| method.is_some()) {
-                    *s = false;
+                if let Some(o) = obj.as_deref_mut() {
+                    o.read_as_reference(i);
                 }
                 at += 1;
             } else if let Ty::Struct(sname) = &ty {
                 // A struct of the module passed by value: its address. By
                 // `&` to an object's method (a map's key), read by
                 // reference; else copied, which only a `Copy` struct may be.
-                let by_ref = method.is_some() && shape.get(i - 1).copied().unwrap_or(false);
                 if !by_ref && !types.structs.get(sname).is_some_and(|d| d.copy) {
                     return Err(self.decline(&format!("a `{sname}` moved into a residual call of `{name}`")));
                 }
@@ -322,8 +320,8 @@ impl<'g> Gen<'g> {
                 } else {
                     quote!(unsafe { *(__b[#at] as usize as *const #t) })
                 });
-                if let Some(s) = shape.get_mut(i.wrapping_sub(1)).filter(|_| method.is_some()) {
-                    *s = false;
+                if let Some(o) = obj.as_deref_mut() {
+                    o.read_as_reference(i);
                 }
                 at += 1;
             } else if let (Ty::Ref { mutable, to }, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
@@ -354,8 +352,8 @@ impl<'g> Gen<'g> {
                     quote!(unsafe { &*(__b[#at] as usize as *const #t) })
                 });
                 // Already a reference where a method takes one (a map's key).
-                if let Some(s) = shape.get_mut(i.wrapping_sub(1)).filter(|_| method.is_some()) {
-                    *s = false;
+                if let Some(o) = obj.as_deref_mut() {
+                    o.read_as_reference(i);
                 }
                 at += 1;
             } else {
@@ -513,17 +511,6 @@ impl<'g> Gen<'g> {
     }
 }
 
-/// Of a residual call's name: the opaque object's method it calls (`.m(shape)`
-/// in the flow graph; empty for the object called) and which arguments are
-/// values passed by reference (`shape`); `None` for other calls.
-/// Per argument of an opaque call's name `.m(&,as_bytes)`, the view of a
-/// `String` passed as its bytes or text (`as_bytes`, `as_str`).
-fn object_views(name: &str) -> Vec<Option<String>> {
-    let Some(m) = name.strip_prefix('.') else { return vec![] };
-    let shape = m.split_once('(').map_or("", |(_, r)| r.split_once(')').map_or(r, |(s, _)| s));
-    shape.split(',').map(|s| matches!(s, "as_bytes" | "as_str").then(|| s.to_string())).collect()
-}
-
 /// What [`Gen::residual_args`] gives: code pushing the words, the
 /// callback's reads, where each argument starts, how many words.
 struct ArgWords {
@@ -533,34 +520,66 @@ struct ArgWords {
     at: usize,
 }
 
-/// The method, the arguments it takes by `&`, and what follows the call
-/// (`.copied()`) of an opaque call's name `.m(&,).then()`; no method for a
-/// function's path.
-fn object_method(name: &str) -> (Option<&str>, Vec<bool>, TokenStream) {
-    match name.strip_prefix('.') {
-        Some(m) => {
-            let (m, rest) = m.split_once('(').unwrap_or((m, ")"));
-            let (shape, then) = rest.split_once(')').unwrap_or((rest, ""));
-            // A value read out of a map by copy: a plain value (scalars,
-            // enums of them), whose bits are a copy whether or not its
-            // type is `Copy` (the interpreter cloned it).
-            let then: TokenStream = match then {
-                // SAFETY: see above; the map keeps its own.
-                ".copied()" => quote!(.map(|__v| unsafe { ::core::ptr::read(__v) })),
-                then => then.parse().unwrap_or_default(),
-            };
-            (Some(m), shape.split(',').map(|s| s == "&").collect(), then)
+/// A residual call of an opaque object's method, as its name in the flow
+/// graph says: `.m(&,,as_bytes).copied()` (an empty `m` calls the object).
+struct ObjectCall {
+    method: String,
+    /// Per argument after the receiver: whether the interpreter passed it
+    /// by `&`; cleared where the callback's read is a reference already.
+    by_ref: Vec<bool>,
+    /// Per argument after the receiver: a `String` passed as its bytes or
+    /// text (`as_bytes`, `as_str`).
+    views: Vec<Option<Ident>>,
+    /// The result is an `Option<&V>` read out by copy (`map.get(&k)`).
+    copied: bool,
+}
+
+impl ObjectCall {
+    /// The object call a residual call's name is, if it is one.
+    fn of(name: &str) -> Option<ObjectCall> {
+        let m = name.strip_prefix('.')?;
+        let (method, rest) = m.split_once('(').unwrap_or((m, ")"));
+        let (shape, then) = rest.split_once(')').unwrap_or((rest, ""));
+        let parts: Vec<&str> = shape.split(',').collect();
+        Some(ObjectCall {
+            method: method.to_string(),
+            by_ref: parts.iter().map(|s| *s == "&").collect(),
+            views: parts.iter().map(|s| matches!(*s, "as_bytes" | "as_str").then(|| format_ident!("{}", s))).collect(),
+            copied: then == ".copied()",
+        })
+    }
+
+    /// Whether argument `i` (the receiver is 0) was passed by `&`.
+    fn by_ref(&self, i: usize) -> bool {
+        i.checked_sub(1).and_then(|k| self.by_ref.get(k)).copied().unwrap_or(false)
+    }
+
+    /// Marks argument `i`'s read as a reference already.
+    fn read_as_reference(&mut self, i: usize) {
+        if let Some(b) = i.checked_sub(1).and_then(|k| self.by_ref.get_mut(k)) {
+            *b = false;
         }
-        None => (None, vec![], TokenStream::new()),
+    }
+
+    /// What follows the call: a value read out of a map by copy is a plain
+    /// value (scalars, enums of them), whose bits are a copy whether or not
+    /// its type is `Copy` (the interpreter cloned it).
+    fn then(&self) -> TokenStream {
+        // SAFETY: see above; the map keeps its own.
+        if self.copied {
+            quote!(.map(|__v| unsafe { ::core::ptr::read(__v) }))
+        } else {
+            quote!()
+        }
     }
 }
 
-/// The call of an opaque object's method `m` (or of the object itself,
-/// where `m` is empty) with the callback's `reads` of `args`, the receiver's
+/// The call of an opaque object's method (or of the object itself, where
+/// the method is empty) with the callback's `reads` of `args`, the receiver's
 /// address first: constants as literals, typed by the method as in the
 /// interpreter's own call, and values the interpreter passed by reference
-/// (`shape`) by reference.
-fn object_call(m: &str, shape: &[bool], reads: &[TokenStream], args: &[Value]) -> TokenStream {
+/// by reference.
+fn object_call(obj: &ObjectCall, reads: &[TokenStream], args: &[Value]) -> TokenStream {
     let rest: Vec<TokenStream> = reads[1..]
         .iter()
         .zip(&args[1..])
@@ -577,7 +596,7 @@ fn object_call(m: &str, shape: &[bool], reads: &[TokenStream], args: &[Value]) -
                 }
                 _ => x.clone(),
             };
-            if shape.get(i).copied().unwrap_or(false) {
+            if obj.by_ref(i + 1) {
                 quote!(&#x)
             } else {
                 x
@@ -585,11 +604,11 @@ fn object_call(m: &str, shape: &[bool], reads: &[TokenStream], args: &[Value]) -
         })
         .collect();
     let recv = &reads[0];
-    if m.is_empty() {
+    if obj.method.is_empty() {
         // SAFETY: as for a method, below.
         quote!(unsafe { (*#recv)(#(#rest),*) })
     } else {
-        let m = format_ident!("{}", m);
+        let m = format_ident!("{}", obj.method);
         // SAFETY: the address of a live object of the interpreter's: the
         // method borrows it (shared or mutable, as the method takes it) as
         // the interpreter's own call did.

@@ -214,12 +214,7 @@ impl<'g> Gen<'g> {
         if !matches!(self.repr(fi, *m), Repr::RPtr) {
             return self.decline("a HashMap whose keys or values are not scalars, known only while compiling");
         }
-        if let (OpKind::MapGet, Ty::Map(_, v)) = (kind, self.value_ty(fi, &args[0]).autoderef()) {
-            // Read out by copy: a scalar, or an enum of them.
-            if scalar(v).is_none() && !(is_enum(v) && plain(v, self.cg.types())) {
-                return self.decline(&format!("a value of type `{v}` read from a HashMap in compiled code"));
-            }
-        }
+        // A value read by `get` is checked to be plain there (`ObjectCall::copied`).
         self.opaque_call(fi, r, name, args, None)
     }
 

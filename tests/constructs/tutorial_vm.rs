@@ -6,8 +6,8 @@
 //! the value (`is_falsy`), and output kept as a `Vec<String>` of lines.
 //! Before, a case compiled for it declined at the output's `push`, and
 //! execute mode then panicked in the program. Results and whole final
-//! states (result, stack, globals, output) are compared with `jit::plain`;
-//! random programs too.
+//! states (result, stack, frames, globals, output) are compared with
+//! `jit::plain`; random programs too.
 
 use jitgen::prelude::*;
 
@@ -66,7 +66,8 @@ mod vm {
         pub constants: Vec<Value>,
     }
 
-    struct Frame {
+    #[derive(Debug, PartialEq)]
+    pub struct Frame {
         function: usize,
         ip: usize,
         slots: usize,
@@ -82,7 +83,7 @@ mod vm {
     pub struct Vm {
         functions: Vec<Function>,
         pub stack: Vec<Value>,
-        frames: Vec<Frame>,
+        pub frames: Vec<Frame>,
         pub globals: HashMap<String, Value>,
         names: Vec<String>,
         pub output: Vec<String>,
@@ -220,12 +221,14 @@ fn fib(n: f64) -> (Vec<Function>, Vec<String>) {
     (vec![main, fib], vec!["fib".to_string()])
 }
 
-type Outcome = (Result<Value, VmError>, Vec<Value>, Vec<(String, Value)>, Vec<String>);
+type Outcome = (Result<Value, VmError>, Vec<Value>, Vec<vm::Frame>, Vec<(String, Value)>, Vec<String>);
 
+/// The whole final state: the result, the stack, the frames, the globals
+/// and the output (the functions and names are only read).
 fn outcome(r: Result<Value, VmError>, vm: Vm) -> Outcome {
     let mut globals: Vec<(String, Value)> = vm.globals.into_iter().collect();
     globals.sort_by(|a, b| a.0.cmp(&b.0));
-    (r, vm.stack, globals, vm.output)
+    (r, vm.stack, vm.frames, globals, vm.output)
 }
 
 fn check(program: impl Fn() -> (Vec<Function>, Vec<String>)) {
