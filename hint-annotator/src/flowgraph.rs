@@ -414,6 +414,30 @@ pub struct FlowGraph {
     /// Per parameter, whether it is declared a shared reference (frozen
     /// while the call lasts, whatever its machine-level type).
     pub shared_params: Vec<bool>,
+    /// The functions its residual calls of outlined Rust call (see
+    /// [`Outlined`]).
+    pub outlined: Vec<Outlined>,
+}
+
+/// A statement of a portal that uses Rust the analysis does not model,
+/// made a function of its own (`fn name(params) -> ret { body }`) that the
+/// portal's graph calls as a residual call (`OpKind::CallOpaque(name)`):
+/// the macro writes it beside the generating extension, so the portal
+/// compiles around it instead of being left to Rust as a whole.
+#[derive(Clone, Debug)]
+pub struct Outlined {
+    /// The function's name, unique in the module.
+    pub name: String,
+    /// Its parameters: the locals the statement uses, a binding the
+    /// statement only reads or calls methods on through a `&mut` to it.
+    pub params: Vec<(String, Ty)>,
+    /// What it returns.
+    pub ret: Ty,
+    /// The statement's expression, the names of the parameters passed
+    /// by reference dereferenced (`(*v)`) and `self` renamed.
+    pub body: proc_macro2::TokenStream,
+    /// Why: what the analysis does not support in the statement.
+    pub reasons: Vec<syn::Error>,
 }
 
 impl FlowGraph {

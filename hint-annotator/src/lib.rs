@@ -232,6 +232,13 @@ fn analyze(
             continue;
         }
         errors.extend(fn_errors);
+        // Statements of portals outlined: each runs as Rust, say which.
+        for g in graphs.values() {
+            let reasons: Vec<syn::Error> = g.outlined.iter().flat_map(|o| o.reasons.iter().cloned()).collect();
+            if !reasons.is_empty() {
+                left.push(LeftToRust { name: g.name.clone(), reasons });
+            }
+        }
         if !errors.is_empty() && errors.iter().all(is_unsupported) {
             // The module is left to Rust as a whole: say everything it uses
             // that the analysis does not support.

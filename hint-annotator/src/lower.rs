@@ -31,8 +31,10 @@ use crate::types::{IntTy, Ty, Unifier};
 mod calls;
 mod control;
 mod macros;
+use macros::{appended, captured_names, escaped_template, is_write_macro, pure_place, str_lit};
 mod objects;
 mod operators;
+mod outline;
 mod places;
 
 /// An operand during lowering: unsuffixed literals wait for their type.
@@ -209,6 +211,39 @@ enum Place {
 /// Lowers one function. Errors go to `errors`; the graph is returned when the
 /// function had none.
 pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::Error>) -> Option<FlowGraph> {
+    let mut errs = vec![];
+    let (mut g, mut how) = lower_fn_outlining(m, f, &mut errs, outline::Outlining::default());
+    // A portal cannot be left to Rust: what fails in it is outlined. Each
+    // lowering outlines where the last failed, with the types the last
+    // learned for what it outlined (a later use tells a binding's).
+    if has_merge_point(f.body) {
+        for _ in 0..4 {
+            let at: Vec<_> =
+                errs.iter().flat_map(|e| e.clone().into_iter().map(|e| outline::range(e.span()))).collect();
+            let more = at.iter().any(|r| !how.at.contains(r));
+            let learned = std::mem::take(&mut how.learned);
+            let grew = learned.iter().any(|(r, t)| how.known.get(r) != Some(t));
+            if errs.is_empty() || !errs.iter().all(crate::is_unsupported) || !(more || grew) {
+                break;
+            }
+            how.at.extend(at);
+            how.known.extend(learned);
+            errs = vec![];
+            (g, how) = lower_fn_outlining(m, f, &mut errs, how);
+        }
+    }
+    errors.extend(errs);
+    g
+}
+
+/// Lowers one function, outlining as `outlining` says (see `outline`);
+/// returns it with what it learned.
+fn lower_fn_outlining(
+    m: &ModuleDef<'_>,
+    f: &FnDef<'_>,
+    errors: &mut Vec<syn::Error>,
+    outlining: outline::Outlining,
+) -> (Option<FlowGraph>, outline::Outlining) {
     let mut l = Lowering {
         m,
         f,
@@ -222,6 +257,8 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
         span: f.span,
         inlines: vec![],
         frozen_names: places::frozen_names(f),
+        outlining,
+        pending: vec![],
     };
     for p in &f.params {
         if matches!(p.ty, Ty::Tuple(_)) {
@@ -243,18 +280,14 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
         l.set_exit(LExit::Return(v));
     }
     let had_errors = !l.errors.is_empty();
-    let mut g = l.finish();
-    if let Some(graph) = &g.0 {
-        g.1.extend(objects::opaque_objects_by_value(graph, f.span));
-        g.1.extend(promoted_objects(graph));
+    let (graph, mut errs, outlining) = l.finish();
+    if let Some(graph) = &graph {
+        errs.extend(objects::opaque_objects_by_value(graph, f.span));
+        errs.extend(promoted_objects(graph));
     }
-    let had_errors = had_errors || !g.1.is_empty();
-    errors.extend(g.1);
-    if had_errors {
-        None
-    } else {
-        g.0
-    }
+    let had_errors = had_errors || !errs.is_empty();
+    errors.extend(errs);
+    (if had_errors { None } else { graph }, outlining)
 }
 
 /// `hint!(e, promote)` of a reference or an object: a flexswitch switches
@@ -296,6 +329,11 @@ struct Lowering<'m, 'a> {
     /// Names that only ever stand for data behind a shared reference
     /// parameter of the function (see `frozen_names`).
     frozen_names: HashSet<String>,
+    /// Where an earlier lowering failed on Rust the analysis does not
+    /// support, and what it learned (see `outline`).
+    outlining: outline::Outlining,
+    /// The statements outlined so far.
+    pending: Vec<outline::Pending>,
 }
 
 /// Whether calls of `f` are inlined where they are made, and `f` has no
@@ -312,102 +350,6 @@ pub const STRING_ADVICE: &str = "of strings, jitgen knows `String` built by `Str
 
 /// What to write instead of an operator on strings.
 const STRING_OPERATOR_ADVICE: &str = "append with `push_str` or `+=`; compare strings in a #[jit_opaque] function, or keep what they name as an enum of the module";
-
-/// A string literal as a format string that writes it as it is.
-fn escaped_template(l: &syn::LitStr) -> syn::LitStr {
-    syn::LitStr::new(&l.value().replace('{', "{{").replace('}', "}}"), l.span())
-}
-
-/// The string literal `e` is, if it is one.
-fn str_lit(e: &Expr) -> Option<&syn::LitStr> {
-    match e {
-        Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(l), .. }) => Some(l),
-        Expr::Paren(p) => str_lit(&p.expr),
-        _ => None,
-    }
-}
-
-/// `dest.push_str(arg)` as a `write!` into `dest`: a literal becomes the
-/// format string, `&format!(..)` and `&x.to_string()` write without making
-/// the intermediate `String`, anything else is formatted with `{}`.
-fn appended(dest: &Expr, arg: &Expr) -> Expr {
-    if let Some(l) = str_lit(arg) {
-        let t = escaped_template(l);
-        return syn::parse_quote_spanned!(arg.span()=> write!(#dest, #t));
-    }
-    if let Expr::Reference(r) = arg {
-        match &*r.expr {
-            Expr::Macro(m) if m.mac.path.is_ident("format") => {
-                let tokens = &m.mac.tokens;
-                return syn::parse_quote_spanned!(arg.span()=> write!(#dest, #tokens));
-            }
-            Expr::MethodCall(mc) if mc.method == "to_string" && mc.args.is_empty() => {
-                let x = &mc.receiver;
-                return match str_lit(x) {
-                    Some(l) => {
-                        let t = escaped_template(l);
-                        syn::parse_quote_spanned!(arg.span()=> write!(#dest, #t))
-                    }
-                    None => syn::parse_quote_spanned!(arg.span()=> write!(#dest, "{}", #x)),
-                };
-            }
-            _ => {}
-        }
-    }
-    syn::parse_quote_spanned!(arg.span()=> write!(#dest, "{}", #arg))
-}
-
-/// Whether `e` is `write!(..)` or `writeln!(..)`.
-fn is_write_macro(e: &Expr) -> bool {
-    matches!(e, Expr::Macro(m) if m.mac.path.is_ident("write") || m.mac.path.is_ident("writeln"))
-}
-
-/// Whether `e` names a place that can be named again with no effect: a
-/// binding, or fields of one.
-fn pure_place(e: &Expr) -> bool {
-    match e {
-        Expr::Path(p) => p.path.get_ident().is_some(),
-        Expr::Field(f) => pure_place(&f.base),
-        Expr::Paren(p) => pure_place(&p.expr),
-        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => pure_place(&u.expr),
-        _ => false,
-    }
-}
-
-/// The names a format string takes from the scope, in order of first use:
-/// `{x}`, `{x:?}`, and `w` in `{:w$}` or `{:.w$}`.
-fn captured_names(template: &str) -> Vec<String> {
-    let mut out: Vec<String> = vec![];
-    let is_start = |c: char| c.is_alphabetic() || c == '_';
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        if rest[open + 1..].starts_with('{') {
-            rest = &rest[open + 2..];
-            continue;
-        }
-        let Some(close) = rest[open..].find('}') else { break };
-        let spec = &rest[open + 1..open + close];
-        let (arg, fmt) = spec.split_once(':').unwrap_or((spec, ""));
-        let mut found = vec![];
-        if arg.starts_with(is_start) {
-            found.push(arg.trim().to_string());
-        }
-        for piece in fmt.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$')) {
-            if let Some(name) = piece.strip_suffix('$') {
-                if name.starts_with(is_start) {
-                    found.push(name.to_string());
-                }
-            }
-        }
-        for n in found {
-            if !out.contains(&n) {
-                out.push(n);
-            }
-        }
-        rest = &rest[open + close + 1..];
-    }
-    out
-}
 
 fn span_of(t: &dyn ToTokens) -> Span {
     syn::spanned::Spanned::span(&t.to_token_stream())
@@ -575,7 +517,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             LVal::Tuple(_) => {
                 self.error(
                     span,
-                    "returning a tuple from a portal (a function with `hint!(global_merge_point)`) is not supported yet; return a struct of the module",
+                    "returning a tuple from a portal (a function with a global merge point) is not supported yet; return a struct of the module",
                 );
                 LVal::Const(Const::Unit)
             }
@@ -875,7 +817,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             match s {
                 syn::Stmt::Local(local) => self.local(local),
                 syn::Stmt::Expr(e, semi) => {
-                    let v = self.expr(e);
+                    let v = self.outlined_or_lowered(e, !(last && semi.is_none()));
                     if last && semi.is_none() {
                         value = v;
                     } else if semi.is_some() && matches!(self.u.shallow(&self.ty_of(&v)), Ty::Infer(_)) {
@@ -935,7 +877,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
         // immutable binding reads out of data behind a shared reference
         // parameter (an instruction of the program): neither can change
         // while the binding lives, and every use by value copies it.
-        let v = self.expr(&init.expr);
+        let v = self.outlined_or_lowered(&init.expr, false);
         let immutable = matches!(&local.pat, Pat::Ident(pi) if pi.mutability.is_none() && pi.by_ref.is_none());
         let v = if matches!(&*init.expr, Expr::Struct(_)) || (immutable && self.frozen_place(&init.expr)) {
             v
@@ -1139,8 +1081,14 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
     }
 
-    fn finish(mut self) -> (Option<FlowGraph>, Vec<syn::Error>) {
+    fn finish(mut self) -> (Option<FlowGraph>, Vec<syn::Error>, outline::Outlining) {
         let mut errors = std::mem::take(&mut self.errors);
+        // What was outlined, typed (or its errors, which say more than its
+        // value's missing type).
+        let outlined = self.outlined_fns();
+        if let Err(e) = &outlined {
+            errors.extend(e.iter().cloned());
+        }
         // Types: every variable that is used must have one.
         let mut vars = std::mem::take(&mut self.vars);
         let mut reported = HashSet::new();
@@ -1162,8 +1110,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
             }
         }
+        let outlining = std::mem::take(&mut self.outlining);
         if !errors.is_empty() {
-            return (None, errors);
+            return (None, errors, outlining);
         }
         let u = &self.u;
         let conv = |v: &LVal| -> Value {
@@ -1209,8 +1158,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
             links.push(ls);
             exits.push(ex);
         }
-        let g = simplify_and_build(self.f, vars, blocks, links, exits);
-        (Some(g), vec![])
+        let mut g = simplify_and_build(self.f, vars, blocks, links, exits);
+        g.outlined = outlined.unwrap_or_default();
+        (Some(g), vec![], outlining)
     }
 
     fn var_is_defined(&self, v: Var) -> bool {
@@ -1487,5 +1437,6 @@ fn build_graph(
         ret_ty: f.ret.clone(),
         opaque: f.opaque,
         shared_params: f.params.iter().map(|p| p.shared).collect(),
+        outlined: vec![],
     }
 }

@@ -303,7 +303,7 @@ enum InferKind {
 }
 
 /// The inference table: bindings of inference variables.
-#[derive(Default, Debug)]
+#[derive(Clone, Default, Debug)]
 pub(crate) struct Unifier {
     vars: Vec<(InferKind, Option<Ty>)>,
 }

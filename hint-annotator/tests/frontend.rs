@@ -899,7 +899,25 @@ fn a_portal_taking_a_mut_to_a_value_is_not_inlined() {
     *acc
 }",
         expect![[r#"
-            error 7:4: assigning through this reference (a `&mut` parameter of a portal, or a `Box`) is not supported in a #[jit_interpreter] function; keep the value in a field of a struct passed by `&mut`, or return it
+            fn run -> i64
+            block0(code_0: &[u8] red, acc_1: &mut i64 red):
+                G pc_2: usize = same_as(0_usize)
+                goto block1(pc_2)
+            block1(pc_5: usize red):
+                R v9: usize = len(code_0)
+                R v10: bool = lt(pc_5, v9)
+                if v10 then block3() else block2()
+            block2():
+                R call_opaque __jitgen_outlined_run_0(acc_1)  [gray call]
+                R v14: i64 = load(acc_1)
+                return v14
+            block3():
+                G global_merge_point()  [position key: ]
+                R pc_12: usize = add(pc_5, 1_usize)
+                goto block1(pc_12)
+
+            left to Rust: run
+                7:5: runs as Rust, one residual call (outlined): assigning through this reference (a `&mut` parameter of a portal, or a `Box`) is not supported in a #[jit_interpreter] function; keep the value in a field of a struct passed by `&mut`, or return it
         "#]],
     );
 }

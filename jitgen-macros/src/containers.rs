@@ -920,7 +920,21 @@ impl<'g> Gen<'g> {
                     }
                     Ty::Vec(et) => {
                         let Some(esc) = scalar(&et) else {
-                            return self.decline("a Vec of non-scalars in residual code");
+                            // The interpreter's own `Vec` of objects: its length word.
+                            let (addr, _) = need!(self, self.red_object(fi, &args[0]), "vector");
+                            let t = rust_ty(&et, None);
+                            let u = u64_valty();
+                            return self.bind(
+                                fi,
+                                r,
+                                quote!({
+                                    #addr
+                                    match #rt::heap::vec_layout::<#t>() {
+                                        Some(__l) => __st.vec_len(&mut __c.b, &__addr, __l),
+                                        None => __c.b.red_call(#rt::heap::vec_len::<#t>, "vec_len", &[__addr], &[#u])[0],
+                                    }
+                                }),
+                            );
                         };
                         let (addr, _) = need!(self, self.red_object(fi, &args[0]), "vector");
                         let t = sc_rust(esc);

@@ -1317,6 +1317,7 @@ fn assemble(
     }
     let extension = gen.extension();
     let ahead = crate::ahead::declines_ahead(&gen);
+    let outlined = outlined_fns(&gen);
     let mut left_lines = crate::left::lines(gen.cg.left_to_rust());
     left_lines.extend(idle);
     let plain_paths = crate::methods::method_paths(lifted, None);
@@ -1391,7 +1392,36 @@ fn assemble(
         #[allow(unused_imports)]
         use ::jitgen::__private::rt as __rt;
     };
-    Expansion { items: vec![runtime, jit_internal, jit, quote!(#(#plain_items)*)] }
+    Expansion { items: vec![runtime, jit_internal, jit, quote!(#(#plain_items)*), quote!(#(#outlined)*)] }
+}
+
+/// The statements of portals outlined as functions of their own (see
+/// `hint_annotator::flowgraph::Outlined`), which residual calls call.
+fn outlined_fns(gen: &Gen<'_>) -> Vec<TokenStream> {
+    let mut seen = HashSet::new();
+    gen.fns
+        .iter()
+        .flat_map(|f| &f.graph.outlined)
+        .filter(|o| seen.insert(o.name.clone()))
+        .map(|o| {
+            let name = format_ident!("{}", o.name);
+            let params = o.params.iter().map(|(n, t)| {
+                let n = format_ident!("{}", n);
+                let t = rust_ty(t, None);
+                quote!(#n: #t)
+            });
+            let ret = rust_ty(&o.ret, None);
+            let body = &o.body;
+            quote! {
+                #[doc(hidden)]
+                #[inline(never)]
+                #[allow(non_snake_case, unused_variables, unused_mut, unused_parens, clippy::all)]
+                fn #name(#(#params),*) -> #ret {
+                    #body
+                }
+            }
+        })
+        .collect()
 }
 
 fn camel(s: &str) -> String {

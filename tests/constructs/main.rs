@@ -21,6 +21,7 @@ mod left_to_rust;
 mod macros;
 mod maps;
 mod opaque;
+mod outlined;
 mod promotion;
 mod register_vm;
 mod rust_style;

@@ -552,20 +552,24 @@ fn over_elements(f: &syn::ExprForLoop) -> Option<Expr> {
         return None;
     }
     let (pat, body, label) = (&f.pat, &f.body, &f.label);
+    // The loop made is where the `for` was written: what fails in it is
+    // reported there.
+    let at = f.for_token.span;
     let elem: Expr = match (by_value, mutable) {
-        (true, _) => syn::parse_quote!(__for_seq[__for_i]),
-        (false, true) => syn::parse_quote!(&mut __for_seq[__for_i]),
-        (false, false) => syn::parse_quote!(&__for_seq[__for_i]),
+        (true, _) => syn::parse_quote_spanned!(at=> __for_seq[__for_i]),
+        (false, true) => syn::parse_quote_spanned!(at=> &mut __for_seq[__for_i]),
+        (false, false) => syn::parse_quote_spanned!(at=> &__for_seq[__for_i]),
     };
     let bind: syn::Stmt = if enumerate {
         let syn::Pat::Tuple(t) = &**pat else { return None };
         let (i, x) = (t.elems.first()?, t.elems.iter().nth(1)?);
-        syn::parse_quote!(let (#i, #x) = (__for_i, #elem);)
+        syn::parse_quote_spanned!(at=> let (#i, #x) = (__for_i, #elem);)
     } else {
-        syn::parse_quote!(let #pat = #elem;)
+        syn::parse_quote_spanned!(at=> let #pat = #elem;)
     };
-    let seq_ref: Expr = if mutable { syn::parse_quote!(&mut #seq) } else { syn::parse_quote!(&#seq) };
-    Some(syn::parse_quote!({
+    let seq_ref: Expr =
+        if mutable { syn::parse_quote_spanned!(at=> &mut #seq) } else { syn::parse_quote_spanned!(at=> &#seq) };
+    Some(syn::parse_quote_spanned!(at=> {
         let __for_seq = #seq_ref;
         #label for __for_i in 0..__for_seq.len() {
             #bind

@@ -280,3 +280,99 @@ impl<'m, 'a> Lowering<'m, 'a> {
         v
     }
 }
+
+/// A string literal as a format string that writes it as it is.
+pub(super) fn escaped_template(l: &syn::LitStr) -> syn::LitStr {
+    syn::LitStr::new(&l.value().replace('{', "{{").replace('}', "}}"), l.span())
+}
+
+/// The string literal `e` is, if it is one.
+pub(super) fn str_lit(e: &Expr) -> Option<&syn::LitStr> {
+    match e {
+        Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(l), .. }) => Some(l),
+        Expr::Paren(p) => str_lit(&p.expr),
+        _ => None,
+    }
+}
+
+/// `dest.push_str(arg)` as a `write!` into `dest`: a literal becomes the
+/// format string, `&format!(..)` and `&x.to_string()` write without making
+/// the intermediate `String`, anything else is formatted with `{}`.
+pub(super) fn appended(dest: &Expr, arg: &Expr) -> Expr {
+    if let Some(l) = str_lit(arg) {
+        let t = escaped_template(l);
+        return syn::parse_quote_spanned!(arg.span()=> write!(#dest, #t));
+    }
+    if let Expr::Reference(r) = arg {
+        match &*r.expr {
+            Expr::Macro(m) if m.mac.path.is_ident("format") => {
+                let tokens = &m.mac.tokens;
+                return syn::parse_quote_spanned!(arg.span()=> write!(#dest, #tokens));
+            }
+            Expr::MethodCall(mc) if mc.method == "to_string" && mc.args.is_empty() => {
+                let x = &mc.receiver;
+                return match str_lit(x) {
+                    Some(l) => {
+                        let t = escaped_template(l);
+                        syn::parse_quote_spanned!(arg.span()=> write!(#dest, #t))
+                    }
+                    None => syn::parse_quote_spanned!(arg.span()=> write!(#dest, "{}", #x)),
+                };
+            }
+            _ => {}
+        }
+    }
+    syn::parse_quote_spanned!(arg.span()=> write!(#dest, "{}", #arg))
+}
+
+/// Whether `e` is `write!(..)` or `writeln!(..)`.
+pub(super) fn is_write_macro(e: &Expr) -> bool {
+    matches!(e, Expr::Macro(m) if m.mac.path.is_ident("write") || m.mac.path.is_ident("writeln"))
+}
+
+/// Whether `e` names a place that can be named again with no effect: a
+/// binding, or fields of one.
+pub(super) fn pure_place(e: &Expr) -> bool {
+    match e {
+        Expr::Path(p) => p.path.get_ident().is_some(),
+        Expr::Field(f) => pure_place(&f.base),
+        Expr::Paren(p) => pure_place(&p.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => pure_place(&u.expr),
+        _ => false,
+    }
+}
+
+/// The names a format string takes from the scope, in order of first use:
+/// `{x}`, `{x:?}`, and `w` in `{:w$}` or `{:.w$}`.
+pub(super) fn captured_names(template: &str) -> Vec<String> {
+    let mut out: Vec<String> = vec![];
+    let is_start = |c: char| c.is_alphabetic() || c == '_';
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        if rest[open + 1..].starts_with('{') {
+            rest = &rest[open + 2..];
+            continue;
+        }
+        let Some(close) = rest[open..].find('}') else { break };
+        let spec = &rest[open + 1..open + close];
+        let (arg, fmt) = spec.split_once(':').unwrap_or((spec, ""));
+        let mut found = vec![];
+        if arg.starts_with(is_start) {
+            found.push(arg.trim().to_string());
+        }
+        for piece in fmt.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$')) {
+            if let Some(name) = piece.strip_suffix('$') {
+                if name.starts_with(is_start) {
+                    found.push(name.to_string());
+                }
+            }
+        }
+        for n in found {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out
+}

@@ -313,7 +313,7 @@ pub unsafe extern "C" fn vec_move<T: 'static>(buf: *mut u64) -> u64 {
 }
 
 /// `v.len()`: `[addr] -> [len]`.
-pub unsafe extern "C" fn vec_len<T: Word>(buf: *mut u64) -> u64 {
+pub unsafe extern "C" fn vec_len<T>(buf: *mut u64) -> u64 {
     run_callback(|| {
         // SAFETY: one word; the address is a live Vec<T>.
         let b = unsafe { args(buf, 1) };

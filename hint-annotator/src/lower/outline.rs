@@ -1,0 +1,772 @@
+//! Outlining: a statement of a portal that uses Rust the analysis does not
+//! model becomes one residual call of Rust's own code, instead of leaving
+//! the whole module to Rust.
+//!
+//! `lower_fn` lowers a portal once as it is. Where that fails only on Rust
+//! the analysis does not support (`is_unsupported`), it lowers it again
+//! with the failing spans known: each statement (a `let`'s initializer, an
+//! expression statement) that holds one of them is lowered as usual, and
+//! where that adds unsupported errors and the statement can stand alone,
+//! the lowering is rewound to before it and the statement is lowered as
+//! `__jitgen_outlined_<fn>_<k>(x, y, ..)`: a call of a function outside the
+//! module (a residual call whose result type comes from the context). The
+//! graph records the function ([`Outlined`]), its parameters typed once
+//! inference is done, and the macro writes it beside the generating
+//! extension: the statement as written, its locals its parameters.
+//! Innermost statements are tried first, so only what fails is outlined.
+//!
+//! A statement stands alone when its effects stay inside the call:
+//! - no `return`, `?`, `break` or `continue` leaving it, no `hint!`, no
+//!   `Self`, and no macro but the standard library's (a macro of the
+//!   module is expanded already);
+//! - each local it uses is passed by value if it is a value (an integer,
+//!   a `Copy` struct, an enum of values, a reference) that the statement
+//!   does not assign, borrow `&mut`, or call a `&mut self` method on; an
+//!   owned object (a `String`, a `Vec`, a map) is passed as a `&mut` to it,
+//!   when the statement never moves it (it only calls methods on it, reads
+//!   its elements, borrows or compares it), and named `(*x)` inside;
+//! - `self`, where it is not split, is a parameter like any other.
+//!
+//! What it returns must be known by the end of inference, as a value of a
+//! statement that discards it (`;`) is unit.
+
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{format_ident, quote, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::visit_mut::VisitMut;
+use syn::Expr;
+
+use super::{LVal, Lowering};
+use crate::flowgraph::{OpKind, Outlined, Var};
+use crate::types::{Ty, Unifier};
+
+/// Macros of the standard library an outlined statement may use (none of
+/// them leaves the statement).
+const STD_MACROS: &[&str] = &[
+    "format",
+    "vec",
+    "matches",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "panic",
+    "unreachable",
+    "todo",
+    "unimplemented",
+    "write",
+    "writeln",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "concat",
+    "stringify",
+    "format_args",
+    "line",
+    "column",
+    "file",
+];
+
+/// Where the lowering stood before a statement: what rewinding restores.
+pub(super) struct Mark {
+    vars: usize,
+    blocks: usize,
+    cur: Option<usize>,
+    cur_ops: usize,
+    env: Vec<(String, LVal)>,
+    loops: usize,
+    inlines: usize,
+    errors: usize,
+    u: Unifier,
+    span: Span,
+    pending: usize,
+}
+
+/// An outlined statement's call, its types not yet inferred.
+pub(super) struct Pending {
+    name: String,
+    /// The errors of the statement as written: what is reported where it
+    /// cannot be outlined after all.
+    errors: Vec<syn::Error>,
+    range: Range,
+    span: Span,
+    names: Vec<String>,
+    args: Vec<LVal>,
+    result: Var,
+    body: TokenStream,
+}
+
+/// Where to outline, and what was learned outlining.
+#[derive(Default)]
+pub(crate) struct Outlining {
+    /// Where an earlier lowering failed on Rust the analysis does not
+    /// support: the statements holding these are tried.
+    pub at: Vec<Range>,
+    /// The types of outlined statements' values an earlier lowering
+    /// inferred, by the statement's place.
+    pub known: HashMap<Range, Ty>,
+    /// What this lowering inferred so.
+    pub learned: HashMap<Range, Ty>,
+}
+
+/// How a local is passed to an outlined statement.
+#[derive(Clone, Copy, PartialEq)]
+enum Passed {
+    ByValue,
+    ByReference,
+}
+
+/// A span as line and column range, to test containment.
+type Range = ((usize, usize), (usize, usize));
+
+pub(super) fn range(s: Span) -> Range {
+    ((s.start().line, s.start().column), (s.end().line, s.end().column))
+}
+
+/// The range of all of `t`'s tokens (a span of several tokens is its
+/// first's where spans cannot be joined, in a procedural macro).
+fn tokens_range(t: TokenStream) -> Option<Range> {
+    let mut out: Option<Range> = None;
+    let mut add = |r: Range| {
+        out = Some(match out {
+            None => r,
+            Some((a, b)) => (a.min(r.0), b.max(r.1)),
+        })
+    };
+    for t in t {
+        match t {
+            TokenTree::Group(g) => {
+                add(range(g.span_open()));
+                add(range(g.span_close()));
+                if let Some(r) = tokens_range(g.stream()) {
+                    add(r);
+                }
+            }
+            t => add(range(t.span())),
+        }
+    }
+    out
+}
+
+fn contains(outer: Range, inner: Range) -> bool {
+    outer.0 <= inner.0 && inner.1 <= outer.1
+}
+
+impl Lowering<'_, '_> {
+    /// Lowers a statement's expression `e`, outlined where it fails on Rust
+    /// the analysis does not support and can stand alone (see the module
+    /// doc); `discard` where the statement drops its value.
+    pub(super) fn outlined_or_lowered(&mut self, e: &Expr, discard: bool) -> LVal {
+        let Some(here) = tokens_range(e.to_token_stream()) else { return self.expr(e) };
+        if !self.outlining.at.iter().any(|r| contains(here, *r)) || leaves(e) || desugared(e) {
+            return self.expr(e);
+        }
+        let mark = self.mark();
+        let v = self.expr(e);
+        let new = &self.errors[mark.errors..];
+        if new.is_empty() || !new.iter().all(crate::is_unsupported) {
+            return v;
+        }
+        // A loop's value is unit: it is dropped wherever it stands.
+        let discard = discard || matches!(e, Expr::ForLoop(_) | Expr::While(_));
+        let (call, mut pending) = match self.outline(e, discard, &mark) {
+            Ok(o) => o,
+            Err(why) => {
+                self.error(e.span(), format!("this statement cannot run as Rust on its own (outlined) either: {why}"));
+                return v;
+            }
+        };
+        pending.errors = self.errors[mark.errors..].to_vec();
+        // A type the statement as written had despite its errors (a
+        // comparison's `bool`) is its value's.
+        let known = self.u.finish(&self.ty_of(&v)).filter(|t| !has_unnameable(t)).or_else(|| self.written_ty(e));
+        self.rewind(&mark);
+        let out = self.expr(&call);
+        let op = self.cur.and_then(|c| {
+            self.blocks[c].ops.iter().rev().find(|o| matches!(&o.kind, OpKind::CallOpaque(n) if *n == pending.name))
+        });
+        let fits = self.errors.len() == mark.errors
+            && op.is_some_and(|o| o.args.len() == pending.names.len() && o.args.iter().all(|a| !a.is_composite()));
+        if !fits {
+            // It cannot be called so: the errors of the statement as written.
+            self.rewind(&mark);
+            return self.expr(e);
+        }
+        let op = op.expect("the call just lowered");
+        let (args, result) = (op.args.clone(), op.result);
+        let t = self.ty_of(&out);
+        match self.outlining.known.get(&here).cloned().or(known) {
+            _ if discard => self.unify(&Ty::Unit, &t, e.span()),
+            Some(k) => self.unify(&k, &t, e.span()),
+            None => {}
+        }
+        self.pending.push(Pending { args, result, range: here, span: e.span(), ..pending });
+        out
+    }
+
+    fn mark(&self) -> Mark {
+        Mark {
+            vars: self.vars.len(),
+            blocks: self.blocks.len(),
+            cur: self.cur,
+            cur_ops: self.cur.map_or(0, |c| self.blocks[c].ops.len()),
+            env: self.env.clone(),
+            loops: self.loops.len(),
+            inlines: self.inlines.len(),
+            errors: self.errors.len(),
+            u: self.u.clone(),
+            span: self.span,
+            pending: self.pending.len(),
+        }
+    }
+
+    fn rewind(&mut self, m: &Mark) {
+        self.vars.truncate(m.vars);
+        self.blocks.truncate(m.blocks);
+        self.cur = m.cur;
+        if let Some(c) = m.cur {
+            self.blocks[c].ops.truncate(m.cur_ops);
+            self.blocks[c].exit = None;
+        }
+        self.env.clone_from(&m.env);
+        self.loops.truncate(m.loops);
+        self.inlines.truncate(m.inlines);
+        self.errors.truncate(m.errors);
+        self.u = m.u.clone();
+        self.span = m.span;
+        self.pending.truncate(m.pending);
+    }
+
+    /// The call standing for `e` and what the function it calls holds, if
+    /// `e` can stand alone with the bindings of `mark`.
+    fn outline(&self, e: &Expr, discard: bool, mark: &Mark) -> Result<(Expr, Pending), String> {
+        let bound: HashSet<&str> = mark.env.iter().map(|(n, _)| n.as_str()).collect();
+        let mut uses = Uses::default();
+        uses.visit_expr(e);
+        let mut names = vec![];
+        let mut ways = vec![];
+        // The one value local the statement changes, which the call returns.
+        let mut changed: Option<String> = None;
+        for n in uses.names.iter().filter(|n| bound.contains(n.as_str())) {
+            let shown = if n == "self" { "self".to_string() } else { crate::flowgraph::as_written(n) };
+            let Some((_, v)) = mark.env.iter().rev().find(|(m, _)| m == n) else { continue };
+            if v.is_composite() {
+                return Err(format!("it uses `{shown}`, a reference compiled code resolves while compiling"));
+            }
+            let t = self.u.shallow(&self.ty_of(v));
+            let Some(passed) = self.passed(&t) else {
+                return Err(format!(
+                    "it uses `{shown}`, of type `{}`, which Rust code cannot be handed",
+                    self.u.show(&t)
+                ));
+            };
+            match passed {
+                Passed::ByValue if matches!(t, Ty::Ref { .. }) && uses.reassigned.contains(n) => {
+                    return Err(format!("it changes the reference `{shown}`"));
+                }
+                Passed::ByValue if !matches!(t, Ty::Ref { .. }) && uses.mutated.contains(n) => {
+                    if let Some(c) = &changed {
+                        return Err(format!("it changes both `{}` and `{shown}`", crate::flowgraph::as_written(c)));
+                    }
+                    if !discard || !(t.is_scalar() || self.u.is_intlike(&t)) {
+                        return Err(format!("it changes `{shown}` and gives a value"));
+                    }
+                    changed = Some(n.clone());
+                }
+                Passed::ByValue => {
+                    // A method called on it must be the module's, and not
+                    // change it.
+                    if let Ty::Struct(ty) | Ty::Enum(ty) = &t {
+                        for (_, m) in uses.receivers.iter().filter(|(r, _)| r == n) {
+                            let f = self.m.fns.get(&format!("{ty}::{m}"));
+                            let receiver = f.and_then(|f| f.params.first().filter(|p| p.name == "self"));
+                            if receiver.is_none_or(|r| matches!(r.ty, Ty::Ref { mutable: true, .. })) {
+                                return Err(format!("it calls `{m}` on `{shown}`, which may change it"));
+                            }
+                        }
+                    }
+                }
+                Passed::ByReference if uses.moved.contains(n) => return Err(format!("it moves `{shown}`")),
+                Passed::ByReference => {}
+            }
+            names.push(n.clone());
+            ways.push(passed);
+        }
+        let f: String = self.f.name.chars().map(|c| if c.is_alphanumeric() { c } else { '_' }).collect();
+        let name = format!("__jitgen_outlined_{f}_{}", mark.pending);
+        let mut body = e.clone();
+        Rename {
+            by_ref: names
+                .iter()
+                .zip(&ways)
+                .filter(|(_, w)| **w == Passed::ByReference)
+                .map(|(n, _)| n.clone())
+                .collect(),
+        }
+        .visit_expr_mut(&mut body);
+        let span = e.span();
+        let body = match &changed {
+            Some(n) => {
+                let n = format_ident!("{}", n, span = span);
+                quote!({ let mut #n = #n; let _ = #body; #n })
+            }
+            None if discard => quote!({ let _ = #body; }),
+            None => body.to_token_stream(),
+        };
+        let callee = format_ident!("{}", name, span = span);
+        let args = names.iter().zip(&ways).map(|(n, w)| {
+            let id = param_ident(n, span);
+            match w {
+                Passed::ByValue => quote!(#id),
+                Passed::ByReference => quote!(&mut #id),
+            }
+        });
+        let call = quote::quote_spanned!(span=> #callee(#(#args),*));
+        let call: Expr = match &changed {
+            Some(n) => {
+                let n = format_ident!("{}", n, span = span);
+                syn::parse2(quote::quote_spanned!(span=> #n = #call)).map_err(|e| e.to_string())?
+            }
+            None => syn::parse2(call).map_err(|e| e.to_string())?,
+        };
+        let params = names.iter().map(|n| param_name(n)).collect();
+        Ok((
+            call,
+            Pending {
+                name,
+                names: params,
+                args: vec![],
+                result: Var(0),
+                body,
+                range: ((0, 0), (0, 0)),
+                span,
+                errors: vec![],
+            },
+        ))
+    }
+
+    /// The type an expression has by its form alone: a comparison's or a
+    /// logical operator's `bool`, a cast's target, `format!`'s `String`,
+    /// `matches!`'s `bool`.
+    fn written_ty(&self, e: &Expr) -> Option<Ty> {
+        use syn::BinOp::*;
+        match e {
+            Expr::Paren(p) => self.written_ty(&p.expr),
+            Expr::Binary(b) if matches!(b.op, Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_) | And(_) | Or(_)) => {
+                Some(Ty::Bool)
+            }
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => self.written_ty(&u.expr).filter(|t| *t == Ty::Bool),
+            Expr::Cast(c) => self.m.ty(&c.ty, self.f.self_ty.as_deref()).ok().filter(|t| t.is_scalar()),
+            Expr::Macro(m) if m.mac.path.is_ident("format") => Some(Ty::Str),
+            Expr::Macro(m) if m.mac.path.is_ident("matches") => Some(Ty::Bool),
+            _ => None,
+        }
+    }
+
+    /// How a local of type `t` is passed, if it can be.
+    fn passed(&self, t: &Ty) -> Option<Passed> {
+        let copy = |t: &Ty| self.copy_value(t);
+        match t {
+            Ty::Ref { .. } => Some(Passed::ByValue),
+            // An integer literal's type, which later uses tell.
+            t if self.u.is_intlike(t) => Some(Passed::ByValue),
+            Ty::Str | Ty::Vec(_) | Ty::Map(..) => Some(Passed::ByReference),
+            t if copy(t) => Some(Passed::ByValue),
+            _ => None,
+        }
+    }
+
+    /// Whether values of `t` are plain copies: scalars, `Copy` structs,
+    /// enums, options and results of those.
+    fn copy_value(&self, t: &Ty) -> bool {
+        match self.u.shallow(t) {
+            t if t.is_scalar() => true,
+            Ty::Struct(n) => {
+                self.m.structs.get(&n).is_some_and(|s| s.copy && s.fields.values().all(|f| self.copy_value(f)))
+            }
+            Ty::Enum(n) => self.m.enums.get(&n).is_some_and(|d| {
+                d.variants
+                    .iter()
+                    .all(|v| v.fields.iter().all(|(_, f)| !matches!(f, Ty::Enum(x) if *x == n) && self.copy_value(f)))
+            }),
+            Ty::Option(x) => self.copy_value(&x),
+            Ty::Result(x, y) => self.copy_value(&x) && self.copy_value(&y),
+            _ => false,
+        }
+    }
+
+    /// Whether an outlined statement's value of type `t` can be handed to
+    /// compiled code: a plain copy, or a `String` or `Vec` of plain copies
+    /// that compiled code then owns. Nothing that holds a reference, or an
+    /// object whose drop compiled code would not know to run.
+    fn returnable(&self, t: &Ty) -> bool {
+        match t {
+            Ty::Unit | Ty::Str => true,
+            Ty::Vec(e) => self.copy_value(e),
+            t => self.copy_value(t),
+        }
+    }
+
+    /// The functions outlined, typed (once inference is done); `Err` names
+    /// a call whose parameter or result has no type a signature can name.
+    pub(super) fn outlined_fns(&mut self) -> Result<Vec<Outlined>, Vec<syn::Error>> {
+        for p in &self.pending {
+            if let Some(t) = self.u.finish(&self.vars[p.result.0 as usize].ty).filter(|t| !has_unnameable(t)) {
+                self.outlining.learned.insert(p.range, t);
+            }
+        }
+        // An integer nothing outside the statement typed has the type Rust
+        // infers inside it, which the analysis does not know.
+        let u = &self.u;
+        let resolved = |t: &Ty| {
+            if matches!(u.shallow(t), Ty::Infer(_)) {
+                None
+            } else {
+                u.finish(t).filter(|t| !has_unnameable(t))
+            }
+        };
+        let mut out = vec![];
+        let mut errors = vec![];
+        for p in &self.pending {
+            let params: Option<Vec<(String, Ty)>> =
+                p.names.iter().zip(&p.args).map(|(n, a)| Some((n.clone(), resolved(&self.ty_of(a))?))).collect();
+            let ret = resolved(&self.vars[p.result.0 as usize].ty);
+            match (params, ret) {
+                (Some(params), Some(ret)) if self.returnable(&ret) => {
+                    let reasons = p
+                        .errors
+                        .iter()
+                        .flat_map(|e| e.clone().into_iter())
+                        .map(|e| syn::Error::new(e.span(), format!("runs as Rust, one residual call (outlined): {e}")))
+                        .collect();
+                    out.push(Outlined { name: p.name.clone(), params, ret, body: p.body.clone(), reasons });
+                }
+                (Some(_), Some(ret)) => {
+                    errors.extend(p.errors.iter().cloned());
+                    errors.push(syn::Error::new(
+                        p.span,
+                        format!("this Rust, left as written in a portal, gives a `{ret}`, which compiled code cannot take from it: a plain copy (an integer, a `Copy` struct, an enum of those), a `String` or a `Vec` of plain copies can be"),
+                    ));
+                }
+                _ => errors.extend(p.errors.iter().cloned()),
+            }
+        }
+        if errors.is_empty() {
+            Ok(out)
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+fn has_unnameable(t: &Ty) -> bool {
+    match t {
+        Ty::Infer(_) | Ty::Error | Ty::Never | Ty::Param(_) | Ty::Tuple(_) => true,
+        Ty::Ref { to, .. } | Ty::Boxed(to) | Ty::Vec(to) | Ty::Slice(to) | Ty::Array(to, _) | Ty::Option(to) => {
+            has_unnameable(to)
+        }
+        Ty::Map(a, b) | Ty::Result(a, b) => has_unnameable(a) || has_unnameable(b),
+        _ => false,
+    }
+}
+
+/// The parameter standing for the local `n` (`self` cannot be one).
+fn param_name(n: &str) -> String {
+    if n == "self" {
+        "__jitgen_self".to_string()
+    } else {
+        n.to_string()
+    }
+}
+
+fn param_ident(n: &str, span: Span) -> TokenStream {
+    if n == "self" {
+        quote::quote_spanned!(span=> self)
+    } else {
+        format_ident!("{}", n, span = span).to_token_stream()
+    }
+}
+
+/// Whether `e` cannot stand alone: it leaves itself (`return`, `?`, a
+/// `break` or `continue` of a loop outside it), holds a hint, names `Self`,
+/// or uses a macro that is not the standard library's.
+fn leaves(e: &Expr) -> bool {
+    struct Leaves {
+        found: bool,
+        loops: usize,
+        labels: Vec<String>,
+    }
+    impl<'a> Visit<'a> for Leaves {
+        fn visit_expr_return(&mut self, _: &'a syn::ExprReturn) {
+            self.found = true;
+        }
+        fn visit_expr_try(&mut self, _: &'a syn::ExprTry) {
+            self.found = true;
+        }
+        fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
+        fn visit_expr_async(&mut self, _: &'a syn::ExprAsync) {}
+        fn visit_expr_await(&mut self, _: &'a syn::ExprAwait) {
+            self.found = true;
+        }
+        fn visit_expr_break(&mut self, b: &'a syn::ExprBreak) {
+            match &b.label {
+                Some(l) => self.found |= !self.labels.contains(&l.ident.to_string()),
+                None => self.found |= self.loops == 0,
+            }
+            syn::visit::visit_expr_break(self, b);
+        }
+        fn visit_expr_continue(&mut self, c: &'a syn::ExprContinue) {
+            match &c.label {
+                Some(l) => self.found |= !self.labels.contains(&l.ident.to_string()),
+                None => self.found |= self.loops == 0,
+            }
+        }
+        fn visit_label(&mut self, l: &'a syn::Label) {
+            self.labels.push(l.name.ident.to_string());
+        }
+        fn visit_expr_loop(&mut self, l: &'a syn::ExprLoop) {
+            self.loops += 1;
+            syn::visit::visit_expr_loop(self, l);
+            self.loops -= 1;
+        }
+        fn visit_expr_while(&mut self, l: &'a syn::ExprWhile) {
+            self.loops += 1;
+            syn::visit::visit_expr_while(self, l);
+            self.loops -= 1;
+        }
+        fn visit_expr_for_loop(&mut self, l: &'a syn::ExprForLoop) {
+            self.loops += 1;
+            syn::visit::visit_expr_for_loop(self, l);
+            self.loops -= 1;
+        }
+        fn visit_macro(&mut self, m: &'a syn::Macro) {
+            let std = m.path.get_ident().is_some_and(|i| STD_MACROS.contains(&i.to_string().as_str()));
+            self.found |= !std || names_self_type(m.tokens.clone());
+        }
+        fn visit_path(&mut self, p: &'a syn::Path) {
+            self.found |= p.segments.iter().any(|s| s.ident == "Self");
+            syn::visit::visit_path(self, p);
+        }
+        fn visit_item(&mut self, _: &'a syn::Item) {
+            self.found = true;
+        }
+    }
+    let mut l = Leaves { found: false, loops: 0, labels: vec![] };
+    l.visit_expr(e);
+    l.found
+}
+
+/// Whether `e` is the index loop lowering makes of a `for` over a
+/// sequence, whose Rust only holds for slices: the `for` as written is
+/// outlined instead.
+fn desugared(e: &Expr) -> bool {
+    fn has(t: TokenStream) -> bool {
+        t.into_iter().any(|t| match t {
+            TokenTree::Ident(i) => i.to_string().starts_with("__for_"),
+            TokenTree::Group(g) => has(g.stream()),
+            _ => false,
+        })
+    }
+    has(e.to_token_stream())
+}
+
+fn names_self_type(t: TokenStream) -> bool {
+    t.into_iter().any(|t| match t {
+        TokenTree::Ident(i) => i == "Self",
+        TokenTree::Group(g) => names_self_type(g.stream()),
+        _ => false,
+    })
+}
+
+/// The names an expression uses, in order, and how: moved (used by value
+/// as a whole), mutated (assigned or borrowed `&mut`, whole or in part),
+/// reassigned (as a whole), and the methods called on each.
+#[derive(Default)]
+struct Uses {
+    names: Vec<String>,
+    moved: HashSet<String>,
+    mutated: HashSet<String>,
+    reassigned: HashSet<String>,
+    receivers: Vec<(String, String)>,
+}
+
+impl Uses {
+    fn name(&mut self, n: String) {
+        if !self.names.contains(&n) {
+            self.names.push(n);
+        }
+    }
+
+    /// `e` used as a place: read through, not moved.
+    fn place(&mut self, e: &Expr) {
+        match e {
+            Expr::Path(p) if p.path.get_ident().is_some() => self.name(p.path.segments[0].ident.to_string()),
+            Expr::Paren(p) => self.place(&p.expr),
+            e => self.visit_expr(e),
+        }
+    }
+
+    /// The local a place is rooted at.
+    fn root(e: &Expr) -> Option<String> {
+        match e {
+            Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            Expr::Field(f) => Self::root(&f.base),
+            Expr::Index(i) => Self::root(&i.expr),
+            Expr::Paren(p) => Self::root(&p.expr),
+            _ => None,
+        }
+    }
+
+    fn tokens(&mut self, t: TokenStream) {
+        for t in t {
+            match t {
+                TokenTree::Ident(i) => self.name(i.to_string()),
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                TokenTree::Literal(l) => {
+                    // Names a format string captures (`{x}`).
+                    if let Ok(s) = syn::parse2::<syn::LitStr>(l.to_token_stream()) {
+                        for n in super::captured_names(&s.value()) {
+                            self.name(n);
+                        }
+                    }
+                }
+                TokenTree::Punct(_) => {}
+            }
+        }
+    }
+}
+
+impl<'a> Visit<'a> for Uses {
+    fn visit_expr(&mut self, e: &'a Expr) {
+        match e {
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let n = p.path.segments[0].ident.to_string();
+                self.moved.insert(n.clone());
+                self.name(n);
+            }
+            Expr::MethodCall(m) => {
+                if let Some(r) = Self::root(&m.receiver) {
+                    self.receivers.push((r, m.method.to_string()));
+                }
+                let method = m.method.to_string();
+                if method.starts_with("into") || method == "leak" {
+                    self.visit_expr(&m.receiver);
+                } else {
+                    self.place(&m.receiver);
+                }
+                m.args.iter().for_each(|a| self.visit_expr(a));
+            }
+            Expr::Field(f) => self.place(&f.base),
+            Expr::Index(i) => {
+                self.place(&i.expr);
+                self.visit_expr(&i.index);
+            }
+            Expr::Reference(r) => {
+                if r.mutability.is_some() {
+                    if let Some(n) = Self::root(&r.expr) {
+                        self.mutated.insert(n);
+                    }
+                }
+                self.place(&r.expr);
+            }
+            Expr::Assign(a) => {
+                if let Some(n) = Self::root(&a.left) {
+                    self.mutated.insert(n);
+                }
+                if let Expr::Path(p) = &*a.left {
+                    self.reassigned.extend(p.path.get_ident().map(|i| i.to_string()));
+                }
+                self.place(&a.left);
+                self.visit_expr(&a.right);
+            }
+            Expr::Binary(b) => {
+                use syn::BinOp::*;
+                let assigns = matches!(
+                    b.op,
+                    AddAssign(_)
+                        | SubAssign(_)
+                        | MulAssign(_)
+                        | DivAssign(_)
+                        | RemAssign(_)
+                        | BitXorAssign(_)
+                        | BitAndAssign(_)
+                        | BitOrAssign(_)
+                        | ShlAssign(_)
+                        | ShrAssign(_)
+                );
+                if assigns {
+                    if let Some(n) = Self::root(&b.left) {
+                        self.mutated.insert(n);
+                    }
+                    if let Expr::Path(p) = &*b.left {
+                        self.reassigned.extend(p.path.get_ident().map(|i| i.to_string()));
+                    }
+                }
+                if assigns || matches!(b.op, Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_)) {
+                    self.place(&b.left);
+                    self.place(&b.right);
+                } else {
+                    syn::visit::visit_expr_binary(self, b);
+                }
+            }
+            e => syn::visit::visit_expr(self, e),
+        }
+    }
+
+    fn visit_macro(&mut self, m: &'a syn::Macro) {
+        self.tokens(m.tokens.clone());
+    }
+}
+
+/// Renames in an outlined statement: `self` to its parameter, and each
+/// local passed by reference to `(*x)`.
+struct Rename {
+    by_ref: Vec<String>,
+}
+
+impl Rename {
+    fn tokens(&self, t: TokenStream) -> TokenStream {
+        t.into_iter()
+            .map(|t| match t {
+                TokenTree::Ident(i) if i == "self" => {
+                    TokenTree::Ident(proc_macro2::Ident::new("__jitgen_self", i.span()))
+                }
+                TokenTree::Group(g) => {
+                    let mut n = proc_macro2::Group::new(g.delimiter(), self.tokens(g.stream()));
+                    n.set_span(g.span());
+                    TokenTree::Group(n)
+                }
+                t => t,
+            })
+            .collect()
+    }
+}
+
+impl VisitMut for Rename {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        if let Expr::Path(p) = e {
+            if let Some(i) = p.path.get_ident() {
+                let n = i.to_string();
+                if n == "self" {
+                    let id = proc_macro2::Ident::new("__jitgen_self", i.span());
+                    *e = syn::parse_quote!(#id);
+                } else if self.by_ref.contains(&n) {
+                    let id = i.clone();
+                    *e = syn::parse_quote!((*#id));
+                }
+                return;
+            }
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        m.tokens = self.tokens(m.tokens.clone());
+    }
+}

@@ -1,0 +1,273 @@
+//! Rust the analysis does not model, written inside a portal: an iterator
+//! chain, a trait method call, a `&str` comparison, an array of string
+//! slices joined, a map of the standard library's with a hasher, its
+//! `entry` API, a closure, a `for` over an iterator, a `Vec` made through a
+//! type alias. Each statement using them is outlined (one residual call of
+//! the statement as written), so the portal still compiles around them.
+//! Results and whole final states are compared with `jit::plain`, through
+//! the portal and through `jit::specialize`, on random programs.
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod machine {
+    use jitgen::prelude::*;
+    use std::collections::BTreeMap;
+    use std::fmt::Write as _;
+
+    /// What can be measured.
+    pub trait Measure {
+        /// Its size.
+        fn size(&self) -> i64;
+    }
+
+    /// A square of a side.
+    #[derive(Clone, Copy)]
+    pub struct Square(pub i64);
+
+    impl Measure for Square {
+        fn size(&self) -> i64 {
+            self.0 * self.0
+        }
+    }
+
+    /// A stack, through an alias.
+    pub type Stack = Vec<i64>;
+
+    /// A machine with objects of its own.
+    pub struct Machine {
+        /// The operand stack.
+        pub stack: Vec<i64>,
+        /// Names, grown by joining.
+        pub names: Vec<String>,
+        /// Counts by key, in a map the analysis does not model.
+        pub counts: BTreeMap<i64, i64>,
+        /// What was written.
+        pub out: String,
+    }
+
+    impl Machine {
+        /// Runs `code` with the counter `n`: op 9 loops while the counter,
+        /// decremented, stays positive; 10 returns the top of the stack.
+        pub fn run(&mut self, code: &[u8], n: i64) -> i64 {
+            let mut pc = 0;
+            let mut i = n;
+            loop {
+                hint!(global_merge_point);
+                match hint!(code[pc], concrete) {
+                    0 => self.stack.push(i),
+                    1 => {
+                        let s: i64 = self.stack.iter().map(|v| v * 2).filter(|v| v % 3 != 0).sum();
+                        self.stack.push(s % 1000);
+                    }
+                    2 => {
+                        let sq = Square(i % 7);
+                        self.stack.push(sq.size());
+                    }
+                    3 => {
+                        let k = (i as usize) % self.names.len();
+                        let b = self.names[k].as_str() == "b";
+                        self.stack.push(b as i64);
+                    }
+                    4 => {
+                        let joined = [self.names[0].as_str(), "x"].concat();
+                        if joined.len() < 12 {
+                            self.names.push(joined);
+                        }
+                    }
+                    5 => {
+                        *self.counts.entry(i % 5).or_insert(0) += 1;
+                    }
+                    6 => {
+                        let mut t: Stack = Stack::new();
+                        t.push(i);
+                        t.push(i * 3);
+                        let top = t.last().copied().unwrap_or(0);
+                        self.stack.push(top);
+                    }
+                    7 => {
+                        let mut total = 0;
+                        for (k, v) in self.counts.iter() {
+                            total += k * v;
+                        }
+                        self.stack.push(total);
+                    }
+                    8 => {
+                        let top = self.stack.last().copied().unwrap_or(-1);
+                        let _ = write!(self.out, "{top};");
+                    }
+                    9 => {
+                        i -= 1;
+                        if i > 0 {
+                            pc = 0;
+                            continue;
+                        }
+                    }
+                    _ => return self.stack.last().copied().unwrap_or(0),
+                }
+                pc += 1;
+            }
+        }
+    }
+}
+
+/// A portal writing through a `&mut` parameter, and a statement that
+/// cannot stand alone (it changes two locals).
+#[jit_interpreter]
+mod written {
+    use jitgen::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// Counts the ops of `code` into `*acc`, then doubles it through the
+    /// reference.
+    pub fn count(code: &[u8], acc: &mut i64) -> i64 {
+        let mut pc = 0;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            if hint!(code[pc], concrete) > 1 {
+                *acc += 1;
+            }
+            pc += 1;
+        }
+        *acc *= 2;
+        *acc
+    }
+
+    /// Sums and counts the members of `set` at each 0 of `code`, in one
+    /// loop over the set.
+    pub fn distinct(code: &[u8], set: &BTreeSet<u8>) -> i64 {
+        let mut pc = 0;
+        let mut sum = 0i64;
+        let mut n = 0i64;
+        loop {
+            hint!(global_merge_point);
+            if pc >= code.len() {
+                return sum * 1000 + n;
+            }
+            if hint!(code[pc], concrete) == 0 {
+                for x in set.iter() {
+                    sum += *x as i64;
+                    n += 1;
+                }
+            }
+            pc += 1;
+        }
+    }
+}
+
+#[test]
+fn a_write_through_a_mut_parameter_is_outlined_and_a_statement_changing_two_locals_is_not() {
+    written::jit::config().set_threshold(0);
+    let left = written::jit::left_to_rust();
+    // `distinct` changes two locals in its loop over a set: it cannot be
+    // outlined, and the module interprets (the write of `count` alone
+    // would have been outlined).
+    assert!(left.iter().all(|l| l.starts_with("the module")), "{left:#?}");
+    assert!(left.iter().any(|l| l.contains(":148:") && l.contains("changes both `sum` and `n`")), "{left:#?}");
+    let mut rng = crate::common::Rng(0x5e7);
+    for _ in 0..crate::common::how_many(40) {
+        let code: Vec<u8> = (0..rng.below(12)).map(|_| rng.below(4) as u8).collect();
+        let (mut a, mut b) = (3, 3);
+        assert_eq!(written::count(&code, &mut a), written::jit::plain::count(&code, &mut b));
+        assert_eq!(a, b);
+        let set: std::collections::BTreeSet<u8> = code.iter().map(|c| c * 3).collect();
+        assert_eq!(written::distinct(&code, &set), written::jit::plain::distinct(&code, &set));
+    }
+}
+
+/// The write through a `&mut` parameter alone: outlined, and the portal
+/// compiles.
+#[jit_interpreter]
+mod written_alone {
+    use jitgen::prelude::*;
+
+    /// Counts the ops of `code` over 1 into `*acc`, then doubles it
+    /// through the reference.
+    pub fn count(code: &[u8], acc: &mut i64) -> i64 {
+        let mut pc = 0;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            if hint!(code[pc], concrete) > 1 {
+                *acc += 1;
+            }
+            pc += 1;
+        }
+        *acc *= 2;
+        *acc
+    }
+}
+
+#[test]
+fn a_write_through_a_mut_parameter_of_a_portal_is_outlined_and_agrees_with_plain() {
+    use written_alone::jit;
+    jit::config().set_threshold(0);
+    let left = jit::left_to_rust();
+    assert!(left.len() == 2 && left.iter().all(|l| l.contains("(outlined)")), "{left:#?}");
+    let mut rng = crate::common::Rng(0xacc);
+    for _ in 0..crate::common::how_many(60) {
+        let code: Vec<u8> = (0..rng.below(12)).map(|_| rng.below(4) as u8).collect();
+        let start = rng.below(50) as i64;
+        let (mut a, mut b, mut c) = (start, start, start);
+        let want = jit::plain::count(&code, &mut b);
+        assert_eq!(written_alone::count(&code, &mut a), want, "{code:?}");
+        assert_eq!(jit::specialize::count(&code).call(&mut c), want, "{code:?}");
+        assert_eq!((a, c), (b, b), "{code:?}");
+    }
+    assert!(jit::stats().compilations > 0, "{:?}", jit::last_decline());
+}
+
+use machine::{jit, Machine};
+
+fn fresh() -> Machine {
+    Machine {
+        stack: vec![1],
+        names: vec!["a".to_string(), "b".to_string()],
+        counts: Default::default(),
+        out: String::new(),
+    }
+}
+
+fn state(m: Machine) -> (Vec<i64>, Vec<String>, Vec<(i64, i64)>, String) {
+    (m.stack, m.names, m.counts.into_iter().collect(), m.out)
+}
+
+fn check(code: &[u8], n: i64) {
+    let mut plain = fresh();
+    let want = jit::plain::Machine::run(&mut plain, code, n);
+    let want_state = state(plain);
+    let mut m = fresh();
+    assert_eq!(m.run(code, n), want, "{code:?} {n}");
+    assert_eq!(state(m), want_state, "{code:?} {n}");
+    let mut m = fresh();
+    assert_eq!(jit::specialize::Machine::run(&mut m, code, n), want, "{code:?} {n}");
+    assert_eq!(state(m), want_state, "{code:?} {n}");
+}
+
+#[test]
+fn rust_the_analysis_does_not_model_is_outlined_and_the_portal_compiles() {
+    jit::config().set_threshold(0);
+    // Each outlined statement is reported, with why, and nothing else is
+    // left to Rust.
+    let left = jit::left_to_rust();
+    assert!(left.len() >= 5 && left.iter().all(|l| l.contains("(outlined)")), "{left:#?}");
+    assert!(left.iter().any(|l| l.contains("an array literal")), "{left:#?}");
+    for n in [1, 4, 30] {
+        check(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10], n);
+    }
+    assert!(jit::stats().compilations > 0, "{:?}", jit::last_decline());
+    // The outlined statements are residual calls; the rest is compiled.
+    let listings = jit::portal_listings().join("\n");
+    assert!(listings.contains("__jitgen_outlined"), "{listings}");
+}
+
+#[test]
+fn random_programs_with_outlined_rust_agree_with_plain() {
+    jit::config().set_threshold(0);
+    let mut rng = crate::common::Rng(0x07_1e5);
+    for _ in 0..crate::common::how_many(150) {
+        let len = rng.below(10) as usize;
+        let mut code: Vec<u8> = (0..len).map(|_| rng.below(9) as u8).collect();
+        code.extend([9, 10]);
+        check(&code, 1 + rng.below(12) as i64);
+    }
+}
