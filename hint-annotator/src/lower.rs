@@ -217,19 +217,29 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
     // lowering outlines where the last failed, with the types the last
     // learned for what it outlined (a later use tells a binding's).
     if has_merge_point(f.body) {
+        // What compiled, while a lowering with more known may outline less.
+        let mut best = None;
         for _ in 0..4 {
             let at: Vec<_> =
                 errs.iter().flat_map(|e| e.clone().into_iter().map(|e| outline::range(e.span()))).collect();
             let more = at.iter().any(|r| !how.at.contains(r));
             let learned = std::mem::take(&mut how.learned);
             let grew = learned.iter().any(|(r, t)| how.known.get(r) != Some(t));
-            if errs.is_empty() || !errs.iter().all(crate::is_unsupported) || !(more || grew) {
+            if errs.is_empty() {
+                best = g.take();
+                if !grew {
+                    break;
+                }
+            } else if !errs.iter().all(crate::is_unsupported) || !(more || grew) {
                 break;
             }
             how.at.extend(at);
             how.known.extend(learned);
             errs = vec![];
             (g, how) = lower_fn_outlining(m, f, &mut errs, how);
+        }
+        if g.is_none() && best.is_some() {
+            return best;
         }
     }
     errors.extend(errs);

@@ -267,7 +267,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 let c = self.cond(g);
                 self.test(c, f);
             }
-            let av = self.expr(&arm.body);
+            let av = self.outlined_or_lowered(&arm.body, false);
             self.env.truncate(depth);
             self.finish_arm(join, &rt, av, arm.body.span());
             match fail {

@@ -5,7 +5,8 @@
 //! `lower_fn` lowers a portal once as it is. Where that fails only on Rust
 //! the analysis does not support (`is_unsupported`), it lowers it again
 //! with the failing spans known: each statement (a `let`'s initializer, an
-//! expression statement) that holds one of them is lowered as usual, and
+//! expression statement, a `match` arm) that holds one of them is lowered
+//! as usual, and
 //! where that adds unsupported errors and the statement can stand alone,
 //! the lowering is rewound to before it and the statement is lowered as
 //! `__jitgen_outlined_<fn>_<k>(x, y, ..)`: a call of a function outside the
@@ -14,6 +15,13 @@
 //! inference is done, and the macro writes it beside the generating
 //! extension: the statement as written, its locals its parameters.
 //! Innermost statements are tried first, so only what fails is outlined.
+//!
+//! A value outlined has the type its statement had despite its errors, or
+//! its form gives (a comparison's `bool`), or a later lowering learned from
+//! its uses (`Outlining::known`): lowerings repeat while they fail in new
+//! places or learn types, and a lowering that compiles is tried once more
+//! with what it learned, where that lets an inner statement be outlined
+//! alone instead of the `match` arm around it.
 //!
 //! A statement stands alone when its effects stay inside the call:
 //! - no `return`, `?`, `break` or `continue` leaving it, no `hint!`, no
@@ -178,7 +186,13 @@ impl Lowering<'_, '_> {
         let (call, mut pending) = match self.outline(e, discard, &mark) {
             Ok(o) => o,
             Err(why) => {
-                self.error(e.span(), format!("this statement cannot run as Rust on its own (outlined) either: {why}"));
+                // A local of no known type is another error's consequence.
+                if !why.contains("of type `_`") && !why.contains("of type `{error}`") {
+                    self.error(
+                        e.span(),
+                        format!("this statement cannot run as Rust on its own (outlined) either: {why}"),
+                    );
+                }
                 return v;
             }
         };
@@ -186,6 +200,13 @@ impl Lowering<'_, '_> {
         // A type the statement as written had despite its errors (a
         // comparison's `bool`) is its value's.
         let known = self.u.finish(&self.ty_of(&v)).filter(|t| !has_unnameable(t)).or_else(|| self.written_ty(e));
+        // What statements outlined inside this one learned, for a lowering
+        // that outlines them alone.
+        for p in &self.pending[mark.pending..] {
+            if let Some(t) = self.u.finish(&self.vars[p.result.0 as usize].ty).filter(|t| !has_unnameable(t)) {
+                self.outlining.learned.insert(p.range, t);
+            }
+        }
         self.rewind(&mark);
         let out = self.expr(&call);
         let op = self.cur.and_then(|c| {
