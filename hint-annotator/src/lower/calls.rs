@@ -967,7 +967,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             // Writing into a `Vec<u8>` cannot fail (see `formatted`).
             return self.expr(&t.expr);
         }
-        let v = self.expr(&t.expr);
+        let v = self.outlined_or_lowered(&t.expr, false);
         if let LVal::Sum { ty, tag, payloads } = v {
             return self.try_sum(t, ty, *tag, payloads);
         }

@@ -11,7 +11,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let join = self.new_join(depth, Some(rt.clone()));
         let else_b;
         if let Expr::Let(l) = &*i.cond {
-            let v = self.expr(&l.expr);
+            let v = self.outlined_or_lowered(&l.expr, false);
             let v = self.rvalue(v, &l.expr);
             let fail = self.new_join(depth, None);
             let mut binds = vec![];
@@ -134,7 +134,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
         self.jump(header, None);
         self.enter(header);
         if let Expr::Let(l) = &*w.cond {
-            let v = self.expr(&l.expr);
+            let v = self.outlined_or_lowered(&l.expr, false);
             let v = self.rvalue(v, &l.expr);
             let mut binds = vec![];
             self.pattern(v, &l.pat, Some(after), &mut binds);
@@ -233,7 +233,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
     }
 
     pub(super) fn match_expr(&mut self, m: &syn::ExprMatch) -> LVal {
-        let v = self.expr(&m.expr);
+        let v = self.outlined_or_lowered(&m.expr, false);
         let v = self.rvalue(v, &m.expr);
         let depth = self.env.len();
         let rt = self.u.fresh();

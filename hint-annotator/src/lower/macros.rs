@@ -273,7 +273,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
     // ----- control flow -----------------------------------------------------------
 
     pub(super) fn cond(&mut self, c: &Expr) -> LVal {
-        let v = self.expr(c);
+        let v = self.outlined_or_lowered(c, false);
         let v = self.rvalue(v, c);
         let t = self.ty_of(&v);
         self.unify(&Ty::Bool, &t, c.span());

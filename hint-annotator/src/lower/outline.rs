@@ -384,6 +384,14 @@ impl Lowering<'_, '_> {
             }
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => self.written_ty(&u.expr).filter(|t| *t == Ty::Bool),
             Expr::Cast(c) => self.m.ty(&c.ty, self.f.self_ty.as_deref()).ok().filter(|t| t.is_scalar()),
+            // What `Iterator`'s own methods give, on a chain that starts
+            // at an iterator of the standard library's.
+            Expr::MethodCall(mc) if iterator_chain(&mc.receiver) => match mc.method.to_string().as_str() {
+                "position" | "rposition" => Some(Ty::Option(Box::new(Ty::Int(crate::types::IntTy::Usize)))),
+                "count" => Some(Ty::Int(crate::types::IntTy::Usize)),
+                "any" | "all" => Some(Ty::Bool),
+                _ => None,
+            },
             Expr::Macro(m) if m.mac.path.is_ident("format") => Some(Ty::Str),
             Expr::Macro(m) if m.mac.path.is_ident("matches") => Some(Ty::Bool),
             _ => None,
@@ -483,6 +491,31 @@ impl Lowering<'_, '_> {
         } else {
             Err(errors)
         }
+    }
+}
+
+/// Whether `e` is an iterator of the standard library's, or adapters of
+/// one: a chain of methods through `iter()`, `chars()`, `keys()` and kin.
+fn iterator_chain(e: &Expr) -> bool {
+    match e {
+        Expr::MethodCall(mc) => {
+            let m = mc.method.to_string();
+            matches!(
+                m.as_str(),
+                "iter"
+                    | "iter_mut"
+                    | "into_iter"
+                    | "chars"
+                    | "bytes"
+                    | "char_indices"
+                    | "keys"
+                    | "values"
+                    | "lines"
+                    | "split_whitespace"
+            ) || iterator_chain(&mc.receiver)
+        }
+        Expr::Paren(p) => iterator_chain(&p.expr),
+        _ => false,
     }
 }
 

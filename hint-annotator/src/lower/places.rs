@@ -471,7 +471,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// value would alias the place it was read from, and a later change of
     /// either (or a `push` moving the place) would show through the other.
     pub(super) fn value_of(&mut self, e: &Expr) -> LVal {
-        let v = self.expr(e);
+        let v = self.outlined_or_lowered(e, false);
         if place_expr(e) {
             self.copied(v, e)
         } else {
