@@ -1406,7 +1406,10 @@ fn outlined_fns(gen: &Gen<'_>) -> Vec<TokenStream> {
         .map(|o| {
             let name = format_ident!("{}", o.name);
             let params = o.params.iter().map(|(n, t)| {
-                let n = format_ident!("{}", n);
+                let n = match n.strip_prefix("r#") {
+                    Some(raw) => Ident::new_raw(raw, Span::call_site()),
+                    None => Ident::new(n, Span::call_site()),
+                };
                 let t = rust_ty(t, None);
                 quote!(#n: #t)
             });

@@ -270,6 +270,18 @@ impl Lowering<'_, '_> {
         let bound: HashSet<&str> = mark.env.iter().map(|(n, _)| n.as_str()).collect();
         let mut uses = Uses::default();
         uses.visit_expr(e);
+        // A name neither bound here nor inside, nor an item of the module,
+        // is another error's (a pattern that failed): Rust reports it.
+        if let Some(n) = uses.names.iter().find(|n| {
+            !bound.contains(n.as_str())
+                && !uses.bound_inside.contains(*n)
+                && !uses.callees.contains(*n)
+                && n.starts_with(|c: char| c.is_lowercase() || c == '_')
+                && !self.m.fns.contains_key(*n)
+                && !self.m.consts.contains_key(*n)
+        }) {
+            return Err(format!("it uses `{}`, which is not bound here", crate::flowgraph::as_written(n)));
+        }
         let mut names = vec![];
         let mut ways = vec![];
         // The one value local the statement changes, which the call returns.
@@ -334,10 +346,10 @@ impl Lowering<'_, '_> {
         let span = e.span();
         let body = match &changed {
             Some(n) => {
-                let n = format_ident!("{}", n, span = span);
-                quote!({ let mut #n = #n; let _ = #body; #n })
+                let n = local_ident(n, span);
+                quote!({ let mut #n = #n; let _ = { #body }; #n })
             }
-            None if discard => quote!({ let _ = #body; }),
+            None if discard => quote!({ let _ = { #body }; }),
             None => body.to_token_stream(),
         };
         let callee = format_ident!("{}", name, span = span);
@@ -351,7 +363,7 @@ impl Lowering<'_, '_> {
         let call = quote::quote_spanned!(span=> #callee(#(#args),*));
         let call: Expr = match &changed {
             Some(n) => {
-                let n = format_ident!("{}", n, span = span);
+                let n = local_ident(n, span);
                 syn::parse2(quote::quote_spanned!(span=> #n = #call)).map_err(|e| e.to_string())?
             }
             None => syn::parse2(call).map_err(|e| e.to_string())?,
@@ -431,14 +443,22 @@ impl Lowering<'_, '_> {
     }
 
     /// Whether an outlined statement's value of type `t` can be handed to
-    /// compiled code: a plain copy, or a `String` or `Vec` of plain copies
-    /// that compiled code then owns. Nothing that holds a reference, or an
+    /// compiled code, as a residual call's result is: unit, a scalar, a
+    /// `String` (which compiled code then owns), an enum, `Option` or
+    /// `Result` of plain values. Nothing that holds a reference, or an
     /// object whose drop compiled code would not know to run.
     fn returnable(&self, t: &Ty) -> bool {
+        fn no_struct(t: &Ty) -> bool {
+            match t {
+                Ty::Struct(_) => false,
+                Ty::Option(x) => no_struct(x),
+                Ty::Result(x, y) => no_struct(x) && no_struct(y),
+                _ => true,
+            }
+        }
         match t {
             Ty::Unit | Ty::Str => true,
-            Ty::Vec(e) => self.copy_value(e),
-            t => self.copy_value(t),
+            t => self.copy_value(t) && no_struct(t),
         }
     }
 
@@ -480,7 +500,7 @@ impl Lowering<'_, '_> {
                     errors.extend(p.errors.iter().cloned());
                     errors.push(syn::Error::new(
                         p.span,
-                        format!("this Rust, left as written in a portal, gives a `{ret}`, which compiled code cannot take from it: a plain copy (an integer, a `Copy` struct, an enum of those), a `String` or a `Vec` of plain copies can be"),
+                        format!("this Rust, left as written in a portal, gives a `{ret}`, which compiled code cannot take from it: a scalar, a `String`, an enum, `Option` or `Result` of plain values can be"),
                     ));
                 }
                 _ => errors.extend(p.errors.iter().cloned()),
@@ -543,7 +563,15 @@ fn param_ident(n: &str, span: Span) -> TokenStream {
     if n == "self" {
         quote::quote_spanned!(span=> self)
     } else {
-        format_ident!("{}", n, span = span).to_token_stream()
+        local_ident(n, span).to_token_stream()
+    }
+}
+
+/// The identifier of a local as its name is printed (`r#type` is raw).
+fn local_ident(n: &str, span: Span) -> proc_macro2::Ident {
+    match n.strip_prefix("r#") {
+        Some(raw) => proc_macro2::Ident::new_raw(raw, span),
+        None => proc_macro2::Ident::new(n, span),
     }
 }
 
@@ -648,6 +676,10 @@ struct Uses {
     mutated: HashSet<String>,
     reassigned: HashSet<String>,
     receivers: Vec<(String, String)>,
+    /// Names the expression binds itself (patterns, closure parameters).
+    bound_inside: HashSet<String>,
+    /// Names called (`f(..)`): functions, of this module or imported.
+    callees: HashSet<String>,
 }
 
 impl Uses {
@@ -717,6 +749,12 @@ impl<'a> Visit<'a> for Uses {
                 m.args.iter().for_each(|a| self.visit_expr(a));
             }
             Expr::Field(f) => self.place(&f.base),
+            Expr::Call(c) => {
+                if let Expr::Path(p) = &*c.func {
+                    self.callees.extend(p.path.get_ident().map(|i| i.to_string()));
+                }
+                syn::visit::visit_expr_call(self, c);
+            }
             Expr::Index(i) => {
                 self.place(&i.expr);
                 self.visit_expr(&i.index);
@@ -775,6 +813,11 @@ impl<'a> Visit<'a> for Uses {
 
     fn visit_macro(&mut self, m: &'a syn::Macro) {
         self.tokens(m.tokens.clone());
+    }
+
+    fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+        self.bound_inside.insert(p.ident.to_string());
+        syn::visit::visit_pat_ident(self, p);
     }
 }
 
