@@ -115,6 +115,12 @@ mod machine {
                             None => self.stack.push(-5),
                         }
                     }
+                    13 => {
+                        // Outlined Rust changing the stack compiled code holds.
+                        self.stack.extend([i, i * 2].iter().rev());
+                        let n = self.stack.len();
+                        self.stack.swap(0, n - 1);
+                    }
                     9 => {
                         i -= 1;
                         if i > 0 {
@@ -275,6 +281,7 @@ fn rust_the_analysis_does_not_model_is_outlined_and_the_portal_compiles() {
     for n in [1, 4, 30] {
         check(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10], n);
         check(&[4, 4, 4, 12, 11, 4, 12, 11, 9, 10], n);
+        check(&[0, 13, 8, 0, 13, 1, 8, 9, 10], n);
     }
     assert!(jit::stats().compilations > 0, "{:?}", jit::last_decline());
     // The outlined statements are residual calls; the rest is compiled.
@@ -288,7 +295,7 @@ fn random_programs_with_outlined_rust_agree_with_plain() {
     let mut rng = crate::common::Rng(0x07_1e5);
     for _ in 0..crate::common::how_many(150) {
         let len = rng.below(10) as usize;
-        let mut code: Vec<u8> = (0..len).map(|_| [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12][rng.below(11) as usize]).collect();
+        let mut code: Vec<u8> = (0..len).map(|_| [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13][rng.below(12) as usize]).collect();
         code.extend([9, 10]);
         check(&code, 1 + rng.below(12) as i64);
     }
