@@ -254,6 +254,14 @@ const EXPR_MACROS: &[&str] = &[
     "panic",
     "hint",
     "vec",
+    "format",
+    "format_args",
+    "unreachable",
+    "todo",
+    "unimplemented",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
 ];
 
 /// Rewrites a body: `self.f` to the fields, methods on `self` inlined.

@@ -25,5 +25,6 @@ mod outlined;
 mod promotion;
 mod register_vm;
 mod rust_style;
+mod string_vm;
 mod strings;
 mod tutorial_vm;

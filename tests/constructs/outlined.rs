@@ -295,7 +295,8 @@ fn random_programs_with_outlined_rust_agree_with_plain() {
     let mut rng = crate::common::Rng(0x07_1e5);
     for _ in 0..crate::common::how_many(150) {
         let len = rng.below(10) as usize;
-        let mut code: Vec<u8> = (0..len).map(|_| [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13][rng.below(12) as usize]).collect();
+        let mut code: Vec<u8> =
+            (0..len).map(|_| [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13][rng.below(12) as usize]).collect();
         code.extend([9, 10]);
         check(&code, 1 + rng.below(12) as i64);
     }
