@@ -917,7 +917,7 @@ fn a_portal_taking_a_mut_to_a_value_is_not_inlined() {
                 goto block1(pc_12)
 
             left to Rust: run
-                7:5: runs as Rust, one residual call (outlined): assigning through this reference (a `&mut` parameter of a portal, or a `Box`) is not supported in a #[jit_interpreter] function; keep the value in a field of a struct passed by `&mut`, or return it
+                7:5: runs as Rust, one residual call (outlined): assigning through this reference (a `&mut` parameter of a portal, or a `Box`)
         "#]],
     );
 }

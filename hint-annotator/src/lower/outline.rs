@@ -81,6 +81,9 @@ const STD_MACROS: &[&str] = &[
     "file",
 ];
 
+/// How a statement that cannot be outlined says so.
+const CANNOT: &str = "this statement cannot run as Rust on its own (outlined) either";
+
 /// Where the lowering stood before a statement: what rewinding restores.
 pub(super) struct Mark {
     vars: usize,
@@ -186,8 +189,9 @@ impl Lowering<'_, '_> {
         let (call, mut pending) = match self.outline(e, discard, &mark) {
             Ok(o) => o,
             Err(why) => {
-                // A local of no known type is another error's consequence.
-                if !why.contains("of type `_`") && !why.contains("of type `{error}`") {
+                // A local of no known type, or a name not bound, is another
+                // error's consequence.
+                if !["of type `_`", "of type `{error}`", "not bound here"].iter().any(|c| why.contains(c)) {
                     self.error(
                         e.span(),
                         format!("this statement cannot run as Rust on its own (outlined) either: {why}"),
@@ -492,7 +496,13 @@ impl Lowering<'_, '_> {
                         .errors
                         .iter()
                         .flat_map(|e| e.clone().into_iter())
-                        .map(|e| syn::Error::new(e.span(), format!("runs as Rust, one residual call (outlined): {e}")))
+                        .filter(|e| !e.to_string().starts_with(CANNOT))
+                        .map(|e| {
+                            // What it was, without the advice for compiled code.
+                            let m = e.to_string();
+                            let what = m.split(" is not supported").next().unwrap_or(&m).to_string();
+                            syn::Error::new(e.span(), format!("runs as Rust, one residual call (outlined): {what}"))
+                        })
                         .collect();
                     out.push(Outlined { name: p.name.clone(), params, ret, body: p.body.clone(), reasons });
                 }
