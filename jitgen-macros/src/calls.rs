@@ -84,6 +84,15 @@ impl<'g> Gen<'g> {
             // that made it returns (or moved out of it by the portal).
             let pt = ptr_valty();
             (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
+        } else if let Some((_, fields)) = scalar_struct(rty, types) {
+            // A struct of scalars: its fields, word by word.
+            let vts = fields.iter().map(|(_, sc)| sc_valty(*sc));
+            let writes = fields.iter().enumerate().map(|(k, (n, sc))| {
+                let member: syn::Member = syn::parse_str(n).expect("a field name");
+                let w = to_word(*sc, quote!(__r.#member));
+                quote!(__b[#k] = #w;)
+            });
+            (quote!(&[#(#vts),*]), quote!(#(#writes)*))
         } else if is_enum(rty) && rebuildable(rty, types) {
             let (flat, _, tys) = enum_helpers(rty);
             if !self.enums.contains(rty) {
@@ -141,7 +150,9 @@ impl<'g> Gen<'g> {
             arg_code.push(quote!(__args.push(#rt::RedBox::u64(__entry));));
             at += 1;
         }
-        let width = at.max(slots(&rty, types, 0).map_or(1, |s| s.len())).max(1);
+        let result_words =
+            scalar_struct(&rty, types).map_or_else(|| slots(&rty, types, 0).map_or(1, |s| s.len()), |(_, f)| f.len());
+        let width = at.max(result_words).max(1);
         let dest_ty = args.first().map(|a| self.value_ty(fi, a));
         let call = match format {
             None if direct.is_some() => {
@@ -492,6 +503,14 @@ impl<'g> Gen<'g> {
                 quote!(let #id: [#rt::RedBox; #n] = #rt::redbox::first_n(&__v);)
             }
             Repr::RPtr if *rty == Ty::Str => self.bind(fi, r, quote!(__v[0])),
+            Repr::VPtr if scalar_struct(rty, self.cg.types()).is_some() => {
+                // A struct of scalars, a virtual object of the words given.
+                let (s, fields) = scalar_struct(rty, self.cg.types()).expect("checked");
+                let words = (0..fields.len()).map(|k| quote!(__v[#k]));
+                self.vstructs.insert(s.clone());
+                let desc = format_ident!("__VDESC_{}", s);
+                self.bind(fi, r, quote!(__st.heap.alloc(&#desc, ::std::vec![#(#words),*], ::std::vec![])))
+            }
             _ => return Err(self.decline("the result of this residual call")),
         })
     }

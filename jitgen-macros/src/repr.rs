@@ -455,6 +455,16 @@ pub fn virtual_struct(ty: &Ty, types: &ModuleTypes) -> Option<String> {
     (d.lifetimes == 0 && !d.fields.is_empty() && d.fields.values().all(ok)).then(|| s.clone())
 }
 
+/// A struct of scalar fields only, by value (`ObjRef(u32)`): its name and
+/// fields, what a residual call's result of it is written as, word by word.
+pub fn scalar_struct(ty: &Ty, types: &ModuleTypes) -> Option<(String, Vec<(String, Sc)>)> {
+    let Ty::Struct(s) = ty else { return None };
+    let d = types.structs.get(s)?;
+    let fields: Option<Vec<(String, Sc)>> = d.fields.iter().map(|(n, t)| Some((n.clone(), scalar(t)?))).collect();
+    let fields = fields.filter(|f| !f.is_empty() && d.lifetimes == 0)?;
+    Some((s.clone(), fields))
+}
+
 /// The elements of a list field of a virtual object.
 #[derive(Clone, Debug)]
 pub enum LElem {

@@ -65,6 +65,9 @@ mod machine {
                     2 => {
                         let sq = Square(i % 7);
                         self.stack.push(sq.size());
+                        // A `Copy` struct given by outlined Rust.
+                        let big = [sq, Square(3)].iter().copied().max_by_key(|s| s.0).unwrap_or(sq);
+                        self.stack.push(big.0);
                     }
                     3 => {
                         let k = (i as usize) % self.names.len();

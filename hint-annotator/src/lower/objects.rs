@@ -17,13 +17,29 @@ impl<'m, 'a> Lowering<'m, 'a> {
         // The result's type comes from its use; a few methods have the same
         // result type on every type of the standard library (a count, a
         // test), which a cast does not tell.
-        let known = match self.deref_ty(&self.ty_of(&args[0])) {
+        let sig = match self.deref_ty(&self.ty_of(&args[0])) {
             Ty::Foreign(text) => {
                 let q = format!("{}::{method}", crate::types::unqualified(&text));
-                self.m.fns.get(&q).filter(|f| f.params.first().is_some_and(|p| p.name == "self")).map(|f| f.ret.clone())
+                self.m.fns.get(&q).filter(|f| f.params.first().is_some_and(|p| p.name == "self"))
             }
             _ => None,
         };
+        // Its signature types what nothing typed yet (a `String` made by
+        // Rust the analysis outlined, then passed here).
+        if let Some(f) = sig.filter(|f| f.params.len() == args.len()) {
+            for (i, (a, p)) in args.iter().zip(&f.params).enumerate().skip(1) {
+                let by_ref = shape.split(',').nth(i - 1) == Some("&");
+                let want = match (&p.ty, by_ref) {
+                    (Ty::Ref { to, .. }, true) => (**to).clone(),
+                    (t, _) => t.clone(),
+                };
+                if matches!(self.u.shallow(&self.ty_of(a)), Ty::Infer(_)) && !want.has_param() {
+                    let t = self.ty_of(a);
+                    self.unify(&want, &t, mc.args[i - 1].span());
+                }
+            }
+        }
+        let known = sig.map(|f| f.ret.clone());
         // A map of the standard library's interface (a hasher of its own,
         // another crate's map): its values are read out by copy, as
         // `HashMap`'s are (see `map_method`).

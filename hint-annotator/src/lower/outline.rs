@@ -448,8 +448,8 @@ impl Lowering<'_, '_> {
 
     /// Whether an outlined statement's value of type `t` can be handed to
     /// compiled code, as a residual call's result is: unit, a scalar, a
-    /// `String` (which compiled code then owns), an enum, `Option` or
-    /// `Result` of plain values. Nothing that holds a reference, or an
+    /// `String` (which compiled code then owns), a `Copy` struct of scalars,
+    /// an enum, `Option` or `Result` of plain values. Nothing that holds a reference, or an
     /// object whose drop compiled code would not know to run.
     fn returnable(&self, t: &Ty) -> bool {
         fn no_struct(t: &Ty) -> bool {
@@ -462,6 +462,10 @@ impl Lowering<'_, '_> {
         }
         match t {
             Ty::Unit | Ty::Str => true,
+            // A `Copy` struct of scalars, word by word.
+            Ty::Struct(n) => {
+                self.copy_value(t) && self.m.structs.get(n).is_some_and(|d| d.fields.values().all(Ty::is_scalar))
+            }
             t => self.copy_value(t) && no_struct(t),
         }
     }
