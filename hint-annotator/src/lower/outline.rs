@@ -203,11 +203,11 @@ impl Lowering<'_, '_> {
         pending.errors = self.errors[mark.errors..].to_vec();
         // A type the statement as written had despite its errors (a
         // comparison's `bool`) is its value's.
-        let known = self.u.finish(&self.ty_of(&v)).filter(|t| !has_unnameable(t)).or_else(|| self.written_ty(e));
+        let known = self.known_ty(&self.ty_of(&v)).or_else(|| self.written_ty(e));
         // What statements outlined inside this one learned, for a lowering
         // that outlines them alone.
         for p in &self.pending[mark.pending..] {
-            if let Some(t) = self.u.finish(&self.vars[p.result.0 as usize].ty).filter(|t| !has_unnameable(t)) {
+            if let Some(t) = self.known_ty(&self.vars[p.result.0 as usize].ty) {
                 self.outlining.learned.insert(p.range, t);
             }
         }
@@ -388,6 +388,26 @@ impl Lowering<'_, '_> {
         ))
     }
 
+    /// `t` resolved, where inference knows all of it: no variable left, not
+    /// even an integer literal's (whose default, `i32`, Rust may not take).
+    fn known_ty(&self, t: &Ty) -> Option<Ty> {
+        fn known(u: &Unifier, t: &Ty) -> bool {
+            match u.shallow(t) {
+                Ty::Infer(_) => false,
+                Ty::Ref { to, .. }
+                | Ty::Boxed(to)
+                | Ty::Vec(to)
+                | Ty::Slice(to)
+                | Ty::Array(to, _)
+                | Ty::Option(to) => known(u, &to),
+                Ty::Map(a, b) | Ty::Result(a, b) => known(u, &a) && known(u, &b),
+                Ty::Tuple(ts) => ts.iter().all(|t| known(u, t)),
+                _ => true,
+            }
+        }
+        known(&self.u, t).then(|| self.u.finish(t)).flatten().filter(|t| !has_unnameable(t))
+    }
+
     /// The type an expression has by its form alone: a comparison's or a
     /// logical operator's `bool`, a cast's target, `format!`'s `String`,
     /// `matches!`'s `bool`.
@@ -474,20 +494,13 @@ impl Lowering<'_, '_> {
     /// a call whose parameter or result has no type a signature can name.
     pub(super) fn outlined_fns(&mut self) -> Result<Vec<Outlined>, Vec<syn::Error>> {
         for p in &self.pending {
-            if let Some(t) = self.u.finish(&self.vars[p.result.0 as usize].ty).filter(|t| !has_unnameable(t)) {
+            if let Some(t) = self.known_ty(&self.vars[p.result.0 as usize].ty) {
                 self.outlining.learned.insert(p.range, t);
             }
         }
         // An integer nothing outside the statement typed has the type Rust
-        // infers inside it, which the analysis does not know.
-        let u = &self.u;
-        let resolved = |t: &Ty| {
-            if matches!(u.shallow(t), Ty::Infer(_)) {
-                None
-            } else {
-                u.finish(t).filter(|t| !has_unnameable(t))
-            }
-        };
+        // infers inside it, which the analysis does not know: no default.
+        let resolved = |t: &Ty| self.known_ty(t);
         let mut out = vec![];
         let mut errors = vec![];
         for p in &self.pending {
