@@ -1319,6 +1319,12 @@ fn assemble(
     let ahead = crate::ahead::declines_ahead(&gen);
     let outlined = outlined_fns(&gen);
     let mut left_lines = crate::left::lines(gen.cg.left_to_rust());
+    // A lifted method is named as written (`Vm::run`, not `__Vm_run`).
+    for l in &mut left_lines {
+        if let Some(m) = lifted.iter().find(|m| l.starts_with(&format!("{}: ", m.free))) {
+            *l = format!("{}::{}{}", m.ty, m.method, &l[m.free.to_string().len()..]);
+        }
+    }
     left_lines.extend(idle);
     let plain_paths = crate::methods::method_paths(lifted, None);
     let specialize_paths = crate::methods::method_paths(lifted, Some(&green_flags));
