@@ -249,6 +249,78 @@ fn a_write_through_a_mut_parameter_of_a_portal_is_outlined_and_agrees_with_plain
     assert!(jit::stats().compilations > 0, "{:?}", jit::last_decline());
 }
 
+/// A portal method whose `self` stays whole (a helper takes it whole):
+/// outlined Rust gets `self`, reads and writes its fields in memory.
+#[jit_interpreter]
+mod whole {
+    use jitgen::prelude::*;
+
+    /// A counter with a log.
+    pub struct Counter {
+        /// The count.
+        pub n: i64,
+        /// What was logged.
+        pub log: Vec<i64>,
+    }
+
+    fn bump(c: &mut Counter) {
+        c.n += 3;
+    }
+
+    impl Counter {
+        /// Runs `code`, `turns` times over: 0 counts, 1 adds the log's sum
+        /// mod 7, 2 logs the count twice by outlined Rust, 3 bumps through
+        /// the helper; the count is returned at the end.
+        pub fn run(&mut self, code: &[u8], turns: i64) -> i64 {
+            let mut pc = 0;
+            let mut left = turns;
+            loop {
+                hint!(global_merge_point);
+                if pc == code.len() {
+                    left -= 1;
+                    if left <= 0 {
+                        return self.n;
+                    }
+                    pc = 0;
+                    continue;
+                }
+                match hint!(code[pc], concrete) {
+                    0 => self.n += 1,
+                    1 => {
+                        let s: i64 = self.log.iter().sum();
+                        self.n += s % 7;
+                    }
+                    2 => self.log.extend([self.n, -self.n / 2].iter()),
+                    _ => bump(self),
+                }
+                pc += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn outlined_rust_reads_and_writes_a_whole_self_and_agrees_with_plain() {
+    use whole::{jit, Counter};
+    jit::config().set_threshold(0);
+    let left = jit::left_to_rust();
+    assert!(left.len() >= 2 && left.iter().all(|l| l.contains("(outlined)")), "{left:?}");
+    let mut rng = crate::common::Rng(0x5e1f);
+    for _ in 0..crate::common::how_many(100) {
+        let code: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.below(4) as u8).collect();
+        let turns = 1 + rng.below(6) as i64;
+        let mut p = Counter { n: 1, log: vec![2] };
+        let want = jit::plain::Counter::run(&mut p, &code, turns);
+        let mut c = Counter { n: 1, log: vec![2] };
+        assert_eq!(c.run(&code, turns), want, "{code:?}");
+        assert_eq!((c.n, &c.log), (p.n, &p.log), "{code:?}");
+        let mut c = Counter { n: 1, log: vec![2] };
+        assert_eq!(jit::specialize::Counter::run(&code).call(&mut c, turns), want, "{code:?}");
+        assert_eq!((c.n, &c.log), (p.n, &p.log), "{code:?}");
+    }
+    assert!(jit::stats().compilations > 0, "{:?}", jit::last_decline());
+}
+
 use machine::{jit, Machine};
 
 fn fresh() -> Machine {

@@ -4,39 +4,45 @@
 //!
 //! `lower_fn` lowers a portal once as it is. Where that fails only on Rust
 //! the analysis does not support (`is_unsupported`), it lowers it again
-//! with the failing spans known: each statement (a `let`'s initializer, an
-//! expression statement, a `match` arm) that holds one of them is lowered
-//! as usual, and
-//! where that adds unsupported errors and the statement can stand alone,
-//! the lowering is rewound to before it and the statement is lowered as
+//! with the failing spans known. Each candidate that holds one of them (a
+//! `let`'s initializer, an expression statement, a `match` arm; where those
+//! leave, an `if`'s or `while`'s condition, a scrutinee, the operand of
+//! `?`, a value returned or passed) is lowered as usual, and where that
+//! adds unsupported errors and the candidate can stand alone, the lowering
+//! is rewound to before it and it is lowered as
 //! `__jitgen_outlined_<fn>_<k>(x, y, ..)`: a call of a function outside the
 //! module (a residual call whose result type comes from the context). The
 //! graph records the function ([`Outlined`]), its parameters typed once
-//! inference is done, and the macro writes it beside the generating
-//! extension: the statement as written, its locals its parameters.
-//! Innermost statements are tried first, so only what fails is outlined.
+//! inference is done, and the macro writes it beside the portal: the
+//! expression as written, its locals its parameters. Innermost candidates
+//! are tried first, so only what fails is outlined. One that cannot stand
+//! alone says why at its span.
 //!
 //! A value outlined has the type its statement had despite its errors, or
-//! its form gives (a comparison's `bool`), or a later lowering learned from
-//! its uses (`Outlining::known`): lowerings repeat while they fail in new
-//! places or learn types, and a lowering that compiles is tried once more
-//! with what it learned, where that lets an inner statement be outlined
-//! alone instead of the `match` arm around it.
+//! its form gives (a comparison's `bool`, `Iterator::position`'s
+//! `Option<usize>` on a chain from `iter()`), or a later lowering learned
+//! from its uses (`Outlining::known`), never an integer literal's default:
+//! lowerings repeat while they fail in new places or learn types, and a
+//! lowering that compiles is tried once more with what it learned, where
+//! that lets an inner statement be outlined alone instead of the arm
+//! around it.
 //!
-//! A statement stands alone when its effects stay inside the call:
+//! A candidate stands alone when its effects stay inside the call, and its
+//! function would compile:
 //! - no `return`, `?`, `break` or `continue` leaving it, no `hint!`, no
-//!   `Self`, and no macro but the standard library's (a macro of the
-//!   module is expanded already);
+//!   `Self`, no macro but the standard library's (a macro of the module is
+//!   expanded already), and no name that is neither bound nor an item;
 //! - each local it uses is passed by value if it is a value (an integer,
-//!   a `Copy` struct, an enum of values, a reference) that the statement
-//!   does not assign, borrow `&mut`, or call a `&mut self` method on; an
-//!   owned object (a `String`, a `Vec`, a map) is passed as a `&mut` to it,
-//!   when the statement never moves it (it only calls methods on it, reads
-//!   its elements, borrows or compares it), and named `(*x)` inside;
-//! - `self`, where it is not split, is a parameter like any other.
-//!
-//! What it returns must be known by the end of inference, as a value of a
-//! statement that discards it (`;`) is unit.
+//!   a `Copy` struct, an enum of values, a reference) that it does not
+//!   assign, borrow `&mut`, or call a `&mut self` method on, except one
+//!   integer it changes, which the call returns (`n = f(n, ..)`); an owned
+//!   object (a `String`, a `Vec`, a map) is passed as a `&mut` to it, when
+//!   it never moves it (it only calls methods on it, reads its elements,
+//!   borrows or compares it), and named `(*x)` inside;
+//! - `self`, where it is not split, is a parameter like any other;
+//! - what it gives is what a residual call can give: unit, a scalar, a
+//!   `String`, a `Copy` struct of scalars, an enum of plain values (a value
+//!   discarded with `;` is unit).
 
 use std::collections::{HashMap, HashSet};
 
@@ -192,10 +198,7 @@ impl Lowering<'_, '_> {
                 // A local of no known type, or a name not bound, is another
                 // error's consequence.
                 if !["of type `_`", "of type `{error}`", "not bound here"].iter().any(|c| why.contains(c)) {
-                    self.error(
-                        e.span(),
-                        format!("this statement cannot run as Rust on its own (outlined) either: {why}"),
-                    );
+                    self.error(e.span(), format!("{CANNOT}: {why}"));
                 }
                 return v;
             }
