@@ -807,7 +807,15 @@ impl<'a> ModuleDef<'a> {
                     }
                 })
             }
-            other => Err(err(other, "this type is not supported by jitgen's analysis")),
+            syn::Type::TraitObject(_) => Err(err(
+                t,
+                format!(
+                    "a trait object (`{}`) is not supported by jitgen's analysis yet; where compiled code needs it (a portal's signature, its locals), use a type of the module (an error enum)",
+                    type_text(t)
+                ),
+            )),
+            syn::Type::ImplTrait(_) => Err(err(t, "`impl Trait` is not supported by jitgen's analysis yet; name the type")),
+            other => Err(err(other, format!("the type `{}` is not supported by jitgen's analysis", type_text(other)))),
         }
     }
 }

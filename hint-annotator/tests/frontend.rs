@@ -1023,3 +1023,22 @@ pub struct Other;",
     let syn::Item::Enum(e) = &items[1] else { unreachable!("checked") };
     assert_eq!(e.variants.iter().map(|v| v.attrs.len()).collect::<Vec<_>>(), [1, 1]);
 }
+
+#[test]
+fn a_trait_object_in_a_portal_signature_is_named_in_its_reason() {
+    check(
+        "fn run(code: &[u8]) -> Result<i64, Box<dyn std::error::Error>> {
+    let mut pc = 0;
+    loop {
+        hint!(global_merge_point);
+        if hint!(code[pc], concrete) == 0 {
+            return Ok(1);
+        }
+        pc += 1;
+    }
+}",
+        expect![[r#"
+            error 1:39: a trait object (`dyn std::error::Error`) is not supported by jitgen's analysis yet; where compiled code needs it (a portal's signature, its locals), use a type of the module (an error enum)
+        "#]],
+    );
+}
