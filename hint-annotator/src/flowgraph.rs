@@ -438,6 +438,18 @@ pub struct Outlined {
     pub body: proc_macro2::TokenStream,
     /// Why: what the analysis does not support in the statement.
     pub reasons: Vec<syn::Error>,
+    /// The types of the locals the statement changes after the first
+    /// (which it returns): it leaves them in a thread-local stash
+    /// ([`Outlined::stash_name`], a `Cell` of an `Option` of their tuple),
+    /// and functions `<name>_1`, `<name>_2`, .. read each back.
+    pub stash: Vec<Ty>,
+}
+
+impl Outlined {
+    /// The name of the stash of the outlined function `name`.
+    pub fn stash_name(name: &str) -> String {
+        format!("__JITGEN_STASH_{name}")
+    }
 }
 
 impl FlowGraph {

@@ -1421,6 +1421,32 @@ fn outlined_fns(gen: &Gen<'_>) -> Vec<TokenStream> {
             });
             let ret = rust_ty(&o.ret, None);
             let body = &o.body;
+            // The changed locals after the first, left in a stash for their getters.
+            let stash = (!o.stash.is_empty()).then(|| {
+                let cell = format_ident!("{}", hint_annotator::flowgraph::Outlined::stash_name(&o.name));
+                let tys: Vec<TokenStream> = o.stash.iter().map(|t| rust_ty(t, None)).collect();
+                let getters = tys.iter().enumerate().map(|(k, t)| {
+                    let getter = format_ident!("{}_{}", o.name, k + 1);
+                    let k = syn::Index::from(k);
+                    quote! {
+                        #[doc(hidden)]
+                        #[inline(never)]
+                        #[allow(non_snake_case)]
+                        fn #getter() -> #t {
+                            #cell.with(|__s| __s.get().expect("jitgen: the outlined statement ran before").#k)
+                        }
+                    }
+                });
+                quote! {
+                    ::std::thread_local! {
+                        #[doc(hidden)]
+                        #[allow(non_upper_case_globals)]
+                        static #cell: ::core::cell::Cell<::core::option::Option<(#(#tys,)*)>> =
+                            const { ::core::cell::Cell::new(::core::option::Option::None) };
+                    }
+                    #(#getters)*
+                }
+            });
             quote! {
                 #[doc(hidden)]
                 #[inline(never)]
@@ -1428,6 +1454,7 @@ fn outlined_fns(gen: &Gen<'_>) -> Vec<TokenStream> {
                 fn #name(#(#params),*) -> #ret {
                     #body
                 }
+                #stash
             }
         })
         .collect()

@@ -34,8 +34,10 @@
 //!   expanded already), and no name that is neither bound nor an item;
 //! - each local it uses is passed by value if it is a value (an integer,
 //!   a `Copy` struct, an enum of values, a reference) that it does not
-//!   assign, borrow `&mut`, or call a `&mut self` method on, except one
-//!   integer it changes, which the call returns (`n = f(n, ..)`); an owned
+//!   assign, borrow `&mut`, or call a `&mut self` method on, except up to
+//!   four scalars it changes: the call returns the first (`n = f(n, ..)`),
+//!   and leaves the others in a thread-local stash, each read back by a
+//!   call of its own (`m = f_1();`); an owned
 //!   object (a `String`, a `Vec`, a map) is passed as a `&mut` to it, when
 //!   it never moves it (it only calls methods on it, reads its elements,
 //!   borrows or compares it), and named `(*x)` inside;
@@ -87,6 +89,9 @@ const STD_MACROS: &[&str] = &[
     "file",
 ];
 
+/// The most value locals one outlined statement may change.
+const MAX_CHANGED: usize = 4;
+
 /// How a statement that cannot be outlined says so.
 const CANNOT: &str = "this statement cannot run as Rust on its own (outlined) either";
 
@@ -117,6 +122,8 @@ pub(super) struct Pending {
     args: Vec<LVal>,
     result: Var,
     body: TokenStream,
+    /// The changed locals the call leaves in its stash, by parameter name.
+    stashed: Vec<String>,
 }
 
 /// Where to outline, and what was learned outlining.
@@ -291,8 +298,10 @@ impl Lowering<'_, '_> {
         }
         let mut names = vec![];
         let mut ways = vec![];
-        // The one value local the statement changes, which the call returns.
-        let mut changed: Option<String> = None;
+        // The value locals the statement changes: the call returns the
+        // first, the others it leaves in a thread-local stash that calls
+        // of one getter each read back (`Outlined::stash`).
+        let mut changed: Vec<String> = vec![];
         for n in uses.names.iter().filter(|n| bound.contains(n.as_str())) {
             let shown = if n == "self" { "self".to_string() } else { crate::flowgraph::as_written(n) };
             let Some((_, v)) = mark.env.iter().rev().find(|(m, _)| m == n) else { continue };
@@ -311,13 +320,16 @@ impl Lowering<'_, '_> {
                     return Err(format!("it changes the reference `{shown}`"));
                 }
                 Passed::ByValue if !matches!(t, Ty::Ref { .. }) && uses.mutated.contains(n) => {
-                    if let Some(c) = &changed {
-                        return Err(format!("it changes both `{}` and `{shown}`", crate::flowgraph::as_written(c)));
-                    }
-                    if !discard || !(t.is_scalar() || self.u.is_intlike(&t)) {
+                    if !discard {
                         return Err(format!("it changes `{shown}` and gives a value"));
                     }
-                    changed = Some(n.clone());
+                    if !(t.is_scalar() || self.u.is_intlike(&t)) {
+                        return Err(format!("it changes `{shown}`, which is not a scalar"));
+                    }
+                    if changed.len() == MAX_CHANGED {
+                        return Err(format!("it changes more than {MAX_CHANGED} locals"));
+                    }
+                    changed.push(n.clone());
                 }
                 Passed::ByValue => {
                     // A method called on it must be the module's, and not
@@ -351,10 +363,16 @@ impl Lowering<'_, '_> {
         }
         .visit_expr_mut(&mut body);
         let span = e.span();
-        let body = match &changed {
-            Some(n) => {
-                let n = local_ident(n, span);
-                quote!({ let mut #n = #n; let _ = { #body }; #n })
+        let changed_ids: Vec<proc_macro2::Ident> = changed.iter().map(|n| local_ident(n, span)).collect();
+        let body = match changed_ids.split_first() {
+            Some((first, rest)) => {
+                let stash = if rest.is_empty() {
+                    quote!()
+                } else {
+                    let stash = format_ident!("{}", Outlined::stash_name(&name));
+                    quote!(#stash.with(|__s| __s.set(::core::option::Option::Some((#(#rest,)*))));)
+                };
+                quote!({ #(let mut #changed_ids = #changed_ids;)* let _ = { #body }; #stash #first })
             }
             None if discard => quote!({ let _ = { #body }; }),
             None => body.to_token_stream(),
@@ -368,14 +386,16 @@ impl Lowering<'_, '_> {
             }
         });
         let call = quote::quote_spanned!(span=> #callee(#(#args),*));
-        let call: Expr = match &changed {
-            Some(n) => {
-                let n = local_ident(n, span);
-                syn::parse2(quote::quote_spanned!(span=> #n = #call)).map_err(|e| e.to_string())?
+        let call: Expr = match changed_ids.split_first() {
+            Some((first, rest)) => {
+                let getters = (1..=rest.len()).map(|k| format_ident!("{}_{}", name, k, span = span));
+                syn::parse2(quote::quote_spanned!(span=> { #first = #call; #(#rest = #getters();)* }))
+                    .map_err(|e| e.to_string())?
             }
             None => syn::parse2(call).map_err(|e| e.to_string())?,
         };
         let params = names.iter().map(|n| param_name(n)).collect();
+        let stashed = changed.iter().skip(1).map(|n| param_name(n)).collect();
         Ok((
             call,
             Pending {
@@ -387,6 +407,7 @@ impl Lowering<'_, '_> {
                 range: ((0, 0), (0, 0)),
                 span,
                 errors: vec![],
+                stashed,
             },
         ))
     }
@@ -512,6 +533,11 @@ impl Lowering<'_, '_> {
             let ret = resolved(&self.vars[p.result.0 as usize].ty);
             match (params, ret) {
                 (Some(params), Some(ret)) if self.returnable(&ret) => {
+                    let stash = p
+                        .stashed
+                        .iter()
+                        .map(|n| params.iter().find(|(m, _)| m == n).map(|(_, t)| t.clone()).expect("a parameter"))
+                        .collect();
                     let reasons = p
                         .errors
                         .iter()
@@ -524,7 +550,7 @@ impl Lowering<'_, '_> {
                             syn::Error::new(e.span(), format!("runs as Rust, one residual call (outlined): {what}"))
                         })
                         .collect();
-                    out.push(Outlined { name: p.name.clone(), params, ret, body: p.body.clone(), reasons });
+                    out.push(Outlined { name: p.name.clone(), params, ret, body: p.body.clone(), reasons, stash });
                 }
                 (Some(_), Some(ret)) => {
                     errors.extend(p.errors.iter().cloned());
