@@ -232,8 +232,9 @@ fn analyze(
             continue;
         }
         errors.extend(fn_errors);
-        // Statements of portals outlined: each runs as Rust, say which.
-        for g in graphs.values() {
+        // Statements of portals outlined: each runs as Rust, say which
+        // (where the module is left to Rust anyway, they are not why).
+        for g in graphs.values().filter(|_| errors.is_empty()) {
             let reasons: Vec<syn::Error> = g.outlined.iter().flat_map(|o| o.reasons.iter().cloned()).collect();
             if !reasons.is_empty() {
                 left.push(LeftToRust { name: g.name.clone(), reasons });
