@@ -376,12 +376,19 @@ impl ColoredGraphs {
     /// function promotes a value or needs one green (`promote`, `concrete`).
     /// Compiled code could then only be the interpreter again.
     pub fn nothing_to_specialize(&self) -> Option<proc_macro2::Span> {
-        let keyed = self.functions.values().flat_map(|g| &g.merge_points).any(|m| !m.position_key.is_empty());
+        // A key of green references alone (the program, a frozen field of
+        // `self`) says what is interpreted, not where: still nothing.
+        let keyed = self
+            .functions
+            .values()
+            .any(|g| g.merge_points.iter().any(|m| m.position_key.iter().any(|v| !g.graph.var(*v).ty.is_pointer())));
         let hinted = self.functions.values().any(|g| {
-            g.graph
-                .blocks()
-                .flat_map(|b| &g.graph.graph[b].ops)
-                .any(|op| matches!(op.kind, OpKind::Hint(HintKind::Promote | HintKind::Concrete)))
+            g.graph.blocks().flat_map(|b| &g.graph.graph[b].ops).any(|op| match op.kind {
+                OpKind::Hint(HintKind::Promote) => true,
+                // Green data (a program, a frozen field of `self`), not a position.
+                OpKind::Hint(HintKind::Concrete) => !g.graph.value_ty(&op.args[0]).is_pointer(),
+                _ => false,
+            })
         });
         if keyed || hinted {
             return None;

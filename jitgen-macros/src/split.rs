@@ -131,12 +131,15 @@ pub struct ModuleShapes {
     aliases: BTreeMap<String, syn::Type>,
     /// Enums (values: a field of one is not passed by reference).
     enums: BTreeSet<String>,
+    /// Structs of the module (whose content keys cover what they hold).
+    structs: BTreeSet<String>,
 }
 
 impl ModuleShapes {
     pub fn read(items: &[syn::Item]) -> Self {
         let mut aliases = BTreeMap::new();
         let mut enums = BTreeSet::new();
+        let mut structs = BTreeSet::new();
         for it in items {
             match it {
                 syn::Item::Type(t) if t.generics.params.is_empty() => {
@@ -145,10 +148,13 @@ impl ModuleShapes {
                 syn::Item::Enum(e) => {
                     enums.insert(e.ident.to_string());
                 }
+                syn::Item::Struct(s) if s.generics.params.is_empty() => {
+                    structs.insert(s.ident.to_string());
+                }
                 _ => {}
             }
         }
-        ModuleShapes { aliases, enums }
+        ModuleShapes { aliases, enums, structs }
     }
 
     /// `t` with module aliases resolved (a few levels).
@@ -190,6 +196,15 @@ impl ModuleShapes {
 
     fn is_string(&self, t: &syn::Type) -> bool {
         type_head(&self.resolve(t)).as_deref() == Some("String")
+    }
+
+    /// A struct of the module (not another module's: content keys, which
+    /// keep cached code from running on other data at the same address,
+    /// cover only the module's types).
+    fn is_module_struct(&self, t: &syn::Type) -> bool {
+        let t = self.resolve(t);
+        matches!(&t, syn::Type::Path(p) if p.path.segments.len() == 1)
+            && type_head(&t).is_some_and(|h| self.structs.contains(&h))
     }
 }
 
@@ -623,9 +638,20 @@ pub fn split(
         tys.insert(name.clone(), f.ty.clone());
         order.push(name);
     }
+    // The body's own `macro_rules!` are expanded first: their rules may use
+    // `self`'s fields (`binary_op!(+)` popping `self.stack`), which the
+    // rewrite then splits as anywhere else.
+    let block = {
+        let mut b = m.block.clone();
+        if hint_annotator::macro_rules::expand_body(&mut b, &Default::default()).is_empty() {
+            b
+        } else {
+            m.block.clone()
+        }
+    };
     // A first pass finds what is changed: an owned field only read is frozen.
     let mut probe = Rewrite::new(&kinds, methods, None);
-    probe.visit_block_mut(&mut m.block.clone());
+    probe.visit_block_mut(&mut block.clone());
     if let Some(why) = probe.failed {
         return Err(why);
     }
@@ -638,7 +664,7 @@ pub fn split(
     for (name, kind) in kinds.iter_mut() {
         if matches!(*kind, FieldKind::Mutated | FieldKind::Owned)
             && !mutated.contains(name)
-            && (shapes.is_vec(&tys[name]) || shapes.is_array(&tys[name]))
+            && (shapes.is_vec(&tys[name]) || shapes.is_array(&tys[name]) || shapes.is_module_struct(&tys[name]))
         {
             *kind = FieldKind::Frozen;
         }
@@ -665,7 +691,7 @@ pub fn split(
     };
     let exits = (!owned.is_empty()).then(|| Exits { write_back: wb.clone(), kind: result_kind, label: None });
     let mut rw = Rewrite::new(&kinds, methods, exits);
-    let mut body = m.block.clone();
+    let mut body = block;
     rw.visit_block_mut(&mut body);
     if let Some(why) = rw.failed {
         return Err(why);

@@ -9,6 +9,7 @@
 mod common;
 
 mod calls;
+mod clox_style;
 mod conversions;
 mod copy_frames;
 mod decline;

@@ -16,7 +16,8 @@ mod m {
 
     impl Vm {
         // `self` is split into its fields before the analysis: the message
-        // still names them as written.
+        // still names them as written. The program is written to (a field
+        // only read would be frozen, and the hint satisfied).
         pub fn run(&mut self) -> i64 {
             loop {
                 hint!(global_merge_point);
@@ -26,6 +27,7 @@ mod m {
                     return self.stack.len() as i64;
                 }
                 self.stack.push(op as i64);
+                self.chunk.code.push(op);
             }
         }
     }
