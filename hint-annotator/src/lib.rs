@@ -275,7 +275,18 @@ pub fn annotate_items(items: &[syn::Item]) -> Result<ColoredGraphs, syn::Error> 
 /// and nothing of them is reported as left to Rust.
 pub fn annotate_items_with(items: &[syn::Item], external: &[syn::Item]) -> Result<ColoredGraphs, syn::Error> {
     let (graphs, types, left) = graphs_and_types(items, external)?;
-    colored::color_module(graphs, types, left).map_err(|e| combine(e).expect("at least one error"))
+    let outlined = graphs.values().any(|g| !g.outlined.is_empty());
+    match colored::color_module(graphs, types, left) {
+        Ok(cg) => Ok(cg),
+        // Outlining never makes an error of a module that interpreted: a
+        // hint it leaves unsatisfiable (data passed to outlined Rust by
+        // `&mut` is red) sends the module back to Rust, as without it.
+        Err(_) if outlined => {
+            let (graphs, types, left) = lower::without_outlining(|| graphs_and_types(items, external))?;
+            colored::color_module(graphs, types, left).map_err(|e| combine(e).expect("at least one error"))
+        }
+        Err(e) => Err(combine(e).expect("at least one error")),
+    }
 }
 
 /// Annotates an inline module (`mod m { ... }`).

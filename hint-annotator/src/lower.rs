@@ -208,6 +208,20 @@ enum Place {
     Whole(LVal, String),
 }
 
+thread_local! {
+    /// Off while `without_outlining` runs.
+    static OUTLINING: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Runs `f` with outlining off (see `outline`): portals whose Rust the
+/// analysis does not support leave their module to Rust.
+pub(crate) fn without_outlining<T>(f: impl FnOnce() -> T) -> T {
+    OUTLINING.with(|o| o.set(false));
+    let r = f();
+    OUTLINING.with(|o| o.set(true));
+    r
+}
+
 /// Lowers one function. Errors go to `errors`; the graph is returned when the
 /// function had none.
 pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::Error>) -> Option<FlowGraph> {
@@ -216,7 +230,7 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
     // A portal cannot be left to Rust: what fails in it is outlined. Each
     // lowering outlines where the last failed, with the types the last
     // learned for what it outlined (a later use tells a binding's).
-    if has_merge_point(f.body) {
+    if has_merge_point(f.body) && OUTLINING.with(|o| o.get()) {
         // What compiled, while a lowering with more known may outline less.
         let mut best = None;
         for _ in 0..4 {

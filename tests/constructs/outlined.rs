@@ -360,6 +360,158 @@ fn outlined_rust_reads_and_writes_a_whole_self_and_agrees_with_plain() {
     assert!(jit::stats().compilations > 0, "{:?}", jit::last_decline());
 }
 
+/// A struct local that is an object (it holds a `Vec`), used by outlined
+/// Rust: passed as a `&mut` to it, written through it.
+#[jit_interpreter]
+mod frame_local {
+    use jitgen::prelude::*;
+
+    /// What the program keeps.
+    pub struct Frame {
+        /// What it logged.
+        pub log: Vec<i64>,
+        /// How many times it looked.
+        pub looks: i64,
+    }
+
+    /// Runs `code` `turns` times over: 0 logs the turn, 1 adds the log's
+    /// largest to the sum (outlined), 2 replaces the log by its reverse
+    /// (outlined), others add the position.
+    pub fn run(code: &[u8], turns: i64) -> i64 {
+        let mut frame = Frame { log: vec![1], looks: 0 };
+        let mut pc = 0;
+        let mut sum = 0i64;
+        let mut left = turns;
+        loop {
+            hint!(global_merge_point);
+            if pc == code.len() {
+                left -= 1;
+                if left <= 0 {
+                    return sum * 1000 + frame.log.len() as i64 * 10 + frame.looks;
+                }
+                pc = 0;
+                continue;
+            }
+            match hint!(code[pc], concrete) {
+                0 => frame.log.push(left),
+                1 => sum += frame.log.iter().copied().max().unwrap_or(0),
+                2 => frame.log = frame.log.iter().rev().copied().collect(),
+                _ => {
+                    sum += pc as i64;
+                    frame.looks += 1;
+                }
+            }
+            pc += 1;
+        }
+    }
+
+    /// The same with the position in the frame, under a hint: outlined
+    /// Rust would get the frame by `&mut`, which makes the position red
+    /// and the hint unsatisfiable, so the module interprets, as it did
+    /// before outlining (never an error).
+    pub struct Positioned {
+        /// Where it is.
+        pub ip: usize,
+        /// What it logged.
+        pub log: Vec<i64>,
+    }
+
+    /// Runs `code` once: 0 logs the position, 1 adds the log's largest.
+    pub fn run_positioned(code: &[u8]) -> i64 {
+        let mut frame = Positioned { ip: 0, log: vec![2] };
+        let mut sum = 0i64;
+        loop {
+            hint!(global_merge_point);
+            if frame.ip == code.len() {
+                return sum;
+            }
+            match hint!(code[frame.ip], concrete) {
+                0 => frame.log.push(frame.ip as i64),
+                _ => sum += frame.log.iter().copied().max().unwrap_or(0),
+            }
+            frame.ip += 1;
+        }
+    }
+}
+
+#[test]
+fn a_struct_local_holding_a_vec_goes_to_outlined_rust_by_reference_unless_a_hint_needs_it() {
+    use frame_local::jit;
+    jit::config().set_threshold(0);
+    // The hint on `code[frame.ip]` cannot hold once the frame is handed
+    // to outlined Rust: the module is left to Rust, not refused.
+    let left = jit::left_to_rust();
+    assert!(!left.is_empty() && left.iter().all(|l| l.starts_with("the module")), "{left:#?}");
+    let mut rng = crate::common::Rng(0xf4a3e);
+    for _ in 0..crate::common::how_many(80) {
+        let code: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.below(4) as u8).collect();
+        let turns = 1 + rng.below(6) as i64;
+        assert_eq!(frame_local::run(&code, turns), jit::plain::run(&code, turns), "{code:?}");
+        assert_eq!(frame_local::run_positioned(&code), jit::plain::run_positioned(&code), "{code:?}");
+    }
+}
+
+/// `frame_local::run` alone: its frame goes to outlined Rust by reference,
+/// and the portal compiles.
+#[jit_interpreter]
+mod frame_alone {
+    use jitgen::prelude::*;
+
+    /// What the program keeps.
+    pub struct Frame {
+        /// What it logged.
+        pub log: Vec<i64>,
+        /// How many times it looked.
+        pub looks: i64,
+    }
+
+    /// As `frame_local::run`.
+    pub fn run(code: &[u8], turns: i64) -> i64 {
+        let mut frame = Frame { log: vec![1], looks: 0 };
+        let mut pc = 0;
+        let mut sum = 0i64;
+        let mut left = turns;
+        loop {
+            hint!(global_merge_point);
+            if pc == code.len() {
+                left -= 1;
+                if left <= 0 {
+                    return sum * 1000 + frame.log.len() as i64 * 10 + frame.looks;
+                }
+                pc = 0;
+                continue;
+            }
+            match hint!(code[pc], concrete) {
+                0 => frame.log.push(left),
+                1 => sum += frame.log.iter().copied().max().unwrap_or(0),
+                2 => frame.log = frame.log.iter().rev().copied().collect(),
+                _ => {
+                    sum += pc as i64;
+                    frame.looks += 1;
+                }
+            }
+            pc += 1;
+        }
+    }
+}
+
+#[test]
+fn a_struct_local_holding_a_vec_is_passed_to_outlined_rust_and_the_portal_compiles() {
+    use frame_alone::jit;
+    jit::config().set_threshold(0);
+    let left = jit::left_to_rust();
+    assert!(left.len() >= 2 && left.iter().all(|l| l.contains("(outlined)")), "{left:#?}");
+    let mut rng = crate::common::Rng(0xa10e);
+    for _ in 0..crate::common::how_many(80) {
+        let code: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.below(4) as u8).collect();
+        let turns = 1 + rng.below(6) as i64;
+        let want = jit::plain::run(&code, turns);
+        assert_eq!(frame_alone::run(&code, turns), want, "{code:?}");
+        assert_eq!(jit::specialize::run(&code).call(turns), want, "{code:?}");
+    }
+    assert!(jit::stats().compilations > 0, "{:?}", jit::last_decline());
+}
+
 use machine::{jit, Machine};
 
 fn fresh() -> Machine {

@@ -197,8 +197,10 @@ impl Lowering<'_, '_> {
         if new.is_empty() || !new.iter().all(crate::is_unsupported) {
             return v;
         }
-        // A loop's value is unit: it is dropped wherever it stands.
-        let discard = discard || matches!(e, Expr::ForLoop(_) | Expr::While(_));
+        // A loop's or an assignment's value is unit: it is dropped wherever
+        // it stands (a `match` arm `1 => sum += ..`).
+        let discard =
+            discard || matches!(e, Expr::ForLoop(_) | Expr::While(_) | Expr::Assign(_)) || is_compound_assign(e);
         let (call, mut pending) = match self.outline(e, discard, &mark) {
             Ok(o) => o,
             Err(why) => {
@@ -467,6 +469,9 @@ impl Lowering<'_, '_> {
             t if self.u.is_intlike(t) => Some(Passed::ByValue),
             Ty::Str | Ty::Vec(_) | Ty::Map(..) => Some(Passed::ByReference),
             t if copy(t) => Some(Passed::ByValue),
+            // A struct of the module that is not a plain copy (it holds a
+            // `Vec`): an object, by reference as those above.
+            Ty::Struct(n) if self.m.structs.contains_key(n) => Some(Passed::ByReference),
             _ => None,
         }
     }
@@ -698,6 +703,15 @@ fn leaves(e: &Expr) -> bool {
     let mut l = Leaves { found: false, loops: 0, labels: vec![] };
     l.visit_expr(e);
     l.found
+}
+
+/// Whether `e` is `x op= y`.
+fn is_compound_assign(e: &Expr) -> bool {
+    use syn::BinOp::*;
+    matches!(e, Expr::Binary(b) if matches!(
+        b.op,
+        AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) | RemAssign(_) | BitXorAssign(_) | BitAndAssign(_) | BitOrAssign(_) | ShlAssign(_) | ShrAssign(_)
+    ))
 }
 
 /// Whether `e` is the index loop lowering makes of a `for` over a
