@@ -45,6 +45,12 @@
 //! - what it gives is what a residual call can give: unit, a scalar, a
 //!   `String`, a `Copy` struct of scalars, an enum of plain values (a value
 //!   discarded with `;` is unit).
+//!
+//! An object handed to outlined Rust by `&mut` (a struct local holding a
+//! `Vec` too) escapes: its fields are red from then on. Where that leaves a
+//! hint unsatisfiable, `annotate_items_with` analyzes the module again
+//! without outlining (`without_outlining`), and it is left to Rust as it
+//! was before: outlining never makes an error of a module that interprets.
 
 use std::collections::{HashMap, HashSet};
 
