@@ -216,10 +216,16 @@ thread_local! {
 /// Runs `f` with outlining off (see `outline`): portals whose Rust the
 /// analysis does not support leave their module to Rust.
 pub(crate) fn without_outlining<T>(f: impl FnOnce() -> T) -> T {
+    /// Turns outlining back on however `f` ends.
+    struct On;
+    impl Drop for On {
+        fn drop(&mut self) {
+            OUTLINING.with(|o| o.set(true));
+        }
+    }
     OUTLINING.with(|o| o.set(false));
-    let r = f();
-    OUTLINING.with(|o| o.set(true));
-    r
+    let _on = On;
+    f()
 }
 
 /// Lowers one function. Errors go to `errors`; the graph is returned when the
