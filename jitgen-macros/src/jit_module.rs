@@ -926,7 +926,8 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
         /// Whether the portal skips this visit of its merge point,
         /// and how many after it (see `Sampler::ask`): one call out
         /// of the interpreter loop, made only when its countdown
-        /// runs out or its entry mask lets the visit through.
+        /// runs out, the sampling clock ticks, or its entry mask lets
+        /// the visit through.
         #[inline(never)]
         pub(super) fn #skip_fn(__due: bool, __left: u32, __green: u64) -> ::core::option::Option<u32> {
             #sampler.with(|__s| __s.ask(__due, __left, __green))
@@ -960,7 +961,9 @@ fn call_clock(name: &str, cache: &Ident, sampler: &Ident) -> TokenStream {
         #[inline(never)]
         pub(super) fn #begin_fn() -> #rt::driver::LoopSampler {
             let __work = super::jit::__STATS.compile_work();
+            let __ticks = super::jit::__CONFIG.hot_policy().warmup;
             #sampler.with(|__s| {
+                __s.set_ticks(__ticks);
                 let __timed = __s.begin_call(__work);
                 #rt::driver::LoopSampler::begin(__s.entry_mask(), __timed, #end_fn)
             })
@@ -1044,8 +1047,8 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
         // the entry below), nothing at its merge point.
         quote!({})
     } else {
-        // Visits to skip are counted down in locals (see
-        // `LoopSampler`).
+        // A load and a compare per visit, the rest in the cold path
+        // (see `LoopSampler`).
         let (srcs, tmps): (Vec<_>, Vec<_>) = e.moved.iter().cloned().unzip();
         quote! {{
         if __jit_sampler.due() {

@@ -1,9 +1,9 @@
 //! A portal's hook-free continuation: the rest of a portal call, interpreted
 //! with no hook at its merge point.
 //!
-//! The hook costs a countdown at every visit of the merge point (a fused
-//! subtract-and-branch, see `Sampler::skip_many`). On a dispatch loop of a
-//! few instructions that is a fifth of the loop, and a portal whose every
+//! The hook costs a test at every visit of the merge point (of the sampling
+//! clock's flag, `LoopSampler::due`; with code in the thread, of the entry
+//! filter in the cold path at every visit), and a portal whose every
 //! compilation declines would pay it for nothing. So when the hook has met
 //! only declined positions for a while (`Sampler::gives_up`), the call goes
 //! on in a copy of the merge point's loop without the hook, placed beside
@@ -61,7 +61,7 @@ pub fn continuation(item: &mut syn::ItemFn) -> Option<TokenStream> {
 }
 
 /// The largest loop body (in tokens, groups counted once each) that gets a
-/// copy. In a small body the hook's countdown is a large share of a turn
+/// copy. In a small body the hook's countdown (as it was, per visit) is a large share of a turn
 /// (1.2-1.3x plain on a 4-operation loop, 1.15x on the stack VM's 1,454
 /// tokens) and the copy beside it cost nothing measurable; in TLC's 2,272
 /// tokens the countdown costs about 6% and the copy's code in the same

@@ -464,8 +464,10 @@ pub mod plus_minus {
         #[inline(never)]
         pub(super) fn __begin_ll_plus_minus() -> __rt::driver::LoopSampler {
             let __work = super::jit::__STATS.compile_work();
+            let __ticks = super::jit::__CONFIG.hot_policy().warmup;
             __SAMPLER_LL_PLUS_MINUS
                 .with(|__s| {
+                    __s.set_ticks(__ticks);
                     let __timed = __s.begin_call(__work);
                     __rt::driver::LoopSampler::begin(
                         __s.entry_mask(),
@@ -594,7 +596,8 @@ pub mod plus_minus {
         /// Whether the portal skips this visit of its merge point,
         /// and how many after it (see `Sampler::ask`): one call out
         /// of the interpreter loop, made only when its countdown
-        /// runs out or its entry mask lets the visit through.
+        /// runs out, the sampling clock ticks, or its entry mask lets
+        /// the visit through.
         #[inline(never)]
         pub(super) fn __skip_ll_plus_minus(
             __due: bool,

@@ -30,7 +30,14 @@
 //! of retired keys, not the hand-overs (384 of them). The hook's cold path is sampled:
 //! after a cold visit the hook skips the next visits (a countdown the interpreter loop
 //! keeps in a local, `Sampler::skip_many`), and the visit that reaches the hook next counts for
-//! itself and the visits skipped before it (`PortalCache::visit_weighted`). The skips
+//! itself and the visits skipped before it (`PortalCache::visit_weighted`). Under the
+//! default policy, skips of `TICKED_SKIPS` (32) or more last until the next tick of the
+//! sampling clock instead (`portal::ticker`: a visit then tests a thread-local flag and
+//! stores nothing), and the visit after the tick counts for the visits of the wait at
+//! the pace of the `CALIBRATION` (64) visits counted after the tick
+//! (`Sampler::take_weight`). A key that gets warm is warm since the portal's first visit
+//! in the thread (`PortalCache::warm_since`): ticks land on a loop's keys one after
+//! another, and a key's own warm-up would wait for a tick to land on it again. The skips
 //! ramp up (`skip_after_cold`): none for the first `COLD_RAMP` (8) cold visits since
 //! residual code last ran, then 1, 2, 4, ... up to `sample_period(threshold) - 1` (a
 //! quarter of the threshold, at most 256: 249 at the default threshold; thresholds
@@ -76,7 +83,7 @@
 //! saved frames read in place: every position inside a call declines) give the hook
 //! up even where the thread has code (`DeclineKind::Recursion`): the stack VM's
 //! recursive fibonacci ran at 0.2x plain in a thread with code for its loops, each
-//! dispatch paying the entry filter. The per-visit countdown alone cost a small dispatch loop a
+//! dispatch paying the entry filter. A per-visit countdown alone cost a small dispatch loop a
 //! fifth of its time (`cargo run --release --example portal_cost`; figures in
 //! PERFORMANCE.md). The price: a later loop of the same call that could compile is
 //! interpreted to the call's end.
@@ -175,11 +182,36 @@ pub enum Hot {
 }
 
 /// The entry of a key counted for the first time, and what to do.
-fn first_count(weight: u32, policy: HotPolicy, epoch: &mut Option<std::time::Instant>) -> (Entry, Hot) {
+fn first_count(
+    weight: u32,
+    policy: HotPolicy,
+    epoch: &mut Option<std::time::Instant>,
+    since: &mut u32,
+    budget: u64,
+) -> (Entry, Hot) {
     let past = weight > policy.threshold;
-    let warm_at = if past && policy.warmup { now_micros(epoch) } else { 0 };
-    let hot = if past && !policy.warmup { Hot::Compile } else { Hot::Cold };
+    let warm_at = if past && policy.warmup { warm_since(since, epoch) } else { 0 };
+    let hot = if past && (!policy.warmup || warmed_up(warm_at, epoch, budget)) { Hot::Compile } else { Hot::Cold };
     (Entry::Counting(weight, warm_at), hot)
+}
+
+/// Whether a key warm since `warm_at` has waited its warm-up, `budget`
+/// microseconds.
+fn warmed_up(warm_at: u32, epoch: &mut Option<std::time::Instant>, budget: u64) -> bool {
+    u64::from(now_micros(epoch).wrapping_sub(warm_at)) >= budget
+}
+
+/// When a key getting warm now is warm since: when the cache's first key
+/// was visited (`since`, set now if 0): the warm-up bounds what compiling
+/// costs a run against how long it has run. Keys sampled at the clock's
+/// ticks are first seen one tick after another, a key past the threshold
+/// after its first tick: with a clock of its own, a key waited for the
+/// tick after its own warm-up that landed on it again.
+fn warm_since(since: &mut u32, epoch: &mut Option<std::time::Instant>) -> u32 {
+    if *since == 0 {
+        *since = now_micros(epoch);
+    }
+    *since
 }
 
 /// Microseconds since a portal cache's `epoch` (set now if unset), never 0;
@@ -226,6 +258,9 @@ pub struct PortalCache<K> {
     expected_compile: std::time::Duration,
     /// The origin of the cache's clock (set when a first key gets warm).
     epoch: Option<std::time::Instant>,
+    /// When its first key was visited (0: not yet, or not under a policy
+    /// with warm-up): when every key's warm-up starts.
+    warm_since: u32,
     /// Keys the portal call under way entered (see `portal::slow`).
     entered: Vec<K>,
     /// Keys that calls starting at a position (its green word) entered.
@@ -246,6 +281,7 @@ impl<K> PortalCache<K> {
             stale: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
             expected_compile: EXPECTED_COMPILE,
             epoch: None,
+            warm_since: 0,
             entered: Vec::new(),
             entered_from: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
         }
@@ -277,13 +313,16 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     pub fn visit_weighted(&mut self, key: &K, content: &[&[u8]], policy: HotPolicy, weight: u32) -> Hot {
         let HotPolicy { threshold, warmup } = policy;
         let weight = weight.max(1);
+        if warmup && self.warm_since == 0 {
+            self.warm_since = now_micros(&mut self.epoch);
+        }
         if !self.stale.is_empty() {
             if let Some(hot) = self.revive(key, content) {
                 return hot;
             }
         }
         let compiled = self.keys.len() - self.counting;
-        let expected_compile = self.expected_compile;
+        let budget = (self.expected_compile * WARMUP_FACTOR).as_micros() as u64;
         let epoch = &mut self.epoch;
         match self.keys.get_mut(key) {
             Some(Entry::Counting(n, warm_at)) => {
@@ -296,13 +335,11 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                     return Hot::Compile;
                 }
                 if *warm_at == 0 {
-                    *warm_at = now_micros(epoch);
-                    return Hot::Cold;
+                    *warm_at = warm_since(&mut self.warm_since, epoch);
                 }
                 // The clock is read once per `threshold` counts.
                 let check = *n / threshold.max(1) != before / threshold.max(1);
-                let budget = (expected_compile * WARMUP_FACTOR).as_micros() as u64;
-                if check && u64::from(now_micros(epoch).wrapping_sub(*warm_at)) >= budget {
+                if check && warmed_up(*warm_at, epoch, budget) {
                     Hot::Compile
                 } else {
                     Hot::Cold
@@ -318,7 +355,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             Some(e) => {
                 // The green data changed under the same address: counted
                 // afresh, the code kept for the content it was compiled for.
-                let (fresh, hot) = first_count(weight, policy, epoch);
+                let (fresh, hot) = first_count(weight, policy, epoch, &mut self.warm_since, budget);
                 if let Entry::Compiled(c) = std::mem::replace(e, fresh) {
                     let versions = self.stale.entry(key.clone()).or_default();
                     if versions.len() == STALE_VERSIONS {
@@ -338,7 +375,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                     self.keys.retain(|_, e| !matches!(e, Entry::Counting(..)));
                     self.counting = 0;
                 }
-                let (fresh, hot) = first_count(weight, policy, &mut self.epoch);
+                let (fresh, hot) = first_count(weight, policy, &mut self.epoch, &mut self.warm_since, budget);
                 self.keys.insert(key.clone(), fresh);
                 self.counting += 1;
                 hot

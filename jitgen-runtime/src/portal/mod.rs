@@ -1,4 +1,5 @@
-//! Portals: settings ([`config`]), sampling the hook's visits ([`sampler`]),
+//! Portals: settings ([`config`]), sampling the hook's visits ([`sampler`])
+//! between ticks of a clock ([`ticker`]),
 //! counting per position key and the cache of compiled code ([`driver`]),
 //! retiring code slower than interpreting ([`slow`]). The top layer: what a portal hook
 //! calls around a compilation.
@@ -7,6 +8,7 @@ pub mod config;
 pub mod driver;
 pub mod sampler;
 pub mod slow;
+pub mod ticker;
 
 /// A scalar handed to a portal hook, given either by value or through a shared
 /// reference: interpreter code often holds `&i64` where the analysis sees the

@@ -8,6 +8,7 @@
 use std::cell::Cell;
 
 use crate::portal::slow::{CallKind, Tally, Verdict};
+use crate::portal::ticker;
 
 /// The longest run of merge point visits a portal skips after meeting a
 /// declined key.
@@ -101,15 +102,44 @@ pub fn skip_after_cold(streak: u32, threshold: u32) -> u32 {
 /// before; later, at a sampled visit.
 pub const QUIET_VISITS: u32 = 1 << 14;
 
-/// What the interpreter loop keeps of its portal's [`Sampler`] in locals
-/// (registers): a countdown of visits to skip, and once the thread has code
-/// for the portal, the entry filter folded to 64 bits
-/// ([`Sampler::entry_mask`]) with the countdown kept beside it. Without
-/// code a visit costs one subtraction and its borrow (a fused `sub; jb`);
-/// with code the first countdown stays at 0 and each visit tests its green
-/// word against the mask in the countdown's cold block, for at most
-/// [`QUIET_VISITS`] visits in a row that enter no code.
+/// What [`Sampler::ask`] answers for "skip until the sampling clock's next
+/// tick" (see [`crate::portal::ticker`]), and the `left` the loop then asks
+/// with at the visit after the tick (with `due` false: a countdown that
+/// ran out asks with `due` true).
+pub const NEXT_TICK: u32 = u32::MAX;
+
+/// Skips at least this long wait for the sampling clock's next tick
+/// instead of being counted down, under the default policy where the
+/// portal has no code in the thread ([`Sampler::set_ticks`]).
+pub const TICKED_SKIPS: u32 = 32;
+
+/// Visits counted down after a tick before the visit that goes to the
+/// hook: their time, against the time the loop waited for the tick, says
+/// how many visits the wait stood for ([`Sampler::take_weight`]).
+pub const CALIBRATION: u32 = 64;
+
+/// Visits a loop whose clock cannot run counts down where it would wait
+/// for a tick.
+const NO_CLOCK_SKIPS: u32 = 255;
+
+/// The most visits one sample stands for.
+const MAX_WEIGHT: u32 = 1 << 20;
+
+/// What the interpreter loop keeps of its portal's [`Sampler`] in locals: a
+/// countdown of visits to skip, and once the thread has code for the
+/// portal, the entry filter folded to 64 bits ([`Sampler::entry_mask`])
+/// with a second countdown beside it. A visit tests its thread's flag of
+/// the sampling clock ([`ticker::due`]), one compare of a thread-local byte
+/// and no store, and goes to the cold path only where it is raised. Between
+/// samples, a loop under the default policy waits for the clock's next tick
+/// ([`NEXT_TICK`]), which lowers the flag; a loop that counts visits (an
+/// explicit threshold, the short skips of [`skip_after_cold`]'s ramp, the
+/// calibration after a tick) keeps it raised and counts down in the cold
+/// path. With code, each visit tests its green word against the mask in the
+/// cold path, for at most [`QUIET_VISITS`] visits in a row that enter no
+/// code.
 pub struct LoopSampler {
+    after_tick: bool,
     skips: u32,
     counted: u32,
     quiet: u32,
@@ -122,10 +152,12 @@ pub struct LoopSampler {
 }
 
 impl LoopSampler {
-    /// At the start of a portal call, given [`Sampler::entry_mask`].
+    /// At the start of a portal call, given [`Sampler::entry_mask`]: its
+    /// first visits look.
     #[inline(always)]
     pub fn new(mask: u64) -> LoopSampler {
-        LoopSampler { skips: 0, counted: 0, quiet: 0, mask, call: None }
+        ticker::look_every_visit();
+        LoopSampler { after_tick: false, skips: 0, counted: 0, quiet: 0, mask, call: None }
     }
 
     /// At the start of a portal call that reports its end to `end` (with
@@ -135,7 +167,7 @@ impl LoopSampler {
     #[inline]
     pub fn begin(mask: u64, timed: bool, end: fn(Option<std::time::Duration>)) -> LoopSampler {
         let started = timed.then(std::time::Instant::now);
-        LoopSampler { skips: 0, counted: 0, quiet: 0, mask, call: Some((started, end)) }
+        LoopSampler { call: Some((started, end)), ..LoopSampler::new(mask) }
     }
 
     /// The hook ran compiled code, which handed back to the interpreter:
@@ -145,12 +177,10 @@ impl LoopSampler {
         self.quiet = 0;
     }
 
-    /// Whether this visit leaves the countdown (the cold path follows).
+    /// Whether this visit goes to the cold path (see [`ticker::due`]).
     #[inline(always)]
     pub fn due(&mut self) -> bool {
-        let (left, due) = self.skips.overflowing_sub(1);
-        self.skips = left;
-        due
+        ticker::due()
     }
 
     /// After [`LoopSampler::due`]: whether the visit at a position with
@@ -159,9 +189,20 @@ impl LoopSampler {
     /// mask says code may start.
     #[inline(always)]
     pub fn visits_hook(&mut self, green: u64, ask: impl FnOnce(bool, u32, u64) -> Option<u32>) -> bool {
-        self.skips = 0;
+        if self.skips != 0 {
+            self.skips -= 1;
+            return false;
+        }
         if self.mask == 0 || self.quiet >= QUIET_VISITS {
-            return match ask(true, 0, green) {
+            // After a tick, `(false, NEXT_TICK)`, which the mask's
+            // countdown never asks with.
+            let after_tick = std::mem::take(&mut self.after_tick);
+            let (due, left) = if after_tick { (false, NEXT_TICK) } else { (true, 0) };
+            return match ask(due, left, green) {
+                Some(NEXT_TICK) => {
+                    self.wait_for_tick();
+                    false
+                }
                 Some(n) => {
                     self.skips = n;
                     false
@@ -186,10 +227,23 @@ impl LoopSampler {
             }
         }
     }
+
+    /// Skips visits until the clock's next tick (or, where it cannot run,
+    /// [`NO_CLOCK_SKIPS`] of them); the visit after them asks with
+    /// [`NEXT_TICK`].
+    #[cold]
+    fn wait_for_tick(&mut self) {
+        self.after_tick = true;
+        if !ticker::wait() {
+            self.skips = NO_CLOCK_SKIPS;
+        }
+    }
 }
 
 impl Drop for LoopSampler {
+    /// The loop of an outer call, if any, looks at its next visit.
     fn drop(&mut self) {
+        ticker::look_every_visit();
         if let Some((started, end)) = self.call.take() {
             end(started.map(|t| t.elapsed()));
         }
@@ -264,6 +318,13 @@ pub struct Sampler {
     period: Cell<u32>,
     /// How many visits the next one that reaches the hook stands for.
     weight: Cell<u32>,
+    /// Whether long skips wait for the sampling clock's ticks (the
+    /// default policy: [`Sampler::set_ticks`]).
+    ticks: Cell<bool>,
+    /// When the loop began to wait for a tick ([`NEXT_TICK`]).
+    waiting_since: Cell<Option<std::time::Instant>>,
+    /// After a tick: when the loop noticed it, and how long it waited.
+    calibrating: Cell<Option<(std::time::Instant, std::time::Duration)>>,
     /// Cold visits in a row since residual code last ran.
     streak: Cell<u32>,
     /// Visits that reached the hook and met a declined key, in a row.
@@ -289,6 +350,9 @@ impl Sampler {
             skip: Cell::new(0),
             period: Cell::new(0),
             weight: Cell::new(1),
+            ticks: Cell::new(false),
+            waiting_since: Cell::new(None),
+            calibrating: Cell::new(None),
             streak: Cell::new(0),
             declined_run: Cell::new(0),
             recursion_run: Cell::new(0),
@@ -309,6 +373,9 @@ impl Sampler {
         self.depth.set(d + 1);
         if d == 0 {
             self.call.set(CallState { compile_work, ..CallState::IDLE });
+            if self.ticks.get() {
+                ticker::call_begins();
+            }
         }
         d == 0
     }
@@ -412,7 +479,17 @@ impl Sampler {
         if fresh && self.first_visit(word) == CallMode::Retired {
             return None;
         }
+        if !due && left == NEXT_TICK {
+            let now = std::time::Instant::now();
+            let waited = self.waiting_since.take().map_or(std::time::Duration::ZERO, |t| now - t);
+            self.calibrating.set(Some((now, waited)));
+            return self.entry_hit(word, CALIBRATION - 1);
+        }
         let left = if due { self.skip_many()? } else { left };
+        if left >= TICKED_SKIPS && self.ticks.get() && self.skip.get() & FILTERED == 0 {
+            self.waiting_since.set(Some(std::time::Instant::now()));
+            return Some(NEXT_TICK);
+        }
         self.entry_hit(word, left)
     }
 
@@ -431,10 +508,27 @@ impl Sampler {
         1 << (Self::hash(word) & 63)
     }
 
-    /// The visits this one stands for (the count starts again at 1).
+    /// The visits this one stands for (the count starts again at 1). After
+    /// a tick, the [`CALIBRATION`] visits counted since, and the visits of
+    /// the wait for the tick at their pace.
     #[inline]
     pub fn take_weight(&self) -> u32 {
-        self.weight.replace(1)
+        let counted = self.weight.replace(1);
+        match self.calibrating.take() {
+            Some((noticed, waited)) => {
+                let counting = noticed.elapsed().as_nanos().max(1);
+                let n = u128::from(CALIBRATION) * (1 + waited.as_nanos() / counting);
+                n.min(u128::from(MAX_WEIGHT)) as u32
+            }
+            None => counted,
+        }
+    }
+
+    /// Whether long skips wait for the sampling clock (the default policy,
+    /// set at each call's start), rather than being counted down.
+    #[inline]
+    pub fn set_ticks(&self, ticks: bool) {
+        self.ticks.set(ticks);
     }
 
     /// After a visit that got `Hot::Cold`: skips as [`skip_after_cold`]
