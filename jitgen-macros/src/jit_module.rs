@@ -1022,6 +1022,19 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
     // Where the call gives its hook up, the rest of it runs
     // without one (see `unhooked`).
     let gives_up_fn = format_ident!("__gives_up_{}", name);
+    let runs_plain_fn = format_ident!("__runs_plain_{}", name);
+    let runs_plain = quote! {
+            /// Whether this call of the portal runs the plain
+            /// interpreter (see `Sampler::runs_plain`); counted.
+            #[inline(never)]
+            pub(super) fn #runs_plain_fn() -> bool {
+                let __p = #sampler.with(|__s| __s.runs_plain());
+                if __p {
+                    super::jit::__STATS.unhooked();
+                }
+                __p
+            }
+    };
     let cont = if never { None } else { crate::unhooked::continuation(item) };
     let give_up = match cont {
         Some(cont) => {
@@ -1121,6 +1134,16 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
                 return __jit_off(#(#plain_args),*);
             })
         };
+        if !never {
+            // After calls at retired positions, the plain interpreter.
+            hooks.push(runs_plain);
+            item.block.stmts.insert(
+                0,
+                syn::parse_quote!(if self::__jit::#runs_plain_fn() {
+                    return __jit_off(#(#plain_args),*);
+                }),
+            );
+        }
         item.block.stmts.insert(0, entry_check);
         if !never {
             item.block.stmts.insert(0, off_fn);

@@ -215,10 +215,32 @@ fn code_slower_than_interpreting_is_retired_and_its_calls_go_unhooked() {
     for _ in 0..3 {
         assert_eq!(call(ms(20), true), (true, CallMode::Normal));
     }
-    // Suspect: three calls interpreted on purpose, 10 ms each.
-    for _ in 0..3 {
+    // Suspect: three calls interpreted on purpose, 10 ms each. Such a call
+    // tests no entry filter, and waits for the clock between samples as
+    // where the portal has no code.
+    assert!(SAMPLER.with(|s| s.entry_mask()) != 0, "the thread has code");
+    for _ in 0..2 {
         assert_eq!(call(ms(10), true), (false, CallMode::Interpreting));
     }
+    SAMPLER.with(|s| {
+        s.set_ticks(true);
+        s.begin_call(STATS.compile_work());
+        assert!(s.entry_mask() != 0, "before its first visit, a call may enter code");
+        assert_eq!(s.ask(true, 0, word), None, "its first visit goes to the hook");
+    });
+    assert!(site.visit(&[9], &[]).is_none(), "interpreted on purpose");
+    SAMPLER.with(|s| {
+        assert_eq!(s.call_mode(), CallMode::Interpreting);
+        assert_eq!(s.entry_mask(), 0, "an interpreted call tests no filter");
+        // Cold visits until the skips are long (past the ramp).
+        for _ in 0..20 {
+            s.cold(1000);
+        }
+        assert_eq!(s.ask(true, 0, word), Some(jitgen_runtime::driver::NEXT_TICK));
+        s.set_ticks(false);
+    });
+    site.call_ended(None);
+    assert_eq!(call(ms(10), true), (false, CallMode::Interpreting));
     assert_eq!(STATS.snapshot().retired_slow, 1, "{:?}", STATS.last_decline());
     assert!(STATS.last_decline().is_some_and(|w| w.contains("20.000 ms, interpreted 10.000 ms")));
     // From then on calls starting there go on without their hook, and the
@@ -232,4 +254,18 @@ fn code_slower_than_interpreting_is_retired_and_its_calls_go_unhooked() {
     });
     site.call_ended(None);
     assert!(!CACHE.with(|c| c.borrow().has_any_code()));
+    // After `PLAIN_AFTER` (2) calls in a row that started at the retired
+    // position, the next ones run the plain interpreter, but for one in
+    // `PROBE_EVERY`.
+    use jitgen_runtime::driver::{PLAIN_AFTER, PROBE_EVERY};
+    assert_eq!(PLAIN_AFTER, 2);
+    let plain: Vec<bool> = (0..2 * PROBE_EVERY).map(|_| SAMPLER.with(|s| s.runs_plain())).collect();
+    assert_eq!(plain.iter().filter(|p| !**p).count(), 2, "{plain:?}");
+    // A probe that starts elsewhere ends the run of retired calls.
+    SAMPLER.with(|s| {
+        s.begin_call(STATS.compile_work());
+        s.ask(true, 0, green_word(&[0x7000, 5]));
+    });
+    site.call_ended(Some(ms(10)));
+    assert!(!SAMPLER.with(|s| s.runs_plain()));
 }

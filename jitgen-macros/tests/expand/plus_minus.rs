@@ -11,6 +11,9 @@ pub mod plus_minus {
             self::jit::__CONFIG.tell_off();
             return __jit_off(s, x, y);
         }
+        if self::__jit::__runs_plain_ll_plus_minus() {
+            return __jit_off(s, x, y);
+        }
         let mut __jit_sampler = self::__jit::__begin_ll_plus_minus();
         let mut acc = x;
         let mut pc = 0;
@@ -700,6 +703,16 @@ pub mod plus_minus {
                 super::jit::__STATS.unhooked();
             }
             __g
+        }
+        /// Whether this call of the portal runs the plain
+        /// interpreter (see `Sampler::runs_plain`); counted.
+        #[inline(never)]
+        pub(super) fn __runs_plain_ll_plus_minus() -> bool {
+            let __p = __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.runs_plain());
+            if __p {
+                super::jit::__STATS.unhooked();
+            }
+            __p
         }
         /// Compiles the entry; `__words` (the inputs residual code would
         /// get now) lets it promote loop-invariant divisors at entry.

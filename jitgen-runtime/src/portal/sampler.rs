@@ -118,6 +118,16 @@ pub const TICKED_SKIPS: u32 = 32;
 /// how many visits the wait stood for ([`Sampler::take_weight`]).
 pub const CALIBRATION: u32 = 64;
 
+/// Outermost portal calls in a row that started at a position whose code
+/// was retired, after which the next calls run the plain interpreter out of
+/// line (see [`Sampler::runs_plain`]).
+pub const PLAIN_AFTER: u32 = 2;
+
+/// Of the calls that run the plain interpreter because the last ones
+/// started at retired positions, one in this many goes through the hook
+/// instead, so that a call starting elsewhere is seen.
+pub const PROBE_EVERY: u32 = 16;
+
 /// Visits a loop whose clock cannot run counts down where it would wait
 /// for a tick.
 const NO_CLOCK_SKIPS: u32 = 255;
@@ -339,6 +349,10 @@ pub struct Sampler {
     depth: Cell<u32>,
     /// The outermost call under way.
     call: Cell<CallState>,
+    /// Outermost calls in a row that started at a retired position.
+    retired_calls: Cell<u32>,
+    /// Calls run plain since the last that went through the hook.
+    plain_calls: Cell<u32>,
     /// Timed calls per position (see `portal::slow`).
     tallies: std::cell::RefCell<rustc_hash::FxHashMap<u64, Tally>>,
 }
@@ -360,6 +374,8 @@ impl Sampler {
             entries: [const { Cell::new(0) }; 4],
             depth: Cell::new(0),
             call: Cell::new(CallState::IDLE),
+            retired_calls: Cell::new(0),
+            plain_calls: Cell::new(0),
             tallies: std::cell::RefCell::new(rustc_hash::FxHashMap::with_hasher(rustc_hash::FxBuildHasher)),
         }
     }
@@ -390,6 +406,8 @@ impl Sampler {
             return None;
         }
         let c = self.call.replace(CallState::IDLE);
+        let retired = c.mode == CallMode::Retired;
+        self.retired_calls.set(if retired { self.retired_calls.get().saturating_add(1) } else { 0 });
         let kind = if c.compile_work != compile_work {
             CallKind::Compiling
         } else if c.entered && c.mode == CallMode::Normal {
@@ -398,6 +416,24 @@ impl Sampler {
             CallKind::Interpreted
         };
         Some((c.green, kind))
+    }
+
+    /// Whether a portal call beginning now runs the plain interpreter, out
+    /// of line and with no hook, as where compiling is off: it is an
+    /// outermost call, the last [`PLAIN_AFTER`] started at positions whose
+    /// code was retired, and it is not the one in [`PROBE_EVERY`] that goes
+    /// through the hook. A call that goes on without its hook from its
+    /// first visit runs a copy of the interpreter's loop in the portal's
+    /// function, laid out anew, which ran the procedure VM's retired fib
+    /// 1.46x slower than the plain interpreter's own function.
+    #[inline]
+    pub fn runs_plain(&self) -> bool {
+        if self.depth.get() != 0 || self.retired_calls.get() < PLAIN_AFTER {
+            return false;
+        }
+        let n = self.plain_calls.get() + 1;
+        self.plain_calls.set(n % PROBE_EVERY);
+        n < PROBE_EVERY
     }
 
     /// How the call under way treats compiled code.
@@ -486,7 +522,7 @@ impl Sampler {
             return self.entry_hit(word, CALIBRATION - 1);
         }
         let left = if due { self.skip_many()? } else { left };
-        if left >= TICKED_SKIPS && self.ticks.get() && self.skip.get() & FILTERED == 0 {
+        if left >= TICKED_SKIPS && self.ticks.get() && (self.skip.get() & FILTERED == 0 || !self.enters_code()) {
             self.waiting_since.set(Some(std::time::Instant::now()));
             return Some(NEXT_TICK);
         }
@@ -496,10 +532,26 @@ impl Sampler {
     /// The entry filter folded to 64 bits, for the interpreter loop to keep
     /// in a local and test each visit's green word against
     /// ([`Sampler::mask_bit`]) with no memory access; 0 while the portal
-    /// has no code. The loop takes it again after each visit of the hook.
+    /// has no code, and in a call that enters none ([`Sampler::enters_code`]).
+    /// The loop takes it again after each visit of the hook.
     #[inline]
     pub fn entry_mask(&self) -> u64 {
+        if !self.enters_code() {
+            return 0;
+        }
         self.entries.iter().fold(0, |m, e| m | e.get())
+    }
+
+    /// Whether the call under way may enter compiled code: not where
+    /// `portal::slow` interprets it on purpose or its position's code was
+    /// retired. A call that enters none samples its visits as where the
+    /// portal has no code (the clock's ticks, no entry filter): interpreted
+    /// on purpose with the filter tested at each visit, the procedure VM's
+    /// fib ran 2.4x its plain time, and its slow code was compared with that
+    /// and kept.
+    #[inline]
+    fn enters_code(&self) -> bool {
+        self.depth.get() == 0 || self.call.get().mode == CallMode::Normal
     }
 
     /// The bit of a [`green_word`] in [`Sampler::entry_mask`].

@@ -16,7 +16,14 @@
 //!   the interpreted ones (medians) retire the keys the compiled calls
 //!   entered (interpreted from then on, with the reason in `jit::stats()`
 //!   and `JITGEN_LOG`), and later calls starting at that position go on
-//!   without their hook, at the plain interpreter's speed.
+//!   without their hook; once the last two calls started there, the next
+//!   ones run the plain interpreter's own function, out of line, but for
+//!   one in 16 that goes through the hook (`Sampler::runs_plain`).
+//!
+//! A call interpreted on purpose, or at a retired position, enters no code,
+//! so it tests no entry filter: it samples its visits as where the portal
+//! has no code (`Sampler::entry_mask`), at the plain interpreter's speed,
+//! and the comparison is with that.
 //!
 //! Calls shorter than [`SHORTEST`] are not counted, and code compiled in
 //! the first call of its position is kept (nothing to compare with). The
