@@ -35,9 +35,9 @@
 //! sampling clock instead (`portal::ticker`: a visit then tests a thread-local flag and
 //! stores nothing), and the visit after the tick counts for the visits of the wait at
 //! the pace of the `CALIBRATION` (64) visits counted after the tick
-//! (`Sampler::take_weight`). A key that gets warm is warm since the portal's first visit
-//! in the thread (`PortalCache::warm_since`): ticks land on a loop's keys one after
-//! another, and a key's own warm-up would wait for a tick to land on it again. The skips
+//! (`Sampler::take_weight`). A key that gets warm is warm since the portal call under way
+//! began (`warm_since`): ticks land on a loop's keys one after another, and a key's own
+//! warm-up would wait for a tick to land on it again. The skips
 //! ramp up (`skip_after_cold`): none for the first `COLD_RAMP` (8) cold visits since
 //! residual code last ran, then 1, 2, 4, ... up to `sample_period(threshold) - 1` (a
 //! quarter of the threshold, at most 256: 249 at the default threshold; thresholds
@@ -186,11 +186,11 @@ fn first_count(
     weight: u32,
     policy: HotPolicy,
     epoch: &mut Option<std::time::Instant>,
-    since: &mut u32,
+    call_began: Option<std::time::Instant>,
     budget: u64,
 ) -> (Entry, Hot) {
     let past = weight > policy.threshold;
-    let warm_at = if past && policy.warmup { warm_since(since, epoch) } else { 0 };
+    let warm_at = if past && policy.warmup { warm_since(call_began, epoch) } else { 0 };
     let hot = if past && (!policy.warmup || warmed_up(warm_at, epoch, budget)) { Hot::Compile } else { Hot::Cold };
     (Entry::Counting(weight, warm_at), hot)
 }
@@ -201,17 +201,24 @@ fn warmed_up(warm_at: u32, epoch: &mut Option<std::time::Instant>, budget: u64) 
     u64::from(now_micros(epoch).wrapping_sub(warm_at)) >= budget
 }
 
-/// When a key getting warm now is warm since: when the cache's first key
-/// was visited (`since`, set now if 0): the warm-up bounds what compiling
-/// costs a run against how long it has run. Keys sampled at the clock's
-/// ticks are first seen one tick after another, a key past the threshold
-/// after its first tick: with a clock of its own, a key waited for the
-/// tick after its own warm-up that landed on it again.
-fn warm_since(since: &mut u32, epoch: &mut Option<std::time::Instant>) -> u32 {
-    if *since == 0 {
-        *since = now_micros(epoch);
+/// When a key getting warm now is warm since, in microseconds of the
+/// cache's clock: now, or for a key made warm by a visit after a tick of the
+/// sampling clock, when the portal call under way began (`call_began`). The
+/// warm-up bounds what compiling costs a run against how long it has run.
+/// Keys sampled at ticks are first seen one tick after another, a key past
+/// the threshold after its first tick: with a warm-up from then, a key
+/// waited for a later tick to land on it again. Not from the thread's first
+/// visit: a VM made afresh for each run has new keys in each, and compiled
+/// them all at once in every run (5.5x plain). Not for keys counted visit by
+/// visit (a thread with code samples so): warm since the call began, keys
+/// that the interpreter visits only between entries into code compiled at
+/// once, TLC's recursive fib(32) 4-5 times instead of 3.
+fn warm_since(call_began: Option<std::time::Instant>, epoch: &mut Option<std::time::Instant>) -> u32 {
+    let now = now_micros(epoch);
+    match (call_began, *epoch) {
+        (Some(t), Some(e)) => (t.saturating_duration_since(e).as_micros() as u32).clamp(1, now),
+        _ => now,
     }
-    *since
 }
 
 /// Microseconds since a portal cache's `epoch` (set now if unset), never 0;
@@ -258,9 +265,9 @@ pub struct PortalCache<K> {
     expected_compile: std::time::Duration,
     /// The origin of the cache's clock (set when a first key gets warm).
     epoch: Option<std::time::Instant>,
-    /// When its first key was visited (0: not yet, or not under a policy
-    /// with warm-up): when every key's warm-up starts.
-    warm_since: u32,
+    /// When the portal call under way began, as its site says before a
+    /// visit (see [`warm_since`]).
+    pub call_began: Option<std::time::Instant>,
     /// Keys the portal call under way entered (see `portal::slow`).
     entered: Vec<K>,
     /// Keys that calls starting at a position (its green word) entered.
@@ -281,7 +288,7 @@ impl<K> PortalCache<K> {
             stale: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
             expected_compile: EXPECTED_COMPILE,
             epoch: None,
-            warm_since: 0,
+            call_began: None,
             entered: Vec::new(),
             entered_from: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
         }
@@ -313,9 +320,6 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     pub fn visit_weighted(&mut self, key: &K, content: &[&[u8]], policy: HotPolicy, weight: u32) -> Hot {
         let HotPolicy { threshold, warmup } = policy;
         let weight = weight.max(1);
-        if warmup && self.warm_since == 0 {
-            self.warm_since = now_micros(&mut self.epoch);
-        }
         if !self.stale.is_empty() {
             if let Some(hot) = self.revive(key, content) {
                 return hot;
@@ -335,7 +339,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                     return Hot::Compile;
                 }
                 if *warm_at == 0 {
-                    *warm_at = warm_since(&mut self.warm_since, epoch);
+                    *warm_at = warm_since(self.call_began, epoch);
                 }
                 // The clock is read once per `threshold` counts.
                 let check = *n / threshold.max(1) != before / threshold.max(1);
@@ -355,7 +359,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             Some(e) => {
                 // The green data changed under the same address: counted
                 // afresh, the code kept for the content it was compiled for.
-                let (fresh, hot) = first_count(weight, policy, epoch, &mut self.warm_since, budget);
+                let (fresh, hot) = first_count(weight, policy, epoch, self.call_began, budget);
                 if let Entry::Compiled(c) = std::mem::replace(e, fresh) {
                     let versions = self.stale.entry(key.clone()).or_default();
                     if versions.len() == STALE_VERSIONS {
@@ -375,7 +379,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                     self.keys.retain(|_, e| !matches!(e, Entry::Counting(..)));
                     self.counting = 0;
                 }
-                let (fresh, hot) = first_count(weight, policy, &mut self.epoch, &mut self.warm_since, budget);
+                let (fresh, hot) = first_count(weight, policy, &mut self.epoch, self.call_began, budget);
                 self.keys.insert(key.clone(), fresh);
                 self.counting += 1;
                 hot
@@ -616,7 +620,12 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         if self.nested {
             policy.threshold = policy.threshold.saturating_mul(NESTED_THRESHOLD_FACTOR);
         }
-        let weight = self.sampler.with(|s| s.take_weight());
+        // A visit after a tick of the sampling clock: a key it makes warm
+        // is warm since the call began (see `warm_since`).
+        let (weight, began) = self.sampler.with(|s| {
+            let ticked = s.after_tick();
+            (s.take_weight(), if ticked { s.call_began() } else { None })
+        });
         let per_key = self.stats.compile_per_key();
         let hot = self.cache.with(|c| {
             let mut c = c.borrow_mut();
@@ -625,6 +634,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             if let Some(d) = per_key {
                 c.expected_compile = c.expected_compile.max(d);
             }
+            c.call_began = began;
             c.visit_weighted(key, content, policy, weight)
         });
         match hot {

@@ -349,6 +349,8 @@ pub struct Sampler {
     depth: Cell<u32>,
     /// The outermost call under way.
     call: Cell<CallState>,
+    /// When the outermost call under way began.
+    call_began: Cell<Option<std::time::Instant>>,
     /// Outermost calls in a row that started at a retired position.
     retired_calls: Cell<u32>,
     /// Calls run plain since the last that went through the hook.
@@ -374,6 +376,7 @@ impl Sampler {
             entries: [const { Cell::new(0) }; 4],
             depth: Cell::new(0),
             call: Cell::new(CallState::IDLE),
+            call_began: Cell::new(None),
             retired_calls: Cell::new(0),
             plain_calls: Cell::new(0),
             tallies: std::cell::RefCell::new(rustc_hash::FxHashMap::with_hasher(rustc_hash::FxBuildHasher)),
@@ -389,6 +392,7 @@ impl Sampler {
         self.depth.set(d + 1);
         if d == 0 {
             self.call.set(CallState { compile_work, ..CallState::IDLE });
+            self.call_began.set(Some(std::time::Instant::now()));
             if self.ticks.get() {
                 ticker::call_begins();
             }
@@ -434,6 +438,14 @@ impl Sampler {
         let n = self.plain_calls.get() + 1;
         self.plain_calls.set(n % PROBE_EVERY);
         n < PROBE_EVERY
+    }
+
+    /// When the outermost call under way began (none outside a call).
+    pub fn call_began(&self) -> Option<std::time::Instant> {
+        if self.depth.get() == 0 {
+            return None;
+        }
+        self.call_began.get()
     }
 
     /// How the call under way treats compiled code.
@@ -574,6 +586,15 @@ impl Sampler {
             }
             None => counted,
         }
+    }
+
+    /// Whether the visit going to the hook now came after a tick of the
+    /// sampling clock (before [`Sampler::take_weight`]).
+    #[inline]
+    pub fn after_tick(&self) -> bool {
+        let c = self.calibrating.take();
+        self.calibrating.set(c);
+        c.is_some()
     }
 
     /// Whether long skips wait for the sampling clock (the default policy,
