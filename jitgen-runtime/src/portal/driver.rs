@@ -35,9 +35,11 @@
 //! sampling clock instead (`portal::ticker`: a visit then tests a thread-local flag and
 //! stores nothing), and the visit after the tick counts for the visits of the wait at
 //! the pace of the `CALIBRATION` (64) visits counted after the tick
-//! (`Sampler::take_weight`). A key that gets warm is warm since the portal call under way
-//! began (`warm_since`): ticks land on a loop's keys one after another, and a key's own
-//! warm-up would wait for a tick to land on it again. The skips
+//! (`Sampler::take_weight`). A key a tick's sample makes warm is warm since the portal
+//! call under way began (`warm_since`): ticks land on a loop's keys one after another,
+//! and a key's own warm-up would wait for a tick to land on it again. Where the thread
+//! has code, or under an explicit threshold, visits are counted (the flag stays
+//! raised) and each key's warm-up is its own. The skips
 //! ramp up (`skip_after_cold`): none for the first `COLD_RAMP` (8) cold visits since
 //! residual code last ran, then 1, 2, 4, ... up to `sample_period(threshold) - 1` (a
 //! quarter of the threshold, at most 256: 249 at the default threshold; thresholds
