@@ -268,7 +268,7 @@ pub struct PortalCache<K> {
     /// The origin of the cache's clock (set when a first key gets warm).
     epoch: Option<std::time::Instant>,
     /// When the portal call under way began, as its site says before a
-    /// visit (see [`warm_since`]).
+    /// visit (see `warm_since`).
     pub call_began: Option<std::time::Instant>,
     /// Keys the portal call under way entered (see `portal::slow`).
     entered: Vec<K>,

@@ -544,7 +544,7 @@ impl Sampler {
     /// The entry filter folded to 64 bits, for the interpreter loop to keep
     /// in a local and test each visit's green word against
     /// ([`Sampler::mask_bit`]) with no memory access; 0 while the portal
-    /// has no code, and in a call that enters none ([`Sampler::enters_code`]).
+    /// has no code, and in a call that enters none (`Sampler::enters_code`).
     /// The loop takes it again after each visit of the hook.
     #[inline]
     pub fn entry_mask(&self) -> u64 {

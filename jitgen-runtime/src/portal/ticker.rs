@@ -19,8 +19,8 @@
 //! ticking every [`PERIOD`], less often the longer it runs with no portal
 //! call beginning ([`TICKS_PER_PERIOD`]). It stops after [`IDLE_TICKS`]
 //! ticks in a row that no loop waited for, and the next loop to wait starts
-//! it again (a loop sets [`WAITING`] before it reads whether the clock
-//! stopped, the clock marks itself stopped before it reads [`WAITING`]
+//! it again (a loop sets `WAITING` before it reads whether the clock
+//! stopped, the clock marks itself stopped before it reads `WAITING`
 //! again, both sequentially consistent, so one of them sees the other; a
 //! stopped clock also looks by itself every [`STOPPED_NAP`]). Where no
 //! thread can be started, [`wait`] says so and the loop counts its visits
