@@ -269,3 +269,41 @@ fn code_slower_than_interpreting_is_retired_and_its_calls_go_unhooked() {
     site.call_ended(Some(ms(10)));
     assert!(!SAMPLER.with(|s| s.runs_plain()));
 }
+
+/// A call that stops testing the entry filter (it entered no code for
+/// `QUIET_VISITS` visits) says so when its countdown runs out, and under
+/// the default policy waits for the sampling clock between samples, as
+/// where the portal has no code; a loop that tests the filter counts.
+#[test]
+fn a_quiet_call_with_code_in_its_thread_waits_for_ticks() {
+    use jitgen_runtime::driver::{green_word, NEXT_TICK, QUIET_ASK};
+    let word = green_word(&[0x9000, 1]);
+    // The loop: QUIET_VISITS visits testing the mask, then asks with
+    // QUIET_ASK.
+    let mut sampler = LoopSampler::new(u64::MAX);
+    let mut asked = vec![];
+    for _ in 0..QUIET_VISITS + 3 {
+        let ask = |due: bool, left: u32, _word: u64| {
+            asked.push((due, left));
+            Some(if due { 0 } else { left })
+        };
+        assert!(!(sampler.due() && sampler.visits_hook(1234, ask)));
+    }
+    assert_eq!(asked.last(), Some(&(true, QUIET_ASK)), "{:?}", &asked[asked.len() - 3..]);
+    // The portal's sampler: code in the thread, long skips after cold
+    // visits.
+    thread_local!(static S: Sampler = const { Sampler::new() });
+    S.with(|s| {
+        s.set_ticks(true);
+        s.add_entry(green_word(&[0x9000, 7]));
+        for _ in 0..20 {
+            s.cold(1000);
+        }
+        assert_ne!(s.ask(true, 0, word), Some(NEXT_TICK), "a loop testing the filter counts");
+        s.cold(1000);
+        assert_eq!(s.ask(true, QUIET_ASK, word), Some(NEXT_TICK), "a quiet one waits for the clock");
+        s.cold(1000);
+        s.set_ticks(false);
+        assert_ne!(s.ask(true, QUIET_ASK, word), Some(NEXT_TICK), "an explicit threshold counts");
+    });
+}

@@ -108,6 +108,13 @@ pub const QUIET_VISITS: u32 = 1 << 14;
 /// ran out asks with `due` true).
 pub const NEXT_TICK: u32 = u32::MAX;
 
+/// The `left` of [`Sampler::ask`] (with `due` true) from a loop whose
+/// countdown ran out and that tests no entry filter although the portal has
+/// code in its thread: it entered none for [`QUIET_VISITS`] visits, and
+/// may wait for ticks (the mask's countdown, running out, asks with
+/// `u32::MAX`).
+pub const QUIET_ASK: u32 = u32::MAX - 1;
+
 /// Skips at least this long wait for the sampling clock's next tick
 /// instead of being counted down, under the default policy where the
 /// portal has no code in the thread ([`Sampler::set_ticks`]).
@@ -147,7 +154,7 @@ const MAX_WEIGHT: u32 = 1 << 20;
 /// calibration after a tick) keeps it raised and counts down in the cold
 /// path. With code, each visit tests its green word against the mask in the
 /// cold path, for at most [`QUIET_VISITS`] visits in a row that enter no
-/// code.
+/// code; then it samples as where the portal has no code ([`QUIET_ASK`]).
 pub struct LoopSampler {
     after_tick: bool,
     skips: u32,
@@ -207,7 +214,8 @@ impl LoopSampler {
             // After a tick, `(false, NEXT_TICK)`, which the mask's
             // countdown never asks with.
             let after_tick = std::mem::take(&mut self.after_tick);
-            let (due, left) = if after_tick { (false, NEXT_TICK) } else { (true, 0) };
+            let quiet = if self.mask == 0 { 0 } else { QUIET_ASK };
+            let (due, left) = if after_tick { (false, NEXT_TICK) } else { (true, quiet) };
             return match ask(due, left, green) {
                 Some(NEXT_TICK) => {
                     self.wait_for_tick();
@@ -533,8 +541,10 @@ impl Sampler {
             self.calibrating.set(Some((now, waited)));
             return self.entry_hit(word, CALIBRATION - 1);
         }
+        let quiet = due && left == QUIET_ASK;
         let left = if due { self.skip_many()? } else { left };
-        if left >= TICKED_SKIPS && self.ticks.get() && (self.skip.get() & FILTERED == 0 || !self.enters_code()) {
+        let no_filter = self.skip.get() & FILTERED == 0 || quiet || !self.enters_code();
+        if left >= TICKED_SKIPS && self.ticks.get() && no_filter {
             self.waiting_since.set(Some(std::time::Instant::now()));
             return Some(NEXT_TICK);
         }
