@@ -6,7 +6,7 @@
 //! visit. Where the interpreter's own values fill the registers, the
 //! countdown lives in a stack slot, and each visit's decrement waits for the
 //! last one's store: a chain through memory longer than a small dispatch
-//! (the procedure VM's hooked loop ran 1.5-1.8x its plain time with nothing
+//! (the procedure VM's hooked loop ran 1.7-1.85x its plain time with nothing
 //! to compile; PERFORMANCE.md). Between samples, a loop under the default
 //! policy instead waits for the next tick ([`wait`]), which lowers its
 //! thread's flag: [`due`] is one compare of a thread-local byte that no
@@ -51,8 +51,7 @@ pub const SLOWEST_PERIOD: Duration = Duration::from_millis(2);
 
 /// Ticks in a row that no loop waited for, after which the clock stops: a
 /// thread whose code runs waits for none, and each wakeup costs a core
-/// about 10-15 µs here (TLC's recursive fib(32) ran 2-3% longer with the
-/// clock ticking on for 40).
+/// about 10-15 µs here.
 pub const IDLE_TICKS: u32 = 8;
 
 /// How long a stopped clock sleeps before it looks again whether a loop
