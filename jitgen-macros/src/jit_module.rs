@@ -948,6 +948,25 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
     never
 }
 
+/// `fn name() -> bool`: whether this call of the portal `what`, as the
+/// `Sampler` method `method` of the thread-local `sampler` says; a yes is
+/// counted in `jit::stats().unhooked`.
+fn unhooked_query(name: &Ident, sampler: &Ident, method: &str, what: &str) -> TokenStream {
+    let method = format_ident!("{}", method);
+    let doc = format!(" Whether this call of the portal {what} (see `Sampler::{method}`); counted.");
+    quote! {
+        #[doc = #doc]
+        #[inline(never)]
+        pub(super) fn #name() -> bool {
+            let __yes = #sampler.with(|__s| __s.#method());
+            if __yes {
+                super::jit::__STATS.unhooked();
+            }
+            __yes
+        }
+    }
+}
+
 /// The functions that begin and end a call of the portal `name` for
 /// `portal::slow` (its code cache and sampler the thread-locals `cache` and
 /// `sampler`): the interpreter loop's sampler at the start, which reports
@@ -965,7 +984,8 @@ fn call_clock(name: &str, cache: &Ident, sampler: &Ident) -> TokenStream {
             #sampler.with(|__s| {
                 __s.set_ticks(__ticks);
                 let __timed = __s.begin_call(__work);
-                #rt::driver::LoopSampler::begin(__s.entry_mask(), __timed, #end_fn)
+                let __began = if __timed { __s.call_began() } else { ::core::option::Option::None };
+                #rt::driver::LoopSampler::begin(__s.entry_mask(), __began, #end_fn)
             })
         }
 
@@ -1023,34 +1043,12 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
     // without one (see `unhooked`).
     let gives_up_fn = format_ident!("__gives_up_{}", name);
     let runs_plain_fn = format_ident!("__runs_plain_{}", name);
-    let runs_plain = quote! {
-            /// Whether this call of the portal runs the plain
-            /// interpreter (see `Sampler::runs_plain`); counted.
-            #[inline(never)]
-            pub(super) fn #runs_plain_fn() -> bool {
-                let __p = #sampler.with(|__s| __s.runs_plain());
-                if __p {
-                    super::jit::__STATS.unhooked();
-                }
-                __p
-            }
-    };
+    let runs_plain = unhooked_query(&runs_plain_fn, &sampler, "runs_plain", "runs the plain interpreter");
     let cont = if never { None } else { crate::unhooked::continuation(item) };
     let give_up = match cont {
         Some(cont) => {
             item.attrs.push(syn::parse_quote!(#[allow(unused_labels, unreachable_code)]));
-            hooks.push(quote! {
-                /// Whether this call of the portal goes on without
-                /// its hook (see `Sampler::gives_up`); counted.
-                #[inline(never)]
-                pub(super) fn #gives_up_fn() -> bool {
-                    let __g = #sampler.with(|__s| __s.gives_up());
-                    if __g {
-                        super::jit::__STATS.unhooked();
-                    }
-                    __g
-                }
-            });
+            hooks.push(unhooked_query(&gives_up_fn, &sampler, "gives_up", "goes on without its hook"));
             quote!(if self::__jit::#gives_up_fn() { #cont })
         }
         _ => quote!(),

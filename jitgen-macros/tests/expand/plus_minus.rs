@@ -472,9 +472,14 @@ pub mod plus_minus {
                 .with(|__s| {
                     __s.set_ticks(__ticks);
                     let __timed = __s.begin_call(__work);
+                    let __began = if __timed {
+                        __s.call_began()
+                    } else {
+                        ::core::option::Option::None
+                    };
                     __rt::driver::LoopSampler::begin(
                         __s.entry_mask(),
-                        __timed,
+                        __began,
                         __end_ll_plus_minus,
                     )
                 })
@@ -694,25 +699,23 @@ pub mod plus_minus {
             __rt::heap::arena_release(__mark);
             Some(__r)
         }
-        /// Whether this call of the portal goes on without
-        /// its hook (see `Sampler::gives_up`); counted.
+        /// Whether this call of the portal goes on without its hook (see `Sampler::gives_up`); counted.
         #[inline(never)]
         pub(super) fn __gives_up_ll_plus_minus() -> bool {
-            let __g = __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.gives_up());
-            if __g {
+            let __yes = __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.gives_up());
+            if __yes {
                 super::jit::__STATS.unhooked();
             }
-            __g
+            __yes
         }
-        /// Whether this call of the portal runs the plain
-        /// interpreter (see `Sampler::runs_plain`); counted.
+        /// Whether this call of the portal runs the plain interpreter (see `Sampler::runs_plain`); counted.
         #[inline(never)]
         pub(super) fn __runs_plain_ll_plus_minus() -> bool {
-            let __p = __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.runs_plain());
-            if __p {
+            let __yes = __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.runs_plain());
+            if __yes {
                 super::jit::__STATS.unhooked();
             }
-            __p
+            __yes
         }
         /// Compiles the entry; `__words` (the inputs residual code would
         /// get now) lets it promote loop-invariant divisors at entry.

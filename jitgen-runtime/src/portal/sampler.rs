@@ -178,12 +178,11 @@ impl LoopSampler {
     }
 
     /// At the start of a portal call that reports its end to `end` (with
-    /// how long it took where `timed`: the outermost call of its portal,
-    /// see [`Sampler::begin_call`]), as the portal's generated code makes
-    /// it; `end` runs when the call returns or unwinds.
+    /// how long it took since `started`, for the outermost call of its
+    /// portal: [`Sampler::call_began`]), as the portal's generated code
+    /// makes it; `end` runs when the call returns or unwinds.
     #[inline]
-    pub fn begin(mask: u64, timed: bool, end: fn(Option<std::time::Duration>)) -> LoopSampler {
-        let started = timed.then(std::time::Instant::now);
+    pub fn begin(mask: u64, started: Option<std::time::Instant>, end: fn(Option<std::time::Duration>)) -> LoopSampler {
         LoopSampler { call: Some((started, end)), ..LoopSampler::new(mask) }
     }
 
