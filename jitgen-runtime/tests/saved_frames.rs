@@ -337,3 +337,101 @@ fn the_walk_counts_the_entries_of_the_call_and_leaves_each_its_count() {
     assert_eq!(count(), 1);
     leave(outer);
 }
+
+#[test]
+fn materializing_moves_each_hidden_segment_once_and_seals_the_entries_it_passed() {
+    use jitgen_runtime::contstack::{self, enter, leave, peek, push, template_of, SEALED};
+    use jitgen_runtime::heap::{vec_extend, vec_header, vec_reserve_one};
+    use jitgen_runtime::spill::{materialize, Segment};
+    use jitgen_runtime::vlist::InPlace;
+    static IN_PLACE: InPlace = InPlace {
+        header: vec_header::<i64>,
+        size: 8,
+        ty: ValTy::I64,
+        class: 0,
+        reserve: vec_reserve_one::<i64>,
+        extend: vec_extend::<i64>,
+    };
+    // Templates of a frame with no word: with a hidden segment of one word
+    // (and its twin in memory), and without a segment.
+    let mut b = ResidualBuilder::new("frames", &[ValTy::I64], &[]);
+    let x = RedBox::Var { ty: ValTy::I64, val: b.inputs()[0] };
+    let mut heap = VHeap::default();
+    let mut l = VPList::Virtual(vec![]);
+    for _ in 0..2 {
+        let c = heap.alloc(&FRAME, vec![RedBox::constant(ValTy::I64, 7)], vec![]);
+        l.push(&mut b, &mut heap, &FRAME, c).expect("virtual");
+    }
+    assert!(spill_list(&mut l, &mut b, &heap, false, &[vec![x], vec![]], false));
+    let find = |want: fn(&Segment) -> bool| {
+        (0..)
+            .take_while(|id| template(*id).is_some())
+            .find(|id| matches!(&*template(*id).unwrap(), Template::Object { segment, .. } if want(segment)))
+            .expect("a template of that segment")
+    };
+    let hidden = find(|s| matches!(s, Segment::Hidden { words: 1, .. }));
+    let in_memory = find(|s| matches!(s, Segment::InMemory { words: 1 }));
+    let none = find(|s| matches!(s, Segment::None));
+    let push_entry = |id: u64, words: &[u64]| {
+        let mut buf = vec![words.len() as u64];
+        buf.extend_from_slice(words);
+        buf.push(id);
+        // SAFETY: n, n words and the template.
+        assert_eq!(unsafe { push(buf.as_mut_ptr()) }, 0);
+    };
+    let mut v: Vec<i64> = vec![100];
+    let mut materialize_into = |v: &mut Vec<i64>| {
+        let mut buf = [v as *mut Vec<i64> as u64, &IN_PLACE as *const InPlace as u64];
+        // SAFETY: a live `Vec<i64>` and its `InPlace`.
+        assert_eq!(unsafe { materialize(buf.as_mut_ptr()) }, 0);
+    };
+    let words = || contstack::with_call_words(|w| w.to_vec());
+    let count = || {
+        let mut w = [0u64];
+        // SAFETY: one word.
+        assert_eq!(unsafe { jitgen_runtime::spill::count_entries(w.as_mut_ptr()) }, 0);
+        w[0]
+    };
+    let saved = enter();
+    // Bottom to top: no segment, 1, no segment, no segment, 2, no segment.
+    push_entry(none, &[]);
+    push_entry(hidden, &[1]);
+    push_entry(none, &[]);
+    push_entry(none, &[]);
+    push_entry(hidden, &[2]);
+    push_entry(none, &[]);
+    materialize_into(&mut v);
+    // The segments, oldest first, each moved into memory once; the hidden
+    // entries are their twins now, every other entry passed is sealed.
+    assert_eq!(v, [100, 1, 2]);
+    let w = words();
+    let lasts: Vec<u64> = [0, 2, 3, 4, 6, 7].iter().map(|&k| w[k]).collect();
+    assert_eq!(lasts.iter().map(|&x| template_of(x)).collect::<Vec<_>>(), [none, in_memory, none, none, in_memory, none]);
+    assert_eq!(lasts.iter().map(|&x| x & SEALED != 0).collect::<Vec<_>>(), [true, false, true, true, false, true]);
+    // What a pop reads is the template alone, and counting sees through the seal.
+    let mut t = [0u64];
+    // SAFETY: one word.
+    unsafe { peek(t.as_mut_ptr()) };
+    assert_eq!(t[0], none);
+    assert_eq!(count(), 6);
+    // Nothing more to move.
+    materialize_into(&mut v);
+    assert_eq!(v, [100, 1, 2]);
+    // A walk stops at the first sealed entry: a hidden entry below it (a
+    // state the invariant rules out, made here to see where the walk
+    // stops) stays hidden; the new one above moves.
+    push_entry(hidden, &[3]);
+    push_entry(none, &[]);
+    contstack::with_call_words(|w| {
+        let top = w.len() - 1;
+        w[top] |= SEALED;
+    });
+    push_entry(hidden, &[4]);
+    materialize_into(&mut v);
+    assert_eq!(v, [100, 1, 2, 4]);
+    let w = words();
+    assert_eq!(template_of(w[w.len() - 4]), hidden);
+    assert_eq!(template_of(w[w.len() - 1]), in_memory);
+    assert_eq!(count(), 9);
+    leave(saved);
+}

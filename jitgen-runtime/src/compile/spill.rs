@@ -53,8 +53,10 @@
 //! object is dropped from the state's heap); a frame that is shared is not
 //! spilled, and the recursion declines as before.
 //! Invariant: a hidden segment belongs to an entry of the current call of
-//! residual code, and no entry below one whose segment is in memory has a
-//! hidden one (entries are pushed on top; `materialize` moves them all).
+//! residual code, and no entry below one whose segment is in memory, or
+//! one that is sealed (`contstack::SEALED`), has a hidden one (entries are
+//! pushed on top; `materialize` moves them all, and seals the others it
+//! passes).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -337,7 +339,7 @@ pub unsafe extern "C" fn count_entries(buf: *mut u64) -> u64 {
                 // writing the counts.
                 let (mut at, mut passed, mut below) = (w.len(), 0, 0);
                 while at > 0 {
-                    below = w[at - 1] >> contstack::TEMPLATE_BITS;
+                    below = contstack::count_of(w[at - 1]);
                     if below != 0 {
                         break;
                     }
@@ -348,7 +350,8 @@ pub unsafe extern "C" fn count_entries(buf: *mut u64) -> u64 {
                 let mut at = w.len();
                 for k in 0..passed {
                     let last = w[at - 1];
-                    w[at - 1] = contstack::template_of(last) | (n - k) << contstack::TEMPLATE_BITS;
+                    w[at - 1] =
+                        contstack::template_of(last) | (last & contstack::SEALED) | (n - k) << contstack::TEMPLATE_BITS;
                     at -= size(last, at);
                 }
                 n
@@ -605,11 +608,17 @@ pub fn unspill_all(l: &mut VPList, b: &mut ResidualBuilder, heap: &mut VHeap) ->
 
 /// Moves the hidden part of an operand stack back into its `Vec` (see
 /// [`Segment`]): the segments of the current call's entries, oldest first,
-/// appended to the `Vec`, and each entry's template replaced by its twin
-/// whose segment is in memory. `[vec, in_place] -> []`, `in_place` the
-/// address of the list's [`InPlace`]. Entries are only ever pushed on top,
-/// so none below one whose segment is in memory has a hidden one: the walk
-/// from the top stops there.
+/// appended to the `Vec` by one call of its `extend`, and each entry's
+/// template replaced by its twin whose segment is in memory. `[vec,
+/// in_place] -> []`, `in_place` the address of the list's [`InPlace`].
+///
+/// The walk goes down from the top entry, and stops at one whose segment
+/// is in memory or that is sealed ([`contstack::SEALED`]): entries are
+/// only ever pushed on top, so none below such an entry has a hidden
+/// segment. The entries it passes that have no segment are sealed, so that
+/// the next walk stops there too instead of going down the whole
+/// recursion: a deep one whose frames mostly have no segment (Ackermann's)
+/// would otherwise walk every entry at each call of it.
 ///
 /// # Safety
 /// `buf` holds two words: the address of a live `Vec` of the element type
@@ -621,40 +630,41 @@ pub unsafe extern "C" fn materialize(buf: *mut u64) -> u64 {
         // SAFETY: a descriptor of the generated code, which lives as long
         // as the program.
         let how: &InPlace = unsafe { &*(how as usize as *const InPlace) };
-        let segments = contstack::with_call_words(|w| {
-            let mut segments = vec![];
+        // `[vec, n]`, then the segments' words, newest first until reversed.
+        let mut args = vec![vec, 0];
+        contstack::with_call_words(|w| {
             let mut at = w.len();
             TEMPLATES.with(|t| {
                 let t = t.borrow();
-                while at > 0 {
+                while at > 0 && w[at - 1] & contstack::SEALED == 0 {
+                    let last = w[at - 1];
                     let t = t
                         .all
-                        .get(contstack::template_of(w[at - 1]) as usize)
+                        .get(contstack::template_of(last) as usize)
                         .expect("jitgen bug: a continuation entry of an unknown template");
                     let n = t.word_count();
                     assert!(at > n, "jitgen bug: a continuation entry longer than the stack");
                     match &**t {
                         Template::Object { segment: Segment::Hidden { words, twin }, .. } => {
-                            segments.push(w[at - 1 - words..at - 1].to_vec());
-                            w[at - 1] = *twin;
+                            args.extend(w[at - 1 - words..at - 1].iter().rev());
+                            w[at - 1] = *twin | (last & !((1 << contstack::TEMPLATE_BITS) - 1));
                         }
                         Template::Object { segment: Segment::InMemory { .. }, .. } => break,
-                        _ => {}
+                        _ => w[at - 1] = last | contstack::SEALED,
                     }
                     at -= n + 1;
                 }
             });
-            segments
         });
-        for seg in segments.iter().rev() {
-            let mut args = Vec::with_capacity(seg.len() + 2);
-            args.extend([vec, seg.len() as u64]);
-            args.extend_from_slice(seg);
-            // SAFETY: `extend` takes the address, a count and that many
-            // elements.
-            if unsafe { (how.extend)(args.as_mut_ptr()) } != 0 {
-                return Err(crate::ir::ops::ErrorKind::CallbackPanicked);
-            }
+        if args.len() == 2 {
+            return Ok(());
+        }
+        args[2..].reverse();
+        args[1] = args.len() as u64 - 2;
+        // SAFETY: `extend` takes the address, a count and that many
+        // elements.
+        if unsafe { (how.extend)(args.as_mut_ptr()) } != 0 {
+            return Err(crate::ir::ops::ErrorKind::CallbackPanicked);
         }
         Ok(())
     })

@@ -26,12 +26,16 @@
 //! interpreter's `Vec` first).
 //!
 //! An entry's last word is its template number in the low [`TEMPLATE_BITS`]
-//! bits; the high bits are 0, or the number of the call's entries up to this
-//! one where something counted them (the length of the spilled frames of an
-//! interpreter that reads `frames.len()`: `compile::spill::entries`, which
-//! walks down from the top to the first entry that has its count, and
-//! writes the counts it found). Nothing is counted while pushing and
-//! popping, so counting costs only the code that asks.
+//! bits; the bits above them up to [`SEALED`] are 0, or the number of the
+//! call's entries up to this one where something counted them (the length
+//! of the spilled frames of an interpreter that reads `frames.len()`:
+//! `compile::spill::entries`, which walks down from the top to the first
+//! entry that has its count, and writes the counts it found). Nothing is
+//! counted while pushing and popping, so counting costs only the code that
+//! asks. The top bit, [`SEALED`], says that no entry from this one down
+//! holds part of an operand stack that is not in memory
+//! (`compile::spill::materialize` sets it on the entries it walks past, so
+//! that the next walk stops there).
 //!
 //! Invariant: an entry is pushed and popped by code of the thread that
 //! compiled it (residual code is not `Send`), so template numbers are those
@@ -63,6 +67,15 @@ pub const TEMPLATE_BITS: u32 = 32;
 /// The template number in an entry's last word.
 pub fn template_of(word: u64) -> u64 {
     word & ((1 << TEMPLATE_BITS) - 1)
+}
+
+/// The bit of an entry's last word that says no entry from it down holds
+/// part of an operand stack outside memory (see the module doc).
+pub const SEALED: u64 = 1 << 63;
+
+/// The count of entries an entry's last word holds (0: not counted).
+pub fn count_of(word: u64) -> u64 {
+    (word & !SEALED) >> TEMPLATE_BITS
 }
 
 /// Byte offsets of [`Raw`]'s fields, for residual code.
