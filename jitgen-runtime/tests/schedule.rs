@@ -1485,6 +1485,26 @@ fn an_index_checked_on_the_path_plus_a_constant_is_not_zero() {
     c.finish_return(&[]);
 }
 
+/// A length taken back below a value and counted up to it again
+/// (`red_length_plus`, as a frame's segment goes back into its stack's
+/// tail) is that value, which keeps its own form: values made from either
+/// are still known relative to each other (a procedure's argument index
+/// beside its stack's hidden part).
+#[test]
+fn a_length_counted_back_up_to_its_root_keeps_the_relations() {
+    let mut c: Compilation<Blk> = Compilation::new("lengths", &[ValTy::U64], &[ValTy::U64], Limits::default());
+    let base = c.inputs()[0];
+    let below = c.b.red_bin(BinOp::Sub, Overflow::Wrap, &base, &RedBox::u64(1));
+    assert_eq!(c.b.red_length_plus(&below, 1), base, "one above `base - 1` is `base`");
+    let index = c.b.red_bin(BinOp::Sub, Overflow::Wrap, &base, &RedBox::u64(1));
+    assert_eq!(c.b.root_form(&below, None), (base, -1));
+    assert_eq!(c.b.root_form(&base, None), (base, 0));
+    assert_eq!(c.b.difference(&below, &index), Some(0));
+    let above = c.b.red_length_plus(&below, 3);
+    assert_eq!(c.b.difference(&index, &above), Some(3));
+    assert_eq!(c.b.difference(&base, &above), Some(2));
+}
+
 /// An integer plus constants that come back to it is the integer itself
 /// under wrapping arithmetic; a checked step is kept (it may overflow where
 /// the constants meet only modulo the width), and still known as its root.
