@@ -406,7 +406,10 @@ fn materializing_moves_each_hidden_segment_once_and_seals_the_entries_it_passed(
     assert_eq!(v, [100, 1, 2]);
     let w = words();
     let lasts: Vec<u64> = [0, 2, 3, 4, 6, 7].iter().map(|&k| w[k]).collect();
-    assert_eq!(lasts.iter().map(|&x| template_of(x)).collect::<Vec<_>>(), [none, in_memory, none, none, in_memory, none]);
+    assert_eq!(
+        lasts.iter().map(|&x| template_of(x)).collect::<Vec<_>>(),
+        [none, in_memory, none, none, in_memory, none]
+    );
     assert_eq!(lasts.iter().map(|&x| x & SEALED != 0).collect::<Vec<_>>(), [true, false, true, true, false, true]);
     // What a pop reads is the template alone, and counting sees through the seal.
     let mut t = [0u64];

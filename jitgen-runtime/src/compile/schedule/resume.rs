@@ -135,6 +135,17 @@ impl crate::run::promotion::Pieces for Tree {
 /// at each level: a piece per value, up to the tree's budget of cases.
 pub(super) const CONSTANT_VARIANTS: usize = 2;
 
+/// The largest constant by which a case knows one live value of its switch
+/// as another plus it ([`Related`]). Indices an interpreter computes from
+/// a frame's base reach what the stack's length in memory locates (an
+/// argument below the base, the caller's few words above its own) a few
+/// apart; larger constants relate frames several calls apart, change with
+/// the depth, and each set of them is part of a case's key, so compiles a
+/// case of its own. The procedure VM's recursive fibonacci compiled 347
+/// cases with every constant kept, 207 within 4, 124 within 2, its code as
+/// fast in each.
+pub(super) const RELATED_SPAN: i64 = 4;
+
 /// How a red of a resumed state is laid out: a constant, or an input.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(super) enum Layout {
@@ -156,7 +167,8 @@ pub(super) type Related = (usize, usize, i64);
 
 /// The live values known as an earlier one plus a constant (a stack's
 /// length in memory beside a frame's base in it), so that a case places
-/// indices made from either as the switch's path did.
+/// indices made from either as the switch's path did. Only constants up to
+/// [`RELATED_SPAN`] are kept.
 fn related_inputs(b: &crate::ir::builder::ResidualBuilder, live: &[Val]) -> Vec<Related> {
     let red = |v: Val| RedBox::Var { ty: b.ty(v), val: v };
     (0..live.len())
@@ -167,7 +179,11 @@ fn related_inputs(b: &crate::ir::builder::ResidualBuilder, live: &[Val]) -> Vec<
             }
             (0..i).find_map(|j| {
                 let rj = red(live[j]);
-                (rj.ty() == ri.ty()).then(|| b.difference(&rj, &ri)).flatten().map(|k| (i, j, k))
+                (rj.ty() == ri.ty())
+                    .then(|| b.difference(&rj, &ri))
+                    .flatten()
+                    .filter(|k| k.abs() <= RELATED_SPAN)
+                    .map(|k| (i, j, k))
             })
         })
         .collect()
