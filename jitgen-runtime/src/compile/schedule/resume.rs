@@ -138,13 +138,14 @@ pub(super) const CONSTANT_VARIANTS: usize = 2;
 /// The largest constant by which a case knows one live value of its switch
 /// as another plus it ([`Related`]). Indices an interpreter computes from
 /// a frame's base reach what the stack's length in memory locates (an
-/// argument below the base, the caller's few words above its own) a few
+/// argument below the base, the caller's words above its own) a few
 /// apart; larger constants relate frames several calls apart, change with
 /// the depth, and each set of them is part of a case's key, so compiles a
 /// case of its own. The procedure VM's recursive fibonacci compiled 347
-/// cases with every constant kept, 207 within 4, 124 within 2, its code as
-/// fast in each.
-pub(super) const RELATED_SPAN: i64 = 4;
+/// cases with every constant kept, 207-365 within 4, 110-124 within 2 (as
+/// many as before relations survived its returns), its code as fast in
+/// each (PERFORMANCE.md).
+pub(super) const RELATED_SPAN: i64 = 2;
 
 /// How a red of a resumed state is laid out: a constant, or an input.
 #[derive(Clone, PartialEq, Eq, Hash)]
