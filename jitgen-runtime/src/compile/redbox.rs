@@ -177,27 +177,11 @@ impl ResidualBuilder {
             // Where `m` was computed from `r` (`m` is `r - k`, and the sum
             // gave `r` back), `r` keeps its own form: the two naming each
             // other would make a cycle, and neither would have a root.
-            if !self.derives_from(m, &r) {
+            if self.root_form(m, Some(&r)).0 != r {
                 self.addrs.insert(val, SymAddr { root: *m, index: None, offset: k as i64 });
             }
         }
         r
-    }
-
-    /// Whether `r` is `a` or a value on the way from `a` to its root (see
-    /// [`ResidualBuilder::root_form`]).
-    fn derives_from(&self, a: &RedBox, r: &RedBox) -> bool {
-        let mut at = *a;
-        for _ in 0..8 {
-            if at == *r {
-                return true;
-            }
-            match self.linear_form(&at) {
-                Some((next, _)) if next != at => at = next,
-                _ => return false,
-            }
-        }
-        false
     }
 
     /// `op a`.

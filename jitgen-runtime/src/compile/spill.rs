@@ -647,7 +647,7 @@ pub unsafe extern "C" fn materialize(buf: *mut u64) -> u64 {
                     match &**t {
                         Template::Object { segment: Segment::Hidden { words, twin }, .. } => {
                             args.extend(w[at - 1 - words..at - 1].iter().rev());
-                            w[at - 1] = *twin | (last & !((1 << contstack::TEMPLATE_BITS) - 1));
+                            w[at - 1] = *twin | (last ^ contstack::template_of(last));
                         }
                         Template::Object { segment: Segment::InMemory { .. }, .. } => break,
                         _ => w[at - 1] = last | contstack::SEALED,
