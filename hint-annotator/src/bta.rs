@@ -166,7 +166,8 @@ pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDep
                 | OpKind::Push
                 | OpKind::Pop
                 | OpKind::MapInsert
-                | OpKind::MapRemove => {
+                | OpKind::MapRemove
+                | OpKind::Drop => {
                     local_effects = true;
                     Dep::Red(RedReason::Effect)
                 }

@@ -282,6 +282,10 @@ pub enum OpKind {
     },
     /// `[value]`: `.unwrap()` / `.expect(..)` of an `Option` or `Result` (panics).
     Unwrap,
+    /// `[object]`: the end of an object a local owned (a struct holding
+    /// what the analysis does not model, made by Rust's own `.clone()`),
+    /// where Rust drops it: the local is assigned again.
+    Drop,
     /// `[rc]`: the `&T` an `Rc<T>` or `Arc<T>` (an opaque object, at its
     /// address) points to: fields are read through shared pointers as
     /// through shared references.
@@ -336,6 +340,7 @@ impl OpKind {
             OpKind::EnumField { variant, index } => format!("enum_field.{variant}.{index}"),
             OpKind::Unwrap => "unwrap".into(),
             OpKind::SharedDeref => "shared_deref".into(),
+            OpKind::Drop => "drop".into(),
             OpKind::Call(f) => format!("call {f}"),
             OpKind::CallOpaque(f) => format!("call_opaque {f}"),
             OpKind::Format { mac, template, .. } => format!("format {mac}!({template:?})"),

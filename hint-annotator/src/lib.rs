@@ -33,7 +33,9 @@
 //! pointers: a struct literal allocates, `p.f = v` stores through the pointer, `&x` and
 //! `*r` of pointers are copies of the pointer. A struct of a `Copy` type read by value
 //! from a place (`let f = *frames.last().unwrap()`, an argument, a `push`) is copied
-//! field by field, as is a derived `.clone()` of a struct of values, and `*r = s`
+//! field by field, as is a derived `.clone()` of a struct of values (of one that owns what
+//! the analysis does not model, Rust's own clone is one residual call, and the local holding it
+//! drops it where it is assigned again: `OpKind::Drop`), and `*r = s`
 //! through a `&mut` stores each field: the copy is Rust's, never an alias. This is PyPy's low-level model; virtual lists and
 //! structures (`jitgen-runtime`'s `vlist.rs` and `virtuals.rs`) remove the allocations
 //! again in residual code. A type the analysis does not model, as a struct field or an

@@ -239,10 +239,16 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
     if has_merge_point(f.body) && OUTLINING.with(|o| o.get()) {
         // What compiled, while a lowering with more known may outline less.
         let mut best = None;
-        for _ in 0..4 {
+        for _ in 0..8 {
             let at: Vec<_> =
                 errs.iter().flat_map(|e| e.clone().into_iter().map(|e| outline::range(e.span()))).collect();
-            let more = at.iter().any(|r| !how.at.contains(r));
+            let found = std::mem::take(&mut how.found_runs);
+            let more = at.iter().any(|r| !how.at.contains(r)) || found.iter().any(|r| !how.runs.contains(r));
+            for r in found {
+                if !how.runs.contains(&r) {
+                    how.runs.push(r);
+                }
+            }
             let learned = std::mem::take(&mut how.learned);
             let grew = learned.iter().any(|(r, t)| how.known.get(r) != Some(t));
             if errs.is_empty() {
@@ -287,6 +293,7 @@ fn lower_fn_outlining(
         span: f.span,
         inlines: vec![],
         frozen_names: places::frozen_names(f),
+        unmoved: outline::unmoved_names(f.body),
         outlining,
         pending: vec![],
     };
@@ -359,6 +366,10 @@ struct Lowering<'m, 'a> {
     /// Names that only ever stand for data behind a shared reference
     /// parameter of the function (see `frozen_names`).
     frozen_names: HashSet<String>,
+    /// Names the body only ever uses in place (read through, borrowed,
+    /// assigned), never moves: what such a local owned dies where it is
+    /// assigned again (see `places::write_place`).
+    unmoved: HashSet<String>,
     /// Where an earlier lowering failed on Rust the analysis does not
     /// support, and what it learned (see `outline`).
     outlining: outline::Outlining,
@@ -841,9 +852,20 @@ impl<'m, 'a> Lowering<'m, 'a> {
     fn block(&mut self, b: &syn::Block) -> LVal {
         let depth = self.env.len();
         let mut value = LVal::Const(Const::Unit);
+        let mut skip = 0;
         for (i, s) in b.stmts.iter().enumerate() {
             let last = i + 1 == b.stmts.len();
             value = LVal::Const(Const::Unit);
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            if let Some((run, n)) = self.run_from(&b.stmts, i) {
+                // Statements outlined together (`outline`'s runs).
+                self.outlined_or_lowered(&run, true);
+                skip = n - 1;
+                continue;
+            }
             match s {
                 syn::Stmt::Local(local) => self.local(local),
                 syn::Stmt::Expr(e, semi) => {

@@ -93,6 +93,15 @@ impl<'g> Gen<'g> {
                 quote!(__b[#k] = #w;)
             });
             (quote!(&[#(#vts),*]), quote!(#(#writes)*))
+        } else if let Ty::Struct(s) = rty {
+            // A struct of the module that is not a struct of scalars (it
+            // owns what the analysis does not model, as a derived clone
+            // does): moved into the arena, reached by address.
+            if types.structs.get(s).is_none_or(|d| d.lifetimes > 0) {
+                return None;
+            }
+            let pt = ptr_valty();
+            (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
         } else if is_enum(rty) && rebuildable(rty, types) {
             let (flat, _, tys) = enum_helpers(rty);
             if !self.enums.contains(rty) {
@@ -502,7 +511,8 @@ impl<'g> Gen<'g> {
                 let id = v_ident(r);
                 quote!(let #id: [#rt::RedBox; #n] = #rt::redbox::first_n(&__v);)
             }
-            Repr::RPtr if *rty == Ty::Str => self.bind(fi, r, quote!(__v[0])),
+            // A `String`, or a struct in the arena (see `result_words`).
+            Repr::RPtr if *rty == Ty::Str || matches!(rty, Ty::Struct(_)) => self.bind(fi, r, quote!(__v[0])),
             Repr::VPtr if scalar_struct(rty, self.cg.types()).is_some() => {
                 // A struct of scalars, a virtual object of the words given.
                 let (s, fields) = scalar_struct(rty, self.cg.types()).expect("checked");
@@ -510,6 +520,10 @@ impl<'g> Gen<'g> {
                 self.vstructs.insert(s.clone());
                 let desc = format_ident!("__VDESC_{}", s);
                 self.bind(fi, r, quote!(__st.heap.alloc(&#desc, ::std::vec![#(#words),*], ::std::vec![])))
+            }
+            Repr::VPtr if matches!(rty, Ty::Struct(_)) => {
+                // An object in the arena (see `result_words`).
+                self.bind(fi, r, quote!(#rt::VPtr::Real(__v[0])))
             }
             _ => return Err(self.decline("the result of this residual call")),
         })

@@ -62,6 +62,11 @@ pub(crate) struct Entry {
     /// stays in registers on the hot path (an escaped address kept a
     /// `Vec`'s length in a stack slot, stored at every push and pop).
     pub(crate) moved: Vec<(TokenStream, Ident)>,
+    /// Owned `mut` locals of a struct that owns what the analysis does not
+    /// model: moved into the arena for the call (`heap::Handed`), so that
+    /// compiled code owns them and drops them where Rust would; taken back
+    /// after it, where compiled code did not drop them.
+    pub(crate) handed: Vec<(TokenStream, Ident)>,
 }
 
 /// `portal`: the entry of a portal hook, which virtualizes the lists it is
@@ -90,6 +95,7 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
         cheap_greens: vec![],
         cheap_greens_in_hook: vec![],
         moved: vec![],
+        handed: vec![],
     };
     for v in vars {
         let info = f.graph.var(*v);
@@ -380,7 +386,12 @@ fn red_object(
         }
         other => {
             let t = pty_of(other);
-            if is_mut && !portal_moves_by_ref(src) {
+            let owning = matches!(other, Ty::Struct(_)) && virtual_struct(other, gen.cg.types()).is_none();
+            if is_mut && owning && portal && !portal_moves_by_ref(src) {
+                let tmp = format_ident!("__jit_handed_{}", n);
+                e.handed.push((src.clone(), tmp.clone()));
+                (quote!(&mut #t), quote!(#tmp.get()), quote!(#n as *mut #t as usize as u64))
+            } else if is_mut && !portal_moves_by_ref(src) {
                 let tmp = format_ident!("__jit_moved_{}", n);
                 e.moved.push((src.clone(), tmp.clone()));
                 (quote!(&mut #t), quote!(&mut #tmp), quote!(#n as *mut #t as usize as u64))

@@ -5,167 +5,16 @@
 use std::collections::BTreeMap;
 use std::collections::{HashMap, HashSet};
 
-use hint_annotator::flowgraph::Var;
 use hint_annotator::types::Ty;
 use hint_annotator::{Color, ColoredGraphs};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::visit_mut::VisitMut;
 
-use crate::entry::{base_name, entry, live_name, Entry};
+use crate::entry::{entry, Entry};
+use crate::park::*;
 use crate::repr::*;
 use crate::timeshift::Gen;
-
-/// How a variable the interpreter may have changed goes back to it when a
-/// portal continues in the interpreter proper after a hand-over.
-enum ParkKind {
-    /// A scalar: green (a Rust value in the frame) or red (a constant box).
-    Scalar(Sc, bool),
-    /// An owned object passed by `&mut`: unchanged, or one residual code
-    /// allocated (moved out of the arena).
-    Owned(TokenStream),
-    /// A shared reference.
-    Ref(TokenStream),
-    /// A `Vec` of scalars: real (as `Owned`), or virtual (its elements).
-    List(Sc),
-    /// A `Vec` of a plain enum of `n` slots: real, or virtual (flattened).
-    EnumList(Ty, usize),
-    /// A `Vec` of a struct whose objects may be virtual: real, or a virtual
-    /// list of pointers (each object rebuilt by `__unpark_S`).
-    ObjList(String),
-}
-
-struct ParkVar {
-    field: Ident,
-    param: Ident,
-    src: TokenStream,
-    kind: ParkKind,
-}
-
-/// The variables a portal gets back at its merge point, or `None` when one
-/// of them cannot be handed back (then the portal does not park: after a
-/// hand-over, the rest of its call runs in execute mode).
-fn park_plan(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String>) -> Option<Vec<ParkVar>> {
-    let f = gen.fns[fi];
-    let mut plan = vec![];
-    for v in vars {
-        let info = f.graph.var(*v);
-        let name = info.name.clone()?;
-        if !mutable.contains(base_name(&name)) {
-            continue;
-        }
-        if name == "self" {
-            return None;
-        }
-        let kind = match (gen.repr(fi, *v), &info.ty) {
-            (Repr::G(sc), _) => ParkKind::Scalar(sc, true),
-            (Repr::R(sc), _) => ParkKind::Scalar(sc, false),
-            (Repr::RPtr, Ty::Ref { .. } | Ty::Boxed(_)) => return None,
-            (Repr::RPtr, t) => ParkKind::Owned(rust_ty(t, None)),
-            (Repr::VList(sc), Ty::Vec(_)) => ParkKind::List(sc),
-            (Repr::VEList(ety, w), Ty::Vec(_)) => ParkKind::EnumList(ety, w),
-            (Repr::VOList(s), Ty::Vec(_)) => ParkKind::ObjList(s),
-            (Repr::GRef(_), Ty::Ref { mutable: false, to }) => {
-                let t = rust_ty(to, None);
-                ParkKind::Ref(quote!(&'static #t))
-            }
-            (Repr::GSlice(target), Ty::Ref { mutable: false, .. }) => {
-                let t = rust_ty(&target, None);
-                ParkKind::Ref(quote!(&'static [#t]))
-            }
-            (Repr::Unit, _) => continue,
-            _ => return None,
-        };
-        let (param, src) = live_name(&name);
-        plan.push(ParkVar { field: format_ident!("v{}", v.0), param, src, kind });
-    }
-    Some(plan)
-}
-
-/// A `Vec` rebuilt from the red boxes `__items` of a virtual list (each a
-/// constant when handing over; `msg` if not).
-fn rebuilt_list(le: &LElem, msg: &str) -> TokenStream {
-    match le {
-        LElem::Sc(sc) => {
-            let back = from_word(*sc, quote!(__x.as_const().expect(#msg)));
-            quote!(__items.iter().map(|__x| #back).collect())
-        }
-        LElem::Enum(ety, w) => {
-            let (_, unflat, _) = enum_helpers(ety);
-            quote!(__items
-                .chunks(#w)
-                .map(|__c| {
-                    let __words: ::std::vec::Vec<u64> = __c.iter().map(|__x| __x.as_const().expect(#msg)).collect();
-                    #unflat(&__words)
-                })
-                .collect())
-        }
-    }
-}
-
-/// `__unpark_S(heap, p) -> S`: the object a parked state's pointer names,
-/// rebuilt for the interpreter (a virtual one from its fields and lists, a
-/// forced one moved out of the arena).
-fn unpark_fn(sname: &str, types: &hint_annotator::ModuleTypes) -> TokenStream {
-    let rt = rt();
-    let d = &types.structs[sname];
-    let (sn, f) = (format_ident!("{}", sname), format_ident!("__unpark_{}", sname));
-    let msg = format!("jitgen: a field of a `{sname}` is not known when handing over to the interpreter");
-    let lost = format!("jitgen: cannot hand a `{sname}` made by residual code back to the interpreter");
-    let (mut k, mut j) = (0usize, 0usize);
-    let mut inits = vec![];
-    for (name, t) in &d.fields {
-        let fid = member(name);
-        match list_field(t, types) {
-            Some(le) => {
-                let et = le.rust();
-                let rebuilt = rebuilt_list(&le, &msg);
-                inits.push(quote!(#fid: match &__o.lists[#j] {
-                    #rt::VList::Virtual(__items) => #rebuilt,
-                    #rt::VList::Real(__p) => {
-                        let __a = __p.as_const().expect(#msg);
-                        // SAFETY: a real list's address is that of a live
-                        // Vec of its type, moved into this object.
-                        unsafe { #rt::heap::take_vec::<#et>(__a) }
-                    }
-                    #rt::VList::Tail(__p, __items, ..) => {
-                        let __a = __p.as_const().expect(#msg);
-                        // SAFETY: as for a real list; its tail follows.
-                        let mut __v = unsafe { #rt::heap::take_vec::<#et>(__a) };
-                        let __t: ::std::vec::Vec<#et> = #rebuilt;
-                        __v.extend(__t);
-                        __v
-                    }
-                }));
-                j += 1;
-            }
-            None => {
-                let sc = scalar(t).expect("a virtual struct's fields are scalars or lists");
-                let back = from_word(sc, quote!(__o.fields[#k].as_const().expect(#msg)));
-                inits.push(quote!(#fid: #back));
-                k += 1;
-            }
-        }
-    }
-    quote! {
-        #[allow(non_snake_case, unused_unsafe, clippy::all)]
-        fn #f(__heap: &#rt::virtuals::VHeap, __p: &#rt::VPtr) -> #sn {
-            let __taken = |__r: &#rt::RedBox| {
-                #rt::heap::arena_take::<#sn>(__r.as_const().expect(#msg)).expect(#lost)
-            };
-            match __p {
-                #rt::VPtr::Real(__r) => __taken(__r),
-                #rt::VPtr::Virtual(__i) => {
-                    let __o = &__heap.objects[*__i as usize];
-                    if let Some(__r) = &__o.forced {
-                        return __taken(__r);
-                    }
-                    #sn { #(#inits),* }
-                }
-            }
-        }
-    }
-}
 
 /// Input types as one expression.
 fn input_tys_expr(tys: &[TokenStream]) -> TokenStream {
@@ -540,20 +389,6 @@ struct Gathered {
     green_flags: BTreeMap<String, Vec<bool>>,
 }
 
-/// How a portal's state goes back to the interpreter after a hand-over
-/// (see `park_plan`): the struct of its variables and the code that fills
-/// it from a parked state and the interpreter's variables from it.
-struct Park {
-    parked: Ident,
-    parked_fields: Vec<TokenStream>,
-    origins: Vec<TokenStream>,
-    unparks: Vec<TokenStream>,
-    assigns: Vec<TokenStream>,
-    field_pats: Vec<TokenStream>,
-    unpack: Ident,
-    pid: u32,
-}
-
 /// Generates everything. `fns` are the module's free functions (original,
 /// markers stripped); portal bodies are rewritten in place.
 pub fn expand(
@@ -611,158 +446,9 @@ fn portal(
         }
         e.bad = Some(why);
     }
-    let park = park_pieces(gen, out, fi, point, &mutable, &name);
+    let park = park_pieces(gen, &mut out.unpark_structs, fi, point, &mutable, &name, &e.handed);
     let never = portal_hook(gen, out, item, point, &e, &park);
     portal_call_site(out, item, &e, &park, never);
-}
-
-/// The struct a portal's state goes back to the interpreter in, and the code
-/// around it (see `Park`).
-fn park_pieces(
-    gen: &mut Gen,
-    out: &mut Gathered,
-    fi: usize,
-    point: usize,
-    mutable: &HashSet<String>,
-    name: &str,
-) -> Park {
-    let rt = rt();
-    let unpark_structs = &mut out.unpark_structs;
-
-    let plan = park_plan(&gen, fi, &gen.points[point].live.clone(), &mutable);
-    if plan.is_some() {
-        gen.park_points.insert(point);
-    }
-    let plan = plan.unwrap_or_default();
-    let parked = format_ident!("__Parked_{}", name);
-    let mut parked_fields = vec![];
-    let mut origins = vec![];
-    let mut unparks = vec![];
-    let mut assigns = vec![];
-    for pv in &plan {
-        let (field, param, src) = (&pv.field, &pv.param, &pv.src);
-        let msg =
-            format!("jitgen: `{}` is not known when handing over to the interpreter", src.to_string().replace(' ', ""));
-        match &pv.kind {
-            ParkKind::Scalar(sc, green) => {
-                let t = sc_rust(*sc);
-                parked_fields.push(quote!(pub #param: #t));
-                let val = if *green { quote!(#field) } else { from_word(*sc, quote!(#field.as_const().expect(#msg))) };
-                unparks.push(quote!(#param: #val));
-                assigns.push(quote!(#src = __p.#param;));
-            }
-            ParkKind::ObjList(sname) => {
-                let sn = format_ident!("{}", sname);
-                let t = quote!(::std::vec::Vec<#sn>);
-                parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
-                let orig = format_ident!("__orig_{}", param);
-                origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
-                let unpark = format_ident!("__unpark_{}", sname);
-                if !unpark_structs.contains(sname) {
-                    unpark_structs.push(sname.clone());
-                }
-                unparks.push(quote!(#param: match #field {
-                    #rt::VPList::Real(__p) => {
-                        let __a = __p.as_const().expect(#msg);
-                        // SAFETY: as for lists of scalars.
-                        if __a == #orig { None } else { Some(unsafe { #rt::heap::take_vec(__a) }) }
-                    }
-                    // (Spilled frames were put back by `unspill_all`.)
-                    #rt::VPList::Virtual(__ptrs) | #rt::VPList::Spilled { below: None, items: __ptrs, .. } => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
-                    #rt::VPList::Over(__p, __ptrs) | #rt::VPList::Spilled { below: Some(__p), items: __ptrs, .. } => {
-                        let __a = __p.as_const().expect(#msg);
-                        let __more = __ptrs.iter().map(|__q| #unpark(&__vheap, __q));
-                        if __a == #orig {
-                            #param.extend(__more);
-                            None
-                        } else {
-                            // SAFETY: as for lists of scalars.
-                            let mut __v: #t = unsafe { #rt::heap::take_vec(__a) };
-                            __v.extend(__more);
-                            Some(__v)
-                        }
-                    }
-                }));
-                assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
-            }
-            ParkKind::Owned(_) | ParkKind::List(_) | ParkKind::EnumList(..) => {
-                // An owned object: unchanged (None), one residual code
-                // made (moved out of the arena), or a virtual list
-                // (rebuilt from its elements).
-                let t = match &pv.kind {
-                    ParkKind::Owned(t) => t.clone(),
-                    ParkKind::List(sc) => {
-                        let e = sc_rust(*sc);
-                        quote!(::std::vec::Vec<#e>)
-                    }
-                    ParkKind::EnumList(ety, _) => {
-                        let e = rust_ty(ety, None);
-                        quote!(::std::vec::Vec<#e>)
-                    }
-                    ParkKind::Scalar(..) | ParkKind::Ref(_) | ParkKind::ObjList(_) => {
-                        unreachable!("matched above")
-                    }
-                };
-                parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
-                let orig = format_ident!("__orig_{}", param);
-                origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
-                let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
-                let is_list = !matches!(&pv.kind, ParkKind::Owned(_));
-                let from_addr = |w: TokenStream| {
-                    let take = if is_list {
-                        // SAFETY: a list local moved here from that
-                        // address, which is a live Vec of its type.
-                        quote!(unsafe { #rt::heap::take_vec(__a) })
-                    } else {
-                        quote!(#rt::heap::arena_take::<#t>(__a).expect(#lost))
-                    };
-                    quote!({
-                        let __a = #w.as_const().expect(#msg);
-                        if __a == #orig { None } else { Some(#take) }
-                    })
-                };
-                let rebuilt = match &pv.kind {
-                    ParkKind::List(sc) => Some(rebuilt_list(&LElem::Sc(*sc), &msg)),
-                    ParkKind::EnumList(ety, w) => Some(rebuilt_list(&LElem::Enum(ety.clone(), *w), &msg)),
-                    _ => None,
-                };
-                let value = match rebuilt {
-                    None => from_addr(quote!(#field)),
-                    Some(rebuilt) => {
-                        let real = from_addr(quote!(__p));
-                        // (Tails were moved into memory: `untail_lists`.)
-                        quote!(match #field {
-                            #rt::VList::Real(__p) | #rt::VList::Tail(__p, ..) => #real,
-                            #rt::VList::Virtual(__items) => Some(#rebuilt),
-                        })
-                    }
-                };
-                unparks.push(quote!(#param: #value));
-                assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
-            }
-            ParkKind::Ref(t) => {
-                parked_fields.push(quote!(pub #param: #t));
-                unparks.push(quote!(#param: #field));
-                assigns.push(quote!(#src = __p.#param;));
-            }
-        }
-    }
-    // The frame's values, those the plan does not name unbound.
-    let field_pats: Vec<TokenStream> = gen.points[point]
-        .live
-        .iter()
-        .map(|v| {
-            let id = format_ident!("v{}", v.0);
-            if plan.iter().any(|pv| pv.field == id) {
-                quote!(#id)
-            } else {
-                quote!(_)
-            }
-        })
-        .collect();
-    let unpack = crate::frame::unpack_name(gen.point_layout(point));
-    let pid = point as u32;
-    Park { parked, parked_fields, origins, unparks, assigns, field_pats, unpack, pid }
 }
 
 /// The portal's hook (`__portal_NAME`: the cache and sampler of its
@@ -1061,21 +747,29 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
         // A load and a compare per visit, the rest in the cold path
         // (see `LoopSampler`).
         let (srcs, tmps): (Vec<_>, Vec<_>) = e.moved.iter().cloned().unzip();
+        let (hsrcs, htmps): (Vec<_>, Vec<_>) = e.handed.iter().cloned().unzip();
+        let backs: Vec<Ident> = htmps.iter().map(|t| format_ident!("{}_back", t)).collect();
+        let kept = "jitgen: compiled code that did not run dropped an object handed to it";
         quote! {{
         if __jit_sampler.due() {
             ::core::hint::cold_path();
             let __jit_green = #rt::driver::green_word(&[#(#cheap),*]);
             if __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn) {
                 #(let mut #tmps = #srcs;)*
+                #(let mut #htmps = #rt::heap::Handed::new(#hsrcs);)*
                 let __jit_result = self::__jit::#hook(#(#args),*);
                 #(#srcs = #tmps;)*
+                #(let mut #backs = #htmps.back();)*
                 match __jit_result {
                     ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
                     ::core::option::Option::Some(::core::result::Result::Err(__p)) => {
                         #(#assigns)*
                         __jit_sampler.entered();
                     }
-                    ::core::option::Option::None => { #give_up }
+                    ::core::option::Option::None => {
+                        #(#hsrcs = #backs.take().expect(#kept);)*
+                        #give_up
+                    }
                 }
                 __jit_sampler.mask = self::__jit::#mask_fn();
             }

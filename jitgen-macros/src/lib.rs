@@ -73,6 +73,7 @@ mod jit_module;
 mod left;
 mod methods;
 mod objects;
+mod park;
 mod repr;
 mod split;
 mod timeshift;
@@ -115,9 +116,21 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     if !attr.is_empty() {
         errors.push(syn::Error::new_spanned(&attr, "#[jit_interpreter] takes no arguments"));
     }
-    let lifted = methods::lift_portal_methods(&mut module);
+    let original = module.clone();
+    let mut lifted = methods::lift_portal_methods(&mut module, true);
     let external = external::find(&module);
-    let checked = hint_annotator::annotate_module_with(&module, &external.items);
+    let mut checked = hint_annotator::annotate_module_with(&module, &external.items);
+    // A portal method whose `self` was split into its fields may use them
+    // in ways the analysis does not support where `self` whole would not
+    // (its methods inlined): the module analyzed with `self` whole.
+    if matches!(&checked, Err(e) if hint_annotator::is_unsupported(e)) && lifted.iter().any(|l| l.split.is_some()) {
+        let mut whole = original;
+        let lifted_whole = methods::lift_portal_methods(&mut whole, false);
+        let again = hint_annotator::annotate_module_with(&whole, &external.items);
+        if again.is_ok() {
+            (module, lifted, checked) = (whole, lifted_whole, again);
+        }
+    }
     let source = module.to_token_stream().to_string();
     methods::finish_wrappers(&mut module, &lifted);
     strip_markers(&mut module);

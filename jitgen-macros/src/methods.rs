@@ -35,6 +35,10 @@ pub struct LiftedMethod {
     pub method: Ident,
     /// The free function's name.
     pub free: Ident,
+    /// Whether the method is `pub`: a private one's free function (where
+    /// `self` is kept whole) is named under `jit::plain` and
+    /// `jit::specialize` for the module only.
+    pub public: bool,
     /// When `self` was split into its fields (see `split`): how the method
     /// calls the free function.
     pub split: Option<SplitCall>,
@@ -98,20 +102,11 @@ pub(crate) fn rename_self(tokens: TokenStream, ty: &Ident) -> TokenStream {
         .collect()
 }
 
-/// Lifts every portal method of the module's inherent impls; returns them.
-pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
-    let Some((_, items)) = &mut module.content else { return vec![] };
-    let shapes = crate::split::ModuleShapes::read(items);
-    let structs: BTreeMap<String, syn::ItemStruct> = items
-        .iter()
-        .filter_map(|i| match i {
-            syn::Item::Struct(s) => Some((s.ident.to_string(), s.clone())),
-            _ => None,
-        })
-        .collect();
-    // The methods of each type, for inlining into a split portal.
+/// The methods of each type's inherent impls, by type and name (for
+/// inlining into a split portal).
+fn inherent_methods(items: &[syn::Item]) -> BTreeMap<String, BTreeMap<String, syn::ImplItemFn>> {
     let mut methods_of: BTreeMap<String, BTreeMap<String, syn::ImplItemFn>> = BTreeMap::new();
-    for item in items.iter() {
+    for item in items {
         let syn::Item::Impl(imp) = item else { continue };
         let syn::Type::Path(tp) = &*imp.self_ty else { continue };
         let (Some(seg), None) = (tp.path.segments.last(), &imp.trait_) else { continue };
@@ -121,6 +116,22 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
             }
         }
     }
+    methods_of
+}
+
+/// Lifts every portal method of the module's inherent impls; returns them.
+/// With `split` false, every `self` is kept whole.
+pub fn lift_portal_methods(module: &mut syn::ItemMod, split: bool) -> Vec<LiftedMethod> {
+    let Some((_, items)) = &mut module.content else { return vec![] };
+    let shapes = crate::split::ModuleShapes::read(items);
+    let structs: BTreeMap<String, syn::ItemStruct> = items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Struct(s) => Some((s.ident.to_string(), s.clone())),
+            _ => None,
+        })
+        .collect();
+    let methods_of = inherent_methods(items);
     let mut lifted = vec![];
     let mut free_fns: Vec<syn::Item> = vec![];
     let mut inlined: BTreeSet<(String, String)> = BTreeSet::new();
@@ -171,6 +182,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
             // `&mut self` of a struct of the module: split into its fields
             // where everything the method does with `self` allows it.
             let split = match (mutability, structs.get(&ty.to_string()), generics.params.is_empty()) {
+                _ if !split => Err("its module's analysis failed with it split".to_string()),
                 (Some(_), Some(s), true) => {
                     let mut others = methods_of.get(&ty.to_string()).cloned().unwrap_or_default();
                     others.remove(&m.sig.ident.to_string());
@@ -215,7 +227,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
             };
             let f: syn::Item = syn::parse_quote! {
                 #[doc(hidden)]
-                #[allow(non_snake_case, unreachable_code)]
+                #[allow(non_snake_case, unreachable_code, unused_parens)]
                 #vis fn #free #impl_generics (#(#params),*) #output #where_clause #body
             };
             free_fns.push(f);
@@ -231,6 +243,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod) -> Vec<LiftedMethod> {
                 ty: ty.clone(),
                 method: m.sig.ident.clone(),
                 free,
+                public: matches!(m.vis, syn::Visibility::Public(_)),
                 split: split_call,
                 whole_because,
                 stubbed: vec![],
@@ -344,7 +357,16 @@ pub fn method_paths(lifted: &[LiftedMethod], specialize: Option<&BTreeMap<String
     let mods = by_ty.iter().map(|(ty, ms)| {
         let uses = ms.iter().map(|l| {
             let (free, method) = (&l.free, &l.method);
-            let Some(sc) = &l.split else { return quote!(pub use super::#free as #method;) };
+            let Some(sc) = &l.split else {
+                // A private method's free function is private to the module:
+                // named for the module only.
+                return match (l.public, specialize) {
+                    (true, _) => quote!(pub use super::#free as #method;),
+                    (false, None) => quote!(pub(in super::super::super) use super::#free as #method;),
+                    // Specialized only where public (`jit::specialize`).
+                    (false, Some(_)) => quote!(),
+                };
+            };
             let (params, output) = (&sc.params, &sc.output);
             let call = match specialize {
                 None => {

@@ -313,6 +313,10 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
         Ty::Boxed(inner) if !matches!(**inner, Ty::Slice(_)) => Some(vec![Slot::Ptr]),
         Ty::Ref { to, .. } if !matches!(**to, Ty::Slice(_)) => Some(vec![Slot::Ptr]),
         Ty::Str => Some(vec![Slot::Owned]),
+        // A struct that owns what the analysis does not model (one that
+        // cannot be virtual): its address, as structs are pointers in the
+        // analysis's memory model (`Option<Frame>` of `frames.last()`).
+        Ty::Struct(_) if virtual_struct(ty, types).is_none() => Some(vec![Slot::Ptr]),
         _ => None,
     }
 }

@@ -27,15 +27,22 @@
 //!   compiled code as a local `Vec` is; every `return` and `?` of the body
 //!   first pops it onto the field (`__self_frames_home`), which the caller
 //!   then reverses: no index, so a virtual list moves at compile time.
+//! - A `Vec` of tuples, or of structs holding an `Rc` or `Arc`, is passed
+//!   by `&mut`: compiled code reaches such elements in place only.
 //! - Methods called on `self` are inlined where they are called (their
 //!   bodies use the same fields); their `return` and `?` break out of a
-//!   labeled `loop` around the body.
+//!   labeled `loop` around the body. A method's type parameters without
+//!   bounds that its body does not name are left to rustc to infer; the
+//!   result kind for `?` is read through the module's aliases (generic
+//!   ones too: `type Run<T> = Result<T, E>`).
 //!
 //! The method, `jit::plain::T::m` and `jit::specialize::T::m` borrow the
 //! fields of `self` side by side, copy the scalars into cells, call the
 //! portal, and copy the cells back. Anything this does not cover (`self`
 //! used whole, a field of another kind, `&mut self.pc`) leaves the method
-//! lifted whole, as `__T_m(self_: &mut T, ..)`.
+//! lifted whole, as `__T_m(self_: &mut T, ..)`; so does a split the
+//! analysis then does not support (`jitgen-macros/src/lib.rs` lifts the
+//! module again with `self` whole).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -133,6 +140,10 @@ pub struct ModuleShapes {
     enums: BTreeSet<String>,
     /// Structs of the module (whose content keys cover what they hold).
     structs: BTreeSet<String>,
+    /// Structs of the module holding a shared pointer (`Rc`, `Arc`), which
+    /// compiled code reaches in place only: a `Vec` of one is passed by
+    /// reference, never made a local list.
+    sharing: BTreeSet<String>,
 }
 
 impl ModuleShapes {
@@ -140,9 +151,12 @@ impl ModuleShapes {
         let mut aliases = BTreeMap::new();
         let mut enums = BTreeSet::new();
         let mut structs = BTreeSet::new();
+        let mut sharing = BTreeSet::new();
         for it in items {
             match it {
-                syn::Item::Type(t) if t.generics.params.is_empty() => {
+                // A generic alias's parameters stay unsubstituted: what
+                // decides a field's or a result's shape is its head.
+                syn::Item::Type(t) => {
                     aliases.insert(t.ident.to_string(), (*t.ty).clone());
                 }
                 syn::Item::Enum(e) => {
@@ -150,11 +164,25 @@ impl ModuleShapes {
                 }
                 syn::Item::Struct(s) if s.generics.params.is_empty() => {
                     structs.insert(s.ident.to_string());
+                    let shared =
+                        |t: &syn::Type| names_any(t.to_token_stream(), &[format_ident!("Rc"), format_ident!("Arc")]);
+                    if s.fields.iter().any(|f| shared(&f.ty)) {
+                        sharing.insert(s.ident.to_string());
+                    }
                 }
                 _ => {}
             }
         }
-        ModuleShapes { aliases, enums, structs }
+        ModuleShapes { aliases, enums, structs, sharing }
+    }
+
+    /// A `Vec` that is made a local list of the portal: of neither tuples
+    /// nor structs holding shared pointers.
+    fn is_local_list(&self, t: &syn::Type) -> bool {
+        let t = self.resolve(t);
+        self.is_vec(&t)
+            && !holds_tuple(&t)
+            && !names_any(t.to_token_stream(), &self.sharing.iter().map(|s| format_ident!("{}", s)).collect::<Vec<_>>())
     }
 
     /// `t` with module aliases resolved (a few levels).
@@ -283,6 +311,7 @@ const EXPR_MACROS: &[&str] = &[
 struct Rewrite<'a> {
     kinds: &'a BTreeMap<String, FieldKind>,
     methods: &'a BTreeMap<String, syn::ImplItemFn>,
+    shapes: &'a ModuleShapes,
     /// Methods being inlined, innermost last.
     inlining: Vec<String>,
     /// Fields that something changes.
@@ -316,11 +345,13 @@ impl<'a> Rewrite<'a> {
     fn new(
         kinds: &'a BTreeMap<String, FieldKind>,
         methods: &'a BTreeMap<String, syn::ImplItemFn>,
+        shapes: &'a ModuleShapes,
         exits: Option<Exits>,
     ) -> Self {
         Rewrite {
             kinds,
             methods,
+            shapes,
             inlining: vec![],
             mutated: BTreeSet::new(),
             inlined: BTreeSet::new(),
@@ -355,10 +386,25 @@ impl<'a> Rewrite<'a> {
             self.fail(&format!("`{name}` does not take `&self` or `&mut self`"));
             return None;
         }
-        if !m.sig.generics.params.is_empty() {
-            // Its body and signature name its parameters: called as it is,
-            // on `self` whole.
-            self.fail(&format!("`{name}` has generic parameters"));
+        // Type parameters without bounds that the body does not name
+        // (`fn error<T>(&self, m: String) -> Result<T, E>`) are left to
+        // rustc to infer where the body is inlined: the types that name
+        // them are not written there. Others keep `self` whole.
+        let mut generic = vec![];
+        for p in &m.sig.generics.params {
+            match p {
+                syn::GenericParam::Type(t) if t.bounds.is_empty() && m.sig.generics.where_clause.is_none() => {
+                    generic.push(t.ident.clone())
+                }
+                _ => {
+                    self.fail(&format!("`{name}` has generic parameters"));
+                    return None;
+                }
+            }
+        }
+        let names_generic = |t: TokenStream| names_any(t, &generic);
+        if names_generic(m.block.to_token_stream()) {
+            self.fail(&format!("`{name}` names its generic parameters"));
             return None;
         }
         let mut finder = ExitFinder(false);
@@ -374,7 +420,7 @@ impl<'a> Rewrite<'a> {
             match a {
                 syn::FnArg::Typed(pt) => {
                     pats.push((*pt.pat).clone());
-                    tys.push((*pt.ty).clone());
+                    tys.push((!names_generic(pt.ty.to_token_stream())).then(|| (*pt.ty).clone()));
                 }
                 syn::FnArg::Receiver(_) => return None,
             }
@@ -387,7 +433,7 @@ impl<'a> Rewrite<'a> {
         self.inlined.insert(name.clone());
         self.inlining.push(name);
         let kind = match &m.sig.output {
-            syn::ReturnType::Type(_, t) => type_head(t),
+            syn::ReturnType::Type(_, t) => type_head(&self.shapes.resolve(t)),
             syn::ReturnType::Default => None,
         };
         let inner = label.clone().map(|label| Exits { write_back: quote!(), kind, label: Some(label) });
@@ -399,13 +445,16 @@ impl<'a> Rewrite<'a> {
         let body = match &label {
             Some(l) => {
                 let ty = match &m.sig.output {
-                    syn::ReturnType::Type(_, t) => quote!(#t),
-                    syn::ReturnType::Default => quote!(()),
+                    syn::ReturnType::Type(_, t) if names_generic(t.to_token_stream()) => quote!(),
+                    syn::ReturnType::Type(_, t) => quote!(: #t),
+                    syn::ReturnType::Default => quote!(: ()),
                 };
-                quote!(let __jit_m: #ty = #l: loop { break #l { #(#stmts)* }; }; __jit_m)
+                quote!(let __jit_m #ty = #l: loop { break #l { #(#stmts)* }; }; __jit_m)
             }
             None => quote!(#(#stmts)*),
         };
+        // `_` where the type names a type parameter.
+        let tys: Vec<TokenStream> = tys.iter().map(|t| t.as_ref().map_or_else(|| quote!(_), |t| quote!(#t))).collect();
         Some(match pats.len() {
             0 => syn::parse_quote!({ #body }),
             1 => {
@@ -422,6 +471,28 @@ impl<'a> Rewrite<'a> {
             self.mutated.insert(f);
         }
     }
+}
+
+/// Whether a tuple type is nested in `t`.
+fn holds_tuple(t: &syn::Type) -> bool {
+    struct Find(bool);
+    impl<'a> syn::visit::Visit<'a> for Find {
+        fn visit_type_tuple(&mut self, t: &'a syn::TypeTuple) {
+            self.0 |= !t.elems.is_empty();
+        }
+    }
+    let mut f = Find(false);
+    syn::visit::Visit::visit_type(&mut f, t);
+    f.0
+}
+
+/// Whether `t` names one of `names`.
+fn names_any(t: TokenStream, names: &[Ident]) -> bool {
+    t.into_iter().any(|tt| match tt {
+        proc_macro2::TokenTree::Ident(i) => names.contains(&i),
+        proc_macro2::TokenTree::Group(g) => names_any(g.stream(), names),
+        _ => false,
+    })
 }
 
 /// Whether a body has `return` or `?` outside closures.
@@ -572,6 +643,34 @@ impl VisitMut for Rewrite<'_> {
             return;
         }
         let name = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        if name == "matches" {
+            // `matches!(e, pattern)` or `matches!(e, pattern if guard)`.
+            let parser = |input: syn::parse::ParseStream| {
+                let e: Expr = input.parse()?;
+                let comma: Token![,] = input.parse()?;
+                let pat = syn::Pat::parse_multi_with_leading_vert(input)?;
+                let guard = if input.peek(Token![if]) {
+                    let i: Token![if] = input.parse()?;
+                    Some((i, input.parse::<Expr>()?))
+                } else {
+                    None
+                };
+                let trailing: Option<Token![,]> = input.parse()?;
+                Ok((e, comma, pat, guard, trailing))
+            };
+            match syn::parse::Parser::parse2(parser, m.tokens.clone()) {
+                Ok((mut e, comma, pat, mut guard, trailing)) => {
+                    self.visit_expr_mut(&mut e);
+                    if let Some((_, g)) = &mut guard {
+                        self.visit_expr_mut(g);
+                    }
+                    let guard = guard.map(|(i, g)| quote!(#i #g));
+                    m.tokens = quote!(#e #comma #pat #guard #trailing);
+                }
+                Err(_) => self.fail("`self` inside `matches!`"),
+            }
+            return;
+        }
         let parsed = syn::parse::Parser::parse2(Punctuated::<Expr, Token![,]>::parse_terminated, m.tokens.clone());
         match parsed {
             Ok(mut args) if EXPR_MACROS.contains(&name.as_str()) => {
@@ -626,7 +725,9 @@ pub fn split(
         }
         let kind = match shapes.field_shape(&f.ty) {
             Some(true) => FieldKind::Cell,
-            Some(false) if shapes.is_vec(&f.ty) || shapes.is_string(&f.ty) => FieldKind::Owned,
+            // A `Vec` of what the analysis does not model (tuples) is an
+            // opaque object, which compiled code reaches by address only.
+            Some(false) if shapes.is_local_list(&f.ty) || shapes.is_string(&f.ty) => FieldKind::Owned,
             Some(false) => FieldKind::Mutated,
             // Fine while the method does not use it (it stays in `self`).
             None => {
@@ -650,7 +751,7 @@ pub fn split(
         }
     };
     // A first pass finds what is changed: an owned field only read is frozen.
-    let mut probe = Rewrite::new(&kinds, methods, None);
+    let mut probe = Rewrite::new(&kinds, methods, shapes, None);
     probe.visit_block_mut(&mut block.clone());
     if let Some(why) = probe.failed {
         return Err(why);
@@ -686,11 +787,11 @@ pub fn split(
         .collect();
     let wb = quote!(#(#write_backs)*);
     let result_kind = match &m.sig.output {
-        syn::ReturnType::Type(_, t) => type_head(t),
+        syn::ReturnType::Type(_, t) => type_head(&shapes.resolve(t)),
         syn::ReturnType::Default => None,
     };
     let exits = (!owned.is_empty()).then(|| Exits { write_back: wb.clone(), kind: result_kind, label: None });
-    let mut rw = Rewrite::new(&kinds, methods, exits);
+    let mut rw = Rewrite::new(&kinds, methods, shapes, exits);
     let mut body = block;
     rw.visit_block_mut(&mut body);
     if let Some(why) = rw.failed {

@@ -131,7 +131,7 @@ fn lifting_renames_the_receiver_not_the_module_path() {
 /// finished), printed.
 fn lifted(module: &str) -> String {
     let mut m: syn::ItemMod = syn::parse_str(module).expect("a module");
-    let lifted = crate::methods::lift_portal_methods(&mut m);
+    let lifted = crate::methods::lift_portal_methods(&mut m, true);
     crate::methods::finish_wrappers(&mut m, &lifted);
     let file: syn::File =
         syn::parse2(m.content.map(|(_, items)| quote::quote!(#(#items)*)).unwrap_or_default()).expect("items");

@@ -592,6 +592,13 @@ impl<'g> Gen<'g> {
             | OpKind::EnumField { .. }
             | OpKind::Unwrap => self.value_op(fi, op),
             OpKind::GlobalMergePoint => quote!(),
+            OpKind::Drop => {
+                // Dropped where residual code made it (in the arena); an
+                // object of the interpreter's is left to it.
+                let rt = rt();
+                let x = need!(self, self.operand(fi, &args[0], &Repr::RPtr), "an object to drop");
+                quote!(__c.b.red_call(#rt::heap::arena_drop, "drop", &[#x], &[]);)
+            }
             OpKind::Call(name) => {
                 // Green calls run now, as Rust; inlined calls are handled by the block.
                 self.green_call(fi, r, &rr, name, args)

@@ -23,6 +23,7 @@ mod macros;
 mod maps;
 mod opaque;
 mod outlined;
+mod owned_frames;
 mod promotion;
 mod register_vm;
 mod rust_style;

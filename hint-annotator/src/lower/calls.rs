@@ -430,6 +430,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 let recv = self.rvalue(recv.clone(), mc);
                 return Some(self.copy_struct(recv, s, mc));
             }
+            // A derived clone of a struct owning what the analysis does not
+            // model (an `Rc`, a map): Rust's own clone, one residual call on
+            // the struct's address, giving a new object that compiled code
+            // owns (in its arena) and reaches by address.
+            if self.m.structs.get(s.as_str()).is_some_and(|d| d.clone && d.lifetimes == 0) {
+                let recv = self.rvalue(recv.clone(), mc);
+                let t = Ty::Struct(s.clone());
+                return Some(self.emit(OpKind::CallOpaque(".clone()".into()), vec![recv], t, mc));
+            }
         }
         let is_list = matches!(recv_ty, Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..));
         if is_list {
@@ -1195,6 +1204,18 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 &format!("`.{method}()` on this expression"),
                 "call it on a variable or a field",
             ));
+        }
+        // An element that owns what the analysis does not model (a struct
+        // holding an `Rc`) is reached in place only: moved in or out of
+        // the list, it is Rust's (the statement outlined).
+        if let (Ty::Vec(t), "pop" | "push" | "remove" | "swap_remove" | "insert" | "truncate" | "clear") =
+            (recv_ty, method.as_str())
+        {
+            if let Ty::Struct(s) = self.u.shallow(t) {
+                if self.owns_opaque(&s, 0) {
+                    return Some(self.unsupported(mc, &format!("`.{method}()` of a list of `{s}`"), ""));
+                }
+            }
         }
         if let ("get_mut", 1) | ("last_mut" | "first_mut", 0) = (method.as_str(), nargs) {
             let elem = match recv_ty {

@@ -74,6 +74,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
             }
             (None, _, "len" | "capacity" | "count") => Ty::Int(IntTy::Usize),
+            // `Clone::clone` gives what it is called on.
+            (None, _, "clone") if args.len() == 1 => self.deref_ty(&self.ty_of(&args[0])),
             (None, _, "is_empty" | "contains" | "contains_key" | "starts_with" | "ends_with") => Ty::Bool,
             (None, ..) => self.u.fresh(),
         };

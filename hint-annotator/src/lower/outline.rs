@@ -16,7 +16,13 @@
 //! inference is done, and the macro writes it beside the portal: the
 //! expression as written, its locals its parameters. Innermost candidates
 //! are tried first, so only what fails is outlined. One that cannot stand
-//! alone says why at its span.
+//! alone says why at its span. A candidate fails also where it makes a
+//! value the last lowering could not type (a `&str` an opaque object's
+//! method gives, formatted). Where one cannot stand alone because a local
+//! it uses cannot be handed to it (an object the analysis does not model,
+//! or one it moves), the statements of its block from that local's `let`
+//! to it are tried together (`Outlining::runs`), when nothing after them
+//! names what they bind.
 //!
 //! A value outlined has the type its statement had despite its errors, or
 //! its form gives (a comparison's `bool`, `Iterator::position`'s
@@ -40,7 +46,9 @@
 //!   call of its own (`m = f_1();`); an owned
 //!   object (a `String`, a `Vec`, a map) is passed as a `&mut` to it, when
 //!   it never moves it (it only calls methods on it, reads its elements,
-//!   borrows or compares it), and named `(*x)` inside;
+//!   borrows or compares it), and named `(*x)` inside (by `&` where it
+//!   only reads it: it may be a binding Rust holds by `&`); a binding
+//!   read or written through (`*c`) must be held by reference;
 //! - `self`, where it is not split, is a parameter like any other;
 //! - what it gives is what a residual call can give: unit, a scalar, a
 //!   `String`, a `Copy` struct of scalars, an enum of plain values (a value
@@ -143,6 +151,14 @@ pub(crate) struct Outlining {
     pub known: HashMap<Range, Ty>,
     /// What this lowering inferred so.
     pub learned: HashMap<Range, Ty>,
+    /// Runs of statements to outline together: from where a local an
+    /// outlined statement could not be handed (an object the analysis does
+    /// not model, or one it moves) is bound, to the end of that statement.
+    pub runs: Vec<Range>,
+    /// Such runs this lowering found.
+    pub found_runs: Vec<Range>,
+    /// While an outlined statement's call is lowered.
+    pub calling: bool,
 }
 
 /// How a local is passed to an outlined statement.
@@ -194,13 +210,19 @@ impl Lowering<'_, '_> {
     /// doc); `discard` where the statement drops its value.
     pub(super) fn outlined_or_lowered(&mut self, e: &Expr, discard: bool) -> LVal {
         let Some(here) = tokens_range(e.to_token_stream()) else { return self.expr(e) };
-        if !self.outlining.at.iter().any(|r| contains(here, *r)) || leaves(e) || desugared(e) {
+        if self.outlining.calling || !self.outlining.at.iter().any(|r| contains(here, *r)) || leaves(e) || desugared(e)
+        {
             return self.expr(e);
         }
         let mark = self.mark();
         let v = self.expr(e);
         let new = &self.errors[mark.errors..];
-        if new.is_empty() || !new.iter().all(crate::is_unsupported) {
+        // A value the last lowering could not type fails only once the
+        // lowering is done (what Rust gives it, a `&str` of an opaque
+        // object's method, is nothing the analysis models): where it is
+        // made here, this candidate holds it.
+        let untyped = new.is_empty() && self.untyped_since(mark.vars);
+        if !untyped && (new.is_empty() || !new.iter().all(crate::is_unsupported)) {
             return v;
         }
         // A loop's or an assignment's value is unit: it is dropped wherever
@@ -210,6 +232,9 @@ impl Lowering<'_, '_> {
         let (call, mut pending) = match self.outline(e, discard, &mark) {
             Ok(o) => o,
             Err(why) => {
+                if let Some(def) = self.unhandable_binding(e, &mark) {
+                    self.outlining.found_runs.push((range(def).0, here.1));
+                }
                 // A local of no known type, or a name not bound, is another
                 // error's consequence.
                 if !["of type `_`", "of type `{error}`", "not bound here"].iter().any(|c| why.contains(c)) {
@@ -230,7 +255,11 @@ impl Lowering<'_, '_> {
             }
         }
         self.rewind(&mark);
+        // The call's arguments (spanned as the statement) are not
+        // candidates themselves.
+        let calling = std::mem::replace(&mut self.outlining.calling, true);
         let out = self.expr(&call);
+        self.outlining.calling = calling;
         let op = self.cur.and_then(|c| {
             self.blocks[c].ops.iter().rev().find(|o| matches!(&o.kind, OpKind::CallOpaque(n) if *n == pending.name))
         });
@@ -251,6 +280,67 @@ impl Lowering<'_, '_> {
         }
         self.pending.push(Pending { args, result, range: here, span: e.span(), ..pending });
         out
+    }
+
+    /// Where a local `e` uses is bound, when `e` cannot be handed it: its
+    /// type is nothing Rust code can be handed, or `e` moves it. The
+    /// statements from that binding to `e` may stand alone together.
+    fn unhandable_binding(&self, e: &Expr, mark: &Mark) -> Option<Span> {
+        let mut uses = Uses::default();
+        uses.visit_expr(e);
+        uses.names.iter().find_map(|n| {
+            let (_, v) = mark.env.iter().rev().find(|(m, _)| m == n)?;
+            let LVal::Var(x) = v else { return None };
+            let t = self.u.shallow(&self.ty_of(v));
+            let refused = match self.passed(&t) {
+                None => true,
+                Some(Passed::ByReference) => uses.moved.contains(n),
+                Some(Passed::ByValue) => false,
+            };
+            refused.then(|| self.vars[x.0 as usize].span)
+        })
+    }
+
+    /// The statements of a block from `i` that a run (see
+    /// [`Outlining::runs`]) holds, as one block to outline, and how many:
+    /// none where no run starts in statement `i`, where the run holds the
+    /// block's value, or where a later statement uses what it binds.
+    pub(super) fn run_from(&self, stmts: &[syn::Stmt], i: usize) -> Option<(Expr, usize)> {
+        let at = tokens_range(stmts[i].to_token_stream())?;
+        let run = self.outlining.runs.iter().find(|r| contains(at, (r.0, r.0)) && r.1 > at.1)?;
+        let n =
+            stmts[i..].iter().take_while(|s| tokens_range(s.to_token_stream()).is_some_and(|r| r.0 <= run.1)).count();
+        let last = i + n == stmts.len() && matches!(stmts[i + n - 1], syn::Stmt::Expr(_, None));
+        // A run that is the whole block is the block's own candidate.
+        if n < 2 || last || (i == 0 && n == stmts.len()) {
+            return None;
+        }
+        // What the run binds, named by the statements after it.
+        let mut bound = Uses::default();
+        for s in &stmts[i..i + n] {
+            if let syn::Stmt::Local(l) = s {
+                bound.visit_pat(&l.pat);
+            }
+        }
+        let mut after = Uses::default();
+        for s in &stmts[i + n..] {
+            after.visit_stmt(s);
+        }
+        if bound.bound_inside.iter().any(|b| after.names.contains(b)) {
+            return None;
+        }
+        let span = stmts[i].span();
+        let block = syn::Block { brace_token: syn::token::Brace(span), stmts: stmts[i..i + n].to_vec() };
+        Some((Expr::Block(syn::ExprBlock { attrs: vec![], label: None, block }), n))
+    }
+
+    /// Whether a variable made since `vars` has no type yet and is where
+    /// the last lowering failed.
+    fn untyped_since(&self, vars: usize) -> bool {
+        self.vars[vars..].iter().any(|vi| {
+            let at = range(vi.span);
+            self.u.finish(&vi.ty).is_none() && self.outlining.at.iter().any(|r| contains(*r, at))
+        })
     }
 
     fn mark(&self) -> Mark {
@@ -324,6 +414,11 @@ impl Lowering<'_, '_> {
                 ));
             };
             match passed {
+                // A binding Rust holds by reference (a pattern's, matched
+                // through `&`) that the analysis holds as its value.
+                Passed::ByValue if !matches!(t, Ty::Ref { .. }) && uses.derefs.contains(n) => {
+                    return Err(format!("it reads or writes through `{shown}`"));
+                }
                 Passed::ByValue if matches!(t, Ty::Ref { .. }) && uses.reassigned.contains(n) => {
                     return Err(format!("it changes the reference `{shown}`"));
                 }
@@ -390,6 +485,7 @@ impl Lowering<'_, '_> {
             let id = param_ident(n, span);
             match w {
                 Passed::ByValue => quote!(#id),
+                Passed::ByReference if uses.only_read(n) => quote!(&#id),
                 Passed::ByReference => quote!(&mut #id),
             }
         });
@@ -752,6 +848,10 @@ struct Uses {
     mutated: HashSet<String>,
     reassigned: HashSet<String>,
     receivers: Vec<(String, String)>,
+    /// Names read or written through (`*x`).
+    derefs: HashSet<String>,
+    /// Names inside macros (how they are used is not known).
+    macro_names: HashSet<String>,
     /// Names the expression binds itself (patterns, closure parameters).
     bound_inside: HashSet<String>,
     /// Names called (`f(..)`): functions, of this module or imported.
@@ -759,6 +859,34 @@ struct Uses {
 }
 
 impl Uses {
+    /// Whether `n` is only read: not assigned, borrowed `&mut`, or the
+    /// receiver of a method but those of the standard library's that only
+    /// read. Such an object is handed by `&` (it may be one Rust holds by
+    /// `&`, a pattern's binding in a matched reference).
+    fn only_read(&self, n: &str) -> bool {
+        const READS: &[&str] = &[
+            "clone",
+            "len",
+            "is_empty",
+            "get",
+            "contains",
+            "contains_key",
+            "iter",
+            "keys",
+            "values",
+            "first",
+            "last",
+            "to_string",
+            "to_owned",
+            "as_str",
+            "as_bytes",
+            "starts_with",
+            "ends_with",
+            "eq",
+        ];
+        !self.mutated.contains(n) && self.receivers.iter().all(|(r, m)| r != n || READS.contains(&m.as_str()))
+    }
+
     fn name(&mut self, n: String) {
         if !self.names.contains(&n) {
             self.names.push(n);
@@ -786,9 +914,20 @@ impl Uses {
     }
 
     fn tokens(&mut self, t: TokenStream) {
+        // A name after `.` or `::` is a field's, a method's or a path's
+        // part, not a local's.
+        let mut after_dot = false;
         for t in t {
+            let follows = std::mem::replace(
+                &mut after_dot,
+                matches!(&t, TokenTree::Punct(p) if matches!(p.as_char(), '.' | ':')),
+            );
             match t {
-                TokenTree::Ident(i) => self.name(i.to_string()),
+                TokenTree::Ident(_) if follows => {}
+                TokenTree::Ident(i) => {
+                    self.macro_names.insert(i.to_string());
+                    self.name(i.to_string())
+                }
                 TokenTree::Group(g) => self.tokens(g.stream()),
                 TokenTree::Literal(l) => {
                     // Names a format string captures (`{x}`).
@@ -883,18 +1022,56 @@ impl<'a> Visit<'a> for Uses {
                     syn::visit::visit_expr_binary(self, b);
                 }
             }
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
+                if let Some(n) = Self::root(&u.expr) {
+                    self.derefs.insert(n);
+                }
+                syn::visit::visit_expr_unary(self, u);
+            }
             e => syn::visit::visit_expr(self, e),
         }
     }
 
     fn visit_macro(&mut self, m: &'a syn::Macro) {
-        self.tokens(m.tokens.clone());
+        // Macros that only borrow their arguments (formatting, `hint!`):
+        // each is used in place. Any other: its names, used as not known.
+        const BORROWING: &[&str] =
+            &["hint", "format", "print", "println", "eprint", "eprintln", "write", "writeln", "panic", "unreachable"];
+        let borrowing = m.path.get_ident().is_some_and(|i| BORROWING.contains(&i.to_string().as_str()));
+        let args = syn::parse::Parser::parse2(
+            syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+            m.tokens.clone(),
+        );
+        match args {
+            Ok(args) if borrowing => {
+                for a in &args {
+                    match a {
+                        // The format string's captures (`{x}`), borrowed.
+                        Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => {
+                            for n in super::captured_names(&s.value()) {
+                                self.name(n);
+                            }
+                        }
+                        a => self.place(a),
+                    }
+                }
+            }
+            _ => self.tokens(m.tokens.clone()),
+        }
     }
 
     fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
         self.bound_inside.insert(p.ident.to_string());
         syn::visit::visit_pat_ident(self, p);
     }
+}
+
+/// The names `body` uses only in place: never moved (passed, returned or
+/// bound by value), and never named inside a macro.
+pub(super) fn unmoved_names(body: &syn::Block) -> HashSet<String> {
+    let mut uses = Uses::default();
+    uses.visit_block(body);
+    uses.names.iter().filter(|n| !uses.moved.contains(*n) && !uses.macro_names.contains(*n)).cloned().collect()
 }
 
 /// Renames in an outlined statement: `self` to its parameter, and each

@@ -300,6 +300,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 let (old, new) = (self.ty_of(&self.env[i].1.clone()), self.ty_of(&v));
                 self.unify(&old, &new, span);
                 let name = self.env[i].0.clone();
+                // What the local owned dies (an object only a local that is
+                // never moved holds: Rust's own clone of a struct owning
+                // what the analysis does not model).
+                if let Ty::Struct(s) = self.u.shallow(&old) {
+                    if self.unmoved.contains(&name) && self.owns_opaque(&s, 0) {
+                        let dead = self.env[i].1.clone();
+                        self.emit(OpKind::Drop, vec![dead], Ty::Unit, src);
+                    }
+                }
                 let v = match v {
                     LVal::Var(var) if self.vars[var.0 as usize].name.is_none() => {
                         self.vars[var.0 as usize].name = Some(name);
@@ -513,6 +522,19 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 Ty::Struct(n) => self.copyable(n, depth + 1),
                 Ty::Ref { mutable: false, .. } => true,
                 t => t.is_value(),
+            })
+    }
+
+    /// Whether a struct holds (in a field, or a struct held inline) an
+    /// object the analysis does not model (an `Rc`, a map of another
+    /// crate): compiled code reaches it in place, never moves it.
+    pub(super) fn owns_opaque(&self, s: &str, depth: usize) -> bool {
+        let Some(d) = self.m.structs.get(s) else { return false };
+        depth < 8
+            && d.fields.values().any(|t| match t {
+                Ty::Struct(n) => self.owns_opaque(n, depth + 1),
+                Ty::Foreign(_) => true,
+                _ => false,
             })
     }
 

@@ -134,6 +134,31 @@ pub unsafe extern "C" fn arena_drop(buf: *mut u64) -> u64 {
     })
 }
 
+/// An interpreter's local handed to compiled code: moved into the arena
+/// for the call, so that compiled code owns it (its `drop` of the object,
+/// `arena_drop`, is Rust's drop of the local), and taken back after it
+/// where compiled code did not drop it.
+pub struct Handed<T: 'static>(*mut T);
+
+impl<T: 'static> Handed<T> {
+    /// Moves `v` into the arena.
+    pub fn new(v: T) -> Self {
+        Handed(arena_alloc(v))
+    }
+
+    /// The object, for the call.
+    pub fn get(&mut self) -> &mut T {
+        // SAFETY: the arena holds it until `back` or an `arena_drop` of
+        // compiled code, which cannot outlive the call this is given to.
+        unsafe { &mut *self.0 }
+    }
+
+    /// The object after the call, unless compiled code dropped it.
+    pub fn back(self) -> Option<T> {
+        arena_take::<T>(self.0 as usize as u64)
+    }
+}
+
 /// Moves a value into the arena; returns its (stable) address.
 pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     let mut b = Box::new(v);
