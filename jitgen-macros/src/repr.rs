@@ -313,6 +313,10 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
         Ty::Boxed(inner) if !matches!(**inner, Ty::Slice(_)) => Some(vec![Slot::Ptr]),
         Ty::Ref { to, .. } if !matches!(**to, Ty::Slice(_)) => Some(vec![Slot::Ptr]),
         Ty::Str => Some(vec![Slot::Owned]),
+        // A struct of scalars and `String`s (an error with its message):
+        // a real object residual code owns (moved into the arena), as a
+        // `String` is.
+        Ty::Struct(s) if owning_struct(s, types) => Some(vec![Slot::Owned]),
         // A struct that owns what the analysis does not model (one that
         // cannot be virtual): its address, as structs are pointers in the
         // analysis's memory model (`Option<Frame>` of `frames.last()`).
@@ -338,6 +342,16 @@ pub fn payload_slots(of: &Ty, f: &Ty, types: &ModuleTypes, depth: usize) -> Opti
 /// by address (see `payload_slots`).
 pub fn inline_object(of: &Ty, f: &Ty) -> bool {
     matches!(of, Ty::Enum(_)) && matches!(f, Ty::Struct(_) | Ty::Foreign(_))
+}
+
+/// Whether residual code makes a real struct `s`: its fields are scalars and
+/// `String`s, at least one of those (a struct of scalars is virtual).
+pub(crate) fn owning_struct(s: &str, types: &ModuleTypes) -> bool {
+    types.structs.get(s).is_some_and(|d| {
+        d.lifetimes == 0
+            && d.fields.values().any(|t| *t == Ty::Str)
+            && d.fields.values().all(|t| *t == Ty::Str || scalar(t).is_some())
+    })
 }
 
 /// Whether values of the type can be rebuilt from their words (no pointers inside).
@@ -657,6 +671,12 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 // SAFETY: a rebuilt value's words name live `String`s no
                 // one reads again (see `rebuildable`).
                 reads.push(quote!(unsafe { #rt::heap::take_string(__w[#at]) }));
+            } else if matches!(f, Ty::Struct(s) if owning_struct(s, types)) && !inline_object(ty, f) {
+                let st = rust_ty(f, None);
+                let lost = format!("jitgen: a `{f}` residual code did not make, moved out of an enum value");
+                moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
+                writes.push(quote!(__w[#at] = #b as *const #st as usize as u64;));
+                reads.push(quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost)));
             } else if inline_object(ty, f) {
                 writes.push(quote!(__w[#at] = #b as *const _ as *const u8 as usize as u64;));
                 reads.push(quote!(unreachable!("objects held inline cannot be rebuilt from words")));

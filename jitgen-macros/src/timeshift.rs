@@ -824,15 +824,6 @@ pub(crate) fn moves_out(base: &Ty) -> bool {
 
 /// Code forcing the list in the local `id` (see `jitgen_runtime::vlist`):
 /// the address of a real `Vec`.
-/// Whether residual code makes a real struct `s`: its fields are scalars and
-/// `String`s, at least one of those (a struct of scalars is virtual).
-pub(crate) fn owning_struct(s: &str, types: &hint_annotator::ModuleTypes) -> bool {
-    types.structs.get(s).is_some_and(|d| {
-        d.lifetimes == 0
-            && d.fields.values().any(|t| *t == Ty::Str)
-            && d.fields.values().all(|t| *t == Ty::Str || scalar(t).is_some())
-    })
-}
 
 /// Whether a portal returns a value of this type as the address of a real
 /// object its caller takes over: a `Vec` of scalars or of plain enums, a

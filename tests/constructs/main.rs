@@ -19,6 +19,7 @@ mod generics;
 mod heap_objects;
 mod iteration;
 mod left_to_rust;
+mod lox_style;
 mod macros;
 mod maps;
 mod opaque;
