@@ -476,6 +476,20 @@ impl FlowGraph {
         }
     }
 
+    /// Where `v` is what an `Rc` or `Arc` points to (`shared_deref` made
+    /// it): that pointer's type's text (`Rc<Function>`).
+    pub fn shared_pointee(&self, v: &Value) -> Option<String> {
+        let Value::Var(x) = v else { return None };
+        self.blocks().flat_map(|b| self.graph[b].ops.iter()).find_map(|op| match (&op.kind, op.result == *x) {
+            (OpKind::SharedDeref, true) => match self.value_ty(&op.args[0]).autoderef() {
+                Ty::Foreign(text) => Some(text.clone()),
+                _ => None,
+            },
+            (OpKind::SameAs, true) => self.shared_pointee(&op.args[0]),
+            _ => None,
+        })
+    }
+
     /// Blocks in a stable order (creation order).
     pub fn blocks(&self) -> impl Iterator<Item = NodeIndex> + '_ {
         self.graph.node_indices()

@@ -68,7 +68,8 @@
 //! every structure). A parameter declared `&T` is frozen also where `&T` is the value
 //! itself at the machine level (`&Obj` of an enum holding objects, whose payloads are
 //! reached by address). What is behind an `Rc<S>` or `Arc<S>` is read as behind a `&S`
-//! (`shared_deref`): neither lets it change. `hint!(e, deepfreeze)` makes any value
+//! (`shared_deref`): neither lets it change; `hint!(&*rc, promote)` makes that `&S` green,
+//! promoted by its address. `hint!(e, deepfreeze)` makes any value
 //! frozen. What is read through a frozen pointer is frozen; a join is frozen when
 //! everything flowing in is. The
 //! runtime must still treat green data behind references as content (DESIGN.md

@@ -320,32 +320,11 @@ fn lower_fn_outlining(
     let (graph, mut errs, outlining) = l.finish();
     if let Some(graph) = &graph {
         errs.extend(objects::opaque_objects_by_value(graph, f.span));
-        errs.extend(promoted_objects(graph));
+        errs.extend(objects::promoted_objects(graph));
     }
     let had_errors = had_errors || !errs.is_empty();
     errors.extend(errs);
     (if had_errors { None } else { graph }, outlining)
-}
-
-/// `hint!(e, promote)` of a reference or an object: a flexswitch switches
-/// on a word, so only values (integers, bools, chars, enums) are promoted.
-/// A misused hint, so an error, not Rust left to Rust.
-fn promoted_objects(g: &FlowGraph) -> Vec<syn::Error> {
-    let mut errors = vec![];
-    for b in g.blocks() {
-        for op in &g.graph[b].ops {
-            if matches!(op.kind, OpKind::Hint(HintKind::Promote)) && g.value_ty(&op.args[0]).is_pointer() {
-                errors.push(syn::Error::new(
-                    op.span,
-                    format!(
-                        "`hint!(.., promote)` switches on a value (an integer, a bool, a char, an enum), not on `{}`, a reference or an object: promote what finds it (an index, a program counter), and reach the data through a shared reference or `hint!(.., deepfreeze)`, whose reads are green where the reference is",
-                        g.value_ty(&op.args[0])
-                    ),
-                ));
-            }
-        }
-    }
-    errors
 }
 
 struct Lowering<'m, 'a> {
@@ -1100,7 +1079,20 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     let v = self.read_place(&Place::Ref(p), e);
                     return self.emit(OpKind::SameAs, vec![v], Ty::Ref { mutable: true, to: Box::new(t) }, e);
                 }
-                let v = self.expr(&r.expr);
+                let v = match &*r.expr {
+                    Expr::Unary(u) if r.mutability.is_none() && matches!(u.op, syn::UnOp::Deref(_)) => {
+                        // `&*rc` of an `Rc<S>` or `Arc<S>`: the `&S` it points to.
+                        let v = self.expr(&u.expr);
+                        if matches!(self.deref_ty(&self.ty_of(&v)), Ty::Foreign(_)) {
+                            let through = self.through_shared(v.clone(), &u.expr);
+                            if matches!(self.ty_of(&through), Ty::Ref { .. }) {
+                                return through;
+                            }
+                        }
+                        self.deref_lowered(v, u)
+                    }
+                    e => self.expr(e),
+                };
                 let t = self.ty_of(&v);
                 if r.mutability.is_none() && self.finished_value(&t) {
                     // `&value`: the value itself (see `ModuleDef::ty`).

@@ -145,8 +145,12 @@ impl<'g> Gen<'g> {
     /// continuation a resume point receiving the value through `__ret`.
     pub(crate) fn promotes_run_time(&self, fi: usize, op: &hint_annotator::flowgraph::Op) -> bool {
         op.kind == OpKind::Hint(HintKind::Promote)
-            && matches!(self.value_repr(fi, &op.args[0]), Repr::R(_))
-            && matches!(self.repr(fi, op.result), Repr::G(_))
+            && match (self.value_repr(fi, &op.args[0]), self.repr(fi, op.result)) {
+                (Repr::R(_), Repr::G(_)) => true,
+                // What an `Rc` or `Arc` points to: its address.
+                (Repr::RPtr | Repr::VPtr, Repr::GRef(_)) => self.fns[fi].graph.shared_pointee(&op.args[0]).is_some(),
+                _ => false,
+            }
     }
 
     /// The red `&mut Vec` of scalars parameters of function `fi`, an

@@ -166,7 +166,10 @@ impl<'g> Gen<'g> {
                 // ends the path in a flexswitch whose cases continue here.
                 let cont = self.point_ids[&(fi, b, k + 1)];
                 let cont_frame = self.frame(cont, &HashMap::new(), true);
-                let a = self.boxed(fi, &op.args[0]).expect("a red scalar");
+                let a = self
+                    .boxed(fi, &op.args[0])
+                    .or_else(|| self.operand(fi, &op.args[0], &Repr::RPtr))
+                    .expect("a red scalar or pointer");
                 body.push(quote! {
                     let __a = #a;
                     __st.frames.push(#cont_frame);
@@ -593,10 +596,35 @@ impl<'g> Gen<'g> {
             if !self.promotes_run_time(pt.f, op) {
                 continue;
             }
-            let Repr::G(sc) = self.repr(pt.f, r) else { continue };
-            let back = from_word(sc, quote!(__w));
+            let rr = self.repr(pt.f, r);
+            let back = match &rr {
+                Repr::G(sc) => from_word(*sc, quote!(__w)),
+                Repr::GRef(t) => {
+                    // What an `Rc` (`Arc`) points to. The code compiled for
+                    // it holds a weak count, never given back: the value is
+                    // dropped when Rust drops it, but its allocation stays,
+                    // so no other object is made at that address, which the
+                    // code's switch would take for this one.
+                    let text = self.fns[pt.f].graph.shared_pointee(&op.args[0]).unwrap_or_default();
+                    let shared = if text.trim_start().starts_with("Arc") || text.contains("::Arc") {
+                        quote!(::std::sync::Arc)
+                    } else {
+                        quote!(::std::rc::Rc)
+                    };
+                    let t = rust_ty(t, None);
+                    // SAFETY: the address of a live `T` an `Rc<T>` (`Arc<T>`)
+                    // holds, read through it by the interpreter just now; the
+                    // `Rc` made of it is not dropped (its count is not ours).
+                    quote!(unsafe {
+                        let __rc = ::core::mem::ManuallyDrop::new(#shared::<#t>::from_raw(__w as usize as *const #t));
+                        ::core::mem::forget(#shared::downgrade(&*__rc));
+                        &*(__w as usize as *const #t)
+                    })
+                }
+                _ => continue,
+            };
             let green = self.fns[pt.f].color(r) == Color::Green;
-            let pack = crate::frame::pack_name(self.layouts.borrow_mut().of(&[(Repr::G(sc), green)]));
+            let pack = crate::frame::pack_name(self.layouts.borrow_mut().of(&[(rr.clone(), green)]));
             let pid = p as u32;
             promoted_arms.push(quote!(#pid => __f.ret = Some(::std::boxed::Box::new(#pack(#back))),));
         }

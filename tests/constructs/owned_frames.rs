@@ -174,3 +174,155 @@ fn random_programs_over_owned_frames_agree_with_plain() {
         check(&code, 1 + rng.below(120) as u32);
     }
 }
+
+/// Frames whose code is their function's, behind the `Rc`: the function
+/// and the ip are promoted (`hint!(&*frame.function, promote)`, the address
+/// of what the `Rc` points to), so each function's code is green and its
+/// dispatch compiled away.
+#[jit_interpreter]
+mod promoted {
+    use jitgen::prelude::*;
+    use std::rc::Rc;
+
+    #[derive(Debug, PartialEq)]
+    pub struct Function {
+        pub code: Vec<u8>,
+        pub arity: usize,
+    }
+
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Frame {
+        pub function: Rc<Function>,
+        pub ip: usize,
+        pub base: usize,
+    }
+
+    pub struct Vm {
+        pub frames: Vec<Frame>,
+        pub stack: Vec<i64>,
+        pub functions: Vec<Rc<Function>>,
+    }
+
+    impl Vm {
+        fn call(&mut self, k: usize) {
+            if self.frames.len() < 12 {
+                let function = self.functions[k % self.functions.len()].clone();
+                let base = self.stack.len() - function.arity.min(self.stack.len());
+                self.frames.push(Frame { function, ip: 0, base });
+            }
+        }
+
+        /// Ops, two bytes each (op, k): 0 pushes k; 1 adds the top two; 2
+        /// calls function k; 3 returns (the last frame ends the run); 4
+        /// pushes the count of the frame's function; 5 jumps to op pair k;
+        /// else ends. `fuel` bounds the steps.
+        pub fn run(&mut self, mut fuel: u32) -> i64 {
+            let mut frame = self.frames.last().expect("a frame").clone();
+            loop {
+                hint!(global_merge_point);
+                let function = hint!(&*frame.function, promote);
+                let ip = hint!(frame.ip, promote);
+                if fuel == 0 || ip + 1 >= function.code.len() {
+                    *self.frames.last_mut().expect("a frame") = frame.clone();
+                    return self.stack.len() as i64;
+                }
+                fuel -= 1;
+                let op = function.code[ip];
+                let k = function.code[ip + 1] as usize;
+                frame.ip = ip + 2;
+                match op {
+                    0 => self.stack.push(k as i64),
+                    1 => {
+                        if self.stack.len() >= 2 {
+                            let b = self.stack.pop().expect("two values");
+                            let a = self.stack.pop().expect("two values");
+                            self.stack.push(a.wrapping_add(b));
+                        }
+                    }
+                    2 => {
+                        *self.frames.last_mut().expect("a frame") = frame.clone();
+                        self.call(k);
+                        frame = self.frames.last().expect("a frame").clone();
+                    }
+                    3 => {
+                        if self.frames.len() == 1 {
+                            return self.stack.len() as i64;
+                        }
+                        self.frames.pop();
+                        self.stack.truncate(frame.base);
+                        frame = self.frames.last().expect("a frame").clone();
+                    }
+                    4 => {
+                        let n = Rc::strong_count(&frame.function) as i64;
+                        self.stack.push(n);
+                    }
+                    5 => frame.ip = (k * 2) % function.code.len(),
+                    _ => return -1,
+                }
+            }
+        }
+    }
+}
+
+/// A VM over functions with these codes, and the functions (their counts
+/// are part of the final state).
+fn fresh_promoted(codes: &[Vec<u8>]) -> (promoted::Vm, Vec<Rc<promoted::Function>>) {
+    let functions: Vec<Rc<promoted::Function>> =
+        codes.iter().enumerate().map(|(i, c)| Rc::new(promoted::Function { code: c.clone(), arity: i % 2 })).collect();
+    let vm = promoted::Vm {
+        frames: vec![promoted::Frame { function: functions[0].clone(), ip: 0, base: 0 }],
+        stack: vec![],
+        functions: functions.clone(),
+    };
+    (vm, functions)
+}
+
+type PromotedState = (i64, Vec<promoted::Frame>, Vec<i64>, Vec<usize>);
+
+fn whole_promoted(r: i64, vm: promoted::Vm, functions: Vec<Rc<promoted::Function>>) -> PromotedState {
+    let counts = functions.iter().map(Rc::strong_count).collect();
+    (r, vm.frames.clone(), vm.stack, counts)
+}
+
+fn check_promoted(codes: &[Vec<u8>], fuel: u32) {
+    let (mut vm, fs) = fresh_promoted(codes);
+    let want = whole_promoted(promoted::jit::plain::Vm::run(&mut vm, fuel), vm, fs);
+    let (mut vm, fs) = fresh_promoted(codes);
+    assert_eq!(whole_promoted(vm.run(fuel), vm, fs), want, "{codes:?} {fuel}");
+    let (mut vm, fs) = fresh_promoted(codes);
+    let got = whole_promoted(promoted::jit::specialize::Vm::run(&mut vm, fuel), vm, fs);
+    assert_eq!(got, want, "{codes:?} {fuel}");
+}
+
+#[test]
+fn a_promoted_rc_function_makes_its_code_green() {
+    promoted::jit::config().set_threshold(0);
+    // A loop in function 0 calling function 1, which counts its callers.
+    let codes = vec![vec![0u8, 3, 2, 1, 1, 0, 5, 1], vec![0, 2, 4, 0, 1, 0, 3, 0]];
+    for fuel in [1u32, 4, 9, 30, 200] {
+        check_promoted(&codes, fuel);
+    }
+    // Each op's code was compiled for its function and ip: no load of the
+    // program in residual code, only the switches on the function's
+    // address and the ip.
+    let listings = promoted::jit::portal_listings().join("\n");
+    assert!(listings.contains("flexswitch"), "{listings}");
+    assert!(!listings.contains("load.u8"), "{listings}");
+    assert!(promoted::jit::stats().compilations > 0, "{:?}", promoted::jit::last_decline());
+}
+
+#[test]
+fn random_programs_over_promoted_functions_agree_with_plain() {
+    promoted::jit::config().set_threshold(0);
+    let mut rng = crate::common::Rng(0x0_f00d);
+    for _ in 0..crate::common::how_many(200) {
+        let n = 1 + rng.below(3) as usize;
+        let codes: Vec<Vec<u8>> = (0..n)
+            .map(|_| {
+                let pairs = 1 + rng.below(8) as usize;
+                (0..pairs).flat_map(|_| [rng.below(7) as u8, rng.below(pairs.max(n) as u64) as u8]).collect()
+            })
+            .collect();
+        check_promoted(&codes, 1 + rng.below(100) as u32);
+    }
+}

@@ -235,3 +235,29 @@ pub(super) fn opaque_objects_by_value(g: &FlowGraph, span: Span) -> Vec<syn::Err
     }
     errors
 }
+
+/// `hint!(e, promote)` of a reference or an object: a flexswitch switches
+/// on a word, so only values (integers, bools, chars, enums) are promoted,
+/// and what an `Rc` or `Arc` points to (`&*frame.function`: its address; the
+/// code compiled for it keeps it alive, so no other object takes that
+/// address). A misused hint, so an error, not Rust left to Rust.
+pub(super) fn promoted_objects(g: &FlowGraph) -> Vec<syn::Error> {
+    let mut errors = vec![];
+    for b in g.blocks() {
+        for op in &g.graph[b].ops {
+            if matches!(op.kind, OpKind::Hint(HintKind::Promote))
+                && g.value_ty(&op.args[0]).is_pointer()
+                && g.shared_pointee(&op.args[0]).is_none()
+            {
+                errors.push(syn::Error::new(
+                    op.span,
+                    format!(
+                        "`hint!(.., promote)` switches on a value (an integer, a bool, a char, an enum), not on `{}`, a reference or an object: promote what finds it (an index, a program counter), and reach the data through a shared reference or `hint!(.., deepfreeze)`, whose reads are green where the reference is",
+                        g.value_ty(&op.args[0])
+                    ),
+                ));
+            }
+        }
+    }
+    errors
+}

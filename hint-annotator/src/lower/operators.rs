@@ -297,20 +297,25 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
             syn::UnOp::Deref(_) => {
                 let v = self.expr(&u.expr);
-                if let LVal::Ref(r) = v {
-                    return self.read_place(&Place::Ref(*r), u);
-                }
-                match self.shallow_ty(&v) {
-                    Ty::Ref { to, .. } | Ty::Boxed(to) => {
-                        let inner = self.u.shallow(&to);
-                        let kind = if inner.is_pointer() { OpKind::SameAs } else { OpKind::Load };
-                        self.emit(kind, vec![v], inner, u)
-                    }
-                    // Bindings made by `match` on a reference are values already.
-                    _ => v,
-                }
+                self.deref_lowered(v, u)
             }
             _ => self.unsupported(u, "this unary operator", ""),
+        }
+    }
+
+    /// `*e` of `e` lowered to `v`.
+    pub(super) fn deref_lowered(&mut self, v: LVal, u: &syn::ExprUnary) -> LVal {
+        if let LVal::Ref(r) = v {
+            return self.read_place(&Place::Ref(*r), u);
+        }
+        match self.shallow_ty(&v) {
+            Ty::Ref { to, .. } | Ty::Boxed(to) => {
+                let inner = self.u.shallow(&to);
+                let kind = if inner.is_pointer() { OpKind::SameAs } else { OpKind::Load };
+                self.emit(kind, vec![v], inner, u)
+            }
+            // Bindings made by `match` on a reference are values already.
+            _ => v,
         }
     }
 
