@@ -51,8 +51,9 @@
 //! by default; foldable operations green when all their operands are; reads foldable
 //! through *frozen* pointers only; non-foldable operations red; a join red unless a
 //! `concrete` hint needs it green (then everything flowing in must be); `concrete`
-//! global and backward with an error naming the blocking red value; `promote` local;
-//! `variable` red; `deepfreeze` marks a value frozen. Calls: each function has a summary
+//! global and backward with an error naming the blocking red value; `promote` local
+//! (a field promoted is the promoted value where it is read again, until written or
+//! handed to a call: `lower/known.rs`); `variable` red; `deepfreeze` marks a value frozen. Calls: each function has a summary
 //! (the parameters its result depends on through foldable operations, the parameters
 //! its own hints require green, whether it has effects); a call site reproduces the
 //! dependency locally, so two call sites never pollute each other. A call whose result

@@ -28,8 +28,10 @@ use crate::flowgraph::{
 use crate::module::{FnDef, ModuleDef};
 use crate::types::{IntTy, Ty, Unifier};
 
+mod blocks;
 mod calls;
 mod control;
+mod known;
 mod macros;
 use macros::{appended, captured_names, escaped_template, is_write_macro, pure_place, str_lit};
 mod objects;
@@ -182,6 +184,10 @@ struct LBlock {
     preds: usize,
     /// For the two sides of a branch: the bindings when the branch was taken.
     env_at_entry: Option<Vec<(String, LVal)>>,
+    /// For the two sides of a branch: the fields known at the branch.
+    known_at_entry: Vec<((Var, String, bool), LVal)>,
+    /// For a join: the fields known on every path into it so far.
+    known_in: Option<known::KnownIn>,
 }
 
 struct LoopCtx {
@@ -296,6 +302,7 @@ fn lower_fn_outlining(
         unmoved: outline::unmoved_names(f.body),
         outlining,
         pending: vec![],
+        known: Default::default(),
     };
     for p in &f.params {
         if matches!(p.ty, Ty::Tuple(_)) {
@@ -354,6 +361,8 @@ struct Lowering<'m, 'a> {
     outlining: outline::Outlining,
     /// The statements outlined so far.
     pending: Vec<outline::Pending>,
+    /// Fields a promotion made known (see `known`).
+    known: known::KnownFields,
 }
 
 /// Whether calls of `f` are inlined where they are made, and `f` has no
@@ -610,147 +619,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
     fn emit(&mut self, kind: OpKind, args: Vec<LVal>, ty: Ty, src: &dyn ToTokens) -> LVal {
         let span = span_of(src);
         let args = self.no_composites(args, span);
+        // A field a promotion made known (see `known`).
+        if let Some(v) = self.known.read(&kind, &args) {
+            return v;
+        }
         let result = self.new_var(None, ty, span);
+        self.known.emitted(&kind, &args, result);
         let b = self.cur_block();
         self.blocks[b].ops.push(LOp { result, kind, args, span, source: source_of(src) });
         LVal::Var(result)
-    }
-
-    fn set_exit(&mut self, exit: LExit) {
-        let b = self.cur_block();
-        let targets: Vec<usize> = match &exit {
-            LExit::Goto(l) => vec![l.target],
-            LExit::Branch(_, a, b) => vec![a.target, b.target],
-            _ => vec![],
-        };
-        for t in targets {
-            self.blocks[t].preds += 1;
-        }
-        self.blocks[b].exit = Some(exit);
-        self.cur = None;
-    }
-
-    /// A join block mirroring the first `depth` bindings, plus an optional result.
-    fn new_join(&mut self, depth: usize, result: Option<Ty>) -> usize {
-        let mut inputargs = vec![];
-        let mut shapes = vec![];
-        for i in 0..depth {
-            let (name, val) = self.env[i].clone();
-            shapes.push(self.fresh_shape(Some(name), &val, &mut inputargs));
-        }
-        let has_result = result.is_some();
-        if let Some(t) = result {
-            // One variable; reshaped into a tuple's by the first value that
-            // flows in (`link_to`), if it is a tuple.
-            let var = self.new_var(None, t, self.span);
-            inputargs.push(var);
-            shapes.push(LVal::Var(var));
-        }
-        self.blocks.push(LBlock { inputargs, join_depth: Some(depth), has_result, shapes, ..Default::default() });
-        self.blocks.len() - 1
-    }
-
-    fn link_to(&mut self, target: usize, result: Option<LVal>) -> LLink {
-        let depth = self.blocks[target].join_depth.unwrap_or(0);
-        let mut args: Vec<LVal> = vec![];
-        for (_, v) in &self.env[..depth] {
-            v.flatten(&mut args);
-        }
-        let result_shape = result.clone();
-        if self.blocks[target].has_result {
-            let r = result.unwrap_or(LVal::Const(Const::Unit));
-            let shape = self.blocks[target].shapes.last().cloned();
-            if let (true, Some(LVal::Var(rv))) = (r.is_composite(), shape) {
-                if self.blocks[target].preds == 0 {
-                    let (want, have) = (self.vars[rv.0 as usize].ty.clone(), self.ty_of(&r));
-                    let _ = self.u.unify(&want, &have);
-                    let mut vars = vec![];
-                    let shape = self.fresh_shape(None, &r, &mut vars);
-                    let b = &mut self.blocks[target];
-                    b.inputargs.pop();
-                    b.inputargs.extend(vars);
-                    *b.shapes.last_mut().unwrap() = shape;
-                }
-            }
-            r.flatten(&mut args);
-        }
-        // Unify the types of the join's input arguments with what flows in.
-        let same = {
-            let shapes = &self.blocks[target].shapes;
-            let mut incoming = self.env[..depth].iter().map(|(_, v)| v.clone()).collect::<Vec<_>>();
-            if self.blocks[target].has_result {
-                incoming.push(result_shape.clone().unwrap_or(LVal::Const(Const::Unit)));
-            }
-            shapes.len() == incoming.len() && shapes.iter().zip(&incoming).all(|(a, b)| a.same_shape(b))
-        };
-        if !same || args.len() != self.blocks[target].inputargs.len() {
-            self.error(
-                self.span,
-                "values of different shapes meet here: a tuple and another value, or `&mut` references \
-                 to different places (or an `Option<&mut _>` built in two ways); make both sides alike",
-            );
-            args.resize(self.blocks[target].inputargs.len(), LVal::Const(Const::Unit));
-        }
-        for (i, a) in args.iter().enumerate() {
-            let (want, have) = (self.vars[self.blocks[target].inputargs[i].0 as usize].ty.clone(), self.ty_of(a));
-            let _ = self.u.unify(&want, &have);
-        }
-        LLink { target, args }
-    }
-
-    /// Ends the current block with a jump to a join block.
-    fn jump(&mut self, target: usize, result: Option<LVal>) {
-        if self.cur.is_none() {
-            return;
-        }
-        let link = self.link_to(target, result);
-        self.set_exit(LExit::Goto(link));
-    }
-
-    /// Continues in a join block; returns its result argument. With no
-    /// predecessors, the code after it is unreachable.
-    fn enter(&mut self, b: usize) -> Option<LVal> {
-        if self.blocks[b].preds == 0 {
-            self.cur = None;
-            return None;
-        }
-        let depth = self.blocks[b].join_depth.unwrap_or(0);
-        for i in 0..depth {
-            self.env[i].1 = self.blocks[b].shapes[i].clone();
-        }
-        self.cur = Some(b);
-        if self.blocks[b].has_result {
-            self.blocks[b].shapes.last().cloned()
-        } else {
-            None
-        }
-    }
-
-    /// Branches on `cond`; returns the (true, false) blocks. No block is current after.
-    fn branch(&mut self, cond: LVal) -> (usize, usize) {
-        for _ in 0..2 {
-            self.blocks.push(LBlock { env_at_entry: Some(self.env.clone()), ..Default::default() });
-        }
-        let (t, f) = (self.blocks.len() - 2, self.blocks.len() - 1);
-        let exit = LExit::Branch(cond, LLink { target: t, args: vec![] }, LLink { target: f, args: vec![] });
-        self.set_exit(exit);
-        (t, f)
-    }
-
-    /// Continues in one side of a branch, with the bindings as they were there.
-    fn resume(&mut self, b: usize) {
-        if let Some(env) = &self.blocks[b].env_at_entry {
-            self.env = env.clone();
-        }
-        self.cur = Some(b);
-    }
-
-    /// Continues only where `cond` holds; elsewhere jumps to the join `fail`.
-    fn test(&mut self, cond: LVal, fail: usize) {
-        let (t, f) = self.branch(cond);
-        self.resume(f);
-        self.jump(fail, None);
-        self.resume(t);
     }
 
     fn lookup(&self, name: &str) -> Option<usize> {

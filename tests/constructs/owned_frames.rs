@@ -177,8 +177,8 @@ fn random_programs_over_owned_frames_agree_with_plain() {
 
 /// Frames whose code is their function's, behind the `Rc`: the function
 /// and the ip are promoted (`hint!(&*frame.function, promote)`, the address
-/// of what the `Rc` points to), so each function's code is green and its
-/// dispatch compiled away.
+/// of what the `Rc` points to, as a statement: the field is then known), so
+/// each function's code is green and its dispatch compiled away.
 #[jit_interpreter]
 mod promoted {
     use jitgen::prelude::*;
@@ -220,15 +220,17 @@ mod promoted {
             let mut frame = self.frames.last().expect("a frame").clone();
             loop {
                 hint!(global_merge_point);
-                let function = hint!(&*frame.function, promote);
+                // The function promoted in place (its field read again
+                // below is known), the ip into a local.
+                let _ = hint!(&*frame.function, promote);
                 let ip = hint!(frame.ip, promote);
-                if fuel == 0 || ip + 1 >= function.code.len() {
+                if fuel == 0 || ip + 1 >= frame.function.code.len() {
                     *self.frames.last_mut().expect("a frame") = frame.clone();
                     return self.stack.len() as i64;
                 }
                 fuel -= 1;
-                let op = function.code[ip];
-                let k = function.code[ip + 1] as usize;
+                let op = frame.function.code[ip];
+                let k = frame.function.code[frame.ip + 1] as usize;
                 frame.ip = ip + 2;
                 match op {
                     0 => self.stack.push(k as i64),
@@ -256,7 +258,7 @@ mod promoted {
                         let n = Rc::strong_count(&frame.function) as i64;
                         self.stack.push(n);
                     }
-                    5 => frame.ip = (k * 2) % function.code.len(),
+                    5 => frame.ip = (k * 2) % frame.function.code.len(),
                     _ => return -1,
                 }
             }

@@ -132,7 +132,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let header = self.new_join(depth, None);
         let after = self.new_join(depth, None);
         self.jump(header, None);
-        self.enter(header);
+        self.enter_loop_header(header);
         if let Expr::Let(l) = &*w.cond {
             let v = self.outlined_or_lowered(&l.expr, false);
             let v = self.rvalue(v, &l.expr);
@@ -163,7 +163,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let header = self.new_join(depth, None);
         let after = self.new_join(depth, Some(rt.clone()));
         self.jump(header, None);
-        self.enter(header);
+        self.enter_loop_header(header);
         self.loop_body(
             LoopCtx { label: Self::label_of(&l.label), header, after, result_ty: Some(rt), block: false },
             &l.body,
@@ -205,7 +205,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let header = self.new_join(self.env.len(), None);
         let after = self.new_join(outer, None);
         self.jump(header, None);
-        self.enter(header);
+        self.enter_loop_header(header);
         let i = self.env[outer].1.clone();
         let op = if matches!(r.limits, syn::RangeLimits::Closed(_)) { BinOp::Le } else { BinOp::Lt };
         let c = self.arith(op, i.clone(), e, &f.expr);

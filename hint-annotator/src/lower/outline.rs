@@ -122,6 +122,7 @@ pub(super) struct Mark {
     u: Unifier,
     span: Span,
     pending: usize,
+    known: Vec<((crate::flowgraph::Var, String, bool), LVal)>,
 }
 
 /// An outlined statement's call, its types not yet inferred.
@@ -356,6 +357,7 @@ impl Lowering<'_, '_> {
             u: self.u.clone(),
             span: self.span,
             pending: self.pending.len(),
+            known: self.known.known.clone(),
         }
     }
 
@@ -374,6 +376,8 @@ impl Lowering<'_, '_> {
         self.u = m.u.clone();
         self.span = m.span;
         self.pending.truncate(m.pending);
+        self.known.known.clone_from(&m.known);
+        self.known.forget_from(m.vars);
     }
 
     /// The call standing for `e` and what the function it calls holds, if
