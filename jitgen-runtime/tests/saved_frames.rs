@@ -380,7 +380,7 @@ fn materializing_moves_each_hidden_segment_once_and_seals_the_entries_it_passed(
         assert_eq!(unsafe { push(buf.as_mut_ptr()) }, 0);
     };
     let mut v: Vec<i64> = vec![100];
-    let mut materialize_into = |v: &mut Vec<i64>| {
+    let materialize_into = |v: &mut Vec<i64>| {
         let mut buf = [v as *mut Vec<i64> as u64, &IN_PLACE as *const InPlace as u64];
         // SAFETY: a live `Vec<i64>` and its `InPlace`.
         assert_eq!(unsafe { materialize(buf.as_mut_ptr()) }, 0);

@@ -220,8 +220,6 @@ pub mod machine {
             }
             loop {
                 hint!(global_merge_point);
-                let _ = hint!(&*frame.function, promote);
-                let _ = hint!(frame.ip, promote);
                 let op = Op::from_byte(byte!());
                 match op {
                     Op::Constant => {
