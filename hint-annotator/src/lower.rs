@@ -623,8 +623,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
         if let Some(v) = self.known.read(&kind, &args) {
             return v;
         }
+        let stored_value =
+            matches!(kind, OpKind::SetField(_)) && args.get(1).is_some_and(|v| self.finished_value(&self.ty_of(v)));
         let result = self.new_var(None, ty, span);
-        self.known.emitted(&kind, &args, result);
+        self.known.emitted(&kind, &args, result, stored_value);
         let b = self.cur_block();
         self.blocks[b].ops.push(LOp { result, kind, args, span, source: source_of(src) });
         LVal::Var(result)

@@ -1042,3 +1042,63 @@ fn a_trait_object_in_a_portal_signature_is_named_in_its_reason() {
         "#]],
     );
 }
+
+#[test]
+fn a_promoted_field_is_known_until_written_or_handed_to_a_call() {
+    // After the promotion, `s.pc` reads are the promoted value (green); a
+    // written value is known too, but only a value (the struct written into
+    // `s.at` is stored in place, and `s.at.n` is read from it again); a
+    // branch keeps what is known, a join what both sides knew (`q`); a call
+    // handed `s` forgets it.
+    check(
+        "#[derive(Clone, Copy)]
+        struct At { n: i64 }
+        struct S { pc: usize, at: At }
+        fn touch(s: &mut S) { s.pc = 0; }
+        fn f(s: &mut S, c: bool) -> usize {
+            let p = hint!(s.pc, promote);
+            let a = s.pc + 1;
+            s.at = At { n: 3 };
+            let n = s.at.n;
+            let q = p + 2;
+            if c { s.pc = q; } else { s.pc = q; }
+            let b = s.pc;
+            touch(s);
+            let d = s.pc;
+            p + a + n as usize + b + d
+        }",
+        expect![[r#"
+            fn touch -> ()
+            block0(s_0: &mut S red):
+                R setfield.pc(s_0, 0_usize)
+                return ()
+
+            fn f -> usize
+            block0(s_0: &mut S red, c_1: bool red):
+                R v2: usize = getfield.pc(s_0)
+                R p_3: usize = hint_promote(v2)  [promotion: result green]
+                G a_4: usize = add(p_3, 1_usize)
+                R v5: At = new.At(3_i64)
+                R setfield.at(s_0, v5)
+                R v7: At = getfield.at(s_0)
+                R n_8: i64 = getfield.n(v7)
+                G q_9: usize = add(p_3, 2_usize)
+                if c_1 then block2() else block3()
+            block1():
+                R call touch(s_0)  [gray call]
+                R d_20: usize = getfield.pc(s_0)
+                G v21: usize = add(p_3, a_4)
+                R v22: usize = cast(n_8)
+                R v23: usize = add(v21, v22)
+                R v24: usize = add(v23, q_9)
+                R v25: usize = add(v24, d_20)
+                return v25
+            block2():
+                R setfield.pc(s_0, q_9)
+                goto block1()
+            block3():
+                R setfield.pc(s_0, q_9)
+                goto block1()
+        "#]],
+    );
+}

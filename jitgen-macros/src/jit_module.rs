@@ -435,9 +435,10 @@ fn portal(
     gen.vstructs.extend(e.vstructs.iter().cloned());
     // Where the portal promotes a run-time value, its code switches on it:
     // it knows where it is after the switch, with no green key.
-    let promotes = gen.fns[fi].graph.blocks().any(|b| {
-        gen.fns[fi].graph.graph[b].ops.iter().any(|op| gen.promotes_run_time(fi, op))
-    });
+    let promotes = gen.fns[fi]
+        .graph
+        .blocks()
+        .any(|b| gen.fns[fi].graph.graph[b].ops.iter().any(|op| gen.promotes_run_time(fi, op)));
     if e.key.is_empty() && e.bad.is_none() && !promotes {
         // Code compiled here would not know where in the program it
         // starts: it would be the interpreter itself, run slower.

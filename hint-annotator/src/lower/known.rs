@@ -127,8 +127,11 @@ impl KnownFields {
         }
     }
 
-    /// Notes what an emitted operation makes known or may change.
-    pub(super) fn emitted(&mut self, kind: &OpKind, args: &[LVal], result: Var) {
+    /// Notes what an emitted operation makes known or may change. A field
+    /// written is known only where `stored_value` (the value is a value at
+    /// the machine level: a struct written into a field is stored in place,
+    /// and its copy is another object).
+    pub(super) fn emitted(&mut self, kind: &OpKind, args: &[LVal], result: Var, stored_value: bool) {
         let first = match args.first() {
             Some(LVal::Var(a)) => Some(*a),
             _ => None,
@@ -148,8 +151,9 @@ impl KnownFields {
             (OpKind::SetField(name), Some(a)) => {
                 let b = self.alias_root(a);
                 self.known.retain(|((base, f, _), _)| !(*base == b && f == name));
-                if let Some(v) = args.get(1) {
-                    self.set((b, name.clone(), false), v.clone());
+                match args.get(1) {
+                    Some(v) if stored_value => self.set((b, name.clone(), false), v.clone()),
+                    _ => {}
                 }
             }
             (OpKind::Hint(HintKind::Promote), Some(a)) => match self.defs.get(&self.alias_root(a)).cloned() {
