@@ -677,7 +677,9 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
                 writes.push(quote!(__w[#at] = #b as *const #st as usize as u64;));
                 reads.push(quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost)));
-            } else if inline_object(ty, f) {
+            } else if inline_object(ty, f) || matches!(f, Ty::Struct(_)) {
+                // Held inline, or a struct residual code reaches by address
+                // only (an `Option<Frame>` of `frames.last()`): its address.
                 writes.push(quote!(__w[#at] = #b as *const _ as *const u8 as usize as u64;));
                 reads.push(quote!(unreachable!("objects held inline cannot be rebuilt from words")));
             } else if matches!(f, Ty::Boxed(_) | Ty::Ref { .. }) {

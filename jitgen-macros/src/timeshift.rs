@@ -822,9 +822,6 @@ pub(crate) fn moves_out(base: &Ty) -> bool {
     matches!(base, Ty::Struct(_))
 }
 
-/// Code forcing the list in the local `id` (see `jitgen_runtime::vlist`):
-/// the address of a real `Vec`.
-
 /// Whether a portal returns a value of this type as the address of a real
 /// object its caller takes over: a `Vec` of scalars or of plain enums, a
 /// `String`.
@@ -836,6 +833,8 @@ pub fn returned_by_address(ty: &Ty, types: &hint_annotator::ModuleTypes) -> bool
     }
 }
 
+/// Code forcing the list in the local `id` (see `jitgen_runtime::vlist`):
+/// the address of a real `Vec`.
 pub(crate) fn force_list(sc: Sc, id: TokenStream) -> TokenStream {
     let rt = rt();
     let (t, vt) = (sc_rust(sc), sc_valty(sc));
