@@ -38,6 +38,14 @@
 //! after each call, stored before each call and exit when it writes them, so that a loop
 //! pushing and popping continuation entries carries them in registers.
 //!
+//! ## Optimization levels
+//!
+//! Roots and fused code are compiled at `opt_level=speed`; flexswitch cases at
+//! `opt_level=none` ([`CraneliftBackend::compile_case`]), which skips the
+//! e-graph mid-end. A case that runs often is compiled again at `speed` when
+//! fusion copies it into its root, and the cases fusion does not reach are the
+//! cold ones. Figures in PERFORMANCE.md.
+//!
 //! ## Layout
 //!
 //! Blocks that only lead out of the function (returns, errors, flexswitches:
@@ -52,7 +60,6 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -65,11 +72,11 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 
 use super::{Backend, BackendError};
-use crate::ir::builder::{
-    CaseTable, Inst, Label, RegisterCell, ResidualFunction, SecondaryMap, SwitchTable, Terminator, Val,
-};
+use crate::ir::builder::{CaseTable, Inst, Label, RegisterCell, ResidualFunction, SecondaryMap, Terminator, Val};
 use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
+pub use super::native::{live_code_modules, NativeCode};
+use super::native::{CodeOwner, Trampoline};
 pub use crate::ir::function::MAX_FRAME_WORDS;
 
 /// Compiles residual functions with Cranelift for the host.
@@ -79,6 +86,9 @@ pub use crate::ir::function::MAX_FRAME_WORDS;
 /// trampoline compiled once per process.
 pub struct CraneliftBackend {
     isa: OwnedTargetIsa,
+    /// The same host at `opt_level=none`, for flexswitch cases
+    /// ([`CraneliftBackend::compile_case`]).
+    case_isa: OwnedTargetIsa,
     trampoline: Trampoline,
     /// The address of the flexswitch miss path shared by all residual code
     /// (see [`CraneliftBackend::miss_stub`]).
@@ -112,9 +122,6 @@ const CASES_LEN: i32 = std::mem::offset_of!(CaseTable, len) as i32;
 const CASES_ENTRIES: i32 = std::mem::offset_of!(CaseTable, entries) as i32;
 const CASES_HITS: i32 = std::mem::offset_of!(CaseTable, hits) as i32;
 
-/// `extern "C" fn(code, frame) -> status`: enters a `tail`-convention function.
-type Trampoline = unsafe extern "C" fn(usize, *mut u64) -> u64;
-
 fn tail_sig() -> Signature {
     let mut sig = Signature::new(CallConv::Tail);
     sig.params.push(AbiParam::new(types::I64));
@@ -129,7 +136,9 @@ impl CraneliftBackend {
     pub fn new(hooks: RuntimeHooks) -> Result<CraneliftBackend, BackendError> {
         // The ISA (host detection and flags) is made once per process.
         static ISA: std::sync::OnceLock<Result<OwnedTargetIsa, BackendError>> = std::sync::OnceLock::new();
-        let isa = ISA.get_or_init(Self::host_isa).clone()?;
+        let isa = ISA.get_or_init(|| Self::host_isa("speed")).clone()?;
+        static CASE_ISA: std::sync::OnceLock<Result<OwnedTargetIsa, BackendError>> = std::sync::OnceLock::new();
+        let case_isa = CASE_ISA.get_or_init(|| Self::host_isa("none")).clone()?;
         // So is the trampoline: a thread's first compilation (each of a
         // server's worker threads) does not compile it again.
         static TRAMPOLINE: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
@@ -140,14 +149,21 @@ impl CraneliftBackend {
         let miss_stub = MISS_STUB.get_or_init(|| Self::miss_stub(&isa, hooks)).clone()?;
         static PRESERVING: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
         let preserving = PRESERVING.get_or_init(|| Self::preserving(&isa)).clone()?;
-        Ok(CraneliftBackend { isa, trampoline, miss_stub, direct_failed: hooks.direct_failed as usize, preserving })
+        Ok(CraneliftBackend {
+            isa,
+            case_isa,
+            trampoline,
+            miss_stub,
+            direct_failed: hooks.direct_failed as usize,
+            preserving,
+        })
     }
 
-    /// The host's ISA with jitgen's flags.
-    fn host_isa() -> Result<OwnedTargetIsa, BackendError> {
+    /// The host's ISA with jitgen's flags, at Cranelift's `opt_level`.
+    fn host_isa(opt_level: &str) -> Result<OwnedTargetIsa, BackendError> {
         let e = |e: &dyn std::fmt::Display| BackendError(e.to_string());
         let mut flags = settings::builder();
-        flags.set("opt_level", "speed").map_err(|x| e(&x))?;
+        flags.set("opt_level", opt_level).map_err(|x| e(&x))?;
         flags.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
         flags.set("is_pic", "false").map_err(|x| e(&x))?;
         flags.set("preserve_frame_pointers", "true").map_err(|x| e(&x))?;
@@ -330,111 +346,6 @@ fn miss_stub_sig() -> Signature {
     }
     sig.returns.push(AbiParam::new(types::I64));
     sig
-}
-
-static LIVE_MODULES: AtomicUsize = AtomicUsize::new(0);
-
-/// How many compiled residual functions hold machine code right now (in
-/// every thread): what has not been freed yet.
-pub fn live_code_modules() -> usize {
-    LIVE_MODULES.load(Ordering::Relaxed)
-}
-
-struct CodeOwner {
-    module: Option<JITModule>,
-    /// The word the code's reentry stubs write (see
-    /// [`CraneliftBackend::translate`]).
-    _selector: Option<Box<u64>>,
-}
-
-impl CodeOwner {
-    fn new(module: JITModule, selector: Option<Box<u64>>) -> CodeOwner {
-        LIVE_MODULES.fetch_add(1, Ordering::Relaxed);
-        CodeOwner { module: Some(module), _selector: selector }
-    }
-}
-
-impl Drop for CodeOwner {
-    fn drop(&mut self) {
-        if let Some(m) = self.module.take() {
-            LIVE_MODULES.fetch_sub(1, Ordering::Relaxed);
-            // SAFETY: the owner is dropped with the last `NativeCode` handle
-            // and the last clone that `NativeCode::owner` gave (kept by
-            // whatever hands out the code's entry points, such as the case
-            // tables that enter a fused root at its reentries).
-            unsafe { m.free_memory() };
-        }
-    }
-}
-
-/// Compiled residual code: an entry point with the frame calling convention
-/// of [`crate::ir::builder`], and the memory that holds it.
-#[derive(Clone)]
-pub struct NativeCode {
-    entry: *const u8,
-    frame_words: usize,
-    trampoline: Trampoline,
-    _owner: Rc<CodeOwner>,
-    switches: Vec<Rc<dyn SwitchTable>>,
-    /// The entry points at the function's reentries, in order.
-    reentries: Vec<*const u8>,
-}
-
-impl std::fmt::Debug for NativeCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "NativeCode({:p})", self.entry)
-    }
-}
-
-impl NativeCode {
-    /// Runs the code on a frame; returns the status word. The frame must
-    /// hold at least [`NativeCode::frame_words`] words, inputs first.
-    pub fn run(&self, frame: &mut [u64]) -> u64 {
-        assert!(frame.len() >= MAX_FRAME_WORDS, "frames hold MAX_FRAME_WORDS words");
-        // SAFETY: the code was compiled from a verified residual function that
-        // reads and writes only the first MAX_FRAME_WORDS words of its frame
-        // (and so do the cases it tail-calls), and returns instead of trapping
-        // or unwinding; the trampoline calls it with the tail convention.
-        unsafe { (self.trampoline)(self.entry as usize, frame.as_mut_ptr()) }
-    }
-
-    /// Runs the code from `entry`, one of its entry points (its
-    /// [`NativeCode::reentry`]), on a frame, as [`NativeCode::run`] does.
-    pub fn run_at(&self, entry: *const u8, frame: &mut [u64]) -> u64 {
-        assert!(frame.len() >= MAX_FRAME_WORDS, "frames hold MAX_FRAME_WORDS words");
-        assert!(entry == self.entry || self.reentries.contains(&entry), "an entry point of this code");
-        // SAFETY: as in `run`: `entry` is one of this code's entry points,
-        // each a tail-convention function of the frame.
-        unsafe { (self.trampoline)(entry as usize, frame.as_mut_ptr()) }
-    }
-
-    /// The tables of this code's flexswitches.
-    pub fn switches(&self) -> &[Rc<dyn SwitchTable>] {
-        &self.switches
-    }
-
-    /// The entry point, a `tail`-convention function of the frame (for flexswitch cases).
-    pub fn tail_entry(&self) -> *const u8 {
-        self.entry
-    }
-
-    /// Words the frame must hold.
-    pub fn frame_words(&self) -> usize {
-        self.frame_words
-    }
-
-    /// The entry point at the function's reentry `k`
-    /// ([`ResidualFunction::reentries`]), a `tail`-convention function of
-    /// the frame as [`NativeCode::tail_entry`] is.
-    pub fn reentry(&self, k: usize) -> Option<*const u8> {
-        self.reentries.get(k).copied()
-    }
-
-    /// What keeps the machine code alive (its entry points, the reentries'
-    /// included), for whoever hands them out beyond this handle's life.
-    pub fn owner(&self) -> Rc<dyn std::any::Any> {
-        self._owner.clone()
-    }
 }
 
 extern "C" fn fmod_f64(a: f64, b: f64) -> f64 {
@@ -1315,10 +1226,24 @@ impl Backend for CraneliftBackend {
     type Code = NativeCode;
 
     fn compile(&mut self, f: &ResidualFunction) -> Result<NativeCode, BackendError> {
+        let isa = self.isa.clone();
+        self.compile_for(isa, f)
+    }
+}
+
+impl CraneliftBackend {
+    /// Compiles a flexswitch case: as [`Backend::compile`], at Cranelift's
+    /// `opt_level=none` (see the module doc, "Optimization levels").
+    pub fn compile_case(&mut self, f: &ResidualFunction) -> Result<NativeCode, BackendError> {
+        let isa = self.case_isa.clone();
+        self.compile_for(isa, f)
+    }
+
+    fn compile_for(&mut self, isa: OwnedTargetIsa, f: &ResidualFunction) -> Result<NativeCode, BackendError> {
         if f.frame_words() > MAX_FRAME_WORDS {
             return Err(BackendError(format!("a frame of {} words (at most {MAX_FRAME_WORDS})", f.frame_words())));
         }
-        let mut module = JITModule::new(JITBuilder::with_isa(self.isa.clone(), default_libcall_names()));
+        let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
         // The word a reentry's stub writes its index into (see `translate`),
         // for a function that has reentries.
         let selector = (!f.reentries.is_empty()).then(|| Box::new(0u64));

@@ -12,6 +12,7 @@
 
 pub mod cranelift;
 pub mod dump;
+mod native;
 pub mod text;
 
 use std::fmt;

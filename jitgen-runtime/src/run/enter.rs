@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 
 use crate::backend::cranelift::{CraneliftBackend, NativeCode, MAX_FRAME_WORDS};
-use crate::backend::{Backend, BackendError};
+use crate::backend::BackendError;
 use crate::ir::builder::ResidualFunction;
 use crate::ir::ops::{ErrorKind, ValTy};
 use crate::run::residual::{take_callback_panic, InputFrame, ResidualError, ResidualFn};
@@ -56,15 +56,16 @@ pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
     })
 }
 
-/// Compiles to machine code with this thread's backend (for flexswitch
-/// cases, whose listings are made only when asked for, from the function).
+/// Compiles a flexswitch case to machine code with this thread's backend
+/// ([`CraneliftBackend::compile_case`]; its listing is made only when asked
+/// for, from the function).
 pub fn compile_native(f: &ResidualFunction) -> Result<NativeCode, BackendError> {
     HOST_BACKEND.with(|b| {
         let mut b = b.borrow_mut();
         if b.is_none() {
             *b = Some(native_backend()?);
         }
-        b.as_mut().expect("made above").compile(f)
+        b.as_mut().expect("made above").compile_case(f)
     })
 }
 
