@@ -175,6 +175,8 @@ pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDep
                     local_effects = true;
                     Dep::Red(RedReason::Allocation)
                 }
+                // Green where its arguments are, with no effect.
+                OpKind::CallPure(_) => Dep::Foldable(args),
                 OpKind::CallOpaque(f) => {
                     local_effects = true;
                     Dep::Red(RedReason::Opaque(f.clone()))

@@ -156,7 +156,7 @@ impl ColoredGraph {
                 Value::Var(v) => self.color(*v),
                 Value::Const(_) => Color::Green,
             },
-            OpKind::Call(_) => Color::of(self.call_kind(op.result) == Some(CallKind::Green)),
+            OpKind::Call(_) | OpKind::CallPure(_) => Color::of(self.call_kind(op.result) == Some(CallKind::Green)),
             _ => self.color(op.result),
         }
     }
@@ -368,6 +368,10 @@ pub struct ModuleTypes {
     /// them name their result's type, from which Rust infers their type
     /// arguments.
     pub generic_fns: std::collections::BTreeSet<String>,
+    /// The structs whose fields analyzed code writes (`s.f = v`): a `Copy`
+    /// struct of scalars that is not among them is held by enums as its
+    /// fields' words (nothing can write the place a payload was read from).
+    pub written_structs: std::collections::BTreeSet<String>,
 }
 
 impl ColoredGraphs {
@@ -525,7 +529,9 @@ fn build(
                         _ => CallKind::Red,
                     }
                 }
-                OpKind::CallOpaque(_) | OpKind::Format { .. } if unit => CallKind::Gray,
+                OpKind::CallPure(_) if green[r.0 as usize] => CallKind::Green,
+                OpKind::CallOpaque(_) | OpKind::CallPure(_) | OpKind::Format { .. } if unit => CallKind::Gray,
+                OpKind::CallPure(_) => CallKind::Red,
                 OpKind::CallOpaque(_) => CallKind::Red,
                 _ => continue,
             };

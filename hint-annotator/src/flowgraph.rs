@@ -295,6 +295,11 @@ pub enum OpKind {
     /// Arguments: a call of a function outside the module or marked
     /// `#[jit_opaque]`: always residual.
     CallOpaque(String),
+    /// Arguments: a call of a function outside the module whose body only
+    /// computes on its arguments and constants (`Op::from_byte(b)`, see
+    /// `FnDef::pure`): run at compile time where its arguments are green,
+    /// else residual as `CallOpaque` is.
+    CallPure(String),
     /// The values `print!`, `println!`, `eprint!` or `eprintln!` formats, in
     /// order: an effect, always residual.
     Format {
@@ -343,6 +348,7 @@ impl OpKind {
             OpKind::Drop => "drop".into(),
             OpKind::Call(f) => format!("call {f}"),
             OpKind::CallOpaque(f) => format!("call_opaque {f}"),
+            OpKind::CallPure(f) => format!("call_pure {f}"),
             OpKind::Format { mac, template, .. } => format!("format {mac}!({template:?})"),
         }
     }

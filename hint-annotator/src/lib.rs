@@ -91,6 +91,9 @@ mod resolve;
 pub mod types;
 
 use indexmap::IndexMap;
+
+use crate::flowgraph::OpKind;
+use crate::types::Ty;
 use quote::ToTokens;
 
 pub use colored::{
@@ -256,10 +259,35 @@ fn analyze(
             Some(e) => Err(e),
             None => {
                 let generic_fns = m.fns.values().filter(|f| f.is_generic()).map(|f| f.name.clone()).collect();
-                Ok((graphs, ModuleTypes { structs: m.structs.clone(), enums: m.enums.clone(), generic_fns }, left))
+                let written_structs = written_structs(graphs.values());
+                let types =
+                    ModuleTypes { structs: m.structs.clone(), enums: m.enums.clone(), generic_fns, written_structs };
+                Ok((graphs, types, left))
             }
         };
     }
+}
+
+/// The structs some analyzed code writes a field of (`s.f = v`, through
+/// any reference).
+fn written_structs<'g>(graphs: impl Iterator<Item = &'g FlowGraph>) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for g in graphs {
+        for b in g.blocks() {
+            for op in &g.graph[b].ops {
+                if let OpKind::SetField(_) = op.kind {
+                    let mut t = g.value_ty(&op.args[0]);
+                    while let Ty::Ref { to, .. } | Ty::Boxed(to) = t {
+                        t = *to;
+                    }
+                    if let Ty::Struct(s) = t {
+                        out.insert(s);
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Builds the (uncolored) flow graph of every function of a module.

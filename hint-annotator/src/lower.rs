@@ -286,6 +286,9 @@ fn lower_fn_outlining(
     errors: &mut Vec<syn::Error>,
     outlining: outline::Outlining,
 ) -> (Option<FlowGraph>, outline::Outlining) {
+    // The body as lowered: its macros expanded, so that what they do with
+    // a local counts (`unmoved`).
+    let (body, expansion_errors) = crate::resolve::resolve_body(m, f.body);
     let mut l = Lowering {
         m,
         f,
@@ -299,7 +302,7 @@ fn lower_fn_outlining(
         span: f.span,
         inlines: vec![],
         frozen_names: places::frozen_names(f),
-        unmoved: outline::unmoved_names(f.body),
+        unmoved: outline::unmoved_names(&body),
         outlining,
         pending: vec![],
         known: Default::default(),
@@ -312,7 +315,6 @@ fn lower_fn_outlining(
         l.blocks[0].inputargs.push(v);
         l.env.push((p.name.clone(), LVal::Var(v)));
     }
-    let (body, expansion_errors) = crate::resolve::resolve_body(m, f.body);
     l.errors.extend(expansion_errors);
     let v = l.block(&body);
     if l.cur.is_some() {

@@ -23,6 +23,8 @@ pub struct StructDef {
     pub copy: bool,
     /// `#[derive(Clone)]`: `.clone()` copies it where its fields are values.
     pub clone: bool,
+    /// `#[derive(PartialEq)]`: `==` compares its fields in order.
+    pub derives_eq: bool,
 }
 
 /// A variant of an enum of the module.
@@ -77,6 +79,15 @@ pub struct FnDef<'a> {
     pub params: Vec<Param>,
     /// The return type.
     pub ret: Ty,
+    /// Marked `#[jit_pure]` (what the macro marks of another module's
+    /// functions whose bodies only compute on their arguments and
+    /// constants), with scalar and enum parameters and result: a call
+    /// with green arguments runs at compile time.
+    pub pure: bool,
+    /// It returns a shared reference that [`FnDef::ret`] names as the value
+    /// (`&Obj` is `Obj`, see `Module::ty`): a residual call of it gives the
+    /// referent in place.
+    pub ret_shared: bool,
     /// The body.
     pub body: &'a syn::Block,
     /// Marked `#[jit_opaque]`.
@@ -268,6 +279,7 @@ impl<'a> ModuleDef<'a> {
                 syn::Item::Fn(f) => {
                     let opaque = has_attr(&f.attrs, "jit_opaque");
                     m.read_fn(&f.sig, &f.block, None, opaque, errors);
+                    m.mark_pure(&f.attrs, f.sig.ident.to_string());
                 }
                 syn::Item::Impl(imp) => {
                     if imp.trait_.is_some() {
@@ -307,6 +319,7 @@ impl<'a> ModuleDef<'a> {
                             syn::ImplItem::Fn(f) => {
                                 let opaque = has_attr(&f.attrs, "jit_opaque");
                                 m.read_fn(&f.sig, &f.block, Some(&self_name), opaque, errors);
+                                m.mark_pure(&f.attrs, format!("{self_name}::{}", f.sig.ident));
                             }
                             syn::ImplItem::Const(c) => {
                                 match m.ty(&c.ty, Some(&self_name)).and_then(|t| const_value(&c.expr, &t)) {
@@ -399,6 +412,7 @@ impl<'a> ModuleDef<'a> {
                             lifetimes: s.generics.lifetimes().count(),
                             copy: derives(&s.attrs, "Copy"),
                             clone: derives(&s.attrs, "Clone"),
+                            derives_eq: derives(&s.attrs, "PartialEq"),
                         },
                     );
                 }
@@ -535,8 +549,31 @@ impl<'a> ModuleDef<'a> {
         }
         self.fns.insert(
             name.clone(),
-            FnDef { name, self_ty: self_ty.map(str::to_string), params, ret, body, opaque, span: sig.ident.span() },
+            FnDef {
+                name,
+                self_ty: self_ty.map(str::to_string),
+                params,
+                ret_shared: matches!(&sig.output, syn::ReturnType::Type(_, t) if matches!(&**t, syn::Type::Reference(r) if r.mutability.is_none()))
+                    && !matches!(ret, Ty::Ref { .. } | Ty::Str),
+                ret,
+                body,
+                opaque,
+                pure: false,
+                span: sig.ident.span(),
+            },
         );
+    }
+
+    /// Marks the function `name` just read pure (see [`FnDef::pure`]) when
+    /// `attrs` say so and its types allow it.
+    fn mark_pure(&mut self, attrs: &[syn::Attribute], name: String) {
+        if !has_attr(attrs, "jit_pure") {
+            return;
+        }
+        let value = |t: &Ty| matches!(t, Ty::Int(_) | Ty::Bool | Ty::Char | Ty::F64 | Ty::Enum(_));
+        if let Some(f) = self.fns.get_mut(&name) {
+            f.pure = f.params.iter().all(|p| value(&p.ty) && !p.shared) && value(&f.ret) && !f.ret_shared;
+        }
     }
 
     /// The type of a module struct or enum by name (or of an opaque type

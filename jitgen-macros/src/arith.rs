@@ -2,7 +2,7 @@
 //! `timeshift::Gen`): green operands compute now, red ones emit residual
 //! operations through the runtime's red boxes, which fold constants.
 
-use hint_annotator::flowgraph::{BinOp, HintKind, OpKind, UnOp};
+use hint_annotator::flowgraph::{BinOp, HintKind, OpKind, UnOp, Value, Var};
 use hint_annotator::types::Ty;
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -11,12 +11,94 @@ use crate::repr::*;
 use crate::timeshift::*;
 
 impl<'g> Gen<'g> {
+    /// Whether `v` is a value of a plain enum.
+    fn plain_enum(&self, fi: usize, v: &Value) -> bool {
+        let t = self.value_ty(fi, v);
+        is_enum(&t) && plain(&t, self.cg.types())
+    }
+
+    /// The type of `v` (behind references) when it is a struct of scalars
+    /// whose `PartialEq` is derived.
+    fn derived_eq_struct(&self, fi: usize, v: &Value) -> Option<Ty> {
+        let mut t = self.value_ty(fi, v);
+        while let Ty::Ref { to, .. } = t {
+            t = *to;
+        }
+        let (s, _) = scalar_struct(&t, self.cg.types())?;
+        self.cg.types().structs.get(&s).is_some_and(|d| d.derives_eq).then_some(t)
+    }
+
+    /// `==` (`eq`) or `!=` of two run-time values of a plain enum: Rust's
+    /// own (derived or written by hand), one residual call on their words.
+    fn enum_eq(&mut self, fi: usize, r: Var, eq: bool, args: &[Value]) -> TokenStream {
+        let rt = rt();
+        let ty = self.value_ty(fi, &args[0]);
+        let n = slots(&ty, self.cg.types(), 0).map_or(0, |s| s.len());
+        let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum operand");
+        let c = need!(self, self.operand(fi, &args[1], &self.value_repr(fi, &args[1])), "enum operand");
+        if !self.enums.contains(&ty) {
+            self.enums.push(ty.clone());
+        }
+        let (_, unflat, _) = enum_helpers(&ty);
+        let end = 2 * n;
+        let test = if eq { quote!(__x == __y) } else { quote!(__x != __y) };
+        let cb = self.callback(
+            end.max(1),
+            quote! {
+                let (__x, __y) = (#unflat(&__b[..#n]), #unflat(&__b[#n..#end]));
+                __b[0] = (#test) as u64;
+            },
+        );
+        let what = if eq { "==" } else { "!=" };
+        self.bind(
+            fi,
+            r,
+            quote!({
+                let mut __args = ::std::vec::Vec::with_capacity(#end);
+                __args.extend_from_slice(&#a);
+                __args.extend_from_slice(&#c);
+                __c.b.red_call(#cb, #what, &__args, &[#rt::ValTy::Bool])[0]
+            }),
+        )
+    }
+
+    /// A derived `==` (`eq`) or `!=` of structs of scalars (handles): their
+    /// fields compared in order.
+    fn struct_eq(&mut self, fi: usize, r: Var, eq: bool, args: &[Value]) -> TokenStream {
+        let rt = rt();
+        let ty = need!(self, self.derived_eq_struct(fi, &args[0]), "operand");
+        let a = need!(self, self.scalar_struct_words(fi, &args[0], &ty), "operand");
+        let c = need!(self, self.scalar_struct_words(fi, &args[1], &ty), "operand");
+        let and = Self::overflow(BinOp::BitAnd);
+        let not = if eq { quote!() } else { quote!(let __r = __c.b.red_un(#rt::ops::UnOp::Not, #and, &__r);) };
+        self.bind(
+            fi,
+            r,
+            quote!({
+                let (__x, __y) = (#a, #c);
+                let mut __r = #rt::RedBox::constant(#rt::ValTy::Bool, 1);
+                for (__p, __q) in __x.iter().zip(__y.iter()) {
+                    let __e = __st.red_cmp(&mut __c.b, #rt::CmpOp::Eq, __p, __q);
+                    __r = __c.b.red_bin(#rt::BinOp::And, #and, &__r, &__e);
+                }
+                #not
+                __r
+            }),
+        )
+    }
+
     /// An arithmetic operation, comparison, cast or copy (`SameAs`, a hint).
     pub(crate) fn arith_op(&mut self, fi: usize, op: &hint_annotator::flowgraph::Op) -> TokenStream {
         let rt = rt();
         let f = self.fns[fi];
         let OpParts { r, rr, rgreen, args } = self.op_parts(fi, op);
         match &op.kind {
+            OpKind::Bin(b @ (BinOp::Eq | BinOp::Ne)) if !rgreen && self.plain_enum(fi, &args[0]) => {
+                self.enum_eq(fi, r, *b == BinOp::Eq, args)
+            }
+            OpKind::Bin(b @ (BinOp::Eq | BinOp::Ne)) if !rgreen && self.derived_eq_struct(fi, &args[0]).is_some() => {
+                self.struct_eq(fi, r, *b == BinOp::Eq, args)
+            }
             OpKind::Bin(b) if b.is_comparison() && is_enum(&self.value_ty(fi, &args[0])) => {
                 if !rgreen {
                     return self.decline("comparing run-time enum values is not supported yet");

@@ -67,12 +67,45 @@ impl<'g> Gen<'g> {
         }
     }
 
+    /// A call of a pure function outside the module (`OpKind::CallPure`)
+    /// with green arguments: run now, on the arguments' values.
+    pub(crate) fn pure_call(&mut self, fi: usize, r: Var, rr: &Repr, name: &str, args: &[Value]) -> TokenStream {
+        let mut exprs = vec![];
+        for a in args {
+            let from = self.value_repr(fi, a);
+            let Some(e) = self.operand(fi, a, &from) else { return self.decline("an argument") };
+            exprs.push(match &from {
+                Repr::G(_) => e,
+                Repr::Enum(t, _) if plain(t, self.cg.types()) => {
+                    let (_, unflat, _) = enum_helpers(t);
+                    let rt = rt();
+                    quote!(#unflat(&#rt::redbox::const_words(&#e)))
+                }
+                _ => return self.decline("an argument of this type to a call run at compile time"),
+            });
+        }
+        let path = rust_path(name);
+        let call = quote!(#path(#(#exprs),*));
+        match rr {
+            Repr::G(_) | Repr::Unit => self.bind(fi, r, call),
+            Repr::Enum(t, _) => {
+                let t = t.clone();
+                let e = self.enum_from_rust(&t, quote!(&__r));
+                self.bind(fi, r, quote!({ let __r = #call; #e }))
+            }
+            _ => self.decline("the result of this call"),
+        }
+    }
+
     /// How a residual call's result of type `rty` comes back: the value
     /// types of its words, and the callback code writing them from `__r`;
     /// `None` for a type that cannot come back yet.
-    fn result_words(&mut self, rty: &Ty) -> Option<(TokenStream, TokenStream)> {
+    fn result_words(&mut self, rty: &Ty, shared: bool) -> Option<(TokenStream, TokenStream)> {
         let rt = rt();
         let types = self.cg.types();
+        if shared {
+            return self.shared_result_words(rty);
+        }
         Some(if *rty == Ty::Unit {
             (quote!(&[]), quote!(let _ = __r;))
         } else if let Some(sc) = scalar(rty) {
@@ -102,6 +135,32 @@ impl<'g> Gen<'g> {
             }
             let pt = ptr_valty();
             (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
+        } else if let Some((_, fields)) = option_of_scalar_struct(rty, types) {
+            // `Option` of a struct of scalars (a map's old value, a
+            // handle): the tag, then the fields.
+            let vts = fields.iter().map(|(_, sc)| sc_valty(*sc));
+            let u32t = u32_valty();
+            let writes = fields.iter().enumerate().map(|(k, (n, sc))| {
+                let (m, at) = (member(n), k + 1);
+                let w = to_word(*sc, quote!(__s.#m));
+                quote!(__b[#at] = #w;)
+            });
+            (
+                quote!(&[#u32t, #(#vts),*]),
+                quote!(match __r {
+                    ::core::option::Option::Some(__s) => { __b[0] = 1; #(#writes)* }
+                    ::core::option::Option::None => __b[0] = 0,
+                }),
+            )
+        } else if let Ty::Ref { mutable, to } = rty {
+            // A reference into the interpreter's objects (`heap.get_mut(r)`):
+            // its address.
+            if matches!(**to, Ty::Slice(_) | Ty::Str | Ty::Foreign(_) | Ty::Param(_)) {
+                return None;
+            }
+            let (pt, t) = (ptr_valty(), rust_ty(to, None));
+            let ptr = if *mutable { quote!(*mut #t) } else { quote!(*const #t) };
+            (quote!(&[#pt]), quote!(__b[0] = __r as #ptr as usize as u64;))
         } else if is_enum(rty) && rebuildable(rty, types) {
             let (flat, _, tys) = enum_helpers(rty);
             if !self.enums.contains(rty) {
@@ -116,6 +175,39 @@ impl<'g> Gen<'g> {
                 quote!(#o(__r))
             };
             (quote!(&#tys()), quote!(let __w = #flat; __b[..__w.len()].copy_from_slice(&__w);))
+        } else {
+            return None;
+        })
+    }
+
+    /// As [`Gen::result_words`], for a call that gives `&T` where the flow
+    /// graph names `T` (a heap's `get(r) -> &Obj`): a scalar or a struct of
+    /// scalars read out; an enum's words as it lies in place (an object it
+    /// holds by its address there, see `repr::payload_slots`); another
+    /// struct by its address. Nothing is moved or owned.
+    fn shared_result_words(&mut self, rty: &Ty) -> Option<(TokenStream, TokenStream)> {
+        let types = self.cg.types();
+        Some(if let Some(sc) = scalar(rty) {
+            let vt = sc_valty(sc);
+            let w = to_word(sc, quote!(*__r));
+            (quote!(&[#vt]), quote!(__b[0] = #w;))
+        } else if let Some((_, fields)) = scalar_struct(rty, types) {
+            let vts = fields.iter().map(|(_, sc)| sc_valty(*sc));
+            let writes = fields.iter().enumerate().map(|(k, (n, sc))| {
+                let m = member(n);
+                let w = to_word(*sc, quote!(__r.#m));
+                quote!(__b[#k] = #w;)
+            });
+            (quote!(&[#(#vts),*]), quote!(#(#writes)*))
+        } else if is_enum(rty) && slots(rty, types, 0).is_some() {
+            let (flat, _, tys) = enum_helpers(rty);
+            if !self.enums.contains(rty) {
+                self.enums.push(rty.clone());
+            }
+            (quote!(&#tys()), quote!(let __w = #flat(__r); __b[..__w.len()].copy_from_slice(&__w);))
+        } else if matches!(rty, Ty::Struct(s) if types.structs.get(s).is_some_and(|d| d.lifetimes == 0)) {
+            let (pt, t) = (ptr_valty(), rust_ty(rty, None));
+            (quote!(&[#pt]), quote!(__b[0] = __r as *const #t as usize as u64;))
         } else {
             return None;
         })
@@ -149,7 +241,8 @@ impl<'g> Gen<'g> {
                 return self.decline(&format!("a value of type `{v}` read out of a map by copy"));
             }
         }
-        let Some((rets, write)) = self.result_words(&rty) else {
+        let shared = obj.as_ref().is_some_and(|o| o.shared);
+        let Some((rets, write)) = self.result_words(&rty, shared) else {
             return self.decline("the result type of this residual call");
         };
         // The direct entry's address follows the arguments.
@@ -159,8 +252,11 @@ impl<'g> Gen<'g> {
             arg_code.push(quote!(__args.push(#rt::RedBox::u64(__entry));));
             at += 1;
         }
-        let result_words =
-            scalar_struct(&rty, types).map_or_else(|| slots(&rty, types, 0).map_or(1, |s| s.len()), |(_, f)| f.len());
+        let result_words = match (scalar_struct(&rty, types), option_of_scalar_struct(&rty, types)) {
+            (Some((_, f)), _) => f.len(),
+            (_, Some((_, f))) => 1 + f.len(),
+            _ => slots(&rty, types, 0).map_or(1, |s| s.len()),
+        };
         let width = at.max(result_words).max(1);
         let dest_ty = args.first().map(|a| self.value_ty(fi, a));
         let call = match format {
@@ -278,7 +374,9 @@ impl<'g> Gen<'g> {
                 arg_code.push(quote!(__args.push(#x);));
                 reads.push(from_word(sc, quote!(__b[#at])));
                 at += 1;
-            } else if is_enum(&ty) && plain(&ty, types) {
+            } else if is_enum(&ty) && (plain(&ty, types) || (!by_ref && rebuildable(&ty, types))) {
+                // A plain enum's words, or a value owning `String`s moved
+                // into the call (Rust moved it: it is not used again).
                 let Some(x) = self.operand(fi, a, &self.value_repr(fi, a)) else {
                     return Err(self.decline("an argument"));
                 };
@@ -325,6 +423,30 @@ impl<'g> Gen<'g> {
                     o.read_as_reference(i);
                 }
                 at += 1;
+            } else if let Some((sname, fields, shared)) = scalar_struct_arg(&ty, types) {
+                // A struct of scalars (a handle), or a shared reference to
+                // one: its fields' words, and the struct made again (by `&`,
+                // a temporary of the call): a virtual object stays virtual.
+                let by_ref = by_ref || shared;
+                if !by_ref && !types.structs.get(&sname).is_some_and(|d| d.copy) {
+                    return Err(self.decline(&format!("a `{sname}` moved into a residual call of `{name}`")));
+                }
+                let sty = Ty::Struct(sname.clone());
+                let Some(words) = self.scalar_struct_words(fi, a, &sty) else {
+                    return Err(self.decline("an argument"));
+                };
+                arg_code.push(quote!(__args.extend_from_slice(&#words);));
+                let t = rust_ty(&sty, None);
+                let inits = fields.iter().enumerate().map(|(k, (n, sc))| {
+                    let (m, w) = (member(n), at + k);
+                    let back = from_word(*sc, quote!(__b[#w]));
+                    quote!(#m: #back)
+                });
+                reads.push(if by_ref { quote!(&#t { #(#inits),* }) } else { quote!(#t { #(#inits),* }) });
+                if let Some(o) = obj.as_deref_mut() {
+                    o.read_as_reference(i);
+                }
+                at += fields.len();
             } else if let Ty::Struct(sname) = &ty {
                 // A struct of the module passed by value: its address. By
                 // `&` to an object's method (a map's key), read by
@@ -512,7 +634,9 @@ impl<'g> Gen<'g> {
                 quote!(let #id: [#rt::RedBox; #n] = #rt::redbox::first_n(&__v);)
             }
             // A `String`, or a struct in the arena (see `result_words`).
-            Repr::RPtr if *rty == Ty::Str || matches!(rty, Ty::Struct(_)) => self.bind(fi, r, quote!(__v[0])),
+            Repr::RPtr if *rty == Ty::Str || matches!(rty, Ty::Struct(_) | Ty::Ref { .. }) => {
+                self.bind(fi, r, quote!(__v[0]))
+            }
             Repr::VPtr if scalar_struct(rty, self.cg.types()).is_some() => {
                 // A struct of scalars, a virtual object of the words given.
                 let (s, fields) = scalar_struct(rty, self.cg.types()).expect("checked");
@@ -521,7 +645,16 @@ impl<'g> Gen<'g> {
                 let desc = format_ident!("__VDESC_{}", s);
                 self.bind(fi, r, quote!(__st.heap.alloc(&#desc, ::std::vec![#(#words),*], ::std::vec![])))
             }
-            Repr::VPtr if matches!(rty, Ty::Struct(_)) => {
+            Repr::VOpt if option_of_scalar_struct(rty, self.cg.types()).is_some() => {
+                // The tag, and a virtual object of the fields (unused
+                // where the tag says `None`).
+                let (s, fields) = option_of_scalar_struct(rty, self.cg.types()).expect("checked");
+                let words = (1..=fields.len()).map(|k| quote!(__v[#k]));
+                self.vstructs.insert(s.clone());
+                let desc = format_ident!("__VDESC_{}", s);
+                self.bind(fi, r, quote!((__v[0], __st.heap.alloc(&#desc, ::std::vec![#(#words),*], ::std::vec![]))))
+            }
+            Repr::VPtr if matches!(rty, Ty::Struct(_) | Ty::Ref { .. }) => {
                 // An object in the arena (see `result_words`).
                 self.bind(fi, r, quote!(#rt::VPtr::Real(__v[0])))
             }
@@ -565,6 +698,9 @@ struct ObjectCall {
     views: Vec<Option<Ident>>,
     /// The result is an `Option<&V>` read out by copy (`map.get(&k)`).
     copied: bool,
+    /// The result is a shared reference to what the flow graph names as
+    /// its type (`&Obj` as `Obj`): read in place (see `result_words`).
+    shared: bool,
 }
 
 impl ObjectCall {
@@ -579,6 +715,7 @@ impl ObjectCall {
             by_ref: parts.iter().map(|s| *s == "&").collect(),
             views: parts.iter().map(|s| matches!(*s, "as_bytes" | "as_str").then(|| format_ident!("{}", s))).collect(),
             copied: then == ".copied()",
+            shared: then == "&",
         })
     }
 
@@ -646,5 +783,20 @@ fn object_call(obj: &ObjectCall, reads: &[TokenStream], args: &[Value]) -> Token
         // method borrows it (shared or mutable, as the method takes it) as
         // the interpreter's own call did.
         quote!(unsafe { (*#recv).#m(#(#rest),*) })
+    }
+}
+
+/// `Option<S>` where `S` is a struct of scalars: `S`'s name and fields.
+fn option_of_scalar_struct(ty: &Ty, types: &hint_annotator::ModuleTypes) -> Option<(String, Vec<(String, Sc)>)> {
+    let Ty::Option(e) = ty else { return None };
+    scalar_struct(e, types)
+}
+
+/// A struct of scalars, or a shared reference to one: its name, its fields,
+/// and whether it is the reference.
+fn scalar_struct_arg(ty: &Ty, types: &hint_annotator::ModuleTypes) -> Option<(String, Vec<(String, Sc)>, bool)> {
+    match ty {
+        Ty::Ref { mutable: false, to } => scalar_struct(to, types).map(|(s, f)| (s, f, true)),
+        t => scalar_struct(t, types).map(|(s, f)| (s, f, false)),
     }
 }

@@ -541,7 +541,14 @@ impl<'g> Gen<'g> {
     /// call, as `flat` lays them out: the helper makes the reference
     /// `place` of the address in `__b[0]`, residual code passes `addr` (a
     /// red box), and `what` names the call in listings.
-    fn enum_in_place(&mut self, ty: &Ty, n: usize, place: TokenStream, addr: TokenStream, what: &str) -> TokenStream {
+    pub(crate) fn enum_in_place(
+        &mut self,
+        ty: &Ty,
+        n: usize,
+        place: TokenStream,
+        addr: TokenStream,
+        what: &str,
+    ) -> TokenStream {
         let rt = rt();
         let (flat, _, tys) = enum_helpers(ty);
         if !self.enums.contains(ty) {
@@ -843,9 +850,78 @@ impl<'g> Gen<'g> {
         }
     }
 
-    /// A payload slot (or slots) of an enum array `a` at `off`, as `r`.
-    pub(crate) fn payload(&self, fi: usize, r: Var, rr: &Repr, a: TokenStream, off: usize) -> TokenStream {
+    /// The red boxes of the fields of `v`, a struct of scalars (a handle an
+    /// enum holds as words, `repr::flat_payload`): constants where it is
+    /// green, else its fields, read from the virtual object or loaded from
+    /// the real one.
+    pub(crate) fn scalar_struct_words(&mut self, fi: usize, v: &Value, ty: &Ty) -> Option<TokenStream> {
         let rt = rt();
+        let (sname, fields) = scalar_struct(ty, self.cg.types())?;
+        let sn = format_ident!("{}", sname);
+        if let Repr::GRef(_) = self.value_repr(fi, v) {
+            let g = self.operand(fi, v, &Repr::GRef(ty.clone()))?;
+            let words = fields.iter().map(|(name, sc)| {
+                let (m, vt) = (member(name), sc_valty(*sc));
+                let w = to_word(*sc, quote!(__g.#m));
+                quote!(#rt::RedBox::constant(#vt, #w))
+            });
+            return Some(quote!({ let __g = #g; [#(#words),*] }));
+        }
+        let p = self.operand(fi, v, &Repr::VPtr)?;
+        let class = alias_class(&sname);
+        let words = fields.iter().enumerate().map(|(k, (name, sc))| {
+            let (m, vt) = (member(name), sc_valty(*sc));
+            quote!(match __st.heap.field(&__p, #k) {
+                Some(__x) => __x,
+                None => {
+                    let __a = __st.heap.force(&mut __c.b, &__p);
+                    let __f = ::core::mem::offset_of!(#sn, #m) as i32;
+                    __st.load_field(&mut __c.b, #vt, &__a, __f, #class, __f)
+                }
+            })
+        });
+        Some(quote!({ let __p = #p; [#(#words),*] }))
+    }
+
+    /// A payload slot (or slots) of an enum array `a` at `off`, as `r`.
+    pub(crate) fn payload(&mut self, fi: usize, r: Var, rr: &Repr, a: TokenStream, off: usize) -> TokenStream {
+        let rt = rt();
+        let rty = self.fns[fi].graph.var(r).ty.clone();
+        if let Some((sname, fields)) = flat_payload(&rty, self.cg.types()) {
+            // A handle held as its fields' words: a virtual object made of
+            // them where red; a green one is a constant struct, kept for the
+            // life of the process (one per value).
+            let n = fields.len();
+            let end = off + n;
+            match rr {
+                Repr::VPtr => {
+                    self.vstructs.insert(sname.clone());
+                    let desc = format_ident!("__VDESC_{}", sname);
+                    return self.bind(fi, r, quote!(__st.heap.alloc(&#desc, #a[#off..#end].to_vec(), ::std::vec![])));
+                }
+                Repr::GRef(_) => {
+                    let st = rust_ty(&rty, None);
+                    let inits = fields.iter().enumerate().map(|(k, (name, sc))| {
+                        let m = member(name);
+                        let back = from_word(*sc, quote!(__w[#k]));
+                        quote!(#m: #back)
+                    });
+                    return self.bind(
+                        fi,
+                        r,
+                        quote!({
+                            let __w: ::std::vec::Vec<u64> = #a[#off..#end].iter().filter_map(|__x| __x.as_const()).collect();
+                            if __w.len() != #n {
+                                __c.decline("a payload expected to be known");
+                                break 'path None;
+                            }
+                            #rt::heap::green_copy(&__w, || #st { #(#inits),* })
+                        }),
+                    );
+                }
+                _ => return self.decline("this enum payload"),
+            }
+        }
         match rr {
             Repr::G(sc) => {
                 let back = from_word(*sc, quote!(__w));

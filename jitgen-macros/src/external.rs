@@ -288,7 +288,11 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &m
                 i.items.retain(|ii| matches!(ii, syn::ImplItem::Fn(f) if crate_visible(&f.vis)));
                 for ii in &mut i.items {
                     if let syn::ImplItem::Fn(f) = ii {
-                        f.attrs = vec![syn::parse_quote!(#[jit_opaque])];
+                        f.attrs = if pure_fn(&f.sig, &f.block) {
+                            vec![syn::parse_quote!(#[jit_opaque]), syn::parse_quote!(#[jit_pure])]
+                        } else {
+                            vec![syn::parse_quote!(#[jit_opaque])]
+                        };
                         // Only the signature counts: the body may use what
                         // is private to its module.
                         f.block = syn::parse_quote!({ loop {} });
@@ -298,6 +302,108 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &m
             }
             _ => {}
         }
+    }
+}
+
+/// Whether a function only computes its result from its arguments (by
+/// value) and constants: no reference or `mut` parameter, and a body of
+/// `let`s and expressions made of literals, paths (arguments, constants,
+/// variants), operators, casts, indexing, fields, tuples, arrays, `if`,
+/// `match`, calls of constructors (`Name(..)`, by Rust's naming) and the
+/// panicking macros. Such a function can run at compile time on green
+/// arguments (`#[jit_pure]`; a panic there declines the compilation).
+fn pure_fn(sig: &syn::Signature, body: &syn::Block) -> bool {
+    let plain_params = sig.inputs.iter().all(|a| match a {
+        syn::FnArg::Receiver(r) => matches!(r.kind, syn::ReceiverKind::Value) && r.mutability.is_none(),
+        syn::FnArg::Typed(t) => {
+            matches!(&*t.ty, syn::Type::Path(_))
+                && matches!(&*t.pat, syn::Pat::Ident(i) if i.mutability.is_none() && i.by_ref.is_none())
+        }
+    });
+    sig.generics.params.is_empty()
+        && !matches!(sig.safety, syn::Safety::Unsafe(_))
+        && sig.asyncness.is_none()
+        && plain_params
+        && pure_block(body)
+}
+
+fn pure_block(b: &syn::Block) -> bool {
+    b.stmts.iter().all(|s| match s {
+        syn::Stmt::Local(l) => {
+            matches!(&l.pat, syn::Pat::Ident(i) if i.mutability.is_none() && i.by_ref.is_none() && i.subpat.is_none())
+                && l.init.as_ref().is_some_and(|i| i.diverge.is_none() && pure_expr(&i.expr))
+        }
+        syn::Stmt::Expr(e, _) => pure_expr(e),
+        syn::Stmt::Macro(m) => panicking(&m.mac),
+        // A `const`'s value is Rust's compile-time constant.
+        syn::Stmt::Item(i) => matches!(i, syn::Item::Const(_)),
+    })
+}
+
+/// `panic!`, `unreachable!` and the like: a panic, no effect.
+fn panicking(m: &syn::Macro) -> bool {
+    m.path
+        .get_ident()
+        .is_some_and(|i| matches!(i.to_string().as_str(), "panic" | "unreachable" | "unimplemented" | "todo"))
+}
+
+/// A pattern without `ref mut` bindings, whose guards (`pat if cond`) are pure.
+fn pure_pat(p: &syn::Pat) -> bool {
+    match p {
+        syn::Pat::Guard(g) => pure_pat(&g.pat) && pure_expr(&g.guard),
+        syn::Pat::Ident(i) => i.by_ref.is_none() || i.mutability.is_none(),
+        _ => true,
+    }
+}
+
+fn pure_expr(e: &syn::Expr) -> bool {
+    use syn::Expr;
+    match e {
+        Expr::Lit(_) | Expr::Path(_) => true,
+        Expr::Binary(b) => {
+            !matches!(
+                b.op,
+                syn::BinOp::AddAssign(_)
+                    | syn::BinOp::SubAssign(_)
+                    | syn::BinOp::MulAssign(_)
+                    | syn::BinOp::DivAssign(_)
+                    | syn::BinOp::RemAssign(_)
+                    | syn::BinOp::BitXorAssign(_)
+                    | syn::BinOp::BitAndAssign(_)
+                    | syn::BinOp::BitOrAssign(_)
+                    | syn::BinOp::ShlAssign(_)
+                    | syn::BinOp::ShrAssign(_)
+            ) && pure_expr(&b.left)
+                && pure_expr(&b.right)
+        }
+        Expr::Unary(u) => !matches!(u.op, syn::UnOp::Deref(_)) && pure_expr(&u.expr),
+        Expr::Cast(c) => pure_expr(&c.expr),
+        Expr::Paren(p) => pure_expr(&p.expr),
+        Expr::Group(g) => pure_expr(&g.expr),
+        Expr::Index(i) => pure_expr(&i.expr) && pure_expr(&i.index),
+        Expr::Field(f) => pure_expr(&f.base),
+        Expr::Tuple(t) => t.elems.iter().all(pure_expr),
+        Expr::Array(a) => a.elems.iter().all(pure_expr),
+        Expr::Block(b) => b.label.is_none() && pure_block(&b.block),
+        Expr::If(i) => {
+            pure_expr(&i.cond) && pure_block(&i.then_branch) && i.else_branch.as_ref().is_none_or(|(_, e)| pure_expr(e))
+        }
+        Expr::Match(m) => pure_expr(&m.expr) && m.arms.iter().all(|a| pure_pat(&a.pat) && pure_expr(&a.body)),
+        Expr::Return(r) => r.expr.as_deref().is_none_or(pure_expr),
+        Expr::Macro(m) => panicking(&m.mac),
+        // A tuple struct's or a variant's constructor, by Rust's naming
+        // (`Value::Number(x)`, `Some(x)`); a function's name is snake case.
+        Expr::Call(c) => {
+            let constructor = match &*c.func {
+                Expr::Path(p) => {
+                    p.path.segments.last().is_some_and(|s| s.ident.to_string().starts_with(char::is_uppercase))
+                }
+                _ => false,
+            };
+            constructor && c.args.iter().all(pure_expr)
+        }
+        Expr::Struct(s) => s.rest.is_none() && s.fields.iter().all(|f| pure_expr(&f.expr)),
+        _ => false,
     }
 }
 
@@ -320,5 +426,31 @@ mod tests {
         assert_eq!(path("super::value", "pkg/src/a/mod.rs"), Some(vec!["a".to_string(), "value".to_string()]));
         assert_eq!(path("super::super::x", "pkg/src/a/b.rs"), Some(vec!["a".to_string(), "x".to_string()]));
         assert_eq!(path("std::rc", "pkg/src/vm.rs"), None);
+    }
+
+    /// Whether the function in `src` is judged pure.
+    fn pure(src: &str) -> bool {
+        let f: syn::ItemFn = syn::parse_str(src).expect("a function");
+        super::pure_fn(&f.sig, &f.block)
+    }
+
+    #[test]
+    fn functions_that_only_compute_on_their_arguments_are_pure() {
+        assert!(pure("fn from_byte(b: u8) -> Op { Op::ALL[b as usize] }"));
+        assert!(pure("fn f(b: u8) -> Op { const T: [Op; 2] = [Op::A, Op::B]; match b { 0 | 1 => T[b as usize], _ => unreachable!() } }"));
+        assert!(pure(
+            "fn w(self) -> i64 { match self { V::I(n) if n > 0 => n, V::P(a, b) => a as i64 + b as i64, _ => 0 } }"
+        ));
+        assert!(pure("fn g(x: i64) -> V { let y = x * 2; if y > 3 { V::I(y) } else { V::Nothing } }"));
+        // Effects, or what could have them.
+        assert!(!pure("fn f(b: u8) -> u8 { COUNT.fetch_add(1, Relaxed); b }"));
+        assert!(!pure("fn f(b: u8) -> u8 { helper(b) }"));
+        assert!(!pure("fn f(&self) -> u8 { self.b }"));
+        assert!(!pure("fn f(b: &mut u8) -> u8 { *b += 1; *b }"));
+        assert!(!pure("fn f(mut b: u8) -> u8 { b += 1; b }"));
+        assert!(!pure("fn f(b: u8) -> u8 { println!(\"{b}\"); b }"));
+        assert!(!pure("unsafe fn f(b: u8) -> u8 { b }"));
+        assert!(!pure("fn f<T>(b: T) -> T { b }"));
+        assert!(!pure("fn f(b: u8) -> u8 { let mut x = b; loop { x += 1; if x > 9 { break x; } } }"));
     }
 }

@@ -31,6 +31,15 @@ impl<'g> Gen<'g> {
                         }
                         _ => self.decline("this load"),
                     }
+                } else if let Repr::Enum(t, n) = &rr {
+                    // An enum in place: its words as `flat` reads them (an
+                    // object it holds, by its address there).
+                    let (t, n) = (t.clone(), *n);
+                    let a = need!(self, self.operand(fi, &args[0], &Repr::RPtr), "operand");
+                    let et = rust_ty(&t, None);
+                    let place = quote!(&*(__b[0] as usize as *const #et));
+                    let read = self.enum_in_place(&t, n, place, a, "a read of an enum in place");
+                    self.bind(fi, r, read)
                 } else {
                     let Some(sc) = scalar(&to) else {
                         return self.decline("a load of a non-scalar through a run-time pointer");
@@ -255,6 +264,10 @@ impl<'g> Gen<'g> {
                         Repr::RPtr => {
                             let x = need!(self, self.operand(fi, a, &Repr::RPtr), "payload");
                             sets.push(quote!((#off, &[#x][..])));
+                        }
+                        Repr::VPtr if flat_payload(&fty, types).is_some() => {
+                            let words = need!(self, self.scalar_struct_words(fi, a, &fty), "payload");
+                            sets.push(quote!((#off, &#words[..])));
                         }
                         Repr::Unit => {}
                         _ => return self.decline("an enum payload of this type"),

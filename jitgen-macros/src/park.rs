@@ -299,8 +299,20 @@ pub(crate) fn park_pieces(
                         })
                     }
                 };
+                let handed_tmp = handed.iter().find(|(h, _)| h.to_string() == src.to_string());
+                let value = match (handed_tmp, &pv.kind) {
+                    // Handed to compiled code, so in the arena: whatever the
+                    // arena holds at its address now (the handed object, or
+                    // one that compiled code made after dropping it, which
+                    // may reuse its address).
+                    (Some(_), ParkKind::Owned(_)) => quote!({
+                        let __a = #field.as_const().expect(#msg);
+                        #rt::heap::arena_take::<#t>(__a)
+                    }),
+                    _ => value,
+                };
                 unparks.push(quote!(#param: #value));
-                match handed.iter().find(|(h, _)| h.to_string() == src.to_string()) {
+                match handed_tmp {
                     // Handed to compiled code (see `Entry::handed`): what
                     // it gives back, else what it did not drop.
                     Some((_, tmp)) => {

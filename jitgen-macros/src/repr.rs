@@ -332,7 +332,10 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
 /// heap of enum objects matched through references reaches its payloads in
 /// place. Like a `Box`'s, such a value is never rebuilt from its words.
 pub fn payload_slots(of: &Ty, f: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
-    if inline_object(of, f) {
+    if let Some((_, fields)) = flat_payload(f, types) {
+        return Some(fields.into_iter().map(|(_, sc)| Slot::Scalar(sc)).collect());
+    }
+    if inline_object(of, f, types) {
         return Some(vec![Slot::Ptr]);
     }
     slots(f, types, depth)
@@ -340,8 +343,19 @@ pub fn payload_slots(of: &Ty, f: &Ty, types: &ModuleTypes, depth: usize) -> Opti
 
 /// Whether `f`, a payload type of the enum `of`, is held inline and reached
 /// by address (see `payload_slots`).
-pub fn inline_object(of: &Ty, f: &Ty) -> bool {
-    matches!(of, Ty::Enum(_)) && matches!(f, Ty::Struct(_) | Ty::Foreign(_))
+pub fn inline_object(of: &Ty, f: &Ty, types: &ModuleTypes) -> bool {
+    matches!(of, Ty::Enum(_)) && matches!(f, Ty::Struct(_) | Ty::Foreign(_)) && flat_payload(f, types).is_none()
+}
+
+/// A struct an enum holds as its fields' words, not by address: `Copy`, of
+/// scalars, and no analyzed code writes its fields (so no write can reach
+/// the place a payload was read from: a handle such as `ObjRef(u32)` in
+/// `Value::Obj(ObjRef)`). Its name and fields. Such a payload is a virtual
+/// object where it is bound, made again from the words.
+pub fn flat_payload(f: &Ty, types: &ModuleTypes) -> Option<(String, Vec<(String, Sc)>)> {
+    let (s, fields) = scalar_struct(f, types)?;
+    let d = types.structs.get(&s)?;
+    (d.copy && !d.virtualizable && !types.written_structs.contains(&s)).then_some((s, fields))
 }
 
 /// Whether residual code makes a real struct `s`: its fields are scalars and
@@ -665,19 +679,31 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                     let fo = flat_owned_fn(f);
                     moves.push(quote!(__w[#at..#end].copy_from_slice(&#fo(#b));));
                 }
+            } else if let Some((_, sfields)) = flat_payload(f, types) {
+                // A handle: its fields' words, and the struct made again.
+                let st = rust_ty(f, None);
+                let mut inits = vec![];
+                for (k, (name, sc)) in sfields.iter().enumerate() {
+                    let (m, slot) = (member(name), at + k);
+                    let w = to_word(*sc, quote!(#b.#m));
+                    writes.push(quote!(__w[#slot] = #w;));
+                    let r = from_word(*sc, quote!(__w[#slot]));
+                    inits.push(quote!(#m: #r));
+                }
+                reads.push(quote!(#st { #(#inits),* }));
             } else if *f == Ty::Str {
                 moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
                 writes.push(quote!(__w[#at] = #b as *const ::std::string::String as usize as u64;));
                 // SAFETY: a rebuilt value's words name live `String`s no
                 // one reads again (see `rebuildable`).
                 reads.push(quote!(unsafe { #rt::heap::take_string(__w[#at]) }));
-            } else if matches!(f, Ty::Struct(s) if owning_struct(s, types)) && !inline_object(ty, f) {
+            } else if matches!(f, Ty::Struct(s) if owning_struct(s, types)) && !inline_object(ty, f, types) {
                 let st = rust_ty(f, None);
                 let lost = format!("jitgen: a `{f}` residual code did not make, moved out of an enum value");
                 moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
                 writes.push(quote!(__w[#at] = #b as *const #st as usize as u64;));
                 reads.push(quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost)));
-            } else if inline_object(ty, f) || matches!(f, Ty::Struct(_)) {
+            } else if inline_object(ty, f, types) || matches!(f, Ty::Struct(_)) {
                 // Held inline, or a struct residual code reaches by address
                 // only (an `Option<Frame>` of `frames.last()`): its address.
                 writes.push(quote!(__w[#at] = #b as *const _ as *const u8 as usize as u64;));

@@ -604,6 +604,8 @@ impl<'g> Gen<'g> {
                 self.green_call(fi, r, &rr, name, args)
             }
             OpKind::CallOpaque(name) => self.opaque_call(fi, r, name, args, None),
+            OpKind::CallPure(name) if self.fns[fi].color(r) == Color::Green => self.pure_call(fi, r, &rr, name, args),
+            OpKind::CallPure(name) => self.opaque_call(fi, r, name, args, None),
             OpKind::Format { mac, template, names } => {
                 let shown = format!("{mac}!");
                 self.opaque_call(fi, r, &shown, args, Some((mac, template, names)))

@@ -1,7 +1,9 @@
 //! Types defined outside the annotated module, as interpreters keep their
 //! values beside their VM: the macro reads them from this file, models the
-//! enum, and calls its method as Rust's own. Results are compared with
-//! `jit::plain`, through the portal and `jit::specialize`.
+//! enum, and calls its method as Rust's own. A function of this module that
+//! only computes on its arguments (a decoder, `Op::from_byte`) runs at
+//! compile time on green arguments; one with an effect never does. Results
+//! are compared with `jit::plain`, through the portal and `jit::specialize`.
 
 use jitgen::prelude::*;
 
@@ -25,6 +27,37 @@ impl Value {
     }
 }
 
+/// An operation, decoded from a byte as a bytecode VM's compiler wrote it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    Add,
+    Double,
+    CountDown,
+    Loop,
+    Stop,
+}
+
+impl Op {
+    /// The operation of a byte: only its argument and a constant table.
+    pub fn from_byte(b: u8) -> Op {
+        const ALL: [Op; 5] = [Op::Add, Op::Double, Op::CountDown, Op::Loop, Op::Stop];
+        match b {
+            0..=4 => ALL[b as usize],
+            _ => Op::Stop,
+        }
+    }
+
+    /// The same, counting its calls: an effect, so never run at compile
+    /// time.
+    pub fn from_byte_counted(b: u8) -> Op {
+        DECODED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Op::from_byte(b)
+    }
+}
+
+/// How many times `Op::from_byte_counted` ran.
+pub static DECODED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// A count whose field is private to this module: an opaque object to the
 /// analysis, its method called as Rust's own.
 pub struct Tally {
@@ -44,6 +77,81 @@ impl Tally {
 pub struct State {
     pub acc: Value,
     pub tally: Tally,
+}
+
+#[jit_interpreter]
+mod decoding_vm {
+    use super::Op;
+    use jitgen::prelude::*;
+
+    /// Bytes decoded by `Op::from_byte`: adds the counter, doubles, counts
+    /// down, loops while positive, stops.
+    pub fn run(code: &[u8], n: i64) -> i64 {
+        let (mut acc, mut i, mut pc) = (0i64, n, 0);
+        loop {
+            hint!(global_merge_point);
+            let op = Op::from_byte(hint!(code[pc], concrete));
+            pc += 1;
+            match op {
+                Op::Add => acc = acc.wrapping_add(i),
+                Op::Double => acc = acc.wrapping_mul(2),
+                Op::CountDown => i -= 1,
+                Op::Loop => {
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                Op::Stop => return acc,
+            }
+        }
+    }
+
+    /// As `run`, with the counted decoder.
+    pub fn run_counted(code: &[u8], n: i64) -> i64 {
+        let (mut acc, mut i, mut pc) = (0i64, n, 0);
+        loop {
+            hint!(global_merge_point);
+            let op = Op::from_byte_counted(hint!(code[pc], concrete));
+            pc += 1;
+            match op {
+                Op::Add => acc = acc.wrapping_add(i),
+                Op::Double => acc = acc.wrapping_mul(2),
+                Op::CountDown => i -= 1,
+                Op::Loop => {
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                Op::Stop => return acc,
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pure_decoder_of_another_module_runs_at_compile_time_and_one_with_an_effect_does_not() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let code = [0u8, 1, 2, 3, 4];
+    let r = decoding_vm::jit::specialize::run(&code);
+    assert!(!r.listing().contains("from_byte"), "{}", r.listing());
+    let g = decoding_vm::jit::graphs();
+    assert!(g.function("run").expect("analyzed").to_text().contains("call_pure Op::from_byte("));
+    let counted_text = g.function("run_counted").expect("analyzed").to_text();
+    assert!(counted_text.contains("call_opaque Op::from_byte_counted("), "{counted_text}");
+    let counted = decoding_vm::jit::specialize::run_counted(&code);
+    for n in [0i64, 1, 5, 40] {
+        let want = decoding_vm::jit::plain::run(&code, n);
+        assert_eq!(r.call(n), want, "{n}");
+        assert_eq!(decoding_vm::run(&code, n), want, "{n}");
+        // The counted decoder runs in residual code once per byte run, as
+        // in the interpreter.
+        let before = DECODED.load(Relaxed);
+        assert_eq!(decoding_vm::jit::plain::run_counted(&code, n), want);
+        let plain_count = DECODED.load(Relaxed) - before;
+        let before = DECODED.load(Relaxed);
+        assert_eq!(counted.call(n), want, "{n}");
+        assert_eq!(DECODED.load(Relaxed) - before, plain_count, "{n}");
+    }
 }
 
 #[jit_interpreter]
@@ -129,7 +237,9 @@ fn an_enum_of_another_module_is_modeled_and_its_method_called() {
     assert!(values_vm::jit::left_to_rust().is_empty(), "{:?}", values_vm::jit::left_to_rust());
     let g = values_vm::jit::graphs();
     let run = g.function("run").expect("the portal analyzed at run time too");
-    assert!(run.to_text().contains("call_opaque Value::weight"), "{}", run.to_text());
+    // `weight` only computes on its argument: a residual call where the
+    // value is red, run at compile time where it is green.
+    assert!(run.to_text().contains("call_pure Value::weight"), "{}", run.to_text());
 }
 
 #[test]

@@ -152,9 +152,26 @@ mod objects {
         sum(&o)
     }
 
+    /// Takes `&mut`: the object escapes into it (a struct of scalars
+    /// passed by `&` goes as its fields' words, and stays virtual).
     #[jit_opaque]
-    fn peek(o: &Obj) -> i64 {
+    fn peek(o: &mut Obj) -> i64 {
         o.x - o.y
+    }
+
+    /// Reads through `&` only.
+    #[jit_opaque]
+    fn look(o: &Obj) -> i64 {
+        o.x * 3 - o.y
+    }
+
+    /// An object a call only reads (`&`): its fields are the call's
+    /// arguments, and it is never allocated.
+    pub fn read_only(v: i64) -> i64 {
+        let mut o = Obj { x: v, y: 2 };
+        let before = look(&o);
+        o.y = 7;
+        before + look(&o) + o.y
     }
 
     /// An object that escapes on one side of a branch only: at the join,
@@ -164,7 +181,7 @@ mod objects {
         let mut o = Obj { x: v, y: 1 };
         let mut seen = 0;
         if c > 0 {
-            seen = peek(&o);
+            seen = peek(&mut o);
         }
         o.y = o.y + seen;
         o.x + o.y
@@ -174,9 +191,9 @@ mod objects {
     /// and memory is the truth after that.
     pub fn escapes(v: i64) -> i64 {
         let mut o = Obj { x: v, y: 2 };
-        let before = peek(&o);
+        let before = peek(&mut o);
         o.y = 7;
-        before + peek(&o) + o.y
+        before + peek(&mut o) + o.y
     }
 }
 
@@ -206,6 +223,17 @@ fn an_escaping_object_is_allocated_where_it_escapes() {
     assert!(alloc < first_peek, "{listing}");
     for v in [4, -11] {
         assert_eq!(r.call(v), objects::jit::plain::escapes(v));
+    }
+}
+
+#[test]
+fn an_object_a_call_only_reads_is_never_allocated() {
+    let r = objects::jit::specialize::read_only();
+    let listing = r.listing();
+    assert_eq!(listing.matches("call new Obj").count(), 0, "{listing}");
+    assert_eq!(listing.matches("look").count(), 2, "{listing}");
+    for v in [4, -11] {
+        assert_eq!(r.call(v), objects::jit::plain::read_only(v));
     }
 }
 

@@ -161,7 +161,10 @@ impl KnownFields {
                 Some(Def::Shared(b, name)) => self.set((b, name, true), LVal::Var(result)),
                 _ => {}
             },
-            (OpKind::Call(_) | OpKind::CallOpaque(_) | OpKind::Format { .. } | OpKind::Drop, _) => {
+            (
+                OpKind::Call(_) | OpKind::CallOpaque(_) | OpKind::CallPure(_) | OpKind::Format { .. } | OpKind::Drop,
+                _,
+            ) => {
                 // What a call is handed (a struct, a pointer into one) it
                 // may change; a place it is handed, anything.
                 if args.iter().any(|a| !matches!(a, LVal::Var(_) | LVal::Const(_))) {

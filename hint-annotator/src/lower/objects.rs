@@ -47,7 +47,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
             Ty::Foreign(text) => self.m.map_like(&text),
             _ => None,
         };
-        let mut then = "";
+        // A shared reference the analysis names as its referent (`&Obj`):
+        // the call gives the object in place.
+        let mut then = if sig.is_some_and(|f| f.ret_shared) { "&" } else { "" };
         let t = match (known, map, method) {
             (Some(t), ..) => t,
             (None, Some((k, v)), "get" | "insert" | "remove" | "contains_key") => {

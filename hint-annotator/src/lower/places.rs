@@ -587,7 +587,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
         // A portal is called, never inlined: the call reaches it through
         // its hook (a Rust-recursive interpreter's call of itself, once per
         // call of the interpreted program), and its loops compile there.
-        let kind = if f.opaque || has_merge_point(f.body) {
+        let kind = if f.opaque && f.pure {
+            OpKind::CallPure(name.to_string())
+        } else if f.opaque || has_merge_point(f.body) {
             OpKind::CallOpaque(name.to_string())
         } else {
             OpKind::Call(name.to_string())

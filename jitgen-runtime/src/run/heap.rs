@@ -171,6 +171,24 @@ pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     p
 }
 
+/// A `Copy` value made once per type and words, and kept for the life of
+/// the process: the `&'static` a green handle in an enum's words stands
+/// for (`Value::Obj(ObjRef(7))` read from a program's constants), which
+/// compiled code may hold. As many are kept as distinct values are met.
+pub fn green_copy<T: Copy + 'static>(words: &[u64], make: impl FnOnce() -> T) -> &'static T {
+    type Kept = HashMap<(std::any::TypeId, Vec<u64>), usize>;
+    static KEPT: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
+    let key = (std::any::TypeId::of::<T>(), words.to_vec());
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let at = *kept
+        .get_or_insert_with(HashMap::new)
+        .entry(key)
+        .or_insert_with(|| Box::leak(Box::new(make())) as *const T as usize);
+    // SAFETY: the address of a `T` leaked above for this type and words,
+    // never freed or written.
+    unsafe { &*(at as *const T) }
+}
+
 /// Where an `Rc<T>` keeps its `T`: the byte offset from the one word an
 /// `Rc` is (the address of its allocation) to the value, measured on this
 /// build (Rust does not specify it) on an allocation of a `T`'s size and
