@@ -237,7 +237,8 @@ impl<'g> Gen<'g> {
         let rty = f.graph.var(r).ty.clone();
         if let (Some(true), Ty::Option(v)) = (obj.as_ref().map(|o| o.copied), &rty) {
             // Read out by copy (see `object_method`): only a plain value may be.
-            if scalar(v).is_none() && !(is_enum(v) && plain(v, types)) {
+            let handle = scalar_struct(v, types).is_some_and(|(s, _)| types.structs.get(&s).is_some_and(|d| d.copy));
+            if scalar(v).is_none() && !(is_enum(v) && plain(v, types)) && !handle {
                 return self.decline(&format!("a value of type `{v}` read out of a map by copy"));
             }
         }

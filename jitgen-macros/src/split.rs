@@ -442,26 +442,36 @@ impl<'a> Rewrite<'a> {
         self.exits = exits;
         self.inlining.pop();
         let stmts = &body.stmts;
+        // The block the call becomes is where the call is (the range that
+        // outlining takes for it); its statements stay their method's.
+        let at = mc.method.span();
         let body = match &label {
             Some(l) => {
                 let ty = match &m.sig.output {
                     syn::ReturnType::Type(_, t) if names_generic(t.to_token_stream()) => quote!(),
-                    syn::ReturnType::Type(_, t) => quote!(: #t),
-                    syn::ReturnType::Default => quote!(: ()),
+                    syn::ReturnType::Type(_, t) => {
+                        let t = respan(t.to_token_stream(), at);
+                        quote::quote_spanned!(at=> : #t)
+                    }
+                    syn::ReturnType::Default => quote::quote_spanned!(at=> : ()),
                 };
-                quote!(let __jit_m #ty = #l: loop { break #l { #(#stmts)* }; }; __jit_m)
+                quote::quote_spanned!(at=> let __jit_m #ty = #l: loop { break #l { #(#stmts)* }; }; __jit_m)
             }
             None => quote!(#(#stmts)*),
         };
         // `_` where the type names a type parameter.
-        let tys: Vec<TokenStream> = tys.iter().map(|t| t.as_ref().map_or_else(|| quote!(_), |t| quote!(#t))).collect();
+        let tys: Vec<TokenStream> = tys
+            .iter()
+            .map(|t| t.as_ref().map_or_else(|| quote::quote_spanned!(at=> _), |t| respan(t.to_token_stream(), at)))
+            .collect();
+        let pats: Vec<TokenStream> = pats.iter().map(|p| respan(p.to_token_stream(), at)).collect();
         Some(match pats.len() {
-            0 => syn::parse_quote!({ #body }),
+            0 => syn::parse_quote_spanned!(at=> { #body }),
             1 => {
                 let (p, t, a) = (&pats[0], &tys[0], args[0]);
-                syn::parse_quote!({ let #p: #t = #a; #body })
+                syn::parse_quote_spanned!(at=> { let #p: #t = #a; #body })
             }
-            _ => syn::parse_quote!({ let (#(#pats),*): (#(#tys),*) = (#(#args),*); #body }),
+            _ => syn::parse_quote_spanned!(at=> { let (#(#pats),*): (#(#tys),*) = (#(#args),*); #body }),
         })
     }
 
@@ -609,20 +619,26 @@ impl VisitMut for Rewrite<'_> {
                 self.visit_expr_mut(&mut t.expr);
                 let ex = self.exits.clone().expect("checked");
                 let x = &t.expr;
-                let wb = &ex.write_back;
+                // What `?` becomes is where the `?` is (the range outlining
+                // takes for it).
+                let at = t.question_token.span;
+                let wb = respan(ex.write_back.clone(), at);
                 let leave = |v: TokenStream| match &ex.label {
-                    Some(l) => quote!(break #l #v),
-                    None => quote!({ #wb return #v; }),
+                    Some(l) => quote::quote_spanned!(at=> break #l #v),
+                    None => quote::quote_spanned!(at=> { #wb return #v; }),
                 };
                 // As `?` does: the error converted into the function's (`&str`
                 // into `String`).
-                let (err, none) = (leave(quote!(Err(::core::convert::From::from(__jit_e)))), leave(quote!(None)));
+                let (err, none) = (
+                    leave(quote::quote_spanned!(at=> Err(::core::convert::From::from(__jit_e)))),
+                    leave(quote::quote_spanned!(at=> None)),
+                );
                 *e = match ex.kind.as_deref() {
-                    Some("Result") => syn::parse_quote!(match #x {
+                    Some("Result") => syn::parse_quote_spanned!(at=> match #x {
                         Ok(__jit_v) => __jit_v,
                         Err(__jit_e) => #err,
                     }),
-                    Some("Option") => syn::parse_quote!(match #x {
+                    Some("Option") => syn::parse_quote_spanned!(at=> match #x {
                         Some(__jit_v) => __jit_v,
                         None => #none,
                     }),
@@ -890,4 +906,20 @@ pub fn split(
         args,
         body,
     })
+}
+
+/// `t` with every token's span set to `at`.
+fn respan(t: TokenStream, at: proc_macro2::Span) -> TokenStream {
+    t.into_iter()
+        .map(|mut tt| {
+            if let proc_macro2::TokenTree::Group(g) = &tt {
+                let mut n = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), at));
+                n.set_span(at);
+                tt = proc_macro2::TokenTree::Group(n);
+            } else {
+                tt.set_span(at);
+            }
+            tt
+        })
+        .collect()
 }

@@ -42,6 +42,8 @@ mod handles {
         /// The objects' weights.
         pub heap: Vec<i64>,
         pub globals: HashMap<Handle, Value>,
+        /// Links between objects: handles read out of a map by copy.
+        pub links: HashMap<Handle, Handle>,
         pub fuel: u32,
     }
 
@@ -65,7 +67,9 @@ mod handles {
         /// 5 pushes whether the top two are the same object; 6 copies slot
         /// k to the top; 7 overwrites slot k with nil, after copying it out
         /// (the copy is pushed); 8 pushes a range of the top's handle and
-        /// k; 9 jumps to pair k while fuel lasts; 10 swaps the top two.
+        /// k; 9 jumps to pair k while fuel lasts; 10 swaps the top two; 11
+        /// links the top's object to constant k's; 12 pushes the object the
+        /// top's is linked to.
         pub fn run(&mut self) -> i64 {
             let mut pc = 0;
             loop {
@@ -142,6 +146,19 @@ mod handles {
                             self.stack.swap(n - 1, n - 2);
                         }
                     }
+                    11 => {
+                        let top = self.stack.last().copied().unwrap_or(Value::Nil);
+                        if let (Value::Obj(a), Value::Obj(b)) = (top, self.consts[k % self.consts.len()]) {
+                            self.links.insert(a, b);
+                        }
+                    }
+                    12 => {
+                        if let Some(Value::Obj(a)) = self.stack.last().copied() {
+                            if let Some(&b) = self.links.get(&a) {
+                                self.stack.push(Value::Obj(b));
+                            }
+                        }
+                    }
                     _ => return -1,
                 }
             }
@@ -153,14 +170,17 @@ use handles::{jit, Handle, Value, Vm};
 
 fn fresh(code: &[u8], fuel: u32) -> Vm {
     let consts = vec![Value::Obj(Handle(0)), Value::Num(7), Value::Obj(Handle(1)), Value::Nil, Value::Obj(Handle(2))];
-    Vm { code: code.to_vec(), consts, stack: vec![], heap: vec![3, 5, 8], globals: Default::default(), fuel }
+    let (globals, links) = Default::default();
+    Vm { code: code.to_vec(), consts, stack: vec![], heap: vec![3, 5, 8], globals, links, fuel }
 }
 
 /// The result and the whole final state (globals in key order).
 fn whole(r: i64, vm: &Vm) -> String {
     let mut globals: Vec<_> = vm.globals.iter().collect();
     globals.sort_by_key(|(h, _)| h.0);
-    format!("{r} {:?} {:?} {globals:?} {}", vm.stack, vm.heap, vm.fuel)
+    let mut links: Vec<_> = vm.links.iter().collect();
+    links.sort_by_key(|(h, _)| h.0);
+    format!("{r} {:?} {:?} {globals:?} {links:?} {}", vm.stack, vm.heap, vm.fuel)
 }
 
 fn check(code: &[u8], fuel: u32) {
@@ -177,7 +197,7 @@ fn values_holding_handles_are_plain_and_compile() {
     jit::config().set_threshold(0);
     // Objects made, named as globals, read back, compared, copied out of
     // slots that are then overwritten, turned into ranges; a loop.
-    let code = [1u8, 4, 3, 0, 4, 0, 1, 9, 5, 0, 0, 2, 6, 0, 7, 0, 8, 3, 2, 0, 10, 0, 4, 2, 9, 0];
+    let code = [1u8, 4, 3, 0, 4, 0, 1, 9, 5, 0, 0, 2, 6, 0, 7, 0, 11, 2, 12, 0, 8, 3, 2, 0, 10, 0, 4, 2, 9, 0];
     for fuel in [1u32, 4, 9, 13, 60] {
         check(&code, fuel);
     }
@@ -194,7 +214,7 @@ fn random_programs_over_values_holding_handles_agree_with_plain() {
         let pairs = 1 + rng.below(14) as usize;
         let mut code = vec![];
         for _ in 0..pairs {
-            code.push(rng.below(11) as u8);
+            code.push(rng.below(13) as u8);
             code.push(rng.below(pairs as u64) as u8);
         }
         check(&code, 1 + rng.below(80) as u32);

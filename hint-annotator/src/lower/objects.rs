@@ -67,7 +67,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
                 match method {
                     "contains_key" => Ty::Bool,
-                    "get" if v.is_value() => {
+                    "get" if v.is_value() || self.copy_scalar_struct(&v) => {
                         then = ".copied()";
                         Ty::Option(Box::new(v))
                     }
@@ -82,6 +82,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
             (None, ..) => self.u.fresh(),
         };
         self.emit(OpKind::CallOpaque(format!(".{method}({shape}){then}")), args, t, mc)
+    }
+
+    /// Whether `t` is a `Copy` struct of scalars (a handle): read out of a
+    /// map by copy, as values are.
+    fn copy_scalar_struct(&self, t: &Ty) -> bool {
+        let Ty::Struct(s) = self.u.shallow(t) else { return false };
+        self.m.structs.get(&s).is_some_and(|d| d.copy && !d.fields.is_empty() && d.fields.values().all(Ty::is_scalar))
     }
 
     /// Lowers the arguments of a call of an opaque object (appended to
