@@ -3,8 +3,9 @@
 //! handles are), and a struct of two scalars as a payload: the enum is plain
 //! (its handle is words of the value, not an address into the place it was
 //! read from), so it is pushed, popped, copied out of a `Vec` that is then
-//! overwritten, kept in a map by Rust's own calls, read from the program's
-//! constants and matched. Whole final states are compared with `jit::plain`,
+//! overwritten, kept in a map by Rust's own calls (as a value, and a handle
+//! read out of a map by copy), read from the program's constants and
+//! matched. Whole final states are compared with `jit::plain`,
 //! through the portal and through `jit::specialize`, on random programs.
 
 use jitgen::prelude::*;
