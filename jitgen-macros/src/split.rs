@@ -412,7 +412,7 @@ impl<'a> Rewrite<'a> {
         // `return` and `?` of the method leave a labeled loop around its body.
         let label = finder.0.then(|| {
             self.labels += 1;
-            syn::Lifetime::new(&format!("'__jit_m{}", self.labels), proc_macro2::Span::call_site())
+            syn::Lifetime::new(&format!("'__jit_m{}", self.labels), mc.method.span())
         });
         let mut pats = vec![];
         let mut tys = vec![];
@@ -607,11 +607,13 @@ impl VisitMut for Rewrite<'_> {
                     self.visit_expr_mut(x);
                 }
                 let ex = self.exits.clone().expect("checked");
-                let x = r.expr.as_ref().map_or(quote!(()), |x| quote!(#x));
-                let wb = &ex.write_back;
+                // Where the `return` is (see `Expr::Try` below).
+                let at = r.return_token.span;
+                let x = r.expr.as_ref().map_or(quote::quote_spanned!(at=> ()), |x| quote!(#x));
+                let wb = respan(ex.write_back.clone(), at);
                 *e = match &ex.label {
-                    Some(l) => syn::parse_quote!(break #l #x),
-                    None => syn::parse_quote!(return { let __jit_r = #x; #wb __jit_r }),
+                    Some(l) => syn::parse_quote_spanned!(at=> break #l #x),
+                    None => syn::parse_quote_spanned!(at=> return { let __jit_r = #x; #wb __jit_r }),
                 };
                 return;
             }
