@@ -32,50 +32,41 @@ impl<'g> Gen<'g> {
         cb
     }
 
-    /// A call of a pure function with green arguments and result: run now.
+    /// A call of a pure function of the module with green arguments and
+    /// result: run now.
     pub(crate) fn green_call(&mut self, fi: usize, r: Var, rr: &Repr, name: &str, args: &[Value]) -> TokenStream {
         let Some(ci) = self.fn_ids.get(name).copied() else { return self.decline("a call") };
         let callee = self.fns[ci];
-        let mut exprs = vec![];
-        for (k, a) in args.iter().enumerate() {
-            let pty = callee.graph.var(callee.graph.params()[k]).ty.clone();
-            let from = self.value_repr(fi, a);
-            let Some(e) = self.operand(fi, a, &from) else { return self.decline("an argument") };
-            exprs.push(match (&from, &pty) {
-                (Repr::G(_), _) => e,
-                (Repr::GRef(_) | Repr::GSlice(_), Ty::Ref { mutable: false, .. }) => e,
-                (Repr::Enum(t, _), _) if plain(t, self.cg.types()) => {
-                    let (_, unflat, _) = enum_helpers(t);
-                    {
-                        let rt = rt();
-                        quote!(#unflat(&#rt::redbox::const_words(&#e)))
-                    }
-                }
-                _ => return self.decline("an argument of this type to a call run at compile time"),
-            });
-        }
-        let path = rust_path(name);
-        let call = quote!(#path(#(#exprs),*));
-        match rr {
-            Repr::G(_) | Repr::GRef(_) | Repr::GSlice(_) | Repr::Unit => self.bind(fi, r, call),
-            Repr::Enum(t, _) => {
-                let t = t.clone();
-                let e = self.enum_from_rust(&t, quote!(&__r));
-                self.bind(fi, r, quote!({ let __r = #call; #e }))
-            }
-            _ => self.decline("the result of this call"),
-        }
+        let params: Vec<Ty> = callee.graph.params().iter().map(|p| callee.graph.var(*p).ty.clone()).collect();
+        self.call_now(fi, r, rr, name, args, Some(&params))
     }
 
     /// A call of a pure function outside the module (`OpKind::CallPure`)
     /// with green arguments: run now, on the arguments' values.
     pub(crate) fn pure_call(&mut self, fi: usize, r: Var, rr: &Repr, name: &str, args: &[Value]) -> TokenStream {
+        self.call_now(fi, r, rr, name, args, None)
+    }
+
+    /// The call of `name` on green `args` run while compiling, its result
+    /// bound to `r`; a green reference is passed where `params` (when
+    /// known) take a shared reference.
+    fn call_now(
+        &mut self,
+        fi: usize,
+        r: Var,
+        rr: &Repr,
+        name: &str,
+        args: &[Value],
+        params: Option<&[Ty]>,
+    ) -> TokenStream {
         let mut exprs = vec![];
-        for a in args {
+        for (k, a) in args.iter().enumerate() {
+            let shared = params.and_then(|p| p.get(k)).is_some_and(|t| matches!(t, Ty::Ref { mutable: false, .. }));
             let from = self.value_repr(fi, a);
             let Some(e) = self.operand(fi, a, &from) else { return self.decline("an argument") };
             exprs.push(match &from {
                 Repr::G(_) => e,
+                Repr::GRef(_) | Repr::GSlice(_) if shared => e,
                 Repr::Enum(t, _) if plain(t, self.cg.types()) => {
                     let (_, unflat, _) = enum_helpers(t);
                     let rt = rt();
@@ -87,7 +78,7 @@ impl<'g> Gen<'g> {
         let path = rust_path(name);
         let call = quote!(#path(#(#exprs),*));
         match rr {
-            Repr::G(_) | Repr::Unit => self.bind(fi, r, call),
+            Repr::G(_) | Repr::GRef(_) | Repr::GSlice(_) | Repr::Unit => self.bind(fi, r, call),
             Repr::Enum(t, _) => {
                 let t = t.clone();
                 let e = self.enum_from_rust(&t, quote!(&__r));

@@ -304,7 +304,8 @@ pub(crate) fn park_pieces(
                     // Handed to compiled code, so in the arena: whatever the
                     // arena holds at its address now (the handed object, or
                     // one that compiled code made after dropping it, which
-                    // may reuse its address).
+                    // may reuse its address), taken here, before the arena
+                    // releases what compiled code made.
                     (Some(_), ParkKind::Owned(_)) => quote!({
                         let __a = #field.as_const().expect(#msg);
                         #rt::heap::arena_take::<#t>(__a)

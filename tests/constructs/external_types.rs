@@ -154,6 +154,23 @@ fn a_pure_decoder_of_another_module_runs_at_compile_time_and_one_with_an_effect_
     }
 }
 
+#[test]
+fn random_programs_of_a_pure_decoder_agree_with_plain() {
+    decoding_vm::jit::config().set_threshold(0);
+    let mut rng = crate::common::Rng(0xdec0_de);
+    for _ in 0..crate::common::how_many(300) {
+        // No `Loop` before the count-down that ends it; bytes past the
+        // table decode to `Stop` as well.
+        let mut code: Vec<u8> = (0..rng.below(8)).map(|_| [0u8, 1, 2, 5, 6][rng.below(5) as usize]).collect();
+        code.extend([2, 3, 4]);
+        let n = rng.below(30) as i64;
+        let want = decoding_vm::jit::plain::run(&code, n);
+        assert_eq!(decoding_vm::run(&code, n), want, "{code:?} {n}");
+        assert_eq!(decoding_vm::jit::specialize::run(&code).call(n), want, "{code:?} {n}");
+        assert_eq!(decoding_vm::run_counted(&code, n), want, "{code:?} {n}");
+    }
+}
+
 #[jit_interpreter]
 mod values_vm {
     use super::{State, Value};

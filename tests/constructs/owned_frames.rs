@@ -160,6 +160,31 @@ fn owned_frames_are_cloned_and_dropped_as_rust_does_in_compiled_code() {
     assert!(owned::jit::stats().compilations > 0, "{:?}", owned::jit::last_decline());
 }
 
+/// With at most two cases per flexswitch, the promotion of `frame.ip`
+/// hands over to the interpreter often, after calls and returns have
+/// dropped the handed frame and cloned others (one may take its address):
+/// the interpreter gets back the frame compiled code holds.
+#[test]
+fn frames_cloned_again_are_handed_back_at_hand_overs() {
+    owned::jit::config().set_threshold(0);
+    let before = owned::jit::config().limits().max_cases;
+    owned::jit::config().set_max_cases(2);
+    // Calls and returns in a loop, then ops at new positions.
+    let code = [2u8, 2, 3, 0, 2, 3, 3, 0, 0, 1, 2, 4, 3, 0, 4, 0, 5, 0];
+    for fuel in [3u32, 7, 12, 30, 90] {
+        check(&code, fuel);
+    }
+    let mut rng = crate::common::Rng(0xf4a3e5);
+    for _ in 0..crate::common::how_many(200) {
+        let pairs = 2 + rng.below(10) as usize;
+        let code: Vec<u8> = (0..pairs)
+            .flat_map(|_| [[2u8, 3, 3, 0, 4, 5][rng.below(6) as usize], rng.below(pairs as u64) as u8])
+            .collect();
+        check(&code, 1 + rng.below(100) as u32);
+    }
+    owned::jit::config().set_max_cases(before as u32);
+}
+
 #[test]
 fn random_programs_over_owned_frames_agree_with_plain() {
     owned::jit::config().set_threshold(0);
