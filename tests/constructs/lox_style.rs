@@ -6,8 +6,9 @@
 //! whose `name` method gives a `&str`, formatted into an error; a map the
 //! analysis does not model, cloned into a local and moved into another
 //! object's map; a binding of a `get_mut` match written through (`*c =
-//! v`). Each is compiled, or outlined as Rust one statement (or a run of
-//! statements) at a time. Whole final states are compared with
+//! v`); an iterator's search giving a `Run<usize>` (its error a struct
+//! owning its message). Each is compiled, or outlined as Rust one statement
+//! (or a run of statements) at a time. Whole final states are compared with
 //! `jit::plain`, through the portal, on random programs.
 
 use jitgen::prelude::*;
@@ -113,7 +114,9 @@ mod lox_like {
         /// into the one on top; 5 makes a cell open at slot k; 6 closes the
         /// cells at k and above; 7 writes k through the cell on top; 8
         /// pushes whether the top is a class; 9 jumps to op pair k while
-        /// fuel lasts; else ends.
+        /// fuel lasts; 10 pushes where the first cell is (an error naming
+        /// k if there is none: Rust that gives a `Run<usize>`, outlined);
+        /// else ends.
         fn run(&mut self) -> Run<usize> {
             loop {
                 hint!(global_merge_point);
@@ -200,6 +203,18 @@ mod lox_like {
                         self.stack.push(yes as i64);
                     }
                     9 => self.ip = (k as usize * 2) % self.code.len(),
+                    10 => {
+                        let found: Run<usize> = self
+                            .heap
+                            .objects
+                            .iter()
+                            .position(|o| matches!(o, Obj::Cell(_)))
+                            .ok_or_else(|| RuntimeError(format!("No cell for {k}.")));
+                        match found {
+                            Ok(i) => self.stack.push(i as i64),
+                            Err(e) => return Err(e),
+                        }
+                    }
                     _ => return Ok(self.stack.len()),
                 }
             }
@@ -242,6 +257,11 @@ fn a_clox_style_vm_compiles_around_what_it_outlines() {
     for fuel in [1u32, 3, 7, 11, 40] {
         check(&code, fuel);
     }
+    // Where the first cell is, before and after one is made.
+    let code = [10u8, 3, 0, 1, 5, 0, 10, 1, 1, 0, 9, 1];
+    for fuel in [1u32, 4, 9, 30] {
+        check(&code, fuel);
+    }
     // The portal is not left to Rust: only statements of it (outlined)
     // and `Heap::name` (its `&str`) are.
     let left = lox_like::jit::left_to_rust();
@@ -258,7 +278,7 @@ fn random_programs_of_a_clox_style_vm_agree_with_plain() {
         let pairs = 1 + rng.below(14) as usize;
         let mut code = vec![];
         for _ in 0..pairs {
-            code.push(rng.below(11) as u8);
+            code.push(rng.below(12) as u8);
             code.push(rng.below(pairs as u64) as u8);
         }
         check(&code, 1 + rng.below(80) as u32);

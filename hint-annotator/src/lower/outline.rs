@@ -607,21 +607,31 @@ impl Lowering<'_, '_> {
     /// an enum, `Option` or `Result` of plain values. Nothing that holds a reference, or an
     /// object whose drop compiled code would not know to run.
     fn returnable(&self, t: &Ty) -> bool {
-        fn no_struct(t: &Ty) -> bool {
-            match t {
-                Ty::Struct(_) => false,
-                Ty::Option(x) => no_struct(x),
-                Ty::Result(x, y) => no_struct(x) && no_struct(y),
-                _ => true,
-            }
-        }
         match t {
             Ty::Unit | Ty::Str => true,
             // A `Copy` struct of scalars, word by word.
             Ty::Struct(n) => {
                 self.copy_value(t) && self.m.structs.get(n).is_some_and(|d| d.fields.values().all(Ty::is_scalar))
             }
-            t => self.copy_value(t) && no_struct(t),
+            t => self.returnable_part(t),
+        }
+    }
+
+    /// A part of an `Option` or `Result` an outlined statement gives: a
+    /// plain copy with no struct in it, a `String`, or a struct of scalars
+    /// and `String`s (an error with its message), which compiled code then
+    /// owns as it owns a `String`.
+    fn returnable_part(&self, t: &Ty) -> bool {
+        match self.u.shallow(t) {
+            Ty::Str => true,
+            Ty::Struct(n) => self.m.structs.get(&n).is_some_and(|d| {
+                d.lifetimes == 0
+                    && d.fields.values().any(|f| *f == Ty::Str)
+                    && d.fields.values().all(|f| *f == Ty::Str || f.is_scalar())
+            }),
+            Ty::Option(x) => self.returnable_part(&x),
+            Ty::Result(x, y) => self.returnable_part(&x) && self.returnable_part(&y),
+            t => self.copy_value(&t),
         }
     }
 
