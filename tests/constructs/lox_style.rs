@@ -116,7 +116,8 @@ mod lox_like {
         /// pushes whether the top is a class; 9 jumps to op pair k while
         /// fuel lasts; 10 pushes where the first cell is (an error naming
         /// k if there is none: Rust that gives a `Run<usize>`, outlined);
-        /// else ends.
+        /// 11 fails unless there is a class (a `Run<()>`, outlined); else
+        /// ends.
         fn run(&mut self) -> Run<usize> {
             loop {
                 hint!(global_merge_point);
@@ -215,6 +216,18 @@ mod lox_like {
                             Err(e) => return Err(e),
                         }
                     }
+                    11 => {
+                        let classes: Run<()> = self
+                            .heap
+                            .objects
+                            .iter()
+                            .find(|o| matches!(o, Obj::Class(_)))
+                            .map(|_| ())
+                            .ok_or_else(|| RuntimeError("No class.".to_string()));
+                        if let Err(e) = classes {
+                            return Err(e);
+                        }
+                    }
                     _ => return Ok(self.stack.len()),
                 }
             }
@@ -258,7 +271,7 @@ fn a_clox_style_vm_compiles_around_what_it_outlines() {
         check(&code, fuel);
     }
     // Where the first cell is, before and after one is made.
-    let code = [10u8, 3, 0, 1, 5, 0, 10, 1, 1, 0, 9, 1];
+    let code = [10u8, 3, 0, 1, 5, 0, 10, 1, 11, 0, 2, 4, 11, 1, 1, 0, 9, 1];
     for fuel in [1u32, 4, 9, 30] {
         check(&code, fuel);
     }
@@ -278,7 +291,7 @@ fn random_programs_of_a_clox_style_vm_agree_with_plain() {
         let pairs = 1 + rng.below(14) as usize;
         let mut code = vec![];
         for _ in 0..pairs {
-            code.push(rng.below(12) as u8);
+            code.push(rng.below(13) as u8);
             code.push(rng.below(pairs as u64) as u8);
         }
         check(&code, 1 + rng.below(80) as u32);

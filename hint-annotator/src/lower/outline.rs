@@ -623,7 +623,7 @@ impl Lowering<'_, '_> {
     /// owns as it owns a `String`.
     fn returnable_part(&self, t: &Ty) -> bool {
         match self.u.shallow(t) {
-            Ty::Str => true,
+            Ty::Unit | Ty::Str => true,
             Ty::Struct(n) => self.m.structs.get(&n).is_some_and(|d| {
                 d.lifetimes == 0
                     && d.fields.values().any(|f| *f == Ty::Str)
