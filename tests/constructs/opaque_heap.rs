@@ -1,7 +1,8 @@
 //! A heap of objects behind a type whose fields are private (so the analysis
 //! models it as an opaque object, as Lox's `Heap` is): its `get` and
 //! `get_mut` hand out `&Obj` and `&mut Obj`, which compiled code holds as
-//! addresses and matches in place; and values whose `==` is written by hand
+//! addresses and matches in place, and accessors hand out `&i64` and
+//! `&Ref`, read out where they are; and values whose `==` is written by hand
 //! (numbers as `f64`s, objects by handle), compared by Rust's own `==`.
 //! Whole final states are compared with `jit::plain`, through the portal and
 //! through `jit::specialize`, on random programs.
@@ -9,7 +10,7 @@
 use jitgen::prelude::*;
 
 /// An object's handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Ref(pub u32);
 
 /// A value: `==` is Lox's (see the impl).
@@ -48,12 +49,28 @@ pub enum Obj {
 #[derive(Debug, Default, PartialEq)]
 pub struct Heap {
     objects: Vec<Obj>,
+    /// How many objects were allocated.
+    allocated: i64,
+    /// The newest object.
+    newest: Ref,
 }
 
 impl Heap {
     pub fn alloc(&mut self, o: Obj) -> Ref {
         self.objects.push(o);
-        Ref(self.objects.len() as u32 - 1)
+        self.allocated += 1;
+        self.newest = Ref(self.objects.len() as u32 - 1);
+        self.newest
+    }
+
+    /// A count, by reference: read out where it is.
+    pub fn allocated(&self) -> &i64 {
+        &self.allocated
+    }
+
+    /// A handle, by reference: read out where it is.
+    pub fn newest(&self) -> &Ref {
+        &self.newest
     }
 
     pub fn get(&self, r: Ref) -> &Obj {
@@ -99,7 +116,8 @@ mod heap_vm {
         /// its weight; 4 pushes whether the top two are `==`; 5 writes the
         /// top below it into the cell below (or bumps a pair's first count
         /// by k); 6 reads a cell's value onto the stack; 7 pushes NaN; 8
-        /// pushes a name of k letters; 9 jumps to pair k while fuel lasts.
+        /// pushes a name of k letters; 9 jumps to pair k while fuel lasts; 10
+        /// pushes how many objects were made; 11 pushes the newest.
         pub fn run(&mut self) -> usize {
             let mut pc = 0;
             loop {
@@ -159,6 +177,14 @@ mod heap_vm {
                         self.stack.push(Value::Obj(r));
                     }
                     9 => pc = (k as usize * 2) % self.code.len(),
+                    10 => {
+                        let n = *self.heap.allocated();
+                        self.stack.push(Value::Num(n as f64));
+                    }
+                    11 => {
+                        let r = *self.heap.newest();
+                        self.stack.push(Value::Obj(r));
+                    }
                     _ => return usize::MAX,
                 }
             }
@@ -201,7 +227,10 @@ fn objects_behind_an_opaque_heap_are_matched_in_place() {
     jit::config().set_threshold(0);
     // Cells made, read, written and weighed; pairs bumped; names; values
     // compared (NaN with itself, a cell with itself); a loop.
-    let code = [0u8, 3, 1, 0, 6, 0, 4, 0, 2, 5, 0, 9, 5, 2, 3, 0, 7, 0, 7, 0, 4, 0, 8, 3, 3, 0, 1, 0, 1, 0, 4, 0, 9, 0];
+    let code = [
+        0u8, 3, 1, 0, 6, 0, 4, 0, 2, 5, 0, 9, 5, 2, 3, 0, 7, 0, 7, 0, 4, 0, 8, 3, 10, 0, 11, 0, 3, 0, 1, 0, 1, 0, 4, 0,
+        9, 0,
+    ];
     for fuel in [1u32, 5, 9, 14, 60] {
         check(&code, fuel);
     }
@@ -221,7 +250,7 @@ fn random_programs_over_an_opaque_heap_agree_with_plain() {
         let pairs = 1 + rng.below(16) as usize;
         let mut code = vec![];
         for _ in 0..pairs {
-            code.push(rng.below(10) as u8);
+            code.push(rng.below(12) as u8);
             code.push(rng.below(pairs as u64) as u8);
         }
         check(&code, 1 + rng.below(80) as u32);
