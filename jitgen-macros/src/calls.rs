@@ -172,33 +172,22 @@ impl<'g> Gen<'g> {
     }
 
     /// As [`Gen::result_words`], for a call that gives `&T` where the flow
-    /// graph names `T` (a heap's `get(r) -> &Obj`): a scalar or a struct of
-    /// scalars read out; an enum's words as it lies in place (an object it
-    /// holds by its address there, see `repr::payload_slots`); another
-    /// struct by its address. Nothing is moved or owned.
+    /// graph names `T` (a heap's `get(r) -> &Obj`; only values are named
+    /// so, see `FnDef::ret_shared`): a scalar read out; an enum's words as
+    /// it lies in place (an object it holds by its address there, see
+    /// `repr::payload_slots`). Nothing is moved or owned.
     fn shared_result_words(&mut self, rty: &Ty) -> Option<(TokenStream, TokenStream)> {
         let types = self.cg.types();
         Some(if let Some(sc) = scalar(rty) {
             let vt = sc_valty(sc);
             let w = to_word(sc, quote!(*__r));
             (quote!(&[#vt]), quote!(__b[0] = #w;))
-        } else if let Some((_, fields)) = scalar_struct(rty, types) {
-            let vts = fields.iter().map(|(_, sc)| sc_valty(*sc));
-            let writes = fields.iter().enumerate().map(|(k, (n, sc))| {
-                let m = member(n);
-                let w = to_word(*sc, quote!(__r.#m));
-                quote!(__b[#k] = #w;)
-            });
-            (quote!(&[#(#vts),*]), quote!(#(#writes)*))
         } else if is_enum(rty) && slots(rty, types, 0).is_some() {
             let (flat, _, tys) = enum_helpers(rty);
             if !self.enums.contains(rty) {
                 self.enums.push(rty.clone());
             }
             (quote!(&#tys()), quote!(let __w = #flat(__r); __b[..__w.len()].copy_from_slice(&__w);))
-        } else if matches!(rty, Ty::Struct(s) if types.structs.get(s).is_some_and(|d| d.lifetimes == 0)) {
-            let (pt, t) = (ptr_valty(), rust_ty(rty, None));
-            (quote!(&[#pt]), quote!(__b[0] = __r as *const #t as usize as u64;))
         } else {
             return None;
         })

@@ -1,8 +1,8 @@
 //! A heap of objects behind a type whose fields are private (so the analysis
 //! models it as an opaque object, as Lox's `Heap` is): its `get` and
 //! `get_mut` hand out `&Obj` and `&mut Obj`, which compiled code holds as
-//! addresses and matches in place, and accessors hand out `&i64` and
-//! `&Ref`, read out where they are; and values whose `==` is written by hand
+//! addresses and matches in place, and accessors hand out `&i64`, `&Ref`
+//! and `&Made` (a struct holding a `Vec`), read where they are; and values whose `==` is written by hand
 //! (numbers as `f64`s, objects by handle), compared by Rust's own `==`.
 //! Whole final states are compared with `jit::plain`, through the portal and
 //! through `jit::specialize`, on random programs.
@@ -45,6 +45,13 @@ pub enum Obj {
     Pair(i64, i64),
 }
 
+/// What a heap has made: a struct of the module that is not a value.
+#[derive(Debug, Default, PartialEq)]
+pub struct Made {
+    pub names: Vec<String>,
+    pub pairs: i64,
+}
+
 /// The objects; its field is private, so jitgen calls its methods as they are.
 #[derive(Debug, Default, PartialEq)]
 pub struct Heap {
@@ -53,10 +60,16 @@ pub struct Heap {
     allocated: i64,
     /// The newest object.
     newest: Ref,
+    made: Made,
 }
 
 impl Heap {
     pub fn alloc(&mut self, o: Obj) -> Ref {
+        match &o {
+            Obj::Name(s) => self.made.names.push(s.clone()),
+            Obj::Pair(..) => self.made.pairs += 1,
+            Obj::Cell(_) => {}
+        }
         self.objects.push(o);
         self.allocated += 1;
         self.newest = Ref(self.objects.len() as u32 - 1);
@@ -66,6 +79,11 @@ impl Heap {
     /// A count, by reference: read out where it is.
     pub fn allocated(&self) -> &i64 {
         &self.allocated
+    }
+
+    /// A struct, by reference: reached where it is.
+    pub fn made(&self) -> &Made {
+        &self.made
     }
 
     /// A handle, by reference: read out where it is.
@@ -85,7 +103,7 @@ impl Heap {
 
 #[jit_interpreter]
 mod heap_vm {
-    use super::{Heap, Obj, Ref, Value};
+    use super::{Heap, Made, Obj, Ref, Value};
     use jitgen::prelude::*;
 
     pub struct Vm {
@@ -117,7 +135,8 @@ mod heap_vm {
         /// top below it into the cell below (or bumps a pair's first count
         /// by k); 6 reads a cell's value onto the stack; 7 pushes NaN; 8
         /// pushes a name of k letters; 9 jumps to pair k while fuel lasts; 10
-        /// pushes how many objects were made; 11 pushes the newest.
+        /// pushes how many objects were made; 11 pushes the newest; 12
+        /// pushes how many pairs and names were made.
         pub fn run(&mut self) -> usize {
             let mut pc = 0;
             loop {
@@ -185,6 +204,11 @@ mod heap_vm {
                         let r = *self.heap.newest();
                         self.stack.push(Value::Obj(r));
                     }
+                    12 => {
+                        let m: &Made = self.heap.made();
+                        let n = m.pairs * 100 + m.names.len() as i64;
+                        self.stack.push(Value::Num(n as f64));
+                    }
                     _ => return usize::MAX,
                 }
             }
@@ -228,8 +252,8 @@ fn objects_behind_an_opaque_heap_are_matched_in_place() {
     // Cells made, read, written and weighed; pairs bumped; names; values
     // compared (NaN with itself, a cell with itself); a loop.
     let code = [
-        0u8, 3, 1, 0, 6, 0, 4, 0, 2, 5, 0, 9, 5, 2, 3, 0, 7, 0, 7, 0, 4, 0, 8, 3, 10, 0, 11, 0, 3, 0, 1, 0, 1, 0, 4, 0,
-        9, 0,
+        0u8, 3, 1, 0, 6, 0, 4, 0, 2, 5, 0, 9, 5, 2, 3, 0, 7, 0, 7, 0, 4, 0, 8, 3, 10, 0, 11, 0, 12, 0, 3, 0, 1, 0, 1,
+        0, 4, 0, 9, 0,
     ];
     for fuel in [1u32, 5, 9, 14, 60] {
         check(&code, fuel);
@@ -250,7 +274,7 @@ fn random_programs_over_an_opaque_heap_agree_with_plain() {
         let pairs = 1 + rng.below(16) as usize;
         let mut code = vec![];
         for _ in 0..pairs {
-            code.push(rng.below(12) as u8);
+            code.push(rng.below(13) as u8);
             code.push(rng.below(pairs as u64) as u8);
         }
         check(&code, 1 + rng.below(80) as u32);
