@@ -338,6 +338,18 @@ pub fn annotate_module_with(m: &syn::ItemMod, external: &[syn::Item]) -> Result<
     }
 }
 
+/// Annotates a module as [`annotate_module_with`] does, with each operation
+/// at `spans` in a portal (one whose code the generating extension always
+/// declines, and why) outlined: the innermost statement holding it that
+/// can stand alone runs as one residual call of Rust's own code.
+pub fn annotate_module_outlining(
+    m: &syn::ItemMod,
+    external: &[syn::Item],
+    spans: &[(proc_macro2::Span, String)],
+) -> Result<ColoredGraphs, syn::Error> {
+    lower::outlining_at(spans, || annotate_module_with(m, external))
+}
+
 /// Annotates Rust source text: the module marked `#[jit_interpreter]` in it,
 /// or else a file that is a single inline module, or else all the file's items.
 pub fn annotate_source(src: &str) -> Result<ColoredGraphs, syn::Error> {

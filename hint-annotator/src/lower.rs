@@ -217,6 +217,30 @@ enum Place {
 thread_local! {
     /// Off while `without_outlining` runs.
     static OUTLINING: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// Set while `outlining_at` runs.
+    static FORCED: std::cell::RefCell<Vec<outline::Forced>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with the operations at `spans` outlined where they can stand
+/// alone (see `outline`), though the analysis supports them: the
+/// operations whose code the generating extension always declines, each
+/// with why.
+pub(crate) fn outlining_at<T>(spans: &[(Span, String)], f: impl FnOnce() -> T) -> T {
+    /// Clears the spans however `f` ends.
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            FORCED.with(|x| x.borrow_mut().clear());
+        }
+    }
+    FORCED.with(|x| {
+        *x.borrow_mut() = spans
+            .iter()
+            .map(|(s, why)| outline::Forced { range: outline::range(*s), span: *s, why: why.clone() })
+            .collect()
+    });
+    let _clear = Clear;
+    f()
 }
 
 /// Runs `f` with outlining off (see `outline`): portals whose Rust the
@@ -238,7 +262,11 @@ pub(crate) fn without_outlining<T>(f: impl FnOnce() -> T) -> T {
 /// function had none.
 pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::Error>) -> Option<FlowGraph> {
     let mut errs = vec![];
-    let (mut g, mut how) = lower_fn_outlining(m, f, &mut errs, outline::Outlining::default());
+    let start = outline::Outlining {
+        forced: if OUTLINING.with(|o| o.get()) { FORCED.with(|x| x.borrow().clone()) } else { vec![] },
+        ..Default::default()
+    };
+    let (mut g, mut how) = lower_fn_outlining(m, f, &mut errs, start);
     // A portal cannot be left to Rust: what fails in it is outlined. Each
     // lowering outlines where the last failed, with the types the last
     // learned for what it outlined (a later use tells a binding's).
@@ -249,10 +277,18 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
             let at: Vec<_> =
                 errs.iter().flat_map(|e| e.clone().into_iter().map(|e| outline::range(e.span()))).collect();
             let found = std::mem::take(&mut how.found_runs);
-            let more = at.iter().any(|r| !how.at.contains(r)) || found.iter().any(|r| !how.runs.contains(r));
+            let unreturnable = std::mem::take(&mut how.found_unreturnable);
+            let more = at.iter().any(|r| !how.at.contains(r))
+                || found.iter().any(|r| !how.runs.contains(r))
+                || unreturnable.iter().any(|r| !how.unreturnable.contains(r));
             for r in found {
                 if !how.runs.contains(&r) {
                     how.runs.push(r);
+                }
+            }
+            for r in unreturnable {
+                if !how.unreturnable.contains(&r) {
+                    how.unreturnable.push(r);
                 }
             }
             let learned = std::mem::take(&mut how.learned);
@@ -727,7 +763,14 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 continue;
             }
             match s {
-                syn::Stmt::Local(local) => self.local(local),
+                syn::Stmt::Local(local) => {
+                    let errors = self.errors.len();
+                    self.local(local);
+                    let new = &self.errors[errors..];
+                    if !new.is_empty() && new.iter().all(crate::is_unsupported) {
+                        self.let_failed(&b.stmts, i);
+                    }
+                }
                 syn::Stmt::Expr(e, semi) => {
                     let v = self.outlined_or_lowered(e, !(last && semi.is_none()));
                     if last && semi.is_none() {

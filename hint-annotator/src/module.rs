@@ -192,30 +192,7 @@ impl<'a> ModuleDef<'a> {
     ) -> ModuleDef<'a> {
         let mut m = ModuleDef::default();
         m.register_names(items, own);
-        for item in items {
-            if let syn::Item::Type(t) = item {
-                let params: Vec<String> = t.generics.type_params().map(|p| p.ident.to_string()).collect();
-                if !params.is_empty() {
-                    // `type Run<T> = Result<T, Error>;`: expanded where used.
-                    m.generic_aliases.insert(t.ident.to_string(), (params, (*t.ty).clone()));
-                    continue;
-                }
-                match m.ty(&t.ty, None) {
-                    Ok(ty) => {
-                        if let syn::Type::Path(tp) = &*t.ty {
-                            if let Some(syn::PathArguments::AngleBracketed(a)) =
-                                tp.path.segments.last().map(|s| &s.arguments)
-                            {
-                                m.alias_args.insert(t.ident.to_string(), a.clone());
-                            }
-                        }
-                        m.aliases.insert(t.ident.to_string(), ty);
-                    }
-                    // Code that uses the alias is left to Rust in turn.
-                    Err(e) => m.skipped.push((t.ident.to_string(), vec![e])),
-                }
-            }
-        }
+        m.read_aliases(items);
         for (k, item) in items.iter().enumerate() {
             let errors = if k < own { &mut *module_errors } else { &mut *external_errors };
             match item {
@@ -586,6 +563,43 @@ impl<'a> ModuleDef<'a> {
             Ty::Enum(name.into())
         } else {
             Ty::Struct(name.into())
+        }
+    }
+
+    /// Reads the module's type aliases: generic ones are expanded where
+    /// used; one of a type the analysis does not model names an opaque
+    /// object.
+    fn read_aliases(&mut self, items: &[syn::Item]) {
+        let m = self;
+        for item in items {
+            if let syn::Item::Type(t) = item {
+                let params: Vec<String> = t.generics.type_params().map(|p| p.ident.to_string()).collect();
+                if !params.is_empty() {
+                    // `type Run<T> = Result<T, Error>;`: expanded where used.
+                    m.generic_aliases.insert(t.ident.to_string(), (params, (*t.ty).clone()));
+                    continue;
+                }
+                match m.ty(&t.ty, None) {
+                    Ok(ty) => {
+                        if let syn::Type::Path(tp) = &*t.ty {
+                            if let Some(syn::PathArguments::AngleBracketed(a)) =
+                                tp.path.segments.last().map(|s| &s.arguments)
+                            {
+                                m.alias_args.insert(t.ident.to_string(), a.clone());
+                            }
+                        }
+                        m.aliases.insert(t.ident.to_string(), ty);
+                    }
+                    // A type the analysis does not model (a `fn` pointer):
+                    // an opaque object, named by the alias (as a field of
+                    // that type is, see `field_ty`).
+                    Err(_) if !mentions_self(&t.ty) => {
+                        m.aliases.insert(t.ident.to_string(), Ty::Foreign(t.ident.to_string()));
+                    }
+                    // Code that uses the alias is left to Rust in turn.
+                    Err(e) => m.skipped.push((t.ident.to_string(), vec![e])),
+                }
+            }
         }
     }
 

@@ -201,6 +201,9 @@ impl VisitMut for InsertHook {
 pub struct Expansion {
     /// Items for the user's module (the `__jit` and `jit` modules, the plain copies of portals).
     pub items: Vec<TokenStream>,
+    /// Where the operations are whose code always declines (see `ahead`),
+    /// and why.
+    pub declined_at: Vec<(proc_macro2::Span, String)>,
 }
 
 /// Makes calls of portals inside plain copies call the plain copies.
@@ -1122,7 +1125,13 @@ fn assemble(
         #[allow(unused_imports)]
         use ::jitgen::__private::rt as __rt;
     };
-    Expansion { items: vec![runtime, jit_internal, jit, quote!(#(#plain_items)*), quote!(#(#outlined)*)] }
+    let declined_at = gen
+        .static_declines
+        .borrow()
+        .iter()
+        .filter_map(|((f, b, k), why)| gen.fns[*f].graph.graph[*b].ops.get(*k).map(|o| (o.span, why.clone())))
+        .collect();
+    Expansion { items: vec![runtime, jit_internal, jit, quote!(#(#plain_items)*), quote!(#(#outlined)*)], declined_at }
 }
 
 /// The statements of portals outlined as functions of their own (see
@@ -1174,7 +1183,7 @@ fn outlined_fns(gen: &Gen<'_>) -> Vec<TokenStream> {
             quote! {
                 #[doc(hidden)]
                 #[inline(never)]
-                #[allow(non_snake_case, unused_variables, unused_mut, unused_parens, clippy::all)]
+                #[allow(non_snake_case, unused_variables, unused_mut, unused_parens, unused_braces, clippy::all)]
                 fn #name(#(#params),*) -> #ret {
                     #body
                 }

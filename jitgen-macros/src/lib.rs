@@ -132,6 +132,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         }
     }
     let source = module.to_token_stream().to_string();
+    let analyzed = module.clone();
     methods::finish_wrappers(&mut module, &lifted);
     strip_markers(&mut module);
     // Rust the analysis does not support, in a portal or the module's
@@ -152,21 +153,26 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         }
     };
     let errs: Vec<TokenStream2> = errors.iter().map(syn::Error::to_compile_error).collect();
-    let Some((_, items)) = &mut module.content else {
+    if module.content.is_none() {
         return quote!(#(#errs)* #module);
-    };
+    }
     match graphs {
         Some(g) if errors.is_empty() => {
-            let mut fns: Vec<&mut syn::ItemFn> = items
-                .iter_mut()
-                .filter_map(|i| match i {
-                    syn::Item::Fn(f) => Some(f),
-                    _ => None,
-                })
-                .collect();
-            let exp = jit_module::expand(&g, &mut fns, &source, &lifted, &external);
-            for it in exp.items {
-                items.push(syn::Item::Verbatim(it));
+            let pristine = module.clone();
+            let declined = expand_into(&mut module, &g, &source, &lifted, &external);
+            // An operation of a portal whose code always declines keeps
+            // compiled code from every position that may reach it (see
+            // `ahead`): the statement holding it runs as Rust, outlined,
+            // where it can stand alone, and the module is expanded again.
+            if !declined.is_empty() {
+                let outlined = |g: &hint_annotator::ColoredGraphs| -> usize {
+                    g.functions().map(|f| f.graph.outlined.len()).sum()
+                };
+                let again = hint_annotator::annotate_module_outlining(&analyzed, &external.items, &declined);
+                if let Some(g2) = again.ok().filter(|g2| outlined(g2) > outlined(&g) && check::portals(g2).is_empty()) {
+                    module = pristine;
+                    expand_into(&mut module, &g2, &source, &lifted, &external);
+                }
             }
         }
         _ if left_whole.is_some() => {
@@ -176,6 +182,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
             left::whole(&name, items, &source, &external, why);
         }
         _ => {
+            let Some((_, items)) = &mut module.content else { unreachable!("checked above") };
             // Enough of `jit` for the module's own code to keep compiling.
             items.push(syn::Item::Verbatim(quote! {
                 pub mod jit {}
@@ -190,6 +197,28 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         let _ = std::fs::write(path, out.to_string());
     }
     out
+}
+
+/// Adds the expansion of `g` to `module`'s items (its portals rewritten in
+/// place); where the operations whose code always declines are.
+fn expand_into(
+    module: &mut syn::ItemMod,
+    g: &hint_annotator::ColoredGraphs,
+    source: &str,
+    lifted: &[methods::LiftedMethod],
+    external: &external::External,
+) -> Vec<(proc_macro2::Span, String)> {
+    let Some((_, items)) = &mut module.content else { return vec![] };
+    let mut fns: Vec<&mut syn::ItemFn> = items
+        .iter_mut()
+        .filter_map(|i| match i {
+            syn::Item::Fn(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    let exp = jit_module::expand(g, &mut fns, source, lifted, external);
+    items.extend(exp.items.into_iter().map(syn::Item::Verbatim));
+    exp.declined_at
 }
 
 /// Removes the marker attributes jitgen consumes (`#[virtualizable]`,

@@ -227,7 +227,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod, split: bool) -> Vec<Lifted
             };
             let f: syn::Item = syn::parse_quote! {
                 #[doc(hidden)]
-                #[allow(non_snake_case, unreachable_code, unused_parens)]
+                #[allow(non_snake_case, unreachable_code, unused_parens, unused_braces)]
                 #vis fn #free #impl_generics (#(#params),*) #output #where_clause #body
             };
             free_fns.push(f);

@@ -455,7 +455,10 @@ impl<'a> Rewrite<'a> {
                     }
                     syn::ReturnType::Default => quote::quote_spanned!(at=> : ()),
                 };
-                quote::quote_spanned!(at=> let __jit_m #ty = #l: loop { break #l { #(#stmts)* }; }; __jit_m)
+                // The block in parentheses: rustc's `break_with_label_and_loop`
+                // lints a labeled `break` of a bare block (and the portal
+                // allows `unused_braces`).
+                quote::quote_spanned!(at=> let __jit_m #ty = #l: loop { break #l ({ #(#stmts)* }); }; __jit_m)
             }
             None => quote!(#(#stmts)*),
         };
@@ -612,7 +615,9 @@ impl VisitMut for Rewrite<'_> {
                 let x = r.expr.as_ref().map_or(quote::quote_spanned!(at=> ()), |x| quote!(#x));
                 let wb = respan(ex.write_back.clone(), at);
                 *e = match &ex.label {
-                    Some(l) => syn::parse_quote_spanned!(at=> break #l #x),
+                    // In parentheses: the value may be an inlined method's
+                    // labeled `loop` (rustc's `break_with_label_and_loop`).
+                    Some(l) => syn::parse_quote_spanned!(at=> break #l (#x)),
                     None => syn::parse_quote_spanned!(at=> return { let __jit_r = #x; #wb __jit_r }),
                 };
                 return;

@@ -158,19 +158,43 @@ pub(crate) struct Outlining {
     pub runs: Vec<Range>,
     /// Such runs this lowering found.
     pub found_runs: Vec<Range>,
+    /// Outlined statements whose value an earlier lowering found no type
+    /// for that a call can give back (an iterator): what holds one is
+    /// outlined instead, and a `let` of one with the statements that use
+    /// what it binds (see [`Lowering::run_from`]).
+    pub unreturnable: Vec<Range>,
+    /// Such statements this lowering found.
+    pub found_unreturnable: Vec<Range>,
+    /// Operations the generating extension declines always (see
+    /// `outlining_at`): the innermost statement holding one is outlined
+    /// where it can stand alone, and lowered as it is where not.
+    pub forced: Vec<Forced>,
     /// While an outlined statement's call is lowered.
     pub calling: bool,
+}
+
+/// An operation to outline though the analysis supports it (see
+/// `outlining_at`).
+#[derive(Clone)]
+pub(crate) struct Forced {
+    pub range: Range,
+    pub span: Span,
+    /// Why its code declines.
+    pub why: String,
 }
 
 /// How a local is passed to an outlined statement.
 #[derive(Clone, Copy, PartialEq)]
 enum Passed {
     ByValue,
+    /// An object, by `&` or `&mut`, named `(*x)` inside.
     ByReference,
+    /// A binding Rust holds by `&` itself: by `&`, named as it was.
+    Borrowed,
 }
 
 /// A span as line and column range, to test containment.
-type Range = ((usize, usize), (usize, usize));
+pub(crate) type Range = ((usize, usize), (usize, usize));
 
 pub(super) fn range(s: Span) -> Range {
     ((s.start().line, s.start().column), (s.end().line, s.end().column))
@@ -201,6 +225,29 @@ fn tokens_range(t: TokenStream) -> Option<Range> {
     out
 }
 
+/// Whether one of `t`'s tokens starts where `r` does and one ends where it
+/// does: `t` holds the code at `r` itself (a range of all its tokens may
+/// take in code it does not hold, where some are spanned elsewhere).
+fn holds(t: TokenStream, r: Range) -> bool {
+    fn visit(t: TokenStream, r: Range, found: &mut (bool, bool)) {
+        for t in t {
+            let s = match &t {
+                TokenTree::Group(g) => {
+                    visit(g.stream(), r, found);
+                    g.span()
+                }
+                t => t.span(),
+            };
+            let at = range(s);
+            found.0 |= at.0 == r.0;
+            found.1 |= at.1 == r.1;
+        }
+    }
+    let mut found = (false, false);
+    visit(t, r, &mut found);
+    found.0 && found.1
+}
+
 fn contains(outer: Range, inner: Range) -> bool {
     outer.0 <= inner.0 && inner.1 <= outer.1
 }
@@ -211,19 +258,36 @@ impl Lowering<'_, '_> {
     /// doc); `discard` where the statement drops its value.
     pub(super) fn outlined_or_lowered(&mut self, e: &Expr, discard: bool) -> LVal {
         let Some(here) = tokens_range(e.to_token_stream()) else { return self.expr(e) };
-        if self.outlining.calling || !self.outlining.at.iter().any(|r| contains(here, *r)) || leaves(e) || desugared(e)
-        {
+        let failed = self.outlining.at.iter().any(|r| contains(here, *r));
+        let forced =
+            self.outlining.forced.iter().any(|f| contains(here, f.range) && holds(e.to_token_stream(), f.range));
+        if self.outlining.calling || !(failed || forced) || leaves(e) || desugared(e) {
             return self.expr(e);
         }
         let mark = self.mark();
         let v = self.expr(e);
         let new = &self.errors[mark.errors..];
+        // An operation the extension declines, that no statement inside
+        // this one outlined: this one is outlined, if it can be.
+        let forced: Vec<syn::Error> = if new.is_empty() {
+            let outlined_inside = |r: Range| self.pending[mark.pending..].iter().any(|p| contains(p.range, r));
+            self.outlining
+                .forced
+                .iter()
+                .filter(|f| contains(here, f.range) && holds(e.to_token_stream(), f.range) && !outlined_inside(f.range))
+                .map(|f| syn::Error::new(f.span, &f.why))
+                .collect()
+        } else {
+            vec![]
+        };
         // A value the last lowering could not type fails only once the
         // lowering is done (what Rust gives it, a `&str` of an opaque
         // object's method, is nothing the analysis models): where it is
         // made here, this candidate holds it.
-        let untyped = new.is_empty() && self.untyped_since(mark.vars);
-        if !untyped && (new.is_empty() || !new.iter().all(crate::is_unsupported)) {
+        let untyped = new.is_empty()
+            && (self.untyped_since(mark.vars)
+                || self.pending[mark.pending..].iter().any(|p| self.outlining.unreturnable.contains(&p.range)));
+        if !untyped && forced.is_empty() && (!failed || new.is_empty() || !new.iter().all(crate::is_unsupported)) {
             return v;
         }
         // A loop's or an assignment's value is unit: it is dropped wherever
@@ -232,6 +296,7 @@ impl Lowering<'_, '_> {
             discard || matches!(e, Expr::ForLoop(_) | Expr::While(_) | Expr::Assign(_)) || is_compound_assign(e);
         let (call, mut pending) = match self.outline(e, discard, &mark) {
             Ok(o) => o,
+            Err(_) if !forced.is_empty() && !untyped => return v,
             Err(why) => {
                 if let Some(def) = self.unhandable_binding(e, &mark) {
                     self.outlining.found_runs.push((range(def).0, here.1));
@@ -244,7 +309,10 @@ impl Lowering<'_, '_> {
                 return v;
             }
         };
-        pending.errors = self.errors[mark.errors..].to_vec();
+        // Why it runs as Rust: its errors, the operations forced out, and
+        // the reasons of what it holds that was outlined already.
+        let inner = self.pending[mark.pending..].iter().flat_map(|p| p.errors.iter().cloned());
+        pending.errors = self.errors[mark.errors..].iter().cloned().chain(forced).chain(inner).collect();
         // A type the statement as written had despite its errors (a
         // comparison's `bool`) is its value's.
         let known = self.known_ty(&self.ty_of(&v)).or_else(|| self.written_ty(e));
@@ -296,7 +364,7 @@ impl Lowering<'_, '_> {
             let refused = match self.passed(&t) {
                 None => true,
                 Some(Passed::ByReference) => uses.moved.contains(n),
-                Some(Passed::ByValue) => false,
+                Some(Passed::ByValue | Passed::Borrowed) => false,
             };
             refused.then(|| self.vars[x.0 as usize].span)
         })
@@ -304,35 +372,51 @@ impl Lowering<'_, '_> {
 
     /// The statements of a block from `i` that a run (see
     /// [`Outlining::runs`]) holds, as one block to outline, and how many:
-    /// none where no run starts in statement `i`, where the run holds the
-    /// block's value, or where a later statement uses what it binds.
+    /// none where no run starts in statement `i`, or where the run holds
+    /// the block's value. A run goes on to the last statement that names
+    /// what it binds.
     pub(super) fn run_from(&self, stmts: &[syn::Stmt], i: usize) -> Option<(Expr, usize)> {
         let at = tokens_range(stmts[i].to_token_stream())?;
-        let run = self.outlining.runs.iter().find(|r| contains(at, (r.0, r.0)) && r.1 > at.1)?;
-        let n =
-            stmts[i..].iter().take_while(|s| tokens_range(s.to_token_stream()).is_some_and(|r| r.0 <= run.1)).count();
+        let n = match self.outlining.runs.iter().find(|r| contains(at, (r.0, r.0)) && r.1 > at.1) {
+            Some(run) => stmts[i..]
+                .iter()
+                .take_while(|s| tokens_range(s.to_token_stream()).is_some_and(|r| r.0 <= run.1))
+                .count(),
+            None => match &stmts[i] {
+                syn::Stmt::Local(syn::Local { init: Some(init), .. })
+                    if tokens_range(init.expr.to_token_stream())
+                        .is_some_and(|r| self.outlining.unreturnable.contains(&r)) =>
+                {
+                    1
+                }
+                _ => return None,
+            },
+        };
+        let n = binding_run(stmts, i, n);
         let last = i + n == stmts.len() && matches!(stmts[i + n - 1], syn::Stmt::Expr(_, None));
         // A run that is the whole block is the block's own candidate.
         if n < 2 || last || (i == 0 && n == stmts.len()) {
             return None;
         }
-        // What the run binds, named by the statements after it.
-        let mut bound = Uses::default();
-        for s in &stmts[i..i + n] {
-            if let syn::Stmt::Local(l) = s {
-                bound.visit_pat(&l.pat);
-            }
-        }
-        let mut after = Uses::default();
-        for s in &stmts[i + n..] {
-            after.visit_stmt(s);
-        }
-        if bound.bound_inside.iter().any(|b| after.names.contains(b)) {
-            return None;
-        }
         let span = stmts[i].span();
         let block = syn::Block { brace_token: syn::token::Brace(span), stmts: stmts[i..i + n].to_vec() };
         Some((Expr::Block(syn::ExprBlock { attrs: vec![], label: None, block }), n))
+    }
+
+    /// After statement `i` of a block, a `let`, failed on Rust the analysis
+    /// does not support and could not stand alone (what it binds is nothing
+    /// a call can give back: an iterator): the statements from it to the
+    /// last that names what they bind are a run to outline together.
+    pub(super) fn let_failed(&mut self, stmts: &[syn::Stmt], i: usize) {
+        let n = binding_run(stmts, i, 1);
+        let (Some(from), Some(to)) =
+            (tokens_range(stmts[i].to_token_stream()), tokens_range(stmts[i + n - 1].to_token_stream()))
+        else {
+            return;
+        };
+        if n > 1 {
+            self.outlining.found_runs.push((from.0, to.1));
+        }
     }
 
     /// Whether a variable made since `vars` has no type yet and is where
@@ -404,6 +488,7 @@ impl Lowering<'_, '_> {
         // first, the others it leaves in a thread-local stash that calls
         // of one getter each read back (`Outlined::stash`).
         let mut changed: Vec<String> = vec![];
+        let mut borrowed: Vec<String> = vec![];
         for n in uses.names.iter().filter(|n| bound.contains(n.as_str())) {
             let shown = if n == "self" { "self".to_string() } else { crate::flowgraph::as_written(n) };
             let Some((_, v)) = mark.env.iter().rev().find(|(m, _)| m == n) else { continue };
@@ -411,13 +496,26 @@ impl Lowering<'_, '_> {
                 return Err(format!("it uses `{shown}`, a reference compiled code resolves while compiling"));
             }
             let t = self.u.shallow(&self.ty_of(v));
-            let Some(passed) = self.passed(&t) else {
+            let Some(mut passed) = self.passed(&t) else {
                 return Err(format!(
                     "it uses `{shown}`, of type `{}`, which Rust code cannot be handed",
                     self.u.show(&t)
                 ));
             };
+            // A binding Rust holds by `&` (a pattern's, matched through a
+            // reference: the statement reads through it, `*f`) that the
+            // analysis holds as a value or an opaque object, only read.
+            // A value is passed as one, and named `(&x)` inside.
+            let read_through = uses.derefs.contains(n) && !uses.mutated.contains(n) && !matches!(t, Ty::Ref { .. });
+            let borrowed_value = read_through && passed == Passed::ByValue && self.copy_value(&t);
+            if read_through && matches!(t, Ty::Foreign(_)) {
+                passed = Passed::Borrowed;
+            }
+            if borrowed_value {
+                borrowed.push(n.clone());
+            }
             match passed {
+                Passed::ByValue if borrowed_value => {}
                 // A binding Rust holds by reference (a pattern's, matched
                 // through `&`) that the analysis holds as its value.
                 Passed::ByValue if !matches!(t, Ty::Ref { .. }) && uses.derefs.contains(n) => {
@@ -452,7 +550,7 @@ impl Lowering<'_, '_> {
                     }
                 }
                 Passed::ByReference if uses.moved.contains(n) => return Err(format!("it moves `{shown}`")),
-                Passed::ByReference => {}
+                Passed::ByReference | Passed::Borrowed => {}
             }
             names.push(n.clone());
             ways.push(passed);
@@ -467,6 +565,7 @@ impl Lowering<'_, '_> {
                 .filter(|(_, w)| **w == Passed::ByReference)
                 .map(|(n, _)| n.clone())
                 .collect(),
+            borrowed,
         }
         .visit_expr_mut(&mut body);
         let span = e.span();
@@ -489,8 +588,8 @@ impl Lowering<'_, '_> {
             let id = param_ident(n, span);
             match w {
                 Passed::ByValue => quote!(#id),
-                Passed::ByReference if uses.only_read(n) => quote!(&#id),
-                Passed::ByReference => quote!(&mut #id),
+                Passed::ByReference | Passed::Borrowed if uses.only_read(n) => quote!(&#id),
+                Passed::ByReference | Passed::Borrowed => quote!(&mut #id),
             }
         });
         let call = quote::quote_spanned!(span=> #callee(#(#args),*));
@@ -573,7 +672,10 @@ impl Lowering<'_, '_> {
             Ty::Ref { .. } => Some(Passed::ByValue),
             // An integer literal's type, which later uses tell.
             t if self.u.is_intlike(t) => Some(Passed::ByValue),
-            Ty::Str | Ty::Vec(_) | Ty::Map(..) => Some(Passed::ByReference),
+            // An object the analysis does not model (a `fn` pointer of
+            // the module's): by reference too, what Rust does with it its
+            // own.
+            Ty::Str | Ty::Vec(_) | Ty::Map(..) | Ty::Foreign(_) => Some(Passed::ByReference),
             t if copy(t) => Some(Passed::ByValue),
             // A struct of the module that is not a plain copy (it holds a
             // `Vec`): an object, by reference as those above.
@@ -648,6 +750,7 @@ impl Lowering<'_, '_> {
         let resolved = |t: &Ty| self.known_ty(t);
         let mut out = vec![];
         let mut errors = vec![];
+        let mut unreturnable = vec![];
         for p in &self.pending {
             let params: Option<Vec<(String, Ty)>> =
                 p.names.iter().zip(&p.args).map(|(n, a)| Some((n.clone(), resolved(&self.ty_of(a))?))).collect();
@@ -674,15 +777,22 @@ impl Lowering<'_, '_> {
                     out.push(Outlined { name: p.name.clone(), params, ret, body: p.body.clone(), reasons, stash });
                 }
                 (Some(_), Some(ret)) => {
+                    unreturnable.push(p.range);
                     errors.extend(p.errors.iter().cloned());
                     errors.push(syn::Error::new(
                         p.span,
                         format!("this Rust, left as written in a portal, gives a `{ret}`, which compiled code cannot take from it: a scalar, a `String`, an enum, `Option` or `Result` of plain values can be"),
                     ));
                 }
-                _ => errors.extend(p.errors.iter().cloned()),
+                (_, ret) => {
+                    if ret.is_none() {
+                        unreturnable.push(p.range);
+                    }
+                    errors.extend(p.errors.iter().cloned())
+                }
             }
         }
+        self.outlining.found_unreturnable.extend(unreturnable);
         if errors.is_empty() {
             Ok(out)
         } else {
@@ -749,6 +859,28 @@ fn local_ident(n: &str, span: Span) -> proc_macro2::Ident {
     match n.strip_prefix("r#") {
         Some(raw) => proc_macro2::Ident::new_raw(raw, span),
         None => proc_macro2::Ident::new(n, span),
+    }
+}
+
+/// How many statements from `i` a run of `n` grows to: it takes in each
+/// later statement that names what the run binds.
+fn binding_run(stmts: &[syn::Stmt], i: usize, mut n: usize) -> usize {
+    loop {
+        let mut bound = Uses::default();
+        for s in &stmts[i..i + n] {
+            if let syn::Stmt::Local(l) = s {
+                bound.visit_pat(&l.pat);
+            }
+        }
+        let uses = |s: &syn::Stmt| {
+            let mut u = Uses::default();
+            u.visit_stmt(s);
+            bound.bound_inside.iter().any(|b| u.names.contains(b))
+        };
+        match stmts[i + n..].iter().rposition(uses) {
+            Some(k) => n += k + 1,
+            None => return n,
+        }
     }
 }
 
@@ -916,13 +1048,14 @@ impl Uses {
         }
     }
 
-    /// The local a place is rooted at.
+    /// The local a place is rooted at (`*c` is `c`'s).
     fn root(e: &Expr) -> Option<String> {
         match e {
             Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
             Expr::Field(f) => Self::root(&f.base),
             Expr::Index(i) => Self::root(&i.expr),
             Expr::Paren(p) => Self::root(&p.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => Self::root(&u.expr),
             _ => None,
         }
     }
@@ -982,7 +1115,9 @@ impl<'a> Visit<'a> for Uses {
                 if let Expr::Path(p) = &*c.func {
                     self.callees.extend(p.path.get_ident().map(|i| i.to_string()));
                 }
-                syn::visit::visit_expr_call(self, c);
+                // A local called (a `fn` pointer) is used in place.
+                self.place(&c.func);
+                c.args.iter().for_each(|a| self.visit_expr(a));
             }
             Expr::Index(i) => {
                 self.place(&i.expr);
@@ -1091,7 +1226,10 @@ pub(super) fn unmoved_names(body: &syn::Block) -> HashSet<String> {
 /// Renames in an outlined statement: `self` to its parameter, and each
 /// local passed by reference to `(*x)`.
 struct Rename {
+    /// Objects passed by reference: `(*x)`.
     by_ref: Vec<String>,
+    /// Values Rust holds by `&`, passed as values: `(&x)`.
+    borrowed: Vec<String>,
 }
 
 impl Rename {
@@ -1123,6 +1261,9 @@ impl VisitMut for Rename {
                 } else if self.by_ref.contains(&n) {
                     let id = i.clone();
                     *e = syn::parse_quote!((*#id));
+                } else if self.borrowed.contains(&n) {
+                    let id = i.clone();
+                    *e = syn::parse_quote!((&#id));
                 }
                 return;
             }

@@ -40,7 +40,7 @@ pub struct __Vm_run_cells {
     pub pc: usize,
 }
 #[doc(hidden)]
-#[allow(non_snake_case, unreachable_code, unused_parens)]
+#[allow(non_snake_case, unreachable_code, unused_parens, unused_braces)]
 pub fn __Vm_run(
     __self_cells: &mut __Vm_run_cells,
     __self_pc_at_entry: usize,
