@@ -66,12 +66,17 @@ impl<'g> Gen<'g> {
                     self.bind(fi, r, quote!(&**#a))
                 } else {
                     let a = need!(self, self.operand(fi, &args[0], &Repr::RPtr), "operand");
+                    // The pointer inside the `Rc` is known on the path once
+                    // read (an `Rc` is written only by Rust, whose calls
+                    // forget what is known): a promoted `&*frame.function`
+                    // read again needs no switch.
+                    let class = crate::timeshift::alias_class(&format!("Rc<{}>", text.trim()));
                     self.bind_ptr(
                         fi,
                         r,
                         quote!(match #measure {
                             Some(__off) => {
-                                let __p = __c.b.red_load(#rt::ValTy::Ptr, &#a, 0);
+                                let __p = __st.load_field(&mut __c.b, #rt::ValTy::Ptr, &#a, 0, #class, 0);
                                 __c.b.red_offset(&__p, __off as u64)
                             }
                             None => { __c.decline("an Rc or Arc that is not one word"); break 'path None; }

@@ -28,6 +28,7 @@ mod opaque_heap;
 mod outlined;
 mod owned_frames;
 mod promotion;
+mod rc_frames;
 mod register_vm;
 mod rust_style;
 mod string_vm;

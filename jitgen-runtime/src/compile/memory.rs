@@ -75,9 +75,15 @@ impl<F: Frame> JitState<F> {
         self.know(Fact { at, ty, class, field, value: *value, min: 0 });
     }
 
+    /// Records a fact; where [`MAX_FACTS`] are known, the oldest of those a
+    /// call would forget anyway (`Vec` elements and headers) goes first,
+    /// so that the fields an interpreter keeps its place in (a frame's
+    /// function and instruction pointer) stay known across its operand
+    /// stack's traffic.
     pub(crate) fn know(&mut self, f: Fact) {
         if self.known.len() >= MAX_FACTS {
-            self.known.remove(0);
+            let at = self.known.iter().position(Fact::calls_may_change).unwrap_or(0);
+            self.known.remove(at);
         }
         self.known.push(f);
     }

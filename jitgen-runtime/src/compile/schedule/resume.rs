@@ -222,6 +222,9 @@ pub(super) enum Slot {
     Keep(RedBox),
     Input(usize),
     Promoted(ValTy),
+    /// The root the promoted value was computed from by adding this
+    /// constant (a field's address, `&*rc` past an `Rc`'s counts).
+    PromotedLess(ValTy, i64),
 }
 
 pub(super) fn rebuild(slots: &[Slot], inputs: &[RedBox], promoted: u64) -> Vec<RedBox> {
@@ -231,6 +234,7 @@ pub(super) fn rebuild(slots: &[Slot], inputs: &[RedBox], promoted: u64) -> Vec<R
             Slot::Keep(r) => *r,
             Slot::Input(i) => inputs[*i],
             Slot::Promoted(ty) => RedBox::constant(*ty, ty.canon(promoted)),
+            Slot::PromotedLess(ty, k) => RedBox::constant(*ty, ty.canon(promoted.wrapping_sub(*k as u64))),
         })
         .collect()
 }
@@ -348,10 +352,20 @@ impl<F: Frame> Compilation<F> {
         // The promoted value, and the narrower values it widens: each is
         // known in a case (a field loaded as `u32`, promoted as `usize`).
         let mut promoted: Vec<Val> = vec![];
-        if let Some(RedBox::Var { val, .. }) = value {
+        // And the root it is an offset from: known too (a promoted `&*f`
+        // of an `Rc` field makes the field's value known, so that the next
+        // load of the field promotes nothing).
+        let mut promoted_root: Option<(Val, i64)> = None;
+        if let Some(v @ RedBox::Var { val, .. }) = value {
             promoted.push(*val);
             while let Some(n) = self.b.widened_from(*promoted.last().expect("pushed")) {
                 promoted.push(n);
+            }
+            let s = self.b.sym_addr(v);
+            if let (RedBox::Var { val: root, ty }, None) = (s.root, s.index) {
+                if s.offset != 0 && ty == v.ty() {
+                    promoted_root = Some((root, s.offset));
+                }
             }
         }
         let reds = st.reds();
@@ -382,6 +396,9 @@ impl<F: Frame> Compilation<F> {
             };
             slots.push(match r {
                 RedBox::Var { ty, val } if promoted.contains(&val) => Slot::Promoted(ty),
+                RedBox::Var { ty, val } if promoted_root.is_some_and(|(r, _)| r == val) => {
+                    Slot::PromotedLess(ty, promoted_root.map_or(0, |(_, k)| k))
+                }
                 RedBox::Var { val, .. } => match live.iter().position(|v| *v == val) {
                     Some(i) => Slot::Input(i),
                     None => {

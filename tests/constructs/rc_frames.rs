@@ -1,0 +1,163 @@
+//! A frame in memory that a dispatch promotes at every instruction, as a
+//! clox port in Rust writes it: the current frame is a clone of the top of
+//! a `Vec` of a struct holding an `Rc` of its function (so it is a real
+//! object, not a virtual one), and each turn promotes `&*frame.function`
+//! and `frame.ip`. A compilation knows what its path stored and loaded:
+//! the promoted function makes the `Rc`'s pointer known, the `ip` it stored
+//! is known when read back. So a run of instructions is one
+//! piece of code, not a switch per instruction. Whole final states are
+//! compared with `jit::plain`, on random programs too.
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod rc_frames {
+    use jitgen::prelude::*;
+    use std::collections::HashMap;
+    use std::rc::Rc;
+
+    /// A function: its code, two bytes per op.
+    #[derive(Debug, PartialEq)]
+    pub struct Function {
+        pub code: Vec<u8>,
+    }
+
+    /// The call under way.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Frame {
+        pub function: Rc<Function>,
+        pub ip: usize,
+    }
+
+    /// A global's value.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    pub enum Global {
+        Int(i64),
+        Flag(u32, bool),
+        Unset,
+    }
+
+    pub struct Vm {
+        pub frames: Vec<Frame>,
+        pub stack: Vec<Global>,
+        pub globals: HashMap<u8, Global>,
+        pub fuel: u32,
+    }
+
+    impl Vm {
+        /// Ops (op, k): 0 pushes k; 1 adds the top two; 2 pushes global k;
+        /// 3 stores the top in global k; 4 jumps back to op pair k while
+        /// the top is positive, counting it down; 5 drops the top; 6 pushes
+        /// a flag; else ends. `fuel` bounds the steps.
+        pub fn run(&mut self) -> i64 {
+            let mut frame = self.frames.last().expect("a frame").clone();
+            loop {
+                hint!(global_merge_point);
+                let _ = hint!(&*frame.function, promote);
+                let _ = hint!(frame.ip, promote);
+                if frame.ip + 1 >= frame.function.code.len() || self.fuel == 0 {
+                    break;
+                }
+                self.fuel -= 1;
+                let op = frame.function.code[frame.ip];
+                let k = frame.function.code[frame.ip + 1];
+                frame.ip += 2;
+                match op {
+                    0 => self.stack.push(Global::Int(k as i64)),
+                    1 => {
+                        if self.stack.len() >= 2 {
+                            let b = self.stack.pop().expect("two values");
+                            let a = self.stack.pop().expect("two values");
+                            self.stack.push(match (a, b) {
+                                (Global::Int(a), Global::Int(b)) => Global::Int(a.wrapping_add(b)),
+                                _ => Global::Unset,
+                            });
+                        }
+                    }
+                    2 => {
+                        let v = self.globals.get(&k).copied().unwrap_or(Global::Unset);
+                        self.stack.push(v);
+                    }
+                    3 => {
+                        let v = self.stack.last().copied().unwrap_or(Global::Unset);
+                        self.globals.insert(k, v);
+                    }
+                    4 => {
+                        if let Some(Global::Int(top)) = self.stack.pop() {
+                            if top > 0 {
+                                self.stack.push(Global::Int(top - 1));
+                                frame.ip = 2 * k as usize;
+                            }
+                        }
+                    }
+                    5 => {
+                        self.stack.pop();
+                    }
+                    6 => self.stack.push(Global::Flag(k as u32, k % 2 == 0)),
+                    _ => break,
+                }
+            }
+            *self.frames.last_mut().expect("a frame") = frame.clone();
+            self.stack.len() as i64
+        }
+
+        /// Runs, through the portal or `jit::plain`.
+        pub fn interpret(&mut self, plain: bool) -> i64 {
+            if plain {
+                super::rc_frames::jit::plain::Vm::run(self)
+            } else {
+                self.run()
+            }
+        }
+    }
+}
+
+use rc_frames::{Frame, Function, Vm};
+
+fn fresh(code: &[u8], fuel: u32) -> Vm {
+    let function = std::rc::Rc::new(Function { code: code.to_vec() });
+    Vm { frames: vec![Frame { function, ip: 0 }], stack: vec![], globals: Default::default(), fuel }
+}
+
+/// The whole final state.
+fn whole(mut vm: Vm, plain: bool) -> String {
+    let r = vm.interpret(plain);
+    let mut globals: Vec<_> = vm.globals.iter().collect();
+    globals.sort();
+    let counts: Vec<usize> = vm.frames.iter().map(|f| std::rc::Rc::strong_count(&f.function)).collect();
+    format!("{r} {:?} {:?} {globals:?} {} {counts:?}", vm.frames, vm.stack, vm.fuel)
+}
+
+fn check(code: &[u8], fuel: u32) {
+    let want = whole(fresh(code, fuel), true);
+    assert_eq!(whole(fresh(code, fuel), false), want, "{code:?} {fuel}");
+}
+
+#[test]
+fn frames_in_memory_switch_where_they_change_and_agree_with_plain() {
+    rc_frames::jit::config().set_threshold(0);
+    // A loop of seventeen instructions: a global read and written, values
+    // pushed and added (more than a compilation keeps facts of), a
+    // countdown. (The random programs run after it: the counts are this
+    // program's.)
+    let code =
+        [0u8, 40, 2, 7, 0, 3, 1, 0, 3, 7, 5, 0, 6, 1, 6, 2, 0, 3, 6, 4, 1, 0, 1, 0, 1, 0, 5, 0, 2, 7, 5, 0, 4, 1, 9, 0];
+    check(&code, 1000);
+    let s = rc_frames::jit::stats();
+    assert!(s.compilations > 0 && s.declined == 0, "{s:?} {:?}", rc_frames::jit::last_decline());
+    // Fewer switches than the loop has instructions (11, on an `ip` that
+    // paths merged with different values), where each instruction once
+    // made two: one on the function it had promoted already, one on the
+    // `ip` it had just stored (40 for this loop).
+    assert!(s.flexswitches <= 12, "{s:?}");
+    let mut rng = crate::common::Rng(0x7c_f4a3);
+    for _ in 0..crate::common::how_many(200) {
+        let pairs = 1 + rng.below(12) as usize;
+        let mut code = vec![];
+        for _ in 0..pairs {
+            code.push(rng.below(8) as u8);
+            code.push(rng.below(pairs as u64) as u8);
+        }
+        check(&code, 1 + rng.below(300) as u32);
+    }
+}
