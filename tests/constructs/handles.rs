@@ -212,12 +212,7 @@ fn random_programs_over_values_holding_handles_agree_with_plain() {
     jit::config().set_threshold(0);
     let mut rng = crate::common::Rng(0x4a_d1e);
     for _ in 0..crate::common::how_many(200) {
-        let pairs = 1 + rng.below(14) as usize;
-        let mut code = vec![];
-        for _ in 0..pairs {
-            code.push(rng.below(13) as u8);
-            code.push(rng.below(pairs as u64) as u8);
-        }
+        let code = rng.op_pairs(14, 13);
         check(&code, 1 + rng.below(80) as u32);
     }
 }

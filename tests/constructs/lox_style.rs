@@ -396,12 +396,7 @@ fn random_programs_of_a_clox_style_vm_agree_with_plain() {
     lox_like::jit::config().set_threshold(0);
     let mut rng = crate::common::Rng(0x10_c5);
     for _ in 0..crate::common::how_many(200) {
-        let pairs = 1 + rng.below(14) as usize;
-        let mut code = vec![];
-        for _ in 0..pairs {
-            code.push(rng.below(17) as u8);
-            code.push(rng.below(pairs as u64) as u8);
-        }
+        let code = rng.op_pairs(14, 17);
         check(&code, 1 + rng.below(80) as u32);
     }
 }

@@ -271,12 +271,7 @@ fn random_programs_over_an_opaque_heap_agree_with_plain() {
     jit::config().set_threshold(0);
     let mut rng = crate::common::Rng(0x0b_1ec7);
     for _ in 0..crate::common::how_many(200) {
-        let pairs = 1 + rng.below(16) as usize;
-        let mut code = vec![];
-        for _ in 0..pairs {
-            code.push(rng.below(13) as u8);
-            code.push(rng.below(pairs as u64) as u8);
-        }
+        let code = rng.op_pairs(16, 13);
         check(&code, 1 + rng.below(80) as u32);
     }
 }

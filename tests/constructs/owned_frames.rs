@@ -190,12 +190,7 @@ fn random_programs_over_owned_frames_agree_with_plain() {
     owned::jit::config().set_threshold(0);
     let mut rng = crate::common::Rng(0x0_bed);
     for _ in 0..crate::common::how_many(200) {
-        let pairs = 1 + rng.below(12) as usize;
-        let mut code = vec![];
-        for _ in 0..pairs {
-            code.push(rng.below(10) as u8);
-            code.push(rng.below(pairs as u64) as u8);
-        }
+        let code = rng.op_pairs(12, 10);
         check(&code, 1 + rng.below(120) as u32);
     }
 }

@@ -152,12 +152,7 @@ fn frames_in_memory_switch_where_they_change_and_agree_with_plain() {
     assert!(s.flexswitches <= 12, "{s:?}");
     let mut rng = crate::common::Rng(0x7c_f4a3);
     for _ in 0..crate::common::how_many(200) {
-        let pairs = 1 + rng.below(12) as usize;
-        let mut code = vec![];
-        for _ in 0..pairs {
-            code.push(rng.below(8) as u8);
-            code.push(rng.below(pairs as u64) as u8);
-        }
+        let code = rng.op_pairs(12, 8);
         check(&code, 1 + rng.below(300) as u32);
     }
 }

@@ -66,6 +66,19 @@ impl Rng {
     pub fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
         xs[self.below(xs.len() as u64) as usize]
     }
+
+    /// A program of 1 to `max_pairs` byte pairs (op, k): each op below
+    /// `ops`, each k below the number of pairs (a jump target).
+    #[allow(dead_code)]
+    pub fn op_pairs(&mut self, max_pairs: u64, ops: u64) -> Vec<u8> {
+        let pairs = 1 + self.below(max_pairs);
+        let mut code = vec![];
+        for _ in 0..pairs {
+            code.push(self.below(ops) as u8);
+            code.push(self.below(pairs) as u8);
+        }
+        code
+    }
 }
 
 /// The whole state a run leaves: what `way` (`jit::plain`, the portal or
