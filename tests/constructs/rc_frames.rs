@@ -150,6 +150,23 @@ fn frames_in_memory_switch_where_they_change_and_agree_with_plain() {
     // made two: one on the function it had promoted already, one on the
     // `ip` it had just stored (40 for this loop).
     assert!(s.flexswitches <= 12, "{s:?}");
+    // A whole program in one call, as an interpreter's `main` runs it: its
+    // code is entered once and never again, so no entry fuses its pieces;
+    // a switch whose cases run hot fuses them from inside the call
+    // (`promotion::flex_hot`). Forever: drop, read global 7, add one, store
+    // it back, count down from 1 (taken: back to the start); the fuel ends it.
+    let code = [5u8, 0, 2, 7, 0, 1, 1, 0, 3, 7, 5, 0, 0, 1, 4, 0];
+    // (In a thread of its own: its code is compiled afresh there. The call
+    // runs its code for about 200 ms, past `promotion::LONG_CALL`.)
+    let before = rc_frames::jit::stats();
+    std::thread::spawn(move || {
+        rc_frames::jit::config().set_threshold(0);
+        check(&code, 5_000_000)
+    })
+    .join()
+    .expect("agrees with plain");
+    let after = rc_frames::jit::stats();
+    assert!(after.entries == before.entries + 1 && after.fusions > before.fusions, "{after:?}");
     let mut rng = crate::common::Rng(0x7c_f4a3);
     for _ in 0..crate::common::how_many(200) {
         let code = rng.op_pairs(12, 8);

@@ -95,6 +95,8 @@ pub struct CraneliftBackend {
     miss_stub: usize,
     /// [`RuntimeHooks::direct_failed`].
     direct_failed: usize,
+    /// [`RuntimeHooks::flex_hot`].
+    flex_hot: usize,
     /// See [`CraneliftBackend::preserving`].
     preserving: usize,
 }
@@ -107,6 +109,9 @@ pub struct RuntimeHooks {
     /// [`CaseTable`] and the value, returns the entry of the case to
     /// tail-call (compiling it if need be), or 0 to hand over.
     pub flex_miss: unsafe extern "C" fn(*const CaseTable, u64) -> usize,
+    /// Called (callback convention, on the [`CaseTable`]'s address) each
+    /// time a case of a switch has been taken `HOT_HITS` times more.
+    pub flex_hot: crate::ir::function::CallbackFn,
     /// Called (callback convention) when code called directly
     /// ([`Inst::CallCode`]) returned a non-zero status: the frame holds the
     /// callee's words, then at `MAX_FRAME_WORDS` the status and the entry.
@@ -121,6 +126,9 @@ const PRESERVING_STATUS: i32 = 8 * (MAX_FRAME_WORDS as i32 - 1);
 const CASES_LEN: i32 = std::mem::offset_of!(CaseTable, len) as i32;
 const CASES_ENTRIES: i32 = std::mem::offset_of!(CaseTable, entries) as i32;
 const CASES_HITS: i32 = std::mem::offset_of!(CaseTable, hits) as i32;
+/// How often a case's hits are reported ([`RuntimeHooks::flex_hot`]): a
+/// power of two.
+pub const HOT_HITS: u64 = 1 << 16;
 
 fn tail_sig() -> Signature {
     let mut sig = Signature::new(CallConv::Tail);
@@ -155,6 +163,7 @@ impl CraneliftBackend {
             trampoline,
             miss_stub,
             direct_failed: hooks.direct_failed as usize,
+            flex_hot: hooks.flex_hot as usize,
             preserving,
         })
     }
@@ -379,6 +388,8 @@ struct Tr<'a, 'b> {
     miss_stub: usize,
     /// [`RuntimeHooks::direct_failed`]'s address.
     direct_failed: usize,
+    /// [`RuntimeHooks::flex_hot`]'s address.
+    flex_hot: usize,
     /// [`CraneliftBackend::preserving`]'s address.
     preserving: usize,
     /// The address of the compiling thread's [`PRESERVING_ARGS`].
@@ -441,7 +452,9 @@ impl Tr<'_, '_> {
         self.b.switch_to_block(entry);
     }
 
-    /// Adds one to the hit counter of case `i` of the table at `tbl`.
+    /// Adds one to the hit counter of case `i` of the table at `tbl`; at
+    /// each multiple of `HOT_HITS` (a power of two), reports the table hot
+    /// ([`RuntimeHooks::flex_hot`]).
     fn count_hit(&mut self, tbl: Value, i: Value) {
         let hits = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_HITS);
         let off = self.b.ins().imul_imm_s(i, 8);
@@ -449,6 +462,13 @@ impl Tr<'_, '_> {
         let n = self.b.ins().load(types::I64, MemFlagsData::trusted(), at, 0);
         let n = self.b.ins().iadd_imm_s(n, 1);
         self.b.ins().store(MemFlagsData::trusted(), n, at, 0);
+        let low = self.b.ins().band_imm_s(n, (HOT_HITS - 1) as i64);
+        let (hot, cont) = (self.cold_block(), self.b.create_block());
+        self.b.ins().brif(low, cont, &[], hot, &[]);
+        self.b.switch_to_block(hot);
+        self.callback(self.flex_hot, tbl);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
     }
 
     /// Jumps to block `l` with its parameters from the frame.
@@ -1373,6 +1393,7 @@ impl CraneliftBackend {
                 current: Label::ENTRY,
                 miss_stub: self.miss_stub,
                 direct_failed: self.direct_failed,
+                flex_hot: self.flex_hot,
                 preserving: self.preserving,
                 preserving_args: preserving_args(),
                 cells: vec![],

@@ -89,6 +89,14 @@ pub trait Pieces: std::fmt::Debug {
     /// Keeps `owner` (machine code that the switches' tables may enter,
     /// such as a fused root's reentries) as long as the pieces.
     fn keep(&self, owner: std::rc::Rc<dyn std::any::Any>);
+    /// Records the root function the pieces belong to, once it is compiled
+    /// (weakly: the root owns them), for a switch whose cases run hot to
+    /// fuse it from inside a long call.
+    fn set_root(&self, _root: std::rc::Weak<dyn std::any::Any>) {}
+    /// The root function recorded by [`Pieces::set_root`], while it lives.
+    fn root(&self) -> Option<std::rc::Rc<dyn std::any::Any>> {
+        None
+    }
 }
 
 /// An instruction.

@@ -126,13 +126,9 @@ use crate::portal::slow::Verdict;
 use crate::run::fusion::Fusion;
 use crate::run::residual::ResidualFn;
 
-/// What fusing costs per residual operation before a module has fused
-/// anything (a fusion's expected time): fusing compiles code already
-/// simplified, without a generating extension (measured 1.5-3 µs, where
-/// compiling costs 10-40: PERFORMANCE.md).
-const NANOS_PER_FUSED_OP: u64 = 3_000;
 pub use crate::portal::config::*;
 pub use crate::portal::sampler::*;
+use crate::run::fusion::NANOS_PER_FUSED_OP;
 pub use crate::run::stats::{Stats, StatsSnapshot};
 
 /// What a portal cache holds for one key.
@@ -727,6 +723,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         self.stats.entered();
         self.sampler.with(|s| s.entered_code());
         self.cache.with(|c| c.borrow_mut().entered(&key));
+        code.note_entry();
         Some(code)
     }
 

@@ -6,19 +6,14 @@
 //! Each call saves and restores the thread's continuation stack and direct
 //! call depth around the code it runs.
 
-use std::cell::RefCell;
-
-use crate::backend::cranelift::{CraneliftBackend, NativeCode, MAX_FRAME_WORDS};
+use crate::backend::cranelift::{NativeCode, MAX_FRAME_WORDS};
 use crate::backend::BackendError;
 use crate::ir::builder::ResidualFunction;
 use crate::ir::ops::{ErrorKind, ValTy};
 use crate::run::residual::{take_callback_panic, InputFrame, ResidualError, ResidualFn};
 
-/// A Cranelift backend whose code calls this crate's run-time hooks (the
-/// flexswitch miss handler): the one to compile residual code with.
-pub fn native_backend() -> Result<CraneliftBackend, BackendError> {
-    CraneliftBackend::new(crate::run::promotion::HOOKS)
-}
+pub use crate::run::fusion::native_backend;
+use crate::run::fusion::HOST_BACKEND;
 
 thread_local! {
     static PARKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -41,10 +36,6 @@ pub(crate) fn take_parking() -> bool {
     PARKING.with(|p| p.replace(false))
 }
 
-thread_local! {
-    pub(crate) static HOST_BACKEND: RefCell<Option<CraneliftBackend>> = const { RefCell::new(None) };
-}
-
 /// Compiles with this thread's Cranelift backend for the host (made on first use).
 pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
     HOST_BACKEND.with(|b| {
@@ -57,7 +48,7 @@ pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
 }
 
 /// Compiles a flexswitch case to machine code with this thread's backend
-/// ([`CraneliftBackend::compile_case`]; its listing is made only when asked
+/// ([`crate::backend::cranelift::CraneliftBackend::compile_case`]; its listing is made only when asked
 /// for, from the function).
 pub fn compile_native(f: &ResidualFunction) -> Result<NativeCode, BackendError> {
     HOST_BACKEND.with(|b| {

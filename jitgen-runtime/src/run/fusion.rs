@@ -1,9 +1,14 @@
 //! Fusing the pieces of a compiled tree that run often into one function:
-//! when, which, and pointing the switches' tables at the fused code.
+//! when, which, and pointing the switches' tables at the fused code; where
+//! a portal enters the root, or, in the one call of a root that is never
+//! entered again, where a switch runs hot ([`flex_hot`]). And the thread's
+//! backend that fusions and entries compile with ([`native_backend`]).
 
+use crate::backend::cranelift::{CraneliftBackend, RuntimeHooks};
 use crate::backend::Backend;
+use crate::backend::BackendError;
 use crate::ir::builder::ResidualFunction;
-use crate::run::enter::{native_backend, HOST_BACKEND};
+use crate::run::promotion::FlexTable;
 use crate::run::residual::{Compiled, ResidualFn};
 
 /// How often residual code took the cases of a tree's switches, per piece
@@ -57,6 +62,12 @@ pub enum Fusion {
 /// [`ResidualFn::fuse_pieces`]); `Config::set_fusion_patience` changes it.
 pub const FUSION_PATIENCE: u32 = 2;
 
+/// What fusing costs per residual operation before a module has fused
+/// anything (a fusion's expected time): fusing compiles code already
+/// simplified, without a generating extension (measured 1.5-3 µs, where
+/// compiling costs 10-40: PERFORMANCE.md).
+pub const NANOS_PER_FUSED_OP: u64 = 3_000;
+
 /// Fusions of one root's pieces at most: each compiles the whole tree again.
 pub const MAX_FUSIONS: usize = 4;
 
@@ -98,10 +109,12 @@ impl ResidualFn {
     /// compiling its cases is not running it. With `patience` 0, it fuses
     /// whenever cases were added.
     ///
-    /// The handle returned runs the root's code as before; the listing
-    /// stays the root's with its cases. Values seen later get cases in the
-    /// pieces, until the next fusion. [`Fusion::Nothing`] also when the
-    /// backend fails.
+    /// The handle returned is this one: the root's code runs as before, its
+    /// tables now entering the fused code, and every handle of the root (a
+    /// portal's cache, a hot switch's, see `promotion::flex_hot`) counts the
+    /// fusion. The listing stays the root's with its cases. Values seen
+    /// later get cases in the pieces, until the next fusion.
+    /// [`Fusion::Nothing`] also when the backend fails.
     pub fn fuse_pieces(
         &self,
         patience: u32,
@@ -111,7 +124,7 @@ impl ResidualFn {
         let me = &*self.0;
         let Some(pieces) = me.pieces.as_ref() else { return Fusion::Nothing };
         let n = pieces.cases();
-        let (times, cases) = me.fused;
+        let (times, cases) = me.fused.get();
         if n == cases || times >= MAX_FUSIONS {
             return Fusion::Nothing;
         }
@@ -134,7 +147,7 @@ impl ResidualFn {
             let expected = std::time::Duration::from_nanos(nanos_per_op().saturating_mul(ops as u64));
             let compiled = compiling().saturating_sub(me.compiling_at_birth.get());
             let ran = me.born.elapsed().saturating_sub(std::time::Duration::from_nanos(compiled));
-            if ran < (me.fusing + expected) * patience {
+            if ran < (me.fusing.get() + expected) * patience {
                 return Fusion::Postponed;
             }
         }
@@ -190,28 +203,76 @@ impl ResidualFn {
         }
         let took = t.elapsed();
         let compiled = if native.is_some() { fused.op_count() } else { 0 };
-        Fusion::Fused(
-            ResidualFn(std::rc::Rc::new(Compiled {
-                inputs: me.inputs.clone(),
-                outputs: me.outputs.clone(),
-                function: me.function.clone(),
-                listing: me.listing.clone(),
-                ops: me.ops,
-                native: me.native.clone(),
-                pieces: me.pieces.clone(),
-                fused: (times + 1, n),
-                born: me.born,
-                compiling_at_birth: me.compiling_at_birth.clone(),
-                fusing: me.fusing + took,
-                estimate: std::cell::Cell::new((usize::MAX, 0)),
-            })),
-            took,
-            compiled,
-        )
+        // The root's code is as it was; its tables now enter the fused
+        // code. Every handle of the root (the portal's cache, a switch
+        // that fused it from inside a call) sees the fusion.
+        me.fused.set((times + 1, n));
+        me.fusing.set(me.fusing.get() + took);
+        me.estimate.set((usize::MAX, 0));
+        Fusion::Fused(self.clone(), took, compiled)
     }
 
     /// The tables of the function's own flexswitches.
     pub fn switches(&self) -> Vec<&crate::run::promotion::FlexTable> {
         self.0.native.switches().iter().filter_map(|t| t.as_any().downcast_ref()).collect()
     }
+}
+
+/// What residual code compiled by this crate calls at run time: the
+/// flexswitch miss handler, the hot switch's report, a failed direct call's.
+pub const HOOKS: RuntimeHooks = RuntimeHooks {
+    flex_miss: crate::run::promotion::flex_miss,
+    flex_hot,
+    direct_failed: crate::run::direct::direct_failed,
+};
+
+/// A Cranelift backend whose code calls this crate's run-time hooks
+/// ([`HOOKS`]): the one to compile residual code with.
+pub fn native_backend() -> Result<CraneliftBackend, BackendError> {
+    CraneliftBackend::new(HOOKS)
+}
+
+thread_local! {
+    /// This thread's backend for the host, made on first use (entering
+    /// code compiles with it, and so does a fusion).
+    pub(crate) static HOST_BACKEND: std::cell::RefCell<Option<CraneliftBackend>> = const { std::cell::RefCell::new(None) };
+}
+
+/// How long the one call that entered a root's code must have run in it
+/// for a switch of it that runs hot to fuse it ([`flex_hot`]).
+pub const LONG_CALL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Called by residual code when a case of the switch at `table` has been
+/// taken [`crate::backend::cranelift::HOT_HITS`] times more: fuses the root the switch belongs to
+/// (`ResidualFn::fuse_pieces`, with the default patience), as a portal's
+/// entry does, where one call has entered the code and run [`LONG_CALL`] in
+/// it, so that a long
+/// call that never enters its code again (a whole program in one call)
+/// runs fused too. The code running stays valid: fusion redirects the case
+/// tables, and the code it replaces lives as long as the root. Returns 0.
+///
+/// # Safety
+/// `buf` is the address of a live `FlexTable`'s `CaseTable` (residual code
+/// passes the table it was compiled with, which its machine code keeps alive).
+pub unsafe extern "C" fn flex_hot(buf: *mut u64) -> u64 {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: see above; the `CaseTable` is the `FlexTable`'s first field
+        // (`repr(C)`), at the same address.
+        let table = unsafe { &*(buf as *const FlexTable) };
+        let Some(root) = table.tree().and_then(|t| t.root()) else { return };
+        let Ok(root) = root.downcast::<Compiled>() else { return };
+        // Code entered again is fused where it is entered.
+        if !matches!(root.entered.get(), (1, Some(t)) if t.elapsed() >= LONG_CALL) {
+            return;
+        }
+        let stats = table.stats();
+        let per_op = || stats.and_then(|s| s.nanos_per_fused_op()).unwrap_or(NANOS_PER_FUSED_OP);
+        let compiling = || stats.map_or(0, |s| s.compile_nanos());
+        if let Fusion::Fused(_, took, ops) = ResidualFn(root).fuse_pieces(FUSION_PATIENCE, per_op, compiling) {
+            if let Some(s) = stats {
+                s.fused(took.as_nanos() as u64, ops);
+            }
+        }
+    }));
+    0
 }

@@ -12,7 +12,10 @@
 //! are not inlined into the switch). Once a switch has cases, the root they
 //! belong to is compiled again with them fused in, a test per case before
 //! the switch (`ResidualFn::fuse_pieces`, `ir::passes::fuse`); the table
-//! stays for the values seen later.
+//! stays for the values seen later. A fusion is tried where the root is
+//! entered and, for a call that never enters it again (a whole program in
+//! one call), where a case has been taken `HOT_HITS` times more
+//! (`fusion::flex_hot`).
 //!
 //! Growth is bounded: past `max_cases`, and when the compiler declines, the
 //! miss returns no code and residual code leaves with the status
@@ -81,7 +84,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::backend::cranelift::{NativeCode, RuntimeHooks};
+use crate::backend::cranelift::NativeCode;
 use crate::ir::builder::{CaseTable, SwitchTable};
 use crate::run::residual::ResidualError;
 use crate::run::stats::Stats;
@@ -115,6 +118,8 @@ pub struct FlexTable {
     inner: RefCell<Inner>,
     resume: Option<Resumer>,
     stats: Option<&'static Stats>,
+    /// The pieces of the root the switch belongs to (see `fusion::flex_hot`).
+    tree: RefCell<Option<std::rc::Weak<dyn Pieces>>>,
 }
 
 struct Inner {
@@ -177,7 +182,23 @@ impl FlexTable {
             }),
             resume,
             stats,
+            tree: RefCell::new(None),
         })
+    }
+
+    /// Records the pieces of the root the switch belongs to.
+    pub fn set_tree(&self, tree: std::rc::Weak<dyn Pieces>) {
+        *self.tree.borrow_mut() = Some(tree);
+    }
+
+    /// The pieces of the root the switch belongs to, while they live.
+    pub fn tree(&self) -> Option<Rc<dyn Pieces>> {
+        self.tree.borrow().as_ref()?.upgrade()
+    }
+
+    /// The statistics the switch counts in.
+    pub fn stats(&self) -> Option<&'static Stats> {
+        self.stats
     }
 
     /// How to continue in the interpreter when this switch gets no case.
@@ -317,7 +338,3 @@ impl SwitchTable for FlexTable {
         self
     }
 }
-
-/// What residual code compiled by this crate calls at run time: the
-/// flexswitch miss handler.
-pub const HOOKS: RuntimeHooks = RuntimeHooks { flex_miss, direct_failed: crate::run::direct::direct_failed };

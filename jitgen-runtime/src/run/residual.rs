@@ -162,23 +162,26 @@ pub(crate) struct Compiled {
     pub(crate) native: NativeCode,
     /// Owns the code compiled later for the states its switches resume.
     pub(crate) pieces: Option<std::rc::Rc<dyn crate::ir::function::Pieces>>,
-    /// Fusions that made `native`, and the tree's cases then (see
-    /// `ResidualFn::fuse_pieces`).
-    pub(crate) fused: (usize, usize),
+    /// Fusions that redirected the tree's tables, and the tree's cases
+    /// then (see `ResidualFn::fuse_pieces`).
+    pub(crate) fused: std::cell::Cell<(usize, usize)>,
     /// When the root was compiled, and the time its fusions took so far;
     /// what its module had spent compiling then ([`ResidualFn::note_birth`]).
     pub(crate) born: std::time::Instant,
     pub(crate) compiling_at_birth: std::cell::Cell<u64>,
-    pub(crate) fusing: std::time::Duration,
+    pub(crate) fusing: std::cell::Cell<std::time::Duration>,
     /// The operations a fusion would compile, at the tree's count of
     /// cases then.
     pub(crate) estimate: std::cell::Cell<(usize, usize)>,
+    /// How many times a portal entered the code, and when first
+    /// ([`ResidualFn::note_entry`]).
+    pub(crate) entered: std::cell::Cell<(u64, Option<std::time::Instant>)>,
 }
 
 impl ResidualFn {
     /// Compiles a residual function with Cranelift, keeping its listing.
     pub fn compile(f: &ResidualFunction, backend: &mut CraneliftBackend) -> Result<ResidualFn, BackendError> {
-        Ok(ResidualFn(std::rc::Rc::new(Compiled {
+        let code = ResidualFn(std::rc::Rc::new(Compiled {
             inputs: f.inputs.clone(),
             outputs: f.outputs.clone(),
             function: f.clone(),
@@ -186,12 +189,19 @@ impl ResidualFn {
             ops: f.op_count(),
             native: backend.compile(f)?,
             pieces: f.pieces.clone(),
-            fused: (0, 0),
+            fused: std::cell::Cell::new((0, 0)),
             born: std::time::Instant::now(),
             compiling_at_birth: std::cell::Cell::new(0),
-            fusing: std::time::Duration::ZERO,
+            fusing: std::cell::Cell::new(std::time::Duration::ZERO),
             estimate: std::cell::Cell::new((usize::MAX, 0)),
-        })))
+            entered: std::cell::Cell::new((0, None)),
+        }));
+        // Its switches find it through its pieces (`promotion::flex_hot`).
+        if let Some(p) = &f.pieces {
+            let root: std::rc::Rc<dyn std::any::Any> = code.0.clone();
+            p.set_root(std::rc::Rc::downgrade(&root));
+        }
+        Ok(code)
     }
 
     /// Records what the module had spent compiling, in nanoseconds, when
@@ -199,6 +209,14 @@ impl ResidualFn {
     /// is not time it ran ([`ResidualFn::fuse_pieces`]).
     pub fn note_birth(&self, compiling: u64) {
         self.0.compiling_at_birth.set(compiling);
+    }
+
+    /// Records that a portal enters the code now: a switch of it that runs
+    /// hot fuses it from inside only where this is its one entry, and that
+    /// has lasted `promotion::LONG_CALL` (see `promotion::flex_hot`).
+    pub fn note_entry(&self) {
+        let (n, first) = self.0.entered.get();
+        self.0.entered.set((n + 1, first.or_else(|| Some(std::time::Instant::now()))));
     }
 
     /// Whether both handles are of the same compiled code.

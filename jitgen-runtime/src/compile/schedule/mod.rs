@@ -208,6 +208,7 @@ impl<F: Frame> Compilation<F> {
                 pieces: RefCell::new(vec![]),
                 kept: RefCell::new(vec![]),
                 ahead: Cell::new(None),
+                root: RefCell::new(None),
             }),
             defer: None,
             pending: VecDeque::new(),

@@ -86,6 +86,9 @@ pub(super) struct Tree {
     /// resume point, and whether execute mode hands over at the merge
     /// point (see [`Compilation::set_declines_ahead`]).
     pub(super) ahead: Cell<Option<(fn(u32, bool) -> Option<&'static str>, bool)>>,
+    /// The root function, once compiled (see
+    /// [`crate::run::promotion::Pieces::set_root`]).
+    pub(super) root: RefCell<Option<std::rc::Weak<dyn std::any::Any>>>,
 }
 
 /// A piece of a [`Tree`]: its name, code and function (its listing is made
@@ -124,6 +127,14 @@ impl crate::run::promotion::Pieces for Tree {
 
     fn keep(&self, owner: Rc<dyn std::any::Any>) {
         self.kept.borrow_mut().push(owner);
+    }
+
+    fn set_root(&self, root: std::rc::Weak<dyn std::any::Any>) {
+        *self.root.borrow_mut() = Some(root);
+    }
+
+    fn root(&self) -> Option<Rc<dyn std::any::Any>> {
+        self.root.borrow().as_ref()?.upgrade()
     }
 }
 
@@ -544,6 +555,8 @@ impl<F: Frame> Compilation<F> {
             })
         };
         let table = crate::run::promotion::FlexTable::resumable(max_cases, compile, Some(resume), tree.stats);
+        let weak: std::rc::Weak<dyn crate::run::promotion::Pieces> = Rc::downgrade(&tree) as _;
+        table.set_tree(weak);
         let v = match value {
             Some(r) => self.b.materialize(r),
             None => self.b.konst(ValTy::I64, 0),
