@@ -307,3 +307,24 @@ fn a_quiet_call_with_code_in_its_thread_waits_for_ticks() {
         assert_ne!(s.ask(true, QUIET_ASK, word), Some(NEXT_TICK), "an explicit threshold counts");
     });
 }
+
+/// A call that entered code whose fusion was due but postponed ran the
+/// pieces unfused, slower than they will run: it is not timed against the
+/// interpreter (as a call that compiled is not), so that code is judged as
+/// it will stay.
+#[test]
+fn calls_entering_code_not_fused_yet_are_not_timed() {
+    use jitgen_runtime::driver::CallKind;
+    let s = Sampler::new();
+    s.begin_call(7);
+    s.entered_code();
+    assert_eq!(s.end_call(7).map(|(_, k)| k), Some(CallKind::Compiled));
+    s.begin_call(7);
+    s.entered_code();
+    s.unsettled_code();
+    assert_eq!(s.end_call(7).map(|(_, k)| k), Some(CallKind::Compiling));
+    // The next call is judged again.
+    s.begin_call(7);
+    s.entered_code();
+    assert_eq!(s.end_call(7).map(|(_, k)| k), Some(CallKind::Compiled));
+}

@@ -128,6 +128,7 @@ use crate::run::residual::ResidualFn;
 
 pub use crate::portal::config::*;
 pub use crate::portal::sampler::*;
+pub use crate::portal::slow::CallKind;
 use crate::run::fusion::NANOS_PER_FUSED_OP;
 pub use crate::run::stats::{Stats, StatsSnapshot};
 
@@ -692,6 +693,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                     }
                     Fusion::Postponed => {
                         self.stats.fusion_postponed();
+                        self.sampler.with(|s| s.unsettled_code());
                         code
                     }
                     Fusion::Nothing => code,

@@ -290,13 +290,17 @@ struct CallState {
     mode: CallMode,
     /// It entered compiled code.
     entered: bool,
+    /// It entered code whose fusion was due but postponed: code not in its
+    /// final form, which its time does not judge ([`Sampler::unsettled_code`]).
+    unsettled: bool,
     /// The module's count of compilations and fusions when it began (see
     /// [`Sampler::begin_call`]).
     compile_work: u64,
 }
 
 impl CallState {
-    const IDLE: CallState = CallState { green: None, mode: CallMode::Normal, entered: false, compile_work: 0 };
+    const IDLE: CallState =
+        CallState { green: None, mode: CallMode::Normal, entered: false, unsettled: false, compile_work: 0 };
 }
 
 /// Bit of [`Sampler`]'s skip counter: the portal has code in this thread
@@ -419,7 +423,7 @@ impl Sampler {
         let c = self.call.replace(CallState::IDLE);
         let retired = c.mode == CallMode::Retired;
         self.retired_calls.set(if retired { self.retired_calls.get().saturating_add(1) } else { 0 });
-        let kind = if c.compile_work != compile_work {
+        let kind = if c.compile_work != compile_work || c.unsettled {
             CallKind::Compiling
         } else if c.entered && c.mode == CallMode::Normal {
             CallKind::Compiled
@@ -464,6 +468,16 @@ impl Sampler {
     pub fn entered_code(&self) {
         let mut c = self.call.get();
         c.entered = true;
+        self.call.set(c);
+    }
+
+    /// Records that the call entered code whose fusion is due but was
+    /// postponed: the pieces run unfused, slower than they will, so the
+    /// call is not timed against the interpreter (as a call that compiled
+    /// is not): code is judged once it is as it will stay.
+    pub fn unsettled_code(&self) {
+        let mut c = self.call.get();
+        c.unsettled = true;
         self.call.set(c);
     }
 

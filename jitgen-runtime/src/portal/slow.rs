@@ -6,7 +6,9 @@
 //! calls, per the green word of the position each call starts at (its
 //! program and entry point): calls that entered compiled code and compiled
 //! nothing ("compiled calls") against calls that entered none ("interpreted
-//! calls"). After [`SAMPLES`] compiled calls:
+//! calls"). A call that entered code whose fusion was due but postponed
+//! ran its pieces unfused, slower than they will run: it counts as one that
+//! compiled (`Sampler::unsettled_code`), so that code is judged as it stays. After [`SAMPLES`] compiled calls:
 //! - compiled calls [`CLEARLY`] faster than the interpreted calls made
 //!   before the code existed (which also paid for counting toward
 //!   compiling): the code stays, and nothing more is measured;
