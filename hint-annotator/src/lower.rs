@@ -763,14 +763,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 continue;
             }
             match s {
-                syn::Stmt::Local(local) => {
-                    let errors = self.errors.len();
-                    self.local(local);
-                    let new = &self.errors[errors..];
-                    if !new.is_empty() && new.iter().all(crate::is_unsupported) {
-                        self.let_failed(&b.stmts, i);
-                    }
-                }
+                syn::Stmt::Local(local) => self.local(local),
                 syn::Stmt::Expr(e, semi) => {
                     let v = self.outlined_or_lowered(e, !(last && semi.is_none()));
                     if last && semi.is_none() {

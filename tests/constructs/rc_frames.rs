@@ -101,12 +101,13 @@ mod rc_frames {
             self.stack.len() as i64
         }
 
-        /// Runs, through the portal or `jit::plain`.
-        pub fn interpret(&mut self, plain: bool) -> i64 {
-            if plain {
-                super::rc_frames::jit::plain::Vm::run(self)
-            } else {
-                self.run()
+        /// Runs the program: 0 through `jit::plain`, 1 the portal, 2
+        /// `jit::specialize`.
+        pub fn interpret(&mut self, way: u8) -> i64 {
+            match way {
+                0 => super::rc_frames::jit::plain::Vm::run(self),
+                1 => self.run(),
+                _ => super::rc_frames::jit::specialize::Vm::run(self),
             }
         }
     }
@@ -120,17 +121,20 @@ fn fresh(code: &[u8], fuel: u32) -> Vm {
 }
 
 /// The whole final state.
-fn whole(mut vm: Vm, plain: bool) -> String {
-    let r = vm.interpret(plain);
+fn whole(mut vm: Vm, way: u8) -> String {
+    let r = vm.interpret(way);
     let mut globals: Vec<_> = vm.globals.iter().collect();
     globals.sort();
     let counts: Vec<usize> = vm.frames.iter().map(|f| std::rc::Rc::strong_count(&f.function)).collect();
     format!("{r} {:?} {:?} {globals:?} {} {counts:?}", vm.frames, vm.stack, vm.fuel)
 }
 
+/// The whole final state through the portal and through `jit::specialize`
+/// is `jit::plain`'s.
 fn check(code: &[u8], fuel: u32) {
-    let want = whole(fresh(code, fuel), true);
-    assert_eq!(whole(fresh(code, fuel), false), want, "{code:?} {fuel}");
+    let want = whole(fresh(code, fuel), 0);
+    assert_eq!(whole(fresh(code, fuel), 1), want, "portal {code:?} {fuel}");
+    assert_eq!(whole(fresh(code, fuel), 2), want, "specialize {code:?} {fuel}");
 }
 
 #[test]
@@ -138,11 +142,10 @@ fn frames_in_memory_switch_where_they_change_and_agree_with_plain() {
     rc_frames::jit::config().set_threshold(0);
     // A loop of seventeen instructions: a global read and written, values
     // pushed and added (more than a compilation keeps facts of), a
-    // countdown. (The random programs run after it: the counts are this
-    // program's.)
+    // countdown. (Through the portal first: the counts are its code's.)
     let code =
         [0u8, 40, 2, 7, 0, 3, 1, 0, 3, 7, 5, 0, 6, 1, 6, 2, 0, 3, 6, 4, 1, 0, 1, 0, 1, 0, 5, 0, 2, 7, 5, 0, 4, 1, 9, 0];
-    check(&code, 1000);
+    assert_eq!(whole(fresh(&code, 1000), 1), whole(fresh(&code, 1000), 0));
     let s = rc_frames::jit::stats();
     assert!(s.compilations > 0 && s.declined == 0, "{s:?} {:?}", rc_frames::jit::last_decline());
     // Fewer switches than the loop has instructions (11, on an `ip` that
@@ -150,6 +153,7 @@ fn frames_in_memory_switch_where_they_change_and_agree_with_plain() {
     // made two: one on the function it had promoted already, one on the
     // `ip` it had just stored (40 for this loop).
     assert!(s.flexswitches <= 12, "{s:?}");
+    check(&code, 1000);
     // A whole program in one call, as an interpreter's `main` runs it: its
     // code is entered once and never again, so no entry fuses its pieces;
     // a switch whose cases run hot fuses them from inside the call

@@ -21,8 +21,12 @@
 //! method gives, formatted). Where one cannot stand alone because a local
 //! it uses cannot be handed to it (an object the analysis does not model,
 //! or one it moves), the statements of its block from that local's `let`
-//! to it are tried together (`Outlining::runs`), when nothing after them
-//! names what they bind.
+//! to it are tried together (`Outlining::runs`), up to the last statement
+//! that names what they bind; so is a `let` whose outlined value no call
+//! can give back (an iterator), with the statements that use it
+//! (`Outlining::unreturnable`). An operation whose code the extension
+//! always declines (`Outlining::forced`) makes the innermost statement
+//! holding it a candidate too, outlined where it can stand alone.
 //!
 //! A value outlined has the type its statement had despite its errors, or
 //! its form gives (a comparison's `bool`, `Iterator::position`'s
@@ -259,9 +263,14 @@ impl Lowering<'_, '_> {
     pub(super) fn outlined_or_lowered(&mut self, e: &Expr, discard: bool) -> LVal {
         let Some(here) = tokens_range(e.to_token_stream()) else { return self.expr(e) };
         let failed = self.outlining.at.iter().any(|r| contains(here, *r));
-        let forced =
-            self.outlining.forced.iter().any(|f| contains(here, f.range) && holds(e.to_token_stream(), f.range));
-        if self.outlining.calling || !(failed || forced) || leaves(e) || desugared(e) {
+        let forced_here: Vec<Forced> = if self.outlining.forced.is_empty() {
+            vec![]
+        } else {
+            let tokens = e.to_token_stream();
+            let held = |f: &&Forced| contains(here, f.range) && holds(tokens.clone(), f.range);
+            self.outlining.forced.iter().filter(held).cloned().collect()
+        };
+        if self.outlining.calling || !(failed || !forced_here.is_empty()) || leaves(e) || desugared(e) {
             return self.expr(e);
         }
         let mark = self.mark();
@@ -271,12 +280,7 @@ impl Lowering<'_, '_> {
         // this one outlined: this one is outlined, if it can be.
         let forced: Vec<syn::Error> = if new.is_empty() {
             let outlined_inside = |r: Range| self.pending[mark.pending..].iter().any(|p| contains(p.range, r));
-            self.outlining
-                .forced
-                .iter()
-                .filter(|f| contains(here, f.range) && holds(e.to_token_stream(), f.range) && !outlined_inside(f.range))
-                .map(|f| syn::Error::new(f.span, &f.why))
-                .collect()
+            forced_here.iter().filter(|f| !outlined_inside(f.range)).map(|f| syn::Error::new(f.span, &f.why)).collect()
         } else {
             vec![]
         };
@@ -401,22 +405,6 @@ impl Lowering<'_, '_> {
         let span = stmts[i].span();
         let block = syn::Block { brace_token: syn::token::Brace(span), stmts: stmts[i..i + n].to_vec() };
         Some((Expr::Block(syn::ExprBlock { attrs: vec![], label: None, block }), n))
-    }
-
-    /// After statement `i` of a block, a `let`, failed on Rust the analysis
-    /// does not support and could not stand alone (what it binds is nothing
-    /// a call can give back: an iterator): the statements from it to the
-    /// last that names what they bind are a run to outline together.
-    pub(super) fn let_failed(&mut self, stmts: &[syn::Stmt], i: usize) {
-        let n = binding_run(stmts, i, 1);
-        let (Some(from), Some(to)) =
-            (tokens_range(stmts[i].to_token_stream()), tokens_range(stmts[i + n - 1].to_token_stream()))
-        else {
-            return;
-        };
-        if n > 1 {
-            self.outlining.found_runs.push((from.0, to.1));
-        }
     }
 
     /// Whether a variable made since `vars` has no type yet and is where
