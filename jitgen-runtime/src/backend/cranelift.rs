@@ -40,11 +40,12 @@
 //!
 //! ## Optimization levels
 //!
-//! Roots and fused code are compiled at `opt_level=speed`; flexswitch cases at
-//! `opt_level=none` ([`CraneliftBackend::compile_case`]), which skips the
-//! e-graph mid-end. A case that runs often is compiled again at `speed` when
-//! fusion copies it into its root, and the cases fusion does not reach are the
-//! cold ones. Figures in PERFORMANCE.md.
+//! Roots and fused code are compiled at `opt_level=speed` with the backtracking
+//! register allocator; flexswitch cases at `opt_level=none` with the single-pass
+//! allocator ([`CraneliftBackend::compile_case`]), which skips the e-graph
+//! mid-end and allocates registers in one walk of the code. A case that runs
+//! often is compiled again at `speed` when fusion copies it into its root, and
+//! the cases fusion does not reach are the cold ones. Figures in PERFORMANCE.md.
 //!
 //! ## Layout
 //!
@@ -144,9 +145,9 @@ impl CraneliftBackend {
     pub fn new(hooks: RuntimeHooks) -> Result<CraneliftBackend, BackendError> {
         // The ISA (host detection and flags) is made once per process.
         static ISA: std::sync::OnceLock<Result<OwnedTargetIsa, BackendError>> = std::sync::OnceLock::new();
-        let isa = ISA.get_or_init(|| Self::host_isa("speed")).clone()?;
+        let isa = ISA.get_or_init(|| Self::host_isa("speed", "backtracking")).clone()?;
         static CASE_ISA: std::sync::OnceLock<Result<OwnedTargetIsa, BackendError>> = std::sync::OnceLock::new();
-        let case_isa = CASE_ISA.get_or_init(|| Self::host_isa("none")).clone()?;
+        let case_isa = CASE_ISA.get_or_init(|| Self::host_isa("none", "single_pass")).clone()?;
         // So is the trampoline: a thread's first compilation (each of a
         // server's worker threads) does not compile it again.
         static TRAMPOLINE: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
@@ -168,11 +169,13 @@ impl CraneliftBackend {
         })
     }
 
-    /// The host's ISA with jitgen's flags, at Cranelift's `opt_level`.
-    fn host_isa(opt_level: &str) -> Result<OwnedTargetIsa, BackendError> {
+    /// The host's ISA with jitgen's flags, at Cranelift's `opt_level`, with
+    /// its `regalloc_algorithm`.
+    fn host_isa(opt_level: &str, regalloc: &str) -> Result<OwnedTargetIsa, BackendError> {
         let e = |e: &dyn std::fmt::Display| BackendError(e.to_string());
         let mut flags = settings::builder();
         flags.set("opt_level", opt_level).map_err(|x| e(&x))?;
+        flags.set("regalloc_algorithm", regalloc).map_err(|x| e(&x))?;
         flags.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
         flags.set("is_pic", "false").map_err(|x| e(&x))?;
         flags.set("preserve_frame_pointers", "true").map_err(|x| e(&x))?;
@@ -1253,7 +1256,8 @@ impl Backend for CraneliftBackend {
 
 impl CraneliftBackend {
     /// Compiles a flexswitch case: as [`Backend::compile`], at Cranelift's
-    /// `opt_level=none` (see the module doc, "Optimization levels").
+    /// `opt_level=none` with the single-pass register allocator (see the
+    /// module doc, "Optimization levels").
     pub fn compile_case(&mut self, f: &ResidualFunction) -> Result<NativeCode, BackendError> {
         let isa = self.case_isa.clone();
         self.compile_for(isa, f)
