@@ -39,6 +39,14 @@ impl<'a> Heat<'a> {
         Heat { tables, hits, total, entries: pieces.iter().map(|(e, _)| *e).collect() }
     }
 
+    /// The operations a fusion of `root_ops` and its `pieces` compiles:
+    /// the root's and its hot pieces' (those up to [`MAX_FUSED_OPS`]).
+    fn fused_ops(&self, root_ops: usize, pieces: &[(usize, std::rc::Rc<ResidualFunction>)]) -> usize {
+        let hot: usize =
+            (pieces.iter().enumerate()).filter(|(k, _)| self.is_hot(*k)).map(|(_, (_, f))| f.op_count()).sum();
+        root_ops + hot.min(MAX_FUSED_OPS)
+    }
+
     /// Whether piece `k` is fused: residual code took the cases into it at
     /// least one time in [`HOT_SHARE`] (every piece, before it took any).
     fn is_hot(&self, k: usize) -> bool {
@@ -101,8 +109,9 @@ impl ResidualFn {
     /// runs its code briefly (a first run, a machine made afresh for each
     /// run) more than it gains. So it waits until the root has run
     /// `patience` times as long as its fusions took and the next is
-    /// expected to take at most (the tree's operations at `nanos_per_op()`,
-    /// what fusing has cost this module): code that keeps running is
+    /// expected to take at most (the operations of the root and its hot
+    /// pieces, those a fusion copies, at `nanos_per_op()`, what fusing has
+    /// cost this module): code that keeps running is
     /// fused, code that runs once is not. The root has run for as long as
     /// it has existed, less what its module spent compiling since
     /// (`compiling()`, in nanoseconds, against [`ResidualFn::note_birth`]):
@@ -132,18 +141,14 @@ impl ResidualFn {
             // The clock is read at every entry that finds a fusion due: a
             // recursion enters its code a few times per run, and reading it
             // at one entry in 16 left such code unfused (PERFORMANCE.md).
-            let ops = match me.estimate.get() {
-                (at, ops) if at == n => ops,
-                _ => {
-                    // The tree's size (what a fusion of every piece would
-                    // compile): which pieces are hot is known only once
-                    // the code has run, so the wait does not depend on it.
-                    let copied: usize = pieces.functions().iter().map(|(_, f)| f.op_count()).sum();
-                    let ops = me.ops + copied.min(MAX_FUSED_OPS);
-                    me.estimate.set((n, ops));
-                    ops
-                }
-            };
+            //
+            // What a fusion would compile: the root and its hot pieces
+            // (before the code has taken any case, every piece). The tree's
+            // cold bulk counted too made a root compiled late wait hundreds
+            // of milliseconds while its pieces ran unfused, slower than
+            // interpreting (PERFORMANCE.md).
+            let functions = pieces.functions();
+            let ops = Heat::of(&me.function, &functions).fused_ops(me.ops, &functions);
             let expected = std::time::Duration::from_nanos(nanos_per_op().saturating_mul(ops as u64));
             let compiled = compiling().saturating_sub(me.compiling_at_birth.get());
             let ran = me.born.elapsed().saturating_sub(std::time::Duration::from_nanos(compiled));
@@ -208,7 +213,6 @@ impl ResidualFn {
         // that fused it from inside a call) sees the fusion.
         me.fused.set((times + 1, n));
         me.fusing.set(me.fusing.get() + took);
-        me.estimate.set((usize::MAX, 0));
         Fusion::Fused(self.clone(), took, compiled)
     }
 
@@ -275,4 +279,41 @@ pub unsafe extern "C" fn flex_hot(buf: *mut u64) -> u64 {
         }
     }));
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::ops::{BinOp, Overflow, ValTy};
+
+    /// A piece of about `ops` operations (its input multiplied in, again
+    /// and again).
+    fn piece(ops: usize) -> std::rc::Rc<ResidualFunction> {
+        let mut b = crate::ir::builder::ResidualBuilder::new("piece", &[ValTy::I64], &[ValTy::I64]);
+        let x = b.inputs()[0];
+        let mut v = x;
+        for _ in 1..ops {
+            v = b.bin(BinOp::Mul, ValTy::I64, Overflow::Wrap, v, x);
+        }
+        b.ret(&[v]);
+        std::rc::Rc::new(b.finish())
+    }
+
+    /// A fusion is expected to compile what it copies: the root and the
+    /// pieces residual code entered often, every piece before it entered
+    /// any; the cold bulk of a tree does not make a fusion wait.
+    #[test]
+    fn a_fusion_is_expected_to_compile_the_hot_pieces() {
+        let pieces = vec![(0x10, piece(3)), (0x20, piece(400)), (0x30, piece(400))];
+        let ops = |k: usize| pieces[k].1.op_count();
+        assert!(ops(1) > 100 && ops(0) < 10, "{} {}", ops(0), ops(1));
+        let heat = |hits: &[(usize, u64)]| {
+            let hits: std::collections::HashMap<usize, u64> = hits.iter().copied().collect();
+            let total = hits.values().sum();
+            Heat { tables: vec![], hits, total, entries: pieces.iter().map(|(e, _)| *e).collect() }
+        };
+        assert_eq!(heat(&[]).fused_ops(5, &pieces), 5 + ops(0) + ops(1) + ops(2));
+        assert_eq!(heat(&[(0x10, 10_000), (0x20, 1)]).fused_ops(5, &pieces), 5 + ops(0));
+        assert_eq!(heat(&[(0x10, 10_000), (0x30, 9_000)]).fused_ops(5, &pieces), 5 + ops(0) + ops(2));
+    }
 }
