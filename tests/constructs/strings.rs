@@ -588,7 +588,7 @@ thread_local! {
 /// The most objects residual code has held in its arena at once in this
 /// thread, as seen from inside the loop of `temporaries`.
 fn note_arena() {
-    let n = jitgen::__private::rt::heap::arena_mark();
+    let n = jitgen::__private::rt::heap::arena_len();
     ARENA_PEAK.with(|p| p.set(p.get().max(n)));
 }
 

@@ -24,21 +24,25 @@ use crate::ir::ops::ValTy;
 use crate::run::residual::{run_callback, Word};
 
 thread_local! {
-    static ARENA: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
-    /// The arena's length, where residual code reads it (a direct call
-    /// frees what its callee left: see [`arena_len_cell`]).
-    static ARENA_LEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Objects residual code made, each with its number in the order they
+    /// were made (see [`arena_mark`]), in that order.
+    static ARENA: RefCell<Vec<(u64, Box<dyn Any>)>> = const { RefCell::new(Vec::new()) };
+    /// The number the next object made gets, where residual code reads it
+    /// (a direct call frees what its callee left: see [`arena_len_cell`]).
+    static ARENA_NEXT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// Records the arena's length after a change.
-fn arena_changed(a: &[Box<dyn Any>]) {
-    ARENA_LEN.with(|l| l.set(a.len() as u64));
+/// The index in `a` of the object at `addr`, searched from the newest (an
+/// object is mostly dropped or taken soon after it was made).
+fn arena_find(a: &[(u64, Box<dyn Any>)], addr: u64) -> Option<usize> {
+    a.iter().rposition(|(_, b)| std::ptr::addr_eq(&**b as *const dyn Any, addr as usize as *const u8))
 }
 
-/// The address of this thread's arena length (a `u64` residual code reads:
-/// compiled code runs only in the thread that compiled it).
+/// The address of this thread's arena mark (the `u64` [`arena_mark`]
+/// returns, which residual code reads: compiled code runs only in the
+/// thread that compiled it). It grows at each object made, and only then.
 pub fn arena_len_cell() -> *const u64 {
-    ARENA_LEN.with(|l| l.as_ptr() as *const u64)
+    ARENA_NEXT.with(|l| l.as_ptr() as *const u64)
 }
 
 /// [`arena_release`] as a callback: `[mark] -> []`.
@@ -51,20 +55,27 @@ pub unsafe extern "C" fn arena_release_to(buf: *mut u64) -> u64 {
     })
 }
 
-/// The arena's current size: pass it to [`arena_release`] when the residual
-/// call that may allocate has returned.
+/// The arena's mark now: pass it to [`arena_release`] when the residual
+/// call that may allocate has returned. A mark is the number the next
+/// object made gets, not a length: an object made before it and dropped
+/// during the call (a frame residual code replaced) must not bring the
+/// objects made after it below the mark, where the release would miss
+/// them (they leaked, and so did what they held).
 pub fn arena_mark() -> usize {
+    ARENA_NEXT.with(|n| n.get()) as usize
+}
+
+/// How many objects the arena holds.
+pub fn arena_len() -> usize {
     ARENA.with(|a| a.borrow().len())
 }
 
-/// Frees what residual code allocated since `mark`.
+/// Frees what residual code allocated since `mark` and did not drop.
 pub fn arena_release(mark: usize) {
-    let dropped: Vec<Box<dyn Any>> = ARENA.with(|a| {
+    let dropped: Vec<(u64, Box<dyn Any>)> = ARENA.with(|a| {
         let mut a = a.borrow_mut();
-        let at = mark.min(a.len());
-        let dropped = a.split_off(at);
-        arena_changed(&a);
-        dropped
+        let at = a.partition_point(|(k, _)| *k < mark as u64);
+        a.split_off(at)
     });
     drop(dropped);
 }
@@ -75,14 +86,11 @@ pub fn arena_release(mark: usize) {
 pub fn arena_take<T: 'static>(addr: u64) -> Option<T> {
     ARENA.with(|a| {
         let mut a = a.borrow_mut();
-        // From the newest: an object is mostly taken right after it was made.
-        let i = a.iter().rposition(|b| std::ptr::addr_eq(&**b as *const dyn Any, addr as usize as *const u8))?;
-        if !a[i].is::<T>() {
+        let i = arena_find(&a, addr)?;
+        if !a[i].1.is::<T>() {
             return None;
         }
-        let b =
-            if i + 1 == a.len() { a.pop().expect("the newest") } else { std::mem::replace(&mut a[i], Box::new(())) };
-        arena_changed(&a);
+        let (_, b) = a.remove(i);
         b.downcast::<T>().ok().map(|b| *b)
     })
 }
@@ -124,10 +132,8 @@ pub unsafe extern "C" fn arena_drop(buf: *mut u64) -> u64 {
         let addr = unsafe { args(buf, 1) }[0];
         let dropped = ARENA.with(|a| {
             let mut a = a.borrow_mut();
-            let i = a.iter().rposition(|b| std::ptr::addr_eq(&**b as *const dyn Any, addr as usize as *const u8))?;
-            let b = a.remove(i);
-            arena_changed(&a);
-            Some(b)
+            let i = arena_find(&a, addr)?;
+            Some(a.remove(i))
         });
         drop(dropped);
         Ok(())
@@ -163,11 +169,8 @@ impl<T: 'static> Handed<T> {
 pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     let mut b = Box::new(v);
     let p: *mut T = &mut *b;
-    ARENA.with(|a| {
-        let mut a = a.borrow_mut();
-        a.push(b);
-        arena_changed(&a);
-    });
+    let k = ARENA_NEXT.with(|n| n.replace(n.get() + 1));
+    ARENA.with(|a| a.borrow_mut().push((k, b)));
     p
 }
 
@@ -786,19 +789,39 @@ mod tests {
     /// by address, and a wrong type or an unknown address takes nothing.
     #[test]
     fn arena_take_finds_objects_and_frees_the_newest_slot() {
-        let mark = arena_mark();
+        let (mark, before) = (arena_mark(), arena_len());
         let old = arena_alloc(7i64) as usize as u64;
         for k in 0..10_000i64 {
             let p = arena_alloc(k) as usize as u64;
             assert_eq!(arena_take::<i64>(p), Some(k));
         }
-        assert_eq!(arena_mark(), mark + 1, "each newest object left no slot behind");
+        assert_eq!(arena_len(), before + 1, "each newest object left no slot behind");
         let newer = arena_alloc(8u32) as usize as u64;
         assert_eq!(arena_take::<u32>(old), None, "a wrong type");
         assert_eq!(arena_take::<i64>(old), Some(7));
         assert_eq!(arena_take::<i64>(old), None, "taken already");
         assert_eq!(arena_take::<u32>(newer), Some(8));
         arena_release(mark);
-        assert_eq!(arena_mark(), mark);
+        assert_eq!(arena_len(), before);
+    }
+
+    /// An object made before a mark and dropped after it (a frame that
+    /// residual code replaced) leaves the objects made after the mark
+    /// above it: the release frees them (it missed them when marks were
+    /// lengths, and what they held leaked).
+    #[test]
+    fn a_release_frees_what_was_made_after_its_mark_whatever_was_dropped() {
+        let before = arena_len();
+        let counted = std::rc::Rc::new(());
+        let handed = arena_alloc(counted.clone()) as usize as u64;
+        let mark = arena_mark();
+        arena_alloc(counted.clone());
+        // SAFETY: one word, the address of an object of the arena.
+        let mut buf = [handed];
+        assert_eq!(unsafe { arena_drop(buf.as_mut_ptr()) }, 0);
+        assert_eq!(std::rc::Rc::strong_count(&counted), 2);
+        arena_release(mark);
+        assert_eq!(std::rc::Rc::strong_count(&counted), 1, "the object made after the mark is freed");
+        assert_eq!(arena_len(), before);
     }
 }
