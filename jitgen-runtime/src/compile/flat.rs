@@ -38,8 +38,11 @@ impl<F: Frame> JitState<F> {
     }
 
     /// Writes `value` (a tag and every slot, as [`JitState::flat_get`] reads
-    /// them) into element `index` of the real list of `M` at `addr`: where
-    /// the variant is known, its tag and its own slots in place.
+    /// them) into element `index` of the real list of `M` at `addr`: in
+    /// place, its tag and its variant's slots where the variant is known,
+    /// every slot where it is not and no two share a byte
+    /// ([`crate::run::heap::EnumLayout::slots_apart`]); else by the
+    /// runtime's helper.
     pub fn flat_set<M: Flat>(
         &mut self,
         b: &mut ResidualBuilder,
@@ -49,11 +52,14 @@ impl<F: Frame> JitState<F> {
         class: u32,
     ) {
         match (M::layout(), vec_layout::<M::T>(), value[0].as_const()) {
-            (Some(el), Some(vl), Some(k)) => {
+            // Its variant's slots, or every slot where the variant is known
+            // only at run time and no two share a byte (as a push).
+            (Some(el), Some(vl), k) if k.is_some() || el.slots_apart() => {
                 let e = self.vec_elem(b, addr, index, el.size, vl);
-                self.store_field(b, &e, el.tag.0, &RedBox::constant(el.tag.1, k), class, el.tag.0);
+                let tag = b.red_cast(&value[0], el.tag.1);
+                self.store_field(b, &e, el.tag.0, &tag, class, el.tag.0);
                 for (j, (off, _)) in el.slots.iter().enumerate() {
-                    if el.slot_variant[j] == k as usize {
+                    if k.is_none_or(|k| el.slot_variant[j] == k as usize) {
                         self.store_field(b, &e, *off, &value[j + 1], class, *off);
                     }
                 }

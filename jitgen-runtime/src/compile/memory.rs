@@ -188,19 +188,23 @@ impl<F: Frame> JitState<F> {
 
     /// `v.push(x)` on a real `Vec` of enums at `addr`, `x` flattened (its
     /// tag, then every variant's slots): in place when the layouts are
-    /// known and so is `x`'s variant (its tag written whole into the fresh
-    /// element, [`crate::run::heap::EnumLayout::tag_store`], then as it is read, so that it is
-    /// known; then that variant's slots), else by the runtime's helper.
+    /// known (its tag written whole into the fresh element,
+    /// [`crate::run::heap::EnumLayout::tag_store`], then as it is read, so
+    /// that it is known; then the slots), else by the runtime's helper. The
+    /// slots written are its variant's where that is known, every slot
+    /// where it is known only at run time and no two slots share a byte
+    /// ([`crate::run::heap::EnumLayout::slots_apart`]: a stack VM pushing a
+    /// value it read from its stack).
     pub fn flat_vec_push(&mut self, b: &mut ResidualBuilder, addr: &RedBox, x: &[RedBox], how: &FlatVec) {
         match (how.layout, how.header, x[0].as_const()) {
-            (Some(el), Some(h), Some(k)) => {
+            (Some(el), Some(h), k) if k.is_some() || el.slots_apart() => {
                 let (toff, tty) = el.tag_store();
-                let mut slots = vec![(toff, RedBox::constant(tty, k))];
+                let mut slots = vec![(toff, b.red_cast(&x[0], tty))];
                 if tty != el.tag.1 {
-                    slots.push((el.tag.0, RedBox::constant(el.tag.1, k)));
+                    slots.push((el.tag.0, b.red_cast(&x[0], el.tag.1)));
                 }
                 for (j, (off, _)) in el.slots.iter().enumerate() {
-                    if el.slot_variant[j] == k as usize {
+                    if k.is_none_or(|k| el.slot_variant[j] == k as usize) {
                         slots.push((*off, x[j + 1]));
                     }
                 }

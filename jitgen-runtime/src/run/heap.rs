@@ -472,6 +472,17 @@ impl EnumLayout {
             .unwrap_or((self.tag.1.bits() / 8) as u64);
         (self.tag.0, ValTy::Int { bits: (w * 8) as u8, signed: false })
     }
+
+    /// Whether no two slots share a byte, and none shares one with the
+    /// tag: then a value whose variant is known only at run time can be
+    /// written whole, its tag and every slot (those of the other variants
+    /// land on bytes that are padding for its own).
+    pub fn slots_apart(&self) -> bool {
+        let bytes = |(at, ty): (i32, ValTy)| (at as i64, at as i64 + (ty.bits() / 8).max(1) as i64);
+        let all: Vec<(i64, i64)> =
+            std::iter::once(bytes(self.tag)).chain(self.slots.iter().map(|s| bytes(*s))).collect();
+        all.iter().enumerate().all(|(i, a)| all[i + 1..].iter().all(|b| a.1 <= b.0 || b.1 <= a.0))
+    }
 }
 
 /// The bytes of `v` written over a buffer filled with `fill`.
