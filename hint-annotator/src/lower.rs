@@ -293,12 +293,16 @@ pub(crate) fn lower_fn(m: &ModuleDef<'_>, f: &FnDef<'_>, errors: &mut Vec<syn::E
             }
             let learned = std::mem::take(&mut how.learned);
             let grew = learned.iter().any(|(r, t)| how.known.get(r) != Some(t));
+            // Assignments better outlined in place (`Lowering::in_place`).
+            let forced = std::mem::take(&mut how.found_forced);
+            let in_place = !forced.is_empty();
+            how.forced.extend(forced);
             if errs.is_empty() {
                 best = g.take();
-                if !grew {
+                if !grew && !in_place {
                     break;
                 }
-            } else if !errs.iter().all(crate::is_unsupported) || !(more || grew) {
+            } else if !errs.iter().all(crate::is_unsupported) || !(more || grew || in_place) {
                 break;
             }
             how.at.extend(at);

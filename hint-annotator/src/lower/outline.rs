@@ -26,7 +26,10 @@
 //! can give back (an iterator), with the statements that use it
 //! (`Outlining::unreturnable`). An operation whose code the extension
 //! always declines (`Outlining::forced`) makes the innermost statement
-//! holding it a candidate too, outlined where it can stand alone.
+//! holding it a candidate too, outlined where it can stand alone; so does
+//! an assignment to a local whose struct owns an object the analysis does
+//! not model (`Lowering::in_place`): outlined, it is Rust's assignment in
+//! place through the local's address, not an object made and one dropped.
 //!
 //! A value outlined has the type its statement had despite its errors, or
 //! its form gives (a comparison's `bool`, `Iterator::position`'s
@@ -173,6 +176,9 @@ pub(crate) struct Outlining {
     /// `outlining_at`): the innermost statement holding one is outlined
     /// where it can stand alone, and lowered as it is where not.
     pub forced: Vec<Forced>,
+    /// Assignments this lowering found that are better outlined (see
+    /// [`Lowering::in_place`]): forced in the next.
+    pub found_forced: Vec<Forced>,
     /// While an outlined statement's call is lowered.
     pub calling: bool,
 }
@@ -257,6 +263,30 @@ fn contains(outer: Range, inner: Range) -> bool {
 }
 
 impl Lowering<'_, '_> {
+    /// An assignment `e` of a new value to the local `name`, whose struct
+    /// owns an object the analysis does not model (an `Rc`): such a local
+    /// is an object residual code made, and the assignment makes another
+    /// (a residual call allocating it) and drops the old one. Outlined, it
+    /// is Rust's own assignment, in place through the local's address
+    /// (`*frame = frames.last().unwrap().clone()`): one call, no
+    /// allocation. The next lowering forces it out where it can stand
+    /// alone; where not, it is lowered as it is.
+    pub(super) fn in_place(&mut self, e: &dyn ToTokens, name: &str) {
+        if self.outlining.calling {
+            return;
+        }
+        let Some(r) = tokens_range(e.to_token_stream()) else { return };
+        let known = |f: &Forced| f.range == r;
+        if self.outlining.forced.iter().any(known) || self.outlining.found_forced.iter().any(known) {
+            return;
+        }
+        let why = format!(
+            "assigning to `{}`, which owns an object the analysis does not model, in place",
+            crate::flowgraph::as_written(name)
+        );
+        self.outlining.found_forced.push(Forced { range: r, span: super::span_of(e), why });
+    }
+
     /// Lowers a statement's expression `e`, outlined where it fails on Rust
     /// the analysis does not support and can stand alone (see the module
     /// doc); `discard` where the statement drops its value.

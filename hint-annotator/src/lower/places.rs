@@ -307,6 +307,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     if self.unmoved.contains(&name) && self.owns_opaque(&s, 0) {
                         let dead = self.env[i].1.clone();
                         self.emit(OpKind::Drop, vec![dead], Ty::Unit, src);
+                        self.in_place(src, &name);
                     }
                 }
                 let v = match v {
