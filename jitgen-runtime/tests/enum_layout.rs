@@ -2,42 +2,11 @@
 //! enum like an interpreter's values, and reading values in place with it
 //! gives their flattened words.
 
+mod common;
+
+use common::{FlatValue, Value, RANGES, TYS};
 use jitgen_runtime::heap::{enum_layout, Flat};
 use jitgen_runtime::ops::ValTy;
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Value {
-    Int(i64),
-    Nil,
-    Cons(u32),
-    Flag(bool),
-}
-
-struct FlatValue;
-
-impl Flat for FlatValue {
-    type T = Value;
-    const N: usize = 4;
-    fn flat(v: &Value, out: &mut [u64]) {
-        out[..4].copy_from_slice(&match *v {
-            Value::Int(n) => [0, n as u64, 0, 0],
-            Value::Nil => [1, 0, 0, 0],
-            Value::Cons(c) => [2, 0, c as u64, 0],
-            Value::Flag(b) => [3, 0, 0, b as u64],
-        });
-    }
-    fn unflat(w: &[u64]) -> Value {
-        match w[0] {
-            0 => Value::Int(w[1] as i64),
-            1 => Value::Nil,
-            2 => Value::Cons(w[2] as u32),
-            _ => Value::Flag(w[3] != 0),
-        }
-    }
-}
-
-const TYS: [ValTy; 4] = [ValTy::U32, ValTy::I64, ValTy::U32, ValTy::Bool];
-const RANGES: [(usize, usize); 4] = [(1, 2), (2, 2), (2, 3), (3, 4)];
 
 #[test]
 fn a_value_enum_is_read_in_place_as_its_words() {

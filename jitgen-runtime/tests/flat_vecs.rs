@@ -4,71 +4,15 @@
 //! read): compiled and executed, they leave the `Vec` as Rust's own methods
 //! do, and no helper is called where the layout lets every slot be written.
 
-use std::sync::OnceLock;
+mod common;
 
+use common::{Blk, FlatValue, Value, TYS, VARIANT};
 use jitgen_runtime::builder::listing;
-use jitgen_runtime::heap::{enum_layout, EnumLayout, Flat};
+use jitgen_runtime::heap::Flat;
 use jitgen_runtime::ops::{BinOp, CmpOp, Overflow, ValTy};
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::schedule::Compilation;
-use jitgen_runtime::state::{FlatVec, Frame, JitState};
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Value {
-    Int(i64),
-    Nil,
-    Cons(u32),
-    Flag(bool),
-}
-
-struct FlatValue;
-
-const TYS: [ValTy; 4] = [ValTy::U32, ValTy::I64, ValTy::U32, ValTy::Bool];
-const RANGES: [(usize, usize); 4] = [(1, 2), (2, 2), (2, 3), (3, 4)];
-/// The variant of each slot after the tag.
-const VARIANT: [u64; 3] = [0, 2, 3];
-
-impl Flat for FlatValue {
-    type T = Value;
-    const N: usize = 4;
-    fn flat(v: &Value, out: &mut [u64]) {
-        out[..4].copy_from_slice(&match *v {
-            Value::Int(n) => [0, n as u64, 0, 0],
-            Value::Nil => [1, 0, 0, 0],
-            Value::Cons(c) => [2, 0, c as u64, 0],
-            Value::Flag(b) => [3, 0, 0, b as u64],
-        });
-    }
-    fn unflat(w: &[u64]) -> Value {
-        match w[0] {
-            0 => Value::Int(w[1] as i64),
-            1 => Value::Nil,
-            2 => Value::Cons(w[2] as u32),
-            _ => Value::Flag(w[3] != 0),
-        }
-    }
-    fn layout() -> Option<&'static EnumLayout> {
-        static L: OnceLock<Option<EnumLayout>> = OnceLock::new();
-        L.get_or_init(|| enum_layout::<FlatValue>(&TYS, &RANGES)).as_ref()
-    }
-}
-
-/// A frame whose reds are the `Vec`'s address (where a merge point needs it).
-#[derive(Clone, Debug)]
-struct Blk(Vec<RedBox>);
-
-impl Frame for Blk {
-    type Key = u32;
-    fn key(&self) -> u32 {
-        0
-    }
-    fn reds(&self) -> Vec<RedBox> {
-        self.0.clone()
-    }
-    fn set_reds(&mut self, r: &[RedBox]) {
-        self.0 = r.to_vec();
-    }
-}
+use jitgen_runtime::state::{FlatVec, JitState};
 
 /// The alias class of the elements.
 const ELEMS: u32 = 4;

@@ -3,29 +3,15 @@
 //! `Vec` as Rust's own methods do, whatever its length and capacity, and a
 //! value pushed is popped from what the compiler knows, not from memory.
 
+mod common;
+
+use common::Blk;
 use jitgen_runtime::builder::Inst;
 use jitgen_runtime::heap::{vec_header, vec_reserve_one};
 use jitgen_runtime::ops::{BinOp, CmpOp, Overflow, ValTy};
 use jitgen_runtime::redbox::RedBox;
 use jitgen_runtime::schedule::{Compilation, MergeKind};
-use jitgen_runtime::state::{Frame, JitState};
-
-/// A frame whose reds are the `Vec`'s address (where a merge point needs it).
-#[derive(Clone, Debug)]
-struct Blk(Vec<RedBox>);
-
-impl Frame for Blk {
-    type Key = u32;
-    fn key(&self) -> u32 {
-        0
-    }
-    fn reds(&self) -> Vec<RedBox> {
-        self.0.clone()
-    }
-    fn set_reds(&mut self, r: &[RedBox]) {
-        self.0 = r.to_vec();
-    }
-}
+use jitgen_runtime::state::JitState;
 
 /// The alias class of the elements (any class of elements will do).
 const ELEMS: u32 = 4;
