@@ -143,10 +143,10 @@ impl ResidualFn {
             // at one entry in 16 left such code unfused (PERFORMANCE.md).
             //
             // What a fusion would compile: the root and its hot pieces
-            // (before the code has taken any case, every piece). The tree's
-            // cold bulk counted too made a root compiled late wait hundreds
-            // of milliseconds while its pieces ran unfused, slower than
-            // interpreting (PERFORMANCE.md).
+            // (before the code has taken any case, every piece). Counting
+            // the tree's cold pieces too would make a root whose tree is
+            // mostly cold wait long past what fusing it costs, its hot
+            // pieces running unfused meanwhile.
             let functions = pieces.functions();
             let ops = Heat::of(&me.function, &functions).fused_ops(me.ops, &functions);
             let expected = std::time::Duration::from_nanos(nanos_per_op().saturating_mul(ops as u64));
