@@ -76,6 +76,10 @@ pub const FUSION_PATIENCE: u32 = 2;
 /// compiling costs 10-40: PERFORMANCE.md).
 pub const NANOS_PER_FUSED_OP: u64 = 3_000;
 
+/// How long a root's estimate of what its fusion would compile is kept
+/// while no case is added (see [`ResidualFn::fuse_pieces`]).
+pub const ESTIMATE_AGE: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// Fusions of one root's pieces at most: each compiles the whole tree again.
 pub const MAX_FUSIONS: usize = 4;
 
@@ -146,12 +150,23 @@ impl ResidualFn {
             // (before the code has taken any case, every piece). Counting
             // the tree's cold pieces too would make a root whose tree is
             // mostly cold wait long past what fusing it costs, its hot
-            // pieces running unfused meanwhile.
-            let functions = pieces.functions();
-            let ops = Heat::of(&me.function, &functions).fused_ops(me.ops, &functions);
+            // pieces running unfused meanwhile. Which pieces are hot changes
+            // as the code runs: the estimate is made again when cases were
+            // added or [`ESTIMATE_AGE`] has passed, not at every entry
+            // (it walks every table of the tree).
+            let age = me.born.elapsed();
+            let ops = match me.estimate.get() {
+                (at, ops, when) if at == n && age.saturating_sub(when) < ESTIMATE_AGE => ops,
+                _ => {
+                    let functions = pieces.functions();
+                    let ops = Heat::of(&me.function, &functions).fused_ops(me.ops, &functions);
+                    me.estimate.set((n, ops, age));
+                    ops
+                }
+            };
             let expected = std::time::Duration::from_nanos(nanos_per_op().saturating_mul(ops as u64));
             let compiled = compiling().saturating_sub(me.compiling_at_birth.get());
-            let ran = me.born.elapsed().saturating_sub(std::time::Duration::from_nanos(compiled));
+            let ran = age.saturating_sub(std::time::Duration::from_nanos(compiled));
             if ran < (me.fusing.get() + expected) * patience {
                 return Fusion::Postponed;
             }
@@ -213,6 +228,7 @@ impl ResidualFn {
         // that fused it from inside a call) sees the fusion.
         me.fused.set((times + 1, n));
         me.fusing.set(me.fusing.get() + took);
+        me.estimate.set((usize::MAX, 0, std::time::Duration::ZERO));
         Fusion::Fused(self.clone(), took, compiled)
     }
 

@@ -170,6 +170,10 @@ pub(crate) struct Compiled {
     pub(crate) born: std::time::Instant,
     pub(crate) compiling_at_birth: std::cell::Cell<u64>,
     pub(crate) fusing: std::cell::Cell<std::time::Duration>,
+    /// The operations a fusion would compile, as estimated at the tree's
+    /// count of cases then, at the root's age then (see
+    /// `ResidualFn::fuse_pieces`).
+    pub(crate) estimate: std::cell::Cell<(usize, usize, std::time::Duration)>,
     /// How many times a portal entered the code, and when first
     /// ([`ResidualFn::note_entry`]).
     pub(crate) entered: std::cell::Cell<(u64, Option<std::time::Instant>)>,
@@ -190,6 +194,7 @@ impl ResidualFn {
             born: std::time::Instant::now(),
             compiling_at_birth: std::cell::Cell::new(0),
             fusing: std::cell::Cell::new(std::time::Duration::ZERO),
+            estimate: std::cell::Cell::new((usize::MAX, 0, std::time::Duration::ZERO)),
             entered: std::cell::Cell::new((0, None)),
         }));
         // Its switches find it through its pieces (`promotion::flex_hot`).
