@@ -328,3 +328,25 @@ fn calls_entering_code_not_fused_yet_are_not_timed() {
     s.entered_code();
     assert_eq!(s.end_call(7).map(|(_, k)| k), Some(CallKind::Compiled));
 }
+
+/// A key warms up while the interpreter runs it: time spent in compiled
+/// code does not count toward its warm-up, time interpreting does.
+#[test]
+fn a_key_warms_up_only_while_interpreting() {
+    use jitgen_runtime::driver::{HotPolicy, EXPECTED_COMPILE, WARMUP_FACTOR};
+    let policy = HotPolicy { threshold: 1, warmup: true };
+    let warm_up = EXPECTED_COMPILE * WARMUP_FACTOR;
+    let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
+    let visit = |c: &mut PortalCache<[u64; 1]>| matches!(c.visit(&[3], &[], policy), Hot::Compile);
+    assert!(!visit(&mut cache), "first seen: counted");
+    assert!(!visit(&mut cache), "past the threshold: warm, not warmed up");
+    // Compiled code (of another key) runs for twice the warm-up.
+    let entered = cache.entering_code();
+    assert!(entered.is_some(), "the cache's clock runs");
+    std::thread::sleep(warm_up * 2);
+    cache.left_code(entered);
+    assert!(!visit(&mut cache), "time in compiled code does not warm the key up");
+    // The interpreter runs for the warm-up.
+    std::thread::sleep(warm_up + warm_up / 4);
+    assert!(visit(&mut cache), "time interpreting does");
+}

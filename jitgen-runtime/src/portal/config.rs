@@ -28,7 +28,8 @@ pub const EXPECTED_COMPILE: std::time::Duration = std::time::Duration::from_micr
 
 /// When a counted key compiles: past `threshold` visits, and, with
 /// `warmup`, once the program has run [`WARMUP_FACTOR`] times the expected
-/// compile time since the key passed the threshold (the clock is read when
+/// compile time in the interpreter (time in compiled code and compiling does
+/// not count) since the key passed the threshold (the clock is read when
 /// its count passes each further multiple of the threshold, not at every
 /// visit). A bare threshold (`u32`) is exact: no warm-up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

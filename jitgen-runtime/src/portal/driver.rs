@@ -101,7 +101,8 @@
 //! factorial loop in the interpreter. With a bare threshold of 1000, a run that ends
 //! soon after compiling paid for it in full: `tlc factorial.tlc 1000` took 2.1 ms
 //! against 0.05 ms interpreted. Compiling only after the run has lasted four expected
-//! compile times bounds that loss. When counted visits were sampled once in 62, short
+//! compile times bounds that loss; the time counted is the interpreter's (`Clock`:
+//! not the time in compiled code, nor compiling), since compiling saves only that. When counted visits were sampled once in 62, short
 //! runs cost 1.2-1.45x and factorial(160,000) 1.4-1.9x. The cost of the warm-up: a long
 //! run compiles about 8 ms later than it could.
 //!
@@ -184,20 +185,20 @@ pub enum Hot {
 fn first_count(
     weight: u32,
     policy: HotPolicy,
-    epoch: &mut Option<std::time::Instant>,
+    clock: &mut Clock,
     call_began: Option<std::time::Instant>,
     budget: u64,
 ) -> (Entry, Hot) {
     let past = weight > policy.threshold;
-    let warm_at = if past && policy.warmup { warm_since(call_began, epoch) } else { 0 };
-    let hot = if past && (!policy.warmup || warmed_up(warm_at, epoch, budget)) { Hot::Compile } else { Hot::Cold };
+    let warm_at = if past && policy.warmup { warm_since(call_began, clock) } else { 0 };
+    let hot = if past && (!policy.warmup || warmed_up(warm_at, clock, budget)) { Hot::Compile } else { Hot::Cold };
     (Entry::Counting(weight, warm_at), hot)
 }
 
 /// Whether a key warm since `warm_at` has waited its warm-up, `budget`
-/// microseconds.
-fn warmed_up(warm_at: u32, epoch: &mut Option<std::time::Instant>, budget: u64) -> bool {
-    u64::from(now_micros(epoch).wrapping_sub(warm_at)) >= budget
+/// microseconds of the cache's clock.
+fn warmed_up(warm_at: u32, clock: &mut Clock, budget: u64) -> bool {
+    u64::from(clock.now_micros().wrapping_sub(warm_at)) >= budget
 }
 
 /// When a key getting warm now is warm since, in microseconds of the
@@ -212,19 +213,45 @@ fn warmed_up(warm_at: u32, epoch: &mut Option<std::time::Instant>, budget: u64) 
 /// visit (a thread with code samples so): warm since the call began, keys
 /// that the interpreter visits only between entries into code compiled at
 /// once, TLC's recursive fib(32) 4-5 times instead of 3.
-fn warm_since(call_began: Option<std::time::Instant>, epoch: &mut Option<std::time::Instant>) -> u32 {
-    let now = now_micros(epoch);
-    match (call_began, *epoch) {
-        (Some(t), Some(e)) => (t.saturating_duration_since(e).as_micros() as u32).clamp(1, now),
+fn warm_since(call_began: Option<std::time::Instant>, clock: &mut Clock) -> u32 {
+    let now = clock.now_micros();
+    match call_began {
+        Some(t) if clock.epoch.is_some() => now.saturating_sub(t.elapsed().as_micros() as u32).max(1),
         _ => now,
     }
 }
 
-/// Microseconds since a portal cache's `epoch` (set now if unset), never 0;
-/// wraps after about 71 minutes (a warm key then waits its budget again).
-fn now_micros(epoch: &mut Option<std::time::Instant>) -> u32 {
-    let t = epoch.get_or_insert_with(std::time::Instant::now);
-    (t.elapsed().as_micros() as u32).max(1)
+/// A portal cache's clock of warm-ups: the time its thread has spent
+/// interpreting since the clock started (when a first key got warm),
+/// without the time spent in the portal's compiled code and in compiling.
+///
+/// A key warms while the interpreter runs it: compiling the key saves
+/// nothing of the time spent in compiled code, so that time does not count
+/// toward its warm-up. On the wall's clock, a position that each call
+/// interprets briefly before it enters code warmed up while the code ran,
+/// and in time compiled a second root of the same program, with all its
+/// cases again (PERFORMANCE.md).
+#[derive(Default)]
+struct Clock {
+    epoch: Option<std::time::Instant>,
+    /// Time spent in compiled code (outermost entries only) and compiling.
+    away: std::time::Duration,
+    /// Entries into compiled code under way (a portal recursing in Rust
+    /// enters code inside code).
+    depth: u32,
+}
+
+impl Clock {
+    const fn new() -> Clock {
+        Clock { epoch: None, away: std::time::Duration::ZERO, depth: 0 }
+    }
+
+    /// Microseconds of the clock (started now if it was not), never 0;
+    /// wraps after about 71 minutes (a warm key then waits its budget again).
+    fn now_micros(&mut self) -> u32 {
+        let t = self.epoch.get_or_insert_with(std::time::Instant::now);
+        (t.elapsed().saturating_sub(self.away).as_micros() as u32).max(1)
+    }
 }
 
 fn same_content(stored: &[Vec<u8>], now: &[&[u8]]) -> bool {
@@ -262,8 +289,8 @@ pub struct PortalCache<K> {
     stale: FxHashMap<K, Vec<Box<Compiled>>>,
     /// The compile time expected next (see [`PortalCache::compiled_in`]).
     expected_compile: std::time::Duration,
-    /// The origin of the cache's clock (set when a first key gets warm).
-    epoch: Option<std::time::Instant>,
+    /// The clock of warm-ups.
+    clock: Clock,
     /// When the portal call under way began, as its site says before a
     /// visit (see `warm_since`).
     pub call_began: Option<std::time::Instant>,
@@ -286,7 +313,7 @@ impl<K> PortalCache<K> {
             counting: 0,
             stale: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
             expected_compile: EXPECTED_COMPILE,
-            epoch: None,
+            clock: Clock::new(),
             call_began: None,
             entered: Vec::new(),
             entered_from: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
@@ -326,7 +353,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         }
         let compiled = self.keys.len() - self.counting;
         let budget = (self.expected_compile * WARMUP_FACTOR).as_micros() as u64;
-        let epoch = &mut self.epoch;
+        let clock = &mut self.clock;
         match self.keys.get_mut(key) {
             Some(Entry::Counting(n, warm_at)) => {
                 let before = *n;
@@ -338,11 +365,11 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                     return Hot::Compile;
                 }
                 if *warm_at == 0 {
-                    *warm_at = warm_since(self.call_began, epoch);
+                    *warm_at = warm_since(self.call_began, clock);
                 }
                 // The clock is read once per `threshold` counts.
                 let check = *n / threshold.max(1) != before / threshold.max(1);
-                if check && warmed_up(*warm_at, epoch, budget) {
+                if check && warmed_up(*warm_at, clock, budget) {
                     Hot::Compile
                 } else {
                     Hot::Cold
@@ -358,7 +385,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             Some(e) => {
                 // The green data changed under the same address: counted
                 // afresh, the code kept for the content it was compiled for.
-                let (fresh, hot) = first_count(weight, policy, epoch, self.call_began, budget);
+                let (fresh, hot) = first_count(weight, policy, clock, self.call_began, budget);
                 if let Entry::Compiled(c) = std::mem::replace(e, fresh) {
                     let versions = self.stale.entry(key.clone()).or_default();
                     if versions.len() == STALE_VERSIONS {
@@ -378,7 +405,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                     self.keys.retain(|_, e| !matches!(e, Entry::Counting(..)));
                     self.counting = 0;
                 }
-                let (fresh, hot) = first_count(weight, policy, &mut self.epoch, self.call_began, budget);
+                let (fresh, hot) = first_count(weight, policy, &mut self.clock, self.call_began, budget);
                 self.keys.insert(key.clone(), fresh);
                 self.counting += 1;
                 hot
@@ -476,6 +503,32 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// expectation.
     pub fn compiled_in(&mut self, took: std::time::Duration) {
         self.expected_compile = (self.expected_compile + took) / 2;
+        if self.clock.epoch.is_some() {
+            self.clock.away += took;
+        }
+    }
+
+    /// A fusion took `took`: time away from interpreting.
+    pub fn fused_in(&mut self, took: std::time::Duration) {
+        if self.clock.epoch.is_some() {
+            self.clock.away += took;
+        }
+    }
+
+    /// Compiled code is entered: when, where it is the outermost entry
+    /// under way (for [`PortalCache::left_code`]).
+    pub fn entering_code(&mut self) -> Option<std::time::Instant> {
+        self.clock.depth += 1;
+        (self.clock.depth == 1 && self.clock.epoch.is_some()).then(std::time::Instant::now)
+    }
+
+    /// Compiled code entered at `entered` ([`PortalCache::entering_code`])
+    /// returned: its time does not count toward warm-ups.
+    pub fn left_code(&mut self, entered: Option<std::time::Instant>) {
+        self.clock.depth = self.clock.depth.saturating_sub(1);
+        if let Some(t) = entered {
+            self.clock.away += t.elapsed();
+        }
     }
 
     /// Records that the code of `key` handed over to the interpreter. Code
@@ -688,6 +741,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 match code.fuse_pieces(self.config.fusion_patience(), per_op, || self.stats.compile_nanos()) {
                     Fusion::Fused(fused, took, ops) => {
                         self.stats.fused(took.as_nanos() as u64, ops);
+                        self.cache.with(|c| c.borrow_mut().fused_in(took));
                         self.cache.with(|c| c.borrow_mut().replace_code(&key, &code, fused.clone()));
                         fused
                     }
@@ -754,6 +808,17 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         if !self.cache.with(|c| c.borrow().has_any_code()) {
             self.sampler.with(|s| s.forget_entries());
         }
+    }
+
+    /// Compiled code is entered (see [`PortalCache::entering_code`]): pass
+    /// what this returns to [`PortalSite::left_code`] when it returns.
+    pub fn entering_code(&self) -> Option<std::time::Instant> {
+        self.cache.with(|c| c.borrow_mut().entering_code())
+    }
+
+    /// Compiled code entered at `entered` returned.
+    pub fn left_code(&self, entered: Option<std::time::Instant>) {
+        self.cache.with(|c| c.borrow_mut().left_code(entered))
     }
 
     /// Records that the code of `key` handed over to the interpreter (see
