@@ -1195,3 +1195,92 @@ L2():
     let mut f = parsed(input);
     assert!(!f.keep_loop_places(), "{}", listing(&f));
 }
+
+#[test]
+fn memory_bounds_checks_a_branch_implies_go() {
+    // `get(i)` tests `i < len` and then indexes with a check of its own; a
+    // `pop` tests `len == 0` and then reads `len - 1`; a check of `len - 2`
+    // that passed implies one of `len - 1`. A check the branches do not
+    // imply stays: `i` against another length, `len - 1` where `len` may be
+    // 0, and a signed comparison says nothing.
+    check(
+        |f| {
+            f.forward_memory();
+        },
+        "
+entry(v0: u64, v1: u64, v2: u64):
+    v3 = lt.u64 v1, v0
+    branch v3, L1(), L2()
+L1():
+    bounds_check v1, v0
+    bounds_check v1, v2
+    v4 = const.u64 2
+    v5 = sub.u64 v0, v4
+    bounds_check v5, v0
+    v6 = const.u64 1
+    v7 = sub.u64 v0, v6
+    bounds_check v7, v0
+    return v7
+L2():
+    v8 = const.u64 0
+    v9 = eq.u64 v2, v8
+    branch v9, L3(), L4()
+L3():
+    v10 = const.u64 1
+    v11 = sub.u64 v0, v10
+    bounds_check v11, v0
+    return v11
+L4():
+    v12 = const.u64 1
+    v13 = sub.u64 v2, v12
+    bounds_check v13, v2
+    v14 = cast.u64.i64 v2
+    v15 = cast.u64.i64 v12
+    v16 = gt.i64 v14, v15
+    branch v16, L5(), L6()
+L5():
+    v17 = const.u64 2
+    v18 = sub.u64 v2, v17
+    bounds_check v18, v2
+    return v18
+L6():
+    return v13
+",
+        expect![[r#"
+            entry(v0: u64, v1: u64, v2: u64):
+                v3 = lt.u64 v1, v0
+                branch v3, L1(), L2()
+            L1():
+                bounds_check v1, v2
+                v4 = const.u64 2
+                v5 = sub.u64 v0, v4
+                bounds_check v5, v0
+                v6 = const.u64 1
+                v7 = sub.u64 v0, v6
+                return v7
+            L2():
+                v8 = const.u64 0
+                v9 = eq.u64 v2, v8
+                branch v9, L3(), L4()
+            L3():
+                v10 = const.u64 1
+                v11 = sub.u64 v0, v10
+                bounds_check v11, v0
+                return v11
+            L4():
+                v12 = const.u64 1
+                v13 = sub.u64 v2, v12
+                v14 = cast.u64.i64 v2
+                v15 = cast.u64.i64 v12
+                v16 = gt.i64 v14, v15
+                branch v16, L5(), L6()
+            L5():
+                v17 = const.u64 2
+                v18 = sub.u64 v2, v17
+                bounds_check v18, v2
+                return v18
+            L6():
+                return v13
+        "#]],
+    );
+}

@@ -29,7 +29,13 @@
 //! dominates them), and the load goes. A bounds check goes when an earlier
 //! check of the block had the same length and the same index, or constant
 //! indices of which this one is not the larger: that check passed, so this
-//! one would. A constant the block made already, or an operation on values
+//! one would. Branches say as much: a block entered only from a branch on
+//! an unsigned comparison knows it held (or failed) there, so `get(i)`'s
+//! test `i < len` implies the indexing's check of `i` after it, and a
+//! `pop` that found `len != 0` implies the check of `len - 1`. What is
+//! known of lengths: at least a constant (`len > 0`, a passed check of
+//! `len - k` or of a constant), against which `len - k` and constants are
+//! checked. A constant the block made already, or an operation on values
 //! it computed already, with no call since, is that value too: an
 //! interpreter makes its `1` anew for each `+`, and the address of
 //! `tape[ptr]` for each access, which must be one value for its loads to
@@ -45,7 +51,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::ir::builder::Val;
-use crate::ir::function::{Inst, Label, ResidualFunction};
+use crate::ir::function::{Inst, Label, ResidualFunction, Terminator};
 use crate::ir::ops::{BinOp, CmpOp, Overflow, UnOp, ValTy};
 
 /// What a point of a block knows: places of memory and their values, the
@@ -54,6 +60,8 @@ use crate::ir::ops::{BinOp, CmpOp, Overflow, UnOp, ValTy};
 struct Memory {
     known: Vec<Known>,
     checks: Vec<(Val, Val)>,
+    /// Unsigned values known to be at least a constant.
+    at_least: Vec<(Val, u64)>,
     constants: FxHashMap<(ValTy, u64), Val>,
     computed: FxHashMap<Pure, Val>,
 }
@@ -95,6 +103,97 @@ fn computed_before(
         None => {
             computed.insert(key, dst);
             false
+        }
+    }
+}
+
+/// What the values a block has seen defined say of bounds: which checks a
+/// branch taken or a check passed implies.
+struct Facts<'a> {
+    consts: &'a FxHashMap<Val, u64>,
+    defs: &'a FxHashMap<Val, Pure>,
+}
+
+impl Facts<'_> {
+    /// `x - k` for a constant `k` (a subtraction, or a wrapping addition of
+    /// `-k`): `(x, k)`.
+    fn step_below(&self, v: Val) -> Option<(Val, u64)> {
+        match self.defs.get(&v)? {
+            Pure::Bin(BinOp::Sub, ty, _, x, k) if *ty == ValTy::U64 => Some((*x, *self.consts.get(k)?)),
+            Pure::Bin(BinOp::Add, ty, Overflow::Wrap, x, k) if *ty == ValTy::U64 => {
+                Some((*x, self.consts.get(k)?.wrapping_neg()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a bounds check of `index` against `len` cannot fail where
+    /// the `checks` passed and the values of `at_least` are at least their
+    /// bound: the same check passed, or one of a larger constant index;
+    /// `len` is above a constant index, or at least the `k` that `index`
+    /// is `len - k` for.
+    fn implied(&self, index: Val, len: Val, checks: &[(Val, Val)], at_least: &[(Val, u64)]) -> bool {
+        let c = self.consts.get(&index);
+        let by_check = checks.iter().any(|&(i, l)| {
+            l == len && (i == index || matches!((self.consts.get(&i), c), (Some(a), Some(b)) if b <= a))
+        });
+        let min = at_least.iter().filter(|(v, _)| *v == len).map(|(_, m)| *m).max().unwrap_or(0);
+        by_check
+            || c.is_some_and(|c| *c < min)
+            || self.step_below(index).is_some_and(|(x, k)| x == len && 1 <= k && k <= min)
+    }
+
+    /// Records that `index < len` holds (a check passed, or a branch taken
+    /// on it): `len` is at least 1; where `index` is `len - k`, at least
+    /// `k`; where it is a constant `c`, at least `c + 1`.
+    fn passed(&self, index: Val, len: Val, checks: &mut Vec<(Val, Val)>, at_least: &mut Vec<(Val, u64)>) {
+        checks.push((index, len));
+        at_least.push((len, 1));
+        if let Some((x, k)) = self.step_below(index).filter(|(x, k)| *x == len && *k >= 1) {
+            at_least.push((x, k));
+        }
+        if let Some(c) = self.consts.get(&index).and_then(|c| c.checked_add(1)) {
+            at_least.push((len, c));
+        }
+    }
+
+    /// Records what the branch on `cond` says where it went the way of
+    /// `taken`: unsigned comparisons of two values or of a value with a
+    /// constant (seen through a `bool` cast and compared with 0 or 1).
+    fn of_branch(&self, mut cond: Val, mut taken: bool, checks: &mut Vec<(Val, Val)>, at_least: &mut Vec<(Val, u64)>) {
+        let unsigned = |ty: &ValTy| matches!(ty, ValTy::Int { signed: false, .. });
+        // `cast(c) == 1`, `cast(c) != 0`: `c`; `cast(c) == 0`: not `c`.
+        for _ in 0..4 {
+            let Some(Pure::Cmp(op @ (CmpOp::Eq | CmpOp::Ne), _, x, k)) = self.defs.get(&cond) else { break };
+            let (Some(Pure::Cast(ValTy::Bool, _, c)), Some(k)) = (self.defs.get(x), self.consts.get(k)) else { break };
+            match (op, k) {
+                (CmpOp::Eq, 1) | (CmpOp::Ne, 0) => cond = *c,
+                (CmpOp::Eq, 0) | (CmpOp::Ne, 1) => (cond, taken) = (*c, !taken),
+                _ => break,
+            }
+        }
+        let Some(Pure::Cmp(op, ty, a, b)) = self.defs.get(&cond) else { return };
+        if !unsigned(ty) {
+            return;
+        }
+        let op = match (op, taken) {
+            (op, true) => *op,
+            (CmpOp::Lt, false) => CmpOp::Ge,
+            (CmpOp::Ge, false) => CmpOp::Lt,
+            (CmpOp::Le, false) => CmpOp::Gt,
+            (CmpOp::Gt, false) => CmpOp::Le,
+            (CmpOp::Eq, false) => CmpOp::Ne,
+            (CmpOp::Ne, false) => CmpOp::Eq,
+        };
+        let (ka, kb) = (self.consts.get(a).copied(), self.consts.get(b).copied());
+        match op {
+            CmpOp::Lt => self.passed(*a, *b, checks, at_least),
+            CmpOp::Gt => self.passed(*b, *a, checks, at_least),
+            CmpOp::Le => at_least.extend(ka.map(|k| (*b, k))),
+            CmpOp::Ge => at_least.extend(kb.map(|k| (*a, k))),
+            CmpOp::Ne if kb == Some(0) => at_least.push((*a, 1)),
+            CmpOp::Ne if ka == Some(0) => at_least.push((*b, 1)),
+            _ => {}
         }
     }
 }
@@ -145,14 +244,25 @@ impl ResidualFunction {
         let mut at_end: FxHashMap<Label, Memory> = FxHashMap::default();
         // Loads renamed to the value they read.
         let mut same: FxHashMap<Val, Val> = FxHashMap::default();
+        // What the walk has seen define values (with their uses renamed):
+        // the conditions of branches and the indices of bounds checks.
+        let mut defs: FxHashMap<Val, Pure> = FxHashMap::default();
         let vals = &self.vals;
         for b in order {
             let only_pred = match preds.get(&b).map(Vec::as_slice) {
                 Some([p]) if b != Label::ENTRY && !self.reentries.contains(&b) => Some(*p),
                 _ => None,
             };
-            let Memory { mut known, mut checks, mut constants, mut computed } =
+            let Memory { mut known, mut checks, mut at_least, mut constants, mut computed } =
                 only_pred.and_then(|p| at_end.get(&p).cloned()).unwrap_or_default();
+            if let Some(Terminator::Branch { cond, if_true, if_false }) =
+                only_pred.and_then(|p| self.blocks[p].term.as_ref())
+            {
+                if if_true.0 != if_false.0 {
+                    let facts = Facts { consts: &consts, defs: &defs };
+                    facts.of_branch(*cond, b == if_true.0, &mut checks, &mut at_least);
+                }
+            }
             let blk = &mut self.blocks[b];
             let mut keep = vec![true; blk.insts.len()];
             for (k, i) in blk.insts.iter_mut().enumerate() {
@@ -178,16 +288,12 @@ impl ResidualFunction {
                         }
                     }
                     Inst::BoundsCheck { index, len } => {
-                        let implied = checks.iter().any(|&(i, l)| {
-                            l == *len
-                                && (i == *index
-                                    || matches!((consts.get(&i), consts.get(index)), (Some(a), Some(b)) if b <= a))
-                        });
-                        if implied {
+                        let facts = Facts { consts: &consts, defs: &defs };
+                        if facts.implied(*index, *len, &checks, &at_least) {
                             keep[k] = false;
                             changed = true;
                         } else {
-                            checks.push((*index, *len));
+                            facts.passed(*index, *len, &mut checks, &mut at_least);
                         }
                     }
                     // (A constant kept across a call would take a register
@@ -210,6 +316,7 @@ impl ResidualFunction {
                     },
                     Inst::Bin { dst, op, ty, ov, a, b } => {
                         let key = Pure::Bin(*op, *ty, *ov, *a, *b);
+                        defs.insert(*dst, key.clone());
                         changed |= computed_before(&mut computed, &mut same, key, *dst, &mut keep[k]);
                     }
                     Inst::Un { dst, op, ty, ov, a } => {
@@ -218,10 +325,12 @@ impl ResidualFunction {
                     }
                     Inst::Cmp { dst, op, ty, a, b } => {
                         let key = Pure::Cmp(*op, *ty, *a, *b);
+                        defs.insert(*dst, key.clone());
                         changed |= computed_before(&mut computed, &mut same, key, *dst, &mut keep[k]);
                     }
                     Inst::Cast { dst, from, to, a } => {
                         let key = Pure::Cast(*from, *to, *a);
+                        defs.insert(*dst, key.clone());
                         changed |= computed_before(&mut computed, &mut same, key, *dst, &mut keep[k]);
                     }
                 }
@@ -234,7 +343,7 @@ impl ResidualFunction {
                 k += 1;
                 keep[k - 1]
             });
-            at_end.insert(b, Memory { known, checks, constants, computed });
+            at_end.insert(b, Memory { known, checks, at_least, constants, computed });
         }
         if !same.is_empty() {
             // Uses in blocks walked before the load's own.
