@@ -338,11 +338,19 @@ fn a_key_warms_up_only_while_interpreting() {
     let warm_up = EXPECTED_COMPILE * WARMUP_FACTOR;
     let mut cache: PortalCache<[u64; 1]> = PortalCache::default();
     let visit = |c: &mut PortalCache<[u64; 1]>| matches!(c.visit(&[3], &[], policy), Hot::Compile);
+    // Outside the portal's calls the clock stands still.
+    assert!(!visit(&mut cache), "first seen: counted");
+    assert!(!visit(&mut cache), "past the threshold: warm");
+    std::thread::sleep(warm_up * 2);
+    assert!(!visit(&mut cache), "time outside calls does not warm the key up");
+    // In a call.
+    cache = PortalCache::default();
+    cache.in_call(Some(std::time::Instant::now()));
     assert!(!visit(&mut cache), "first seen: counted");
     assert!(!visit(&mut cache), "past the threshold: warm, not warmed up");
     // Compiled code (of another key) runs for twice the warm-up.
     let entered = cache.entering_code();
-    assert!(entered.is_some(), "the cache's clock runs");
+    assert!(entered.is_some(), "an outermost entry is timed");
     std::thread::sleep(warm_up * 2);
     cache.left_code(entered);
     assert!(!visit(&mut cache), "time in compiled code does not warm the key up");

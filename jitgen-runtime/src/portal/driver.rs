@@ -185,7 +185,7 @@ pub enum Hot {
 fn first_count(
     weight: u32,
     policy: HotPolicy,
-    clock: &mut Clock,
+    clock: &Clock,
     call_began: Option<std::time::Instant>,
     budget: u64,
 ) -> (Entry, Hot) {
@@ -197,7 +197,7 @@ fn first_count(
 
 /// Whether a key warm since `warm_at` has waited its warm-up, `budget`
 /// microseconds of the cache's clock.
-fn warmed_up(warm_at: u32, clock: &mut Clock, budget: u64) -> bool {
+fn warmed_up(warm_at: u32, clock: &Clock, budget: u64) -> bool {
     u64::from(clock.now_micros().wrapping_sub(warm_at)) >= budget
 }
 
@@ -213,29 +213,34 @@ fn warmed_up(warm_at: u32, clock: &mut Clock, budget: u64) -> bool {
 /// visit (a thread with code samples so): warm since the call began, keys
 /// that the interpreter visits only between entries into code compiled at
 /// once, TLC's recursive fib(32) 4-5 times instead of 3.
-fn warm_since(call_began: Option<std::time::Instant>, clock: &mut Clock) -> u32 {
+fn warm_since(call_began: Option<std::time::Instant>, clock: &Clock) -> u32 {
     let now = clock.now_micros();
     match call_began {
-        Some(t) if clock.epoch.is_some() => now.saturating_sub(t.elapsed().as_micros() as u32).max(1),
-        _ => now,
+        Some(t) => now.saturating_sub(t.elapsed().as_micros() as u32).max(1),
+        None => now,
     }
 }
 
 /// A portal cache's clock of warm-ups: the time its thread has spent
-/// interpreting since the clock started (when a first key got warm),
-/// without the time spent in the portal's compiled code and in compiling.
+/// interpreting in outermost calls of the portal, without the time spent in
+/// the portal's compiled code and in compiling.
 ///
 /// A key warms while the interpreter runs it: compiling the key saves
-/// nothing of the time spent in compiled code, so that time does not count
-/// toward its warm-up. On the wall's clock, a position that each call
-/// interprets briefly before it enters code warmed up while the code ran,
-/// and in time compiled a second root of the same program, with all its
-/// cases again (PERFORMANCE.md).
-#[derive(Default)]
+/// nothing of the time spent in compiled code, nor of the time the thread
+/// spends outside the portal, so neither counts toward its warm-up. On the
+/// wall's clock, a position that each call interprets briefly before it
+/// enters code warmed up while the code ran, and in time compiled a second
+/// root of the same program, with all its cases again (PERFORMANCE.md).
 struct Clock {
-    epoch: Option<std::time::Instant>,
-    /// Time spent in compiled code (outermost entries only) and compiling.
+    /// The time of the outermost calls that ended.
+    spent: std::time::Duration,
+    /// When the outermost call under way began, as a visit saw it.
+    call: Option<std::time::Instant>,
+    /// Time in compiled code (outermost entries that returned) and
+    /// compiling, within the calls.
     away: std::time::Duration,
+    /// When the outermost entry into compiled code under way began.
+    in_code: Option<std::time::Instant>,
     /// Entries into compiled code under way (a portal recursing in Rust
     /// enters code inside code).
     depth: u32,
@@ -243,14 +248,23 @@ struct Clock {
 
 impl Clock {
     const fn new() -> Clock {
-        Clock { epoch: None, away: std::time::Duration::ZERO, depth: 0 }
+        Clock { spent: std::time::Duration::ZERO, call: None, away: std::time::Duration::ZERO, in_code: None, depth: 0 }
     }
 
-    /// Microseconds of the clock (started now if it was not), never 0;
-    /// wraps after about 71 minutes (a warm key then waits its budget again).
-    fn now_micros(&mut self) -> u32 {
-        let t = self.epoch.get_or_insert_with(std::time::Instant::now);
-        (t.elapsed().saturating_sub(self.away).as_micros() as u32).max(1)
+    /// Microseconds of the clock, never 0, never going back (but that it
+    /// wraps after about 71 minutes: a warm key then waits its budget
+    /// again).
+    fn now_micros(&self) -> u32 {
+        let since = |t: Option<std::time::Instant>| t.map_or(std::time::Duration::ZERO, |t| t.elapsed());
+        let away = self.away + since(self.in_code);
+        ((self.spent + since(self.call)).saturating_sub(away).as_micros() as u32).max(1)
+    }
+
+    /// `took` went to compiling, inside a call.
+    fn compiled(&mut self, took: std::time::Duration) {
+        if self.call.is_some() {
+            self.away += took;
+        }
     }
 }
 
@@ -353,7 +367,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         }
         let compiled = self.keys.len() - self.counting;
         let budget = (self.expected_compile * WARMUP_FACTOR).as_micros() as u64;
-        let clock = &mut self.clock;
+        let clock = &self.clock;
         match self.keys.get_mut(key) {
             Some(Entry::Counting(n, warm_at)) => {
                 let before = *n;
@@ -405,7 +419,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                     self.keys.retain(|_, e| !matches!(e, Entry::Counting(..)));
                     self.counting = 0;
                 }
-                let (fresh, hot) = first_count(weight, policy, &mut self.clock, self.call_began, budget);
+                let (fresh, hot) = first_count(weight, policy, &self.clock, self.call_began, budget);
                 self.keys.insert(key.clone(), fresh);
                 self.counting += 1;
                 hot
@@ -503,31 +517,39 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// expectation.
     pub fn compiled_in(&mut self, took: std::time::Duration) {
         self.expected_compile = (self.expected_compile + took) / 2;
-        if self.clock.epoch.is_some() {
-            self.clock.away += took;
-        }
+        self.clock.compiled(took);
+    }
+
+    /// The outermost portal call under way began at `began` (none outside
+    /// a call): its site says so before each visit. The cache's clock of
+    /// warm-ups runs inside such calls only (see `Clock`).
+    pub fn in_call(&mut self, began: Option<std::time::Instant>) {
+        self.clock.call = began;
     }
 
     /// A fusion took `took`: time away from interpreting.
     pub fn fused_in(&mut self, took: std::time::Duration) {
-        if self.clock.epoch.is_some() {
-            self.clock.away += took;
-        }
+        self.clock.compiled(took);
     }
 
     /// Compiled code is entered: when, where it is the outermost entry
     /// under way (for [`PortalCache::left_code`]).
     pub fn entering_code(&mut self) -> Option<std::time::Instant> {
         self.clock.depth += 1;
-        (self.clock.depth == 1 && self.clock.epoch.is_some()).then(std::time::Instant::now)
+        if self.clock.depth == 1 && self.clock.call.is_some() {
+            self.clock.in_code = Some(std::time::Instant::now());
+        }
+        self.clock.in_code
     }
 
     /// Compiled code entered at `entered` ([`PortalCache::entering_code`])
     /// returned: its time does not count toward warm-ups.
     pub fn left_code(&mut self, entered: Option<std::time::Instant>) {
         self.clock.depth = self.clock.depth.saturating_sub(1);
-        if let Some(t) = entered {
-            self.clock.away += t.elapsed();
+        if self.clock.depth == 0 {
+            if let Some(t) = entered.and(self.clock.in_code.take()) {
+                self.clock.away += t.elapsed();
+            }
         }
     }
 
@@ -564,6 +586,11 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// The outermost portal call ended, having started at the position
     /// `green` (if it got that far): the keys it entered are kept for it.
     fn call_ended(&mut self, green: Option<u64>) {
+        if let Some(t) = self.clock.call.take() {
+            self.clock.spent += t.elapsed();
+            // (Code entered in the call returned before it ended.)
+            self.clock.in_code = None;
+        }
         let entered = std::mem::take(&mut self.entered);
         let Some(green) = green else { return };
         let keys = self.entered_from.entry(green).or_default();
@@ -674,9 +701,9 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         }
         // A visit after a tick of the sampling clock: a key it makes warm
         // is warm since the call began (see `warm_since`).
-        let (weight, began) = self.sampler.with(|s| {
+        let (weight, began, call) = self.sampler.with(|s| {
             let ticked = s.after_tick();
-            (s.take_weight(), if ticked { s.call_began() } else { None })
+            (s.take_weight(), if ticked { s.call_began() } else { None }, s.call_began())
         });
         let per_key = self.stats.compile_per_key();
         let hot = self.cache.with(|c| {
@@ -687,6 +714,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 c.expected_compile = c.expected_compile.max(d);
             }
             c.call_began = began;
+            c.in_call(call);
             c.visit_weighted(key, content, policy, weight)
         });
         match hot {
