@@ -310,8 +310,9 @@ fn a_quiet_call_with_code_in_its_thread_waits_for_ticks() {
 
 /// A call that entered code whose fusion was due but postponed ran the
 /// pieces unfused, slower than they will run: it is not timed against the
-/// interpreter (as a call that compiled is not), so that code is judged as
-/// it will stay.
+/// interpreter as compiled code (as a call that compiled is not), so that
+/// code is judged as it will stay; it is timed as unfused code, which fuses
+/// at once where it runs slower than interpreting (`Tally::unfused_slower`).
 #[test]
 fn calls_entering_code_not_fused_yet_are_not_timed() {
     use jitgen_runtime::driver::CallKind;
@@ -322,7 +323,11 @@ fn calls_entering_code_not_fused_yet_are_not_timed() {
     s.begin_call(7);
     s.entered_code();
     s.unsettled_code();
-    assert_eq!(s.end_call(7).map(|(_, k)| k), Some(CallKind::Compiling));
+    assert_eq!(s.end_call(7).map(|(_, k)| k), Some(CallKind::Unfused));
+    s.begin_call(7);
+    s.entered_code();
+    s.unsettled_code();
+    assert_eq!(s.end_call(8).map(|(_, k)| k), Some(CallKind::Compiling), "it compiled too");
     // The next call is judged again.
     s.begin_call(7);
     s.entered_code();
@@ -330,7 +335,8 @@ fn calls_entering_code_not_fused_yet_are_not_timed() {
 }
 
 /// A key warms up while the interpreter runs it: time spent in compiled
-/// code does not count toward its warm-up, time interpreting does.
+/// code, or outside the portal's calls, does not count toward its warm-up;
+/// time interpreting in a call does.
 #[test]
 fn a_key_warms_up_only_while_interpreting() {
     use jitgen_runtime::driver::{HotPolicy, EXPECTED_COMPILE, WARMUP_FACTOR};

@@ -766,7 +766,10 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 // it has run long enough.
                 // (What compiling costs is read only where the clock is.)
                 let per_op = || self.stats.nanos_per_fused_op().unwrap_or(NANOS_PER_FUSED_OP);
-                match code.fuse_pieces(self.config.fusion_patience(), per_op, || self.stats.compile_nanos()) {
+                // Pieces that run slower than interpreting are fused now.
+                let patience =
+                    if self.sampler.with(|s| s.unfused_slower()) { 0 } else { self.config.fusion_patience() };
+                match code.fuse_pieces(patience, per_op, || self.stats.compile_nanos()) {
                     Fusion::Fused(fused, took, ops) => {
                         self.stats.fused(took.as_nanos() as u64, ops);
                         self.cache.with(|c| c.borrow_mut().fused_in(took));

@@ -423,8 +423,10 @@ impl Sampler {
         let c = self.call.replace(CallState::IDLE);
         let retired = c.mode == CallMode::Retired;
         self.retired_calls.set(if retired { self.retired_calls.get().saturating_add(1) } else { 0 });
-        let kind = if c.compile_work != compile_work || c.unsettled {
+        let kind = if c.compile_work != compile_work {
             CallKind::Compiling
+        } else if c.unsettled {
+            CallKind::Unfused
         } else if c.entered && c.mode == CallMode::Normal {
             CallKind::Compiled
         } else {
@@ -479,6 +481,14 @@ impl Sampler {
         let mut c = self.call.get();
         c.unsettled = true;
         self.call.set(c);
+    }
+
+    /// Whether the call under way started at a position whose calls ran
+    /// code waiting to be fused slower than interpreting (see
+    /// [`Tally::unfused_slower`]).
+    pub fn unfused_slower(&self) -> bool {
+        let Some(green) = self.call.get().green else { return false };
+        self.tallies.borrow().get(&green).is_some_and(Tally::unfused_slower)
     }
 
     /// Records a timed call of the position `green`; the verdict if this

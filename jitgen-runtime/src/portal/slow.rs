@@ -7,8 +7,12 @@
 //! program and entry point): calls that entered compiled code and compiled
 //! nothing ("compiled calls") against calls that entered none ("interpreted
 //! calls"). A call that entered code whose fusion was due but postponed
-//! ran its pieces unfused, slower than they will run: it counts as one that
-//! compiled (`Sampler::unsettled_code`), so that code is judged as it stays. After [`SAMPLES`] compiled calls:
+//! ran its pieces unfused, slower than they will run: it does not count as
+//! a compiled call (`Sampler::unsettled_code`), so that code is judged as it
+//! stays. Such calls are timed apart ([`CallKind::Unfused`]): where the
+//! latest ones ran slower than the interpreted calls before the code
+//! (`Tally::unfused_slower`), waiting to fuse costs more with each call than
+//! not having compiled, and the code fuses at once. After [`SAMPLES`] compiled calls:
 //! - compiled calls [`CLEARLY`] faster than the interpreted calls made
 //!   before the code existed (which also paid for counting toward
 //!   compiling): the code stays, and nothing more is measured;
@@ -73,6 +77,9 @@ pub enum CallKind {
     Compiled,
     /// It compiled something (its time is mostly the compiler's).
     Compiling,
+    /// It entered code whose fusion was due but postponed, and compiled
+    /// nothing: its pieces ran unfused.
+    Unfused,
 }
 
 /// What is known of a position's code.
@@ -100,6 +107,8 @@ pub struct Tally {
     /// Interpreted calls since (on purpose, once the code is suspect).
     interpreted: Vec<Duration>,
     compiled: Vec<Duration>,
+    /// Calls that ran code waiting to be fused (the latest [`SAMPLES`]).
+    unfused: Vec<Duration>,
     /// The compiled calls were no faster than those before them: the
     /// position's calls are interpreted on purpose to compare.
     suspect: bool,
@@ -109,7 +118,14 @@ pub struct Tally {
 
 impl Default for Tally {
     fn default() -> Self {
-        Tally { before: vec![], interpreted: vec![], compiled: vec![], suspect: false, verdict: Verdict::Open }
+        Tally {
+            before: vec![],
+            interpreted: vec![],
+            compiled: vec![],
+            unfused: vec![],
+            suspect: false,
+            verdict: Verdict::Open,
+        }
     }
 }
 
@@ -128,6 +144,16 @@ fn push_latest(v: &mut Vec<Duration>, d: Duration) {
 }
 
 impl Tally {
+    /// Whether code waiting to be fused runs slower than interpreting did:
+    /// the latest [`SAMPLES`] calls that ran it took longer (median) than
+    /// the interpreted calls before any code (which also paid for counting
+    /// toward compiling). Then waiting to fuse costs more with each call
+    /// than not having compiled at all, and the code fuses at once
+    /// (`PortalSite::code`).
+    pub fn unfused_slower(&self) -> bool {
+        self.unfused.len() == SAMPLES && !self.before.is_empty() && median(&self.unfused) > median(&self.before)
+    }
+
     /// Whether the next call starting here should be interpreted on
     /// purpose: the code is suspect and the verdict open.
     pub fn wants_interpreted(&self) -> bool {
@@ -137,11 +163,14 @@ impl Tally {
     /// Records a call of `kind` that took `took`; returns the verdict when
     /// this call decided it.
     pub fn record(&mut self, kind: CallKind, took: Duration) -> Option<Verdict> {
+        if kind == CallKind::Unfused && took >= SHORTEST {
+            push_latest(&mut self.unfused, took);
+        }
         if self.verdict != Verdict::Open || took < SHORTEST {
             return None;
         }
         match kind {
-            CallKind::Compiling => return None,
+            CallKind::Compiling | CallKind::Unfused => return None,
             CallKind::Interpreted if self.compiled.is_empty() => push_latest(&mut self.before, took),
             CallKind::Interpreted => push_latest(&mut self.interpreted, took),
             CallKind::Compiled => push_latest(&mut self.compiled, took),
@@ -184,6 +213,30 @@ mod tests {
 
     fn ms(x: u64) -> Duration {
         Duration::from_millis(x)
+    }
+
+    #[test]
+    fn code_waiting_to_be_fused_is_slower_after_three_calls_slower_than_interpreted_ones() {
+        let mut t = Tally::default();
+        for _ in 0..SAMPLES {
+            t.record(CallKind::Interpreted, ms(6));
+        }
+        t.record(CallKind::Compiling, ms(50));
+        // Unfused calls as fast as interpreting, then slower.
+        for k in 0..SAMPLES {
+            assert_eq!(t.record(CallKind::Unfused, ms(5)), None, "not part of the verdict");
+            assert!(!t.unfused_slower(), "call {k}");
+        }
+        t.record(CallKind::Unfused, ms(9));
+        assert!(!t.unfused_slower(), "two of the latest three were faster than interpreting");
+        t.record(CallKind::Unfused, ms(9));
+        assert!(t.unfused_slower(), "the median of the latest three is slower");
+        // Nothing interpreted before the code: nothing to compare with.
+        let mut fresh = Tally::default();
+        for _ in 0..SAMPLES {
+            fresh.record(CallKind::Unfused, ms(9));
+        }
+        assert!(!fresh.unfused_slower());
     }
 
     #[test]
