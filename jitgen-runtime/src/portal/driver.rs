@@ -214,6 +214,7 @@ fn warmed_up(warm_at: u32, clock: &Clock, budget: u64) -> bool {
 /// that the interpreter visits only between entries into code compiled at
 /// once, TLC's recursive fib(32) 4-5 times instead of 3.
 fn warm_since(call_began: Option<std::time::Instant>, clock: &Clock) -> u32 {
+    crate::run::enter::prewarm();
     let now = clock.now_micros();
     match call_began {
         Some(t) => now.saturating_sub(t.elapsed().as_micros() as u32).max(1),
