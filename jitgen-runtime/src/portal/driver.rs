@@ -101,10 +101,11 @@
 //! factorial loop in the interpreter. With a bare threshold of 1000, a run that ends
 //! soon after compiling paid for it in full: `tlc factorial.tlc 1000` took 2.1 ms
 //! against 0.05 ms interpreted. Compiling only after the run has lasted four expected
-//! compile times bounds that loss; the time counted is the interpreter's (`Clock`:
-//! not the time in compiled code, nor compiling), since compiling saves only that. When counted visits were sampled once in 62, short
-//! runs cost 1.2-1.45x and factorial(160,000) 1.4-1.9x. The cost of the warm-up: a long
-//! run compiles about 8 ms later than it could.
+//! compile times bounds that loss; the time counted is the interpreter's (`Clock`: not
+//! the time in compiled code, nor compiling, nor outside the portal's calls), since
+//! compiling saves only that. When counted visits were sampled once in 62, short runs
+//! cost 1.2-1.45x and factorial(160,000) 1.4-1.9x. The cost of the warm-up: a long run
+//! compiles about 8 ms later than it could.
 //!
 //! Portal entry and types: for a portal's own list of enums (an operand stack of
 //! values), the variants of its top 8 elements (4 bits each) are a key word; the
