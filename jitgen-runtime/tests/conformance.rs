@@ -207,6 +207,9 @@ macro_rules! check_against_rust {
                 assert_eq!(fold_bin(BinOp::Shl, ty, Overflow::Check, a, b).ok(), (b < <$t>::BITS as u64).then(|| w(x << b)));
                 assert_eq!(fold_bin(BinOp::Min, ty, Overflow::Wrap, a, b), Ok(w(x.min(y))));
                 assert_eq!(fold_cmp(CmpOp::Lt, ty, a, b), (x < y) as u64);
+                for op in CmpOp::ALL {
+                    assert_eq!(fold_cmp(op.negated(), ty, a, b), 1 - fold_cmp(op, ty, a, b), "{op:?}");
+                }
             }
             assert_eq!(fold_un(UnOp::Neg, ty, Overflow::Wrap, a), Ok(w1::<$t>(ty, (a as $t).wrapping_neg() as u64)));
             assert_eq!(fold_cast(ty, ValTy::F64, a), ((a as $t) as f64).to_bits());

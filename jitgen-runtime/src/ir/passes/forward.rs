@@ -176,15 +176,7 @@ impl Facts<'_> {
         if !unsigned(ty) {
             return;
         }
-        let op = match (op, taken) {
-            (op, true) => *op,
-            (CmpOp::Lt, false) => CmpOp::Ge,
-            (CmpOp::Ge, false) => CmpOp::Lt,
-            (CmpOp::Le, false) => CmpOp::Gt,
-            (CmpOp::Gt, false) => CmpOp::Le,
-            (CmpOp::Eq, false) => CmpOp::Ne,
-            (CmpOp::Ne, false) => CmpOp::Eq,
-        };
+        let op = if taken { *op } else { op.negated() };
         let (ka, kb) = (self.consts.get(a).copied(), self.consts.get(b).copied());
         match op {
             CmpOp::Lt => self.passed(*a, *b, checks, at_least),

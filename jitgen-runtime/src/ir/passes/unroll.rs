@@ -133,18 +133,7 @@ impl ResidualFunction {
             (None, Some(s)) => (s, flip(*op), *a),
             (None, None) => return None,
         };
-        let test = if on_true {
-            test
-        } else {
-            match test {
-                CmpOp::Lt => CmpOp::Ge,
-                CmpOp::Le => CmpOp::Gt,
-                CmpOp::Gt => CmpOp::Le,
-                CmpOp::Ge => CmpOp::Lt,
-                CmpOp::Eq => CmpOp::Ne,
-                CmpOp::Ne => CmpOp::Eq,
-            }
-        };
+        let test = if on_true { test } else { test.negated() };
         let counts = match test {
             CmpOp::Lt | CmpOp::Le => step > 0 && wide,
             CmpOp::Gt | CmpOp::Ge => step < 0 && wide,
