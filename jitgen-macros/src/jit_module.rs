@@ -550,9 +550,9 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
             #(#origins)*
             let __mark = #rt::heap::arena_mark();
             let __t0 = __site.nested.then(::std::time::Instant::now);
-            let __away = __site.entering_code();
+            __site.entering_code();
             let __out = #rt::residual::call_parking(&__code, &__words);
-            __site.left_code(__away);
+            __site.left_code();
             let __r = match __out {
                 Ok(__w) => Ok(#decode),
                 // After a hand-over, the interpreter reached the merge

@@ -663,9 +663,9 @@ pub mod plus_minus {
                 )?;
             let __mark = __rt::heap::arena_mark();
             let __t0 = __site.nested.then(::std::time::Instant::now);
-            let __away = __site.entering_code();
+            __site.entering_code();
             let __out = __rt::residual::call_parking(&__code, &__words);
-            __site.left_code(__away);
+            __site.left_code();
             let __r = match __out {
                 Ok(__w) => Ok(((__w[0]) as i64)),
                 Err(__rt::residual::ResidualError::Parked(__p)) => {

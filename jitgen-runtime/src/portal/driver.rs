@@ -213,7 +213,9 @@ fn warmed_up(warm_at: u32, clock: &Clock, budget: u64) -> bool {
 /// them all at once in every run (5.5x plain). Not for keys counted visit by
 /// visit (a thread with code samples so): warm since the call began, keys
 /// that the interpreter visits only between entries into code compiled at
-/// once, TLC's recursive fib(32) 4-5 times instead of 3.
+/// once, TLC's recursive fib(32) 4-5 times instead of 3. A key getting
+/// warm also starts the compiler's warm-up (`run::enter::prewarm`, once per
+/// process).
 fn warm_since(call_began: Option<std::time::Instant>, clock: &Clock) -> u32 {
     crate::run::enter::prewarm();
     let now = clock.now_micros();
@@ -534,22 +536,21 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         self.clock.compiled(took);
     }
 
-    /// Compiled code is entered: when, where it is the outermost entry
-    /// under way (for [`PortalCache::left_code`]).
-    pub fn entering_code(&mut self) -> Option<std::time::Instant> {
+    /// Compiled code is entered (in a call): its time, from the outermost
+    /// entry to its return ([`PortalCache::left_code`]), does not count
+    /// toward warm-ups.
+    pub fn entering_code(&mut self) {
         self.clock.depth += 1;
         if self.clock.depth == 1 && self.clock.call.is_some() {
             self.clock.in_code = Some(std::time::Instant::now());
         }
-        self.clock.in_code
     }
 
-    /// Compiled code entered at `entered` ([`PortalCache::entering_code`])
-    /// returned: its time does not count toward warm-ups.
-    pub fn left_code(&mut self, entered: Option<std::time::Instant>) {
+    /// Compiled code entered by [`PortalCache::entering_code`] returned.
+    pub fn left_code(&mut self) {
         self.clock.depth = self.clock.depth.saturating_sub(1);
         if self.clock.depth == 0 {
-            if let Some(t) = entered.and(self.clock.in_code.take()) {
+            if let Some(t) = self.clock.in_code.take() {
                 self.clock.away += t.elapsed();
             }
         }
@@ -843,15 +844,14 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         }
     }
 
-    /// Compiled code is entered (see [`PortalCache::entering_code`]): pass
-    /// what this returns to [`PortalSite::left_code`] when it returns.
-    pub fn entering_code(&self) -> Option<std::time::Instant> {
+    /// Compiled code is entered (see [`PortalCache::entering_code`]).
+    pub fn entering_code(&self) {
         self.cache.with(|c| c.borrow_mut().entering_code())
     }
 
-    /// Compiled code entered at `entered` returned.
-    pub fn left_code(&self, entered: Option<std::time::Instant>) {
-        self.cache.with(|c| c.borrow_mut().left_code(entered))
+    /// Compiled code entered returned (see [`PortalCache::left_code`]).
+    pub fn left_code(&self) {
+        self.cache.with(|c| c.borrow_mut().left_code())
     }
 
     /// Records that the code of `key` handed over to the interpreter (see
