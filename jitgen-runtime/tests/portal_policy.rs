@@ -270,6 +270,28 @@ fn code_slower_than_interpreting_is_retired_and_its_calls_go_unhooked() {
     assert!(!SAMPLER.with(|s| s.runs_plain()));
 }
 
+/// A thread's first visit under the default policy waits for the sampling
+/// clock instead of going to the hook (a run shorter than a tick pays no
+/// key and no count); under an explicit threshold it goes to the hook, and
+/// a thread's later calls begin as before.
+#[test]
+fn a_threads_first_visit_waits_for_the_clock_under_the_default_policy() {
+    use jitgen_runtime::driver::{green_word, CALIBRATION, NEXT_TICK};
+    let word = green_word(&[0xa000, 1]);
+    let s = Sampler::new();
+    s.set_ticks(true);
+    s.begin_call(0);
+    assert_eq!(s.ask(true, 0, word), Some(NEXT_TICK), "the first visit waits");
+    assert_eq!(s.ask(false, NEXT_TICK, word), Some(CALIBRATION - 1), "after the tick, visits are counted");
+    s.end_call(0);
+    s.begin_call(0);
+    assert_eq!(s.ask(true, 0, word), None, "a later call's first visit goes to the hook");
+    let counted = Sampler::new();
+    counted.set_ticks(false);
+    counted.begin_call(0);
+    assert_eq!(counted.ask(true, 0, word), None, "under a threshold, the first visit goes to the hook");
+}
+
 /// A call that stops testing the entry filter (it entered no code for
 /// `QUIET_VISITS` visits) says so when its countdown runs out, and under
 /// the default policy waits for the sampling clock between samples, as

@@ -342,6 +342,9 @@ pub struct Sampler {
     /// Whether long skips wait for the sampling clock's ticks (the
     /// default policy: [`Sampler::set_ticks`]).
     ticks: Cell<bool>,
+    /// No visit of this thread has asked yet: under the default policy,
+    /// the first waits for the sampling clock's next tick.
+    fresh: Cell<bool>,
     /// When the loop began to wait for a tick ([`NEXT_TICK`]).
     waiting_since: Cell<Option<std::time::Instant>>,
     /// After a tick: when the loop noticed it, and how long it waited.
@@ -378,6 +381,7 @@ impl Sampler {
             period: Cell::new(0),
             weight: Cell::new(1),
             ticks: Cell::new(false),
+            fresh: Cell::new(true),
             waiting_since: Cell::new(None),
             calibrating: Cell::new(None),
             streak: Cell::new(0),
@@ -563,6 +567,10 @@ impl Sampler {
             let waited = self.waiting_since.take().map_or(std::time::Duration::ZERO, |t| now - t);
             self.calibrating.set(Some((now, waited)));
             return self.entry_hit(word, CALIBRATION - 1);
+        }
+        if self.fresh.replace(false) && self.ticks.get() && self.skip.get() == 0 {
+            self.waiting_since.set(Some(std::time::Instant::now()));
+            return Some(NEXT_TICK);
         }
         let quiet = due && left == QUIET_ASK;
         let left = if due { self.skip_many()? } else { left };
