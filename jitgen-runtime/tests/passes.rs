@@ -1196,6 +1196,107 @@ L2():
     assert!(!f.keep_loop_places(), "{}", listing(&f));
 }
 
+/// A `Vec`'s header (capacity, buffer, length) in memory the test below
+/// works on, and the lock it holds.
+static HEADER: [std::sync::atomic::AtomicU64; 3] = [const { std::sync::atomic::AtomicU64::new(0) }; 3];
+static HEADER_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn memory_a_pop_tested_nonempty_steps_by_one() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let _header = HEADER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    // Two `pop`s in a row, as a `Vec` of scalars compiles them: the new
+    // length `len - cast(len != 0)` is stored before the interpreter tests
+    // the flag. Past each test the length is `len - 1`, which does not wait
+    // for the comparison and the cast; where the test failed it is `len`.
+    // A step by a flag the branch did not decide stays.
+    let input = "
+entry(v1: u64):
+    v0 = const.ptr HEADER
+    v2 = load.u64 v0+16
+    v3 = const.u64 0
+    v4 = ne.u64 v2, v3
+    v5 = cast.bool.u64 v4
+    v6 = sub.u64 v2, v5
+    store.u64 v0+16, v6
+    v7 = cast.bool.u32 v4
+    v8 = const.u32 1
+    v9 = eq.u32 v7, v8
+    v20 = ne.u64 v1, v3
+    v21 = cast.bool.u64 v20
+    v22 = add.u64 v2, v21
+    branch v9, L1(), L2()
+L1():
+    v10 = load.u64 v0+16
+    v11 = ne.u64 v10, v3
+    v12 = cast.bool.u64 v11
+    v13 = sub.u64 v10, v12
+    store.u64 v0+16, v13
+    v14 = cast.bool.u32 v11
+    v15 = eq.u32 v14, v8
+    branch v15, L3(), L4()
+L2():
+    v16 = load.u64 v0+16
+    return v16, v22
+L3():
+    v17 = load.u64 v0+16
+    return v17, v22
+L4():
+    v18 = load.u64 v0+16
+    return v18, v13
+"
+    .replace("HEADER", &format!("{:#x}", HEADER.as_ptr() as usize));
+    let before = parsed(&input);
+    let mut after = before.clone();
+    assert!(after.forward_memory());
+    after.check_dominance().unwrap_or_else(|e| panic!("{e}\n{}", listing(&after)));
+    let run = |f: &ResidualFunction, len: u64, x: u64| {
+        HEADER[2].store(len, Relaxed);
+        (outcome(f, &[x]), HEADER[2].load(Relaxed))
+    };
+    for (len, x) in [(0, 0), (1, 1), (2, 0), (3, 7)] {
+        assert_eq!(run(&before, len, x), run(&after, len, x), "length {len}, x {x}\n{}", listing(&after));
+    }
+    let header = format!("{:#x}", HEADER.as_ptr() as usize);
+    expect![[r#"
+        entry(v0: u64):
+            v1 = const.ptr HEADER
+            v2 = load.u64 v1+16
+            v3 = const.u64 0
+            v4 = ne.u64 v2, v3
+            v5 = cast.bool.u64 v4
+            v6 = sub.u64 v2, v5
+            store.u64 v1+16, v6
+            v7 = cast.bool.u32 v4
+            v8 = const.u32 1
+            v9 = eq.u32 v7, v8
+            v10 = ne.u64 v0, v3
+            v11 = cast.bool.u64 v10
+            v12 = add.u64 v2, v11
+            branch v9, L1(), L2()
+        L1():
+            v13 = const.u64 1
+            v14 = sub.u64 v2, v13
+            v15 = ne.u64 v14, v3
+            v16 = cast.bool.u64 v15
+            v17 = sub.u64 v14, v16
+            store.u64 v1+16, v17
+            v18 = cast.bool.u32 v15
+            v19 = eq.u32 v18, v8
+            branch v19, L3(), L4()
+        L2():
+            return v2, v12
+        L3():
+            v20 = sub.u64 v14, v13
+            v21 = const.u64 18446744073709551614
+            v22 = add.u64 v2, v21
+            return v22, v12
+        L4():
+            return v14, v14
+    "#]]
+    .assert_eq(&listing(&after).replace(&header, "HEADER"));
+}
+
 #[test]
 fn memory_bounds_checks_a_branch_implies_go() {
     // `get(i)` tests `i < len` and then indexes with a check of its own; a

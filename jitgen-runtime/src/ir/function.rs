@@ -323,6 +323,17 @@ pub struct RBlock {
     pub term: Option<Terminator>,
 }
 
+impl RBlock {
+    /// Whether an instruction or the terminator of the block uses `v`.
+    pub(crate) fn uses(&self, v: Val) -> bool {
+        let mut used = false;
+        let mut see = |u: Val| used |= u == v;
+        self.insts.iter().for_each(|i| i.for_each_use(&mut see));
+        self.term.iter().for_each(|t| t.for_each_use(&mut see));
+        used
+    }
+}
+
 /// A finished residual function.
 #[derive(Clone, Debug)]
 pub struct ResidualFunction {

@@ -157,12 +157,12 @@ impl Facts<'_> {
         }
     }
 
-    /// Records what the branch on `cond` says where it went the way of
-    /// `taken`: unsigned comparisons of two values or of a value with a
-    /// constant (seen through a `bool` cast and compared with 0 or 1).
-    fn of_branch(&self, mut cond: Val, mut taken: bool, checks: &mut Vec<(Val, Val)>, at_least: &mut Vec<(Val, u64)>) {
-        let unsigned = |ty: &ValTy| matches!(ty, ValTy::Int { signed: false, .. });
-        // `cast(c) == 1`, `cast(c) != 0`: `c`; `cast(c) == 0`: not `c`.
+    /// The booleans a branch on `cond` that went the way of `taken`
+    /// decides: `cond` itself, and what it tests, seen through a `bool`
+    /// cast compared with 0 or 1 (`cast(c) == 1`, `cast(c) != 0`: `c`;
+    /// `cast(c) == 0`: not `c`), innermost last.
+    fn decided(&self, mut cond: Val, mut taken: bool) -> Vec<(Val, bool)> {
+        let mut out = vec![(cond, taken)];
         for _ in 0..4 {
             let Some(Pure::Cmp(op @ (CmpOp::Eq | CmpOp::Ne), _, x, k)) = self.defs.get(&cond) else { break };
             let (Some(Pure::Cast(ValTy::Bool, _, c)), Some(k)) = (self.defs.get(x), self.consts.get(k)) else { break };
@@ -171,7 +171,17 @@ impl Facts<'_> {
                 (CmpOp::Eq, 0) | (CmpOp::Ne, 1) => (cond, taken) = (*c, !taken),
                 _ => break,
             }
+            out.push((cond, taken));
         }
+        out
+    }
+
+    /// Records what the branch on `cond` says where it went the way of
+    /// `taken`: unsigned comparisons of two values or of a value with a
+    /// constant (seen through a `bool` cast and compared with 0 or 1).
+    fn of_branch(&self, cond: Val, taken: bool, checks: &mut Vec<(Val, Val)>, at_least: &mut Vec<(Val, u64)>) {
+        let unsigned = |ty: &ValTy| matches!(ty, ValTy::Int { signed: false, .. });
+        let (cond, taken) = *self.decided(cond, taken).last().expect("cond itself");
         let Some(Pure::Cmp(op, ty, a, b)) = self.defs.get(&cond) else { return };
         if !unsigned(ty) {
             return;
@@ -187,6 +197,35 @@ impl Facts<'_> {
             CmpOp::Ne if ka == Some(0) => at_least.push((*b, 1)),
             _ => {}
         }
+    }
+}
+
+/// `v` as the walk renamed it: a load to the value it reads, then a step
+/// by a flag the block knows to its value there.
+fn renamed(same: &FxHashMap<Val, Val>, local: &FxHashMap<Val, Val>, v: Val) -> Val {
+    let v = same.get(&v).copied().unwrap_or(v);
+    local.get(&v).copied().unwrap_or(v)
+}
+
+/// The `bool` that `v` is the cast of, to the integer type `ty`.
+fn flag_of(defs: &FxHashMap<Val, Pure>, v: Val, ty: ValTy) -> Option<Val> {
+    match defs.get(&v)? {
+        Pure::Cast(ValTy::Bool, to, c) if *to == ty => Some(*c),
+        _ => None,
+    }
+}
+
+/// The flag of a step by a flag: a wrapping `x + cast(c)`, `cast(c) + x`
+/// or `x - cast(c)` of integers.
+fn flag_of_step(defs: &FxHashMap<Val, Pure>, key: &Pure) -> Option<Val> {
+    let Pure::Bin(op, ty, Overflow::Wrap, a, b) = key else { return None };
+    if !ty.is_int() {
+        return None;
+    }
+    match op {
+        BinOp::Sub => flag_of(defs, *b, *ty),
+        BinOp::Add => flag_of(defs, *b, *ty).or_else(|| flag_of(defs, *a, *ty)),
+        _ => None,
     }
 }
 
@@ -239,7 +278,9 @@ impl ResidualFunction {
         // What the walk has seen define values (with their uses renamed):
         // the conditions of branches and the indices of bounds checks.
         let mut defs: FxHashMap<Val, Pure> = FxHashMap::default();
-        let vals = &self.vals;
+        // Steps by a flag: `x ± cast(c)` of a `bool` `c`, by `c`, with the
+        // block that computes them.
+        let mut flag_steps: FxHashMap<Val, Vec<(Val, Label)>> = FxHashMap::default();
         for b in order {
             let only_pred = match preds.get(&b).map(Vec::as_slice) {
                 Some([p]) if b != Label::ENTRY && !self.reentries.contains(&b) => Some(*p),
@@ -247,18 +288,55 @@ impl ResidualFunction {
             };
             let Memory { mut known, mut checks, mut at_least, mut constants, mut computed } =
                 only_pred.and_then(|p| at_end.get(&p).cloned()).unwrap_or_default();
-            if let Some(Terminator::Branch { cond, if_true, if_false }) =
-                only_pred.and_then(|p| self.blocks[p].term.as_ref())
+            // Steps by a flag the branch into the block decided, known
+            // anew here (see `ResidualFunction::decided_steps`).
+            let mut local: FxHashMap<Val, Val> = FxHashMap::default();
+            let mut prelude = vec![];
+            if let (Some(p), Some(Terminator::Branch { cond, if_true, if_false })) =
+                (only_pred, only_pred.and_then(|p| self.blocks[p].term.as_ref()))
             {
                 if if_true.0 != if_false.0 {
                     let facts = Facts { consts: &consts, defs: &defs };
-                    facts.of_branch(*cond, b == if_true.0, &mut checks, &mut at_least);
+                    let (cond, taken) = (*cond, b == if_true.0);
+                    facts.of_branch(cond, taken, &mut checks, &mut at_least);
+                    let decided = facts.decided(cond, taken);
+                    let steps = Self::decided_steps(&decided, p, &flag_steps, &defs);
+                    for (n, x, op, ty, flag) in steps {
+                        if !known.iter().any(|k| k.value == n) && !self.blocks[b].uses(n) {
+                            continue;
+                        }
+                        if !flag {
+                            local.insert(n, x);
+                            continue;
+                        }
+                        // (The walk below keeps one constant of each.)
+                        let one = match constants.get(&(ty, 1)) {
+                            Some(v) => *v,
+                            None => {
+                                let v = self.vals.push(ty);
+                                prelude.push(Inst::Const { dst: v, ty, bits: 1 });
+                                v
+                            }
+                        };
+                        let dst = self.vals.push(ty);
+                        prelude.push(Inst::Bin { dst, op, ty, ov: Overflow::Wrap, a: x, b: one });
+                        local.insert(n, dst);
+                    }
                 }
             }
+            if !local.is_empty() {
+                changed = true;
+                for k in &mut known {
+                    k.value = local.get(&k.value).copied().unwrap_or(k.value);
+                }
+            }
+            let here = b;
+            let vals = &self.vals;
             let blk = &mut self.blocks[b];
+            blk.insts.splice(0..0, prelude);
             let mut keep = vec![true; blk.insts.len()];
             for (k, i) in blk.insts.iter_mut().enumerate() {
-                i.map_uses(&|v| same.get(&v).copied().unwrap_or(v));
+                i.map_uses(&|v| renamed(&same, &local, v));
                 match i {
                     Inst::Load { dst, ty, base, offset } => {
                         match known.iter().find(|p| p.base == *base && p.offset == *offset && p.ty == *ty) {
@@ -308,6 +386,9 @@ impl ResidualFunction {
                     },
                     Inst::Bin { dst, op, ty, ov, a, b } => {
                         let key = Pure::Bin(*op, *ty, *ov, *a, *b);
+                        if let Some(flag) = flag_of_step(&defs, &key) {
+                            flag_steps.entry(flag).or_default().push((*dst, here));
+                        }
                         defs.insert(*dst, key.clone());
                         changed |= computed_before(&mut computed, &mut same, key, *dst, &mut keep[k]);
                     }
@@ -328,7 +409,7 @@ impl ResidualFunction {
                 }
             }
             if let Some(t) = &mut blk.term {
-                t.map_uses(&|v| same.get(&v).copied().unwrap_or(v));
+                t.map_uses(&|v| renamed(&same, &local, v));
             }
             let mut k = 0;
             blk.insts.retain(|_| {
@@ -349,6 +430,34 @@ impl ResidualFunction {
             }
         }
         changed
+    }
+
+    /// Of the steps by a flag (`n = x ± cast(c)`) that `pred` computes, those
+    /// whose flag `c` a branch decided (`decided`): `(n, x, op, type, c)`.
+    /// Where `c` holds, `n` is `x ± 1`, which does not wait for `c`: a
+    /// `pop`'s new length is `len - cast(len != 0)`, computed without a
+    /// branch before the interpreter tests the flag, and the next `pop`
+    /// after that test would wait for the comparison, the cast and the
+    /// subtraction of this one.
+    fn decided_steps(
+        decided: &[(Val, bool)],
+        pred: Label,
+        flag_steps: &FxHashMap<Val, Vec<(Val, Label)>>,
+        defs: &FxHashMap<Val, Pure>,
+    ) -> Vec<(Val, Val, BinOp, ValTy, bool)> {
+        let mut out = vec![];
+        for (c, holds) in decided {
+            for (n, at) in flag_steps.get(c).map(Vec::as_slice).unwrap_or(&[]) {
+                let Some(Pure::Bin(op, ty, _, a, b)) = defs.get(n) else { continue };
+                if *at != pred {
+                    continue;
+                }
+                // The operand that is not the flag's cast.
+                let x = if flag_of(defs, *b, *ty) == Some(*c) { *a } else { *b };
+                out.push((*n, x, *op, *ty, *holds));
+            }
+        }
+        out
     }
 
     /// Wrapping additions and subtractions of constants in a row are one:
