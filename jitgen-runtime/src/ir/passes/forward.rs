@@ -43,6 +43,15 @@
 //! did (an operation that may leave, computed again, would not leave the
 //! second time).
 //!
+//! A branch decides a flag, too: where a block is entered only from a
+//! branch on a `bool` `c` (or on `cast(c)` compared with 0 or 1), a wrapping
+//! `x - cast(c)` or `x + cast(c)` computed in the block before is `x - 1` or
+//! `x + 1` where `c` held and `x` where it did not. A `pop` of a `Vec` of
+//! scalars computes its new length `len - cast(len != 0)` without a branch,
+//! before the interpreter tests its flag: past that test the block computes
+//! `len - 1` anew and uses it instead (in what it knows of memory too), so
+//! that the next `pop` does not wait for this one's comparison and cast.
+//!
 //! Last, wrapping additions and subtractions of constants in a row fold into
 //! one (`+++` on a cell is one addition of 3 once its loads are forwarded),
 //! and the walk runs again when they did, since the sums may be values
