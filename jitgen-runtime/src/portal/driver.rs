@@ -67,9 +67,9 @@
 //! key's code (`PortalCache`): a key compiles after its own visits, never another's.
 //! After a visit meets a declined key the hook skips the next visits too (doubling up
 //! to `MAX_SKIP` = 256). Under the default policy a thread's first visit waits for the
-//! clock's next tick instead of going to the hook (`Sampler::ask`): a portal call in a
-//! fresh thread paid about 1 µs for its first cold visits (the key map built, a ramp of
-//! visits counted), the whole of a run shorter than a tick being that call. Two mistakes this design
+//! clock's next tick instead of going to the hook (`Sampler::ask`), so that a run
+//! shorter than a tick builds no key map and counts no ramp of cold visits (about 1 µs
+//! of a fresh thread's first call; PERFORMANCE.md). Two mistakes this design
 //! avoids, both seen on TLC: with a fixed sample weight, the first merge point of a
 //! program that runs residual code once per call was sampled at every call and compiled
 //! early, into slow code; and with a full sample period skipped after every cold visit,
