@@ -185,12 +185,11 @@ impl Facts<'_> {
         out
     }
 
-    /// Records what the branch on `cond` says where it went the way of
+    /// Records what a branch says of `cond` where it decided it was
     /// `taken`: unsigned comparisons of two values or of a value with a
-    /// constant (seen through a `bool` cast and compared with 0 or 1).
+    /// constant (`cond` the innermost of [`Facts::decided`]).
     fn of_branch(&self, cond: Val, taken: bool, checks: &mut Vec<(Val, Val)>, at_least: &mut Vec<(Val, u64)>) {
         let unsigned = |ty: &ValTy| matches!(ty, ValTy::Int { signed: false, .. });
-        let (cond, taken) = *self.decided(cond, taken).last().expect("cond itself");
         let Some(Pure::Cmp(op, ty, a, b)) = self.defs.get(&cond) else { return };
         if !unsigned(ty) {
             return;
@@ -306,9 +305,9 @@ impl ResidualFunction {
             {
                 if if_true.0 != if_false.0 {
                     let facts = Facts { consts: &consts, defs: &defs };
-                    let (cond, taken) = (*cond, b == if_true.0);
-                    facts.of_branch(cond, taken, &mut checks, &mut at_least);
-                    let decided = facts.decided(cond, taken);
+                    let decided = facts.decided(*cond, b == if_true.0);
+                    let &(innermost, taken) = decided.last().expect("the condition itself");
+                    facts.of_branch(innermost, taken, &mut checks, &mut at_least);
                     let steps = Self::decided_steps(&decided, p, &flag_steps, &defs);
                     for (n, x, op, ty, flag) in steps {
                         if !known.iter().any(|k| k.value == n) && !self.blocks[b].uses(n) {
