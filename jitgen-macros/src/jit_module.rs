@@ -400,6 +400,7 @@ pub fn expand(
     source: &str,
     lifted: &[crate::methods::LiftedMethod],
     external: &crate::external::External,
+    cx: &crate::outline::ModuleContext,
 ) -> Expansion {
     let mut gen = Gen::new(cg);
     // Entry points: portals (at their merge point) and specialize (at entry).
@@ -411,7 +412,7 @@ pub fn expand(
         if let Some(mp) = f.merge_points().first() {
             let point =
                 if mp.op == 0 { gen.point_ids[&(fi, mp.block, 0)] } else { gen.point_ids[&(fi, mp.block, mp.op + 1)] };
-            portal(&mut gen, &mut out, item, fi, point, lifted);
+            portal(&mut gen, &mut out, item, fi, point, lifted, cx);
         } else if matches!(item.vis, syn::Visibility::Public(_)) {
             let ident = &item.sig.ident;
             out.reexports.push(quote!(pub use super::super::#ident;));
@@ -430,6 +431,7 @@ fn portal(
     fi: usize,
     point: usize,
     lifted: &[crate::methods::LiftedMethod],
+    cx: &crate::outline::ModuleContext,
 ) {
     let name = item.sig.ident.to_string();
 
@@ -457,7 +459,7 @@ fn portal(
     }
     let park = park_pieces(gen, &mut out.unpark_structs, fi, point, &mutable, &name, &e.handed);
     let never = portal_hook(gen, out, item, point, &e, &park);
-    portal_call_site(out, item, &e, &park, never);
+    portal_call_site(out, item, &e, &park, never, cx);
 }
 
 /// The portal's hook (`__portal_NAME`: the cache and sampler of its
@@ -703,18 +705,20 @@ fn call_clock(name: &str, cache: &Ident, sampler: &Ident) -> TokenStream {
 
 /// The portal's body rewritten: its merge point asks the hook first, its
 /// plain copy kept beside it (for `jit::plain`, and when compiling is off).
-fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park: &Park, never: bool) {
-    let rt = rt();
+fn portal_call_site(
+    out: &mut Gathered,
+    item: &mut syn::ItemFn,
+    e: &Entry,
+    park: &Park,
+    never: bool,
+    cx: &crate::outline::ModuleContext,
+) {
     let name = item.sig.ident.to_string();
     let ident = item.sig.ident.clone();
     let is_pub = matches!(item.vis, syn::Visibility::Public(_));
     let has_deep = !e.deep.is_empty();
-    let cheap = &e.cheap_greens;
-    let (hook, sampler) = (format_ident!("__portal_{}", name), format_ident!("__SAMPLER_{}", name.to_uppercase()));
-    let (skip_fn, mask_fn, told) =
-        (format_ident!("__skip_{}", name), format_ident!("__mask_{}", name), format_ident!("__never_{}", name));
-    let begin_fn = format_ident!("__begin_{}", name);
-    let assigns = &park.assigns;
+    let sampler = format_ident!("__SAMPLER_{}", name.to_uppercase());
+    let told = format_ident!("__never_{}", name);
     let Gathered { plain_copies, reexports, hooks, .. } = out;
 
     // The interpreter proper, kept beside the portal for jit::plain
@@ -736,61 +740,9 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
     if has_deep {
         args.push(quote!(&mut __jit_deep_content));
     }
-    // Where the call gives its hook up, the rest of it runs
-    // without one (see `unhooked`).
-    let gives_up_fn = format_ident!("__gives_up_{}", name);
     let runs_plain_fn = format_ident!("__runs_plain_{}", name);
     let runs_plain = unhooked_query(&runs_plain_fn, &sampler, "runs_plain", "runs the plain interpreter");
-    let cont = if never { None } else { crate::unhooked::continuation(item) };
-    let give_up = match cont {
-        Some(cont) => {
-            item.attrs.push(syn::parse_quote!(#[allow(unused_labels, unreachable_code)]));
-            hooks.push(unhooked_query(&gives_up_fn, &sampler, "gives_up", "goes on without its hook"));
-            quote!(if self::__jit::#gives_up_fn() { #cont })
-        }
-        _ => quote!(),
-    };
-    let call = if never {
-        // A portal that never compiles: the interpreter only (see
-        // the entry below), nothing at its merge point.
-        quote!({})
-    } else {
-        // A load and a compare per visit, the rest in the cold path
-        // (see `LoopSampler`).
-        let (srcs, tmps): (Vec<_>, Vec<_>) = e.moved.iter().cloned().unzip();
-        let (hsrcs, htmps): (Vec<_>, Vec<_>) = e.handed.iter().cloned().unzip();
-        let backs: Vec<Ident> = htmps.iter().map(|t| format_ident!("{}_back", t)).collect();
-        let kept = "jitgen: compiled code that did not run dropped an object handed to it";
-        quote! {{
-        if __jit_sampler.due() {
-            ::core::hint::cold_path();
-            let __jit_green = #rt::driver::green_word(&[#(#cheap),*]);
-            if __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn) {
-                #(let mut #tmps = #srcs;)*
-                #(let mut #htmps = #rt::heap::Handed::new(#hsrcs);)*
-                let __jit_result = self::__jit::#hook(#(#args),*);
-                #(#srcs = #tmps;)*
-                #(let mut #backs = #htmps.back();)*
-                match __jit_result {
-                    ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
-                    ::core::option::Option::Some(::core::result::Result::Err(__p)) => {
-                        #(#assigns)*
-                        __jit_sampler.entered();
-                    }
-                    ::core::option::Option::None => {
-                        #(#hsrcs = #backs.take().expect(#kept);)*
-                        #give_up
-                    }
-                }
-                __jit_sampler.mask = self::__jit::#mask_fn();
-            }
-        }
-        }}
-    };
-    InsertHook { call }.visit_item_fn_mut(item);
-    if !never {
-        item.block.stmts.insert(0, syn::parse_quote!(let mut __jit_sampler = self::__jit::#begin_fn();));
-    }
+    place_hook(hooks, item, e, &args, &park.assigns, never, cx);
     // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
     // plain copy, with no hook at its merge point.
     let plain_args: Vec<TokenStream> = item
@@ -871,6 +823,121 @@ fn portal_call_site(out: &mut Gathered, item: &mut syn::ItemFn, e: &Entry, park:
         if by_value_vec && pi.mutability.is_none() && pi.by_ref.is_none() {
             let id = &pi.ident;
             item.block.stmts.insert(0, syn::parse_quote!(#[allow(unused_mut)] let mut #id = #id;));
+        }
+    }
+}
+
+/// Places the hook in the portal's body: the sampler's test at the merge
+/// point, and what runs where a visit goes to the hook (with what runs
+/// where it gives up), either outside the loop's closure (see `outline`)
+/// or in the loop, beside a copy of the loop without it where it has one
+/// (see `unhooked`).
+fn place_hook(
+    hooks: &mut Vec<TokenStream>,
+    item: &mut syn::ItemFn,
+    e: &Entry,
+    args: &[TokenStream],
+    assigns: &[TokenStream],
+    never: bool,
+    cx: &crate::outline::ModuleContext,
+) {
+    let rt = rt();
+    let name = item.sig.ident.to_string();
+    let cheap = &e.cheap_greens;
+    let (hook, sampler) = (format_ident!("__portal_{}", name), format_ident!("__SAMPLER_{}", name.to_uppercase()));
+    let (skip_fn, mask_fn) = (format_ident!("__skip_{}", name), format_ident!("__mask_{}", name));
+    let begin_fn = format_ident!("__begin_{}", name);
+    let gives_up_fn = format_ident!("__gives_up_{}", name);
+    // The hook's pieces: the sampler's test at the merge point, what runs
+    // where a visit goes to the hook (with what runs where it gives up).
+    let (srcs, tmps): (Vec<_>, Vec<_>) = e.moved.iter().cloned().unzip();
+    let (hsrcs, htmps): (Vec<_>, Vec<_>) = e.handed.iter().cloned().unzip();
+    let backs: Vec<Ident> = htmps.iter().map(|t| format_ident!("{}_back", t)).collect();
+    let kept = "jitgen: compiled code that did not run dropped an object handed to it";
+    let green_visit = quote! {
+        let __jit_green = #rt::driver::green_word(&[#(#cheap),*]);
+        __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn)
+    };
+    let visits = quote!(__jit_sampler.due() && { ::core::hint::cold_path(); #green_visit });
+    let runs = |give_up: TokenStream| {
+        quote! {
+            #(let mut #tmps = #srcs;)*
+            #(let mut #htmps = #rt::heap::Handed::new(#hsrcs);)*
+            let __jit_result = self::__jit::#hook(#(#args),*);
+            #(#srcs = #tmps;)*
+            #(let mut #backs = #htmps.back();)*
+            match __jit_result {
+                ::core::option::Option::Some(::core::result::Result::Ok(__r)) => return __r,
+                ::core::option::Option::Some(::core::result::Result::Err(__p)) => {
+                    #(#assigns)*
+                    __jit_sampler.entered();
+                }
+                ::core::option::Option::None => {
+                    #(#hsrcs = #backs.take().expect(#kept);)*
+                    #give_up
+                }
+            }
+            __jit_sampler.mask = self::__jit::#mask_fn();
+        }
+    };
+    let begin: syn::Stmt = syn::parse_quote!(let mut __jit_sampler = self::__jit::#begin_fn(););
+    // The loop outlined from the hook where it can be (see `outline`),
+    // else the hook in the loop, beside a copy of the loop without it
+    // where it has one (see `unhooked`).
+    let mut outlined = false;
+    if !never {
+        let mut trial = item.clone();
+        trial.block.stmts.insert(0, begin.clone());
+        let hook = crate::outline::Hook {
+            visits: quote! {
+                __jit_sampler.due() && {
+                    ::core::hint::cold_path();
+                    if __jit_hooked {
+                        #green_visit
+                    } else {
+                        __jit_sampler.idle();
+                        false
+                    }
+                }
+            },
+            runs: {
+                let runs = runs(quote!(if self::__jit::#gives_up_fn() { __jit_unhooked = true; }));
+                quote!(#runs __jit_sampler.resumed();)
+            },
+        };
+        let ok = crate::outline::outline(&mut trial, &hook, cx);
+        if ok.is_ok() {
+            // The locals moved into the closure are not changed where
+            // they are bound (the plain copy keeps the lint for them).
+            trial.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
+            *item = trial;
+            outlined = true;
+            hooks.push(unhooked_query(&gives_up_fn, &sampler, "gives_up", "goes on without its hook"));
+        }
+    }
+    if !outlined {
+        let cont = if never { None } else { crate::unhooked::continuation(item) };
+        let give_up = match cont {
+            Some(cont) => {
+                item.attrs.push(syn::parse_quote!(#[allow(unused_labels, unreachable_code)]));
+                hooks.push(unhooked_query(&gives_up_fn, &sampler, "gives_up", "goes on without its hook"));
+                quote!(if self::__jit::#gives_up_fn() { #cont })
+            }
+            _ => quote!(),
+        };
+        let call = if never {
+            // A portal that never compiles: the interpreter only (see
+            // the entry below), nothing at its merge point.
+            quote!({})
+        } else {
+            // A load and a compare per visit, the rest in the cold path
+            // (see `LoopSampler`).
+            let runs = runs(give_up);
+            quote!(if #visits { #runs })
+        };
+        InsertHook { call }.visit_item_fn_mut(item);
+        if !never {
+            item.block.stmts.insert(0, begin);
         }
     }
 }

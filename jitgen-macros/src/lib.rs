@@ -73,6 +73,7 @@ mod jit_module;
 mod left;
 mod methods;
 mod objects;
+mod outline;
 mod park;
 mod repr;
 mod split;
@@ -209,6 +210,7 @@ fn expand_into(
     external: &external::External,
 ) -> Vec<(proc_macro2::Span, String)> {
     let Some((_, items)) = &mut module.content else { return vec![] };
+    let cx = outline::ModuleContext::of(items);
     let mut fns: Vec<&mut syn::ItemFn> = items
         .iter_mut()
         .filter_map(|i| match i {
@@ -216,7 +218,7 @@ fn expand_into(
             _ => None,
         })
         .collect();
-    let exp = jit_module::expand(g, &mut fns, source, lifted, external);
+    let exp = jit_module::expand(g, &mut fns, source, lifted, external, &cx);
     items.extend(exp.items.into_iter().map(syn::Item::Verbatim));
     exp.declined_at
 }

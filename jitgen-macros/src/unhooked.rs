@@ -152,7 +152,7 @@ impl VisitMut for Find {
 
 /// The items of a loop body before its merge point, and the statements
 /// after it, when the merge point is its first statement other than items.
-fn split_at_merge_point(body: &syn::Block) -> Option<(Vec<syn::Stmt>, Vec<syn::Stmt>)> {
+pub(crate) fn split_at_merge_point(body: &syn::Block) -> Option<(Vec<syn::Stmt>, Vec<syn::Stmt>)> {
     let i = body.stmts.iter().position(|s| !matches!(s, syn::Stmt::Item(_)))?;
     let is_merge_point = match &body.stmts[i] {
         syn::Stmt::Macro(m) => hint_annotator::is_merge_point(&m.mac),
@@ -163,7 +163,7 @@ fn split_at_merge_point(body: &syn::Block) -> Option<(Vec<syn::Stmt>, Vec<syn::S
 }
 
 /// Whether a `while` condition binds (`while let`, let chains).
-fn has_let(c: &syn::Expr) -> bool {
+pub(crate) fn has_let(c: &syn::Expr) -> bool {
     match c {
         syn::Expr::Let(_) => true,
         syn::Expr::Binary(b) => has_let(&b.left) || has_let(&b.right),
@@ -175,7 +175,7 @@ fn has_let(c: &syn::Expr) -> bool {
 /// `stmts` with the jumps of the loop labeled `orig` retargeted: its
 /// `continue`s become `cont`, its `break`s break `brk`; with `top`, the
 /// unlabeled ones at the top level of `stmts` count as its own.
-fn retarget(
+pub(crate) fn retarget(
     stmts: &[syn::Stmt],
     orig: &syn::Lifetime,
     cont: syn::Expr,

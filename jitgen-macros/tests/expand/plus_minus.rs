@@ -1,7 +1,7 @@
 pub mod plus_minus {
     use super::*;
     /// Applies each `+` (add y) and `-` (subtract y) of `s` to `x`.
-    #[allow(unused_labels, unreachable_code)]
+    #[allow(unused_mut)]
     pub fn ll_plus_minus(s: &[u8], x: i64, y: i64) -> i64 {
         #[inline(never)]
         fn __jit_off(s: &[u8], x: i64, y: i64) -> i64 {
@@ -17,76 +17,140 @@ pub mod plus_minus {
         let mut __jit_sampler = self::__jit::__begin_ll_plus_minus();
         let mut acc = x;
         let mut pc = 0;
-        '__jit_exit: {
-            '__jit_enter: {
-                if ::core::hint::black_box(false) {
-                    break '__jit_enter;
-                }
-                break '__jit_exit ('__jit_loop: while pc < s.len() {
-                    {
-                        if __jit_sampler.due() {
-                            ::core::hint::cold_path();
-                            let __jit_green = __rt::driver::green_word(
-                                &[
-                                    (&*s) as *const _ as *const u8 as usize as u64,
-                                    ((<_ as __rt::portal::ByValue<usize>>::by_value(pc)) as u64),
-                                ],
-                            );
-                            if __jit_sampler
-                                .visits_hook(__jit_green, self::__jit::__skip_ll_plus_minus)
-                            {
-                                let __jit_result = self::__jit::__portal_ll_plus_minus(
-                                    &*s,
-                                    <_ as __rt::portal::ByValue<i64>>::by_value(y),
-                                    <_ as __rt::portal::ByValue<i64>>::by_value(acc),
-                                    <_ as __rt::portal::ByValue<usize>>::by_value(pc),
-                                );
-                                match __jit_result {
-                                    ::core::option::Option::Some(
-                                        ::core::result::Result::Ok(__r),
-                                    ) => return __r,
-                                    ::core::option::Option::Some(
-                                        ::core::result::Result::Err(__p),
-                                    ) => {
-                                        acc = __p.acc;
-                                        pc = __p.pc;
-                                        __jit_sampler.entered();
-                                    }
-                                    ::core::option::Option::None => {
-                                        if self::__jit::__gives_up_ll_plus_minus() {
-                                            break '__jit_enter;
-                                        }
+        #[inline(never)]
+        fn __jit_outlined<
+            __A0,
+            __A1,
+            __A2,
+            __A3,
+            __A4,
+            __R,
+            __F: ::core::ops::FnOnce(
+                    __A0,
+                    __A1,
+                    __A2,
+                    __A3,
+                    __A4,
+                ) -> __rt::portal::Flow<__R, (__A0, __A1, __A2, __A3, __A4)>,
+        >(
+            s: __A0,
+            y: __A1,
+            __jit_sampler: __A2,
+            acc: __A3,
+            pc: __A4,
+            __jit_f: __F,
+        ) -> __rt::portal::Flow<__R, (__A0, __A1, __A2, __A3, __A4)> {
+            __jit_f(s, y, __jit_sampler, acc, pc)
+        }
+        let mut __jit_unhooked = false;
+        let mut __jit_resumed = false;
+        let mut __jit_carried = (s, y, __jit_sampler, acc, pc);
+        loop {
+            let (s, y, __jit_sampler, acc, pc) = __jit_carried;
+            #[allow(unreachable_code)]
+            let __jit_flow = __jit_outlined::<
+                _,
+                _,
+                _,
+                _,
+                _,
+                i64,
+                _,
+            >(
+                s,
+                y,
+                __jit_sampler,
+                acc,
+                pc,
+                |
+                    #[allow(unused_mut)]
+                    mut s,
+                    #[allow(unused_mut)]
+                    mut y,
+                    #[allow(unused_mut)]
+                    mut __jit_sampler,
+                    #[allow(unused_mut)]
+                    mut acc,
+                    #[allow(unused_mut)]
+                    mut pc|
+                {
+                    let __jit_hooked = !__jit_unhooked;
+                    if __jit_resumed || (pc < s.len()) {
+                        '__jit_loop: loop {
+                            if __jit_sampler.due()
+                                && {
+                                    ::core::hint::cold_path();
+                                    if __jit_hooked {
+                                        let __jit_green = __rt::driver::green_word(
+                                            &[
+                                                (&*s) as *const _ as *const u8 as usize as u64,
+                                                ((<_ as __rt::portal::ByValue<usize>>::by_value(pc)) as u64),
+                                            ],
+                                        );
+                                        __jit_sampler
+                                            .visits_hook(__jit_green, self::__jit::__skip_ll_plus_minus)
+                                    } else {
+                                        __jit_sampler.idle();
+                                        false
                                     }
                                 }
-                                __jit_sampler.mask = self::__jit::__mask_ll_plus_minus();
+                            {
+                                return __rt::portal::Flow::Sample((
+                                    s,
+                                    y,
+                                    __jit_sampler,
+                                    acc,
+                                    pc,
+                                ));
+                            }
+                            '__jit_b: {
+                                let op = hint!(s[pc], concrete);
+                                if op == b'+' {
+                                    acc += y;
+                                } else if op == b'-' {
+                                    acc -= y;
+                                }
+                                pc += 1;
+                            }
+                            if !(pc < s.len()) {
+                                break '__jit_loop;
                             }
                         }
                     }
-                    let op = hint!(s[pc], concrete);
-                    if op == b'+' {
-                        acc += y;
-                    } else if op == b'-' {
-                        acc -= y;
-                    }
-                    pc += 1;
-                });
-            }
-            '__jit_u: loop {
-                '__jit_b: {
-                    let op = hint!(s[pc], concrete);
-                    if op == b'+' {
-                        acc += y;
-                    } else if op == b'-' {
-                        acc -= y;
-                    }
-                    pc += 1;
+                    __rt::portal::Flow::Done(acc)
+                },
+            );
+            #[allow(unused_mut)]
+            let (mut s, mut y, mut __jit_sampler, mut acc, mut pc) = match __jit_flow {
+                __rt::portal::Flow::Done(__jit_r) => return __jit_r,
+                __rt::portal::Flow::Sample(__jit_s) => __jit_s,
+            };
+            let __jit_result = self::__jit::__portal_ll_plus_minus(
+                &*s,
+                <_ as __rt::portal::ByValue<i64>>::by_value(y),
+                <_ as __rt::portal::ByValue<i64>>::by_value(acc),
+                <_ as __rt::portal::ByValue<usize>>::by_value(pc),
+            );
+            match __jit_result {
+                ::core::option::Option::Some(::core::result::Result::Ok(__r)) => {
+                    return __r;
                 }
-                if !(pc < s.len()) {
-                    break '__jit_exit;
+                ::core::option::Option::Some(::core::result::Result::Err(__p)) => {
+                    acc = __p.acc;
+                    pc = __p.pc;
+                    __jit_sampler.entered();
+                }
+                ::core::option::Option::None => {
+                    if self::__jit::__gives_up_ll_plus_minus() {
+                        __jit_unhooked = true;
+                    }
                 }
             }
+            __jit_sampler.mask = self::__jit::__mask_ll_plus_minus();
+            __jit_sampler.resumed();
+            __jit_resumed = true;
+            __jit_carried = (s, y, __jit_sampler, acc, pc);
         }
-        acc
     }
     #[doc(hidden)]
     #[allow(unused_imports)]

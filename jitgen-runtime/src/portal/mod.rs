@@ -1,4 +1,5 @@
-//! Portals: settings ([`config`]), sampling the hook's visits ([`sampler`])
+//! Portals: settings ([`config`]), the loop outlined from its hook
+//! ([`outlined`]), sampling the hook's visits ([`sampler`])
 //! between ticks of a clock ([`ticker`]),
 //! counting per position key and the cache of compiled code ([`driver`]),
 //! retiring code slower than interpreting ([`slow`]). The top layer: what a portal hook
@@ -6,6 +7,7 @@
 
 pub mod config;
 pub mod driver;
+pub mod outlined;
 pub mod sampler;
 pub mod slow;
 pub mod ticker;

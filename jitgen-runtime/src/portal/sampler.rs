@@ -193,6 +193,22 @@ impl LoopSampler {
         self.quiet = 0;
     }
 
+    /// The loop is entered again at the merge point it left for the hook
+    /// (see the runtime's `outlined`): the visit the hook ran at is not
+    /// counted again. Where the flag is lowered then, the next visit that
+    /// finds it raised is the one passed over.
+    #[inline(always)]
+    pub fn resumed(&mut self) {
+        self.skips = self.skips.saturating_add(1);
+    }
+
+    /// A visit of a call that gave its hook up: nothing to count, and the
+    /// loop looks again at the clock's next tick only.
+    #[cold]
+    pub fn idle(&mut self) {
+        ticker::wait();
+    }
+
     /// Whether this visit goes to the cold path (see [`ticker::due`]).
     #[inline(always)]
     pub fn due(&mut self) -> bool {

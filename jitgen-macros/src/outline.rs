@@ -1,0 +1,782 @@
+//! A portal's merge point loop outlined from its hook: the loop, and the
+//! rest of the portal's body after it, run in a closure called out of line
+//! (`outlined` in the runtime), and the hook is called outside it.
+//!
+//! A call of the hook inside the loop's function costs the interpreter
+//! about 10% of its speed even where it never runs, whatever the call's
+//! arguments (PERFORMANCE.md); the sampler's test costs 1-3%. So the closure
+//! keeps only the test, and where a visit goes to the hook it returns the
+//! loop's state. The portal
+//!
+//! ```text
+//! fn run(params) -> R { P; L; T }      L: loop { hint!(global_merge_point); B }
+//! ```
+//!
+//! (the loop a statement of the body itself, `let x = L;` too) becomes
+//!
+//! ```text
+//! fn run(params) -> R {
+//!     P
+//!     let mut __jit_carried = (c1, .., cn);
+//!     loop {
+//!         let __jit_flow = outlined::<_, R>(__jit_carried, |(mut c1, .., mut cn)| {
+//!             let __jit_hooked = !__jit_unhooked;
+//!             loop { if __jit_hooked && VISITS { return SAMPLE((c1, .., cn)); } B }
+//!             T
+//!         });
+//!         let (mut c1, .., mut cn) = match __jit_flow { Done(r) => return r, Sample(s) => s };
+//!         HOOK
+//!         __jit_carried = (c1, .., cn);
+//!     }
+//! }
+//! ```
+//!
+//! The carried locals `c1, .., cn` are the parameters and locals bound by
+//! `P` that the closure mentions: moved in and out, so that the loop keeps
+//! them in registers as the interpreter's own function does. One that a
+//! later local of `P` was computed from (`let r = &v;`) stays where it is
+//! and the closure borrows it, unless it is a shared reference or a scalar.
+//! Re-entering the closure starts the loop again at its head, which is the
+//! merge point. A `while c { mp; B }` is entered as
+//! `if __jit_resumed || (c) { 'l: loop { mp; 'b: { B } if !(c) { break 'l; } } }`,
+//! so that a re-entry does not test `c` again for the turn under way.
+//!
+//! In the closure, `return e` becomes `return DONE(e)` (in the code, in the
+//! arguments of macro calls, and in the transcribers of `macro_rules!`
+//! defined in `P` or in the module, defined again inside the closure so that
+//! they name the carried locals), and its value `T` becomes `DONE(T)`. A
+//! portal returning a `Result` or an `Option` keeps its `?`s (see the
+//! runtime's `Outlined`); one returning another type is outlined only
+//! where its body has no `?`. Where the hook gives up (`Sampler::gives_up`),
+//! the closure is entered with its test off (`__jit_unhooked`).
+//!
+//! Not outlined (the hook stays in the loop, see `unhooked`): a merge point
+//! that is not the first statement of its loop or whose loop is not a
+//! statement of the portal's body, a `while let`, an `async` portal or one
+//! returning `impl Trait`, a local of `P` bound without a value that the
+//! closure mentions.
+
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::{Delimiter, Group, Ident, TokenStream, TokenTree};
+use quote::{format_ident, quote, ToTokens};
+use syn::visit_mut::{self, VisitMut};
+
+/// What the portal does at its merge point, and outside its closure.
+pub struct Hook {
+    /// A `bool` expression: whether this visit goes to the hook (the
+    /// sampler's test, then its cold path).
+    pub visits: TokenStream,
+    /// What runs outside the closure where a visit goes to the hook, with
+    /// the carried locals bound again; it sets `__jit_unhooked` where the
+    /// hook gives up.
+    pub runs: TokenStream,
+}
+
+/// The module's items the outlined closure may need: its `macro_rules!`
+/// (defined again in the closure where they `return`) and its type
+/// aliases (of a `Result` or an `Option`).
+#[derive(Default)]
+pub struct ModuleContext {
+    pub macros: Vec<syn::ItemMacro>,
+    pub aliases: HashMap<String, syn::Type>,
+}
+
+impl ModuleContext {
+    /// Reads `items`.
+    pub fn of(items: &[syn::Item]) -> ModuleContext {
+        let mut cx = ModuleContext::default();
+        for i in items {
+            match i {
+                syn::Item::Macro(m) if m.ident.is_some() && m.mac.path.is_ident("macro_rules") => {
+                    cx.macros.push(m.clone())
+                }
+                syn::Item::Type(t) => {
+                    cx.aliases.insert(t.ident.to_string(), (*t.ty).clone());
+                }
+                _ => {}
+            }
+        }
+        cx
+    }
+}
+
+/// How the closure's value is made.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Through the runtime's `Outlined` (a `Result` or an `Option`).
+    Outlined,
+    /// `Flow` itself (no `?` in the body).
+    Plain,
+}
+
+/// Rewrites `item`'s body as the module doc says; where that does not
+/// apply, why (and `item` unchanged).
+pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Result<(), &'static str> {
+    let sig = &item.sig;
+    if sig.asyncness.is_some() || sig.constness.is_some() {
+        return Err("an async or const function");
+    }
+    if sig.inputs.iter().any(|a| matches!(a, syn::FnArg::Receiver(_))) {
+        return Err("a method");
+    }
+    let ret: syn::Type = match &sig.output {
+        syn::ReturnType::Default => syn::parse_quote!(()),
+        syn::ReturnType::Type(_, t) => (**t).clone(),
+    };
+    if idents(&ret.to_token_stream()).contains("impl") {
+        return Err("it returns `impl Trait`");
+    }
+    let mut stmts = item.block.stmts.clone();
+    while !stmts.iter().any(is_outlinable_loop) {
+        if !flatten_one(&mut stmts) {
+            break;
+        }
+    }
+    let Some(k) = stmts.iter().position(is_outlinable_loop) else {
+        return Err("its merge point does not start a `loop` or `while` of the function's body");
+    };
+    let mut suffix: Vec<syn::Stmt> = stmts[k..].to_vec();
+    let mode = if returns_outlined(&ret, cx) {
+        Mode::Outlined
+    } else if has_question_mark(&quote!(#(#suffix)*)) {
+        return Err("a `?` in a function that does not return a `Result` or an `Option`");
+    } else {
+        Mode::Plain
+    };
+    let mut prefix: Vec<syn::Stmt> = stmts[..k].to_vec();
+    // Items are seen from the whole body: they stay outside.
+    suffix.retain(|s| match s {
+        s if is_macro_rules(s) => true,
+        syn::Stmt::Item(_) => {
+            prefix.push(s.clone());
+            false
+        }
+        _ => true,
+    });
+    let rotated = rotate_while(&mut suffix[0]);
+
+    // The macros defined again inside the closure: the body's own, and the
+    // module's that `return` and that the rest of the body calls.
+    let called = called_macros(&quote!(#(#suffix)*));
+    let mut macros: Vec<syn::ItemMacro> = prefix
+        .iter()
+        .filter_map(|s| match s {
+            syn::Stmt::Item(syn::Item::Macro(m)) if is_macro_rules(s) => Some(m.clone()),
+            _ => None,
+        })
+        .collect();
+    macros.extend(
+        cx.macros
+            .iter()
+            .filter(|m| {
+                m.ident.as_ref().is_some_and(|i| called.contains(&i.to_string()))
+                    && idents(&m.mac.tokens).contains("return")
+                    && !macros.iter().any(|l| l.ident == m.ident)
+            })
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+
+    // The carried locals.
+    let mentioned = {
+        let mut m = idents(&quote!(#(#suffix)* #(#macros)*));
+        m.extend(idents(&hook.visits));
+        m
+    };
+    let bindings = bindings(sig, &prefix);
+    let mut carried: Vec<&Binding> = Vec::new();
+    let mut seen = HashSet::new();
+    for b in bindings.iter().rev() {
+        if mentioned.contains(&b.name.to_string()) && seen.insert(b.name.to_string()) {
+            if !b.init {
+                return Err("a local bound without a value before the loop");
+            }
+            carried.push(b);
+        }
+    }
+    let carried_names: HashSet<String> = carried.iter().map(|b| b.name.to_string()).collect();
+    let borrowed: HashSet<String> = bindings
+        .iter()
+        .filter(|b| b.names_in_init.is_some() && b.bound_names.iter().any(|n| carried_names.contains(n)))
+        .flat_map(|b| b.names_in_init.clone().unwrap_or_default())
+        .collect();
+    carried.retain(|b| b.copy || !borrowed.contains(&b.name.to_string()));
+    carried.sort_by_key(|b| b.order);
+    let c: Vec<&Ident> = carried.iter().map(|b| &b.name).collect();
+
+    let done = |e: TokenStream| match mode {
+        Mode::Outlined => quote!(<#ret as __rt::portal::Outlined<_>>::done(#e)),
+        Mode::Plain => quote!(__rt::portal::Flow::Done(#e)),
+    };
+    let sample = match mode {
+        Mode::Outlined => quote!(<#ret as __rt::portal::Outlined<_>>::sample((#(#c,)*))),
+        Mode::Plain => quote!(__rt::portal::Flow::Sample((#(#c,)*))),
+    };
+    let mut returns = Returns { done: &done };
+    for s in &mut suffix {
+        returns.visit_stmt_mut(s);
+    }
+    let macros: Vec<syn::ItemMacro> = macros
+        .into_iter()
+        .map(|mut m| {
+            m.mac.tokens = rewrite_transcribers(m.mac.tokens, &done);
+            m
+        })
+        .collect();
+    let visits = &hook.visits;
+    MergePoint { at: syn::parse_quote!(if #visits { return #sample; }) }.visit_stmt_mut(&mut suffix[0]);
+    match suffix.last_mut() {
+        Some(syn::Stmt::Expr(e, None)) => {
+            let d = done(quote!(#e));
+            *e = syn::parse_quote!(#d);
+        }
+        _ if matches!(&ret, syn::Type::Tuple(t) if t.elems.is_empty()) => {
+            let d = done(quote!(()));
+            suffix.push(syn::Stmt::Expr(syn::parse_quote!(#d), None));
+        }
+        _ => {}
+    }
+
+    // The carried locals are the helper's parameters, each its own: a
+    // reference among them is known not to alias (as the portal's own
+    // parameters are), where a field of one tuple would not be.
+    let tys: Vec<Ident> = (0..c.len()).map(|i| format_ident!("__A{}", i)).collect();
+    let (helper_ret, call_body) = match mode {
+        Mode::Outlined => (
+            quote!(<__R as __rt::portal::Outlined<(#(#tys,)*)>>::Step),
+            quote!(<__R as __rt::portal::Outlined<(#(#tys,)*)>>::resume(__jit_f(#(#c),*))),
+        ),
+        Mode::Plain => (quote!(__rt::portal::Flow<__R, (#(#tys,)*)>), quote!(__jit_f(#(#c),*))),
+    };
+    let bound = match mode {
+        Mode::Outlined => quote!(__R: __rt::portal::Outlined<(#(#tys,)*)>),
+        Mode::Plain => quote!(__R),
+    };
+    let infer = vec![quote!(_); c.len()];
+    let runs = &hook.runs;
+    let resumed_decl = rotated.then(|| quote!(let mut __jit_resumed = false;));
+    let resumed_set = rotated.then(|| quote!(__jit_resumed = true;));
+    let body: syn::Block = syn::parse_quote!({
+        #(#prefix)*
+        #[inline(never)]
+        fn __jit_outlined<#(#tys,)* #bound, __F: ::core::ops::FnOnce(#(#tys),*) -> #helper_ret>(
+            #(#c: #tys,)* __jit_f: __F,
+        ) -> __rt::portal::Flow<__R, (#(#tys,)*)> {
+            #call_body
+        }
+        let mut __jit_unhooked = false;
+        #resumed_decl
+        let mut __jit_carried = (#(#c,)*);
+        loop {
+            let (#(#c,)*) = __jit_carried;
+            #[allow(unreachable_code)]
+            let __jit_flow = __jit_outlined::<#(#infer,)* #ret, _>(#(#c,)* |#(#[allow(unused_mut)] mut #c),*| {
+                let __jit_hooked = !__jit_unhooked;
+                #(#macros)*
+                #(#suffix)*
+            });
+            #[allow(unused_mut)]
+            let (#(mut #c,)*) = match __jit_flow {
+                __rt::portal::Flow::Done(__jit_r) => return __jit_r,
+                __rt::portal::Flow::Sample(__jit_s) => __jit_s,
+            };
+            #runs
+            #resumed_set
+            __jit_carried = (#(#c,)*);
+        }
+    });
+    item.block = Box::new(body);
+    Ok(())
+}
+
+/// Flattens the first `let x = { s1; ..; sn; e };` of `stmts` whose block
+/// holds the merge point into `s1; ..; sn; let x = e;`, where the names the
+/// block's `let`s bind are not mentioned after it; whether one was.
+fn flatten_one(stmts: &mut Vec<syn::Stmt>) -> bool {
+    for k in 0..stmts.len() {
+        let syn::Stmt::Local(l) = &stmts[k] else { continue };
+        let Some(syn::LocalInit { expr, diverge: None, .. }) = &l.init else { continue };
+        let syn::Expr::Block(b) = &**expr else { continue };
+        if b.label.is_some() || !b.attrs.is_empty() || !hint_annotator::has_merge_point(&b.block) {
+            continue;
+        }
+        let inner = &b.block.stmts;
+        let after = idents(&{
+            let rest = &stmts[k + 1..];
+            quote!(#(#rest)*)
+        });
+        let binds = inner.iter().any(|s| match s {
+            syn::Stmt::Local(l) => pattern_names(&l.pat).iter().any(|n| after.contains(&n.to_string())),
+            _ => false,
+        });
+        if binds {
+            return false;
+        }
+        let (body, tail): (Vec<syn::Stmt>, syn::Expr) = match inner.last() {
+            Some(syn::Stmt::Expr(e, None)) => (inner[..inner.len() - 1].to_vec(), e.clone()),
+            _ => (inner.clone(), syn::parse_quote!(())),
+        };
+        let mut l = l.clone();
+        if let Some(init) = &mut l.init {
+            init.expr = Box::new(tail);
+        }
+        stmts.splice(k..=k, body.into_iter().chain(std::iter::once(syn::Stmt::Local(l))));
+        return true;
+    }
+    false
+}
+
+/// Whether `s` is a loop (or `let x = loop { .. };`) whose body starts
+/// with the merge point, other than items, and that re-enters at its head.
+fn is_outlinable_loop(s: &syn::Stmt) -> bool {
+    let e = match s {
+        syn::Stmt::Expr(e, _) => e,
+        syn::Stmt::Local(syn::Local { init: Some(syn::LocalInit { expr, diverge: None, .. }), .. }) => {
+            if !matches!(**expr, syn::Expr::Loop(_)) {
+                return false;
+            }
+            expr
+        }
+        _ => return false,
+    };
+    let body = match e {
+        syn::Expr::Loop(l) => &l.body,
+        syn::Expr::While(w) if !crate::unhooked::has_let(&w.cond) => &w.body,
+        _ => return false,
+    };
+    crate::unhooked::split_at_merge_point(body).is_some()
+}
+
+/// Rotates a `while` statement as the module doc says; whether it was one.
+fn rotate_while(s: &mut syn::Stmt) -> bool {
+    let syn::Stmt::Expr(syn::Expr::While(w), _) = s else { return false };
+    let label = w.label.as_ref().map(|l| l.name.clone()).unwrap_or_else(|| lifetime("'__jit_loop"));
+    let b = lifetime("'__jit_b");
+    let c = &w.cond;
+    let Some((items, rest)) = crate::unhooked::split_at_merge_point(&w.body) else { return false };
+    let mp = &w.body.stmts[items.len()];
+    let body = crate::unhooked::retarget(&rest, &label, syn::parse_quote!(break #b), &label, true);
+    *s = syn::Stmt::Expr(
+        syn::parse_quote!(if __jit_resumed || (#c) {
+            #label: loop {
+                #(#items)*
+                #mp
+                #b: { #(#body)* }
+                if !(#c) { break #label; }
+            }
+        }),
+        None,
+    );
+    true
+}
+
+fn lifetime(name: &str) -> syn::Lifetime {
+    syn::Lifetime::new(name, proc_macro2::Span::call_site())
+}
+
+fn is_macro_rules(s: &syn::Stmt) -> bool {
+    matches!(s, syn::Stmt::Item(syn::Item::Macro(m)) if m.ident.is_some() && m.mac.path.is_ident("macro_rules"))
+}
+
+/// Whether `ret` is a `Result` or an `Option` (by its last segment, through
+/// the module's aliases).
+fn returns_outlined(ret: &syn::Type, cx: &ModuleContext) -> bool {
+    let mut ty = ret;
+    for _ in 0..8 {
+        let syn::Type::Path(tp) = ty else { return false };
+        let Some(last) = tp.path.segments.last() else { return false };
+        let name = last.ident.to_string();
+        if name == "Result" || name == "Option" {
+            return true;
+        }
+        match cx.aliases.get(&name) {
+            Some(t) if tp.path.segments.len() == 1 => ty = t,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Every identifier in `ts`, at any depth.
+fn idents(ts: &TokenStream) -> HashSet<String> {
+    fn go(ts: TokenStream, out: &mut HashSet<String>) {
+        for t in ts {
+            match t {
+                TokenTree::Ident(i) => {
+                    out.insert(i.to_string());
+                }
+                TokenTree::Group(g) => go(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashSet::new();
+    go(ts.clone(), &mut out);
+    out
+}
+
+fn has_question_mark(ts: &TokenStream) -> bool {
+    ts.clone().into_iter().any(|t| match t {
+        TokenTree::Punct(p) => p.as_char() == '?',
+        TokenTree::Group(g) => has_question_mark(&g.stream()),
+        _ => false,
+    })
+}
+
+/// The names of macros called in `ts` (`name!`).
+fn called_macros(ts: &TokenStream) -> HashSet<String> {
+    fn go(ts: TokenStream, out: &mut HashSet<String>) {
+        let v: Vec<TokenTree> = ts.into_iter().collect();
+        for (i, t) in v.iter().enumerate() {
+            match t {
+                TokenTree::Ident(id) => {
+                    if matches!(v.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!') {
+                        out.insert(id.to_string());
+                    }
+                }
+                TokenTree::Group(g) => go(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashSet::new();
+    go(ts.clone(), &mut out);
+    out
+}
+
+/// A name bound before the loop.
+struct Binding {
+    name: Ident,
+    /// Bound with a value (a parameter, or `let` with an initializer).
+    init: bool,
+    /// A shared reference or a scalar: moving it leaves what it was
+    /// computed from, and what was computed from it, as they were.
+    copy: bool,
+    /// The position of its binding.
+    order: usize,
+    /// For a `let`: the names it binds, and the identifiers of its
+    /// initializer.
+    bound_names: Vec<String>,
+    names_in_init: Option<HashSet<String>>,
+}
+
+/// The parameters, then the locals bound by the top-level `let`s of
+/// `prefix`, in order.
+fn bindings(sig: &syn::Signature, prefix: &[syn::Stmt]) -> Vec<Binding> {
+    let mut out = Vec::new();
+    for a in &sig.inputs {
+        let syn::FnArg::Typed(pt) = a else { continue };
+        let names = pattern_names(&pt.pat);
+        let copy = names.len() == 1 && is_copy_type(&pt.ty);
+        for n in names {
+            out.push(Binding { name: n, init: true, copy, order: out.len(), bound_names: vec![], names_in_init: None });
+        }
+    }
+    for s in prefix {
+        let syn::Stmt::Local(l) = s else { continue };
+        let (pat, ty) = match &l.pat {
+            syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+            p => (p, None),
+        };
+        let names = pattern_names(pat);
+        let bound: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let init = l.init.as_ref();
+        let copy = names.len() == 1
+            && (ty.is_some_and(is_copy_type)
+                || init.is_some_and(|i| {
+                    matches!(&*i.expr, syn::Expr::Reference(r) if r.mutability.is_none())
+                        || matches!(&*i.expr, syn::Expr::Lit(_))
+                }));
+        let in_init = init.map(|i| {
+            let mut s = idents(&i.expr.to_token_stream());
+            if let Some((_, d)) = &i.diverge {
+                s.extend(idents(&d.to_token_stream()));
+            }
+            s
+        });
+        for n in names {
+            out.push(Binding {
+                name: n,
+                init: init.is_some(),
+                copy,
+                order: out.len(),
+                bound_names: bound.clone(),
+                names_in_init: in_init.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// A shared reference, or a scalar type by its name.
+fn is_copy_type(t: &syn::Type) -> bool {
+    const SCALARS: &[&str] = &[
+        "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "f32", "f64", "bool",
+        "char",
+    ];
+    match t {
+        syn::Type::Reference(r) => r.mutability.is_none(),
+        syn::Type::Path(tp) => tp.qself.is_none() && SCALARS.iter().any(|s| tp.path.is_ident(s)),
+        _ => false,
+    }
+}
+
+/// The names a pattern binds.
+fn pattern_names(p: &syn::Pat) -> Vec<Ident> {
+    struct V(Vec<Ident>);
+    impl<'ast> syn::visit::Visit<'ast> for V {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.0.push(p.ident.clone());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut v = V(vec![]);
+    syn::visit::Visit::visit_pat(&mut v, p);
+    // An identifier pattern naming a constant or a unit variant binds
+    // nothing; by Rust's naming, those are the capitalized ones.
+    v.0.retain(|i| !i.to_string().starts_with(|c: char| c.is_ascii_uppercase()));
+    v.0
+}
+
+/// Replaces the merge point statement by `at`.
+struct MergePoint {
+    at: syn::Stmt,
+}
+
+impl VisitMut for MergePoint {
+    fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
+        let is_mp = match s {
+            syn::Stmt::Macro(m) => hint_annotator::is_merge_point(&m.mac),
+            syn::Stmt::Expr(syn::Expr::Macro(m), _) => hint_annotator::is_merge_point(&m.mac),
+            _ => false,
+        };
+        if is_mp {
+            *s = self.at.clone();
+            return;
+        }
+        visit_mut::visit_stmt_mut(self, s);
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+/// Rewrites the closure's `return`s (not those of closures, async blocks
+/// and items inside it).
+struct Returns<'d> {
+    done: &'d dyn Fn(TokenStream) -> TokenStream,
+}
+
+impl VisitMut for Returns<'_> {
+    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+        match e {
+            syn::Expr::Return(r) => {
+                if let Some(x) = &mut r.expr {
+                    self.visit_expr_mut(x);
+                }
+                let v = r.expr.as_ref().map(|x| x.to_token_stream()).unwrap_or_else(|| quote!(()));
+                let d = (self.done)(v);
+                *e = syn::parse_quote!(return #d);
+            }
+            syn::Expr::Closure(_) | syn::Expr::Async(_) => {}
+            syn::Expr::Macro(m) => m.mac.tokens = rewrite_returns(m.mac.tokens.clone(), self.done),
+            _ => visit_mut::visit_expr_mut(self, e),
+        }
+    }
+
+    fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
+        match s {
+            syn::Stmt::Macro(m) => m.mac.tokens = rewrite_returns(m.mac.tokens.clone(), self.done),
+            syn::Stmt::Item(syn::Item::Macro(m)) if m.mac.path.is_ident("macro_rules") => {
+                m.mac.tokens = rewrite_transcribers(m.mac.tokens.clone(), self.done)
+            }
+            _ => visit_mut::visit_stmt_mut(self, s),
+        }
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+/// `return X` in tokens, where `X` runs to the next `;` or `,` of its
+/// group: `return DONE(X)`.
+fn rewrite_returns(ts: TokenStream, done: &dyn Fn(TokenStream) -> TokenStream) -> TokenStream {
+    let v: Vec<TokenTree> = ts.into_iter().collect();
+    let mut out = TokenStream::new();
+    let mut i = 0;
+    while i < v.len() {
+        match &v[i] {
+            TokenTree::Ident(id) if id == "return" => {
+                let mut j = i + 1;
+                while j < v.len() && !matches!(&v[j], TokenTree::Punct(p) if p.as_char() == ';' || p.as_char() == ',') {
+                    j += 1;
+                }
+                let x: TokenStream = v[i + 1..j].iter().cloned().collect();
+                let x = rewrite_returns(x, done);
+                let x = if x.is_empty() { quote!(()) } else { x };
+                out.extend(std::iter::once(v[i].clone()));
+                out.extend(done(x));
+                i = j;
+            }
+            TokenTree::Group(g) => {
+                let mut ng = Group::new(g.delimiter(), rewrite_returns(g.stream(), done));
+                ng.set_span(g.span());
+                out.extend(std::iter::once(TokenTree::Group(ng)));
+                i += 1;
+            }
+            t => {
+                out.extend(std::iter::once(t.clone()));
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The `return`s of a `macro_rules!`'s transcribers (`(..) => { .. }`),
+/// not of its matchers.
+fn rewrite_transcribers(ts: TokenStream, done: &dyn Fn(TokenStream) -> TokenStream) -> TokenStream {
+    let v: Vec<TokenTree> = ts.into_iter().collect();
+    let mut out = TokenStream::new();
+    for (i, t) in v.iter().enumerate() {
+        let after_arrow = i >= 2
+            && matches!(&v[i - 1], TokenTree::Punct(p) if p.as_char() == '>')
+            && matches!(&v[i - 2], TokenTree::Punct(p) if p.as_char() == '=');
+        match t {
+            TokenTree::Group(g) if after_arrow && g.delimiter() != Delimiter::None => {
+                let mut ng = Group::new(g.delimiter(), rewrite_returns(g.stream(), done));
+                ng.set_span(g.span());
+                out.extend(std::iter::once(TokenTree::Group(ng)));
+            }
+            t => out.extend(std::iter::once(t.clone())),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{expect, Expect};
+
+    use super::*;
+
+    fn check(src: &str, want: Expect) {
+        let file: syn::File = syn::parse_str(src).unwrap();
+        let cx = ModuleContext::of(&file.items);
+        let mut f = file
+            .items
+            .iter()
+            .find_map(|i| match i {
+                syn::Item::Fn(f) => Some(f.clone()),
+                _ => None,
+            })
+            .unwrap();
+        let hook = Hook { visits: quote!(VISITS(pc)), runs: quote!(HOOK(pc);) };
+        let got = match outline(&mut f, &hook, &cx) {
+            Ok(()) => prettyplease::unparse(&syn::parse_quote!(#f)),
+            Err(why) => format!("not outlined: {why}\n"),
+        };
+        want.assert_eq(&got);
+    }
+
+    #[test]
+    fn a_result_loop_carries_what_it_mentions_and_keeps_its_question_marks() {
+        check(
+            "fn run(code: &[u8], heap: &mut Heap) -> Result<i64, E> { let mut pc = 0; let mut acc = 0; let unused = 1; \
+             loop { hint!(global_merge_point); if pc >= code.len() { return Ok(acc); } acc += step(heap, code[pc])?; pc += 1; } }",
+            expect![[r#"
+                fn run(code: &[u8], heap: &mut Heap) -> Result<i64, E> {
+                    let mut pc = 0;
+                    let mut acc = 0;
+                    let unused = 1;
+                    #[inline(never)]
+                    fn __jit_outlined<
+                        __A0,
+                        __A1,
+                        __A2,
+                        __A3,
+                        __R: __rt::portal::Outlined<(__A0, __A1, __A2, __A3)>,
+                        __F: ::core::ops::FnOnce(
+                                __A0,
+                                __A1,
+                                __A2,
+                                __A3,
+                            ) -> <__R as __rt::portal::Outlined<(__A0, __A1, __A2, __A3)>>::Step,
+                    >(
+                        code: __A0,
+                        heap: __A1,
+                        pc: __A2,
+                        acc: __A3,
+                        __jit_f: __F,
+                    ) -> __rt::portal::Flow<__R, (__A0, __A1, __A2, __A3)> {
+                        <__R as __rt::portal::Outlined<
+                            (__A0, __A1, __A2, __A3),
+                        >>::resume(__jit_f(code, heap, pc, acc))
+                    }
+                    let mut __jit_unhooked = false;
+                    let mut __jit_carried = (code, heap, pc, acc);
+                    loop {
+                        let (code, heap, pc, acc) = __jit_carried;
+                        #[allow(unreachable_code)]
+                        let __jit_flow = __jit_outlined::<
+                            _,
+                            _,
+                            _,
+                            _,
+                            Result<i64, E>,
+                            _,
+                        >(
+                            code,
+                            heap,
+                            pc,
+                            acc,
+                            |
+                                #[allow(unused_mut)]
+                                mut code,
+                                #[allow(unused_mut)]
+                                mut heap,
+                                #[allow(unused_mut)]
+                                mut pc,
+                                #[allow(unused_mut)]
+                                mut acc|
+                            {
+                                let __jit_hooked = !__jit_unhooked;
+                                <Result<
+                                    i64,
+                                    E,
+                                > as __rt::portal::Outlined<
+                                    _,
+                                >>::done(
+                                    loop {
+                                        if VISITS(pc) {
+                                            return <Result<
+                                                i64,
+                                                E,
+                                            > as __rt::portal::Outlined<
+                                                _,
+                                            >>::sample((code, heap, pc, acc));
+                                        }
+                                        if pc >= code.len() {
+                                            return <Result<
+                                                i64,
+                                                E,
+                                            > as __rt::portal::Outlined<_>>::done(Ok(acc));
+                                        }
+                                        acc += step(heap, code[pc])?;
+                                        pc += 1;
+                                    },
+                                )
+                            },
+                        );
+                        #[allow(unused_mut)]
+                        let (mut code, mut heap, mut pc, mut acc) = match __jit_flow {
+                            __rt::portal::Flow::Done(__jit_r) => return __jit_r,
+                            __rt::portal::Flow::Sample(__jit_s) => __jit_s,
+                        };
+                        HOOK(pc);
+                        __jit_carried = (code, heap, pc, acc);
+                    }
+                }
+            "#]],
+        );
+    }
+}
