@@ -120,7 +120,7 @@ pub mod __private {
         }
         /// What a portal hook's arguments go through.
         pub mod portal {
-            pub use jitgen_runtime::portal::outlined::{outlined, outlined_plain, Flow, Outlined};
+            pub use jitgen_runtime::portal::outlined::{Flow, Outlined};
             pub use jitgen_runtime::portal::ByValue;
         }
     }

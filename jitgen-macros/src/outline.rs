@@ -1,6 +1,6 @@
 //! A portal's merge point loop outlined from its hook: the loop, and the
-//! rest of the portal's body after it, run in a closure called out of line
-//! (`outlined` in the runtime), and the hook is called outside it.
+//! rest of the portal's body after it, run in a closure called out of line,
+//! and the hook is called outside it.
 //!
 //! A call of the hook inside the loop's function costs the interpreter
 //! about 10% of its speed even where it never runs, whatever the call's
@@ -12,17 +12,19 @@
 //! fn run(params) -> R { P; L; T }      L: loop { hint!(global_merge_point); B }
 //! ```
 //!
-//! (the loop a statement of the body itself, `let x = L;` too) becomes
+//! (the loop a statement of the body, `let x = L;` too, or of a block that
+//! `let x = { .. };` binds, which is flattened first) becomes
 //!
 //! ```text
 //! fn run(params) -> R {
 //!     P
+//!     #[inline(never)] fn __jit_outlined<A1, .., An, R, F>(c1: A1, .., cn: An, f: F) { f(c1, .., cn) }
 //!     let mut __jit_carried = (c1, .., cn);
 //!     loop {
-//!         let __jit_flow = outlined::<_, R>(__jit_carried, |(mut c1, .., mut cn)| {
-//!             let __jit_hooked = !__jit_unhooked;
-//!             loop { if __jit_hooked && VISITS { return SAMPLE((c1, .., cn)); } B }
-//!             T
+//!         let (c1, .., cn) = __jit_carried;
+//!         let __jit_flow = __jit_outlined::<_, .., R, _>(c1, .., cn, |mut c1, .., mut cn| {
+//!             loop { if VISITS { return SAMPLE((c1, .., cn)); } B }
+//!             DONE(T)
 //!         });
 //!         let (mut c1, .., mut cn) = match __jit_flow { Done(r) => return r, Sample(s) => s };
 //!         HOOK
@@ -33,22 +35,28 @@
 //!
 //! The carried locals `c1, .., cn` are the parameters and locals bound by
 //! `P` that the closure mentions: moved in and out, so that the loop keeps
-//! them in registers as the interpreter's own function does. One that a
-//! later local of `P` was computed from (`let r = &v;`) stays where it is
-//! and the closure borrows it, unless it is a shared reference or a scalar.
-//! Re-entering the closure starts the loop again at its head, which is the
-//! merge point. A `while c { mp; B }` is entered as
-//! `if __jit_resumed || (c) { 'l: loop { mp; 'b: { B } if !(c) { break 'l; } } }`,
-//! so that a re-entry does not test `c` again for the turn under way.
+//! them in registers as the interpreter's own function does, and each a
+//! parameter of the helper, so that a reference among them is known not to
+//! alias as the portal's own parameters are. One that a later local of `P`
+//! was computed from (`let n = v.len();`) stays where it is and the closure
+//! borrows it, unless it is a shared reference or a scalar.
 //!
-//! In the closure, `return e` becomes `return DONE(e)` (in the code, in the
-//! arguments of macro calls, and in the transcribers of `macro_rules!`
-//! defined in `P` or in the module, defined again inside the closure so that
-//! they name the carried locals), and its value `T` becomes `DONE(T)`. A
-//! portal returning a `Result` or an `Option` keeps its `?`s (see the
-//! runtime's `Outlined`); one returning another type is outlined only
-//! where its body has no `?`. Where the hook gives up (`Sampler::gives_up`),
-//! the closure is entered with its test off (`__jit_unhooked`).
+//! Entering the closure again starts the loop at its head, which is the
+//! merge point; the sampler passes over that visit (`LoopSampler::resumed`),
+//! which the hook has seen. A `while c { mp; B }` is entered as
+//! `if __jit_resumed || (c) { 'l: loop { mp; 'b: { B } if !(c) { break 'l; } } }`,
+//! so that `c` is not tested again for the turn under way.
+//!
+//! In the closure, `return e` becomes `return DONE(e)`: in the code, in the
+//! arguments of macro calls, and in the transcribers of the `macro_rules!`
+//! defined in `P` or in the module (those that `return`), defined again
+//! inside the closure so that they name the carried locals. Its value `T`
+//! becomes `DONE(T)`. A portal returning a `Result` or an `Option` keeps
+//! its `?`s (see the runtime's `Outlined`); one returning another type is
+//! outlined only where its body has no `?`. Where the hook gives up
+//! (`Sampler::gives_up`), the closure is entered with `__jit_hooked` off: a
+//! visit the clock makes due lowers the flag until the next tick
+//! (`LoopSampler::idle`).
 //!
 //! Not outlined (the hook stays in the loop, see `unhooked`): a merge point
 //! that is not the first statement of its loop or whose loop is not a
@@ -166,6 +174,12 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
             _ => None,
         })
         .collect();
+    // The closure calls its own copies.
+    for s in &mut prefix {
+        if let syn::Stmt::Item(syn::Item::Macro(m)) = s {
+            m.attrs.push(syn::parse_quote!(#[allow(unused_macros)]));
+        }
+    }
     macros.extend(
         cx.macros
             .iter()
@@ -776,6 +790,285 @@ mod tests {
                         __jit_carried = (code, heap, pc, acc);
                     }
                 }
+            "#]],
+        );
+    }
+
+    #[test]
+    fn a_while_is_entered_past_its_condition_and_a_plain_portal_wraps_its_returns() {
+        check(
+            "fn run(code: &[u8]) -> i64 { let mut pc = 0; while pc < code.len() { hint!(global_merge_point); \
+             if code[pc] == 0 { return 7; } if code[pc] == 1 { pc += 2; continue; } pc += 1; } -1 }",
+            expect![[r#"
+                fn run(code: &[u8]) -> i64 {
+                    let mut pc = 0;
+                    #[inline(never)]
+                    fn __jit_outlined<
+                        __A0,
+                        __A1,
+                        __R,
+                        __F: ::core::ops::FnOnce(__A0, __A1) -> __rt::portal::Flow<__R, (__A0, __A1)>,
+                    >(code: __A0, pc: __A1, __jit_f: __F) -> __rt::portal::Flow<__R, (__A0, __A1)> {
+                        __jit_f(code, pc)
+                    }
+                    let mut __jit_unhooked = false;
+                    let mut __jit_resumed = false;
+                    let mut __jit_carried = (code, pc);
+                    loop {
+                        let (code, pc) = __jit_carried;
+                        #[allow(unreachable_code)]
+                        let __jit_flow = __jit_outlined::<
+                            _,
+                            _,
+                            i64,
+                            _,
+                        >(
+                            code,
+                            pc,
+                            |#[allow(unused_mut)] mut code, #[allow(unused_mut)] mut pc| {
+                                let __jit_hooked = !__jit_unhooked;
+                                if __jit_resumed || (pc < code.len()) {
+                                    '__jit_loop: loop {
+                                        if VISITS(pc) {
+                                            return __rt::portal::Flow::Sample((code, pc));
+                                        }
+                                        '__jit_b: {
+                                            if code[pc] == 0 {
+                                                return __rt::portal::Flow::Done(7);
+                                            }
+                                            if code[pc] == 1 {
+                                                pc += 2;
+                                                break '__jit_b;
+                                            }
+                                            pc += 1;
+                                        }
+                                        if !(pc < code.len()) {
+                                            break '__jit_loop;
+                                        }
+                                    }
+                                }
+                                __rt::portal::Flow::Done(-1)
+                            },
+                        );
+                        #[allow(unused_mut)]
+                        let (mut code, mut pc) = match __jit_flow {
+                            __rt::portal::Flow::Done(__jit_r) => return __jit_r,
+                            __rt::portal::Flow::Sample(__jit_s) => __jit_s,
+                        };
+                        HOOK(pc);
+                        __jit_resumed = true;
+                        __jit_carried = (code, pc);
+                    }
+                }
+            "#]],
+        );
+    }
+
+    #[test]
+    fn macros_that_return_are_defined_again_in_the_closure() {
+        check(
+            "macro_rules! give_up { ($e:expr) => { return Ok($e) }; (return) => { 0 }; } \
+             macro_rules! unused_here { () => { return Ok(0) }; } \
+             fn run(code: &[u8]) -> Result<i64, E> { let mut pc = 0; \
+             macro_rules! next { () => {{ pc += 1; if pc > 9 { return Err(E) } code[pc] }}; } \
+             loop { hint!(global_merge_point); if next!() == 0 { give_up!(1); } } }",
+            expect![[r#"
+                fn run(code: &[u8]) -> Result<i64, E> {
+                    let mut pc = 0;
+                    #[allow(unused_macros)]
+                    macro_rules! next {
+                        () => {
+                            { pc += 1; if pc > 9 { return Err(E) } code[pc] }
+                        };
+                    }
+                    #[inline(never)]
+                    fn __jit_outlined<
+                        __A0,
+                        __A1,
+                        __R: __rt::portal::Outlined<(__A0, __A1)>,
+                        __F: ::core::ops::FnOnce(
+                                __A0,
+                                __A1,
+                            ) -> <__R as __rt::portal::Outlined<(__A0, __A1)>>::Step,
+                    >(code: __A0, pc: __A1, __jit_f: __F) -> __rt::portal::Flow<__R, (__A0, __A1)> {
+                        <__R as __rt::portal::Outlined<(__A0, __A1)>>::resume(__jit_f(code, pc))
+                    }
+                    let mut __jit_unhooked = false;
+                    let mut __jit_carried = (code, pc);
+                    loop {
+                        let (code, pc) = __jit_carried;
+                        #[allow(unreachable_code)]
+                        let __jit_flow = __jit_outlined::<
+                            _,
+                            _,
+                            Result<i64, E>,
+                            _,
+                        >(
+                            code,
+                            pc,
+                            |#[allow(unused_mut)] mut code, #[allow(unused_mut)] mut pc| {
+                                let __jit_hooked = !__jit_unhooked;
+                                macro_rules! next {
+                                    () => {
+                                        { pc += 1; if pc > 9 { return < Result < i64, E > as
+                                        __rt::portal::Outlined < _ >> ::done(Err(E)) } code[pc] }
+                                    };
+                                }
+                                macro_rules! give_up {
+                                    ($e:expr) => {
+                                        return < Result < i64, E > as __rt::portal::Outlined < _ >>
+                                        ::done(Ok($e))
+                                    };
+                                    (return) => {
+                                        0
+                                    };
+                                }
+                                <Result<
+                                    i64,
+                                    E,
+                                > as __rt::portal::Outlined<
+                                    _,
+                                >>::done(
+                                    loop {
+                                        if VISITS(pc) {
+                                            return <Result<
+                                                i64,
+                                                E,
+                                            > as __rt::portal::Outlined<_>>::sample((code, pc));
+                                        }
+                                        if next!() == 0 {
+                                            give_up!(1);
+                                        }
+                                    },
+                                )
+                            },
+                        );
+                        #[allow(unused_mut)]
+                        let (mut code, mut pc) = match __jit_flow {
+                            __rt::portal::Flow::Done(__jit_r) => return __jit_r,
+                            __rt::portal::Flow::Sample(__jit_s) => __jit_s,
+                        };
+                        HOOK(pc);
+                        __jit_carried = (code, pc);
+                    }
+                }
+            "#]],
+        );
+    }
+
+    #[test]
+    fn a_local_that_another_was_computed_from_is_borrowed_not_moved() {
+        check(
+            "fn run(n: i64) -> Option<i64> { let mut stack: Vec<i64> = vec![n]; let depth = stack.len(); \
+             let first: i64 = n; let view = &first; let mut pc = 0; \
+             let r = { let k = 3; loop { hint!(global_merge_point); pc += k + depth; stack.push(*view); if pc > 9 { break stack.pop()?; } } }; \
+             Some(r) }",
+            expect![[r#"
+                fn run(n: i64) -> Option<i64> {
+                    let mut stack: Vec<i64> = vec![n];
+                    let depth = stack.len();
+                    let first: i64 = n;
+                    let view = &first;
+                    let mut pc = 0;
+                    let k = 3;
+                    #[inline(never)]
+                    fn __jit_outlined<
+                        __A0,
+                        __A1,
+                        __A2,
+                        __A3,
+                        __R: __rt::portal::Outlined<(__A0, __A1, __A2, __A3)>,
+                        __F: ::core::ops::FnOnce(
+                                __A0,
+                                __A1,
+                                __A2,
+                                __A3,
+                            ) -> <__R as __rt::portal::Outlined<(__A0, __A1, __A2, __A3)>>::Step,
+                    >(
+                        depth: __A0,
+                        view: __A1,
+                        pc: __A2,
+                        k: __A3,
+                        __jit_f: __F,
+                    ) -> __rt::portal::Flow<__R, (__A0, __A1, __A2, __A3)> {
+                        <__R as __rt::portal::Outlined<
+                            (__A0, __A1, __A2, __A3),
+                        >>::resume(__jit_f(depth, view, pc, k))
+                    }
+                    let mut __jit_unhooked = false;
+                    let mut __jit_carried = (depth, view, pc, k);
+                    loop {
+                        let (depth, view, pc, k) = __jit_carried;
+                        #[allow(unreachable_code)]
+                        let __jit_flow = __jit_outlined::<
+                            _,
+                            _,
+                            _,
+                            _,
+                            Option<i64>,
+                            _,
+                        >(
+                            depth,
+                            view,
+                            pc,
+                            k,
+                            |
+                                #[allow(unused_mut)]
+                                mut depth,
+                                #[allow(unused_mut)]
+                                mut view,
+                                #[allow(unused_mut)]
+                                mut pc,
+                                #[allow(unused_mut)]
+                                mut k|
+                            {
+                                let __jit_hooked = !__jit_unhooked;
+                                let r = loop {
+                                    if VISITS(pc) {
+                                        return <Option<
+                                            i64,
+                                        > as __rt::portal::Outlined<_>>::sample((depth, view, pc, k));
+                                    }
+                                    pc += k + depth;
+                                    stack.push(*view);
+                                    if pc > 9 {
+                                        break stack.pop()?;
+                                    }
+                                };
+                                <Option<i64> as __rt::portal::Outlined<_>>::done(Some(r))
+                            },
+                        );
+                        #[allow(unused_mut)]
+                        let (mut depth, mut view, mut pc, mut k) = match __jit_flow {
+                            __rt::portal::Flow::Done(__jit_r) => return __jit_r,
+                            __rt::portal::Flow::Sample(__jit_s) => __jit_s,
+                        };
+                        HOOK(pc);
+                        __jit_carried = (depth, view, pc, k);
+                    }
+                }
+            "#]],
+        );
+    }
+
+    #[test]
+    fn what_is_not_outlined_says_why() {
+        check(
+            "fn run(code: &[u8]) -> i64 { let mut pc = 0; while let Some(op) = code.get(pc) { hint!(global_merge_point); pc += *op as usize; } 0 }",
+            expect![[r#"
+                not outlined: its merge point does not start a `loop` or `while` of the function's body
+            "#]],
+        );
+        check(
+            "fn run(code: &[u8]) -> Value { let mut pc = 0; loop { hint!(global_merge_point); pc = next(pc)?; } }",
+            expect![[r#"
+                not outlined: a `?` in a function that does not return a `Result` or an `Option`
+            "#]],
+        );
+        check(
+            "fn run(code: &[u8]) -> i64 { let mut pc; pc = 0; loop { hint!(global_merge_point); pc += 1; if pc > 3 { return 1; } } }",
+            expect![[r#"
+                not outlined: a local bound without a value before the loop
             "#]],
         );
     }

@@ -29,6 +29,7 @@ mod outlined;
 mod owned_frames;
 mod promotion;
 mod rc_frames;
+mod reentry;
 mod register_vm;
 mod rust_style;
 mod string_vm;

@@ -2,8 +2,8 @@
 //! outlined merge point goes through.
 //!
 //! The generated portal runs its merge point's loop (and the rest of its
-//! body after it) in a closure called out of line ([`outlined`]), and calls
-//! the hook outside it: a call of the hook in the loop's own function costs
+//! body after it) in a closure called out of line, and calls the hook
+//! outside it: a call of the hook in the loop's own function costs
 //! the interpreter about 10% of its speed even where it never runs (its
 //! arguments and what it gives back make no difference; PERFORMANCE.md).
 //! Where the hook is to run, the closure returns the loop's state
@@ -78,41 +78,32 @@ impl<T, S> Outlined<S> for Option<T> {
     }
 }
 
-/// Runs `body` on the loop's `state`, out of line: the closure of a portal
-/// returning `R`, a `Result` or an `Option`.
-#[inline(never)]
-pub fn outlined<S, R: Outlined<S>>(state: S, body: impl FnOnce(S) -> R::Step) -> Flow<R, S> {
-    R::resume(body(state))
-}
-
-/// Runs `body` on the loop's `state`, out of line: the closure of a portal
-/// returning any other type (whose body has no `?`).
-#[inline(never)]
-pub fn outlined_plain<S, R>(state: S, body: impl FnOnce(S) -> Flow<R, S>) -> Flow<R, S> {
-    body(state)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A loop as the generated code outlines it: the closure's value is
+    /// the portal's `Result` around a `Flow`.
     fn sum_to(n: i64, fail_at: i64) -> Result<i64, String> {
+        type R = Result<i64, String>;
         let mut state = (0i64, 0i64);
         loop {
-            let step = outlined::<_, Result<i64, String>>(state, |(mut i, mut acc)| loop {
-                if i % 4 == 3 {
-                    return <Result<i64, String> as Outlined<_>>::sample((i, acc));
+            let body = |(mut i, mut acc): (i64, i64)| -> <R as Outlined<(i64, i64)>>::Step {
+                loop {
+                    if i % 4 == 3 {
+                        return <R as Outlined<_>>::sample((i, acc));
+                    }
+                    if i == fail_at {
+                        Err(format!("at {i}"))?;
+                    }
+                    if i == n {
+                        return <R as Outlined<_>>::done(Ok(acc));
+                    }
+                    acc += i;
+                    i += 1;
                 }
-                if i == fail_at {
-                    Err(format!("at {i}"))?;
-                }
-                if i == n {
-                    return <Result<i64, String> as Outlined<_>>::done(Ok(acc));
-                }
-                acc += i;
-                i += 1;
-            });
-            match step {
+            };
+            match <R as Outlined<_>>::resume(body(state)) {
                 Flow::Done(r) => return r,
                 Flow::Sample((i, acc)) => state = (i + 1, acc + i),
             }
