@@ -142,7 +142,9 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
         }
     }
     let Some(k) = stmts.iter().position(is_outlinable_loop) else {
-        return Err("its merge point does not start a `loop` or `while` of the function's body");
+        return Err(
+            "its merge point is not the first statement of a `loop`, `while` or `while let` of the function's body",
+        );
     };
     let mut suffix: Vec<syn::Stmt> = stmts[k..].to_vec();
     let mode = if returns_outlined(&ret, cx) {
@@ -162,6 +164,7 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
         }
         _ => true,
     });
+    let while_let = enter_while_let(&mut suffix[0]);
     let rotated = rotate_while(&mut suffix[0]);
 
     // The macros defined again inside the closure: the body's own, and the
@@ -199,33 +202,36 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
         m
     };
     let bindings = bindings(sig, &prefix);
-    let mut carried: Vec<&Binding> = Vec::new();
-    let mut seen = HashSet::new();
-    for b in bindings.iter().rev() {
-        if mentioned.contains(&b.name.to_string()) && seen.insert(b.name.to_string()) {
-            if !b.init {
-                return Err("a local bound without a value before the loop");
-            }
-            carried.push(b);
+    let carried = carried(&bindings, &mentioned)?;
+    let mut c: Vec<Ident> = carried.iter().map(|b| b.name.clone()).collect();
+    // A `while let`'s bindings go out with the state and come back as
+    // `__jit_resume`: they may borrow only what is moved with them.
+    let mut sampled: Vec<TokenStream> = c.iter().map(|c| quote!(#c)).collect();
+    let mut outer: Vec<TokenStream> = c.iter().map(|c| quote!(mut #c)).collect();
+    let mut again: Vec<TokenStream> = sampled.clone();
+    let mut first: Vec<TokenStream> = sampled.clone();
+    if let Some(w) = &while_let {
+        let borrows = bindings
+            .iter()
+            .any(|b| w.scrutinee.contains(&b.name.to_string()) && !carried.iter().any(|k| k.name == b.name && k.copy));
+        if borrows {
+            return Err("a `while let` whose condition reads a local that is not a reference or a scalar");
         }
+        let names: Vec<&Ident> = w.binds.iter().map(|(n, _)| n).collect();
+        sampled.push(quote!((#(#names,)*)));
+        outer.push(quote!((#(mut #names,)*)));
+        again.push(quote!(::core::option::Option::Some((#(#names,)*))));
+        first.push(quote!(::core::option::Option::None));
+        c.push(format_ident!("__jit_resume"));
     }
-    let carried_names: HashSet<String> = carried.iter().map(|b| b.name.to_string()).collect();
-    let borrowed: HashSet<String> = bindings
-        .iter()
-        .filter(|b| b.names_in_init.is_some() && b.bound_names.iter().any(|n| carried_names.contains(n)))
-        .flat_map(|b| b.names_in_init.clone().unwrap_or_default())
-        .collect();
-    carried.retain(|b| b.copy || !borrowed.contains(&b.name.to_string()));
-    carried.sort_by_key(|b| b.order);
-    let c: Vec<&Ident> = carried.iter().map(|b| &b.name).collect();
 
     let done = |e: TokenStream| match mode {
         Mode::Outlined => quote!(<#ret as __rt::portal::Outlined<_>>::done(#e)),
         Mode::Plain => quote!(__rt::portal::Flow::Done(#e)),
     };
     let sample = match mode {
-        Mode::Outlined => quote!(<#ret as __rt::portal::Outlined<_>>::sample((#(#c,)*))),
-        Mode::Plain => quote!(__rt::portal::Flow::Sample((#(#c,)*))),
+        Mode::Outlined => quote!(<#ret as __rt::portal::Outlined<_>>::sample((#(#sampled,)*))),
+        Mode::Plain => quote!(__rt::portal::Flow::Sample((#(#sampled,)*))),
     };
     let mut returns = Returns { done: &done };
     for s in &mut suffix {
@@ -258,14 +264,14 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
     let tys: Vec<Ident> = (0..c.len()).map(|i| format_ident!("__A{}", i)).collect();
     let (helper_ret, call_body) = match mode {
         Mode::Outlined => (
-            quote!(<__R as __rt::portal::Outlined<(#(#tys,)*)>>::Step),
-            quote!(<__R as __rt::portal::Outlined<(#(#tys,)*)>>::resume(__jit_f(#(#c),*))),
+            quote!(<__R as __rt::portal::Outlined<__S>>::Step),
+            quote!(<__R as __rt::portal::Outlined<__S>>::resume(__jit_f(#(#c),*))),
         ),
-        Mode::Plain => (quote!(__rt::portal::Flow<__R, (#(#tys,)*)>), quote!(__jit_f(#(#c),*))),
+        Mode::Plain => (quote!(__rt::portal::Flow<__R, __S>), quote!(__jit_f(#(#c),*))),
     };
     let bound = match mode {
-        Mode::Outlined => quote!(__R: __rt::portal::Outlined<(#(#tys,)*)>),
-        Mode::Plain => quote!(__R),
+        Mode::Outlined => quote!(__S, __R: __rt::portal::Outlined<__S>),
+        Mode::Plain => quote!(__S, __R),
     };
     let infer = vec![quote!(_); c.len()];
     let runs = &hook.runs;
@@ -276,32 +282,57 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
         #[inline(never)]
         fn __jit_outlined<#(#tys,)* #bound, __F: ::core::ops::FnOnce(#(#tys),*) -> #helper_ret>(
             #(#c: #tys,)* __jit_f: __F,
-        ) -> __rt::portal::Flow<__R, (#(#tys,)*)> {
+        ) -> __rt::portal::Flow<__R, __S> {
             #call_body
         }
         let mut __jit_unhooked = false;
         #resumed_decl
-        let mut __jit_carried = (#(#c,)*);
+        let mut __jit_carried = (#(#first,)*);
         loop {
             let (#(#c,)*) = __jit_carried;
             #[allow(unreachable_code)]
-            let __jit_flow = __jit_outlined::<#(#infer,)* #ret, _>(#(#c,)* |#(#[allow(unused_mut)] mut #c),*| {
+            let __jit_flow = __jit_outlined::<#(#infer,)* _, #ret, _>(#(#c,)* |#(#[allow(unused_mut)] mut #c),*| {
                 let __jit_hooked = !__jit_unhooked;
                 #(#macros)*
                 #(#suffix)*
             });
             #[allow(unused_mut)]
-            let (#(mut #c,)*) = match __jit_flow {
+            let (#(#outer,)*) = match __jit_flow {
                 __rt::portal::Flow::Done(__jit_r) => return __jit_r,
                 __rt::portal::Flow::Sample(__jit_s) => __jit_s,
             };
             #runs
             #resumed_set
-            __jit_carried = (#(#c,)*);
+            __jit_carried = (#(#again,)*);
         }
     });
     item.block = Box::new(body);
     Ok(())
+}
+
+/// The bindings the closure carries: those it mentions (the latest of a
+/// name), less those a carried local was computed from, unless moving them
+/// leaves that as it was (see the module doc).
+fn carried<'b>(bindings: &'b [Binding], mentioned: &HashSet<String>) -> Result<Vec<&'b Binding>, &'static str> {
+    let mut carried: Vec<&Binding> = Vec::new();
+    let mut seen = HashSet::new();
+    for b in bindings.iter().rev() {
+        if mentioned.contains(&b.name.to_string()) && seen.insert(b.name.to_string()) {
+            if !b.init {
+                return Err("a local bound without a value before the loop");
+            }
+            carried.push(b);
+        }
+    }
+    let carried_names: HashSet<String> = carried.iter().map(|b| b.name.to_string()).collect();
+    let borrowed: HashSet<String> = bindings
+        .iter()
+        .filter(|b| b.names_in_init.is_some() && b.bound_names.iter().any(|n| carried_names.contains(n)))
+        .flat_map(|b| b.names_in_init.clone().unwrap_or_default())
+        .collect();
+    carried.retain(|b| b.copy || !borrowed.contains(&b.name.to_string()));
+    carried.sort_by_key(|b| b.order);
+    Ok(carried)
 }
 
 /// Flattens the first `let x = { s1; ..; sn; e };` of `stmts` whose block
@@ -357,9 +388,99 @@ fn is_outlinable_loop(s: &syn::Stmt) -> bool {
     let body = match e {
         syn::Expr::Loop(l) => &l.body,
         syn::Expr::While(w) if !crate::unhooked::has_let(&w.cond) => &w.body,
+        syn::Expr::While(w) => match &*w.cond {
+            syn::Expr::Let(l) if !binds_by_ref(&l.pat) => &w.body,
+            _ => return false,
+        },
         _ => return false,
     };
     crate::unhooked::split_at_merge_point(body).is_some()
+}
+
+/// Whether a pattern has a `ref` binding (which would borrow its
+/// scrutinee's temporary).
+fn binds_by_ref(p: &syn::Pat) -> bool {
+    struct V(bool);
+    impl<'ast> syn::visit::Visit<'ast> for V {
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.0 |= p.by_ref.is_some();
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut v = V(false);
+    syn::visit::Visit::visit_pat(&mut v, p);
+    v.0
+}
+
+/// A `while let` as the loop is entered again: its pattern's bindings.
+struct WhileLet {
+    /// The names the pattern binds, with their `mut`.
+    binds: Vec<(Ident, bool)>,
+    /// The identifiers of its scrutinee.
+    scrutinee: HashSet<String>,
+}
+
+/// Turns `while let P = E { mp; B }` into a loop that, entered again,
+/// takes the bindings the hook saw (`__jit_resume`) instead of testing
+/// `P = E` again for the turn under way: `'w: { let mut next = match
+/// resume { Some(b) => b, None => match E { P => (b..), _ => break 'w } };
+/// 'l: loop { let (b..) = next; mp; 'b: { B } next = match E { P => (b..),
+/// _ => break 'l } } }`.
+fn enter_while_let(s: &mut syn::Stmt) -> Option<WhileLet> {
+    let syn::Stmt::Expr(syn::Expr::While(w), _) = s else { return None };
+    let syn::Expr::Let(l) = &*w.cond else { return None };
+    let label = w.label.as_ref().map(|l| l.name.clone()).unwrap_or_else(|| lifetime("'__jit_loop"));
+    let binds: Vec<(Ident, bool)> = {
+        struct V(Vec<(Ident, bool)>);
+        impl<'ast> syn::visit::Visit<'ast> for V {
+            fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+                if !p.ident.to_string().starts_with(|c: char| c.is_ascii_uppercase()) {
+                    self.0.push((p.ident.clone(), p.mutability.is_some()));
+                }
+                syn::visit::visit_pat_ident(self, p);
+            }
+        }
+        let mut v = V(vec![]);
+        syn::visit::Visit::visit_pat(&mut v, &l.pat);
+        v.0
+    };
+    let (pat, e) = (&l.pat, &l.expr);
+    let names: Vec<&Ident> = binds.iter().map(|(n, _)| n).collect();
+    let lets = binds.iter().map(|(n, m)| if *m { quote!(mut #n) } else { quote!(#n) });
+    let Some((items, rest)) = crate::unhooked::split_at_merge_point(&w.body) else { return None };
+    let mp = &w.body.stmts[items.len()];
+    let (b, entry) = (lifetime("'__jit_b"), lifetime("'__jit_w"));
+    let body = crate::unhooked::retarget(&rest, &label, syn::parse_quote!(break #b), &label, true);
+    let scrutinee = idents(&e.to_token_stream());
+    // The bindings of the next turn are the loop's own variable: no test
+    // of `__jit_resume` at each turn.
+    *s = syn::Stmt::Expr(
+        syn::parse_quote!(#entry: {
+            #[allow(unreachable_patterns)]
+            let mut __jit_next = match __jit_resume {
+                ::core::option::Option::Some(__jit_b) => __jit_b,
+                ::core::option::Option::None => match #e {
+                    #pat => (#(#names,)*),
+                    _ => break #entry,
+                },
+            };
+            #label: loop {
+                let (#(#lets,)*) = __jit_next;
+                #(#items)*
+                #mp
+                #b: { #(#body)* }
+                #[allow(unreachable_patterns)]
+                {
+                    __jit_next = match #e {
+                        #pat => (#(#names,)*),
+                        _ => break #label,
+                    };
+                }
+            }
+        }),
+        None,
+    );
+    Some(WhileLet { binds, scrutinee })
 }
 
 /// Rotates a `while` statement as the module doc says; whether it was one.
@@ -708,23 +829,22 @@ mod tests {
                         __A1,
                         __A2,
                         __A3,
-                        __R: __rt::portal::Outlined<(__A0, __A1, __A2, __A3)>,
+                        __S,
+                        __R: __rt::portal::Outlined<__S>,
                         __F: ::core::ops::FnOnce(
                                 __A0,
                                 __A1,
                                 __A2,
                                 __A3,
-                            ) -> <__R as __rt::portal::Outlined<(__A0, __A1, __A2, __A3)>>::Step,
+                            ) -> <__R as __rt::portal::Outlined<__S>>::Step,
                     >(
                         code: __A0,
                         heap: __A1,
                         pc: __A2,
                         acc: __A3,
                         __jit_f: __F,
-                    ) -> __rt::portal::Flow<__R, (__A0, __A1, __A2, __A3)> {
-                        <__R as __rt::portal::Outlined<
-                            (__A0, __A1, __A2, __A3),
-                        >>::resume(__jit_f(code, heap, pc, acc))
+                    ) -> __rt::portal::Flow<__R, __S> {
+                        <__R as __rt::portal::Outlined<__S>>::resume(__jit_f(code, heap, pc, acc))
                     }
                     let mut __jit_unhooked = false;
                     let mut __jit_carried = (code, heap, pc, acc);
@@ -732,6 +852,7 @@ mod tests {
                         let (code, heap, pc, acc) = __jit_carried;
                         #[allow(unreachable_code)]
                         let __jit_flow = __jit_outlined::<
+                            _,
                             _,
                             _,
                             _,
@@ -806,9 +927,10 @@ mod tests {
                     fn __jit_outlined<
                         __A0,
                         __A1,
+                        __S,
                         __R,
-                        __F: ::core::ops::FnOnce(__A0, __A1) -> __rt::portal::Flow<__R, (__A0, __A1)>,
-                    >(code: __A0, pc: __A1, __jit_f: __F) -> __rt::portal::Flow<__R, (__A0, __A1)> {
+                        __F: ::core::ops::FnOnce(__A0, __A1) -> __rt::portal::Flow<__R, __S>,
+                    >(code: __A0, pc: __A1, __jit_f: __F) -> __rt::portal::Flow<__R, __S> {
                         __jit_f(code, pc)
                     }
                     let mut __jit_unhooked = false;
@@ -818,6 +940,7 @@ mod tests {
                         let (code, pc) = __jit_carried;
                         #[allow(unreachable_code)]
                         let __jit_flow = __jit_outlined::<
+                            _,
                             _,
                             _,
                             i64,
@@ -885,13 +1008,14 @@ mod tests {
                     fn __jit_outlined<
                         __A0,
                         __A1,
-                        __R: __rt::portal::Outlined<(__A0, __A1)>,
+                        __S,
+                        __R: __rt::portal::Outlined<__S>,
                         __F: ::core::ops::FnOnce(
                                 __A0,
                                 __A1,
-                            ) -> <__R as __rt::portal::Outlined<(__A0, __A1)>>::Step,
-                    >(code: __A0, pc: __A1, __jit_f: __F) -> __rt::portal::Flow<__R, (__A0, __A1)> {
-                        <__R as __rt::portal::Outlined<(__A0, __A1)>>::resume(__jit_f(code, pc))
+                            ) -> <__R as __rt::portal::Outlined<__S>>::Step,
+                    >(code: __A0, pc: __A1, __jit_f: __F) -> __rt::portal::Flow<__R, __S> {
+                        <__R as __rt::portal::Outlined<__S>>::resume(__jit_f(code, pc))
                     }
                     let mut __jit_unhooked = false;
                     let mut __jit_carried = (code, pc);
@@ -899,6 +1023,7 @@ mod tests {
                         let (code, pc) = __jit_carried;
                         #[allow(unreachable_code)]
                         let __jit_flow = __jit_outlined::<
+                            _,
                             _,
                             _,
                             Result<i64, E>,
@@ -977,23 +1102,22 @@ mod tests {
                         __A1,
                         __A2,
                         __A3,
-                        __R: __rt::portal::Outlined<(__A0, __A1, __A2, __A3)>,
+                        __S,
+                        __R: __rt::portal::Outlined<__S>,
                         __F: ::core::ops::FnOnce(
                                 __A0,
                                 __A1,
                                 __A2,
                                 __A3,
-                            ) -> <__R as __rt::portal::Outlined<(__A0, __A1, __A2, __A3)>>::Step,
+                            ) -> <__R as __rt::portal::Outlined<__S>>::Step,
                     >(
                         depth: __A0,
                         view: __A1,
                         pc: __A2,
                         k: __A3,
                         __jit_f: __F,
-                    ) -> __rt::portal::Flow<__R, (__A0, __A1, __A2, __A3)> {
-                        <__R as __rt::portal::Outlined<
-                            (__A0, __A1, __A2, __A3),
-                        >>::resume(__jit_f(depth, view, pc, k))
+                    ) -> __rt::portal::Flow<__R, __S> {
+                        <__R as __rt::portal::Outlined<__S>>::resume(__jit_f(depth, view, pc, k))
                     }
                     let mut __jit_unhooked = false;
                     let mut __jit_carried = (depth, view, pc, k);
@@ -1001,6 +1125,7 @@ mod tests {
                         let (depth, view, pc, k) = __jit_carried;
                         #[allow(unreachable_code)]
                         let __jit_flow = __jit_outlined::<
+                            _,
                             _,
                             _,
                             _,
@@ -1052,11 +1177,140 @@ mod tests {
     }
 
     #[test]
+    fn a_while_let_is_entered_with_the_bindings_the_hook_saw() {
+        check(
+            "fn run(code: &[Op], out: &mut Vec<u8>) -> Vec<isize> { let mut stack = Vec::new(); let mut pc: usize = 0; \
+             while let Some(op) = code.get(pc) { hint!(global_merge_point); pc += 1; if let Op::Out = op { out.push(1); continue; } stack.push(1); } stack }",
+            expect![[r#"
+                fn run(code: &[Op], out: &mut Vec<u8>) -> Vec<isize> {
+                    let mut stack = Vec::new();
+                    let mut pc: usize = 0;
+                    #[inline(never)]
+                    fn __jit_outlined<
+                        __A0,
+                        __A1,
+                        __A2,
+                        __A3,
+                        __A4,
+                        __S,
+                        __R,
+                        __F: ::core::ops::FnOnce(
+                                __A0,
+                                __A1,
+                                __A2,
+                                __A3,
+                                __A4,
+                            ) -> __rt::portal::Flow<__R, __S>,
+                    >(
+                        code: __A0,
+                        out: __A1,
+                        stack: __A2,
+                        pc: __A3,
+                        __jit_resume: __A4,
+                        __jit_f: __F,
+                    ) -> __rt::portal::Flow<__R, __S> {
+                        __jit_f(code, out, stack, pc, __jit_resume)
+                    }
+                    let mut __jit_unhooked = false;
+                    let mut __jit_carried = (code, out, stack, pc, ::core::option::Option::None);
+                    loop {
+                        let (code, out, stack, pc, __jit_resume) = __jit_carried;
+                        #[allow(unreachable_code)]
+                        let __jit_flow = __jit_outlined::<
+                            _,
+                            _,
+                            _,
+                            _,
+                            _,
+                            _,
+                            Vec<isize>,
+                            _,
+                        >(
+                            code,
+                            out,
+                            stack,
+                            pc,
+                            __jit_resume,
+                            |
+                                #[allow(unused_mut)]
+                                mut code,
+                                #[allow(unused_mut)]
+                                mut out,
+                                #[allow(unused_mut)]
+                                mut stack,
+                                #[allow(unused_mut)]
+                                mut pc,
+                                #[allow(unused_mut)]
+                                mut __jit_resume|
+                            {
+                                let __jit_hooked = !__jit_unhooked;
+                                '__jit_w: {
+                                    #[allow(unreachable_patterns)]
+                                    let mut __jit_next = match __jit_resume {
+                                        ::core::option::Option::Some(__jit_b) => __jit_b,
+                                        ::core::option::Option::None => {
+                                            match code.get(pc) {
+                                                Some(op) => (op,),
+                                                _ => break '__jit_w,
+                                            }
+                                        }
+                                    };
+                                    '__jit_loop: loop {
+                                        let (op,) = __jit_next;
+                                        if VISITS(pc) {
+                                            return __rt::portal::Flow::Sample((
+                                                code,
+                                                out,
+                                                stack,
+                                                pc,
+                                                (op,),
+                                            ));
+                                        }
+                                        '__jit_b: {
+                                            pc += 1;
+                                            if let Op::Out = op {
+                                                out.push(1);
+                                                break '__jit_b;
+                                            }
+                                            stack.push(1);
+                                        }
+                                        #[allow(unreachable_patterns)]
+                                        {
+                                            __jit_next = match code.get(pc) {
+                                                Some(op) => (op,),
+                                                _ => break '__jit_loop,
+                                            };
+                                        }
+                                    }
+                                }
+                                __rt::portal::Flow::Done(stack)
+                            },
+                        );
+                        #[allow(unused_mut)]
+                        let (mut code, mut out, mut stack, mut pc, (mut op,)) = match __jit_flow {
+                            __rt::portal::Flow::Done(__jit_r) => return __jit_r,
+                            __rt::portal::Flow::Sample(__jit_s) => __jit_s,
+                        };
+                        HOOK(pc);
+                        __jit_carried = (code, out, stack, pc, ::core::option::Option::Some((op,)));
+                    }
+                }
+            "#]],
+        );
+    }
+
+    #[test]
     fn what_is_not_outlined_says_why() {
         check(
-            "fn run(code: &[u8]) -> i64 { let mut pc = 0; while let Some(op) = code.get(pc) { hint!(global_merge_point); pc += *op as usize; } 0 }",
+            "fn run(n: i64) -> i64 { let mut stack = vec![n]; while let Some(op) = stack.pop() { hint!(global_merge_point); stack.push(op - 1); } 0 }",
             expect![[r#"
-                not outlined: its merge point does not start a `loop` or `while` of the function's body
+                not outlined: a `while let` whose condition reads a local that is not a reference or a scalar
+            "#]],
+        );
+        check(
+            "fn run(n: i64) -> i64 { let mut pc = 0; loop { pc += 1; hint!(global_merge_point); if pc > 9 { return 1; } } }",
+            expect![[r#"
+                not outlined: its merge point is not the first statement of a `loop`, `while` or `while let` of the function's body
             "#]],
         );
         check(

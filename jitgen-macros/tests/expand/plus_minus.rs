@@ -24,6 +24,7 @@ pub mod plus_minus {
             __A2,
             __A3,
             __A4,
+            __S,
             __R,
             __F: ::core::ops::FnOnce(
                     __A0,
@@ -31,7 +32,7 @@ pub mod plus_minus {
                     __A2,
                     __A3,
                     __A4,
-                ) -> __rt::portal::Flow<__R, (__A0, __A1, __A2, __A3, __A4)>,
+                ) -> __rt::portal::Flow<__R, __S>,
         >(
             s: __A0,
             y: __A1,
@@ -39,7 +40,7 @@ pub mod plus_minus {
             acc: __A3,
             pc: __A4,
             __jit_f: __F,
-        ) -> __rt::portal::Flow<__R, (__A0, __A1, __A2, __A3, __A4)> {
+        ) -> __rt::portal::Flow<__R, __S> {
             __jit_f(s, y, __jit_sampler, acc, pc)
         }
         let mut __jit_unhooked = false;
@@ -49,6 +50,7 @@ pub mod plus_minus {
             let (s, y, __jit_sampler, acc, pc) = __jit_carried;
             #[allow(unreachable_code)]
             let __jit_flow = __jit_outlined::<
+                _,
                 _,
                 _,
                 _,
