@@ -88,38 +88,3 @@ fn a_loop_without_ticks_counts_its_visits() {
     assert_eq!(a, b);
     assert!((700..=900).contains(&a), "{a} asks");
 }
-
-/// A loop's flag is raised while it looks at every visit, and counted
-/// process-wide (what every visit tests first): a thread that ends lowers
-/// its own, so that no other thread's visits go on reading theirs.
-#[test]
-fn the_flags_of_ended_threads_are_no_longer_counted() {
-    let raised_here = || {
-        let mut sampler = LoopSampler::new(0);
-        assert!(sampler.due(), "a loop looks at its first visit");
-        assert!(ticker::raised_flags() >= 1);
-    };
-    let waited_here = || {
-        let mut sampler = LoopSampler::new(0);
-        ticker::wait();
-        drop(sampler.due());
-        std::mem::forget(sampler);
-    };
-    // Threads of the other tests may hold a flag raised meanwhile: the
-    // count goes back to at most what it was, give or take theirs.
-    for _ in 0..50 {
-        let before = ticker::raised_flags();
-        let threads: Vec<_> = (0..4)
-            .map(|i| if i % 2 == 0 { std::thread::spawn(raised_here) } else { std::thread::spawn(waited_here) })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        let after = ticker::raised_flags();
-        if after <= before {
-            return;
-        }
-        std::thread::sleep(ticker::PERIOD);
-    }
-    panic!("raised flags of ended threads stayed counted: {}", ticker::raised_flags());
-}

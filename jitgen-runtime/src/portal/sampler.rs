@@ -146,7 +146,7 @@ const MAX_WEIGHT: u32 = 1 << 20;
 /// countdown of visits to skip, and once the thread has code for the
 /// portal, the entry filter folded to 64 bits ([`Sampler::entry_mask`])
 /// with a second countdown beside it. A visit tests its thread's flag of
-/// the sampling clock ([`ticker::due`]), one compare of a process-wide byte
+/// the sampling clock ([`ticker::due`]), one compare of a thread-local byte
 /// and no store, and goes to the cold path only where it is raised. Between
 /// samples, a loop under the default policy waits for the clock's next tick
 /// ([`NEXT_TICK`]), which lowers the flag; a loop that counts visits (an

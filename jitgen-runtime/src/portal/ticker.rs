@@ -9,10 +9,8 @@
 //! (the procedure VM's hooked loop ran 1.7-1.85x its plain time with nothing
 //! to compile; PERFORMANCE.md). Between samples, a loop under the default
 //! policy instead waits for the next tick ([`wait`]), which lowers its
-//! thread's flag: [`due`] is one compare of a byte that no visit writes,
-//! and the clock raises it at its next tick. That byte is process-wide
-//! (`ANY_DUE`, raised while any thread's flag is), and the thread's own
-//! flag is read only where it is raised. A loop that
+//! thread's flag: [`due`] is one compare of a thread-local byte that no
+//! visit writes, and the clock raises it at its next tick. A loop that
 //! looks at every visit (counting visits down in its cold path, or testing
 //! its entry filter) keeps the flag raised ([`look_every_visit`]), and a
 //! portal call that begins or ends raises it for the loop around it.
@@ -32,12 +30,8 @@
 //! thread's flag is listed at its first wait and unlisted by a thread-local
 //! destructor, both under the list's lock, which the clock holds while it
 //! raises flags.
-//! Invariant: `RAISED` counts the raised flags: a flag is raised and lowered
-//! by a swap whose old value says whether to count, and a thread's end
-//! lowers its flag after unlisting it.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -65,45 +59,10 @@ pub const IDLE_TICKS: u32 = 8;
 pub const STOPPED_NAP: Duration = Duration::from_millis(50);
 
 thread_local! {
-    /// This thread's loop looks at its next visit (counted in [`RAISED`]).
-    static DUE: AtomicBool = const { AtomicBool::new(false) };
-    /// This thread's flag is in [`FLAGS`], and may be raised: the thread's
-    /// end unlists it and lowers it.
-    static LISTED: Listing = const { Listing { listed: Cell::new(false), raises: Cell::new(false) } };
-}
-
-/// Raised while some thread's flag is ([`RAISED`] is not 0). A visit tests
-/// this process-wide byte, which its loop addresses without a register, and
-/// reads its thread's own flag only where this one is raised: the address
-/// of a thread-local, hoisted out of the loop, held a register that a small
-/// dispatch loop needed (the procedure VM's hooked loop ran 1.2x its plain
-/// time with nothing to compile, 1.0x with this; PERFORMANCE.md).
-static ANY_DUE: AtomicBool = AtomicBool::new(false);
-
-/// How many threads' flags are raised.
-static RAISED: AtomicUsize = AtomicUsize::new(0);
-
-/// Raises `flag`, a thread's [`DUE`] (by the thread itself, or by the
-/// clock for a listed thread), counting it where it was lowered.
-fn raise(flag: &AtomicBool) {
-    if !flag.load(Ordering::Relaxed) && !flag.swap(true, Ordering::AcqRel) {
-        RAISED.fetch_add(1, Ordering::SeqCst);
-        ANY_DUE.store(true, Ordering::SeqCst);
-    }
-}
-
-/// Lowers this thread's `flag`. [`ANY_DUE`] is lowered with the last one,
-/// and raised again where another was raised meanwhile (every step
-/// sequentially consistent, so that a raise after the count's read stores
-/// after the lowering).
-fn lower(flag: &AtomicBool) {
-    if flag.load(Ordering::Relaxed) && flag.swap(false, Ordering::AcqRel) && RAISED.fetch_sub(1, Ordering::SeqCst) == 1
-    {
-        ANY_DUE.store(false, Ordering::SeqCst);
-        if RAISED.load(Ordering::SeqCst) > 0 {
-            ANY_DUE.store(true, Ordering::SeqCst);
-        }
-    }
+    /// This thread's loop looks at its next visit.
+    static DUE: AtomicBool = const { AtomicBool::new(true) };
+    /// This thread's flag is in [`FLAGS`] (unlisted when the thread ends).
+    static LISTED: Listing = const { Listing(std::cell::Cell::new(false)) };
 }
 
 /// The flags the clock raises: addresses of threads' [`DUE`].
@@ -130,29 +89,13 @@ static THREAD: OnceLock<Option<std::thread::Thread>> = OnceLock::new();
 /// it waited, or it looks at every visit.
 #[inline(always)]
 pub fn due() -> bool {
-    ANY_DUE.load(Ordering::Relaxed) && due_here()
-}
-
-/// This thread's own flag, where some thread's is raised.
-#[cold]
-#[inline(never)]
-fn due_here() -> bool {
-    DUE.try_with(|d| d.load(Ordering::Relaxed)).unwrap_or(false)
+    DUE.with(|d| d.load(Ordering::Relaxed))
 }
 
 /// This thread's loop looks at every visit from now on (until it waits).
 #[inline]
 pub fn look_every_visit() {
-    // A thread that is ending raises nothing its end would not lower.
-    if LISTED.try_with(|l| l.raises.set(true)).is_ok() {
-        DUE.with(raise);
-    }
-}
-
-/// How many threads' flags are raised (their loops look at their next
-/// visit): while any is, every visit reads its own thread's flag too.
-pub fn raised_flags() -> usize {
-    RAISED.load(Ordering::SeqCst)
+    DUE.with(|d| d.store(true, Ordering::Relaxed));
 }
 
 /// How many times the clock ticked so far.
@@ -164,10 +107,10 @@ pub fn ticks() -> u32 {
 /// false (and it looks at every visit) where the clock cannot run.
 #[inline]
 pub fn wait() -> bool {
-    if !LISTED.with(|l| l.listed.get()) && !list() {
+    if !LISTED.with(|l| l.0.get()) && !list() {
         return false;
     }
-    DUE.with(lower);
+    DUE.with(|d| d.store(false, Ordering::Relaxed));
     if !WAITING.load(Ordering::Relaxed) {
         WAITING.store(true, Ordering::SeqCst);
     }
@@ -195,28 +138,21 @@ fn list() -> bool {
     LISTED
         .try_with(|l| {
             FLAGS.lock().unwrap_or_else(|e| e.into_inner()).push(addr);
-            l.listed.set(true);
+            l.0.set(true);
         })
         .is_ok()
 }
 
-/// Unlists its thread's flag when the thread ends, then lowers it.
-struct Listing {
-    listed: Cell<bool>,
-    raises: Cell<bool>,
-}
+/// Unlists its thread's flag when the thread ends.
+struct Listing(std::cell::Cell<bool>);
 
 impl Drop for Listing {
     fn drop(&mut self) {
-        if self.listed.get() {
+        if self.0.get() {
             // The flag outlives this destructor (it has none of its own).
             if let Ok(addr) = DUE.try_with(|d| d as *const AtomicBool as usize) {
                 FLAGS.lock().unwrap_or_else(|e| e.into_inner()).retain(|&a| a != addr);
             }
-        }
-        if self.raises.get() {
-            // Unlisted: the clock raises it no more.
-            let _ = DUE.try_with(lower);
         }
     }
 }
@@ -242,7 +178,7 @@ fn tick() {
     TICKS.fetch_add(1, Ordering::Relaxed);
     for &addr in FLAGS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         // SAFETY: a listed flag is a live thread's (see the invariant).
-        raise(unsafe { &*(addr as *const AtomicBool) });
+        unsafe { (*(addr as *const AtomicBool)).store(true, Ordering::Relaxed) };
     }
 }
 
