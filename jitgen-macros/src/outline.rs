@@ -60,7 +60,9 @@
 //!
 //! Not outlined (the hook stays in the loop, see `unhooked`): a merge point
 //! that is not the first statement of its loop or whose loop is not a
-//! statement of the portal's body, a `while let`, an `async` portal or one
+//! statement of the portal's body, a `while let` whose body is larger than
+//! `unhooked::MAX_BODY_TOKENS` (its turn under way is copied) or whose
+//! condition reads a local that is neither a reference nor a scalar, an `async` portal or one
 //! returning `impl Trait`, a local of `P` bound without a value that the
 //! closure mentions.
 
@@ -164,7 +166,7 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
         }
         _ => true,
     });
-    let while_let = enter_while_let(&mut suffix[0]);
+    let while_let = enter_while_let(&mut suffix[0])?;
     let rotated = rotate_while(&mut suffix[0]);
 
     // The macros defined again inside the closure: the body's own, and the
@@ -422,13 +424,14 @@ struct WhileLet {
 
 /// Turns `while let P = E { mp; B }` into a loop that, entered again,
 /// takes the bindings the hook saw (`__jit_resume`) instead of testing
-/// `P = E` again for the turn under way: `'w: { let mut next = match
-/// resume { Some(b) => b, None => match E { P => (b..), _ => break 'w } };
-/// 'l: loop { let (b..) = next; mp; 'b: { B } next = match E { P => (b..),
-/// _ => break 'l } } }`.
-fn enter_while_let(s: &mut syn::Stmt) -> Option<WhileLet> {
-    let syn::Stmt::Expr(syn::Expr::While(w), _) = s else { return None };
-    let syn::Expr::Let(l) = &*w.cond else { return None };
+/// `P = E` again for the turn under way: `'w: { if let Some((b..)) = resume
+/// { 'b: { B } } while let P = E { mp; B } }`, the turn under way peeled and
+/// the loop as written, whose bindings are computed at its head as the
+/// plain interpreter's are. A body larger than `unhooked::MAX_BODY_TOKENS`
+/// is not copied, and not outlined.
+fn enter_while_let(s: &mut syn::Stmt) -> Result<Option<WhileLet>, &'static str> {
+    let syn::Stmt::Expr(syn::Expr::While(w), _) = s else { return Ok(None) };
+    let syn::Expr::Let(l) = &*w.cond else { return Ok(None) };
     let label = w.label.as_ref().map(|l| l.name.clone()).unwrap_or_else(|| lifetime("'__jit_loop"));
     let binds: Vec<(Ident, bool)> = {
         struct V(Vec<(Ident, bool)>);
@@ -444,43 +447,36 @@ fn enter_while_let(s: &mut syn::Stmt) -> Option<WhileLet> {
         syn::visit::Visit::visit_pat(&mut v, &l.pat);
         v.0
     };
-    let (pat, e) = (&l.pat, &l.expr);
-    let names: Vec<&Ident> = binds.iter().map(|(n, _)| n).collect();
     let lets = binds.iter().map(|(n, m)| if *m { quote!(mut #n) } else { quote!(#n) });
-    let Some((items, rest)) = crate::unhooked::split_at_merge_point(&w.body) else { return None };
-    let mp = &w.body.stmts[items.len()];
+    let Some((items, rest)) = crate::unhooked::split_at_merge_point(&w.body) else { return Ok(None) };
+    if crate::unhooked::token_count(quote!(#(#rest)*)) > crate::unhooked::MAX_BODY_TOKENS {
+        return Err("a `while let` whose body is too large to copy");
+    }
     let (b, entry) = (lifetime("'__jit_b"), lifetime("'__jit_w"));
-    let body = crate::unhooked::retarget(&rest, &label, syn::parse_quote!(break #b), &label, true);
-    let scrutinee = idents(&e.to_token_stream());
-    // The bindings of the next turn are the loop's own variable: no test
-    // of `__jit_resume` at each turn.
+    let scrutinee = idents(&l.expr.to_token_stream());
+    let turn = crate::unhooked::retarget(&rest, &label, syn::parse_quote!(break #b), &entry, true);
+    let whole = w.clone();
+    let (pat, e) = (&l.pat, &l.expr);
+    let names = binds.iter().map(|(n, _)| n);
     *s = syn::Stmt::Expr(
         syn::parse_quote!(#entry: {
+            // Never runs: gives `__jit_resume` the type of the pattern's
+            // bindings before the peeled turn matches on them.
             #[allow(unreachable_patterns)]
-            let mut __jit_next = match __jit_resume {
-                ::core::option::Option::Some(__jit_b) => __jit_b,
-                ::core::option::Option::None => match #e {
-                    #pat => (#(#names,)*),
-                    _ => break #entry,
-                },
-            };
-            #label: loop {
-                let (#(#lets,)*) = __jit_next;
-                #(#items)*
-                #mp
-                #b: { #(#body)* }
-                #[allow(unreachable_patterns)]
-                {
-                    __jit_next = match #e {
-                        #pat => (#(#names,)*),
-                        _ => break #label,
-                    };
-                }
+            if false {
+                __jit_resume = match #e {
+                    #pat => ::core::option::Option::Some((#(#names,)*)),
+                    _ => ::core::option::Option::None,
+                };
             }
+            if let ::core::option::Option::Some((#(#lets,)*)) = __jit_resume {
+                #b: { #(#items)* #(#turn)* }
+            }
+            #whole
         }),
         None,
     );
-    Some(WhileLet { binds, scrutinee })
+    Ok(Some(WhileLet { binds, scrutinee }))
 }
 
 /// Rotates a `while` statement as the module doc says; whether it was one.
@@ -1246,17 +1242,23 @@ mod tests {
                                 let __jit_hooked = !__jit_unhooked;
                                 '__jit_w: {
                                     #[allow(unreachable_patterns)]
-                                    let mut __jit_next = match __jit_resume {
-                                        ::core::option::Option::Some(__jit_b) => __jit_b,
-                                        ::core::option::Option::None => {
-                                            match code.get(pc) {
-                                                Some(op) => (op,),
-                                                _ => break '__jit_w,
+                                    if false {
+                                        __jit_resume = match code.get(pc) {
+                                            Some(op) => ::core::option::Option::Some((op,)),
+                                            _ => ::core::option::Option::None,
+                                        };
+                                    }
+                                    if let ::core::option::Option::Some((op,)) = __jit_resume {
+                                        '__jit_b: {
+                                            pc += 1;
+                                            if let Op::Out = op {
+                                                out.push(1);
+                                                break '__jit_b;
                                             }
+                                            stack.push(1);
                                         }
-                                    };
-                                    '__jit_loop: loop {
-                                        let (op,) = __jit_next;
+                                    }
+                                    while let Some(op) = code.get(pc) {
                                         if VISITS(pc) {
                                             return __rt::portal::Flow::Sample((
                                                 code,
@@ -1266,21 +1268,12 @@ mod tests {
                                                 (op,),
                                             ));
                                         }
-                                        '__jit_b: {
-                                            pc += 1;
-                                            if let Op::Out = op {
-                                                out.push(1);
-                                                break '__jit_b;
-                                            }
-                                            stack.push(1);
+                                        pc += 1;
+                                        if let Op::Out = op {
+                                            out.push(1);
+                                            continue;
                                         }
-                                        #[allow(unreachable_patterns)]
-                                        {
-                                            __jit_next = match code.get(pc) {
-                                                Some(op) => (op,),
-                                                _ => break '__jit_loop,
-                                            };
-                                        }
+                                        stack.push(1);
                                     }
                                 }
                                 __rt::portal::Flow::Done(stack)
@@ -1305,6 +1298,16 @@ mod tests {
             "fn run(n: i64) -> i64 { let mut stack = vec![n]; while let Some(op) = stack.pop() { hint!(global_merge_point); stack.push(op - 1); } 0 }",
             expect![[r#"
                 not outlined: a `while let` whose condition reads a local that is not a reference or a scalar
+            "#]],
+        );
+        let large = "pc += 1; ".repeat(600);
+        check(
+            &format!(
+                "fn run(code: &[u8]) -> i64 {{ let mut pc: usize = 0; \
+                 while let Some(op) = code.get(pc) {{ hint!(global_merge_point); {large} }} 0 }}"
+            ),
+            expect![[r#"
+                not outlined: a `while let` whose body is too large to copy
             "#]],
         );
         check(

@@ -69,7 +69,7 @@ pub fn continuation(item: &mut syn::ItemFn) -> Option<TokenStream> {
 /// between those two interpreters.
 pub const MAX_BODY_TOKENS: usize = 2000;
 
-fn token_count(t: TokenStream) -> usize {
+pub(crate) fn token_count(t: TokenStream) -> usize {
     t.into_iter()
         .map(|x| match x {
             proc_macro2::TokenTree::Group(g) => 1 + token_count(g.stream()),
