@@ -1,5 +1,7 @@
 //! A portal's hook-free continuation: the rest of a portal call, interpreted
-//! with no hook at its merge point.
+//! with no hook at its merge point. Only for a loop that is not outlined
+//! from its hook (see `outline`, whose closure is entered again with its
+//! test off instead).
 //!
 //! The hook costs a test at every visit of the merge point (of the sampling
 //! clock's flag, `LoopSampler::due`; with code in the thread, of the entry
