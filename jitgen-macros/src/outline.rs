@@ -169,33 +169,7 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
     let while_let = enter_while_let(&mut suffix[0])?;
     let rotated = rotate_while(&mut suffix[0]);
 
-    // The macros defined again inside the closure: the body's own, and the
-    // module's that `return` and that the rest of the body calls.
-    let called = called_macros(&quote!(#(#suffix)*));
-    let mut macros: Vec<syn::ItemMacro> = prefix
-        .iter()
-        .filter_map(|s| match s {
-            syn::Stmt::Item(syn::Item::Macro(m)) if is_macro_rules(s) => Some(m.clone()),
-            _ => None,
-        })
-        .collect();
-    // The closure calls its own copies.
-    for s in &mut prefix {
-        if let syn::Stmt::Item(syn::Item::Macro(m)) = s {
-            m.attrs.push(syn::parse_quote!(#[allow(unused_macros)]));
-        }
-    }
-    macros.extend(
-        cx.macros
-            .iter()
-            .filter(|m| {
-                m.ident.as_ref().is_some_and(|i| called.contains(&i.to_string()))
-                    && idents(&m.mac.tokens).contains("return")
-                    && !macros.iter().any(|l| l.ident == m.ident)
-            })
-            .cloned()
-            .collect::<Vec<_>>(),
-    );
+    let macros = macros_again(sig, &mut prefix, &suffix, cx)?;
 
     // The carried locals.
     let mentioned = {
@@ -310,6 +284,53 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
     });
     item.block = Box::new(body);
     Ok(())
+}
+
+/// The macros defined again inside the closure: the body's own, and the
+/// module's that `return` and that the rest of the body calls. Defined
+/// again, a macro's identifiers meet the closure's locals: one that names
+/// a local bound after the macro's own definition (a module's macro, any
+/// local), which the original could not see, is not outlined.
+fn macros_again(
+    sig: &syn::Signature,
+    prefix: &mut [syn::Stmt],
+    suffix: &[syn::Stmt],
+    cx: &ModuleContext,
+) -> Result<Vec<syn::ItemMacro>, &'static str> {
+    let called = called_macros(&quote!(#(#suffix)*));
+    let mut bound: Vec<HashSet<String>> = vec![bindings(sig, &[]).iter().map(|b| b.name.to_string()).collect()];
+    let mut local = vec![];
+    for s in prefix.iter_mut() {
+        match s {
+            syn::Stmt::Local(l) => bound.push(pattern_names(&l.pat).iter().map(|n| n.to_string()).collect()),
+            syn::Stmt::Item(syn::Item::Macro(m)) if m.ident.is_some() && m.mac.path.is_ident("macro_rules") => {
+                local.push((bound.len(), m.clone()));
+                // The closure calls its own copy.
+                m.attrs.push(syn::parse_quote!(#[allow(unused_macros)]));
+            }
+            _ => {}
+        }
+    }
+    let names_after = |from: usize| bound[from..].iter().flatten().cloned().collect::<HashSet<String>>();
+    let mut again = vec![];
+    for (at, m) in local {
+        if !idents(&m.mac.tokens).is_disjoint(&names_after(at)) {
+            return Err("a `macro_rules!` naming a local bound after it");
+        }
+        again.push(m);
+    }
+    for m in &cx.macros {
+        let name = m.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
+        let ts = idents(&m.mac.tokens);
+        if !called.contains(&name) || !ts.contains("return") || again.iter().any(|l| l.ident == m.ident) {
+            continue;
+        }
+        if !ts.is_disjoint(&names_after(0)) {
+            return Err("a module's `macro_rules!` that returns and names a local of the portal");
+        }
+        again.push(m.clone());
+    }
+    Ok(again)
 }
 
 /// The bindings the closure carries: those it mentions (the latest of a
@@ -1314,6 +1335,20 @@ mod tests {
             "fn run(n: i64) -> i64 { let mut pc = 0; loop { pc += 1; hint!(global_merge_point); if pc > 9 { return 1; } } }",
             expect![[r#"
                 not outlined: its merge point is not the first statement of a `loop`, `while` or `while let` of the function's body
+            "#]],
+        );
+        check(
+            "fn run(n: i64) -> i64 { let x = n; macro_rules! m { () => { x } } let x = 2; \
+             loop { hint!(global_merge_point); if m!() + x > 0 { return 1; } } }",
+            expect![[r#"
+                not outlined: a `macro_rules!` naming a local bound after it
+            "#]],
+        );
+        check(
+            "static COUNT: i64 = 3; macro_rules! give { () => { return Ok(COUNT + count) } } \
+             fn run(n: i64) -> Result<i64, E> { let count = n; loop { hint!(global_merge_point); give!(); } }",
+            expect![[r#"
+                not outlined: a module's `macro_rules!` that returns and names a local of the portal
             "#]],
         );
         check(
