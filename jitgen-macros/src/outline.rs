@@ -314,14 +314,14 @@ fn macros_again(
     let names_after = |from: usize| bound[from..].iter().flatten().cloned().collect::<HashSet<String>>();
     let mut again = vec![];
     for (at, m) in local {
-        if !idents(&m.mac.tokens).is_disjoint(&names_after(at)) {
+        if !transcribed_idents(&m.mac.tokens).is_disjoint(&names_after(at)) {
             return Err("a `macro_rules!` naming a local bound after it");
         }
         again.push(m);
     }
     for m in &cx.macros {
         let name = m.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
-        let ts = idents(&m.mac.tokens);
+        let ts = transcribed_idents(&m.mac.tokens);
         if !called.contains(&name) || !ts.contains("return") || again.iter().any(|l| l.ident == m.ident) {
             continue;
         }
@@ -548,6 +548,37 @@ fn returns_outlined(ret: &syn::Type, cx: &ModuleContext) -> bool {
         }
     }
     false
+}
+
+/// The identifiers a `macro_rules!`'s transcribers write themselves (not
+/// its metavariables `$x`, nor its matchers).
+fn transcribed_idents(ts: &TokenStream) -> HashSet<String> {
+    fn go(ts: TokenStream, out: &mut HashSet<String>) {
+        let mut after_dollar = false;
+        for t in ts {
+            match &t {
+                TokenTree::Ident(i) if !after_dollar => {
+                    out.insert(i.to_string());
+                }
+                TokenTree::Group(g) => go(g.stream(), out),
+                _ => {}
+            }
+            after_dollar = matches!(&t, TokenTree::Punct(p) if p.as_char() == '$');
+        }
+    }
+    let v: Vec<TokenTree> = ts.clone().into_iter().collect();
+    let mut out = HashSet::new();
+    for (i, t) in v.iter().enumerate() {
+        let after_arrow = i >= 2
+            && matches!(&v[i - 1], TokenTree::Punct(p) if p.as_char() == '>')
+            && matches!(&v[i - 2], TokenTree::Punct(p) if p.as_char() == '=');
+        if let TokenTree::Group(g) = t {
+            if after_arrow {
+                go(g.stream(), &mut out);
+            }
+        }
+    }
+    out
 }
 
 /// Every identifier in `ts`, at any depth.
@@ -1007,7 +1038,7 @@ mod tests {
     #[test]
     fn macros_that_return_are_defined_again_in_the_closure() {
         check(
-            "macro_rules! give_up { ($e:expr) => { return Ok($e) }; (return) => { 0 }; } \
+            "macro_rules! give_up { ($pc:expr) => { return Ok($pc) }; (return) => { 0 }; } \
              macro_rules! unused_here { () => { return Ok(0) }; } \
              fn run(code: &[u8]) -> Result<i64, E> { let mut pc = 0; \
              macro_rules! next { () => {{ pc += 1; if pc > 9 { return Err(E) } code[pc] }}; } \
@@ -1057,9 +1088,9 @@ mod tests {
                                     };
                                 }
                                 macro_rules! give_up {
-                                    ($e:expr) => {
+                                    ($pc:expr) => {
                                         return < Result < i64, E > as __rt::portal::Outlined < _ >>
-                                        ::done(Ok($e))
+                                        ::done(Ok($pc))
                                     };
                                     (return) => {
                                         0
