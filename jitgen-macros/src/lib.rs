@@ -72,6 +72,7 @@ mod frames;
 mod jit_module;
 mod left;
 mod methods;
+mod nested;
 mod objects;
 mod outline;
 mod park;
@@ -117,6 +118,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     if !attr.is_empty() {
         errors.push(syn::Error::new_spanned(&attr, "#[jit_interpreter] takes no arguments"));
     }
+    nested::hoist(&mut module);
     let original = module.clone();
     let mut lifted = methods::lift_portal_methods(&mut module, true);
     let external = external::find(&module);
