@@ -54,8 +54,9 @@ pub fn hoist(module: &mut syn::ItemMod) {
         let other_items = body.stmts.iter().any(|s| {
             matches!(s, syn::Stmt::Item(i) if !matches!(i, syn::Item::Fn(_) | syn::Item::Use(_) | syn::Item::Macro(_)))
         });
-        let calls_local_macro =
-            fns.iter().any(|f| called_macros(&f.block.to_token_stream()).iter().any(|m| local_macros.contains(m)));
+        let calls_local_macro = fns.iter().any(|f| {
+            crate::outline::called_macros(&f.block.to_token_stream()).iter().any(|m| local_macros.contains(m))
+        });
         if other_items || calls_local_macro {
             continue;
         }
@@ -168,22 +169,6 @@ fn nested_fns(body: &syn::Block) -> Vec<syn::ItemFn> {
             _ => None,
         })
         .collect()
-}
-
-/// The names of macros called in `ts` (`name!`).
-fn called_macros(ts: &TokenStream) -> HashSet<String> {
-    let mut out = HashSet::new();
-    let v: Vec<TokenTree> = ts.clone().into_iter().collect();
-    for (i, t) in v.iter().enumerate() {
-        match t {
-            TokenTree::Ident(id) if matches!(v.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == '!') => {
-                out.insert(id.to_string());
-            }
-            TokenTree::Group(g) => out.extend(called_macros(&g.stream())),
-            _ => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -608,7 +608,7 @@ fn has_question_mark(ts: &TokenStream) -> bool {
 }
 
 /// The names of macros called in `ts` (`name!`).
-fn called_macros(ts: &TokenStream) -> HashSet<String> {
+pub(crate) fn called_macros(ts: &TokenStream) -> HashSet<String> {
     fn go(ts: TokenStream, out: &mut HashSet<String>) {
         let v: Vec<TokenTree> = ts.into_iter().collect();
         for (i, t) in v.iter().enumerate() {
