@@ -2,12 +2,14 @@
 //! entered again at its merge point after each visit of the hook
 //! (`jitgen-macros/src/outline.rs`): a `Result` portal with `?`s, `return`s
 //! in a local and a module `macro_rules!`, and a local the loop borrows
-//! where another was computed from it; a portal returning `i64` whose
-//! `while` condition counts its tests; an `Option` portal with `?`s. Each
-//! counts its turns into its result, so a turn run twice or skipped at a
-//! re-entry shows. Results are compared with `jit::plain`, through the
-//! portal and `jit::specialize`, at small thresholds (the loop is entered
-//! again after each visit the hook counts) and under the default policy.
+//! where another was computed from it; a portal returning a digest of its locals whose
+//! `while` condition counts its tests (and whose helper is a `fn` in its
+//! body); an `Option` portal with `?`s. Each gives back its whole final
+//! state (a digest of its locals, or of its whole stack) with its turns
+//! counted in it, so a turn run twice or skipped at a re-entry shows.
+//! Results are compared with `jit::plain`, through the portal and
+//! `jit::specialize`, at small thresholds (the loop is entered again after
+//! each visit the hook counts) and under the default policy.
 
 use jitgen::prelude::*;
 
@@ -31,7 +33,8 @@ mod res {
     }
 
     /// Ops: 0 add, 1 sub, 2 k: push k, 3 dup, 4 t: jump to t while the
-    /// top is positive, 5 fail, 6 end: the top plus the turns times 1000.
+    /// top is positive, 5 fail, 6 end: a digest of the whole stack and
+    /// the turns (an empty stack at `pop`: the turns).
     pub fn run(code: &[u8], n: i64) -> Result<i64, Error> {
         let mut stack: Vec<i64> = vec![n];
         let first: i64 = stack[0];
@@ -78,7 +81,15 @@ mod res {
                     }
                 }
                 5 => fail!(),
-                _ => return Ok(stack.pop().unwrap_or(0).wrapping_add(turns * 1000 + first % 7)),
+                _ => {
+                    let mut digest = turns * 1000 + first % 7;
+                    let mut i = 0;
+                    while i < stack.len() {
+                        digest = digest.wrapping_mul(1_000_003).wrapping_add(stack[i]);
+                        i += 1;
+                    }
+                    return Ok(digest);
+                }
             }
         }
     }
@@ -94,7 +105,8 @@ mod counted_while {
     }
 
     /// Ops: 0 decrement, 1 back to the start while positive, 2 stop,
-    /// other k: add k. The result counts the condition's tests.
+    /// other k: add k. The result: a digest of the accumulator, the
+    /// condition's tests, and where the program stopped.
     pub fn run(code: &[u8], n: i64) -> i64 {
         // A helper written inside the portal, as Rust allows: moved to the
         // module before the analysis (`jitgen-macros/src/nested.rs`).
@@ -116,12 +128,12 @@ mod counted_while {
                     continue;
                 }
             } else if op == 2 {
-                return acc.wrapping_mul(100_000).wrapping_add(tests);
+                return acc.wrapping_mul(100_000).wrapping_add(tests).wrapping_mul(1_000).wrapping_add(pc as i64);
             } else {
                 acc += op as i64;
             }
         }
-        acc.wrapping_mul(100_000).wrapping_add(tests) + 7
+        acc.wrapping_mul(100_000).wrapping_add(tests + 7).wrapping_mul(1_000).wrapping_add(pc as i64)
     }
 }
 
@@ -130,7 +142,8 @@ mod opt {
     use jitgen::prelude::*;
 
     /// Ops: 0 k: push k, 1 pop two and push their difference, 2 t: jump
-    /// to t while the top is positive, 3 end. `None` on an underflow.
+    /// to t while the top is positive, 3 end: a digest of the whole stack
+    /// and the turns. `None` on an underflow.
     pub fn run(code: &[u8], n: i64) -> Option<i64> {
         let mut stack: Vec<i64> = vec![n];
         let mut pc = 0;
@@ -161,7 +174,13 @@ mod opt {
                 break;
             }
         }
-        Some(stack.pop()? * 1000 + turns)
+        let mut digest = turns;
+        let mut i = 0;
+        while i < stack.len() {
+            digest = digest.wrapping_mul(1_000_003).wrapping_add(stack[i]);
+            i += 1;
+        }
+        Some(digest)
     }
 }
 
