@@ -3,8 +3,8 @@
 //! (`jitgen-macros/src/outline.rs`): a `Result` portal with `?`s, `return`s
 //! in a local and a module `macro_rules!`, and a local the loop borrows
 //! where another was computed from it; a portal returning a digest of its locals whose
-//! `while` condition counts its tests (and whose helper is a `fn` in its
-//! body); an `Option` portal with `?`s. Each gives back its whole final
+//! `while` condition counts its tests (and whose helper `fn`, constant,
+//! type and `use` are written in its body); an `Option` portal with `?`s. Each gives back its whole final
 //! state (a digest of its locals, or of its whole stack) with its turns
 //! counted in it, so a turn run twice or skipped at a re-entry shows.
 //! Results are compared with `jit::plain`, through the portal and
@@ -108,10 +108,21 @@ mod counted_while {
     /// other k: add k. The result: a digest of the accumulator, the
     /// condition's tests, and where the program stopped.
     pub fn run(code: &[u8], n: i64) -> i64 {
-        // A helper written inside the portal, as Rust allows: moved to the
-        // module before the analysis (`jitgen-macros/src/nested.rs`).
+        // A helper, a constant, a type with a method and a `use` written
+        // inside the portal, as Rust allows: moved to the module before the
+        // analysis (`jitgen-macros/src/nested.rs`).
+        use std::cmp::min;
+        const LIMIT: i64 = 20_000;
+        struct Start {
+            modulus: i64,
+        }
+        impl Start {
+            fn of(&self, n: i64) -> i64 {
+                n % self.modulus
+            }
+        }
         fn start(n: i64) -> i64 {
-            n % 50
+            Start { modulus: 50 }.of(n)
         }
         let mut acc = start(n);
         let mut pc = 0;
@@ -123,7 +134,7 @@ mod counted_while {
             if op == 0 {
                 acc -= 1;
             } else if op == 1 {
-                if acc > 0 && tests < 20_000 {
+                if acc > 0 && tests < min(LIMIT, 20_000 + acc) {
                     pc = 0;
                     continue;
                 }
