@@ -482,6 +482,27 @@ impl<'m, 'a> Lowering<'m, 'a> {
         LVal::Var(self.new_var(None, Ty::Error, span))
     }
 
+    /// `[x; N]`: Rust's own (outlined, an array compiled code holds by
+    /// address), typed `[T; N]` where `N` is a literal or a constant of
+    /// the module, so that what indexes it compiles.
+    fn repeat(&mut self, r: &syn::ExprRepeat) -> LVal {
+        let x = self.expr(&r.expr);
+        let n = match &*r.len {
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u64>().ok(),
+            Expr::Path(p) => match p.path.get_ident().and_then(|i| self.m.consts.get(&i.to_string())) {
+                Some(Const::Int(v, _)) => u64::try_from(*v).ok(),
+                _ => None,
+            },
+            _ => None,
+        };
+        let v = self.unsupported(r, "an array repeat expression", "use `vec![x; n]`");
+        if let (Some(n), LVal::Var(var)) = (n, &v) {
+            let t = Ty::Array(Box::new(self.ty_of(&x)), n);
+            self.vars[var.0 as usize].ty = t;
+        }
+        v
+    }
+
     fn never(&mut self, span: Span) -> LVal {
         LVal::Var(self.new_var(None, Ty::Never, span))
     }
@@ -1041,7 +1062,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             Expr::Unsafe(u) => self.unsupported(u, "`unsafe`", ""),
             Expr::Async(a) => self.unsupported(a, "`async`", ""),
             Expr::Await(a) => self.unsupported(a, "`.await`", ""),
-            Expr::Repeat(r) => self.unsupported(r, "an array repeat expression", "use `vec![x; n]`"),
+            Expr::Repeat(r) => self.repeat(r),
             other => self.unsupported(other, "this expression", ""),
         }
     }

@@ -154,6 +154,24 @@ fn has_tuple(t: &Ty) -> bool {
     }
 }
 
+/// Whether `&str` occurs anywhere in `t`.
+fn has_text(t: &Ty) -> bool {
+    match t {
+        Ty::Text => true,
+        Ty::Ref { to: x, .. } | Ty::Boxed(x) | Ty::Vec(x) | Ty::Slice(x) | Ty::Array(x, _) | Ty::Option(x) => {
+            has_text(x)
+        }
+        Ty::Map(k, v) | Ty::Result(k, v) => has_text(k) || has_text(v),
+        Ty::Tuple(ts) => ts.iter().any(has_text),
+        _ => false,
+    }
+}
+
+/// Whether `t` is the type `str` (by any path to it).
+fn is_str(t: &syn::Type) -> bool {
+    matches!(t, syn::Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "str" && s.arguments.is_empty()))
+}
+
 /// Whether `#[derive(..)]` among `attrs` names `name`.
 fn derives(attrs: &[syn::Attribute], name: &str) -> bool {
     attrs.iter().filter(|a| a.path().is_ident("derive")).any(|a| {
@@ -698,6 +716,10 @@ impl<'a> ModuleDef<'a> {
     /// have to be one machine value, which tuples never are.
     fn stored_ty(&self, t: &syn::Type) -> syn::Result<Ty> {
         let ty = self.ty(t, None)?;
+        if has_text(&ty) {
+            // (A field holding `&str` is an opaque object, see `field_ty`.)
+            return Err(err(t, STR_ADVICE));
+        }
         if has_tuple(&ty) {
             return Err(err(
                 t,
@@ -741,6 +763,9 @@ impl<'a> ModuleDef<'a> {
             syn::Type::Tuple(tt) if tt.elems.is_empty() => Ok(Ty::Unit),
             syn::Type::Tuple(tt) => {
                 Ok(Ty::Tuple(tt.elems.iter().map(|t| self.ty_inner(t, self_ty)).collect::<syn::Result<_>>()?))
+            }
+            syn::Type::Reference(r) if r.mutability.is_none() && is_str(&r.elem) => {
+                Ok(Ty::Ref { mutable: false, to: Box::new(Ty::Text) })
             }
             syn::Type::Reference(r) => {
                 let to = match (self.ty(&r.elem, self_ty), &*r.elem) {
@@ -947,7 +972,7 @@ pub fn lit_const(l: &syn::Lit, ty: &Ty) -> Option<Const> {
 }
 
 /// What to write instead of the type `str`.
-pub const STR_ADVICE: &str = "the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from(\"..\")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)";
+pub const STR_ADVICE: &str = "the type `str` is supported by jitgen's analysis only as `&str` in a signature or a local (an opaque value): use `&str` there, a `String` (made by `String::from(\"..\")` or `format!`), an enum of the module, or program text as bytes (`&[u8]`)";
 
 /// Replaces `Self::Name` in a trait impl's signature by the impl's
 /// associated type `Name` (`Self::Error` of a `TryFrom`).

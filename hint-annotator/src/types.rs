@@ -119,6 +119,10 @@ pub enum Ty {
     Str,
     /// `[T]`, behind a reference.
     Slice(Box<Ty>),
+    /// `str`, behind a reference: text the analysis never looks inside.
+    /// `&str` is two words (address and length), as a slice is; every
+    /// operation on it is Rust's own, outlined.
+    Text,
     /// `[T; N]`.
     Array(Box<Ty>, u64),
     /// A struct of the annotated module.
@@ -274,6 +278,7 @@ impl fmt::Display for Ty {
             Ty::Map(k, v) => write!(f, "HashMap<{k}, {v}>"),
             Ty::Str => f.write_str("String"),
             Ty::Slice(t) => write!(f, "[{t}]"),
+            Ty::Text => f.write_str("str"),
             Ty::Array(t, n) => write!(f, "[{t}; {n}]"),
             Ty::Struct(n) | Ty::Enum(n) | Ty::Foreign(n) | Ty::Param(n) => f.write_str(n),
             Ty::Option(t) => write!(f, "Option<{t}>"),

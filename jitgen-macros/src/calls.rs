@@ -103,9 +103,10 @@ impl<'g> Gen<'g> {
             let vt = sc_valty(sc);
             let w = to_word(sc, quote!(__r));
             (quote!(&[#vt]), quote!(__b[0] = #w;))
-        } else if *rty == Ty::Str {
-            // A new `String`, kept in the arena until the residual call
-            // that made it returns (or moved out of it by the portal).
+        } else if *rty == Ty::Str || matches!(rty, Ty::Vec(e) | Ty::Array(e, _) if scalar(e).is_some()) {
+            // A new `String` or `Vec` of scalars, kept in the arena until
+            // the residual call that made it returns (or moved out of it
+            // by the portal).
             let pt = ptr_valty();
             (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
         } else if let Some((_, fields)) = scalar_struct(rty, types) {
@@ -146,7 +147,7 @@ impl<'g> Gen<'g> {
         } else if let Ty::Ref { mutable, to } = rty {
             // A reference into the interpreter's objects (`heap.get_mut(r)`):
             // its address.
-            if matches!(**to, Ty::Slice(_) | Ty::Str | Ty::Foreign(_) | Ty::Param(_)) {
+            if matches!(**to, Ty::Slice(_) | Ty::Text | Ty::Str | Ty::Foreign(_) | Ty::Param(_)) {
                 return None;
             }
             let (pt, t) = (ptr_valty(), rust_ty(to, None));
@@ -449,21 +450,31 @@ impl<'g> Gen<'g> {
                 at += 1;
             } else if let (Ty::Ref { mutable, to }, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
                 // A slice known at run time: its address and length.
-                let Ty::Slice(elem) = &**to else { return Err(self.decline("a slice argument to a residual call")) };
                 let Some(x) = self.operand(fi, a, &Repr::RSlice) else { return Err(self.decline("an argument")) };
                 arg_code.push(quote!(__args.extend_from_slice(&#x);));
-                let t = rust_ty(elem, None);
                 let next = at + 1;
-                // SAFETY: the address and length of a live slice of the
-                // interpreter's, as residual code holds them.
-                reads.push(if *mutable {
+                // SAFETY (of each read): the address and length of a live
+                // slice or `&str` of the interpreter's, as residual code
+                // holds them.
+                reads.push(if **to == Ty::Text {
+                    quote!(unsafe {
+                        ::core::str::from_utf8_unchecked(::core::slice::from_raw_parts(
+                            __b[#at] as usize as *const u8,
+                            __b[#next] as usize,
+                        ))
+                    })
+                } else if *mutable {
+                    let Ty::Slice(elem) = &**to else { return Err(self.decline("a slice argument to a residual call")) };
+                    let t = rust_ty(elem, None);
                     quote!(unsafe { ::core::slice::from_raw_parts_mut(__b[#at] as usize as *mut #t, __b[#next] as usize) })
                 } else {
+                    let Ty::Slice(elem) = &**to else { return Err(self.decline("a slice argument to a residual call")) };
+                    let t = rust_ty(elem, None);
                     quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) })
                 });
                 at += 2;
             } else if let Ty::Ref { mutable, to } = &ty {
-                if matches!(**to, Ty::Slice(_)) {
+                if matches!(**to, Ty::Slice(_) | Ty::Text) {
                     return Err(self.decline("a slice argument known only at run time to a residual call"));
                 }
                 let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("an argument")) };
@@ -615,7 +626,7 @@ impl<'g> Gen<'g> {
                 quote!(let #id: [#rt::RedBox; #n] = #rt::redbox::first_n(&__v);)
             }
             // A `String`, or a struct in the arena (see `result_words`).
-            Repr::RPtr if *rty == Ty::Str || matches!(rty, Ty::Struct(_) | Ty::Ref { .. }) => {
+            Repr::RPtr if *rty == Ty::Str || matches!(rty, Ty::Struct(_) | Ty::Ref { .. } | Ty::Array(..)) => {
                 self.bind(fi, r, quote!(__v[0]))
             }
             Repr::VPtr if scalar_struct(rty, self.cg.types()).is_some() => {
@@ -639,6 +650,8 @@ impl<'g> Gen<'g> {
                 // An object in the arena (see `result_words`).
                 self.bind(fi, r, quote!(#rt::VPtr::Real(__v[0])))
             }
+            // A `Vec` of scalars in the arena (see `result_words`).
+            Repr::VList(_) if matches!(rty, Ty::Vec(_)) => self.bind(fi, r, quote!(#rt::VList::Real(__v[0]))),
             _ => return Err(self.decline("the result of this residual call")),
         })
     }

@@ -222,10 +222,18 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
             }
             Repr::RSlice => {
                 let Ty::Ref { mutable, to } = &ty else { continue };
-                let Ty::Slice(et) = &**to else { continue };
-                let t = pty_of(et);
-                let (pty, arg) =
-                    if *mutable { (quote!(&mut [#t]), quote!(&mut *#src)) } else { (quote!(&[#t]), quote!(&*#src)) };
+                let (pty, arg) = match &**to {
+                    Ty::Text => (quote!(&str), quote!(&*#src)),
+                    Ty::Slice(et) => {
+                        let t = pty_of(et);
+                        if *mutable {
+                            (quote!(&mut [#t]), quote!(&mut *#src))
+                        } else {
+                            (quote!(&[#t]), quote!(&*#src))
+                        }
+                    }
+                    _ => continue,
+                };
                 e.params.push((n.clone(), pty));
                 e.args.push(arg);
                 let (pt, ut) = (ptr_valty(), u64_valty());

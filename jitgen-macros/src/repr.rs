@@ -222,6 +222,7 @@ pub fn rust_ty(ty: &Ty, lt: Option<&TokenStream>) -> TokenStream {
             let t = rust_ty(t, lt);
             quote!([#t])
         }
+        Ty::Text => quote!(str),
         Ty::Array(t, n) => {
             let t = rust_ty(t, lt);
             let n = *n as usize;
@@ -310,8 +311,8 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
             }
             Some(out)
         }
-        Ty::Boxed(inner) if !matches!(**inner, Ty::Slice(_)) => Some(vec![Slot::Ptr]),
-        Ty::Ref { to, .. } if !matches!(**to, Ty::Slice(_)) => Some(vec![Slot::Ptr]),
+        Ty::Boxed(inner) if !matches!(**inner, Ty::Slice(_) | Ty::Text) => Some(vec![Slot::Ptr]),
+        Ty::Ref { to, .. } if !matches!(**to, Ty::Slice(_) | Ty::Text) => Some(vec![Slot::Ptr]),
         Ty::Str => Some(vec![Slot::Owned]),
         // A struct of scalars and `String`s (an error with its message):
         // a real object residual code owns (moved into the arena), as a
@@ -442,6 +443,10 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
         Ty::Ref { to, .. } => match &**to {
             Ty::Slice(e) if green => Repr::GSlice((**e).clone()),
             Ty::Slice(_) => Repr::RSlice,
+            // Text: its address and length, as a slice's, never read
+            // while compiling (what Rust does with it is outlined).
+            Ty::Text if green => Repr::Bad("text (`&str`) known while compiling".into()),
+            Ty::Text => Repr::RSlice,
             t if green => Repr::GRef(t.clone()),
             _ => Repr::RPtr,
         },

@@ -97,9 +97,10 @@ mod interpreted_only {
         Underflow,
     }
 
-    /// A portal taking a `&str` (its signature cannot be read; the enum's
-    /// `&'static str` payload is an opaque object, not a reason): the
-    /// module interprets only.
+    /// A portal returning an error whose payload is a string literal
+    /// (`&'static str`, which compiled code cannot make): the module
+    /// interprets only. (Its `&str` parameter is no reason: text only
+    /// Rust reads is an opaque value, see `new_user.rs`.)
     pub fn run(code: &[u8], name: &str) -> Result<String, Error> {
         let mut out = String::new();
         let mut pc = 0;
@@ -137,7 +138,9 @@ fn a_module_whose_portal_uses_unsupported_rust_interprets_and_says_why() {
     assert_eq!(shown(interpreted_only::run(&[0, 1, 2, 9], "lox")), "hi lox6");
     assert_eq!(interpreted_only::jit::stats().compilations, 0);
     let left = interpreted_only::jit::left_to_rust().join("\n");
-    expect_test::expect![[r#"the module: tests/constructs/left_to_rust.rs:103:36: the type `str` is not supported by jitgen's analysis: use a `String` (made by `String::from("..")` or `format!`), a `&String`, an enum of the module, or program text as bytes (`&[u8]`)"#]].assert_eq(&left);
+    expect_test::expect![[r#"
+        the module: tests/constructs/left_to_rust.rs:118:29: this Rust, left as written in a portal, gives a `Result<String, Error>`, which compiled code cannot take from it: a scalar, a `String`, an enum, `Option` or `Result` of plain values can be
+        the module: tests/constructs/left_to_rust.rs:118:45: a string literal is not supported in a #[jit_interpreter] function; of strings, jitgen knows `String` built by `String::new`, `String::from`, `format!`, `to_string`, `push`, `push_str`, `+=`, `write!`, and read by `len`, `is_empty`, `clear`, `as_str` and formatting; string literals only as arguments of these and of `ok_or`; for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); take program text as bytes (`&[u8]`)"#]].assert_eq(&left);
 }
 
 #[jit_interpreter]

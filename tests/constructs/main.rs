@@ -23,6 +23,7 @@ mod left_to_rust;
 mod lox_style;
 mod macros;
 mod maps;
+mod new_user;
 mod opaque;
 mod opaque_heap;
 mod outlined;

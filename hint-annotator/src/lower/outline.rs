@@ -729,6 +729,9 @@ impl Lowering<'_, '_> {
     fn returnable(&self, t: &Ty) -> bool {
         match t {
             Ty::Unit | Ty::Str => true,
+            // A `Vec` of scalars (a program's text collected, `chars()`):
+            // a real one compiled code owns, as a `String`.
+            Ty::Vec(e) | Ty::Array(e, _) => self.u.shallow(e).is_scalar(),
             // A `Copy` struct of scalars, word by word.
             Ty::Struct(n) => {
                 self.copy_value(t) && self.m.structs.get(n).is_some_and(|d| d.fields.values().all(Ty::is_scalar))
