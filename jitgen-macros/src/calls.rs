@@ -448,6 +448,19 @@ impl<'g> Gen<'g> {
                     o.read_as_reference(i);
                 }
                 at += 1;
+            } else if let (Ty::Text, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
+                // Text read through its `&str` (formatted): as a `&str`.
+                let Some(x) = self.operand(fi, a, &Repr::RSlice) else { return Err(self.decline("an argument")) };
+                arg_code.push(quote!(__args.extend_from_slice(&#x);));
+                let next = at + 1;
+                // SAFETY: the address and length of a live `&str`.
+                reads.push(quote!(unsafe {
+                    ::core::str::from_utf8_unchecked(::core::slice::from_raw_parts(
+                        __b[#at] as usize as *const u8,
+                        __b[#next] as usize,
+                    ))
+                }));
+                at += 2;
             } else if let (Ty::Ref { mutable, to }, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
                 // A slice known at run time: its address and length.
                 let Some(x) = self.operand(fi, a, &Repr::RSlice) else { return Err(self.decline("an argument")) };

@@ -21,7 +21,12 @@ impl<'g> Gen<'g> {
                 let (Ty::Ref { to, .. } | Ty::Boxed(to)) = base_ty else {
                     return self.decline("a load through a non-pointer");
                 };
-                if rgreen {
+                if *to == Ty::Text && matches!(rr, Repr::RSlice) {
+                    // `*name` of a `&str`: the text is its address and
+                    // length, as the reference is.
+                    let a = need!(self, self.operand(fi, &args[0], &Repr::RSlice), "operand");
+                    self.bind(fi, r, a)
+                } else if rgreen {
                     let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "operand");
                     match &rr {
                         Repr::G(_) => self.bind(fi, r, quote!(*#a)),
@@ -266,7 +271,8 @@ impl<'g> Gen<'g> {
                             let x = need!(self, self.operand(fi, a, &self.value_repr(fi, a)), "payload");
                             sets.push(quote!((#off, &#x[..])));
                         }
-                        Repr::RPtr => {
+                        // A list: its address (made real if it was virtual).
+                        Repr::RPtr | Repr::VList(_) => {
                             let x = need!(self, self.operand(fi, a, &Repr::RPtr), "payload");
                             sets.push(quote!((#off, &[#x][..])));
                         }

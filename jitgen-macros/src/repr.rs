@@ -313,7 +313,9 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
         }
         Ty::Boxed(inner) if !matches!(**inner, Ty::Slice(_) | Ty::Text) => Some(vec![Slot::Ptr]),
         Ty::Ref { to, .. } if !matches!(**to, Ty::Slice(_) | Ty::Text) => Some(vec![Slot::Ptr]),
+        // A `Vec` of scalars (a stack given back in an `Ok`), as a `String`.
         Ty::Str => Some(vec![Slot::Owned]),
+        Ty::Vec(e) if scalar(e).is_some() => Some(vec![Slot::Owned]),
         // A struct of scalars and `String`s (an error with its message):
         // a real object residual code owns (moved into the arena), as a
         // `String` is.
@@ -436,6 +438,9 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
     }
     match ty {
         Ty::Unit | Ty::Never => Repr::Unit,
+        // `str` read through its `&str` (a formatted argument): the same
+        // address and length.
+        Ty::Text if !green => Repr::RSlice,
         t if is_enum(t) => match slots(t, types, 0) {
             Some(s) => Repr::Enum(t.clone(), s.len()),
             None => Repr::Bad(format!("values of type `{t}` (a payload jitgen cannot lay out yet)")),
@@ -702,6 +707,12 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 // SAFETY: a rebuilt value's words name live `String`s no
                 // one reads again (see `rebuildable`).
                 reads.push(quote!(unsafe { #rt::heap::take_string(__w[#at]) }));
+            } else if matches!(f, Ty::Vec(e) if scalar(e).is_some()) {
+                let vt = rust_ty(f, None);
+                moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
+                writes.push(quote!(__w[#at] = #b as *const #vt as usize as u64;));
+                // SAFETY: as for a `String` above.
+                reads.push(quote!(unsafe { #rt::heap::take_vec(__w[#at]) }));
             } else if matches!(f, Ty::Struct(s) if owning_struct(s, types)) && !inline_object(ty, f, types) {
                 let st = rust_ty(f, None);
                 let lost = format!("jitgen: a `{f}` residual code did not make, moved out of an enum value");

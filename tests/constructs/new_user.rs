@@ -3,7 +3,9 @@
 //! only Rust's own code reads (formatted, split, parsed), a local array
 //! made by a repeat expression (`[0u8; 300]`, a Brainfuck tape), and a
 //! `Vec` collected by Rust's iterators before the loop. Before, each of
-//! these left the whole module to Rust. Every result is the whole final
+//! these left the whole module to Rust. Both give back
+//! `Result<Vec<_>, String>`, which compiled code could not return before
+//! (the portal never compiled). Every result is the whole final
 //! state (the output and a digest of the tape; the whole stack), compared
 //! with `jit::plain` through the portal and `jit::specialize`, on fixed and
 //! random programs.
@@ -15,9 +17,9 @@ mod bf_tape {
     use jitgen::prelude::*;
 
     /// Runs a Brainfuck program for at most `fuel` steps; gives its output,
-    /// then what stopped it (an error message naming `name`), then a
-    /// digest of the tape, the pointer and the steps left.
-    pub fn run(program: &[u8], name: &str, fuel: u32) -> Vec<u8> {
+    /// then a digest of the tape, the pointer and the steps left; or an
+    /// error message naming `name`.
+    pub fn run(program: &[u8], name: &str, fuel: u32) -> Result<Vec<u8>, String> {
         let mut tape = [0u8; 300];
         let mut ptr = 0usize;
         let mut pc = 0usize;
@@ -29,15 +31,13 @@ mod bf_tape {
             match hint!(program[pc], concrete) {
                 b'>' => {
                     if ptr + 1 >= tape.len() {
-                        out.extend_from_slice(format!("{name}: off the tape's end at {pc}").as_bytes());
-                        break;
+                        return Err(format!("{name}: off the tape's end at {pc}"));
                     }
                     ptr += 1;
                 }
                 b'<' => {
                     if ptr == 0 {
-                        out.extend_from_slice(format!("{name}: off the tape's start at {pc}").as_bytes());
-                        break;
+                        return Err(format!("{name}: off the tape's start at {pc}"));
                     }
                     ptr -= 1;
                 }
@@ -84,7 +84,7 @@ mod bf_tape {
         out.push(ptr as u8);
         out.push(steps as u8);
         out.push((steps >> 8) as u8);
-        out
+        Ok(out)
     }
 }
 
@@ -94,8 +94,9 @@ mod text_stack {
 
     /// Ops: 0 k: push k, 1 add, 2 dup, 3 t: jump to t while the top, popped,
     /// is not zero, 4 decrement the top. The stack starts as `init`, comma-
-    /// separated numbers. Gives the whole stack, then the steps left.
-    pub fn run(code: &[u8], init: &str, fuel: i64) -> Vec<i64> {
+    /// separated numbers. Gives the whole stack, then the steps left; an
+    /// error names the operation that underflowed.
+    pub fn run(code: &[u8], init: &str, fuel: i64) -> Result<Vec<i64>, String> {
         let mut stack: Vec<i64> =
             init.split(',').filter(|s| !s.trim().is_empty()).map(|s| s.trim().parse().unwrap_or(0)).collect();
         let mut pc = 0;
@@ -109,9 +110,9 @@ mod text_stack {
                 let k = hint!(code[pc], concrete);
                 pc += 1;
                 stack.push(k as i64);
-            } else if op == 1 && stack.len() >= 2 {
-                let b = stack.pop().unwrap();
-                let a = stack.pop().unwrap();
+            } else if op == 1 {
+                let b = stack.pop().ok_or(format!("add at {pc}: empty"))?;
+                let a = stack.pop().ok_or(format!("add at {pc}: one value"))?;
                 stack.push(a.wrapping_add(b));
             } else if op == 2 && !stack.is_empty() {
                 let a = stack[stack.len() - 1];
@@ -130,7 +131,7 @@ mod text_stack {
             }
         }
         stack.push(steps);
-        stack
+        Ok(stack)
     }
 }
 
