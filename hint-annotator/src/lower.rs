@@ -602,10 +602,22 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
     }
 
-    /// The value a function returns: not a tuple (a function's result is
-    /// one machine value).
+    /// The value a function returns: one machine value. A tuple of values
+    /// is made one, as an enum of one variant is (`MakeEnum` of type
+    /// `Ty::Tuple`: its components are the payload), which the caller takes
+    /// apart again.
     fn returned(&mut self, v: LVal, span: Span) -> LVal {
         match v {
+            LVal::Tuple(items) if items.iter().all(|i| !matches!(i, LVal::Tuple(_)) && !i.is_composite()) => {
+                let ty = Ty::Tuple(items.iter().map(|i| self.ty_of(i)).collect());
+                let src = quote::quote_spanned!(span=> (..));
+                self.emit(
+                    OpKind::MakeEnum { enum_name: String::new(), variant: String::new(), index: 0 },
+                    items,
+                    ty,
+                    &src,
+                )
+            }
             LVal::Tuple(_) => {
                 self.error(
                     span,

@@ -99,8 +99,10 @@ pub fn scalar(ty: &Ty) -> Option<Sc> {
     })
 }
 
+/// Enums, and tuples, which a function returns as an enum of one variant
+/// (see the annotator's `returned`).
 pub fn is_enum(ty: &Ty) -> bool {
-    matches!(ty, Ty::Enum(_) | Ty::Option(_) | Ty::Result(..))
+    matches!(ty, Ty::Enum(_) | Ty::Option(_) | Ty::Result(..) | Ty::Tuple(_))
 }
 
 /// Owned types that are pointers at the machine level.
@@ -276,6 +278,9 @@ pub fn variants(ty: &Ty, types: &ModuleTypes) -> Vec<(String, TokenStream, Vec<T
             ("Ok".into(), quote!(::core::result::Result::Ok), vec![(**t).clone()], false),
             ("Err".into(), quote!(::core::result::Result::Err), vec![(**e).clone()], false),
         ],
+        // One variant without a name: `(a, b)` is its pattern and its
+        // constructor.
+        Ty::Tuple(ts) => vec![(String::new(), quote!(), ts.clone(), false)],
         Ty::Enum(n) => {
             let en = Ident::new(n, Span::call_site());
             types.enums.get(n).map_or(vec![], |d| {

@@ -5,7 +5,10 @@
 //! `Vec` collected by Rust's iterators before the loop. Before, each of
 //! these left the whole module to Rust. Both give back
 //! `Result<Vec<_>, String>`, which compiled code could not return before
-//! (the portal never compiled). Every result is the whole final
+//! (the portal never compiled). A third, a method portal of a struct VM
+//! whose instructions own `String`s (cloned out of the program) and whose
+//! variables are a `HashMap<String, i64>` indexed by `&name`, returns a
+//! tuple, which left its module to Rust before. Every result is the whole final
 //! state (the output and a digest of the tape; the whole stack), compared
 //! with `jit::plain` through the portal and `jit::specialize`, on fixed and
 //! random programs.
@@ -135,6 +138,86 @@ mod text_stack {
     }
 }
 
+#[jit_interpreter]
+mod struct_vm {
+    use jitgen::prelude::*;
+    use std::collections::HashMap;
+
+    /// Instructions that own their names (not `Copy`), cloned out of the
+    /// program at each step.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Op {
+        Push(i64),
+        Add,
+        Lt,
+        Store(String),
+        Load(String),
+        JumpIfFalse(usize),
+        Jump(usize),
+        Print,
+        Halt,
+    }
+
+    pub struct Vm {
+        code: Vec<Op>,
+        ip: usize,
+        pub stack: Vec<i64>,
+        vars: HashMap<String, i64>,
+        pub output: Vec<String>,
+    }
+
+    impl Vm {
+        pub fn new(code: Vec<Op>) -> Vm {
+            Vm { code, ip: 0, stack: Vec::new(), vars: HashMap::new(), output: Vec::new() }
+        }
+
+        /// Runs until `Halt` or the end of the fuel; gives the value on
+        /// top and the steps taken.
+        pub fn run(&mut self, fuel: usize) -> (i64, usize) {
+            let mut steps = 0;
+            while steps < fuel && self.ip < self.code.len() {
+                hint!(global_merge_point);
+                steps += 1;
+                let op = hint!(self.code[self.ip].clone(), concrete);
+                self.ip += 1;
+                match op {
+                    Op::Push(n) => self.stack.push(n),
+                    Op::Add => {
+                        let b = self.stack.pop().unwrap_or(0);
+                        let a = self.stack.pop().unwrap_or(0);
+                        self.stack.push(a.wrapping_add(b));
+                    }
+                    Op::Lt => {
+                        let b = self.stack.pop().unwrap_or(0);
+                        let a = self.stack.pop().unwrap_or(0);
+                        self.stack.push((a < b) as i64);
+                    }
+                    Op::Store(name) => {
+                        let v = self.stack.pop().unwrap_or(0);
+                        self.vars.insert(name, v);
+                    }
+                    Op::Load(name) => {
+                        let v = if self.vars.contains_key(&name) { self.vars[&name] } else { -1 };
+                        self.stack.push(v);
+                    }
+                    Op::JumpIfFalse(t) => {
+                        if self.stack.pop().unwrap_or(0) == 0 {
+                            self.ip = t;
+                        }
+                    }
+                    Op::Jump(t) => self.ip = t,
+                    Op::Print => {
+                        let v = self.stack.last().copied().unwrap_or(0);
+                        self.output.push(v.to_string());
+                    }
+                    Op::Halt => return (self.stack.last().copied().unwrap_or(0), steps),
+                }
+            }
+            (-1, steps)
+        }
+    }
+}
+
 fn check_bf(program: &[u8], fuel: u32) {
     let want = bf_tape::jit::plain::run(program, "prog", fuel);
     assert_eq!(bf_tape::run(program, "prog", fuel), want, "{:?}", String::from_utf8_lossy(program));
@@ -226,5 +309,85 @@ fn random_programs_over_text_and_local_arrays_agree_with_plain() {
         }
         let init: Vec<String> = (0..rng.below(4)).map(|_| rng.below(9).to_string()).collect();
         check_stack(&code, &init.join(","), 1 + rng.below(500) as i64);
+    }
+}
+
+/// The whole final state of a run of `struct_vm`: its result, the stack,
+/// the output and where it stopped.
+fn struct_vm_state(vm: &struct_vm::Vm, r: (i64, usize)) -> (i64, usize, Vec<i64>, Vec<String>) {
+    (r.0, r.1, vm.stack.clone(), vm.output.clone())
+}
+
+fn check_struct_vm(code: &[struct_vm::Op], fuel: usize) {
+    let mut plain = struct_vm::Vm::new(code.to_vec());
+    let r = struct_vm::jit::plain::Vm::run(&mut plain, fuel);
+    let want = struct_vm_state(&plain, r);
+    let mut vm = struct_vm::Vm::new(code.to_vec());
+    let r = vm.run(fuel);
+    assert_eq!(struct_vm_state(&vm, r), want, "{code:?}");
+    let mut vm = struct_vm::Vm::new(code.to_vec());
+    let r = struct_vm::jit::specialize::Vm::run(&mut vm, fuel);
+    assert_eq!(struct_vm_state(&vm, r), want, "{code:?}");
+}
+
+/// `i = 0; while i < n { i = i + 1 }; print i`.
+fn counting_loop(n: i64) -> Vec<struct_vm::Op> {
+    use struct_vm::Op::*;
+    vec![
+        Push(0),
+        Store("i".into()),
+        Load("i".into()),
+        Push(n),
+        Lt,
+        JumpIfFalse(11),
+        Load("i".into()),
+        Push(1),
+        Add,
+        Store("i".into()),
+        Jump(2),
+        Load("i".into()),
+        Print,
+        Halt,
+    ]
+}
+
+#[test]
+fn a_method_portal_returning_a_tuple_compiles_and_agrees_with_plain() {
+    assert!(
+        struct_vm::jit::left_to_rust().iter().all(|l| !l.starts_with("the module")),
+        "{:?}",
+        struct_vm::jit::left_to_rust()
+    );
+    for t in [Some(0), Some(1), Some(5), None] {
+        if let Some(t) = t {
+            struct_vm::jit::config().set_threshold(t);
+        }
+        for n in [0, 1, 7, 300] {
+            check_struct_vm(&counting_loop(n), 10_000);
+            check_struct_vm(&counting_loop(n), 25);
+        }
+    }
+    struct_vm::jit::config().set_threshold(0);
+    check_struct_vm(&counting_loop(50), 10_000);
+    assert!(struct_vm::jit::stats().entries > 0, "{:?}", struct_vm::jit::last_decline());
+    let mut rng = crate::common::Rng(0x5_7a_7e);
+    for i in 0..crate::common::how_many(300) {
+        struct_vm::jit::config().set_threshold([0, 1, 2, 5][i % 4]);
+        let len = 1 + rng.below(12) as usize;
+        let names = ["a", "b"];
+        let code: Vec<struct_vm::Op> = (0..len)
+            .map(|_| match rng.below(9) {
+                0 => struct_vm::Op::Push(rng.below(5) as i64 - 1),
+                1 => struct_vm::Op::Add,
+                2 => struct_vm::Op::Lt,
+                3 => struct_vm::Op::Store(rng.pick(&names).into()),
+                4 => struct_vm::Op::Load(rng.pick(&names).into()),
+                5 => struct_vm::Op::JumpIfFalse(rng.below(len as u64 + 1) as usize),
+                6 => struct_vm::Op::Jump(rng.below(len as u64) as usize),
+                7 => struct_vm::Op::Print,
+                _ => struct_vm::Op::Halt,
+            })
+            .collect();
+        check_struct_vm(&code, 1 + rng.below(400) as usize);
     }
 }
