@@ -66,6 +66,11 @@ impl<'g> Gen<'g> {
             let Some(e) = self.operand(fi, a, &from) else { return self.decline("an argument") };
             exprs.push(match &from {
                 Repr::G(_) => e,
+                // Text known while compiling, held as its bytes: the
+                // `&str` again (it was one).
+                Repr::GSlice(_) if matches!(self.value_ty(fi, a), Ty::Ref { to, .. } if *to == Ty::Text) => {
+                    quote!(unsafe { ::core::str::from_utf8_unchecked(#e) })
+                }
                 Repr::GRef(_) | Repr::GSlice(_) if shared => e,
                 Repr::Enum(t, _) if plain(t, self.cg.types()) => {
                     let (_, unflat, _) = enum_helpers(t);
@@ -144,6 +149,20 @@ impl<'g> Gen<'g> {
                     ::core::option::Option::None => __b[0] = 0,
                 }),
             )
+        } else if let Ty::Ref { mutable: false, to } = rty {
+            match &**to {
+                // A slice of scalars into memory the call's arguments reach
+                // (`text.as_bytes()`): its address and length.
+                Ty::Slice(e) if scalar(e).is_some() => {
+                    let (pt, ut) = (ptr_valty(), u64_valty());
+                    (quote!(&[#pt, #ut]), quote!(__b[0] = __r.as_ptr() as usize as u64; __b[1] = __r.len() as u64;))
+                }
+                Ty::Slice(_) | Ty::Text | Ty::Str | Ty::Foreign(_) | Ty::Param(_) => return None,
+                to => {
+                    let (pt, t) = (ptr_valty(), rust_ty(to, None));
+                    (quote!(&[#pt]), quote!(__b[0] = __r as *const #t as usize as u64;))
+                }
+            }
         } else if let Ty::Ref { mutable, to } = rty {
             // A reference into the interpreter's objects (`heap.get_mut(r)`):
             // its address.
@@ -665,6 +684,8 @@ impl<'g> Gen<'g> {
             }
             // A `Vec` of scalars in the arena (see `result_words`).
             Repr::VList(_) if matches!(rty, Ty::Vec(_)) => self.bind(fi, r, quote!(#rt::VList::Real(__v[0]))),
+            // A slice: its address and length.
+            Repr::RSlice => self.bind(fi, r, quote!([__v[0], __v[1]])),
             _ => return Err(self.decline("the result of this residual call")),
         })
     }

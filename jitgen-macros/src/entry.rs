@@ -125,58 +125,7 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                 e.cheap_greens.push(to_word(*sc, src));
                 e.key.push(w);
             }
-            Repr::GRef(target) | Repr::GSlice(target) => {
-                let referent = match (&r, &ty) {
-                    (Repr::GSlice(_), _) => {
-                        let t = pty_of(target);
-                        quote!([#t])
-                    }
-                    (_, Ty::Ref { to, .. }) => pty_of(to),
-                    _ => pty_of(&ty),
-                };
-                let arg = if matches!(ty, Ty::Ref { .. }) { quote!(&*#src) } else { quote!(&#src) };
-                e.params.push((n.clone(), quote!(&#referent)));
-                // The entry filter's word: a `Vec`'s buffer, not where the
-                // `Vec` itself sits (a fresh program in a machine at the same
-                // place would pass the filter at every visit of a position
-                // compiled for the old one).
-                let is_vec =
-                    matches!(&ty, Ty::Vec(_)) || matches!(&ty, Ty::Ref { to, .. } if matches!(&**to, Ty::Vec(_)));
-                if is_vec {
-                    e.cheap_greens.push(quote!((#arg).as_ptr() as *const u8 as usize as u64));
-                    e.cheap_greens_in_hook.push(quote!(#n.as_ptr() as *const u8 as usize as u64));
-                } else {
-                    e.cheap_greens.push(quote!((#arg) as *const _ as *const u8 as usize as u64));
-                    e.cheap_greens_in_hook.push(quote!(#n as *const _ as *const u8 as usize as u64));
-                }
-                e.args.push(arg);
-                e.green_params.push((n.clone(), quote!(&'a #referent), quote!(&#referent)));
-                e.frame_lets.push(quote!(let #fid = #n;));
-                e.key.push(quote!(#n as *const _ as *const u8 as usize as u64));
-                // The content of green sequences of plain values, checked on reuse.
-                let elem = match &ty {
-                    Ty::Ref { to, .. } => match &**to {
-                        Ty::Slice(t) | Ty::Vec(t) => Some((**t).clone()),
-                        _ => None,
-                    },
-                    Ty::Vec(t) => Some((**t).clone()),
-                    _ => None,
-                };
-                if elem.as_ref().is_some_and(|t| scalar(t).is_some()) {
-                    e.key.push(quote!(#n.len() as u64));
-                    e.content.push(quote!(#rt::driver::content_bytes(&#n[..])));
-                } else {
-                    // Deeper data (a program with its class table): its
-                    // bytes, taken once per call of the portal.
-                    let referent_ty = match &ty {
-                        Ty::Ref { to, .. } => (**to).clone(),
-                        other => other.clone(),
-                    };
-                    if has_deep_content(&referent_ty) {
-                        e.deep.push(content_of(&referent_ty, quote!(#n)));
-                    }
-                }
-            }
+            Repr::GRef(target) | Repr::GSlice(target) => green_reference(&mut e, &n, &src, &fid, &ty, &r, target),
             Repr::Enum(t, nslots) if green => {
                 let tt = pty_of(t);
                 let (flat, _, tys) = enum_helpers(t);
@@ -265,6 +214,72 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
         }
     }
     e
+}
+
+/// The entry's part for a live reference known while compiling (`code:
+/// &[u8]`, `program: &str`, a `Vec` only read): a green parameter, the
+/// key's address, and the content checked on reuse.
+fn green_reference(e: &mut Entry, n: &Ident, src: &TokenStream, fid: &Ident, ty: &Ty, r: &Repr, target: &Ty) {
+    let rt = rt();
+    let pty_of = |t: &Ty| rust_ty(t, None);
+    let referent = match (&r, &ty) {
+        (Repr::GSlice(_), _) => {
+            let t = pty_of(target);
+            quote!([#t])
+        }
+        (_, Ty::Ref { to, .. }) => pty_of(to),
+        _ => pty_of(&ty),
+    };
+    // Text known while compiling is taken as `&str` and held as
+    // its bytes.
+    let text = matches!(&ty, Ty::Ref { to, .. } if **to == Ty::Text);
+    let referent = if text { quote!(str) } else { referent };
+    let arg = if matches!(ty, Ty::Ref { .. }) { quote!(&*#src) } else { quote!(&#src) };
+    e.params.push((n.clone(), quote!(&#referent)));
+    // The entry filter's word: a `Vec`'s buffer, not where the
+    // `Vec` itself sits (a fresh program in a machine at the same
+    // place would pass the filter at every visit of a position
+    // compiled for the old one).
+    let is_vec = matches!(&ty, Ty::Vec(_)) || matches!(&ty, Ty::Ref { to, .. } if matches!(&**to, Ty::Vec(_)));
+    if is_vec {
+        e.cheap_greens.push(quote!((#arg).as_ptr() as *const u8 as usize as u64));
+        e.cheap_greens_in_hook.push(quote!(#n.as_ptr() as *const u8 as usize as u64));
+    } else {
+        e.cheap_greens.push(quote!((#arg) as *const _ as *const u8 as usize as u64));
+        e.cheap_greens_in_hook.push(quote!(#n as *const _ as *const u8 as usize as u64));
+    }
+    e.args.push(arg);
+    e.green_params.push((n.clone(), quote!(&'a #referent), quote!(&#referent)));
+    e.frame_lets.push(if text { quote!(let #fid = #n.as_bytes();) } else { quote!(let #fid = #n;) });
+    e.key.push(quote!(#n as *const _ as *const u8 as usize as u64));
+    // The content of green sequences of plain values, checked on reuse.
+    let elem = match &ty {
+        Ty::Ref { to, .. } => match &**to {
+            Ty::Slice(t) | Ty::Vec(t) => Some((**t).clone()),
+            // Text, held as its bytes.
+            Ty::Text => Some(Ty::Int(hint_annotator::types::IntTy::U8)),
+            _ => None,
+        },
+        Ty::Vec(t) => Some((**t).clone()),
+        _ => None,
+    };
+    if text {
+        e.key.push(quote!(#n.len() as u64));
+        e.content.push(quote!(#n.as_bytes()));
+    } else if elem.as_ref().is_some_and(|t| scalar(t).is_some()) {
+        e.key.push(quote!(#n.len() as u64));
+        e.content.push(quote!(#rt::driver::content_bytes(&#n[..])));
+    } else {
+        // Deeper data (a program with its class table): its
+        // bytes, taken once per call of the portal.
+        let referent_ty = match &ty {
+            Ty::Ref { to, .. } => (**to).clone(),
+            other => (*other).clone(),
+        };
+        if has_deep_content(&referent_ty) {
+            e.deep.push(content_of(&referent_ty, quote!(#n)));
+        }
+    }
 }
 
 /// Code making the `VList` of a `Vec` at `__p` whose length is `len` (a

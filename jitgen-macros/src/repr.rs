@@ -455,7 +455,9 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
             Ty::Slice(_) => Repr::RSlice,
             // Text: its address and length, as a slice's, never read
             // while compiling (what Rust does with it is outlined).
-            Ty::Text if green => Repr::Bad("text (`&str`) known while compiling".into()),
+            // Known while compiling (program text read by `as_bytes`): its
+            // bytes, held as a green slice is (`&'a [u8]`).
+            Ty::Text if green => Repr::GSlice(Ty::Int(hint_annotator::types::IntTy::U8)),
             Ty::Text => Repr::RSlice,
             t if green => Repr::GRef(t.clone()),
             _ => Repr::RPtr,

@@ -1,6 +1,7 @@
 //! Interpreters as a new user writes them, with Rust jitgen models only as
 //! opaque values: a portal taking text (`name: &str`, `init: &str`) that
-//! only Rust's own code reads (formatted, split, parsed), a local array
+//! only Rust's own code reads (formatted, split, parsed), program text
+//! whose bytes (`text.as_bytes()`) are known while compiling, a local array
 //! made by a repeat expression (`[0u8; 300]`, a Brainfuck tape), and a
 //! `Vec` collected by Rust's iterators before the loop. Before, each of
 //! these left the whole module to Rust. Both give back
@@ -22,7 +23,8 @@ mod bf_tape {
     /// Runs a Brainfuck program for at most `fuel` steps; gives its output,
     /// then a digest of the tape, the pointer and the steps left; or an
     /// error message naming `name`.
-    pub fn run(program: &[u8], name: &str, fuel: u32) -> Result<Vec<u8>, String> {
+    pub fn run(text: &str, name: &str, fuel: u32) -> Result<Vec<u8>, String> {
+        let program = text.as_bytes();
         let mut tape = [0u8; 300];
         let mut ptr = 0usize;
         let mut pc = 0usize;
@@ -96,12 +98,14 @@ mod text_stack {
     use jitgen::prelude::*;
 
     /// Ops: 0 k: push k, 1 add, 2 dup, 3 t: jump to t while the top, popped,
-    /// is not zero, 4 decrement the top. The stack starts as `init`, comma-
+    /// is not zero, 4 decrement the top, 5 push a byte of `init` (its text
+    /// read as bytes while running). The stack starts as `init`, comma-
     /// separated numbers. Gives the whole stack, then the steps left; an
     /// error names the operation that underflowed.
     pub fn run(code: &[u8], init: &str, fuel: i64) -> Result<Vec<i64>, String> {
         let mut stack: Vec<i64> =
             init.split(',').filter(|s| !s.trim().is_empty()).map(|s| s.trim().parse().unwrap_or(0)).collect();
+        let bytes = init.as_bytes();
         let mut pc = 0;
         let mut steps = fuel;
         while pc < code.len() && steps > 0 {
@@ -128,6 +132,9 @@ mod text_stack {
                         pc = t as usize;
                     }
                 }
+            } else if op == 5 && !bytes.is_empty() {
+                // A byte of the text, known only when running.
+                stack.push(bytes[steps as usize % bytes.len()] as i64);
             } else if op == 4 && !stack.is_empty() {
                 let n = stack.len();
                 stack[n - 1] = stack[n - 1].wrapping_sub(1);
@@ -218,15 +225,10 @@ mod struct_vm {
     }
 }
 
-fn check_bf(program: &[u8], fuel: u32) {
+fn check_bf(program: &str, fuel: u32) {
     let want = bf_tape::jit::plain::run(program, "prog", fuel);
-    assert_eq!(bf_tape::run(program, "prog", fuel), want, "{:?}", String::from_utf8_lossy(program));
-    assert_eq!(
-        bf_tape::jit::specialize::run(program).call("prog", fuel),
-        want,
-        "{:?}",
-        String::from_utf8_lossy(program)
-    );
+    assert_eq!(bf_tape::run(program, "prog", fuel), want, "{program:?}");
+    assert_eq!(bf_tape::jit::specialize::run(program).call("prog", fuel), want, "{program:?}");
 }
 
 fn check_stack(code: &[u8], init: &str, fuel: i64) {
@@ -253,16 +255,17 @@ fn text_parameters_and_local_arrays_compile_and_agree_with_plain() {
             text_stack::jit::config().set_threshold(t);
         }
         for p in ["++++++++[>++++++++<-]>+.[-]++[>+++<-]>.", "<", "+[>+]", ">>>+++[<+>-]<.", "+++[>++[>+<-]<-]>>."] {
-            check_bf(p.as_bytes(), 5000);
+            check_bf(p, 5000);
         }
         for init in ["", "3", " 5, 7 ,x", "1,2,3"] {
             check_stack(&[0, 4, 4, 2, 3, 2, 1], init, 1000);
             check_stack(&[2, 1, 2, 4, 2, 3, 3], init, 1000);
+            check_stack(&[5, 5, 1, 2, 4, 3, 0], init, 1000);
         }
     }
     bf_tape::jit::config().set_threshold(0);
     text_stack::jit::config().set_threshold(0);
-    check_bf(b"++[>+++<-]>.", 100);
+    check_bf("++[>+++<-]>.", 100);
     check_stack(&[0, 9, 4, 2, 3, 2], "1", 100);
     assert!(bf_tape::jit::stats().entries > 0, "{:?}", bf_tape::jit::stats());
     assert!(text_stack::jit::stats().entries > 0, "{:?}", text_stack::jit::stats());
@@ -297,11 +300,11 @@ fn random_programs_over_text_and_local_arrays_agree_with_plain() {
             }
         }
         p.extend(std::iter::repeat_n(b']', open));
-        check_bf(&p, 1 + rng.below(3000) as u32);
+        check_bf(std::str::from_utf8(&p).expect("ASCII"), 1 + rng.below(3000) as u32);
         let len = 1 + rng.below(10) as usize;
         let mut code = vec![];
         while code.len() < len {
-            match rng.below(5) {
+            match rng.below(6) {
                 0 => code.extend([0, rng.below(7) as u8]),
                 3 => code.extend([3, rng.below(len as u64) as u8]),
                 op => code.push(op as u8),

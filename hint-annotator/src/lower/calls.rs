@@ -743,6 +743,21 @@ impl<'m, 'a> Lowering<'m, 'a> {
             return v;
         }
         match (&recv_ty, method.as_str(), nargs) {
+            // Text's bytes: the same address and length, known while
+            // compiling where the text is (`hint!(code[pc], concrete)` on
+            // `let code = program.as_bytes();`).
+            (Ty::Text, "as_bytes", 0) => {
+                let bytes = Ty::Ref { mutable: false, to: Box::new(Ty::Slice(Box::new(Ty::Int(IntTy::U8)))) };
+                return self.emit(OpKind::CallPure("core::primitive::str::as_bytes".into()), vec![recv], bytes, mc);
+            }
+            (Ty::Text, "len", 0) => {
+                return self.emit(
+                    OpKind::CallPure("core::primitive::str::len".into()),
+                    vec![recv],
+                    Ty::Int(IntTy::Usize),
+                    mc,
+                )
+            }
             (Ty::Vec(_) | Ty::Slice(_) | Ty::Array(..), "len", 0) => {
                 return self.emit(OpKind::Len, vec![recv], Ty::Int(IntTy::Usize), mc)
             }
