@@ -112,13 +112,19 @@ pub fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
     Some(first)
 }
 
+/// How an error begins that a module's hints gave once the Rust the analysis
+/// does not support was outlined: why it is left to Rust all the same (never
+/// a compile error: the module interprets as written).
+pub const OUTLINED_THEN: &str = "once the Rust jitgen does not model runs as Rust (outlined): ";
+
 /// Whether an error only says that the analysis does not support some Rust
 /// (a construct, a type, a method), as opposed to a misuse of a hint, which
 /// stays a compile error. Code with such errors is left to Rust.
 pub fn is_unsupported(e: &syn::Error) -> bool {
     e.clone().into_iter().all(|e| {
         let m = e.to_string();
-        !(m.contains("hint!(") || m.starts_with("unknown hint") || m.starts_with("`hint!`"))
+        m.starts_with(OUTLINED_THEN)
+            || !(m.contains("hint!(") || m.starts_with("unknown hint") || m.starts_with("`hint!`"))
     })
 }
 
@@ -313,8 +319,15 @@ pub fn annotate_items_with(items: &[syn::Item], external: &[syn::Item]) -> Resul
         // Outlining never makes an error of a module that interpreted: a
         // hint it leaves unsatisfiable (data passed to outlined Rust by
         // `&mut` is red) sends the module back to Rust, as without it.
-        Err(_) if outlined => {
-            let (graphs, types, left) = lower::without_outlining(|| graphs_and_types(items, external))?;
+        Err(e) if outlined => {
+            // Left to Rust as without outlining, saying also why the
+            // outlined module did not hold (a value Rust's code makes is
+            // known only at run time where a hint needs it known).
+            let (graphs, types, left) =
+                lower::without_outlining(|| graphs_and_types(items, external)).map_err(|first| {
+                    let why = e.iter().map(|x| syn::Error::new(x.span(), format!("{OUTLINED_THEN}{x}")));
+                    combine(first.into_iter().chain(why).collect()).expect("at least one error")
+                })?;
             colored::color_module(graphs, types, left).map_err(|e| combine(e).expect("at least one error"))
         }
         Err(e) => Err(combine(e).expect("at least one error")),

@@ -214,3 +214,38 @@ fn a_module_with_nothing_to_specialize_interprets_and_says_what_to_mark() {
     check();
     assert!(unhinted::jit::stats().compilations > 0);
 }
+
+#[jit_interpreter]
+mod concrete_after_outlining {
+    use jitgen::prelude::*;
+
+    /// The program collected by Rust's own code (outlined) is known only
+    /// when running, so `concrete` on it cannot hold: the module interprets
+    /// and says both why the collecting is Rust's and why the hint fails.
+    pub fn run(src: &str) -> usize {
+        let program: Vec<char> = src.chars().collect();
+        let mut pc = 0;
+        let mut n = 0;
+        while pc < program.len() {
+            hint!(global_merge_point);
+            if hint!(program[pc], concrete) == '+' {
+                n += 1;
+            }
+            pc += 1;
+        }
+        n
+    }
+}
+
+#[test]
+fn a_hint_that_fails_once_rust_is_outlined_says_why() {
+    assert_eq!(concrete_after_outlining::run("+-++"), 3);
+    let left = concrete_after_outlining::jit::left_to_rust();
+    assert!(left.iter().all(|l| l.starts_with("the module: ")), "{left:?}");
+    assert!(left.iter().any(|l| l.contains("the method `chars` on `str`")), "{left:?}");
+    assert!(
+        left.iter().any(|l| l.contains("once the Rust jitgen does not model runs as Rust (outlined): ")
+            && l.contains("`program[pc]` is red")),
+        "{left:?}"
+    );
+}

@@ -9,7 +9,9 @@
 //! (the portal never compiled). A third, a method portal of a struct VM
 //! whose instructions own `String`s (cloned out of the program) and whose
 //! variables are a `HashMap<String, i64>` indexed by `&name`, returns a
-//! tuple, which left its module to Rust before. Every result is the whole final
+//! tuple, which left its module to Rust before. A fourth promotes the
+//! `char`s of a program Rust's own code collected (a promoted `char` was
+//! a compile error in the generated code). Every result is the whole final
 //! state (the output and a digest of the tape; the whole stack), compared
 //! with `jit::plain` through the portal and `jit::specialize`, on fixed and
 //! random programs.
@@ -225,6 +227,43 @@ mod struct_vm {
     }
 }
 
+#[jit_interpreter]
+mod bf_chars {
+    use jitgen::prelude::*;
+
+    /// The program collected as `char`s by Rust's own code, so known only
+    /// when running: each instruction is promoted (`hint!(.., promote)`,
+    /// what the message says where `concrete` cannot hold). Gives the
+    /// output, then a digest of the tape, the pointer and the steps left.
+    pub fn run(src: &str, fuel: u32) -> Vec<u8> {
+        let program: Vec<char> = src.chars().collect();
+        let mut tape = vec![0u8; 64];
+        let mut ptr = 0usize;
+        let mut pc = 0usize;
+        let mut steps = fuel;
+        let mut out = Vec::new();
+        while pc < program.len() && steps > 0 {
+            hint!(global_merge_point);
+            steps -= 1;
+            match hint!(program[pc], promote) {
+                '>' => ptr = (ptr + 1) % 64,
+                '<' => ptr = (ptr + 63) % 64,
+                '+' => tape[ptr] = tape[ptr].wrapping_add(1),
+                '-' => tape[ptr] = tape[ptr].wrapping_sub(1),
+                '.' => out.push(tape[ptr]),
+                _ => {}
+            }
+            pc += 1;
+        }
+        let mut digest: u8 = 0;
+        for i in 0..tape.len() {
+            digest = digest.wrapping_mul(31).wrapping_add(tape[i]);
+        }
+        out.extend([digest, ptr as u8, steps as u8]);
+        out
+    }
+}
+
 fn check_bf(program: &str, fuel: u32) {
     let want = bf_tape::jit::plain::run(program, "prog", fuel);
     assert_eq!(bf_tape::run(program, "prog", fuel), want, "{program:?}");
@@ -392,5 +431,24 @@ fn a_method_portal_returning_a_tuple_compiles_and_agrees_with_plain() {
             })
             .collect();
         check_struct_vm(&code, 1 + rng.below(400) as usize);
+    }
+}
+
+#[test]
+fn promoted_chars_of_a_program_collected_by_rust_agree_with_plain() {
+    let check = |src: &str, fuel: u32| {
+        let want = bf_chars::jit::plain::run(src, fuel);
+        assert_eq!(bf_chars::run(src, fuel), want, "{src:?}");
+        assert_eq!(bf_chars::jit::specialize::run().call(src, fuel), want, "{src:?}");
+    };
+    bf_chars::jit::config().set_threshold(0);
+    check("+++.>++.<.", 100);
+    assert!(bf_chars::jit::stats().flexswitches > 0, "{:?}", bf_chars::jit::stats());
+    let mut rng = crate::common::Rng(0xc4a2);
+    for i in 0..crate::common::how_many(300) {
+        bf_chars::jit::config().set_threshold([0, 1, 2, 5][i % 4]);
+        let src: String =
+            (0..rng.below(30)).map(|_| ['>', '<', '+', '+', '-', '.', 'x'][rng.below(7) as usize]).collect();
+        check(&src, 1 + rng.below(40) as u32);
     }
 }

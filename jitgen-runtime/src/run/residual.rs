@@ -333,6 +333,17 @@ impl Word for bool {
     }
 }
 
+/// A `char` is its scalar value, as residual code holds it (a `u32`).
+impl Word for char {
+    const TY: ValTy = ValTy::U32;
+    fn to_word(self) -> u64 {
+        self as u64
+    }
+    fn from_word(w: u64) -> Self {
+        char::from_u32(w as u32).unwrap_or('\0')
+    }
+}
+
 impl Word for f64 {
     const TY: ValTy = ValTy::F64;
     fn to_word(self) -> u64 {
