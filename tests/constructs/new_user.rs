@@ -8,8 +8,9 @@
 //! `Result<Vec<_>, String>`, which compiled code could not return before
 //! (the portal never compiled). A third, a method portal of a struct VM
 //! whose instructions own `String`s (cloned out of the program) and whose
-//! variables are a `HashMap<String, i64>` indexed by `&name`, returns a
-//! tuple, which left its module to Rust before. A fourth promotes the
+//! variables are a `HashMap<String, i64>` indexed by `&name`, whose output
+//! lines are joined by `String`'s `+`, returns a tuple; either left its
+//! module to Rust before. A fourth promotes the
 //! `char`s of a program Rust's own code collected (a promoted `char` was
 //! a compile error in the generated code). Every result is the whole final
 //! state (the output and a digest of the tape; the whole stack), compared
@@ -217,7 +218,8 @@ mod struct_vm {
                     Op::Jump(t) => self.ip = t,
                     Op::Print => {
                         let v = self.stack.last().copied().unwrap_or(0);
-                        self.output.push(v.to_string());
+                        let at = format!("{}: ", self.ip);
+                        self.output.push(at + &v.to_string());
                     }
                     Op::Halt => return (self.stack.last().copied().unwrap_or(0), steps),
                 }

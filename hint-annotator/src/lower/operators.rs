@@ -263,6 +263,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     LVal::Const(Const::Unit)
                 } else if str_lit(&b.left).is_some() || str_lit(&b.right).is_some() {
                     self.unsupported(b, "an operator on strings", STRING_OPERATOR_ADVICE)
+                } else if matches!(b.op, syn::BinOp::Add(_)) && self.is_string_place(&b.left, &b.right) {
+                    // `s + &t` of an owned `String`: Rust's `Add` appends to
+                    // `s` and gives it back.
+                    let (l, r) = (&b.left, &b.right);
+                    self.expr(&syn::parse_quote_spanned!(b.span()=> {
+                        let mut __jitgen_sum = #l;
+                        __jitgen_sum.push_str(#r);
+                        __jitgen_sum
+                    }))
                 } else {
                     let l = self.expr(&b.left);
                     let r = self.expr(&b.right);

@@ -461,6 +461,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
         if let Expr::Range(r) = index {
             return self.unsupported(r, "indexing with a range (a sub-slice)", "pass the whole slice and an offset");
         }
+        if let (Ty::Map(_, v), Expr::Index(ei)) = (self.deref_ty(&self.ty_of(&base)), src) {
+            if self.u.shallow(&v).is_value() {
+                // `map[&k]` of a value: what Rust's `Index` does.
+                let (m, k) = (&ei.expr, &ei.index);
+                return self.expr(&syn::parse_quote_spanned!(src.span()=> *(#m).get(#k).expect("key not found")));
+            }
+        }
         let idx = self.expr(index);
         let idx = self.rvalue(idx, index);
         match self.elem_ty(&base, &idx, src) {
