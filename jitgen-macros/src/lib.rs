@@ -63,6 +63,7 @@ mod analysis;
 mod arith;
 mod calls;
 mod check;
+mod closures;
 mod containers;
 mod content;
 mod entry;
@@ -119,6 +120,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         errors.push(syn::Error::new_spanned(&attr, "#[jit_interpreter] takes no arguments"));
     }
     nested::hoist(&mut module);
+    closures::inline(&mut module);
     let original = module.clone();
     let mut lifted = methods::lift_portal_methods(&mut module, true);
     let external = external::find(&module);

@@ -10,7 +10,7 @@
 //! whose instructions own `String`s (cloned out of the program) and whose
 //! variables are a `HashMap<String, i64>` indexed by `&name`, whose output
 //! lines are joined by `String`'s `+`, returns a tuple; either left its
-//! module to Rust before. A fourth promotes the
+//! module to Rust before, as did the local closures two of them call. A fourth promotes the
 //! `char`s of a program Rust's own code collected (a promoted `char` was
 //! a compile error in the generated code). Every result is the whole final
 //! state (the output and a digest of the tape; the whole stack), compared
@@ -109,6 +109,7 @@ mod text_stack {
         let mut stack: Vec<i64> =
             init.split(',').filter(|s| !s.trim().is_empty()).map(|s| s.trim().parse().unwrap_or(0)).collect();
         let bytes = init.as_bytes();
+        let add = |a: i64, b: i64| a.wrapping_add(b);
         let mut pc = 0;
         let mut steps = fuel;
         while pc < code.len() && steps > 0 {
@@ -123,7 +124,7 @@ mod text_stack {
             } else if op == 1 {
                 let b = stack.pop().ok_or(format!("add at {pc}: empty"))?;
                 let a = stack.pop().ok_or(format!("add at {pc}: one value"))?;
-                stack.push(a.wrapping_add(b));
+                stack.push(add(a, b));
             } else if op == 2 && !stack.is_empty() {
                 let a = stack[stack.len() - 1];
                 stack.push(a);
@@ -185,6 +186,7 @@ mod struct_vm {
         /// top and the steps taken.
         pub fn run(&mut self, fuel: usize) -> (i64, usize) {
             let mut steps = 0;
+            let truth = |b: bool| b as i64;
             while steps < fuel && self.ip < self.code.len() {
                 hint!(global_merge_point);
                 steps += 1;
@@ -200,7 +202,7 @@ mod struct_vm {
                     Op::Lt => {
                         let b = self.stack.pop().unwrap_or(0);
                         let a = self.stack.pop().unwrap_or(0);
-                        self.stack.push((a < b) as i64);
+                        self.stack.push(truth(a < b));
                     }
                     Op::Store(name) => {
                         let v = self.stack.pop().unwrap_or(0);
