@@ -22,7 +22,9 @@
 
 use std::collections::HashSet;
 
-use proc_macro2::{TokenStream, TokenTree};
+use proc_macro2::TokenTree;
+
+use crate::outline::idents;
 use quote::ToTokens;
 use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
@@ -265,24 +267,6 @@ impl<'ast> Visit<'ast> for Bound {
         self.names.insert(p.ident.to_string());
         syn::visit::visit_pat_ident(self, p);
     }
-}
-
-/// The identifiers of `ts`, at any depth.
-fn idents(ts: &TokenStream) -> HashSet<String> {
-    let mut out = HashSet::new();
-    fn walk(ts: &TokenStream, out: &mut HashSet<String>) {
-        for t in ts.clone() {
-            match t {
-                TokenTree::Ident(i) => {
-                    out.insert(i.to_string());
-                }
-                TokenTree::Group(g) => walk(&g.stream(), out),
-                _ => {}
-            }
-        }
-    }
-    walk(ts, &mut out);
-    out
 }
 
 #[cfg(test)]

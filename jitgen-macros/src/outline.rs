@@ -582,7 +582,7 @@ fn transcribed_idents(ts: &TokenStream) -> HashSet<String> {
 }
 
 /// Every identifier in `ts`, at any depth.
-fn idents(ts: &TokenStream) -> HashSet<String> {
+pub(crate) fn idents(ts: &TokenStream) -> HashSet<String> {
     fn go(ts: TokenStream, out: &mut HashSet<String>) {
         for t in ts {
             match t {
