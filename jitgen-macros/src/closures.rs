@@ -245,8 +245,16 @@ impl<'ast> Visit<'ast> for Leaves {
         self.found = true;
     }
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
-        // `return` in a macro's tokens (`fail!` of the module) counts too.
-        if idents(&m.tokens).contains("return") {
+        // `return` or `?` in a macro's tokens (`fail!` of the module,
+        // `format!("{}", x?)`) count too.
+        fn has_question(ts: &proc_macro2::TokenStream) -> bool {
+            ts.clone().into_iter().any(|t| match t {
+                TokenTree::Punct(p) => p.as_char() == '?',
+                TokenTree::Group(g) => has_question(&g.stream()),
+                _ => false,
+            })
+        }
+        if idents(&m.tokens).contains("return") || has_question(&m.tokens) {
             self.found = true;
         }
     }
@@ -315,12 +323,13 @@ mod tests {
     #[test]
     fn closures_stay_where_inlining_could_change_what_they_do() {
         // Passed as a value; with a `return`; a name of its body bound
-        // again after it; `move`. (`p(y, 4)` is inlined: its arguments are
-        // evaluated before `y` is bound.)
+        // again after it; `move`; a `?` in a macro's tokens. (`p(y, 4)` is
+        // inlined: its arguments are evaluated before `y` is bound.)
         check(
             "mod m { fn run(v: Vec<i64>, k: i64) -> i64 { let f = |x: i64| x + 1; let g = |x: i64| { return x; }; \
              let h = |x: i64| x + k; let k = 3; let p = |x: i64, y: i64| x - y; let y = 1; \
-             let q = move |x: i64| x * k; v.iter().copied().map(f).sum::<i64>() + f(1) + g(2) + h(3) + p(y, 4) + q(5) } }",
+             let q = move |x: i64| x * k; let r = |x: Option<i64>| format!(\"{}\", x?).len() as i64; \
+             v.iter().copied().map(f).sum::<i64>() + f(1) + g(2) + h(3) + p(y, 4) + q(5) + r(None) } }",
             expect![[r#"
                 mod m {
                     fn run(v: Vec<i64>, k: i64) -> i64 {
@@ -332,6 +341,7 @@ mod tests {
                         let k = 3;
                         let y = 1;
                         let q = move |x: i64| x * k;
+                        let r = |x: Option<i64>| format!("{}", x ?).len() as i64;
                         v.iter().copied().map(f).sum::<i64>() + f(1) + g(2) + h(3)
                             + {
                                 let __jitgen_closure_arg0 = y;
@@ -339,7 +349,7 @@ mod tests {
                                 let x: i64 = __jitgen_closure_arg0;
                                 let y: i64 = __jitgen_closure_arg1;
                                 x - y
-                            } + q(5)
+                            } + q(5) + r(None)
                     }
                 }
             "#]],
