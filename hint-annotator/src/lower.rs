@@ -487,14 +487,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// the module, so that what indexes it compiles.
     fn repeat(&mut self, r: &syn::ExprRepeat) -> LVal {
         let x = self.expr(&r.expr);
-        let n = match &*r.len {
-            Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u64>().ok(),
-            Expr::Path(p) => match p.path.get_ident().and_then(|i| self.m.consts.get(&i.to_string())) {
-                Some(Const::Int(v, _)) => u64::try_from(*v).ok(),
-                _ => None,
-            },
-            _ => None,
-        };
+        let n = self.m.array_len(&r.len);
         let v = self.unsupported(r, "an array repeat expression", "use `vec![x; n]`");
         if let (Some(n), LVal::Var(var)) = (n, &v) {
             let t = Ty::Array(Box::new(self.ty_of(&x)), n);
@@ -608,7 +601,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// apart again.
     fn returned(&mut self, v: LVal, span: Span) -> LVal {
         match v {
-            LVal::Tuple(items) if items.iter().all(|i| !matches!(i, LVal::Tuple(_)) && !i.is_composite()) => {
+            LVal::Tuple(items) if !items.iter().any(LVal::is_composite) => {
                 let ty = Ty::Tuple(items.iter().map(|i| self.ty_of(i)).collect());
                 let src = quote::quote_spanned!(span=> (..));
                 self.emit(

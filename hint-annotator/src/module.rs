@@ -142,29 +142,27 @@ pub struct ModuleDef<'a> {
     pub trait_methods: std::collections::HashSet<String>,
 }
 
+/// Whether a type `found` says yes to occurs anywhere in `t`.
+fn occurs(t: &Ty, found: &dyn Fn(&Ty) -> bool) -> bool {
+    found(t)
+        || match t {
+            Ty::Ref { to: x, .. } | Ty::Boxed(x) | Ty::Vec(x) | Ty::Slice(x) | Ty::Array(x, _) | Ty::Option(x) => {
+                occurs(x, found)
+            }
+            Ty::Map(k, v) | Ty::Result(k, v) => occurs(k, found) || occurs(v, found),
+            Ty::Tuple(ts) => ts.iter().any(|x| occurs(x, found)),
+            _ => false,
+        }
+}
+
 /// Whether a tuple occurs anywhere in `t`.
 fn has_tuple(t: &Ty) -> bool {
-    match t {
-        Ty::Tuple(_) => true,
-        Ty::Ref { to: x, .. } | Ty::Boxed(x) | Ty::Vec(x) | Ty::Slice(x) | Ty::Array(x, _) | Ty::Option(x) => {
-            has_tuple(x)
-        }
-        Ty::Map(k, v) | Ty::Result(k, v) => has_tuple(k) || has_tuple(v),
-        _ => false,
-    }
+    occurs(t, &|x| matches!(x, Ty::Tuple(_)))
 }
 
 /// Whether `&str` occurs anywhere in `t`.
 fn has_text(t: &Ty) -> bool {
-    match t {
-        Ty::Text => true,
-        Ty::Ref { to: x, .. } | Ty::Boxed(x) | Ty::Vec(x) | Ty::Slice(x) | Ty::Array(x, _) | Ty::Option(x) => {
-            has_text(x)
-        }
-        Ty::Map(k, v) | Ty::Result(k, v) => has_text(k) || has_text(v),
-        Ty::Tuple(ts) => ts.iter().any(has_text),
-        _ => false,
-    }
+    occurs(t, &|x| *x == Ty::Text)
 }
 
 /// Whether `t` is the type `str` (by any path to it).
@@ -712,6 +710,19 @@ impl<'a> ModuleDef<'a> {
         }
     }
 
+    /// An array's length as written (`[T; 8]`, `[x; NUM_REGS]`): an integer
+    /// literal or a constant of the module.
+    pub fn array_len(&self, e: &syn::Expr) -> Option<u64> {
+        match e {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u64>().ok(),
+            syn::Expr::Path(p) => match p.path.get_ident().and_then(|i| self.consts.get(&i.to_string())) {
+                Some(Const::Int(v, _)) => u64::try_from(*v).ok(),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The type of a struct field or an enum payload: a tuple there would
     /// have to be one machine value, which tuples never are.
     fn stored_ty(&self, t: &syn::Type) -> syn::Result<Ty> {
@@ -797,13 +808,8 @@ impl<'a> ModuleDef<'a> {
             }
             syn::Type::Slice(s) => Ok(Ty::Slice(Box::new(self.ty(&s.elem, self_ty)?))),
             syn::Type::Array(a) => {
-                let n = match &a.len {
-                    syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<u64>()?,
-                    syn::Expr::Path(p) => match p.path.get_ident().and_then(|i| self.consts.get(&i.to_string())) {
-                        Some(Const::Int(v, _)) => *v as u64,
-                        _ => return Err(err(&a.len, "array lengths must be integer literals or consts of the module")),
-                    },
-                    other => return Err(err(other, "array lengths must be integer literals or consts of the module")),
+                let Some(n) = self.array_len(&a.len) else {
+                    return Err(err(&a.len, "array lengths must be integer literals or consts of the module"));
                 };
                 Ok(Ty::Array(Box::new(self.ty(&a.elem, self_ty)?), n))
             }

@@ -149,20 +149,12 @@ impl<'g> Gen<'g> {
                     ::core::option::Option::None => __b[0] = 0,
                 }),
             )
-        } else if let Ty::Ref { mutable: false, to } = rty {
-            match &**to {
-                // A slice of scalars into memory the call's arguments reach
-                // (`text.as_bytes()`): its address and length.
-                Ty::Slice(e) if scalar(e).is_some() => {
-                    let (pt, ut) = (ptr_valty(), u64_valty());
-                    (quote!(&[#pt, #ut]), quote!(__b[0] = __r.as_ptr() as usize as u64; __b[1] = __r.len() as u64;))
-                }
-                Ty::Slice(_) | Ty::Text | Ty::Str | Ty::Foreign(_) | Ty::Param(_) => return None,
-                to => {
-                    let (pt, t) = (ptr_valty(), rust_ty(to, None));
-                    (quote!(&[#pt]), quote!(__b[0] = __r as *const #t as usize as u64;))
-                }
-            }
+        } else if matches!(rty, Ty::Ref { mutable: false, to } if matches!(&**to, Ty::Slice(e) if scalar(e).is_some()))
+        {
+            // A slice of scalars into memory the call's arguments reach
+            // (`text.as_bytes()`): its address and length.
+            let (pt, ut) = (ptr_valty(), u64_valty());
+            (quote!(&[#pt, #ut]), quote!(__b[0] = __r.as_ptr() as usize as u64; __b[1] = __r.len() as u64;))
         } else if let Ty::Ref { mutable, to } = rty {
             // A reference into the interpreter's objects (`heap.get_mut(r)`):
             // its address.
@@ -467,42 +459,33 @@ impl<'g> Gen<'g> {
                     o.read_as_reference(i);
                 }
                 at += 1;
-            } else if let (Ty::Text, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
-                // Text read through its `&str` (formatted): as a `&str`.
-                let Some(x) = self.operand(fi, a, &Repr::RSlice) else { return Err(self.decline("an argument")) };
-                arg_code.push(quote!(__args.extend_from_slice(&#x);));
-                let next = at + 1;
-                // SAFETY: the address and length of a live `&str`.
-                reads.push(quote!(unsafe {
-                    ::core::str::from_utf8_unchecked(::core::slice::from_raw_parts(
-                        __b[#at] as usize as *const u8,
-                        __b[#next] as usize,
-                    ))
-                }));
-                at += 2;
-            } else if let (Ty::Ref { mutable, to }, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
-                // A slice known at run time: its address and length.
+            } else if let (Ty::Text | Ty::Ref { .. }, Repr::RSlice) = (&ty, self.value_repr(fi, a)) {
+                // A slice or text known at run time (`&str`, or the `str`
+                // read through it to be formatted): its address and length.
                 let Some(x) = self.operand(fi, a, &Repr::RSlice) else { return Err(self.decline("an argument")) };
                 arg_code.push(quote!(__args.extend_from_slice(&#x);));
                 let next = at + 1;
                 // SAFETY (of each read): the address and length of a live
                 // slice or `&str` of the interpreter's, as residual code
                 // holds them.
-                reads.push(if **to == Ty::Text {
-                    quote!(unsafe {
+                reads.push(match &ty {
+                    Ty::Ref { to, .. } if **to != Ty::Text => {
+                        let (Ty::Ref { mutable, .. }, Ty::Slice(elem)) = (&ty, &**to) else {
+                            return Err(self.decline("a slice argument to a residual call"));
+                        };
+                        let t = rust_ty(elem, None);
+                        if *mutable {
+                            quote!(unsafe { ::core::slice::from_raw_parts_mut(__b[#at] as usize as *mut #t, __b[#next] as usize) })
+                        } else {
+                            quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) })
+                        }
+                    }
+                    _ => quote!(unsafe {
                         ::core::str::from_utf8_unchecked(::core::slice::from_raw_parts(
                             __b[#at] as usize as *const u8,
                             __b[#next] as usize,
                         ))
-                    })
-                } else if *mutable {
-                    let Ty::Slice(elem) = &**to else { return Err(self.decline("a slice argument to a residual call")) };
-                    let t = rust_ty(elem, None);
-                    quote!(unsafe { ::core::slice::from_raw_parts_mut(__b[#at] as usize as *mut #t, __b[#next] as usize) })
-                } else {
-                    let Ty::Slice(elem) = &**to else { return Err(self.decline("a slice argument to a residual call")) };
-                    let t = rust_ty(elem, None);
-                    quote!(unsafe { ::core::slice::from_raw_parts(__b[#at] as usize as *const #t, __b[#next] as usize) })
+                    }),
                 });
                 at += 2;
             } else if let Ty::Ref { mutable, to } = &ty {

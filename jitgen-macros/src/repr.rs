@@ -318,8 +318,8 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
         }
         Ty::Boxed(inner) if !matches!(**inner, Ty::Slice(_) | Ty::Text) => Some(vec![Slot::Ptr]),
         Ty::Ref { to, .. } if !matches!(**to, Ty::Slice(_) | Ty::Text) => Some(vec![Slot::Ptr]),
-        // A `Vec` of scalars (a stack given back in an `Ok`), as a `String`.
         Ty::Str => Some(vec![Slot::Owned]),
+        // A `Vec` of scalars (a stack given back in an `Ok`), as a `String`.
         Ty::Vec(e) if scalar(e).is_some() => Some(vec![Slot::Owned]),
         // A struct of scalars and `String`s (an error with its message):
         // a real object residual code owns (moved into the arena), as a
@@ -453,10 +453,9 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
         Ty::Ref { to, .. } => match &**to {
             Ty::Slice(e) if green => Repr::GSlice((**e).clone()),
             Ty::Slice(_) => Repr::RSlice,
-            // Text: its address and length, as a slice's, never read
-            // while compiling (what Rust does with it is outlined).
-            // Known while compiling (program text read by `as_bytes`): its
-            // bytes, held as a green slice is (`&'a [u8]`).
+            // Text: its address and length, as a slice's. Known while
+            // compiling (program text read by `as_bytes`), its bytes, held
+            // as a green slice is (`&'a [u8]`).
             Ty::Text if green => Repr::GSlice(Ty::Int(hint_annotator::types::IntTy::U8)),
             Ty::Text => Repr::RSlice,
             t if green => Repr::GRef(t.clone()),
