@@ -171,9 +171,9 @@ mod struct_vm {
 
     pub struct Vm {
         code: Vec<Op>,
-        ip: usize,
+        pub ip: usize,
         pub stack: Vec<i64>,
-        vars: HashMap<String, i64>,
+        pub vars: HashMap<String, i64>,
         pub output: Vec<String>,
     }
 
@@ -358,10 +358,14 @@ fn random_programs_over_text_and_local_arrays_agree_with_plain() {
     }
 }
 
-/// The whole final state of a run of `struct_vm`: its result, the stack,
-/// the output and where it stopped.
-fn struct_vm_state(vm: &struct_vm::Vm, r: (i64, usize)) -> (i64, usize, Vec<i64>, Vec<String>) {
-    (r.0, r.1, vm.stack.clone(), vm.output.clone())
+/// The whole final state of a run of `struct_vm`: its result, where it
+/// stopped, the stack, the variables (sorted) and the output.
+type StructVmState = (i64, usize, usize, Vec<i64>, Vec<(String, i64)>, Vec<String>);
+
+fn struct_vm_state(vm: &struct_vm::Vm, r: (i64, usize)) -> StructVmState {
+    let mut vars: Vec<(String, i64)> = vm.vars.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    vars.sort();
+    (r.0, r.1, vm.ip, vm.stack.clone(), vars, vm.output.clone())
 }
 
 fn check_struct_vm(code: &[struct_vm::Op], fuel: usize) {
