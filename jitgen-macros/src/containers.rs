@@ -554,6 +554,11 @@ impl<'g> Gen<'g> {
         if !self.enums.contains(ty) {
             self.enums.push(ty.clone());
         }
+        // A value owning strings is read as a copy, as Rust's `clone` of it:
+        // its place may be overwritten (its strings dropped) while the
+        // value lives, and a value moved into a call is its own.
+        let types = self.cg.types();
+        let flat = if !plain(ty, types) && rebuildable(ty, types) { flat_copy_fn(ty) } else { flat };
         let cb = self.callback(
             n.max(1),
             quote! {

@@ -632,6 +632,12 @@ pub fn flat_owned_fn(ty: &Ty) -> Ident {
     format_ident!("__flat_owned_{}", mangle(ty))
 }
 
+/// `__flat_copy_T`: the words of a copy of a rebuildable enum value read in
+/// place, its strings copied into the arena of residual code.
+pub fn flat_copy_fn(ty: &Ty) -> Ident {
+    format_ident!("__flat_copy_{}", mangle(ty))
+}
+
 /// The marker type implementing `jitgen_runtime::heap::Flat` for a plain
 /// enum type (for the runtime's helpers on `Vec`s of it).
 pub fn flat_marker(ty: &Ty) -> Ident {
@@ -657,6 +663,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
     // Flattening: a match over the variants, writing each payload at its offset.
     let mut flat_arms = vec![];
     let mut owned_arms = vec![];
+    let mut copy_arms = vec![];
     let mut unflat_arms = vec![];
     let mut at = 1usize;
     for (k, (_, path, fields, named)) in variants(ty, types).into_iter().enumerate() {
@@ -677,6 +684,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         };
         let mut writes = vec![quote!(__w[0] = #k32;)];
         let mut moves = vec![];
+        let mut copies = vec![];
         let mut reads = vec![];
         for (i, f) in fields.iter().enumerate() {
             let b = &binds[i];
@@ -692,8 +700,9 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 writes.push(quote!(__w[#at..#end].copy_from_slice(&#ff(#b));));
                 reads.push(quote!(#fu(&__w[#at..#end])));
                 if !plain(f, types) {
-                    let fo = flat_owned_fn(f);
+                    let (fo, fc) = (flat_owned_fn(f), flat_copy_fn(f));
                     moves.push(quote!(__w[#at..#end].copy_from_slice(&#fo(#b));));
+                    copies.push(quote!(__w[#at..#end].copy_from_slice(&#fc(#b));));
                 }
             } else if let Some((_, sfields)) = flat_payload(f, types) {
                 // A handle: its fields' words, and the struct made again.
@@ -709,6 +718,8 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 reads.push(quote!(#st { #(#inits),* }));
             } else if *f == Ty::Str {
                 moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
+                copies
+                    .push(quote!(__w[#at] = #rt::heap::arena_alloc(::std::string::String::clone(#b)) as usize as u64;));
                 writes.push(quote!(__w[#at] = #b as *const ::std::string::String as usize as u64;));
                 // SAFETY: a rebuilt value's words name live `String`s no
                 // one reads again (see `rebuildable`).
@@ -716,13 +727,25 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
             } else if matches!(f, Ty::Vec(e) if scalar(e).is_some()) {
                 let vt = rust_ty(f, None);
                 moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
+                copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(<#vt as ::core::clone::Clone>::clone(#b)) as usize as u64;));
                 writes.push(quote!(__w[#at] = #b as *const #vt as usize as u64;));
                 // SAFETY: as for a `String` above.
-                reads.push(quote!(unsafe { #rt::heap::take_vec(__w[#at]) }));
+                reads.push(quote!(unsafe { #rt::heap::take_or_copy_vec(__w[#at]) }));
             } else if matches!(f, Ty::Struct(s) if owning_struct(s, types)) && !inline_object(ty, f, types) {
                 let st = rust_ty(f, None);
                 let lost = format!("jitgen: a `{f}` residual code did not make, moved out of an enum value");
                 moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
+                // Field by field: an owning struct holds scalars and `String`s.
+                let Ty::Struct(sname) = f else { unreachable!("matched above") };
+                let fields = types.structs[sname].fields.iter().map(|(name, t)| {
+                    let m = member(name);
+                    if *t == Ty::Str {
+                        quote!(#m: ::std::string::String::clone(&#b.#m))
+                    } else {
+                        quote!(#m: #b.#m)
+                    }
+                });
+                copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(#st { #(#fields),* }) as usize as u64;));
                 writes.push(quote!(__w[#at] = #b as *const #st as usize as u64;));
                 reads.push(quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost)));
             } else if inline_object(ty, f, types) || matches!(f, Ty::Struct(_)) {
@@ -742,6 +765,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         }
         flat_arms.push(quote!(#pat => { #(#writes)* }));
         owned_arms.push(quote!(#pat => { #(#moves)* }));
+        copy_arms.push(quote!(#pat => { #(#copies)* }));
         let build = if fields.is_empty() {
             quote!(#path)
         } else if named {
@@ -776,7 +800,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
     } else {
         quote!()
     };
-    let owned = flat_owned_fn(ty);
+    let (owned, copy) = (flat_owned_fn(ty), flat_copy_fn(ty));
     let unflat_fn = if rebuildable(ty, types) {
         quote! {
             #marker_impl
@@ -787,6 +811,15 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
             pub(super) fn #owned(__v: #t) -> [u64; #n] {
                 let mut __w = #flat(&__v);
                 match __v { #(#owned_arms)* }
+                __w
+            }
+            /// The words of a copy of a value residual code reads in place
+            /// (as Rust's `clone` of it), its strings copied into the arena:
+            /// the place's own may be dropped while the copy lives.
+            #[allow(non_snake_case, unused_variables, dead_code, clippy::all)]
+            pub(super) fn #copy(__v: &#t) -> [u64; #n] {
+                let mut __w = #flat(__v);
+                match __v { #(#copy_arms)* }
                 __w
             }
             #[allow(non_snake_case, unused_variables, unused_unsafe)]

@@ -31,8 +31,10 @@ mod owned_frames;
 mod promotion;
 mod rc_frames;
 mod reentry;
+
 mod register_vm;
 mod rust_style;
+mod string_values;
 mod string_vm;
 mod strings;
 mod tutorial_vm;

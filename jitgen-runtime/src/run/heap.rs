@@ -96,9 +96,10 @@ pub fn arena_take<T: 'static>(addr: u64) -> Option<T> {
 }
 
 /// Moves the `Vec` at `addr` out, for a portal continuing in the
-/// interpreter: out of the arena when residual code made it there, else out
-/// of the place it is in (a field of an object it was moved out of, which
-/// Rust's move semantics leave dead), which keeps an empty `Vec`.
+/// interpreter with a list moved there: out of the arena when residual code
+/// made it there, else out of the place it is in (a field of an object it
+/// was moved out of, which Rust's move semantics leave dead), which keeps an
+/// empty `Vec`.
 ///
 /// # Safety
 /// `addr` must be the address of a live `Vec<T>` no one reads again
@@ -111,15 +112,34 @@ pub unsafe fn take_vec<T: 'static>(addr: u64) -> Vec<T> {
     }
 }
 
-/// Moves the `String` at `addr` out, as [`take_vec`] does a `Vec`.
+/// The `Vec` at `addr` as a value of its own, for a value rebuilt from
+/// residual code's words (an enum's payload, a portal's result): moved out
+/// of the arena when residual code made it there, else a copy of the one
+/// in the place it is in. Such a place belongs to the interpreter: an
+/// element or field residual code read in place, where Rust's code cloned
+/// it (residual code treats a `clone` of a value as the value itself). The
+/// place keeps its own, which its owner drops.
 ///
 /// # Safety
-/// `addr` must be the address of a live `String` no one reads again.
+/// `addr` must be the address of a live `Vec<T>`.
+pub unsafe fn take_or_copy_vec<T: Clone + 'static>(addr: u64) -> Vec<T> {
+    match arena_take::<Vec<T>>(addr) {
+        Some(v) => v,
+        // SAFETY: guaranteed by the caller.
+        None => unsafe { vec_at::<T>(addr) }.clone(),
+    }
+}
+
+/// The `String` at `addr` as a value of its own, as [`take_or_copy_vec`]
+/// gives a `Vec`: out of the arena, else a copy of the interpreter's own.
+///
+/// # Safety
+/// `addr` must be the address of a live `String`.
 pub unsafe fn take_string(addr: u64) -> String {
     match arena_take::<String>(addr) {
         Some(s) => s,
         // SAFETY: guaranteed by the caller.
-        None => std::mem::take(unsafe { &mut *(addr as usize as *mut String) }),
+        None => unsafe { &*(addr as usize as *const String) }.clone(),
     }
 }
 
