@@ -502,10 +502,10 @@ impl<'g> Gen<'g> {
                 );
             }
         }
-        if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
-            return self.decline("a field of a struct with lifetime parameters through a run-time pointer");
+        if !types.structs.contains_key(&sname) {
+            return self.decline("a field of a struct the module does not define through a run-time pointer");
         }
-        let sn = format_ident!("{}", sname);
+        let sn = struct_at(&sname, types);
         let off = quote!(::core::mem::offset_of!(#sn, #fname) as u64);
         match (rr, &rty) {
             (Repr::R(sc), _) => {
@@ -519,6 +519,28 @@ impl<'g> Gen<'g> {
             }
             (Repr::RPtr | Repr::VPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
                 self.bind_ptr(fi, r, quote!({ #addr __c.b.red_load(#rt::ValTy::Ptr, &__addr, #off as i32) }))
+            }
+            (Repr::RSlice, Ty::Ref { .. }) => {
+                // A `&[T]` or `&str` field: its address and length, as the
+                // wide reference lays them out.
+                let (class, u) = (alias_class(&sname), u64_valty());
+                self.bind(
+                    fi,
+                    r,
+                    quote!({
+                        #addr
+                        match #rt::heap::slice_ref_layout() {
+                            Some((__p, __n)) => {
+                                let __f = #off as i32;
+                                [
+                                    __st.load_field(&mut __c.b, #rt::ValTy::Ptr, &__addr, __f + __p, #class, __f + __p),
+                                    __st.load_field(&mut __c.b, #u, &__addr, __f + __n, #class, __f + __n),
+                                ]
+                            }
+                            None => { __c.decline("a reference to a slice whose layout is not known"); break 'path None; }
+                        }
+                    }),
+                )
             }
             (Repr::RPtr | Repr::VList(_) | Repr::VEList(..) | Repr::VOList(_), _) => {
                 self.bind_ptr(fi, r, quote!({ #addr __c.b.red_offset(&__addr, #off) }))

@@ -57,14 +57,15 @@ pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
         // Addresses count too: compiled code may hold the address of green
         // data it reads at run time.
         Ty::Ref { to, .. } => {
-            let inner = content_of(to, quote!(*#place));
+            // Parenthesized: `place` is followed by method calls inside.
+            let inner = content_of(to, quote!((*#place)));
             quote! {
                 __out.extend_from_slice(&((*#place) as *const _ as *const u8 as usize as u64).to_le_bytes());
                 #inner
             }
         }
         Ty::Boxed(to) => {
-            let inner = content_of(to, quote!(&**#place));
+            let inner = content_of(to, quote!((&**#place)));
             quote! {
                 __out.extend_from_slice(&((&**#place) as *const _ as *const u8 as usize as u64).to_le_bytes());
                 #inner

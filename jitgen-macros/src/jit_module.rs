@@ -325,6 +325,8 @@ fn direct_fns(
         syn::ReturnType::Default => quote!(()),
         syn::ReturnType::Type(_, t) => quote!(#t),
     };
+    // The portal's generics (a method of `Machine<'a>`): its parameters name them.
+    let (generics, _, where_clause) = sig.generics.split_for_impl();
     Some(quote! {
         ::std::thread_local! {
             static #table: ::core::cell::RefCell<#rt::direct::DirectTable> =
@@ -352,7 +354,7 @@ fn direct_fns(
         }
         /// A call of this portal from compiled code, through its direct entry.
         #[allow(unused_variables, unused_mut, clippy::all)]
-        pub(super) fn #direct_fn(__entry: u64, #(#typed),*) -> #ret_rust {
+        pub(super) fn #direct_fn #generics (__entry: u64, #(#typed),*) -> #ret_rust #where_clause {
             // SAFETY: the address of an entry of this thread's table, which
             // keeps its entries for the thread's life (`__direct_entry_*`).
             let __e = unsafe { &*(__entry as usize as *const #rt::direct::DirectEntry) };

@@ -61,6 +61,7 @@
 mod ahead;
 mod analysis;
 mod arith;
+mod byte_arrays;
 mod calls;
 mod check;
 mod closures;
@@ -121,6 +122,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     }
     nested::hoist(&mut module);
     closures::inline(&mut module);
+    byte_arrays::rewrite(&mut module);
     let original = module.clone();
     let mut lifted = methods::lift_portal_methods(&mut module, true);
     let external = external::find(&module);

@@ -53,6 +53,9 @@ pub struct LiftedMethod {
 
 /// How a method whose `self` was split calls its portal.
 pub struct SplitCall {
+    /// The impl's generic parameters (lifetimes only) and where clause, for
+    /// the functions taking `params`.
+    pub generics: (TokenStream, TokenStream),
     /// `self_: &mut T` and the method's own parameters.
     pub params: Vec<TokenStream>,
     /// The method's return type (`-> R`), `Self` named.
@@ -181,7 +184,10 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod, split: bool) -> Vec<Lifted
             let (impl_generics, _, where_clause) = generics.split_for_impl();
             // `&mut self` of a struct of the module: split into its fields
             // where everything the method does with `self` allows it.
-            let split = match (mutability, structs.get(&ty.to_string()), generics.params.is_empty()) {
+            // Lifetime parameters only (`impl<'a> Machine<'a>`): they
+            // change no field's shape.
+            let lifetimes_only = generics.params.iter().all(|p| matches!(p, syn::GenericParam::Lifetime(_)));
+            let split = match (mutability, structs.get(&ty.to_string()), lifetimes_only) {
                 _ if !split => Err("its module's analysis failed with it split".to_string()),
                 (Some(_), Some(s), true) => {
                     let mut others = methods_of.get(&ty.to_string()).cloned().unwrap_or_default();
@@ -189,7 +195,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod, split: bool) -> Vec<Lifted
                     crate::split::split(s, m, &others, &shapes)
                 }
                 (None, _, _) => Err("the method takes `&self`".to_string()),
-                _ => Err(format!("`{ty}` is not a struct of the module without generic parameters")),
+                _ => Err(format!("`{ty}` is not a struct of the module without type parameters")),
             };
             let (split, whole_because) = match split {
                 Ok(sp) => (Some(sp), None),
@@ -211,6 +217,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod, split: bool) -> Vec<Lifted
                     let mut wparams = vec![quote!(self_: &mut #self_ty)];
                     wparams.extend(passed.iter().map(|p| rename_self(p.clone(), &ty)));
                     let call = SplitCall {
+                        generics: (quote!(#impl_generics), quote!(#where_clause)),
                         params: wparams,
                         output: output.clone(),
                         prelude: sp.prelude,
@@ -367,7 +374,7 @@ pub fn method_paths(lifted: &[LiftedMethod], specialize: Option<&BTreeMap<String
                     (false, Some(_)) => quote!(),
                 };
             };
-            let (params, output) = (&sc.params, &sc.output);
+            let (params, output, (generics, where_clause)) = (&sc.params, &sc.output, &sc.generics);
             let call = match specialize {
                 None => {
                     let args = &sc.args;
@@ -389,7 +396,7 @@ pub fn method_paths(lifted: &[LiftedMethod], specialize: Option<&BTreeMap<String
             let body = sc.wrap(call);
             quote! {
                 #[allow(clippy::all)]
-                pub fn #method(#(#params),*) #output #body
+                pub fn #method #generics (#(#params),*) #output #where_clause #body
             }
         });
         let doc = format!("The portal methods of `{ty}`.");

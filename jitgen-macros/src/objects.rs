@@ -93,8 +93,8 @@ impl<'g> Gen<'g> {
             OpKind::SetField(name) => {
                 let (addr, s) = need!(self, self.red_object(fi, &args[0]), "a store into this object");
                 let Ty::Struct(sname) = s else { return self.decline("a store into a non-struct") };
-                if types.structs.get(&sname).is_none_or(|d| d.lifetimes > 0) {
-                    return self.decline("a store into a struct with lifetime parameters");
+                if !types.structs.contains_key(&sname) {
+                    return self.decline("a store into a struct the module does not define");
                 }
                 let fty = types.structs[&sname].fields.get(name).cloned();
                 if let (Some(le), Some(Err(k))) =
@@ -136,7 +136,7 @@ impl<'g> Gen<'g> {
                     return self.decline("a store of a non-scalar field through a run-time pointer");
                 };
                 let v = need!(self, self.operand(fi, &args[1], &Repr::R(sc)), "value");
-                let (sn, fname) = (format_ident!("{}", sname), member(name));
+                let (sn, fname) = (struct_at(&sname, types), member(name));
                 let class = alias_class(&sname);
                 let real = quote!({
                     #addr
@@ -182,7 +182,7 @@ impl<'g> Gen<'g> {
         if !self.enums.contains(ft) {
             self.enums.push(ft.clone());
         }
-        let (sn, fname) = (format_ident!("{}", sname), member(name));
+        let (sn, fname) = (struct_at(sname, self.cg.types()), member(name));
         let cb = self.callback(
             n + 1,
             quote! {

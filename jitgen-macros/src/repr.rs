@@ -632,6 +632,37 @@ pub fn flat_owned_fn(ty: &Ty) -> Ident {
     format_ident!("__flat_owned_{}", mangle(ty))
 }
 
+/// The struct `sname` as a type in generated code: its lifetime parameters,
+/// if any, as `'static` (`offset_of!` and a place reached through a raw
+/// address: lifetimes change no layout, and the place lives as long as the
+/// reference residual code holds).
+pub fn struct_at(sname: &str, types: &ModuleTypes) -> TokenStream {
+    let sn = format_ident!("{}", sname);
+    match types.structs.get(sname).map_or(0, |d| d.lifetimes) {
+        0 => quote!(#sn),
+        n => {
+            let statics = (0..n).map(|_| quote!('static));
+            quote!(#sn<#(#statics),*>)
+        }
+    }
+}
+
+/// A copy of the owning struct (see `owning_struct`) of type `f` that `b`
+/// refers to, field by field: it holds scalars and `String`s.
+fn owning_struct_copy(f: &Ty, b: &Ident, types: &ModuleTypes) -> TokenStream {
+    let Ty::Struct(sname) = f else { return quote!(unreachable!()) };
+    let st = rust_ty(f, None);
+    let fields = types.structs[sname].fields.iter().map(|(name, t)| {
+        let m = member(name);
+        if *t == Ty::Str {
+            quote!(#m: ::std::string::String::clone(&#b.#m))
+        } else {
+            quote!(#m: #b.#m)
+        }
+    });
+    quote!(#st { #(#fields),* })
+}
+
 /// `__flat_copy_T`: the words of a copy of a rebuildable enum value read in
 /// place, its strings copied into the arena of residual code.
 pub fn flat_copy_fn(ty: &Ty) -> Ident {
@@ -735,17 +766,8 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 let st = rust_ty(f, None);
                 let lost = format!("jitgen: a `{f}` residual code did not make, moved out of an enum value");
                 moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
-                // Field by field: an owning struct holds scalars and `String`s.
-                let Ty::Struct(sname) = f else { unreachable!("matched above") };
-                let fields = types.structs[sname].fields.iter().map(|(name, t)| {
-                    let m = member(name);
-                    if *t == Ty::Str {
-                        quote!(#m: ::std::string::String::clone(&#b.#m))
-                    } else {
-                        quote!(#m: #b.#m)
-                    }
-                });
-                copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(#st { #(#fields),* }) as usize as u64;));
+                let copy = owning_struct_copy(f, b, types);
+                copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(#copy) as usize as u64;));
                 writes.push(quote!(__w[#at] = #b as *const #st as usize as u64;));
                 reads.push(quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost)));
             } else if inline_object(ty, f, types) || matches!(f, Ty::Struct(_)) {

@@ -59,6 +59,9 @@ enum FieldKind {
     Cell,
     /// Only read: by `&`.
     Frozen,
+    /// A shared reference (`code: &'a [u8]`) never assigned: by value,
+    /// green as a program passed as `&[u8]` is.
+    SharedRef,
     /// Changed: by `&mut`.
     Mutated,
     /// A changed `Vec` (the operand stack, the saved frames) or `String`
@@ -584,7 +587,9 @@ impl VisitMut for Rewrite<'_> {
                     let mut c = Self::cell(&f);
                     c.set_span(span);
                     match self.kinds.get(&f) {
-                        Some(FieldKind::Cell) | Some(FieldKind::Owned) => *e = syn::parse_quote_spanned!(span=> #c),
+                        Some(FieldKind::Cell | FieldKind::Owned | FieldKind::SharedRef) => {
+                            *e = syn::parse_quote_spanned!(span=> #c)
+                        }
                         Some(_) => *e = syn::parse_quote_spanned!(span=> (*#c)),
                         None => self.fail(&format!("`self.{f}`")),
                     }
@@ -733,8 +738,8 @@ pub fn split(
     shapes: &ModuleShapes,
 ) -> Result<Split, String> {
     let syn::Fields::Named(named) = &s.fields else { return Err("not a struct with named fields".into()) };
-    if !s.generics.params.is_empty() {
-        return Err("a generic struct".into());
+    if s.generics.params.iter().any(|p| !matches!(p, syn::GenericParam::Lifetime(_))) {
+        return Err("a struct with type parameters".into());
     }
     let mut kinds = BTreeMap::new();
     let mut tys = BTreeMap::new();
@@ -746,18 +751,11 @@ pub fn split(
         if name.starts_with("r#") {
             return Err(format!("the raw field name `{name}`"));
         }
-        let kind = match shapes.field_shape(&f.ty) {
-            Some(true) => FieldKind::Cell,
-            // A `Vec` of what the analysis does not model (tuples) is an
-            // opaque object, which compiled code reaches by address only.
-            Some(false) if shapes.is_local_list(&f.ty) || shapes.is_string(&f.ty) => FieldKind::Owned,
-            Some(false) => FieldKind::Mutated,
+        let kind = field_kind(&f.ty, shapes).unwrap_or_else(|| {
             // Fine while the method does not use it (it stays in `self`).
-            None => {
-                unsupported.push(name.clone());
-                FieldKind::Mutated
-            }
-        };
+            unsupported.push(name.clone());
+            FieldKind::Mutated
+        });
         kinds.insert(name.clone(), kind);
         tys.insert(name.clone(), f.ty.clone());
         order.push(name);
@@ -785,6 +783,9 @@ pub fn split(
     // Fields the method never uses stay in `self`, untouched.
     order.retain(|f| probe.mentioned.contains(f));
     let mutated = probe.mutated;
+    if let Some(f) = order.iter().find(|f| kinds[*f] == FieldKind::SharedRef && mutated.contains(*f)) {
+        return Err(format!("field `{f}`: a reference the method assigns"));
+    }
     for (name, kind) in kinds.iter_mut() {
         if matches!(*kind, FieldKind::Mutated | FieldKind::Owned)
             && !mutated.contains(name)
@@ -871,6 +872,15 @@ pub fn split(
                 shadows.push(quote!(let #c = hint!(#c, concrete);));
                 args.push(c);
             }
+            FieldKind::SharedRef => {
+                // Its lifetimes elided: the portal's own generics need not
+                // name the struct's.
+                let t = elide_lifetimes(t);
+                params.push(quote!(#c: #t));
+                lets.push(quote!(let #c = self_.#id;));
+                shadows.push(quote!(let #c = hint!(#c, concrete);));
+                args.push(c);
+            }
             FieldKind::Mutated => {
                 params.push(quote!(#c: &mut #t));
                 lets.push(quote!(let #c = &mut self_.#id;));
@@ -913,6 +923,33 @@ pub fn split(
         args,
         body,
     })
+}
+
+/// How the portal takes a field of type `t` (before it knows what the
+/// method changes), or `None` for a value it cannot split.
+fn field_kind(t: &syn::Type, shapes: &ModuleShapes) -> Option<FieldKind> {
+    Some(match shapes.field_shape(t) {
+        _ if matches!(t, syn::Type::Reference(r) if r.mutability.is_none()) => FieldKind::SharedRef,
+        Some(true) => FieldKind::Cell,
+        // A `Vec` of what the analysis does not model (tuples) is an
+        // opaque object, which compiled code reaches by address only.
+        Some(false) if shapes.is_local_list(t) || shapes.is_string(t) => FieldKind::Owned,
+        Some(false) => FieldKind::Mutated,
+        None => return None,
+    })
+}
+
+/// `t` with each lifetime written `'_`.
+fn elide_lifetimes(t: &syn::Type) -> syn::Type {
+    struct Elide;
+    impl VisitMut for Elide {
+        fn visit_lifetime_mut(&mut self, l: &mut syn::Lifetime) {
+            *l = syn::Lifetime::new("'_", l.span());
+        }
+    }
+    let mut t = t.clone();
+    Elide.visit_type_mut(&mut t);
+    t
 }
 
 /// `t` with every token's span set to `at`.

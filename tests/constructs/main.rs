@@ -8,6 +8,7 @@
 #[path = "../it/common.rs"]
 mod common;
 
+mod borrowed_code;
 mod calls;
 mod clox_style;
 mod conversions;

@@ -249,6 +249,22 @@ pub fn vec_layout<T>() -> Option<(i32, i32)> {
     vec_header::<T>().map(|h| (h.ptr, h.len))
 }
 
+/// Where a reference to a slice or `str` (`&[T]`, `&str`) keeps its address
+/// and its length: byte offsets into the reference, measured on this build
+/// (Rust does not specify the layout of a wide pointer). `None` when the
+/// measurement is not conclusive.
+pub fn slice_ref_layout() -> Option<(i32, i32)> {
+    let data = [7u8; 3];
+    let s: &[u8] = &data[..2];
+    // SAFETY: a wide pointer is two words (checked by `transmute`'s sizes).
+    let words: [usize; 2] = unsafe { std::mem::transmute::<&[u8], [usize; 2]>(s) };
+    match words {
+        [p, 2] if p == s.as_ptr() as usize => Some((0, 8)),
+        [2, p] if p == s.as_ptr() as usize => Some((8, 0)),
+        _ => None,
+    }
+}
+
 /// The byte offsets of a `Vec`'s three words (see [`vec_layout`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VecHeader {
