@@ -720,6 +720,33 @@ impl VisitMut for Rewrite<'_> {
     fn visit_stmt_macro_mut(&mut self, s: &mut syn::StmtMacro) {
         self.visit_macro_mut(&mut s.mac);
     }
+
+    fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
+        // `hint!(self.pc, promote);` promotes the field itself (as PyPy's
+        // promote of a field does, and `known` in the analysis for a
+        // struct kept whole): for a cell, its local and its cell take the
+        // promoted value, as `self.pc = hint!(self.pc, promote);` does.
+        if let syn::Stmt::Macro(sm) = s {
+            let promoted = promoted_field(&sm.mac).filter(|f| self.kinds.get(f) == Some(&FieldKind::Cell));
+            if let Some(f) = promoted {
+                let (f, mac) = (format_ident!("{}", f), &sm.mac);
+                *s = syn::parse_quote_spanned!(syn::spanned::Spanned::span(&sm.mac)=> self.#f = #mac;);
+            }
+        }
+        syn::visit_mut::visit_stmt_mut(self, s);
+    }
+}
+
+/// The field `f` of `hint!(self.f, promote)`, if the macro is that.
+fn promoted_field(mac: &syn::Macro) -> Option<String> {
+    if !mac.path.is_ident("hint") {
+        return None;
+    }
+    let args = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated).ok()?;
+    match (args.first(), args.get(1), args.len()) {
+        (Some(place), Some(Expr::Path(flag)), 2) if flag.path.is_ident("promote") => self_field(place),
+        _ => None,
+    }
 }
 
 fn mentions_self(t: &proc_macro2::TokenTree) -> bool {

@@ -2,7 +2,9 @@
 //! `struct Machine<'a> { code: &'a [u8], ip, stack, locals: [i64; 4] }`
 //! with `impl<'a> Machine<'a>`, operands decoded by `read_u8` and
 //! `read_i32` (`i32::from_le_bytes` of an array bound by `let`), opcodes
-//! by the module's `TryFrom<u8>`, and its errors an enum with `Display`.
+//! by the module's `TryFrom<u8>`, its errors an enum with `Display`, and
+//! the instruction pointer promoted by a statement (`hint!(self.ip,
+//! promote);`, which makes the split cell the promoted value).
 //!
 //! Before, the expansion did not compile (the portal's direct entry named
 //! `'a` undeclared, and the content of a `&[u8]` field was read as
@@ -114,9 +116,8 @@ mod machine {
                     return Err(VmError::OutOfFuel);
                 }
                 fuel -= 1;
-                let ip = hint!(self.ip, promote);
-                let op = OpCode::try_from(self.code[ip])?;
-                self.ip += 1;
+                hint!(self.ip, promote);
+                let op = OpCode::try_from(self.read_u8())?;
                 match op {
                     OpCode::Push => {
                         let v = self.read_i32() as i64;
@@ -263,6 +264,12 @@ fn a_machine_borrowing_its_program_compiles_with_the_program_green() {
         check(&sum_to(n), 25);
     }
     check(&[0, 7, 0, 0, 0, 0, 0, 0, 0, 10, 8], 100);
+    // The case for `Dup` at 8 is first compiled where the stack holds one
+    // value (its underflow path pops unchecked while writing the stack
+    // back), then reached again with it empty: the case cache once shared
+    // it (a lower bound of a length was not in its key), and the write-back
+    // stored a length of -1.
+    check(&[0, 3, 0, 0, 0, 4, 7, 3, 4, 6, 0, 1, 5, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 10, 3, 8, 0, 0, 0, 8], 269);
     check(&[1, 8], 100);
     check(&[42], 100);
 }

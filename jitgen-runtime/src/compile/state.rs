@@ -1242,10 +1242,13 @@ impl<F: Frame> JitState<F> {
         usize::try_from(j).ok().and_then(|j| items.get(j)).copied()
     }
 
-    /// The alias classes, types and offsets of the known fields, in order:
-    /// states whose reds are laid out alike but know other fields differ here.
-    pub fn facts_key(&self) -> Vec<(u32, i32, ValTy, Option<u64>, i64)> {
-        self.known.iter().map(|f| (f.class, f.field, f.ty, f.at.index.map(|(_, s)| s), f.at.offset)).collect()
+    /// The alias classes, types, offsets and lower bounds of the known
+    /// fields, in order: states whose reds are laid out alike but know other
+    /// fields, or other bounds, differ here. (Code compiled knowing that a
+    /// `Vec` is not empty pops it unchecked: a case compiled for one arrival
+    /// must not serve one where it may be empty.)
+    pub fn facts_key(&self) -> Vec<(u32, i32, ValTy, Option<u64>, i64, u64)> {
+        self.known.iter().map(|f| (f.class, f.field, f.ty, f.at.index.map(|(_, s)| s), f.at.offset, f.min)).collect()
     }
 
     /// The merge key of the whole chain (of a normalized state).

@@ -201,7 +201,7 @@ fn related_inputs(b: &crate::ir::builder::ResidualBuilder, live: &[Val]) -> Vec<
         .collect()
 }
 
-pub(super) type FactsKey = Vec<(u32, i32, ValTy, Option<u64>, i64)>;
+pub(super) type FactsKey = Vec<(u32, i32, ValTy, Option<u64>, i64, u64)>;
 
 /// How many different run-time values these reds hold.
 fn distinct_run_time_values(reds: &[RedBox]) -> usize {
