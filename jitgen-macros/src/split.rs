@@ -14,6 +14,10 @@
 //!   `get`, `len`, ...) is passed by `&` and made green, as
 //!   `hint!(code[pc], concrete)` makes a program: read-only data of the
 //!   machine is its program.
+//! - A shared reference no code of the method assigns (`code: &'a [u8]` of
+//!   a `Machine<'a>`; a struct's lifetime parameters are the only generics
+//!   a split accepts) is passed by value, its lifetimes elided, and made
+//!   green as a `&[u8]` parameter is.
 //! - Structs (a wrapped operand stack) and maps are passed by `&mut`: the
 //!   portal entry loads a struct into registers as it does `#[virtualizable]`
 //!   frames, and writes it back when control leaves compiled code.
@@ -21,7 +25,9 @@
 //!   and the body reads each through a local (`__self_pc`), which starts
 //!   from a parameter (`__self_pc_at_entry`) and which every assignment
 //!   writes through into its cell: the local is what the merge point sees,
-//!   so `hint!(self.pc, concrete)` makes the counter green.
+//!   so `hint!(self.pc, concrete)` makes the counter green. A promotion
+//!   as a statement, `hint!(self.pc, promote);`, is the assignment
+//!   `self.pc = hint!(self.pc, promote);`: the field itself is promoted.
 //! - A changed `Vec` (an operand stack, the saved frames) is moved out of
 //!   `self` into a local of the portal (`__self_frames`), virtual in
 //!   compiled code as a local `Vec` is; every `return` and `?` of the body
