@@ -7,9 +7,10 @@
 //! The elements are still evaluated where the array was, in order, so what
 //! runs between the `let` and the call (an instruction pointer moved past
 //! the operand) sees the same values. The rewrite applies where the name
-//! occurs nowhere after its `let` but as the one argument of one
-//! `from_le_bytes` or `from_be_bytes` call in the same block; an array used
-//! any other way stays as written.
+//! occurs nowhere after its `let` (nor inside a string literal, which a
+//! format string's `{bytes:?}` would read) but as the one argument of one
+//! `from_le_bytes` or `from_be_bytes` call of a primitive integer type in
+//! the same block; an array used any other way stays as written.
 
 use quote::{format_ident, ToTokens};
 use syn::spanned::Spanned;
@@ -19,18 +20,8 @@ use syn::visit_mut::VisitMut;
 /// module doc says.
 pub fn rewrite(module: &mut syn::ItemMod) {
     let Some((_, items)) = &mut module.content else { return };
-    for item in items.iter_mut() {
-        match item {
-            syn::Item::Fn(f) => Blocks::default().visit_block_mut(&mut f.block),
-            syn::Item::Impl(im) => {
-                for ii in &mut im.items {
-                    if let syn::ImplItem::Fn(f) = ii {
-                        Blocks::default().visit_block_mut(&mut f.block);
-                    }
-                }
-            }
-            _ => {}
-        }
+    for body in crate::nested::bodies_mut(items) {
+        Blocks::default().visit_block_mut(body);
     }
 }
 
@@ -60,7 +51,7 @@ impl Blocks {
         let (name, elems) = array_let(&b.stmts[i])?;
         let rest = &b.stmts[i + 1..];
         let uses: usize = rest.iter().map(|s| occurrences(&s.to_token_stream(), &name)).sum();
-        if uses != 1 {
+        if uses != 1 || rest.iter().any(|s| in_literal(&s.to_token_stream(), &name)) {
             return None;
         }
         let temps: Vec<syn::Ident> =
@@ -117,6 +108,15 @@ fn occurrences(ts: &proc_macro2::TokenStream, name: &str) -> usize {
         .sum()
 }
 
+/// Whether a literal of `ts` (a format string) contains `name`.
+fn in_literal(ts: &proc_macro2::TokenStream, name: &str) -> bool {
+    ts.clone().into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Literal(l) => l.to_string().contains(name),
+        proc_macro2::TokenTree::Group(g) => in_literal(&g.stream(), name),
+        _ => false,
+    })
+}
+
 /// Replaces `T::from_le_bytes(NAME)` and `T::from_be_bytes(NAME)` by the
 /// same call of an array of the temporaries.
 struct Decode {
@@ -131,6 +131,10 @@ impl VisitMut for Decode {
         let syn::Expr::Call(c) = e else { return };
         let syn::Expr::Path(f) = &*c.func else { return };
         let decodes = f.path.segments.len() == 2
+            && matches!(
+                f.path.segments[0].ident.to_string().as_str(),
+                "u16" | "u32" | "u64" | "u128" | "i16" | "i32" | "i64" | "i128"
+            )
             && matches!(f.path.segments[1].ident.to_string().as_str(), "from_le_bytes" | "from_be_bytes");
         let arg_is_name = c.args.len() == 1
             && matches!(&c.args[0], syn::Expr::Path(p) if p.qself.is_none() && p.path.is_ident(&self.name));
@@ -139,5 +143,79 @@ impl VisitMut for Decode {
             c.args[0] = syn::parse_quote!([#(#temps),*]);
             self.found += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{expect, Expect};
+
+    fn check(src: &str, want: Expect) {
+        let mut m: syn::ItemMod = syn::parse_str(src).unwrap();
+        super::rewrite(&mut m);
+        want.assert_eq(&prettyplease::unparse(&syn::parse_quote!(#m)));
+    }
+
+    #[test]
+    fn an_array_decoded_once_is_decoded_in_place_its_bytes_read_where_it_was() {
+        check(
+            "mod m { impl M { fn read(&mut self) -> i32 { \
+             let bytes = [self.code[self.ip], self.code[self.ip + 1], self.code[self.ip + 2], self.code[self.ip + 3]]; \
+             self.ip += 4; i32::from_le_bytes(bytes) } } }",
+            expect![[r#"
+                mod m {
+                    impl M {
+                        fn read(&mut self) -> i32 {
+                            let __jitgen_byte0_0: u8 = self.code[self.ip];
+                            let __jitgen_byte0_1: u8 = self.code[self.ip + 1];
+                            let __jitgen_byte0_2: u8 = self.code[self.ip + 2];
+                            let __jitgen_byte0_3: u8 = self.code[self.ip + 3];
+                            self.ip += 4;
+                            i32::from_le_bytes([
+                                __jitgen_byte0_0,
+                                __jitgen_byte0_1,
+                                __jitgen_byte0_2,
+                                __jitgen_byte0_3,
+                            ])
+                        }
+                    }
+                }
+            "#]],
+        );
+    }
+
+    #[test]
+    fn an_array_used_otherwise_stays_as_written() {
+        // Used twice; named in a format string; decoded by a function of
+        // the module; of another length than an integer's.
+        check(
+            "mod m { fn a(x: u8) -> u16 { let b = [x, x]; let v = u16::from_le_bytes(b); v + b[0] as u16 } \
+             fn c(x: u8) -> u16 { let b = [x, x]; let v = u16::from_be_bytes(b); println!(\"{b:?}\"); v } \
+             fn d(x: u8) -> u16 { let b = [x, x]; Op::from_le_bytes(b) } \
+             fn e(x: u8) -> u16 { let b = [x, x, x]; u16::from_le_bytes(b) } }",
+            expect![[r#"
+                mod m {
+                    fn a(x: u8) -> u16 {
+                        let b = [x, x];
+                        let v = u16::from_le_bytes(b);
+                        v + b[0] as u16
+                    }
+                    fn c(x: u8) -> u16 {
+                        let b = [x, x];
+                        let v = u16::from_be_bytes(b);
+                        println!("{b:?}");
+                        v
+                    }
+                    fn d(x: u8) -> u16 {
+                        let b = [x, x];
+                        Op::from_le_bytes(b)
+                    }
+                    fn e(x: u8) -> u16 {
+                        let b = [x, x, x];
+                        u16::from_le_bytes(b)
+                    }
+                }
+            "#]],
+        );
     }
 }

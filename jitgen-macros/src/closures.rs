@@ -33,18 +33,8 @@ use syn::visit_mut::VisitMut;
 /// module doc says.
 pub fn inline(module: &mut syn::ItemMod) {
     let Some((_, items)) = &mut module.content else { return };
-    for item in items.iter_mut() {
-        match item {
-            syn::Item::Fn(f) => Blocks.visit_block_mut(&mut f.block),
-            syn::Item::Impl(im) => {
-                for ii in &mut im.items {
-                    if let syn::ImplItem::Fn(f) = ii {
-                        Blocks.visit_block_mut(&mut f.block);
-                    }
-                }
-            }
-            _ => {}
-        }
+    for body in crate::nested::bodies_mut(items) {
+        Blocks.visit_block_mut(body);
     }
 }
 

@@ -318,7 +318,9 @@ fn bodies(items: &[syn::Item]) -> Vec<&syn::Block> {
     out
 }
 
-fn bodies_mut(items: &mut [syn::Item]) -> Vec<&mut syn::Block> {
+/// The bodies of the module's functions and methods, to rewrite (the
+/// pre-passes of `closures` and `byte_arrays` too).
+pub(crate) fn bodies_mut(items: &mut [syn::Item]) -> Vec<&mut syn::Block> {
     let mut out = vec![];
     for i in items {
         match i {
