@@ -105,7 +105,8 @@ pub mod __private {
         }
         /// Compiled code, its calls and callbacks.
         pub mod residual {
-            pub use jitgen_runtime::run::enter::{call_parking, compile_host};
+            pub use jitgen_runtime::ir::builder::ResidualFunction;
+            pub use jitgen_runtime::run::enter::{call_parking, native};
             pub use jitgen_runtime::run::residual::{message_id, run_callback, InputFrame, ResidualError, ResidualFn};
         }
         /// Direct calls of a portal from compiled code.

@@ -68,7 +68,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
         let msg = never_compiled(label, e, ret);
         return quote! {
             #[allow(unused_variables)]
-            pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+            pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFunction, ::std::string::String> {
                 Err(#msg.to_string())
             }
         };
@@ -77,7 +77,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
         let msg = never_compiled(label, e, ret);
         return quote! {
             #[allow(unused_variables)]
-            pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+            pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFunction, ::std::string::String> {
                 Err(#msg.to_string())
             }
         };
@@ -94,9 +94,9 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
         /// Compiles the entry; `__words` (the inputs residual code would
         /// get now) lets it promote loop-invariant divisors at entry.
         #[allow(unused_variables, unused_mut, clippy::all)]
-        pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+        pub(super) fn #name<'a>(#(#gp,)* __words: ::core::option::Option<&[u64]>) -> ::core::result::Result<#rt::residual::ResidualFunction, ::std::string::String> {
             #(#checks)*
-            let __body = || -> ::core::result::Result<#rt::residual::ResidualFn, ::std::string::String> {
+            let __body = || -> ::core::result::Result<#rt::residual::ResidualFunction, ::std::string::String> {
                 let __inputs = #in_tys;
                 let __outputs: ::std::vec::Vec<#rt::ValTy> = #out_tys;
                 let __new = || {
@@ -143,8 +143,7 @@ fn compile_fn(gen: &Gen, name: &Ident, label: &str, point: usize, e: &Entry, ret
                         #rt::ext::version_entry(&mut __c, __entry, &__facts, &__now);
                     }
                 }
-                let __f = #rt::ext::finish(__c).map_err(|d| ::std::format!("{d:?}"))?;
-                #rt::residual::compile_host(&__f).map_err(|e| e.to_string())
+                #rt::ext::finish(__c).map_err(|d| ::std::format!("{d:?}"))
             };
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
                 Ok(r) => r,
@@ -361,7 +360,7 @@ fn direct_fns(
             let ::core::option::Option::Some(__g) = #rt::direct::enter_stack() else {
                 return super::#plain(#(#names),*);
             };
-            let ::core::option::Option::Some(__code) = __e.code(&super::jit::__STATS, || #compile(#(#green_names,)* None)) else {
+            let ::core::option::Option::Some(__code) = __e.code(&super::jit::__STATS, || #rt::residual::native(#compile(#(#green_names,)* None))) else {
                 return super::#portal(#(#names),*);
             };
             let mut __words = #rt::residual::InputFrame::new();
@@ -1056,7 +1055,7 @@ fn specialize(gen: &mut Gen, out: &mut Gathered, item: &mut syn::ItemFn, fi: usi
             #[doc = #doc]
             #[allow(clippy::all)]
             pub fn #ident<'a>(#(#green_params),*) -> #cid<'a> {
-                match super::super::__jit::#compile(#(#green_args,)* None) {
+                match #rt::residual::native(super::super::__jit::#compile(#(#green_args,)* None)) {
                     Ok(f) => {
                         super::__STATS.compiled(Some(f.op_count()), 0);
                         #cid { f, _greens: ::core::marker::PhantomData }

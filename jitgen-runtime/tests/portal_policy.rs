@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
-use jitgen_runtime::builder::ResidualBuilder;
+use jitgen_runtime::builder::{ResidualBuilder, ResidualFunction};
 use jitgen_runtime::driver::{
     Config, Hot, LoopSampler, PortalCache, PortalSite, Sampler, Stats, QUIET_VISITS, RETIRE_AFTER, WORTH_A_HAND_OVER,
 };
@@ -136,7 +136,7 @@ fn a_declined_position_sharing_a_word_with_code_is_skipped_again() {
     // The code at the shared word is entered when a visit reaches it.
     let hot = (0..10_000).find_map(|_| visit(7, shared).filter(|h| matches!(h, Hot::Run(_))));
     let hot = hot.expect("a visit reaches the code");
-    let mut never = |_: &[u64]| -> Result<ResidualFn, String> { unreachable!("the code is there") };
+    let mut never = |_: &[u64]| -> Result<ResidualFunction, String> { unreachable!("the code is there") };
     assert!(site.code(hot, [7], &[], &[], &mut never, &|| shared).is_some());
     assert!(SAMPLER.with(|s| s.may_enter(shared)), "entered code sets its word again");
 }
@@ -194,11 +194,11 @@ fn code_slower_than_interpreting_is_retired_and_its_calls_go_unhooked() {
         let mut entered = false;
         if goes || mode != CallMode::Normal {
             if let Some(hot) = site.visit(&[9], &[]) {
-                let mut compile = |_: &[u64]| -> Result<ResidualFn, String> {
+                let mut compile = |_: &[u64]| -> Result<ResidualFunction, String> {
                     let mut b = ResidualBuilder::new("code", &[], &[ValTy::I64]);
                     let r = b.konst(ValTy::I64, 9);
                     b.ret(&[r]);
-                    Ok(compile_host(&b.finish()).expect("compiles"))
+                    Ok(b.finish())
                 };
                 entered = code && site.code(hot, [9], &[], &[], &mut compile, &|| word).is_some();
             }
@@ -389,4 +389,49 @@ fn a_key_warms_up_only_while_interpreting() {
     // The interpreter runs for the warm-up.
     std::thread::sleep(warm_up + warm_up / 4);
     assert!(visit(&mut cache), "time interpreting does");
+}
+
+/// Under the default policy a key's code is compiled on the compiler's
+/// thread: the visit that asks for it interprets on, no other key compiles
+/// meanwhile, and the first visit after the code is ready installs it
+/// (counted as a compilation, its time partly the other thread's), so
+/// that the key's next visit runs it.
+#[test]
+fn default_policy_compiles_on_the_compilers_thread_and_installs_at_a_later_visit() {
+    static STATS: Stats = Stats::new();
+    static DEFAULT: Config = Config::new();
+    if !DEFAULT.hot_policy().warmup || !DEFAULT.compiles_in_background() {
+        // JITGEN_THRESHOLD is set, or JITGEN_BACKGROUND=0: every
+        // compilation is in place.
+        return;
+    }
+    CACHE.with(|c| *c.borrow_mut() = PortalCache::default());
+    let site = PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &DEFAULT, stats: &STATS, nested: false };
+    let mut compile = |_: &[u64]| -> Result<ResidualFunction, String> {
+        let mut b = ResidualBuilder::new("code", &[], &[ValTy::I64]);
+        let r = b.konst(ValTy::I64, 11);
+        b.ret(&[r]);
+        Ok(b.finish())
+    };
+    assert!(site.code(Hot::Compile, [3], &[b"code"], &[], &mut compile, &|| 3).is_none(), "interprets on");
+    assert!(CACHE.with(|c| c.borrow().is_pending()));
+    assert_eq!(STATS.snapshot().compilations, 0, "counted once installed");
+    // Another key that gets hot meanwhile does not compile.
+    let other = CACHE.with(|c| c.borrow_mut().visit(&[4], &[], 0));
+    assert!(matches!(other, Hot::Cold), "one compilation at a time");
+    let start = std::time::Instant::now();
+    while CACHE.with(|c| c.borrow().is_pending()) {
+        assert!(start.elapsed() < Duration::from_secs(10), "never installed");
+        std::thread::sleep(Duration::from_micros(100));
+        let _ = site.visit(&[5], &[]);
+    }
+    let s = STATS.snapshot();
+    assert_eq!(s.compilations, 1, "{s:?}");
+    assert!(s.background_compile_nanos > 0 && s.background_compile_nanos <= s.compile_nanos, "{s:?}");
+    assert!(SAMPLER.with(|s| s.may_enter(3)), "the entry filter lets the key's visits through");
+    let hot = CACHE.with(|c| c.borrow_mut().visit(&[3], &[b"code"], 0));
+    let Hot::Run(code) = hot else { panic!("the key runs its code") };
+    assert_eq!(code.call_words(&[]).unwrap(), [11]);
+    // Code of other content is not the key's.
+    assert!(!matches!(CACHE.with(|c| c.borrow_mut().visit(&[3], &[b"other"], 0)), Hot::Run(_)));
 }

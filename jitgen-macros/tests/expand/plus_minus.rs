@@ -569,9 +569,12 @@ pub mod plus_minus {
             s: &'a [u8],
             pc: usize,
             __words: ::core::option::Option<&[u64]>,
-        ) -> ::core::result::Result<__rt::residual::ResidualFn, ::std::string::String> {
+        ) -> ::core::result::Result<
+            __rt::residual::ResidualFunction,
+            ::std::string::String,
+        > {
             let __body = || -> ::core::result::Result<
-                __rt::residual::ResidualFn,
+                __rt::residual::ResidualFunction,
                 ::std::string::String,
             > {
                 let __inputs = {
@@ -637,8 +640,7 @@ pub mod plus_minus {
                         __rt::ext::version_entry(&mut __c, __entry, &__facts, &__now);
                     }
                 }
-                let __f = __rt::ext::finish(__c).map_err(|d| ::std::format!("{d:?}"))?;
-                __rt::residual::compile_host(&__f).map_err(|e| e.to_string())
+                __rt::ext::finish(__c).map_err(|d| ::std::format!("{d:?}"))
             };
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
                 Ok(r) => r,
@@ -791,9 +793,12 @@ pub mod plus_minus {
         pub(super) fn __specialize_ll_plus_minus<'a>(
             s: &'a [u8],
             __words: ::core::option::Option<&[u64]>,
-        ) -> ::core::result::Result<__rt::residual::ResidualFn, ::std::string::String> {
+        ) -> ::core::result::Result<
+            __rt::residual::ResidualFunction,
+            ::std::string::String,
+        > {
             let __body = || -> ::core::result::Result<
-                __rt::residual::ResidualFn,
+                __rt::residual::ResidualFunction,
                 ::std::string::String,
             > {
                 let __inputs = {
@@ -858,8 +863,7 @@ pub mod plus_minus {
                         __rt::ext::version_entry(&mut __c, __entry, &__facts, &__now);
                     }
                 }
-                let __f = __rt::ext::finish(__c).map_err(|d| ::std::format!("{d:?}"))?;
-                __rt::residual::compile_host(&__f).map_err(|e| e.to_string())
+                __rt::ext::finish(__c).map_err(|d| ::std::format!("{d:?}"))
             };
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(__body)) {
                 Ok(r) => r,
@@ -962,7 +966,9 @@ pub mod plus_minus {
             ///`ll_plus_minus` specialized to its green arguments: a residual function of its red ones.
             #[allow(clippy::all)]
             pub fn ll_plus_minus<'a>(s: &'a [u8]) -> ResidualLlPlusMinus<'a> {
-                match super::super::__jit::__specialize_ll_plus_minus(s, None) {
+                match __rt::residual::native(
+                    super::super::__jit::__specialize_ll_plus_minus(s, None),
+                ) {
                     Ok(f) => {
                         super::__STATS.compiled(Some(f.op_count()), 0);
                         ResidualLlPlusMinus {

@@ -60,7 +60,6 @@
 //! blocks, whatever their marks.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -76,7 +75,7 @@ use super::{Backend, BackendError};
 use crate::ir::builder::{CaseTable, Inst, Label, RegisterCell, ResidualFunction, SecondaryMap, Terminator, Val};
 use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
-pub use super::native::{live_code_modules, NativeCode};
+pub use super::native::{live_code_modules, DetachedCode, NativeCode};
 use super::native::{CodeOwner, Trampoline};
 pub use crate::ir::function::MAX_FRAME_WORDS;
 
@@ -395,8 +394,10 @@ struct Tr<'a, 'b> {
     flex_hot: usize,
     /// [`CraneliftBackend::preserving`]'s address.
     preserving: usize,
-    /// The address of the compiling thread's [`PRESERVING_ARGS`].
+    /// The address of the running thread's [`PRESERVING_ARGS`].
     preserving_args: usize,
+    /// The address of each switch's case table ([`CodeContext`]).
+    case_tables: &'a [usize],
     /// The function's register cells, each a variable, and whether the
     /// function stores to it (one it only reads is not stored back).
     cells: Vec<(RegisterCell, Variable, bool)>,
@@ -1090,7 +1091,7 @@ impl Tr<'_, '_> {
                 let vw = self.to_word(x, t);
                 let vw = if t == ValTy::F64 { self.b.ins().bitcast(types::I64, MemFlagsData::new(), vw) } else { vw };
                 self.b.ins().store(MemFlagsData::trusted(), vw, self.frame, 8 * live.len() as i32);
-                let table = self.f.switches[*switch as usize].case_table() as usize as i64;
+                let table = self.case_tables[*switch as usize] as i64;
                 let tbl = self.b.ins().iconst(types::I64, table);
                 // A switch leaves the function, so its block is an exit path,
                 // laid out last (cold): so are the blocks of its dispatch and
@@ -1264,6 +1265,27 @@ impl CraneliftBackend {
     }
 
     fn compile_for(&mut self, isa: OwnedTargetIsa, f: &ResidualFunction) -> Result<NativeCode, BackendError> {
+        let code = self.compile_detached_at(isa, f, &CodeContext::of(f))?;
+        Ok(code.attach(f.switches.clone()))
+    }
+
+    /// Compiles `f` at `speed`, as [`Backend::compile`] does, for code that
+    /// runs on another thread than this one: what the code needs of that
+    /// thread and of `f`'s switch tables is `cx` (made there), and `f` may
+    /// have no tables of its own ([`ResidualFunction::detached`]). The
+    /// code is handed back as [`DetachedCode`], which the thread that runs
+    /// it attaches to the tables.
+    pub fn compile_detached(&mut self, f: &ResidualFunction, cx: &CodeContext) -> Result<DetachedCode, BackendError> {
+        let isa = self.isa.clone();
+        self.compile_detached_at(isa, f, cx)
+    }
+
+    fn compile_detached_at(
+        &mut self,
+        isa: OwnedTargetIsa,
+        f: &ResidualFunction,
+        cx: &CodeContext,
+    ) -> Result<DetachedCode, BackendError> {
         if f.frame_words() > MAX_FRAME_WORDS {
             return Err(BackendError(format!("a frame of {} words (at most {MAX_FRAME_WORDS})", f.frame_words())));
         }
@@ -1273,7 +1295,7 @@ impl CraneliftBackend {
         let selector = (!f.reentries.is_empty()).then(|| Box::new(0u64));
         let at = selector.as_deref().map_or(0, |s| s as *const u64 as u64);
         let mut warm = WarmContexts::take();
-        let r = self.compile_in(f, &mut module, &mut warm, at);
+        let r = self.compile_in(f, cx, &mut module, &mut warm, at);
         warm.give_back();
         let (id, size) = r?;
         let stubs = (0..f.reentries.len())
@@ -1283,14 +1305,34 @@ impl CraneliftBackend {
         let ptr = module.get_finalized_function(id);
         crate::backend::dump::perf_map(ptr as usize, size, &f.name);
         let reentries = stubs.into_iter().map(|s| module.get_finalized_function(s)).collect();
-        Ok(NativeCode {
+        Ok(DetachedCode {
             entry: ptr,
             frame_words: f.frame_words(),
             trampoline: self.trampoline,
-            _owner: Rc::new(CodeOwner::new(module, selector)),
-            switches: f.switches.clone(),
+            owner: CodeOwner::new(module, selector),
             reentries,
         })
+    }
+}
+
+/// What compiled code needs of the thread that runs it and of its
+/// function's switch tables, as addresses: made on that thread
+/// ([`CodeContext::of`]), so that the code may be compiled on another.
+#[derive(Clone, Debug)]
+pub struct CodeContext {
+    /// The address of each switch's [`CaseTable`], in order.
+    case_tables: Vec<usize>,
+    /// The address of the running thread's [`PRESERVING_ARGS`].
+    preserving_args: usize,
+}
+
+impl CodeContext {
+    /// The context of `f`'s code on this thread.
+    pub fn of(f: &ResidualFunction) -> CodeContext {
+        CodeContext {
+            case_tables: f.switches.iter().map(|t| t.case_table() as usize).collect(),
+            preserving_args: preserving_args(),
+        }
     }
 }
 
@@ -1330,12 +1372,13 @@ impl CraneliftBackend {
     fn compile_in(
         &self,
         f: &ResidualFunction,
+        cx: &CodeContext,
         module: &mut JITModule,
         warm: &mut WarmContexts,
         selector: u64,
     ) -> Result<(cranelift_module::FuncId, usize), BackendError> {
         let (ctx, fbc) = (&mut warm.ctx, &mut warm.fbc);
-        self.translate(f, &mut ctx.func, fbc, selector);
+        self.translate(f, cx, &mut ctx.func, fbc, selector);
         let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
         let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
         module.define_function(id, ctx).map_err(|e| err(&format!("{e:?}")))?;
@@ -1347,7 +1390,7 @@ impl CraneliftBackend {
     /// optimizations; blocks laid out last are marked `cold`).
     pub fn clif(&self, f: &ResidualFunction) -> String {
         let mut func = cranelift_codegen::ir::Function::new();
-        self.translate(f, &mut func, &mut FunctionBuilderContext::new(), 0);
+        self.translate(f, &CodeContext::of(f), &mut func, &mut FunctionBuilderContext::new(), 0);
         func.display().to_string()
     }
 
@@ -1361,6 +1404,7 @@ impl CraneliftBackend {
     fn translate(
         &self,
         f: &ResidualFunction,
+        cx: &CodeContext,
         func: &mut cranelift_codegen::ir::Function,
         fbc: &mut FunctionBuilderContext,
         selector: u64,
@@ -1399,7 +1443,8 @@ impl CraneliftBackend {
                 direct_failed: self.direct_failed,
                 flex_hot: self.flex_hot,
                 preserving: self.preserving,
-                preserving_args: preserving_args(),
+                preserving_args: cx.preserving_args,
+                case_tables: &cx.case_tables,
                 cells: vec![],
                 cell_bases: HashMap::new(),
             };

@@ -52,6 +52,38 @@ impl Drop for CodeOwner {
     }
 }
 
+/// Machine code compiled on one thread for another
+/// (the Cranelift backend's `compile_detached`): it
+/// holds no table and nothing of the thread that compiled it, and becomes
+/// [`NativeCode`] on the thread that runs it ([`DetachedCode::attach`]).
+pub struct DetachedCode {
+    pub(super) entry: *const u8,
+    pub(super) frame_words: usize,
+    pub(super) trampoline: Trampoline,
+    pub(super) owner: CodeOwner,
+    pub(super) reentries: Vec<*const u8>,
+}
+
+// SAFETY: the entry points are addresses of finalized machine code that no
+// thread writes, and the owner's module is memory that only its drop
+// touches; nothing in it is tied to the thread that made it.
+unsafe impl Send for DetachedCode {}
+
+impl DetachedCode {
+    /// The code, on the thread that runs it, with the switch tables of the
+    /// function it was compiled from (whose addresses it holds).
+    pub fn attach(self, switches: Vec<Rc<dyn SwitchTable>>) -> NativeCode {
+        NativeCode {
+            entry: self.entry,
+            frame_words: self.frame_words,
+            trampoline: self.trampoline,
+            _owner: Rc::new(self.owner),
+            switches,
+            reentries: self.reentries,
+        }
+    }
+}
+
 /// Compiled residual code: an entry point with the frame calling convention
 /// of [`crate::ir::builder`], and the memory that holds it.
 #[derive(Clone)]

@@ -386,6 +386,24 @@ pub struct RegisterCell {
 pub const MAX_FRAME_WORDS: usize = 64;
 
 impl ResidualFunction {
+    /// A copy without the switch tables and pieces (which belong to the
+    /// thread that made them), for a backend compiling on another thread;
+    /// the switches' flexswitch terminators still index the original's
+    /// tables (see the Cranelift backend's `CodeContext`).
+    pub fn detached(&self) -> ResidualFunction {
+        ResidualFunction {
+            name: self.name.clone(),
+            inputs: self.inputs.clone(),
+            outputs: self.outputs.clone(),
+            vals: self.vals.clone(),
+            blocks: self.blocks.clone(),
+            switches: Vec::new(),
+            pieces: None,
+            cells: self.cells.clone(),
+            reentries: self.reentries.clone(),
+        }
+    }
+
     /// The number of frame words the calling convention needs.
     pub fn frame_words(&self) -> usize {
         let live = self

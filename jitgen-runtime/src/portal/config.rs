@@ -1,7 +1,8 @@
 //! A portal's settings ([`Config`], one per annotated module) and the
 //! hot-spot policy they choose ([`HotPolicy`]): the threshold, the warm-up,
 //! the budgets of a compilation, read once per process from the environment
-//! (`JITGEN_THRESHOLD`, `JITGEN_OFF`) unless set explicitly.
+//! (`JITGEN_THRESHOLD`, `JITGEN_OFF`, `JITGEN_BACKGROUND`) unless set
+//! explicitly.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Once, OnceLock};
@@ -26,6 +27,13 @@ pub const WARMUP_FACTOR: u32 = 4;
 /// (about what a TLC loop costs, 1.0-1.4 ms: PERFORMANCE.md).
 pub const EXPECTED_COMPILE: std::time::Duration = std::time::Duration::from_micros(1250);
 
+/// What recording a key's residual function is expected to take the
+/// interpreter's thread where its machine code is compiled on the
+/// compiler's thread (see [`Config::set_background`]), before the portal
+/// has measured one: a TLC loop's generating extension, 0.4-0.6 ms
+/// (PERFORMANCE.md). The warm-up then waits [`WARMUP_FACTOR`] times this.
+pub const EXPECTED_RECORDING: std::time::Duration = std::time::Duration::from_micros(600);
+
 /// When a counted key compiles: past `threshold` visits, and, with
 /// `warmup`, once the program has run [`WARMUP_FACTOR`] times the expected
 /// compile time in the interpreter (time in compiled code and compiling does
@@ -49,6 +57,7 @@ impl From<u32> for HotPolicy {
 struct Env {
     threshold: Option<u32>,
     off: bool,
+    background: bool,
 }
 
 fn env() -> &'static Env {
@@ -56,6 +65,7 @@ fn env() -> &'static Env {
     ENV.get_or_init(|| Env {
         threshold: std::env::var("JITGEN_THRESHOLD").ok().and_then(|v| v.trim().parse().ok()),
         off: std::env::var("JITGEN_OFF").is_ok_and(|v| !v.is_empty() && v != "0"),
+        background: std::env::var("JITGEN_BACKGROUND").map_or(true, |v| v.trim() != "0"),
     })
 }
 
@@ -69,6 +79,7 @@ pub struct Config {
     max_ops: AtomicU32,
     lazy_after_ops: AtomicU32,
     fusion_patience: AtomicU32,
+    background: AtomicBool,
     /// Why a module that compiles nothing unless asked interprets (see
     /// [`Config::interpreting`]).
     interprets_because: Option<&'static str>,
@@ -114,6 +125,7 @@ impl Config {
             max_ops: AtomicU32::new(Limits::DEFAULT.max_ops as u32),
             lazy_after_ops: AtomicU32::new(Limits::DEFAULT.lazy_after_ops as u32),
             fusion_patience: AtomicU32::new(FUSION_PATIENCE),
+            background: AtomicBool::new(true),
             interprets_because: None,
             told: Once::new(),
         }
@@ -124,6 +136,21 @@ impl Config {
     /// (see `ResidualFn::fuse_pieces`); 0 fuses whenever it gained cases.
     pub fn set_fusion_patience(&self, n: u32) {
         self.fusion_patience.store(n, Ordering::Relaxed);
+    }
+
+    /// Whether, under the default policy (a warm-up), a key's code is
+    /// compiled to machine code on the compiler's thread while the
+    /// interpreter goes on (`run::background`; on by default), or on the
+    /// interpreter's thread while it waits (also where `JITGEN_BACKGROUND=0`).
+    /// An explicit threshold always compiles on the interpreter's thread, at
+    /// the visit that passes it.
+    pub fn set_background(&self, on: bool) {
+        self.background.store(on, Ordering::Relaxed);
+    }
+
+    /// See [`Config::set_background`].
+    pub fn compiles_in_background(&self) -> bool {
+        self.background.load(Ordering::Relaxed) && env().background
     }
 
     /// See [`Config::set_fusion_patience`].

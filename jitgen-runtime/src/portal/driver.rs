@@ -107,7 +107,23 @@
 //! the time in compiled code, nor compiling, nor outside the portal's calls), since
 //! compiling saves only that. When counted visits were sampled once in 62, short runs
 //! cost 1.2-1.45x and factorial(160,000) 1.4-1.9x. The cost of the warm-up: a long run
-//! compiles about 8 ms later than it could.
+//! compiles later than it could.
+//!
+//! *Compiling beside the interpreter.* Under the default policy, a key that compiles runs
+//! its generating extension on the interpreter's thread (it reads the interpreter's green
+//! data), then hands the residual function to the compiler's thread (`run::background`)
+//! and interprets on: the visit returns `None` and the key is pending
+//! (`PortalCache::insert_pending`). The compiler's thread raises the thread's sampling
+//! flag when the machine code is ready, and the next visit that reaches the hook installs
+//! it (`PortalCache::install_ready`: the key's code, its word in the entry filter, the
+//! compilation counted with both threads' time); that visit counts for itself only, as
+//! visits do once a thread has code. While a key is pending no other key compiles (the
+//! loop being compiled would make its other keys hot meanwhile), and a key that gets warm
+//! then is warm from that moment, not from the call's start. So the thread pays only for
+//! recording (about half of a root's compile time, PERFORMANCE.md), and the warm-up waits
+//! `WARMUP_FACTOR` times that: `EXPECTED_RECORDING` before anything is measured. An
+//! explicit threshold, `JITGEN_BACKGROUND=0`, flexswitch cases and fusions compile on the
+//! interpreter's thread, which waits.
 //!
 //! Portal entry and types: for a portal's own list of enums (an operand stack of
 //! values), the variants of its top 8 elements (4 bits each) are a key word; the
@@ -126,7 +142,9 @@
 use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
+use crate::ir::builder::ResidualFunction;
 use crate::portal::slow::Verdict;
+use crate::run::background::Ticket;
 use crate::run::fusion::Fusion;
 use crate::run::residual::ResidualFn;
 
@@ -154,6 +172,17 @@ struct Compiled {
     content: Vec<Vec<u8>>,
     runs: u32,
     handovers: u32,
+}
+
+/// A key whose residual function the compiler's thread is compiling
+/// (`run::background`), with the content of its green data then, its
+/// position's [`green_word`] and what recording it took this thread.
+struct Pending<K> {
+    key: K,
+    content: Vec<Vec<u8>>,
+    ticket: Ticket,
+    word: u64,
+    recorded_in: std::time::Duration,
 }
 
 /// Versions of a key's code compiled for content it no longer has, kept per
@@ -216,10 +245,10 @@ fn warmed_up(warm_at: u32, clock: &Clock, budget: u64) -> bool {
 /// visit (a thread with code samples so): warm since the call began, keys
 /// that the interpreter visits only between entries into code compiled at
 /// once, TLC's recursive fib(32) 4-5 times instead of 3. A key getting
-/// warm also starts the compiler's warm-up (`run::enter::prewarm`, once per
+/// warm also starts the compiler's thread and its warm-up (`run::background::prewarm`, once per
 /// process).
 fn warm_since(call_began: Option<std::time::Instant>, clock: &Clock) -> u32 {
-    crate::run::enter::prewarm();
+    crate::run::background::prewarm();
     let now = clock.now_micros();
     match call_began {
         Some(t) => now.saturating_sub(t.elapsed().as_micros() as u32).max(1),
@@ -309,6 +338,8 @@ pub struct PortalCache<K> {
     stale: FxHashMap<K, Vec<Box<Compiled>>>,
     /// The compile time expected next (see [`PortalCache::compiled_in`]).
     expected_compile: std::time::Duration,
+    /// Whether a compilation was measured ([`PortalCache::compiled_in`]).
+    measured: bool,
     /// The clock of warm-ups.
     clock: Clock,
     /// When the portal call under way began, as its site says before a
@@ -318,6 +349,9 @@ pub struct PortalCache<K> {
     entered: Vec<K>,
     /// Keys that calls starting at a position (its green word) entered.
     entered_from: FxHashMap<u64, Vec<K>>,
+    /// The key being compiled on the compiler's thread, if any: no other
+    /// key compiles meanwhile (see [`PortalCache::install_ready`]).
+    pending: Option<Box<Pending<K>>>,
 }
 
 /// The most keys kept per position in [`PortalCache`]'s record of what calls
@@ -333,10 +367,12 @@ impl<K> PortalCache<K> {
             counting: 0,
             stale: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
             expected_compile: EXPECTED_COMPILE,
+            measured: false,
             clock: Clock::new(),
             call_began: None,
             entered: Vec::new(),
             entered_from: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
+            pending: None,
         }
     }
 }
@@ -364,6 +400,16 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// a sample period at each call).
     #[inline]
     pub fn visit_weighted(&mut self, key: &K, content: &[&[u8]], policy: HotPolicy, weight: u32) -> Hot {
+        match self.visit_counted(key, content, policy, weight) {
+            // One compilation at a time: the loop of the key being compiled
+            // would make others of its keys hot meanwhile.
+            Hot::Compile if self.pending.is_some() => Hot::Cold,
+            hot => hot,
+        }
+    }
+
+    #[inline]
+    fn visit_counted(&mut self, key: &K, content: &[&[u8]], policy: HotPolicy, weight: u32) -> Hot {
         let HotPolicy { threshold, warmup } = policy;
         let weight = weight.max(1);
         if !self.stale.is_empty() {
@@ -374,6 +420,10 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         let compiled = self.keys.len() - self.counting;
         let budget = (self.expected_compile * WARMUP_FACTOR).as_micros() as u64;
         let clock = &self.clock;
+        // A key warm while another compiles on the compiler's thread is
+        // warm from now: the thread is about to have code, and keys are
+        // then warm by their own visits (see `warm_since`).
+        let call_began = if self.pending.is_some() { None } else { self.call_began };
         match self.keys.get_mut(key) {
             Some(Entry::Counting(n, warm_at)) => {
                 let before = *n;
@@ -385,7 +435,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                     return Hot::Compile;
                 }
                 if *warm_at == 0 {
-                    *warm_at = warm_since(self.call_began, clock);
+                    *warm_at = warm_since(call_began, clock);
                 }
                 // The clock is read once per `threshold` counts.
                 let check = *n / threshold.max(1) != before / threshold.max(1);
@@ -405,7 +455,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             Some(e) => {
                 // The green data changed under the same address: counted
                 // afresh, the code kept for the content it was compiled for.
-                let (fresh, hot) = first_count(weight, policy, clock, self.call_began, budget);
+                let (fresh, hot) = first_count(weight, policy, clock, call_began, budget);
                 if let Entry::Compiled(c) = std::mem::replace(e, fresh) {
                     let versions = self.stale.entry(key.clone()).or_default();
                     if versions.len() == STALE_VERSIONS {
@@ -425,7 +475,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                     self.keys.retain(|_, e| !matches!(e, Entry::Counting(..)));
                     self.counting = 0;
                 }
-                let (fresh, hot) = first_count(weight, policy, &self.clock, self.call_began, budget);
+                let (fresh, hot) = first_count(weight, policy, &self.clock, call_began, budget);
                 self.keys.insert(key.clone(), fresh);
                 self.counting += 1;
                 hot
@@ -482,21 +532,88 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// is over. (Under an exact threshold no key is ever warm.)
     pub fn insert(&mut self, key: K, content: &[&[u8]], code: Option<ResidualFn>) {
         let content = content.iter().map(|c| c.to_vec()).collect();
+        self.insert_owned(key, content, code)
+    }
+
+    fn insert_owned(&mut self, key: K, content: Vec<Vec<u8>>, code: Option<ResidualFn>) {
         let e = match code {
             Some(code) => {
-                for e in self.keys.values_mut() {
-                    if let Entry::Counting(n, warm_at) = e {
-                        if *warm_at != 0 {
-                            *n = 0;
-                        }
-                    }
-                }
+                self.cool_warm_keys();
                 Entry::Compiled(Box::new(Compiled { code, content, runs: 0, handovers: 0 }))
             }
             None => Entry::Declined(DeclineKind::Construct),
         };
         if let Some(Entry::Counting(..)) = self.keys.insert(key, e) {
             self.counting -= 1;
+        }
+    }
+
+    /// Restarts the counts of the keys that are warm (see
+    /// [`PortalCache::insert`]).
+    fn cool_warm_keys(&mut self) {
+        for e in self.keys.values_mut() {
+            if let Entry::Counting(n, warm_at) = e {
+                if *warm_at != 0 {
+                    *n = 0;
+                }
+            }
+        }
+    }
+
+    /// Records that `key`'s residual function, recorded by this thread in
+    /// `recorded_in`, is being compiled on the compiler's thread (`ticket`):
+    /// the key keeps being interpreted until a visit finds its code ready
+    /// ([`PortalCache::install_ready`]). Keys that are warm cool, as for
+    /// new code.
+    pub fn insert_pending(
+        &mut self,
+        key: K,
+        content: &[&[u8]],
+        ticket: Ticket,
+        word: u64,
+        recorded_in: std::time::Duration,
+    ) {
+        self.cool_warm_keys();
+        let content = content.iter().map(|c| c.to_vec()).collect();
+        self.pending = Some(Box::new(Pending { key, content, ticket, word, recorded_in }));
+    }
+
+    /// Whether a key is being compiled on the compiler's thread.
+    #[inline]
+    pub fn is_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Installs the code of the pending key if the compiler's thread is
+    /// done with it, recording the compilation in `stats` (its time: what
+    /// recording took this thread and what compiling took the other).
+    /// Returns the position's green word if the key has code now, for the
+    /// entry filter.
+    pub fn install_ready(&mut self, stats: &Stats) -> Option<u64> {
+        let p = self.pending.take()?;
+        let Pending { key, content, ticket, word, recorded_in } = *p;
+        let (code, took) = match ticket.take() {
+            Ok(done) => done,
+            Err(ticket) => {
+                self.pending = Some(Box::new(Pending { key, content, ticket, word, recorded_in }));
+                return None;
+            }
+        };
+        let ops = code.as_ref().ok().map(|f| f.op_count());
+        stats.compiled(ops, (recorded_in + took).as_nanos() as u64);
+        stats.compiled_elsewhere(took.as_nanos() as u64);
+        match code {
+            Ok(code) => {
+                code.note_birth(stats.compile_nanos());
+                self.insert_owned(key, content, Some(code));
+                Some(word)
+            }
+            Err(e) => {
+                let why = e.to_string();
+                stats.declined_because(&why);
+                self.insert_declined(key, &why);
+                None
+            }
         }
     }
 
@@ -523,6 +640,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// expectation.
     pub fn compiled_in(&mut self, took: std::time::Duration) {
         self.expected_compile = (self.expected_compile + took) / 2;
+        self.measured = true;
         self.clock.compiled(took);
     }
 
@@ -681,6 +799,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// before it too, and says whether to compile or run (`Some`) or to keep
     /// interpreting (`None`: the next visits are skipped, see [`Sampler`]).
     pub fn visit(&self, key: &K, content: &[&[u8]]) -> Option<Hot> {
+        let installed = self.install_ready();
         match self.sampler.with(|s| s.call_mode()) {
             CallMode::Normal => {}
             // Timed as the interpreter's (`portal::slow`): nothing entered,
@@ -710,9 +829,17 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             let ticked = s.after_tick();
             (s.take_weight(), if ticked { s.call_began() } else { None }, s.call_began())
         });
+        // The visit that installed code counts for itself only: from now on
+        // the thread has code and counts its visits one by one.
+        let (weight, began) = if installed { (1, None) } else { (weight, began) };
         let per_key = self.stats.compile_per_key();
         let hot = self.cache.with(|c| {
             let mut c = c.borrow_mut();
+            // Before any compilation here, what recording one costs where
+            // its machine code is compiled on the compiler's thread.
+            if !c.measured && policy.warmup && self.config.compiles_in_background() {
+                c.expected_compile = EXPECTED_RECORDING;
+            }
             // What compiling a key costs this module, its flexswitch cases
             // included (a recursion's continuations compile as cases).
             if let Some(d) = per_key {
@@ -739,6 +866,24 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         }
     }
 
+    /// Installs the code the compiler's thread compiled for this thread, if
+    /// it is ready (see [`PortalCache::install_ready`]).
+    #[inline]
+    fn install_ready(&self) -> bool {
+        let installed = self.cache.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.is_pending() {
+                c.install_ready(self.stats)
+            } else {
+                None
+            }
+        });
+        if let Some(word) = installed {
+            self.sampler.with(|s| s.add_entry(word));
+        }
+        installed.is_some()
+    }
+
     /// Whether `key` has code in this thread. A visit of a key without code
     /// reads no content, so a portal whose content is costly to take (the
     /// bytes of a deep program, taken once per call: a Rust-recursive
@@ -759,7 +904,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         key: K,
         content: &[&[u8]],
         words: &[u64],
-        compile: &mut dyn FnMut(&[u64]) -> Result<ResidualFn, String>,
+        compile: &mut dyn FnMut(&[u64]) -> Result<ResidualFunction, String>,
         entry_word: &dyn Fn() -> u64,
     ) -> Option<ResidualFn> {
         let code = match hot {
@@ -791,7 +936,25 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             }
             Hot::Compile => {
                 let t = std::time::Instant::now();
-                let r = compile(words);
+                let r = match compile(words) {
+                    // Under the default policy, compiled on the compiler's
+                    // thread while this one interprets (`run::background`).
+                    Ok(f) if self.config.hot_policy().warmup && self.config.compiles_in_background() => {
+                        match crate::run::background::submit(f, Box::new(crate::portal::ticker::waker())) {
+                            Ok(ticket) => {
+                                let took = t.elapsed();
+                                self.cache.with(|c| {
+                                    let mut c = c.borrow_mut();
+                                    c.compiled_in(took);
+                                    c.insert_pending(key, content, ticket, entry_word(), took);
+                                });
+                                return None;
+                            }
+                            Err(f) => crate::run::enter::native(Ok(f)),
+                        }
+                    }
+                    r => crate::run::enter::native(r),
+                };
                 let took = t.elapsed();
                 self.stats.compiled(r.as_ref().ok().map(|f| f.op_count()), took.as_nanos() as u64);
                 self.cache.with(|c| c.borrow_mut().compiled_in(took));

@@ -130,6 +130,22 @@ pub fn call_begins() {
     }
 }
 
+/// Raises this thread's flag from any thread, as a tick does, if the
+/// thread is still listed then (the invariant): what the compiler's thread
+/// calls when code it compiled for this thread is ready, so that the
+/// thread's next visit installs it (`run::background`).
+pub fn waker() -> impl FnOnce() + Send + 'static {
+    let addr = DUE.try_with(|d| d as *const AtomicBool as usize).ok();
+    move || {
+        let Some(addr) = addr else { return };
+        let flags = FLAGS.lock().unwrap_or_else(|e| e.into_inner());
+        if flags.contains(&addr) {
+            // SAFETY: a listed flag is a live thread's (see the invariant).
+            unsafe { (*(addr as *const AtomicBool)).store(true, Ordering::Relaxed) };
+        }
+    }
+}
+
 /// Lists this thread's flag for the clock; false where it cannot be (the
 /// thread is ending).
 #[cold]

@@ -47,6 +47,17 @@ pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
     })
 }
 
+/// The machine code of what a generating extension recorded (or why it
+/// has none), compiled with this thread's backend
+/// ([`compile_host`]); a panic of the backend is an error too.
+pub fn native(f: Result<ResidualFunction, String>) -> Result<ResidualFn, String> {
+    let f = f?;
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compile_host(&f))) {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err(String::from("the backend panicked")),
+    }
+}
+
 /// Compiles a flexswitch case to machine code with this thread's backend
 /// ([`crate::backend::cranelift::CraneliftBackend::compile_case`]; its listing is made only when asked
 /// for, from the function).
@@ -165,73 +176,5 @@ impl ResidualFn {
             Some(kind) => Err(ResidualError::Exit { kind, detail: None }),
             None => Err(ResidualError::Exit { kind: ErrorKind::Abort(u32::MAX), detail: None }),
         }
-    }
-}
-
-/// Warms the compiler up on a thread of its own, once per process: makes
-/// the backend's process-wide parts (the host's ISA, the trampoline, the
-/// stubs) and compiles a small function at both optimization levels, so
-/// that the first real compilation finds them made and the compiler's code
-/// and tables paged in. Called when a first key gets warm: the warm-up that
-/// follows leaves the interpreter milliseconds to run meanwhile.
-pub fn prewarm() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = std::thread::Builder::new().name("jitgen-prewarm".into()).spawn(|| {
-            let f = prewarm_function();
-            let _ = compile_host(&f);
-            let _ = compile_native(&f);
-        });
-    });
-}
-
-/// A loop over a buffer (loads, stores, a bounds check, arithmetic and
-/// branches): what compiling residual code exercises.
-fn prewarm_function() -> ResidualFunction {
-    use crate::ir::ops::{BinOp, CmpOp, Overflow};
-    let mut b = crate::ir::builder::ResidualBuilder::new("prewarm", &[ValTy::Ptr, ValTy::U64], &[ValTy::U64]);
-    let (base, n) = (b.inputs()[0], b.inputs()[1]);
-    let zero = b.konst(ValTy::U64, 0);
-    let (head, head_params) = b.new_label(&[ValTy::U64, ValTy::U64]);
-    b.jump(head, &[zero, zero]);
-    b.switch_to(head);
-    let (i, acc) = (head_params[0], head_params[1]);
-    let more = b.cmp(CmpOp::Lt, ValTy::U64, i, n);
-    let (body, _) = b.new_label(&[]);
-    let (done, _) = b.new_label(&[]);
-    b.branch(more, (body, &[]), (done, &[]));
-    b.switch_to(body);
-    b.bounds_check(i, n);
-    let eight = b.konst(ValTy::U64, 8);
-    let off = b.bin(BinOp::Mul, ValTy::U64, Overflow::Wrap, i, eight);
-    let off = b.cast(ValTy::U64, ValTy::Ptr, off);
-    let at = b.bin(BinOp::Add, ValTy::Ptr, Overflow::Wrap, base, off);
-    let x = b.load(ValTy::U64, at, 0);
-    let acc2 = b.bin(BinOp::Add, ValTy::U64, Overflow::Wrap, acc, x);
-    b.store(ValTy::U64, at, 0, acc2);
-    let one = b.konst(ValTy::U64, 1);
-    let i2 = b.bin(BinOp::Add, ValTy::U64, Overflow::Wrap, i, one);
-    b.jump(head, &[i2, acc2]);
-    b.switch_to(done);
-    b.ret(&[acc]);
-    b.finish()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The warm-up's function compiles at both levels and does what it
-    /// says: each cell becomes the sum of the cells up to it, and the whole
-    /// sum is returned.
-    #[test]
-    fn the_warm_up_function_compiles_and_sums_its_buffer() {
-        let f = prewarm_function();
-        let code = compile_host(&f).expect("compiles at speed");
-        compile_native(&f).expect("compiles as a case");
-        let mut cells = [1u64, 2, 3, 4];
-        let out = code.call_words(&[cells.as_mut_ptr() as u64, 4]).expect("runs");
-        assert_eq!(cells, [1, 3, 6, 10]);
-        assert_eq!(out, vec![10]);
     }
 }

@@ -8,6 +8,7 @@
 //! counters of a module ([`stats`]). Uses `ir` and `backend`; the compiler
 //! above reaches it through closures it stores in case tables.
 
+pub mod background;
 pub mod contstack;
 pub mod direct;
 pub mod enter;

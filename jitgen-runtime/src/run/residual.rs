@@ -182,14 +182,23 @@ pub(crate) struct Compiled {
 impl ResidualFn {
     /// Compiles a residual function with Cranelift, keeping its listing.
     pub fn compile(f: &ResidualFunction, backend: &mut CraneliftBackend) -> Result<ResidualFn, BackendError> {
+        let native = backend.compile(f)?;
+        Ok(ResidualFn::with_code(f.clone(), native))
+    }
+
+    /// The handle of `f`'s machine code `native` (compiled from it, on this
+    /// thread or attached to it: see `run::background`), keeping `f` for
+    /// its listing.
+    pub fn with_code(f: ResidualFunction, native: NativeCode) -> ResidualFn {
+        let pieces = f.pieces.clone();
         let code = ResidualFn(std::rc::Rc::new(Compiled {
             inputs: f.inputs.clone(),
             outputs: f.outputs.clone(),
-            function: f.clone(),
             listing: std::cell::OnceCell::new(),
             ops: f.op_count(),
-            native: backend.compile(f)?,
-            pieces: f.pieces.clone(),
+            native,
+            pieces: pieces.clone(),
+            function: f,
             fused: std::cell::Cell::new((0, 0)),
             born: std::time::Instant::now(),
             compiling_at_birth: std::cell::Cell::new(0),
@@ -198,11 +207,11 @@ impl ResidualFn {
             entered: std::cell::Cell::new((0, None)),
         }));
         // Its switches find it through its pieces (`promotion::flex_hot`).
-        if let Some(p) = &f.pieces {
+        if let Some(p) = &pieces {
             let root: std::rc::Rc<dyn std::any::Any> = code.0.clone();
             p.set_root(std::rc::Rc::downgrade(&root));
         }
-        Ok(code)
+        code
     }
 
     /// Records what the module had spent compiling, in nanoseconds, when

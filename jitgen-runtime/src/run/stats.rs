@@ -22,6 +22,7 @@ pub struct Stats {
     case_compilations: AtomicU64,
     case_ops: AtomicU64,
     case_nanos: AtomicU64,
+    elsewhere_nanos: AtomicU64,
     fusions: AtomicU64,
     fusion_nanos: AtomicU64,
     fused_ops: AtomicU64,
@@ -75,6 +76,9 @@ pub struct StatsSnapshot {
     pub case_residual_ops: u64,
     /// Of `compile_nanos`, the time spent compiling flexswitch cases.
     pub case_compile_nanos: u64,
+    /// Of `compile_nanos`, the time the compiler's thread spent compiling
+    /// while the interpreter went on (`run::background`).
+    pub background_compile_nanos: u64,
     /// Entries into compiled code that found a fusion due and postponed it
     /// (the code had not run long enough yet). A run that adds to neither
     /// this, `fusions` nor `compilations` runs the code as it will stay.
@@ -102,6 +106,7 @@ impl Stats {
             case_compilations: AtomicU64::new(0),
             case_ops: AtomicU64::new(0),
             case_nanos: AtomicU64::new(0),
+            elsewhere_nanos: AtomicU64::new(0),
             fusions: AtomicU64::new(0),
             fusion_nanos: AtomicU64::new(0),
             fused_ops: AtomicU64::new(0),
@@ -176,13 +181,22 @@ impl Stats {
         self.resumptions.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// What compiling one position key has cost on average: the time of
-    /// all compilations, flexswitch cases included, per compilation that was
-    /// not a case; `None` before the first.
+    /// What compiling one position key has cost the threads that asked for
+    /// it on average: the time of all compilations, flexswitch cases
+    /// included, less what the compiler's thread did for them, per
+    /// compilation that was not a case; `None` before the first.
     pub fn compile_per_key(&self) -> Option<std::time::Duration> {
         let all = self.compilations.load(Ordering::Relaxed);
         let keys = all.saturating_sub(self.case_compilations.load(Ordering::Relaxed));
-        (keys > 0).then(|| std::time::Duration::from_nanos(self.compile_nanos.load(Ordering::Relaxed) / keys))
+        let here =
+            self.compile_nanos.load(Ordering::Relaxed).saturating_sub(self.elsewhere_nanos.load(Ordering::Relaxed));
+        (keys > 0).then(|| std::time::Duration::from_nanos(here / keys))
+    }
+
+    /// Records that `nanos` of the last compilation's time
+    /// ([`Stats::compiled`]) were the compiler thread's (`run::background`).
+    pub fn compiled_elsewhere(&self, nanos: u64) {
+        self.elsewhere_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
     /// Records that the last compilation ([`Stats::compiled`], with the
@@ -269,6 +283,7 @@ impl Stats {
             fused_ops: self.fused_ops.load(Ordering::Relaxed),
             case_residual_ops: self.case_ops.load(Ordering::Relaxed),
             case_compile_nanos: self.case_nanos.load(Ordering::Relaxed),
+            background_compile_nanos: self.elsewhere_nanos.load(Ordering::Relaxed),
             fusions_postponed: self.fusions_postponed.load(Ordering::Relaxed),
             retired_slow: self.retired_slow.load(Ordering::Relaxed),
         }
