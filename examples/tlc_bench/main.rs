@@ -147,7 +147,8 @@ fn main() {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         compile_notes.push(format!(
             "{}: {:.0} compilations, {:.0} declined, {:.0} residual operations per run; compiling {:.2} ms per run \
-             (median; {:.2}-{:.2}), {:.1} µs per residual operation; {}; {:.1} fusions, {:.2} ms fusing per run (mean)",
+             (median; {:.2}-{:.2}; {:.2} of it on the compiler's thread, mean), {:.1} µs per residual operation; {}; \
+             {:.1} fusions, {:.2} ms fusing per run (mean)",
             b.name,
             per_run(before.compilations, after.compilations),
             per_run(before.declined, after.declined),
@@ -155,6 +156,7 @@ fn main() {
             ms(median(&compiling)),
             ms(*compiling.iter().min().expect("runs")),
             ms(*compiling.iter().max().expect("runs")),
+            per_run(before.background_compile_nanos, after.background_compile_nanos) / 1e6,
             ms(median(&compiling)) * 1e3 / per_run(before.residual_ops, after.residual_ops).max(1.0),
             match cases_per_op(&before, &after) {
                 Some((us, ops)) => format!("flexswitch cases {us:.1} µs per residual operation ({ops} operations)"),
@@ -473,10 +475,11 @@ fn cases_per_op(before: &jitgen::StatsSnapshot, after: &jitgen::StatsSnapshot) -
 const PAIRS_AT_MOST: usize = 101;
 
 /// Runs `run` in this thread until a run enters compiled code and neither
-/// compiles, fuses, nor postpones a fusion (the hot-spot policy may wait a
-/// few runs before compiling, and fusing waits until code has run a while:
-/// a run that compiles nothing may not have entered any code either), or
-/// for at most 10 s.
+/// compiles, hands code to the compiler's thread, fuses, nor postpones a
+/// fusion (the hot-spot policy may wait a few runs before compiling, code
+/// compiled beside the interpreter is installed in a later run, and fusing
+/// waits until code has run a while: a run that compiles nothing may not
+/// have entered any code either), or for at most 10 s.
 fn warm_up(mut run: impl FnMut(), stats: fn() -> jitgen::StatsSnapshot) {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(10) {
@@ -484,6 +487,7 @@ fn warm_up(mut run: impl FnMut(), stats: fn() -> jitgen::StatsSnapshot) {
         run();
         let after = stats();
         if after.compilations == before.compilations
+            && after.background_submissions == before.background_submissions
             && after.fusions == before.fusions
             && after.fusions_postponed == before.fusions_postponed
             && after.entries > before.entries

@@ -943,6 +943,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                         match crate::run::background::submit(f, Box::new(crate::portal::ticker::waker())) {
                             Ok(ticket) => {
                                 let took = t.elapsed();
+                                self.stats.submitted();
                                 self.cache.with(|c| {
                                     let mut c = c.borrow_mut();
                                     c.compiled_in(took);

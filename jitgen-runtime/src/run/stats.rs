@@ -23,6 +23,7 @@ pub struct Stats {
     case_ops: AtomicU64,
     case_nanos: AtomicU64,
     elsewhere_nanos: AtomicU64,
+    submitted: AtomicU64,
     fusions: AtomicU64,
     fusion_nanos: AtomicU64,
     fused_ops: AtomicU64,
@@ -79,6 +80,10 @@ pub struct StatsSnapshot {
     /// Of `compile_nanos`, the time the compiler's thread spent compiling
     /// while the interpreter went on (`run::background`).
     pub background_compile_nanos: u64,
+    /// Residual functions handed to the compiler's thread (each counted in
+    /// `compilations` once its code is installed; one whose thread ended
+    /// first never is).
+    pub background_submissions: u64,
     /// Entries into compiled code that found a fusion due and postponed it
     /// (the code had not run long enough yet). A run that adds to neither
     /// this, `fusions` nor `compilations` runs the code as it will stay.
@@ -107,6 +112,7 @@ impl Stats {
             case_ops: AtomicU64::new(0),
             case_nanos: AtomicU64::new(0),
             elsewhere_nanos: AtomicU64::new(0),
+            submitted: AtomicU64::new(0),
             fusions: AtomicU64::new(0),
             fusion_nanos: AtomicU64::new(0),
             fused_ops: AtomicU64::new(0),
@@ -191,6 +197,11 @@ impl Stats {
         let here =
             self.compile_nanos.load(Ordering::Relaxed).saturating_sub(self.elsewhere_nanos.load(Ordering::Relaxed));
         (keys > 0).then(|| std::time::Duration::from_nanos(here / keys))
+    }
+
+    /// Records a residual function handed to the compiler's thread.
+    pub fn submitted(&self) {
+        self.submitted.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records that `nanos` of the last compilation's time
@@ -284,6 +295,7 @@ impl Stats {
             case_residual_ops: self.case_ops.load(Ordering::Relaxed),
             case_compile_nanos: self.case_nanos.load(Ordering::Relaxed),
             background_compile_nanos: self.elsewhere_nanos.load(Ordering::Relaxed),
+            background_submissions: self.submitted.load(Ordering::Relaxed),
             fusions_postponed: self.fusions_postponed.load(Ordering::Relaxed),
             retired_slow: self.retired_slow.load(Ordering::Relaxed),
         }
