@@ -27,13 +27,6 @@ pub const WARMUP_FACTOR: u32 = 4;
 /// (about what a TLC loop costs, 1.0-1.4 ms: PERFORMANCE.md).
 pub const EXPECTED_COMPILE: std::time::Duration = std::time::Duration::from_micros(1250);
 
-/// What recording a key's residual function is expected to take the
-/// interpreter's thread where its machine code is compiled on the
-/// compiler's thread (see [`Config::set_background`]), before the portal
-/// has measured one: a TLC loop's generating extension, 0.4-0.6 ms
-/// (PERFORMANCE.md). The warm-up then waits [`WARMUP_FACTOR`] times this.
-pub const EXPECTED_RECORDING: std::time::Duration = std::time::Duration::from_micros(600);
-
 /// When a counted key compiles: past `threshold` visits, and, with
 /// `warmup`, once the program has run [`WARMUP_FACTOR`] times the expected
 /// compile time in the interpreter (time in compiled code and compiling does

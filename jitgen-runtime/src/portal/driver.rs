@@ -120,9 +120,11 @@
 //! visits do once a thread has code. While a key is pending no other key compiles (the
 //! loop being compiled would make its other keys hot meanwhile), and a key that gets warm
 //! then is warm from that moment, not from the call's start. So the thread pays only for
-//! recording (about half of a root's compile time, PERFORMANCE.md), and the warm-up waits
-//! `WARMUP_FACTOR` times that: `EXPECTED_RECORDING` before anything is measured. An
-//! explicit threshold, `JITGEN_BACKGROUND=0`, flexswitch cases and fusions compile on the
+//! recording (about half of a root's compile time, PERFORMANCE.md), and later warm-ups
+//! wait `WARMUP_FACTOR` times that. The first waits for `EXPECTED_COMPILE` still: what
+//! recording costs varies too much by interpreter (0.3-0.6 ms for TLC's loops, 5 ms for
+//! the stack VM's recursion) for a smaller guess to bound what a run pays. An explicit
+//! threshold, `JITGEN_BACKGROUND=0`, flexswitch cases and fusions compile on the
 //! interpreter's thread, which waits.
 //!
 //! Portal entry and types: for a portal's own list of enums (an operand stack of
@@ -338,8 +340,6 @@ pub struct PortalCache<K> {
     stale: FxHashMap<K, Vec<Box<Compiled>>>,
     /// The compile time expected next (see [`PortalCache::compiled_in`]).
     expected_compile: std::time::Duration,
-    /// Whether a compilation was measured ([`PortalCache::compiled_in`]).
-    measured: bool,
     /// The clock of warm-ups.
     clock: Clock,
     /// When the portal call under way began, as its site says before a
@@ -367,7 +367,6 @@ impl<K> PortalCache<K> {
             counting: 0,
             stale: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
             expected_compile: EXPECTED_COMPILE,
-            measured: false,
             clock: Clock::new(),
             call_began: None,
             entered: Vec::new(),
@@ -640,7 +639,6 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     /// expectation.
     pub fn compiled_in(&mut self, took: std::time::Duration) {
         self.expected_compile = (self.expected_compile + took) / 2;
-        self.measured = true;
         self.clock.compiled(took);
     }
 
@@ -835,11 +833,6 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         let per_key = self.stats.compile_per_key();
         let hot = self.cache.with(|c| {
             let mut c = c.borrow_mut();
-            // Before any compilation here, what recording one costs where
-            // its machine code is compiled on the compiler's thread.
-            if !c.measured && policy.warmup && self.config.compiles_in_background() {
-                c.expected_compile = EXPECTED_RECORDING;
-            }
             // What compiling a key costs this module, its flexswitch cases
             // included (a recursion's continuations compile as cases).
             if let Some(d) = per_key {

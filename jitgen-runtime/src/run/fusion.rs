@@ -68,7 +68,7 @@ pub enum Fusion {
 /// A root is fused once it has existed this many times as long as its
 /// fusions took and the next is expected to take (see
 /// [`ResidualFn::fuse_pieces`]); `Config::set_fusion_patience` changes it.
-pub const FUSION_PATIENCE: u32 = 2;
+pub const FUSION_PATIENCE: u32 = 1;
 
 /// What fusing costs per residual operation before a module has fused
 /// anything (a fusion's expected time): fusing compiles code already
