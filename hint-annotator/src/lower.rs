@@ -987,7 +987,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 };
                 if self.cur.is_some() {
                     let (ret, t) = (self.f.ret.clone(), self.ty_of(&v));
-                    self.unify(&ret, &t, r.span());
+                    // A mismatch is the value's (`Err("text".into())` where
+                    // the result holds a `Box<dyn Error>`): at its span, the
+                    // value is a candidate for outlining as Rust's own code.
+                    let at = r.expr.as_ref().map_or(r.span(), |x| x.span());
+                    self.unify(&ret, &t, at);
                     self.return_with(v, r.span());
                 }
                 self.never(r.span())

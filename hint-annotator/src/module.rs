@@ -857,6 +857,11 @@ impl<'a> ModuleDef<'a> {
                         return Err(err(seg, "a `HashMap` with a hasher is an object jitgen does not model"))
                     }
                     "HashMap" => Ty::Map(Box::new(generic(0)?), Box::new(generic(1)?)),
+                    // `Box<dyn Error>`: an object the analysis does not
+                    // model, which compiled code may own as a whole.
+                    "Box" if matches!(type_args()?.first(), Some(syn::Type::TraitObject(_))) => {
+                        Ty::Foreign(type_text(t))
+                    }
                     "Box" => Ty::Boxed(Box::new(generic(0)?)),
                     "Option" => Ty::Option(Box::new(generic(0)?)),
                     "Result" => Ty::Result(Box::new(generic(0)?), Box::new(generic(1)?)),
@@ -892,7 +897,7 @@ impl<'a> ModuleDef<'a> {
             syn::Type::TraitObject(_) => Err(err(
                 t,
                 format!(
-                    "a trait object (`{}`) is not supported by jitgen's analysis yet; where compiled code needs it (a portal's signature, its locals), use a type of the module (an error enum)",
+                    "a trait object (`{}`) outside a `Box` is not supported by jitgen's analysis yet; own it as a `Box<dyn ..>` (an object compiled code holds without looking inside), or use a type of the module",
                     type_text(t)
                 ),
             )),

@@ -123,6 +123,11 @@ impl<'g> Gen<'g> {
                 quote!(__b[#k] = #w;)
             });
             (quote!(&[#(#vts),*]), quote!(#(#writes)*))
+        } else if matches!(rty, Ty::Foreign(t) if hint_annotator::types::owned_opaque(t)) {
+            // An object the analysis does not model (a `Box<dyn Error>`):
+            // moved into the arena, reached by address, as a `String`.
+            let pt = ptr_valty();
+            (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
         } else if let Ty::Struct(s) = rty {
             // A struct of the module that is not a struct of scalars (it
             // owns what the analysis does not model, as a derived clone

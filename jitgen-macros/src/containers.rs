@@ -572,6 +572,9 @@ impl<'g> Gen<'g> {
         what: &str,
     ) -> TokenStream {
         let rt = rt();
+        if owns_opaque(ty, self.cg.types()) {
+            return self.decline("a value owning an object jitgen does not model, read in place");
+        }
         let (flat, _, tys) = enum_helpers(ty);
         if !self.enums.contains(ty) {
             self.enums.push(ty.clone());

@@ -325,6 +325,9 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
         // a real object residual code owns (moved into the arena), as a
         // `String` is.
         Ty::Struct(s) if owning_struct(s, types) => Some(vec![Slot::Owned]),
+        // An object the analysis does not model, owned (a `Box<dyn Error>`
+        // outlined Rust made): in the arena, as a `String`.
+        Ty::Foreign(text) if hint_annotator::types::owned_opaque(text) => Some(vec![Slot::Owned]),
         // A struct that owns what the analysis does not model (one that
         // cannot be virtual): its address, as structs are pointers in the
         // analysis's memory model (`Option<Frame>` of `frames.last()`).
@@ -374,6 +377,32 @@ pub(crate) fn owning_struct(s: &str, types: &ModuleTypes) -> bool {
             && d.fields.values().any(|t| *t == Ty::Str)
             && d.fields.values().all(|t| *t == Ty::Str || scalar(t).is_some())
     })
+}
+
+/// Whether residual code owns values of type `f` as objects in its arena,
+/// rebuilt by moving them out: an owning struct (see `owning_struct`), or an
+/// object the analysis does not model that it may own (a `Box<dyn Error>`).
+fn owned_object(f: &Ty, types: &ModuleTypes) -> bool {
+    match f {
+        Ty::Struct(s) => owning_struct(s, types),
+        Ty::Foreign(t) => hint_annotator::types::owned_opaque(t),
+        _ => false,
+    }
+}
+
+/// Whether a value of the type owns an object the analysis does not model
+/// (a `Result` whose error is a `Box<dyn Error>`): it moves into and out of
+/// the arena, and is never read in place as a copy, which Rust's `clone`
+/// of it may not be.
+pub fn owns_opaque(ty: &Ty, types: &ModuleTypes) -> bool {
+    let direct = |t: &Ty| matches!(t, Ty::Foreign(x) if hint_annotator::types::owned_opaque(x));
+    direct(ty)
+        || (is_enum(ty)
+            && variants(ty, types).iter().any(|(_, _, fields, _)| {
+                fields
+                    .iter()
+                    .any(|f| !inline_object(ty, f, types) && (direct(f) || (is_enum(f) && owns_opaque(f, types))))
+            }))
 }
 
 /// Whether values of the type can be rebuilt from their words (no pointers inside).
@@ -762,11 +791,18 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 writes.push(quote!(__w[#at] = #b as *const #vt as usize as u64;));
                 // SAFETY: as for a `String` above.
                 reads.push(quote!(unsafe { #rt::heap::take_or_copy_vec(__w[#at]) }));
-            } else if matches!(f, Ty::Struct(s) if owning_struct(s, types)) && !inline_object(ty, f, types) {
+            } else if owned_object(f, types) && !inline_object(ty, f, types) {
+                // A struct of scalars and `String`s, or an object the
+                // analysis does not model (a `Box<dyn Error>`): moved into
+                // the arena and out again. The latter is never copied (a
+                // value holding one is never read in place: `owns_opaque`).
                 let st = rust_ty(f, None);
                 let lost = format!("jitgen: a `{f}` residual code did not make, moved out of an enum value");
                 moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
-                let copy = owning_struct_copy(f, b, types);
+                let copy = match f {
+                    Ty::Struct(_) => owning_struct_copy(f, b, types),
+                    _ => quote!(unreachable!("jitgen: an object it does not model copied out of its place")),
+                };
                 copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(#copy) as usize as u64;));
                 writes.push(quote!(__w[#at] = #b as *const #st as usize as u64;));
                 reads.push(quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost)));

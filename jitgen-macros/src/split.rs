@@ -629,7 +629,15 @@ impl VisitMut for Rewrite<'_> {
                     // In parentheses: the value may be an inlined method's
                     // labeled `loop` (rustc's `break_with_label_and_loop`).
                     Some(l) => syn::parse_quote_spanned!(at=> break #l (#x)),
-                    None => syn::parse_quote_spanned!(at=> return { let __jit_r = #x; #wb __jit_r }),
+                    // The block is where the value is: a mismatch of its
+                    // type with the result's is the value's, which
+                    // outlining then runs as Rust (`Err("text".into())`
+                    // into a `Box<dyn Error>`).
+                    None => {
+                        let vat = r.expr.as_ref().map_or(at, |x| syn::spanned::Spanned::span(&**x));
+                        let value: Expr = syn::parse_quote_spanned!(vat=> { let __jit_r = #x; #wb __jit_r });
+                        syn::parse_quote_spanned!(at=> return #value)
+                    }
                 };
                 return;
             }

@@ -172,14 +172,14 @@ use machine::{jit, Machine};
 /// An instruction of the program builder: an opcode and its operand bytes
 /// (a jump's target is an instruction's index until `assemble`).
 #[derive(Clone, Debug)]
-enum Ins {
+pub(crate) enum Ins {
     Push(i32),
     Op(u8),
     Jnz(usize),
     Local(u8, u8),
 }
 
-fn assemble(program: &[Ins]) -> Vec<u8> {
+pub(crate) fn assemble(program: &[Ins]) -> Vec<u8> {
     let size = |i: &Ins| match i {
         Ins::Push(_) | Ins::Jnz(_) => 5,
         Ins::Op(_) => 1,
@@ -218,7 +218,7 @@ fn check(code: &[u8], fuel: u32) {
 }
 
 /// `sum = 0; n = N; do { sum += n; n -= 1 } while n != 0; sum`.
-fn sum_to(n: i32) -> Vec<u8> {
+pub(crate) fn sum_to(n: i32) -> Vec<u8> {
     use Ins::*;
     assemble(&[
         Push(0),
@@ -280,21 +280,28 @@ fn random_programs_of_a_machine_borrowing_its_program_agree_with_plain() {
     let mut rng = crate::common::Rng(0xb0_77_0e);
     for i in 0..crate::common::how_many(300) {
         jit::config().set_threshold([0, 1, 2, 5][i % 4]);
-        let len = 1 + rng.below(14) as usize;
-        let mut program: Vec<Ins> = (0..len)
-            .map(|_| match rng.below(10) {
-                0 | 1 => Ins::Push(rng.below(7) as i32 - 3),
-                2 => Ins::Op([1, 2, 9, 10][rng.below(4) as usize]),
-                3 => Ins::Jnz(rng.below(len as u64 + 1) as usize),
-                4 => Ins::Op(4),
-                5 => Ins::Op(5),
-                6 => Ins::Local(6, rng.below(4) as u8),
-                7 => Ins::Local(7, rng.below(4) as u8),
-                8 => Ins::Op(if rng.below(4) == 0 { 11 + rng.below(5) as u8 } else { 8 }),
-                _ => Ins::Op(1),
-            })
-            .collect();
-        program.push(Ins::Op(8));
-        check(&assemble(&program), 1 + rng.below(300) as u32);
+        check(&random_program(&mut rng), 1 + rng.below(300) as u32);
     }
+}
+
+/// A random program of up to 15 instructions ending in `Halt`: pushes,
+/// arithmetic (division by zero too), jumps, stack and local operations,
+/// and now and then a bad opcode.
+pub(crate) fn random_program(rng: &mut crate::common::Rng) -> Vec<u8> {
+    let len = 1 + rng.below(14) as usize;
+    let mut program: Vec<Ins> = (0..len)
+        .map(|_| match rng.below(10) {
+            0 | 1 => Ins::Push(rng.below(7) as i32 - 3),
+            2 => Ins::Op([1, 2, 9, 10][rng.below(4) as usize]),
+            3 => Ins::Jnz(rng.below(len as u64 + 1) as usize),
+            4 => Ins::Op(4),
+            5 => Ins::Op(5),
+            6 => Ins::Local(6, rng.below(4) as u8),
+            7 => Ins::Local(7, rng.below(4) as u8),
+            8 => Ins::Op(if rng.below(4) == 0 { 11 + rng.below(5) as u8 } else { 8 }),
+            _ => Ins::Op(1),
+        })
+        .collect();
+    program.push(Ins::Op(8));
+    assemble(&program)
 }

@@ -9,6 +9,7 @@
 mod common;
 
 mod borrowed_code;
+mod boxed_errors;
 mod calls;
 mod clox_style;
 mod conversions;

@@ -741,12 +741,14 @@ impl Lowering<'_, '_> {
     }
 
     /// A part of an `Option` or `Result` an outlined statement gives: a
-    /// plain copy with no struct in it, a `String`, or a struct of scalars
-    /// and `String`s (an error with its message), which compiled code then
-    /// owns as it owns a `String`.
+    /// plain copy with no struct in it, a `String`, a struct of scalars
+    /// and `String`s (an error with its message), or an object the analysis
+    /// does not model that owns what it holds (a `Box<dyn Error>`), which
+    /// compiled code then owns as it owns a `String`.
     fn returnable_part(&self, t: &Ty) -> bool {
         match self.u.shallow(t) {
             Ty::Unit | Ty::Str => true,
+            Ty::Foreign(text) => crate::types::owned_opaque(&text),
             Ty::Struct(n) => self.m.structs.get(&n).is_some_and(|d| {
                 d.lifetimes == 0
                     && d.fields.values().any(|f| *f == Ty::Str)
