@@ -280,17 +280,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
         }
         if segs.ends_with(&["From".to_string(), "from".to_string()]) && c.args.len() == 1 {
-            // `From::from(e)` (what `?` applies to an error): the module's
-            // one impl converting e's type, else e itself (a conversion
-            // the analysis does not model is then a type error, left to
-            // Rust).
-            let x = self.expr(&c.args[0]);
-            let x = self.rvalue(x, &c.args[0]);
-            let have = self.u.shallow(&self.ty_of(&x));
-            if let Some(name) = self.module_conversion("from", &have) {
-                return self.call_fn(&name, vec![x], &[&c.args[0]], c);
-            }
-            return self.emit(OpKind::SameAs, vec![x], have, c);
+            return self.from_conversion(c);
         }
         if matches!(segs.first().map(String::as_str), Some("super" | "crate" | "std" | "core")) || segs.len() == 1 {
             // A function outside the module: a residual call whose result type
@@ -573,6 +563,33 @@ impl<'m, 'a> Lowering<'m, 'a> {
         };
         let recv = self.rvalue(recv.clone(), r);
         Some(self.desugared(vec![("__jitgen_recv", recv)], e))
+    }
+
+    /// `From::from(e)` (what `?` applies to an error): the module's one impl
+    /// converting e's type, else e itself (a conversion the analysis does
+    /// not model is then a type error, left to Rust). Into the function's
+    /// `Box<dyn Error>` (a `String` error a `?` converts), a conversion the
+    /// analysis does not model, which runs as Rust where outlined.
+    fn from_conversion(&mut self, c: &syn::ExprCall) -> LVal {
+        let x = self.expr(&c.args[0]);
+        let x = self.rvalue(x, &c.args[0]);
+        let have = self.u.shallow(&self.ty_of(&x));
+        if let Some(name) = self.module_conversion("from", &have) {
+            return self.call_fn(&name, vec![x], &[&c.args[0]], c);
+        }
+        if let Ty::Result(_, e) = self.u.shallow(&self.f.ret) {
+            if let Ty::Foreign(boxed) = self.u.shallow(&e) {
+                let same = matches!(&have, Ty::Foreign(h) if *h == boxed);
+                if crate::types::owned_opaque(&boxed) && !same {
+                    self.error(
+                        c.span(),
+                        format!("the conversion of this error into a `{boxed}` is not supported by jitgen's analysis"),
+                    );
+                    return self.poison(c.span());
+                }
+            }
+        }
+        self.emit(OpKind::SameAs, vec![x], have, c)
     }
 
     /// `x.into()` (`x.try_into()`) where one trait impl of the module

@@ -507,6 +507,7 @@ impl Lowering<'_, '_> {
         // of one getter each read back (`Outlined::stash`).
         let mut changed: Vec<String> = vec![];
         let mut borrowed: Vec<String> = vec![];
+        let mut taken: Vec<String> = vec![];
         for n in uses.names.iter().filter(|n| bound.contains(n.as_str())) {
             let shown = if n == "self" { "self".to_string() } else { crate::flowgraph::as_written(n) };
             let Some((_, v)) = mark.env.iter().rev().find(|(m, _)| m == n) else { continue };
@@ -567,6 +568,17 @@ impl Lowering<'_, '_> {
                         }
                     }
                 }
+                // A `String` or `Vec` moved at its one use (the error a `?`
+                // converts): taken out of its place (`mem::take`), which
+                // Rust's move leaves unread.
+                Passed::ByReference
+                    if uses.moved.contains(n)
+                        && uses.occurrences.get(n) == Some(&1)
+                        && !uses.macro_names.contains(n)
+                        && matches!(self.u.shallow(&t), Ty::Str | Ty::Vec(_)) =>
+                {
+                    taken.push(n.clone());
+                }
                 Passed::ByReference if uses.moved.contains(n) => return Err(format!("it moves `{shown}`")),
                 Passed::ByReference | Passed::Borrowed => {}
             }
@@ -580,10 +592,11 @@ impl Lowering<'_, '_> {
             by_ref: names
                 .iter()
                 .zip(&ways)
-                .filter(|(_, w)| **w == Passed::ByReference)
+                .filter(|(n, w)| **w == Passed::ByReference && !taken.contains(n))
                 .map(|(n, _)| n.clone())
                 .collect(),
             borrowed,
+            taken: taken.clone(),
         }
         .visit_expr_mut(&mut body);
         let span = e.span();
@@ -606,7 +619,7 @@ impl Lowering<'_, '_> {
             let id = param_ident(n, span);
             match w {
                 Passed::ByValue => quote!(#id),
-                Passed::ByReference | Passed::Borrowed if uses.only_read(n) => quote!(&#id),
+                Passed::ByReference | Passed::Borrowed if uses.only_read(n) && !taken.contains(n) => quote!(&#id),
                 Passed::ByReference | Passed::Borrowed => quote!(&mut #id),
             }
         });
@@ -1025,6 +1038,8 @@ struct Uses {
     bound_inside: HashSet<String>,
     /// Names called (`f(..)`): functions, of this module or imported.
     callees: HashSet<String>,
+    /// How many times each name appears.
+    occurrences: HashMap<String, usize>,
 }
 
 impl Uses {
@@ -1057,6 +1072,7 @@ impl Uses {
     }
 
     fn name(&mut self, n: String) {
+        *self.occurrences.entry(n.clone()).or_default() += 1;
         if !self.names.contains(&n) {
             self.names.push(n);
         }
@@ -1253,6 +1269,9 @@ struct Rename {
     by_ref: Vec<String>,
     /// Values Rust holds by `&`, passed as values: `(&x)`.
     borrowed: Vec<String>,
+    /// Objects passed by `&mut` and moved at their one use:
+    /// `::std::mem::take(x)`.
+    taken: Vec<String>,
 }
 
 impl Rename {
@@ -1274,6 +1293,15 @@ impl Rename {
 }
 
 impl VisitMut for Rename {
+    fn visit_field_value_mut(&mut self, f: &mut syn::FieldValue) {
+        // A shorthand field (`Class { name }`) whose local is renamed
+        // names its field and the new expression.
+        if f.colon_token.is_none() {
+            f.colon_token = Some(Default::default());
+        }
+        syn::visit_mut::visit_field_value_mut(self, f);
+    }
+
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         if let Expr::Path(p) = e {
             if let Some(i) = p.path.get_ident() {
@@ -1287,6 +1315,9 @@ impl VisitMut for Rename {
                 } else if self.borrowed.contains(&n) {
                     let id = i.clone();
                     *e = syn::parse_quote!((&#id));
+                } else if self.taken.contains(&n) {
+                    let id = i.clone();
+                    *e = syn::parse_quote!(::std::mem::take(#id));
                 }
                 return;
             }
