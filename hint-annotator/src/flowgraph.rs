@@ -11,6 +11,11 @@
 
 use std::fmt::Write as _;
 
+/// The residual call of Rust's own `From` that converts an error into a
+/// function's `Box<dyn Error>` (a `?`'s conversion; see the lowering of
+/// calls): its result is an object compiled code owns.
+pub const BOX_FROM: &str = "core::convert::From::from";
+
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use proc_macro2::Span;
 

@@ -300,7 +300,8 @@ impl<'g> Gen<'g> {
             }
         };
         // A generic function's type arguments are inferred from its result.
-        let ascribed = if types.generic_fns.contains(name) { Some(rust_ty(&rty, None)) } else { None };
+        let generic = types.generic_fns.contains(name) || name == hint_annotator::flowgraph::BOX_FROM;
+        let ascribed = if generic { Some(rust_ty(&rty, None)) } else { None };
         let ascribed = ascribed.map(|t| quote!(: #t));
         let cb = self.callback(
             width,
@@ -645,8 +646,13 @@ impl<'g> Gen<'g> {
                 let id = v_ident(r);
                 quote!(let #id: [#rt::RedBox; #n] = #rt::redbox::first_n(&__v);)
             }
-            // A `String`, or a struct in the arena (see `result_words`).
-            Repr::RPtr if *rty == Ty::Str || matches!(rty, Ty::Struct(_) | Ty::Ref { .. } | Ty::Array(..)) => {
+            // A `String`, or a struct or an owned object the analysis does
+            // not model in the arena (see `result_words`).
+            Repr::RPtr
+                if *rty == Ty::Str
+                    || matches!(rty, Ty::Struct(_) | Ty::Ref { .. } | Ty::Array(..))
+                    || matches!(rty, Ty::Foreign(t) if hint_annotator::types::owned_opaque(t)) =>
+            {
                 self.bind(fi, r, quote!(__v[0]))
             }
             Repr::VPtr if scalar_struct(rty, self.cg.types()).is_some() => {

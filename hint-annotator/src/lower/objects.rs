@@ -228,7 +228,11 @@ pub(super) fn opaque_objects_by_value(g: &FlowGraph, span: Span) -> Vec<syn::Err
             for (i, a) in op.args.iter().enumerate() {
                 let by_address = matches!(&op.kind, OpKind::SameAs | OpKind::SharedDeref)
                     || (i == 0 && matches!(&op.kind, OpKind::CallOpaque(m) if m.starts_with('.')));
-                if owned(a) && !by_address {
+                // An object compiled code owns (a `Box<dyn Error>`) may be
+                // moved into an enum (`Err(e)`): its address moves with it.
+                let moved_into_enum = matches!(&op.kind, OpKind::MakeEnum { .. })
+                    && matches!(a, Value::Var(x) if matches!(&g.var(*x).ty, Ty::Foreign(t) if crate::types::owned_opaque(t)));
+                if owned(a) && !by_address && !moved_into_enum {
                     errors.push(syn::Error::new(op.span, message(&g.value_ty(a).to_string())));
                 }
             }
