@@ -328,3 +328,36 @@ fn a_helper_converting_string_errors_into_the_box_compiles_and_agrees_with_plain
     let after = jit::stats();
     assert!(after.entries > before.entries && after.declined == before.declined, "{after:?} {:?}", jit::last_decline());
 }
+
+/// Random straight-line programs of the helper VM (pushes, arithmetic,
+/// `DUP`, `SWAP`, bad opcodes, then `HALT`): the underflows its helper
+/// converts into the box, the errors `format!(..).into()` makes, and the
+/// results agree with plain.
+#[test]
+fn random_programs_converting_string_errors_agree_with_plain() {
+    use helper_vm::{jit, Vm};
+    let _held = crate::common::lock(&STATS);
+    let mut rng = crate::common::Rng(0x5e_7b_0c);
+    let before = jit::stats();
+    for i in 0..crate::common::how_many(300) {
+        jit::config().set_threshold([0, 1, 2, 5][i % 4]);
+        let mut code = vec![];
+        for _ in 0..rng.below(12) {
+            match rng.below(7) {
+                // A value at least 7: never an opcode, if ever read as one.
+                0 | 1 => code.extend([0, 7 + rng.below(40) as u8]),
+                2 => code.push(1),
+                3 => code.push(2),
+                4 => code.push(4),
+                5 => code.push(6),
+                _ => code.push(if rng.below(3) == 0 { 7 + rng.below(9) as u8 } else { 4 }),
+            }
+        }
+        code.extend([5, 5]);
+        let run = |r: Result<i64, Box<dyn std::error::Error>>| r.map_err(|e| e.to_string());
+        let (mut a, mut b) = (Vm::new(code.clone()), Vm::new(code.clone()));
+        let (got, want) = (run(a.run()), run(jit::plain::Vm::run(&mut b)));
+        assert_eq!((got, a.ip, a.stack), (want, b.ip, b.stack), "{code:?}");
+    }
+    assert!(jit::stats().entries > before.entries, "{:?}", jit::stats());
+}
