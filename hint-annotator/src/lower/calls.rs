@@ -569,8 +569,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// converting e's type, else e itself (a conversion the analysis does
     /// not model is then a type error, left to Rust). Into the function's
     /// `Box<dyn Error>`, a residual call of Rust's own conversion
-    /// ([`crate::flowgraph::BOX_FROM`]) where `e` is a `String`, text or an
-    /// enum of the module (a `?` on `ok_or("text")`, on the module's error);
+    /// ([`crate::flowgraph::BOX_FROM`]) where `e` is a `String` or an enum
+    /// of the module (a `?` on `ok_or("text")`, on the module's error);
     /// of other values, a conversion the analysis does not model, which runs
     /// as Rust where outlined.
     fn from_conversion(&mut self, c: &syn::ExprCall) -> LVal {
@@ -584,8 +584,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             if let Ty::Foreign(boxed) = self.u.shallow(&e) {
                 let same = matches!(&have, Ty::Foreign(h) if *h == boxed);
                 if crate::types::owned_opaque(&boxed) && !same {
-                    let text = matches!(&have, Ty::Ref { to, .. } if **to == Ty::Text);
-                    if matches!(have, Ty::Str | Ty::Enum(_)) || text {
+                    if matches!(have, Ty::Str | Ty::Enum(_)) {
                         let call = OpKind::CallOpaque(crate::flowgraph::BOX_FROM.into());
                         return self.emit(call, vec![x], Ty::Foreign(boxed), c);
                     }
