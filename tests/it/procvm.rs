@@ -102,6 +102,34 @@ fn child_code_after_a_compiled_recursion_at_the_default_threshold() {
     assert!(jit::stats().entries > 0, "{:?}", jit::stats());
 }
 
+/// With the default policy, a fusion is compiled on the compiler's thread
+/// while the pieces it fuses go on running, and a later entry installs it:
+/// every run before, between and after leaves what plain leaves (a child
+/// process: the policy is the module's).
+#[test]
+fn a_fusion_compiled_on_the_compilers_thread_agrees_with_plain() {
+    assert!(common::run_child("child_a_fusion_compiled_on_the_compilers_thread", None));
+}
+
+#[test]
+#[ignore = "run by a_fusion_compiled_on_the_compilers_thread_agrees_with_plain in a child process"]
+fn child_a_fusion_compiled_on_the_compilers_thread() {
+    let code = assemble(&programs::ackermann(2, 40, "Push 10\nPrint")).unwrap();
+    let want = plain(&code);
+    let mut after = None;
+    for run in 0..2000 {
+        assert_eq!(portal(&code), want, "run {run}: {:?}", jit::stats());
+        // Runs on, with the fused code, for as long again.
+        match after {
+            None if jit::stats().background_fusions > 0 => after = Some(2 * run + 10),
+            Some(last) if run >= last => break,
+            _ => {}
+        }
+    }
+    let s = jit::stats();
+    assert!(s.background_fusions > 0 && s.entries > 0, "{s:?}");
+}
+
 /// Random programs whose returns hand over to the interpreter: with one
 /// case per flexswitch, a return to a second address goes on in execute
 /// mode and then in the interpreter, which must not run again what

@@ -148,7 +148,7 @@ use crate::ir::builder::ResidualFunction;
 use crate::portal::slow::Verdict;
 use crate::run::background::Ticket;
 use crate::run::fusion::Fusion;
-use crate::run::residual::ResidualFn;
+use crate::run::residual::{ResidualFn, SubmitFn};
 
 pub use crate::portal::config::*;
 pub use crate::portal::sampler::*;
@@ -604,6 +604,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         match code {
             Ok(code) => {
                 code.note_birth(stats.compile_nanos());
+                code.fuse_elsewhere(crate::run::background::submit_fusion);
                 self.insert_owned(key, content, Some(code));
                 Some(word)
             }
@@ -912,15 +913,27 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 // Pieces that run slower than interpreting are fused now.
                 let patience =
                     if self.sampler.with(|s| s.unfused_slower()) { 0 } else { self.config.fusion_patience() };
-                match code.fuse_pieces(patience, per_op, || self.stats.compile_nanos()) {
-                    Fusion::Fused(fused, took, ops) => {
-                        self.stats.fused(took.as_nanos() as u64, ops);
+                // Fused on the compiler's thread where the code was compiled
+                // there (`run::background`).
+                let background = self.config.hot_policy().warmup && self.config.compiles_in_background();
+                let submit = background.then_some(crate::run::background::submit_fusion as SubmitFn);
+                match code.fuse_pieces(patience, per_op, || self.stats.compile_nanos(), submit) {
+                    Fusion::Fused(fused, took, ops, elsewhere) => {
+                        self.stats.fused((took + elsewhere).as_nanos() as u64, ops);
+                        if !elsewhere.is_zero() {
+                            self.stats.fused_elsewhere();
+                        }
                         self.cache.with(|c| c.borrow_mut().fused_in(took));
                         self.cache.with(|c| c.borrow_mut().replace_code(&key, &code, fused.clone()));
                         fused
                     }
                     Fusion::Postponed => {
                         self.stats.fusion_postponed();
+                        self.sampler.with(|s| s.unsettled_code());
+                        code
+                    }
+                    Fusion::Submitted => {
+                        self.stats.submitted();
                         self.sampler.with(|s| s.unsettled_code());
                         code
                     }

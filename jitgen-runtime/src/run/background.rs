@@ -19,6 +19,12 @@
 //! tables stay with the asking thread's ticket, so a ticket dropped before
 //! its code is taken (its thread ended) drops code that never runs.
 //!
+//! A root compiled here is fused here too ([`submit_fusion`], the
+//! `run::residual::SubmitFn` of such code): the fused function goes to this
+//! thread, the pieces it fuses go on running meanwhile, and the next entry
+//! of the root (or the next report of a hot switch) installs it, pointing
+//! the tables at it as a fusion in place does.
+//!
 //! One thread serves the process, started when a first key gets warm
 //! ([`prewarm`]); where no thread can be started, [`submit`] gives the
 //! function back and the caller compiles it itself. Its first work is to
@@ -55,6 +61,9 @@ struct Job {
 // are not `Send` (reference-counted tables of the asking thread).
 unsafe impl Send for Job {}
 
+/// A submitted function and its machine code, attached to its tables.
+pub type Attached = (ResidualFunction, crate::backend::cranelift::NativeCode);
+
 /// A function submitted to the compiler's thread, until its code is taken
 /// on the thread that submitted it.
 pub struct Ticket {
@@ -78,17 +87,27 @@ impl Ticket {
     /// time the compiler's thread took; `None` (the ticket kept) while it
     /// is not ready.
     pub fn take(self) -> Result<(Result<ResidualFn, BackendError>, Duration), Ticket> {
+        let (code, took) = self.take_native()?;
+        Ok((code.map(|(function, native)| ResidualFn::with_code(function, native)), took))
+    }
+
+    /// As [`Ticket::take`], the function and its machine code apart (a
+    /// fusion's code is not a root of its own: see `run::fusion`).
+    pub fn take_native(self) -> Result<(Result<Attached, BackendError>, Duration), Ticket> {
         if !self.ready() {
             return Err(self);
         }
         let taken = self.slot.code.lock().unwrap_or_else(|e| e.into_inner()).take();
         let (code, took) =
             taken.unwrap_or_else(|| (Err(BackendError("the compiler's thread gave nothing".into())), Duration::ZERO));
-        let code = code.map(|d| {
-            let native = d.attach(self.function.switches.clone());
-            ResidualFn::with_code(self.function, native)
-        });
-        Ok((code, took))
+        let function = self.function;
+        Ok((
+            code.map(|d| {
+                let native = d.attach(function.switches.clone());
+                (function, native)
+            }),
+            took,
+        ))
     }
 
     /// Waits until the compiler's thread is done with the function (tests).
@@ -195,6 +214,24 @@ pub fn submit(f: ResidualFunction, ready: Box<dyn FnOnce() + Send>) -> Result<Ti
         return Err(f);
     }
     Ok(Ticket { function: f, slot })
+}
+
+/// Hands a fused function to the compiler's thread (see the module doc);
+/// gives it back where that thread could not be started.
+pub fn submit_fusion(f: ResidualFunction) -> Result<Box<dyn crate::run::residual::Compiling>, ResidualFunction> {
+    submit(f, Box::new(|| {})).map(|t| Box::new(Some(t)) as Box<dyn crate::run::residual::Compiling>)
+}
+
+impl crate::run::residual::Compiling for Option<Ticket> {
+    fn poll(&mut self) -> Option<(Result<crate::backend::cranelift::NativeCode, BackendError>, Duration)> {
+        match self.take()?.take_native() {
+            Ok((code, took)) => Some((code.map(|(_, native)| native), took)),
+            Err(ticket) => {
+                *self = Some(ticket);
+                None
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,13 +3,20 @@
 //! a portal enters the root, or, in the one call of a root that is never
 //! entered again, where a switch runs hot ([`flex_hot`]). And the thread's
 //! backend that fusions and entries compile with ([`native_backend`]).
+//!
+//! Code compiled on the compiler's thread is fused there too: the fused
+//! function is handed over by the `SubmitFn` the portal gives (the
+//! compiler's thread's, which the run-time layer's `background` module
+//! makes), the pieces run unfused meanwhile, and a later call of
+//! [`ResidualFn::fuse_pieces`] installs it once it is ready (a portal's
+//! entry, or a hot switch's report).
 
 use crate::backend::cranelift::{CraneliftBackend, RuntimeHooks};
 use crate::backend::Backend;
 use crate::backend::BackendError;
 use crate::ir::builder::ResidualFunction;
 use crate::run::promotion::FlexTable;
-use crate::run::residual::{Compiled, ResidualFn};
+use crate::run::residual::{Compiled, PendingFusion, ResidualFn, SubmitFn};
 
 /// How often residual code took the cases of a tree's switches, per piece
 /// they continue in (see [`crate::run::promotion::FlexTable::hits`]).
@@ -58,11 +65,15 @@ impl<'a> Heat<'a> {
 pub enum Fusion {
     /// Nothing to fuse: no new cases, or [`MAX_FUSIONS`] reached.
     Nothing,
-    /// A fusion is due, but the root has not existed long enough yet.
+    /// A fusion is due, but the root has not existed long enough yet, or
+    /// the compiler's thread is compiling it.
     Postponed,
-    /// The fused code, what fusing took, and the residual operations it
-    /// compiled.
-    Fused(ResidualFn, std::time::Duration, usize),
+    /// The fusion was handed to the compiler's thread: a later call
+    /// installs it ([`Fusion::Fused`]) once it is compiled.
+    Submitted,
+    /// The fused code, what fusing took on this thread and on the
+    /// compiler's, and the residual operations it compiled.
+    Fused(ResidualFn, std::time::Duration, usize, std::time::Duration),
 }
 
 /// A root is fused once it has existed this many times as long as its
@@ -127,15 +138,21 @@ impl ResidualFn {
     /// portal's cache, a hot switch's, see `promotion::flex_hot`) counts the
     /// fusion. The listing stays the root's with its cases. Values seen
     /// later get cases in the pieces, until the next fusion.
-    /// [`Fusion::Nothing`] also when the backend fails.
+    /// [`Fusion::Nothing`] also when the backend fails. With `submit`, the
+    /// fused function is compiled elsewhere ([`Fusion::Submitted`]) and
+    /// installed by a later call.
     pub fn fuse_pieces(
         &self,
         patience: u32,
         nanos_per_op: impl FnOnce() -> u64,
         compiling: impl FnOnce() -> u64,
+        submit: Option<SubmitFn>,
     ) -> Fusion {
         let me = &*self.0;
         let Some(pieces) = me.pieces.as_ref() else { return Fusion::Nothing };
+        if let Some(done) = self.install_fusion() {
+            return done;
+        }
         let n = pieces.cases();
         let (times, cases) = me.fused.get();
         if n == cases || times >= MAX_FUSIONS {
@@ -190,6 +207,23 @@ impl ResidualFn {
         let heat = Heat::of(&me.function, &functions);
         let hot = |k: usize| heat.is_hot(k);
         let (fused, copied) = base.fused(&refs, &cases, MAX_FUSED_OPS, &hot);
+        let fused = match submit.filter(|_| !copied.is_empty()) {
+            // No one is woken when it is compiled: the next entry, or the
+            // next hot switch, installs the code once it is ready.
+            Some(submit) => {
+                let ops = fused.op_count();
+                match submit(fused) {
+                    Ok(code) => {
+                        let took = t.elapsed();
+                        *me.pending_fusion.borrow_mut() =
+                            Some(PendingFusion { code, functions, copied, cases: n, took, ops });
+                        return Fusion::Submitted;
+                    }
+                    Err(fused) => fused,
+                }
+            }
+            None => fused,
+        };
         // Nothing to copy (every piece's outputs differ from the root's) is
         // a fusion done too: it is not tried again until cases are added.
         let native = (!copied.is_empty()).then(|| {
@@ -229,7 +263,43 @@ impl ResidualFn {
         me.fused.set((times + 1, n));
         me.fusing.set(me.fusing.get() + took);
         me.estimate.set((usize::MAX, 0, std::time::Duration::ZERO));
-        Fusion::Fused(self.clone(), took, compiled)
+        Fusion::Fused(self.clone(), took, compiled, std::time::Duration::ZERO)
+    }
+
+    /// Installs the fusion the compiler's thread compiled, once it is
+    /// ready: as a fusion in place ends, the tables that continue in a
+    /// copied piece enter the fused code at its copy. `None` where no
+    /// fusion is pending; [`Fusion::Postponed`] while it is compiled;
+    /// [`Fusion::Nothing`] where the backend failed (the fusion counts as
+    /// done, so that it is not tried again until cases are added).
+    fn install_fusion(&self) -> Option<Fusion> {
+        let me = &*self.0;
+        let mut pending = me.pending_fusion.borrow_mut();
+        let (code, elsewhere) = match pending.as_mut()?.code.poll() {
+            Some(done) => done,
+            None => return Some(Fusion::Postponed),
+        };
+        let PendingFusion { functions, copied, cases, took, ops, .. } = pending.take()?;
+        drop(pending);
+        let t = std::time::Instant::now();
+        let (times, _) = me.fused.get();
+        me.fused.set((times + 1, cases));
+        me.estimate.set((usize::MAX, 0, std::time::Duration::ZERO));
+        let Ok(native) = code else { return Some(Fusion::Nothing) };
+        let to: std::collections::HashMap<usize, usize> = copied
+            .iter()
+            .enumerate()
+            .filter_map(|(k, piece)| Some((functions[*piece].0, native.reentry(k)? as usize)))
+            .collect();
+        for table in &Heat::of(&me.function, &functions).tables {
+            table.redirect(&to);
+        }
+        if let Some(pieces) = &me.pieces {
+            pieces.keep(native.owner());
+        }
+        let took = took + t.elapsed();
+        me.fusing.set(me.fusing.get() + took + elsewhere);
+        Some(Fusion::Fused(self.clone(), took, ops, elsewhere))
     }
 
     /// The tables of the function's own flexswitches.
@@ -288,10 +358,16 @@ pub unsafe extern "C" fn flex_hot(buf: *mut u64) -> u64 {
         let stats = table.stats();
         let per_op = || stats.and_then(|s| s.nanos_per_fused_op()).unwrap_or(NANOS_PER_FUSED_OP);
         let compiling = || stats.map_or(0, |s| s.compile_nanos());
-        if let Fusion::Fused(_, took, ops) = ResidualFn(root).fuse_pieces(FUSION_PATIENCE, per_op, compiling) {
-            if let Some(s) = stats {
-                s.fused(took.as_nanos() as u64, ops);
+        let submit = root.elsewhere.get();
+        match (ResidualFn(root).fuse_pieces(FUSION_PATIENCE, per_op, compiling, submit), stats) {
+            (Fusion::Fused(_, took, ops, elsewhere), Some(s)) => {
+                s.fused((took + elsewhere).as_nanos() as u64, ops);
+                if !elsewhere.is_zero() {
+                    s.fused_elsewhere();
+                }
             }
+            (Fusion::Submitted, Some(s)) => s.submitted(),
+            _ => {}
         }
     }));
     0

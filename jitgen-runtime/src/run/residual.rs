@@ -145,6 +145,37 @@ impl fmt::Debug for ResidualError {
     }
 }
 
+/// A fused function being compiled elsewhere, polled until its machine
+/// code is ready (attached to its tables on this thread).
+pub trait Compiling {
+    /// The code and the time it took once ready; `None` while it is not.
+    fn poll(&mut self) -> Option<(Result<NativeCode, BackendError>, std::time::Duration)>;
+}
+
+/// Hands a fused function to be compiled elsewhere; gives it back where it
+/// cannot.
+pub type SubmitFn = fn(ResidualFunction) -> Result<Box<dyn Compiling>, ResidualFunction>;
+
+/// A fusion being compiled elsewhere (see `run::fusion`): its code to
+/// come, the pieces it copied (the tree's functions then, and which of them
+/// were copied, in the order of the fused function's reentries), the tree's
+/// cases then, what fusing took on this thread, and the operations it
+/// compiles.
+pub(crate) struct PendingFusion {
+    pub(crate) code: Box<dyn Compiling>,
+    pub(crate) functions: Vec<(usize, std::rc::Rc<ResidualFunction>)>,
+    pub(crate) copied: Vec<usize>,
+    pub(crate) cases: usize,
+    pub(crate) took: std::time::Duration,
+    pub(crate) ops: usize,
+}
+
+impl std::fmt::Debug for PendingFusion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PendingFusion({} operations, {} pieces copied)", self.ops, self.copied.len())
+    }
+}
+
 /// A compiled residual function: machine code and listing. Cloning is cheap
 /// (a shared handle); the code is freed with the last clone.
 #[derive(Clone, Debug)]
@@ -177,6 +208,12 @@ pub(crate) struct Compiled {
     /// How many times a portal entered the code, and when first
     /// ([`ResidualFn::note_entry`]).
     pub(crate) entered: std::cell::Cell<(u64, Option<std::time::Instant>)>,
+    /// A fusion handed to the compiler's thread, until it is installed
+    /// (see `ResidualFn::fuse_pieces`).
+    pub(crate) pending_fusion: std::cell::RefCell<Option<PendingFusion>>,
+    /// Where a hot switch hands the code's fusions to be compiled (code
+    /// compiled on the compiler's thread, [`ResidualFn::fuse_elsewhere`]).
+    pub(crate) elsewhere: std::cell::Cell<Option<SubmitFn>>,
 }
 
 impl ResidualFn {
@@ -205,6 +242,8 @@ impl ResidualFn {
             fusing: std::cell::Cell::new(std::time::Duration::ZERO),
             estimate: std::cell::Cell::new((usize::MAX, 0, std::time::Duration::ZERO)),
             entered: std::cell::Cell::new((0, None)),
+            pending_fusion: std::cell::RefCell::new(None),
+            elsewhere: std::cell::Cell::new(None),
         }));
         // Its switches find it through its pieces (`promotion::flex_hot`).
         if let Some(p) = &pieces {
@@ -219,6 +258,13 @@ impl ResidualFn {
     /// is not time it ran ([`ResidualFn::fuse_pieces`]).
     pub fn note_birth(&self, compiling: u64) {
         self.0.compiling_at_birth.set(compiling);
+    }
+
+    /// Records that the code's fusions are compiled through `submit` (code
+    /// compiled on the compiler's thread), also those a hot switch starts
+    /// from inside a call (`run::fusion::flex_hot`).
+    pub fn fuse_elsewhere(&self, submit: SubmitFn) {
+        self.0.elsewhere.set(Some(submit));
     }
 
     /// Records that a portal enters the code now: a switch of it that runs

@@ -24,6 +24,7 @@ pub struct Stats {
     case_nanos: AtomicU64,
     elsewhere_nanos: AtomicU64,
     submitted: AtomicU64,
+    fused_elsewhere: AtomicU64,
     fusions: AtomicU64,
     fusion_nanos: AtomicU64,
     fused_ops: AtomicU64,
@@ -81,11 +82,15 @@ pub struct StatsSnapshot {
     /// while the interpreter went on (`run::background`).
     pub background_compile_nanos: u64,
     /// Residual functions handed to the compiler's thread (each counted in
-    /// `compilations` once its code is installed; one whose thread ended
-    /// first never is).
+    /// `compilations` once its code is installed, or in `fusions`; one
+    /// whose thread ended first never is).
     pub background_submissions: u64,
+    /// Of `fusions`, those compiled on the compiler's thread while the
+    /// pieces they fuse went on running.
+    pub background_fusions: u64,
     /// Entries into compiled code that found a fusion due and postponed it
-    /// (the code had not run long enough yet). A run that adds to neither
+    /// (the code had not run long enough yet, or the compiler's thread was
+    /// compiling the fusion). A run that adds to neither
     /// this, `fusions` nor `compilations` runs the code as it will stay.
     pub fusions_postponed: u64,
     /// Keys whose code was retired because calls entering it ran slower
@@ -113,6 +118,7 @@ impl Stats {
             case_nanos: AtomicU64::new(0),
             elsewhere_nanos: AtomicU64::new(0),
             submitted: AtomicU64::new(0),
+            fused_elsewhere: AtomicU64::new(0),
             fusions: AtomicU64::new(0),
             fusion_nanos: AtomicU64::new(0),
             fused_ops: AtomicU64::new(0),
@@ -202,6 +208,12 @@ impl Stats {
     /// Records a residual function handed to the compiler's thread.
     pub fn submitted(&self) {
         self.submitted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records that the last fusion ([`Stats::fused`]) was compiled on the
+    /// compiler's thread.
+    pub fn fused_elsewhere(&self) {
+        self.fused_elsewhere.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records that `nanos` of the last compilation's time
@@ -296,6 +308,7 @@ impl Stats {
             case_compile_nanos: self.case_nanos.load(Ordering::Relaxed),
             background_compile_nanos: self.elsewhere_nanos.load(Ordering::Relaxed),
             background_submissions: self.submitted.load(Ordering::Relaxed),
+            background_fusions: self.fused_elsewhere.load(Ordering::Relaxed),
             fusions_postponed: self.fusions_postponed.load(Ordering::Relaxed),
             retired_slow: self.retired_slow.load(Ordering::Relaxed),
         }
