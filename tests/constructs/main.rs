@@ -25,6 +25,7 @@ mod left_to_rust;
 mod lox_style;
 mod macros;
 mod maps;
+mod method_vm;
 mod new_user;
 mod opaque;
 mod opaque_heap;
