@@ -91,6 +91,13 @@ pub const NANOS_PER_FUSED_OP: u64 = 3_000;
 /// while no case is added (see [`ResidualFn::fuse_pieces`]).
 pub const ESTIMATE_AGE: std::time::Duration = std::time::Duration::from_millis(5);
 
+/// The fewest operations a fusion compiles on the compiler's thread, where
+/// its root was compiled there: a smaller one is compiled in place, where
+/// it stops the interpreter briefly and its code runs at once, sooner than
+/// the compiler's thread would give it back (PERFORMANCE.md has both
+/// sides' figures).
+pub const BACKGROUND_FUSED_OPS: usize = 1_000;
+
 /// Fusions of one root's pieces at most: each compiles the whole tree again.
 pub const MAX_FUSIONS: usize = 4;
 
@@ -138,9 +145,10 @@ impl ResidualFn {
     /// portal's cache, a hot switch's, see `promotion::flex_hot`) counts the
     /// fusion. The listing stays the root's with its cases. Values seen
     /// later get cases in the pieces, until the next fusion.
-    /// [`Fusion::Nothing`] also when the backend fails. With `submit`, the
-    /// fused function is compiled elsewhere ([`Fusion::Submitted`]) and
-    /// installed by a later call.
+    /// [`Fusion::Nothing`] also when the backend fails. With `submit`, a
+    /// fused function of [`BACKGROUND_FUSED_OPS`] operations or more is
+    /// compiled elsewhere ([`Fusion::Submitted`]) and installed by a later
+    /// call.
     pub fn fuse_pieces(
         &self,
         patience: u32,
@@ -207,7 +215,7 @@ impl ResidualFn {
         let heat = Heat::of(&me.function, &functions);
         let hot = |k: usize| heat.is_hot(k);
         let (fused, copied) = base.fused(&refs, &cases, MAX_FUSED_OPS, &hot);
-        let fused = match submit.filter(|_| !copied.is_empty()) {
+        let fused = match submit.filter(|_| !copied.is_empty() && fused.op_count() >= BACKGROUND_FUSED_OPS) {
             // No one is woken when it is compiled: the next entry, or the
             // next hot switch, installs the code once it is ready.
             Some(submit) => {
