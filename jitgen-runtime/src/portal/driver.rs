@@ -919,10 +919,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                 let submit = background.then_some(crate::run::background::submit_fusion as SubmitFn);
                 match code.fuse_pieces(patience, per_op, || self.stats.compile_nanos(), submit) {
                     Fusion::Fused(fused, took, ops, elsewhere) => {
-                        self.stats.fused((took + elsewhere).as_nanos() as u64, ops);
-                        if !elsewhere.is_zero() {
-                            self.stats.fused_elsewhere();
-                        }
+                        self.stats.fused_at(took, elsewhere, ops);
                         self.cache.with(|c| c.borrow_mut().fused_in(took));
                         self.cache.with(|c| c.borrow_mut().replace_code(&key, &code, fused.clone()));
                         fused

@@ -249,29 +249,45 @@ impl ResidualFn {
             Some(Some(native)) => Some(native),
             None => None,
         };
-        // Cases continuing in a piece that was copied now enter the fused
-        // code at its copy, wherever the switch is; the tree keeps that
-        // code as long as its tables.
+        let ops = if native.is_some() { fused.op_count() } else { 0 };
+        self.install(&functions, &copied, native.as_ref(), n, t.elapsed(), ops, std::time::Duration::ZERO)
+    }
+
+    /// Ends a fusion of the tree's `cases` (copying `copied` of its
+    /// `functions` into `native`, which took `took` here and `elsewhere` on
+    /// the compiler's thread): cases continuing in a copied piece now enter
+    /// the fused code at its copy, wherever the switch is, and the tree
+    /// keeps that code as long as its tables. The root's code is as it was;
+    /// every handle of it (the portal's cache, a switch that fused it from
+    /// inside a call) sees the fusion.
+    #[allow(clippy::too_many_arguments)]
+    fn install(
+        &self,
+        functions: &[(usize, std::rc::Rc<ResidualFunction>)],
+        copied: &[usize],
+        native: Option<&crate::backend::cranelift::NativeCode>,
+        cases: usize,
+        took: std::time::Duration,
+        ops: usize,
+        elsewhere: std::time::Duration,
+    ) -> Fusion {
+        let me = &*self.0;
         let to: std::collections::HashMap<usize, usize> = copied
             .iter()
             .enumerate()
-            .filter_map(|(k, piece)| Some((functions[*piece].0, native.as_ref()?.reentry(k)? as usize)))
+            .filter_map(|(k, piece)| Some((functions[*piece].0, native?.reentry(k)? as usize)))
             .collect();
-        for t in &heat.tables {
-            t.redirect(&to);
+        for table in &Heat::of(&me.function, functions).tables {
+            table.redirect(&to);
         }
-        if let Some(native) = &native {
+        if let (Some(native), Some(pieces)) = (native, &me.pieces) {
             pieces.keep(native.owner());
         }
-        let took = t.elapsed();
-        let compiled = if native.is_some() { fused.op_count() } else { 0 };
-        // The root's code is as it was; its tables now enter the fused
-        // code. Every handle of the root (the portal's cache, a switch
-        // that fused it from inside a call) sees the fusion.
-        me.fused.set((times + 1, n));
-        me.fusing.set(me.fusing.get() + took);
+        let (times, _) = me.fused.get();
+        me.fused.set((times + 1, cases));
+        me.fusing.set(me.fusing.get() + took + elsewhere);
         me.estimate.set((usize::MAX, 0, std::time::Duration::ZERO));
-        Fusion::Fused(self.clone(), took, compiled, std::time::Duration::ZERO)
+        Fusion::Fused(self.clone(), took, ops, elsewhere)
     }
 
     /// Installs the fusion the compiler's thread compiled, once it is
@@ -283,31 +299,16 @@ impl ResidualFn {
     fn install_fusion(&self) -> Option<Fusion> {
         let me = &*self.0;
         let mut pending = me.pending_fusion.borrow_mut();
-        let (code, elsewhere) = match pending.as_mut()?.code.poll() {
-            Some(done) => done,
-            None => return Some(Fusion::Postponed),
-        };
+        let Some((code, elsewhere)) = pending.as_mut()?.code.poll() else { return Some(Fusion::Postponed) };
         let PendingFusion { functions, copied, cases, took, ops, .. } = pending.take()?;
         drop(pending);
         let t = std::time::Instant::now();
-        let (times, _) = me.fused.get();
-        me.fused.set((times + 1, cases));
-        me.estimate.set((usize::MAX, 0, std::time::Duration::ZERO));
-        let Ok(native) = code else { return Some(Fusion::Nothing) };
-        let to: std::collections::HashMap<usize, usize> = copied
-            .iter()
-            .enumerate()
-            .filter_map(|(k, piece)| Some((functions[*piece].0, native.reentry(k)? as usize)))
-            .collect();
-        for table in &Heat::of(&me.function, &functions).tables {
-            table.redirect(&to);
-        }
-        if let Some(pieces) = &me.pieces {
-            pieces.keep(native.owner());
-        }
-        let took = took + t.elapsed();
-        me.fusing.set(me.fusing.get() + took + elsewhere);
-        Some(Fusion::Fused(self.clone(), took, ops, elsewhere))
+        let Ok(native) = code else {
+            let (times, _) = me.fused.get();
+            me.fused.set((times + 1, cases));
+            return Some(Fusion::Nothing);
+        };
+        Some(self.install(&functions, &copied, Some(&native), cases, took + t.elapsed(), ops, elsewhere))
     }
 
     /// The tables of the function's own flexswitches.
@@ -368,12 +369,7 @@ pub unsafe extern "C" fn flex_hot(buf: *mut u64) -> u64 {
         let compiling = || stats.map_or(0, |s| s.compile_nanos());
         let submit = root.elsewhere.get();
         match (ResidualFn(root).fuse_pieces(FUSION_PATIENCE, per_op, compiling, submit), stats) {
-            (Fusion::Fused(_, took, ops, elsewhere), Some(s)) => {
-                s.fused((took + elsewhere).as_nanos() as u64, ops);
-                if !elsewhere.is_zero() {
-                    s.fused_elsewhere();
-                }
-            }
+            (Fusion::Fused(_, took, ops, elsewhere), Some(s)) => s.fused_at(took, elsewhere, ops),
             (Fusion::Submitted, Some(s)) => s.submitted(),
             _ => {}
         }

@@ -210,10 +210,14 @@ impl Stats {
         self.submitted.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Records that the last fusion ([`Stats::fused`]) was compiled on the
-    /// compiler's thread.
-    pub fn fused_elsewhere(&self) {
-        self.fused_elsewhere.fetch_add(1, Ordering::Relaxed);
+    /// Records a fusion that took `here` on this thread and `elsewhere` on
+    /// the compiler's ([`Stats::fused`] of both; one of
+    /// `background_fusions` where `elsewhere` is not zero).
+    pub fn fused_at(&self, here: std::time::Duration, elsewhere: std::time::Duration, ops: usize) {
+        self.fused((here + elsewhere).as_nanos() as u64, ops);
+        if !elsewhere.is_zero() {
+            self.fused_elsewhere.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Records that `nanos` of the last compilation's time
