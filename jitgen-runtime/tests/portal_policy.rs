@@ -435,3 +435,74 @@ fn default_policy_compiles_on_the_compilers_thread_and_installs_at_a_later_visit
     // Code of other content is not the key's.
     assert!(!matches!(CACHE.with(|c| c.borrow_mut().visit(&[3], &[b"other"], 0)), Hot::Run(_)));
 }
+
+/// Turn checks (`portal::slow::TurnClock`): a count armed at an entry, run
+/// out over too little code time, is armed again with more turns; run out
+/// over enough, it leaves the key to be measured, and the interpreter's time
+/// per visit decides. Times are given here, as the portal measures them.
+#[test]
+fn turn_checks_arm_grow_and_compare_code_with_the_interpreter() {
+    use jitgen_runtime::driver::{TurnClock, TurnVerdict, TURNS_GROWTH, TURN_SPAN};
+    use jitgen_runtime::ir::function::TurnCounter;
+    let counter = TurnCounter::default();
+    assert!(!counter.ran_out(), "unarmed, a counter never runs out");
+    let mut clock = TurnClock::default();
+    let us = Duration::from_micros;
+    clock.enter(&counter, us(0), 0, 100);
+    assert_eq!(counter.left.get(), 100, "armed with the first count");
+    // Entered again while armed: the count goes on.
+    counter.left.set(40);
+    clock.enter(&counter, us(10), 0, 100);
+    assert_eq!(counter.left.get(), 40);
+    // Run out after 100 µs of code time, 60 of them compiling cases: too
+    // short to judge, so armed again for TURN_SPAN at that pace.
+    counter.left.set(0);
+    clock.ran_out(&counter, us(100), 60_000);
+    assert!(!clock.measuring() && counter.left.get() == i64::MAX);
+    let grown = 100 * (TURN_SPAN.as_micros() as i64 / 40);
+    assert_eq!(clock.turns(), grown);
+    clock.enter(&counter, us(100), 60_000, 100);
+    assert_eq!(counter.left.get(), grown);
+    // 1 µs a turn, over enough code time: measured.
+    counter.left.set(0);
+    let spent = us(grown as u64);
+    assert!(spent >= TURN_SPAN);
+    clock.ran_out(&counter, us(100) + spent, 60_000);
+    assert!(clock.measuring());
+    clock.enter(&counter, us(100) + spent, 60_000, 100);
+    assert_eq!(counter.left.get(), i64::MAX, "not armed while measured");
+    // The interpreter takes 0.9 µs a visit: the code is not SLOWER.
+    assert_eq!(clock.measured(1000, us(900)), TurnVerdict::Keep);
+    assert_eq!(clock.turns(), grown * TURNS_GROWTH, "checked more rarely");
+    // Next time it takes 3 µs a turn against the same interpreter: retired.
+    clock.enter(&counter, us(0), 0, 100);
+    counter.left.set(0);
+    clock.ran_out(&counter, us(3 * (grown * TURNS_GROWTH) as u64), 0);
+    let v = clock.measured(1000, us(900));
+    assert_eq!(v, TurnVerdict::Retire { compiled: us(3), interpreted: Duration::from_nanos(900) });
+}
+
+/// The interpreter's visits of a measured word are counted without the
+/// hook (`Sampler::measure`), where the countdown runs out too, until the
+/// measure is done; then the next visit goes to the hook, which takes it.
+#[test]
+fn a_measured_word_is_counted_without_the_hook() {
+    use jitgen_runtime::driver::{green_word, MAX_SKIP, MEASURED_SPAN, MEASURED_VISITS};
+    let word = green_word(&[0xb000, 1]);
+    let s = Sampler::new();
+    s.add_entry(word);
+    s.measure(word);
+    assert_eq!(s.ask(false, 5, word), Some(5), "counted, the countdown goes on");
+    assert_eq!(s.ask(true, 0, word), Some(MAX_SKIP - 1), "a countdown run out is no sample");
+    assert!(s.take_measured().is_none(), "not done");
+    std::thread::sleep(MEASURED_SPAN);
+    let mut asks = 2;
+    while s.ask(false, 0, word).is_some() {
+        asks += 1;
+        assert!(asks <= MEASURED_VISITS.max(64) + 64, "the measure ends");
+    }
+    let (visits, took) = s.take_measured().expect("done");
+    assert_eq!(visits, asks + 1);
+    assert!(took >= MEASURED_SPAN);
+    assert!(s.take_measured().is_none(), "taken once");
+}

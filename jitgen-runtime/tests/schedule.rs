@@ -693,6 +693,7 @@ fn inlined_call_keeps_a_chain_of_frames() {
         epoch: 0,
         lineage: Default::default(),
         below_entry: false,
+        leaving: false,
         merged_at: 0,
         top_len: None,
     });

@@ -182,6 +182,7 @@ fn check(n: f64, body: &[(u8, f64)]) {
 #[test]
 fn a_clox_style_vm_splits_its_self_and_compiles_its_loop() {
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     assert!(jit::left_to_rust().is_empty(), "{:?}", jit::left_to_rust());
     for n in [0.0, 1.0, 10.0, 1000.0] {
         check(n, &[(0, -1.0)]);
@@ -193,6 +194,7 @@ fn a_clox_style_vm_splits_its_self_and_compiles_its_loop() {
 #[test]
 fn random_clox_style_programs_agree_with_plain() {
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     let mut rng = crate::common::Rng(0xc10c);
     for _ in 0..crate::common::how_many(150) {
         let body: Vec<(u8, f64)> = (0..rng.below(6))

@@ -347,6 +347,7 @@ fn check(code: &[u8], fuel: u32) {
 #[test]
 fn a_clox_style_vm_compiles_around_what_it_outlines() {
     lox_like::jit::config().set_threshold(0);
+    lox_like::jit::config().set_turn_checks(1);
     // Classes with methods, inherited; cells opened, written, closed and
     // written again; a class added (an error naming it); a loop.
     let code = [2u8, 1, 3, 4, 2, 2, 4, 0, 8, 0, 0, 3, 5, 1, 7, 9, 6, 0, 7, 5, 0, 1, 1, 0, 9, 0];
@@ -371,6 +372,7 @@ fn a_clox_style_vm_compiles_around_what_it_outlines() {
 #[test]
 fn collections_natives_and_bound_objects_compile_around_rust() {
     lox_like::jit::config().set_threshold(0);
+    lox_like::jit::config().set_turn_checks(1);
     // Values and a cell collected; a native sum of two values and a max
     // of one; a class bound twice; a loop back to the natives.
     let code = [0u8, 5, 0, 7, 5, 0, 12, 0, 13, 0, 14, 2, 13, 1, 14, 1, 2, 3, 15, 9, 15, 2, 12, 0, 9, 4];
@@ -396,6 +398,7 @@ fn collections_natives_and_bound_objects_compile_around_rust() {
 #[test]
 fn random_programs_of_a_clox_style_vm_agree_with_plain() {
     lox_like::jit::config().set_threshold(0);
+    lox_like::jit::config().set_turn_checks(1);
     let mut rng = crate::common::Rng(0x10_c5);
     for _ in 0..crate::common::how_many(200) {
         let code = rng.op_pairs(14, 17);

@@ -209,6 +209,7 @@ fn a_struct_vm_whose_returns_promote_their_address_agrees_with_plain() {
     assert!(jit::left_to_rust().is_empty(), "{:?}", jit::left_to_rust());
     for threshold in [0, 1, 1000] {
         jit::config().set_threshold(threshold);
+        jit::config().set_turn_checks(1);
         for (n, want) in [(0, 0), (1, 1), (10, 55), (20, 6765)] {
             assert_eq!(check(&fib(n), 1_000_000).0, Ok(want), "fib({n})");
         }
@@ -226,6 +227,7 @@ fn random_programs_of_a_struct_vm_agree_with_plain() {
     let mut rng = crate::common::Rng(0x5eed_0fe);
     for i in 0..crate::common::how_many(300) {
         jit::config().set_threshold([0, 1, 2, 5][i % 4]);
+        jit::config().set_turn_checks(1);
         let _ = check(&random_program(&mut rng), 1 + rng.below(400) as u32);
     }
 }

@@ -85,6 +85,7 @@ fn machine() -> tallies::Machine {
 #[test]
 fn methods_of_opaque_fields_are_residual_calls_and_agree_with_plain() {
     tallies::jit::config().set_threshold(0);
+    tallies::jit::config().set_turn_checks(1);
     let code = [0u8, 1, 2, 3, 7, 5, 6, 9];
     for n in [0i64, 1, 5, 40, 1000] {
         check(&code, n);
@@ -100,6 +101,7 @@ fn methods_of_opaque_fields_are_residual_calls_and_agree_with_plain() {
 #[test]
 fn random_programs_over_opaque_fields_agree_with_plain() {
     tallies::jit::config().set_threshold(0);
+    tallies::jit::config().set_turn_checks(1);
     let mut rng = crate::common::Rng(0x0dd_f1e1d);
     for _ in 0..crate::common::how_many(400) {
         let len = rng.below(8) as usize;
@@ -153,6 +155,7 @@ mod lookups {
 #[test]
 fn methods_of_opaque_objects_in_green_data_agree_with_plain() {
     lookups::jit::config().set_threshold(0);
+    lookups::jit::config().set_turn_checks(1);
     let prog = lookups::Program { code: vec![0, 1, 2, 3, 9], marked: [2, 3, 5, 7, 11].into_iter().collect() };
     for n in [0i64, 1, 6, 12, 500] {
         let want = lookups::jit::plain::run(&prog, n);

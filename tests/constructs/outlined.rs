@@ -190,6 +190,7 @@ mod changing {
 fn a_statement_changing_two_locals_is_outlined_with_a_stash_and_agrees_with_plain() {
     use changing::jit;
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     let left = jit::left_to_rust();
     assert!(left.len() >= 2 && left.iter().all(|l| l.contains("(outlined)")), "{left:#?}");
     let mut rng = crate::common::Rng(0x5e7);
@@ -236,6 +237,7 @@ mod written {
 #[test]
 fn a_statement_changing_five_locals_is_not_outlined_and_its_module_interprets() {
     written::jit::config().set_threshold(0);
+    written::jit::config().set_turn_checks(1);
     let left = written::jit::left_to_rust();
     assert!(left.iter().all(|l| l.starts_with("the module")), "{left:#?}");
     assert!(left.iter().any(|l| l.contains("changes more than 4 locals")), "{left:#?}");
@@ -273,6 +275,7 @@ mod written_alone {
 fn a_write_through_a_mut_parameter_of_a_portal_is_outlined_and_agrees_with_plain() {
     use written_alone::jit;
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     let left = jit::left_to_rust();
     assert!(left.len() == 2 && left.iter().all(|l| l.contains("(outlined)")), "{left:#?}");
     let mut rng = crate::common::Rng(0xacc);
@@ -342,6 +345,7 @@ mod whole {
 fn outlined_rust_reads_and_writes_a_whole_self_and_agrees_with_plain() {
     use whole::{jit, Counter};
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     let left = jit::left_to_rust();
     assert!(left.len() >= 2 && left.iter().all(|l| l.contains("(outlined)")), "{left:?}");
     let mut rng = crate::common::Rng(0x5e1f);
@@ -398,6 +402,7 @@ mod frame_local {
 fn a_struct_local_holding_a_vec_goes_to_outlined_rust_by_reference_unless_a_hint_needs_it() {
     use frame_local::jit;
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     // The hint on `code[frame.ip]` cannot hold once the frame is handed
     // to outlined Rust: the module is left to Rust, not refused.
     let left = jit::left_to_rust();
@@ -459,6 +464,7 @@ mod frame_alone {
 fn a_struct_local_holding_a_vec_is_passed_to_outlined_rust_and_the_portal_compiles() {
     use frame_alone::jit;
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     let left = jit::left_to_rust();
     assert!(left.len() >= 2 && left.iter().all(|l| l.contains("(outlined)")), "{left:#?}");
     let mut rng = crate::common::Rng(0xa10e);
@@ -502,6 +508,7 @@ fn check(code: &[u8], n: i64) {
 #[test]
 fn rust_the_analysis_does_not_model_is_outlined_and_the_portal_compiles() {
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     // Each outlined statement is reported, with why, and nothing else is
     // left to Rust.
     let left = jit::left_to_rust();
@@ -524,6 +531,7 @@ fn rust_the_analysis_does_not_model_is_outlined_and_the_portal_compiles() {
 #[test]
 fn random_programs_with_outlined_rust_agree_with_plain() {
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     let mut rng = crate::common::Rng(0x07_1e5);
     for _ in 0..crate::common::how_many(150) {
         let len = rng.below(10) as usize;

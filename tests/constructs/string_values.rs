@@ -193,6 +193,7 @@ fn doubling(n: i64, copy: Op) -> Vec<Op> {
 #[test]
 fn values_owning_strings_copied_out_of_the_stack_agree_with_plain() {
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     for n in [0, 1, 3, 40] {
         check(&doubling(n, Pick(1)), 10_000);
         check(&doubling(n, Over), 10_000);
@@ -201,6 +202,9 @@ fn values_owning_strings_copied_out_of_the_stack_agree_with_plain() {
     check(&[text("left"), text("right"), Dup, Swap, Drop, Add, Dup, Print, Halt], 100);
     check(&[text("x"), Dup, Dup, Add, Add, Dup, Pick(1), Drop, Print, Print, Halt], 100);
     assert!(jit::stats().entries > 0, "{:?}", jit::last_decline());
+    // Its loops call Rust at each turn: the code left at its turn checks
+    // (and the interpreter went on from there).
+    assert!(jit::stats().turn_checks > 0, "{:?}", jit::stats());
 }
 
 #[test]
@@ -208,6 +212,7 @@ fn random_programs_over_values_owning_strings_agree_with_plain() {
     let mut rng = crate::common::Rng(0x57_12_e5);
     for i in 0..crate::common::how_many(300) {
         jit::config().set_threshold([0, 1, 2, 5][i % 4]);
+        jit::config().set_turn_checks(1);
         let len = 1 + rng.below(14) as usize;
         let code: Vec<Op> = (0..len)
             .map(|_| match rng.below(14) {

@@ -141,6 +141,7 @@ fn check(code: Vec<Instr>) {
 #[test]
 fn a_vm_with_string_operands_and_errors_made_by_format_compiles_and_agrees_with_plain() {
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     assert!(jit::left_to_rust().is_empty(), "{:?}", jit::left_to_rust());
     let body = [Load("s".into()), Load("i".into()), Add, Store("s".into())];
     for n in [0, 1, 7, 200] {
@@ -157,6 +158,7 @@ fn a_vm_with_string_operands_and_errors_made_by_format_compiles_and_agrees_with_
 #[test]
 fn random_programs_with_string_operands_agree_with_plain() {
     jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
     let mut rng = crate::common::Rng(0x57_41);
     let vars = ["s", "t", "u"];
     for _ in 0..crate::common::how_many(150) {

@@ -183,6 +183,7 @@ fn random_program(rng: &mut common::Rng) -> Vec<Op> {
 #[test]
 fn a_portal_returning_a_string_compiles_and_agrees_with_plain() {
     printer::jit::config().set_threshold(0);
+    printer::jit::config().set_turn_checks(1);
     for n in [0, 1, 5, 300] {
         let (code, n) = countdown(n);
         let want = printer::jit::plain::run(&code, n, FUEL);
@@ -204,6 +205,7 @@ fn a_portal_returning_a_string_compiles_and_agrees_with_plain() {
 #[test]
 fn random_string_programs_agree_with_plain() {
     printer::jit::config().set_threshold(0);
+    printer::jit::config().set_turn_checks(1);
     let mut rng = common::Rng(0x5713);
     for _ in 0..common::how_many(150) {
         let code = random_program(&mut rng);
@@ -223,6 +225,7 @@ fn machine(code: &[u8], acc: i64) -> printer::Machine {
 #[test]
 fn a_method_portal_writing_into_a_string_field_agrees_with_plain() {
     printer::jit::config().set_threshold(0);
+    printer::jit::config().set_turn_checks(1);
     let mut programs: Vec<(Vec<u8>, i64)> = vec![(vec![1, 0, 2, 5], 40), (vec![0, 1, 0, 2], 7), (vec![5], 1)];
     let mut rng = common::Rng(0x77);
     for _ in 0..common::how_many(150) {
@@ -353,6 +356,7 @@ mod errors {
 #[test]
 fn string_errors_agree_with_plain() {
     errors::jit::config().set_threshold(0);
+    errors::jit::config().set_turn_checks(1);
     let mut programs: Vec<(Vec<u8>, i64)> =
         vec![(vec![1, 3, 2], 10), (vec![1, 1, 3, 2], 9), (vec![0, 9], 1), (vec![1, 2], 1000), (vec![0, 2], 1)];
     let mut rng = common::Rng(0xe22);
@@ -428,6 +432,7 @@ mod final_stack {
 #[test]
 fn a_portal_returning_a_vec_of_enums_agrees_with_plain() {
     final_stack::jit::config().set_threshold(0);
+    final_stack::jit::config().set_turn_checks(1);
     let mut programs: Vec<(Vec<u8>, i64)> = vec![(vec![0, 2, 3], 50), (vec![0, 1, 2, 4, 3], 9), (vec![1, 9, 0], 3)];
     let mut rng = common::Rng(0x5ac);
     for _ in 0..common::how_many(100) {
@@ -494,6 +499,7 @@ mod named {
 #[test]
 fn strings_in_structs_agree_with_plain() {
     named::jit::config().set_threshold(0);
+    named::jit::config().set_turn_checks(1);
     let proc = |name: &str, times| named::Proc { name: name.to_string(), times };
     let mut programs = vec![vec![proc("main", 2), proc("{odd}", 0), proc("ünïcode", 3)]];
     let mut rng = common::Rng(0x9a3e);
@@ -569,6 +575,7 @@ mod risky {
 #[test]
 fn strings_reassigned_taken_and_passed_to_functions_agree_with_plain() {
     risky::jit::config().set_threshold(0);
+    risky::jit::config().set_turn_checks(1);
     let mut rng = common::Rng(0x77);
     for _ in 0..common::how_many(300) {
         let code: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.below(7) as u8).collect();
@@ -629,6 +636,7 @@ mod temporaries {
 #[test]
 fn temporary_strings_do_not_pile_up() {
     temporaries::jit::config().set_threshold(0);
+    temporaries::jit::config().set_turn_checks(1);
     let code = [0u8, 1];
     let want = temporaries::jit::plain::run(&code, 5_000);
     assert_eq!(temporaries::run(&code, 5_000), want);

@@ -228,6 +228,10 @@ pub struct JitState<F> {
     /// compiled code, while code compiled for the caller's own loop starts
     /// with them in registers ([`JitState::hands_over`]).
     pub below_entry: bool,
+    /// This path leaves to the interpreter at the merge point it is at: a
+    /// turn check ran its counter out (see `schedule::merge`), and the
+    /// portal measures its code against the interpreter.
+    pub leaving: bool,
     /// The builder's count of two-way branches when this path last went
     /// through a merge point (or began): a join it reaches with no branch
     /// recorded since is reached by no other path (see `schedule::merge`).
@@ -522,6 +526,7 @@ impl<F: Frame> JitState<F> {
             epoch: 0,
             lineage: Lineage::default(),
             below_entry: false,
+            leaving: false,
             merged_at: 0,
             top_len: None,
         }
@@ -1185,7 +1190,7 @@ impl<F: Frame> JitState<F> {
     /// code entered inside a recursion cover only what was left of one
     /// call, the rest interpreted.
     pub fn hands_over(&self) -> bool {
-        self.below_entry && !self.frames.iter().any(Frame::reads_saved_frames)
+        self.leaving || self.below_entry && !self.frames.iter().any(Frame::reads_saved_frames)
     }
 
     /// Forgets every known field (a call that is not inlined may write any).

@@ -31,6 +31,9 @@ pub struct ResidualBuilder {
     pub(crate) lengths: rustc_hash::FxHashSet<Val>,
     /// Calls recorded so far (a call may change any `Vec`'s length or buffer).
     pub(crate) calls: u64,
+    /// Calls of Rust recorded so far on paths commonly taken (not `cold`):
+    /// where a portal's code may run slower than its interpreter.
+    pub(crate) hot_calls: u64,
     /// Two-way branches recorded so far.
     pub(crate) branches: u64,
     /// Calls recorded now are on a path rarely taken ([`Inst::Call`]'s `cold`).
@@ -91,6 +94,7 @@ impl ResidualBuilder {
             lengths: Default::default(),
             widened: Default::default(),
             calls: 0,
+            hot_calls: 0,
             branches: 0,
             cold: false,
             path_conds: vec![],
@@ -202,6 +206,7 @@ impl ResidualBuilder {
     /// A call of a Rust callback (see [`CallbackFn`]) returning values of the given types.
     pub fn call(&mut self, func: CallbackFn, name: &str, args: &[(Val, ValTy)], rets: &[ValTy]) -> Vec<Val> {
         self.calls += 1;
+        self.hot_calls += u64::from(!self.cold);
         self.push_call(func, name, args, rets, false)
     }
 

@@ -97,6 +97,38 @@ pub trait Pieces: std::fmt::Debug {
     fn root(&self) -> Option<std::rc::Rc<dyn std::any::Any>> {
         None
     }
+    /// The counter of turns that the tree's code makes through its root's
+    /// entry, where it has turn checks (see [`TurnCounter`]).
+    fn turns(&self) -> Option<&TurnCounter> {
+        None
+    }
+}
+
+/// Turns left before a portal's residual code checks its own speed: a word
+/// that the code decrements each time a path that made a call of Rust
+/// comes back to the merge point the code was entered at (a *turn check*,
+/// made by the scheduler's `merge`). Where it reaches zero the path leaves
+/// to the interpreter, and the portal compares the time the code took per
+/// turn with the interpreter's (`portal::slow::TurnClock`). It starts at
+/// `i64::MAX` (never reached) until a portal arms it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TurnCounter {
+    /// The turns left; what residual code reads and writes at offset 0.
+    pub left: std::cell::Cell<i64>,
+}
+
+impl Default for TurnCounter {
+    fn default() -> Self {
+        TurnCounter { left: std::cell::Cell::new(i64::MAX) }
+    }
+}
+
+impl TurnCounter {
+    /// Whether the code ran its turns out and left to be measured.
+    pub fn ran_out(&self) -> bool {
+        self.left.get() <= 0
+    }
 }
 
 /// An instruction.

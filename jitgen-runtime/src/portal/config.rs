@@ -73,6 +73,7 @@ pub struct Config {
     lazy_after_ops: AtomicU32,
     fusion_patience: AtomicU32,
     background: AtomicBool,
+    turn_checks: AtomicU32,
     /// Why a module that compiles nothing unless asked interprets (see
     /// [`Config::interpreting`]).
     interprets_because: Option<&'static str>,
@@ -119,6 +120,7 @@ impl Config {
             lazy_after_ops: AtomicU32::new(Limits::DEFAULT.lazy_after_ops as u32),
             fusion_patience: AtomicU32::new(FUSION_PATIENCE),
             background: AtomicBool::new(true),
+            turn_checks: AtomicU32::new(crate::portal::slow::FIRST_TURNS as u32),
             interprets_because: None,
             told: Once::new(),
         }
@@ -144,6 +146,20 @@ impl Config {
     /// See [`Config::set_background`].
     pub fn compiles_in_background(&self) -> bool {
         self.background.load(Ordering::Relaxed) && env().background
+    }
+
+    /// Turns through the entry of compiled code that makes turn checks
+    /// before it first checks its speed against the interpreter's (see
+    /// `portal::slow::TurnClock`; [`crate::portal::slow::FIRST_TURNS`] by
+    /// default). Tests make it small, so that code leaves and is measured
+    /// often.
+    pub fn set_turn_checks(&self, turns: u32) {
+        self.turn_checks.store(turns.max(1), Ordering::Relaxed);
+    }
+
+    /// See [`Config::set_turn_checks`].
+    pub fn turn_checks(&self) -> u32 {
+        self.turn_checks.load(Ordering::Relaxed)
     }
 
     /// See [`Config::set_fusion_patience`].

@@ -152,7 +152,9 @@ use crate::run::residual::{ResidualFn, SubmitFn};
 
 pub use crate::portal::config::*;
 pub use crate::portal::sampler::*;
-pub use crate::portal::slow::CallKind;
+pub use crate::portal::slow::{
+    CallKind, TurnClock, TurnVerdict, FIRST_TURNS, MEASURED_SPAN, MEASURED_VISITS, TURNS_GROWTH, TURN_SPAN,
+};
 use crate::run::fusion::NANOS_PER_FUSED_OP;
 pub use crate::run::stats::{Stats, StatsSnapshot};
 
@@ -174,6 +176,8 @@ struct Compiled {
     content: Vec<Vec<u8>>,
     runs: u32,
     handovers: u32,
+    /// The code's turn checks, where it makes any (`portal::slow`).
+    turns: TurnClock,
 }
 
 /// A key whose residual function the compiler's thread is compiling
@@ -297,6 +301,11 @@ impl Clock {
         ((self.spent + since(self.call)).saturating_sub(away).as_micros() as u32).max(1)
     }
 
+    /// The time spent in compiled code (and compiling) within calls so far.
+    fn code_time(&self) -> std::time::Duration {
+        self.away + self.in_code.map_or(std::time::Duration::ZERO, |t| t.elapsed())
+    }
+
     /// `took` went to compiling, inside a call.
     fn compiled(&mut self, took: std::time::Duration) {
         if self.call.is_some() {
@@ -352,6 +361,11 @@ pub struct PortalCache<K> {
     /// The key being compiled on the compiler's thread, if any: no other
     /// key compiles meanwhile (see [`PortalCache::install_ready`]).
     pending: Option<Box<Pending<K>>>,
+    /// Code just retired by its turn checks: its time per turn and the
+    /// interpreter's (see [`PortalCache::take_turn_retired`]).
+    turn_retired: Option<(std::time::Duration, std::time::Duration)>,
+    /// The key whose code is being measured against the interpreter.
+    measuring_key: Option<K>,
 }
 
 /// The most keys kept per position in [`PortalCache`]'s record of what calls
@@ -372,6 +386,8 @@ impl<K> PortalCache<K> {
             entered: Vec::new(),
             entered_from: FxHashMap::with_hasher(rustc_hash::FxBuildHasher),
             pending: None,
+            turn_retired: None,
+            measuring_key: None,
         }
     }
 }
@@ -445,6 +461,10 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
                 }
             }
             Some(Entry::Compiled(c)) if same_content(&c.content, content) => {
+                if c.turns.measuring() {
+                    // Interpreted while the sampler measures it.
+                    return Hot::Cold;
+                }
                 c.runs = c.runs.saturating_add(1);
                 Hot::Run(c.code.clone())
             }
@@ -538,7 +558,13 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         let e = match code {
             Some(code) => {
                 self.cool_warm_keys();
-                Entry::Compiled(Box::new(Compiled { code, content, runs: 0, handovers: 0 }))
+                Entry::Compiled(Box::new(Compiled {
+                    code,
+                    content,
+                    runs: 0,
+                    handovers: 0,
+                    turns: TurnClock::default(),
+                }))
             }
             None => Entry::Declined(DeclineKind::Construct),
         };
@@ -686,6 +712,58 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         c.handovers >= RETIRE_AFTER && c.handovers * 2 > c.runs && self.retire(key)
     }
 
+    /// The code of `key` is entered, `compiled` nanoseconds having been
+    /// spent compiling so far: a count of its turn checks is armed if it
+    /// makes any and none is (see [`TurnClock`]).
+    pub fn entering_turns(&mut self, key: &K, compiled: u64, word: u64, first: u32) {
+        let code_time = self.clock.code_time();
+        if let Some(Entry::Compiled(c)) = self.keys.get_mut(key) {
+            if let Some(counter) = c.code.turns() {
+                c.turns.word = word;
+                c.turns.enter(counter, code_time, compiled, i64::from(first));
+            }
+        }
+    }
+
+    /// Whether the code of `key` handed over because its turn checks ran
+    /// their count out (see [`TurnClock::ran_out`]): then the hand-over is
+    /// not one that counts toward retiring the code, and where the key is
+    /// to be measured now, its green word is inside.
+    pub fn turns_ran_out(&mut self, key: &K, compiled: u64) -> Option<Option<u64>> {
+        let code_time = self.clock.code_time();
+        let Some(Entry::Compiled(c)) = self.keys.get_mut(key) else { return None };
+        let counter = c.code.turns().filter(|t| t.ran_out())?;
+        c.turns.ran_out(counter, code_time, compiled);
+        if !c.turns.measuring() {
+            return Some(None);
+        }
+        let word = c.turns.word;
+        if let Some(old) = self.measuring_key.replace(key.clone()) {
+            // One key is measured at a time.
+            if let Some(Entry::Compiled(c)) = self.keys.get_mut(&old) {
+                c.turns.abandon();
+            }
+        }
+        Some(Some(word))
+    }
+
+    /// The interpreter's measure of the key whose code ran its turns out
+    /// (see [`TurnClock::measured`]): `visits` of its word in `took`.
+    pub fn measured(&mut self, visits: u32, took: std::time::Duration) {
+        let Some(key) = self.measuring_key.take() else { return };
+        let Some(Entry::Compiled(c)) = self.keys.get_mut(&key) else { return };
+        if let TurnVerdict::Retire { compiled, interpreted } = c.turns.measured(visits, took) {
+            self.retire(&key);
+            self.turn_retired = Some((compiled, interpreted));
+        }
+    }
+
+    /// Code that its turn checks just retired: its time per turn and the
+    /// interpreter's per visit of its key.
+    pub fn take_turn_retired(&mut self) -> Option<(std::time::Duration, std::time::Duration)> {
+        self.turn_retired.take()
+    }
+
     /// Retires the code of `key`: the key is interpreted from then on
     /// (declined as positional). Whether it had code.
     fn retire(&mut self, key: &K) -> bool {
@@ -799,6 +877,10 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// interpreting (`None`: the next visits are skipped, see [`Sampler`]).
     pub fn visit(&self, key: &K, content: &[&[u8]]) -> Option<Hot> {
         let installed = self.install_ready();
+        if let Some((visits, took)) = self.sampler.with(|s| s.take_measured()) {
+            self.cache.with(|c| c.borrow_mut().measured(visits, took));
+            self.turn_retired();
+        }
         match self.sampler.with(|s| s.call_mode()) {
             CallMode::Normal => {}
             // Timed as the interpreter's (`portal::slow`): nothing entered,
@@ -843,6 +925,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             c.in_call(call);
             c.visit_weighted(key, content, policy, weight)
         });
+
         match hot {
             Hot::Cold => {
                 // The next visits go uncounted; the one after them counts for them.
@@ -981,6 +1064,12 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         };
         self.stats.entered();
         self.sampler.with(|s| s.entered_code());
+        if code.turns().is_some() {
+            let compiled = self.stats.compile_nanos();
+            let word = entry_word();
+            let first = self.config.turn_checks();
+            self.cache.with(|c| c.borrow_mut().entering_turns(&key, compiled, word, first));
+        }
         self.cache.with(|c| c.borrow_mut().entered(&key));
         code.note_entry();
         Some(code)
@@ -1013,6 +1102,23 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         }
     }
 
+    /// Records code that its turn checks just retired, if any (see
+    /// [`TurnClock`]): in the stats, and the entry filter forgotten where
+    /// the portal has no code left.
+    #[cold]
+    fn turn_retired(&self) {
+        let Some((compiled, interpreted)) = self.cache.with(|c| c.borrow_mut().take_turn_retired()) else { return };
+        self.stats.retired_slow(1);
+        self.stats.declined_because(&format!(
+            "residual code retired: it took {:.1} ns a turn through its entry, the interpreter {:.1} ns",
+            compiled.as_secs_f64() * 1e9,
+            interpreted.as_secs_f64() * 1e9
+        ));
+        if !self.cache.with(|c| c.borrow().has_any_code()) {
+            self.sampler.with(|s| s.forget_entries());
+        }
+    }
+
     /// Compiled code is entered (see [`PortalCache::entering_code`]).
     pub fn entering_code(&self) {
         self.cache.with(|c| c.borrow_mut().entering_code())
@@ -1031,8 +1137,19 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// ends, and only a hand-over after less than [`WORTH_A_HAND_OVER`]
     /// counts toward retiring it (the harness's `fib_recursive`, run again
     /// and again in one thread, retired its code after 64 runs and was
-    /// interpreted from then on, at 2.2x the interpreter's time).
+    /// interpreted from then on, at 2.2x the interpreter's time). A
+    /// hand-over of code whose turn checks ran out is none of these: the
+    /// key is measured or the count armed again (`portal::slow::TurnClock`).
     pub fn handed_over(&self, key: &K, ran: Option<std::time::Duration>) {
+        let compiled = self.stats.compile_nanos();
+        if let Some(measure) = self.cache.with(|c| c.borrow_mut().turns_ran_out(key, compiled)) {
+            // Its turn checks ran their count out (see `TurnClock`).
+            self.stats.turn_checked();
+            if let Some(word) = measure {
+                self.sampler.with(|s| s.measure(word));
+            }
+            return;
+        }
         if self.nested && ran.is_some_and(|d| d >= WORTH_A_HAND_OVER) {
             return;
         }

@@ -7,7 +7,7 @@
 
 use std::cell::Cell;
 
-use crate::portal::slow::{CallKind, Tally, Verdict};
+use crate::portal::slow::{CallKind, Tally, Verdict, MEASURED_SPAN, MEASURED_VISITS};
 use crate::portal::ticker;
 
 /// The longest run of merge point visits a portal skips after meeting a
@@ -387,6 +387,10 @@ pub struct Sampler {
     plain_calls: Cell<u32>,
     /// Timed calls per position (see `portal::slow`).
     tallies: std::cell::RefCell<rustc_hash::FxHashMap<u64, Tally>>,
+    /// The green word of a key whose code is measured against the
+    /// interpreter (`portal::slow::TurnClock`), when that began, and the
+    /// visits of the word since (see [`Sampler::measure`]).
+    measured: Cell<Option<(u64, std::time::Instant, u32)>>,
 }
 
 impl Sampler {
@@ -411,6 +415,7 @@ impl Sampler {
             retired_calls: Cell::new(0),
             plain_calls: Cell::new(0),
             tallies: std::cell::RefCell::new(rustc_hash::FxHashMap::with_hasher(rustc_hash::FxBuildHasher)),
+            measured: Cell::new(None),
         }
     }
 
@@ -573,6 +578,11 @@ impl Sampler {
     /// hook, else how many visits after it to skip.
     #[inline]
     pub fn ask(&self, due: bool, left: u32, word: u64) -> Option<u32> {
+        if let Some((w, began, n)) = self.measured.get() {
+            if w == word {
+                return self.measured_visit(due, left, word, began, n + 1);
+            }
+        }
         // A call's first visit goes to the hook where the call gives it up.
         let fresh = self.depth.get() > 0 && self.call.get().green.is_none();
         if fresh && self.first_visit(word) == CallMode::Retired {
@@ -596,6 +606,45 @@ impl Sampler {
             return Some(NEXT_TICK);
         }
         self.entry_hit(word, left)
+    }
+
+    /// Measures the interpreter's visits of the green word `word` from now
+    /// on: its code is not entered meanwhile, and [`Sampler::ask`] counts
+    /// each visit and lets it go on without the hook, as cheaply as it
+    /// can, until [`MEASURED_VISITS`] and [`MEASURED_SPAN`] have passed;
+    /// the visit after that goes to the hook, which takes the count
+    /// ([`Sampler::take_measured`]).
+    pub fn measure(&self, word: u64) {
+        self.measured.set(Some((word, std::time::Instant::now(), 0)));
+    }
+
+    /// A visit of the measured word (see [`Sampler::measure`]), the
+    /// `n`-th: what [`Sampler::ask`] answers.
+    #[cold]
+    fn measured_visit(&self, due: bool, left: u32, word: u64, began: std::time::Instant, n: u32) -> Option<u32> {
+        self.measured.set(Some((word, began, n)));
+        // The clock is read once in 64 visits.
+        if n >= MEASURED_VISITS && n.is_multiple_of(64) && began.elapsed() >= MEASURED_SPAN {
+            return self.entry_hit(word, left);
+        }
+        // Not a sample either where the countdown ran out: other words are
+        // skipped meanwhile as after a cold visit. (Visits that reached
+        // the hook here made the interpreter seem 40 times slower than it
+        // is: PERFORMANCE.md.)
+        Some(if due { MAX_SKIP - 1 } else { left })
+    }
+
+    /// The visits of the measured word and the time they took, once the
+    /// measure is done (see [`Sampler::measure`]).
+    #[inline]
+    pub fn take_measured(&self) -> Option<(u32, std::time::Duration)> {
+        let (_, began, n) = self.measured.get()?;
+        let took = began.elapsed();
+        if n < MEASURED_VISITS || took < MEASURED_SPAN {
+            return None;
+        }
+        self.measured.set(None);
+        Some((n, took))
     }
 
     /// The entry filter folded to 64 bits, for the interpreter loop to keep

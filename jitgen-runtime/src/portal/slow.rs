@@ -35,11 +35,19 @@
 //! the first call of its position is kept (nothing to compare with). The
 //! comparison needs calls that do the same work: interpreted calls whose
 //! times spread by more than [`SPREAD`] (a caller running the same program on
-//! growing inputs) leave the verdict to the code. A single long call is
-//! never retired this way: it has nothing to compare with (the hand-over
-//! limits of `driver` bound code that keeps leaving). Only the outermost
+//! growing inputs) leave the verdict to the code. Only the outermost
 //! call of a portal is timed; calls it makes of the portal (an interpreter
 //! recursing in Rust) are part of its work.
+//!
+//! A single long call has no other call to compare with: code that stays
+//! in it is timed by its *turn checks* instead ([`TurnClock`]). Where a
+//! path that called Rust comes back to the merge point the code was
+//! entered at, the code counts the turn down in memory; at zero it leaves
+//! to the interpreter, and the portal compares its time per turn with the
+//! interpreter's per visit of the same position, measured right after.
+//! (A dynamic VM whose values own `String`s, each push and pop of its
+//! operand stack a residual call, ran a whole loop in one call several
+//! times slower than plain before: PERFORMANCE.md.)
 //!
 //! Invariant: a retired position never enters compiled code again in that
 //! thread; its keys are declined (`DeclineKind::Positional`, "retired").
@@ -325,5 +333,145 @@ mod tests {
             v = t.record(CallKind::Interpreted, ms(x));
         }
         assert_eq!(v, Some(Verdict::Keep));
+    }
+}
+
+/// Turns of the first count a portal arms a tree's
+/// [`TurnCounter`](crate::ir::function::TurnCounter) with.
+pub const FIRST_TURNS: i64 = 1 << 10;
+
+/// The most turns a counter is armed with.
+pub const MOST_TURNS: i64 = 1 << 40;
+
+/// The code time a count of turns must span to be compared with the
+/// interpreter: shorter, the count is armed again with more turns.
+pub const TURN_SPAN: Duration = Duration::from_millis(2);
+
+/// What the interpreter must run of a key being measured, in visits of it
+/// and in time, before its time per visit is compared with the code's.
+pub const MEASURED_VISITS: u32 = 16;
+/// See [`MEASURED_VISITS`].
+pub const MEASURED_SPAN: Duration = Duration::from_micros(100);
+
+/// How many times more turns a count is armed with after code was found
+/// no slower than interpreting: checks get rarer as the code proves itself.
+pub const TURNS_GROWTH: i64 = 8;
+
+/// What the portal knows of the turn checks of one key's code, for code
+/// that makes them (see [`crate::ir::function::TurnCounter`]): code that
+/// stays inside one long portal call (a whole run in one loop) is timed per
+/// turn through its entry, and compared with the interpreter's time per
+/// visit of the same key, measured right after on the same work. Code
+/// [`SLOWER`] than that is retired, as calls found slower are.
+///
+/// A count is *armed* at an entry of the code (`enter`): the counter gets
+/// the turns, and the code time and compile time so far are kept. Where
+/// the code ran them out (`ran_out`), their code time, less what was
+/// compiled meanwhile (cases compile from inside code), is the code's
+/// time for that many turns; under [`TURN_SPAN`] it is armed again with
+/// more turns, else the key is *measured*: its code is not entered, and
+/// the sampler counts the interpreter's visits of its green word
+/// (`Sampler::measure`) until [`MEASURED_VISITS`] and [`MEASURED_SPAN`]
+/// have passed (`measured`). Where the code is no slower, the next count
+/// is [`TURNS_GROWTH`] times longer, so that code that stays pays for
+/// fewer and fewer measures; each costs [`MEASURED_SPAN`] of interpreting
+/// and one hand-over.
+#[derive(Clone, Debug, Default)]
+pub struct TurnClock {
+    turns: i64,
+    /// The code time and compile time when the count was armed.
+    armed: Option<(Duration, u64)>,
+    /// The green word of the key's position (what the sampler measures).
+    pub word: u64,
+    /// The code's time per turn, while its key is measured.
+    measuring: Option<Duration>,
+}
+
+/// What the measure of a key decides (see [`TurnClock::measured`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnVerdict {
+    /// The code is no slower: it runs again, and is checked after more turns.
+    Keep,
+    /// The code is slower: its time per turn, and the interpreter's.
+    Retire {
+        /// The code's time per turn.
+        compiled: Duration,
+        /// The interpreter's time per visit.
+        interpreted: Duration,
+    },
+}
+
+impl TurnClock {
+    /// Whether the key is being measured (its code is not entered).
+    #[inline]
+    pub fn measuring(&self) -> bool {
+        self.measuring.is_some()
+    }
+
+    /// The turns the next count is armed with (0 before the first).
+    pub fn turns(&self) -> i64 {
+        self.turns
+    }
+
+    /// Gives up measuring (another key is measured): the code is entered
+    /// again, and its next count decides.
+    pub fn abandon(&mut self) {
+        self.measuring = None;
+    }
+
+    /// The code is entered with `code_time` spent in code and `compiled`
+    /// nanoseconds compiling so far: arms a count unless one is, of
+    /// `first` turns the first time.
+    pub fn enter(
+        &mut self,
+        counter: &crate::ir::function::TurnCounter,
+        code_time: Duration,
+        compiled: u64,
+        first: i64,
+    ) {
+        if self.turns == 0 {
+            self.turns = first.max(1);
+        }
+        if counter.ran_out() {
+            // It left where execute mode did not stop at the portal's merge
+            // point, so no hand-over told the portal: armed again, for more.
+            self.armed = None;
+            self.turns = self.turns.saturating_mul(2).min(MOST_TURNS);
+        }
+        if self.armed.is_none() && self.measuring.is_none() {
+            counter.left.set(self.turns);
+            self.armed = Some((code_time, compiled));
+        }
+    }
+
+    /// The code left with its count run out, at `code_time` and `compiled`
+    /// (as for [`TurnClock::enter`]): armed again with more turns if the
+    /// count spanned too little code time, else the key is measured from
+    /// its next visit.
+    pub fn ran_out(&mut self, counter: &crate::ir::function::TurnCounter, code_time: Duration, compiled: u64) {
+        counter.left.set(i64::MAX);
+        let Some((at, compiled_at)) = self.armed.take() else { return };
+        let spent =
+            code_time.saturating_sub(at).saturating_sub(Duration::from_nanos(compiled.saturating_sub(compiled_at)));
+        if spent < TURN_SPAN {
+            let grow = (TURN_SPAN.as_nanos() / spent.as_nanos().max(1)).clamp(2, 1024) as i64;
+            self.turns = self.turns.saturating_mul(grow).min(MOST_TURNS);
+        } else {
+            let per_turn = Duration::from_nanos((spent.as_nanos() / self.turns.max(1) as u128) as u64);
+            self.measuring = Some(per_turn);
+        }
+    }
+
+    /// The interpreter's measure (see `Sampler::measure`): `visits` of the
+    /// key's green word in `took`.
+    pub fn measured(&mut self, visits: u32, took: Duration) -> TurnVerdict {
+        let Some(compiled) = self.measuring.take() else { return TurnVerdict::Keep };
+        let interpreted = took / visits.max(1);
+        if compiled.as_secs_f64() > SLOWER * interpreted.as_secs_f64() {
+            TurnVerdict::Retire { compiled, interpreted }
+        } else {
+            self.turns = self.turns.saturating_mul(TURNS_GROWTH).min(MOST_TURNS);
+            TurnVerdict::Keep
+        }
     }
 }

@@ -275,6 +275,12 @@ impl ResidualFn {
         self.0.entered.set((n + 1, first.or_else(|| Some(std::time::Instant::now()))));
     }
 
+    /// The counter of the code's turn checks, where it has any (see
+    /// [`crate::ir::function::TurnCounter`]).
+    pub fn turns(&self) -> Option<&crate::ir::function::TurnCounter> {
+        self.0.pieces.as_ref()?.turns()
+    }
+
     /// Whether both handles are of the same compiled code.
     pub fn same_code(&self, other: &ResidualFn) -> bool {
         std::rc::Rc::ptr_eq(&self.0, &other.0)

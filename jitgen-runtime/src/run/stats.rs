@@ -30,6 +30,7 @@ pub struct Stats {
     fused_ops: AtomicU64,
     fusions_postponed: AtomicU64,
     retired_slow: AtomicU64,
+    turn_checks: AtomicU64,
     recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
@@ -94,8 +95,12 @@ pub struct StatsSnapshot {
     /// this, `fusions` nor `compilations` runs the code as it will stay.
     pub fusions_postponed: u64,
     /// Keys whose code was retired because calls entering it ran slower
-    /// than interpreted calls of the same position (`portal::slow`).
+    /// than interpreted calls of the same position, or its turns through
+    /// its entry slower than the interpreter's (`portal::slow`).
     pub retired_slow: u64,
+    /// Times compiled code left to the interpreter because its turn checks
+    /// ran their count out (`portal::slow::TurnClock`).
+    pub turn_checks: u64,
 }
 
 impl Stats {
@@ -124,6 +129,7 @@ impl Stats {
             fused_ops: AtomicU64::new(0),
             fusions_postponed: AtomicU64::new(0),
             retired_slow: AtomicU64::new(0),
+            turn_checks: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
@@ -284,6 +290,11 @@ impl Stats {
         self.retired_slow.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Records that compiled code left because its turn checks ran out.
+    pub fn turn_checked(&self) {
+        self.turn_checks.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A count that grows with every compilation and fusion, whatever the
     /// thread: a portal call during which it changed was compiling, and its
     /// time is not the code's (`portal::slow`).
@@ -315,6 +326,7 @@ impl Stats {
             background_fusions: self.fused_elsewhere.load(Ordering::Relaxed),
             fusions_postponed: self.fusions_postponed.load(Ordering::Relaxed),
             retired_slow: self.retired_slow.load(Ordering::Relaxed),
+            turn_checks: self.turn_checks.load(Ordering::Relaxed),
         }
     }
 }

@@ -80,7 +80,7 @@
 use crate::compile::redbox::RedBox;
 use crate::compile::state::{Frame, JitState};
 use crate::ir::builder::{Label, ResidualBuilder, Val};
-use crate::ir::ops::{ErrorKind, ValTy};
+use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, ValTy};
 
 use super::facts::{describe_facts, match_facts, rebuild_facts, widen_facts, FactDesc, FactVal};
 use super::{Compilation, MergeKind};
@@ -186,6 +186,48 @@ pub(super) struct Version {
 }
 
 impl<F: Frame> Compilation<F> {
+    /// A turn check (see [`crate::ir::function::TurnCounter`]): where a
+    /// portal's path that made calls of Rust (code that may run slower
+    /// than the interpreter it came from) arrives at the merge point of
+    /// the root's entry, in the root or in a case below it, the code counts
+    /// the turn down in the tree's counter, and where none is left the path
+    /// leaves to the interpreter: the false side is a state that hands over
+    /// at once (`JitState::leaving`), so execute mode parks it at this merge
+    /// point. Paths without such calls (a recursion's arithmetic, a loop
+    /// over memory) count nothing. The root's first merge point is its
+    /// entry, whose key is kept here.
+    fn turn_check(&mut self, st: &JitState<F>, key: &crate::compile::state::StateKey<F::Key>) {
+        use std::hash::BuildHasher;
+        if self.b.exec || !self.for_portal() || self.defer.is_none() {
+            return;
+        }
+        let h = rustc_hash::FxBuildHasher.hash_one(key);
+        if !self.piece && self.entry_key.is_none() {
+            self.tree.root_key.set(Some(h));
+            return;
+        }
+        if self.tree.root_key.get() != Some(h) || self.b.hot_calls == 0 || st.hands_over() {
+            return;
+        }
+        self.tree.counts_turns.set(true);
+        let at = self.b.konst(ValTy::Ptr, &self.tree.turns as *const _ as u64);
+        let left = self.b.load(ValTy::I64, at, 0);
+        let one = self.b.konst(ValTy::I64, 1);
+        let left = self.b.bin(BinOp::Sub, ValTy::I64, Overflow::Wrap, left, one);
+        self.b.store(ValTy::I64, at, 0, left);
+        let zero = self.b.konst(ValTy::I64, 0);
+        let goes_on = self.b.cmp(CmpOp::Gt, ValTy::I64, left, zero);
+        let mut leave = st.clone();
+        leave.leaving = true;
+        if let Some(f) = leave.frames.last_mut() {
+            f.unmerge();
+        }
+        self.stats.turn_checks += 1;
+        self.branch_off(&RedBox::Var { ty: ValTy::Bool, val: goes_on }, true, leave);
+        // What the check showed holds no more at the version (see `merge`).
+        self.b.path_conds.clear();
+    }
+
     /// A merge point: returns the state to continue with (its red boxes now
     /// the label's parameters and the constants kept), or `None` when the path
     /// jumped to existing code or the compilation is over budget.
@@ -317,6 +359,7 @@ impl<F: Frame> Compilation<F> {
                 key = st.key();
             }
         }
+        self.turn_check(&st, &key);
         let reds = st.core_reds();
         let facts = describe_facts(&self.b, &st.known, &reds);
         if self.entry_key.is_none() {

@@ -143,6 +143,8 @@ pub struct CompileStats {
     pub joins_passed: usize,
     /// Merge points that jumped to existing code.
     pub matches: usize,
+    /// Turn checks made (see `Compilation::turn_check`).
+    pub turn_checks: usize,
     /// New, more general versions of a loop head already seen (widenings).
     pub widenings: usize,
     /// Red splits whose other side was left to compile when first taken.
@@ -209,6 +211,9 @@ impl<F: Frame> Compilation<F> {
                 kept: RefCell::new(vec![]),
                 ahead: Cell::new(None),
                 root: RefCell::new(None),
+                turns: Default::default(),
+                counts_turns: Cell::new(false),
+                root_key: Cell::new(None),
             }),
             defer: None,
             pending: VecDeque::new(),
@@ -494,7 +499,8 @@ impl<F: Frame> Compilation<F> {
                 return Err(Declined::Unsupported(format!("jitgen bug: residual code is not SSA: {e}\n{text}")));
             }
         }
-        if !f.switches.is_empty() {
+        // A root with turn checks owns the tree for its counter too.
+        if !f.switches.is_empty() || (!self.piece && self.tree.counts_turns.get()) {
             f.pieces = Some(self.tree.clone());
         }
         Ok(f)

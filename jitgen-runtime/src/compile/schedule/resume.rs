@@ -89,6 +89,13 @@ pub(super) struct Tree {
     /// The root function, once compiled (see
     /// [`crate::run::promotion::Pieces::set_root`]).
     pub(super) root: RefCell<Option<std::rc::Weak<dyn std::any::Any>>>,
+    /// The turns left before the tree's code checks its speed, where it
+    /// has turn checks (`counts_turns`), and the hash of the key of the
+    /// root's entry, whose merge point they are made at (see
+    /// `Compilation::turn_check`).
+    pub(super) turns: crate::ir::function::TurnCounter,
+    pub(super) counts_turns: Cell<bool>,
+    pub(super) root_key: Cell<Option<u64>>,
 }
 
 /// A piece of a [`Tree`]: its name, code and function (its listing is made
@@ -119,6 +126,12 @@ impl crate::run::promotion::Pieces for Tree {
 
     fn cases(&self) -> usize {
         self.cases_added.get()
+    }
+
+    fn turns(&self) -> Option<&crate::ir::function::TurnCounter> {
+        // Also before any check is made: cases made later may make some,
+        // and the portal arms the count when it enters the code.
+        Some(&self.turns)
     }
 
     fn functions(&self) -> Vec<(usize, Rc<crate::ir::builder::ResidualFunction>)> {
