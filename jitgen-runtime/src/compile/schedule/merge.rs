@@ -187,15 +187,18 @@ pub(super) struct Version {
 
 impl<F: Frame> Compilation<F> {
     /// A turn check (see [`crate::ir::function::TurnCounter`]): where a
-    /// portal's path that made calls of Rust (code that may run slower
-    /// than the interpreter it came from) arrives at the merge point of
-    /// the root's entry, in the root or in a case below it, the code counts
-    /// the turn down in the tree's counter, and where none is left the path
-    /// leaves to the interpreter: the false side is a state that hands over
-    /// at once (`JitState::leaving`), so execute mode parks it at this merge
-    /// point. Paths without such calls (a recursion's arithmetic, a loop
-    /// over memory) count nothing. The root's first merge point is its
-    /// entry, whose key is kept here.
+    /// path of a portal's compilation that has recorded calls of Rust on
+    /// paths commonly taken (code that may run slower than the interpreter
+    /// it came from) arrives at the merge point of the root's entry, in the
+    /// root or in a case below it, the code counts the turn down in the
+    /// tree's counter, and where none is left the path leaves to the
+    /// interpreter: the false side is a state that hands over at once
+    /// (`JitState::leaving`), so execute mode parks it at this merge point.
+    /// Compilations without such calls (a recursion's arithmetic, a loop
+    /// over memory) count nothing. (The count is the compilation's, not
+    /// the path's: a path without calls may count too, which costs a
+    /// decrement.) The root's first merge point is its entry, whose key is
+    /// kept here.
     fn turn_check(&mut self, st: &JitState<F>, key: &crate::compile::state::StateKey<F::Key>) {
         use std::hash::BuildHasher;
         if self.b.exec || !self.for_portal() || self.defer.is_none() {

@@ -89,10 +89,10 @@ pub(super) struct Tree {
     /// The root function, once compiled (see
     /// [`crate::run::promotion::Pieces::set_root`]).
     pub(super) root: RefCell<Option<std::rc::Weak<dyn std::any::Any>>>,
-    /// The turns left before the tree's code checks its speed, where it
-    /// has turn checks (`counts_turns`), and the hash of the key of the
-    /// root's entry, whose merge point they are made at (see
-    /// `Compilation::turn_check`).
+    /// The turns left before the tree's code checks its speed, whether
+    /// any of its code makes turn checks (then the root owns the tree even
+    /// without switches), and the hash of the key of the root's entry,
+    /// whose merge point they are made at (see `Compilation::turn_check`).
     pub(super) turns: crate::ir::function::TurnCounter,
     pub(super) counts_turns: Cell<bool>,
     pub(super) root_key: Cell<Option<u64>>,
