@@ -105,9 +105,9 @@ pub trait Pieces: std::fmt::Debug {
 }
 
 /// Turns left before a portal's residual code checks its own speed: a word
-/// that the code decrements each time a path that made a call of Rust
-/// comes back to the merge point the code was entered at (a *turn check*,
-/// made by the scheduler's `merge`). Where it reaches zero the path leaves
+/// that the code decrements each time it comes back to the merge point it
+/// was entered at, in compilations that call Rust on their common paths (a
+/// *turn check*, made by the scheduler's `merge`). Where it reaches zero the path leaves
 /// to the interpreter, and the portal compares the time the code took per
 /// turn with the interpreter's (`portal::slow::TurnClock`). It starts at
 /// `i64::MAX` (never reached) until a portal arms it.

@@ -624,13 +624,13 @@ impl Sampler {
     fn measured_visit(&self, due: bool, left: u32, word: u64, began: std::time::Instant, n: u32) -> Option<u32> {
         self.measured.set(Some((word, began, n)));
         // The clock is read once in 64 visits.
-        if n >= MEASURED_VISITS && n.is_multiple_of(64) && began.elapsed() >= MEASURED_SPAN {
+        if n.is_multiple_of(64) && measure_done(n, began).is_some() {
             return self.entry_hit(word, left);
         }
         // Not a sample either where the countdown ran out: other words are
         // skipped meanwhile as after a cold visit. (Visits that reached
-        // the hook here made the interpreter seem 40 times slower than it
-        // is: PERFORMANCE.md.)
+        // the hook here made the interpreter seem many times slower than
+        // it is: PERFORMANCE.md.)
         Some(if due { MAX_SKIP - 1 } else { left })
     }
 
@@ -639,10 +639,7 @@ impl Sampler {
     #[inline]
     pub fn take_measured(&self) -> Option<(u32, std::time::Duration)> {
         let (_, began, n) = self.measured.get()?;
-        let took = began.elapsed();
-        if n < MEASURED_VISITS || took < MEASURED_SPAN {
-            return None;
-        }
+        let took = measure_done(n, began)?;
         self.measured.set(None);
         Some((n, took))
     }
@@ -838,4 +835,11 @@ pub fn green_word(greens: &[u64]) -> u64 {
 #[inline]
 pub fn sample_period(threshold: u32) -> u32 {
     (threshold / 4).clamp(1, 256)
+}
+
+/// The time a measure of `n` visits begun at `began` took, once it has
+/// lasted [`MEASURED_VISITS`] and [`MEASURED_SPAN`] (see `Sampler::measure`).
+fn measure_done(n: u32, began: std::time::Instant) -> Option<std::time::Duration> {
+    let took = began.elapsed();
+    (n >= MEASURED_VISITS && took >= MEASURED_SPAN).then_some(took)
 }

@@ -275,8 +275,9 @@ impl ResidualFn {
         self.0.entered.set((n + 1, first.or_else(|| Some(std::time::Instant::now()))));
     }
 
-    /// The counter of the code's turn checks, where it has any (see
-    /// [`crate::ir::function::TurnCounter`]).
+    /// The counter of the code's turn checks, for code with a tree of
+    /// pieces (whether or not any of it makes checks yet: cases compiled
+    /// later may; see [`crate::ir::function::TurnCounter`]).
     pub fn turns(&self) -> Option<&crate::ir::function::TurnCounter> {
         self.0.pieces.as_ref()?.turns()
     }
