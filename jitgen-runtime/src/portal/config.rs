@@ -19,8 +19,9 @@ pub const DEFAULT_THRESHOLD: u32 = 1000;
 
 /// How long a warm key keeps being interpreted, in expected compile times,
 /// before it compiles (the default policy). Compiling only once the run has
-/// lasted twice the compile time bounds what compiling costs a run that
-/// ends just after: at most 1.5x its interpreted time.
+/// lasted four expected compile times bounds what compiling costs a run
+/// that ends just after: at most 1.25x its interpreted time, where the
+/// expectation holds.
 pub const WARMUP_FACTOR: u32 = 4;
 
 /// The compile time a portal cache expects before it has measured one
