@@ -76,7 +76,7 @@ fn check(ops: &str, want_pops: &str, want: Expect) {
         }
     }
     assert_eq!(pops, want_pops);
-    let mut key = vec![];
+    let mut key = jitgen_runtime::frame::KeyWords::new();
     l.key_words(&mut key);
     b.ret(&[]);
     let stack = format!("{:#x}", jitgen_runtime::contstack::Raw::address());

@@ -21,7 +21,7 @@ use std::marker::PhantomData;
 use smallvec::SmallVec;
 
 use crate::compile::redbox::RedBox;
-use crate::compile::state::{Frame, KeyView, ListMut};
+use crate::compile::state::{Frame, JitState, KeyView, ListMut};
 use crate::compile::vdict::VDict;
 use crate::compile::virtuals::{VPList, VPtr};
 use crate::compile::vlist::VList;
@@ -64,7 +64,7 @@ fn ptr_word(p: &VPtr) -> u64 {
 
 impl Slot {
     /// [`Slot::key_words`] with the parts `view` names real.
-    fn key_words_as(&self, k: &mut Vec<u64>, view: KeyView) {
+    fn key_words_as(&self, k: &mut KeyWords, view: KeyView) {
         match self {
             Slot::Ptr(_) if view.objects => k.push(NOT_CONST),
             Slot::Opt(tag, _) if view.objects => k.extend([tag.as_const().unwrap_or(NOT_CONST), NOT_CONST]),
@@ -84,7 +84,7 @@ impl Slot {
         }
     }
 
-    fn key_words(&self, k: &mut Vec<u64>) {
+    fn key_words(&self, k: &mut KeyWords) {
         match self {
             Slot::Consts(bs) => k.extend(bs.iter().map(|b| b.as_const().unwrap_or(NOT_CONST))),
             Slot::Ptr(p) => k.push(ptr_word(p)),
@@ -226,20 +226,26 @@ pub fn green_slice<'a, T>(ptr: u64, len: u64) -> &'a [T] {
 
 /// What a frame holds beyond its point: green words, red boxes, slots (also
 /// a call's result, delivered to its continuation).
+///
+/// Sized so that a [`PointFrame`] and its [`JitState`] stay within 128 bytes
+/// each: the extension's `__run` moves both into a point's function at each
+/// step, and moves of that size are compiled inline rather than as calls of
+/// `memcpy` (most frames have 4 words or fewer and 3 red boxes or fewer; more
+/// spill to the heap).
 #[derive(Clone, Debug, Default)]
 pub struct Values {
     /// The green values, as words (part of the key).
-    pub words: SmallVec<[u64; 6]>,
+    pub words: SmallVec<[u64; 4]>,
     /// The red boxes of red scalars, enums and slices.
-    pub reds: SmallVec<[RedBox; 6]>,
+    pub reds: SmallVec<[RedBox; 3]>,
     /// The rest, in the layout's order.
-    pub slots: Vec<Slot>,
+    pub slots: Box<[Slot]>,
 }
 
 impl Values {
     /// Values of these words, red boxes and slots.
     pub fn new(words: &[u64], reds: &[RedBox], slots: Vec<Slot>) -> Values {
-        Values { words: SmallVec::from_slice(words), reds: SmallVec::from_slice(reds), slots }
+        Values { words: SmallVec::from_slice(words), reds: SmallVec::from_slice(reds), slots: slots.into_boxed_slice() }
     }
     /// Word `i`.
     pub fn word(&self, i: usize) -> u64 {
@@ -258,6 +264,11 @@ impl Values {
         std::mem::replace(&mut self.slots[i], Slot::Taken)
     }
 }
+
+pub use crate::compile::virtuals::KeyWords;
+
+const _: () = assert!(std::mem::size_of::<PointFrame<'static>>() <= 128);
+const _: () = assert!(std::mem::size_of::<JitState<PointFrame<'static>>>() <= 128);
 
 /// A frame of a generating extension (see the module doc).
 #[derive(Clone, Debug)]
@@ -296,15 +307,14 @@ impl PointFrame<'_> {
 }
 
 impl Frame for PointFrame<'_> {
-    type Key = (u32, Vec<u64>);
+    type Key = (u32, KeyWords);
 
     fn point(&self) -> Option<u32> {
         Some(self.point)
     }
 
     fn key(&self) -> Self::Key {
-        let mut k = Vec::with_capacity(self.vals.words.len() + self.vals.slots.len());
-        k.extend_from_slice(&self.vals.words);
+        let mut k = KeyWords::from_slice(&self.vals.words);
         for s in &self.vals.slots {
             s.key_words(&mut k);
         }
@@ -312,8 +322,7 @@ impl Frame for PointFrame<'_> {
     }
 
     fn key_as(&self, view: KeyView) -> Self::Key {
-        let mut k = Vec::with_capacity(self.vals.words.len() + self.vals.slots.len());
-        k.extend_from_slice(&self.vals.words);
+        let mut k = KeyWords::from_slice(&self.vals.words);
         for s in &self.vals.slots {
             s.key_words_as(&mut k, view);
         }

@@ -242,7 +242,7 @@ pub struct JitState<F> {
     /// computed from it (`len - 1` in `last()`) names a virtual element
     /// ([`JitState::frames_elem`]). Forgotten with the fields and at
     /// normalization.
-    pub top_len: Option<(RedBox, Vec<VPtr>)>,
+    pub top_len: Option<Box<(RedBox, Vec<VPtr>)>>,
 }
 
 /// The merge points with virtual lists a path went through, each with its
@@ -1228,7 +1228,7 @@ impl<F: Frame> JitState<F> {
         if items.is_empty() {
             return Some(below);
         }
-        self.top_len = Some((below, items.clone()));
+        self.top_len = Some(Box::new((below, items.clone())));
         Some(b.red_length_plus(&below, items.len() as u64))
     }
 
@@ -1238,7 +1238,7 @@ impl<F: Frame> JitState<F> {
     /// those elements still there.
     pub fn frames_elem(&self, l: &VPList, b: &ResidualBuilder, index: &RedBox) -> Option<VPtr> {
         let (VPList::Over(_, items) | VPList::Spilled { items, .. }) = l else { return None };
-        let (below, then) = self.top_len.as_ref()?;
+        let (below, then) = &**self.top_len.as_ref()?;
         let n = items.len().min(then.len());
         if items[..n] != then[..n] {
             return None;

@@ -91,7 +91,7 @@ impl VDict {
     }
 
     /// Appends the words this dict adds to its frame's key: its keys.
-    pub fn key_words(&self, out: &mut Vec<u64>) {
+    pub fn key_words(&self, out: &mut crate::compile::virtuals::KeyWords) {
         match self {
             VDict::Real(_) => out.push(u64::MAX),
             VDict::Virtual(e) => {

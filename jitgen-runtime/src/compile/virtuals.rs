@@ -249,9 +249,14 @@ pub enum VPList {
     },
 }
 
+/// The words of a frame's key beyond its point (see `frame::PointFrame`):
+/// its green words, then what its slots add; most frames' fit without an
+/// allocation.
+pub type KeyWords = smallvec::SmallVec<[u64; 8]>;
+
 impl VPList {
     /// The words this list adds to its frame's key.
-    pub fn key_words(&self, out: &mut Vec<u64>) {
+    pub fn key_words(&self, out: &mut KeyWords) {
         let items = match self {
             VPList::Real(_) => return out.push(u64::MAX),
             VPList::Virtual(items) => items,
@@ -272,7 +277,7 @@ impl VPList {
     }
 
     /// [`VPList::key_words`] with its virtual elements seen as real.
-    pub fn key_words_forced(&self, out: &mut Vec<u64>) {
+    pub fn key_words_forced(&self, out: &mut KeyWords) {
         let at = out.len();
         self.key_words(out);
         let n = self.items().len();
