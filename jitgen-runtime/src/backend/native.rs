@@ -141,7 +141,7 @@ impl NativeCode {
     }
 
     /// The entry point at the function's reentry `k`
-    /// ([`ResidualFunction::reentries`]), a `tail`-convention function of
+    /// ([`crate::ir::function::ResidualFunction::reentries`]), a `tail`-convention function of
     /// the frame as [`NativeCode::tail_entry`] is.
     pub fn reentry(&self, k: usize) -> Option<*const u8> {
         self.reentries.get(k).copied()

@@ -335,7 +335,7 @@ impl<F: Frame> JitState<F> {
     }
 
     /// Keeps what the comparisons this path took true since its last merge
-    /// point showed ([`ResidualBuilder::path_intervals`]) as [`ORDERED`]
+    /// point showed (`ResidualBuilder::path_intervals`) as [`ORDERED`]
     /// facts, so that it crosses merge points and flexswitches as facts do:
     /// one per root (an interval overlapping the root's joins it; one that
     /// does not is dropped).

@@ -82,7 +82,7 @@ pub enum Template {
         /// The types of the words.
         words: Vec<ValTy>,
         /// Words expected to be the length in memory of the operand stack
-        /// at the pop plus a constant (see [`relations`]): word index and
+        /// at the pop plus a constant (see `relations`): word index and
         /// constant.
         related: Vec<(usize, i64)>,
         /// Where its part of a shared operand stack is.
@@ -517,7 +517,7 @@ fn hidden_tail(heap: &mut VHeap) -> Option<&mut VList> {
 #[derive(Default)]
 pub struct Unspilled {
     /// The popped words expected to be the operand stack's length (before
-    /// its tail) plus a constant (see [`relations`]).
+    /// its tail) plus a constant (see `relations`).
     pub related: Vec<(RedBox, i64)>,
     /// Where nothing of the operand stack is hidden any more: its `Vec`'s
     /// address and layout, and its length in memory.
