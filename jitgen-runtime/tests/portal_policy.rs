@@ -356,6 +356,31 @@ fn calls_entering_code_not_fused_yet_are_not_timed() {
     assert_eq!(s.end_call(7).map(|(_, k)| k), Some(CallKind::Compiled));
 }
 
+/// A call whose code waits for a fusion, and ran slower unfused than
+/// interpreting, interprets to its end (`PortalSite::code`,
+/// `Sampler::interpret_rest`): it enters no code, its visits test no entry
+/// filter, and its time is not counted (it may include handing the fusion
+/// over). The next call may enter code again.
+#[test]
+fn a_call_that_waits_for_a_fusion_interprets_to_its_end_untimed() {
+    use jitgen_runtime::driver::{green_word, CallKind, CallMode};
+    let s = Sampler::new();
+    let word = green_word(&[0x7100, 0]);
+    s.add_entry(word);
+    assert_ne!(s.entry_mask(), 0, "the portal has code");
+    s.begin_call(7);
+    assert_eq!(s.call_mode(), CallMode::Normal);
+    s.interpret_rest();
+    assert_eq!(s.call_mode(), CallMode::Interpreting);
+    assert_eq!(s.entry_mask(), 0, "no entry filter while it interprets");
+    assert_eq!(s.end_call(7).map(|(_, k)| k), Some(CallKind::Waited));
+    s.begin_call(7);
+    assert_eq!(s.call_mode(), CallMode::Normal, "the next call is a call like any");
+    assert_ne!(s.entry_mask(), 0);
+    s.entered_code();
+    assert_eq!(s.end_call(7).map(|(_, k)| k), Some(CallKind::Compiled));
+}
+
 /// A key warms up while the interpreter runs it: time spent in compiled
 /// code, or outside the portal's calls, does not count toward its warm-up;
 /// time interpreting in a call does.

@@ -103,9 +103,10 @@ fn child_code_after_a_compiled_recursion_at_the_default_threshold() {
 }
 
 /// With the default policy, a fusion is compiled on the compiler's thread
-/// while the pieces it fuses go on running, and a later entry installs it:
-/// every run before, between and after leaves what plain leaves (a child
-/// process: the policy is the module's).
+/// while the pieces it fuses go on running (or, where they ran slower than
+/// interpreting, while the calls interpret: `jit::stats().fusion_waits`),
+/// and a later entry installs it: every run before, between and after
+/// leaves what plain leaves (a child process: the policy is the module's).
 #[test]
 fn a_fusion_compiled_on_the_compilers_thread_agrees_with_plain() {
     assert!(common::run_child("child_a_fusion_compiled_on_the_compilers_thread", None));
@@ -132,6 +133,7 @@ fn child_a_fusion_compiled_on_the_compilers_thread() {
         run += 1;
     }
     let s = jit::stats();
+    eprintln!("{run} runs: {s:?}");
     assert!(s.background_fusions > 0 && s.entries > 0, "{s:?}");
 }
 

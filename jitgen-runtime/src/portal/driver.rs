@@ -1007,13 +1007,20 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
                         self.cache.with(|c| c.borrow_mut().replace_code(&key, &code, fused.clone()));
                         fused
                     }
-                    Fusion::Postponed => {
-                        self.stats.fusion_postponed();
-                        self.sampler.with(|s| s.unsettled_code());
-                        code
-                    }
-                    Fusion::Submitted => {
-                        self.stats.submitted();
+                    f @ (Fusion::Postponed | Fusion::Submitted) => {
+                        if matches!(f, Fusion::Submitted) {
+                            self.stats.submitted();
+                        } else {
+                            self.stats.fusion_postponed();
+                        }
+                        // Unfused code slower than interpreting fuses at
+                        // once (patience 0), so the fusion is being compiled
+                        // elsewhere: the call interprets until it is in.
+                        if patience == 0 && self.sampler.with(|s| s.unfused_slower()) {
+                            self.stats.waited_for_fusion();
+                            self.sampler.with(|s| s.interpret_rest());
+                            return None;
+                        }
                         self.sampler.with(|s| s.unsettled_code());
                         code
                     }

@@ -309,14 +309,23 @@ struct CallState {
     /// It entered code whose fusion was due but postponed: code not in its
     /// final form, which its time does not judge ([`Sampler::unsettled_code`]).
     unsettled: bool,
+    /// It interprets where its code waits for a fusion
+    /// ([`Sampler::interpret_rest`]).
+    waited: bool,
     /// The module's count of compilations and fusions when it began (see
     /// [`Sampler::begin_call`]).
     compile_work: u64,
 }
 
 impl CallState {
-    const IDLE: CallState =
-        CallState { green: None, mode: CallMode::Normal, entered: false, unsettled: false, compile_work: 0 };
+    const IDLE: CallState = CallState {
+        green: None,
+        mode: CallMode::Normal,
+        entered: false,
+        unsettled: false,
+        waited: false,
+        compile_work: 0,
+    };
 }
 
 /// Bit of [`Sampler`]'s skip counter: the portal has code in this thread
@@ -450,6 +459,8 @@ impl Sampler {
         self.retired_calls.set(if retired { self.retired_calls.get().saturating_add(1) } else { 0 });
         let kind = if c.compile_work != compile_work {
             CallKind::Compiling
+        } else if c.waited {
+            CallKind::Waited
         } else if c.unsettled {
             CallKind::Unfused
         } else if c.entered && c.mode == CallMode::Normal {
@@ -505,6 +516,20 @@ impl Sampler {
     pub fn unsettled_code(&self) {
         let mut c = self.call.get();
         c.unsettled = true;
+        self.call.set(c);
+    }
+
+    /// The call under way interprets from here to its end: its position's
+    /// code waits for a fusion the compiler's thread is compiling, and ran
+    /// slower unfused than interpreting ([`Sampler::unfused_slower`]). It
+    /// enters no code, and its time does not count ([`CallKind::Waited`]:
+    /// it may include handing the fusion over).
+    pub fn interpret_rest(&self) {
+        let mut c = self.call.get();
+        if c.mode == CallMode::Normal {
+            c.mode = CallMode::Interpreting;
+            c.waited = true;
+        }
         self.call.set(c);
     }
 

@@ -29,6 +29,7 @@ pub struct Stats {
     fusion_nanos: AtomicU64,
     fused_ops: AtomicU64,
     fusions_postponed: AtomicU64,
+    fusion_waits: AtomicU64,
     retired_slow: AtomicU64,
     turn_checks: AtomicU64,
     recursion: AtomicBool,
@@ -94,6 +95,12 @@ pub struct StatsSnapshot {
     /// compiling the fusion). A run that adds to neither
     /// this, `fusions` nor `compilations` runs the code as it will stay.
     pub fusions_postponed: u64,
+    /// Portal calls that reached code with a fusion due and interpreted
+    /// instead of entering it: run unfused, it was slower than
+    /// interpreting, and its fusion was being compiled on the compiler's
+    /// thread (`portal::slow`, `Tally::unfused_slower`). Each is also one
+    /// of `fusions_postponed` or `background_submissions`.
+    pub fusion_waits: u64,
     /// Keys whose code was retired because calls entering it ran slower
     /// than interpreted calls of the same position, or its turns through
     /// its entry slower than the interpreter's (`portal::slow`).
@@ -128,6 +135,7 @@ impl Stats {
             fusion_nanos: AtomicU64::new(0),
             fused_ops: AtomicU64::new(0),
             fusions_postponed: AtomicU64::new(0),
+            fusion_waits: AtomicU64::new(0),
             retired_slow: AtomicU64::new(0),
             turn_checks: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
@@ -267,6 +275,12 @@ impl Stats {
         self.fusions_postponed.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Records a portal call that interprets instead of entering code
+    /// waiting for its fusion (see [`StatsSnapshot::fusion_waits`]).
+    pub fn waited_for_fusion(&self) {
+        self.fusion_waits.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Time spent compiling so far, in nanoseconds.
     pub fn compile_nanos(&self) -> u64 {
         self.compile_nanos.load(Ordering::Relaxed)
@@ -325,6 +339,7 @@ impl Stats {
             background_submissions: self.submitted.load(Ordering::Relaxed),
             background_fusions: self.fused_elsewhere.load(Ordering::Relaxed),
             fusions_postponed: self.fusions_postponed.load(Ordering::Relaxed),
+            fusion_waits: self.fusion_waits.load(Ordering::Relaxed),
             retired_slow: self.retired_slow.load(Ordering::Relaxed),
             turn_checks: self.turn_checks.load(Ordering::Relaxed),
         }
