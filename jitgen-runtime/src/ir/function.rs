@@ -417,6 +417,14 @@ pub struct RegisterCell {
 /// and the scheduler forces virtual objects before a flexswitch would need more.
 pub const MAX_FRAME_WORDS: usize = 64;
 
+/// A map over the values of `f`, every one of them in range, with room
+/// for the values a pass adds, so that writes rarely grow it.
+pub(crate) fn dense_for<T: Clone + Default>(f: &ResidualFunction) -> SecondaryMap<Val, T> {
+    let mut m = SecondaryMap::with_capacity(f.vals.len() + f.vals.len() / 4 + 16);
+    m.resize(f.vals.len());
+    m
+}
+
 impl ResidualFunction {
     /// A copy without the switch tables and pieces (which belong to the
     /// thread that made them), for a backend compiling on another thread;
@@ -551,7 +559,7 @@ impl ResidualFunction {
     /// The block defining each value (as a parameter or by an instruction)
     /// among the live blocks; `None` for values defined nowhere.
     pub(crate) fn def_blocks(&self) -> SecondaryMap<Val, Option<Label>> {
-        let mut def_block = SecondaryMap::new();
+        let mut def_block = dense_for(self);
         for (b, blk) in self.live_blocks() {
             for v in blk.params.iter().chain(blk.insts.iter().flat_map(Inst::defs)).copied() {
                 def_block[v] = Some(b);

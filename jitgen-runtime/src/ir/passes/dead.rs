@@ -39,10 +39,10 @@ impl ResidualFunction {
     /// are then all unused is dropped in turn (a worklist: a chain of dead
     /// values costs its length, not a pass over the function per link).
     pub fn drop_dead_values(&mut self) -> bool {
-        let mut uses: SecondaryMap<Val, u32> = SecondaryMap::new();
+        let mut uses: SecondaryMap<Val, u32> = crate::ir::function::dense_for(self);
         // Where each operation without effects is (its block and index),
         // by the values it defines; all of them are the worklist's start.
-        let mut def_at: SecondaryMap<Val, Option<(Label, u32)>> = SecondaryMap::new();
+        let mut def_at: SecondaryMap<Val, Option<(Label, u32)>> = crate::ir::function::dense_for(self);
         let mut work: Vec<(Label, u32)> = vec![];
         for (l, blk) in self.blocks.iter() {
             let mut note = |v: Val| uses[v] += 1;

@@ -62,6 +62,7 @@ use rustc_hash::FxHashMap;
 use crate::ir::builder::Val;
 use crate::ir::function::{Inst, Label, ResidualFunction, Terminator};
 use crate::ir::ops::{BinOp, CmpOp, Overflow, UnOp, ValTy};
+use crate::ir::passes::ValMap;
 
 /// What a point of a block knows: places of memory and their values, the
 /// bounds checks passed, the constants made.
@@ -98,7 +99,7 @@ struct Known {
 /// `dst` is that value (in `same`) and the operation goes (`keep`).
 fn computed_before(
     computed: &mut FxHashMap<Pure, Val>,
-    same: &mut FxHashMap<Val, Val>,
+    same: &mut ValMap<Val>,
     key: Pure,
     dst: Val,
     keep: &mut bool,
@@ -119,8 +120,8 @@ fn computed_before(
 /// What the values a block has seen defined say of bounds: which checks a
 /// branch taken or a check passed implies.
 struct Facts<'a> {
-    consts: &'a FxHashMap<Val, u64>,
-    defs: &'a FxHashMap<Val, Pure>,
+    consts: &'a ValMap<u64>,
+    defs: &'a ValMap<Pure>,
 }
 
 impl Facts<'_> {
@@ -210,13 +211,18 @@ impl Facts<'_> {
 
 /// `v` as the walk renamed it: a load to the value it reads, then a step
 /// by a flag the block knows to its value there.
-fn renamed(same: &FxHashMap<Val, Val>, local: &FxHashMap<Val, Val>, v: Val) -> Val {
+fn renamed(same: &ValMap<Val>, local: &[(Val, Val)], v: Val) -> Val {
     let v = same.get(&v).copied().unwrap_or(v);
-    local.get(&v).copied().unwrap_or(v)
+    local_of(local, v)
+}
+
+/// What a step by a flag the block knows (`local`) renames `v` to.
+fn local_of(local: &[(Val, Val)], v: Val) -> Val {
+    local.iter().find(|(n, _)| *n == v).map_or(v, |(_, x)| *x)
 }
 
 /// The `bool` that `v` is the cast of, to the integer type `ty`.
-fn flag_of(defs: &FxHashMap<Val, Pure>, v: Val, ty: ValTy) -> Option<Val> {
+fn flag_of(defs: &ValMap<Pure>, v: Val, ty: ValTy) -> Option<Val> {
     match defs.get(&v)? {
         Pure::Cast(ValTy::Bool, to, c) if *to == ty => Some(*c),
         _ => None,
@@ -225,7 +231,7 @@ fn flag_of(defs: &FxHashMap<Val, Pure>, v: Val, ty: ValTy) -> Option<Val> {
 
 /// The flag of a step by a flag: a wrapping `x + cast(c)`, `cast(c) + x`
 /// or `x - cast(c)` of integers.
-fn flag_of_step(defs: &FxHashMap<Val, Pure>, key: &Pure) -> Option<Val> {
+fn flag_of_step(defs: &ValMap<Pure>, key: &Pure) -> Option<Val> {
     let Pure::Bin(op, ty, Overflow::Wrap, a, b) = key else { return None };
     if !ty.is_int() {
         return None;
@@ -262,15 +268,12 @@ impl ResidualFunction {
     /// whether it changed anything.
     fn forward_blocks(&mut self) -> bool {
         let mut changed = false;
-        let consts: FxHashMap<Val, u64> = self
-            .blocks
-            .values()
-            .flat_map(|b| b.insts.iter())
-            .filter_map(|i| match i {
-                Inst::Const { dst, bits, .. } => Some((*dst, *bits)),
-                _ => None,
-            })
-            .collect();
+        let mut consts: ValMap<u64> = ValMap::for_values_of(self);
+        for i in self.blocks.values().flat_map(|b| b.insts.iter()) {
+            if let Inst::Const { dst, bits, .. } = i {
+                consts.insert(*dst, *bits);
+            }
+        }
         // Blocks entered only from the end of one other: they start knowing
         // what it knew at its end.
         let mut preds: FxHashMap<Label, Vec<Label>> = FxHashMap::default();
@@ -282,13 +285,13 @@ impl ResidualFunction {
         let order = self.blocks_in_dominance_order();
         let mut at_end: FxHashMap<Label, Memory> = FxHashMap::default();
         // Loads renamed to the value they read.
-        let mut same: FxHashMap<Val, Val> = FxHashMap::default();
+        let mut same: ValMap<Val> = ValMap::for_values_of(self);
         // What the walk has seen define values (with their uses renamed):
         // the conditions of branches and the indices of bounds checks.
-        let mut defs: FxHashMap<Val, Pure> = FxHashMap::default();
+        let mut defs: ValMap<Pure> = ValMap::for_values_of(self);
         // Steps by a flag: `x ± cast(c)` of a `bool` `c`, by `c`, with the
         // block that computes them.
-        let mut flag_steps: FxHashMap<Val, Vec<(Val, Label)>> = FxHashMap::default();
+        let mut flag_steps: ValMap<Vec<(Val, Label)>> = ValMap::default();
         for b in order {
             let only_pred = match preds.get(&b).map(Vec::as_slice) {
                 Some([p]) if b != Label::ENTRY && !self.reentries.contains(&b) => Some(*p),
@@ -298,7 +301,8 @@ impl ResidualFunction {
                 only_pred.and_then(|p| at_end.get(&p).cloned()).unwrap_or_default();
             // Steps by a flag the branch into the block decided, known
             // anew here (see `ResidualFunction::decided_steps`).
-            let mut local: FxHashMap<Val, Val> = FxHashMap::default();
+            // (Few or none: a list, not a map made for each block.)
+            let mut local: Vec<(Val, Val)> = vec![];
             let mut prelude = vec![];
             if let (Some(p), Some(Terminator::Branch { cond, if_true, if_false })) =
                 (only_pred, only_pred.and_then(|p| self.blocks[p].term.as_ref()))
@@ -314,7 +318,7 @@ impl ResidualFunction {
                             continue;
                         }
                         if !flag {
-                            local.insert(n, x);
+                            local.push((n, x));
                             continue;
                         }
                         // (The walk below keeps one constant of each.)
@@ -328,14 +332,14 @@ impl ResidualFunction {
                         };
                         let dst = self.vals.push(ty);
                         prelude.push(Inst::Bin { dst, op, ty, ov: Overflow::Wrap, a: x, b: one });
-                        local.insert(n, dst);
+                        local.push((n, dst));
                     }
                 }
             }
             if !local.is_empty() {
                 changed = true;
                 for k in &mut known {
-                    k.value = local.get(&k.value).copied().unwrap_or(k.value);
+                    k.value = local_of(&local, k.value);
                 }
             }
             let here = b;
@@ -395,7 +399,7 @@ impl ResidualFunction {
                     Inst::Bin { dst, op, ty, ov, a, b } => {
                         let key = Pure::Bin(*op, *ty, *ov, *a, *b);
                         if let Some(flag) = flag_of_step(&defs, &key) {
-                            flag_steps.entry(flag).or_default().push((*dst, here));
+                            flag_steps.entry_or_default(flag).push((*dst, here));
                         }
                         defs.insert(*dst, key.clone());
                         changed |= computed_before(&mut computed, &mut same, key, *dst, &mut keep[k]);
@@ -450,8 +454,8 @@ impl ResidualFunction {
     fn decided_steps(
         decided: &[(Val, bool)],
         pred: Label,
-        flag_steps: &FxHashMap<Val, Vec<(Val, Label)>>,
-        defs: &FxHashMap<Val, Pure>,
+        flag_steps: &ValMap<Vec<(Val, Label)>>,
+        defs: &ValMap<Pure>,
     ) -> Vec<(Val, Val, BinOp, ValTy, bool)> {
         let mut out = vec![];
         for (c, holds) in decided {
@@ -475,9 +479,9 @@ impl ResidualFunction {
     /// arithmetic only: modulo the type's width, the sum is exact. Whether
     /// any changed.
     fn fold_constant_steps(&mut self) -> bool {
-        let mut consts: FxHashMap<Val, u64> = FxHashMap::default();
+        let mut consts: ValMap<u64> = ValMap::for_values_of(self);
         // Values that are another value plus a constant (modulo the width).
-        let mut steps: FxHashMap<Val, (Val, u64)> = FxHashMap::default();
+        let mut steps: ValMap<(Val, u64)> = ValMap::for_values_of(self);
         let mut changed = false;
         for l in self.blocks_in_dominance_order() {
             let insts = std::mem::take(&mut self.blocks[l].insts);
@@ -527,9 +531,9 @@ impl ResidualFunction {
     /// address `base` at `offset + k` instead, where that fits; whether any
     /// changed.
     fn fold_address_offsets(&mut self) -> bool {
-        let mut consts: FxHashMap<Val, u64> = FxHashMap::default();
+        let mut consts: ValMap<u64> = ValMap::for_values_of(self);
         // Address values that are another value plus a constant.
-        let mut plus: FxHashMap<Val, (Val, i64)> = FxHashMap::default();
+        let mut plus: ValMap<(Val, i64)> = ValMap::for_values_of(self);
         for blk in self.blocks.values() {
             for i in &blk.insts {
                 match i {

@@ -3,6 +3,7 @@
 //! their predecessor, and unreachable blocks are dropped.
 
 use crate::ir::function::{Inst, Label, ResidualFunction, SecondaryMap, Terminator, Val};
+use crate::ir::passes::ValMap;
 
 impl ResidualFunction {
     /// Jumps over forwarding blocks, threads jumps that pass a constant to
@@ -10,21 +11,17 @@ impl ResidualFunction {
     /// unreachable blocks.
     pub fn merge_blocks(&mut self) {
         let n = self.blocks.len();
-        let mut subst: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
+        let mut subst: ValMap<Val> = ValMap::for_values_of(self);
         let mut threaded = 0;
         let mut forward_rounds = 0;
         // Constants, for jump threading (instructions move between blocks
         // below, but keep their values).
-        let consts: rustc_hash::FxHashMap<Val, u64> = self
-            .blocks
-            .values()
-            .filter(|b| b.term.is_some())
-            .flat_map(|b| &b.insts)
-            .filter_map(|i| match i {
-                Inst::Const { dst, bits, .. } => Some((*dst, *bits)),
-                _ => None,
-            })
-            .collect();
+        let mut consts: ValMap<u64> = ValMap::for_values_of(self);
+        for i in self.blocks.values().filter(|b| b.term.is_some()).flat_map(|b| &b.insts) {
+            if let Inst::Const { dst, bits, .. } = i {
+                consts.insert(*dst, *bits);
+            }
+        }
         loop {
             let mut preds: SecondaryMap<Label, usize> = SecondaryMap::new();
             let mut reach: SecondaryMap<Label, bool> = SecondaryMap::new();
@@ -48,7 +45,7 @@ impl ResidualFunction {
             }
             let mut changed = false;
             // Values used outside the block that defines them.
-            let mut escaping: SecondaryMap<Val, bool> = SecondaryMap::new();
+            let mut escaping: SecondaryMap<Val, bool> = crate::ir::function::dense_for(self);
             {
                 let def_block = self.def_blocks();
                 for (b, blk) in self.live_blocks() {

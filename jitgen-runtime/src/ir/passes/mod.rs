@@ -89,7 +89,59 @@ pub use fuse::CasesOf;
 pub use rotate::MAX_COPIED_OPS;
 pub use unroll::{MAX_UNROLLED_OPS, UNROLL_TURNS};
 
-use crate::ir::function::ResidualFunction;
+use crate::ir::function::{dense_for, ResidualFunction, SecondaryMap, Val};
+
+/// A map from values to `T`, dense over the function's values: what the
+/// passes look up by value (constants, renamings, definitions) without
+/// hashing. A value past the end is absent; inserting one grows the map.
+#[derive(Clone)]
+pub(crate) struct ValMap<T: Clone> {
+    slots: SecondaryMap<Val, Option<T>>,
+    len: usize,
+}
+
+impl<T: Clone> ValMap<T> {
+    /// An empty map with room for the values of `f`.
+    pub(crate) fn for_values_of(f: &ResidualFunction) -> Self {
+        ValMap { slots: dense_for(f), len: 0 }
+    }
+
+    pub(crate) fn get(&self, v: &Val) -> Option<&T> {
+        self.slots.get(*v).and_then(Option::as_ref)
+    }
+
+    pub(crate) fn contains_key(&self, v: &Val) -> bool {
+        self.get(v).is_some()
+    }
+
+    /// Sets `v`'s entry; the one it replaces.
+    pub(crate) fn insert(&mut self, v: Val, t: T) -> Option<T> {
+        let old = self.slots[v].replace(t);
+        self.len += usize::from(old.is_none());
+        old
+    }
+
+    /// `v`'s entry, made from `T::default()` where there was none.
+    pub(crate) fn entry_or_default(&mut self, v: Val) -> &mut T
+    where
+        T: Default,
+    {
+        if self.slots[v].is_none() {
+            self.len += 1;
+        }
+        self.slots[v].get_or_insert_with(T::default)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<T: Clone> Default for ValMap<T> {
+    fn default() -> Self {
+        ValMap { slots: SecondaryMap::new(), len: 0 }
+    }
+}
 
 impl ResidualFunction {
     /// Merges every block reached only by a `jump` from one predecessor into

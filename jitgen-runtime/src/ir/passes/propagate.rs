@@ -4,6 +4,7 @@
 
 use crate::ir::function::{Inst, Label, ResidualFunction, SecondaryMap, Terminator, Val};
 use crate::ir::ops::ValTy;
+use crate::ir::passes::ValMap;
 
 impl ResidualFunction {
     /// Parameters that every edge gives one value (a loop-invariant value
@@ -31,7 +32,7 @@ impl ResidualFunction {
     /// Removes the parameters `gone` maps (to what replaces them) from their
     /// blocks and the arguments for them from every edge, and replaces their
     /// uses.
-    fn replace_params(&mut self, gone: &rustc_hash::FxHashMap<Val, Val>) {
+    fn replace_params(&mut self, gone: &ValMap<Val>) {
         // For each block, which of its parameters stay.
         let mut keep: SecondaryMap<Label, Option<Vec<bool>>> = SecondaryMap::new();
         for (b, blk) in self.blocks.iter() {
@@ -85,7 +86,7 @@ impl ResidualFunction {
         }
         let reach = self.reachable();
         // For the parameters of reached blocks but the entry: what flows in.
-        let mut flow: SecondaryMap<Val, Option<Flow>> = SecondaryMap::new();
+        let mut flow: SecondaryMap<Val, Option<Flow>> = crate::ir::function::dense_for(self);
         let mut any = false;
         for (_, blk) in self.blocks.iter().skip(1).filter(|(b, _)| reach[*b]) {
             for p in &blk.params {
@@ -127,13 +128,14 @@ impl ResidualFunction {
                 break;
             }
         }
-        let gone: rustc_hash::FxHashMap<Val, Val> = flow
-            .iter()
-            .filter_map(|(p, f)| match *f {
-                Some(Flow::One(x)) if x != p => Some((p, x)),
-                _ => None,
-            })
-            .collect();
+        let mut gone: ValMap<Val> = ValMap::for_values_of(self);
+        for (p, f) in flow.iter() {
+            if let Some(Flow::One(x)) = *f {
+                if x != p {
+                    gone.insert(p, x);
+                }
+            }
+        }
         if gone.is_empty() {
             return false;
         }
@@ -154,7 +156,7 @@ impl ResidualFunction {
                 incoming[l].push((b, args));
             }
         }
-        let mut gone: rustc_hash::FxHashMap<Val, Val> = rustc_hash::FxHashMap::default();
+        let mut gone: ValMap<Val> = ValMap::for_values_of(self);
         for (b, blk) in self.blocks.iter().skip(1).filter(|(b, _)| reach[*b]) {
             let params = &blk.params;
             for j in 1..params.len() {
@@ -182,7 +184,7 @@ impl ResidualFunction {
     /// fail) into constants, and branches on constants into jumps.
     fn fold_constants(&mut self) -> bool {
         use crate::ir::ops::{fold_bin, fold_cast, fold_cmp, fold_un};
-        let mut consts: rustc_hash::FxHashMap<Val, u64> = rustc_hash::FxHashMap::default();
+        let mut consts: ValMap<u64> = ValMap::for_values_of(self);
         let mut changed = false;
         for l in self.blocks_in_dominance_order() {
             let blk = &mut self.blocks[l];
