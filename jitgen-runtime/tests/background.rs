@@ -19,8 +19,16 @@ extern "C" fn add_one(buf: *mut u64) -> u64 {
 
 /// `entry(n, g)`: for g == 7, the sum of n sevens in a loop, one more
 /// through a cold helper call; otherwise a flexswitch on `g` whose cases
-/// (compiled on this thread when first taken) return `n * g`.
+/// (compiled on this thread when first taken) return `n * g`. Simplified.
 fn guarded(table: std::rc::Rc<FlexTable>) -> ResidualFunction {
+    let mut f = guarded_as_recorded(table);
+    f.run_pending_passes();
+    f
+}
+
+/// [`guarded`] with its residual passes pending, as a root compiled on the
+/// compiler's thread is recorded.
+fn guarded_as_recorded(table: std::rc::Rc<FlexTable>) -> ResidualFunction {
     let mut b = ResidualBuilder::new("guarded", &[ValTy::I64, ValTy::I64], &[ValTy::I64]);
     let (n, g) = (b.inputs()[0], b.inputs()[1]);
     let (head, hp) = b.new_label(&[ValTy::I64, ValTy::I64]);
@@ -44,7 +52,7 @@ fn guarded(table: std::rc::Rc<FlexTable>) -> ResidualFunction {
     b.ret(&[r]);
     b.switch_to(general);
     b.flexswitch(g, &[n], table);
-    b.finish()
+    b.finish_as_recorded()
 }
 
 fn table() -> std::rc::Rc<FlexTable> {
@@ -96,6 +104,24 @@ fn code_compiled_on_the_compilers_thread_runs_here_as_code_compiled_here() {
     ticket.wait();
     let code = ticket.take().expect("ready").0.expect("compiles there");
     assert_eq!(code.call_words(&[10, 7]).unwrap(), [71]);
+}
+
+/// A root recorded with its residual passes pending is simplified on the
+/// compiler's thread: what comes back is the simplified function, with its
+/// tables, and its code is the code of the function simplified here.
+#[test]
+fn passes_pending_run_on_the_compilers_thread() {
+    let recorded = guarded_as_recorded(table());
+    assert!(recorded.passes_pending);
+    let here = compile_host(&guarded(table())).expect("compiles here");
+    assert_ne!(listing(&recorded), listing(&guarded(table())), "the passes change the function");
+    let ticket = submit(recorded, Box::new(|| {})).expect("the compiler's thread runs");
+    ticket.wait();
+    let there = ticket.take().expect("ready").0.expect("compiles there");
+    assert_eq!(there.listing(), here.listing());
+    for (n, g) in INPUTS {
+        assert_eq!(there.call_words(&[n as u64, g as u64]).unwrap(), [expected(n, g)], "n {n}, g {g}");
+    }
 }
 
 /// A ticket dropped before its code is taken (its thread went away)

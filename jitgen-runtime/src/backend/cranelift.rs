@@ -1286,6 +1286,7 @@ impl CraneliftBackend {
         f: &ResidualFunction,
         cx: &CodeContext,
     ) -> Result<DetachedCode, BackendError> {
+        debug_assert!(!f.passes_pending, "{}: compiled with its residual passes pending", f.name);
         if f.frame_words() > MAX_FRAME_WORDS {
             return Err(BackendError(format!("a frame of {} words (at most {MAX_FRAME_WORDS})", f.frame_words())));
         }

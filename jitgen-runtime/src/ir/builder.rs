@@ -86,6 +86,7 @@ impl ResidualBuilder {
                 pieces: None,
                 cells: vec![],
                 reentries: vec![],
+                passes_pending: false,
             },
             cur: Some(Label::ENTRY),
             ops: 0,
@@ -378,7 +379,15 @@ impl ResidualBuilder {
 
     /// The finished function, simplified. Blocks left open are an error exit
     /// (they cannot be reached by a complete compilation).
-    pub fn finish(mut self) -> ResidualFunction {
+    pub fn finish(self) -> ResidualFunction {
+        let mut f = self.finish_as_recorded();
+        f.run_pending_passes();
+        f
+    }
+
+    /// The finished function as recorded, its residual passes pending
+    /// ([`ResidualFunction::passes_pending`]).
+    pub fn finish_as_recorded(mut self) -> ResidualFunction {
         for b in self.f.blocks.values_mut() {
             if b.term.is_none() && (!b.insts.is_empty() || !b.params.is_empty()) {
                 b.term = Some(Terminator::Error(ErrorKind::Abort(u32::MAX)));
@@ -388,7 +397,7 @@ impl ResidualBuilder {
         if entry.term.is_none() {
             entry.term = Some(Terminator::Error(ErrorKind::Abort(u32::MAX)));
         }
-        self.f.simplify();
+        self.f.passes_pending = true;
         self.f
     }
 }

@@ -392,6 +392,12 @@ pub struct ResidualFunction {
     /// backend gives each an entry point of its own, whose inputs are that
     /// block's parameters, in the frame as the entry's are.
     pub reentries: Vec<Label>,
+    /// Whether the function is as recorded, its residual passes still to
+    /// run ([`ResidualFunction::simplify`]): a root compiled on the
+    /// compiler's thread is simplified there (see `run::background`), off
+    /// the interpreter's thread. Whoever compiles such a function runs
+    /// them first ([`ResidualFunction::run_pending_passes`]).
+    pub passes_pending: bool,
 }
 
 /// A word of memory at a constant address that, while a residual function
@@ -426,22 +432,31 @@ pub(crate) fn dense_for<T: Clone + Default>(f: &ResidualFunction) -> SecondaryMa
 }
 
 impl ResidualFunction {
-    /// A copy without the switch tables and pieces (which belong to the
-    /// thread that made them), for a backend compiling on another thread;
-    /// the switches' flexswitch terminators still index the original's
-    /// tables (see the Cranelift backend's `CodeContext`).
-    pub fn detached(&self) -> ResidualFunction {
+    /// The function without its switch tables and pieces (which belong to
+    /// the thread that made them), for a backend compiling on another
+    /// thread; the switches' flexswitch terminators still index the
+    /// original's tables (see the Cranelift backend's `CodeContext`).
+    /// `self` keeps its name, types, tables and pieces, and gives up its
+    /// code: [`ResidualFunction::attached`] puts them back together.
+    pub fn detach(&mut self) -> ResidualFunction {
         ResidualFunction {
             name: self.name.clone(),
             inputs: self.inputs.clone(),
             outputs: self.outputs.clone(),
-            vals: self.vals.clone(),
-            blocks: self.blocks.clone(),
+            vals: std::mem::take(&mut self.vals),
+            blocks: std::mem::take(&mut self.blocks),
             switches: Vec::new(),
             pieces: None,
-            cells: self.cells.clone(),
-            reentries: self.reentries.clone(),
+            cells: std::mem::take(&mut self.cells),
+            reentries: std::mem::take(&mut self.reentries),
+            passes_pending: self.passes_pending,
         }
+    }
+
+    /// `code` (what [`ResidualFunction::detach`] took of `self`, simplified
+    /// or not since) with `self`'s switch tables and pieces.
+    pub fn attached(self, code: ResidualFunction) -> ResidualFunction {
+        ResidualFunction { switches: self.switches, pieces: self.pieces, ..code }
     }
 
     /// The number of frame words the calling convention needs.

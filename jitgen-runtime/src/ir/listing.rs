@@ -330,6 +330,7 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
         pieces: None,
         cells,
         reentries: reentries.into_iter().map(|(l, _)| l).collect(),
+        passes_pending: false,
     })
 }
 

@@ -192,6 +192,8 @@ impl Config {
             max_cases: self.max_cases.load(Ordering::Relaxed) as usize,
             max_ops: self.max_ops.load(Ordering::Relaxed) as usize,
             lazy_after_ops: self.lazy_after_ops.load(Ordering::Relaxed) as usize,
+            // A root compiled on the compiler's thread is simplified there.
+            passes_elsewhere: self.hot_policy().warmup && self.compiles_in_background(),
             ..Limits::DEFAULT
         }
     }

@@ -11,13 +11,17 @@
 //! that asked for it, after it is installed there: nothing runs while it is
 //! being compiled, and the hand-over is a visit of the hook like any other.
 //!
-//! What crosses threads is plain data: a copy of the residual function
-//! without its switch tables and pieces ([`ResidualFunction::detached`]),
-//! the addresses the code needs of them and of the asking thread
-//! ([`CodeContext`]), and the machine code that comes back
-//! ([`DetachedCode`], attached to the tables on the asking thread). The
-//! tables stay with the asking thread's ticket, so a ticket dropped before
-//! its code is taken (its thread ended) drops code that never runs.
+//! What crosses threads is plain data: the residual function without its
+//! switch tables and pieces ([`ResidualFunction::detach`]), the addresses
+//! the code needs of them and of the asking thread ([`CodeContext`]), and
+//! what comes back: the function and its machine code ([`DetachedCode`]),
+//! attached to the tables on the asking thread. The tables stay with the
+//! asking thread's ticket, so a ticket dropped before its code is taken
+//! (its thread ended) drops code that never runs.
+//!
+//! A root recorded for this thread comes with its residual passes pending
+//! ([`ResidualFunction::passes_pending`]): they run here, before
+//! Cranelift, so that the interpreter's thread pays only for recording.
 //!
 //! A root compiled here is fused here too ([`submit_fusion`], the
 //! `run::residual::SubmitFn` of such code): the fused function goes to this
@@ -42,10 +46,13 @@ use crate::ir::ops::ValTy;
 use crate::run::enter::{compile_host, compile_native};
 use crate::run::residual::ResidualFn;
 
+/// A compiled function (simplified, without its tables) and its machine code.
+type Compiled = (ResidualFunction, DetachedCode);
+
 /// The machine code of one submitted function, once compiled.
 struct Slot {
     done: AtomicBool,
-    code: Mutex<Option<(Result<DetachedCode, BackendError>, Duration)>>,
+    code: Mutex<Option<(Result<Compiled, BackendError>, Duration)>>,
 }
 
 /// A function handed to the compiler's thread.
@@ -56,16 +63,21 @@ struct Job {
     ready: Box<dyn FnOnce() + Send>,
 }
 
-// SAFETY: a job's function is a `ResidualFunction::detached` copy: its
+// SAFETY: a job's function was made by `ResidualFunction::detach`: its
 // `switches` are empty and its `pieces` are `None`, the only fields that
 // are not `Send` (reference-counted tables of the asking thread).
 unsafe impl Send for Job {}
+
+// SAFETY: a slot's functions are detached ones too (see `Job`).
+unsafe impl Send for Slot {}
+unsafe impl Sync for Slot {}
 
 /// A submitted function and its machine code, attached to its tables.
 pub type Attached = (ResidualFunction, crate::backend::cranelift::NativeCode);
 
 /// A function submitted to the compiler's thread, until its code is taken
-/// on the thread that submitted it.
+/// on the thread that submitted it: the function's tables and pieces, the
+/// rest of it being on that thread.
 pub struct Ticket {
     function: ResidualFunction,
     slot: Arc<Slot>,
@@ -100,9 +112,10 @@ impl Ticket {
         let taken = self.slot.code.lock().unwrap_or_else(|e| e.into_inner()).take();
         let (code, took) =
             taken.unwrap_or_else(|| (Err(BackendError("the compiler's thread gave nothing".into())), Duration::ZERO));
-        let function = self.function;
+        let tables = self.function;
         Ok((
-            code.map(|d| {
+            code.map(|(function, d)| {
+                let function = tables.attached(function);
                 let native = d.attach(function.switches.clone());
                 (function, native)
             }),
@@ -127,12 +140,12 @@ fn queue() -> Option<&'static Mutex<Sender<Job>>> {
             let started = std::thread::Builder::new().name("jitgen-compiler".into()).spawn(move || {
                 let mut backend = None;
                 warm_up();
-                for job in rx {
+                for Job { mut function, context, slot, ready } in rx {
                     let t = std::time::Instant::now();
-                    let r = compile(&mut backend, &job);
-                    *job.slot.code.lock().unwrap_or_else(|e| e.into_inner()) = Some((r, t.elapsed()));
-                    job.slot.done.store(true, Ordering::Release);
-                    (job.ready)();
+                    let r = compile(&mut backend, &mut function, &context).map(|code| (function, code));
+                    *slot.code.lock().unwrap_or_else(|e| e.into_inner()) = Some((r, t.elapsed()));
+                    slot.done.store(true, Ordering::Release);
+                    ready();
                 }
             });
             started.ok().map(|_| Mutex::new(tx))
@@ -189,15 +202,18 @@ fn prewarm_function() -> ResidualFunction {
     b.finish()
 }
 
+/// Simplifies `f` if its passes are pending, and compiles it.
 fn compile(
     backend: &mut Option<crate::backend::cranelift::CraneliftBackend>,
-    job: &Job,
+    f: &mut ResidualFunction,
+    context: &CodeContext,
 ) -> Result<DetachedCode, BackendError> {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if backend.is_none() {
             *backend = Some(crate::run::fusion::native_backend()?);
         }
-        backend.as_mut().expect("made above").compile_detached(&job.function, &job.context)
+        f.run_pending_passes();
+        backend.as_mut().expect("made above").compile_detached(f, context)
     }));
     r.unwrap_or_else(|_| Err(BackendError("the backend panicked".into())))
 }
@@ -205,15 +221,16 @@ fn compile(
 /// Hands `f` to the compiler's thread, which compiles it at `speed` for
 /// this thread and then calls `ready` (on its own thread); gives `f` back
 /// where that thread could not be started.
-pub fn submit(f: ResidualFunction, ready: Box<dyn FnOnce() + Send>) -> Result<Ticket, ResidualFunction> {
+pub fn submit(mut f: ResidualFunction, ready: Box<dyn FnOnce() + Send>) -> Result<Ticket, ResidualFunction> {
     let Some(queue) = queue() else { return Err(f) };
     let slot = Arc::new(Slot { done: AtomicBool::new(false), code: Mutex::new(None) });
-    let job = Job { function: f.detached(), context: CodeContext::of(&f), slot: slot.clone(), ready };
-    let sent = queue.lock().map(|q| q.send(job).is_ok()).unwrap_or(false);
-    if !sent {
-        return Err(f);
+    let Ok(queue) = queue.lock() else { return Err(f) };
+    let context = CodeContext::of(&f);
+    let job = Job { function: f.detach(), context, slot: slot.clone(), ready };
+    match queue.send(job) {
+        Ok(()) => Ok(Ticket { function: f, slot }),
+        Err(unsent) => Err(f.attached(unsent.0.function)),
     }
-    Ok(Ticket { function: f, slot })
 }
 
 /// Hands a fused function to the compiler's thread (see the module doc);

@@ -51,8 +51,11 @@ pub fn compile_host(f: &ResidualFunction) -> Result<ResidualFn, BackendError> {
 /// has none), compiled with this thread's backend
 /// ([`compile_host`]); a panic of the backend is an error too.
 pub fn native(f: Result<ResidualFunction, String>) -> Result<ResidualFn, String> {
-    let f = f?;
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compile_host(&f))) {
+    let mut f = f?;
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        f.run_pending_passes();
+        compile_host(&f)
+    })) {
         Ok(r) => r.map_err(|e| e.to_string()),
         Err(_) => Err(String::from("the backend panicked")),
     }

@@ -82,6 +82,10 @@ pub struct Limits {
     /// Residual operations after which the other side of a red split is left
     /// to compile when first taken (a lazily compiled side).
     pub lazy_after_ops: usize,
+    /// Whether a root's residual passes are left to whoever compiles it
+    /// ([`ResidualFunction::passes_pending`]): the compiler's thread, for
+    /// roots compiled there. Pieces are simplified where they are recorded.
+    pub passes_elsewhere: bool,
 }
 
 impl Limits {
@@ -93,6 +97,7 @@ impl Limits {
         max_cases: 16,
         max_tree_cases: 1_000,
         lazy_after_ops: 2_000,
+        passes_elsewhere: false,
     };
 }
 
@@ -491,7 +496,8 @@ impl<F: Frame> Compilation<F> {
         if self.over_budget() {
             return Err(self.declined.take().expect("set by over_budget"));
         }
-        let mut f = self.b.finish();
+        let mut f =
+            if self.limits.passes_elsewhere && !self.piece { self.b.finish_as_recorded() } else { self.b.finish() };
         if cfg!(debug_assertions) {
             // Residual code must be SSA; checked where it is cheap to.
             if let Err(e) = f.check_dominance() {

@@ -168,4 +168,12 @@ impl ResidualFunction {
         self.drop_overwritten_stores();
         self.drop_dead_values();
     }
+
+    /// Runs the residual passes if they are pending (see
+    /// [`ResidualFunction::passes_pending`]).
+    pub fn run_pending_passes(&mut self) {
+        if std::mem::take(&mut self.passes_pending) {
+            self.simplify();
+        }
+    }
 }
