@@ -679,6 +679,7 @@ fn call_clock(name: &str, cache: &Ident, sampler: &Ident) -> TokenStream {
         /// portal, which reports its end to `portal::slow`.
         #[inline(never)]
         pub(super) fn #begin_fn() -> #rt::driver::LoopSampler {
+            super::jit::__DUE.list();
             let __work = super::jit::__STATS.compile_work();
             let __ticks = super::jit::__CONFIG.hot_policy().warmup;
             #sampler.with(|__s| {
@@ -859,7 +860,7 @@ fn place_hook(
         let __jit_green = #rt::driver::green_word(&[#(#cheap),*]);
         __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn)
     };
-    let visits = quote!(__jit_sampler.due() && { ::core::hint::cold_path(); #green_visit });
+    let visits = quote!(self::jit::__DUE.any() && __jit_sampler.due() && { ::core::hint::cold_path(); #green_visit });
     let runs = |give_up: TokenStream| {
         quote! {
             #(let mut #tmps = #srcs;)*
@@ -891,7 +892,7 @@ fn place_hook(
         trial.block.stmts.insert(0, begin.clone());
         let hook = crate::outline::Hook {
             visits: quote! {
-                __jit_sampler.due() && {
+                self::jit::__DUE.any() && __jit_sampler.due() && {
                     ::core::hint::cold_path();
                     if __jit_hooked {
                         #green_visit

@@ -150,6 +150,8 @@ pub fn common_items(
         pub static __CONFIG: #rt::driver::Config = #config;
         #[doc(hidden)]
         pub static __STATS: #rt::driver::Stats = #rt::driver::Stats::new();
+        #[doc(hidden)]
+        pub(crate) static __DUE: #rt::driver::DueCount = #rt::driver::DueCount::new();
 
         /// The colored flow graphs of every function of the module (computed
         /// on each call); none where the module is left to Rust.

@@ -79,7 +79,7 @@ pub mod plus_minus {
                     let __jit_hooked = !__jit_unhooked;
                     if __jit_resumed || (pc < s.len()) {
                         '__jit_loop: loop {
-                            if __jit_sampler.due()
+                            if self::jit::__DUE.any() && __jit_sampler.due()
                                 && {
                                     ::core::hint::cold_path();
                                     if __jit_hooked {
@@ -532,6 +532,7 @@ pub mod plus_minus {
         /// portal, which reports its end to `portal::slow`.
         #[inline(never)]
         pub(super) fn __begin_ll_plus_minus() -> __rt::driver::LoopSampler {
+            super::jit::__DUE.list();
             let __work = super::jit::__STATS.compile_work();
             let __ticks = super::jit::__CONFIG.hot_policy().warmup;
             __SAMPLER_LL_PLUS_MINUS
@@ -883,6 +884,8 @@ pub mod plus_minus {
         pub static __CONFIG: __rt::driver::Config = __rt::driver::Config::new();
         #[doc(hidden)]
         pub static __STATS: __rt::driver::Stats = __rt::driver::Stats::new();
+        #[doc(hidden)]
+        pub(crate) static __DUE: __rt::driver::DueCount = __rt::driver::DueCount::new();
         /// The colored flow graphs of every function of the module (computed
         /// on each call); none where the module is left to Rust.
         pub fn graphs() -> ::jitgen::__private::ColoredGraphs {

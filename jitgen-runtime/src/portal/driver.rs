@@ -32,8 +32,8 @@
 //! keeps in a local, `Sampler::skip_many`), and the visit that reaches the hook next counts for
 //! itself and the visits skipped before it (`PortalCache::visit_weighted`). Under the
 //! default policy, skips of `TICKED_SKIPS` (32) or more last until the next tick of the
-//! sampling clock instead (`portal::ticker`: a visit then tests a thread-local flag and
-//! stores nothing), and the visit after the tick counts for the visits of the wait at
+//! sampling clock instead (`portal::ticker`: a visit then tests its module's count of
+//! raised flags, a static of the interpreter's crate, and stores nothing), and the visit after the tick counts for the visits of the wait at
 //! the pace of the `CALIBRATION` (64) visits counted after the tick
 //! (`Sampler::take_weight`). A key a tick's sample makes warm is warm since the portal
 //! call under way began (`warm_since`): ticks land on a loop's keys one after another,
@@ -155,6 +155,7 @@ pub use crate::portal::sampler::*;
 pub use crate::portal::slow::{
     CallKind, TurnClock, TurnVerdict, FIRST_TURNS, MEASURED_SPAN, MEASURED_VISITS, TURNS_GROWTH, TURN_SPAN,
 };
+pub use crate::portal::ticker::DueCount;
 use crate::run::fusion::NANOS_PER_FUSED_OP;
 pub use crate::run::stats::{Stats, StatsSnapshot};
 

@@ -166,6 +166,10 @@ pub struct LoopSampler {
     /// began (the outermost call of its portal only), and what to call at
     /// its end with how long it took.
     call: Option<(Option<std::time::Instant>, fn(Option<std::time::Duration>))>,
+    /// The thread's flag was lowered where this loop began: the loop
+    /// around this call, if any, waits for the clock's next tick, and
+    /// waits on after it (the flag is left as this loop leaves it).
+    outer_waits: bool,
 }
 
 impl LoopSampler {
@@ -173,8 +177,9 @@ impl LoopSampler {
     /// first visits look.
     #[inline(always)]
     pub fn new(mask: u64) -> LoopSampler {
+        let outer_waits = !ticker::due();
         ticker::look_every_visit();
-        LoopSampler { after_tick: false, skips: 0, counted: 0, quiet: 0, mask, call: None }
+        LoopSampler { after_tick: false, skips: 0, counted: 0, quiet: 0, mask, call: None, outer_waits }
     }
 
     /// At the start of a portal call that reports its end to `end` (with
@@ -274,9 +279,14 @@ impl LoopSampler {
 }
 
 impl Drop for LoopSampler {
-    /// The loop of an outer call, if any, looks at its next visit.
+    /// The loop of an outer call, if any, looks at its next visit, unless
+    /// it was waiting for a tick: then it waits on (a call of an
+    /// interpreter recursing in Rust neither raises nor lowers the flag
+    /// again as it returns).
     fn drop(&mut self) {
-        ticker::look_every_visit();
+        if !self.outer_waits {
+            ticker::look_every_visit();
+        }
         if let Some((started, end)) = self.call.take() {
             end(started.map(|t| t.elapsed()));
         }
@@ -438,6 +448,8 @@ impl Sampler {
         if d == 0 {
             self.call.set(CallState { compile_work, ..CallState::IDLE });
             self.call_began.set(Some(std::time::Instant::now()));
+            // No loop of the portal waits in this thread now.
+            self.waiting_since.set(None);
             if self.ticks.get() {
                 ticker::call_begins();
             }
@@ -620,17 +632,27 @@ impl Sampler {
             return self.entry_hit(word, CALIBRATION - 1);
         }
         if self.fresh.replace(false) && self.ticks.get() && self.skip.get() == 0 {
-            self.waiting_since.set(Some(std::time::Instant::now()));
+            self.wait_begins();
             return Some(NEXT_TICK);
         }
         let quiet = due && left == QUIET_ASK;
         let left = if due { self.skip_many()? } else { left };
         let no_filter = self.skip.get() & FILTERED == 0 || quiet || !self.enters_code();
         if left >= TICKED_SKIPS && self.ticks.get() && no_filter {
-            self.waiting_since.set(Some(std::time::Instant::now()));
+            self.wait_begins();
             return Some(NEXT_TICK);
         }
         self.entry_hit(word, left)
+    }
+
+    /// A loop of the portal waits for the clock's next tick. The thread
+    /// waits since the first of its loops did: a call inside a waiting
+    /// loop (an interpreter recursing in Rust, one portal call per call of
+    /// its program) waits for the same tick, and reads no clock.
+    fn wait_begins(&self) {
+        if self.waiting_since.get().is_none() {
+            self.waiting_since.set(Some(std::time::Instant::now()));
+        }
     }
 
     /// Measures the interpreter's visits of the green word `word` from now

@@ -9,8 +9,9 @@
 //! (the procedure VM's hooked loop ran 1.7-1.85x its plain time with nothing
 //! to compile; PERFORMANCE.md). Between samples, a loop under the default
 //! policy instead waits for the next tick ([`wait`]), which lowers its
-//! thread's flag: [`due`] is one compare of a thread-local byte that no
-//! visit writes, and the clock raises it at its next tick. A loop that
+//! thread's flag: [`due`] is one compare of a count of raised flags at a
+//! fixed address (then of the thread's own byte, where any is raised), which
+//! no visit writes, and the clock raises the flag at its next tick. A loop that
 //! looks at every visit (counting visits down in its cold path, or testing
 //! its entry filter) keeps the flag raised ([`look_every_visit`]), and a
 //! portal call that begins or ends raises it for the loop around it.
@@ -59,10 +60,83 @@ pub const IDLE_TICKS: u32 = 8;
 pub const STOPPED_NAP: Duration = Duration::from_millis(50);
 
 thread_local! {
-    /// This thread's loop looks at its next visit.
-    static DUE: AtomicBool = const { AtomicBool::new(true) };
+    /// This thread's loop looks at its next visit (raised by each portal
+    /// call as it begins: [`look_every_visit`]).
+    static DUE: AtomicBool = const { AtomicBool::new(false) };
     /// This thread's flag is in [`FLAGS`] (unlisted when the thread ends).
     static LISTED: Listing = const { Listing(std::cell::Cell::new(false)) };
+    /// Lowers this thread's flag when the thread ends, so that [`RAISED`]
+    /// counts live threads' flags only.
+    static RAISER: Raiser = const { Raiser };
+}
+
+/// How many threads' flags are raised, and each annotated module's copy of
+/// that count ([`DueCount`]), changed together under this lock. Each flag
+/// counts once: every change of a flag is a swap, and only the swap that
+/// changed it counts.
+static RAISED: Mutex<(u32, Vec<&'static DueCount>)> = Mutex::new((0, Vec::new()));
+
+/// An annotated module's copy of the number of threads whose flag is
+/// raised (a static of its `jit` module). Its interpreter loops read it
+/// before their own thread's flag ([`DueCount::any`]), and that flag only
+/// where it is not 0. A static of the interpreter's own crate is read at
+/// a fixed address: one compare per visit. A thread-local's address is
+/// computed once per loop and kept in a register, which the interpreter's
+/// values then push onto the stack, and the runtime's own statics are
+/// reached through the global offset table: either way a visit loaded an
+/// address, then the flag.
+pub struct DueCount {
+    raised: AtomicU32,
+    listed: AtomicBool,
+}
+
+impl DueCount {
+    /// A count not listed yet ([`DueCount::list`] at each portal call).
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> DueCount {
+        DueCount { raised: AtomicU32::new(0), listed: AtomicBool::new(false) }
+    }
+
+    /// Whether any thread's flag is raised: where not, no visit of this
+    /// module's loops looks ([`due`] would say false).
+    #[inline(always)]
+    pub fn any(&'static self) -> bool {
+        self.raised.load(Ordering::Relaxed) != 0
+    }
+
+    /// How many threads' flags are raised, as this count has it.
+    pub fn raised(&self) -> u32 {
+        self.raised.load(Ordering::Relaxed)
+    }
+
+    /// Keeps this count with the others from now on; at the start of each
+    /// portal call, before its loop reads the count.
+    #[inline(always)]
+    pub fn list(&'static self) {
+        if !self.listed.load(Ordering::Relaxed) {
+            self.list_now();
+        }
+    }
+
+    #[cold]
+    fn list_now(&'static self) {
+        let mut raised = RAISED.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.listed.load(Ordering::Relaxed) {
+            self.raised.store(raised.0, Ordering::Relaxed);
+            raised.1.push(self);
+            self.listed.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Adds `by` (wrapping) to the number of raised flags and to each listed
+/// module's copy.
+fn count_raised(by: u32) {
+    let mut raised = RAISED.lock().unwrap_or_else(|e| e.into_inner());
+    raised.0 = raised.0.wrapping_add(by);
+    for c in &raised.1 {
+        c.raised.fetch_add(by, Ordering::Relaxed);
+    }
 }
 
 /// The flags the clock raises: addresses of threads' [`DUE`].
@@ -95,7 +169,48 @@ pub fn due() -> bool {
 /// This thread's loop looks at every visit from now on (until it waits).
 #[inline]
 pub fn look_every_visit() {
-    DUE.with(|d| d.store(true, Ordering::Relaxed));
+    if !DUE.with(|d| d.load(Ordering::Relaxed)) {
+        raise_own();
+    }
+}
+
+/// Raises this thread's flag, counted in [`RAISED`].
+#[cold]
+fn raise_own() {
+    // Where the thread is ending, its flag stays as it is (and uncounted).
+    let _ = RAISER.try_with(|_| {
+        if let Ok(d) = DUE.try_with(|d| d as *const AtomicBool) {
+            // SAFETY: this thread's own flag, alive while the thread is.
+            unsafe { raise(d) };
+        }
+    });
+}
+
+/// Raises a flag and counts it if it was lowered.
+///
+/// # Safety
+/// `flag` is a live thread's [`DUE`].
+unsafe fn raise(flag: *const AtomicBool) {
+    // SAFETY: as the caller says.
+    if !unsafe { (*flag).swap(true, Ordering::Relaxed) } {
+        count_raised(1);
+    }
+}
+
+/// Lowers this thread's flag, counted in [`RAISED`].
+fn lower_own() {
+    if DUE.try_with(|d| d.swap(false, Ordering::Relaxed)).unwrap_or(false) {
+        count_raised(u32::MAX);
+    }
+}
+
+/// Lowers a thread's flag as the thread ends.
+struct Raiser;
+
+impl Drop for Raiser {
+    fn drop(&mut self) {
+        lower_own();
+    }
 }
 
 /// How many times the clock ticked so far.
@@ -110,7 +225,7 @@ pub fn wait() -> bool {
     if !LISTED.with(|l| l.0.get()) && !list() {
         return false;
     }
-    DUE.with(|d| d.store(false, Ordering::Relaxed));
+    lower_own();
     if !WAITING.load(Ordering::Relaxed) {
         WAITING.store(true, Ordering::SeqCst);
     }
@@ -141,7 +256,7 @@ pub fn waker() -> impl FnOnce() + Send + 'static {
         let flags = FLAGS.lock().unwrap_or_else(|e| e.into_inner());
         if flags.contains(&addr) {
             // SAFETY: a listed flag is a live thread's (see the invariant).
-            unsafe { (*(addr as *const AtomicBool)).store(true, Ordering::Relaxed) };
+            unsafe { raise(addr as *const AtomicBool) };
         }
     }
 }
@@ -167,7 +282,12 @@ impl Drop for Listing {
         if self.0.get() {
             // The flag outlives this destructor (it has none of its own).
             if let Ok(addr) = DUE.try_with(|d| d as *const AtomicBool as usize) {
-                FLAGS.lock().unwrap_or_else(|e| e.into_inner()).retain(|&a| a != addr);
+                let mut flags = FLAGS.lock().unwrap_or_else(|e| e.into_inner());
+                flags.retain(|&a| a != addr);
+                // Lowered under the lock: no tick raises it again, so it
+                // is not left counted in `RAISED` whichever destructor
+                // runs first.
+                lower_own();
             }
         }
     }
@@ -194,7 +314,7 @@ fn tick() {
     TICKS.fetch_add(1, Ordering::Relaxed);
     for &addr in FLAGS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         // SAFETY: a listed flag is a live thread's (see the invariant).
-        unsafe { (*(addr as *const AtomicBool)).store(true, Ordering::Relaxed) };
+        unsafe { raise(addr as *const AtomicBool) };
     }
 }
 
