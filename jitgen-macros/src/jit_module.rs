@@ -686,7 +686,7 @@ fn call_clock(name: &str, cache: &Ident, sampler: &Ident) -> TokenStream {
                 __s.set_ticks(__ticks);
                 let __timed = __s.begin_call(__work);
                 let __began = if __timed { __s.call_began() } else { ::core::option::Option::None };
-                #rt::driver::LoopSampler::begin(__s.entry_mask(), __began, #end_fn)
+                #rt::driver::LoopSampler::begin(__s.entry_mask(), __began, #end_fn, __s.joins_wait())
             })
         }
 

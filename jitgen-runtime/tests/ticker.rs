@@ -14,6 +14,10 @@ thread_local! {
     static SAMPLER: Sampler = const { Sampler::new() };
 }
 
+/// Held by the tests whose loops wait for ticks: one of them looks at the
+/// clock stopping when no loop waits.
+static CLOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Visits a loop sampled as a portal's generated code samples it, until
 /// `hooks` visits reached the hook (at most 10 s): the visits made, the
 /// asks of the portal, and the weight of each visit that reached the hook.
@@ -38,6 +42,7 @@ fn visit_until(sampler: &mut LoopSampler, hooks: usize) -> (u64, u64, Vec<u32>) 
 
 #[test]
 fn a_loop_waits_for_ticks_between_samples_and_the_clock_stops_when_none_waits() {
+    let _clock = CLOCK.lock().unwrap_or_else(|e| e.into_inner());
     SAMPLER.with(|s| s.set_ticks(true));
     let mut sampler = LoopSampler::new(0);
     // The ramp: the first visits are counted, then skips double.
@@ -87,4 +92,61 @@ fn a_loop_without_ticks_counts_its_visits() {
     let b = std::thread::spawn(counted).join().unwrap();
     assert_eq!(a, b);
     assert!((700..=900).contains(&a), "{a} asks");
+}
+
+/// A portal call made inside a loop that waits for a tick (an interpreter
+/// recursing in Rust) waits with it: its loop does not look at its first
+/// visits, and as it returns the loop around it goes on waiting, so the
+/// thread's flag is neither raised nor lowered per call. The visit after
+/// the tick, in whichever loop, stands for the wait.
+#[test]
+fn a_call_inside_a_waiting_loop_waits_with_it() {
+    let _clock = CLOCK.lock().unwrap_or_else(|e| e.into_inner());
+    std::thread::spawn(|| {
+        SAMPLER.with(|s| s.set_ticks(true));
+        fn end(_: Option<Duration>) {}
+        let mut joined = 0;
+        for _ in 0..20 {
+            SAMPLER.with(|s| s.begin_call(0));
+            let mut outer = LoopSampler::begin(0, None, end, SAMPLER.with(|s| s.joins_wait()));
+            // Past the ramp, the outer loop waits for the tick after each sample.
+            let _ = visit_until(&mut outer, 30);
+            let mut visits = 0;
+            while sampler_looks(&mut outer) && visits < 1_000_000 {
+                visits += 1;
+            }
+            let t0 = ticker::ticks();
+            SAMPLER.with(|s| s.begin_call(0));
+            let joins = SAMPLER.with(|s| s.joins_wait());
+            let inner = LoopSampler::begin(0, None, end, joins);
+            let raised_in = ticker::due();
+            drop(inner);
+            SAMPLER.with(|s| s.end_call(0));
+            let raised_after = ticker::due();
+            // A tick raises the flag after it counts itself.
+            if joins && ticker::ticks() == t0 {
+                joined += 1;
+                assert!(!raised_in, "the inner call looks at its first visits");
+                assert!(!raised_after, "the loop around stopped waiting");
+            }
+            drop(outer);
+            SAMPLER.with(|s| s.end_call(0));
+        }
+        assert!(joined > 0, "no call joined its loop's wait in 20 tries");
+    })
+    .join()
+    .unwrap();
+}
+
+/// Whether a visit of `sampler` looks (the thread's flag raised), going to
+/// its hook as the generated code does.
+fn sampler_looks(sampler: &mut LoopSampler) -> bool {
+    if !sampler.due() {
+        return false;
+    }
+    let ask = |due, left, word| SAMPLER.with(|s| s.ask(due, left, word));
+    if sampler.visits_hook(1, ask) {
+        SAMPLER.with(|s| s.cold(1000));
+    }
+    true
 }

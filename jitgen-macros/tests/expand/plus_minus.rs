@@ -548,6 +548,7 @@ pub mod plus_minus {
                         __s.entry_mask(),
                         __began,
                         __end_ll_plus_minus,
+                        __s.joins_wait(),
                     )
                 })
         }

@@ -186,8 +186,22 @@ impl LoopSampler {
     /// how long it took since `started`, for the outermost call of its
     /// portal: [`Sampler::call_began`]), as the portal's generated code
     /// makes it; `end` runs when the call returns or unwinds.
+    ///
+    /// With `joins_wait` ([`Sampler::joins_wait`]), the loop around this
+    /// call waits for the clock's next tick, and this loop waits with it:
+    /// it does not look at its first visits, and its visit after the tick
+    /// stands for the visits of the wait, as that loop's would.
     #[inline]
-    pub fn begin(mask: u64, started: Option<std::time::Instant>, end: fn(Option<std::time::Duration>)) -> LoopSampler {
+    pub fn begin(
+        mask: u64,
+        started: Option<std::time::Instant>,
+        end: fn(Option<std::time::Duration>),
+        joins_wait: bool,
+    ) -> LoopSampler {
+        if joins_wait {
+            let call = Some((started, end));
+            return LoopSampler { after_tick: true, skips: 0, counted: 0, quiet: 0, mask, call, outer_waits: true };
+        }
         LoopSampler { call: Some((started, end)), ..LoopSampler::new(mask) }
     }
 
@@ -643,6 +657,20 @@ impl Sampler {
             return Some(NEXT_TICK);
         }
         self.entry_hit(word, left)
+    }
+
+    /// Whether a call beginning now (not the outermost) waits for the
+    /// clock's next tick with the loop around it instead of looking at its
+    /// first visits: that loop is the portal's, it waits (the thread's flag
+    /// is lowered), and no visit is being measured. An interpreter
+    /// recursing in Rust (one portal call per call of its program) then
+    /// neither raises nor lowers the flag per call before anything compiles.
+    pub fn joins_wait(&self) -> bool {
+        self.depth.get() > 1
+            && self.ticks.get()
+            && self.waiting_since.get().is_some()
+            && self.measured.get().is_none()
+            && !ticker::due()
     }
 
     /// A loop of the portal waits for the clock's next tick. The thread
