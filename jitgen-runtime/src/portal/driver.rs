@@ -33,7 +33,8 @@
 //! itself and the visits skipped before it (`PortalCache::visit_weighted`). Under the
 //! default policy, skips of `TICKED_SKIPS` (32) or more last until the next tick of the
 //! sampling clock instead (`portal::ticker`: a visit then tests its module's count of
-//! raised flags, a static of the interpreter's crate, and stores nothing), and the visit after the tick counts for the visits of the wait at
+//! raised flags, a static of the interpreter's crate, and stores nothing), and the visit
+//! after the tick counts for the visits of the wait at
 //! the pace of the `CALIBRATION` (64) visits counted after the tick
 //! (`Sampler::take_weight`). A key a tick's sample makes warm is warm since the portal
 //! call under way began (`warm_since`): ticks land on a loop's keys one after another,

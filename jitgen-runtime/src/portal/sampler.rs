@@ -179,7 +179,14 @@ impl LoopSampler {
     pub fn new(mask: u64) -> LoopSampler {
         let outer_waits = !ticker::due();
         ticker::look_every_visit();
-        LoopSampler { after_tick: false, skips: 0, counted: 0, quiet: 0, mask, call: None, outer_waits }
+        LoopSampler { after_tick: false, outer_waits, ..LoopSampler::waiting(mask) }
+    }
+
+    /// A loop's sampler that waits for the clock's next tick, as the loop
+    /// around it does; the flag left as it is.
+    #[inline(always)]
+    fn waiting(mask: u64) -> LoopSampler {
+        LoopSampler { after_tick: true, skips: 0, counted: 0, quiet: 0, mask, call: None, outer_waits: true }
     }
 
     /// At the start of a portal call that reports its end to `end` (with
@@ -198,11 +205,11 @@ impl LoopSampler {
         end: fn(Option<std::time::Duration>),
         joins_wait: bool,
     ) -> LoopSampler {
+        let call = Some((started, end));
         if joins_wait {
-            let call = Some((started, end));
-            return LoopSampler { after_tick: true, skips: 0, counted: 0, quiet: 0, mask, call, outer_waits: true };
+            return LoopSampler { call, ..LoopSampler::waiting(mask) };
         }
-        LoopSampler { call: Some((started, end)), ..LoopSampler::new(mask) }
+        LoopSampler { call, ..LoopSampler::new(mask) }
     }
 
     /// The hook ran compiled code, which handed back to the interpreter:

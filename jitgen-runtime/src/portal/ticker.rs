@@ -14,7 +14,8 @@
 //! no visit writes, and the clock raises the flag at its next tick. A loop that
 //! looks at every visit (counting visits down in its cold path, or testing
 //! its entry filter) keeps the flag raised ([`look_every_visit`]), and a
-//! portal call that begins or ends raises it for the loop around it.
+//! portal call that begins or ends raises it for the loop around it, unless
+//! that loop waits for a tick (`Sampler::joins_wait`).
 //!
 //! The clock is a thread of its own, started by the first loop that waits,
 //! ticking every [`PERIOD`], less often the longer it runs with no portal
