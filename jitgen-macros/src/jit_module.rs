@@ -460,7 +460,12 @@ fn portal(
     }
     let park = park_pieces(gen, &mut out.unpark_structs, fi, point, &mutable, &name, &e.handed);
     let never = portal_hook(gen, out, item, point, &e, &park);
-    portal_call_site(out, item, &e, &park, never, cx);
+    let outlined = portal_call_site(out, item, &e, &park, never, cx);
+    if !outlined && park.at_head {
+        // The loop cannot be entered at its head again (see `Park`): after
+        // a hand-over, the rest of the call runs in execute mode.
+        gen.park_points.remove(&(park.pid as usize));
+    }
 }
 
 /// The portal's hook (`__portal_NAME`: the cache and sampler of its
@@ -714,7 +719,7 @@ fn portal_call_site(
     park: &Park,
     never: bool,
     cx: &crate::outline::ModuleContext,
-) {
+) -> bool {
     let name = item.sig.ident.to_string();
     let ident = item.sig.ident.clone();
     let is_pub = matches!(item.vis, syn::Visibility::Public(_));
@@ -744,7 +749,7 @@ fn portal_call_site(
     }
     let runs_plain_fn = format_ident!("__runs_plain_{}", name);
     let runs_plain = unhooked_query(&runs_plain_fn, &sampler, "runs_plain", "runs the plain interpreter");
-    place_hook(hooks, item, e, &args, &park.assigns, never, cx);
+    let outlined = place_hook(hooks, item, e, &args, park, never, cx);
     // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
     // plain copy, with no hook at its merge point.
     let plain_args: Vec<TokenStream> = item
@@ -827,6 +832,7 @@ fn portal_call_site(
             item.block.stmts.insert(0, syn::parse_quote!(#[allow(unused_mut)] let mut #id = #id;));
         }
     }
+    outlined
 }
 
 /// Places the hook in the portal's body: the sampler's test at the merge
@@ -839,10 +845,10 @@ fn place_hook(
     item: &mut syn::ItemFn,
     e: &Entry,
     args: &[TokenStream],
-    assigns: &[TokenStream],
+    park: &Park,
     never: bool,
     cx: &crate::outline::ModuleContext,
-) {
+) -> bool {
     let rt = rt();
     let name = item.sig.ident.to_string();
     let cheap = &e.cheap_greens;
@@ -861,7 +867,7 @@ fn place_hook(
         __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn)
     };
     let visits = quote!(self::jit::__DUE.any() && __jit_sampler.due() && { ::core::hint::cold_path(); #green_visit });
-    let runs = |give_up: TokenStream| {
+    let runs = |give_up: TokenStream, assigns: &[TokenStream]| {
         quote! {
             #(let mut #tmps = #srcs;)*
             #(let mut #htmps = #rt::heap::Handed::new(#hsrcs);)*
@@ -903,7 +909,13 @@ fn place_hook(
                 }
             },
             runs: {
-                let runs = runs(quote!(if self::__jit::#gives_up_fn() { __jit_unhooked = true; }));
+                // Parked at the loop's head: the outlined loop is entered
+                // there again, and tests its condition (see `Park`).
+                let mut assigns = park.assigns.clone();
+                if park.at_head {
+                    assigns.push(quote!(__jit_at_head = true;));
+                }
+                let runs = runs(quote!(if self::__jit::#gives_up_fn() { __jit_unhooked = true; }), &assigns);
                 quote!(#runs __jit_sampler.resumed();)
             },
         };
@@ -934,7 +946,7 @@ fn place_hook(
         } else {
             // A load and a compare per visit, the rest in the cold path
             // (see `LoopSampler`).
-            let runs = runs(give_up);
+            let runs = runs(give_up, &park.assigns);
             quote!(if #visits { #runs })
         };
         InsertHook { call }.visit_item_fn_mut(item);
@@ -942,6 +954,7 @@ fn place_hook(
             item.block.stmts.insert(0, begin);
         }
     }
+    outlined
 }
 
 /// `jit::specialize::NAME` for a public function, and the compile function

@@ -196,7 +196,13 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
         let names: Vec<&Ident> = w.binds.iter().map(|(n, _)| n).collect();
         sampled.push(quote!((#(#names,)*)));
         outer.push(quote!((#(mut #names,)*)));
-        again.push(quote!(::core::option::Option::Some((#(#names,)*))));
+        // Parked at the loop's head after a hand-over (`__jit_at_head`,
+        // see `park::Park`): the turn is the interpreter's to begin.
+        again.push(quote!(if ::core::mem::take(&mut __jit_at_head) {
+            ::core::option::Option::None
+        } else {
+            ::core::option::Option::Some((#(#names,)*))
+        }));
         first.push(quote!(::core::option::Option::None));
         c.push(format_ident!("__jit_resume"));
     }
@@ -252,6 +258,7 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
     let infer = vec![quote!(_); c.len()];
     let runs = &hook.runs;
     let resumed_decl = rotated.then(|| quote!(let mut __jit_resumed = false;));
+    let at_head_decl = while_let.is_some().then(|| quote!(#[allow(unused_mut)] let mut __jit_at_head = false;));
     let resumed_set = rotated.then(|| quote!(__jit_resumed = true;));
     let body: syn::Block = syn::parse_quote!({
         #(#prefix)*
@@ -262,6 +269,7 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
             #call_body
         }
         let mut __jit_unhooked = false;
+        #at_head_decl
         #resumed_decl
         let mut __jit_carried = (#(#first,)*);
         loop {
@@ -448,8 +456,9 @@ struct WhileLet {
 /// `P = E` again for the turn under way: `'w: { if let Some((b..)) = resume
 /// { 'b: { B } } while let P = E { mp; B } }`, the turn under way peeled and
 /// the loop as written, whose bindings are computed at its head as the
-/// plain interpreter's are. A body larger than `unhooked::MAX_BODY_TOKENS`
-/// is not copied, and not outlined.
+/// plain interpreter's are. After a hand-over that parked at the loop's head
+/// (`park`), `resume` is `None`: the loop tests its condition first. A body
+/// larger than `unhooked::MAX_BODY_TOKENS` is not copied, and not outlined.
 fn enter_while_let(s: &mut syn::Stmt) -> Result<Option<WhileLet>, &'static str> {
     let syn::Stmt::Expr(syn::Expr::While(w), _) = s else { return Ok(None) };
     let syn::Expr::Let(l) = &*w.cond else { return Ok(None) };
@@ -1260,6 +1269,8 @@ mod tests {
                         __jit_f(code, out, stack, pc, __jit_resume)
                     }
                     let mut __jit_unhooked = false;
+                    #[allow(unused_mut)]
+                    let mut __jit_at_head = false;
                     let mut __jit_carried = (code, out, stack, pc, ::core::option::Option::None);
                     loop {
                         let (code, out, stack, pc, __jit_resume) = __jit_carried;
@@ -1337,7 +1348,17 @@ mod tests {
                             __rt::portal::Flow::Sample(__jit_s) => __jit_s,
                         };
                         HOOK(pc);
-                        __jit_carried = (code, out, stack, pc, ::core::option::Option::Some((op,)));
+                        __jit_carried = (
+                            code,
+                            out,
+                            stack,
+                            pc,
+                            if ::core::mem::take(&mut __jit_at_head) {
+                                ::core::option::Option::None
+                            } else {
+                                ::core::option::Option::Some((op,))
+                            },
+                        );
                     }
                 }
             "#]],

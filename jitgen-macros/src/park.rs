@@ -1,8 +1,17 @@
 //! How a portal's state goes back to the interpreter after a hand-over:
-//! which of its variables the interpreter may have changed, the struct they
-//! are parked in, the code that fills it from a parked state (objects moved
-//! out of the arena, virtual objects and lists rebuilt), and the
-//! interpreter's variables assigned from it.
+//! where it parks, which of its variables the interpreter may have changed,
+//! the struct they are parked in, the code that fills it from a parked
+//! state (objects moved out of the arena, virtual objects and lists
+//! rebuilt), and the interpreter's variables assigned from it.
+//!
+//! Execute mode parks at the portal's merge point where the merge point
+//! starts its block. A merge point inside its block is the first statement
+//! of a `while let`'s body, after the pattern's bindings: execute mode parks
+//! at the head of that loop instead, before the turn's condition is tested,
+//! and the outlined loop is entered there again (`outline`), so that the
+//! interpreter tests it and makes the bindings itself. A portal that cannot
+//! park runs the rest of a call that handed over in execute mode, the
+//! extension interpreting: correct, and far slower than the interpreter.
 
 use std::collections::HashSet;
 
@@ -32,6 +41,9 @@ pub(crate) enum ParkKind {
     /// A `Vec` of a struct whose objects may be virtual: real, or a virtual
     /// list of pointers (each object rebuilt by `__unpark_S`).
     ObjList(String),
+    /// A local struct the extension may have made virtual: unchanged in
+    /// place, or rebuilt by `__unpark_S` (a newtype around a `Vec` stack).
+    Obj(String),
 }
 
 pub(crate) struct ParkVar {
@@ -64,6 +76,7 @@ pub(crate) fn park_plan(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<St
             (Repr::VList(sc), Ty::Vec(_)) => ParkKind::List(sc),
             (Repr::VEList(ety, w), Ty::Vec(_)) => ParkKind::EnumList(ety, w),
             (Repr::VOList(s), Ty::Vec(_)) => ParkKind::ObjList(s),
+            (Repr::VPtr, Ty::Struct(s)) => ParkKind::Obj(s.clone()),
             (Repr::GRef(_), Ty::Ref { mutable: false, to }) => {
                 let t = rust_ty(to, None);
                 ParkKind::Ref(quote!(&'static #t))
@@ -175,6 +188,11 @@ pub(crate) struct Park {
     pub(crate) origins: Vec<TokenStream>,
     pub(crate) unparks: Vec<TokenStream>,
     pub(crate) assigns: Vec<TokenStream>,
+    /// Whether the state parks at the head of the loop whose body holds
+    /// the merge point (see `park_point`): the loop, entered again, tests
+    /// its condition first. Only an outlined loop can (see `outline`);
+    /// where the loop is not outlined, the portal does not park.
+    pub(crate) at_head: bool,
     pub(crate) field_pats: Vec<TokenStream>,
     pub(crate) unpack: Ident,
     pub(crate) pid: u32,
@@ -190,8 +208,10 @@ pub(crate) fn park_pieces(
     name: &str,
     handed: &[(TokenStream, Ident)],
 ) -> Park {
-    let rt = rt();
-    let plan = park_plan(&gen, fi, &gen.points[point].live.clone(), &mutable);
+    let head = park_point(gen, fi, point);
+    let at_head = head.is_some_and(|p| p != point);
+    let point = head.unwrap_or(point);
+    let plan = head.and_then(|_| park_plan(&gen, fi, &gen.points[point].live.clone(), &mutable));
     if plan.is_some() {
         gen.park_points.insert(point);
     }
@@ -202,137 +222,7 @@ pub(crate) fn park_pieces(
     let mut unparks = vec![];
     let mut assigns = vec![];
     for pv in &plan {
-        let (field, param, src) = (&pv.field, &pv.param, &pv.src);
-        let msg =
-            format!("jitgen: `{}` is not known when handing over to the interpreter", src.to_string().replace(' ', ""));
-        match &pv.kind {
-            ParkKind::Scalar(sc, green) => {
-                let t = sc_rust(*sc);
-                parked_fields.push(quote!(pub #param: #t));
-                let val = if *green { quote!(#field) } else { from_word(*sc, quote!(#field.as_const().expect(#msg))) };
-                unparks.push(quote!(#param: #val));
-                assigns.push(quote!(#src = __p.#param;));
-            }
-            ParkKind::ObjList(sname) => {
-                let sn = format_ident!("{}", sname);
-                let t = quote!(::std::vec::Vec<#sn>);
-                parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
-                let orig = format_ident!("__orig_{}", param);
-                origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
-                let unpark = format_ident!("__unpark_{}", sname);
-                if !unpark_structs.contains(sname) {
-                    unpark_structs.push(sname.clone());
-                }
-                unparks.push(quote!(#param: match #field {
-                    #rt::VPList::Real(__p) => {
-                        let __a = __p.as_const().expect(#msg);
-                        // SAFETY: as for lists of scalars.
-                        if __a == #orig { None } else { Some(unsafe { #rt::heap::take_vec(__a) }) }
-                    }
-                    // (Spilled frames were put back by `unspill_all`.)
-                    #rt::VPList::Virtual(__ptrs) | #rt::VPList::Spilled { below: None, items: __ptrs, .. } => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
-                    #rt::VPList::Over(__p, __ptrs) | #rt::VPList::Spilled { below: Some(__p), items: __ptrs, .. } => {
-                        let __a = __p.as_const().expect(#msg);
-                        let __more = __ptrs.iter().map(|__q| #unpark(&__vheap, __q));
-                        if __a == #orig {
-                            #param.extend(__more);
-                            None
-                        } else {
-                            // SAFETY: as for lists of scalars.
-                            let mut __v: #t = unsafe { #rt::heap::take_vec(__a) };
-                            __v.extend(__more);
-                            Some(__v)
-                        }
-                    }
-                }));
-                assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
-            }
-            ParkKind::Owned(_) | ParkKind::List(_) | ParkKind::EnumList(..) => {
-                // An owned object: unchanged (None), one residual code
-                // made (moved out of the arena), or a virtual list
-                // (rebuilt from its elements).
-                let t = match &pv.kind {
-                    ParkKind::Owned(t) => t.clone(),
-                    ParkKind::List(sc) => {
-                        let e = sc_rust(*sc);
-                        quote!(::std::vec::Vec<#e>)
-                    }
-                    ParkKind::EnumList(ety, _) => {
-                        let e = rust_ty(ety, None);
-                        quote!(::std::vec::Vec<#e>)
-                    }
-                    ParkKind::Scalar(..) | ParkKind::Ref(_) | ParkKind::ObjList(_) => {
-                        unreachable!("matched above")
-                    }
-                };
-                parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
-                let orig = format_ident!("__orig_{}", param);
-                origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
-                let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
-                let is_list = !matches!(&pv.kind, ParkKind::Owned(_));
-                let from_addr = |w: TokenStream| {
-                    let take = if is_list {
-                        // SAFETY: a list local moved here from that
-                        // address, which is a live Vec of its type.
-                        quote!(unsafe { #rt::heap::take_vec(__a) })
-                    } else {
-                        quote!(#rt::heap::arena_take::<#t>(__a).expect(#lost))
-                    };
-                    quote!({
-                        let __a = #w.as_const().expect(#msg);
-                        if __a == #orig { None } else { Some(#take) }
-                    })
-                };
-                let rebuilt = match &pv.kind {
-                    ParkKind::List(sc) => Some(rebuilt_list(&LElem::Sc(*sc), &msg)),
-                    ParkKind::EnumList(ety, w) => Some(rebuilt_list(&LElem::Enum(ety.clone(), *w), &msg)),
-                    _ => None,
-                };
-                let value = match rebuilt {
-                    None => from_addr(quote!(#field)),
-                    Some(rebuilt) => {
-                        let real = from_addr(quote!(__p));
-                        // (Tails were moved into memory: `untail_lists`.)
-                        quote!(match #field {
-                            #rt::VList::Real(__p) | #rt::VList::Tail(__p, ..) => #real,
-                            #rt::VList::Virtual(__items) => Some(#rebuilt),
-                        })
-                    }
-                };
-                let handed_tmp = handed.iter().find(|(h, _)| h.to_string() == src.to_string());
-                let value = match (handed_tmp, &pv.kind) {
-                    // Handed to compiled code, so in the arena: whatever the
-                    // arena holds at its address now (the handed object, or
-                    // one that compiled code made after dropping it, which
-                    // may reuse its address), taken here, before the arena
-                    // releases what compiled code made.
-                    (Some(_), ParkKind::Owned(_)) => quote!({
-                        let __a = #field.as_const().expect(#msg);
-                        #rt::heap::arena_take::<#t>(__a)
-                    }),
-                    _ => value,
-                };
-                unparks.push(quote!(#param: #value));
-                match handed_tmp {
-                    // Handed to compiled code (see `Entry::handed`): what
-                    // it gives back, else what it did not drop.
-                    Some((_, tmp)) => {
-                        let back = format_ident!("{}_back", tmp);
-                        let gone = format!("jitgen: compiled code dropped `{src}` and handed back none");
-                        assigns.push(quote!(#src = match __p.#param {
-                            ::core::option::Option::Some(__v) => __v,
-                            ::core::option::Option::None => #back.take().expect(#gone),
-                        };));
-                    }
-                    None => assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; })),
-                }
-            }
-            ParkKind::Ref(t) => {
-                parked_fields.push(quote!(pub #param: #t));
-                unparks.push(quote!(#param: #field));
-                assigns.push(quote!(#src = __p.#param;));
-            }
-        }
+        park_var(pv, &mut parked_fields, &mut origins, &mut unparks, &mut assigns, unpark_structs, handed);
     }
     // The frame's values, those the plan does not name unbound.
     let field_pats: Vec<TokenStream> = gen.points[point]
@@ -349,5 +239,225 @@ pub(crate) fn park_pieces(
         .collect();
     let unpack = crate::frame::unpack_name(gen.point_layout(point));
     let pid = point as u32;
-    Park { parked, parked_fields, origins, unparks, assigns, field_pats, unpack, pid }
+    Park { parked, parked_fields, origins, unparks, assigns, at_head, field_pats, unpack, pid }
+}
+
+/// The point a portal whose merge point is `point` parks at after a
+/// hand-over: the merge point itself where it starts its block; where it
+/// does not (a `while let`'s body, whose pattern binds before it), the head
+/// of the loop, from which every path to it comes (execute mode stops
+/// there before the turn's bindings are made, and the interpreter makes
+/// them); `None` where there is no such head.
+fn park_point(gen: &Gen, fi: usize, point: usize) -> Option<usize> {
+    let pt = &gen.points[point];
+    if pt.op == 0 {
+        return Some(point);
+    }
+    let f = gen.fns[fi];
+    let heads = &gen.plans[fi].loop_heads;
+    // Backwards from the merge point's block, up to loop heads.
+    let (mut head, mut seen, mut todo) = (None, HashSet::new(), vec![pt.block]);
+    while let Some(b) = todo.pop() {
+        for pred in f.graph.graph.neighbors_directed(b, petgraph::Direction::Incoming) {
+            if heads.contains(&pred) {
+                if head.is_some_and(|h| h != pred) {
+                    return None;
+                }
+                head = Some(pred);
+            } else if pred == pt.block || pred == f.graph.start {
+                return None;
+            } else if seen.insert(pred) {
+                todo.push(pred);
+            }
+        }
+    }
+    gen.point_ids.get(&(fi, head?, 0)).copied()
+}
+
+/// One variable of a park plan: its field of the parked struct, the code
+/// that fills it from the parked state, and its assignment back.
+fn park_var(
+    pv: &ParkVar,
+    parked_fields: &mut Vec<TokenStream>,
+    origins: &mut Vec<TokenStream>,
+    unparks: &mut Vec<TokenStream>,
+    assigns: &mut Vec<TokenStream>,
+    unpark_structs: &mut Vec<String>,
+    handed: &[(TokenStream, Ident)],
+) {
+    let rt = rt();
+    let (field, param, src) = (&pv.field, &pv.param, &pv.src);
+    let msg =
+        format!("jitgen: `{}` is not known when handing over to the interpreter", src.to_string().replace(' ', ""));
+    match &pv.kind {
+        ParkKind::Scalar(sc, green) => {
+            let t = sc_rust(*sc);
+            parked_fields.push(quote!(pub #param: #t));
+            let val = if *green { quote!(#field) } else { from_word(*sc, quote!(#field.as_const().expect(#msg))) };
+            unparks.push(quote!(#param: #val));
+            assigns.push(quote!(#src = __p.#param;));
+        }
+        ParkKind::ObjList(sname) => {
+            let sn = format_ident!("{}", sname);
+            let t = quote!(::std::vec::Vec<#sn>);
+            parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
+            let orig = format_ident!("__orig_{}", param);
+            origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
+            let unpark = format_ident!("__unpark_{}", sname);
+            if !unpark_structs.contains(sname) {
+                unpark_structs.push(sname.clone());
+            }
+            unparks.push(quote!(#param: match #field {
+                #rt::VPList::Real(__p) => {
+                    let __a = __p.as_const().expect(#msg);
+                    // SAFETY: as for lists of scalars.
+                    if __a == #orig { None } else { Some(unsafe { #rt::heap::take_vec(__a) }) }
+                }
+                // (Spilled frames were put back by `unspill_all`.)
+                #rt::VPList::Virtual(__ptrs) | #rt::VPList::Spilled { below: None, items: __ptrs, .. } => Some(__ptrs.iter().map(|__q| #unpark(&__vheap, __q)).collect()),
+                #rt::VPList::Over(__p, __ptrs) | #rt::VPList::Spilled { below: Some(__p), items: __ptrs, .. } => {
+                    let __a = __p.as_const().expect(#msg);
+                    let __more = __ptrs.iter().map(|__q| #unpark(&__vheap, __q));
+                    if __a == #orig {
+                        #param.extend(__more);
+                        None
+                    } else {
+                        // SAFETY: as for lists of scalars.
+                        let mut __v: #t = unsafe { #rt::heap::take_vec(__a) };
+                        __v.extend(__more);
+                        Some(__v)
+                    }
+                }
+            }));
+            assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }));
+        }
+        ParkKind::Obj(sname) => {
+            let sn = format_ident!("{}", sname);
+            parked_fields.push(quote!(pub #param: ::core::option::Option<#sn>));
+            let unpark = format_ident!("__unpark_{}", sname);
+            if !unpark_structs.contains(sname) {
+                unpark_structs.push(sname.clone());
+            }
+            let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
+            let handed_tmp = handed.iter().find(|(h, _)| h.to_string() == src.to_string());
+            // A real object: the interpreter's own, changed in place if
+            // at all (`None`), or one residual code made (in the arena);
+            // a virtual one is rebuilt.
+            let real = match handed_tmp {
+                // Handed to compiled code: whatever the arena holds at
+                // its address now (see `Owned` below).
+                Some(_) => quote!(#rt::heap::arena_take::<#sn>(__a)),
+                None => {
+                    let orig = format_ident!("__orig_{}", param);
+                    origins.push(quote!(let #orig = &*#param as *const #sn as usize as u64;));
+                    quote!(if __a == #orig { None } else { Some(#rt::heap::arena_take::<#sn>(__a).expect(#lost)) })
+                }
+            };
+            // (An object backed by a real one was written back into it
+            // before parking: `VHeap::write_back`.)
+            unparks.push(quote!(#param: match __vheap.resolve(&#field) {
+                #rt::VPtr::Real(__r) => {
+                    let __a = __r.as_const().expect(#msg);
+                    #real
+                }
+                __q => ::core::option::Option::Some(#unpark(&__vheap, &__q)),
+            }));
+            match handed_tmp {
+                Some((_, tmp)) => {
+                    let back = format_ident!("{}_back", tmp);
+                    let gone = format!("jitgen: compiled code dropped `{src}` and handed back none");
+                    assigns.push(quote!(#src = match __p.#param {
+                        ::core::option::Option::Some(__v) => __v,
+                        ::core::option::Option::None => #back.take().expect(#gone),
+                    };));
+                }
+                None => assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; })),
+            }
+        }
+        ParkKind::Owned(_) | ParkKind::List(_) | ParkKind::EnumList(..) => {
+            // An owned object: unchanged (None), one residual code
+            // made (moved out of the arena), or a virtual list
+            // (rebuilt from its elements).
+            let t = match &pv.kind {
+                ParkKind::Owned(t) => t.clone(),
+                ParkKind::List(sc) => {
+                    let e = sc_rust(*sc);
+                    quote!(::std::vec::Vec<#e>)
+                }
+                ParkKind::EnumList(ety, _) => {
+                    let e = rust_ty(ety, None);
+                    quote!(::std::vec::Vec<#e>)
+                }
+                ParkKind::Scalar(..) | ParkKind::Ref(_) | ParkKind::ObjList(_) | ParkKind::Obj(_) => {
+                    unreachable!("matched above")
+                }
+            };
+            parked_fields.push(quote!(pub #param: ::core::option::Option<#t>));
+            let orig = format_ident!("__orig_{}", param);
+            origins.push(quote!(let #orig = &*#param as *const #t as usize as u64;));
+            let lost = format!("jitgen: cannot hand `{src}` made by residual code back to the interpreter");
+            let is_list = !matches!(&pv.kind, ParkKind::Owned(_));
+            let from_addr = |w: TokenStream| {
+                let take = if is_list {
+                    // SAFETY: a list local moved here from that
+                    // address, which is a live Vec of its type.
+                    quote!(unsafe { #rt::heap::take_vec(__a) })
+                } else {
+                    quote!(#rt::heap::arena_take::<#t>(__a).expect(#lost))
+                };
+                quote!({
+                    let __a = #w.as_const().expect(#msg);
+                    if __a == #orig { None } else { Some(#take) }
+                })
+            };
+            let rebuilt = match &pv.kind {
+                ParkKind::List(sc) => Some(rebuilt_list(&LElem::Sc(*sc), &msg)),
+                ParkKind::EnumList(ety, w) => Some(rebuilt_list(&LElem::Enum(ety.clone(), *w), &msg)),
+                _ => None,
+            };
+            let value = match rebuilt {
+                None => from_addr(quote!(#field)),
+                Some(rebuilt) => {
+                    let real = from_addr(quote!(__p));
+                    // (Tails were moved into memory: `untail_lists`.)
+                    quote!(match #field {
+                        #rt::VList::Real(__p) | #rt::VList::Tail(__p, ..) => #real,
+                        #rt::VList::Virtual(__items) => Some(#rebuilt),
+                    })
+                }
+            };
+            let handed_tmp = handed.iter().find(|(h, _)| h.to_string() == src.to_string());
+            let value = match (handed_tmp, &pv.kind) {
+                // Handed to compiled code, so in the arena: whatever the
+                // arena holds at its address now (the handed object, or
+                // one that compiled code made after dropping it, which
+                // may reuse its address), taken here, before the arena
+                // releases what compiled code made.
+                (Some(_), ParkKind::Owned(_)) => quote!({
+                    let __a = #field.as_const().expect(#msg);
+                    #rt::heap::arena_take::<#t>(__a)
+                }),
+                _ => value,
+            };
+            unparks.push(quote!(#param: #value));
+            match handed_tmp {
+                // Handed to compiled code (see `Entry::handed`): what
+                // it gives back, else what it did not drop.
+                Some((_, tmp)) => {
+                    let back = format_ident!("{}_back", tmp);
+                    let gone = format!("jitgen: compiled code dropped `{src}` and handed back none");
+                    assigns.push(quote!(#src = match __p.#param {
+                        ::core::option::Option::Some(__v) => __v,
+                        ::core::option::Option::None => #back.take().expect(#gone),
+                    };));
+                }
+                None => assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; })),
+            }
+        }
+        ParkKind::Ref(t) => {
+            parked_fields.push(quote!(pub #param: #t));
+            unparks.push(quote!(#param: #field));
+            assigns.push(quote!(#src = __p.#param;));
+        }
+    }
 }

@@ -139,7 +139,9 @@ fn child_a_fusion_compiled_on_the_compilers_thread() {
 
 /// Random programs whose returns hand over to the interpreter: with one
 /// case per flexswitch, a return to a second address goes on in execute
-/// mode and then in the interpreter, which must not run again what
+/// mode up to the head of the VM's `while let` loop, whose body holds the
+/// merge point, and then in the interpreter proper, with the operand stack
+/// (a struct around a `Vec`) given back; it must not run again what
 /// compiled code ran (a child process: the limit is the module's).
 #[test]
 fn random_procedure_programs_handing_over_agree_with_plain() {
@@ -161,7 +163,7 @@ fn child_random_procedure_programs_handing_over() {
         agree(&code, &format!("fib({n})"));
     }
     let s = jit::stats();
-    assert!(s.resumptions > 0 && s.spills > 0, "{s:?}");
+    assert!(s.resumptions > 0 && s.parked > 0 && s.spills > 0, "{s:?}");
 }
 
 /// Calls deeper than a virtual list of frames holds, through procedures

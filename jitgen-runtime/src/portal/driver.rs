@@ -1150,6 +1150,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// hand-over of code whose turn checks ran out is none of these: the
     /// key is measured or the count armed again (`portal::slow::TurnClock`).
     pub fn handed_over(&self, key: &K, ran: Option<std::time::Duration>) {
+        self.stats.parked();
         let compiled = self.stats.compile_nanos();
         if let Some(measure) = self.cache.with(|c| c.borrow_mut().turns_ran_out(key, compiled)) {
             // Its turn checks ran their count out (see `TurnClock`).

@@ -17,6 +17,7 @@ pub struct Stats {
     flexswitch_cases: AtomicU64,
     flexswitch_misses: AtomicU64,
     resumptions: AtomicU64,
+    parked: AtomicU64,
     unhooked: AtomicU64,
     spills: AtomicU64,
     case_compilations: AtomicU64,
@@ -60,6 +61,11 @@ pub struct StatsSnapshot {
     /// Times residual code handed over to the interpreter (a full switch,
     /// a declined case), which then continued from the state it left.
     pub resumptions: u64,
+    /// Hand-overs after which the interpreter proper went on from the
+    /// portal's merge point (or from the head of the loop whose body holds
+    /// it), the rest of the call interpreted at plain speed. A resumption
+    /// that does not park runs the rest of its call in execute mode.
+    pub parked: u64,
     /// Portal calls that went on without their merge point's hook, having
     /// met only positions whose compilation was declined for a while (see
     /// `Sampler::gives_up`): the rest of such a call is interpreted at
@@ -123,6 +129,7 @@ impl Stats {
             flexswitch_cases: AtomicU64::new(0),
             flexswitch_misses: AtomicU64::new(0),
             resumptions: AtomicU64::new(0),
+            parked: AtomicU64::new(0),
             unhooked: AtomicU64::new(0),
             spills: AtomicU64::new(0),
             case_compilations: AtomicU64::new(0),
@@ -205,6 +212,11 @@ impl Stats {
     /// Records a hand-over from residual code to the interpreter.
     pub fn resumed(&self) {
         self.resumptions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a hand-over that parked: the interpreter proper goes on.
+    pub fn parked(&self) {
+        self.parked.fetch_add(1, Ordering::Relaxed);
     }
 
     /// What compiling one position key has cost the threads that asked for
@@ -328,6 +340,7 @@ impl Stats {
             flexswitch_cases: self.flexswitch_cases.load(Ordering::Relaxed),
             flexswitch_misses: self.flexswitch_misses.load(Ordering::Relaxed),
             resumptions: self.resumptions.load(Ordering::Relaxed),
+            parked: self.parked.load(Ordering::Relaxed),
             unhooked: self.unhooked.load(Ordering::Relaxed),
             spills: self.spills.load(Ordering::Relaxed),
             fusions: self.fusions.load(Ordering::Relaxed),
