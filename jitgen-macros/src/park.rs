@@ -362,17 +362,7 @@ fn park_var(
                 }
                 __q => ::core::option::Option::Some(#unpark(&__vheap, &__q)),
             }));
-            match handed_tmp {
-                Some((_, tmp)) => {
-                    let back = format_ident!("{}_back", tmp);
-                    let gone = format!("jitgen: compiled code dropped `{src}` and handed back none");
-                    assigns.push(quote!(#src = match __p.#param {
-                        ::core::option::Option::Some(__v) => __v,
-                        ::core::option::Option::None => #back.take().expect(#gone),
-                    };));
-                }
-                None => assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; })),
-            }
+            assigns.push(assign_back(src, param, handed_tmp));
         }
         ParkKind::Owned(_) | ParkKind::List(_) | ParkKind::EnumList(..) => {
             // An owned object: unchanged (None), one residual code
@@ -440,24 +430,30 @@ fn park_var(
                 _ => value,
             };
             unparks.push(quote!(#param: #value));
-            match handed_tmp {
-                // Handed to compiled code (see `Entry::handed`): what
-                // it gives back, else what it did not drop.
-                Some((_, tmp)) => {
-                    let back = format_ident!("{}_back", tmp);
-                    let gone = format!("jitgen: compiled code dropped `{src}` and handed back none");
-                    assigns.push(quote!(#src = match __p.#param {
-                        ::core::option::Option::Some(__v) => __v,
-                        ::core::option::Option::None => #back.take().expect(#gone),
-                    };));
-                }
-                None => assigns.push(quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; })),
-            }
+            assigns.push(assign_back(src, param, handed_tmp));
         }
         ParkKind::Ref(t) => {
             parked_fields.push(quote!(pub #param: #t));
             unparks.push(quote!(#param: #field));
             assigns.push(quote!(#src = __p.#param;));
         }
+    }
+}
+
+/// The interpreter's variable `src` assigned from the parked field `param`
+/// (an `Option`): where it was handed to compiled code (see
+/// `Entry::handed`), what compiled code gives back, else what it did not
+/// drop; else the parked value where there is one.
+fn assign_back(src: &TokenStream, param: &Ident, handed: Option<&(TokenStream, Ident)>) -> TokenStream {
+    match handed {
+        Some((_, tmp)) => {
+            let back = format_ident!("{}_back", tmp);
+            let gone = format!("jitgen: compiled code dropped `{src}` and handed back none");
+            quote!(#src = match __p.#param {
+                ::core::option::Option::Some(__v) => __v,
+                ::core::option::Option::None => #back.take().expect(#gone),
+            };)
+        }
+        None => quote!(if let ::core::option::Option::Some(__v) = __p.#param { #src = __v; }),
     }
 }
