@@ -918,6 +918,7 @@ fn place_hook(
                 let runs = runs(quote!(if self::__jit::#gives_up_fn() { __jit_unhooked = true; }), &assigns);
                 quote!(#runs __jit_sampler.resumed();)
             },
+            parks_at_head: park.at_head,
         };
         let ok = crate::outline::outline(&mut trial, &hook, cx);
         if ok.is_ok() {

@@ -79,8 +79,13 @@ pub struct Hook {
     pub visits: TokenStream,
     /// What runs outside the closure where a visit goes to the hook, with
     /// the carried locals bound again; it sets `__jit_unhooked` where the
-    /// hook gives up.
+    /// hook gives up, and `__jit_at_head` where a hand-over parked at the
+    /// loop's head.
     pub runs: TokenStream,
+    /// Whether a hand-over parks at the head of the loop (`park`): only a
+    /// `while let` is entered there again, so any other loop is not
+    /// outlined.
+    pub parks_at_head: bool,
 }
 
 /// The module's items the outlined closure may need: its `macro_rules!`
@@ -167,6 +172,9 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
         _ => true,
     });
     let while_let = enter_while_let(&mut suffix[0])?;
+    if hook.parks_at_head && while_let.is_none() {
+        return Err("its hand-overs park at the head of a loop that is not a `while let`");
+    }
     let rotated = rotate_while(&mut suffix[0]);
 
     let macros = macros_again(sig, &mut prefix, &suffix, cx)?;
@@ -862,7 +870,7 @@ mod tests {
                 _ => None,
             })
             .unwrap();
-        let hook = Hook { visits: quote!(VISITS(pc)), runs: quote!(HOOK(pc);) };
+        let hook = Hook { visits: quote!(VISITS(pc)), runs: quote!(HOOK(pc);), parks_at_head: false };
         let got = match outline(&mut f, &hook, &cx) {
             Ok(()) => prettyplease::unparse(&syn::parse_quote!(#f)),
             Err(why) => format!("not outlined: {why}\n"),
