@@ -460,8 +460,8 @@ fn portal(
     }
     let park = park_pieces(gen, &mut out.unpark_structs, fi, point, &mutable, &name, &e.handed);
     let never = portal_hook(gen, out, item, point, &e, &park);
-    let outlined = portal_call_site(out, item, &e, &park, never, cx);
-    if !outlined && park.at_head {
+    let parks_at_head = portal_call_site(out, item, &e, &park, never, cx);
+    if park.at_head && !parks_at_head {
         // The loop cannot be entered at its head again (see `Park`): after
         // a hand-over, the rest of the call runs in execute mode.
         gen.park_points.remove(&(park.pid as usize));
@@ -712,6 +712,7 @@ fn call_clock(name: &str, cache: &Ident, sampler: &Ident) -> TokenStream {
 
 /// The portal's body rewritten: its merge point asks the hook first, its
 /// plain copy kept beside it (for `jit::plain`, and when compiling is off).
+/// Whether its hand-overs may park at its loop's head (see `place_hook`).
 fn portal_call_site(
     out: &mut Gathered,
     item: &mut syn::ItemFn,
@@ -749,7 +750,7 @@ fn portal_call_site(
     }
     let runs_plain_fn = format_ident!("__runs_plain_{}", name);
     let runs_plain = unhooked_query(&runs_plain_fn, &sampler, "runs_plain", "runs the plain interpreter");
-    let outlined = place_hook(hooks, item, e, &args, park, never, cx);
+    let parks_at_head = place_hook(hooks, item, e, &args, park, never, cx);
     // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
     // plain copy, with no hook at its merge point.
     let plain_args: Vec<TokenStream> = item
@@ -832,14 +833,15 @@ fn portal_call_site(
             item.block.stmts.insert(0, syn::parse_quote!(#[allow(unused_mut)] let mut #id = #id;));
         }
     }
-    outlined
+    parks_at_head
 }
 
 /// Places the hook in the portal's body: the sampler's test at the merge
 /// point, and what runs where a visit goes to the hook (with what runs
 /// where it gives up), either outside the loop's closure (see `outline`)
 /// or in the loop, beside a copy of the loop without it where it has one
-/// (see `unhooked`).
+/// (see `unhooked`). Whether hand-overs may park at the loop's head
+/// (`Park::at_head`): only where the loop is outlined as a `while let`.
 fn place_hook(
     hooks: &mut Vec<TokenStream>,
     item: &mut syn::ItemFn,
@@ -893,7 +895,11 @@ fn place_hook(
     // else the hook in the loop, beside a copy of the loop without it
     // where it has one (see `unhooked`).
     let mut outlined = false;
-    if !never {
+    // Where its hand-overs would park at the loop's head, a loop that is
+    // not a `while let` is outlined without parking there (`Park`).
+    let mut at_head = park.at_head;
+    let tries: &[bool] = if park.at_head { &[true, false] } else { &[false] };
+    for &parks_at_head in tries.iter().filter(|_| !never) {
         let mut trial = item.clone();
         trial.block.stmts.insert(0, begin.clone());
         let hook = crate::outline::Hook {
@@ -912,22 +918,23 @@ fn place_hook(
                 // Parked at the loop's head: the outlined loop is entered
                 // there again, and tests its condition (see `Park`).
                 let mut assigns = park.assigns.clone();
-                if park.at_head {
+                if parks_at_head {
                     assigns.push(quote!(__jit_at_head = true;));
                 }
                 let runs = runs(quote!(if self::__jit::#gives_up_fn() { __jit_unhooked = true; }), &assigns);
                 quote!(#runs __jit_sampler.resumed();)
             },
-            parks_at_head: park.at_head,
+            parks_at_head,
         };
-        let ok = crate::outline::outline(&mut trial, &hook, cx);
-        if ok.is_ok() {
+        if crate::outline::outline(&mut trial, &hook, cx).is_ok() {
             // The locals moved into the closure are not changed where
             // they are bound (the plain copy keeps the lint for them).
             trial.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
             *item = trial;
             outlined = true;
+            at_head = parks_at_head;
             hooks.push(unhooked_query(&gives_up_fn, &sampler, "gives_up", "goes on without its hook"));
+            break;
         }
     }
     if !outlined {
@@ -955,7 +962,7 @@ fn place_hook(
             item.block.stmts.insert(0, begin);
         }
     }
-    outlined
+    outlined && at_head
 }
 
 /// `jit::specialize::NAME` for a public function, and the compile function

@@ -84,7 +84,7 @@ pub struct Hook {
     pub runs: TokenStream,
     /// Whether a hand-over parks at the head of the loop (`park`): only a
     /// `while let` is entered there again, so any other loop is not
-    /// outlined.
+    /// outlined with it (the caller tries again without).
     pub parks_at_head: bool,
 }
 
