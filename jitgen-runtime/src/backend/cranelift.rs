@@ -1383,7 +1383,7 @@ impl CraneliftBackend {
         let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
         let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
         module.define_function(id, ctx).map_err(|e| err(&format!("{e:?}")))?;
-        crate::backend::dump::dump_machine_code(ctx);
+        crate::backend::dump::dump_machine_code(ctx, f);
         Ok((id, ctx.compiled_code().map_or(0, |c| c.code_buffer().len())))
     }
 

@@ -1,13 +1,15 @@
 //! What compiled code leaves behind for the tools that look at it: with
-//! `JITGEN_DUMP_CODE=dir`, its machine code and Cranelift IR; with
+//! `JITGEN_DUMP_CODE=dir`, its machine code, its Cranelift IR and the
+//! residual function it was translated from, as listed; with
 //! `JITGEN_PERF_MAP`, its names for `perf report`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// With `JITGEN_DUMP_CODE=dir`, writes each compiled function's machine code
-/// to `dir/code-N.bin` (for `objdump -D -b binary -m i386:x86-64`) and its
-/// Cranelift IR, as optimized, to `dir/code-N.clif`.
-pub(crate) fn dump_machine_code(ctx: &cranelift_codegen::Context) {
+/// to `dir/code-N.bin` (for `objdump -D -b binary -m i386:x86-64`), its
+/// Cranelift IR, as optimized, to `dir/code-N.clif`, and the residual
+/// function it came from, as listed, to `dir/code-N.ir`.
+pub(crate) fn dump_machine_code(ctx: &cranelift_codegen::Context, f: &crate::ir::function::ResidualFunction) {
     static DUMPED: AtomicUsize = AtomicUsize::new(0);
     let Some(dir) = std::env::var_os("JITGEN_DUMP_CODE") else { return };
     let Some(code) = ctx.compiled_code() else { return };
@@ -17,6 +19,7 @@ pub(crate) fn dump_machine_code(ctx: &cranelift_codegen::Context) {
         eprintln!("jitgen: cannot write {}: {e}", path.display());
     }
     let _ = std::fs::write(std::path::Path::new(&dir).join(format!("code-{n}.clif")), ctx.func.display().to_string());
+    let _ = std::fs::write(std::path::Path::new(&dir).join(format!("code-{n}.ir")), crate::ir::listing::listing(f));
 }
 
 /// With `JITGEN_PERF_MAP` set, names the code in `/tmp/perf-PID.map`, where

@@ -61,8 +61,8 @@
 //! and their miss paths) are cold and go last, and a branch whose true side
 //! continues the innermost loop ([`ResidualFunction::true_side_loops`]) is
 //! emitted inverted, so the loop's side falls through and a loop takes one
-//! jump per turn. `JITGEN_DUMP_CODE=dir` writes the machine code and the
-//! optimized CLIF.
+//! jump per turn. `JITGEN_DUMP_CODE=dir` writes the machine code, the
+//! optimized CLIF and the listing of the function as compiled.
 //!
 //! Architecture Invariant: residual code is SSA (every use dominated by its
 //! definition). Debug builds check it after `simplify`
