@@ -3,7 +3,8 @@
 //! memory past `MAX_VIRTUAL_PTRS`, and a pop with none left pops memory and
 //! says that the path returned below its entry. Spilled (compiled
 //! recursion), they go onto the continuation stack as words, and a pop
-//! with none left virtual says so, for the extension to resume there.
+//! with none left virtual says so, for the extension to resume there. A
+//! switch of such a recursion forgets the elements its state knew.
 
 use expect_test::{expect, Expect};
 use jitgen_runtime::builder::{listing, ResidualBuilder};
@@ -437,4 +438,54 @@ fn materializing_moves_each_hidden_segment_once_and_seals_the_entries_it_passed(
     assert_eq!(template_of(w[w.len() - 1]), in_memory);
     assert_eq!(count(), 9);
     leave(saved);
+}
+
+/// A frame holding only its saved frames, for the state's own tests.
+#[derive(Clone, Debug)]
+struct CallsOnly(VPList);
+
+impl jitgen_runtime::state::Frame for CallsOnly {
+    type Key = ();
+    fn key(&self) {}
+    fn reds(&self) -> Vec<RedBox> {
+        vec![]
+    }
+    fn set_reds(&mut self, _: &[RedBox]) {}
+    fn lists_mut(&mut self, f: &mut dyn FnMut(jitgen_runtime::state::ListMut<'_>)) {
+        f(jitgen_runtime::state::ListMut::Ptrs(&mut self.0));
+    }
+}
+
+/// At a switch of a compiled recursion (saved frames spilled), the state
+/// forgets the list elements it knew at run-time indices, and keeps what
+/// it knew of headers; where nothing is spilled, it forgets nothing.
+#[test]
+fn a_recursions_switch_forgets_the_elements_it_knew() {
+    use jitgen_runtime::builder::SymAddr;
+    use jitgen_runtime::state::{Fact, JitState};
+    let b = ResidualBuilder::new("facts", &[ValTy::Ptr, ValTy::U64, ValTy::I64], &[]);
+    let ins = b.inputs();
+    let stack = RedBox::Var { ty: ValTy::Ptr, val: ins[0] };
+    let len = RedBox::Var { ty: ValTy::U64, val: ins[1] };
+    let cell = RedBox::Var { ty: ValTy::I64, val: ins[2] };
+    let header = Fact {
+        at: SymAddr { root: stack, index: None, offset: 16 },
+        ty: ValTy::U64,
+        class: 0,
+        field: 16,
+        value: len,
+        min: 1,
+    };
+    let element = Fact { at: SymAddr { root: stack, index: Some((len, 8)), offset: -8 }, value: cell, ..header };
+    let state = |calls: VPList| {
+        let mut st = JitState::new(CallsOnly(calls));
+        st.known = vec![header, element];
+        st
+    };
+    let mut spilled = state(VPList::Spilled { below: None, counted: false, items: vec![] });
+    assert!(spilled.forget_elements_in_recursion());
+    assert_eq!(spilled.known, vec![header]);
+    let mut real = state(VPList::Real(RedBox::constant(ValTy::Ptr, 0x1000)));
+    assert!(!real.forget_elements_in_recursion());
+    assert_eq!(real.known, vec![header, element]);
 }

@@ -1287,6 +1287,20 @@ impl<F: Frame> JitState<F> {
         r
     }
 
+    /// Forgets what the state knows of list elements at run-time indices
+    /// (an operand stack's cells loaded or stored) where a frame holds a
+    /// spilled list of saved frames, a compiled recursion: there those
+    /// cells are the words of frames at some depth, different on each path
+    /// to a switch, and a case's state that keeps them is one of its own
+    /// (see `schedule::resume`). Whether it forgot any.
+    pub fn forget_elements_in_recursion(&mut self) -> bool {
+        if !self.known.iter().any(|f| f.at.index.is_some()) || !self.frames.iter_mut().any(|f| has_spilled(f)) {
+            return false;
+        }
+        self.known.retain(|f| f.at.index.is_none());
+        true
+    }
+
     /// The reds of the frames and virtual objects only: [`JitState::reds`]
     /// without the known fields'.
     pub fn core_reds(&self) -> Vec<RedBox> {

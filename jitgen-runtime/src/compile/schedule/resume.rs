@@ -11,7 +11,12 @@
 //! switched on with more than [`CONSTANT_VARIANTS`] sets of constants passes
 //! them as run-time values, so that a recursion whose arguments fold to a
 //! new constant at each level shares its pieces instead of compiling one
-//! per value. Each case is entered by a tail call with its live
+//! per value. For the same reason, a state holding a spilled list of saved
+//! frames (a compiled recursion) forgets what it knew of list elements at
+//! run-time indices (`JitState::forget_elements_in_recursion`): the cells
+//! of an operand stack it loaded or stored are words of frames at some
+//! depth, known differently on each path that returns to the switch, and
+//! a case reloads the few it reads. Each case is entered by a tail call with its live
 //! values passed through the frame (a store and a load per value). When the
 //! switch is full or a case declines, residual code continues in the
 //! interpreter through execute mode. So a switch is made only where no
@@ -372,6 +377,7 @@ impl<F: Frame> Compilation<F> {
         // The table keeps the state for as long as the code lives; not its
         // path's past.
         st.lineage = Default::default();
+        st.forget_elements_in_recursion();
         self.fit_in_frame(&mut st);
         // The promoted value, and the narrower values it widens: each is
         // known in a case (a field loaded as `u32`, promoted as `usize`).
