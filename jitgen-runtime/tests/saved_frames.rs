@@ -156,6 +156,7 @@ fn spilled_frames_go_onto_the_continuation_stack_and_come_back() {
             register STACK+8
             register STACK+16
             register STACK+0
+            register STACK+32
             entry(v0: ptr, v1: i64):
                 v2 = const.ptr STACK
                 v3 = load.u64 v2+8
@@ -177,28 +178,38 @@ fn spilled_frames_go_onto_the_continuation_stack_and_come_back() {
                 v14 = const.u64 0
                 store.u64 v13+0, v14
                 store.u64 v8+8, v6
-                v15 = load.u64 v8+16
-                v16 = const.u64 2
-                v17 = const.u64 3
-                v18 = add.u64 v3, v17
-                v19 = gt.u64 v18, v15
-                branch v19, L3(), L4()
+                v15 = load.u64 v8+32
+                v16 = const.u64 1
+                v17 = add.u64 v15, v16
+                store.u64 v8+32, v17
+                v18 = load.u64 v8+16
+                v19 = const.u64 2
+                v20 = const.u64 3
+                v21 = add.u64 v3, v20
+                v22 = gt.u64 v21, v18
+                branch v22, L3(), L4()
             L3():
-                call.cold cont_reserve(v16)
+                call.cold cont_reserve(v19)
                 jump L4()
             L4():
-                v20 = const.ptr STACK
-                v21 = load.ptr v20+0
-                v22 = const.u64 8
-                v23 = mul.u64 v6, v22
-                v24 = cast.u64.ptr v23
-                v25 = add.ptr v21, v24
-                store.i64 v25+0, v1
-                v26 = const.u64 1
-                store.u64 v25+8, v26
-                store.u64 v20+8, v18
-                v27 = add.u64 v3, v26
-                store.u64 v20+8, v27
+                v23 = const.ptr STACK
+                v24 = load.ptr v23+0
+                v25 = const.u64 8
+                v26 = mul.u64 v6, v25
+                v27 = cast.u64.ptr v26
+                v28 = add.ptr v24, v27
+                store.i64 v28+0, v1
+                v29 = const.u64 1
+                store.u64 v28+8, v29
+                store.u64 v23+8, v21
+                v30 = load.u64 v23+32
+                v31 = add.u64 v30, v29
+                store.u64 v23+32, v31
+                v32 = add.u64 v3, v29
+                store.u64 v23+8, v32
+                v33 = const.u64 0
+                v34 = add.u64 v30, v33
+                store.u64 v23+32, v34
                 return 
         "#]],
     );
@@ -219,6 +230,7 @@ fn frames_read_in_place_keep_the_current_one_virtual_when_spilled() {
             register STACK+8
             register STACK+16
             register STACK+0
+            register STACK+32
             entry(v0: ptr, v1: i64):
                 v2 = const.ptr STACK
                 v3 = load.u64 v2+8
@@ -240,15 +252,20 @@ fn frames_read_in_place_keep_the_current_one_virtual_when_spilled() {
                 v14 = const.u64 0
                 store.u64 v13+0, v14
                 store.u64 v8+8, v6
+                v15 = load.u64 v8+32
+                v16 = const.u64 1
+                v17 = add.u64 v15, v16
+                store.u64 v8+32, v17
                 return 
         "#]],
     );
 }
 
 #[test]
-fn a_count_of_entries_is_a_call_dropped_where_unused() {
-    // `frames.len()` of a list that counts its entries calls the walk;
-    // where the count only located the current frame, nothing is left.
+fn a_count_of_entries_is_a_load_dropped_where_unused() {
+    // `frames.len()` of a list that counts its entries reads the stack's
+    // count; where the count only located the current frame, nothing is
+    // left.
     let mut b = ResidualBuilder::new("count", &[], &[ValTy::U64]);
     let _unused = jitgen_runtime::spill::entries(&mut b);
     let used = jitgen_runtime::spill::entries(&mut b);
@@ -257,16 +274,54 @@ fn a_count_of_entries_is_a_call_dropped_where_unused() {
     let mut f = b.finish();
     f.simplify();
     expect![[r#"
+        register STACK+32
         entry():
-            v0 = call.pure cont_entries()
-            return v0
+            v0 = const.ptr STACK
+            v1 = load.u64 v0+32
+            return v1
     "#]]
-    .assert_eq(&listing(&f));
+    .assert_eq(&listing(&f).replace(&format!("{:#x}", jitgen_runtime::contstack::Raw::address()), "STACK"));
 }
 
 #[test]
-fn the_walk_counts_the_entries_of_the_call_and_leaves_each_its_count() {
-    use jitgen_runtime::contstack::{self, enter, leave, peek, pop, push, template_of};
+fn compiled_pushes_count_the_entries_of_their_call() {
+    use jitgen_runtime::contstack::{call_entries, enter, leave, push};
+    use jitgen_runtime::spill::entries;
+    // Three frames, the newest kept virtual: two entries pushed by compiled
+    // code, counted in its call alone (not the outer call's entry).
+    let mut b = ResidualBuilder::new("spills", &[ValTy::I64], &[ValTy::U64, ValTy::U64]);
+    let x = RedBox::Var { ty: ValTy::I64, val: b.inputs()[0] };
+    let mut heap = VHeap::default();
+    let mut l = VPList::Virtual(vec![]);
+    for _ in 0..3 {
+        let v = heap.alloc(&FRAME, vec![x], vec![]);
+        l.push(&mut b, &mut heap, &FRAME, v).expect("virtual");
+    }
+    let before = entries(&mut b);
+    assert!(spill_list(&mut l, &mut b, &heap, true, &[], false));
+    let after = entries(&mut b);
+    let outs = [b.materialize(&before), b.materialize(&after)];
+    b.ret(&outs);
+    let mut f = b.finish();
+    f.simplify();
+    let code =
+        jitgen_runtime::residual::ResidualFn::compile(&f, &mut jitgen_runtime::residual::native_backend().unwrap())
+            .unwrap();
+    let outer = enter();
+    let one = (0..).take_while(|id| template(*id).is_some()).last().expect("a template");
+    let mut buf = [1, 5, one];
+    // SAFETY: n, n words and the template.
+    assert_eq!(unsafe { push(buf.as_mut_ptr()) }, 0);
+    assert_eq!(call_entries(), 1);
+    assert_eq!(code.call_words(&[7]).unwrap(), [0, 2]);
+    assert_eq!(call_entries(), 1);
+    leave(outer);
+    assert_eq!(call_entries(), 0);
+}
+
+#[test]
+fn the_stack_counts_the_entries_of_the_current_call() {
+    use jitgen_runtime::contstack::{self, enter, leave, peek, pop, push};
     // Templates of no word and of one word (the spills register them).
     let mut b = ResidualBuilder::new("frames", &[ValTy::I64], &[]);
     let x = RedBox::Var { ty: ValTy::I64, val: b.inputs()[0] };
@@ -283,12 +338,7 @@ fn the_walk_counts_the_entries_of_the_call_and_leaves_each_its_count() {
         *ids.iter().find(|id| template(**id).unwrap().word_count() == 0).expect("a template of no word"),
         *ids.iter().find(|id| template(**id).unwrap().word_count() == 1).expect("a template of one word"),
     );
-    let count = || {
-        let mut w = [0u64];
-        // SAFETY: one word.
-        assert_eq!(unsafe { jitgen_runtime::spill::count_entries(w.as_mut_ptr()) }, 0);
-        w[0]
-    };
+    let count = jitgen_runtime::contstack::call_entries;
     let top = || {
         let mut w = [0u64];
         // SAFETY: one word.
@@ -316,13 +366,9 @@ fn the_walk_counts_the_entries_of_the_call_and_leaves_each_its_count() {
     push_entry(one, &[9]);
     push_entry(none, &[]);
     assert_eq!(count(), 3);
-    // The counts are left in the entries; the template is still what
-    // a pop reads.
+    // The entries' words are what was pushed.
     assert_eq!(top(), none);
-    contstack::with_call_words(|w| {
-        assert_eq!(w.iter().map(|x| x >> contstack::TEMPLATE_BITS).collect::<Vec<_>>(), [1, 0, 2, 3]);
-        assert_eq!(template_of(w[2]), one);
-    });
+    contstack::with_call_words(|w| assert_eq!(w, [none, 9, one, none]));
     pop_entry(0);
     assert_eq!(count(), 2);
     push_entry(one, &[1]);
@@ -387,12 +433,7 @@ fn materializing_moves_each_hidden_segment_once_and_seals_the_entries_it_passed(
         assert_eq!(unsafe { materialize(buf.as_mut_ptr()) }, 0);
     };
     let words = || contstack::with_call_words(|w| w.to_vec());
-    let count = || {
-        let mut w = [0u64];
-        // SAFETY: one word.
-        assert_eq!(unsafe { jitgen_runtime::spill::count_entries(w.as_mut_ptr()) }, 0);
-        w[0]
-    };
+    let count = jitgen_runtime::contstack::call_entries;
     let saved = enter();
     // Bottom to top: no segment, 1, no segment, no segment, 2, no segment.
     push_entry(none, &[]);

@@ -30,9 +30,9 @@
 //! instruction) keeps its newest frame virtual (its current one, read at
 //! once), and a spilled list's length counts the stack's entries
 //! ([`entries`]): `len()` and `last()` stay exact over spilled frames. The
-//! count is made where it is used, by a walk down the entries that leaves
-//! each one's count in its last word (see `run::contstack`); where the
-//! length only locates the virtual frame (`last()`), it is not made at all.
+//! stack counts its entries as they are pushed and popped (see
+//! `run::contstack`), in a register of compiled code; where the length only
+//! locates the virtual frame (`last()`), it is not read at all.
 //!
 //! An operand stack the calls share (a `Vec` with a tail,
 //! [`VList::Tail`]) is split with the frames: each spilled frame's part of
@@ -281,6 +281,7 @@ fn spill_one(
         b.red_store(&at, 8 * k as i32, w);
     }
     b.red_store(&cs, contstack::LEN, &need);
+    count_entries(b, 1);
 }
 
 /// The words of a frame `o` spilled below the newest frame `kept` (of the
@@ -307,60 +308,18 @@ fn relations(b: &ResidualBuilder, o: &VObject, kept: &VObject, slots: &[Result<R
 }
 
 /// How many entries the current call of residual code has on the stack
-/// (the frames it spilled and did not pop yet): a call of
-/// [`count_entries`], dropped when nothing uses the count.
+/// (the frames it spilled and did not pop yet): the stack's count, kept in
+/// a register (see `run::contstack`); a load dropped where nothing uses it.
 pub fn entries(b: &mut ResidualBuilder) -> RedBox {
-    b.red_call_pure(count_entries, "cont_entries", &[], &[ValTy::U64])[0]
+    let cs = stack_address_keeping(b, contstack::COUNT);
+    b.red_load(ValTy::U64, &cs, contstack::COUNT)
 }
 
-/// The number of the current call's entries on the continuation stack:
-/// `[] -> [n]`. Walks down from the top entry to the first one whose last
-/// word holds its count (or to the call's first entry), and writes into
-/// each entry it passed its own count (see `run::contstack`), so a count
-/// asked for again costs the entries pushed since.
-///
-/// # Safety
-/// `buf` holds one word.
-pub unsafe extern "C" fn count_entries(buf: *mut u64) -> u64 {
-    crate::run::residual::run_callback(|| {
-        let n = contstack::with_call_words(|w| {
-            TEMPLATES.with(|t| {
-                let t = t.borrow();
-                // The size of the entry whose last word is `last`, at `at`.
-                let size = |last: u64, at: usize| {
-                    let t = t
-                        .all
-                        .get(contstack::template_of(last) as usize)
-                        .expect("jitgen bug: a continuation entry of an unknown template");
-                    assert!(at > t.word_count(), "jitgen bug: a continuation entry longer than the stack");
-                    t.word_count() + 1
-                };
-                // Down to the first entry with its count, then again,
-                // writing the counts.
-                let (mut at, mut passed, mut below) = (w.len(), 0, 0);
-                while at > 0 {
-                    below = contstack::count_of(w[at - 1]);
-                    if below != 0 {
-                        break;
-                    }
-                    at -= size(w[at - 1], at);
-                    passed += 1;
-                }
-                let n = below + passed;
-                let mut at = w.len();
-                for k in 0..passed {
-                    let last = w[at - 1];
-                    w[at - 1] =
-                        contstack::template_of(last) | (last & contstack::SEALED) | (n - k) << contstack::TEMPLATE_BITS;
-                    at -= size(last, at);
-                }
-                n
-            })
-        });
-        // SAFETY: one word.
-        unsafe { *buf = n };
-        Ok(())
-    })
+/// Adds `by` (wrapping: -1 takes one) to the stack's count of entries.
+fn count_entries(b: &mut ResidualBuilder, by: u64) {
+    let n = entries(b);
+    let n = b.red_bin(BinOp::Add, Overflow::Wrap, &n, &RedBox::u64(by));
+    b.red_store(&stack_address(), contstack::COUNT, &n);
 }
 
 /// The address of this thread's continuation stack, a constant of the
@@ -426,6 +385,7 @@ fn pop_words(b: &mut ResidualBuilder, tys: &[ValTy]) -> Vec<RedBox> {
     let addr = word_address(b, &at);
     let words = tys.iter().enumerate().map(|(k, t)| b.red_load(*t, &addr, 8 * k as i32)).collect();
     b.red_store(&cs, contstack::LEN, &at);
+    count_entries(b, u64::MAX);
     words
 }
 

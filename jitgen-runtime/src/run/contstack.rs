@@ -25,17 +25,21 @@
 //! are gone anyway; a hand-over rebuilds the spilled frames into the
 //! interpreter's `Vec` first).
 //!
+//! The stack also counts the current call's entries ([`Raw::count`]): each
+//! push adds one, each pop takes one, beside the length, in a register of
+//! compiled code. That count is the length of the spilled frames of an
+//! interpreter that reads `frames.len()` (`compile::spill::entries`, a
+//! read of the register). Counted by a walk down the entries instead, at
+//! each `len()`, a register VM whose calls check the depth spent a third of
+//! its recursion in the walk's callback.
+//!
 //! An entry's last word is its template number in the low [`TEMPLATE_BITS`]
-//! bits; the bits above them up to [`SEALED`] are 0, or the number of the
-//! call's entries up to this one where something counted them (the length
-//! of the spilled frames of an interpreter that reads `frames.len()`:
-//! `compile::spill::entries`, which walks down from the top to the first
-//! entry that has its count, and writes the counts it found). Nothing is
-//! counted while pushing and popping, so counting costs only the code that
-//! asks. The top bit, [`SEALED`], says that no entry from this one down
+//! bits. The top bit, [`SEALED`], says that no entry from this one down
 //! holds part of an operand stack that is not in memory
 //! (`compile::spill::materialize` sets it on the entries it walks past, so
 //! that the next walk stops there).
+//!
+//! Invariant: `count` is the number of entries from `base` to `len`.
 //!
 //! Invariant: an entry is pushed and popped by code of the thread that
 //! compiled it (residual code is not `Send`), so template numbers are those
@@ -58,10 +62,12 @@ pub struct Raw {
     pub cap: u64,
     /// The length when the current call of residual code began.
     pub base: u64,
+    /// The number of entries from `base` to `len`.
+    pub count: u64,
 }
 
 /// An entry's last word holds its template number in these low bits (see
-/// the module doc); the bits above them may hold a count of entries.
+/// the module doc).
 pub const TEMPLATE_BITS: u32 = 32;
 
 /// The template number in an entry's last word.
@@ -73,11 +79,6 @@ pub fn template_of(word: u64) -> u64 {
 /// part of an operand stack outside memory (see the module doc).
 pub const SEALED: u64 = 1 << 63;
 
-/// The count of entries an entry's last word holds (0: not counted).
-pub fn count_of(word: u64) -> u64 {
-    (word & !SEALED) >> TEMPLATE_BITS
-}
-
 /// Byte offsets of [`Raw`]'s fields, for residual code.
 pub const WORDS: i32 = std::mem::offset_of!(Raw, words) as i32;
 /// See [`WORDS`].
@@ -86,6 +87,8 @@ pub const LEN: i32 = std::mem::offset_of!(Raw, len) as i32;
 pub const CAP: i32 = std::mem::offset_of!(Raw, cap) as i32;
 /// See [`WORDS`].
 pub const BASE: i32 = std::mem::offset_of!(Raw, base) as i32;
+/// See [`WORDS`].
+pub const COUNT: i32 = std::mem::offset_of!(Raw, count) as i32;
 
 struct Stack(UnsafeCell<Raw>);
 
@@ -100,7 +103,7 @@ impl Drop for Stack {
 }
 
 thread_local! {
-    static STACK: Stack = const { Stack(UnsafeCell::new(Raw { words: std::ptr::null_mut(), len: 0, cap: 0, base: 0 })) };
+    static STACK: Stack = const { Stack(UnsafeCell::new(Raw { words: std::ptr::null_mut(), len: 0, cap: 0, base: 0, count: 0 })) };
 }
 
 /// The thread's stack. Only this module and this thread's residual code
@@ -138,17 +141,23 @@ pub const EMPTY: u64 = u64::MAX;
 
 /// Starts a call of residual code: it sees the entries pushed from now on.
 /// Returns what [`leave`] needs to restore.
-pub fn enter() -> [u64; 2] {
+pub fn enter() -> [u64; 3] {
     with(|r| {
-        let saved = [r.len, r.base];
+        let saved = [r.len, r.base, r.count];
         r.base = r.len;
+        r.count = 0;
         saved
     })
 }
 
 /// Ends a call of residual code started by [`enter`]: drops what it left.
-pub fn leave(saved: [u64; 2]) {
-    with(|r| [r.len, r.base] = saved)
+pub fn leave(saved: [u64; 3]) {
+    with(|r| [r.len, r.base, r.count] = saved)
+}
+
+/// The number of entries of the current call of residual code.
+pub fn call_entries() -> u64 {
+    with(|r| r.count)
 }
 
 /// Makes room for `[n]` more words (`[n] -> []`).
@@ -196,6 +205,7 @@ pub unsafe extern "C" fn push(buf: *mut u64) -> u64 {
         // SAFETY: room for n + 1 words was reserved above.
         unsafe { std::ptr::copy_nonoverlapping(buf.add(1), r.words.add(r.len as usize), n as usize + 1) };
         r.len += n + 1;
+        r.count += 1;
     });
     0
 }
@@ -226,6 +236,7 @@ pub unsafe extern "C" fn pop(buf: *mut u64) -> u64 {
             // SAFETY: the entry's words are in the buffer, `buf` has room.
             unsafe { std::ptr::copy_nonoverlapping(r.words.add(at as usize), buf, n as usize) };
             r.len = at;
+            r.count -= 1;
         });
         Ok(())
     })
