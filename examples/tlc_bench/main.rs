@@ -354,6 +354,24 @@ fn procvm(program: &'static str, use_jit: bool) -> String {
     })
 }
 
+/// The register VM (`interpreters/regvm`): one machine per thread and
+/// program, its fields set again for each run, as an embedder keeps its
+/// program (code is kept for the program's address).
+fn regvm(program: &'static str, use_jit: bool) -> String {
+    use regvm_interp::{programs, vm};
+    thread_local!(static VM: std::cell::RefCell<Vec<(&'static str, vm::Vm)>> = const { std::cell::RefCell::new(Vec::new()) });
+    VM.with(|vms| {
+        let mut vms = vms.borrow_mut();
+        let (code, pc) = if program == "fib" { programs::fib(25) } else { programs::sum(20_000) };
+        let m = kept_machine(&mut vms, program, || vm::Vm::new(code, pc, 100_000));
+        m.regs.clear();
+        m.regs.resize(vm::WINDOW, 0);
+        m.frames.clear();
+        (m.pc, m.base, m.steps) = (pc, 0, 0);
+        format!("{:?}", if use_jit { m.run() } else { vm::jit::plain::Vm::run(m) })
+    })
+}
+
 fn recursive_fib(n: i64, use_jit: bool) -> String {
     use recursive_interp::{programs::fib, rec};
     // One program per thread, as an embedder keeps its program: code is
@@ -402,6 +420,18 @@ const OTHERS: &[Other] = &[
     ("stack VM, ip in its frames", "Ackermann(3, 7)", |j| funcvm("ack", j), funcvm_interp::vm::jit::stats),
     ("stack VM, procedures (`Ret` promotes)", "recursive fib 25", |j| procvm("fib", j), procvm_interp::vm::jit::stats),
     ("stack VM, procedures (`Ret` promotes)", "Ackermann(2, 300)", |j| procvm("ack", j), procvm_interp::vm::jit::stats),
+    (
+        "register VM, windowed calls checking their depth",
+        "recursive fib 25",
+        |j| regvm("fib", j),
+        regvm_interp::vm::jit::stats,
+    ),
+    (
+        "register VM, windowed calls checking their depth",
+        "recursive sum 20000",
+        |j| regvm("sum", j),
+        regvm_interp::vm::jit::stats,
+    ),
     ("calls recursing in Rust", "recursive fib 27", |j| recursive_fib(27, j), recursive_interp::rec::jit::stats),
     (
         "Brainfuck on a `&mut [u8]` tape",

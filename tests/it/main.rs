@@ -24,6 +24,7 @@ mod ip_in_frames;
 mod lazy;
 mod peers;
 mod procvm;
+mod regvm;
 mod rust_recursion;
 mod stackvm;
 mod subroutines;
