@@ -29,9 +29,9 @@
 //! push adds one, each pop takes one, beside the length, in a register of
 //! compiled code. That count is the length of the spilled frames of an
 //! interpreter that reads `frames.len()` (`compile::spill::entries`, a
-//! read of the register). Counted by a walk down the entries instead, at
-//! each `len()`, a register VM whose calls check the depth spent a third of
-//! its recursion in the walk's callback.
+//! read of the register), as a VM that checks its call depth does at every
+//! call: counting by a walk down the entries would cost such a call a
+//! callback (PERFORMANCE.md).
 //!
 //! An entry's last word is its template number in the low [`TEMPLATE_BITS`]
 //! bits. The top bit, [`SEALED`], says that no entry from this one down
