@@ -284,6 +284,15 @@ impl<'g> Gen<'g> {
                     Value::Const(_) => true,
                     Value::Var(v) => f.color(*v) == Color::Green,
                 };
+                // A red split one of whose sides leaves the loop while the
+                // other stays: that side compiles when first taken
+                // (`Compilation::fork_exit`).
+                let leaves = &self.plans[fi].leaves_loop;
+                let exit = match (green, leaves.contains(&tt), leaves.contains(&ft)) {
+                    (false, true, false) => Some(true),
+                    (false, false, true) => Some(false),
+                    _ => None,
+                };
                 let gt = match self.goto(fi, tt, &tl) {
                     Ok(code) => code,
                     Err(w) => return self.decline(&w),
@@ -305,11 +314,34 @@ impl<'g> Gen<'g> {
                         Ok(x) => x,
                         Err(w) => return self.decline(&w),
                     };
+                    // The false side leaving the loop is compiled when first
+                    // taken where the compilation defers; a true side that
+                    // leaves is too, the false side queued (the order in
+                    // which sides compile is kept).
+                    let then = if exit == Some(false) { quote!(then_exit) } else { quote!(then) };
+                    let lazy_true = match exit {
+                        Some(true) => {
+                            let (lets_t, frame_t) = match self.link_frame(fi, tt, &tl, false) {
+                                Ok(x) => x,
+                                Err(w) => return self.decline(&w),
+                            };
+                            quote! {
+                                if #rt::ext::exits_lazily(__c, &__cond) {
+                                    let __t = { #(#lets_t)* #frame_t };
+                                    __s.split_exit(__c, __t, __f);
+                                    break 'path None;
+                                }
+                            }
+                        }
+                        _ => quote!(),
+                    };
                     quote!({
                         let __cond = #c;
                         if let Some(__s) = #rt::ext::false_side(__c, &__cond, &mut __st) {
                             #(#lets)*
-                            if let Some(__s) = __s.then(__c, #frame) {
+                            let __f = #frame;
+                            #lazy_true
+                            if let Some(__s) = __s.#then(__c, __f) {
                                 break 'path Some(__s);
                             }
                         }

@@ -56,8 +56,11 @@ fn expansion_is_deterministic() {
 /// when the budget was set: frames held by the runtime's `PointFrame`, one
 /// point function per place a state can stop). A change that grows
 /// generated code past it must say why here, with the release rebuild time
-/// it costs (`bench/build_time.sh`).
-const TLC_EXPANSION_BUDGET: usize = 25_000;
+/// it costs (`bench/build_time.sh`). Raised for splits whose true side
+/// leaves the loop, which build that side's frame to compile it when first
+/// taken (24,949 -> 25,988 lines; the release rebuild 9.8 s, within its 10 s
+/// target).
+const TLC_EXPANSION_BUDGET: usize = 26_500;
 
 #[test]
 fn tlc_expansion_stays_within_its_budget() {

@@ -112,6 +112,10 @@ pub(crate) struct FnPlan {
     pub(crate) joins: BTreeSet<NodeIndex>,
     /// The targets of back edges.
     pub(crate) loop_heads: BTreeSet<NodeIndex>,
+    /// In a portal, the blocks from which its merge point cannot be
+    /// reached: a branch into one leaves the interpreter's loop (a return,
+    /// an error), and that side compiles when first taken.
+    pub(crate) leaves_loop: BTreeSet<NodeIndex>,
     /// Per block, the strings that die in it, by the operation after which
     /// each is dead (see `Gen::dead_strings`).
     pub(crate) dead_strings: HashMap<NodeIndex, HashMap<usize, Vec<Var>>>,
@@ -169,6 +173,25 @@ pub(crate) fn loop_heads(f: &ColoredGraph) -> BTreeSet<NodeIndex> {
         }
     }
     heads
+}
+
+/// The blocks of a portal from which none of its merge points can be
+/// reached (empty for other functions).
+pub(crate) fn leaves_loop(f: &ColoredGraph) -> BTreeSet<NodeIndex> {
+    let g = &f.graph;
+    if !f.is_portal() {
+        return BTreeSet::new();
+    }
+    let mut reaches: BTreeSet<NodeIndex> = f.merge_points().iter().map(|m| m.block).collect();
+    let mut work: Vec<NodeIndex> = reaches.iter().copied().collect();
+    while let Some(b) = work.pop() {
+        for p in g.graph.neighbors_directed(b, petgraph::Direction::Incoming) {
+            if reaches.insert(p) {
+                work.push(p);
+            }
+        }
+    }
+    g.blocks().filter(|b| !reaches.contains(b)).collect()
 }
 
 /// The scalar of a `&mut Vec` of scalars.
@@ -230,6 +253,7 @@ impl<'g> Gen<'g> {
             g.plans[fi].joins = preds.iter().filter(|(_, n)| **n >= 2).map(|(b, _)| *b).collect();
             g.plans[fi].preds = preds;
             g.plans[fi].loop_heads = loop_heads(f);
+            g.plans[fi].leaves_loop = leaves_loop(f);
             g.plans[fi].dead_strings = f.graph.blocks().map(|b| (b, g.dead_strings(fi, b))).collect();
             for b in f.graph.blocks() {
                 g.point(fi, b, 0, None);

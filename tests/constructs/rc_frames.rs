@@ -168,8 +168,9 @@ fn frames_in_memory_switch_where_they_change_and_agree_with_plain() {
     // Fewer switches than the loop has instructions (11, on an `ip` that
     // paths merged with different values), where each instruction once
     // made two: one on the function it had promoted already, one on the
-    // `ip` it had just stored (40 for this loop).
-    assert!(s.flexswitches <= 12, "{s:?}");
+    // `ip` it had just stored (40 for this loop). (Paths left to compile
+    // when first taken, the loop's exits, are not promotions.)
+    assert!(s.flexswitches - s.lazy_sides <= 12, "{s:?}");
     check(&code, 1000);
     // A whole program in one call, as an interpreter's `main` runs it: its
     // code is entered once and never again, so no entry fuses its pieces;

@@ -58,6 +58,29 @@ impl<'a> FalseSide<'a> {
     }
 }
 
+impl<'a> FalseSide<'a> {
+    /// [`FalseSide::then`] where the false side leaves the interpreter's
+    /// loop ([`Compilation::fork_exit`]).
+    #[inline(never)]
+    pub fn then_exit(self, c: &mut ExtCompilation<'a>, frame: PointFrame<'a>) -> Option<ExtState<'a>> {
+        c.fork_exit(&self.cond, self.st.pushed(frame))
+    }
+
+    /// [`Compilation::split_exit`]: the false side going on at `frame`,
+    /// queued, the true side (which leaves the interpreter's loop) at
+    /// `exit`, compiled when first taken.
+    #[inline(never)]
+    pub fn split_exit(self, c: &mut ExtCompilation<'a>, exit: PointFrame<'a>, frame: PointFrame<'a>) {
+        c.split_exit(&self.cond, self.st.clone().pushed(exit), self.st.pushed(frame))
+    }
+}
+
+/// [`Compilation::exits_lazily`].
+#[inline(never)]
+pub fn exits_lazily(c: &ExtCompilation<'_>, cond: &RedBox) -> bool {
+    c.exits_lazily(cond)
+}
+
 /// [`Compilation::flexswitch`].
 #[inline(never)]
 pub fn flexswitch(

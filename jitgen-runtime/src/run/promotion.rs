@@ -74,7 +74,12 @@
 //! compilations are), a red split made after `Limits::lazy_after_ops` residual
 //! operations (2000 by default) does not queue its false side: the side becomes a
 //! single-case switch on a constant, compiled when first taken; one never taken is never
-//! compiled (`tests/lazy.rs`). Past `Limits::max_ops` (20000 by default), each path is
+//! compiled (`tests/lazy.rs`). So does, from the first operation, a side that leaves the
+//! interpreter's loop while the other stays (a block of the portal from which its merge
+//! point cannot be reached: a `return`, an error; `Compilation::fork_exit`,
+//! `Compilation::split_exit`): a run leaves once, and each piece that reaches such an
+//! exit no longer carries a copy of it (`jit::stats().lazy_sides` counts these switches
+//! with the others). Past `Limits::max_ops` (20000 by default), each path is
 //! deferred the same way at its next merge point and the pending ones at once. A loop
 //! cut by the budget thus runs as pieces that reuse each other; TLR's square with a
 //! budget of 30 operations compiles at most one piece per instruction, all within the

@@ -33,6 +33,7 @@ pub struct Stats {
     fusion_waits: AtomicU64,
     retired_slow: AtomicU64,
     turn_checks: AtomicU64,
+    lazy_sides: AtomicU64,
     recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
@@ -114,6 +115,10 @@ pub struct StatsSnapshot {
     /// Times compiled code left to the interpreter because its turn checks
     /// ran their count out (`portal::slow::TurnClock`).
     pub turn_checks: u64,
+    /// The flexswitches among `flexswitches` that are paths left to compile
+    /// when first taken (a side that leaves the interpreter's loop, a side
+    /// past the lazy budget), not promotions.
+    pub lazy_sides: u64,
 }
 
 impl Stats {
@@ -145,6 +150,7 @@ impl Stats {
             fusion_waits: AtomicU64::new(0),
             retired_slow: AtomicU64::new(0),
             turn_checks: AtomicU64::new(0),
+            lazy_sides: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
@@ -190,9 +196,13 @@ impl Stats {
         }
     }
 
-    /// Records a flexswitch emitted into residual code.
-    pub fn flexswitch_made(&self) {
+    /// Records a flexswitch emitted into residual code: a promotion, or a
+    /// path left to compile when first taken (`lazy`).
+    pub fn flexswitch_made(&self, lazy: bool) {
         self.flexswitches.fetch_add(1, Ordering::Relaxed);
+        if lazy {
+            self.lazy_sides.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Records a callback from a flexswitch into the compiler, and whether
@@ -355,6 +365,7 @@ impl Stats {
             fusion_waits: self.fusion_waits.load(Ordering::Relaxed),
             retired_slow: self.retired_slow.load(Ordering::Relaxed),
             turn_checks: self.turn_checks.load(Ordering::Relaxed),
+            lazy_sides: self.lazy_sides.load(Ordering::Relaxed),
         }
     }
 }

@@ -59,7 +59,7 @@ use std::rc::Rc;
 
 use crate::compile::redbox::RedBox;
 use crate::compile::state::{Frame, JitState, StateKey};
-use crate::ir::builder::{Label, ResidualBuilder, ResidualFunction};
+use crate::ir::builder::{Label, ResidualBuilder, ResidualFunction, Val};
 use crate::ir::ops::{ErrorKind, ValTy};
 use crate::run::stats::Stats;
 
@@ -329,6 +329,47 @@ impl<F: Frame> Compilation<F> {
         }
     }
 
+    /// Whether a split on `cond` compiles a side that leaves the
+    /// interpreter's loop (a return, an error) when it is first taken:
+    /// where `cond` is a run-time value and the compilation defers, as
+    /// PyPy compiles a bridge. A run leaves the loop once, and compiled
+    /// eagerly, each exit was copied into every piece that reaches it
+    /// (leaving a compiled recursion rebuilds its spilled frames in memory:
+    /// an error check at each call made a recursion's cases several times
+    /// larger).
+    pub fn exits_lazily(&self, cond: &RedBox) -> bool {
+        cond.as_const().is_none() && !self.b.exec && self.defer.is_some()
+    }
+
+    /// [`Compilation::fork`] of a false side that leaves the interpreter's
+    /// loop: compiled when first taken where
+    /// [`Compilation::exits_lazily`].
+    pub fn fork_exit(&mut self, cond: &RedBox, on_false: JitState<F>) -> Option<JitState<F>> {
+        if !self.exits_lazily(cond) {
+            return self.fork(cond, on_false);
+        }
+        self.branch_off(cond, true, on_false);
+        None
+    }
+
+    /// A split on `cond` (where [`Compilation::exits_lazily`]) whose true
+    /// side (`exit`) leaves the interpreter's loop: the branch, the true
+    /// side compiled when first taken, the false side (`other`) queued as
+    /// [`Compilation::fork`] queues it. The current path ends.
+    pub fn split_exit(&mut self, cond: &RedBox, mut exit: JitState<F>, mut other: JitState<F>) {
+        let Some(defer) = self.defer else { unreachable!("`exits_lazily` holds") };
+        exit.sync_facts(&self.b);
+        other.sync_facts(&self.b);
+        self.stats.lazy_splits += 1;
+        let (c, t, f, before) = self.split_branch(cond);
+        self.b.label_conds.insert(f, before.clone());
+        self.pending.push_back((f, other));
+        self.b.switch_to(t);
+        self.b.path_conds.push(c);
+        defer(self, exit);
+        self.b.path_conds = before;
+    }
+
     /// After [`Compilation::false_side`]: on a run-time `cond`, emits the
     /// branch, queues `on_false` (or defers it) and returns `None`, the true
     /// side going on; on a false constant, returns `on_false`, the state the
@@ -353,6 +394,18 @@ impl<F: Frame> Compilation<F> {
         self.branch_off(cond, lazy, on_false);
     }
 
+    /// The branch of a red split on `cond`, counted: the condition's value,
+    /// the labels of its true and false sides, and the conditions known on
+    /// the path before it.
+    fn split_branch(&mut self, cond: &RedBox) -> (Val, Label, Label, Vec<Val>) {
+        self.stats.splits += 1;
+        let c = self.b.materialize(cond);
+        let (t, _) = self.b.new_label(&[]);
+        let (f, _) = self.b.new_label(&[]);
+        self.b.branch(c, (t, &[]), (f, &[]));
+        (c, t, f, self.b.path_conds.clone())
+    }
+
     /// Emits a branch on `cond` (a run-time bool) and continues on its true
     /// side; the false side's state is queued, or (when `lazy` and the
     /// extension can defer) compiled when first taken.
@@ -360,12 +413,7 @@ impl<F: Frame> Compilation<F> {
         // Facts are checked against the calls recorded when the side is
         // taken up again (see [`Compilation::next_pending`]).
         on_false.sync_facts(&self.b);
-        self.stats.splits += 1;
-        let c = self.b.materialize(cond);
-        let (t, _) = self.b.new_label(&[]);
-        let (f, _) = self.b.new_label(&[]);
-        self.b.branch(c, (t, &[]), (f, &[]));
-        let before = self.b.path_conds.clone();
+        let (c, t, f, before) = self.split_branch(cond);
         match self.defer {
             Some(defer) if lazy => {
                 self.stats.lazy_splits += 1;

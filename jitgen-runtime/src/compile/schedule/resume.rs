@@ -457,7 +457,7 @@ impl<F: Frame> Compilation<F> {
         let snapshot = Rc::new((st, slots));
         let tree = self.tree.clone();
         if let Some(s) = tree.stats {
-            s.flexswitch_made();
+            s.flexswitch_made(value.is_none() && !unspilling);
         }
         let (limits, outputs) = (self.limits, self.outputs.clone());
         let compile = {
