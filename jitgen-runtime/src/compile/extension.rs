@@ -56,9 +56,7 @@ impl<'a> FalseSide<'a> {
     pub fn then(self, c: &mut ExtCompilation<'a>, frame: PointFrame<'a>) -> Option<ExtState<'a>> {
         c.fork(&self.cond, self.st.pushed(frame))
     }
-}
 
-impl<'a> FalseSide<'a> {
     /// [`FalseSide::then`] where the false side leaves the interpreter's
     /// loop ([`Compilation::fork_exit`]).
     #[inline(never)]
