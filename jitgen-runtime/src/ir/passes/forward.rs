@@ -283,7 +283,22 @@ impl ResidualFunction {
             }
         }
         let order = self.blocks_in_dominance_order();
-        let mut at_end: FxHashMap<Label, Memory> = FxHashMap::default();
+        // A block's only predecessor, where it starts knowing what that one
+        // knew; per block, how many successors start so (the last takes
+        // what it knew, the others a copy, so that a chain of blocks copies
+        // nothing).
+        let only_pred = |b: Label| match preds.get(&b).map(Vec::as_slice) {
+            Some([p]) if b != Label::ENTRY && !self.reentries.contains(&b) => Some(*p),
+            _ => None,
+        };
+        let mut heirs: FxHashMap<Label, usize> = FxHashMap::default();
+        for &b in &order {
+            if let Some(p) = only_pred(b) {
+                *heirs.entry(p).or_default() += 1;
+            }
+        }
+        let only_preds: Vec<Option<Label>> = order.iter().map(|&b| only_pred(b)).collect();
+        let mut at_end: FxHashMap<Label, (Memory, usize)> = FxHashMap::default();
         // Loads renamed to the value they read.
         let mut same: ValMap<Val> = ValMap::for_values_of(self);
         // What the walk has seen define values (with their uses renamed):
@@ -292,13 +307,18 @@ impl ResidualFunction {
         // Steps by a flag: `x ± cast(c)` of a `bool` `c`, by `c`, with the
         // block that computes them.
         let mut flag_steps: ValMap<Vec<(Val, Label)>> = ValMap::default();
-        for b in order {
-            let only_pred = match preds.get(&b).map(Vec::as_slice) {
-                Some([p]) if b != Label::ENTRY && !self.reentries.contains(&b) => Some(*p),
-                _ => None,
-            };
+        for (b, only_pred) in order.into_iter().zip(only_preds) {
+            let inherited = only_pred.and_then(|p| {
+                let (_, left) = at_end.get_mut(&p)?;
+                *left -= 1;
+                if *left == 0 {
+                    at_end.remove(&p).map(|(m, _)| m)
+                } else {
+                    at_end.get(&p).map(|(m, _)| m.clone())
+                }
+            });
             let Memory { mut known, mut checks, mut at_least, mut constants, mut computed } =
-                only_pred.and_then(|p| at_end.get(&p).cloned()).unwrap_or_default();
+                inherited.unwrap_or_default();
             // Steps by a flag the branch into the block decided, known
             // anew here (see `ResidualFunction::decided_steps`).
             // (Few or none: a list, not a map made for each block.)
@@ -428,7 +448,9 @@ impl ResidualFunction {
                 k += 1;
                 keep[k - 1]
             });
-            at_end.insert(b, Memory { known, checks, at_least, constants, computed });
+            if let Some(&n) = heirs.get(&b) {
+                at_end.insert(b, (Memory { known, checks, at_least, constants, computed }, n));
+            }
         }
         if !same.is_empty() {
             // Uses in blocks walked before the load's own.
