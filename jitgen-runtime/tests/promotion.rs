@@ -139,6 +139,12 @@ fn a_guards_flexswitch_is_laid_out_after_the_loop() {
 /// The report's example: `b = a / 10; c = hint(b, promote); d = c + 5; d + y`.
 /// Returns the entry function, its switch's table, and the case listings.
 fn promoted(max_cases: usize) -> (ResidualFn, Rc<FlexTable>, Rc<RefCell<Vec<String>>>) {
+    promoted_at(max_cases, false)
+}
+
+/// [`promoted`], its entry compiled as a flexswitch case is (`as_case`:
+/// at `opt_level=none`, its switch dispatching through the shared stub).
+fn promoted_at(max_cases: usize, as_case: bool) -> (ResidualFn, Rc<FlexTable>, Rc<RefCell<Vec<String>>>) {
     let listings = Rc::new(RefCell::new(vec![]));
     let seen = listings.clone();
     // The case compiler: the generating extension resumed after the
@@ -163,7 +169,12 @@ fn promoted(max_cases: usize) -> (ResidualFn, Rc<FlexTable>, Rc<RefCell<Vec<Stri
     let q = b.bin(BinOp::Div, ValTy::I64, Overflow::Wrap, a, ten);
     b.flexswitch(q, &[y], table.clone());
     let f = b.finish();
-    let code = ResidualFn::compile(&f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap();
+    let mut backend = jitgen_runtime::residual::native_backend().unwrap();
+    let code = if as_case {
+        ResidualFn::with_code(f.clone(), backend.compile_case(&f).unwrap())
+    } else {
+        ResidualFn::compile(&f, &mut backend).unwrap()
+    };
     (code, table, listings)
 }
 
@@ -231,6 +242,24 @@ fn run(f: &ResidualFn, a: i64, y: i64) -> u64 {
         }
         Err(e) => panic!("{e}"),
     }
+}
+
+#[test]
+fn a_cases_switch_dispatches_counts_and_hands_over_through_the_shared_stub() {
+    let (f, table, _) = promoted_at(4, true);
+    // Each of the values 0..8 three times: the first four get cases (one
+    // miss each), the others hand over at every visit.
+    for round in 0..3 {
+        for a in (0..80i64).step_by(10) {
+            assert_eq!(run(&f, a, 100 * round), (a / 10 + 5 + 100 * round) as u64, "a={a}");
+        }
+    }
+    assert_eq!(table.values(), [0, 1, 2, 3]);
+    assert_eq!(table.misses(), 4 + 3 * 4);
+    assert_eq!(table.declined(), 3 * 4);
+    // The stub counts a hit at each dispatch to a case (not the misses).
+    let hits: Vec<u64> = table.hits().into_iter().map(|(_, n)| n).collect();
+    assert_eq!(hits, [2, 2, 2, 2]);
 }
 
 #[test]

@@ -77,6 +77,9 @@ use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
 pub use super::native::{live_code_modules, DetachedCode, NativeCode};
 use super::native::{CodeOwner, Trampoline};
+use stubs::{miss_stub_sig, preserving_args};
+
+mod stubs;
 pub use crate::ir::function::MAX_FRAME_WORDS;
 
 /// Compiles residual functions with Cranelift for the host.
@@ -93,6 +96,9 @@ pub struct CraneliftBackend {
     /// The address of the flexswitch miss path shared by all residual code
     /// (see [`CraneliftBackend::miss_stub`]).
     miss_stub: usize,
+    /// The address of the dispatch shared by flexswitch cases' switches
+    /// (see [`CraneliftBackend::dispatch_stub`]).
+    dispatch_stub: usize,
     /// [`RuntimeHooks::direct_failed`].
     direct_failed: usize,
     /// [`RuntimeHooks::flex_hot`].
@@ -155,6 +161,8 @@ impl CraneliftBackend {
         let trampoline = unsafe { std::mem::transmute::<usize, Trampoline>(entry) };
         static MISS_STUB: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
         let miss_stub = MISS_STUB.get_or_init(|| Self::miss_stub(&isa, hooks)).clone()?;
+        static DISPATCH_STUB: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
+        let dispatch_stub = DISPATCH_STUB.get_or_init(|| Self::dispatch_stub(&isa, miss_stub, hooks)).clone()?;
         static PRESERVING: std::sync::OnceLock<Result<usize, BackendError>> = std::sync::OnceLock::new();
         let preserving = PRESERVING.get_or_init(|| Self::preserving(&isa)).clone()?;
         Ok(CraneliftBackend {
@@ -162,6 +170,7 @@ impl CraneliftBackend {
             case_isa,
             trampoline,
             miss_stub,
+            dispatch_stub,
             direct_failed: hooks.direct_failed as usize,
             flex_hot: hooks.flex_hot as usize,
             preserving,
@@ -186,135 +195,6 @@ impl CraneliftBackend {
         let isa = cranelift_native::builder().map_err(|x| e(&x))?;
         isa.finish(settings::Flags::new(flags)).map_err(|x| e(&x))
     }
-
-    /// `extern "C" fn(code, frame) -> status`: calls a tail-convention function.
-    fn trampoline(isa: &OwnedTargetIsa) -> Result<Trampoline, BackendError> {
-        let mut sig = Signature::new(CallConv::SystemV);
-        sig.params.push(AbiParam::new(types::I64));
-        sig.params.push(AbiParam::new(types::I64));
-        sig.returns.push(AbiParam::new(types::I64));
-        let ptr = infrastructure(isa, sig, |b, p| {
-            let sig = b.import_signature(tail_sig());
-            let call = b.ins().call_indirect(sig, p[0], &[p[1]]);
-            let status = b.inst_results(call)[0];
-            b.ins().return_(&[status]);
-        })?;
-        // SAFETY: compiled just above with the SystemV signature (i64, i64) -> i64.
-        Ok(unsafe { std::mem::transmute::<usize, Trampoline>(ptr) })
-    }
-
-    /// The `preserve_all` stub of helper calls on cold paths: no
-    /// parameters, it calls [`preserving_dispatch`], which finds the
-    /// callback and its buffer where the residual code left them (the
-    /// thread's [`PRESERVING_ARGS`]). The call clobbers no register, so
-    /// values live across a helper call on a cold path (a `Vec` growing)
-    /// stay in registers on the hot path around it; and it takes no
-    /// register argument, so no value on that path is moved out of `rdi`
-    /// or `rsi` for it (the register allocator then kept loop-carried
-    /// values in stack slots: PERFORMANCE.md).
-    fn preserving(isa: &OwnedTargetIsa) -> Result<usize, BackendError> {
-        infrastructure(isa, Signature::new(CallConv::PreserveAll), |b, _| {
-            let csig = b.import_signature(Signature::new(CallConv::SystemV));
-            let dispatch = b.ins().iconst(types::I64, preserving_dispatch as *const () as usize as i64);
-            b.ins().call_indirect(csig, dispatch, &[]);
-            b.ins().return_(&[]);
-        })
-    }
-
-    /// The miss path of every flexswitch, compiled once per process and
-    /// tail-called by residual code: `(frame, table, value, offset, status)`
-    /// in the tail convention. It asks the compiler for a case
-    /// (the `flex_miss` of the [`RuntimeHooks`] it was made with) and tail-calls it; if there is
-    /// none, it writes the table at `frame + offset` and returns `status`
-    /// (a hand-over). One stub for all residual code: made inline in every
-    /// switch, this path cost a third of each switch's compile time
-    /// (PERFORMANCE.md).
-    fn miss_stub(isa: &OwnedTargetIsa, hooks: RuntimeHooks) -> Result<usize, BackendError> {
-        infrastructure(isa, miss_stub_sig(), |b, p| {
-            let (frame, tbl, value, offset, status) = (p[0], p[1], p[2], p[3], p[4]);
-            let mut msig = Signature::new(CallConv::SystemV);
-            msig.params.push(AbiParam::new(types::I64));
-            msig.params.push(AbiParam::new(types::I64));
-            msig.returns.push(AbiParam::new(types::I64));
-            let msig = b.import_signature(msig);
-            let fp = b.ins().iconst(types::I64, hooks.flex_miss as *const () as usize as i64);
-            let call = b.ins().call_indirect(msig, fp, &[tbl, value]);
-            let code = b.inst_results(call)[0];
-            let (go, resume) = (b.create_block(), b.create_block());
-            b.ins().brif(code, go, &[], resume, &[]);
-            b.switch_to_block(go);
-            let tsig = b.import_signature(tail_sig());
-            b.ins().return_call_indirect(tsig, code, &[frame]);
-            // No case: hand over, the table last in the frame so that the
-            // caller finds how to continue.
-            b.switch_to_block(resume);
-            let at = b.ins().iadd(frame, offset);
-            b.ins().store(MemFlagsData::trusted(), tbl, at, 0);
-            b.ins().return_(&[status]);
-        })
-    }
-}
-
-thread_local! {
-    /// A helper call's callback and buffer, left by residual code for
-    /// [`preserving_dispatch`]: a pair of words per thread, whose address
-    /// the thread's code holds as a constant (residual code runs on the
-    /// thread that compiled it, as its register cells do).
-    static PRESERVING_ARGS: std::cell::UnsafeCell<[u64; 2]> = const { std::cell::UnsafeCell::new([0; 2]) };
-}
-
-/// The address of this thread's [`PRESERVING_ARGS`].
-fn preserving_args() -> usize {
-    PRESERVING_ARGS.with(|a| a.get() as usize)
-}
-
-/// Called by the `preserve_all` stub: runs the callback left in the
-/// thread's [`PRESERVING_ARGS`] on the buffer left there, and stores its
-/// status in the buffer's last word. Both are read before the call, so a
-/// helper call made while the callback runs does not disturb this one.
-extern "C" fn preserving_dispatch() {
-    // SAFETY: residual code stored a `CallbackFn` and its buffer (a frame
-    // of `MAX_FRAME_WORDS` words) just before calling the stub, on this
-    // thread; nothing else writes the pair in between.
-    unsafe {
-        let [func, buffer] = PRESERVING_ARGS.with(|a| *a.get());
-        let callback = std::mem::transmute::<usize, crate::ir::function::CallbackFn>(func as usize);
-        let buffer = buffer as usize as *mut u64;
-        let status = callback(buffer);
-        *buffer.add(MAX_FRAME_WORDS - 1) = status;
-    }
-}
-
-/// Compiles one function of jitgen's own (infrastructure, not residual
-/// code) with `sig`, its body made by `body` from the entry block's
-/// parameters, and returns its address. It is kept for the life of the
-/// process (its module is never freed): one small function each.
-fn infrastructure(
-    isa: &OwnedTargetIsa,
-    sig: Signature,
-    body: impl FnOnce(&mut FunctionBuilder, &[Value]),
-) -> Result<usize, BackendError> {
-    let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
-    let mut module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
-    let mut ctx = module.make_context();
-    ctx.func.signature = sig;
-    let mut fbc = FunctionBuilderContext::new();
-    {
-        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-        let blk = b.create_block();
-        b.append_block_params_for_function_params(blk);
-        b.switch_to_block(blk);
-        let params = b.block_params(blk).to_vec();
-        body(&mut b, &params);
-        b.seal_all_blocks();
-        b.finalize(module.target_config());
-    }
-    let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
-    module.define_function(id, &mut ctx).map_err(|e| err(&format!("{e:?}")))?;
-    module.finalize_definitions().map_err(|e| err(&e))?;
-    let ptr = module.get_finalized_function(id) as usize;
-    std::mem::forget(module);
-    Ok(ptr)
 }
 
 /// A function of the frame, in the same module as `target`, that writes
@@ -349,16 +229,6 @@ fn reentry_stub(
     Ok(id)
 }
 
-/// The signature of [`CraneliftBackend::miss_stub`].
-fn miss_stub_sig() -> Signature {
-    let mut sig = Signature::new(CallConv::Tail);
-    for _ in 0..5 {
-        sig.params.push(AbiParam::new(types::I64));
-    }
-    sig.returns.push(AbiParam::new(types::I64));
-    sig
-}
-
 extern "C" fn fmod_f64(a: f64, b: f64) -> f64 {
     a % b
 }
@@ -388,13 +258,16 @@ struct Tr<'a, 'b> {
     current: Label,
     /// [`CraneliftBackend::miss_stub`]'s address.
     miss_stub: usize,
+    /// [`CraneliftBackend::dispatch_stub`]'s address, where the function's
+    /// switches dispatch through it (a flexswitch case's).
+    dispatch_stub: Option<usize>,
     /// [`RuntimeHooks::direct_failed`]'s address.
     direct_failed: usize,
     /// [`RuntimeHooks::flex_hot`]'s address.
     flex_hot: usize,
     /// [`CraneliftBackend::preserving`]'s address.
     preserving: usize,
-    /// The address of the running thread's [`PRESERVING_ARGS`].
+    /// The address of the running thread's [`stubs::PRESERVING_ARGS`].
     preserving_args: usize,
     /// The address of each switch's case table ([`CodeContext`]).
     case_tables: &'a [usize],
@@ -994,7 +867,7 @@ impl Tr<'_, '_> {
 
     /// [`Tr::callback`] through [`CraneliftBackend::preserving`], a call
     /// that clobbers no register and takes no register argument: the
-    /// callback and the buffer go to the thread's [`PRESERVING_ARGS`], the
+    /// callback and the buffer go to the thread's [`stubs::PRESERVING_ARGS`], the
     /// status comes back in the buffer's last word (the buffer is the
     /// frame: see [`Tr::callback_buffer`]).
     fn preserving_callback(&mut self, func: usize, addr: Value) -> Value {
@@ -1093,6 +966,15 @@ impl Tr<'_, '_> {
                 self.b.ins().store(MemFlagsData::trusted(), vw, self.frame, 8 * live.len() as i32);
                 let table = self.case_tables[*switch as usize] as i64;
                 let tbl = self.b.ins().iconst(types::I64, table);
+                let offset = 8 * (live.len() as i64 + 1);
+                let status = ErrorKind::Resume(live.len() as u32 + 2).code() as i64;
+                if let Some(stub) = self.dispatch_stub {
+                    let [offset, status, stub] =
+                        [offset, status, stub as i64].map(|k| self.b.ins().iconst(types::I64, k));
+                    let ssig = self.b.import_signature(miss_stub_sig());
+                    self.b.ins().return_call_indirect(ssig, stub, &[self.frame, tbl, vw, offset, status]);
+                    return;
+                }
                 // A switch leaves the function, so its block is an exit path,
                 // laid out last (cold): so are the blocks of its dispatch and
                 // of its miss path, so that they do not stand between the
@@ -1155,8 +1037,7 @@ impl Tr<'_, '_> {
                 // shared stub; it hands over with the table after the
                 // promoted value if there is none.
                 self.b.switch_to_block(miss);
-                let offset = self.b.ins().iconst(types::I64, 8 * (live.len() as i64 + 1));
-                let status = ErrorKind::Resume(live.len() as u32 + 2).code() as i64;
+                let offset = self.b.ins().iconst(types::I64, offset);
                 let status = self.b.ins().iconst(types::I64, status);
                 let stub = self.b.ins().iconst(types::I64, self.miss_stub as i64);
                 let ssig = self.b.import_signature(miss_stub_sig());
@@ -1272,7 +1153,7 @@ impl CraneliftBackend {
     /// Compiles `f` at `speed`, as [`Backend::compile`] does, for code that
     /// runs on another thread than this one: what the code needs of that
     /// thread and of `f`'s switch tables is `cx` (made there), and `f` may
-    /// have no tables of its own ([`ResidualFunction::detached`]). The
+    /// have no tables of its own ([`ResidualFunction::detach`]). The
     /// code is handed back as [`DetachedCode`], which the thread that runs
     /// it attaches to the tables.
     pub fn compile_detached(&mut self, f: &ResidualFunction, cx: &CodeContext) -> Result<DetachedCode, BackendError> {
@@ -1290,13 +1171,16 @@ impl CraneliftBackend {
         if f.frame_words() > MAX_FRAME_WORDS {
             return Err(BackendError(format!("a frame of {} words (at most {MAX_FRAME_WORDS})", f.frame_words())));
         }
+        // Code compiled at `opt_level=none` (a flexswitch case) dispatches
+        // through the shared stub.
+        let shared_dispatch = isa.flags().opt_level() == settings::OptLevel::None;
         let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
         // The word a reentry's stub writes its index into (see `translate`),
         // for a function that has reentries.
         let selector = (!f.reentries.is_empty()).then(|| Box::new(0u64));
         let at = selector.as_deref().map_or(0, |s| s as *const u64 as u64);
         let mut warm = WarmContexts::take();
-        let r = self.compile_in(f, cx, &mut module, &mut warm, at);
+        let r = self.compile_in(f, cx, &mut module, &mut warm, at, shared_dispatch);
         warm.give_back();
         let (id, size) = r?;
         let stubs = (0..f.reentries.len())
@@ -1323,7 +1207,7 @@ impl CraneliftBackend {
 pub struct CodeContext {
     /// The address of each switch's [`CaseTable`], in order.
     case_tables: Vec<usize>,
-    /// The address of the running thread's [`PRESERVING_ARGS`].
+    /// The address of the running thread's [`stubs::PRESERVING_ARGS`].
     preserving_args: usize,
 }
 
@@ -1377,9 +1261,10 @@ impl CraneliftBackend {
         module: &mut JITModule,
         warm: &mut WarmContexts,
         selector: u64,
+        shared_dispatch: bool,
     ) -> Result<(cranelift_module::FuncId, usize), BackendError> {
         let (ctx, fbc) = (&mut warm.ctx, &mut warm.fbc);
-        self.translate(f, cx, &mut ctx.func, fbc, selector);
+        self.translate(f, cx, &mut ctx.func, fbc, selector, shared_dispatch);
         let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
         let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
         module.define_function(id, ctx).map_err(|e| err(&format!("{e:?}")))?;
@@ -1391,7 +1276,7 @@ impl CraneliftBackend {
     /// optimizations; blocks laid out last are marked `cold`).
     pub fn clif(&self, f: &ResidualFunction) -> String {
         let mut func = cranelift_codegen::ir::Function::new();
-        self.translate(f, &CodeContext::of(f), &mut func, &mut FunctionBuilderContext::new(), 0);
+        self.translate(f, &CodeContext::of(f), &mut func, &mut FunctionBuilderContext::new(), 0, false);
         func.display().to_string()
     }
 
@@ -1409,6 +1294,7 @@ impl CraneliftBackend {
         func: &mut cranelift_codegen::ir::Function,
         fbc: &mut FunctionBuilderContext,
         selector: u64,
+        shared_dispatch: bool,
     ) {
         func.signature = tail_sig();
         {
@@ -1441,6 +1327,7 @@ impl CraneliftBackend {
                 true_side_loops: f.true_side_loops(),
                 current: Label::ENTRY,
                 miss_stub: self.miss_stub,
+                dispatch_stub: shared_dispatch.then_some(self.dispatch_stub),
                 direct_failed: self.direct_failed,
                 flex_hot: self.flex_hot,
                 preserving: self.preserving,
