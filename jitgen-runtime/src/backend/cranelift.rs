@@ -276,6 +276,8 @@ struct Tr<'a, 'b> {
     cells: Vec<(RegisterCell, Variable, bool)>,
     /// The constants that are a register cell's address.
     cell_bases: HashMap<Val, u64>,
+    /// The constants made in each block ([`Tr::iconst`]).
+    consts: rustc_hash::FxHashMap<(Block, Type, i64), Value>,
 }
 
 impl Tr<'_, '_> {
@@ -302,13 +304,13 @@ impl Tr<'_, '_> {
     /// with its inputs from the frame; zero falls through to the entry.
     fn reentry_dispatch(&mut self, selector: u64) {
         let f = self.f;
-        let at = self.b.ins().iconst(types::I64, selector as i64);
+        let at = self.iconst(types::I64, selector as i64);
         let which = self.b.ins().load(types::I64, MemFlagsData::trusted(), at, 0);
         let (dispatch, entry) = (self.b.create_block(), self.b.create_block());
         self.b.set_cold_block(dispatch);
         self.b.ins().brif(which, dispatch, &[], entry, &[]);
         self.b.switch_to_block(dispatch);
-        let zero = self.b.ins().iconst(types::I64, 0);
+        let zero = self.iconst(types::I64, 0);
         self.b.ins().store(MemFlagsData::trusted(), zero, at, 0);
         for (k, l) in f.reentries.iter().enumerate() {
             let go = self.b.create_block();
@@ -369,7 +371,7 @@ impl Tr<'_, '_> {
     fn load_cells(&mut self) {
         for k in 0..self.cells.len() {
             let (c, var, _) = self.cells[k];
-            let a = self.b.ins().iconst(types::I64, c.address as i64);
+            let a = self.iconst(types::I64, c.address as i64);
             let x = self.b.ins().load(types::I64, MemFlagsData::trusted(), a, c.offset);
             self.b.def_var(var, x);
         }
@@ -383,9 +385,22 @@ impl Tr<'_, '_> {
                 continue;
             }
             let x = self.b.use_var(var);
-            let a = self.b.ins().iconst(types::I64, c.address as i64);
+            let a = self.iconst(types::I64, c.address as i64);
             self.b.ins().store(MemFlagsData::trusted(), x, a, c.offset);
         }
+    }
+
+    /// The constant `k` of type `ty`, made once per block: exits store the
+    /// same addresses (a register cell's, a table's) and constants again and
+    /// again, and at `opt_level=none` Cranelift compiled each copy.
+    fn iconst(&mut self, ty: Type, k: i64) -> Value {
+        let Some(block) = self.b.current_block() else { return self.b.ins().iconst(ty, k) };
+        if let Some(v) = self.consts.get(&(block, ty, k)) {
+            return *v;
+        }
+        let v = self.b.ins().iconst(ty, k);
+        self.consts.insert((block, ty, k), v);
+        v
     }
 
     fn v(&self, v: Val) -> Value {
@@ -505,7 +520,7 @@ impl Tr<'_, '_> {
                     sig.params.push(AbiParam::new(types::F64));
                     sig.returns.push(AbiParam::new(types::F64));
                     let sig = self.b.import_signature(sig);
-                    let fp = self.b.ins().iconst(types::I64, fmod_f64 as *const () as usize as i64);
+                    let fp = self.iconst(types::I64, fmod_f64 as *const () as usize as i64);
                     let call = self.b.ins().call_indirect(sig, fp, &[a, b]);
                     self.b.inst_results(call)[0]
                 }
@@ -584,12 +599,12 @@ impl Tr<'_, '_> {
                     // and `a % -1` is 0, without the division, which traps
                     // on `MIN / -1`.
                     let is_m1 = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
-                    let one = self.b.ins().iconst(clif(ty), 1);
+                    let one = self.iconst(clif(ty), 1);
                     let divisor = self.b.ins().select(is_m1, one, b);
                     let (by_m1, r) = if op == BinOp::Div {
                         (self.b.ins().ineg(a), self.b.ins().sdiv(a, divisor))
                     } else {
-                        (self.b.ins().iconst(clif(ty), 0), self.b.ins().srem(a, divisor))
+                        (self.iconst(clif(ty), 0), self.b.ins().srem(a, divisor))
                     };
                     return self.b.ins().select(is_m1, by_m1, r);
                 }
@@ -669,12 +684,12 @@ impl Tr<'_, '_> {
                     self.b.ins().fcvt_to_uint_sat(types::I32, a)
                 };
                 let clamped = if signed {
-                    let lo = self.b.ins().iconst(types::I32, -(1i64 << (bits - 1)));
-                    let hi = self.b.ins().iconst(types::I32, (1i64 << (bits - 1)) - 1);
+                    let lo = self.iconst(types::I32, -(1i64 << (bits - 1)));
+                    let hi = self.iconst(types::I32, (1i64 << (bits - 1)) - 1);
                     let x = self.b.ins().smax(w, lo);
                     self.b.ins().smin(x, hi)
                 } else {
-                    let hi = self.b.ins().iconst(types::I32, (1i64 << bits) - 1);
+                    let hi = self.iconst(types::I32, (1i64 << bits) - 1);
                     self.b.ins().umin(w, hi)
                 };
                 self.b.ins().ireduce(clif(to), clamped)
@@ -708,7 +723,7 @@ impl Tr<'_, '_> {
             Inst::Const { dst, ty, bits } => {
                 let x = match ty {
                     ValTy::F64 => self.b.ins().f64const(f64::from_bits(*bits)),
-                    t => self.b.ins().iconst(clif(*t), *bits as i64),
+                    t => self.iconst(clif(*t), *bits as i64),
                 };
                 if *ty == ValTy::Ptr && self.cells.iter().any(|(c, ..)| c.address == *bits) {
                     self.cell_bases.insert(*dst, *bits);
@@ -798,7 +813,7 @@ impl Tr<'_, '_> {
                 self.b.switch_to_block(fail);
                 let at = 8 * MAX_FRAME_WORDS as i32;
                 self.b.ins().stack_store(types::I64, status, slot, at);
-                let e = self.b.ins().iconst(types::I64, *entry as i64);
+                let e = self.iconst(types::I64, *entry as i64);
                 self.b.ins().stack_store(types::I64, e, slot, at + 8);
                 let status = self.callback(self.direct_failed, addr);
                 self.propagate_or(status, cont);
@@ -860,7 +875,7 @@ impl Tr<'_, '_> {
         sig.params.push(AbiParam::new(types::I64));
         sig.returns.push(AbiParam::new(types::I64));
         let sig = self.b.import_signature(sig);
-        let fp = self.b.ins().iconst(types::I64, func as i64);
+        let fp = self.iconst(types::I64, func as i64);
         let call = self.b.ins().call_indirect(sig, fp, &[addr]);
         self.b.inst_results(call)[0]
     }
@@ -871,12 +886,12 @@ impl Tr<'_, '_> {
     /// status comes back in the buffer's last word (the buffer is the
     /// frame: see [`Tr::callback_buffer`]).
     fn preserving_callback(&mut self, func: usize, addr: Value) -> Value {
-        let args = self.b.ins().iconst(types::I64, self.preserving_args as i64);
-        let fp = self.b.ins().iconst(types::I64, func as i64);
+        let args = self.iconst(types::I64, self.preserving_args as i64);
+        let fp = self.iconst(types::I64, func as i64);
         self.b.ins().store(MemFlagsData::trusted(), fp, args, 0);
         self.b.ins().store(MemFlagsData::trusted(), addr, args, 8);
         let sig = self.b.import_signature(Signature::new(CallConv::PreserveAll));
-        let stub = self.b.ins().iconst(types::I64, self.preserving as i64);
+        let stub = self.iconst(types::I64, self.preserving as i64);
         self.b.ins().call_indirect(sig, stub, &[]);
         self.b.ins().load(types::I64, MemFlagsData::trusted(), addr, PRESERVING_STATUS)
     }
@@ -946,11 +961,11 @@ impl Tr<'_, '_> {
                     let w = self.to_word(x, t);
                     self.b.ins().store(MemFlagsData::trusted(), w, self.frame, 8 * k as i32);
                 }
-                let ok = self.b.ins().iconst(types::I64, 0);
+                let ok = self.iconst(types::I64, 0);
                 self.b.ins().return_(&[ok]);
             }
             Terminator::Error(kind) => {
-                let code = self.b.ins().iconst(types::I64, kind.code() as i64);
+                let code = self.iconst(types::I64, kind.code() as i64);
                 self.b.ins().return_(&[code]);
             }
             Terminator::FlexSwitch { value, live, switch } => {
@@ -965,12 +980,11 @@ impl Tr<'_, '_> {
                 let vw = if t == ValTy::F64 { self.b.ins().bitcast(types::I64, MemFlagsData::new(), vw) } else { vw };
                 self.b.ins().store(MemFlagsData::trusted(), vw, self.frame, 8 * live.len() as i32);
                 let table = self.case_tables[*switch as usize] as i64;
-                let tbl = self.b.ins().iconst(types::I64, table);
+                let tbl = self.iconst(types::I64, table);
                 let offset = 8 * (live.len() as i64 + 1);
                 let status = ErrorKind::Resume(live.len() as u32 + 2).code() as i64;
                 if let Some(stub) = self.dispatch_stub {
-                    let [offset, status, stub] =
-                        [offset, status, stub as i64].map(|k| self.b.ins().iconst(types::I64, k));
+                    let [offset, status, stub] = [offset, status, stub as i64].map(|k| self.iconst(types::I64, k));
                     let ssig = self.b.import_signature(miss_stub_sig());
                     self.b.ins().return_call_indirect(ssig, stub, &[self.frame, tbl, vw, offset, status]);
                     return;
@@ -1000,7 +1014,7 @@ impl Tr<'_, '_> {
                     self.b.switch_to_block(first);
                     let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_ENTRIES);
                     let code = self.b.ins().load(types::I64, MemFlagsData::trusted(), entries, 8);
-                    let zero = self.b.ins().iconst(types::I64, 0);
+                    let zero = self.iconst(types::I64, 0);
                     self.count_hit(tbl, zero);
                     self.b.ins().jump(hit, &[BlockArg::Value(code)]);
                 } else {
@@ -1008,7 +1022,7 @@ impl Tr<'_, '_> {
                     let scan = block(self.b);
                     let body = block(self.b);
                     self.b.append_block_param(scan, types::I64);
-                    let zero = self.b.ins().iconst(types::I64, 0);
+                    let zero = self.iconst(types::I64, 0);
                     self.b.ins().jump(scan, &[BlockArg::Value(zero)]);
                     self.b.switch_to_block(scan);
                     let i = self.b.block_params(scan)[0];
@@ -1037,9 +1051,9 @@ impl Tr<'_, '_> {
                 // shared stub; it hands over with the table after the
                 // promoted value if there is none.
                 self.b.switch_to_block(miss);
-                let offset = self.b.ins().iconst(types::I64, offset);
-                let status = self.b.ins().iconst(types::I64, status);
-                let stub = self.b.ins().iconst(types::I64, self.miss_stub as i64);
+                let offset = self.iconst(types::I64, offset);
+                let status = self.iconst(types::I64, status);
+                let stub = self.iconst(types::I64, self.miss_stub as i64);
                 let ssig = self.b.import_signature(miss_stub_sig());
                 self.b.ins().return_call_indirect(ssig, stub, &[self.frame, tbl, vw, offset, status]);
             }
@@ -1074,7 +1088,7 @@ impl Tr<'_, '_> {
         for (code, blk) in errors {
             self.b.switch_to_block(blk);
             self.store_cells();
-            let c = self.b.ins().iconst(types::I64, code as i64);
+            let c = self.iconst(types::I64, code as i64);
             self.b.ins().return_(&[c]);
         }
         if let Some(blk) = self.bounds_error {
@@ -1083,7 +1097,7 @@ impl Tr<'_, '_> {
             self.store_cells();
             self.b.ins().store(MemFlagsData::trusted(), i, self.frame, 0);
             self.b.ins().store(MemFlagsData::trusted(), n, self.frame, 8);
-            let c = self.b.ins().iconst(types::I64, ErrorKind::IndexOutOfBounds.code() as i64);
+            let c = self.iconst(types::I64, ErrorKind::IndexOutOfBounds.code() as i64);
             self.b.ins().return_(&[c]);
         }
         if let Some(blk) = self.propagate {
@@ -1335,6 +1349,7 @@ impl CraneliftBackend {
                 case_tables: &cx.case_tables,
                 cells: vec![],
                 cell_bases: HashMap::new(),
+                consts: rustc_hash::FxHashMap::default(),
             };
             tr.cells = usable_cells(f).into_iter().map(|(c, w)| (c, tr.b.declare_var(types::I64), w)).collect();
             tr.b.switch_to_block(entry);
