@@ -45,7 +45,11 @@
 //! allocator ([`CraneliftBackend::compile_case`]), which skips the e-graph
 //! mid-end and allocates registers in one walk of the code. A case that runs
 //! often is compiled again at `speed` when fusion copies it into its root, and
-//! the cases fusion does not reach are the cold ones. Figures in PERFORMANCE.md.
+//! the cases fusion does not reach are the cold ones. A case's flexswitches
+//! store the frame and tail-call one dispatch stub shared by all cases
+//! (`stubs.rs`), which scans the table, counts the hit and tail-calls the
+//! case or the miss stub; roots and fused code scan inline, a tail call less.
+//! Figures in PERFORMANCE.md.
 //!
 //! ## Layout
 //!
