@@ -81,7 +81,7 @@ use crate::ir::ops::{BinOp, CmpOp, ErrorKind, Overflow, UnOp, ValTy};
 
 pub use super::native::{live_code_modules, DetachedCode, NativeCode};
 use super::native::{CodeOwner, Trampoline};
-use stubs::{miss_stub_sig, preserving_args};
+use stubs::{case_scan, count_case_hit, miss_stub_sig, preserving_args};
 
 mod stubs;
 pub use crate::ir::function::MAX_FRAME_WORDS;
@@ -339,19 +339,7 @@ impl Tr<'_, '_> {
     /// each multiple of `HOT_HITS` (a power of two), reports the table hot
     /// ([`RuntimeHooks::flex_hot`]).
     fn count_hit(&mut self, tbl: Value, i: Value) {
-        let hits = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_HITS);
-        let off = self.b.ins().imul_imm_s(i, 8);
-        let at = self.b.ins().iadd(hits, off);
-        let n = self.b.ins().load(types::I64, MemFlagsData::trusted(), at, 0);
-        let n = self.b.ins().iadd_imm_s(n, 1);
-        self.b.ins().store(MemFlagsData::trusted(), n, at, 0);
-        let low = self.b.ins().band_imm_s(n, (HOT_HITS - 1) as i64);
-        let (hot, cont) = (self.cold_block(), self.b.create_block());
-        self.b.ins().brif(low, cont, &[], hot, &[]);
-        self.b.switch_to_block(hot);
-        self.callback(self.flex_hot, tbl);
-        self.b.ins().jump(cont, &[]);
-        self.b.switch_to_block(cont);
+        count_case_hit(self.b, tbl, i, self.flex_hot);
     }
 
     /// Jumps to block `l` with its parameters from the frame.
@@ -1023,27 +1011,7 @@ impl Tr<'_, '_> {
                     self.b.ins().jump(hit, &[BlockArg::Value(code)]);
                 } else {
                     // Scan the cases: (value, code) pairs.
-                    let scan = block(self.b);
-                    let body = block(self.b);
-                    self.b.append_block_param(scan, types::I64);
-                    let zero = self.iconst(types::I64, 0);
-                    self.b.ins().jump(scan, &[BlockArg::Value(zero)]);
-                    self.b.switch_to_block(scan);
-                    let i = self.b.block_params(scan)[0];
-                    let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_LEN);
-                    let done = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
-                    self.b.ins().brif(done, miss, &[], body, &[]);
-                    self.b.switch_to_block(body);
-                    let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_ENTRIES);
-                    let off = self.b.ins().imul_imm_s(i, 16);
-                    let e = self.b.ins().iadd(entries, off);
-                    let key = self.b.ins().load(types::I64, MemFlagsData::trusted(), e, 0);
-                    let code = self.b.ins().load(types::I64, MemFlagsData::trusted(), e, 8);
-                    let next = self.b.ins().iadd_imm_s(i, 1);
-                    let same = self.b.ins().icmp(IntCC::Equal, key, vw);
-                    let taken = block(self.b);
-                    self.b.ins().brif(same, taken, &[], scan, &[BlockArg::Value(next)]);
-                    self.b.switch_to_block(taken);
+                    let (i, code) = case_scan(self.b, tbl, vw, miss, &block);
                     self.count_hit(tbl, i);
                     self.b.ins().jump(hit, &[BlockArg::Value(code)]);
                 }

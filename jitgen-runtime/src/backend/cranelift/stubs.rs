@@ -4,7 +4,7 @@
 //! miss and dispatch stubs that residual code tail-calls.
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, AbiParam, BlockArg, InstBuilder, MemFlagsData, Signature, Value};
+use cranelift_codegen::ir::{types, AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, Signature, Value};
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -101,42 +101,9 @@ impl CraneliftBackend {
     ) -> Result<usize, BackendError> {
         infrastructure(isa, miss_stub_sig(), |b, p| {
             let (frame, tbl, value) = (p[0], p[1], p[2]);
-            let [scan, body, taken, hot, go, miss] = [(); 6].map(|_| b.create_block());
-            b.append_block_param(scan, types::I64);
-            let zero = b.ins().iconst(types::I64, 0);
-            b.ins().jump(scan, &[BlockArg::Value(zero)]);
-            b.switch_to_block(scan);
-            let i = b.block_params(scan)[0];
-            let len = b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_LEN);
-            let done = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
-            b.ins().brif(done, miss, &[], body, &[]);
-            b.switch_to_block(body);
-            let entries = b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_ENTRIES);
-            let off = b.ins().imul_imm_s(i, 16);
-            let e = b.ins().iadd(entries, off);
-            let key = b.ins().load(types::I64, MemFlagsData::trusted(), e, 0);
-            let code = b.ins().load(types::I64, MemFlagsData::trusted(), e, 8);
-            let next = b.ins().iadd_imm_s(i, 1);
-            let same = b.ins().icmp(IntCC::Equal, key, value);
-            b.ins().brif(same, taken, &[], scan, &[BlockArg::Value(next)]);
-            b.switch_to_block(taken);
-            let hits = b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_HITS);
-            let off = b.ins().imul_imm_s(i, 8);
-            let at = b.ins().iadd(hits, off);
-            let n = b.ins().load(types::I64, MemFlagsData::trusted(), at, 0);
-            let n = b.ins().iadd_imm_s(n, 1);
-            b.ins().store(MemFlagsData::trusted(), n, at, 0);
-            let low = b.ins().band_imm_s(n, (HOT_HITS - 1) as i64);
-            b.ins().brif(low, go, &[], hot, &[]);
-            b.switch_to_block(hot);
-            let mut sig = Signature::new(CallConv::SystemV);
-            sig.params.push(AbiParam::new(types::I64));
-            sig.returns.push(AbiParam::new(types::I64));
-            let sig = b.import_signature(sig);
-            let fp = b.ins().iconst(types::I64, hooks.flex_hot as usize as i64);
-            b.ins().call_indirect(sig, fp, &[tbl]);
-            b.ins().jump(go, &[]);
-            b.switch_to_block(go);
+            let miss = b.create_block();
+            let (i, code) = case_scan(b, tbl, value, miss, &|b| b.create_block());
+            count_case_hit(b, tbl, i, hooks.flex_hot as usize);
             let tsig = b.import_signature(tail_sig());
             b.ins().return_call_indirect(tsig, code, &[frame]);
             b.switch_to_block(miss);
@@ -207,6 +174,63 @@ fn infrastructure(
     let ptr = module.get_finalized_function(id) as usize;
     std::mem::forget(module);
     Ok(ptr)
+}
+
+/// Scans the case table at `tbl` for `value`, in new blocks made by
+/// `block`: leaves `b` in the block where case `i` matched, with its code's
+/// address (`(i, code)`), and jumps to `miss` where none does. The dispatch
+/// stub's scan, and a root's or a fusion's inline one.
+pub(super) fn case_scan(
+    b: &mut FunctionBuilder,
+    tbl: Value,
+    value: Value,
+    miss: Block,
+    block: &dyn Fn(&mut FunctionBuilder) -> Block,
+) -> (Value, Value) {
+    let (scan, body, taken) = (block(b), block(b), block(b));
+    b.append_block_param(scan, types::I64);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.ins().jump(scan, &[BlockArg::Value(zero)]);
+    b.switch_to_block(scan);
+    let i = b.block_params(scan)[0];
+    let len = b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_LEN);
+    let done = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+    b.ins().brif(done, miss, &[], body, &[]);
+    b.switch_to_block(body);
+    let entries = b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_ENTRIES);
+    let off = b.ins().imul_imm_s(i, 16);
+    let e = b.ins().iadd(entries, off);
+    let key = b.ins().load(types::I64, MemFlagsData::trusted(), e, 0);
+    let code = b.ins().load(types::I64, MemFlagsData::trusted(), e, 8);
+    let next = b.ins().iadd_imm_s(i, 1);
+    let same = b.ins().icmp(IntCC::Equal, key, value);
+    b.ins().brif(same, taken, &[], scan, &[BlockArg::Value(next)]);
+    b.switch_to_block(taken);
+    (i, code)
+}
+
+/// Counts a hit of case `i` of the table at `tbl`, and every [`HOT_HITS`]
+/// calls `flex_hot` on the table (in a cold block); leaves `b` after it.
+pub(super) fn count_case_hit(b: &mut FunctionBuilder, tbl: Value, i: Value, flex_hot: usize) {
+    let hits = b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_HITS);
+    let off = b.ins().imul_imm_s(i, 8);
+    let at = b.ins().iadd(hits, off);
+    let n = b.ins().load(types::I64, MemFlagsData::trusted(), at, 0);
+    let n = b.ins().iadd_imm_s(n, 1);
+    b.ins().store(MemFlagsData::trusted(), n, at, 0);
+    let low = b.ins().band_imm_s(n, (HOT_HITS - 1) as i64);
+    let (hot, cont) = (b.create_block(), b.create_block());
+    b.set_cold_block(hot);
+    b.ins().brif(low, cont, &[], hot, &[]);
+    b.switch_to_block(hot);
+    let mut sig = Signature::new(CallConv::SystemV);
+    sig.params.push(AbiParam::new(types::I64));
+    sig.returns.push(AbiParam::new(types::I64));
+    let sig = b.import_signature(sig);
+    let fp = b.ins().iconst(types::I64, flex_hot as i64);
+    b.ins().call_indirect(sig, fp, &[tbl]);
+    b.ins().jump(cont, &[]);
+    b.switch_to_block(cont);
 }
 
 /// The signature of [`CraneliftBackend::miss_stub`].
