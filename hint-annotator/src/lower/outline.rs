@@ -1088,6 +1088,29 @@ impl Uses {
     }
 
     /// The local a place is rooted at (`*c` is `c`'s).
+    /// The places an assignment's left side writes: one place, or each of
+    /// a destructuring assignment's (`(a, b) = ..`, `[a, _] = ..`,
+    /// `S { x, .. } = ..`, `T(a, b) = ..`).
+    fn assigned(&mut self, left: &Expr) {
+        match left {
+            Expr::Tuple(t) => t.elems.iter().for_each(|e| self.assigned(e)),
+            Expr::Array(a) => a.elems.iter().for_each(|e| self.assigned(e)),
+            Expr::Paren(p) => self.assigned(&p.expr),
+            Expr::Struct(st) => st.fields.iter().for_each(|f| self.assigned(&f.expr)),
+            Expr::Call(c) => c.args.iter().for_each(|e| self.assigned(e)),
+            Expr::Infer(_) | Expr::Range(_) => {}
+            place => {
+                if let Some(n) = Self::root(place) {
+                    self.mutated.insert(n);
+                }
+                if let Expr::Path(p) = place {
+                    self.reassigned.extend(p.path.get_ident().map(|i| i.to_string()));
+                }
+                self.place(place);
+            }
+        }
+    }
+
     fn root(e: &Expr) -> Option<String> {
         match e {
             Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
@@ -1171,13 +1194,7 @@ impl<'a> Visit<'a> for Uses {
                 self.place(&r.expr);
             }
             Expr::Assign(a) => {
-                if let Some(n) = Self::root(&a.left) {
-                    self.mutated.insert(n);
-                }
-                if let Expr::Path(p) = &*a.left {
-                    self.reassigned.extend(p.path.get_ident().map(|i| i.to_string()));
-                }
-                self.place(&a.left);
+                self.assigned(&a.left);
                 self.visit_expr(&a.right);
             }
             Expr::Binary(b) => {
