@@ -56,6 +56,10 @@ pub(crate) struct Entry {
     /// `green_word` keys the entry filter of the portal's `Sampler`.
     pub(crate) cheap_greens: Vec<TokenStream>,
     pub(crate) cheap_greens_in_hook: Vec<TokenStream>,
+    /// The names of the green variables of the position, as the analysis
+    /// has them (`pc`, `frame.ip`, `self`): where all are plain locals, a
+    /// turn that only steps one forward skips the hook's test (`forward`).
+    pub(crate) green_names: Vec<String>,
     /// Owned `mut` locals the hook takes by `&mut`: moved into a temporary
     /// of the same name with `__jit_moved_` before the call and back after,
     /// so that the interpreter's own local never has its address taken and
@@ -94,6 +98,7 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
         lens: vec![],
         cheap_greens: vec![],
         cheap_greens_in_hook: vec![],
+        green_names: vec![],
         moved: vec![],
         handed: vec![],
     };
@@ -119,6 +124,7 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                 e.params.push((n.clone(), t.clone()));
                 e.args.push(src.clone());
                 e.green_params.push((n.clone(), t.clone(), t));
+                e.green_names.push(name.clone());
                 e.frame_lets.push(quote!(let #fid = #n;));
                 let w = to_word(*sc, quote!(#n));
                 e.cheap_greens_in_hook.push(w.clone());
@@ -132,6 +138,7 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                 e.params.push((n.clone(), quote!(&#tt)));
                 e.args.push(quote!(&#src));
                 e.green_params.push((n.clone(), quote!(&'a #tt), quote!(&#tt)));
+                e.green_names.push(name.clone());
                 e.frame_lets.push(quote!(
                     let #fid: [#rt::RedBox; #nslots] = {
                         let __w = #flat(#n);
@@ -250,6 +257,7 @@ fn green_reference(e: &mut Entry, n: &Ident, src: &TokenStream, fid: &Ident, ty:
     }
     e.args.push(arg);
     e.green_params.push((n.clone(), quote!(&'a #referent), quote!(&#referent)));
+    e.green_names.push(src.to_string());
     e.frame_lets.push(if text { quote!(let #fid = #n.as_bytes();) } else { quote!(let #fid = #n;) });
     e.key.push(quote!(#n as *const _ as *const u8 as usize as u64));
     // The content of green sequences of plain values, checked on reuse.

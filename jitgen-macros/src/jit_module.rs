@@ -925,6 +925,7 @@ fn place_hook(
                 quote!(#runs __jit_sampler.resumed();)
             },
             parks_at_head,
+            greens: e.green_names.clone(),
         };
         if crate::outline::outline(&mut trial, &hook, cx).is_ok() {
             // The locals moved into the closure are not changed where

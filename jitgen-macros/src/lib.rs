@@ -69,6 +69,7 @@ mod containers;
 mod content;
 mod entry;
 mod external;
+mod forward;
 mod frame;
 mod frames;
 mod jit_module;

@@ -86,6 +86,10 @@ pub struct Hook {
     /// `while let` is entered there again, so any other loop is not
     /// outlined with it (the caller tries again without).
     pub parks_at_head: bool,
+    /// The green variables of the merge point's position, by name: where
+    /// they are plain locals, turns that only step one forward skip
+    /// `visits` (`forward`).
+    pub greens: Vec<String>,
 }
 
 /// The module's items the outlined closure may need: its `macro_rules!`
@@ -176,6 +180,9 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
         return Err("its hand-overs park at the head of a loop that is not a `while let`");
     }
     let rotated = rotate_while(&mut suffix[0]);
+    if while_let.is_none() {
+        crate::forward::skip_forward_turns(&mut suffix, &prefix, sig, &hook.greens, &cx.macros, rotated);
+    }
 
     let macros = macros_again(sig, &mut prefix, &suffix, cx)?;
 
@@ -870,7 +877,7 @@ mod tests {
                 _ => None,
             })
             .unwrap();
-        let hook = Hook { visits: quote!(VISITS(pc)), runs: quote!(HOOK(pc);), parks_at_head: false };
+        let hook = Hook { visits: quote!(VISITS(pc)), runs: quote!(HOOK(pc);), parks_at_head: false, greens: vec![] };
         let got = match outline(&mut f, &hook, &cx) {
             Ok(()) => prettyplease::unparse(&syn::parse_quote!(#f)),
             Err(why) => format!("not outlined: {why}\n"),

@@ -17,6 +17,7 @@ mod copy_frames;
 mod decline;
 mod discriminants;
 mod external_types;
+mod forward_turns;
 mod generics;
 mod handles;
 mod heap_objects;

@@ -105,17 +105,24 @@ pub mod plus_minus {
                                     pc,
                                 ));
                             }
-                            '__jit_b: {
-                                let op = hint!(s[pc], concrete);
-                                if op == b'+' {
-                                    acc += y;
-                                } else if op == b'-' {
-                                    acc -= y;
+                            '__jit_fwd: loop {
+                                #[allow(unused_mut)]
+                                let mut __jit_jumped = false;
+                                '__jit_b: {
+                                    let op = hint!(s[pc], concrete);
+                                    if op == b'+' {
+                                        acc += y;
+                                    } else if op == b'-' {
+                                        acc -= y;
+                                    }
+                                    pc += 1;
                                 }
-                                pc += 1;
-                            }
-                            if !(pc < s.len()) {
-                                break '__jit_loop;
+                                if !(pc < s.len()) {
+                                    break '__jit_loop;
+                                }
+                                if __jit_jumped {
+                                    continue '__jit_loop;
+                                }
                             }
                         }
                     }
