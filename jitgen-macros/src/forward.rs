@@ -5,10 +5,10 @@
 //! close (`can_enter_jit`, at backward jumps), and its hot-spot counting
 //! runs only there. A `global_merge_point` is at the top of the dispatch
 //! loop instead, so the sampler's test ran at every instruction: a load,
-//! a test and a branch in the interpreter's tightest loop (5-10% of a short
-//! run's time, PERFORMANCE.md). A loop of the interpreted program must come
-//! back to a position it was at, so some turn of it does not step forward;
-//! testing only at such turns finds every loop.
+//! a test and a branch in the interpreter's tightest loop (7-15% of a short
+//! run's time on one machine, PERFORMANCE.md). A loop of the interpreted
+//! program must come back to a position it was at, so some turn of it does
+//! not step forward; testing only at such turns finds every loop.
 //!
 //! The position is the merge point's green locals. A turn steps forward when
 //! its path changes them only by `g += k` (`k` an integer literal, at least

@@ -1087,7 +1087,6 @@ impl Uses {
         }
     }
 
-    /// The local a place is rooted at (`*c` is `c`'s).
     /// The places an assignment's left side writes: one place, or each of
     /// a destructuring assignment's (`(a, b) = ..`, `[a, _] = ..`,
     /// `S { x, .. } = ..`, `T(a, b) = ..`).
@@ -1111,6 +1110,7 @@ impl Uses {
         }
     }
 
+    /// The local a place is rooted at (`*c` is `c`'s).
     fn root(e: &Expr) -> Option<String> {
         match e {
             Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
