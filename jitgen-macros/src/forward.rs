@@ -22,7 +22,7 @@
 //! its end goes back to the test only where the flag is set:
 //!
 //! ```text
-//! 'l: loop { mp; B }   =>   'l: loop { mp; '__jit_fwd: loop { let mut f = false; B'; if f { continue 'l; } } }
+//! 'l: loop { mp; B }   =>   'l: loop { mp; loop { let mut f = false; B'; if f { continue 'l; } } }
 //! ```
 //!
 //! In `B'`, the loop's own `continue`s go to `'l` (they may skip the step),
@@ -159,7 +159,6 @@ fn skip_forward_visits(
         }
     }
     mark_block_stmts(&mut marked, &writes, &flag);
-    let fwd = syn::Lifetime::new("'__jit_fwd", proc_macro2::Span::call_site());
     let inner: Vec<syn::Stmt> = if rotated {
         // The rotated `while`'s `continue`s are `break 'b`: they may skip the step.
         let syn::Stmt::Expr(syn::Expr::Block(b), _) = &body.stmts[mp + 1] else { return false };
@@ -181,7 +180,7 @@ fn skip_forward_visits(
     };
     let mut stmts: Vec<syn::Stmt> = body.stmts[..=mp].to_vec();
     stmts.push(syn::parse_quote!(
-        #fwd: loop {
+        loop {
             #[allow(unused_mut)]
             let mut #flag = false;
             #(#inner)*
@@ -300,30 +299,8 @@ impl Writes<'_> {
         if !names_green_tokens(m.tokens.clone(), self.greens) {
             return false;
         }
-        const READS: &[&str] = &[
-            "hint",
-            "format",
-            "format_args",
-            "print",
-            "println",
-            "eprint",
-            "eprintln",
-            "write",
-            "writeln",
-            "panic",
-            "unreachable",
-            "todo",
-            "unimplemented",
-            "assert",
-            "assert_eq",
-            "assert_ne",
-            "debug_assert",
-            "debug_assert_eq",
-            "debug_assert_ne",
-            "matches",
-            "vec",
-        ];
-        !READS.contains(&name.as_str()) || writes_in_tokens(m.tokens.clone(), self.greens)
+        // Std macros of expressions write only what those expressions write.
+        !crate::split::EXPR_MACROS.contains(&name.as_str()) || writes_in_tokens(m.tokens.clone(), self.greens)
     }
 }
 
@@ -360,7 +337,7 @@ impl<'ast> Visit<'ast> for Finder<'_, '_> {
         }
         match e {
             syn::Expr::Assign(a) if self.w.names_green(&a.left) => self.found = true,
-            syn::Expr::Binary(b) if is_compound(&b.op) && self.w.names_green(&b.left) => {
+            syn::Expr::Binary(b) if crate::split::is_compound(&b.op) && self.w.names_green(&b.left) => {
                 if !self.w.is_step_expr(e) {
                     self.found = true;
                 }
@@ -384,23 +361,6 @@ impl<'ast> Visit<'ast> for Finder<'_, '_> {
     }
 
     fn visit_item(&mut self, _: &'ast syn::Item) {}
-}
-
-fn is_compound(op: &syn::BinOp) -> bool {
-    use syn::BinOp::*;
-    matches!(
-        op,
-        AddAssign(_)
-            | SubAssign(_)
-            | MulAssign(_)
-            | DivAssign(_)
-            | RemAssign(_)
-            | BitXorAssign(_)
-            | BitAndAssign(_)
-            | BitOrAssign(_)
-            | ShlAssign(_)
-            | ShrAssign(_)
-    )
 }
 
 struct Names<'a> {
@@ -608,7 +568,7 @@ mod tests {
                     let mut acc = 0;
                     '__jit_loop: loop {
                         hint!(global_merge_point);
-                        '__jit_fwd: loop {
+                        loop {
                             #[allow(unused_mut)]
                             let mut __jit_jumped = false;
                             if pc >= code.len() {
@@ -679,7 +639,7 @@ mod tests {
                     if __jit_resumed || (pc < code.len()) {
                         '__jit_loop: loop {
                             hint!(global_merge_point);
-                            '__jit_fwd: loop {
+                            loop {
                                 #[allow(unused_mut)]
                                 let mut __jit_jumped = false;
                                 '__jit_b: {

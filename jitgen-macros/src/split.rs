@@ -275,7 +275,8 @@ fn is_self(e: &Expr) -> bool {
     matches!(e, Expr::Path(p) if p.path.is_ident("self"))
 }
 
-fn is_compound(op: &syn::BinOp) -> bool {
+/// Whether `op` is a compound assignment (`+=`, `<<=`, ...).
+pub(crate) fn is_compound(op: &syn::BinOp) -> bool {
     use syn::BinOp as B;
     matches!(
         op,
@@ -293,7 +294,7 @@ fn is_compound(op: &syn::BinOp) -> bool {
 }
 
 /// Macros whose arguments are expressions separated by commas.
-const EXPR_MACROS: &[&str] = &[
+pub(crate) const EXPR_MACROS: &[&str] = &[
     "print",
     "println",
     "eprint",

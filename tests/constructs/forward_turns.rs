@@ -18,8 +18,8 @@ pub mod turns {
     /// `goto!`, 3 by `-=` of the distance, 4 by assignment after a
     /// destructuring one); 5 skips its operand with a `continue` that
     /// passes the loop's step when the accumulator is odd; anything else
-    /// ends.
-    pub fn run(code: &[u8], n: i64) -> i64 {
+    /// ends. Returns the whole state: the accumulator, counter and position.
+    pub fn run(code: &[u8], n: i64) -> (i64, i64, usize) {
         let mut pc: usize = 0;
         let mut acc: i64 = 0;
         let mut ctr = n;
@@ -31,7 +31,7 @@ pub mod turns {
         loop {
             hint!(global_merge_point);
             if pc + 1 >= code.len() {
-                return acc;
+                return (acc, ctr, pc);
             }
             let op = hint!(code[pc], concrete);
             let a = hint!(code[pc + 1], concrete) as usize;
@@ -62,7 +62,7 @@ pub mod turns {
                 }
                 1..=4 => {}
                 5 => acc += 1,
-                _ => return acc,
+                _ => return (acc, ctr, pc),
             }
         }
     }
@@ -92,17 +92,12 @@ fn loops_closed_by_every_kind_of_jump_compile_and_random_programs_agree_with_pla
     // Random programs of forward and backward turns (in the same test: the
     // counts above are the module's).
     turns::jit::config().set_threshold(3);
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move |m: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % m
-    };
-    for _ in 0..300 {
-        let len = 2 * (1 + next(8) as usize);
-        let code: Vec<u8> =
-            (0..len).map(|i| if i % 2 == 0 { next(7) as u8 } else { 2 * next(len as u64 / 2) as u8 }).collect();
-        check(&code, next(40) as i64);
+    let mut rng = crate::common::Rng(0xf0_4a4d);
+    for _ in 0..crate::common::how_many(3000) {
+        let len = 2 * (1 + rng.below(8) as usize);
+        let code: Vec<u8> = (0..len)
+            .map(|i| if i % 2 == 0 { rng.below(7) as u8 } else { 2 * rng.below(len as u64 / 2) as u8 })
+            .collect();
+        check(&code, rng.below(40) as i64);
     }
 }

@@ -105,7 +105,7 @@ pub mod plus_minus {
                                     pc,
                                 ));
                             }
-                            '__jit_fwd: loop {
+                            loop {
                                 #[allow(unused_mut)]
                                 let mut __jit_jumped = false;
                                 '__jit_b: {
