@@ -126,10 +126,10 @@ fn skip_forward_visits(
     }
     let greens: HashSet<String> = greens.iter().cloned().collect();
     let writes = Writes { greens: &greens, macros };
-    let (label, body) = match loop_of(s, rotated) {
-        Some(x) => x,
-        None => return false,
-    };
+    let Some(l) = loop_of(s, rotated) else { return false };
+    // Its label, given where it has none (once rewritten).
+    let label = l.label.as_ref().map_or_else(|| syn::parse_quote!('__jit_loop), |l| l.name.clone());
+    let body = &l.body;
     let Some(mp) = body.stmts.iter().position(is_merge_point) else { return false };
     let rest: Vec<syn::Stmt> = body.stmts[mp + 1..].to_vec();
     // The turn's steps, and where it may jump.
@@ -187,12 +187,13 @@ fn skip_forward_visits(
             if #flag { continue #label; }
         }
     ));
-    body.stmts = stmts;
+    l.body.stmts = stmts;
+    l.label.get_or_insert_with(|| syn::Label { name: label, colon_token: Default::default() });
     true
 }
 
-/// The loop of the merge point and its label (given one where it had none).
-fn loop_of(s: &mut syn::Stmt, rotated: bool) -> Option<(syn::Lifetime, &mut syn::Block)> {
+/// The loop of the merge point.
+fn loop_of(s: &mut syn::Stmt, rotated: bool) -> Option<&mut syn::ExprLoop> {
     let e: &mut syn::Expr = match s {
         syn::Stmt::Expr(e, _) => e,
         syn::Stmt::Local(syn::Local { init: Some(syn::LocalInit { expr, diverge: None, .. }), .. }) => expr,
@@ -212,11 +213,7 @@ fn loop_of(s: &mut syn::Stmt, rotated: bool) -> Option<(syn::Lifetime, &mut syn:
         e
     };
     let syn::Expr::Loop(l) = e else { return None };
-    if l.label.is_none() {
-        l.label = Some(syn::parse_quote!('__jit_loop:));
-    }
-    let label = l.label.as_ref()?.name.clone();
-    Some((label, &mut l.body))
+    Some(l)
 }
 
 fn is_merge_point(s: &syn::Stmt) -> bool {
@@ -541,6 +538,7 @@ mod tests {
     /// rotates it), the position's greens `greens`.
     fn check(src: &str, greens: &[&str], want: Expect) {
         let mut f: syn::ItemFn = syn::parse_str(src).unwrap();
+        let before = f.clone();
         let i = f.block.stmts.iter().position(|s| !matches!(s, syn::Stmt::Item(_) | syn::Stmt::Local(_))).unwrap();
         let rotated = matches!(&f.block.stmts[i], syn::Stmt::Expr(syn::Expr::If(_), _));
         let greens: Vec<String> = greens.iter().map(|g| g.to_string()).collect();
@@ -548,6 +546,7 @@ mod tests {
         let got = if super::skip_forward_turns(suffix, prefix, &f.sig, &greens, &[], rotated) {
             prettyplease::unparse(&syn::parse_quote!(#f))
         } else {
+            assert!(f == before, "left alone, but changed");
             "unchanged\n".to_string()
         };
         want.assert_eq(&got);
