@@ -231,9 +231,14 @@ struct Writes<'a> {
 }
 
 impl Writes<'_> {
-    /// `g += k;`, `k` an integer literal of at least 1.
+    /// `g += k;`, `k` an integer literal of at least 1, or a plain block
+    /// with one at its top level (a split field's step, `{ __self_pc += 1;
+    /// __self_cells.pc = __self_pc; }`: its statements all run, in order).
     fn is_step(&self, s: &syn::Stmt) -> bool {
         match s {
+            syn::Stmt::Expr(syn::Expr::Block(b), _) if b.label.is_none() && b.attrs.is_empty() => {
+                b.block.stmts.iter().any(|s| self.is_step(s))
+            }
             syn::Stmt::Expr(e, _) => self.is_step_expr(e),
             _ => false,
         }
@@ -241,12 +246,13 @@ impl Writes<'_> {
 
     fn is_step_expr(&self, e: &syn::Expr) -> bool {
         let syn::Expr::Binary(b) = e else { return false };
-        if !matches!(b.op, syn::BinOp::AddAssign(_)) {
+        // An attribute (`#[cfg]`) may take the statement away.
+        if !matches!(b.op, syn::BinOp::AddAssign(_)) || !b.attrs.is_empty() {
             return false;
         }
         let syn::Expr::Path(p) = &*b.left else { return false };
         let Some(g) = p.path.get_ident() else { return false };
-        if !self.greens.contains(&g.to_string()) || p.qself.is_some() {
+        if !self.greens.contains(&g.to_string()) || p.qself.is_some() || !p.attrs.is_empty() {
             return false;
         }
         match &*b.right {
@@ -691,6 +697,57 @@ mod tests {
         );
     }
 
+    /// A method portal's field, split out of `self`: its step is a block
+    /// that also stores the new value into the field's cell.
+    #[test]
+    fn a_split_fields_step_is_a_block_with_its_cells_store() {
+        check(
+            "fn run(__self_cells: &mut Cells, code: &[u8], __self_pc_at_entry: usize) -> u8 { \
+             let mut __self_pc = __self_pc_at_entry; loop { hint!(global_merge_point); \
+             let op = code[hint!(__self_pc, concrete)]; { __self_pc += 1; __self_cells.pc = __self_pc; }; \
+             match op { 0 => { __self_pc = code[__self_pc] as usize; __self_cells.pc = __self_pc; } \
+             1 => { let v = { { __self_pc += 2; __self_cells.pc = __self_pc; }; 7 }; } _ => return op } } }",
+            &["__self_pc"],
+            expect![[r#"
+                fn run(__self_cells: &mut Cells, code: &[u8], __self_pc_at_entry: usize) -> u8 {
+                    let mut __self_pc = __self_pc_at_entry;
+                    '__jit_loop: loop {
+                        hint!(global_merge_point);
+                        loop {
+                            #[allow(unused_mut)]
+                            let mut __jit_jumped = false;
+                            let op = code[hint!(__self_pc, concrete)];
+                            {
+                                __self_pc += 1;
+                                __self_cells.pc = __self_pc;
+                            };
+                            match op {
+                                0 => {
+                                    __jit_jumped = true;
+                                    __self_pc = code[__self_pc] as usize;
+                                    __self_cells.pc = __self_pc;
+                                }
+                                1 => {
+                                    let v = {
+                                        {
+                                            __self_pc += 2;
+                                            __self_cells.pc = __self_pc;
+                                        };
+                                        7
+                                    };
+                                }
+                                _ => return op,
+                            }
+                            if __jit_jumped {
+                                continue '__jit_loop;
+                            }
+                        }
+                    }
+                }
+            "#]],
+        );
+    }
+
     #[test]
     fn a_body_without_a_step_or_binding_a_green_again_is_left_alone() {
         let no_step = "fn run(code: &[u8]) { let mut pc = 0; loop { hint!(global_merge_point); \
@@ -721,6 +778,15 @@ mod tests {
             expect![[r#"
             unchanged
         "#]],
+        );
+        let cfg = "fn run(code: &[u8]) { let mut pc = 0; loop { hint!(global_merge_point); \
+                   #[cfg(any())] pc += 1; { #[cfg(any())] { pc += 1; } } if code[pc] == 0 { pc = 1; } } }";
+        check(
+            cfg,
+            &["pc"],
+            expect![[r#"
+                unchanged
+            "#]],
         );
         let field = "fn run(m: &mut M) { loop { hint!(global_merge_point); m.pc += 1; } }";
         check(

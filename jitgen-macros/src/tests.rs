@@ -232,3 +232,35 @@ fn a_field_whose_elements_are_cloned_stays_read_only() {
     assert!(run.contains("__self_consts: &Vec<String>"), "{out}");
     assert!(run.contains("mut __self_out: Vec<String>"), "{out}");
 }
+
+/// A method portal's position is a field: split out of `self`, each step
+/// of it is a block that also stores the field's cell, and the hook still
+/// tests only the turns that may have jumped (`forward.rs`): the flag is set
+/// before the jump, not before the step.
+#[test]
+fn a_split_fields_forward_steps_skip_the_hook() {
+    let out = expand(
+        "#[jit_interpreter] mod m {
+            use jitgen::prelude::*;
+            pub struct Vm { pc: usize, acc: i64 }
+            impl Vm {
+                pub fn run(&mut self, code: &[u8]) -> i64 {
+                    loop {
+                        hint!(global_merge_point);
+                        let op = code[hint!(self.pc, concrete)];
+                        self.pc += 1;
+                        match op {
+                            0 => self.acc += 1,
+                            1 => self.pc = 0,
+                            _ => return self.acc,
+                        }
+                    }
+                }
+            }
+        }",
+    );
+    let flat: String = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("let mut __jit_jumped = false;"), "the hook's loop is not rewritten");
+    assert!(flat.contains("1 => { __jit_jumped = true; __self_pc = 0;"), "the jump sets no flag");
+    assert_eq!(flat.matches("__jit_jumped = true").count(), 1, "only the jump sets the flag");
+}
