@@ -167,9 +167,18 @@ impl Tally {
     /// than not having compiled at all: the code fuses at once, and until
     /// the fusion is installed calls reaching the code interpret instead
     /// (`PortalSite::code`). A call that ran the code as it stays
-    /// ([`CallKind::Compiled`]) forgets these samples.
+    /// ([`CallKind::Compiled`]) forgets these samples. One call [`CLEARLY`]
+    /// slower than that decides at once: where a call is a whole program,
+    /// each more call that waits is one more run at that cost (a new user's
+    /// stack VM ran three calls of recursive fib unfused at 0.3x its plain
+    /// interpreter's speed before fusing; mistaken, this only fuses sooner).
     pub fn unfused_slower(&self) -> bool {
-        self.unfused.len() == SAMPLES && !self.before.is_empty() && median(&self.unfused) > median(&self.before)
+        if self.before.is_empty() {
+            return false;
+        }
+        let before = median(&self.before);
+        let clearly_slower = self.unfused.last().is_some_and(|u| u.as_secs_f64() > CLEARLY * before.as_secs_f64());
+        clearly_slower || (self.unfused.len() == SAMPLES && median(&self.unfused) > before)
     }
 
     /// Whether the next call starting here should be interpreted on
@@ -237,7 +246,7 @@ mod tests {
     }
 
     #[test]
-    fn code_waiting_to_be_fused_is_slower_after_three_calls_slower_than_interpreted_ones() {
+    fn code_waiting_to_be_fused_is_slower_after_three_calls_slower_than_interpreted_ones_or_one_clearly_slower() {
         let mut t = Tally::default();
         for _ in 0..SAMPLES {
             t.record(CallKind::Interpreted, ms(6));
@@ -252,6 +261,17 @@ mod tests {
         assert!(!t.unfused_slower(), "two of the latest three were faster than interpreting");
         t.record(CallKind::Unfused, ms(9));
         assert!(t.unfused_slower(), "the median of the latest three is slower");
+        // One call more than twice as slow as interpreting decides alone.
+        let mut once = Tally::default();
+        once.record(CallKind::Interpreted, ms(6));
+        once.record(CallKind::Unfused, ms(12));
+        assert!(!once.unfused_slower(), "twice as slow is not clearly slower");
+        once.record(CallKind::Unfused, ms(13));
+        assert!(once.unfused_slower(), "more than twice as slow");
+        once.record(CallKind::Unfused, ms(5));
+        assert!(once.unfused_slower(), "the median of the latest three (12 ms) is slower");
+        once.record(CallKind::Unfused, ms(5));
+        assert!(!once.unfused_slower(), "the latest call was fast, and so is the median of three");
         // Calls that interpreted while the fusion was compiled do not count,
         // neither as interpreted calls nor as unfused ones.
         for _ in 0..SAMPLES {
