@@ -207,6 +207,7 @@ pub fn lift_portal_methods(module: &mut syn::ItemMod, split: bool) -> Vec<Lifted
                     if let Some(c) = sp.cells {
                         free_fns.push(c);
                     }
+                    free_fns.extend(sp.wrappers);
                     let own: Vec<TokenStream> = params.iter().skip(1).map(|p| rename_self(p.clone(), &ty)).collect();
                     let mut all_params = sp.params.clone();
                     all_params.extend(own.iter().cloned());

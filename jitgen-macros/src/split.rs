@@ -28,11 +28,17 @@
 //!   so `hint!(self.pc, concrete)` makes the counter green. A promotion
 //!   as a statement, `hint!(self.pc, promote);`, is the assignment
 //!   `self.pc = hint!(self.pc, promote);`: the field itself is promoted.
-//! - A changed `Vec` (an operand stack, the saved frames) is moved out of
-//!   `self` into a local of the portal (`__self_frames`), virtual in
-//!   compiled code as a local `Vec` is; every `return` and `?` of the body
-//!   first pops it onto the field (`__self_frames_home`), which the caller
-//!   then reverses: no index, so a virtual list moves at compile time.
+//! - A changed `Vec` of scalars that the methods index (an operand stack
+//!   whose frames address its slots) is moved out of `self` into a
+//!   generated tuple struct around it (`__Vm_run_stack`), passed by `&mut`
+//!   as a hand-wrapped stack is (its header in registers in compiled code,
+//!   where a moved one is a real `Vec` behind an address: PERFORMANCE.md),
+//!   and moved back after the call.
+//! - Another changed `Vec` (the saved frames, an output) is moved out of
+//!   `self` into a local of the portal (`__self_frames`), virtual in compiled code as a
+//!   local `Vec` is (a recursion spills it); every `return` and `?` of the
+//!   body first pops it onto the field (`__self_frames_home`), which the
+//!   caller then reverses: no index, so a virtual list moves at compile time.
 //! - A `Vec` of tuples, or of structs holding an `Rc` or `Arc`, is passed
 //!   by `&mut`: compiled code reaches such elements in place only.
 //! - Methods called on `self` are inlined where they are called (their
@@ -70,16 +76,23 @@ enum FieldKind {
     SharedRef,
     /// Changed: by `&mut`.
     Mutated,
-    /// A changed `Vec` (the operand stack, the saved frames) or `String`
-    /// (the output): moved into a local of the portal, whose every exit
-    /// moves it back to the field.
+    /// A changed `Vec` (the saved frames) or `String` (the output): moved
+    /// into a local of the portal, whose every exit moves it back to the
+    /// field.
     Owned,
+    /// A changed `Vec` of scalars (an operand stack of numbers): moved into
+    /// a generated tuple struct around it, passed by `&mut` as a struct
+    /// field is (its header in registers in compiled code), and moved back
+    /// after the call.
+    Wrapped,
 }
 
 /// A portal method's receiver split into its fields.
 pub struct Split {
     /// The cells struct, if `self` has scalar fields.
     pub cells: Option<syn::Item>,
+    /// The structs wrapping `Vec`s of scalars ([`FieldKind::Wrapped`]).
+    pub wrappers: Vec<syn::Item>,
     /// The portal's parameters standing for `self`, in order.
     pub params: Vec<TokenStream>,
     /// The methods inlined into the body (dead code to rustc otherwise).
@@ -229,6 +242,16 @@ impl ModuleShapes {
 
     fn is_vec(&self, t: &syn::Type) -> bool {
         type_head(&self.resolve(t)).as_deref() == Some("Vec")
+    }
+
+    /// A `Vec` of scalars (an operand stack of numbers).
+    fn is_scalar_vec(&self, t: &syn::Type) -> bool {
+        let syn::Type::Path(p) = self.resolve(t) else { return false };
+        let Some(last) = p.path.segments.last() else { return false };
+        let syn::PathArguments::AngleBracketed(a) = &last.arguments else { return false };
+        last.ident == "Vec"
+            && matches!(a.args.first(), Some(syn::GenericArgument::Type(e))
+                if type_head(&self.resolve(e)).is_some_and(|h| SCALARS.contains(&h.as_str())))
     }
 
     fn is_string(&self, t: &syn::Type) -> bool {
@@ -597,6 +620,7 @@ impl VisitMut for Rewrite<'_> {
                         Some(FieldKind::Cell | FieldKind::Owned | FieldKind::SharedRef) => {
                             *e = syn::parse_quote_spanned!(span=> #c)
                         }
+                        Some(FieldKind::Wrapped) => *e = syn::parse_quote_spanned!(span=> (#c.0)),
                         Some(_) => *e = syn::parse_quote_spanned!(span=> (*#c)),
                         None => self.fail(&format!("`self.{f}`")),
                     }
@@ -798,6 +822,11 @@ pub fn split(
             unsupported.push(name.clone());
             FieldKind::Mutated
         });
+        let kind = if kind == FieldKind::Owned && shapes.is_scalar_vec(&f.ty) && indexed(&name, m, methods) {
+            FieldKind::Wrapped
+        } else {
+            kind
+        };
         kinds.insert(name.clone(), kind);
         tys.insert(name.clone(), f.ty.clone());
         order.push(name);
@@ -829,7 +858,7 @@ pub fn split(
         return Err(format!("field `{f}`: a reference the method assigns"));
     }
     for (name, kind) in kinds.iter_mut() {
-        if matches!(*kind, FieldKind::Mutated | FieldKind::Owned)
+        if matches!(*kind, FieldKind::Mutated | FieldKind::Owned | FieldKind::Wrapped)
             && !mutated.contains(name)
             && (shapes.is_vec(&tys[name]) || shapes.is_array(&tys[name]) || shapes.is_module_struct(&tys[name]))
         {
@@ -856,7 +885,11 @@ pub fn split(
         syn::ReturnType::Type(_, t) => type_head(&shapes.resolve(t)),
         syn::ReturnType::Default => None,
     };
-    let exits = (!owned.is_empty()).then(|| Exits { write_back: wb.clone(), kind: result_kind, label: None });
+    // `return` and `?` leave through the write-backs; a wrapped `Vec`'s
+    // needs none, but its `?`s convert their errors the same way (`From`).
+    let wrapped = kinds.iter().any(|(f, k)| *k == FieldKind::Wrapped && order.contains(f));
+    let exits =
+        (!owned.is_empty() || wrapped).then(|| Exits { write_back: wb.clone(), kind: result_kind, label: None });
     let mut rw = Rewrite::new(&kinds, methods, shapes, exits);
     let mut body = block;
     rw.visit_block_mut(&mut body);
@@ -875,34 +908,17 @@ pub fn split(
     let mut shadows = vec![];
     let mut epilogue = vec![];
     let mut owned_args = vec![];
-    let cells = if cell_fields.is_empty() {
-        None
-    } else {
-        let fs: Vec<Ident> = cell_fields.iter().map(|f| format_ident!("{}", f)).collect();
-        let ts: Vec<&syn::Type> = cell_fields.iter().map(|f| &tys[*f]).collect();
-        let doc =
-            format!("The scalar fields of `{sname}` while `{}` runs (see `jitgen`'s split of `self`).", m.sig.ident);
-        params.push(quote!(__self_cells: &mut #cells_ty));
-        args.push(format_ident!("__self_cells"));
-        lets.push(quote!(let mut __self_cells_value = #cells_ty { #(#fs: self_.#fs),* };));
-        lets.push(quote!(let __self_cells = &mut __self_cells_value;));
-        for (f, t) in fs.iter().zip(&ts) {
-            // The value at entry comes in by value, so that it can be green.
-            let (c, c0) = (format_ident!("__self_{}", f), format_ident!("__self_{}_at_entry", f));
-            params.push(quote!(#c0: #t));
-            args.push(c0.clone());
-            lets.push(quote!(let #c0 = self_.#f;));
-            shadows.push(quote!(#[allow(unused_mut, unused_variables)] let mut #c = #c0;));
-            epilogue.push(quote!(self_.#f = __self_cells_value.#f;));
-        }
-        Some(syn::parse_quote! {
-            #[doc = #doc]
-            #[doc(hidden)]
-            #[virtualizable]
-            #[allow(non_camel_case_types)]
-            pub struct #cells_ty { #(pub #fs: #ts),* }
-        })
-    };
+    let mut wrappers = vec![];
+    let cells = (!cell_fields.is_empty()).then(|| {
+        let tys: Vec<&syn::Type> = cell_fields.iter().map(|f| &tys[*f]).collect();
+        let (item, glue) = cells_struct(&cell_fields, &tys, &sname.to_string(), &m.sig.ident.to_string(), &cells_ty);
+        params.extend(glue.params);
+        args.extend(glue.args);
+        lets.extend(glue.lets);
+        shadows.extend(glue.shadows);
+        epilogue.extend(glue.epilogue);
+        item
+    });
     for f in &order {
         let (id, t, c) = (format_ident!("{}", f), &tys[f], format_ident!("__self_{}", f));
         match kinds[f] {
@@ -926,6 +942,14 @@ pub fn split(
             FieldKind::Mutated => {
                 params.push(quote!(#c: &mut #t));
                 lets.push(quote!(let #c = &mut self_.#id;));
+                args.push(c);
+            }
+            FieldKind::Wrapped => {
+                let (item, param, mut l, e) = wrap_field(f, t, &sname.to_string(), &m.sig.ident.to_string());
+                wrappers.push(item);
+                params.push(param);
+                lets.append(&mut l);
+                epilogue.push(e);
                 args.push(c);
             }
             FieldKind::Owned => {
@@ -957,6 +981,7 @@ pub fn split(
     };
     Ok(Split {
         cells,
+        wrappers,
         inlined: rw.inlined,
         owned: owned_args,
         params,
@@ -965,6 +990,92 @@ pub fn split(
         args,
         body,
     })
+}
+
+/// What the caller and the portal say for some of `self`'s fields.
+#[derive(Default)]
+struct Glue {
+    params: Vec<TokenStream>,
+    args: Vec<Ident>,
+    lets: Vec<TokenStream>,
+    shadows: Vec<TokenStream>,
+    epilogue: Vec<TokenStream>,
+}
+
+/// The `#[virtualizable]` struct `cells_ty` of the scalar fields `fields`
+/// (of types `tys`) of `sname` while `method` runs, and how they cross the
+/// call: each comes in by value too, so that it can be green.
+fn cells_struct(
+    fields: &[&String],
+    tys: &[&syn::Type],
+    sname: &str,
+    method: &str,
+    cells_ty: &Ident,
+) -> (syn::Item, Glue) {
+    let fs: Vec<Ident> = fields.iter().map(|f| format_ident!("{}", f)).collect();
+    let doc = format!("The scalar fields of `{sname}` while `{method}` runs (see `jitgen`'s split of `self`).");
+    let mut g = Glue::default();
+    g.params.push(quote!(__self_cells: &mut #cells_ty));
+    g.args.push(format_ident!("__self_cells"));
+    g.lets.push(quote!(let mut __self_cells_value = #cells_ty { #(#fs: self_.#fs),* };));
+    g.lets.push(quote!(let __self_cells = &mut __self_cells_value;));
+    for (f, t) in fs.iter().zip(tys) {
+        let (c, c0) = (format_ident!("__self_{}", f), format_ident!("__self_{}_at_entry", f));
+        g.params.push(quote!(#c0: #t));
+        g.args.push(c0.clone());
+        g.lets.push(quote!(let #c0 = self_.#f;));
+        g.shadows.push(quote!(#[allow(unused_mut, unused_variables)] let mut #c = #c0;));
+        g.epilogue.push(quote!(self_.#f = __self_cells_value.#f;));
+    }
+    let item = syn::parse_quote! {
+        #[doc = #doc]
+        #[doc(hidden)]
+        #[virtualizable]
+        #[allow(non_camel_case_types)]
+        pub struct #cells_ty { #(pub #fs: #tys),* }
+    };
+    (item, g)
+}
+
+/// Whether `self.f[..]` is written in the method or another method of the
+/// type (which it may inline): a `Vec` of scalars indexed, as an operand
+/// stack whose frames address its slots is, is wrapped
+/// ([`FieldKind::Wrapped`]); one only pushed and popped (an output, a
+/// stack of temporaries) stays a local list, virtual in compiled code.
+fn indexed(f: &str, m: &syn::ImplItemFn, methods: &BTreeMap<String, syn::ImplItemFn>) -> bool {
+    fn scan(ts: TokenStream, f: &str) -> bool {
+        let tts: Vec<proc_macro2::TokenTree> = ts.into_iter().collect();
+        tts.windows(4).any(|w| {
+            use proc_macro2::TokenTree as T;
+            matches!((&w[0], &w[1], &w[2], &w[3]),
+                (T::Ident(s), T::Punct(d), T::Ident(n), T::Group(g))
+                    if s == "self" && d.as_char() == '.' && n == f && g.delimiter() == proc_macro2::Delimiter::Bracket)
+        }) || tts.iter().any(|t| matches!(t, proc_macro2::TokenTree::Group(g) if scan(g.stream(), f)))
+    }
+    std::iter::once(m).chain(methods.values()).any(|m| scan(m.block.to_token_stream(), f))
+}
+
+/// A [`FieldKind::Wrapped`] field `f` of type `t`, of the struct `sname`
+/// in its method `method`: the generated struct around it, the portal's
+/// parameter, the caller's `let`s before the call and its move back after.
+fn wrap_field(
+    f: &str,
+    t: &syn::Type,
+    sname: &str,
+    method: &str,
+) -> (syn::Item, TokenStream, Vec<TokenStream>, TokenStream) {
+    let (id, c) = (format_ident!("{}", f), format_ident!("__self_{}", f));
+    let w = format_ident!("__{}_{}_{}", sname, method, f);
+    let v = format_ident!("__self_{}_value", f);
+    let doc = format!("The field `{f}` of `{sname}` while `{method}` runs (see `jitgen`'s split of `self`).");
+    let item = syn::parse_quote! {
+        #[doc = #doc]
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        pub struct #w(pub #t);
+    };
+    let lets = vec![quote!(let mut #v = #w(::core::mem::take(&mut self_.#id));), quote!(let #c = &mut #v;)];
+    (item, quote!(#c: &mut #w), lets, quote!(self_.#id = #v.0;))
 }
 
 /// How the portal takes a field of type `t` (before it knows what the

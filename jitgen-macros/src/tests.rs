@@ -264,3 +264,35 @@ fn a_split_fields_forward_steps_skip_the_hook() {
     assert!(flat.contains("1 => { __jit_jumped = true; __self_pc = 0;"), "the jump sets no flag");
     assert_eq!(flat.matches("__jit_jumped = true").count(), 1, "only the jump sets the flag");
 }
+
+/// A changed `Vec` of scalars that the method indexes (its frames' slots)
+/// is wrapped in a generated struct passed by `&mut` and moved back after
+/// the call; one only pushed and popped (the output) is moved in as a local
+/// list, and written back at each exit.
+#[test]
+fn an_indexed_vec_of_scalars_is_wrapped_and_an_output_moved_in() {
+    let out = lifted(
+        "mod m {
+            pub struct Vm { pc: usize, stack: Vec<i64>, out: Vec<i64> }
+            impl Vm {
+                pub fn run(&mut self, code: &[u8]) -> Option<i64> {
+                    loop {
+                        hint!(global_merge_point);
+                        let op = code[hint!(self.pc, concrete)];
+                        self.pc += 1;
+                        if op == 0 { return self.stack.pop(); }
+                        let x = self.stack[op as usize];
+                        self.stack.push(x);
+                        self.out.push(x);
+                    }
+                }
+            }
+        }",
+    );
+    let flat: String = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("pub struct __Vm_run_stack(pub Vec<i64>);"), "{out}");
+    assert!(flat.contains("__self_stack: &mut __Vm_run_stack,"), "{out}");
+    assert!(flat.contains("let x = (__self_stack.0)[op as usize];"), "{out}");
+    assert!(flat.contains("self_.stack = __self_stack_value.0;"), "{out}");
+    assert!(flat.contains("mut __self_out: Vec<i64>, __self_out_home: &mut Vec<i64>,"), "{out}");
+}
