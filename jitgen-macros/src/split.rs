@@ -80,10 +80,10 @@ enum FieldKind {
     /// into a local of the portal, whose every exit moves it back to the
     /// field.
     Owned,
-    /// A changed `Vec` of scalars (an operand stack of numbers): moved into
-    /// a generated tuple struct around it, passed by `&mut` as a struct
-    /// field is (its header in registers in compiled code), and moved back
-    /// after the call.
+    /// A changed `Vec` of scalars that the methods index (an operand stack
+    /// of numbers, see [`indexed`]): moved into a generated tuple struct
+    /// around it, passed by `&mut` as a struct field is (its header in
+    /// registers in compiled code), and moved back after the call.
     Wrapped,
 }
 
