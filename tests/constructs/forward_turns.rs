@@ -68,6 +68,13 @@ pub mod turns {
     }
 }
 
+/// A random program of 1 to 8 ops below `ops`, each with an even operand
+/// byte (a jump's target: the start of some op).
+fn random_turns(rng: &mut crate::common::Rng, ops: u64) -> Vec<u8> {
+    let len = 2 * (1 + rng.below(8) as usize);
+    (0..len).map(|i| if i % 2 == 0 { rng.below(ops) as u8 } else { 2 * rng.below(len as u64 / 2) as u8 }).collect()
+}
+
 fn check(code: &[u8], n: i64) {
     let want = turns::jit::plain::run(code, n);
     assert_eq!(turns::run(code, n), want, "{code:?} {n}");
@@ -94,10 +101,7 @@ fn loops_closed_by_every_kind_of_jump_compile_and_random_programs_agree_with_pla
     turns::jit::config().set_threshold(3);
     let mut rng = crate::common::Rng(0xf0_4a4d);
     for _ in 0..crate::common::how_many(3000) {
-        let len = 2 * (1 + rng.below(8) as usize);
-        let code: Vec<u8> = (0..len)
-            .map(|i| if i % 2 == 0 { rng.below(7) as u8 } else { 2 * rng.below(len as u64 / 2) as u8 })
-            .collect();
+        let code = random_turns(&mut rng, 7);
         check(&code, rng.below(40) as i64);
     }
 }
@@ -190,10 +194,7 @@ fn a_fields_jumps_through_assignments_and_methods_compile_and_random_programs_ag
     fields::jit::config().set_threshold(3);
     let mut rng = crate::common::Rng(0xf1e1d5);
     for _ in 0..crate::common::how_many(3000) {
-        let len = 2 * (1 + rng.below(8) as usize);
-        let code: Vec<u8> = (0..len)
-            .map(|i| if i % 2 == 0 { rng.below(5) as u8 } else { 2 * rng.below(len as u64 / 2) as u8 })
-            .collect();
+        let code = random_turns(&mut rng, 5);
         check_fields(&code, rng.below(40) as i64);
     }
 }
