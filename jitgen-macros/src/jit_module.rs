@@ -868,7 +868,11 @@ fn place_hook(
         let __jit_green = #rt::driver::green_word(&[#(#cheap),*]);
         __jit_sampler.visits_hook(__jit_green, self::__jit::#skip_fn)
     };
-    let visits = quote!(self::jit::__DUE.any() && __jit_sampler.due() && { ::core::hint::cold_path(); #green_visit });
+    // Cold from the module's count on: where no thread's flag is raised, a
+    // visit falls through to the loop's dispatch instead of jumping over the
+    // thread's own test (PERFORMANCE.md, 2026-12-03).
+    let visits =
+        quote!(self::jit::__DUE.any() && { ::core::hint::cold_path(); __jit_sampler.due() } && { #green_visit });
     let runs = |give_up: TokenStream, assigns: &[TokenStream]| {
         quote! {
             #(let mut #tmps = #srcs;)*
@@ -904,8 +908,7 @@ fn place_hook(
         trial.block.stmts.insert(0, begin.clone());
         let hook = crate::outline::Hook {
             visits: quote! {
-                self::jit::__DUE.any() && __jit_sampler.due() && {
-                    ::core::hint::cold_path();
+                self::jit::__DUE.any() && { ::core::hint::cold_path(); __jit_sampler.due() } && {
                     if __jit_hooked {
                         #green_visit
                     } else {

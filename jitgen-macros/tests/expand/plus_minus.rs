@@ -79,9 +79,12 @@ pub mod plus_minus {
                     let __jit_hooked = !__jit_unhooked;
                     if __jit_resumed || (pc < s.len()) {
                         '__jit_loop: loop {
-                            if self::jit::__DUE.any() && __jit_sampler.due()
+                            if self::jit::__DUE.any()
                                 && {
                                     ::core::hint::cold_path();
+                                    __jit_sampler.due()
+                                }
+                                && {
                                     if __jit_hooked {
                                         let __jit_green = __rt::driver::green_word(
                                             &[
