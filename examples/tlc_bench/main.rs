@@ -505,8 +505,9 @@ fn cases_per_op(before: &jitgen::StatsSnapshot, after: &jitgen::StatsSnapshot) -
 const PAIRS_AT_MOST: usize = 101;
 
 /// Runs `run` in this thread until a run enters compiled code and neither
-/// compiles, hands code to the compiler's thread, fuses, nor postpones a
-/// fusion (the hot-spot policy may wait a few runs before compiling, code
+/// compiles, hands code to the compiler's thread, fuses, postpones a fusion,
+/// nor puts a case off past the thread's budget (the hot-spot policy may
+/// wait a few runs before compiling, code
 /// compiled beside the interpreter is installed in a later run, and fusing
 /// waits until code has run a while: a run that compiles nothing may not
 /// have entered any code either), or for at most 10 s.
@@ -520,6 +521,7 @@ fn warm_up(mut run: impl FnMut(), stats: fn() -> jitgen::StatsSnapshot) {
             && after.background_submissions == before.background_submissions
             && after.fusions == before.fusions
             && after.fusions_postponed == before.fusions_postponed
+            && after.cases_put_off == before.cases_put_off
             && after.entries > before.entries
         {
             return;

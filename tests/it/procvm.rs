@@ -166,6 +166,33 @@ fn child_random_procedure_programs_handing_over() {
     assert!(s.resumptions > 0 && s.parked > 0 && s.spills > 0, "{s:?}");
 }
 
+/// Random programs whose flexswitch misses find the thread's budget for
+/// cases spent (`Config::set_case_budget`, empty here): each miss hands
+/// over, and the portal call interprets to its end instead of entering its
+/// code again (a child process: the budget is the module's).
+#[test]
+fn random_procedure_programs_past_the_case_budget_agree_with_plain() {
+    assert!(common::run_child("child_random_procedure_programs_past_the_case_budget", None));
+}
+
+#[test]
+#[ignore = "run by random_procedure_programs_past_the_case_budget_agree_with_plain in a child process"]
+fn child_random_procedure_programs_past_the_case_budget() {
+    jit::config().set_case_budget(Some(std::time::Duration::ZERO));
+    let mut rng = common::Rng(0x5eed_b0d9);
+    for _ in 0..common::how_many(300) {
+        let source = ProgramWriter::program(rng.next());
+        let code = assemble(&source).unwrap_or_else(|e| panic!("{e}\n{source}"));
+        agree(&code, &source);
+    }
+    for n in [5, 12, 20] {
+        let code = assemble(&programs::fib(n, "Push 77\nPush 88")).unwrap();
+        agree(&code, &format!("fib({n})"));
+    }
+    let s = jit::stats();
+    assert!(s.cases_put_off > 0 && s.parked > 0, "{s:?}");
+}
+
 /// Calls deeper than a virtual list of frames holds, through procedures
 /// each reached first at that depth (a chain, no recursion), and a mutual
 /// recursion: `jit::specialize` puts the frames on the continuation stack

@@ -911,6 +911,10 @@ fn a_recursion_compiled_once_serves_later_runs() {
 #[test]
 #[ignore = "run by a_recursion_compiled_once_serves_later_runs in a child process"]
 fn child_recursion_compiled_once() {
+    // No budget for cases: in this debug build a case takes milliseconds,
+    // and the default budget would spread them over more runs than these
+    // (the budget is held by `procvm::random_procedure_programs_past_the_case_budget_agree_with_plain`).
+    jit::config().set_case_budget(None);
     let code = recursive_fib(22);
     let want = plain(&code);
     let mut vm = Vm::new(code.clone());

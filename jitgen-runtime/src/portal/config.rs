@@ -4,7 +4,7 @@
 //! (`JITGEN_THRESHOLD`, `JITGEN_OFF`, `JITGEN_BACKGROUND`) unless set
 //! explicitly.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Once, OnceLock};
 
 use crate::compile::schedule::Limits;
@@ -48,6 +48,12 @@ impl From<u32> for HotPolicy {
     }
 }
 
+/// [`Config::case_budget`] stored: no budget.
+const NO_CASE_BUDGET: u64 = u64::MAX;
+
+/// [`Config::case_budget`] stored: the hot-spot policy's budget.
+const POLICY_CASE_BUDGET: u64 = u64::MAX - 1;
+
 struct Env {
     threshold: Option<u32>,
     off: bool,
@@ -75,6 +81,10 @@ pub struct Config {
     fusion_patience: AtomicU32,
     background: AtomicBool,
     turn_checks: AtomicU32,
+    /// The budget for flexswitch cases in nanoseconds, [`NO_CASE_BUDGET`]
+    /// for none, [`POLICY_CASE_BUDGET`] for the policy's (see
+    /// [`Config::case_budget`]).
+    case_budget: AtomicU64,
     /// Why a module that compiles nothing unless asked interprets (see
     /// [`Config::interpreting`]).
     interprets_because: Option<&'static str>,
@@ -122,6 +132,7 @@ impl Config {
             fusion_patience: AtomicU32::new(FUSION_PATIENCE),
             background: AtomicBool::new(true),
             turn_checks: AtomicU32::new(crate::portal::slow::FIRST_TURNS as u32),
+            case_budget: AtomicU64::new(POLICY_CASE_BUDGET),
             interprets_because: None,
             told: Once::new(),
         }
@@ -166,6 +177,26 @@ impl Config {
     /// See [`Config::set_fusion_patience`].
     pub fn fusion_patience(&self) -> u32 {
         self.fusion_patience.load(Ordering::Relaxed)
+    }
+
+    /// What a thread may spend compiling flexswitch cases before its
+    /// spending is held to a share of its run time (`run::case_budget`);
+    /// past it, a miss hands over instead of compiling. `None`: no budget.
+    /// By default the default hot-spot policy has one and an explicit
+    /// threshold none; tests set an empty one to take that path at once.
+    pub fn set_case_budget(&self, start: Option<std::time::Duration>) {
+        let nanos = start.map_or(NO_CASE_BUDGET, |d| (d.as_nanos() as u64).min(POLICY_CASE_BUDGET - 1));
+        self.case_budget.store(nanos, Ordering::Relaxed);
+    }
+
+    /// The budget for flexswitch cases in force (see
+    /// [`Config::set_case_budget`]).
+    pub fn case_budget(&self) -> Option<std::time::Duration> {
+        match self.case_budget.load(Ordering::Relaxed) {
+            NO_CASE_BUDGET => None,
+            POLICY_CASE_BUDGET => self.hot_policy().warmup.then_some(crate::run::case_budget::START),
+            nanos => Some(std::time::Duration::from_nanos(nanos)),
+        }
     }
 
     /// Cases per flexswitch: past this many distinct values, a promotion

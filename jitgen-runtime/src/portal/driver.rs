@@ -693,14 +693,16 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
         }
     }
 
-    /// Compiled code entered by [`PortalCache::entering_code`] returned.
-    pub fn left_code(&mut self) {
+    /// Compiled code entered by [`PortalCache::entering_code`] returned;
+    /// whether no code of the portal runs any more.
+    pub fn left_code(&mut self) -> bool {
         self.clock.depth = self.clock.depth.saturating_sub(1);
         if self.clock.depth == 0 {
             if let Some(t) = self.clock.in_code.take() {
                 self.clock.away += t.elapsed();
             }
         }
+        self.clock.depth == 0
     }
 
     /// Records that the code of `key` handed over to the interpreter. Code
@@ -1073,6 +1075,9 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         };
         self.stats.entered();
         self.sampler.with(|s| s.entered_code());
+        // The cases its misses compile are held to the thread's budget
+        // (`run::case_budget`; by default, under the default policy only).
+        crate::run::case_budget::limit(self.config.case_budget());
         if code.turns().is_some() {
             let compiled = self.stats.compile_nanos();
             let word = entry_word();
@@ -1134,8 +1139,12 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     }
 
     /// Compiled code entered returned (see [`PortalCache::left_code`]).
+    /// Where no code of the portal runs any more, the thread's misses are
+    /// no longer held to its budget (`jit::specialize`'s are not).
     pub fn left_code(&self) {
-        self.cache.with(|c| c.borrow_mut().left_code())
+        if self.cache.with(|c| c.borrow_mut().left_code()) {
+            crate::run::case_budget::lift();
+        }
     }
 
     /// Records that the code of `key` handed over to the interpreter (see
@@ -1151,6 +1160,13 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// key is measured or the count armed again (`portal::slow::TurnClock`).
     pub fn handed_over(&self, key: &K, ran: Option<std::time::Duration>) {
         self.stats.parked();
+        if crate::run::case_budget::take_exhausted() {
+            // A miss past the thread's budget for cases: not the code's
+            // fault; the call interprets to its end rather than entering
+            // the code again to hand over again (`run::case_budget`).
+            self.sampler.with(|s| s.interpret_rest());
+            return;
+        }
         let compiled = self.stats.compile_nanos();
         if let Some(measure) = self.cache.with(|c| c.borrow_mut().turns_ran_out(key, compiled)) {
             // Its turn checks ran their count out (see `TurnClock`).

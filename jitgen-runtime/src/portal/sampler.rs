@@ -554,9 +554,10 @@ impl Sampler {
 
     /// The call under way interprets from here to its end: its position's
     /// code waits for a fusion the compiler's thread is compiling, and ran
-    /// slower unfused than interpreting ([`Sampler::unfused_slower`]). It
+    /// slower unfused than interpreting ([`Sampler::unfused_slower`]), or
+    /// the thread's budget for cases is spent (`run::case_budget`). It
     /// enters no code, and its time does not count ([`CallKind::Waited`]:
-    /// it may include handing the fusion over).
+    /// it may include handing the fusion over, or compiling).
     pub fn interpret_rest(&self) {
         let mut c = self.call.get();
         if c.mode == CallMode::Normal {
@@ -620,7 +621,9 @@ impl Sampler {
     /// `Some(left)`: a collision of the mask, the countdown goes on.
     #[inline]
     pub fn entry_hit(&self, word: u64, left: u32) -> Option<u32> {
-        if !self.may_enter(word) {
+        // A call that interprets to its end enters no code: its visits where
+        // code starts skip the hook too (it would only count them cold).
+        if !self.may_enter(word) || self.call.get().mode == CallMode::Interpreting {
             return Some(left);
         }
         let skipped = left.saturating_add(1);

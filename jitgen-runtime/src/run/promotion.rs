@@ -297,7 +297,16 @@ pub unsafe extern "C" fn flex_miss(table: *const CaseTable, value: u64) -> usize
         let Ok(mut inner) = table.inner.try_borrow_mut() else { return 0 };
         inner.misses += 1;
         MISSES.fetch_add(1, Ordering::Relaxed);
+        let now = std::time::Instant::now();
+        if inner.entries.len() < inner.max_cases && !crate::run::case_budget::allows(now) {
+            // Past the thread's budget: hand over (see `case_budget`).
+            if let Some(s) = table.stats {
+                s.case_put_off();
+            }
+            return 0;
+        }
         let compiled = if inner.entries.len() >= inner.max_cases { None } else { (inner.compile)(value) };
+        crate::run::case_budget::spend(now.elapsed());
         if let Some(s) = table.stats {
             s.flexswitch_missed(compiled.is_some());
         }

@@ -34,6 +34,7 @@ pub struct Stats {
     retired_slow: AtomicU64,
     turn_checks: AtomicU64,
     lazy_sides: AtomicU64,
+    cases_put_off: AtomicU64,
     recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
@@ -119,6 +120,11 @@ pub struct StatsSnapshot {
     /// when first taken (a side that leaves the interpreter's loop, a side
     /// past the lazy budget), not promotions.
     pub lazy_sides: u64,
+    /// Flexswitch misses that got no case because the thread had spent its
+    /// budget for compiling cases (`run::case_budget`): each handed over,
+    /// and the portal call interpreted to its end. A run that adds to none
+    /// of this, `compilations` and `fusions` runs the code as it will stay.
+    pub cases_put_off: u64,
 }
 
 impl Stats {
@@ -151,6 +157,7 @@ impl Stats {
             retired_slow: AtomicU64::new(0),
             turn_checks: AtomicU64::new(0),
             lazy_sides: AtomicU64::new(0),
+            cases_put_off: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
@@ -203,6 +210,13 @@ impl Stats {
         if lazy {
             self.lazy_sides.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Records a flexswitch miss refused by the thread's budget for cases
+    /// (`run::case_budget`).
+    pub fn case_put_off(&self) {
+        self.flexswitch_misses.fetch_add(1, Ordering::Relaxed);
+        self.cases_put_off.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records a callback from a flexswitch into the compiler, and whether
@@ -366,6 +380,7 @@ impl Stats {
             retired_slow: self.retired_slow.load(Ordering::Relaxed),
             turn_checks: self.turn_checks.load(Ordering::Relaxed),
             lazy_sides: self.lazy_sides.load(Ordering::Relaxed),
+            cases_put_off: self.cases_put_off.load(Ordering::Relaxed),
         }
     }
 }

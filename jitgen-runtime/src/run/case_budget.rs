@@ -1,0 +1,148 @@
+//! The compile budget of a thread's flexswitch cases.
+//!
+//! Cases compile at their switches' misses, on the time of the thread that
+//! runs the code. A recursion of the interpreted program run as one long
+//! portal call meets new states for as long as it runs: the procedure VM's
+//! fib(30), one call, compiled 135-302 cases in 100-224 ms where its
+//! interpreter takes 30 ms (PERFORMANCE.md). Where the portal turns the
+//! budget on ([`limit`]: `Config::case_budget`, [`START`] under the default
+//! hot-spot policy), a thread spends on cases at most that start plus one
+//! [`SHARE`]th of the time since its first case. A miss past that gets no case: the switch hands over, and
+//! [`take_exhausted`] tells the portal why, so that the call interprets to
+//! its end (`Sampler::interpret_rest`) instead of entering its code again at
+//! the next visit and handing over again (a hand-over runs execute mode and
+//! rebuilds the spilled frames: a budget without this handed over 10,101
+//! times in one call). The next call enters the code again and compiles
+//! what the time since has paid for.
+//!
+//! Invariant: the budget only withholds code; a miss it refuses continues
+//! in the interpreter, exactly as a switch past its `max_cases` does.
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+/// What a thread may spend on cases before its spending is held to
+/// [`SHARE`]: a short program's cases (TLC's recursive fib compiles its in
+/// about 5 ms) are never refused.
+pub const START: Duration = Duration::from_millis(10);
+
+/// Past [`START`], cases take at most one `SHARE`th of the time since the
+/// thread's first case.
+pub const SHARE: u32 = 10;
+
+/// One thread's budget.
+#[derive(Clone, Copy, Default)]
+struct Budget {
+    /// What the thread may spend before its spending is held to [`SHARE`];
+    /// `None`: misses are not held to a budget ([`limit`]).
+    start: Option<Duration>,
+    /// When the thread compiled its first case.
+    since: Option<Instant>,
+    /// What its cases took so far.
+    spent: Duration,
+    /// A miss was refused since the portal last looked ([`take_exhausted`]).
+    exhausted: bool,
+}
+
+thread_local! {
+    static BUDGET: Cell<Budget> = Cell::new(Budget::default());
+}
+
+/// Whether `spent` on cases is within the budget that starts at `start`,
+/// `since_first` after the first case.
+pub fn within(spent: Duration, since_first: Duration, start: Duration) -> bool {
+    spent < start + since_first / SHARE
+}
+
+/// Holds this thread's misses to a budget starting at `start`, or to none:
+/// a portal says so as it enters its code (`Config::case_budget`: the
+/// default hot-spot policy does; explicit thresholds and `jit::specialize`
+/// compile every case unless a test asks otherwise).
+pub fn limit(start: Option<Duration>) {
+    BUDGET.with(|b| {
+        let mut x = b.get();
+        x.start = start;
+        x.exhausted = false;
+        b.set(x);
+    });
+}
+
+/// No code of a portal runs any more: this thread's misses (those of
+/// `jit::specialize`) are no longer held to a budget. A refusal already
+/// noted stays for [`take_exhausted`].
+pub fn lift() {
+    BUDGET.with(|b| {
+        let mut x = b.get();
+        x.start = None;
+        b.set(x);
+    });
+}
+
+/// Whether a miss at `now` may compile a case; if not, the refusal is
+/// noted for [`take_exhausted`].
+pub fn allows(now: Instant) -> bool {
+    BUDGET.with(|b| {
+        let mut x = b.get();
+        let since = *x.since.get_or_insert(now);
+        let ok = x.start.is_none_or(|start| within(x.spent, now.saturating_duration_since(since), start));
+        x.exhausted |= !ok;
+        b.set(x);
+        ok
+    })
+}
+
+/// Records what a case took to compile.
+pub fn spend(took: Duration) {
+    BUDGET.with(|b| {
+        let mut x = b.get();
+        x.spent += took;
+        b.set(x);
+    });
+}
+
+/// Whether a miss was refused since the last call (or since the portal
+/// entered its code); clears it.
+pub fn take_exhausted() -> bool {
+    BUDGET.with(|b| {
+        let mut x = b.get();
+        let was = x.exhausted;
+        x.exhausted = false;
+        b.set(x);
+        was
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_starts_full_and_grows_with_time() {
+        assert!(within(Duration::ZERO, Duration::ZERO, START));
+        assert!(within(START - Duration::from_micros(1), Duration::ZERO, START));
+        assert!(!within(START, Duration::ZERO, START));
+        let later = Duration::from_millis(100) * SHARE;
+        assert!(within(START + Duration::from_millis(99), later, START));
+        assert!(!within(START + Duration::from_millis(100), later, START));
+        assert!(!within(Duration::ZERO, Duration::ZERO, Duration::ZERO), "an empty budget refuses at once");
+    }
+
+    #[test]
+    fn a_refused_miss_is_told_once_and_only_where_the_budget_is_on() {
+        let t = Instant::now();
+        limit(None);
+        spend(START * 2);
+        assert!(allows(t), "off: every miss compiles");
+        assert!(!take_exhausted());
+        limit(Some(START));
+        assert!(!allows(t), "spent past the start with no time since");
+        assert!(take_exhausted());
+        assert!(!take_exhausted(), "told once");
+        assert!(allows(t + START * 2 * SHARE), "time refills it");
+        assert!(!allows(t));
+        lift();
+        assert!(take_exhausted(), "a refusal outlives the code that met it");
+        assert!(allows(t), "lifted: every miss compiles");
+        limit(None);
+    }
+}
