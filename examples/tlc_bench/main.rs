@@ -506,7 +506,7 @@ const PAIRS_AT_MOST: usize = 101;
 
 /// Runs `run` in this thread until a run enters compiled code and neither
 /// compiles, hands code to the compiler's thread, fuses, postpones a fusion,
-/// nor puts a case off past the thread's budget (the hot-spot policy may
+/// nor puts a case off past the call's budget (the hot-spot policy may
 /// wait a few runs before compiling, code
 /// compiled beside the interpreter is installed in a later run, and fusing
 /// waits until code has run a while: a run that compiles nothing may not

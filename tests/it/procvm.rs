@@ -166,7 +166,7 @@ fn child_random_procedure_programs_handing_over() {
     assert!(s.resumptions > 0 && s.parked > 0 && s.spills > 0, "{s:?}");
 }
 
-/// Random programs whose flexswitch misses find the thread's budget for
+/// Random programs whose flexswitch misses find the call's budget for
 /// cases spent (`Config::set_case_budget`, empty here): each miss hands
 /// over, and the portal call interprets to its end instead of entering its
 /// code again (a child process: the budget is the module's).

@@ -1075,9 +1075,10 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         };
         self.stats.entered();
         self.sampler.with(|s| s.entered_code());
-        // The cases its misses compile are held to the thread's budget
+        // The cases its misses compile are held to the call's budget
         // (`run::case_budget`; by default, under the default policy only).
-        crate::run::case_budget::limit(self.config.case_budget());
+        let call = self.sampler.with(|s| s.call_began());
+        crate::run::case_budget::limit(self.config.case_budget(), call);
         if code.turns().is_some() {
             let compiled = self.stats.compile_nanos();
             let word = entry_word();
@@ -1140,7 +1141,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
 
     /// Compiled code entered returned (see [`PortalCache::left_code`]).
     /// Where no code of the portal runs any more, the thread's misses are
-    /// no longer held to its budget (`jit::specialize`'s are not).
+    /// no longer held to a call's budget (`jit::specialize`'s are not).
     pub fn left_code(&self) {
         if self.cache.with(|c| c.borrow_mut().left_code()) {
             crate::run::case_budget::lift();
@@ -1161,7 +1162,7 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     pub fn handed_over(&self, key: &K, ran: Option<std::time::Duration>) {
         self.stats.parked();
         if crate::run::case_budget::take_exhausted() {
-            // A miss past the thread's budget for cases: not the code's
+            // A miss past the call's budget for cases: not the code's
             // fault; the call interprets to its end rather than entering
             // the code again to hand over again (`run::case_budget`).
             self.sampler.with(|s| s.interpret_rest());

@@ -555,7 +555,7 @@ impl Sampler {
     /// The call under way interprets from here to its end: its position's
     /// code waits for a fusion the compiler's thread is compiling, and ran
     /// slower unfused than interpreting ([`Sampler::unfused_slower`]), or
-    /// the thread's budget for cases is spent (`run::case_budget`). It
+    /// the call's budget for cases is spent (`run::case_budget`). It
     /// enters no code, and its time does not count ([`CallKind::Waited`]:
     /// it may include handing the fusion over, or compiling).
     pub fn interpret_rest(&self) {

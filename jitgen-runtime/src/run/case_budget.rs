@@ -1,4 +1,4 @@
-//! The compile budget of a thread's flexswitch cases.
+//! The compile budget of a portal call's flexswitch cases.
 //!
 //! Cases compile at their switches' misses, on the time of the thread that
 //! runs the code. A recursion of the interpreted program run as one long
@@ -6,14 +6,20 @@
 //! fib(30), one call, compiled 135-302 cases in 100-224 ms where its
 //! interpreter takes 30 ms (PERFORMANCE.md). Where the portal turns the
 //! budget on ([`limit`]: `Config::case_budget`, [`START`] under the default
-//! hot-spot policy), a thread spends on cases at most that start plus one
-//! [`SHARE`]th of the time since its first case. A miss past that gets no case: the switch hands over, and
-//! [`take_exhausted`] tells the portal why, so that the call interprets to
-//! its end (`Sampler::interpret_rest`) instead of entering its code again at
-//! the next visit and handing over again (a hand-over runs execute mode and
+//! hot-spot policy), the outermost portal call under way spends on cases at
+//! most that start plus one [`SHARE`]th of its own time so far. A miss past
+//! that gets no case: the switch hands over, and [`take_exhausted`] tells
+//! the portal why, so that the call interprets to its end
+//! (`Sampler::interpret_rest`) instead of entering its code again at the
+//! next visit and handing over again (a hand-over runs execute mode and
 //! rebuilds the spilled frames: a budget without this handed over 10,101
-//! times in one call). The next call enters the code again and compiles
-//! what the time since has paid for.
+//! times in one call). The next call has a budget of its own, and compiles
+//! from where the last one stopped.
+//!
+//! The budget is a call's, not the thread's: held to a share of the
+//! thread's whole run time, a program run again and again compiled half a
+//! case per run, every run entering its code and handing over, and never
+//! reached its compiled speed (PERFORMANCE.md).
 //!
 //! Invariant: the budget only withholds code; a miss it refuses continues
 //! in the interpreter, exactly as a switch past its `max_cases` does.
@@ -21,22 +27,21 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-/// What a thread may spend on cases before its spending is held to
+/// What a call may spend on cases before its spending is held to
 /// [`SHARE`]: a short program's cases (TLC's recursive fib compiles its in
 /// about 5 ms) are never refused.
 pub const START: Duration = Duration::from_millis(10);
 
-/// Past [`START`], cases take at most one `SHARE`th of the time since the
-/// thread's first case.
+/// Past [`START`], a call's cases take at most one `SHARE`th of its time.
 pub const SHARE: u32 = 10;
 
-/// One thread's budget.
+/// The budget of the call under way in one thread.
 #[derive(Clone, Copy, Default)]
 struct Budget {
-    /// What the thread may spend before its spending is held to [`SHARE`];
+    /// What the call may spend before its spending is held to [`SHARE`];
     /// `None`: misses are not held to a budget ([`limit`]).
     start: Option<Duration>,
-    /// When the thread compiled its first case.
+    /// When the call began (where the portal did not say: its first case).
     since: Option<Instant>,
     /// What its cases took so far.
     spent: Duration,
@@ -49,20 +54,26 @@ thread_local! {
 }
 
 /// Whether `spent` on cases is within the budget that starts at `start`,
-/// `since_first` after the first case.
-pub fn within(spent: Duration, since_first: Duration, start: Duration) -> bool {
-    spent < start + since_first / SHARE
+/// `elapsed` into the call.
+pub fn within(spent: Duration, elapsed: Duration, start: Duration) -> bool {
+    spent < start + elapsed / SHARE
 }
 
-/// Holds this thread's misses to a budget starting at `start`, or to none:
-/// a portal says so as it enters its code (`Config::case_budget`: the
-/// default hot-spot policy does; explicit thresholds and `jit::specialize`
-/// compile every case unless a test asks otherwise).
-pub fn limit(start: Option<Duration>) {
+/// Holds this thread's misses to a budget starting at `start`, or to none,
+/// for the outermost portal call that began at `call`: a portal says so as
+/// it enters its code (`Config::case_budget`: the default hot-spot policy
+/// does; explicit thresholds and `jit::specialize` compile every case
+/// unless a test asks otherwise). A call other than the last one starts
+/// with nothing spent.
+pub fn limit(start: Option<Duration>, call: Option<Instant>) {
     BUDGET.with(|b| {
         let mut x = b.get();
         x.start = start;
         x.exhausted = false;
+        if call.is_none() || call != x.since {
+            x.since = call;
+            x.spent = Duration::ZERO;
+        }
         b.set(x);
     });
 }
@@ -117,7 +128,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_budget_starts_full_and_grows_with_time() {
+    fn the_budget_starts_full_and_grows_with_the_call() {
         assert!(within(Duration::ZERO, Duration::ZERO, START));
         assert!(within(START - Duration::from_micros(1), Duration::ZERO, START));
         assert!(!within(START, Duration::ZERO, START));
@@ -130,19 +141,21 @@ mod tests {
     #[test]
     fn a_refused_miss_is_told_once_and_only_where_the_budget_is_on() {
         let t = Instant::now();
-        limit(None);
+        limit(None, Some(t));
         spend(START * 2);
         assert!(allows(t), "off: every miss compiles");
         assert!(!take_exhausted());
-        limit(Some(START));
-        assert!(!allows(t), "spent past the start with no time since");
+        limit(Some(START), Some(t));
+        assert!(!allows(t), "the same call: spent past the start with no time since");
         assert!(take_exhausted());
         assert!(!take_exhausted(), "told once");
-        assert!(allows(t + START * 2 * SHARE), "time refills it");
+        assert!(allows(t + START * 2 * SHARE), "the call's time refills it");
         assert!(!allows(t));
         lift();
         assert!(take_exhausted(), "a refusal outlives the code that met it");
         assert!(allows(t), "lifted: every miss compiles");
-        limit(None);
+        limit(Some(START), Some(t + START));
+        assert!(allows(t + START), "a new call starts with nothing spent");
+        limit(None, None);
     }
 }

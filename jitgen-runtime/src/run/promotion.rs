@@ -299,7 +299,7 @@ pub unsafe extern "C" fn flex_miss(table: *const CaseTable, value: u64) -> usize
         MISSES.fetch_add(1, Ordering::Relaxed);
         let now = std::time::Instant::now();
         if inner.entries.len() < inner.max_cases && !crate::run::case_budget::allows(now) {
-            // Past the thread's budget: hand over (see `case_budget`).
+            // Past the call's budget: hand over (see `case_budget`).
             if let Some(s) = table.stats {
                 s.case_put_off();
             }

@@ -120,7 +120,7 @@ pub struct StatsSnapshot {
     /// when first taken (a side that leaves the interpreter's loop, a side
     /// past the lazy budget), not promotions.
     pub lazy_sides: u64,
-    /// Flexswitch misses that got no case because the thread had spent its
+    /// Flexswitch misses that got no case because the portal call had spent its
     /// budget for compiling cases (`run::case_budget`): each handed over,
     /// and the portal call interpreted to its end. A run that adds to none
     /// of this, `compilations` and `fusions` runs the code as it will stay.
@@ -212,7 +212,7 @@ impl Stats {
         }
     }
 
-    /// Records a flexswitch miss refused by the thread's budget for cases
+    /// Records a flexswitch miss refused by the call's budget for cases
     /// (`run::case_budget`).
     pub fn case_put_off(&self) {
         self.flexswitch_misses.fetch_add(1, Ordering::Relaxed);
