@@ -870,7 +870,7 @@ fn place_hook(
     };
     // Cold from the module's count on: where no thread's flag is raised, a
     // visit falls through to the loop's dispatch instead of jumping over the
-    // thread's own test (PERFORMANCE.md, 2026-12-03).
+    // thread's own test (a taken branch per instruction; PERFORMANCE.md).
     let visits =
         quote!(self::jit::__DUE.any() && { ::core::hint::cold_path(); __jit_sampler.due() } && { #green_visit });
     let runs = |give_up: TokenStream, assigns: &[TokenStream]| {

@@ -891,6 +891,35 @@ fn child_random_recursions_handing_over() {
     assert!(s.resumptions > 0 && s.spills > 0, "{s:?}");
 }
 
+/// Random recursions whose flexswitch misses find the call's budget for
+/// cases spent (empty here): each miss hands over as past `max_cases`, and
+/// the call interprets to its end; the whole machine must be what plain
+/// leaves (a child process: the budget is the module's).
+#[test]
+fn random_recursions_past_the_case_budget_agree_with_plain() {
+    assert!(common::run_child("child_random_recursions_past_the_case_budget", None));
+}
+
+#[test]
+#[ignore = "run by random_recursions_past_the_case_budget_agree_with_plain in a child process"]
+fn child_random_recursions_past_the_case_budget() {
+    jit::config().set_threshold(0);
+    jit::config().set_case_budget(Some(std::time::Duration::ZERO));
+    let mut rng = common::Rng(0x5eed_b0da);
+    for _ in 0..common::how_many(100) {
+        let code = random_recursive_program(&mut rng);
+        let want = whole(&code, PLAIN);
+        assert_eq!(whole(&code, PORTAL), want, "{code:?}");
+        assert_eq!(whole(&code, SPECIALIZED), want, "{code:?}");
+    }
+    for n in [2, 7, 11] {
+        let code = recursive_fib(n);
+        assert_eq!(whole(&code, PORTAL), whole(&code, PLAIN), "fib({n})");
+    }
+    let s = jit::stats();
+    assert!(s.cases_put_off > 0 && s.resumptions > 0, "{s:?}");
+}
+
 /// Recursive fibonacci run again and again on one machine in one thread at
 /// the default threshold, as an embedder runs its program: its recursion
 /// compiles (frames spilled, nothing declined); the run after the one that

@@ -2,18 +2,17 @@
 //!
 //! Cases compile at their switches' misses, on the time of the thread that
 //! runs the code. A recursion of the interpreted program run as one long
-//! portal call meets new states for as long as it runs: the procedure VM's
-//! fib(30), one call, compiled 135-302 cases in 100-224 ms where its
-//! interpreter takes 30 ms (PERFORMANCE.md). Where the portal turns the
-//! budget on ([`limit`]: `Config::case_budget`, [`START`] under the default
+//! portal call meets new states for as long as it runs; compiled at its
+//! misses, their cases took several times the interpreter's time for the
+//! whole call (PERFORMANCE.md). Where the portal turns the budget on ([`limit`]: `Config::case_budget`, [`START`] under the default
 //! hot-spot policy), the outermost portal call under way spends on cases at
 //! most that start plus one [`SHARE`]th of its own time so far. A miss past
 //! that gets no case: the switch hands over, and [`take_exhausted`] tells
 //! the portal why, so that the call interprets to its end
 //! (`Sampler::interpret_rest`) instead of entering its code again at the
 //! next visit and handing over again (a hand-over runs execute mode and
-//! rebuilds the spilled frames: a budget without this handed over 10,101
-//! times in one call). The next call has a budget of its own, and compiles
+//! rebuilds the spilled frames: a budget without this handed over at
+//! nearly every visit). The next call has a budget of its own, and compiles
 //! from where the last one stopped.
 //!
 //! The budget is a call's, not the thread's: held to a share of the
@@ -28,8 +27,8 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// What a call may spend on cases before its spending is held to
-/// [`SHARE`]: a short program's cases (TLC's recursive fib compiles its in
-/// about 5 ms) are never refused.
+/// [`SHARE`]: large enough that a short program's cases (TLC's recursive
+/// fib's) are never refused.
 pub const START: Duration = Duration::from_millis(10);
 
 /// Past [`START`], a call's cases take at most one `SHARE`th of its time.
