@@ -462,10 +462,13 @@ impl ProgramWriter {
 
 /// Random programs of the VM's shape agree with plain in their whole final
 /// state, through the portal at thresholds 0 and 1000 and through
-/// `jit::specialize`. `JITGEN_RANDOM_PROGRAMS` sets how many.
+/// `jit::specialize`. `JITGEN_RANDOM_PROGRAMS` sets how many. Their returns
+/// reach switches knowing different facts, so some cases resume their
+/// state with its facts forgotten (`cases_forgetting`).
 #[test]
 fn random_procedure_programs_agree_with_plain() {
     let _one = THRESHOLD.lock().unwrap_or_else(|e| e.into_inner());
+    let forgetting = jit::stats().cases_forgetting;
     let mut rng = common::Rng(0x5eed_5757);
     let (mut recursed, mut panicked, n) = (0, 0, common::how_many(1500));
     for _ in 0..n {
@@ -478,4 +481,5 @@ fn random_procedure_programs_agree_with_plain() {
     }
     // Some programs print at a depth of three frames; few overflow.
     assert!(recursed > 0 && panicked * 10 < n, "{recursed} printed frames, {panicked} of {n} panicked");
+    assert!(jit::stats().cases_forgetting > forgetting, "{:?}", jit::stats());
 }

@@ -1199,6 +1199,17 @@ impl<F: Frame> JitState<F> {
         self.top_len = None;
     }
 
+    /// Forgets the known fields whose values are run-time values, keeping
+    /// those known as constants (what promotions made known).
+    pub fn forget_run_time_fields(&mut self) {
+        self.known.retain(|f| f.value.as_const().is_some());
+    }
+
+    /// Whether a known field holds a run-time value.
+    pub fn knows_run_time_fields(&self) -> bool {
+        self.known.iter().any(|f| f.value.as_const().is_none())
+    }
+
     /// `len()` of a list of structs whose objects may be virtual, without
     /// moving its virtual elements into memory: a constant for a virtual
     /// list; else the length of its part in memory (and of its entries on

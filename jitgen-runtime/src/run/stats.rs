@@ -35,6 +35,7 @@ pub struct Stats {
     turn_checks: AtomicU64,
     lazy_sides: AtomicU64,
     cases_put_off: AtomicU64,
+    cases_forgetting: AtomicU64,
     recursion: AtomicBool,
     last_decline: Mutex<Option<String>>,
 }
@@ -125,6 +126,11 @@ pub struct StatsSnapshot {
     /// and the portal call interpreted to its end. A run that adds to none
     /// of this, `compilations` and `fusions` runs the code as it will stay.
     pub cases_put_off: u64,
+    /// Flexswitch cases that resumed their state without the facts about
+    /// memory its path knew of run-time values, because the same state had
+    /// been resumed knowing other facts before (`compile::schedule::resume`'s
+    /// `KNOWLEDGE_VARIANTS`): compiled so, or reusing such a case.
+    pub cases_forgetting: u64,
 }
 
 impl Stats {
@@ -158,6 +164,7 @@ impl Stats {
             turn_checks: AtomicU64::new(0),
             lazy_sides: AtomicU64::new(0),
             cases_put_off: AtomicU64::new(0),
+            cases_forgetting: AtomicU64::new(0),
             recursion: AtomicBool::new(false),
             last_decline: Mutex::new(None),
         }
@@ -217,6 +224,12 @@ impl Stats {
     pub fn case_put_off(&self) {
         self.flexswitch_misses.fetch_add(1, Ordering::Relaxed);
         self.cases_put_off.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a flexswitch case that resumed its state with the facts its
+    /// path knew forgotten.
+    pub fn case_forgetting(&self) {
+        self.cases_forgetting.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records a callback from a flexswitch into the compiler, and whether
@@ -381,6 +394,7 @@ impl Stats {
             turn_checks: self.turn_checks.load(Ordering::Relaxed),
             lazy_sides: self.lazy_sides.load(Ordering::Relaxed),
             cases_put_off: self.cases_put_off.load(Ordering::Relaxed),
+            cases_forgetting: self.cases_forgetting.load(Ordering::Relaxed),
         }
     }
 }

@@ -212,6 +212,7 @@ impl<F: Frame> Compilation<F> {
                 declines_recursion: Cell::new(false),
                 cases: RefCell::new(None),
                 shapes: RefCell::new(Default::default()),
+                knowledge_variants: RefCell::new(Default::default()),
                 pieces: RefCell::new(vec![]),
                 kept: RefCell::new(vec![]),
                 ahead: Cell::new(None),

@@ -16,7 +16,10 @@
 //! run-time indices (`JitState::forget_elements_in_recursion`): the cells
 //! of an operand stack it loaded or stored are words of frames at some
 //! depth, known differently on each path that returns to the switch, and
-//! a case reloads the few it reads. Each case is entered by a tail call with its live
+//! a case reloads the few it reads. Likewise, a state resumed again knowing
+//! other facts about memory than the case compiled for it compiles once
+//! more with the facts of run-time values forgotten, and that case serves
+//! every later set of them ([`KNOWLEDGE_VARIANTS`]). Each case is entered by a tail call with its live
 //! values passed through the frame (a store and a load per value). When the
 //! switch is full or a case declines, residual code continues in the
 //! interpreter through execute mode. So a switch is made only where no
@@ -79,6 +82,9 @@ pub(super) struct Tree {
     /// [`CONSTANT_VARIANTS`] of them passes its constants as run-time values
     /// (see [`Compilation::flexswitch`]).
     pub(super) shapes: RefCell<HashMap<u64, Vec<u64>>>,
+    /// Per resumed state (key and promoted value, by hash), how many cases
+    /// compiled it knowing different facts (see [`KNOWLEDGE_VARIANTS`]).
+    pub(super) knowledge_variants: RefCell<HashMap<u64, usize>>,
     /// The pieces compiled so far: name, code and function (for
     /// fusion, see `ir::passes::fuse`, and for listings). The root function owns the tree
     /// (so the pieces); switches refer to it weakly, and to pieces by entry
@@ -164,6 +170,20 @@ impl crate::run::promotion::Pieces for Tree {
 /// at each level: a piece per value, up to the tree's budget of cases.
 pub(super) const CONSTANT_VARIANTS: usize = 2;
 
+/// How many cases may compile one resumed state (the same key and promoted
+/// value) knowing different facts about memory (`JitState::known`: fields
+/// and list cells loaded or stored, with their bounds). A path that reaches
+/// a switch knows what it did on the way, and the paths of a recursion that
+/// return to one switch each know other facts: with every set kept, one
+/// state compiled a case per set, and the fusion of those cases grew with
+/// them. Past this many, the state compiles once with the facts of
+/// run-time values forgotten (`JitState::forget_run_time_fields`), and that
+/// case serves every later set. Fields known as constants stay known (a
+/// promoted function, an `ip` stored: forgotten, each would be promoted
+/// again), and so do the relations between the live values and which of
+/// them are lengths, which place the stack cells a case reads.
+pub(super) const KNOWLEDGE_VARIANTS: usize = 1;
+
 /// The largest constant by which a case knows one live value of its switch
 /// as another plus it ([`Related`]). Indices an interpreter computes from
 /// a frame's base reach what the stack's length in memory locates (an
@@ -186,10 +206,11 @@ pub(super) enum Layout {
 /// Resumed states (key, layout of reds) to the entry and name of their piece.
 /// The promoted value is part of the key: a frame's key does not show the
 /// value handed to it.
-pub(super) type CaseCache<G> = HashMap<
-    (StateKey<<G as Frame>::Key>, FactsKey, Vec<Layout>, Option<u64>, Vec<Related>, Vec<usize>),
-    (usize, String),
->;
+pub(super) type CaseCache<G> = HashMap<CaseKey<G>, (usize, String)>;
+
+/// The key of a resumed state in a [`CaseCache`].
+pub(super) type CaseKey<G> =
+    (StateKey<<G as Frame>::Key>, FactsKey, Vec<Layout>, Option<u64>, Vec<Related>, Vec<usize>);
 
 /// A live value of a switch known as an earlier one plus a constant
 /// (positions among the live values, and the constant): a case knows it too.
@@ -467,53 +488,94 @@ impl<F: Frame> Compilation<F> {
             let lengths = lengths.clone();
             Box::new(move |w: u64| -> Option<crate::run::promotion::Case> {
                 let tree = weak.upgrade()?;
+                // The state resumed with `w`: the compilation it starts, and
+                // its key. `general`: with what the switch's path knew of
+                // memory forgotten, but for constants.
                 let name = format!("{}_piece{}", tree.name, tree.pieces.borrow().len() + 1);
-                let mut c: Compilation<G> = Compilation::new(&name, &live_tys, &outputs, limits);
-                c.tree = tree.clone();
-                c.defer = Some(fns.defer);
-                c.piece = true;
-                let mut st = snapshot.0.clone();
-                let inputs = c.inputs();
-                for &(i, j, k) in &related {
-                    if let RedBox::Var { val, .. } = inputs[i] {
-                        c.b.set_linear_form(val, Some((inputs[j], k)));
+                let prepare = |general: bool| -> Option<(Compilation<G>, JitState<G>, CaseKey<G>)> {
+                    let mut c: Compilation<G> = Compilation::new(&name, &live_tys, &outputs, limits);
+                    c.tree = tree.clone();
+                    c.defer = Some(fns.defer);
+                    c.piece = true;
+                    let mut st = snapshot.0.clone();
+                    let inputs = c.inputs();
+                    let (related, lengths) = (related.clone(), lengths.clone());
+                    for &(i, j, k) in &related {
+                        if let RedBox::Var { val, .. } = inputs[i] {
+                            c.b.set_linear_form(val, Some((inputs[j], k)));
+                        }
                     }
-                }
-                for &i in &lengths {
-                    c.b.know_length(&inputs[i]);
-                }
-                let reds = rebuild(&snapshot.1, &inputs, w);
-                st.set_reds(&reds);
-                st.know_lengths(&mut c.b);
-                if promoting {
-                    (fns.deliver)(&mut st, w);
-                }
-                if unspilling {
-                    let rel = st.unspill(&mut c.b, Some(w))?;
-                    // Words that should be the operand stack's length plus
-                    // a constant: checked, and where they are not, a lazily
-                    // compiled continuation goes on with them as they are.
-                    let generic = st.clone();
-                    if let Some(cond) = st.relate_unspilled(&mut c.b, &rel) {
-                        c.branch_off(&cond, true, generic);
+                    for &i in &lengths {
+                        c.b.know_length(&inputs[i]);
                     }
-                }
-                st.epoch = c.b.calls;
-                let key = (
-                    st.key(),
-                    st.facts_key(),
-                    layout(&reds, &inputs),
-                    keyed.then_some(w),
-                    related.clone(),
-                    lengths.clone(),
-                );
-                {
+                    let mut reds = rebuild(&snapshot.1, &inputs, w);
+                    st.set_reds(&reds);
+                    if general {
+                        st.forget_run_time_fields();
+                        reds = st.reds();
+                    }
+                    st.know_lengths(&mut c.b);
+                    if promoting {
+                        (fns.deliver)(&mut st, w);
+                    }
+                    if unspilling {
+                        let rel = st.unspill(&mut c.b, Some(w))?;
+                        // Words that should be the operand stack's length plus
+                        // a constant: checked, and where they are not, a lazily
+                        // compiled continuation goes on with them as they are.
+                        let generic = st.clone();
+                        if let Some(cond) = st.relate_unspilled(&mut c.b, &rel) {
+                            c.branch_off(&cond, true, generic);
+                        }
+                    }
+                    st.epoch = c.b.calls;
+                    let key = (
+                        st.key(),
+                        st.facts_key(),
+                        layout(&reds, &inputs),
+                        keyed.then_some(w),
+                        related,
+                        lengths,
+                    );
+                    Some((c, st, key))
+                };
+                let cached = |key: &CaseKey<G>| -> Option<(usize, String)> {
                     let mut cache = tree.cases.borrow_mut();
                     let cache = cache.get_or_insert_with(|| Box::new(CaseCache::<G>::new()));
-                    if let Some((entry, name)) = cache.downcast_ref::<CaseCache<G>>().and_then(|m| m.get(&key)) {
-                        tree.cases_added.set(tree.cases_added.get() + 1);
-                        return Some(crate::run::promotion::Case::Shared(*entry as *const u8, name.clone()));
+                    cache.downcast_ref::<CaseCache<G>>().and_then(|m| m.get(key)).cloned()
+                };
+                let reuse = |entry: usize, name: String| {
+                    tree.cases_added.set(tree.cases_added.get() + 1);
+                    Some(crate::run::promotion::Case::Shared(entry as *const u8, name))
+                };
+                let (mut c, mut st, mut key) = prepare(false)?;
+                if let Some((entry, name)) = cached(&key) {
+                    return reuse(entry, name);
+                }
+                // A state met again knowing other facts compiles once more,
+                // without those of run-time values (see `KNOWLEDGE_VARIANTS`).
+                let mut also = None;
+                let variants = {
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    std::hash::Hash::hash(&(&key.0, key.3, promoting, unspilling), &mut h);
+                    let mut v = tree.knowledge_variants.borrow_mut();
+                    let n = v.entry(std::hash::Hasher::finish(&h)).or_insert(0);
+                    *n += 1;
+                    *n
+                };
+                if variants > KNOWLEDGE_VARIANTS && st.knows_run_time_fields() {
+                    let (gc, gst, gkey) = prepare(true)?;
+                    if let Some(s) = tree.stats {
+                        s.case_forgetting();
                     }
+                    if let Some((entry, name)) = cached(&gkey) {
+                        if let Some(m) = tree.cases.borrow_mut().as_mut().and_then(|b| b.downcast_mut::<CaseCache<G>>()) {
+                            m.insert(key, (entry, name.clone()));
+                        }
+                        return reuse(entry, name);
+                    }
+                    also = Some(std::mem::replace(&mut key, gkey));
+                    (c, st) = (gc, gst);
                 }
                 if tree.cases_left.get() == 0 {
                     return None;
@@ -543,6 +605,9 @@ impl<F: Frame> Compilation<F> {
                 let entry = code.tail_entry() as usize;
                 if let Some(m) = tree.cases.borrow_mut().as_mut().and_then(|b| b.downcast_mut::<CaseCache<G>>()) {
                     m.insert(key, (entry, name.clone()));
+                    if let Some(k) = also {
+                        m.insert(k, (entry, name.clone()));
+                    }
                 }
                 let piece = Piece { name: name.clone(), code, function: Rc::new(function) };
                 tree.pieces.borrow_mut().push(piece);
