@@ -137,3 +137,27 @@ fn random_programs_agree_with_plain() {
     }
     assert!(calls > n && failed > 0, "{calls} calls, {failed} failed");
 }
+
+/// A recursion whose calls come back to its entry without calling Rust is
+/// timed per turn only where every turn counts: its code, entered by many
+/// calls in one thread with the first turn check after one turn, stays
+/// (`TurnCounter::partial`). Counting only the turns of compilations that
+/// call Rust made fib's code seem to take a whole call per turn, and it was
+/// retired (a child process: the turn checks are the module's).
+#[test]
+fn a_recursion_whose_turns_do_not_all_count_keeps_its_code() {
+    assert!(common::run_child("child_a_recursion_whose_turns_do_not_all_count", None));
+}
+
+#[test]
+#[ignore = "run by a_recursion_whose_turns_do_not_all_count_keeps_its_code in a child process"]
+fn child_a_recursion_whose_turns_do_not_all_count() {
+    jit::config().set_threshold(0);
+    jit::config().set_turn_checks(1);
+    let f = fib();
+    for run in 0..40 {
+        assert_eq!(whole(&f, &[14], Vm::run), whole(&f, &[14], jit::plain::Vm::run), "run {run}");
+    }
+    let s = jit::stats();
+    assert!(s.entries > 0 && s.retired_slow == 0, "{s:?} {:?}", jit::last_decline());
+}

@@ -111,16 +111,24 @@ pub trait Pieces: std::fmt::Debug {
 /// to the interpreter, and the portal compares the time the code took per
 /// turn with the interpreter's (`portal::slow::TurnClock`). It starts at
 /// `i64::MAX` (never reached) until a portal arms it.
+///
+/// The comparison holds only where every turn counts: the interpreter's
+/// time is per visit of the merge point, so code that comes back to it
+/// uncounted on some paths (a compilation that had recorded no call of
+/// Rust yet) seems slower per counted turn than it is. Such code is
+/// *partial*, and its portal never arms the count.
 #[repr(C)]
 #[derive(Debug)]
 pub struct TurnCounter {
     /// The turns left; what residual code reads and writes at offset 0.
     pub left: std::cell::Cell<i64>,
+    /// Some path comes back to the merge point without counting.
+    pub partial: std::cell::Cell<bool>,
 }
 
 impl Default for TurnCounter {
     fn default() -> Self {
-        TurnCounter { left: std::cell::Cell::new(i64::MAX) }
+        TurnCounter { left: std::cell::Cell::new(i64::MAX), partial: std::cell::Cell::new(false) }
     }
 }
 
@@ -128,6 +136,13 @@ impl TurnCounter {
     /// Whether the code ran its turns out and left to be measured.
     pub fn ran_out(&self) -> bool {
         self.left.get() <= 0
+    }
+
+    /// Records a path that comes back to the merge point without counting:
+    /// the count is never armed again, and one armed runs no more out.
+    pub fn set_partial(&self) {
+        self.partial.set(true);
+        self.left.set(i64::MAX);
     }
 }
 

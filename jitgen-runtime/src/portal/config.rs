@@ -179,9 +179,10 @@ impl Config {
         self.fusion_patience.load(Ordering::Relaxed)
     }
 
-    /// What a thread may spend compiling flexswitch cases before its
-    /// spending is held to a share of its run time (`run::case_budget`);
-    /// past it, a miss hands over instead of compiling. `None`: no budget.
+    /// What the outermost portal call may spend compiling flexswitch cases
+    /// before its spending is held to a share of its run time
+    /// (`run::case_budget`); past it, a miss hands over instead of
+    /// compiling. `None`: no budget.
     /// By default the default hot-spot policy has one and an explicit
     /// threshold none; tests set an empty one to take that path at once.
     pub fn set_case_budget(&self, start: Option<std::time::Duration>) {

@@ -472,6 +472,12 @@ impl TurnClock {
         compiled: u64,
         first: i64,
     ) {
+        if counter.partial.get() {
+            // Not every turn counts: a time per counted turn is not one per
+            // visit (see `TurnCounter`).
+            self.armed = None;
+            return;
+        }
         if self.turns == 0 {
             self.turns = first.max(1);
         }
@@ -493,7 +499,7 @@ impl TurnClock {
     /// its next visit.
     pub fn ran_out(&mut self, counter: &crate::ir::function::TurnCounter, code_time: Duration, compiled: u64) {
         counter.left.set(i64::MAX);
-        let Some((at, compiled_at)) = self.armed.take() else { return };
+        let Some((at, compiled_at)) = self.armed.take().filter(|_| !counter.partial.get()) else { return };
         let spent =
             code_time.saturating_sub(at).saturating_sub(Duration::from_nanos(compiled.saturating_sub(compiled_at)));
         if spent < TURN_SPAN {

@@ -195,10 +195,12 @@ impl<F: Frame> Compilation<F> {
     /// interpreter: the false side is a state that hands over at once
     /// (`JitState::leaving`), so execute mode parks it at this merge point.
     /// Compilations without such calls (a recursion's arithmetic, a loop
-    /// over memory) count nothing. (The count is the compilation's, not
-    /// the path's: a path without calls may count too, which costs a
-    /// decrement.) The root's first merge point is its entry, whose key is
-    /// kept here.
+    /// over memory) count nothing, and make the tree's count *partial*: the
+    /// portal compares time per turn only where every turn counts (see
+    /// [`crate::ir::function::TurnCounter`]). (The count is the
+    /// compilation's, not the path's: a path without calls may count too,
+    /// which costs a decrement.) The root's first merge point is its entry,
+    /// whose key is kept here.
     fn turn_check(&mut self, st: &JitState<F>, key: &crate::compile::state::StateKey<F::Key>) {
         use std::hash::BuildHasher;
         if self.b.exec || !self.for_portal() || self.defer.is_none() {
@@ -209,7 +211,12 @@ impl<F: Frame> Compilation<F> {
             self.tree.root_key.set(Some(h));
             return;
         }
-        if self.tree.root_key.get() != Some(h) || self.b.hot_calls == 0 || st.hands_over() {
+        if self.tree.root_key.get() != Some(h) || st.hands_over() || self.tree.turns.partial.get() {
+            return;
+        }
+        if self.b.hot_calls == 0 {
+            // A turn that does not count: the counts are no longer per turn.
+            self.tree.turns.set_partial();
             return;
         }
         self.tree.counts_turns.set(true);
