@@ -181,8 +181,10 @@ pub(super) const CONSTANT_VARIANTS: usize = 2;
 /// case serves every later set. Fields known as constants stay known (a
 /// promoted function, an `ip` stored: forgotten, each would be promoted
 /// again), and so do the relations between the live values and which of
-/// them are lengths, which place the stack cells a case reads.
-pub(super) const KNOWLEDGE_VARIANTS: usize = 1;
+/// them are lengths, which place the stack cells a case reads. Two sets,
+/// not one: a state's second set is often what most of its paths know,
+/// and with one, funcvm's Ackermann ran slower (PERFORMANCE.md).
+pub(super) const KNOWLEDGE_VARIANTS: usize = 2;
 
 /// The largest constant by which a case knows one live value of its switch
 /// as another plus it ([`Related`]). Indices an interpreter computes from
