@@ -504,29 +504,30 @@ fn cases_per_op(before: &jitgen::StatsSnapshot, after: &jitgen::StatsSnapshot) -
 /// The most pairs of plain and warm runs [`other_interpreters`] times.
 const PAIRS_AT_MOST: usize = 101;
 
-/// Runs `run` in this thread until four runs in a row enter compiled code
-/// and neither compile, hand code to the compiler's thread, fuse, postpone
-/// a fusion, nor put a case off past the call's budget (the hot-spot policy
-/// may wait a few runs before compiling, code compiled beside the
-/// interpreter is installed in a later run, and fusing waits until code has
-/// run a while: a run that compiles nothing may not have entered any code
-/// either; code compiled in the first run is compared with three runs
-/// interpreted on purpose after three that enter it), or for at most 10 s.
+/// Runs `run` in this thread until a run enters compiled code and neither
+/// compiles, hands code to the compiler's thread, fuses, postpones a fusion,
+/// nor puts a case off past the call's budget, the last four runs having
+/// entered code (the hot-spot policy may wait a few runs before compiling,
+/// code compiled beside the interpreter is installed in a later run, and
+/// fusing waits until code has run a while: a run that compiles nothing may
+/// not have entered any code either; code compiled in the first run is
+/// compared with three runs interpreted on purpose after three that enter
+/// it), or for at most 10 s.
 fn warm_up(mut run: impl FnMut(), stats: fn() -> jitgen::StatsSnapshot) {
     let start = Instant::now();
-    let mut settled = 0;
+    let mut entered = 0;
     while start.elapsed() < Duration::from_secs(10) {
         let before = stats();
         run();
         let after = stats();
-        let quiet = after.compilations == before.compilations
+        entered = if after.entries > before.entries { entered + 1 } else { 0 };
+        if entered >= 4
+            && after.compilations == before.compilations
             && after.background_submissions == before.background_submissions
             && after.fusions == before.fusions
             && after.fusions_postponed == before.fusions_postponed
             && after.cases_put_off == before.cases_put_off
-            && after.entries > before.entries;
-        settled = if quiet { settled + 1 } else { 0 };
-        if settled == 4 {
+        {
             return;
         }
     }
