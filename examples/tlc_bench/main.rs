@@ -510,9 +510,8 @@ const PAIRS_AT_MOST: usize = 101;
 /// entered code (the hot-spot policy may wait a few runs before compiling,
 /// code compiled beside the interpreter is installed in a later run, and
 /// fusing waits until code has run a while: a run that compiles nothing may
-/// not have entered any code either; code compiled in the first run is
-/// compared with three runs interpreted on purpose after three that enter
-/// it), or for at most 10 s.
+/// not have entered any code either; suspect code is compared with runs
+/// interpreted on purpose, which enter none), or for at most 10 s.
 fn warm_up(mut run: impl FnMut(), stats: fn() -> jitgen::StatsSnapshot) {
     let start = Instant::now();
     let mut entered = 0;

@@ -35,11 +35,8 @@
 //! has no code (`Sampler::entry_mask`), at the plain interpreter's speed,
 //! and the comparison is with that.
 //!
-//! Calls shorter than [`SHORTEST`] are not counted. Code compiled in the
-//! first call of its position has no interpreted calls before it to
-//! compare with: it is suspect from the start (funcvm's Ackermann, its
-//! code compiled in the first call, now and then fused into code slower
-//! than its interpreter, and kept it). The
+//! Calls shorter than [`SHORTEST`] are not counted, and code compiled in
+//! the first call of its position is kept (nothing to compare with). The
 //! comparison needs calls that do the same work: interpreted calls whose
 //! times spread by more than [`SPREAD`] (a caller running the same program on
 //! growing inputs) leave the verdict to the code. Only the outermost
@@ -215,11 +212,9 @@ impl Tally {
         if !self.suspect {
             // Clearly faster than the calls before it (which also counted
             // toward compiling, with cold caches: a baseline that flatters
-            // the code): the code stays, and no call is interpreted on
-            // purpose. Code compiled in the first call has no such calls to
-            // compare with: it is suspect, and calls interpreted on purpose
-            // decide.
-            if !self.before.is_empty() && compiled.as_secs_f64() * CLEARLY <= median(&self.before).as_secs_f64() {
+            // the code), or compiled in the first call (nothing to compare
+            // with): the code stays, and no call is interpreted on purpose.
+            if self.before.is_empty() || compiled.as_secs_f64() * CLEARLY <= median(&self.before).as_secs_f64() {
                 self.verdict = Verdict::Keep;
                 return Some(self.verdict);
             }
@@ -352,26 +347,13 @@ mod tests {
     }
 
     #[test]
-    fn code_compiled_in_a_first_call_is_compared_with_calls_interpreted_on_purpose() {
-        for (interpreted, verdict) in
-            [(100, Verdict::Keep), (20, Verdict::Retire { compiled: ms(40), interpreted: ms(20) })]
-        {
-            let mut t = Tally::default();
-            let mut v = None;
-            for _ in 0..SAMPLES {
-                v = t.record(CallKind::Compiled, ms(40));
-            }
-            assert_eq!(v, None, "no interpreted call before the code: nothing decided");
-            for _ in 0..SAMPLES {
-                assert!(t.wants_interpreted());
-                v = t.record(CallKind::Interpreted, ms(interpreted));
-            }
-            assert_eq!(v, Some(verdict), "{interpreted} ms interpreted");
+    fn code_compiled_in_a_first_call_or_calls_too_short_to_time_stay() {
+        let mut t = Tally::default();
+        let mut v = None;
+        for _ in 0..SAMPLES {
+            v = t.record(CallKind::Compiled, ms(40));
         }
-    }
-
-    #[test]
-    fn calls_too_short_to_time_leave_the_code() {
+        assert_eq!(v, Some(Verdict::Keep), "no interpreted call before the code");
         let mut t = Tally::default();
         for _ in 0..10 {
             t.record(CallKind::Interpreted, Duration::from_micros(10));
