@@ -531,20 +531,18 @@ impl<F: Frame> Compilation<F> {
                         }
                     }
                     st.epoch = c.b.calls;
-                    let key = (
-                        st.key(),
-                        st.facts_key(),
-                        layout(&reds, &inputs),
-                        keyed.then_some(w),
-                        related,
-                        lengths,
-                    );
+                    let key = (st.key(), st.facts_key(), layout(&reds, &inputs), keyed.then_some(w), related, lengths);
                     Some((c, st, key))
                 };
                 let cached = |key: &CaseKey<G>| -> Option<(usize, String)> {
                     let mut cache = tree.cases.borrow_mut();
                     let cache = cache.get_or_insert_with(|| Box::new(CaseCache::<G>::new()));
                     cache.downcast_ref::<CaseCache<G>>().and_then(|m| m.get(key)).cloned()
+                };
+                let remember = |key: CaseKey<G>, entry: usize, name: &str| {
+                    if let Some(m) = tree.cases.borrow_mut().as_mut().and_then(|b| b.downcast_mut::<CaseCache<G>>()) {
+                        m.insert(key, (entry, name.to_string()));
+                    }
                 };
                 let reuse = |entry: usize, name: String| {
                     tree.cases_added.set(tree.cases_added.get() + 1);
@@ -571,9 +569,7 @@ impl<F: Frame> Compilation<F> {
                         s.case_forgetting();
                     }
                     if let Some((entry, name)) = cached(&gkey) {
-                        if let Some(m) = tree.cases.borrow_mut().as_mut().and_then(|b| b.downcast_mut::<CaseCache<G>>()) {
-                            m.insert(key, (entry, name.clone()));
-                        }
+                        remember(key, entry, &name);
                         return reuse(entry, name);
                     }
                     also = Some(std::mem::replace(&mut key, gkey));
@@ -605,11 +601,9 @@ impl<F: Frame> Compilation<F> {
                 }
                 let (code, _, function) = r.ok()?;
                 let entry = code.tail_entry() as usize;
-                if let Some(m) = tree.cases.borrow_mut().as_mut().and_then(|b| b.downcast_mut::<CaseCache<G>>()) {
-                    m.insert(key, (entry, name.clone()));
-                    if let Some(k) = also {
-                        m.insert(k, (entry, name.clone()));
-                    }
+                remember(key, entry, &name);
+                if let Some(k) = also {
+                    remember(k, entry, &name);
                 }
                 let piece = Piece { name: name.clone(), code, function: Rc::new(function) };
                 tree.pieces.borrow_mut().push(piece);
