@@ -166,6 +166,38 @@ fn a_call_entering_no_code_stops_testing_the_mask() {
     assert_eq!(run(&mut sampler, 100), 100);
 }
 
+/// One call of the portal, as its generated code makes it: begins, its
+/// first visit at key `[9]` (green word `word`), entering or compiling there
+/// as the site says, and ends having taken `took`. Whether it entered code,
+/// and its mode.
+fn portal_call(
+    site: &PortalSite<[u64; 1]>,
+    stats: &Stats,
+    word: u64,
+    took: Duration,
+    code: bool,
+) -> (bool, jitgen_runtime::driver::CallMode) {
+    use jitgen_runtime::driver::CallMode;
+    let timed = SAMPLER.with(|s| s.begin_call(stats.compile_work()));
+    assert!(timed, "the outermost call");
+    let goes = SAMPLER.with(|s| s.ask(true, 0, word)).is_none();
+    let mode = SAMPLER.with(|s| s.call_mode());
+    let mut entered = false;
+    if goes || mode != CallMode::Normal {
+        if let Some(hot) = site.visit(&[9], &[]) {
+            let mut compile = |_: &[u64]| -> Result<ResidualFunction, String> {
+                let mut b = ResidualBuilder::new("code", &[], &[ValTy::I64]);
+                let r = b.konst(ValTy::I64, 9);
+                b.ret(&[r]);
+                Ok(b.finish())
+            };
+            entered = code && site.code(hot, [9], &[], &[], &mut compile, &|| word).is_some();
+        }
+    }
+    site.call_ended(Some(took));
+    (entered, mode)
+}
+
 /// Code whose calls run slower than interpreted calls of the same position
 /// is retired (`portal::slow`): after three compiled calls slower than the
 /// calls before them, three calls are interpreted on purpose; compiled
@@ -182,30 +214,7 @@ fn code_slower_than_interpreting_is_retired_and_its_calls_go_unhooked() {
     CACHE.with(|c| *c.borrow_mut() = PortalCache::default());
     let site = PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &DENSE, stats: &STATS, nested: false };
     let word = green_word(&[0x7000, 0]);
-    // One call of the portal, as its generated code makes it: begins, its
-    // first visit at key [9], entering or compiling there as the site
-    // says, and ends having taken `took`. Whether it entered code, and its
-    // mode.
-    let call = |took: Duration, code: bool| -> (bool, CallMode) {
-        let timed = SAMPLER.with(|s| s.begin_call(STATS.compile_work()));
-        assert!(timed, "the outermost call");
-        let goes = SAMPLER.with(|s| s.ask(true, 0, word)).is_none();
-        let mode = SAMPLER.with(|s| s.call_mode());
-        let mut entered = false;
-        if goes || mode != CallMode::Normal {
-            if let Some(hot) = site.visit(&[9], &[]) {
-                let mut compile = |_: &[u64]| -> Result<ResidualFunction, String> {
-                    let mut b = ResidualBuilder::new("code", &[], &[ValTy::I64]);
-                    let r = b.konst(ValTy::I64, 9);
-                    b.ret(&[r]);
-                    Ok(b.finish())
-                };
-                entered = code && site.code(hot, [9], &[], &[], &mut compile, &|| word).is_some();
-            }
-        }
-        site.call_ended(Some(took));
-        (entered, mode)
-    };
+    let call = |took: Duration, code: bool| portal_call(&site, &STATS, word, took, code);
     let ms = Duration::from_millis;
     // Interpreted calls before the code, then one that compiles (its time
     // is the compiler's), then compiled calls twice as slow.
@@ -530,4 +539,53 @@ fn a_measured_word_is_counted_without_the_hook() {
     assert_eq!(visits, asks + 1);
     assert!(took >= MEASURED_SPAN);
     assert!(s.take_measured().is_none(), "taken once");
+}
+
+/// Code compiled in its position's first call has no interpreted call
+/// before it: it is compared with the calls that compiled it. Not clearly
+/// faster than those, it is suspect, and a call interpreted on purpose
+/// that runs past twice the compiled calls' time keeps the code and enters
+/// it from its next visit of the hook, untimed.
+#[test]
+fn code_compiled_in_a_first_call_is_suspect_unless_clearly_faster_than_that_call() {
+    use jitgen_runtime::driver::{green_word, CallMode};
+    static STATS: Stats = Stats::new();
+    static DENSE: Config = Config::new();
+    DENSE.set_threshold(0);
+    CACHE.with(|c| *c.borrow_mut() = PortalCache::default());
+    let site = PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &DENSE, stats: &STATS, nested: false };
+    let word = green_word(&[0x7100, 0]);
+    let ms = Duration::from_millis;
+    let (compiled, _) = portal_call(&site, &STATS, word, ms(30), true);
+    assert!(compiled && STATS.snapshot().compilations == 1);
+    for _ in 0..3 {
+        assert_eq!(portal_call(&site, &STATS, word, ms(1), true), (true, CallMode::Normal));
+    }
+    // 1 ms against the 30 ms call that compiled: clearly faster, kept.
+    assert_eq!(portal_call(&site, &STATS, word, ms(1), true), (true, CallMode::Normal));
+    // Another position, whose compiled calls are not clearly faster than
+    // the call that compiled them.
+    CACHE.with(|c| *c.borrow_mut() = PortalCache::default());
+    let word = green_word(&[0x7100, 1]);
+    portal_call(&site, &STATS, word, ms(30), true);
+    for _ in 0..3 {
+        assert_eq!(portal_call(&site, &STATS, word, ms(20), true), (true, CallMode::Normal));
+    }
+    // Suspect: the next call is interpreted on purpose. Its visits reach
+    // the hook cold until it has run past 40 ms; then it enters the code.
+    SAMPLER.with(|s| {
+        s.begin_call(STATS.compile_work());
+        assert_eq!(s.ask(true, 0, word), None, "its first visit goes to the hook");
+    });
+    assert!(site.visit(&[9], &[]).is_none(), "interpreted on purpose");
+    assert_eq!(SAMPLER.with(|s| s.call_mode()), CallMode::Interpreting);
+    std::thread::sleep(ms(45));
+    assert!(site.visit(&[9], &[]).is_some(), "past twice the code's time: it enters the code");
+    assert_eq!(SAMPLER.with(|s| s.call_mode()), CallMode::Normal);
+    site.call_ended(Some(ms(45)));
+    // The code stays: later calls enter it, and none is interpreted again.
+    for _ in 0..4 {
+        assert_eq!(portal_call(&site, &STATS, word, ms(20), true), (true, CallMode::Normal));
+    }
+    assert_eq!(STATS.snapshot().retired_slow, 0);
 }

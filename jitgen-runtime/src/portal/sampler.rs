@@ -567,6 +567,28 @@ impl Sampler {
         self.call.set(c);
     }
 
+    /// Whether the call under way, interpreted on purpose, has run long
+    /// enough to show its position's code clearly faster
+    /// (`Tally::interpreted_past_code`): then the code stays, and the call
+    /// may enter it from its next visit on; its time does not count.
+    pub fn interpreted_past_code(&self) -> bool {
+        let mut c = self.call.get();
+        let (Some(green), Some(began)) = (c.green, self.call_began()) else { return false };
+        if c.mode != CallMode::Interpreting || c.waited {
+            return false;
+        }
+        let mut tallies = self.tallies.borrow_mut();
+        let Some(t) = tallies.get_mut(&green) else { return false };
+        if !t.interpreted_past_code(began.elapsed()) {
+            return false;
+        }
+        t.keep();
+        c.mode = CallMode::Normal;
+        c.waited = true;
+        self.call.set(c);
+        true
+    }
+
     /// Whether the call under way started at a position whose calls ran
     /// code waiting to be fused slower than interpreting (see
     /// [`Tally::unfused_slower`]).

@@ -35,8 +35,11 @@
 //! has no code (`Sampler::entry_mask`), at the plain interpreter's speed,
 //! and the comparison is with that.
 //!
-//! Calls shorter than [`SHORTEST`] are not counted, and code compiled in
-//! the first call of its position is kept (nothing to compare with). The
+//! Calls shorter than [`SHORTEST`] are not counted. Code compiled in the
+//! first call of its position has no interpreted calls before it: it is
+//! compared with the calls that compiled it instead, which interpreted
+//! until the code came and then waited for it, a baseline that flatters
+//! the code still more (where none took [`SHORTEST`], the code stays). The
 //! comparison needs calls that do the same work: interpreted calls whose
 //! times spread by more than [`SPREAD`] (a caller running the same program on
 //! growing inputs) leave the verdict to the code. Only the outermost
@@ -120,6 +123,9 @@ pub enum Verdict {
 pub struct Tally {
     /// Interpreted calls before any compiled one.
     before: Vec<Duration>,
+    /// Calls that compiled before any compiled one (the latest
+    /// [`SAMPLES`]): the baseline where no interpreted call came first.
+    compiling: Vec<Duration>,
     /// Interpreted calls since (on purpose, once the code is suspect).
     interpreted: Vec<Duration>,
     compiled: Vec<Duration>,
@@ -136,6 +142,7 @@ impl Default for Tally {
     fn default() -> Self {
         Tally {
             before: vec![],
+            compiling: vec![],
             interpreted: vec![],
             compiled: vec![],
             unfused: vec![],
@@ -187,6 +194,25 @@ impl Tally {
         self.verdict == Verdict::Open && self.suspect && self.interpreted.len() < SAMPLES
     }
 
+    /// Whether a call interpreted on purpose that has run `took` so far
+    /// shows the code clearly faster: it took [`CLEARLY`] times the
+    /// compiled calls' median already. Then the code stays
+    /// ([`Tally::keep`]) and the call enters it from there, so that
+    /// comparing never costs more than that (a Brainfuck loop's code ran
+    /// 40x faster than its interpreter: three whole calls interpreted on
+    /// purpose would have cost a hundred compiled ones).
+    pub fn interpreted_past_code(&self, took: Duration) -> bool {
+        self.wants_interpreted()
+            && self.compiled.len() == SAMPLES
+            && took.as_secs_f64() > CLEARLY * median(&self.compiled).as_secs_f64()
+    }
+
+    /// Keeps the code: a call interpreted on purpose ran past
+    /// [`Tally::interpreted_past_code`].
+    pub fn keep(&mut self) {
+        self.verdict = Verdict::Keep;
+    }
+
     /// Records a call of `kind` that took `took`; returns the verdict when
     /// this call decided it.
     pub fn record(&mut self, kind: CallKind, took: Duration) -> Option<Verdict> {
@@ -200,6 +226,10 @@ impl Tally {
             return None;
         }
         match kind {
+            CallKind::Compiling if self.compiled.is_empty() => {
+                push_latest(&mut self.compiling, took);
+                return None;
+            }
             CallKind::Compiling | CallKind::Unfused | CallKind::Waited => return None,
             CallKind::Interpreted if self.compiled.is_empty() => push_latest(&mut self.before, took),
             CallKind::Interpreted => push_latest(&mut self.interpreted, took),
@@ -212,9 +242,13 @@ impl Tally {
         if !self.suspect {
             // Clearly faster than the calls before it (which also counted
             // toward compiling, with cold caches: a baseline that flatters
-            // the code), or compiled in the first call (nothing to compare
-            // with): the code stays, and no call is interpreted on purpose.
-            if self.before.is_empty() || compiled.as_secs_f64() * CLEARLY <= median(&self.before).as_secs_f64() {
+            // the code), or than the calls that compiled it where none came
+            // before (funcvm's Ackermann, its code compiled in its first
+            // call, now and then fused into code slower than its
+            // interpreter and kept it): the code stays, and no call is
+            // interpreted on purpose. With neither, nothing to compare.
+            let baseline = if self.before.is_empty() { &self.compiling } else { &self.before };
+            if baseline.is_empty() || compiled.as_secs_f64() * CLEARLY <= median(baseline).as_secs_f64() {
                 self.verdict = Verdict::Keep;
                 return Some(self.verdict);
             }
@@ -347,13 +381,60 @@ mod tests {
     }
 
     #[test]
-    fn code_compiled_in_a_first_call_or_calls_too_short_to_time_stay() {
+    fn code_compiled_in_a_first_call_is_compared_with_the_calls_that_compiled_it() {
+        // Clearly faster than the calls that compiled it: kept at once.
+        let mut fast = Tally::default();
+        fast.record(CallKind::Compiling, ms(50));
+        fast.record(CallKind::Compiling, ms(12));
+        let mut v = None;
+        for _ in 0..SAMPLES {
+            v = fast.record(CallKind::Compiled, ms(10));
+        }
+        assert_eq!(v, Some(Verdict::Keep), "the median of 50 and 12 ms is 50");
+        assert!(!fast.wants_interpreted());
+        // Not clearly faster: calls interpreted on purpose decide.
+        for (interpreted, verdict) in
+            [(100, Verdict::Keep), (20, Verdict::Retire { compiled: ms(40), interpreted: ms(20) })]
+        {
+            let mut t = Tally::default();
+            t.record(CallKind::Compiling, ms(60));
+            let mut v = None;
+            for _ in 0..SAMPLES {
+                v = t.record(CallKind::Compiled, ms(40));
+            }
+            assert_eq!(v, None, "suspect: nothing decided yet");
+            t.record(CallKind::Compiling, ms(30));
+            for _ in 0..SAMPLES {
+                assert!(t.wants_interpreted());
+                v = t.record(CallKind::Interpreted, ms(interpreted));
+            }
+            assert_eq!(v, Some(verdict), "{interpreted} ms interpreted");
+        }
+    }
+
+    #[test]
+    fn a_call_interpreted_on_purpose_past_twice_the_codes_time_keeps_it() {
+        let mut t = Tally::default();
+        t.record(CallKind::Compiling, ms(12));
+        for _ in 0..SAMPLES {
+            t.record(CallKind::Compiled, ms(10));
+        }
+        assert!(t.wants_interpreted(), "not clearly faster than the call that compiled it");
+        assert!(!t.interpreted_past_code(ms(20)), "not past twice 10 ms yet");
+        assert!(t.interpreted_past_code(ms(21)));
+        t.keep();
+        assert!(!t.wants_interpreted() && !t.interpreted_past_code(ms(100)));
+        assert_eq!(t.verdict, Verdict::Keep);
+    }
+
+    #[test]
+    fn code_with_nothing_to_compare_with_or_calls_too_short_to_time_stay() {
         let mut t = Tally::default();
         let mut v = None;
         for _ in 0..SAMPLES {
             v = t.record(CallKind::Compiled, ms(40));
         }
-        assert_eq!(v, Some(Verdict::Keep), "no interpreted call before the code");
+        assert_eq!(v, Some(Verdict::Keep), "no call before the code");
         let mut t = Tally::default();
         for _ in 0..10 {
             t.record(CallKind::Interpreted, Duration::from_micros(10));
