@@ -1103,9 +1103,6 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         let Some((green, kind)) = self.sampler.with(|s| s.end_call(work)) else { return };
         self.cache.with(|c| c.borrow_mut().call_ended(green));
         let (Some(green), Some(took)) = (green, took.filter(|_| !std::thread::panicking())) else { return };
-        if std::env::var_os("ZZDBG").is_some() {
-            eprintln!("ZZ call {green:x} {kind:?} {took:?} work {work}");
-        }
         let Some(Verdict::Retire { compiled, interpreted }) = self.sampler.with(|s| s.record_call(green, kind, took))
         else {
             return;
