@@ -750,6 +750,10 @@ fn portal_call_site(
     }
     let runs_plain_fn = format_ident!("__runs_plain_{}", name);
     let runs_plain = unhooked_query(&runs_plain_fn, &sampler, "runs_plain", "runs the plain interpreter");
+    let plain_timed_fn = format_ident!("__runs_plain_timed_{}", name);
+    let plain_timed =
+        unhooked_query(&plain_timed_fn, &sampler, "runs_plain_timed", "runs the plain interpreter, timed");
+    let begin_fn = format_ident!("__begin_{}", name);
     let parks_at_head = place_hook(hooks, item, e, &args, park, never, cx);
     // Interpreting only (`JITGEN_OFF=1`, `set_enabled(false)`): the
     // plain copy, with no hook at its merge point.
@@ -798,6 +802,16 @@ fn portal_call_site(
             })
         };
         if !never {
+            // Calls interpreted on purpose to compare suspect code with,
+            // the plain interpreter timed (the clock's drop ends the call).
+            hooks.push(plain_timed);
+            item.block.stmts.insert(
+                0,
+                syn::parse_quote!(if self::__jit::#plain_timed_fn() {
+                    let __jit_clock = self::__jit::#begin_fn();
+                    return __jit_off(#(#plain_args),*);
+                }),
+            );
             // After calls at retired positions, the plain interpreter.
             hooks.push(runs_plain);
             item.block.stmts.insert(

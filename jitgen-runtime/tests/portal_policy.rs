@@ -589,3 +589,40 @@ fn code_compiled_in_a_first_call_is_suspect_unless_clearly_faster_than_that_call
     }
     assert_eq!(STATS.snapshot().retired_slow, 0);
 }
+
+/// After one call interpreted on purpose through the hook, the next ones
+/// at the same position run the plain interpreter's own function
+/// (`Sampler::runs_plain_timed`), timed as that position's calls
+/// interpreted on purpose: their times decide the verdict.
+#[test]
+fn calls_interpreted_on_purpose_after_the_first_run_the_plain_function_timed() {
+    use jitgen_runtime::driver::{green_word, CallMode};
+    static STATS: Stats = Stats::new();
+    static DENSE: Config = Config::new();
+    DENSE.set_threshold(0);
+    CACHE.with(|c| *c.borrow_mut() = PortalCache::default());
+    let site = PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &DENSE, stats: &STATS, nested: false };
+    let word = green_word(&[0x7200, 0]);
+    let ms = Duration::from_millis;
+    assert_eq!(portal_call(&site, &STATS, word, ms(10), false), (false, CallMode::Normal));
+    portal_call(&site, &STATS, word, ms(50), true);
+    for _ in 0..3 {
+        assert!(!SAMPLER.with(|s| s.runs_plain_timed()), "not suspect yet");
+        assert_eq!(portal_call(&site, &STATS, word, ms(20), true), (true, CallMode::Normal));
+    }
+    // Suspect: the first call interpreted on purpose goes through the hook.
+    assert!(!SAMPLER.with(|s| s.runs_plain_timed()), "none interpreted on purpose yet");
+    assert_eq!(portal_call(&site, &STATS, word, ms(10), true), (false, CallMode::Interpreting));
+    // The next two run the plain function: no visit, timed for the position.
+    for k in 0..2 {
+        assert!(SAMPLER.with(|s| s.runs_plain_timed()), "call {k}");
+        SAMPLER.with(|s| {
+            assert!(s.begin_call(STATS.compile_work()));
+            assert_eq!(s.call_mode(), CallMode::Interpreting);
+        });
+        site.call_ended(Some(ms(10)));
+    }
+    assert_eq!(STATS.snapshot().retired_slow, 1, "{:?}", STATS.last_decline());
+    assert!(STATS.last_decline().is_some_and(|w| w.contains("20.000 ms, interpreted 10.000 ms")));
+    assert!(!SAMPLER.with(|s| s.runs_plain_timed()), "decided");
+}

@@ -14,6 +14,10 @@ pub mod plus_minus {
         if self::__jit::__runs_plain_ll_plus_minus() {
             return __jit_off(s, x, y);
         }
+        if self::__jit::__runs_plain_timed_ll_plus_minus() {
+            let __jit_clock = self::__jit::__begin_ll_plus_minus();
+            return __jit_off(s, x, y);
+        }
         let mut __jit_sampler = self::__jit::__begin_ll_plus_minus();
         let mut acc = x;
         let mut pc = 0;
@@ -785,6 +789,15 @@ pub mod plus_minus {
         #[inline(never)]
         pub(super) fn __gives_up_ll_plus_minus() -> bool {
             let __yes = __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.gives_up());
+            if __yes {
+                super::jit::__STATS.unhooked();
+            }
+            __yes
+        }
+        /// Whether this call of the portal runs the plain interpreter, timed (see `Sampler::runs_plain_timed`); counted.
+        #[inline(never)]
+        pub(super) fn __runs_plain_timed_ll_plus_minus() -> bool {
+            let __yes = __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.runs_plain_timed());
             if __yes {
                 super::jit::__STATS.unhooked();
             }

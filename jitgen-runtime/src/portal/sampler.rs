@@ -425,6 +425,12 @@ pub struct Sampler {
     retired_calls: Cell<u32>,
     /// Calls run plain since the last that went through the hook.
     plain_calls: Cell<u32>,
+    /// The position the last outermost call started at, and how many
+    /// outermost calls in a row started there.
+    last_start: Cell<(Option<u64>, u32)>,
+    /// The position the next outermost call is timed for while it runs the
+    /// plain interpreter (see [`Sampler::runs_plain_timed`]).
+    plain_next: Cell<Option<u64>>,
     /// Timed calls per position (see `portal::slow`).
     tallies: std::cell::RefCell<rustc_hash::FxHashMap<u64, Tally>>,
     /// The green word of a key whose code is measured against the
@@ -454,6 +460,8 @@ impl Sampler {
             call_began: Cell::new(None),
             retired_calls: Cell::new(0),
             plain_calls: Cell::new(0),
+            last_start: Cell::new((None, 0)),
+            plain_next: Cell::new(None),
             tallies: std::cell::RefCell::new(rustc_hash::FxHashMap::with_hasher(rustc_hash::FxBuildHasher)),
             measured: Cell::new(None),
         }
@@ -467,7 +475,14 @@ impl Sampler {
         let d = self.depth.get();
         self.depth.set(d + 1);
         if d == 0 {
-            self.call.set(CallState { compile_work, ..CallState::IDLE });
+            // A call that runs the plain interpreter for its position's
+            // comparison (`runs_plain_timed`) is that position's,
+            // interpreted on purpose.
+            let (green, mode) = match self.plain_next.take() {
+                Some(g) => (Some(g), CallMode::Interpreting),
+                None => (None, CallMode::Normal),
+            };
+            self.call.set(CallState { compile_work, green, mode, ..CallState::IDLE });
             self.call_began.set(Some(std::time::Instant::now()));
             // No loop of the portal waits in this thread now.
             self.waiting_since.set(None);
@@ -488,6 +503,8 @@ impl Sampler {
             return None;
         }
         let c = self.call.replace(CallState::IDLE);
+        let (last, n) = self.last_start.get();
+        self.last_start.set((c.green, if last == c.green { n.saturating_add(1) } else { 1 }));
         let retired = c.mode == CallMode::Retired;
         self.retired_calls.set(if retired { self.retired_calls.get().saturating_add(1) } else { 0 });
         let kind = if c.compile_work != compile_work {
@@ -520,6 +537,29 @@ impl Sampler {
         let n = self.plain_calls.get() + 1;
         self.plain_calls.set(n % PROBE_EVERY);
         n < PROBE_EVERY
+    }
+
+    /// Whether a portal call beginning now runs the plain interpreter, out
+    /// of line and with no hook, timed as a call interpreted on purpose
+    /// (`portal::slow`): it is an outermost call, the last [`PLAIN_AFTER`]
+    /// started at one position, whose code is suspect and has had one
+    /// call interpreted on purpose through the hook already (which may
+    /// have found the code clearly faster, `Tally::interpreted_past_code`).
+    /// The portal's loop interpreting with its hook idle ran the function
+    /// VM's Ackermann 1.25-1.4x slower than the plain interpreter's own
+    /// function, and code that much slower than plain was compared with
+    /// that and kept. The call is taken to start where the last ones did,
+    /// as for retired positions (`runs_plain`).
+    pub fn runs_plain_timed(&self) -> bool {
+        let (Some(green), n) = self.last_start.get() else { return false };
+        if self.depth.get() != 0 || n < PLAIN_AFTER {
+            return false;
+        }
+        let plain = self.tallies.borrow().get(&green).is_some_and(Tally::wants_plain_interpreted);
+        if plain {
+            self.plain_next.set(Some(green));
+        }
+        plain
     }
 
     /// When the outermost call under way began (none outside a call).
