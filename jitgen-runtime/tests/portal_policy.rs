@@ -166,6 +166,14 @@ fn a_call_entering_no_code_stops_testing_the_mask() {
     assert_eq!(run(&mut sampler, 100), 100);
 }
 
+/// A fresh portal site at the thread's cache and sampler, compiling at
+/// first sight, whose calls are timed (see `portal_call`).
+fn timed_site(stats: &'static Stats, config: &'static Config) -> PortalSite<[u64; 1]> {
+    config.set_threshold(0);
+    CACHE.with(|c| *c.borrow_mut() = PortalCache::default());
+    PortalSite { cache: &CACHE, sampler: &SAMPLER, config, stats, nested: false }
+}
+
 /// One call of the portal, as its generated code makes it: begins, its
 /// first visit at key `[9]` (green word `word`), entering or compiling there
 /// as the site says, and ends having taken `took`. Whether it entered code,
@@ -210,9 +218,7 @@ fn code_slower_than_interpreting_is_retired_and_its_calls_go_unhooked() {
     use jitgen_runtime::driver::{green_word, CallMode};
     static STATS: Stats = Stats::new();
     static DENSE: Config = Config::new();
-    DENSE.set_threshold(0);
-    CACHE.with(|c| *c.borrow_mut() = PortalCache::default());
-    let site = PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &DENSE, stats: &STATS, nested: false };
+    let site = timed_site(&STATS, &DENSE);
     let word = green_word(&[0x7000, 0]);
     let call = |took: Duration, code: bool| portal_call(&site, &STATS, word, took, code);
     let ms = Duration::from_millis;
@@ -551,9 +557,7 @@ fn code_compiled_in_a_first_call_is_suspect_unless_clearly_faster_than_that_call
     use jitgen_runtime::driver::{green_word, CallMode};
     static STATS: Stats = Stats::new();
     static DENSE: Config = Config::new();
-    DENSE.set_threshold(0);
-    CACHE.with(|c| *c.borrow_mut() = PortalCache::default());
-    let site = PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &DENSE, stats: &STATS, nested: false };
+    let site = timed_site(&STATS, &DENSE);
     let word = green_word(&[0x7100, 0]);
     let ms = Duration::from_millis;
     let (compiled, _) = portal_call(&site, &STATS, word, ms(30), true);
@@ -599,9 +603,7 @@ fn calls_interpreted_on_purpose_after_the_first_run_the_plain_function_timed() {
     use jitgen_runtime::driver::{green_word, CallMode};
     static STATS: Stats = Stats::new();
     static DENSE: Config = Config::new();
-    DENSE.set_threshold(0);
-    CACHE.with(|c| *c.borrow_mut() = PortalCache::default());
-    let site = PortalSite { cache: &CACHE, sampler: &SAMPLER, config: &DENSE, stats: &STATS, nested: false };
+    let site = timed_site(&STATS, &DENSE);
     let word = green_word(&[0x7200, 0]);
     let ms = Duration::from_millis;
     assert_eq!(portal_call(&site, &STATS, word, ms(10), false), (false, CallMode::Normal));
