@@ -242,7 +242,11 @@ impl Tally {
             CallKind::Compiled => self.unfused.clear(),
             _ => {}
         }
-        if self.verdict != Verdict::Open || took < SHORTEST {
+        // A call interpreted on purpose counts however short: were it left
+        // out, the position would stay suspect and be interpreted on purpose
+        // for good (a recursion in Rust's short calls ran plain from then on).
+        let on_purpose = kind == CallKind::Interpreted && self.suspect;
+        if self.verdict != Verdict::Open || (took < SHORTEST && !on_purpose) {
             return None;
         }
         match kind {
@@ -449,6 +453,22 @@ mod tests {
         t.keep();
         assert!(!t.wants_interpreted() && !t.interpreted_past_code(ms(100)));
         assert_eq!(t.verdict, Verdict::Keep);
+    }
+
+    #[test]
+    fn calls_interpreted_on_purpose_count_however_short() {
+        let mut t = Tally::default();
+        t.record(CallKind::Interpreted, ms(1));
+        for _ in 0..SAMPLES {
+            t.record(CallKind::Compiled, ms(1));
+        }
+        let short = Duration::from_micros(10);
+        let mut v = None;
+        for _ in 0..SAMPLES {
+            assert!(t.wants_interpreted());
+            v = t.record(CallKind::Interpreted, short);
+        }
+        assert_eq!(v, Some(Verdict::Retire { compiled: ms(1), interpreted: short }));
     }
 
     #[test]
