@@ -168,8 +168,9 @@ fn child_random_procedure_programs_handing_over() {
 
 /// Random programs whose flexswitch misses find the call's budget for
 /// cases spent (`Config::set_case_budget`, empty here): each miss hands
-/// over, and the portal call interprets to its end instead of entering its
-/// code again (a child process: the budget is the module's).
+/// over, and the portal call interprets instead of entering its code again
+/// (to its end: these calls are too short to earn the budget back; a child
+/// process: the budget is the module's).
 #[test]
 fn random_procedure_programs_past_the_case_budget_agree_with_plain() {
     assert!(common::run_child("child_random_procedure_programs_past_the_case_budget", None));
@@ -191,6 +192,38 @@ fn child_random_procedure_programs_past_the_case_budget() {
     }
     let s = jit::stats();
     assert!(s.cases_put_off > 0 && s.parked > 0, "{s:?}");
+}
+
+/// One long call whose budget for cases is spent at its first miss (empty
+/// here) hands over and interprets until interpreting has earned the
+/// budget room again (`run::case_budget::ROOM`), then enters its code
+/// again and compiles cases: a program run as one call (a script) is not
+/// left to the interpreter for the rest of its run. Each run is one portal
+/// call, so a case compiled at all was compiled after a hand-over in its
+/// call (a child process: the budget is the module's).
+#[test]
+fn a_long_call_past_its_case_budget_enters_its_code_again() {
+    assert!(common::run_child("child_a_long_call_past_its_case_budget_enters_its_code_again", None));
+}
+
+#[test]
+#[ignore = "run by a_long_call_past_its_case_budget_enters_its_code_again in a child process"]
+fn child_a_long_call_past_its_case_budget_enters_its_code_again() {
+    jit::config().set_threshold(0);
+    jit::config().set_case_budget(Some(std::time::Duration::ZERO));
+    let code = assemble(&programs::fib(22, "Push 10\nPrint")).unwrap();
+    let want = plain(&code);
+    let began = std::time::Instant::now();
+    assert_eq!(portal(&code), want, "fib(22) through the portal");
+    let s = jit::stats();
+    // Only a call that runs past ROOM * SHARE (20 ms) earns the budget back.
+    assert!(began.elapsed() > std::time::Duration::from_millis(40), "fib(22) ran too fast to show anything");
+    assert!(s.cases_put_off > 0 && s.parked > 0, "the budget was spent: {s:?}");
+    assert!(s.entries > 1 && s.flexswitch_cases > 1, "the call went back to its code: {s:?}");
+    // It hands over at most once per ROOM * SHARE of its time (not at
+    // every visit, entering its code only to find the budget spent).
+    let most = began.elapsed().as_millis() as u64 / 20 + 2;
+    assert!(s.parked <= most, "at most {most} hand-overs: {s:?}");
 }
 
 /// Calls deeper than a virtual list of frames holds, through procedures

@@ -893,8 +893,9 @@ fn child_random_recursions_handing_over() {
 
 /// Random recursions whose flexswitch misses find the call's budget for
 /// cases spent (empty here): each miss hands over as past `max_cases`, and
-/// the call interprets to its end; the whole machine must be what plain
-/// leaves (a child process: the budget is the module's).
+/// the call interprets (to its end: too short to earn the budget back); the
+/// whole machine must be what plain leaves (a child process: the budget is
+/// the module's).
 #[test]
 fn random_recursions_past_the_case_budget_agree_with_plain() {
     assert!(common::run_child("child_random_recursions_past_the_case_budget", None));

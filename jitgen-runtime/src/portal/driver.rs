@@ -890,6 +890,9 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             // Interpreted on purpose until it shows the code clearly
             // faster; then it counts and enters as any call.
             CallMode::Interpreting if self.sampler.with(|s| s.interpreted_past_code()) => {}
+            // Its budget for cases was spent, and interpreting earned room
+            // back (`run::case_budget`).
+            CallMode::Interpreting if self.sampler.with(|s| s.budget_back()) => {}
             // Timed as the interpreter's (`portal::slow`): nothing entered,
             // nothing counted.
             CallMode::Interpreting => {
@@ -1166,9 +1169,10 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
         self.stats.parked();
         if crate::run::case_budget::take_exhausted() {
             // A miss past the call's budget for cases: not the code's
-            // fault; the call interprets to its end rather than entering
-            // the code again to hand over again (`run::case_budget`).
-            self.sampler.with(|s| s.interpret_rest());
+            // fault; the call interprets until the budget has room again
+            // rather than entering the code again to hand over again at
+            // once (`run::case_budget`).
+            self.sampler.with(|s| s.interpret_until_budget());
             return;
         }
         let compiled = self.stats.compile_nanos();

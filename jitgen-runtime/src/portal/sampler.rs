@@ -343,6 +343,9 @@ struct CallState {
     /// It interprets where its code waits for a fusion
     /// ([`Sampler::interpret_rest`]).
     waited: bool,
+    /// It interprets because its budget for cases is spent, until the
+    /// budget has room again ([`Sampler::interpret_until_budget`]).
+    budget_spent: bool,
     /// The module's count of compilations and fusions when it began (see
     /// [`Sampler::begin_call`]).
     compile_work: u64,
@@ -355,6 +358,7 @@ impl CallState {
         entered: false,
         unsettled: false,
         waited: false,
+        budget_spent: false,
         compile_work: 0,
     };
 }
@@ -605,6 +609,36 @@ impl Sampler {
             c.waited = true;
         }
         self.call.set(c);
+    }
+
+    /// The call under way interprets until its budget for cases
+    /// (`run::case_budget`) has room again: a miss past the budget handed
+    /// over. Its time does not count ([`CallKind::Waited`]). A program run
+    /// as one long call (a script) enters its code again once interpreting
+    /// has earned the budget back ([`Sampler::budget_back`]), instead of
+    /// interpreting to its end.
+    pub fn interpret_until_budget(&self) {
+        let mut c = self.call.get();
+        if c.mode == CallMode::Normal {
+            c.mode = CallMode::Interpreting;
+            c.waited = true;
+            c.budget_spent = true;
+        }
+        self.call.set(c);
+    }
+
+    /// Whether the call under way, interpreting since its budget for cases
+    /// was spent, has room in the budget again: then it counts and enters
+    /// code as any call from this visit on.
+    pub fn budget_back(&self) -> bool {
+        let mut c = self.call.get();
+        if c.mode != CallMode::Interpreting || !c.budget_spent || !crate::run::case_budget::has_room() {
+            return false;
+        }
+        c.mode = CallMode::Normal;
+        c.budget_spent = false;
+        self.call.set(c);
+        true
     }
 
     /// Whether the call under way, interpreted on purpose, has run long

@@ -8,12 +8,14 @@
 //! hot-spot policy), the outermost portal call under way spends on cases at
 //! most that start plus one [`SHARE`]th of its own time so far. A miss past
 //! that gets no case: the switch hands over, and [`take_exhausted`] tells
-//! the portal why, so that the call interprets to its end
-//! (`Sampler::interpret_rest`) instead of entering its code again at the
-//! next visit and handing over again (a hand-over runs execute mode and
-//! rebuilds the spilled frames: a budget without this handed over at
-//! nearly every visit). The next call has a budget of its own, and compiles
-//! from where the last one stopped.
+//! the portal why, so that the call interprets until the budget has
+//! [`ROOM`] again (`Sampler::interpret_until_budget`) instead of entering
+//! its code again at the next visit and handing over again (a hand-over
+//! runs execute mode and rebuilds the spilled frames: a budget without
+//! this handed over at nearly every visit). A program run as one long call
+//! (a Lox script) so goes back to its code, handing over at most once per
+//! `ROOM * SHARE` of interpreting. The next call has a budget of its own,
+//! and compiles from where the last one stopped.
 //!
 //! The budget is a call's, not the thread's: held to a share of the
 //! thread's whole run time, a program run again and again compiled half a
@@ -46,6 +48,9 @@ struct Budget {
     spent: Duration,
     /// A miss was refused since the portal last looked ([`take_exhausted`]).
     exhausted: bool,
+    /// The `start` the call was last held to, kept when [`lift`] ends the
+    /// holding, for [`has_room`].
+    held: Option<Duration>,
 }
 
 thread_local! {
@@ -68,6 +73,7 @@ pub fn limit(start: Option<Duration>, call: Option<Instant>) {
     BUDGET.with(|b| {
         let mut x = b.get();
         x.start = start;
+        x.held = start;
         x.exhausted = false;
         if call.is_none() || call != x.since {
             x.since = call;
@@ -100,6 +106,23 @@ pub fn allows(now: Instant) -> bool {
         ok
     })
 }
+
+/// Whether the call under way may compile at least [`ROOM`] of cases
+/// now: a call whose budget was spent interprets until then, then enters
+/// its code again (`Sampler::budget_back`). Always where misses are not
+/// held to a budget.
+pub fn has_room() -> bool {
+    BUDGET.with(|b| {
+        let x = b.get();
+        let (Some(start), Some(since)) = (x.held, x.since) else { return true };
+        within(x.spent + ROOM, since.elapsed(), start)
+    })
+}
+
+/// What a call whose budget was spent waits to have again before it
+/// enters its code: a few cases' worth, so that it hands over at most once
+/// per `ROOM * SHARE` of interpreting.
+pub const ROOM: Duration = Duration::from_millis(2);
 
 /// Records what a case took to compile.
 pub fn spend(took: Duration) {
@@ -155,6 +178,23 @@ mod tests {
         assert!(allows(t), "lifted: every miss compiles");
         limit(Some(START), Some(t + START));
         assert!(allows(t + START), "a new call starts with nothing spent");
+        limit(None, None);
+    }
+
+    #[test]
+    fn a_call_past_its_budget_has_room_once_its_time_earned_it() {
+        let ms = Duration::from_millis;
+        limit(Some(Duration::ZERO), Some(Instant::now() - ms(10)));
+        assert!(!has_room(), "10 ms of the call earn 1 ms, less than ROOM");
+        lift();
+        assert!(!has_room(), "its code returned, but the call is still held to its budget");
+        let t = Instant::now() - ROOM * SHARE - ms(10);
+        limit(Some(Duration::ZERO), Some(t));
+        assert!(has_room(), "its time earned ROOM");
+        spend(ms(2));
+        assert!(!has_room(), "1 ms left, less than ROOM");
+        limit(None, Some(t));
+        assert!(has_room(), "a call not held to a budget always has room");
         limit(None, None);
     }
 }
