@@ -197,8 +197,9 @@ fn analyze(
         .filter(|(name, _)| !external.contains(name))
         .map(|(name, reasons)| LeftToRust { name, reasons })
         .collect();
-    // Methods of other modules are called, never inlined (their bodies
-    // may use what is private to their module).
+    // Methods of other modules marked `#[jit_opaque]` are called, never
+    // inlined (their bodies may use what is private to their module); the
+    // macro leaves unmarked only those it can inline (`external.rs`).
     // Generic functions are called as they are (see `Ty::Param`).
     let mut left_fns: std::collections::HashSet<String> =
         m.fns.values().filter(|f| external.contains(&f.name) || f.is_generic()).map(|f| f.name.clone()).collect();

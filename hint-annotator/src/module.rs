@@ -385,8 +385,15 @@ impl<'a> ModuleDef<'a> {
                     let text = type_text(&i.self_ty);
                     let ty = crate::types::unqualified(&text);
                     for ii in &i.items {
-                        if let syn::ImplItem::Fn(f) = ii {
-                            self.external.insert(format!("{ty}::{}", f.sig.ident));
+                        // A method not marked `#[jit_opaque]` is one the
+                        // macro found only computing on its arguments, in
+                        // terms the annotated module can name: analyzed as
+                        // the module's own are.
+                        match ii {
+                            syn::ImplItem::Fn(f) if has_attr(&f.attrs, "jit_opaque") => {
+                                self.external.insert(format!("{ty}::{}", f.sig.ident));
+                            }
+                            _ => {}
                         }
                     }
                 }

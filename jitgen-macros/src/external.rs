@@ -13,8 +13,13 @@
 //! - an enum, or a struct whose fields are all visible to the crate, is
 //!   modeled; a struct with a private field is an opaque object (its fields
 //!   cannot be named from generated code);
-//! - their methods are residual calls of Rust's own (never inlined: their
-//!   bodies may use what is private to their module);
+//! - their methods are residual calls of Rust's own, not inlined: their
+//!   bodies may use what is private to their module. A modeled type's
+//!   method that only computes on its arguments, by value or through shared
+//!   references, and names nothing but its own bindings and the variants of
+//!   types modeled here (`fn is_falsey(self) -> bool { matches!(self,
+//!   Value::Nil | Value::Bool(false)) }`) is analyzed instead, as the
+//!   module's own methods are, and inlined ([`inlinable`]);
 //! - generated code names them through `use` items of their paths.
 //!
 //! Cargo rebuilds the crate, and the macro runs again, whenever one of its
@@ -288,6 +293,13 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &m
                 i.items.retain(|ii| matches!(ii, syn::ImplItem::Fn(f) if crate_visible(&f.vis)));
                 for ii in &mut i.items {
                     if let syn::ImplItem::Fn(f) = ii {
+                        if modeled.contains(&self_name) && inlinable(&f.sig, &f.block, &modeled) {
+                            // Analyzed as the module's own methods are:
+                            // inlined into compiled code where its values
+                            // are red, run while compiling where green.
+                            f.attrs.clear();
+                            continue;
+                        }
                         f.attrs = if pure_fn(&f.sig, &f.block) {
                             vec![syn::parse_quote!(#[jit_opaque]), syn::parse_quote!(#[jit_pure])]
                         } else {
@@ -303,6 +315,139 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &m
             _ => {}
         }
     }
+}
+
+/// Whether a method of a modeled type can be analyzed where the annotated
+/// module calls it, as the module's own methods are (inlined into compiled
+/// code): it only computes on its arguments ([`pure_fn`], `matches!`
+/// included), and every path in it names one of its own bindings, a
+/// variant of a type `modeled` here (`Value::Nil`), or a variant of the
+/// prelude (`Some`, `None`, `Ok`, `Err`). Anything else may be private to
+/// its module, which code generated in the annotated module cannot name;
+/// such a method stays a call of Rust's own.
+fn inlinable(sig: &syn::Signature, body: &syn::Block, modeled: &HashSet<String>) -> bool {
+    /// The names the method binds: its parameters and its patterns'.
+    #[derive(Default)]
+    struct Bindings(HashSet<String>);
+    impl<'ast> syn::visit::Visit<'ast> for Bindings {
+        fn visit_pat_ident(&mut self, i: &'ast syn::PatIdent) {
+            self.0.insert(i.ident.to_string());
+            syn::visit::visit_pat_ident(self, i);
+        }
+        fn visit_expr_macro(&mut self, m: &'ast syn::ExprMacro) {
+            if let Some((e, p)) = matches_args(&m.mac) {
+                self.visit_expr(&e);
+                self.visit_pat(&p);
+            }
+        }
+    }
+    let mut bound = Bindings::default();
+    bound.0.insert("self".to_string());
+    syn::visit::Visit::visit_signature(&mut bound, sig);
+    syn::visit::Visit::visit_block(&mut bound, body);
+    struct Paths<'a> {
+        modeled: &'a HashSet<String>,
+        bound: &'a HashSet<String>,
+        ok: bool,
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Paths<'_> {
+        fn visit_path(&mut self, p: &'ast syn::Path) {
+            let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+            let own_binding = segs.len() == 1 && self.bound.contains(&segs[0]);
+            let prelude = segs.len() == 1 && matches!(segs[0].as_str(), "Some" | "None" | "Ok" | "Err");
+            let variant = segs.len() == 2 && self.modeled.contains(&segs[0]);
+            let plain = p.leading_colon.is_none() && p.segments.iter().all(|s| s.arguments.is_none());
+            self.ok &= plain && (own_binding || prelude || variant);
+        }
+        fn visit_type_path(&mut self, t: &'ast syn::TypePath) {
+            // A type written in the body (a cast, a `let`): a primitive or
+            // one modeled here.
+            const PRIMITIVE: [&str; 16] = [
+                "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize", "f32", "f64",
+                "bool", "char",
+            ];
+            let name = t.path.get_ident().map(|i| i.to_string());
+            self.ok &=
+                t.qself.is_none() && name.is_some_and(|n| PRIMITIVE.contains(&n.as_str()) || self.modeled.contains(&n));
+        }
+        fn visit_pat_ident(&mut self, i: &'ast syn::PatIdent) {
+            // An uppercase name in a pattern is a unit variant or a constant
+            // brought in by a `use` of its module (`use Value::*`).
+            self.ok &= !i.ident.to_string().starts_with(char::is_uppercase);
+            syn::visit::visit_pat_ident(self, i);
+        }
+        fn visit_stmt(&mut self, s: &'ast syn::Stmt) {
+            // A nested item is the module's to place, not the method's.
+            self.ok &= !matches!(s, syn::Stmt::Item(_));
+            syn::visit::visit_stmt(self, s);
+        }
+        fn visit_expr_macro(&mut self, m: &'ast syn::ExprMacro) {
+            match matches_args(&m.mac) {
+                Some((e, p)) => {
+                    self.visit_expr(&e);
+                    self.visit_pat(&p);
+                }
+                None => self.ok &= panicking(&m.mac),
+            }
+        }
+    }
+    let mut paths = Paths { modeled, bound: &bound.0, ok: true };
+    syn::visit::Visit::visit_block(&mut paths, body);
+    // Parameters by value or by shared reference (`&self`): reading through
+    // them is a computation on the arguments too. Their types are the
+    // signature's, named where generated code names the method's.
+    let params = sig.inputs.iter().all(|a| match a {
+        syn::FnArg::Receiver(r) => {
+            r.mutability.is_none()
+                && match &r.kind {
+                    syn::ReceiverKind::Value => true,
+                    syn::ReceiverKind::Reference(_, _, m) => m.is_none(),
+                    _ => false,
+                }
+        }
+        syn::FnArg::Typed(t) => {
+            let ty_ok = match &*t.ty {
+                syn::Type::Path(_) => true,
+                syn::Type::Reference(r) => r.mutability.is_none() && matches!(&*r.elem, syn::Type::Path(_)),
+                _ => false,
+            };
+            ty_ok && matches!(&*t.pat, syn::Pat::Ident(i) if i.mutability.is_none() && i.by_ref.is_none())
+        }
+    });
+    // The body checked as `pure_fn`'s, reads through those references
+    // (`*self`) taken as reads of the values.
+    struct Derefs;
+    impl syn::visit_mut::VisitMut for Derefs {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            if let syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Deref(_), expr, .. }) = e {
+                *e = (**expr).clone();
+            }
+            syn::visit_mut::visit_expr_mut(self, e);
+        }
+    }
+    let mut read = body.clone();
+    syn::visit_mut::VisitMut::visit_block_mut(&mut Derefs, &mut read);
+    paths.ok
+        && params
+        && sig.generics.params.is_empty()
+        && !matches!(sig.safety, syn::Safety::Unsafe(_))
+        && sig.asyncness.is_none()
+        && pure_block(&read)
+}
+
+/// The scrutinee and pattern of a `matches!(e, pat)` (no guard).
+fn matches_args(m: &syn::Macro) -> Option<(syn::Expr, syn::Pat)> {
+    if !m.path.is_ident("matches") {
+        return None;
+    }
+    m.parse_body_with(|input: syn::parse::ParseStream| {
+        let e: syn::Expr = input.parse()?;
+        input.parse::<syn::Token![,]>()?;
+        let p = syn::Pat::parse_multi_with_leading_vert(input)?;
+        let _ = input.parse::<Option<syn::Token![,]>>()?;
+        Ok((e, p))
+    })
+    .ok()
 }
 
 /// Whether a function only computes its result from its arguments (by
@@ -390,7 +535,7 @@ fn pure_expr(e: &syn::Expr) -> bool {
         }
         Expr::Match(m) => pure_expr(&m.expr) && m.arms.iter().all(|a| pure_pat(&a.pat) && pure_expr(&a.body)),
         Expr::Return(r) => r.expr.as_deref().is_none_or(pure_expr),
-        Expr::Macro(m) => panicking(&m.mac),
+        Expr::Macro(m) => panicking(&m.mac) || matches_args(&m.mac).is_some_and(|(e, p)| pure_expr(&e) && pure_pat(&p)),
         // A tuple struct's or a variant's constructor, by Rust's naming
         // (`Value::Number(x)`, `Some(x)`); a function's name is snake case.
         Expr::Call(c) => {
@@ -432,6 +577,37 @@ mod tests {
     fn pure(src: &str) -> bool {
         let f: syn::ItemFn = syn::parse_str(src).expect("a function");
         super::pure_fn(&f.sig, &f.block)
+    }
+
+    /// Whether the method in `src`, of a module modeling `Value`, is
+    /// judged inlinable.
+    fn inlinable(src: &str) -> bool {
+        let f: syn::ItemFn = syn::parse_str(src).expect("a function");
+        super::inlinable(&f.sig, &f.block, &["Value".to_string()].into_iter().collect())
+    }
+
+    #[test]
+    fn methods_naming_only_their_bindings_and_modeled_variants_are_inlinable() {
+        assert!(inlinable("fn is_falsey(self) -> bool { matches!(self, Value::Nil | Value::Bool(false)) }"));
+        assert!(inlinable(
+            "fn w(self) -> i64 { match self { Value::Int(n) if n > 0 => n, Value::Pair(a, b) => a as i64 + b as i64, _ => 0 } }"
+        ));
+        assert!(inlinable("fn f(self, by: i64) -> Option<i64> { let x = by * 2; if x > 0 { Some(x) } else { None } }"));
+        // What may be private to the method's module, or is not a computation.
+        assert!(!inlinable("fn f(self) -> i64 { LIMIT }"), "a constant of its module");
+        assert!(!inlinable("fn f(self) -> i64 { helper(self) }"), "a function of its module");
+        assert!(!inlinable("fn f(self) -> Op { Op::Add }"), "a variant of a type not modeled here");
+        assert!(!inlinable("fn f(self) -> i64 { match self { Nil => 0, _ => 1 } }"), "a variant by a glob import");
+        assert!(!inlinable("fn f(self) -> Value { Self::Nil }"));
+        assert!(!inlinable("fn f(self) -> i64 { const K: i64 = 2; K }"));
+        assert!(inlinable("fn is_truthy(&self) -> bool { match self { Value::Nil => false, _ => true } }"));
+        assert!(inlinable(
+            "fn n(&self, d: &Value) -> i64 { match (*self, *d) { (Value::Int(a), Value::Int(b)) => a + b, _ => 0 } }"
+        ));
+        assert!(!inlinable("fn f(&mut self) -> bool { true }"));
+        assert!(!inlinable("fn f(self, v: &mut Value) -> bool { true }"));
+        assert!(!inlinable("fn f(self, x: i64) -> i64 { x as Word }"), "a type of its module");
+        assert!(!inlinable("fn f(self) -> bool { println!(\"x\"); true }"));
     }
 
     #[test]
