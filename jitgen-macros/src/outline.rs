@@ -22,7 +22,8 @@
 //!     let mut __jit_carried = (c1, .., cn);
 //!     loop {
 //!         let (c1, .., cn) = __jit_carried;
-//!         let __jit_flow = __jit_outlined::<_, .., R, _>(c1, .., cn, |mut c1, .., mut cn| {
+//!         let __jit_flow = __jit_outlined::<_, .., R, _>(c1, .., cn, |c1, .., cn| {
+//!             let (mut c1, .., mut cn) = (c1, .., cn);
 //!             loop { if VISITS { return SAMPLE((c1, .., cn)); } B }
 //!             DONE(T)
 //!         });
@@ -37,7 +38,11 @@
 //! `P` that the closure mentions: moved in and out, so that the loop keeps
 //! them in registers as the interpreter's own function does, and each a
 //! parameter of the helper, so that a reference among them is known not to
-//! alias as the portal's own parameters are. One that a later local of `P`
+//! alias as the portal's own parameters are. The closure binds them again
+//! as its own locals: a value of a large type (a frame struct) is passed by
+//! address, and bound as a parameter the loop reached it through that
+//! address at every use, where the interpreter's own function keeps it in
+//! its frame. One that a later local of `P`
 //! was computed from (`let n = v.len();`) stays where it is and the closure
 //! borrows it, unless it is a shared reference or a scalar.
 //!
@@ -290,7 +295,9 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
         loop {
             let (#(#c,)*) = __jit_carried;
             #[allow(unreachable_code)]
-            let __jit_flow = __jit_outlined::<#(#infer,)* _, #ret, _>(#(#c,)* |#(#[allow(unused_mut)] mut #c),*| {
+            let __jit_flow = __jit_outlined::<#(#infer,)* _, #ret, _>(#(#c,)* |#(#c),*| {
+                #[allow(unused_mut)]
+                let (#(mut #c,)*) = (#(#c,)*);
                 let __jit_hooked = !__jit_unhooked;
                 #(#macros)*
                 #(#suffix)*
@@ -936,16 +943,9 @@ mod tests {
                             heap,
                             pc,
                             acc,
-                            |
+                            |code, heap, pc, acc| {
                                 #[allow(unused_mut)]
-                                mut code,
-                                #[allow(unused_mut)]
-                                mut heap,
-                                #[allow(unused_mut)]
-                                mut pc,
-                                #[allow(unused_mut)]
-                                mut acc|
-                            {
+                                let (mut code, mut heap, mut pc, mut acc) = (code, heap, pc, acc);
                                 let __jit_hooked = !__jit_unhooked;
                                 <Result<
                                     i64,
@@ -1020,7 +1020,9 @@ mod tests {
                         >(
                             code,
                             pc,
-                            |#[allow(unused_mut)] mut code, #[allow(unused_mut)] mut pc| {
+                            |code, pc| {
+                                #[allow(unused_mut)]
+                                let (mut code, mut pc) = (code, pc);
                                 let __jit_hooked = !__jit_unhooked;
                                 if __jit_resumed || (pc < code.len()) {
                                     '__jit_loop: loop {
@@ -1103,7 +1105,9 @@ mod tests {
                         >(
                             code,
                             pc,
-                            |#[allow(unused_mut)] mut code, #[allow(unused_mut)] mut pc| {
+                            |code, pc| {
+                                #[allow(unused_mut)]
+                                let (mut code, mut pc) = (code, pc);
                                 let __jit_hooked = !__jit_unhooked;
                                 macro_rules! next {
                                     () => {
@@ -1209,16 +1213,9 @@ mod tests {
                             view,
                             pc,
                             k,
-                            |
+                            |depth, view, pc, k| {
                                 #[allow(unused_mut)]
-                                mut depth,
-                                #[allow(unused_mut)]
-                                mut view,
-                                #[allow(unused_mut)]
-                                mut pc,
-                                #[allow(unused_mut)]
-                                mut k|
-                            {
+                                let (mut depth, mut view, mut pc, mut k) = (depth, view, pc, k);
                                 let __jit_hooked = !__jit_unhooked;
                                 let r = loop {
                                     if VISITS(pc) {
@@ -1305,18 +1302,15 @@ mod tests {
                             stack,
                             pc,
                             __jit_resume,
-                            |
+                            |code, out, stack, pc, __jit_resume| {
                                 #[allow(unused_mut)]
-                                mut code,
-                                #[allow(unused_mut)]
-                                mut out,
-                                #[allow(unused_mut)]
-                                mut stack,
-                                #[allow(unused_mut)]
-                                mut pc,
-                                #[allow(unused_mut)]
-                                mut __jit_resume|
-                            {
+                                let (mut code, mut out, mut stack, mut pc, mut __jit_resume) = (
+                                    code,
+                                    out,
+                                    stack,
+                                    pc,
+                                    __jit_resume,
+                                );
                                 let __jit_hooked = !__jit_unhooked;
                                 '__jit_w: {
                                     #[allow(unreachable_patterns)]

@@ -68,18 +68,15 @@ pub mod plus_minus {
                 __jit_sampler,
                 acc,
                 pc,
-                |
+                |s, y, __jit_sampler, acc, pc| {
                     #[allow(unused_mut)]
-                    mut s,
-                    #[allow(unused_mut)]
-                    mut y,
-                    #[allow(unused_mut)]
-                    mut __jit_sampler,
-                    #[allow(unused_mut)]
-                    mut acc,
-                    #[allow(unused_mut)]
-                    mut pc|
-                {
+                    let (mut s, mut y, mut __jit_sampler, mut acc, mut pc) = (
+                        s,
+                        y,
+                        __jit_sampler,
+                        acc,
+                        pc,
+                    );
                     let __jit_hooked = !__jit_unhooked;
                     if __jit_resumed || (pc < s.len()) {
                         '__jit_loop: loop {
