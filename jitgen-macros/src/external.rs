@@ -16,8 +16,8 @@
 //! - their methods are residual calls of Rust's own, not inlined: their
 //!   bodies may use what is private to their module. A modeled type's
 //!   method that only computes on its arguments, by value or through shared
-//!   references, and names nothing but its own bindings and the variants of
-//!   types modeled here (`fn is_falsey(self) -> bool { matches!(self,
+//!   references, calls only such methods, and names nothing but its own
+//!   bindings and the variants of types modeled here (`fn is_falsey(self) -> bool { matches!(self,
 //!   Value::Nil | Value::Bool(false)) }`) is analyzed instead, as the
 //!   module's own methods are, and inlined ([`inlinable`]);
 //! - generated code names them through `use` items of their paths.
@@ -257,6 +257,7 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &m
         })
         .filter(|n| !modeled.contains(n))
         .collect();
+    let callable = inlinable_methods(items, &modeled);
     let mut qualify = Qualify { local: &local, prefix: &segs };
     for item in items {
         match item {
@@ -293,7 +294,7 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &m
                 i.items.retain(|ii| matches!(ii, syn::ImplItem::Fn(f) if crate_visible(&f.vis)));
                 for ii in &mut i.items {
                     if let syn::ImplItem::Fn(f) = ii {
-                        if modeled.contains(&self_name) && inlinable(&f.sig, &f.block, &modeled) {
+                        if modeled.contains(&self_name) && callable.contains(&f.sig.ident.to_string()) {
                             // Analyzed as the module's own methods are:
                             // inlined into compiled code where its values
                             // are red, run while compiling where green.
@@ -317,15 +318,56 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &m
     }
 }
 
+/// The names of the methods of `items`' types `modeled` here that are
+/// [`inlinable`], calls of one another included (found again while the
+/// set grows; a method calling itself never is). A name that a private
+/// method of the module has too, or that two of its types define, is
+/// never inlined: a call by that name may mean the other.
+fn inlinable_methods(items: &[syn::Item], modeled: &HashSet<String>) -> HashSet<String> {
+    let mut methods: Vec<&syn::ImplItemFn> = vec![];
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut blocked: HashSet<String> = HashSet::new();
+    for item in items {
+        let syn::Item::Impl(i) = item else { continue };
+        let ours = i.trait_.is_none() && modeled.contains(&i.self_ty.to_token_stream().to_string());
+        for ii in &i.items {
+            let syn::ImplItem::Fn(f) = ii else { continue };
+            let name = f.sig.ident.to_string();
+            if !seen.insert(name.clone()) || !ours || !crate_visible(&f.vis) || generic(&i.generics) {
+                blocked.insert(name);
+            } else {
+                methods.push(f);
+            }
+        }
+    }
+    let mut callable = HashSet::new();
+    loop {
+        let found: Vec<String> = methods
+            .iter()
+            .map(|f| f.sig.ident.to_string())
+            .zip(&methods)
+            .filter(|(n, f)| {
+                !blocked.contains(n) && !callable.contains(n) && inlinable(&f.sig, &f.block, modeled, &callable)
+            })
+            .map(|(n, _)| n)
+            .collect();
+        if found.is_empty() {
+            return callable;
+        }
+        callable.extend(found);
+    }
+}
+
 /// Whether a method of a modeled type can be analyzed where the annotated
 /// module calls it, as the module's own methods are (inlined into compiled
-/// code): it only computes on its arguments ([`pure_fn`], `matches!`
-/// included), and every path in it names one of its own bindings, a
-/// variant of a type `modeled` here (`Value::Nil`), or a variant of the
-/// prelude (`Some`, `None`, `Ok`, `Err`). Anything else may be private to
+/// code): it only computes on its arguments, by value or through shared
+/// references ([`pure_fn`]'s computations, `matches!` and calls of the
+/// methods `callable` included), and every path in it names one of its own
+/// bindings, a variant of a type `modeled` here (`Value::Nil`), or a
+/// variant of the prelude (`Some`, `None`, `Ok`, `Err`). Anything else may be private to
 /// its module, which code generated in the annotated module cannot name;
 /// such a method stays a call of Rust's own.
-fn inlinable(sig: &syn::Signature, body: &syn::Block, modeled: &HashSet<String>) -> bool {
+fn inlinable(sig: &syn::Signature, body: &syn::Block, modeled: &HashSet<String>, callable: &HashSet<String>) -> bool {
     /// The names the method binds: its parameters and its patterns'.
     #[derive(Default)]
     struct Bindings(HashSet<String>);
@@ -416,17 +458,26 @@ fn inlinable(sig: &syn::Signature, body: &syn::Block, modeled: &HashSet<String>)
     });
     // The body checked as `pure_fn`'s, reads through those references
     // (`*self`) taken as reads of the values.
-    struct Derefs;
-    impl syn::visit_mut::VisitMut for Derefs {
+    // Calls of methods already found inlinable (`callable`) are
+    // computations too: checked as a constructor's call on the receiver
+    // and the arguments.
+    struct Reads<'a>(&'a HashSet<String>);
+    impl syn::visit_mut::VisitMut for Reads<'_> {
         fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-            if let syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Deref(_), expr, .. }) = e {
-                *e = (**expr).clone();
+            match e {
+                syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Deref(_), expr, .. }) => *e = (**expr).clone(),
+                syn::Expr::Reference(r) if r.mutability.is_none() => *e = (*r.expr).clone(),
+                syn::Expr::MethodCall(m) if m.turbofish.is_none() && self.0.contains(&m.method.to_string()) => {
+                    let args = std::iter::once(&*m.receiver).chain(&m.args);
+                    *e = syn::parse_quote!(Inlined(#(#args),*));
+                }
+                _ => {}
             }
             syn::visit_mut::visit_expr_mut(self, e);
         }
     }
     let mut read = body.clone();
-    syn::visit_mut::VisitMut::visit_block_mut(&mut Derefs, &mut read);
+    syn::visit_mut::VisitMut::visit_block_mut(&mut Reads(callable), &mut read);
     paths.ok
         && params
         && sig.generics.params.is_empty()
@@ -583,7 +634,8 @@ mod tests {
     /// judged inlinable.
     fn inlinable(src: &str) -> bool {
         let f: syn::ItemFn = syn::parse_str(src).expect("a function");
-        super::inlinable(&f.sig, &f.block, &["Value".to_string()].into_iter().collect())
+        let callable = ["weight".to_string()].into_iter().collect();
+        super::inlinable(&f.sig, &f.block, &["Value".to_string()].into_iter().collect(), &callable)
     }
 
     #[test]
@@ -604,10 +656,38 @@ mod tests {
         assert!(inlinable(
             "fn n(&self, d: &Value) -> i64 { match (*self, *d) { (Value::Int(a), Value::Int(b)) => a + b, _ => 0 } }"
         ));
+        assert!(!inlinable("fn heavy(&self) -> bool { !self.weight().eq(&0) }"), "a method not known inlinable");
+        assert!(
+            inlinable("fn heavy(&self, than: i64) -> bool { self.weight() > than }"),
+            "a call of an inlinable method"
+        );
+        assert!(!inlinable("fn heavy(&self) -> bool { self.weigh() > 0 }"), "a call of another method");
         assert!(!inlinable("fn f(&mut self) -> bool { true }"));
         assert!(!inlinable("fn f(self, v: &mut Value) -> bool { true }"));
         assert!(!inlinable("fn f(self, x: i64) -> i64 { x as Word }"), "a type of its module");
         assert!(!inlinable("fn f(self) -> bool { println!(\"x\"); true }"));
+    }
+
+    #[test]
+    fn methods_calling_inlinable_methods_are_inlinable_but_not_recursive_ones() {
+        let file: syn::File = syn::parse_str(
+            "pub enum Value { Nil, Int(i64) }
+             impl Value {
+                 pub fn is_truthy(&self) -> bool { !self.is_falsey() }
+                 pub fn is_falsey(&self) -> bool { matches!(self, Value::Nil) }
+                 pub fn loops(self) -> bool { self.loops() }
+                 pub fn uses_private(self) -> bool { self.private() }
+                 fn private(self) -> bool { true }
+                 pub fn twice(self) -> bool { true }
+             }
+             pub struct Other;
+             impl Other { pub fn twice(self) -> bool { false } }",
+        )
+        .expect("a module");
+        let modeled = ["Value".to_string(), "Other".to_string()].into_iter().collect();
+        let mut found: Vec<String> = super::inlinable_methods(&file.items, &modeled).into_iter().collect();
+        found.sort();
+        assert_eq!(found, ["is_falsey", "is_truthy"]);
     }
 
     #[test]
