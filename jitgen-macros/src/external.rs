@@ -17,9 +17,10 @@
 //!   bodies may use what is private to their module. A modeled type's
 //!   method that only computes on its arguments, by value or through shared
 //!   references, calls only such methods, and names nothing but its own
-//!   bindings and the variants of types modeled here (`fn is_falsey(self) -> bool { matches!(self,
-//!   Value::Nil | Value::Bool(false)) }`) is analyzed instead, as the
-//!   module's own methods are, and inlined ([`inlinable`]);
+//!   bindings and the variants of types modeled here (`fn is_falsey(self)
+//!   -> bool { matches!(self, Value::Nil | Value::Bool(false)) }`) is
+//!   analyzed instead, as the module's own methods are, and inlined
+//!   ([`inlinable`]);
 //! - generated code names them through `use` items of their paths.
 //!
 //! Cargo rebuilds the crate, and the macro runs again, whenever one of its
@@ -364,9 +365,9 @@ fn inlinable_methods(items: &[syn::Item], modeled: &HashSet<String>) -> HashSet<
 /// references ([`pure_fn`]'s computations, `matches!` and calls of the
 /// methods `callable` included), and every path in it names one of its own
 /// bindings, a variant of a type `modeled` here (`Value::Nil`), or a
-/// variant of the prelude (`Some`, `None`, `Ok`, `Err`). Anything else may be private to
-/// its module, which code generated in the annotated module cannot name;
-/// such a method stays a call of Rust's own.
+/// variant of the prelude (`Some`, `None`, `Ok`, `Err`). Anything else may
+/// be private to its module, which code generated in the annotated module
+/// cannot name; such a method stays a call of Rust's own.
 fn inlinable(sig: &syn::Signature, body: &syn::Block, modeled: &HashSet<String>, callable: &HashSet<String>) -> bool {
     /// The names the method binds: its parameters and its patterns'.
     #[derive(Default)]
@@ -457,10 +458,9 @@ fn inlinable(sig: &syn::Signature, body: &syn::Block, modeled: &HashSet<String>,
         }
     });
     // The body checked as `pure_fn`'s, reads through those references
-    // (`*self`) taken as reads of the values.
-    // Calls of methods already found inlinable (`callable`) are
-    // computations too: checked as a constructor's call on the receiver
-    // and the arguments.
+    // (`*self`, `&x`) taken as reads of the values, and calls of methods
+    // already found inlinable (`callable`) as a constructor's call on the
+    // receiver and the arguments.
     struct Reads<'a>(&'a HashSet<String>);
     impl syn::visit_mut::VisitMut for Reads<'_> {
         fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
