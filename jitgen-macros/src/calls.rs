@@ -210,6 +210,26 @@ impl<'g> Gen<'g> {
         })
     }
 
+    /// A call of a pure function outside the module (`OpKind::CallPure`)
+    /// whose arguments are red: a residual call, run while compiling
+    /// instead where its arguments are values (scalars, plain enums) that
+    /// are all constants when it is met, as a constant red box is folded
+    /// (`Op::from_byte(byte)` on a byte of promoted code: the `match` on
+    /// its result then folds to one arm, where a residual call made every
+    /// case dispatch on every operation).
+    pub(crate) fn pure_residual_call(&mut self, fi: usize, r: Var, name: &str, args: &[Value]) -> TokenStream {
+        let types = self.cg.types();
+        let value = |t: &Ty| scalar(t).is_some() || (is_enum(t) && plain(t, types));
+        let rty = self.fns[fi].graph.var(r).ty.clone();
+        let folds = (rty == Ty::Unit || value(&rty))
+            && args.iter().all(|a| value(&self.value_ty(fi, a)))
+            && self.portal_call(fi, name, args).0.is_none();
+        self.folding = folds;
+        let code = self.opaque_call(fi, r, name, args, None);
+        self.folding = false;
+        code
+    }
+
     /// A residual call of a function outside the analysis, through a
     /// callback; with `format`, the callback runs that `print!`-like macro
     /// (name, format string, argument names) on the arguments instead.
@@ -221,6 +241,7 @@ impl<'g> Gen<'g> {
         args: &[Value],
         format: Option<(&String, &String, &Vec<Option<String>>)>,
     ) -> TokenStream {
+        let folding = std::mem::take(&mut self.folding) && format.is_none();
         let rt = rt();
         let types = self.cg.types();
         let f = self.fns[fi];
@@ -322,6 +343,22 @@ impl<'g> Gen<'g> {
                 #(#fast)*
                 __c.b.red_call_direct(__entry, &__fast, #cb, #call_name, &__args, #rets)
             }},
+            None if folding && obj.is_none() => {
+                return quote! {
+                    #portal_check
+                    let (__v, __folded) = {
+                        let mut __args = ::std::vec::Vec::new();
+                        #(#arg_code)*
+                        __c.b.red_call_folding(#cb, #call_name, &__args, #rets)
+                    };
+                    // The callee may have written any object, unless it
+                    // ran now (a pure function).
+                    if !__folded {
+                        __st.forget_fields();
+                    }
+                    #bind_result
+                };
+            }
             None => quote!(__c.b.red_call(#cb, #call_name, &__args, #rets)),
         };
         quote! {

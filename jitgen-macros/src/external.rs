@@ -325,6 +325,14 @@ fn add_types(out: &mut External, items: &[syn::Item], path: &[String], taken: &m
 /// method of the module has too, or that two of its types define, is
 /// never inlined: a call by that name may mean the other.
 fn inlinable_methods(items: &[syn::Item], modeled: &HashSet<String>) -> HashSet<String> {
+    let variants: HashSet<String> = items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Enum(e) if modeled.contains(&e.ident.to_string()) => Some(e),
+            _ => None,
+        })
+        .flat_map(|e| e.variants.iter().map(move |v| format!("{}::{}", e.ident, v.ident)))
+        .collect();
     let mut methods: Vec<&syn::ImplItemFn> = vec![];
     let mut seen: HashSet<String> = HashSet::new();
     let mut blocked: HashSet<String> = HashSet::new();
@@ -348,7 +356,9 @@ fn inlinable_methods(items: &[syn::Item], modeled: &HashSet<String>) -> HashSet<
             .map(|f| f.sig.ident.to_string())
             .zip(&methods)
             .filter(|(n, f)| {
-                !blocked.contains(n) && !callable.contains(n) && inlinable(&f.sig, &f.block, modeled, &callable)
+                !blocked.contains(n)
+                    && !callable.contains(n)
+                    && inlinable(&f.sig, &f.block, modeled, &variants, &callable)
             })
             .map(|(n, _)| n)
             .collect();
@@ -364,11 +374,19 @@ fn inlinable_methods(items: &[syn::Item], modeled: &HashSet<String>) -> HashSet<
 /// code): it only computes on its arguments, by value or through shared
 /// references ([`pure_fn`]'s computations, `matches!` and calls of the
 /// methods `callable` included), and every path in it names one of its own
-/// bindings, a variant of a type `modeled` here (`Value::Nil`), or a
-/// variant of the prelude (`Some`, `None`, `Ok`, `Err`). Anything else may
-/// be private to its module, which code generated in the annotated module
-/// cannot name; such a method stays a call of Rust's own.
-fn inlinable(sig: &syn::Signature, body: &syn::Block, modeled: &HashSet<String>, callable: &HashSet<String>) -> bool {
+/// bindings, one of the `variants` of the enums modeled here (`Value::Nil`;
+/// not an associated constant such as `Op::ALL`), or a variant of the
+/// prelude (`Some`, `None`, `Ok`, `Err`); the types it writes are primitive
+/// or `modeled` here. Anything else may be private to its module, which
+/// code generated in the annotated module cannot name; such a method stays
+/// a call of Rust's own.
+fn inlinable(
+    sig: &syn::Signature,
+    body: &syn::Block,
+    modeled: &HashSet<String>,
+    variants: &HashSet<String>,
+    callable: &HashSet<String>,
+) -> bool {
     /// The names the method binds: its parameters and its patterns'.
     #[derive(Default)]
     struct Bindings(HashSet<String>);
@@ -390,6 +408,7 @@ fn inlinable(sig: &syn::Signature, body: &syn::Block, modeled: &HashSet<String>,
     syn::visit::Visit::visit_block(&mut bound, body);
     struct Paths<'a> {
         modeled: &'a HashSet<String>,
+        variants: &'a HashSet<String>,
         bound: &'a HashSet<String>,
         ok: bool,
     }
@@ -398,7 +417,7 @@ fn inlinable(sig: &syn::Signature, body: &syn::Block, modeled: &HashSet<String>,
             let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
             let own_binding = segs.len() == 1 && self.bound.contains(&segs[0]);
             let prelude = segs.len() == 1 && matches!(segs[0].as_str(), "Some" | "None" | "Ok" | "Err");
-            let variant = segs.len() == 2 && self.modeled.contains(&segs[0]);
+            let variant = segs.len() == 2 && self.variants.contains(&segs.join("::"));
             let plain = p.leading_colon.is_none() && p.segments.iter().all(|s| s.arguments.is_none());
             self.ok &= plain && (own_binding || prelude || variant);
         }
@@ -434,7 +453,7 @@ fn inlinable(sig: &syn::Signature, body: &syn::Block, modeled: &HashSet<String>,
             }
         }
     }
-    let mut paths = Paths { modeled, bound: &bound.0, ok: true };
+    let mut paths = Paths { modeled, variants, bound: &bound.0, ok: true };
     syn::visit::Visit::visit_block(&mut paths, body);
     // Parameters by value or by shared reference (`&self`): reading through
     // them is a computation on the arguments too. Their types are the
@@ -635,7 +654,8 @@ mod tests {
     fn inlinable(src: &str) -> bool {
         let f: syn::ItemFn = syn::parse_str(src).expect("a function");
         let callable = ["weight".to_string()].into_iter().collect();
-        super::inlinable(&f.sig, &f.block, &["Value".to_string()].into_iter().collect(), &callable)
+        let variants = ["Value::Nil", "Value::Bool", "Value::Int", "Value::Pair"].map(String::from).into_iter().collect();
+        super::inlinable(&f.sig, &f.block, &["Value".to_string()].into_iter().collect(), &variants, &callable)
     }
 
     #[test]
@@ -649,6 +669,8 @@ mod tests {
         assert!(!inlinable("fn f(self) -> i64 { LIMIT }"), "a constant of its module");
         assert!(!inlinable("fn f(self) -> i64 { helper(self) }"), "a function of its module");
         assert!(!inlinable("fn f(self) -> Op { Op::Add }"), "a variant of a type not modeled here");
+        assert!(!inlinable("fn f(self) -> Value { Value::ALL[0] }"), "an associated constant, not a variant");
+        assert!(!inlinable("fn f(self) -> Value { Value::new() }"), "an associated function, not a variant");
         assert!(!inlinable("fn f(self) -> i64 { match self { Nil => 0, _ => 1 } }"), "a variant by a glob import");
         assert!(!inlinable("fn f(self) -> Value { Self::Nil }"));
         assert!(!inlinable("fn f(self) -> i64 { const K: i64 = 2; K }"));

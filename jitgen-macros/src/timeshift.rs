@@ -73,6 +73,10 @@ pub struct Gen<'g> {
     /// Whether the interpreter reads its saved frames in place
     /// ([`Gen::frames_read_in_place`] is not empty).
     pub frames_in_place: bool,
+    /// The residual call being emitted is of a pure function that runs
+    /// while compiling where its arguments are constants (see
+    /// `Gen::pure_residual_call`).
+    pub folding: bool,
     /// Portal merge points where execute mode may stop for the portal to
     /// continue in the interpreter proper (see `jit_module`).
     pub park_points: BTreeSet<usize>,
@@ -233,6 +237,7 @@ impl<'g> Gen<'g> {
             framed: Default::default(),
             inline_depth: Default::default(),
             frames_in_place: false,
+            folding: false,
         };
         g.plans = (0..g.fns.len())
             .map(|fi| FnPlan { written_back: g.written_back_params(fi), ..Default::default() })
@@ -629,7 +634,7 @@ impl<'g> Gen<'g> {
             }
             OpKind::CallOpaque(name) => self.opaque_call(fi, r, name, args, None),
             OpKind::CallPure(name) if self.fns[fi].color(r) == Color::Green => self.pure_call(fi, r, &rr, name, args),
-            OpKind::CallPure(name) => self.opaque_call(fi, r, name, args, None),
+            OpKind::CallPure(name) => self.pure_residual_call(fi, r, name, args),
             OpKind::Format { mac, template, names } => {
                 let shown = format!("{mac}!");
                 self.opaque_call(fi, r, &shown, args, Some((mac, template, names)))

@@ -137,6 +137,31 @@ mod decoding_vm {
         }
     }
 
+    /// As `run`, with the byte made red (`variable`): where it is a
+    /// constant while compiling (read from the green code), the decoder
+    /// still runs at compile time, as promoted code's bytes do.
+    pub fn run_red(code: &[u8], n: i64) -> i64 {
+        let (mut acc, mut i, mut pc) = (0i64, n, 0);
+        loop {
+            hint!(global_merge_point);
+            let known = hint!(code[pc], concrete);
+            let byte = hint!(known, variable);
+            let op = Op::from_byte(byte);
+            pc += 1;
+            match op {
+                Op::Add => acc = acc.wrapping_add(i),
+                Op::Double => acc = acc.wrapping_mul(2),
+                Op::CountDown => i -= 1,
+                Op::Loop => {
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                Op::Stop => return acc,
+            }
+        }
+    }
+
     /// As `run`, with the counted decoder.
     pub fn run_counted(code: &[u8], n: i64) -> i64 {
         let (mut acc, mut i, mut pc) = (0i64, n, 0);
@@ -186,6 +211,24 @@ fn a_pure_decoder_of_another_module_runs_at_compile_time_and_one_with_an_effect_
 }
 
 #[test]
+fn a_pure_decoder_runs_at_compile_time_on_red_bytes_that_are_constants() {
+    let code = [0u8, 1, 2, 3, 4];
+    let r = decoding_vm::jit::specialize::run_red(&code);
+    let listing = r.listing();
+    // Decoded while compiling, each `match` on the operation folds to its
+    // arm: no call, and no test of the operation's tag.
+    assert!(!listing.contains("from_byte"), "{listing}");
+    let text = decoding_vm::jit::graphs().function("run_red").expect("analyzed").to_text();
+    assert!(text.contains("call_pure Op::from_byte("), "{text}");
+    for n in [0i64, 1, 5, 40] {
+        let want = decoding_vm::jit::plain::run_red(&code, n);
+        assert_eq!(want, decoding_vm::jit::plain::run(&code, n));
+        assert_eq!(r.call(n), want, "{n}");
+        assert_eq!(decoding_vm::run_red(&code, n), want, "{n}");
+    }
+}
+
+#[test]
 fn random_programs_of_a_pure_decoder_agree_with_plain() {
     decoding_vm::jit::config().set_threshold(0);
     let mut rng = crate::common::Rng(0xdec0_de);
@@ -199,6 +242,8 @@ fn random_programs_of_a_pure_decoder_agree_with_plain() {
         assert_eq!(decoding_vm::run(&code, n), want, "{code:?} {n}");
         assert_eq!(decoding_vm::jit::specialize::run(&code).call(n), want, "{code:?} {n}");
         assert_eq!(decoding_vm::run_counted(&code, n), want, "{code:?} {n}");
+        assert_eq!(decoding_vm::run_red(&code, n), want, "{code:?} {n}");
+        assert_eq!(decoding_vm::jit::specialize::run_red(&code).call(n), want, "{code:?} {n}");
     }
 }
 

@@ -564,6 +564,36 @@ impl ResidualBuilder {
         self.recorded_call(args, |b, a| b.call_pure(func, name, a, rets))
     }
 
+    /// A call of a function of the interpreter's without effects (`#[jit_pure]`)
+    /// whose arguments and results are values: run now where every argument
+    /// is a constant, its results constants, as an operation on constant red
+    /// boxes folds; else (or where it panics now: then it is left to fail
+    /// at run time, as the interpreter would) a [`ResidualBuilder::red_call`].
+    /// Also whether it ran now.
+    pub fn red_call_folding(
+        &mut self,
+        func: CallbackFn,
+        name: &str,
+        args: &[RedBox],
+        rets: &[ValTy],
+    ) -> (Vec<RedBox>, bool) {
+        let consts: Option<Vec<u64>> = args.iter().map(RedBox::as_const).collect();
+        if let (Some(consts), false) = (consts, self.exec) {
+            let mut buf = vec![0u64; args.len().max(rets.len()).max(1)];
+            buf[..consts.len()].copy_from_slice(&consts);
+            // SAFETY: the buffer holds the most of the arguments and results
+            // (at least one word), and the arguments are values, no addresses.
+            let status = unsafe { func(buf.as_mut_ptr()) };
+            if status == 0 {
+                return (rets.iter().enumerate().map(|(k, t)| RedBox::constant(*t, buf[k])).collect(), true);
+            }
+            // The panic's payload is not kept: the call is made again at
+            // run time.
+            drop(crate::run::residual::take_callback_panic(status));
+        }
+        (self.red_call(func, name, args, rets), false)
+    }
+
     /// Branches to a side that calls `func` (a [`ResidualBuilder::red_call_private`])
     /// when `cond` holds and then reads the fields `reread` (type, address,
     /// offset) again, and back: the current block goes on after it with
