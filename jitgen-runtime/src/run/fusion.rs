@@ -341,13 +341,22 @@ thread_local! {
 /// for a switch of it that runs hot to fuse it ([`flex_hot`]).
 pub const LONG_CALL: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// Whether code whose entries were `entered` (how many, the last when;
+/// `Compiled::entered`) has run [`LONG_CALL`] since its last entry: then a
+/// hot switch inside it fuses it ([`flex_hot`]). Not only its first entry:
+/// a script that handed over while its budget for cases was spent, and
+/// entered again, may stay in its code to its end.
+fn in_code_long(entered: (u64, Option<std::time::Instant>)) -> bool {
+    matches!(entered, (1.., Some(t)) if t.elapsed() >= LONG_CALL)
+}
+
 /// Called by residual code when a case of the switch at `table` has been
 /// taken [`crate::backend::cranelift::HOT_HITS`] times more: fuses the root the switch belongs to
 /// (`ResidualFn::fuse_pieces`, with the default patience), as a portal's
-/// entry does, where one call has entered the code and run [`LONG_CALL`] in
-/// it, so that a long
-/// call that never enters its code again (a whole program in one call)
-/// runs fused too. The code running stays valid: fusion redirects the case
+/// entry does, where the code's last entry was [`LONG_CALL`] ago, so that a
+/// long call that never enters its code again (a whole program in one
+/// call, or a script that entered again after interpreting while its budget
+/// for cases was spent) runs fused too. The code running stays valid: fusion redirects the case
 /// tables, and the code it replaces lives as long as the root. Returns 0.
 ///
 /// # Safety
@@ -360,8 +369,8 @@ pub unsafe extern "C" fn flex_hot(buf: *mut u64) -> u64 {
         let table = unsafe { &*(buf as *const FlexTable) };
         let Some(root) = table.tree().and_then(|t| t.root()) else { return };
         let Ok(root) = root.downcast::<Compiled>() else { return };
-        // Code entered again is fused where it is entered.
-        if !matches!(root.entered.get(), (1, Some(t)) if t.elapsed() >= LONG_CALL) {
+        // Code entered often is fused where it is entered.
+        if !in_code_long(root.entered.get()) {
             return;
         }
         let stats = table.stats();
@@ -381,6 +390,17 @@ pub unsafe extern "C" fn flex_hot(buf: *mut u64) -> u64 {
 mod tests {
     use super::*;
     use crate::ir::ops::{BinOp, Overflow, ValTy};
+
+    #[test]
+    fn a_hot_switch_fuses_code_whose_last_entry_has_lasted_a_long_call() {
+        let now = std::time::Instant::now();
+        let long_ago = now.checked_sub(LONG_CALL * 2).expect("a clock past its start");
+        assert!(!in_code_long((0, None)), "never entered");
+        assert!(!in_code_long((1, Some(now))), "entered just now");
+        assert!(in_code_long((1, Some(long_ago))), "its one entry long ago");
+        assert!(in_code_long((2, Some(long_ago))), "entered again, and that entry long ago");
+        assert!(!in_code_long((40, Some(now))), "entered often, the last just now");
+    }
 
     /// A piece of about `ops` operations (its input multiplied in, again
     /// and again).

@@ -205,7 +205,7 @@ pub(crate) struct Compiled {
     /// count of cases then, at the root's age then (see
     /// `ResidualFn::fuse_pieces`).
     pub(crate) estimate: std::cell::Cell<(usize, usize, std::time::Duration)>,
-    /// How many times a portal entered the code, and when first
+    /// How many times a portal entered the code, and when last
     /// ([`ResidualFn::note_entry`]).
     pub(crate) entered: std::cell::Cell<(u64, Option<std::time::Instant>)>,
     /// A fusion handed to the compiler's thread, until it is installed
@@ -268,11 +268,11 @@ impl ResidualFn {
     }
 
     /// Records that a portal enters the code now: a switch of it that runs
-    /// hot fuses it from inside only where this is its one entry, and that
-    /// has lasted `promotion::LONG_CALL` (see `promotion::flex_hot`).
+    /// hot fuses it from inside only where this entry, its last, has lasted
+    /// `promotion::LONG_CALL` (see `promotion::flex_hot`).
     pub fn note_entry(&self) {
-        let (n, first) = self.0.entered.get();
-        self.0.entered.set((n + 1, first.or_else(|| Some(std::time::Instant::now()))));
+        let (n, _) = self.0.entered.get();
+        self.0.entered.set((n + 1, Some(std::time::Instant::now())));
     }
 
     /// The counter of the code's turn checks, for code with a tree of
