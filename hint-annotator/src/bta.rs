@@ -167,7 +167,8 @@ pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDep
                 | OpKind::Pop
                 | OpKind::MapInsert
                 | OpKind::MapRemove
-                | OpKind::Drop => {
+                | OpKind::Drop
+                | OpKind::CloneInto(_) => {
                     local_effects = true;
                     Dep::Red(RedReason::Effect)
                 }

@@ -143,6 +143,7 @@ impl ColoredGraph {
     pub fn op_color(&self, op: &Op) -> Color {
         match &op.kind {
             OpKind::SetField(_)
+            | OpKind::CloneInto(_)
             | OpKind::SetItem
             | OpKind::Push
             | OpKind::Pop

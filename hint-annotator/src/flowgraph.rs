@@ -291,6 +291,12 @@ pub enum OpKind {
     /// what the analysis does not model, made by Rust's own `.clone()`),
     /// where Rust drops it: the local is assigned again.
     Drop,
+    /// `[dst, src]`: `dst.f = src.f.clone()`, two objects of one struct,
+    /// for a field of a type the analysis does not model (an `Rc`): Rust's
+    /// own clone of the field into the place, its old value dropped. An
+    /// assignment of a derived clone (`frame = frames.last().clone()`)
+    /// writes its fields so, the others as values.
+    CloneInto(String),
     /// `[rc]`: the `&T` an `Rc<T>` or `Arc<T>` (an opaque object, at its
     /// address) points to: fields are read through shared pointers as
     /// through shared references.
@@ -351,6 +357,7 @@ impl OpKind {
             OpKind::Unwrap => "unwrap".into(),
             OpKind::SharedDeref => "shared_deref".into(),
             OpKind::Drop => "drop".into(),
+            OpKind::CloneInto(f) => format!("clone_into.{f}"),
             OpKind::Call(f) => format!("call {f}"),
             OpKind::CallOpaque(f) => format!("call_opaque {f}"),
             OpKind::CallPure(f) => format!("call_pure {f}"),

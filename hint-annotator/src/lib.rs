@@ -35,7 +35,9 @@
 //! from a place (`let f = *frames.last().unwrap()`, an argument, a `push`) is copied
 //! field by field, as is a derived `.clone()` of a struct of values (of one that owns what
 //! the analysis does not model, Rust's own clone is one residual call, and the local holding it
-//! drops it where it is assigned again: `OpKind::Drop`), and `*r = s`
+//! drops it where it is assigned again: `OpKind::Drop`; assigned to a local never moved, or
+//! through `*` of a list's accessor, it is written in place: its values stored, the objects
+//! the analysis does not model cloned into their places by Rust, `OpKind::CloneInto`), and `*r = s`
 //! through a `&mut` stores each field: the copy is Rust's, never an alias. This is PyPy's low-level model; virtual lists and
 //! structures (`jitgen-runtime`'s `vlist.rs` and `virtuals.rs`) remove the allocations
 //! again in residual code. A type the analysis does not model, as a struct field or an
@@ -282,7 +284,7 @@ fn written_structs<'g>(graphs: impl Iterator<Item = &'g FlowGraph>) -> std::coll
     for g in graphs {
         for b in g.blocks() {
             for op in &g.graph[b].ops {
-                if let OpKind::SetField(_) = op.kind {
+                if let OpKind::SetField(_) | OpKind::CloneInto(_) = op.kind {
                     let mut t = g.value_ty(&op.args[0]);
                     while let Ty::Ref { to, .. } | Ty::Boxed(to) = t {
                         t = *to;

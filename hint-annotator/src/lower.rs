@@ -952,7 +952,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
             }
             Expr::Assign(a) => {
-                let v = self.expr(&a.right);
+                let v = match self.clone_assignment(a, e) {
+                    Some(Ok(())) => return LVal::Const(Const::Unit),
+                    Some(Err(v)) => v,
+                    None => self.expr(&a.right),
+                };
                 let v = if matches!(&*a.right, Expr::Struct(_)) { v } else { self.copied(v, &a.right) };
                 if let Some(p) = self.place(&a.left) {
                     self.write_place(p, v, e);

@@ -1135,3 +1135,65 @@ fn a_promoted_field_is_known_until_written_or_handed_to_a_call() {
         "#]],
     );
 }
+
+#[test]
+fn a_derived_clone_of_a_struct_holding_an_rc_is_assigned_in_place() {
+    // Its `Rc` cloned into the place by Rust (`clone_into`), its values
+    // read before any is written; into a local never moved, and into the
+    // place a list's accessor finds.
+    check(
+        "use std::rc::Rc;
+        pub struct Code { pub ops: Vec<u8> }
+        #[derive(Clone)]
+        pub struct Frame { pub code: Rc<Code>, pub ip: usize, pub base: usize }
+        fn f(frames: &mut Vec<Frame>, mut frame: Frame) -> usize {
+            *frames.last_mut().unwrap() = frame.clone();
+            frame = frames.last().unwrap().clone();
+            frame.ip + frame.base
+        }",
+        expect![[r#"
+            fn f -> usize
+            block0(frames_0: &mut Vec<Frame> red, frame_1: Frame red):
+                R v5: usize = len(frames_0)
+                R v6: bool = eq(v5, 0_usize)
+                if v6 then block2() else block3()
+            block1(v4: Option<Frame> red):
+                R v12: Frame = unwrap(v4)
+                R clone_into.code(v12, frame_1)
+                R v14: usize = getfield.ip(frame_1)
+                R v15: usize = getfield.base(frame_1)
+                R setfield.ip(v12, v14)
+                R setfield.base(v12, v15)
+                R v21: usize = len(frames_0)
+                R v22: bool = eq(v21, 0_usize)
+                if v22 then block5() else block6()
+            block2():
+                G v7: Option<Frame> = Option::None()
+                goto block1(v7)
+            block3():
+                R v8: usize = len(frames_0)
+                R v9: usize = sub(v8, 1_usize)
+                R v10: Frame = getitem(frames_0, v9)
+                R v11: Option<Frame> = Option::Some(v10)
+                goto block1(v11)
+            block4(v20: Option<Frame> red):
+                R v28: Frame = unwrap(v20)
+                R clone_into.code(frame_1, v28)
+                R v30: usize = getfield.ip(v28)
+                R v31: usize = getfield.base(v28)
+                R setfield.ip(frame_1, v30)
+                R setfield.base(frame_1, v31)
+                R v34: usize = add(v30, v31)
+                return v34
+            block5():
+                G v23: Option<Frame> = Option::None()
+                goto block4(v23)
+            block6():
+                R v24: usize = len(frames_0)
+                R v25: usize = sub(v24, 1_usize)
+                R v26: Frame = getitem(frames_0, v25)
+                R v27: Option<Frame> = Option::Some(v26)
+                goto block4(v27)
+        "#]],
+    );
+}

@@ -654,7 +654,8 @@ mod tests {
     fn inlinable(src: &str) -> bool {
         let f: syn::ItemFn = syn::parse_str(src).expect("a function");
         let callable = ["weight".to_string()].into_iter().collect();
-        let variants = ["Value::Nil", "Value::Bool", "Value::Int", "Value::Pair"].map(String::from).into_iter().collect();
+        let variants =
+            ["Value::Nil", "Value::Bool", "Value::Int", "Value::Pair"].map(String::from).into_iter().collect();
         super::inlinable(&f.sig, &f.block, &["Value".to_string()].into_iter().collect(), &variants, &callable)
     }
 

@@ -164,6 +164,37 @@ impl<'g> Gen<'g> {
         }
     }
 
+    /// `dst.name = src.name.clone()` (`OpKind::CloneInto`), a field of a
+    /// type the analysis does not model (an `Rc`) in two objects of one
+    /// struct: one call of a helper running Rust's own clone of the field
+    /// into its place (the old value dropped), at their addresses.
+    pub(crate) fn clone_into(
+        &mut self,
+        fi: usize,
+        name: &str,
+        args: &[hint_annotator::flowgraph::Value],
+    ) -> TokenStream {
+        let rt = rt();
+        let types = self.cg.types();
+        let (Some((dst, Ty::Struct(sname))), Some((src, _))) =
+            (self.red_object(fi, &args[0]), self.red_object(fi, &args[1]))
+        else {
+            return self.decline("a field cloned into an object it cannot reach");
+        };
+        let Some(ft) = types.structs.get(&sname).and_then(|d| d.fields.get(name)).cloned() else {
+            return self.decline("a field cloned into a struct the module does not define");
+        };
+        let (sn, fname, t) = (struct_at(&sname, types), member(name), rust_ty(&ft, None));
+        quote!({
+            let __to = { #dst __addr };
+            let __from = { #src __addr };
+            let __f = ::core::mem::offset_of!(#sn, #fname) as u64;
+            let __a = [__c.b.red_offset(&__to, __f), __c.b.red_offset(&__from, __f)];
+            __c.b.red_call(#rt::heap::clone_into::<#t>, "clone_into", &__a, &[]);
+            __st.forget_fields();
+        })
+    }
+
     /// A store of a plain enum (`value`, of type `ft`) into field `name` of
     /// the struct `sname` at the address `addr` binds: its words written by
     /// a helper in Rust's layout, as `unflat` reads them.

@@ -621,6 +621,7 @@ impl<'g> Gen<'g> {
             | OpKind::EnumField { .. }
             | OpKind::Unwrap => self.value_op(fi, op),
             OpKind::GlobalMergePoint => quote!(),
+            OpKind::CloneInto(name) => self.clone_into(fi, name, args),
             OpKind::Drop => {
                 // Dropped where residual code made it (in the arena); an
                 // object of the interpreter's is left to it.

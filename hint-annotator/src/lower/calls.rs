@@ -747,6 +747,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
             r @ LVal::Ref(_) => self.rvalue(r, &*mc.receiver),
             v => v,
         };
+        self.method_call_on(mc, recv)
+    }
+
+    /// The method call `mc` on its receiver, lowered already (`recv`).
+    pub(super) fn method_call_on(&mut self, mc: &syn::ExprMethodCall, recv: LVal) -> LVal {
         let method = mc.method.to_string();
         let recv_ty = self.deref_ty(&self.ty_of(&recv));
         let nargs = mc.args.len();

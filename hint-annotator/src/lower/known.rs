@@ -156,6 +156,10 @@ impl KnownFields {
                     _ => {}
                 }
             }
+            (OpKind::CloneInto(name), Some(a)) => {
+                let b = self.alias_root(a);
+                self.known.retain(|((base, f, _), _)| !(*base == b && f == name));
+            }
             (OpKind::Hint(HintKind::Promote), Some(a)) => match self.defs.get(&self.alias_root(a)).cloned() {
                 Some(Def::Field(b, name)) => self.set((b, name, false), LVal::Var(result)),
                 Some(Def::Shared(b, name)) => self.set((b, name, true), LVal::Var(result)),

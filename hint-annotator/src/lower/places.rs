@@ -546,6 +546,122 @@ impl<'m, 'a> Lowering<'m, 'a> {
             })
     }
 
+    /// Whether an assignment of a derived clone of the struct `s` is written
+    /// in place, field by field ([`Lowering::clone_assignment`]): `s`
+    /// derives `Clone` and owns an object the analysis does not model (a
+    /// struct of values is a value, copied), and each field is a value, a
+    /// struct of values, such an object (cloned by Rust's own `clone`,
+    /// `OpKind::CloneInto`), or such a struct.
+    pub(super) fn clones_in_place(&self, s: &str, depth: usize) -> bool {
+        let Some(d) = self.m.structs.get(s) else { return false };
+        depth < 8
+            && d.clone
+            && d.lifetimes == 0
+            && self.owns_opaque(s, 0)
+            && d.fields.values().all(|t| match t {
+                Ty::Foreign(_) => true,
+                Ty::Struct(n) => self.copyable(n, 0) || self.clones_in_place(n, depth + 1),
+                t => t.is_value(),
+            })
+    }
+
+    /// `dst = src.clone()` where `src` is a struct that clones in place
+    /// ([`Lowering::clones_in_place`]) and `dst` a local never moved, or
+    /// `*` of accessors that only find a place (`*frames.last_mut().unwrap()`):
+    /// the fields of the object `dst` holds written in place, as Rust's
+    /// assignment leaves them (`Some(Ok(()))`), where Rust's own assignment
+    /// made an object and dropped one (outlined, a call). `Some(Err(v))`:
+    /// the clone as lowered otherwise, `v`, its receiver lowered once;
+    /// `None`: not such an assignment, nothing lowered.
+    pub(super) fn clone_assignment(&mut self, a: &syn::ExprAssign, e: &Expr) -> Option<Result<(), LVal>> {
+        let Expr::MethodCall(mc) = &*a.right else { return None };
+        if mc.method != "clone" || !mc.args.is_empty() || mc.turbofish.is_some() {
+            return None;
+        }
+        let local = match &*a.left {
+            Expr::Path(p) => {
+                let name = p.path.get_ident()?.to_string();
+                if !self.unmoved.contains(&name) {
+                    return None;
+                }
+                Some(self.env.iter().rposition(|(n, _)| *n == name)?)
+            }
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) && finds_place(&u.expr) => None,
+            _ => return None,
+        };
+        let recv = match self.expr(&mc.receiver) {
+            LVal::Sum { ty, tag, payloads } => return Some(Err(self.sum_method(mc, ty, *tag, payloads))),
+            r @ LVal::Ref(_) => self.rvalue(r, &*mc.receiver),
+            v => v,
+        };
+        let s = match self.u.shallow(&self.deref_ty(&self.ty_of(&recv))) {
+            Ty::Struct(s) if self.clones_in_place(&s, 0) => s,
+            _ => return Some(Err(self.method_call_on(mc, recv))),
+        };
+        let dst = match (local, &*a.left) {
+            (Some(i), _) => {
+                let held = self.env[i].1.clone();
+                // An object of the struct the local owns.
+                if !matches!(held, LVal::Var(_)) || self.u.shallow(&self.ty_of(&held)) != Ty::Struct(s.clone()) {
+                    return Some(Err(self.method_call_on(mc, recv)));
+                }
+                held
+            }
+            (None, Expr::Unary(u)) => {
+                let p = match self.expr(&u.expr) {
+                    r @ LVal::Ref(_) => self.rvalue(r, &*u.expr),
+                    v => v,
+                };
+                let t = self.deref_ty(&self.ty_of(&p));
+                self.unify(&Ty::Struct(s.clone()), &t, u.span());
+                p
+            }
+            _ => unreachable!("a local or a dereference"),
+        };
+        self.clone_fields_into(dst, recv, &s, e);
+        Some(Ok(()))
+    }
+
+    /// The fields of `src`, an object of the struct `s`, written into the
+    /// object `dst` as `*dst = src.clone()` writes them: the fields of
+    /// types the analysis does not model cloned into place by Rust
+    /// (`OpKind::CloneInto`), the values read from `src` before any is
+    /// written (as Rust clones the whole before it assigns).
+    fn clone_fields_into(&mut self, dst: LVal, src: LVal, s: &str, at: &dyn ToTokens) {
+        let mut values = vec![];
+        for (name, t) in self.fields_of(s) {
+            match &t {
+                // A struct of values too (a handle): written whole, so that
+                // no analyzed code writes its fields (an enum holding one
+                // keeps it as its words, see `ModuleTypes::written_structs`).
+                Ty::Foreign(_) | Ty::Struct(_) if self.copyable_or_foreign(&t) => {
+                    self.emit(OpKind::CloneInto(name), vec![dst.clone(), src.clone()], Ty::Unit, at);
+                }
+                Ty::Struct(n) => {
+                    let d = self.emit(OpKind::GetField(name.clone()), vec![dst.clone()], t.clone(), at);
+                    let x = self.emit(OpKind::GetField(name), vec![src.clone()], t.clone(), at);
+                    self.clone_fields_into(d, x, n, at);
+                }
+                _ => {
+                    let x = self.emit(OpKind::GetField(name.clone()), vec![src.clone()], t.clone(), at);
+                    values.push((name, x));
+                }
+            }
+        }
+        for (name, x) in values {
+            self.emit(OpKind::SetField(name), vec![dst.clone(), x], Ty::Unit, at);
+        }
+    }
+
+    /// An object the analysis does not model, or a struct of values.
+    fn copyable_or_foreign(&self, t: &Ty) -> bool {
+        match t {
+            Ty::Foreign(_) => true,
+            Ty::Struct(n) => self.copyable(n, 0),
+            _ => false,
+        }
+    }
+
     /// The fields of the struct `s`, named and typed, in order.
     fn fields_of(&self, s: &str) -> Vec<(String, Ty)> {
         self.m.structs[s].fields.iter().map(|(n, t)| (n.clone(), t.clone())).collect()
@@ -677,4 +793,23 @@ pub(super) fn frozen_names(f: &FnDef<'_>) -> HashSet<String> {
         }
     }
     frozen
+}
+
+/// Whether `e` only finds a place: a path or a field, or such an
+/// expression's `last_mut()`, `first_mut()`, `get_mut(i)`, `unwrap()` or
+/// `expect(..)` with literal or named arguments (nothing it evaluates
+/// writes memory, so a clone assigned there may be read before it).
+fn finds_place(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) => true,
+        Expr::Field(f) => finds_place(&f.base),
+        Expr::Paren(p) => finds_place(&p.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => finds_place(&u.expr),
+        Expr::MethodCall(m) => {
+            matches!(m.method.to_string().as_str(), "last_mut" | "first_mut" | "get_mut" | "unwrap" | "expect")
+                && finds_place(&m.receiver)
+                && m.args.iter().all(|a| matches!(a, Expr::Lit(_) | Expr::Path(_)))
+        }
+        _ => false,
+    }
 }

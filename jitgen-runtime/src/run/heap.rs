@@ -380,6 +380,22 @@ pub unsafe extern "C" fn vec_extend<T: Word>(buf: *mut u64) -> u64 {
     })
 }
 
+/// `*dest = (*src).clone()`: Rust's own clone of a value into a place, its
+/// old value dropped (a field of a frame holding an `Rc`, assigned a
+/// clone of another frame): `[dest, src] -> []`. Nothing when they are the
+/// same place.
+pub unsafe extern "C" fn clone_into<T: Clone + 'static>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: two words; both addresses are of live `T`s.
+        let b = unsafe { args(buf, 2) };
+        if b[0] != b[1] {
+            let v = unsafe { &*(b[1] as usize as *const T) }.clone();
+            *unsafe { &mut *(b[0] as usize as *mut T) } = v;
+        }
+        Ok(())
+    })
+}
+
 /// Moves a real `Vec` into another place (`*dest = take(src)`; nothing when
 /// they are the same): `[dest, src] -> []`.
 pub unsafe extern "C" fn vec_move<T: 'static>(buf: *mut u64) -> u64 {
