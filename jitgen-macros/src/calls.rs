@@ -221,13 +221,8 @@ impl<'g> Gen<'g> {
         let types = self.cg.types();
         let value = |t: &Ty| scalar(t).is_some() || (is_enum(t) && plain(t, types));
         let rty = self.fns[fi].graph.var(r).ty.clone();
-        let folds = (rty == Ty::Unit || value(&rty))
-            && args.iter().all(|a| value(&self.value_ty(fi, a)))
-            && self.portal_call(fi, name, args).0.is_none();
-        self.folding = folds;
-        let code = self.opaque_call(fi, r, name, args, None);
-        self.folding = false;
-        code
+        let folds = (rty == Ty::Unit || value(&rty)) && args.iter().all(|a| value(&self.value_ty(fi, a)));
+        self.residual_call(fi, r, name, args, None, folds)
     }
 
     /// A residual call of a function outside the analysis, through a
@@ -241,7 +236,21 @@ impl<'g> Gen<'g> {
         args: &[Value],
         format: Option<(&String, &String, &Vec<Option<String>>)>,
     ) -> TokenStream {
-        let folding = std::mem::take(&mut self.folding) && format.is_none();
+        self.residual_call(fi, r, name, args, format, false)
+    }
+
+    /// [`Gen::opaque_call`]; where `folds` (a pure function's call on
+    /// values, see [`Gen::pure_residual_call`]), run while compiling
+    /// instead where its arguments are constants then.
+    fn residual_call(
+        &mut self,
+        fi: usize,
+        r: Var,
+        name: &str,
+        args: &[Value],
+        format: Option<(&String, &String, &Vec<Option<String>>)>,
+        folds: bool,
+    ) -> TokenStream {
         let rt = rt();
         let types = self.cg.types();
         let f = self.fns[fi];
@@ -337,39 +346,36 @@ impl<'g> Gen<'g> {
             Ok(bind) => bind,
             Err(declined) => return declined,
         };
+        let folding = folds && fast.is_none() && format.is_none() && obj.is_none();
         let red_call = match fast {
             Some(fast) => quote! {{
                 let mut __fast: ::std::vec::Vec<#rt::RedBox> = ::std::vec::Vec::new();
                 #(#fast)*
                 __c.b.red_call_direct(__entry, &__fast, #cb, #call_name, &__args, #rets)
             }},
-            None if folding && obj.is_none() => {
-                return quote! {
-                    #portal_check
-                    let (__v, __folded) = {
-                        let mut __args = ::std::vec::Vec::new();
-                        #(#arg_code)*
-                        __c.b.red_call_folding(#cb, #call_name, &__args, #rets)
-                    };
-                    // The callee may have written any object, unless it
-                    // ran now (a pure function).
-                    if !__folded {
-                        __st.forget_fields();
-                    }
-                    #bind_result
-                };
-            }
+            None if folding => quote!(__c.b.red_call_folding(#cb, #call_name, &__args, #rets)),
             None => quote!(__c.b.red_call(#cb, #call_name, &__args, #rets)),
+        };
+        // The callee may have written any object, unless it ran now (a pure
+        // function, folded).
+        let (results, forget) = if folding {
+            (
+                quote!((__v, __folded)),
+                quote!(if !__folded {
+                    __st.forget_fields();
+                }),
+            )
+        } else {
+            (quote!(__v), quote!(__st.forget_fields();))
         };
         quote! {
             #portal_check
-            let __v = {
+            let #results = {
                 let mut __args = ::std::vec::Vec::new();
                 #(#arg_code)*
                 #red_call
             };
-            // The callee may have written any object.
-            __st.forget_fields();
+            #forget
             #bind_result
         }
     }

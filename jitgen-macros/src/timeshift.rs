@@ -73,10 +73,6 @@ pub struct Gen<'g> {
     /// Whether the interpreter reads its saved frames in place
     /// ([`Gen::frames_read_in_place`] is not empty).
     pub frames_in_place: bool,
-    /// The residual call being emitted is of a pure function that runs
-    /// while compiling where its arguments are constants (see
-    /// `Gen::pure_residual_call`).
-    pub folding: bool,
     /// Portal merge points where execute mode may stop for the portal to
     /// continue in the interpreter proper (see `jit_module`).
     pub park_points: BTreeSet<usize>,
@@ -237,7 +233,6 @@ impl<'g> Gen<'g> {
             framed: Default::default(),
             inline_depth: Default::default(),
             frames_in_place: false,
-            folding: false,
         };
         g.plans = (0..g.fns.len())
             .map(|fi| FnPlan { written_back: g.written_back_params(fi), ..Default::default() })
