@@ -1527,3 +1527,28 @@ fn constants_added_and_taken_back_give_the_value_back_where_nothing_can_overflow
     let code = ResidualFn::compile(&f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap();
     assert!(code.call_words(&[3]).is_err(), "3 + 200 + 56 overflows a u8");
 }
+
+/// The wrapping difference of two integers computed from one root is a
+/// constant (`len - (len - 2)`: how many elements a `truncate` to two
+/// fewer drops), emitted as nothing; a checked one is kept (`x - (x + 1)`
+/// overflows for every `x`), and so is a difference of unrelated values.
+#[test]
+fn a_wrapping_difference_of_one_root_plus_constants_is_a_constant() {
+    let mut c: Compilation<Blk> =
+        Compilation::new("difference", &[ValTy::U64, ValTy::U64], &[ValTy::U64], Limits::default());
+    let (len, other) = (c.inputs()[0], c.inputs()[1]);
+    let shorter = c.b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &RedBox::u64(2));
+    let ops = c.b.op_count();
+    assert_eq!(c.b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &shorter), RedBox::u64(2));
+    assert_eq!(c.b.red_bin(BinOp::Sub, Overflow::Wrap, &shorter, &len), RedBox::u64(2u64.wrapping_neg()));
+    assert_eq!(c.b.op_count(), ops, "nothing emitted");
+    let longer = c.b.red_bin(BinOp::Add, Overflow::Wrap, &len, &RedBox::u64(1));
+    let checked = c.b.red_bin(BinOp::Sub, Overflow::Check, &len, &longer);
+    assert!(!checked.is_const(), "a checked difference may overflow");
+    let unrelated = c.b.red_bin(BinOp::Sub, Overflow::Wrap, &len, &other);
+    assert!(!unrelated.is_const());
+    c.finish_return(&[checked]);
+    let f = c.finish().expect("within budget");
+    let code = ResidualFn::compile(&f, &mut jitgen_runtime::residual::native_backend().unwrap()).unwrap();
+    assert!(code.call_words(&[5, 0]).is_err(), "5 - 6 overflows a u64");
+}

@@ -1330,10 +1330,19 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 (#r)[__jitgen_a] = (#r)[__jitgen_b];
                 (#r)[__jitgen_b] = __jitgen_t;
             }),
+            // Counted down from the number of elements dropped: where the
+            // new length is the length minus a constant (`len() - 2`), that
+            // count is a constant while compiling (`len - (len - 2)`), and
+            // the pops unroll; no loop tests the length at run time.
             ("truncate", 1) => syn::parse_quote!({
                 let __jitgen_n: usize = #a0;
-                while (#r).len() > __jitgen_n {
-                    (#r).pop();
+                let __jitgen_len: usize = (#r).len();
+                if __jitgen_n < __jitgen_len {
+                    let mut __jitgen_k: usize = __jitgen_len.wrapping_sub(__jitgen_n);
+                    while __jitgen_k > 0 {
+                        (#r).pop();
+                        __jitgen_k = __jitgen_k.wrapping_sub(1);
+                    }
                 }
             }),
             // A copy of the tail, then the list truncated; Rust panics

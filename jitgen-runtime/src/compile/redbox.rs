@@ -114,6 +114,13 @@ impl ResidualBuilder {
                 _ => {}
             }
         }
+        // The wrapping difference of two integers of one root is the
+        // difference of their offsets (`len - (len - 2)` is 2).
+        if let (BinOp::Sub, Overflow::Wrap, true, false) = (op, ov, ty.is_int(), b.is_const()) {
+            if let Some(d) = self.difference(b, a) {
+                return RedBox::Const { ty, bits: ty.canon(d as u64) };
+            }
+        }
         let ov = if ov == Overflow::Check && self.steps_within_u64(op, a, b) { Overflow::Wrap } else { ov };
         // An integer plus or minus a constant is known as its root (a value
         // not computed so) plus an offset, so that indices computed twice
