@@ -141,6 +141,28 @@ impl<'g> Gen<'g> {
         popped.intersection(&read).cloned().collect()
     }
 
+    /// Whether promotion `k` of block `b` of function `fi` runs on every
+    /// turn of the portal's loop: it follows the global merge point in the
+    /// merge point's own block, or its block comes after the merge point
+    /// and before every jump back to it (it dominates each). An
+    /// interpreter that reads its position from its frame and promotes it
+    /// at the top of the loop (`hint!(frame.ip, promote)`) does; a `Ret`
+    /// promoting the address it returns to does not. Such a switch pins the
+    /// promoted red at the merge point (`Compilation::flexswitch_every_turn`).
+    pub(crate) fn promotes_every_turn(&self, fi: usize, b: NodeIndex, k: usize) -> bool {
+        let g = &self.fns[fi].graph;
+        let is_mp = |o: &hint_annotator::flowgraph::Op| o.kind == OpKind::GlobalMergePoint;
+        let Some(m) = g.blocks().find(|&m| g.graph[m].ops.iter().any(is_mp)) else { return false };
+        if m == b {
+            return g.graph[b].ops[..k].iter().any(is_mp);
+        }
+        let doms = petgraph::algo::dominators::simple_fast(&g.graph, g.start);
+        let dominates = |a: NodeIndex, x: NodeIndex| doms.dominators(x).is_some_and(|mut d| d.any(|y| y == a));
+        let latches: Vec<NodeIndex> =
+            g.graph.neighbors_directed(m, petgraph::Direction::Incoming).filter(|&p| dominates(m, p)).collect();
+        dominates(m, b) && !latches.is_empty() && latches.iter().all(|&p| dominates(b, p))
+    }
+
     /// Whether `op` promotes a red scalar: a flexswitch at run time, its
     /// continuation a resume point receiving the value through `__ret`.
     pub(crate) fn promotes_run_time(&self, fi: usize, op: &hint_annotator::flowgraph::Op) -> bool {

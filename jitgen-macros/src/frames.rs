@@ -170,6 +170,7 @@ impl<'g> Gen<'g> {
                     .boxed(fi, &op.args[0])
                     .or_else(|| self.operand(fi, &op.args[0], &Repr::RPtr))
                     .expect("a red scalar or pointer");
+                let every_turn = self.promotes_every_turn(fi, b, k);
                 body.push(quote! {
                     let __a = #a;
                     __st.frames.push(#cont_frame);
@@ -179,7 +180,7 @@ impl<'g> Gen<'g> {
                             break 'path Some(__st);
                         }
                         None => {
-                            __promote(__c, __st, &__a);
+                            __promote(__c, __st, &__a, #every_turn);
                             break 'path None;
                         }
                     }
@@ -676,12 +677,15 @@ impl<'g> Gen<'g> {
             }
 
             /// Ends the path in a flexswitch on `__v` (see `Compilation::flexswitch`).
+            /// With `__every_turn`, the promotion runs on every turn of the
+            /// portal's loop (see `Compilation::flexswitch_every_turn`).
             fn __promote<'a>(
                 __c: &mut #rt::Compilation<__Frame<'a>>,
                 __st: #rt::JitState<__Frame<'a>>,
                 __v: &#rt::RedBox,
+                __every_turn: bool,
             ) {
-                #rt::ext::flexswitch(__c, __forever(__st), Some(__v), __resume_fns());
+                #rt::ext::promote(__c, __forever(__st), __v, __every_turn, __resume_fns());
             }
 
             /// Ends the path in a lazily compiled continuation of `__st`.

@@ -300,12 +300,15 @@ pub mod plus_minus {
             }
         }
         /// Ends the path in a flexswitch on `__v` (see `Compilation::flexswitch`).
+        /// With `__every_turn`, the promotion runs on every turn of the
+        /// portal's loop (see `Compilation::flexswitch_every_turn`).
         fn __promote<'a>(
             __c: &mut __rt::Compilation<__Frame<'a>>,
             __st: __rt::JitState<__Frame<'a>>,
             __v: &__rt::RedBox,
+            __every_turn: bool,
         ) {
-            __rt::ext::flexswitch(__c, __forever(__st), Some(__v), __resume_fns());
+            __rt::ext::promote(__c, __forever(__st), __v, __every_turn, __resume_fns());
         }
         /// Ends the path in a lazily compiled continuation of `__st`.
         pub(super) fn __defer<'a>(

@@ -90,6 +90,24 @@ pub fn flexswitch(
     c.flexswitch(st, value, fns)
 }
 
+/// A promotion of a run-time value: [`Compilation::flexswitch_every_turn`]
+/// where it runs on every turn of the portal's loop, else
+/// [`Compilation::flexswitch`].
+#[inline(never)]
+pub fn promote(
+    c: &mut ExtCompilation<'_>,
+    st: ExtState<'static>,
+    value: &RedBox,
+    every_turn: bool,
+    fns: ResumeFns<PointFrame<'static>>,
+) {
+    if every_turn {
+        c.flexswitch_every_turn(st, value, fns)
+    } else {
+        c.flexswitch(st, Some(value), fns)
+    }
+}
+
 /// [`Compilation::unspill`].
 #[inline(never)]
 pub fn unspill<'a>(

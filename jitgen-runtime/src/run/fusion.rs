@@ -99,7 +99,7 @@ pub const ESTIMATE_AGE: std::time::Duration = std::time::Duration::from_millis(5
 pub const BACKGROUND_FUSED_OPS: usize = 1_000;
 
 /// Fusions of one root's pieces at most: each compiles the whole tree again.
-pub const MAX_FUSIONS: usize = 4;
+pub const MAX_FUSIONS: usize = 12;
 
 /// Operations of pieces that one fusion copies at most (past them, a
 /// switch's case is reached through the switch): Cranelift's time grows

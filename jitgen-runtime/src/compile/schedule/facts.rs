@@ -58,7 +58,7 @@ pub(super) struct FactDesc {
 impl FactDesc {
     /// Whether this is the field `other` is, with `other`'s root and index
     /// named as `root` and `index` are.
-    fn is_at(&self, root: FactRef, index: Option<(FactRef, u64)>, other: &FactDesc) -> bool {
+    pub(super) fn is_at(&self, root: FactRef, index: Option<(FactRef, u64)>, other: &FactDesc) -> bool {
         self.root == root
             && self.index == index
             && (self.offset, self.ty, self.class, self.field) == (other.offset, other.ty, other.class, other.field)

@@ -66,6 +66,20 @@
 //! TLC's recursive fibonacci), and merging each cost its path's facts: the
 //! checks after it were made again.
 //!
+//! A promotion that runs on every turn of the portal's loop (the macro's
+//! `promotes_every_turn`: `hint!(frame.ip, promote)` at the top of the
+//! loop) of a run-time red that the path's last merge point passed, with no
+//! branch since, pins that red at that merge key for the whole tree
+//! ([`Pin`]: a red by position, or a known field by place;
+//! [`Compilation::pin_promoted`]). Later states are looked up under the key
+//! extended by the constants they hold there ([`Compilation::pin_key`]), so
+//! that each constant gets versions of its own, as a green would. An
+//! interpreter that keeps its position in its frame then compiles each
+//! position once, where the loop head used to widen the position after two
+//! versions and switch on it before every instruction. A key has at most
+//! [`MAX_PIN_GROUPS`] sets of constants in one compilation; past them, states
+//! share the plain key's versions.
+//!
 //! A version gets a label whose parameters are its run-time reds, and the
 //! path continues there. When the current block has recorded nothing since
 //! it began and its parameters hold every value the new version passes (two
@@ -125,6 +139,20 @@ impl Shape {
 /// pushes as it counts down a constant (brainfuck's `[.-]` in
 /// `tests/rust_style.rs`; PERFORMANCE.md has what larger bounds cost).
 pub const COUNTED_GROWTH: usize = 2;
+
+/// A red of a merge point's state whose constants keep versions apart (see
+/// [`Compilation::pin_key`]): a red of the state by position, or a known
+/// field by place.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Pin {
+    Red(usize),
+    Field(FactDesc),
+}
+
+/// The most sets of pinned constants one merge key has versions for in one
+/// compilation (see [`Compilation::pin_key`]): what bounds the unrolling
+/// of a promoted position, as `Limits::max_steps` bounds a green one.
+pub const MAX_PIN_GROUPS: usize = 512;
 
 /// Whether a version of this shape covers a state with these reds.
 pub(super) fn shape_covers(b: &ResidualBuilder, shape: &[Shape], reds: &[RedBox]) -> bool {
@@ -236,6 +264,67 @@ impl<F: Frame> Compilation<F> {
         self.branch_off(&RedBox::Var { ty: ValTy::Bool, val: goes_on }, true, leave);
         // What the check showed holds no more at the version (see `merge`).
         self.b.path_conds.clear();
+    }
+
+    /// Where reds of this merge key are pinned (see [`Compilation::pin_promoted`])
+    /// and constants here, appends their constants to `key`: the versions of
+    /// each set of constants are apart, as if those reds were greens. A key
+    /// has at most [`MAX_PIN_GROUPS`] such sets in one compilation; past
+    /// them its states share the versions of the plain key.
+    fn pin_key(
+        &mut self,
+        base: u64,
+        reds: &[RedBox],
+        facts: &[(FactDesc, RedBox)],
+        key: &mut crate::compile::state::StateKey<F::Key>,
+    ) {
+        let tree = self.tree.clone();
+        let pinned = tree.pinned.borrow();
+        let Some(pins) = pinned.get(&base) else { return };
+        let consts: Vec<Option<u64>> = pins
+            .iter()
+            .map(|p| match p {
+                Pin::Red(i) => reds.get(*i).and_then(RedBox::as_const),
+                Pin::Field(d) => {
+                    facts.iter().find(|(e, _)| e.is_at(d.root, d.index, d)).and_then(|(_, v)| v.as_const())
+                }
+            })
+            .collect();
+        if consts.iter().all(Option::is_none) {
+            return;
+        }
+        let mut pinned_key = key.clone();
+        pinned_key.1.push(usize::MAX);
+        for c in &consts {
+            pinned_key.1.extend(c.map_or([0, 1], |c| [c as usize, 0]));
+        }
+        if !self.versions.contains_key(&pinned_key) {
+            let groups = self.pin_groups.entry(base).or_insert(0);
+            if *groups >= MAX_PIN_GROUPS {
+                return;
+            }
+            *groups += 1;
+        }
+        *key = pinned_key;
+    }
+
+    /// A promotion of `val` on a path with no branch since its last merge
+    /// point: where `val` is a run-time red that merge point's version
+    /// passed, that red is pinned at its key
+    /// for the whole tree: later versions keep its constants apart
+    /// ([`Compilation::pin_key`]). An interpreter that promotes its
+    /// position from its frame after the merge point (`hint!(frame.ip,
+    /// promote)`) then compiles each position of the interpreted program
+    /// once, as a green position would, instead of widening the position
+    /// at a loop head and switching on it at every instruction.
+    pub(super) fn pin_promoted(&mut self, val: Val) {
+        if let Some((key, pin)) = self.merge_params.get(&val) {
+            let mut pinned = self.tree.pinned.borrow_mut();
+            let pins = pinned.entry(*key).or_default();
+            if !pins.contains(pin) {
+                pins.push(pin.clone());
+            }
+        }
     }
 
     /// A merge point: returns the state to continue with (its red boxes now
@@ -372,6 +461,16 @@ impl<F: Frame> Compilation<F> {
         self.turn_check(&st, &key);
         let reds = st.core_reds();
         let facts = describe_facts(&self.b, &st.known, &reds);
+        // The plain key's hash, where it is needed: pins of this tree, or a
+        // new version of a compilation that pins (see `pin_key`).
+        let hash = |key: &crate::compile::state::StateKey<F::Key>| {
+            use std::hash::BuildHasher;
+            rustc_hash::FxBuildHasher.hash_one(key)
+        };
+        let base = self.tree.promotes_every_turn.get().then(|| hash(&key));
+        if let Some(base) = base {
+            self.pin_key(base, &reds, &facts, &mut key);
+        }
         if self.entry_key.is_none() {
             self.entry_key = Some(key.clone());
         }
@@ -517,9 +616,14 @@ impl<F: Frame> Compilation<F> {
         // nothing else (a block reused as the label has parameters whose
         // sums the earlier version knew in terms of values this one may not
         // pass).
-        for (s, r) in shape.iter().zip(&new_reds) {
+        // Where this version's run-time reds came from, for a promotion on
+        // every turn that may pin one (`pin_promoted`).
+        for (i, (s, r)) in shape.iter().zip(&new_reds).enumerate() {
             if let (true, RedBox::Var { val, .. }) = (s.is_param(), r) {
                 self.b.set_linear_form(*val, None);
+                if let Some(base) = base {
+                    self.merge_params.insert(*val, (base, Pin::Red(i)));
+                }
             }
         }
         for (s, r) in shape.iter().zip(&new_reds) {
@@ -536,6 +640,11 @@ impl<F: Frame> Compilation<F> {
             self.b.know_length(&new_reds[i]);
         }
         st.known = rebuild_facts(&mut self.b, &fact_descs, &new_reds, &mut params);
+        for (d, f) in fact_descs.iter().zip(&st.known) {
+            if let (FactVal::Var(_), RedBox::Var { val, .. }, Some(base)) = (d.value, f.value, base) {
+                self.merge_params.insert(val, (base, Pin::Field(d.clone())));
+            }
+        }
         for f in &st.known {
             f.reds_into(&mut new_reds);
         }

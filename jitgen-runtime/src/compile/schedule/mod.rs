@@ -192,6 +192,13 @@ pub struct Compilation<F: Frame> {
     entry_key: Option<StateKey<F::Key>>,
     /// Where the extension started ([`Compilation::mark_entry`]).
     entry_mark: Option<(Label, usize)>,
+    /// The run-time reds of the versions made so far, by value: their
+    /// merge key's hash and their position among its reds (see
+    /// `Compilation::pin_promoted`).
+    merge_params: rustc_hash::FxHashMap<Val, (u64, merge::Pin)>,
+    /// Per merge key (by hash), how many groups of pinned constants have
+    /// versions (see `Compilation::merge`).
+    pin_groups: rustc_hash::FxHashMap<u64, usize>,
     /// A flexswitch's case (a piece below the root compilation): its
     /// recursions continue in a piece of their own, which the tree shares
     /// (see `Compilation::merge`).
@@ -220,6 +227,8 @@ impl<F: Frame> Compilation<F> {
                 turns: Default::default(),
                 counts_turns: Cell::new(false),
                 root_key: Cell::new(None),
+                pinned: RefCell::new(Default::default()),
+                promotes_every_turn: Cell::new(false),
             }),
             defer: None,
             pending: VecDeque::new(),
@@ -234,6 +243,8 @@ impl<F: Frame> Compilation<F> {
             parked: None,
             entry_key: None,
             entry_mark: None,
+            merge_params: Default::default(),
+            pin_groups: Default::default(),
             piece: false,
         }
     }

@@ -107,6 +107,14 @@ pub(super) struct Tree {
     pub(super) turns: crate::ir::function::TurnCounter,
     pub(super) counts_turns: Cell<bool>,
     pub(super) root_key: Cell<Option<u64>>,
+    /// Per merge key (by hash), the reds that a path promoted as the
+    /// run-time value that merge point's version passed them as: versions
+    /// of that key are kept apart by those reds' constants (see
+    /// `Compilation::merge`).
+    pub(super) pinned: RefCell<HashMap<u64, Vec<super::merge::Pin>>>,
+    /// Whether a promotion on every turn was met (then merge points note
+    /// where their versions' run-time reds came from).
+    pub(super) promotes_every_turn: Cell<bool>,
 }
 
 /// A piece of a [`Tree`]: its name, code and function (its listing is made
@@ -306,7 +314,16 @@ impl<F: Frame> Compilation<F> {
     /// Memory: the table keeps `st` (its frames: a few words per live
     /// variable), the case code (about a page each) and the case listings.
     pub fn flexswitch<G: Frame + 'static>(&mut self, st: JitState<G>, value: Option<&RedBox>, fns: ResumeFns<G>) {
-        self.flexswitch_on(st, value, fns, false)
+        self.flexswitch_on(st, value, fns, false, false)
+    }
+
+    /// [`Compilation::flexswitch`] on a promotion that runs on every turn
+    /// of the portal's loop (the macro's `promotes_every_turn`): where the
+    /// path has not branched since its last merge point and `value` is a
+    /// run-time red that merge point's version passed, that red is pinned
+    /// there ([`Compilation::pin_promoted`]).
+    pub fn flexswitch_every_turn<G: Frame + 'static>(&mut self, st: JitState<G>, value: &RedBox, fns: ResumeFns<G>) {
+        self.flexswitch_on(st, Some(value), fns, false, true)
     }
 
     /// Resumes a pop of a spilled list with no virtual element left (see
@@ -348,7 +365,7 @@ impl<F: Frame> Compilation<F> {
         self.stats.splits += 1;
         below.sync_facts(&self.b);
         self.pending.push_back((t, below));
-        self.flexswitch_on(forever(st), Some(&id), fns, true);
+        self.flexswitch_on(forever(st), Some(&id), fns, true, false);
         None
     }
 
@@ -381,6 +398,7 @@ impl<F: Frame> Compilation<F> {
         value: Option<&RedBox>,
         fns: ResumeFns<G>,
         unspilling: bool,
+        every_turn: bool,
     ) {
         if self.b.exec {
             crate::compile::redbox::exec_stop(crate::compile::redbox::ExecStop::Unsupported(
@@ -395,6 +413,10 @@ impl<F: Frame> Compilation<F> {
                 return;
             }
         }
+        if every_turn {
+            self.tree.promotes_every_turn.set(true);
+        }
+        let pins = every_turn && st.merged_at == self.b.branches;
         let mut st = st;
         st.learn_path(&self.b);
         // The table keeps the state for as long as the code lives; not its
@@ -419,6 +441,14 @@ impl<F: Frame> Compilation<F> {
                 if s.offset != 0 && ty == v.ty() {
                     promoted_root = Some((root, s.offset));
                 }
+            }
+        }
+        if pins {
+            // The promoted value, or the root it is an offset from (an
+            // `Rc`'s pointer, promoted as the address of what it points to).
+            let roots = promoted.iter().copied().chain(promoted_root.map(|(r, _)| r));
+            if let Some(v) = roots.into_iter().find(|v| self.merge_params.contains_key(v)) {
+                self.pin_promoted(v);
             }
         }
         let reds = st.reds();
