@@ -310,9 +310,8 @@ impl<F: Frame> Compilation<F> {
 
     /// A promotion of `val` on a path with no branch since its last merge
     /// point: where `val` is a run-time red that merge point's version
-    /// passed, that red is pinned at its key
-    /// for the whole tree: later versions keep its constants apart
-    /// ([`Compilation::pin_key`]). An interpreter that promotes its
+    /// passed, that red is pinned at its key for the whole tree: later
+    /// versions keep its constants apart ([`Compilation::pin_key`]). An interpreter that promotes its
     /// position from its frame after the merge point (`hint!(frame.ip,
     /// promote)`) then compiles each position of the interpreted program
     /// once, as a green position would, instead of widening the position
