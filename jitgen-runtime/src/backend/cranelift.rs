@@ -1166,7 +1166,8 @@ impl CraneliftBackend {
         let selector = (!f.reentries.is_empty()).then(|| Box::new(0u64));
         let at = selector.as_deref().map_or(0, |s| s as *const u64 as u64);
         let mut warm = WarmContexts::take();
-        let r = self.compile_in(f, cx, &mut module, &mut warm, at, shared_dispatch);
+        let name = crate::backend::dump::tool_name(f);
+        let r = self.compile_in(f, cx, &mut module, &mut warm, at, shared_dispatch, name.as_ref());
         warm.give_back();
         let (id, size) = r?;
         let stubs = (0..f.reentries.len())
@@ -1174,7 +1175,9 @@ impl CraneliftBackend {
             .collect::<Result<Vec<_>, _>>()?;
         module.finalize_definitions().map_err(|e| BackendError(e.to_string()))?;
         let ptr = module.get_finalized_function(id);
-        crate::backend::dump::perf_map(ptr as usize, size, &f.name);
+        if let Some(name) = &name {
+            crate::backend::dump::perf_map(ptr as usize, size, name);
+        }
         let reentries = stubs.into_iter().map(|s| module.get_finalized_function(s)).collect();
         Ok(DetachedCode {
             entry: ptr,
@@ -1248,13 +1251,20 @@ impl CraneliftBackend {
         warm: &mut WarmContexts,
         selector: u64,
         shared_dispatch: bool,
+        name: Option<&crate::backend::dump::ToolName>,
     ) -> Result<(cranelift_module::FuncId, usize), BackendError> {
         let (ctx, fbc) = (&mut warm.ctx, &mut warm.fbc);
         self.translate(f, cx, &mut ctx.func, fbc, selector, shared_dispatch);
         let err = |e: &dyn std::fmt::Display| BackendError(e.to_string());
-        let id = module.declare_anonymous_function(&ctx.func.signature).map_err(|e| err(&e))?;
+        let id = match name {
+            Some(name) => module.declare_function(&name.symbol, cranelift_module::Linkage::Local, &ctx.func.signature),
+            None => module.declare_anonymous_function(&ctx.func.signature),
+        }
+        .map_err(|e| err(&e))?;
         module.define_function(id, ctx).map_err(|e| err(&format!("{e:?}")))?;
-        crate::backend::dump::dump_machine_code(ctx, f);
+        if let Some(name) = name {
+            crate::backend::dump::dump_machine_code(ctx, f, name);
+        }
         Ok((id, ctx.compiled_code().map_or(0, |c| c.code_buffer().len())))
     }
 
