@@ -262,10 +262,13 @@ impl<'g> Gen<'g> {
                 Err(declined) => return declined,
             };
         let rty = f.graph.var(r).ty.clone();
-        if let (Some(true), Ty::Option(v)) = (obj.as_ref().map(|o| o.copied), &rty) {
-            // Read out by copy (see `object_method`): only a plain value may be.
+        // Read out by copy (see `object_method`): only a plain value may be.
+        let by_copy = |v: &Ty| {
             let handle = scalar_struct(v, types).is_some_and(|(s, _)| types.structs.get(&s).is_some_and(|d| d.copy));
-            if scalar(v).is_none() && !(is_enum(v) && plain(v, types)) && !handle {
+            scalar(v).is_some() || (is_enum(v) && plain(v, types)) || handle
+        };
+        if let (Some(true), Ty::Option(v)) = (obj.as_ref().map(|o| o.copied), &rty) {
+            if !by_copy(v) {
                 return self.decline(&format!("a value of type `{v}` read out of a map by copy"));
             }
         }
@@ -296,7 +299,15 @@ impl<'g> Gen<'g> {
             None => match &obj {
                 Some(o) => {
                     let (call, then) = (object_call(o, &reads, args), o.then());
-                    quote!(#call #then)
+                    match &rty {
+                        // A method known only by its use may give the value
+                        // or a reference to it (`if let Some(&v) = x.m()`).
+                        Ty::Option(v) if !o.copied && !o.shared && by_copy(v) => {
+                            let vt = rust_ty(v, None);
+                            quote!(#rt::heap::OptionRead::<#vt>::read_out(#call))
+                        }
+                        _ => quote!(#call #then),
+                    }
                 }
                 None => {
                     let path = rust_path(name);

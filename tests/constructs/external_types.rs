@@ -103,6 +103,25 @@ impl Tally {
     }
 }
 
+/// Values on a shelf whose field is private to this module: an opaque
+/// object to the analysis, whose methods give a value by reference or by
+/// value, as a Rust programmer writes a lookup.
+pub struct Shelf {
+    items: Vec<Value>,
+}
+
+impl Shelf {
+    /// The value at `k`, by reference.
+    pub fn at(&self, k: &i64) -> Option<&Value> {
+        usize::try_from(*k).ok().and_then(|k| self.items.get(k))
+    }
+
+    /// The value at `k`, by value.
+    pub fn taken(&self, k: i64) -> Option<Value> {
+        self.at(&k).copied()
+    }
+}
+
 /// A machine's state, defined outside the annotated module too: an enum
 /// field read and written through the `&mut` the portal takes.
 pub struct State {
@@ -249,7 +268,7 @@ fn random_programs_of_a_pure_decoder_agree_with_plain() {
 
 #[jit_interpreter]
 mod values_vm {
-    use super::{State, Value};
+    use super::{Shelf, State, Value};
     use jitgen::prelude::*;
 
     /// As `run`, on a state of another module whose tally is bumped by op 6.
@@ -276,6 +295,44 @@ mod values_vm {
                     }
                 }
                 _ => return s.acc.weight(),
+            }
+        }
+    }
+
+    /// Ops on a shelf of another module: 0 adds the weight of the value
+    /// at the counter (read by reference), 1 mixes in the weight of the
+    /// value there (read by value) or adds 1, 2 and 3 read it by reference
+    /// again (bound, copied), 4 counts down, 5 loops while
+    /// positive, else returns the sum.
+    pub fn run_shelf(code: &[u8], shelf: &Shelf, n: i64) -> i64 {
+        let (mut acc, mut i, mut pc) = (0i64, n, 0);
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => {
+                    if let Some(&v) = shelf.at(&i) {
+                        acc = acc.wrapping_add(v.weight());
+                    }
+                }
+                1 => match shelf.taken(i) {
+                    Some(v) => acc = acc.wrapping_mul(3) ^ v.weight(),
+                    None => acc += 1,
+                },
+                2 => {
+                    if let Some(v) = shelf.at(&i) {
+                        acc = acc.wrapping_sub(v.weight());
+                    }
+                }
+                3 => acc ^= shelf.at(&i).copied().unwrap_or(Value::Int(11)).weight(),
+                4 => i -= 1,
+                5 => {
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                _ => return acc,
             }
         }
     }
@@ -394,4 +451,20 @@ fn random_programs_over_a_state_of_another_module_agree_with_plain() {
         let got = whole(values_vm::jit::specialize::run_state(&code).call(&mut s, n), s);
         assert_eq!(got, want, "{code:?} {k} {n}");
     }
+}
+
+#[test]
+fn random_programs_reading_an_opaque_shelf_by_reference_and_by_value_agree_with_plain() {
+    values_vm::jit::config().set_threshold(0);
+    let shelf = Shelf { items: vec![Value::Int(5), Value::Pair(2, -9), Value::Nothing, Value::Int(-40), Value::Pair(7, 7)] };
+    let mut rng = crate::common::Rng(0x5e1f_0001);
+    for _ in 0..crate::common::how_many(300) {
+        let mut code: Vec<u8> = (0..rng.below(6)).map(|_| rng.below(4) as u8).collect();
+        code.extend([4, 5, 9]);
+        let n = rng.below(9) as i64;
+        let want = values_vm::jit::plain::run_shelf(&code, &shelf, n);
+        assert_eq!(values_vm::run_shelf(&code, &shelf, n), want, "{code:?} {n}");
+        assert_eq!(values_vm::jit::specialize::run_shelf(&code).call(&shelf, n), want, "{code:?} {n}");
+    }
+    assert!(values_vm::jit::left_to_rust().is_empty(), "{:?}", values_vm::jit::left_to_rust());
 }

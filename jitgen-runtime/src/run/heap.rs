@@ -185,6 +185,31 @@ impl<T: 'static> Handed<T> {
     }
 }
 
+/// The result of a method the analysis knows only by its use, as
+/// `Option<T>` of a plain value `T` (scalars, enums of them, handles):
+/// Rust's method may give `Option<T>` or `Option<&T>` (`Some(&v)` in the
+/// interpreter's pattern). Either reads out as `Option<T>`; the second by
+/// copying its bits, which is what the interpreter's copy did, as for a
+/// map's values read out by copy.
+pub trait OptionRead<T> {
+    /// The value, read out.
+    fn read_out(self) -> Option<T>;
+}
+
+impl<T> OptionRead<T> for Option<T> {
+    fn read_out(self) -> Option<T> {
+        self
+    }
+}
+
+impl<T> OptionRead<T> for Option<&T> {
+    fn read_out(self) -> Option<T> {
+        // SAFETY: the generated code asks this only for plain values,
+        // whose bits are a copy (see above).
+        self.map(|v| unsafe { std::ptr::read(v) })
+    }
+}
+
 /// Moves a value into the arena; returns its (stable) address.
 pub fn arena_alloc<T: 'static>(v: T) -> *mut T {
     let mut b = Box::new(v);
