@@ -456,7 +456,8 @@ fn random_programs_over_a_state_of_another_module_agree_with_plain() {
 #[test]
 fn random_programs_reading_an_opaque_shelf_by_reference_and_by_value_agree_with_plain() {
     values_vm::jit::config().set_threshold(0);
-    let shelf = Shelf { items: vec![Value::Int(5), Value::Pair(2, -9), Value::Nothing, Value::Int(-40), Value::Pair(7, 7)] };
+    let shelf =
+        Shelf { items: vec![Value::Int(5), Value::Pair(2, -9), Value::Nothing, Value::Int(-40), Value::Pair(7, 7)] };
     let mut rng = crate::common::Rng(0x5e1f_0001);
     for _ in 0..crate::common::how_many(300) {
         let mut code: Vec<u8> = (0..rng.below(6)).map(|_| rng.below(4) as u8).collect();
