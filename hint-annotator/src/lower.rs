@@ -1015,6 +1015,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 let base = self.through_shared(base, &f.base);
                 self.get_field(base, &f.member, e)
             }
+            Expr::Index(i) if self.const_expr_of(&i.expr).is_some() => {
+                self.const_table_read(&i.expr, &i.index, false, e.span())
+            }
             Expr::Index(i) => {
                 let base = self.expr(&i.expr);
                 self.get_item(base, &i.index, e)

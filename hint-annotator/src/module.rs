@@ -113,6 +113,12 @@ pub struct ModuleDef<'a> {
     pub enums: IndexMap<String, EnumDef>,
     /// Constants by name.
     pub consts: IndexMap<String, Const>,
+    /// Constants whose initializers are read where the constants are used
+    /// (see [`const_read_where_used`]), by name: their types and
+    /// initializers. A table (`const OPS: [Op; 3] = [..]`) is read by
+    /// indexing it, as a `match` on the index; a scalar's initializer
+    /// (`1 << 20`, `N * 2`) is computed where it is read, green.
+    pub const_exprs: IndexMap<String, (Ty, syn::Expr)>,
     /// Type aliases by name.
     pub aliases: IndexMap<String, Ty>,
     /// The generic arguments an alias gives its type, as written
@@ -263,12 +269,10 @@ impl<'a> ModuleDef<'a> {
                     }
                     m.enums[&en.ident.to_string()].variants = variants;
                 }
-                syn::Item::Const(c) => match m.ty(&c.ty, None).and_then(|t| const_value(&c.expr, &t)) {
-                    Ok(v) => {
-                        m.consts.insert(c.ident.to_string(), v);
-                    }
-                    Err(e) => errors.push(e),
-                },
+                // A const the analysis cannot evaluate (a table, an
+                // arithmetic expression) is Rust's: code that uses it runs
+                // as Rust, as for a static.
+                syn::Item::Const(c) => m.read_const(c.ident.to_string(), &c.ty, &c.expr, None),
                 syn::Item::Fn(f) => {
                     let opaque = has_attr(&f.attrs, "jit_opaque");
                     m.read_fn(&f.sig, &f.block, None, opaque, errors);
@@ -315,12 +319,8 @@ impl<'a> ModuleDef<'a> {
                                 m.mark_pure(&f.attrs, format!("{self_name}::{}", f.sig.ident));
                             }
                             syn::ImplItem::Const(c) => {
-                                match m.ty(&c.ty, Some(&self_name)).and_then(|t| const_value(&c.expr, &t)) {
-                                    Ok(v) => {
-                                        m.consts.insert(format!("{self_name}::{}", c.ident), v);
-                                    }
-                                    Err(e) => errors.push(e),
-                                }
+                                let name = format!("{self_name}::{}", c.ident);
+                                m.read_const(name, &c.ty, &c.expr, Some(&self_name));
                             }
                             other => m.skipped.push((
                                 String::new(),
@@ -363,6 +363,7 @@ impl<'a> ModuleDef<'a> {
                 )),
             }
         }
+        m.fold_const_exprs();
         for item in &items[..own] {
             if let syn::Item::Impl(imp) = item {
                 if imp.trait_.is_some() {
@@ -562,6 +563,121 @@ impl<'a> ModuleDef<'a> {
                 span: sig.ident.span(),
             },
         );
+    }
+
+    /// Reads a `const`: a literal is a constant of the analysis; a table or
+    /// a scalar computed from literals and other consts is read where it
+    /// is used ([`ModuleDef::const_exprs`]); anything else is Rust's, and
+    /// code that uses it runs as Rust, as for a static.
+    fn read_const(&mut self, name: String, ty: &syn::Type, init: &syn::Expr, self_ty: Option<&str>) {
+        let t = match self.ty(ty, self_ty) {
+            Ok(t) => t,
+            Err(e) => return self.skipped.push((name, vec![e])),
+        };
+        match const_value(init, &t) {
+            Ok(v) => {
+                self.consts.insert(name, v);
+            }
+            Err(_) if const_read_where_used(&t, init) => {
+                // Read elsewhere, `Self` in an impl's const must name its type.
+                let mut init = init.clone();
+                if let Some(Ok(ident)) = self_ty.map(syn::parse_str::<syn::Ident>) {
+                    struct NameSelf(syn::Ident);
+                    impl VisitMut for NameSelf {
+                        fn visit_path_segment_mut(&mut self, s: &mut syn::PathSegment) {
+                            if s.ident == "Self" {
+                                s.ident = self.0.clone();
+                            }
+                            syn::visit_mut::visit_path_segment_mut(self, s);
+                        }
+                    }
+                    NameSelf(ident).visit_expr_mut(&mut init);
+                }
+                self.const_exprs.insert(name, (t, init));
+            }
+            Err(e) => self.skipped.push((name, vec![e])),
+        }
+    }
+
+    /// Moves the integer consts read where used whose initializers fold
+    /// (`1 << SHIFT`, `Self::BASE * 2 + 1`: integer literals, other integer
+    /// consts, operators and casts) to [`ModuleDef::consts`], so that
+    /// patterns, array lengths and the analysis see their values. Repeated
+    /// while one folds, as a const may name one written after it.
+    fn fold_const_exprs(&mut self) {
+        loop {
+            let folded: Vec<(String, Const)> = self
+                .const_exprs
+                .iter()
+                .filter_map(|(name, (t, init))| {
+                    let Ty::Int(it) = t else { return None };
+                    let v = self.fold_int(init)?;
+                    (wrap_int(v, *it) == v).then(|| (name.clone(), Const::Int(v, *it)))
+                })
+                .collect();
+            if folded.is_empty() {
+                return;
+            }
+            for (name, c) in folded {
+                self.const_exprs.shift_remove(&name);
+                self.consts.insert(name, c);
+            }
+        }
+    }
+
+    /// The value of an integer const's initializer, where it folds (see
+    /// [`ModuleDef::fold_const_exprs`]): `None` where it names what is not
+    /// an integer const, or overflows.
+    fn fold_int(&self, e: &syn::Expr) -> Option<i128> {
+        use syn::BinOp as B;
+        match e {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<i128>().ok(),
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Byte(b), .. }) => Some(b.value() as i128),
+            syn::Expr::Paren(p) => self.fold_int(&p.expr),
+            syn::Expr::Path(p) => {
+                let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                let name = match segs.as_slice() {
+                    [one] => one.clone(),
+                    [.., ty, last] => format!("{ty}::{last}"),
+                    [] => return None,
+                };
+                match self.consts.get(&name) {
+                    Some(Const::Int(v, _)) => Some(*v),
+                    _ => None,
+                }
+            }
+            syn::Expr::Unary(u) => {
+                let v = self.fold_int(&u.expr)?;
+                match u.op {
+                    syn::UnOp::Neg(_) => v.checked_neg(),
+                    // `!` depends on the width: folded by the cast of the
+                    // result to the const's type, as a two's complement.
+                    syn::UnOp::Not(_) => Some(!v),
+                    _ => None,
+                }
+            }
+            syn::Expr::Cast(c) => {
+                let Ok(Ty::Int(it)) = self.ty(&c.ty, None) else { return None };
+                Some(wrap_int(self.fold_int(&c.expr)?, it))
+            }
+            syn::Expr::Binary(b) => {
+                let (l, r) = (self.fold_int(&b.left)?, self.fold_int(&b.right)?);
+                match b.op {
+                    B::Add(_) => l.checked_add(r),
+                    B::Sub(_) => l.checked_sub(r),
+                    B::Mul(_) => l.checked_mul(r),
+                    B::Div(_) => l.checked_div(r),
+                    B::Rem(_) => l.checked_rem(r),
+                    B::BitAnd(_) => Some(l & r),
+                    B::BitOr(_) => Some(l | r),
+                    B::BitXor(_) => Some(l ^ r),
+                    B::Shl(_) if (0..64).contains(&r) => l.checked_mul(1i128 << r),
+                    B::Shr(_) if (0..127).contains(&r) => Some(l >> r),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
     }
 
     /// Marks the function `name` just read pure (see [`FnDef::pure`]) when
@@ -961,7 +1077,9 @@ fn no_type_generics(g: &syn::Generics) -> syn::Result<()> {
 
 /// Evaluates the initializer of a `const`: a literal, possibly negated.
 pub fn const_value(e: &syn::Expr, ty: &Ty) -> syn::Result<Const> {
-    let bad = || err(e, "const initializers must be literals (possibly negated) for jitgen");
+    let bad = || {
+        err(e, "a const whose initializer is not a literal (possibly negated) is not analyzed: code that uses it runs as Rust")
+    };
     match (e, ty) {
         (syn::Expr::Lit(l), _) => lit_const(&l.lit, ty).ok_or_else(bad),
         (syn::Expr::Unary(u), Ty::Int(_) | Ty::F64 | Ty::F32) if matches!(u.op, syn::UnOp::Neg(_)) => {
@@ -973,6 +1091,49 @@ pub fn const_value(e: &syn::Expr, ty: &Ty) -> syn::Result<Const> {
         }
         (syn::Expr::Paren(p), _) => const_value(&p.expr, ty),
         _ => Err(bad()),
+    }
+}
+
+/// The most elements a const table read by indexing may have (each is an
+/// arm of the `match` its reads become).
+pub const MAX_CONST_TABLE: usize = 256;
+
+/// Whether a const of type `t` initialized by `init` is read where it is
+/// used: an array written out element by element (a table, of at most
+/// [`MAX_CONST_TABLE`]), or a scalar computed by operators and casts from
+/// literals and paths (other consts, `u8::MAX`).
+pub fn const_read_where_used(t: &Ty, init: &syn::Expr) -> bool {
+    fn computed(e: &syn::Expr) -> bool {
+        match e {
+            syn::Expr::Lit(_) | syn::Expr::Path(_) => true,
+            syn::Expr::Binary(b) => computed(&b.left) && computed(&b.right),
+            syn::Expr::Unary(u) => computed(&u.expr),
+            syn::Expr::Cast(c) => computed(&c.expr),
+            syn::Expr::Paren(p) => computed(&p.expr),
+            _ => false,
+        }
+    }
+    match (t, init) {
+        (Ty::Array(..), syn::Expr::Array(a)) => a.elems.len() <= MAX_CONST_TABLE,
+        (t, e) => t.is_scalar() && computed(e),
+    }
+}
+
+/// `v` as a value of the integer type `t`: its low bits, as `as` gives.
+fn wrap_int(v: i128, t: IntTy) -> i128 {
+    let bits = match t {
+        IntTy::I8 | IntTy::U8 => 8,
+        IntTy::I16 | IntTy::U16 => 16,
+        IntTy::I32 | IntTy::U32 => 32,
+        IntTy::I64 | IntTy::U64 | IntTy::Isize | IntTy::Usize => 64,
+        IntTy::I128 | IntTy::U128 => return v,
+    };
+    let low = v & ((1i128 << bits) - 1);
+    let signed = matches!(t, IntTy::I8 | IntTy::I16 | IntTy::I32 | IntTy::I64 | IntTy::Isize);
+    if signed && low >> (bits - 1) == 1 {
+        low - (1i128 << bits)
+    } else {
+        low
     }
 }
 

@@ -1197,3 +1197,102 @@ fn a_derived_clone_of_a_struct_holding_an_rc_is_assigned_in_place() {
         "#]],
     );
 }
+
+#[test]
+fn consts_computed_fold_and_const_tables_read_as_a_match_on_the_index() {
+    check(
+        "const SHIFT: u32 = 3;
+        const SIZE: usize = (1 << SHIFT) + 1;
+        const HALF: f64 = 1.0 / 2.0;
+        const TABLE: [i64; 3] = [4, -1, SIZE as i64 * 2];
+        fn f(i: usize, x: f64) -> i64 {
+            match i {
+                SIZE => TABLE[1],
+                _ => TABLE[i] + TABLE.get(2).copied().unwrap_or(0) + (x * HALF) as i64 + TABLE.len() as i64,
+            }
+        }",
+        expect![[r#"
+            fn f -> i64
+            block0(i_0: usize red, x_1: f64 red):
+                R v7: bool = eq(i_0, 9_usize)
+                if v7 then block3() else block2()
+            block1(v4: i64 red):
+                return v4
+            block2():
+                R v38: bool = eq(i_0, 0_usize)
+                if v38 then block8(4_i64) else block9()
+            block3():
+                G __jitgen_index_8: usize = same_as(1_usize)
+                G v16: bool = eq(__jitgen_index_8, 0_usize)
+                if v16 then block1(4_i64) else block4()
+            block4():
+                G v20: bool = eq(__jitgen_index_8, 1_usize)
+                if v20 then block1(-1_i64) else block5()
+            block5():
+                G v24: bool = eq(__jitgen_index_8, 2_usize)
+                if v24 then block7() else block6()
+            block6():
+                R v27: Vec<u8> = new_vec_repeat(0_u8, 3_usize)
+                R v28: u8 = getitem(v27, __jitgen_index_8)
+                abort "unreachable!()"
+            block7():
+                G v25: i64 = cast(9_usize)
+                G v26: i64 = mul(v25, 2_i64)
+                goto block1(v26)
+            block8(v34: i64 red):
+                G __jitgen_index_53: usize = same_as(2_usize)
+                G v61: bool = eq(__jitgen_index_53, 0_usize)
+                if v61 then block15() else block14()
+            block9():
+                R v42: bool = eq(i_0, 1_usize)
+                if v42 then block8(-1_i64) else block10()
+            block10():
+                R v46: bool = eq(i_0, 2_usize)
+                if v46 then block12() else block11()
+            block11():
+                R v49: Vec<u8> = new_vec_repeat(0_u8, 3_usize)
+                R v50: u8 = getitem(v49, i_0)
+                abort "unreachable!()"
+            block12():
+                G v47: i64 = cast(9_usize)
+                G v48: i64 = mul(v47, 2_i64)
+                goto block8(v48)
+            block13(v57: Option<i64> red):
+                R v85: u32 = enum_tag(v57)
+                R v86: bool = eq(v85, Option::Some)
+                if v86 then block21() else block20(0_i64)
+            block14():
+                G v66: bool = eq(__jitgen_index_53, 1_usize)
+                if v66 then block17() else block16()
+            block15():
+                G v62: Option<i64> = Option::Some(4_i64)
+                goto block13(v62)
+            block16():
+                G v71: bool = eq(__jitgen_index_53, 2_usize)
+                if v71 then block19() else block18()
+            block17():
+                G v67: Option<i64> = Option::Some(-1_i64)
+                goto block13(v67)
+            block18():
+                G v75: Option<i64> = Option::None()
+                goto block13(v75)
+            block19():
+                G v72: i64 = cast(9_usize)
+                G v73: i64 = mul(v72, 2_i64)
+                G v74: Option<i64> = Option::Some(v73)
+                goto block13(v74)
+            block20(v80: i64 red):
+                R v88: i64 = add(v34, v80)
+                G v89: f64 = div(1.0_f64, 2.0_f64)
+                R v90: f64 = mul(x_1, v89)
+                R v91: i64 = cast(v90)
+                R v92: i64 = add(v88, v91)
+                G v93: i64 = cast(3_usize)
+                R v94: i64 = add(v92, v93)
+                goto block1(v94)
+            block21():
+                R __jitgen_v_87: i64 = enum_field.Some.0(v57)
+                goto block20(__jitgen_v_87)
+        "#]],
+    );
+}

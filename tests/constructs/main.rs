@@ -13,6 +13,7 @@ mod boxed_errors;
 mod byte_vm;
 mod calls;
 mod clox_style;
+mod const_tables;
 mod conversions;
 mod copy_frames;
 mod decline;

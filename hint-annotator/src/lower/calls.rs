@@ -742,6 +742,14 @@ impl<'m, 'a> Lowering<'m, 'a> {
             // Writing into a `Vec<u8>` cannot fail (see `formatted`).
             return self.expr(&mc.receiver);
         }
+        if let Some((Ty::Array(_, n), _)) = self.const_expr_of(&mc.receiver) {
+            // A const table's `get` and `len` (see `const_table_read`).
+            match (mc.method.to_string().as_str(), mc.args.len()) {
+                ("get", 1) => return self.const_table_read(&mc.receiver, &mc.args[0], true, mc.span()),
+                ("len", 0) => return LVal::Const(Const::Int(n as i128, IntTy::Usize)),
+                _ => {}
+            }
+        }
         let recv = match self.expr(&mc.receiver) {
             LVal::Sum { ty, tag, payloads } => return self.sum_method(mc, ty, *tag, payloads),
             r @ LVal::Ref(_) => self.rvalue(r, &*mc.receiver),

@@ -295,7 +295,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
             Pat::Ident(pi) => {
                 let name = pi.ident.to_string();
                 if pi.subpat.is_none()
-                    && (self.m.consts.contains_key(&name) || name == "None" || self.unit_variant_of(&ty, &name))
+                    && (self.m.consts.contains_key(&name)
+                        || self.m.const_exprs.contains_key(&name)
+                        || name == "None"
+                        || self.unit_variant_of(&ty, &name))
                 {
                     let path: syn::Path = pi.ident.clone().into();
                     self.path_pattern(v, &path, p, fail);
@@ -505,6 +508,16 @@ impl<'m, 'a> Lowering<'m, 'a> {
         if let Some(c) = self.m.consts.get(&qualified).cloned() {
             if let Some(f) = fail {
                 let eq = self.arith(BinOp::Eq, v, LVal::Const(c), p);
+                self.test(eq, f);
+            }
+            return;
+        }
+        let as_expr = Expr::Path(syn::ExprPath { attrs: vec![], qself: None, path: path.clone() });
+        if self.const_expr_of(&as_expr).is_some() {
+            // A const computed where it is read (`OP_ADD = Op::Add as u8`).
+            if let Some(f) = fail {
+                let c = self.expr(&as_expr);
+                let eq = self.arith(BinOp::Eq, v, c, p);
                 self.test(eq, f);
             }
             return;

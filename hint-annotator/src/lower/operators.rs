@@ -41,7 +41,67 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
     }
 
+    /// The const read where it is used that `e` names, if it names one
+    /// (see `ModuleDef::const_exprs`): its type and initializer.
+    pub(super) fn const_expr_of(&self, e: &Expr) -> Option<(Ty, Expr)> {
+        let Expr::Path(p) = e else { return None };
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let name = match segs.as_slice() {
+            [one] if self.lookup(one).is_some() => return None,
+            [one] => one.clone(),
+            [.., ty, last] => format!("{}::{last}", self.resolve_self(ty)),
+            [] => return None,
+        };
+        self.m.const_exprs.get(&name).cloned()
+    }
+
+    /// A read of a const table at `index`: a `match` on the index, each arm
+    /// an element as written (folded while compiling where the index is
+    /// green). `get` gives `Some` of the element, or `None` past the end,
+    /// where indexing panics as indexing the table does.
+    pub(super) fn const_table_read(&mut self, table: &Expr, index: &Expr, get: bool, span: Span) -> LVal {
+        let Some((_, Expr::Array(elems))) = self.const_expr_of(table) else {
+            return self.unsupported(table, "this const", "");
+        };
+        let n = elems.elems.len();
+        let arms = elems.elems.iter().enumerate().map(|(k, e)| {
+            let k = proc_macro2::Literal::usize_unsuffixed(k);
+            if get {
+                quote::quote!(#k => Some(#e),)
+            } else {
+                quote::quote!(#k => #e,)
+            }
+        });
+        let miss = if get {
+            quote::quote!(None)
+        } else {
+            // Past the end: a list of the table's length indexed, for the
+            // panic indexing the table gives.
+            let n = proc_macro2::Literal::usize_unsuffixed(n);
+            quote::quote!({
+                let _ = vec![0u8; #n][__jitgen_index];
+                unreachable!()
+            })
+        };
+        let read: Expr = syn::parse_quote_spanned!(span=> {
+            let __jitgen_index: usize = #index;
+            match __jitgen_index { #(#arms)* _ => #miss }
+        });
+        self.expr(&read)
+    }
+
     pub(super) fn path_expr(&mut self, p: &syn::ExprPath) -> LVal {
+        // A const read where it is used: a scalar's initializer computed
+        // here; a table only indexed (see `const_table_read`).
+        if let Some((t, init)) = self.const_expr_of(&Expr::Path(p.clone())) {
+            if matches!(t, Ty::Array(..)) {
+                return self.unsupported(p, "a const table read whole", "index it: `TABLE[i]` or `TABLE.get(i)`");
+            }
+            let v = self.expr(&init);
+            let vt = self.ty_of(&v);
+            self.unify(&t, &vt, p.span());
+            return v;
+        }
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
         if segs.len() == 1 {
             let name = &segs[0];
