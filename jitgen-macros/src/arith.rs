@@ -229,24 +229,8 @@ impl<'g> Gen<'g> {
             | OpKind::Hint(HintKind::Concrete | HintKind::Deepfreeze | HintKind::Variable)
             | OpKind::Hint(HintKind::Promote) => {
                 let from = self.value_repr(fi, &args[0]);
-                if let (Repr::RSlice, Ty::Ref { to, .. }) = (&rr, self.value_ty(fi, &args[0])) {
-                    if let Ty::Vec(et) = &*to {
-                        // `&Vec<T>` as `&[T]`: the buffer and the length.
-                        let Some(esc) = scalar(et) else { return self.decline("a slice of non-scalars") };
-                        let (addr, _) = need!(self, self.red_object(fi, &args[0]), "a vector");
-                        let t = sc_rust(esc);
-                        return self.bind(
-                            fi,
-                            r,
-                            quote!({
-                                #addr
-                                match #rt::heap::vec_layout::<#t>() {
-                                    Some(__l) => [__st.vec_buf(&mut __c.b, &__addr, __l), __st.vec_len(&mut __c.b, &__addr, __l)],
-                                    None => { __c.decline("a Vec whose layout is not known"); break 'path None; }
-                                }
-                            }),
-                        );
-                    }
+                if let Some(e) = self.slice_of_ref(fi, r, &rr, &from, &args[0]) {
+                    return e;
                 }
                 if let Some(e) = self.operand(fi, &args[0], &rr) {
                     return self.bind(fi, r, e);
@@ -274,6 +258,53 @@ impl<'g> Gen<'g> {
             }
             _ => unreachable!("jitgen: an arithmetic operation dispatched elsewhere"),
         }
+    }
+
+    /// A slice read out of a reference to its owner: `&Box<[T]>` as its
+    /// address and length, `&Vec<T>` as its buffer and length. `None` when
+    /// `a` is no such reference or `rr` no slice.
+    fn slice_of_ref(&mut self, fi: usize, r: Var, rr: &Repr, from: &Repr, a0: &Value) -> Option<TokenStream> {
+        let rt = rt();
+        let (Repr::RSlice, Ty::Ref { to, .. }) = (rr, self.value_ty(fi, a0)) else { return None };
+        if let (Ty::Boxed(_), Repr::RPtr) = (&*to, from) {
+            // `&Box<[T]>` read as the box: its address and length,
+            // loaded from the box's place, remembered as a `Vec`'s
+            // header is (alias class 0: a call forgets them).
+            let Some(a) = self.operand(fi, a0, &Repr::RPtr) else { return Some(self.decline("a boxed slice")) };
+            let u = u64_valty();
+            return Some(self.bind(
+                fi,
+                r,
+                quote!({
+                    let __addr = #a;
+                    match #rt::heap::boxed_slice_layout() {
+                        Some((__p, __n)) => [
+                            __st.load_field(&mut __c.b, #rt::ValTy::Ptr, &__addr, __p, 0, __p),
+                            __st.load_field(&mut __c.b, #u, &__addr, __n, 0, __n),
+                        ],
+                        None => { __c.decline("a boxed slice whose layout is not known"); break 'path None; }
+                    }
+                }),
+            ));
+        }
+        if let Ty::Vec(et) = &*to {
+            // `&Vec<T>` as `&[T]`: the buffer and the length.
+            let Some(esc) = scalar(et) else { return Some(self.decline("a slice of non-scalars")) };
+            let Some((addr, _)) = self.red_object(fi, a0) else { return Some(self.decline("a vector")) };
+            let t = sc_rust(esc);
+            return Some(self.bind(
+                fi,
+                r,
+                quote!({
+                    #addr
+                    match #rt::heap::vec_layout::<#t>() {
+                        Some(__l) => [__st.vec_buf(&mut __c.b, &__addr, __l), __st.vec_len(&mut __c.b, &__addr, __l)],
+                        None => { __c.decline("a Vec whose layout is not known"); break 'path None; }
+                    }
+                }),
+            ));
+        }
+        None
     }
 
     /// `e as T` of a fieldless enum: its variant's discriminant. The tag of

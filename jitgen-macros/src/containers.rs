@@ -520,16 +520,20 @@ impl<'g> Gen<'g> {
             (Repr::RPtr | Repr::VPtr, Ty::Boxed(_) | Ty::Ref { .. }) => {
                 self.bind_ptr(fi, r, quote!({ #addr __c.b.red_load(#rt::ValTy::Ptr, &__addr, #off as i32) }))
             }
-            (Repr::RSlice, Ty::Ref { .. }) => {
-                // A `&[T]` or `&str` field: its address and length, as the
-                // wide reference lays them out.
+            (Repr::RSlice, Ty::Ref { .. } | Ty::Boxed(_)) => {
+                // A `&[T]`, `&str` or `Box<[T]>` field: its address and
+                // length, as the wide pointer lays them out.
                 let (class, u) = (alias_class(&sname), u64_valty());
+                let layout = match &rty {
+                    Ty::Boxed(_) => quote!(#rt::heap::boxed_slice_layout()),
+                    _ => quote!(#rt::heap::slice_ref_layout()),
+                };
                 self.bind(
                     fi,
                     r,
                     quote!({
                         #addr
-                        match #rt::heap::slice_ref_layout() {
+                        match #layout {
                             Some((__p, __n)) => {
                                 let __f = #off as i32;
                                 [

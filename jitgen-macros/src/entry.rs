@@ -177,7 +177,12 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                 red_object(gen, &mut e, &live, portal, &mut scalar_lens, &mut enum_lens);
             }
             Repr::RSlice => {
-                let Ty::Ref { mutable, to } = &ty else { continue };
+                let Ty::Ref { mutable, to } = &ty else {
+                    if matches!(ty, Ty::Boxed(_)) {
+                        e.bad = Some(format!("a `{ty}` is live here (an owned slice, not a reference to one)"));
+                    }
+                    continue;
+                };
                 let (pty, arg) = match &**to {
                     Ty::Text => (quote!(&str), quote!(&*#src)),
                     Ty::Slice(et) => {

@@ -21,9 +21,9 @@ impl<'g> Gen<'g> {
                 let (Ty::Ref { to, .. } | Ty::Boxed(to)) = base_ty else {
                     return self.decline("a load through a non-pointer");
                 };
-                if *to == Ty::Text && matches!(rr, Repr::RSlice) {
-                    // `*name` of a `&str`: the text is its address and
-                    // length, as the reference is.
+                if matches!(*to, Ty::Text | Ty::Slice(_)) && matches!(rr, Repr::RSlice) {
+                    // `*name` of a `&str` or a `Box<[T]>`: the text or the
+                    // slice is its address and length, as the pointer is.
                     let a = need!(self, self.operand(fi, &args[0], &Repr::RSlice), "operand");
                     self.bind(fi, r, a)
                 } else if rgreen {

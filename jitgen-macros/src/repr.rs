@@ -475,6 +475,9 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
         // `str` read through its `&str` (a formatted argument): the same
         // address and length.
         Ty::Text if !green => Repr::RSlice,
+        // A slice read through its box (`*self.tape`): the same address
+        // and length.
+        Ty::Slice(_) if !green => Repr::RSlice,
         t if is_enum(t) => match slots(t, types, 0) {
             Some(s) => Repr::Enum(t.clone(), s.len()),
             None => Repr::Bad(format!("values of type `{t}` (a payload jitgen cannot lay out yet)")),
@@ -490,6 +493,9 @@ pub fn repr(ty: &Ty, green: bool, types: &ModuleTypes) -> Repr {
             t if green => Repr::GRef(t.clone()),
             _ => Repr::RPtr,
         },
+        // A boxed slice (`tape: Box<[u8]>`) read at run time: its address
+        // and length, as a `&[T]`'s.
+        Ty::Boxed(to) if !green && matches!(**to, Ty::Slice(_)) => Repr::RSlice,
         Ty::Vec(e) if !green && scalar(e).is_some() => Repr::VList(scalar(e).expect("checked")),
         Ty::Vec(e) if !green && is_enum(e) && plain(e, types) => {
             Repr::VEList((**e).clone(), slots(e, types, 0).expect("plain").len())

@@ -10,6 +10,7 @@ mod common;
 
 mod borrowed_code;
 mod boxed_errors;
+mod boxed_tape;
 mod byte_vm;
 mod calls;
 mod clox_style;

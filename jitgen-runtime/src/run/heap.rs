@@ -290,6 +290,24 @@ pub fn slice_ref_layout() -> Option<(i32, i32)> {
     }
 }
 
+/// Where a `Box<[T]>` keeps its address and its length, as
+/// [`slice_ref_layout`] measures a `&[T]`.
+pub fn boxed_slice_layout() -> Option<(i32, i32)> {
+    let b: Box<[u8]> = vec![7u8; 2].into_boxed_slice();
+    let p = b.as_ptr() as usize;
+    // SAFETY: a boxed slice is two words (checked by `transmute`'s sizes);
+    // the words are read, and the box is made again from them to be freed.
+    let words: [usize; 2] = unsafe { std::mem::transmute::<Box<[u8]>, [usize; 2]>(b) };
+    let found = match words {
+        [q, 2] if q == p => Some((0, 8)),
+        [2, q] if q == p => Some((8, 0)),
+        _ => None,
+    };
+    // SAFETY: the same words, back into the box they were.
+    drop(unsafe { std::mem::transmute::<[usize; 2], Box<[u8]>>(words) });
+    found
+}
+
 /// The byte offsets of a `Vec`'s three words (see [`vec_layout`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VecHeader {
