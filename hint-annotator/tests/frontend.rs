@@ -874,14 +874,15 @@ fn printing_is_a_residual_effect_and_asserts_abort() {
                 R v6: bool = gt(y_2, 0_i64)
                 if v6 then block1() else block2()
             block1():
-                R v7: bool = eq(x_0, 3_i64)
-                if v7 then block3() else block4()
+                R v8: bool = eq(x_0, 3_i64)
+                if v8 then block3() else block4()
             block2():
-                abort "assert!(y > 0)"
+                abort "assertion failed: y > 0"
             block3():
                 return y_2
             block4():
-                abort "assert_eq!(x , 3)"
+                R format assert_eq!("")(x_0, 3_i64)  [gray call]
+                abort "assertion `left == right` failed"
         "#]],
     );
 }
@@ -1234,7 +1235,7 @@ fn consts_computed_fold_and_const_tables_read_as_a_match_on_the_index() {
             block6():
                 R v27: Vec<u8> = new_vec_repeat(0_u8, 3_usize)
                 R v28: u8 = getitem(v27, __jitgen_index_8)
-                abort "unreachable!()"
+                abort "internal error: entered unreachable code"
             block7():
                 G v25: i64 = cast(9_usize)
                 G v26: i64 = mul(v25, 2_i64)
@@ -1252,7 +1253,7 @@ fn consts_computed_fold_and_const_tables_read_as_a_match_on_the_index() {
             block11():
                 R v49: Vec<u8> = new_vec_repeat(0_u8, 3_usize)
                 R v50: u8 = getitem(v49, i_0)
-                abort "unreachable!()"
+                abort "internal error: entered unreachable code"
             block12():
                 G v47: i64 = cast(9_usize)
                 G v48: i64 = mul(v47, 2_i64)

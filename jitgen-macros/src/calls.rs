@@ -327,7 +327,19 @@ impl<'g> Gen<'g> {
                     None => quote!(#x),
                 });
                 let into_string = matches!(dest_ty, Some(Ty::Ref { to, .. }) if *to == Ty::Str);
+                let asserts = mac == "assert_eq" || mac == "assert_ne";
                 match dest {
+                    // On the failing branch of `assert_eq!(a, b, ..)`: the
+                    // macro again, with the operands' values, panics as
+                    // Rust's own does.
+                    _ if asserts && reads.len() >= 2 => {
+                        let (l, r, rest) = (&reads[0], &reads[1], args.skip(2));
+                        if template.is_empty() {
+                            quote!(::std::#mac!(#l, #r))
+                        } else {
+                            quote!(::std::#mac!(#l, #r, #template, #(#rest),*))
+                        }
+                    }
                     Some(d) if into_string => quote!({
                         use ::std::fmt::Write as _;
                         ::std::#mac!(#d, #template, #(#args),*).expect("writing into a String cannot fail")

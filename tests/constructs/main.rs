@@ -35,6 +35,7 @@ mod opaque;
 mod opaque_heap;
 mod outlined;
 mod owned_frames;
+mod panic_messages;
 mod promotion;
 mod rc_frames;
 mod reentry;

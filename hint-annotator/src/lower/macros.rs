@@ -14,13 +14,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             "write" | "writeln" => self.formatted(mac, &name, true),
             "format" => self.formatted(mac, &name, false),
             "assert" | "assert_eq" | "assert_ne" => self.assert_macro(mac, &name),
-            "panic" | "unreachable" | "todo" | "unimplemented" => {
-                let msg = format!("{name}!({})", mac.tokens);
-                let b = self.cur_block();
-                self.cur = Some(b);
-                self.set_exit(LExit::Abort(msg));
-                self.never(mac.span())
-            }
+            "panic" | "unreachable" | "todo" | "unimplemented" => self.panic_macro(mac, &name),
             _ => {
                 if let Some(span) = hint_inside(mac.tokens.clone()) {
                     self.error(
@@ -37,27 +31,102 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
     }
 
+    /// `panic!` and its kin, with the message Rust's own macro gives. One
+    /// known while expanding (none, or a literal without braces) is the
+    /// block's abort; a formatted one is one residual call of the macro
+    /// itself, its arguments evaluated here, which panics with Rust's own
+    /// message (caught at the call and raised again by the portal). The
+    /// abort after it is never reached.
+    fn panic_macro(&mut self, mac: &syn::Macro, name: &str) -> LVal {
+        let bare = match name {
+            "panic" => "explicit panic",
+            "unreachable" => "internal error: entered unreachable code",
+            "todo" => "not yet implemented",
+            _ => "not implemented",
+        };
+        let parts = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
+        let parts: Vec<Expr> = parts.map(|p| p.into_iter().collect()).unwrap_or_default();
+        let fixed = match parts.as_slice() {
+            [] if mac.tokens.is_empty() => Some(bare.to_string()),
+            [e] => str_lit(e).map(|l| l.value()).filter(|v| !v.contains(['{', '}'])).map(|v| match name {
+                "panic" => v,
+                _ => format!("{bare}: {v}"),
+            }),
+            _ => None,
+        };
+        if fixed.is_none() && !parts.is_empty() {
+            self.format_op(mac, name, parts.into_iter(), vec![], vec![]);
+        }
+        self.abort(fixed.unwrap_or_else(|| format!("{name}!({})", mac.tokens)), mac.span())
+    }
+
+    /// Ends the current block with a panic of message `msg`.
+    fn abort(&mut self, msg: String, span: Span) -> LVal {
+        let b = self.cur_block();
+        self.cur = Some(b);
+        self.set_exit(LExit::Abort(msg));
+        self.never(span)
+    }
+
     /// `assert!(c)`, `assert_eq!(a, b)`, `assert_ne!(a, b)`: a test that
-    /// panics (the message, if any, is not formatted).
+    /// panics with the message Rust's own macro gives: `assertion failed:
+    /// c` known while expanding; a message of the user's, or the values of
+    /// `assert_eq!`'s operands, formatted by one residual call of the macro
+    /// itself on the failing branch (where they are scalars or strings).
     pub(super) fn assert_macro(&mut self, mac: &syn::Macro, name: &str) -> LVal {
         let parsed = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated);
         let parts: Vec<Expr> = parsed.map(|p| p.into_iter().collect()).unwrap_or_default();
-        let cond: Expr = match (name, parts.as_slice()) {
-            ("assert", [c, ..]) => c.clone(),
-            ("assert_eq", [a, b, ..]) => syn::parse_quote!((#a) == (#b)),
-            ("assert_ne", [a, b, ..]) => syn::parse_quote!((#a) != (#b)),
+        let source = format!("{name}!({})", mac.tokens);
+        match (name, parts.as_slice()) {
+            ("assert", [c, rest @ ..]) => {
+                let cv = self.cond(c);
+                let (ok, fail) = self.branch(cv);
+                self.resume(fail);
+                let msg = if rest.is_empty() {
+                    format!("assertion failed: {}", c.to_token_stream())
+                } else {
+                    self.format_op(mac, "panic", rest.iter().cloned(), vec![], vec![]);
+                    source
+                };
+                self.abort(msg, mac.span());
+                self.resume(ok);
+            }
+            ("assert_eq" | "assert_ne", [a, b, rest @ ..]) => {
+                let va = self.expr(a);
+                let va = self.rvalue(va, a);
+                let vb = self.expr(b);
+                let vb = self.rvalue(vb, b);
+                let e: Expr = if name == "assert_eq" {
+                    syn::parse_quote_spanned!(mac.span()=> __jitgen_left == __jitgen_right)
+                } else {
+                    syn::parse_quote_spanned!(mac.span()=> __jitgen_left != __jitgen_right)
+                };
+                let cv = self.desugared(vec![("__jitgen_left", va.clone()), ("__jitgen_right", vb.clone())], e);
+                let cv = self.rvalue(cv, mac);
+                let (ok, fail) = self.branch(cv);
+                self.resume(fail);
+                if self.shown_by_callback(&va) && self.shown_by_callback(&vb) {
+                    self.format_op(mac, name, rest.iter().cloned(), vec![va, vb], vec![None, None]);
+                }
+                let op = if name == "assert_eq" { "==" } else { "!=" };
+                self.abort(format!("assertion `left {op} right` failed"), mac.span());
+                self.resume(ok);
+            }
             _ => return self.unsupported(mac, &format!("this `{name}!`"), "give it a condition (or two operands)"),
-        };
-        let c = self.cond(&cond);
-        let (ok, fail) = self.branch(c);
-        self.resume(fail);
-        self.set_exit(LExit::Abort(format!("{name}!({})", mac.tokens)));
-        self.resume(ok);
+        }
         LVal::Const(Const::Unit)
     }
 
-    /// `println!("{} {x}", a)`: its arguments evaluated in order (captured
-    /// names `{x}` last), then one residual effect that formats them.
+    /// Whether `v` is a value a residual call formats as Rust would: a
+    /// scalar or a string.
+    fn shown_by_callback(&mut self, v: &LVal) -> bool {
+        let t = self.u.shallow(&self.ty_of(v));
+        t.is_scalar()
+            || self.u.is_intlike(&t)
+            || t == Ty::Str
+            || matches!(&t, Ty::Ref { to, .. } if matches!(self.u.shallow(to), Ty::Str | Ty::Text))
+    }
+
     /// `println!("{} {x}", a)` (and `print!`, `eprint!`, `eprintln!`), or
     /// with `has_dest` `write!(out, "{}", x)` and `writeln!` into a `Vec<u8>`
     /// (a field, a local, or behind a `&mut`), given first: its arguments
@@ -105,6 +174,20 @@ impl<'m, 'a> Lowering<'m, 'a> {
             args.push(d);
             names.push(None);
         }
+        self.format_op(mac, name, parts, args, names)
+    }
+
+    /// The rest of a formatting macro `name!` (its format string, then its
+    /// arguments) after the values `args` (named `names`) that come first:
+    /// one residual effect formatting them, a `String` for `format!`.
+    fn format_op(
+        &mut self,
+        mac: &syn::Macro,
+        name: &str,
+        mut parts: impl Iterator<Item = Expr>,
+        mut args: Vec<LVal>,
+        mut names: Vec<Option<String>>,
+    ) -> LVal {
         let template = match parts.next() {
             None => String::new(),
             Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) => s.value(),
