@@ -85,7 +85,7 @@ pub mod __private {
         }
         pub mod virtuals {
             pub use jitgen_runtime::compile::virtuals::{
-                Popped, VDesc, VHeap, VListField, VPList, VPtr, MAX_VIRTUAL_PTRS,
+                Popped, StructVec, VDesc, VHeap, VListField, VPList, VPtr, MAX_VIRTUAL_PTRS,
             };
         }
         /// Residual operations and their semantics.

@@ -397,11 +397,8 @@ impl<'g> Gen<'g> {
                 let x = self.operand(fi, x, &Repr::VPtr)?;
                 quote!({
                     let __x = #x;
-                    let __pushed = if __c.for_portal() {
-                        #l.push(&mut __c.b, &mut __st.heap, &#desc, __x)
-                    } else {
-                        #l.push_spilling(&mut __c.b, &mut __st.heap, &#desc, __x)
-                    };
+                    let __spilling = !__c.for_portal();
+                    let __pushed = __st.vlist_push(&mut __c.b, &mut #l, &#desc, __x, __spilling);
                     match __pushed {
                         Ok(true) => __st.forget_fields(),
                         Ok(false) => {}
@@ -415,8 +412,8 @@ impl<'g> Gen<'g> {
                     fi,
                     r,
                     quote!({
-                        let (__tag, __p, __from) = #l.pop(&mut __c.b, &mut __st.heap, &#desc);
-                        if __from != #rt::virtuals::Popped::Virtual {
+                        let (__tag, __p, __from) = __st.vlist_pop(&mut __c.b, &mut #l, &#desc);
+                        if __from != #rt::virtuals::Popped::Virtual && __from != #rt::virtuals::Popped::InPlace {
                             __st.forget_fields();
                             __st.below_entry |= __from == #rt::virtuals::Popped::BelowEntry;
                         }

@@ -765,11 +765,20 @@ pub(crate) fn vdesc(s: &str, types: &hint_annotator::ModuleTypes, reads_in_place
     let label = format!("new {s}");
     let by_fields = lists.is_empty() && d.fields.values().all(|t| scalar(t).is_some());
     let moves = if by_fields { vec_moves(s, types) } else { quote!() };
-    let by_fields = if by_fields {
+    let (by_fields, in_memory) = if by_fields {
         let (push, pop) = (format_ident!("__vpush_{}", s), format_ident!("__vpop_{}", s));
-        quote!(Some((#push, #pop)))
+        let class = alias_class(s);
+        (
+            quote!(Some((#push, #pop))),
+            quote!(Some(#rt::virtuals::StructVec {
+                header: #rt::heap::vec_header::<#sn>,
+                size: ::core::mem::size_of::<#sn>() as u64,
+                class: #class,
+                reserve: #rt::heap::vec_reserve_one::<#sn>,
+            })),
+        )
     } else {
-        quote!(None)
+        (quote!(None), quote!(None))
     };
     quote! {
         #moves
@@ -786,7 +795,7 @@ pub(crate) fn vdesc(s: &str, types: &hint_annotator::ModuleTypes, reads_in_place
         static #desc: #rt::virtuals::VDesc = #rt::virtuals::VDesc {
             name: #label, fields: &[#(#tys),*], alloc: #alloc, offsets: &[#(#offsets),*], lists: &[#(#lists),*],
             push_moved: #rt::heap::vec_push_moved::<#sn>, pop_moved: #rt::heap::vec_pop_moved::<#sn>, by_fields: #by_fields,
-            reads_in_place: #reads_in_place,
+            in_memory: #in_memory, reads_in_place: #reads_in_place,
         };
     }
 }

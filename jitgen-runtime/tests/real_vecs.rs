@@ -1,4 +1,4 @@
-//! Pushes and pops of a real `Vec` of scalars worked on in place
+//! Pushes and pops of a real `Vec` of scalars (and of structs of scalars) worked on in place
 //! (`JitState::vec_push`, `vec_pop`): compiled and executed, they leave the
 //! `Vec` as Rust's own methods do, whatever its length and capacity, and a
 //! value pushed is popped from what the compiler knows, not from memory.
@@ -521,4 +521,157 @@ fn a_comparison_taken_true_orders_the_values_between_its_sides() {
     let other = c.next_pending().expect("the false side of `3 <= y`");
     assert_eq!(lt(&mut c, &other, &y_three, &y), None);
     assert_eq!(lt(&mut c, &other, &y, &y_above), Some(1), "known before that branch");
+}
+
+// A real `Vec` of a struct of scalars (the frames of a VM kept in a field):
+// pushed onto and popped in place by the struct's field words
+// (`JitState::vlist_push`, `vlist_pop`), as a `Vec` of scalars is.
+
+use jitgen_runtime::virtuals::{Popped, StructVec, VDesc, VPList};
+
+/// A frame as a VM keeps it: fields of two widths, laid out as Rust likes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Frame {
+    ret: u32,
+    base: i64,
+}
+
+extern "C" fn never(_: *mut u64) -> u64 {
+    unreachable!("pushes and pops of a real Vec<Frame> work in place")
+}
+
+static FRAME: VDesc = VDesc {
+    name: "Frame",
+    fields: &[ValTy::U32, ValTy::I64],
+    alloc: never,
+    offsets: &[std::mem::offset_of!(Frame, ret) as i32, std::mem::offset_of!(Frame, base) as i32],
+    lists: &[],
+    push_moved: never,
+    pop_moved: never,
+    by_fields: Some((never, never)),
+    in_memory: Some(StructVec {
+        header: vec_header::<Frame>,
+        size: std::mem::size_of::<Frame>() as u64,
+        class: 5,
+        reserve: vec_reserve_one::<Frame>,
+    }),
+    reads_in_place: false,
+};
+
+/// The frame a step pushes: from a constant, or from the input.
+fn frame_of(k: i64) -> Frame {
+    Frame { ret: k as u32, base: k.wrapping_mul(3) - 1 }
+}
+
+/// [`reference`] for frames: a pop folds `3 ret + base + 1` (0 for `None`).
+fn frames_reference(ops: &[Op], v: &mut Vec<Frame>, input: i64) -> i64 {
+    let mut acc = 0i64;
+    for op in ops {
+        match op {
+            Op::Push(k) => v.push(frame_of(*k)),
+            Op::PushInput => v.push(frame_of(input)),
+            Op::Pop => {
+                let got = v.pop().map_or(0, |f| (f.ret as i64).wrapping_mul(3).wrapping_add(f.base).wrapping_add(1));
+                acc = acc.wrapping_mul(7).wrapping_add(got);
+            }
+        }
+    }
+    acc
+}
+
+/// [`steps`] for frames, on the list `l` over the `Vec` at the first input.
+fn frame_steps(c: &mut Compilation<Blk>, ops: &[Op], below_entry: bool) {
+    let [v, input] = c.inputs()[..] else { unreachable!() };
+    let mut st = JitState::new(Blk(vec![]));
+    let mut l = if below_entry { VPList::Over(v, vec![]) } else { VPList::Real(v) };
+    let mut acc = RedBox::i64(0);
+    for op in ops {
+        let k = match op {
+            Op::Push(k) => RedBox::i64(*k),
+            Op::PushInput => input,
+            Op::Pop => {
+                let (tag, p, from) = st.vlist_pop(&mut c.b, &mut l, &FRAME);
+                assert!(matches!(from, Popped::InPlace | Popped::Virtual), "{from:?}");
+                let ret = st.heap.field(&p, 0).expect("a virtual frame");
+                let base = st.heap.field(&p, 1).expect("a virtual frame");
+                let ret = c.b.red_cast(&ret, ValTy::I64);
+                let tag = c.b.red_cast(&tag, ValTy::I64);
+                let y = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &ret, &RedBox::i64(3));
+                let y = c.b.red_bin(BinOp::Add, Overflow::Wrap, &y, &base);
+                let y = c.b.red_bin(BinOp::Add, Overflow::Wrap, &y, &RedBox::i64(1));
+                let got = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &y, &tag);
+                let a = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &acc, &RedBox::i64(7));
+                acc = c.b.red_bin(BinOp::Add, Overflow::Wrap, &a, &got);
+                continue;
+            }
+        };
+        let ret = c.b.red_cast(&k, ValTy::U32);
+        let base = c.b.red_bin(BinOp::Mul, Overflow::Wrap, &k, &RedBox::i64(3));
+        let base = c.b.red_bin(BinOp::Sub, Overflow::Wrap, &base, &RedBox::i64(1));
+        let x = st.heap.alloc(&FRAME, vec![ret, base], vec![]);
+        let called = st.vlist_push(&mut c.b, &mut l, &FRAME, x, false).expect("a real list");
+        assert!(!called);
+    }
+    if let Some(Op::Pop) = ops.first() {
+        assert_eq!(st.below_entry, below_entry);
+    }
+    c.finish_return(&[acc]);
+}
+
+#[test]
+fn random_pushes_and_pops_of_frames_agree_with_rust_compiled_and_executed() {
+    let mut seed = 0xf4a3_0024_u64;
+    for _ in 0..200 {
+        let ops = random_ops(&mut seed);
+        let mut c: Compilation<Blk> =
+            Compilation::new("frames", &[ValTy::Ptr, ValTy::I64], &[ValTy::I64], Default::default());
+        frame_steps(&mut c, &ops, false);
+        let f = jitgen_runtime::residual::compile_host(&c.finish().expect("small")).expect("compiles");
+        for n in 0..4 {
+            for extra in [0, 1, 5] {
+                let mut start = Vec::with_capacity(n + extra);
+                start.extend((0..n as i64).map(|k| frame_of(10 * k + 7)));
+                let input = -1234;
+                let mut want_v = start.clone();
+                let want = frames_reference(&ops, &mut want_v, input);
+                let mut got_v = start.clone();
+                let got = f.call_words(&[&mut got_v as *mut Vec<Frame> as u64, input as u64]).expect("runs")[0] as i64;
+                assert_eq!((got, &got_v), (want, &want_v), "{ops:?} on {start:?}");
+                let mut exec_v = start.clone();
+                let addr = &mut exec_v as *mut Vec<Frame> as u64;
+                let c: Compilation<Blk> =
+                    Compilation::executing("frames", &[ValTy::Ptr, ValTy::I64], &[addr, input as u64], &[ValTy::I64]);
+                let got = c.execute(|c| frame_steps(c, &ops, false)).expect("runs")[0] as i64;
+                assert_eq!((got, &exec_v), (want, &want_v), "{ops:?} on {start:?}, executed");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_frame_pushed_is_popped_without_a_call_or_a_load_of_its_fields() {
+    // A push then a pop: stores of the fields and the length, a side
+    // branch growing the `Vec` where it is full; the pop takes the fields
+    // pushed.
+    let mut c: Compilation<Blk> =
+        Compilation::new("frames", &[ValTy::Ptr, ValTy::I64], &[ValTy::I64], Default::default());
+    frame_steps(&mut c, &[Op::PushInput, Op::Pop], false);
+    let f = c.finish().expect("small");
+    let listing = jitgen_runtime::builder::listing(&f);
+    let calls: Vec<&str> = listing.lines().filter(|l| l.contains("call") && !l.contains("vec_reserve")).collect();
+    assert!(calls.is_empty(), "{listing}");
+    let insts: Vec<&Inst> = f.blocks.values().flat_map(|b| b.insts.iter()).collect();
+    let loads = |ty: ValTy| insts.iter().filter(|i| matches!(i, Inst::Load { ty: t, .. } if *t == ty)).count();
+    assert_eq!((loads(ValTy::U32), loads(ValTy::I64)), (0, 0), "{listing}");
+    let code = jitgen_runtime::residual::compile_host(&f).expect("compiles");
+    let mut data = vec![frame_of(1)];
+    assert_eq!(code.call_words(&[&mut data as *mut Vec<Frame> as u64, 5]).expect("runs")[0], 3 * 5 + 14 + 1);
+    assert_eq!(data, [frame_of(1)]);
+    // Popped below a portal's own list: loads in place, and the path says
+    // it returned below its entry.
+    let mut c: Compilation<Blk> =
+        Compilation::new("frames", &[ValTy::Ptr, ValTy::I64], &[ValTy::I64], Default::default());
+    frame_steps(&mut c, &[Op::Pop, Op::Pop], true);
+    let listing = jitgen_runtime::builder::listing(&c.finish().expect("small"));
+    assert!(!listing.contains("call"), "{listing}");
 }

@@ -27,6 +27,7 @@ static FRAME: VDesc = VDesc {
     push_moved: never,
     pop_moved: never,
     by_fields: Some((never, never)),
+    in_memory: None,
     reads_in_place: false,
 };
 
@@ -71,6 +72,7 @@ fn check(ops: &str, want_pops: &str, want: Expect) {
                     Popped::Memory => 'm',
                     Popped::BelowEntry => 'b',
                     Popped::Spilled => 's',
+                    Popped::InPlace => 'i',
                 });
                 assert!(from != Popped::Virtual || matches!(p, VPtr::Virtual(_)));
             }

@@ -7,6 +7,7 @@
 
 use crate::compile::redbox::RedBox;
 use crate::compile::state::*;
+use crate::compile::virtuals::{Popped, VDesc, VPList, VPtr};
 use crate::ir::builder::{CallbackFn, ResidualBuilder, SymAddr};
 use crate::ir::ops::{BinOp, CmpOp, Overflow, ValTy};
 use crate::run::heap::VecHeader;
@@ -307,6 +308,73 @@ impl<F: Frame> JitState<F> {
         self.store_field(b, addr, h.len, &n, VEC_HEADER, h.len);
         self.set_fact_min(b, addr, h.len, min.saturating_sub(1));
         (if known { RedBox::constant(ValTy::U32, 1) } else { b.red_cast(&some, ValTy::U32) }, vals)
+    }
+
+    /// `push(x)` of an object onto the list `l` of structs described by
+    /// `desc`: onto a real `Vec` of a struct of scalars in place, its field
+    /// words stored as a `Vec` of scalars' element is (facts stay true:
+    /// `Ok(false)`); else as [`VPList::push`] (or, `spilling`,
+    /// [`VPList::push_spilling`]) does.
+    pub fn vlist_push(
+        &mut self,
+        b: &mut ResidualBuilder,
+        l: &mut VPList,
+        desc: &VDesc,
+        x: VPtr,
+        spilling: bool,
+    ) -> Result<bool, ()> {
+        if let (VPList::Real(a), Some(m)) = (&*l, desc.in_memory) {
+            if let Some(h) = (m.header)() {
+                let a = *a;
+                let mut slots = Vec::with_capacity(desc.fields.len());
+                for (k, (t, off)) in desc.fields.iter().zip(desc.offsets).enumerate() {
+                    let v = match self.heap.field(&x, k) {
+                        Some(f) => f,
+                        None => {
+                            let o = self.heap.force(b, &x);
+                            self.load_field(b, *t, &o, *off, m.class, *off)
+                        }
+                    };
+                    slots.push((*off, v));
+                }
+                self.vec_push_slots(b, &a, &slots, h, m.size, m.class, m.reserve);
+                return Ok(false);
+            }
+        }
+        if spilling {
+            l.push_spilling(b, &mut self.heap, desc, x)
+        } else {
+            l.push(b, &mut self.heap, desc, x)
+        }
+    }
+
+    /// `pop()` of the list `l` of structs described by `desc`: of a real
+    /// `Vec` of a struct of scalars in place (a field's, or the memory
+    /// below a portal's own list once its virtual elements are popped,
+    /// which marks the path [`JitState::below_entry`]), its field words
+    /// loaded into a virtual object ([`Popped::InPlace`]); else as
+    /// [`VPList::pop`] does.
+    pub fn vlist_pop(
+        &mut self,
+        b: &mut ResidualBuilder,
+        l: &mut VPList,
+        desc: &'static VDesc,
+    ) -> (RedBox, VPtr, Popped) {
+        let real = match &*l {
+            VPList::Real(a) => Some((*a, false)),
+            VPList::Over(a, items) if items.is_empty() => Some((*a, true)),
+            _ => None,
+        };
+        if let (Some((a, below)), Some(m)) = (real, desc.in_memory) {
+            if let (Some(h), true) = ((m.header)(), m.size as usize <= crate::run::heap::EMPTY_POP_BYTES) {
+                self.below_entry |= below;
+                let at: Vec<(i32, ValTy)> = desc.offsets.iter().copied().zip(desc.fields.iter().copied()).collect();
+                let (some, vals) = self.vec_pop_slots(b, &a, &at, h, m.size, m.class);
+                let p = self.heap.alloc(desc, vals, Vec::new());
+                return (some, p, Popped::InPlace);
+            }
+        }
+        l.pop(b, &mut self.heap, desc)
     }
 
     /// Checks `index < len` unless this path already did.

@@ -410,6 +410,9 @@ pub enum Popped {
     Virtual,
     /// A real list (a field, a `&mut Vec`): a call.
     Memory,
+    /// A real list, in place: loads and stores residual code keeps facts
+    /// about (see `JitState::vlist_pop`).
+    InPlace,
     /// Below the virtual elements over a portal's own list: a call, and the
     /// path returned below the depth at which compiled code was entered.
     BelowEntry,
@@ -466,10 +469,29 @@ pub struct VDesc {
     /// out of a real `Vec` by its field words (`[vec, fields..] -> []`,
     /// `[vec] -> [tag, fields..]`): popped objects stay virtual.
     pub by_fields: Option<(CallbackFn, CallbackFn)>,
+    /// Where objects move by their field words (`by_fields`): how a real
+    /// `Vec` of them is pushed onto and popped in place.
+    pub in_memory: Option<StructVec>,
     /// The interpreter reads its `Vec`s of this type in place (`len`, an
     /// index: `frames.last()`), not only by `pop`: spilled, they count
     /// their entries on the continuation stack (`VPList::Spilled`).
     pub reads_in_place: bool,
+}
+
+/// A real `Vec` of a struct of scalars, as residual code pushes onto it
+/// and pops it in place (`JitState::vlist_push`, `JitState::vlist_pop`).
+#[derive(Debug, Clone, Copy)]
+pub struct StructVec {
+    /// Where the `Vec` keeps its buffer, length and capacity
+    /// ([`crate::run::heap::vec_header`] for the struct).
+    pub header: fn() -> Option<crate::run::heap::VecHeader>,
+    /// The struct's size in bytes.
+    pub size: u64,
+    /// The alias class of the struct's fields (see the state's `Fact`),
+    /// the one its field loads and stores through pointers use.
+    pub class: u32,
+    /// [`crate::run::heap::vec_reserve_one`] for the struct.
+    pub reserve: CallbackFn,
 }
 
 /// A list field of a struct whose objects may be virtual.
