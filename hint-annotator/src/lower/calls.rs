@@ -690,6 +690,26 @@ impl<'m, 'a> Lowering<'m, 'a> {
         self.desugared(vec![("__jitgen_a", recv), ("__jitgen_b", b)], e)
     }
 
+    /// `a.saturating_add(b)` and its kin on integers of type `it`: the
+    /// checked operation, and where it overflows the bound it passed (the
+    /// type's `MAX` or `MIN`, by the signs of the operands).
+    fn saturating_arith(&mut self, mc: &syn::ExprMethodCall, m: &str, it: IntTy, recv: LVal) -> LVal {
+        let checked = syn::Ident::new(&m.replace("saturating", "checked"), mc.method.span());
+        let t = syn::Ident::new(it.name(), mc.method.span());
+        let b = self.expr(&mc.args[0]);
+        let b = self.rvalue(b, &mc.args[0]);
+        let past: Expr = match m {
+            "saturating_add" => syn::parse_quote!(if __jitgen_sb < 0 { #t::MIN } else { #t::MAX }),
+            "saturating_sub" => syn::parse_quote!(if __jitgen_sb > 0 { #t::MIN } else { #t::MAX }),
+            _ => syn::parse_quote!(if (__jitgen_sa < 0) != (__jitgen_sb < 0) { #t::MIN } else { #t::MAX }),
+        };
+        let e: Expr = syn::parse_quote_spanned!(mc.span()=> match __jitgen_sa.#checked(__jitgen_sb) {
+            Some(__jitgen_v) => __jitgen_v,
+            None => #past,
+        });
+        self.desugared(vec![("__jitgen_sa", recv), ("__jitgen_sb", b)], e)
+    }
+
     /// `v.get_mut(i)`, `v.last_mut()`, `v.first_mut()` on a list of values:
     /// an `Option` of a `&mut` to the element, whose tag is the bounds test.
     pub(super) fn mut_accessor(&mut self, mc: &syn::ExprMethodCall, method: &str, elem: Ty) -> LVal {
@@ -916,7 +936,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             return self.poison(mc.span());
         }
         self.error(mc.method.span(), format!(
-            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse/split_off, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err/is_some_and/is_none_or/is_ok_and/map_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
+            "the method `{method}` on `{shown}` is not supported in a #[jit_interpreter] function; supported: methods of the module's impls, len/is_empty/push/pop/get/get_mut/first/first_mut/last/last_mut/swap/truncate/clear/insert/remove/extend_from_slice/reverse/split_off, HashMap new/insert/get/remove/contains_key, unwrap/expect/unwrap_or/ok_or/map/map_or/map_or_else/and_then/unwrap_or_else/ok_or_else/unwrap_or_default/copied/is_some/is_none/is_ok/is_err/is_some_and/is_none_or/is_ok_and/map_err, wrapping_add/sub/mul/div/rem/neg, checked_add/sub/mul/div/rem, saturating_add/sub/mul, min, max, abs, rem_euclid, div_euclid, signum, is_positive, is_negative"
         ));
         self.poison(mc.span())
     }
@@ -956,6 +976,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 if self.u.is_intlike(&recv_ty) =>
             {
                 return Some(self.checked_arith(mc, m, recv));
+            }
+            ("saturating_add" | "saturating_sub" | "saturating_mul", 1) => {
+                if let Ty::Int(it) = self.u.shallow(recv_ty) {
+                    return Some(self.saturating_arith(mc, m, it, recv));
+                }
             }
             ("wrapping_neg", 0) | ("abs", 0) => {
                 let op = if m == "abs" { UnOp::Abs } else { UnOp::WrappingNeg };
