@@ -25,6 +25,8 @@ pub struct StructDef {
     pub clone: bool,
     /// `#[derive(PartialEq)]`: `==` compares its fields in order.
     pub derives_eq: bool,
+    /// The module implements `Drop` for it.
+    pub drops: bool,
 }
 
 /// A variant of an enum of the module.
@@ -414,6 +416,7 @@ impl<'a> ModuleDef<'a> {
                             copy: derives(&s.attrs, "Copy"),
                             clone: derives(&s.attrs, "Clone"),
                             derives_eq: derives(&s.attrs, "PartialEq"),
+                            drops: items.iter().any(|i| implements_drop(i, &s.ident)),
                         },
                     );
                 }
@@ -1170,4 +1173,16 @@ impl VisitMut for SelfAssoc<'_> {
         }
         syn::visit_mut::visit_type_mut(self, t);
     }
+}
+
+/// Whether `item` is `impl Drop for name`.
+fn implements_drop(item: &syn::Item, name: &syn::Ident) -> bool {
+    let syn::Item::Impl(imp) = item else { return false };
+    let is_drop = match &imp.trait_ {
+        Some((path, _)) => path.segments.last().is_some_and(|s| s.ident == "Drop"),
+        None => false,
+    };
+    let of_name =
+        matches!(&*imp.self_ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == *name));
+    is_drop && of_name
 }

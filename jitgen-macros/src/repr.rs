@@ -358,15 +358,18 @@ pub fn inline_object(of: &Ty, f: &Ty, types: &ModuleTypes) -> bool {
     matches!(of, Ty::Enum(_)) && matches!(f, Ty::Struct(_) | Ty::Foreign(_)) && flat_payload(f, types).is_none()
 }
 
-/// A struct an enum holds as its fields' words, not by address: `Copy`, of
-/// scalars, and no analyzed code writes its fields (so no write can reach
-/// the place a payload was read from: a handle such as `ObjRef(u32)` in
-/// `Value::Obj(ObjRef)`). Its name and fields. Such a payload is a virtual
-/// object where it is bound, made again from the words.
+/// A struct an enum holds as its fields' words, not by address: of
+/// scalars, with no `Drop` of the module's (`Copy` or not: a value moved
+/// out of a place is its words, as a copy is), and no analyzed code writes
+/// its fields (so no write can reach the place a payload was read from: a
+/// handle such as `ObjRef(u32)` in `Value::Obj(ObjRef)`, an error
+/// `VmError { pc, code }` in a `Result`). Its name and fields. Such a
+/// payload is a virtual object where it is bound, made again from the
+/// words.
 pub fn flat_payload(f: &Ty, types: &ModuleTypes) -> Option<(String, Vec<(String, Sc)>)> {
     let (s, fields) = scalar_struct(f, types)?;
     let d = types.structs.get(&s)?;
-    (d.copy && !d.virtualizable && !types.written_structs.contains(&s)).then_some((s, fields))
+    (!d.drops && !d.virtualizable && !types.written_structs.contains(&s)).then_some((s, fields))
 }
 
 /// Whether residual code makes a real struct `s`: its fields are scalars and

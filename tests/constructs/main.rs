@@ -39,6 +39,7 @@ mod panic_messages;
 mod promotion;
 mod rc_frames;
 mod reentry;
+mod struct_errors;
 
 mod register_vm;
 mod rust_style;
