@@ -26,20 +26,25 @@ mod vm {
     /// Ops, each with one operand `k`: 0 add k; 1 subtract k, an error
     /// below zero; 2 fail with k; 3 return acc; 5 and 6 saturating
     /// arithmetic; others jump back k pairs while acc is odd, halving it.
-    pub fn run(code: &[u8], mut acc: i64) -> Result<i64, VmError> {
+    /// Each turn burns a unit of `fuel`: an error when none is left.
+    pub fn run(code: &[u8], mut acc: i64, mut fuel: u32) -> Result<i64, VmError> {
         let mut pc = 0;
         loop {
             hint!(global_merge_point);
             if pc + 1 >= code.len() {
                 return Err(VmError { pc, code: 255, acc });
             }
+            if fuel == 0 {
+                return Err(VmError { pc, code: 254, acc });
+            }
+            fuel -= 1;
             let op = hint!(code[pc], concrete);
             let k = hint!(code[pc + 1], concrete);
             pc += 2;
             match op {
-                0 => acc += k as i64,
+                0 => acc = acc.wrapping_add(k as i64),
                 1 => {
-                    acc -= k as i64;
+                    acc = acc.wrapping_sub(k as i64);
                     if acc < 0 {
                         return Err(VmError { pc, code: 1, acc });
                     }
@@ -62,10 +67,11 @@ mod vm {
 }
 
 fn check(code: &[u8], acc: i64) -> Result<i64, vm::VmError> {
-    let want = vm::jit::plain::run(code, acc);
-    assert_eq!(vm::run(code, acc), want, "{code:?} {acc}");
+    let fuel = 200;
+    let want = vm::jit::plain::run(code, acc, fuel);
+    assert_eq!(vm::run(code, acc, fuel), want, "{code:?} {acc}");
     let r = vm::jit::specialize::run(code);
-    assert_eq!(r.call(acc), want, "{code:?} {acc}");
+    assert_eq!(r.call(acc, fuel), want, "{code:?} {acc}");
     want
 }
 
