@@ -97,7 +97,7 @@ fn array_let(s: &syn::Stmt) -> Option<(String, Vec<syn::Expr>)> {
 }
 
 /// How often the identifier `name` occurs in `ts`.
-fn occurrences(ts: &proc_macro2::TokenStream, name: &str) -> usize {
+pub(crate) fn occurrences(ts: &proc_macro2::TokenStream, name: &str) -> usize {
     ts.clone()
         .into_iter()
         .map(|t| match t {
@@ -109,7 +109,7 @@ fn occurrences(ts: &proc_macro2::TokenStream, name: &str) -> usize {
 }
 
 /// Whether a literal of `ts` (a format string) contains `name`.
-fn in_literal(ts: &proc_macro2::TokenStream, name: &str) -> bool {
+pub(crate) fn in_literal(ts: &proc_macro2::TokenStream, name: &str) -> bool {
     ts.clone().into_iter().any(|t| match t {
         proc_macro2::TokenTree::Literal(l) => l.to_string().contains(name),
         proc_macro2::TokenTree::Group(g) => in_literal(&g.stream(), name),

@@ -80,6 +80,7 @@ mod objects;
 mod outline;
 mod park;
 mod repr;
+mod slice_iters;
 mod split;
 mod timeshift;
 mod unhooked;
@@ -124,6 +125,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     nested::hoist(&mut module);
     closures::inline(&mut module);
     byte_arrays::rewrite(&mut module);
+    slice_iters::rewrite(&mut module);
     let original = module.clone();
     let mut lifted = methods::lift_portal_methods(&mut module, true);
     let external = external::find(&module);

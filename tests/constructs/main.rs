@@ -24,6 +24,7 @@ mod forward_turns;
 mod generics;
 mod handles;
 mod heap_objects;
+mod iter_input;
 mod iteration;
 mod left_to_rust;
 mod lox_style;
