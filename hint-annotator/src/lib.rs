@@ -119,6 +119,25 @@ pub fn combine(errors: Vec<syn::Error>) -> Option<syn::Error> {
 /// a compile error: the module interprets as written).
 pub const OUTLINED_THEN: &str = "once the Rust jitgen does not model runs as Rust (outlined): ";
 
+/// Whether `op` is a compound assignment (`+=`, `<<=`, ...): the one list
+/// of them the annotator and the macro share.
+pub fn is_compound_assign_op(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}
+
 /// Whether an error only says that the analysis does not support some Rust
 /// (a construct, a type, a method), as opposed to a misuse of a hint, which
 /// stays a compile error. Code with such errors is left to Rust.

@@ -575,22 +575,7 @@ fn pure_expr(e: &syn::Expr) -> bool {
     use syn::Expr;
     match e {
         Expr::Lit(_) | Expr::Path(_) => true,
-        Expr::Binary(b) => {
-            !matches!(
-                b.op,
-                syn::BinOp::AddAssign(_)
-                    | syn::BinOp::SubAssign(_)
-                    | syn::BinOp::MulAssign(_)
-                    | syn::BinOp::DivAssign(_)
-                    | syn::BinOp::RemAssign(_)
-                    | syn::BinOp::BitXorAssign(_)
-                    | syn::BinOp::BitAndAssign(_)
-                    | syn::BinOp::BitOrAssign(_)
-                    | syn::BinOp::ShlAssign(_)
-                    | syn::BinOp::ShrAssign(_)
-            ) && pure_expr(&b.left)
-                && pure_expr(&b.right)
-        }
+        Expr::Binary(b) => !hint_annotator::is_compound_assign_op(&b.op) && pure_expr(&b.left) && pure_expr(&b.right),
         Expr::Unary(u) => !matches!(u.op, syn::UnOp::Deref(_)) && pure_expr(&u.expr),
         Expr::Cast(c) => pure_expr(&c.expr),
         Expr::Paren(p) => pure_expr(&p.expr),

@@ -340,7 +340,7 @@ impl<'ast> Visit<'ast> for Finder<'_, '_> {
         }
         match e {
             syn::Expr::Assign(a) if self.w.names_green(&a.left) => self.found = true,
-            syn::Expr::Binary(b) if crate::split::is_compound(&b.op) && self.w.names_green(&b.left) => {
+            syn::Expr::Binary(b) if hint_annotator::is_compound_assign_op(&b.op) && self.w.names_green(&b.left) => {
                 if !self.w.is_step_expr(e) {
                     self.found = true;
                 }

@@ -140,7 +140,9 @@ impl<'ast> Visit<'ast> for Unchanged<'_> {
     fn visit_expr(&mut self, e: &'ast syn::Expr) {
         match e {
             syn::Expr::Assign(a) if self.names(&a.left) => self.changed = true,
-            syn::Expr::Binary(b) if self.names(&b.left) && assigns(&b.op) => self.changed = true,
+            syn::Expr::Binary(b) if self.names(&b.left) && hint_annotator::is_compound_assign_op(&b.op) => {
+                self.changed = true
+            }
             syn::Expr::Reference(r) if r.mutability.is_some() && self.names(&r.expr) => self.changed = true,
             _ => {}
         }
@@ -161,24 +163,6 @@ impl<'ast> Visit<'ast> for Unchanged<'_> {
             self.changed = true;
         }
     }
-}
-
-/// Whether a binary operator assigns (`+=` and its kin).
-fn assigns(op: &syn::BinOp) -> bool {
-    use syn::BinOp::*;
-    matches!(
-        op,
-        AddAssign(_)
-            | SubAssign(_)
-            | MulAssign(_)
-            | DivAssign(_)
-            | RemAssign(_)
-            | BitXorAssign(_)
-            | BitAndAssign(_)
-            | BitOrAssign(_)
-            | ShlAssign(_)
-            | ShrAssign(_)
-    )
 }
 
 /// Replaces each `NAME.next()` by a step of the index.

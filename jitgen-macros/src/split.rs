@@ -298,24 +298,6 @@ fn is_self(e: &Expr) -> bool {
     matches!(e, Expr::Path(p) if p.path.is_ident("self"))
 }
 
-/// Whether `op` is a compound assignment (`+=`, `<<=`, ...).
-pub(crate) fn is_compound(op: &syn::BinOp) -> bool {
-    use syn::BinOp as B;
-    matches!(
-        op,
-        B::AddAssign(_)
-            | B::SubAssign(_)
-            | B::MulAssign(_)
-            | B::DivAssign(_)
-            | B::RemAssign(_)
-            | B::BitXorAssign(_)
-            | B::BitAndAssign(_)
-            | B::BitOrAssign(_)
-            | B::ShlAssign(_)
-            | B::ShrAssign(_)
-    )
-}
-
 /// Macros whose arguments are expressions separated by commas.
 pub(crate) const EXPR_MACROS: &[&str] = &[
     "print",
@@ -571,7 +553,7 @@ impl VisitMut for Rewrite<'_> {
                 }
                 self.note_mutation(&a.left);
             }
-            Expr::Binary(b) if is_compound(&b.op) => {
+            Expr::Binary(b) if hint_annotator::is_compound_assign_op(&b.op) => {
                 if let Some(f) = self_field(&b.left).filter(|f| self.kinds.get(f) == Some(&FieldKind::Cell)) {
                     self.mentioned.insert(f.clone());
                     self.visit_expr_mut(&mut b.right);

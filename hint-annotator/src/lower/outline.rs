@@ -991,11 +991,7 @@ fn leaves(e: &Expr) -> bool {
 
 /// Whether `e` is `x op= y`.
 fn is_compound_assign(e: &Expr) -> bool {
-    use syn::BinOp::*;
-    matches!(e, Expr::Binary(b) if matches!(
-        b.op,
-        AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) | RemAssign(_) | BitXorAssign(_) | BitAndAssign(_) | BitOrAssign(_) | ShlAssign(_) | ShrAssign(_)
-    ))
+    matches!(e, Expr::Binary(b) if crate::is_compound_assign_op(&b.op))
 }
 
 /// Whether `e` is the index loop lowering makes of a `for` over a
@@ -1199,19 +1195,7 @@ impl<'a> Visit<'a> for Uses {
             }
             Expr::Binary(b) => {
                 use syn::BinOp::*;
-                let assigns = matches!(
-                    b.op,
-                    AddAssign(_)
-                        | SubAssign(_)
-                        | MulAssign(_)
-                        | DivAssign(_)
-                        | RemAssign(_)
-                        | BitXorAssign(_)
-                        | BitAndAssign(_)
-                        | BitOrAssign(_)
-                        | ShlAssign(_)
-                        | ShrAssign(_)
-                );
+                let assigns = crate::is_compound_assign_op(&b.op);
                 if assigns {
                     if let Some(n) = Self::root(&b.left) {
                         self.mutated.insert(n);
