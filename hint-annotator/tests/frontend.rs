@@ -373,6 +373,31 @@ fn vec_operations_and_indexing() {
 }
 
 #[test]
+fn a_push_whose_argument_branches_reads_its_list_again_where_it_pushes() {
+    // The field is read after the `if`, in the join: a list read before
+    // it would be carried into the join (which forces a backed object).
+    check(
+        "struct S { stack: Vec<i64> }
+        fn f(s: &mut S, a: i64, b: i64) {
+            s.stack.push(if a < b { 1 } else { 0 });
+            s.stack.push(a);
+        }",
+        expect![[r#"
+            fn f -> ()
+            block0(s_0: &mut S red, a_1: i64 red, b_2: i64 red):
+                R v8: bool = lt(a_1, b_2)
+                if v8 then block1(1_i64) else block1(0_i64)
+            block1(v7: i64 red):
+                R v9: Vec<i64> = getfield.stack(s_0)
+                R push(v9, v7)
+                R v11: Vec<i64> = getfield.stack(s_0)
+                R push(v11, a_1)
+                return ()
+        "#]],
+    );
+}
+
+#[test]
 fn if_let_and_while_let() {
     check(
         "fn f(mut s: Vec<i64>) -> i64 {

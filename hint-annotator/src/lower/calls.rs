@@ -829,9 +829,24 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
             (Ty::Vec(t), "push", 1) => {
                 let t = (**t).clone();
+                let before = self.cur;
                 let v = self.value_of(&mc.args[0]);
                 let vt = self.ty_of(&v);
                 self.unify(&t, &vt, mc.args[0].span());
+                // An argument that branched (`push(if a < b { 1 } else { 0 })`)
+                // would carry the list read before it into its join, and a
+                // list read from an object carried to another block forces
+                // the object. A receiver that is a plain place is read again
+                // where the push is: the same list, since the argument
+                // cannot write it while the call's borrow is reserved.
+                let recv = if self.cur != before && pure_place(&mc.receiver) {
+                    match self.expr(&mc.receiver) {
+                        r @ LVal::Ref(_) => self.rvalue(r, &*mc.receiver),
+                        r => r,
+                    }
+                } else {
+                    recv
+                };
                 return self.emit(OpKind::Push, vec![recv, v], Ty::Unit, mc);
             }
             (Ty::Vec(t), "pop", 0) => return self.emit(OpKind::Pop, vec![recv], Ty::Option(t.clone()), mc),
