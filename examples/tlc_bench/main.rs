@@ -354,6 +354,19 @@ fn procvm(program: &'static str, use_jit: bool) -> String {
     })
 }
 
+/// The procedure VM's shape with its stack and frames in `self`
+/// (`procvm_interp::framed`): a new machine per run, the program kept per
+/// thread.
+fn procvm_framed(use_jit: bool) -> String {
+    use procvm_interp::framed::{programs, vm};
+    thread_local!(static CODE: Vec<vm::Op> = programs::fib(25));
+    CODE.with(|code| {
+        let mut m = vm::Vm::new();
+        let r = if use_jit { m.run(code, usize::MAX) } else { vm::jit::plain::Vm::run(&mut m, code, usize::MAX) };
+        format!("{r:?}")
+    })
+}
+
 /// The register VM (`interpreters/regvm`): one machine per thread and
 /// program, its fields set again for each run, as an embedder keeps its
 /// program (code is kept for the program's address).
@@ -420,6 +433,12 @@ const OTHERS: &[Other] = &[
     ("stack VM, ip in its frames", "Ackermann(3, 7)", |j| funcvm("ack", j), funcvm_interp::vm::jit::stats),
     ("stack VM, procedures (`Ret` promotes)", "recursive fib 25", |j| procvm("fib", j), procvm_interp::vm::jit::stats),
     ("stack VM, procedures (`Ret` promotes)", "Ackermann(2, 300)", |j| procvm("ack", j), procvm_interp::vm::jit::stats),
+    (
+        "stack VM, frames in `self` (`Ret` promotes)",
+        "recursive fib 25",
+        procvm_framed,
+        procvm_interp::framed::vm::jit::stats,
+    ),
     (
         "register VM, windowed calls checking their depth",
         "recursive fib 25",

@@ -44,7 +44,6 @@ mod struct_errors;
 
 mod register_vm;
 mod rust_style;
-mod self_frames;
 mod string_values;
 mod string_vm;
 mod strings;

@@ -10,8 +10,13 @@
 //!
 //! [`asm::assemble`] reads the VM's assembly language (`Proc name` ...
 //! `End`, `label name`, `Call name`).
+//!
+//! [`framed`] is the same kind of VM written as a method of a `Vm` whose
+//! stack and frames are fields of `self`.
 
 use jitgen::prelude::*;
+
+pub mod framed;
 
 #[jit_interpreter]
 pub mod vm {
