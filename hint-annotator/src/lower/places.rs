@@ -468,8 +468,20 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 return self.expr(&syn::parse_quote_spanned!(src.span()=> *(#m).get(#k).expect("key not found")));
             }
         }
+        let before = self.cur;
         let idx = self.expr(index);
         let idx = self.rvalue(idx, index);
+        // An index that branched (`stack[if c { i } else { j }]`) would
+        // carry the list read before it into its join, which forces a
+        // backed object there (see `method_call_on`'s `push`). A plain
+        // place is read again after it, where nothing in the index names
+        // the place's root (so nothing in it wrote the list).
+        let base = match src {
+            Expr::Index(ei) if self.cur != before && pure_place(&ei.expr) && !names_root_of(index, &ei.expr) => {
+                self.expr(&ei.expr)
+            }
+            _ => base,
+        };
         match self.elem_ty(&base, &idx, src) {
             Some(t) => self.emit(OpKind::GetItem, vec![base, idx], t, src),
             None => self.poison(src.span()),
@@ -812,4 +824,25 @@ fn finds_place(e: &Expr) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether `e` names the local that the place `place` is rooted at.
+fn names_root_of(e: &Expr, place: &Expr) -> bool {
+    fn root(e: &Expr) -> Option<&syn::Ident> {
+        match e {
+            Expr::Path(p) => p.path.get_ident(),
+            Expr::Field(f) => root(&f.base),
+            Expr::Paren(p) => root(&p.expr),
+            Expr::Unary(u) => root(&u.expr),
+            _ => None,
+        }
+    }
+    fn names(t: proc_macro2::TokenStream, name: &syn::Ident) -> bool {
+        t.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == *name,
+            proc_macro2::TokenTree::Group(g) => names(g.stream(), name),
+            _ => false,
+        })
+    }
+    root(place).is_none_or(|name| names(quote::ToTokens::to_token_stream(e), name))
 }
