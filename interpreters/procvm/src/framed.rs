@@ -1,5 +1,5 @@
-//! The same VM's shape with its state in `self`, as the outside VM of
-//! issue 59 was written: a `Vm` whose operand stack and call frames
+//! The same VM's shape with its state in `self`, as a Rust programmer
+//! writes a VM as a struct: a `Vm` whose operand stack and call frames
 //! (`stack_offset`, return `ip`) are fields, run by a method. `Ret`
 //! promotes the popped return address and truncates the stack to the
 //! frame's offset, `Get(i)` / `Set(i)` address `stack[offset + i]`, and
@@ -146,8 +146,8 @@ pub mod vm {
 pub mod programs {
     use super::vm::Op::{self, *};
 
-    /// Recursive fib(n) (fib(0) = 0, fib(1) = 1): the shape of the outside VM
-    /// of issue 59.
+    /// Recursive fib(n) (fib(0) = 0, fib(1) = 1): each call's argument is
+    /// its local 0, and each return goes through a promoted `Ret`.
     pub fn fib(n: i64) -> Vec<Op> {
         vec![
             Push(n),
