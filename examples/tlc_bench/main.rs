@@ -355,12 +355,13 @@ fn procvm(program: &'static str, use_jit: bool) -> String {
 }
 
 /// The procedure VM's shape with its stack and frames in `self`
-/// (`procvm_interp::framed`): a new machine per run, the program kept per
+/// (`procvm_interp::framed`): a new machine per run, the programs kept per
 /// thread.
-fn procvm_framed(use_jit: bool) -> String {
+fn procvm_framed(program: &'static str, use_jit: bool) -> String {
     use procvm_interp::framed::{programs, vm};
-    thread_local!(static CODE: Vec<vm::Op> = programs::fib(25));
-    CODE.with(|code| {
+    thread_local!(static CODE: [Vec<vm::Op>; 2] = [programs::fib(25), programs::ackermann(2, 300)]);
+    CODE.with(|c| {
+        let code = &c[usize::from(program == "ack")];
         let mut m = vm::Vm::new();
         let r = if use_jit { m.run(code, usize::MAX) } else { vm::jit::plain::Vm::run(&mut m, code, usize::MAX) };
         format!("{r:?}")
@@ -436,7 +437,13 @@ const OTHERS: &[Other] = &[
     (
         "stack VM, frames in `self` (`Ret` promotes)",
         "recursive fib 25",
-        procvm_framed,
+        |j| procvm_framed("fib", j),
+        procvm_interp::framed::vm::jit::stats,
+    ),
+    (
+        "stack VM, frames in `self` (`Ret` promotes)",
+        "Ackermann(2, 300)",
+        |j| procvm_framed("ack", j),
         procvm_interp::framed::vm::jit::stats,
     ),
     (

@@ -560,6 +560,21 @@ mod framed_vm {
         }
         framed::vm::jit::config().set_threshold(0);
         assert_eq!(check_framed(&framed::programs::fib(10), 1_000_000).0, Ok(55));
+        // Two locals per call, and returns landing at three places.
+        fn ackermann(m: i64, n: i64) -> i64 {
+            match (m, n) {
+                (0, n) => n + 1,
+                (m, 0) => ackermann(m - 1, 1),
+                (m, n) => ackermann(m - 1, ackermann(m, n - 1)),
+            }
+        }
+        for t in [0, 3] {
+            framed::vm::jit::config().set_threshold(t);
+            for (m, n) in [(0, 4), (1, 0), (1, 5), (2, 3), (3, 3)] {
+                let (r, stack, frames) = check_framed(&framed::programs::ackermann(m, n), 1_000_000);
+                assert_eq!((r, stack, frames), (Ok(ackermann(m, n)), vec![], vec![]), "A({m}, {n})");
+            }
+        }
         let s = framed::vm::jit::stats();
         assert!(s.entries > 0 && s.flexswitch_cases > 0, "{s:?}");
     }
@@ -613,7 +628,13 @@ mod framed_vm {
         bodies.reverse();
         let mut main = vec![];
         for j in 0..1 + rng.below(3) {
-            main.extend([Push(rng.below(9) as i64), Call(usize::MAX - rng.below(procs as u64) as usize, 1)]);
+            // Some calls pass a second local, which the callee's return drops.
+            let locals = 1 + rng.below(2) as usize;
+            main.push(Push(rng.below(9) as i64));
+            if locals == 2 {
+                main.push(Push(rng.below(9) as i64 - 4));
+            }
+            main.push(Call(usize::MAX - rng.below(procs as u64) as usize, locals));
             if j > 0 {
                 main.push(Add);
             }

@@ -172,4 +172,48 @@ pub mod programs {
             Ret,
         ]
     }
+
+    /// Ackermann's function A(m, n) for m, n ≥ 0: a call's locals are m
+    /// (local 0) and n (local 1), and the inner call's result is the outer
+    /// call's second argument, so that returns land at two places.
+    pub fn ackermann(m: i64, n: i64) -> Vec<Op> {
+        const A: usize = 4;
+        vec![
+            Push(m),
+            Push(n),
+            Call(A, 2),
+            Halt,
+            // A: if m < 1, return n + 1.
+            Get(0),
+            Push(1),
+            Lt,
+            JumpIfFalse(12),
+            Get(1),
+            Push(1),
+            Add,
+            Ret,
+            // 12: if n < 1, return A(m - 1, 1).
+            Get(1),
+            Push(1),
+            Lt,
+            JumpIfFalse(22),
+            Get(0),
+            Push(1),
+            Sub,
+            Push(1),
+            Call(A, 2),
+            Ret,
+            // 22: return A(m - 1, A(m, n - 1)).
+            Get(0),
+            Push(1),
+            Sub,
+            Get(0),
+            Get(1),
+            Push(1),
+            Sub,
+            Call(A, 2),
+            Call(A, 2),
+            Ret,
+        ]
+    }
 }
