@@ -532,3 +532,54 @@ fn a_recursions_switch_forgets_the_elements_it_knew() {
     assert!(!real.forget_elements_in_recursion());
     assert_eq!(real.known, vec![header, element]);
 }
+
+/// A frame of two red pointers (two `Vec`s' headers), for the state's own
+/// tests.
+#[derive(Clone, Debug)]
+struct TwoLists(RedBox, RedBox);
+
+impl jitgen_runtime::state::Frame for TwoLists {
+    type Key = ();
+    fn key(&self) {}
+    fn reds(&self) -> Vec<RedBox> {
+        vec![self.0, self.1]
+    }
+    fn set_reds(&mut self, r: &[RedBox]) {
+        (self.0, self.1) = (r[0], r[1]);
+    }
+}
+
+/// At a switch, facts learned in another order on another path are put in
+/// one order: by where their address's root first appears among the
+/// state's reds, then by offset; a fact whose root is no red of the state
+/// comes after those whose root is one, and constant roots come last.
+#[test]
+fn a_switchs_state_orders_its_facts_by_what_they_say() {
+    use jitgen_runtime::builder::SymAddr;
+    use jitgen_runtime::state::{Fact, JitState};
+    let b = ResidualBuilder::new("facts", &[ValTy::Ptr, ValTy::Ptr, ValTy::Ptr, ValTy::U64], &[]);
+    let ins = b.inputs();
+    let red = |i: usize, ty| RedBox::Var { ty, val: ins[i] };
+    let (stack, frames, other, v) = (red(0, ValTy::Ptr), red(1, ValTy::Ptr), red(2, ValTy::Ptr), red(3, ValTy::U64));
+    let fact = |root, offset| Fact {
+        at: SymAddr { root, index: None, offset },
+        ty: ValTy::U64,
+        class: 0,
+        field: offset as i32,
+        value: v,
+        min: 0,
+    };
+    let at_const = fact(RedBox::constant(ValTy::Ptr, 0x1000), 8);
+    let want = vec![fact(stack, 8), fact(stack, 16), fact(frames, 8), fact(other, 8), at_const];
+    for order in [[4, 3, 2, 1, 0], [2, 0, 4, 1, 3], [0, 1, 2, 3, 4]] {
+        let mut st = JitState::new(TwoLists(stack, frames));
+        st.known = order.iter().map(|&i| want[i]).collect();
+        st.order_facts();
+        assert_eq!(st.known, want, "{order:?}");
+    }
+    // The frame's order decides: with the lists swapped, so are their facts.
+    let mut st = JitState::new(TwoLists(frames, stack));
+    st.known = want.clone();
+    st.order_facts();
+    assert_eq!(st.known[..3], [fact(frames, 8), fact(stack, 8), fact(stack, 16)]);
+}

@@ -1298,6 +1298,45 @@ impl<F: Frame> JitState<F> {
         r
     }
 
+    /// Puts the known facts in an order that depends only on what they
+    /// say: by where the red their address starts from first appears
+    /// among the frames' and objects' reds, then by offset, index, class,
+    /// field and type. Paths that learned the same facts in another order
+    /// (the stack's buffer read before the frames' on one, after on the
+    /// other) then leave switches whose cases have one key and one layout
+    /// of live values, and share one case.
+    pub fn order_facts(&mut self) {
+        if self.known.len() < 2 {
+            return;
+        }
+        let mut firsts: Vec<RedBox> = Vec::with_capacity(32);
+        for f in &self.frames {
+            f.reds_into(&mut firsts);
+        }
+        for o in &self.heap.objects {
+            firsts.extend_from_slice(&o.fields);
+            firsts.extend(o.backing);
+            for l in &o.lists {
+                l.reds_into(&mut firsts);
+            }
+        }
+        let place = |r: &RedBox| match r {
+            RedBox::Var { .. } => (0, firsts.iter().position(|x| x == r).map_or(u64::MAX, |i| i as u64)),
+            RedBox::Const { bits, .. } => (1, *bits),
+        };
+        self.known.sort_by_cached_key(|f| {
+            (
+                place(&f.at.root),
+                f.at.offset,
+                f.at.index.map(|(i, stride)| (place(&i), stride)),
+                f.class,
+                f.field,
+                f.ty.bits(),
+                f.ty.is_int(),
+            )
+        });
+    }
+
     /// Forgets what the state knows of list elements at run-time indices
     /// (an operand stack's cells loaded or stored) where a frame holds a
     /// spilled list of saved frames, a compiled recursion: there those

@@ -19,7 +19,9 @@
 //! a case reloads the few it reads. Likewise, a state resumed again knowing
 //! other facts about memory than the case compiled for it compiles once
 //! more with the facts of run-time values forgotten, and that case serves
-//! every later set of them ([`KNOWLEDGE_VARIANTS`]). Each case is entered by a tail call with its live
+//! every later set of them ([`KNOWLEDGE_VARIANTS`]). The facts are put in
+//! one order first (`JitState::order_facts`): paths that learned the same
+//! facts in another order share a case. Each case is entered by a tail call with its live
 //! values passed through the frame (a store and a load per value). When the
 //! switch is full or a case declines, residual code continues in the
 //! interpreter through execute mode. So a switch is made only where no
@@ -424,6 +426,7 @@ impl<F: Frame> Compilation<F> {
         st.lineage = Default::default();
         st.forget_elements_in_recursion();
         self.fit_in_frame(&mut st);
+        st.order_facts();
         // The promoted value, and the narrower values it widens: each is
         // known in a case (a field loaded as `u32`, promoted as `usize`).
         let mut promoted: Vec<Val> = vec![];
