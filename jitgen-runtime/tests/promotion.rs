@@ -136,67 +136,6 @@ fn a_guards_flexswitch_is_laid_out_after_the_loop() {
     }
 }
 
-/// A root's lazily compiled side (a switch on a constant) dispatches through
-/// the shared stub: its exit stores the frame and makes one tail call, with
-/// no scan of the table inline, where a switch on a run-time value scans
-/// inline and tail-calls the case it finds. Both reach their cases.
-#[test]
-fn a_roots_lazy_side_dispatches_through_the_shared_stub() {
-    let case = |k: i64| {
-        FlexTable::new(
-            4,
-            Box::new(move |v: u64| {
-                // n * 10 + the value switched on + k.
-                let mut b = ResidualBuilder::new("case", &[ValTy::I64], &[ValTy::I64]);
-                let n = b.inputs()[0];
-                let ten = b.konst(ValTy::I64, 10);
-                let r = b.bin(BinOp::Mul, ValTy::I64, Overflow::Wrap, n, ten);
-                let c = b.konst(ValTy::I64, (v as i64 + k) as u64);
-                let r = b.bin(BinOp::Add, ValTy::I64, Overflow::Wrap, r, c);
-                b.ret(&[r]);
-                let f = b.finish();
-                Some(Case::Owned(jitgen_runtime::residual::native_backend().ok()?.compile(&f).ok()?, listing(&f)))
-            }),
-        )
-    };
-    // entry(n): n < 100 ? n : (switch on the constant 0), its clone on n.
-    let build = |on_constant: bool| {
-        let mut b = ResidualBuilder::new("lazy", &[ValTy::I64], &[ValTy::I64]);
-        let n = b.inputs()[0];
-        let (small, _) = b.new_label(&[]);
-        let (large, _) = b.new_label(&[]);
-        let hundred = b.konst(ValTy::I64, 100);
-        let lt = b.cmp(jitgen_runtime::ops::CmpOp::Lt, ValTy::I64, n, hundred);
-        b.branch(lt, (small, &[]), (large, &[]));
-        b.switch_to(small);
-        b.ret(&[n]);
-        b.switch_to(large);
-        let on = if on_constant { b.konst(ValTy::I64, 0) } else { n };
-        b.flexswitch(on, &[n], case(1));
-        b.finish()
-    };
-    let tail_calls = |clif: &str, args: usize| {
-        clif.lines()
-            .filter(|l| l.contains("return_call_indirect"))
-            .filter(|l| l.split_once('(').is_some_and(|(_, a)| a.split(')').next().unwrap_or("").split(',').count() == args))
-            .count()
-    };
-    let backend = jitgen_runtime::residual::native_backend().unwrap();
-    let (lazy, run_time) = (backend.clif(&build(true)), backend.clif(&build(false)));
-    assert_eq!((tail_calls(&lazy, 1), tail_calls(&lazy, 5)), (0, 1), "{lazy}");
-    let exit = lazy.split("\nblock").find(|b| b.contains("return_call_indirect")).unwrap_or_default();
-    assert!(!exit.contains("load"), "a scan inline:\n{lazy}");
-    assert_eq!((tail_calls(&run_time, 1), tail_calls(&run_time, 5)), (1, 1), "{run_time}");
-    for on_constant in [true, false] {
-        let code = ResidualFn::compile(&build(on_constant), &mut jitgen_runtime::residual::native_backend().unwrap())
-            .unwrap();
-        for n in [3i64, 99, 100, 250, 100, 3] {
-            let want = if n < 100 { n } else { n * 10 + if on_constant { 0 } else { n } + 1 };
-            assert_eq!(code.call_words(&[n as u64]).unwrap(), [want as u64], "n {n}, on a constant: {on_constant}");
-        }
-    }
-}
-
 /// The report's example: `b = a / 10; c = hint(b, promote); d = c + 5; d + y`.
 /// Returns the entry function, its switch's table, and the case listings.
 fn promoted(max_cases: usize) -> (ResidualFn, Rc<FlexTable>, Rc<RefCell<Vec<String>>>) {

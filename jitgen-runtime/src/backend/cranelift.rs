@@ -48,11 +48,8 @@
 //! the cases fusion does not reach are the cold ones. A case's flexswitches
 //! store the frame and tail-call one dispatch stub shared by all cases
 //! (`stubs.rs`), which scans the table, counts the hit and tail-calls the
-//! case or the miss stub. Roots and fused code scan inline where they switch
-//! on a run-time value, a tail call less; their lazily compiled sides (a
-//! switch on a constant, at most one case, and in fused code one that ran too
-//! seldom to be fused) go through the stub too, which keeps most of a fused
-//! function's instructions out of it. Figures in PERFORMANCE.md.
+//! case or the miss stub; roots and fused code scan inline, a tail call less.
+//! Figures in PERFORMANCE.md.
 //!
 //! ## Layout
 //!
@@ -265,12 +262,9 @@ struct Tr<'a, 'b> {
     current: Label,
     /// [`CraneliftBackend::miss_stub`]'s address.
     miss_stub: usize,
-    /// [`CraneliftBackend::dispatch_stub`]'s address, where all of the
-    /// function's switches dispatch through it (a flexswitch case's).
+    /// [`CraneliftBackend::dispatch_stub`]'s address, where the function's
+    /// switches dispatch through it (a flexswitch case's).
     dispatch_stub: Option<usize>,
-    /// The same address, for the lazily compiled sides of splits (a
-    /// switch on a constant) of every function.
-    lazy_dispatch_stub: usize,
     /// [`RuntimeHooks::direct_failed`]'s address.
     direct_failed: usize,
     /// [`RuntimeHooks::flex_hot`]'s address.
@@ -981,13 +975,7 @@ impl Tr<'_, '_> {
                 let tbl = self.iconst(types::I64, table);
                 let offset = 8 * (live.len() as i64 + 1);
                 let status = ErrorKind::Resume(live.len() as u32 + 2).code() as i64;
-                // A lazily compiled side (a switch on a constant) has one
-                // case at most, and in fused code it is the side that ran
-                // too seldom to be fused: it dispatches through the shared
-                // stub too, five instructions where a scan inline took
-                // about forty (most of a fused function's instructions).
-                let lazy = self.const_of(x).is_some().then_some(self.lazy_dispatch_stub);
-                if let Some(stub) = self.dispatch_stub.or(lazy) {
+                if let Some(stub) = self.dispatch_stub {
                     let [offset, status, stub] = [offset, status, stub as i64].map(|k| self.iconst(types::I64, k));
                     let ssig = self.b.import_signature(miss_stub_sig());
                     self.b.ins().return_call_indirect(ssig, stub, &[self.frame, tbl, vw, offset, status]);
@@ -1008,10 +996,25 @@ impl Tr<'_, '_> {
                 let hit = block(self.b);
                 let miss = block(self.b);
                 self.b.append_block_param(hit, types::I64);
-                // Scan the cases: (value, code) pairs.
-                let (i, code) = case_scan(self.b, tbl, vw, miss, &block);
-                self.count_hit(tbl, i);
-                self.b.ins().jump(hit, &[BlockArg::Value(code)]);
+                if self.const_of(x).is_some() {
+                    // A constant (the lazily compiled side of a split): only
+                    // this value ever misses, so a table with a case holds
+                    // just its case, first.
+                    let len = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_LEN);
+                    let first = block(self.b);
+                    self.b.ins().brif(len, first, &[], miss, &[]);
+                    self.b.switch_to_block(first);
+                    let entries = self.b.ins().load(types::I64, MemFlagsData::trusted(), tbl, CASES_ENTRIES);
+                    let code = self.b.ins().load(types::I64, MemFlagsData::trusted(), entries, 8);
+                    let zero = self.iconst(types::I64, 0);
+                    self.count_hit(tbl, zero);
+                    self.b.ins().jump(hit, &[BlockArg::Value(code)]);
+                } else {
+                    // Scan the cases: (value, code) pairs.
+                    let (i, code) = case_scan(self.b, tbl, vw, miss, &block);
+                    self.count_hit(tbl, i);
+                    self.b.ins().jump(hit, &[BlockArg::Value(code)]);
+                }
                 self.b.switch_to_block(hit);
                 let target = self.b.block_params(hit)[0];
                 let tsig = self.b.import_signature(tail_sig());
@@ -1321,7 +1324,6 @@ impl CraneliftBackend {
                 current: Label::ENTRY,
                 miss_stub: self.miss_stub,
                 dispatch_stub: shared_dispatch.then_some(self.dispatch_stub),
-                lazy_dispatch_stub: self.dispatch_stub,
                 direct_failed: self.direct_failed,
                 flex_hot: self.flex_hot,
                 preserving: self.preserving,

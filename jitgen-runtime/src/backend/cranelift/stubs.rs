@@ -93,7 +93,7 @@ impl CraneliftBackend {
     /// instructions were its switches' scans: one scan for all of them
     /// costs a tail call per dispatch and leaves a switch five
     /// instructions besides the frame's stores. Roots and fused code keep
-    /// their scans inline, but for their lazily compiled sides.
+    /// their scans inline.
     pub(super) fn dispatch_stub(
         isa: &OwnedTargetIsa,
         miss_stub: usize,
