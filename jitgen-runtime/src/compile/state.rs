@@ -1281,17 +1281,7 @@ impl<F: Frame> JitState<F> {
     /// Every red box of the chain, outermost frame first, then the fields of
     /// the virtual objects (of a normalized state).
     pub fn reds(&self) -> Vec<RedBox> {
-        let mut r: Vec<RedBox> = Vec::with_capacity(32);
-        for f in &self.frames {
-            f.reds_into(&mut r);
-        }
-        for o in &self.heap.objects {
-            r.extend_from_slice(&o.fields);
-            r.extend(o.backing);
-            for l in &o.lists {
-                l.reds_into(&mut r);
-            }
-        }
+        let mut r = self.core_reds();
         for f in &self.known {
             f.reds_into(&mut r);
         }
@@ -1309,17 +1299,7 @@ impl<F: Frame> JitState<F> {
         if self.known.len() < 2 {
             return;
         }
-        let mut firsts: Vec<RedBox> = Vec::with_capacity(32);
-        for f in &self.frames {
-            f.reds_into(&mut firsts);
-        }
-        for o in &self.heap.objects {
-            firsts.extend_from_slice(&o.fields);
-            firsts.extend(o.backing);
-            for l in &o.lists {
-                l.reds_into(&mut firsts);
-            }
-        }
+        let firsts = self.core_reds();
         let place = |r: &RedBox| match r {
             RedBox::Var { .. } => (0, firsts.iter().position(|x| x == r).map_or(u64::MAX, |i| i as u64)),
             RedBox::Const { bits, .. } => (1, *bits),
@@ -1354,9 +1334,17 @@ impl<F: Frame> JitState<F> {
     /// The reds of the frames and virtual objects only: [`JitState::reds`]
     /// without the known fields'.
     pub fn core_reds(&self) -> Vec<RedBox> {
-        let mut r = self.reds();
-        let n: usize = self.known.iter().map(|f| 2 + f.at.index.is_some() as usize).sum();
-        r.truncate(r.len() - n);
+        let mut r: Vec<RedBox> = Vec::with_capacity(32);
+        for f in &self.frames {
+            f.reds_into(&mut r);
+        }
+        for o in &self.heap.objects {
+            r.extend_from_slice(&o.fields);
+            r.extend(o.backing);
+            for l in &o.lists {
+                l.reds_into(&mut r);
+            }
+        }
         r
     }
 
