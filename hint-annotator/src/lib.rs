@@ -159,8 +159,9 @@ pub fn is_unsupported(e: &syn::Error) -> bool {
 /// unsupported (a type the analysis does not model), until nothing more is
 /// left. What remains an error: hints misused, problems with the module's
 /// types, and anything unsupported in a portal (a function with
-/// `hint!(global_merge_point)`), which cannot be left to Rust and keep its
-/// merge point; the macro then leaves the whole module to Rust.
+/// `hint!(global_merge_point)`) where no other portal of the module lowers:
+/// the macro then leaves the whole module to Rust. Beside a portal that
+/// lowers, such a portal is left to Rust like any function.
 fn graphs_and_types(
     items: &[syn::Item],
     external: &[syn::Item],
@@ -248,9 +249,13 @@ fn analyze(
         }
         let mut fn_errors = vec![];
         let mut changed = false;
+        // A portal using Rust the analysis does not support interprets, as
+        // Rust, where another portal of the module compiles: only a module
+        // none of whose portals can compile is left to Rust as a whole.
+        let a_portal_compiles = graphs.keys().any(|n| m.fns.get(n).is_some_and(|f| has_merge_point(f.body)));
         for (name, errs) in failed {
             let f = m.fns.get_mut(&name).expect("a function of the module");
-            if !errs.is_empty() && errs.iter().all(is_unsupported) && !has_merge_point(f.body) {
+            if !errs.is_empty() && errs.iter().all(is_unsupported) && (a_portal_compiles || !has_merge_point(f.body)) {
                 f.opaque = true;
                 left_fns.insert(name.clone());
                 // A trait impl's method (`Display::fmt`) runs as Rust where

@@ -402,13 +402,22 @@ pub fn expand(
     lifted: &[crate::methods::LiftedMethod],
     external: &crate::external::External,
     cx: &crate::outline::ModuleContext,
+    portals: &std::collections::HashSet<String>,
 ) -> Expansion {
     let mut gen = Gen::new(cg);
     // Entry points: portals (at their merge point) and specialize (at entry).
     let mut out = Gathered { hooks: vec![crate::content::content_fns(gen.cg.types())], ..Default::default() };
     for item in fns.iter_mut() {
         let name = item.sig.ident.to_string();
-        let Some(&fi) = gen.fn_ids.get(&name) else { continue };
+        let Some(&fi) = gen.fn_ids.get(&name) else {
+            if portals.contains(&name) {
+                left_portal(&mut out, item, lifted);
+            } else if matches!(item.vis, syn::Visibility::Public(_)) {
+                let ident = &item.sig.ident;
+                out.reexports.push(quote!(pub use super::super::#ident;));
+            }
+            continue;
+        };
         let f = gen.fns[fi];
         if let Some(mp) = f.merge_points().first() {
             let point =
@@ -421,6 +430,51 @@ pub fn expand(
         specialize(&mut gen, &mut out, item, fi);
     }
     assemble(gen, out, source, lifted, external)
+}
+
+/// A portal left to Rust (another portal of the module compiles): it
+/// interprets as written, with a plain copy as every portal has (its calls
+/// of other portals plain too), and says why at its first call where
+/// `JITGEN_LOG` is set.
+fn left_portal(out: &mut Gathered, item: &mut syn::ItemFn, lifted: &[crate::methods::LiftedMethod]) {
+    let name = item.sig.ident.to_string();
+    let ident = item.sig.ident.clone();
+    let is_pub = matches!(item.vis, syn::Visibility::Public(_));
+    let mut plain = item.clone();
+    let plain_id = format_ident!("__plain_{}", name);
+    plain.sig.ident = plain_id.clone();
+    plain.attrs.push(syn::parse_quote!(#[doc(hidden)]));
+    let vis = if is_pub { quote!(pub) } else { quote!(pub(crate)) };
+    if !is_pub {
+        plain.vis = syn::parse_quote!(pub(crate));
+    }
+    out.plain_copies.push(plain);
+    out.reexports.push(quote!(#vis use super::super::#plain_id as #ident;));
+    // Named as written: `Vm::run` for a lifted method, as `left_to_rust` does.
+    let shown = match lifted.iter().find(|l| l.free == name) {
+        Some(m) => format!("{}::{}", m.ty, m.method),
+        None => name.clone(),
+    };
+    let intro = format!("jitgen: portal `{shown}` is interpreted only, compiled code needs what it does not support:");
+    let prefix = format!("{shown}: ");
+    let log_fn = format_ident!("__log_left_{}", name);
+    out.hooks.push(quote! {
+        /// Prints why the portal interprets, once per process, where
+        /// `JITGEN_LOG` is set.
+        #[inline(never)]
+        pub fn #log_fn() {
+            static __ONCE: ::std::sync::Once = ::std::sync::Once::new();
+            __ONCE.call_once(|| {
+                if ::std::env::var_os("JITGEN_LOG").is_some() {
+                    ::std::eprintln!(#intro);
+                    for __l in super::jit::left_to_rust().iter().filter(|__l| __l.starts_with(#prefix)) {
+                        ::std::eprintln!("  {}", __l);
+                    }
+                }
+            });
+        }
+    });
+    item.block.stmts.insert(0, syn::parse_quote!(self::__jit::#log_fn();));
 }
 
 /// A portal: its hook, its compile function, its plain copy, and its body

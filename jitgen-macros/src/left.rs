@@ -3,8 +3,9 @@
 //! Rust as a whole.
 //!
 //! A function whose body uses Rust the analysis does not model is called as
-//! it is from compiled code (the annotator's doc says how). A portal, or the
-//! module's types, using such Rust leave the whole module to Rust: it keeps
+//! it is from compiled code (the annotator's doc says how); so is a portal,
+//! where another portal of the module compiles. A module none of whose
+//! portals compiles, or whose types use such Rust, is left to Rust whole: it keeps
 //! its functions unchanged and interprets, with the `jit` module every
 //! annotated module has (settings, counts, graphs), which says why. Only
 //! misused hints, and what would make compiled code wrong, stay compile

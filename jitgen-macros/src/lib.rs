@@ -143,6 +143,18 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     }
     let source = module.to_token_stream().to_string();
     let analyzed = module.clone();
+    // The functions with a merge point, before the markers are stripped:
+    // one left to Rust still says so where it is called (`JITGEN_LOG`).
+    let portals: std::collections::HashSet<String> = match &analyzed.content {
+        Some((_, items)) => items
+            .iter()
+            .filter_map(|i| match i {
+                syn::Item::Fn(f) if hint_annotator::has_merge_point(&f.block) => Some(f.sig.ident.to_string()),
+                _ => None,
+            })
+            .collect(),
+        None => Default::default(),
+    };
     methods::finish_wrappers(&mut module, &lifted);
     strip_markers(&mut module);
     // Rust the analysis does not support, in a portal or the module's
@@ -169,7 +181,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     match graphs {
         Some(g) if errors.is_empty() => {
             let pristine = module.clone();
-            let declined = expand_into(&mut module, &g, &source, &lifted, &external);
+            let declined = expand_into(&mut module, &g, &source, &lifted, &external, &portals);
             // An operation of a portal whose code always declines keeps
             // compiled code from every position that may reach it (see
             // `ahead`): the statement holding it runs as Rust, outlined,
@@ -181,7 +193,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
                 let again = hint_annotator::annotate_module_outlining(&analyzed, &external.items, &declined);
                 if let Some(g2) = again.ok().filter(|g2| outlined(g2) > outlined(&g) && check::portals(g2).is_empty()) {
                     module = pristine;
-                    expand_into(&mut module, &g2, &source, &lifted, &external);
+                    expand_into(&mut module, &g2, &source, &lifted, &external, &portals);
                 }
             }
         }
@@ -217,6 +229,7 @@ fn expand_into(
     source: &str,
     lifted: &[methods::LiftedMethod],
     external: &external::External,
+    portals: &std::collections::HashSet<String>,
 ) -> Vec<(proc_macro2::Span, String)> {
     let Some((_, items)) = &mut module.content else { return vec![] };
     let cx = outline::ModuleContext::of(items);
@@ -227,7 +240,7 @@ fn expand_into(
             _ => None,
         })
         .collect();
-    let exp = jit_module::expand(g, &mut fns, source, lifted, external, &cx);
+    let exp = jit_module::expand(g, &mut fns, source, lifted, external, &cx, portals);
     items.extend(exp.items.into_iter().map(syn::Item::Verbatim));
     exp.declined_at
 }

@@ -1,6 +1,7 @@
 //! Rust the analysis does not support is left to Rust, never an error. A
 //! function using it is called as it is from compiled code; a portal using
-//! it makes its module interpret only. `jit::left_to_rust()` says what was
+//! it interprets as written, and makes its module interpret only where no
+//! other portal of the module compiles. `jit::left_to_rust()` says what was
 //! left and where. Results are compared with `jit::plain`, through the
 //! portal and through `jit::specialize` where the module compiles.
 
@@ -82,10 +83,10 @@ fn a_portal_calling_functions_left_to_rust_compiles_and_agrees_with_plain() {
     assert_eq!(helpers::count(), 1);
     let left = helpers::jit::left_to_rust().join("\n");
     expect_test::expect![[r#"
-        CALLS: tests/constructs/left_to_rust.rs:14:16: a static is not analyzed (global mutable state hides from the JIT): code that uses it runs as Rust; a `const`, or a parameter, can compile
-        weight: tests/constructs/left_to_rust.rs:25:9: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
-        late: tests/constructs/left_to_rust.rs:30:9: `let` without an initializer is not supported in a #[jit_interpreter] function; give the binding its first value where it is declared
-        count: tests/constructs/left_to_rust.rs:62:9: `unsafe` is not supported in a #[jit_interpreter] function"#]].assert_eq(&left);
+        CALLS: tests/constructs/left_to_rust.rs:15:16: a static is not analyzed (global mutable state hides from the JIT): code that uses it runs as Rust; a `const`, or a parameter, can compile
+        weight: tests/constructs/left_to_rust.rs:26:9: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
+        late: tests/constructs/left_to_rust.rs:31:9: `let` without an initializer is not supported in a #[jit_interpreter] function; give the binding its first value where it is declared
+        count: tests/constructs/left_to_rust.rs:63:9: `unsafe` is not supported in a #[jit_interpreter] function"#]].assert_eq(&left);
 }
 
 #[jit_interpreter]
@@ -139,8 +140,8 @@ fn a_module_whose_portal_uses_unsupported_rust_interprets_and_says_why() {
     assert_eq!(interpreted_only::jit::stats().compilations, 0);
     let left = interpreted_only::jit::left_to_rust().join("\n");
     expect_test::expect![[r#"
-        the module: tests/constructs/left_to_rust.rs:118:29: this Rust, left as written in a portal, gives a `Result<String, Error>`, which compiled code cannot take from it: a scalar, a `String`, an enum, `Option` or `Result` of plain values can be
-        the module: tests/constructs/left_to_rust.rs:118:45: a string literal is not supported in a #[jit_interpreter] function; of strings, jitgen knows `String` built by `String::new`, `String::from`, `format!`, `to_string`, `push`, `push_str`, `+=`, `write!`, and read by `len`, `is_empty`, `clear`, `as_str` and formatting; string literals only as arguments of these and of `ok_or`; for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); take program text as bytes (`&[u8]`)"#]].assert_eq(&left);
+        the module: tests/constructs/left_to_rust.rs:119:29: this Rust, left as written in a portal, gives a `Result<String, Error>`, which compiled code cannot take from it: a scalar, a `String`, an enum, `Option` or `Result` of plain values can be
+        the module: tests/constructs/left_to_rust.rs:119:45: a string literal is not supported in a #[jit_interpreter] function; of strings, jitgen knows `String` built by `String::new`, `String::from`, `format!`, `to_string`, `push`, `push_str`, `+=`, `write!`, and read by `len`, `is_empty`, `clear`, `as_str` and formatting; string literals only as arguments of these and of `ok_or`; for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); take program text as bytes (`&[u8]`)"#]].assert_eq(&left);
 }
 
 #[jit_interpreter]
@@ -248,4 +249,99 @@ fn a_hint_that_fails_once_rust_is_outlined_says_why() {
             && l.contains("`program[pc]` is red")),
         "{left:?}"
     );
+}
+
+#[jit_interpreter]
+mod one_portal_left {
+    use jitgen::prelude::*;
+
+    /// Counts the `+` of a program as Brainfuck-style text: a portal whose
+    /// setup uses what the analysis does not support (`chars`, an array
+    /// repeat). It interprets as written; the module's other portals compile.
+    pub fn count(src: &str) -> usize {
+        let program: Vec<char> = src.chars().collect();
+        let mut cells = [0u8; 4];
+        let mut pc = 0;
+        while pc < program.len() {
+            hint!(global_merge_point);
+            if program[pc] == '+' {
+                cells[0] = cells[0].wrapping_add(1);
+            }
+            pc += 1;
+        }
+        cells[0] as usize
+    }
+
+    pub struct Scanner {
+        pub src: String,
+        pub seen: usize,
+    }
+
+    impl Scanner {
+        /// A portal method left to Rust the same way (`chars` on a field).
+        pub fn scan(&mut self, code: &[u8]) -> usize {
+            let mut pc = 0;
+            while pc < code.len() {
+                hint!(global_merge_point);
+                let op = hint!(code[pc], concrete);
+                if op == 1 {
+                    self.seen += self.src.chars().filter(|c| *c == 'a').count();
+                }
+                pc += 1;
+            }
+            self.seen
+        }
+    }
+
+    /// Ops: 0 adds `i`, 1 counts down and loops while positive, else
+    /// returns the sum. Compiles.
+    pub fn run(code: &[u8], n: i64) -> i64 {
+        let mut acc = 0i64;
+        let mut i = n;
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => acc = acc.wrapping_add(i),
+                1 => {
+                    i -= 1;
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                _ => return acc,
+            }
+        }
+    }
+}
+
+#[test]
+fn a_portal_using_unsupported_rust_interprets_while_the_modules_other_portals_compile() {
+    use one_portal_left as m;
+    m::jit::config().set_threshold(0);
+    let code = [0u8, 1, 9];
+    for n in [1i64, 2, 50, 3_000] {
+        let want = m::jit::plain::run(&code, n);
+        assert_eq!(m::run(&code, n), want, "{n}");
+        assert_eq!(m::jit::specialize::run(&code).call(n), want, "{n}");
+    }
+    assert!(m::jit::stats().compilations > 0, "{:?}", m::jit::stats());
+    for src in ["", "+", "+-+>++", &"+".repeat(300)] {
+        assert_eq!(m::count(src), m::jit::plain::count(src), "{src}");
+    }
+    assert_eq!(m::count("+-+>++"), 4);
+    let whole = |s: &m::Scanner| (s.src.clone(), s.seen);
+    for code in [&[0u8, 1, 1][..], &[], &[1; 40]] {
+        let mut a = m::Scanner { src: "banana".into(), seen: 1 };
+        let mut b = m::Scanner { src: "banana".into(), seen: 1 };
+        assert_eq!(a.scan(code), m::jit::plain::Scanner::scan(&mut b, code), "{code:?}");
+        assert_eq!(whole(&a), whole(&b), "{code:?}");
+    }
+    let left = m::jit::left_to_rust();
+    assert!(left.iter().any(|l| l.starts_with("count: ") && l.contains("the method `chars` on `str`")), "{left:?}");
+    assert!(left.iter().any(|l| l.starts_with("count: ") && l.contains("array repeat")), "{left:?}");
+    assert!(left.iter().any(|l| l.starts_with("Scanner::scan: ") && l.contains("`chars`")), "{left:?}");
+    assert!(!left.iter().any(|l| l.starts_with("the module")), "{left:?}");
 }
