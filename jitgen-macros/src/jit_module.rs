@@ -432,24 +432,33 @@ pub fn expand(
     assemble(gen, out, source, lifted, external)
 }
 
+/// The interpreter proper, kept beside a portal for `jit::plain` as
+/// `__plain_NAME` (same module, so that its paths mean the same), and named
+/// there as the portal is.
+fn plain_copy(plain_copies: &mut Vec<syn::ItemFn>, reexports: &mut Vec<TokenStream>, item: &syn::ItemFn) {
+    let ident = &item.sig.ident;
+    let is_pub = matches!(item.vis, syn::Visibility::Public(_));
+    let plain_id = format_ident!("__plain_{}", ident);
+    let mut plain = item.clone();
+    plain.sig.ident = plain_id.clone();
+    plain.attrs.push(syn::parse_quote!(#[doc(hidden)]));
+    // A private portal's plain copy is named in the crate, under
+    // `jit::plain`, as a public one's is everywhere.
+    let vis = if is_pub { quote!(pub) } else { quote!(pub(crate)) };
+    if !is_pub {
+        plain.vis = syn::parse_quote!(pub(crate));
+    }
+    plain_copies.push(plain);
+    reexports.push(quote!(#vis use super::super::#plain_id as #ident;));
+}
+
 /// A portal left to Rust (another portal of the module compiles): it
 /// interprets as written, with a plain copy as every portal has (its calls
 /// of other portals plain too), and says why at its first call where
 /// `JITGEN_LOG` is set.
 fn left_portal(out: &mut Gathered, item: &mut syn::ItemFn, lifted: &[crate::methods::LiftedMethod]) {
     let name = item.sig.ident.to_string();
-    let ident = item.sig.ident.clone();
-    let is_pub = matches!(item.vis, syn::Visibility::Public(_));
-    let mut plain = item.clone();
-    let plain_id = format_ident!("__plain_{}", name);
-    plain.sig.ident = plain_id.clone();
-    plain.attrs.push(syn::parse_quote!(#[doc(hidden)]));
-    let vis = if is_pub { quote!(pub) } else { quote!(pub(crate)) };
-    if !is_pub {
-        plain.vis = syn::parse_quote!(pub(crate));
-    }
-    out.plain_copies.push(plain);
-    out.reexports.push(quote!(#vis use super::super::#plain_id as #ident;));
+    plain_copy(&mut out.plain_copies, &mut out.reexports, item);
     // Named as written: `Vm::run` for a lifted method, as `left_to_rust` does.
     let shown = match lifted.iter().find(|l| l.free == name) {
         Some(m) => format!("{}::{}", m.ty, m.method),
@@ -776,27 +785,13 @@ fn portal_call_site(
     cx: &crate::outline::ModuleContext,
 ) -> bool {
     let name = item.sig.ident.to_string();
-    let ident = item.sig.ident.clone();
-    let is_pub = matches!(item.vis, syn::Visibility::Public(_));
     let has_deep = !e.deep.is_empty();
     let sampler = format_ident!("__SAMPLER_{}", name.to_uppercase());
     let told = format_ident!("__never_{}", name);
     let Gathered { plain_copies, reexports, hooks, .. } = out;
 
-    // The interpreter proper, kept beside the portal for jit::plain
-    // (same module, so that its paths mean the same).
-    let mut plain = item.clone();
-    plain.sig.ident = format_ident!("__plain_{}", name);
-    plain.attrs.push(syn::parse_quote!(#[doc(hidden)]));
-    // A private portal's plain copy is named in the crate, under
-    // `jit::plain`, as a public one's is everywhere.
-    let vis = if is_pub { quote!(pub) } else { quote!(pub(crate)) };
-    if !is_pub {
-        plain.vis = syn::parse_quote!(pub(crate));
-    }
-    plain_copies.push(plain);
+    plain_copy(plain_copies, reexports, item);
     let plain_id = format_ident!("__plain_{}", name);
-    reexports.push(quote!(#vis use super::super::#plain_id as #ident;));
     // The portal: the merge point asks the hook first.
     let mut args = e.args.clone();
     if has_deep {
