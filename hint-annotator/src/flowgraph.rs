@@ -58,6 +58,8 @@ pub enum Const {
         /// Its index in declaration order.
         index: u32,
     },
+    /// A string literal: a `&'static str`, known while compiling.
+    Str(String),
 }
 
 impl Const {
@@ -70,6 +72,7 @@ impl Const {
             Const::Float(_, t) => t.clone(),
             Const::Unit => Ty::Unit,
             Const::Tag { .. } => Ty::Int(IntTy::U32),
+            Const::Str(_) => Ty::Ref { mutable: false, to: Box::new(Ty::Text) },
         }
     }
 }
@@ -83,6 +86,7 @@ impl std::fmt::Display for Const {
             Const::Float(v, t) => write!(f, "{v:?}_{t}"),
             Const::Unit => f.write_str("()"),
             Const::Tag { enum_name, variant, .. } => write!(f, "{enum_name}::{variant}"),
+            Const::Str(s) => write!(f, "{s:?}"),
         }
     }
 }

@@ -417,7 +417,7 @@ pub(crate) fn inline_only(f: &FnDef<'_>) -> bool {
 
 /// What to write instead of a string operation jitgen does not know, for
 /// every refusal of one.
-pub const STRING_ADVICE: &str = "of strings, jitgen knows `String` built by `String::new`, `String::from`, `format!`, `to_string`, `push`, `push_str`, `+=`, `write!`, and read by `len`, `is_empty`, `clear`, `as_str` and formatting; string literals only as arguments of these and of `ok_or`; for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); take program text as bytes (`&[u8]`)";
+pub const STRING_ADVICE: &str = "of strings, jitgen knows `String` built by `String::new`, `String::from`, `format!`, `to_string`, `push`, `push_str`, `+=`, `write!`, and read by `len`, `is_empty`, `clear`, `as_str` and formatting; string literals as `&'static str` values, passed and stored (an error's message) but not looked inside; take program text as bytes (`&[u8]`)";
 
 /// What to write instead of an operator on strings.
 const STRING_OPERATOR_ADVICE: &str = "append with `push_str` or `+=`; compare strings in a #[jit_opaque] function, or keep what they name as an enum of the module";

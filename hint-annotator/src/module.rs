@@ -258,7 +258,7 @@ impl<'a> ModuleDef<'a> {
                         let mut fields = vec![];
                         for (i, f) in v.fields.iter().enumerate() {
                             let name = f.ident.as_ref().map_or(i.to_string(), |i| i.to_string());
-                            match m.field_ty(&f.ty) {
+                            match m.payload_ty(&f.ty) {
                                 Ok(t) => fields.push((name, t)),
                                 // Kept, poisoned: uses of the variant add no errors.
                                 Err(e) => {
@@ -875,6 +875,17 @@ impl<'a> ModuleDef<'a> {
             Ok(ty) => Ok(ty),
             Err(_) if !mentions_self(t) => Ok(Ty::Foreign(type_text(t))),
             Err(e) => Err(e),
+        }
+    }
+
+    /// The type of an enum payload: a field's (see `field_ty`), but `&str`
+    /// (an error's message) is a value of two words, as a `&str` local is.
+    fn payload_ty(&self, t: &syn::Type) -> syn::Result<Ty> {
+        match t {
+            syn::Type::Reference(r) if r.mutability.is_none() && is_str(&r.elem) => {
+                Ok(Ty::Ref { mutable: false, to: Box::new(Ty::Text) })
+            }
+            t => self.field_ty(t),
         }
     }
 

@@ -963,6 +963,26 @@ impl<'g> Gen<'g> {
                 )
             }
             Repr::R(_) => self.bind(fi, r, quote!(#a[#off])),
+            // A `&str`: its address and length.
+            Repr::RSlice => {
+                let next = off + 1;
+                self.bind(fi, r, quote!([#a[#off], #a[#next]]))
+            }
+            // A `&str` known while compiling: a literal's (or text frozen
+            // for the compilation), its bytes.
+            Repr::GSlice(_) => {
+                let next = off + 1;
+                self.bind(
+                    fi,
+                    r,
+                    quote!(match (#a[#off].as_const(), #a[#next].as_const()) {
+                        // SAFETY: the words are a `&str`'s (see `enum_helper_fns`)
+                        // that lives for the compilation.
+                        (Some(__p), Some(__n)) => unsafe { ::core::slice::from_raw_parts(__p as usize as *const u8, __n as usize) },
+                        _ => { __c.decline("text expected to be known"); break 'path None; }
+                    }),
+                )
+            }
             Repr::RPtr | Repr::VList(_) => self.bind_ptr(fi, r, quote!(#a[#off])),
             Repr::Enum(_, n) => {
                 let end = off + n;

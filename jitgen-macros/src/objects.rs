@@ -302,6 +302,11 @@ impl<'g> Gen<'g> {
                             let x = need!(self, self.operand(fi, a, &self.value_repr(fi, a)), "payload");
                             sets.push(quote!((#off, &#x[..])));
                         }
+                        // A `&str`: its address and length.
+                        Repr::RSlice if is_text_ref(&fty) => {
+                            let x = need!(self, self.operand(fi, a, &Repr::RSlice), "payload");
+                            sets.push(quote!((#off, &#x[..])));
+                        }
                         // A list: its address (made real if it was virtual).
                         Repr::RPtr | Repr::VList(_) => {
                             let x = need!(self, self.operand(fi, a, &Repr::RPtr), "payload");

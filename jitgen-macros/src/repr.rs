@@ -317,6 +317,9 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
             Some(out)
         }
         Ty::Boxed(inner) if !matches!(**inner, Ty::Slice(_) | Ty::Text) => Some(vec![Slot::Ptr]),
+        // Text behind a shared reference (an error's `&'static str`): its
+        // address and length, two words that copy as the `&str` does.
+        t if is_text_ref(t) => Some(vec![Slot::Scalar(Sc::Int(IntTy::Usize)); 2]),
         Ty::Ref { to, .. } if !matches!(**to, Ty::Slice(_) | Ty::Text) => Some(vec![Slot::Ptr]),
         Ty::Str => Some(vec![Slot::Owned]),
         // A `Vec` of scalars (a stack given back in an `Ok`), as a `String`.
@@ -334,6 +337,11 @@ pub fn slots(ty: &Ty, types: &ModuleTypes, depth: usize) -> Option<Vec<Slot>> {
         Ty::Struct(_) if virtual_struct(ty, types).is_none() => Some(vec![Slot::Ptr]),
         _ => None,
     }
+}
+
+/// Whether `ty` is `&str`: text behind a shared reference.
+pub fn is_text_ref(ty: &Ty) -> bool {
+    matches!(ty, Ty::Ref { mutable: false, to } if **to == Ty::Text)
 }
 
 /// The flattened slots of a payload of type `f` of the enum `of`. A struct
@@ -721,6 +729,9 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
     let Some(all) = slots(ty, types, 0) else { return quote!() };
     let n = all.len();
     let t = rust_ty(ty, None);
+    // A value rebuilt from words (and the `Flat` marker's type) holds its
+    // `&str`s for as long as their words say: `'static` (see `unflat`).
+    let t_static = rust_ty(ty, Some(&quote!('static)));
     let slot_tys: Vec<TokenStream> = all
         .iter()
         .map(|s| match s {
@@ -758,76 +769,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         for (i, f) in fields.iter().enumerate() {
             let b = &binds[i];
             let width = payload_slots(ty, f, types, 1).map_or(0, |s| s.len());
-            if let Some(sc) = scalar(f) {
-                let w = to_word(sc, quote!(*#b));
-                writes.push(quote!(__w[#at] = #w;));
-                let r = from_word(sc, quote!(__w[#at]));
-                reads.push(r);
-            } else if is_enum(f) {
-                let (ff, fu, _) = enum_helpers(f);
-                let end = at + width;
-                writes.push(quote!(__w[#at..#end].copy_from_slice(&#ff(#b));));
-                reads.push(quote!(#fu(&__w[#at..#end])));
-                if !plain(f, types) {
-                    let (fo, fc) = (flat_owned_fn(f), flat_copy_fn(f));
-                    moves.push(quote!(__w[#at..#end].copy_from_slice(&#fo(#b));));
-                    copies.push(quote!(__w[#at..#end].copy_from_slice(&#fc(#b));));
-                }
-            } else if let Some((_, sfields)) = flat_payload(f, types) {
-                // A handle: its fields' words, and the struct made again.
-                let st = rust_ty(f, None);
-                let mut inits = vec![];
-                for (k, (name, sc)) in sfields.iter().enumerate() {
-                    let (m, slot) = (member(name), at + k);
-                    let w = to_word(*sc, quote!(#b.#m));
-                    writes.push(quote!(__w[#slot] = #w;));
-                    let r = from_word(*sc, quote!(__w[#slot]));
-                    inits.push(quote!(#m: #r));
-                }
-                reads.push(quote!(#st { #(#inits),* }));
-            } else if *f == Ty::Str {
-                moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
-                copies
-                    .push(quote!(__w[#at] = #rt::heap::arena_alloc(::std::string::String::clone(#b)) as usize as u64;));
-                writes.push(quote!(__w[#at] = #b as *const ::std::string::String as usize as u64;));
-                // SAFETY: a rebuilt value's words name live `String`s no
-                // one reads again (see `rebuildable`).
-                reads.push(quote!(unsafe { #rt::heap::take_string(__w[#at]) }));
-            } else if matches!(f, Ty::Vec(e) if scalar(e).is_some()) {
-                let vt = rust_ty(f, None);
-                moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
-                copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(<#vt as ::core::clone::Clone>::clone(#b)) as usize as u64;));
-                writes.push(quote!(__w[#at] = #b as *const #vt as usize as u64;));
-                // SAFETY: as for a `String` above.
-                reads.push(quote!(unsafe { #rt::heap::take_or_copy_vec(__w[#at]) }));
-            } else if owned_object(f, types) && !inline_object(ty, f, types) {
-                // A struct of scalars and `String`s, or an object the
-                // analysis does not model (a `Box<dyn Error>`): moved into
-                // the arena and out again. The latter is never copied (a
-                // value holding one is never read in place: `owns_opaque`).
-                let st = rust_ty(f, None);
-                let lost = format!("jitgen: a `{f}` residual code did not make, moved out of an enum value");
-                moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
-                let copy = match f {
-                    Ty::Struct(_) => owning_struct_copy(f, b, types),
-                    _ => quote!(unreachable!("jitgen: an object it does not model copied out of its place")),
-                };
-                copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(#copy) as usize as u64;));
-                writes.push(quote!(__w[#at] = #b as *const #st as usize as u64;));
-                reads.push(quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost)));
-            } else if inline_object(ty, f, types) || matches!(f, Ty::Struct(_)) {
-                // Held inline, or a struct residual code reaches by address
-                // only (an `Option<Frame>` of `frames.last()`): its address.
-                writes.push(quote!(__w[#at] = #b as *const _ as *const u8 as usize as u64;));
-                reads.push(quote!(unreachable!("objects held inline cannot be rebuilt from words")));
-            } else if matches!(f, Ty::Boxed(_) | Ty::Ref { .. }) {
-                writes.push(quote!(__w[#at] = (&**#b) as *const _ as *const u8 as usize as u64;));
-                reads.push(quote!(unreachable!("pointers cannot be rebuilt from words")));
-            } else if *f != Ty::Unit {
-                reads.push(quote!(unreachable!()));
-            } else {
-                reads.push(quote!(()));
-            }
+            payload_field_code(ty, f, b, at, types, &mut writes, &mut moves, &mut copies, &mut reads);
             at += width;
         }
         flat_arms.push(quote!(#pat => { #(#writes)* }));
@@ -849,12 +791,12 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
             #[allow(non_camel_case_types)]
             pub(super) struct #marker;
             impl #rt::heap::Flat for #marker {
-                type T = #t;
+                type T = #t_static;
                 const N: usize = #n;
-                fn flat(__v: &#t, __out: &mut [u64]) {
+                fn flat(__v: &#t_static, __out: &mut [u64]) {
                     __out[..#n].copy_from_slice(&#flat(__v));
                 }
-                fn unflat(__w: &[u64]) -> #t {
+                fn unflat(__w: &[u64]) -> #t_static {
                     #unflat(__w)
                 }
                 fn layout() -> ::core::option::Option<&'static #rt::heap::EnumLayout> {
@@ -890,7 +832,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 __w
             }
             #[allow(non_snake_case, unused_variables, unused_unsafe)]
-            pub(super) fn #unflat(__w: &[u64]) -> #t {
+            pub(super) fn #unflat(__w: &[u64]) -> #t_static {
                 match __w[0] {
                     #(#unflat_arms)*
                     _ => unreachable!("a tag out of range"),
@@ -912,6 +854,104 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         pub(super) fn #tys() -> [#rt::ValTy; #n] {
             [#(#slot_tys),*]
         }
+    }
+}
+
+/// The code of one payload field `f` (bound to `b`, at word `at`) of a
+/// variant of `ty`: its words written (`writes`), moved or copied into the
+/// arena where the value owns them (`moves`, `copies`), and its value read
+/// back (`reads`, one expression).
+#[allow(clippy::too_many_arguments)]
+fn payload_field_code(
+    ty: &Ty,
+    f: &Ty,
+    b: &Ident,
+    at: usize,
+    types: &ModuleTypes,
+    writes: &mut Vec<TokenStream>,
+    moves: &mut Vec<TokenStream>,
+    copies: &mut Vec<TokenStream>,
+    reads: &mut Vec<TokenStream>,
+) {
+    let rt = rt();
+    let width = payload_slots(ty, f, types, 1).map_or(0, |s| s.len());
+    if let Some(sc) = scalar(f) {
+        let w = to_word(sc, quote!(*#b));
+        writes.push(quote!(__w[#at] = #w;));
+        let r = from_word(sc, quote!(__w[#at]));
+        reads.push(r);
+    } else if is_enum(f) {
+        let (ff, fu, _) = enum_helpers(f);
+        let end = at + width;
+        writes.push(quote!(__w[#at..#end].copy_from_slice(&#ff(#b));));
+        reads.push(quote!(#fu(&__w[#at..#end])));
+        if !plain(f, types) {
+            let (fo, fc) = (flat_owned_fn(f), flat_copy_fn(f));
+            moves.push(quote!(__w[#at..#end].copy_from_slice(&#fo(#b));));
+            copies.push(quote!(__w[#at..#end].copy_from_slice(&#fc(#b));));
+        }
+    } else if let Some((_, sfields)) = flat_payload(f, types) {
+        // A handle: its fields' words, and the struct made again.
+        let st = rust_ty(f, None);
+        let mut inits = vec![];
+        for (k, (name, sc)) in sfields.iter().enumerate() {
+            let (m, slot) = (member(name), at + k);
+            let w = to_word(*sc, quote!(#b.#m));
+            writes.push(quote!(__w[#slot] = #w;));
+            let r = from_word(*sc, quote!(__w[#slot]));
+            inits.push(quote!(#m: #r));
+        }
+        reads.push(quote!(#st { #(#inits),* }));
+    } else if is_text_ref(f) {
+        let end = at + 1;
+        writes.push(quote!(__w[#at] = #b.as_ptr() as usize as u64; __w[#end] = #b.len() as u64;));
+        // SAFETY: the words are a `&str`'s, written above from one
+        // that outlives the value made of them.
+        reads.push(quote!(unsafe {
+            ::core::str::from_utf8_unchecked(::core::slice::from_raw_parts(__w[#at] as usize as *const u8, __w[#end] as usize))
+        }));
+    } else if *f == Ty::Str {
+        moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
+        copies
+            .push(quote!(__w[#at] = #rt::heap::arena_alloc(::std::string::String::clone(#b)) as usize as u64;));
+        writes.push(quote!(__w[#at] = #b as *const ::std::string::String as usize as u64;));
+        // SAFETY: a rebuilt value's words name live `String`s no
+        // one reads again (see `rebuildable`).
+        reads.push(quote!(unsafe { #rt::heap::take_string(__w[#at]) }));
+    } else if matches!(f, Ty::Vec(e) if scalar(e).is_some()) {
+        let vt = rust_ty(f, None);
+        moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
+        copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(<#vt as ::core::clone::Clone>::clone(#b)) as usize as u64;));
+        writes.push(quote!(__w[#at] = #b as *const #vt as usize as u64;));
+        // SAFETY: as for a `String` above.
+        reads.push(quote!(unsafe { #rt::heap::take_or_copy_vec(__w[#at]) }));
+    } else if owned_object(f, types) && !inline_object(ty, f, types) {
+        // A struct of scalars and `String`s, or an object the
+        // analysis does not model (a `Box<dyn Error>`): moved into
+        // the arena and out again. The latter is never copied (a
+        // value holding one is never read in place: `owns_opaque`).
+        let st = rust_ty(f, None);
+        let lost = format!("jitgen: a `{f}` residual code did not make, moved out of an enum value");
+        moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
+        let copy = match f {
+            Ty::Struct(_) => owning_struct_copy(f, b, types),
+            _ => quote!(unreachable!("jitgen: an object it does not model copied out of its place")),
+        };
+        copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(#copy) as usize as u64;));
+        writes.push(quote!(__w[#at] = #b as *const #st as usize as u64;));
+        reads.push(quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost)));
+    } else if inline_object(ty, f, types) || matches!(f, Ty::Struct(_)) {
+        // Held inline, or a struct residual code reaches by address
+        // only (an `Option<Frame>` of `frames.last()`): its address.
+        writes.push(quote!(__w[#at] = #b as *const _ as *const u8 as usize as u64;));
+        reads.push(quote!(unreachable!("objects held inline cannot be rebuilt from words")));
+    } else if matches!(f, Ty::Boxed(_) | Ty::Ref { .. }) {
+        writes.push(quote!(__w[#at] = (&**#b) as *const _ as *const u8 as usize as u64;));
+        reads.push(quote!(unreachable!("pointers cannot be rebuilt from words")));
+    } else if *f != Ty::Unit {
+        reads.push(quote!(unreachable!()));
+    } else {
+        reads.push(quote!(()));
     }
 }
 

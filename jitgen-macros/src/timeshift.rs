@@ -379,6 +379,8 @@ impl<'g> Gen<'g> {
     pub(crate) fn value_repr(&self, fi: usize, v: &Value) -> Repr {
         match v {
             Value::Var(x) => self.repr(fi, *x),
+            // A string literal: its bytes, as text known while compiling is.
+            Value::Const(Const::Str(_)) => Repr::GSlice(Ty::Int(hint_annotator::types::IntTy::U8)),
             Value::Const(c) => match scalar(&c.ty()) {
                 Some(sc) => Repr::G(sc),
                 None => Repr::Unit,
@@ -402,6 +404,7 @@ impl<'g> Gen<'g> {
             }
             Const::Unit => quote!(()),
             Const::Tag { index, .. } => quote!((#index as u32)),
+            Const::Str(s) => quote!(#s.as_bytes()),
         }
     }
 

@@ -94,14 +94,15 @@ mod interpreted_only {
     use jitgen::prelude::*;
 
     pub enum Error {
-        Type(&'static str),
+        Type(&'static [u8]),
         Underflow,
     }
 
-    /// A portal returning an error whose payload is a string literal
-    /// (`&'static str`, which compiled code cannot make): the module
+    /// A portal returning an error whose payload is a byte string literal
+    /// (`&'static [u8]`, which compiled code cannot make): the module
     /// interprets only. (Its `&str` parameter is no reason: text only
-    /// Rust reads is an opaque value, see `new_user.rs`.)
+    /// Rust reads is an opaque value, see `new_user.rs`; nor would a
+    /// `&'static str` be, see `static_text.rs`.)
     pub fn run(code: &[u8], name: &str) -> Result<String, Error> {
         let mut out = String::new();
         let mut pc = 0;
@@ -116,7 +117,7 @@ mod interpreted_only {
                     let n = out.chars().count();
                     out.push_str(&n.to_string());
                 }
-                3 => return Err(Error::Type("expected an int")),
+                3 => return Err(Error::Type(b"expected an int")),
                 4 => return Err(Error::Underflow),
                 _ => return Ok(out),
             }
@@ -129,7 +130,7 @@ fn a_module_whose_portal_uses_unsupported_rust_interprets_and_says_why() {
     interpreted_only::jit::config().set_threshold(0);
     let shown = |r: Result<String, interpreted_only::Error>| match r {
         Ok(s) => s,
-        Err(interpreted_only::Error::Type(t)) => format!("type: {t}"),
+        Err(interpreted_only::Error::Type(t)) => format!("type: {}", String::from_utf8_lossy(t)),
         Err(interpreted_only::Error::Underflow) => "underflow".into(),
     };
     for code in [&[0u8, 1, 2, 9][..], &[0, 3], &[4], &[1, 1, 2, 2, 9]] {
@@ -140,8 +141,8 @@ fn a_module_whose_portal_uses_unsupported_rust_interprets_and_says_why() {
     assert_eq!(interpreted_only::jit::stats().compilations, 0);
     let left = interpreted_only::jit::left_to_rust().join("\n");
     expect_test::expect![[r#"
-        the module: tests/constructs/left_to_rust.rs:119:29: this Rust, left as written in a portal, gives a `Result<String, Error>`, which compiled code cannot take from it: a scalar, a `String`, an enum, `Option` or `Result` of plain values can be
-        the module: tests/constructs/left_to_rust.rs:119:45: a string literal is not supported in a #[jit_interpreter] function; of strings, jitgen knows `String` built by `String::new`, `String::from`, `format!`, `to_string`, `push`, `push_str`, `+=`, `write!`, and read by `len`, `is_empty`, `clear`, `as_str` and formatting; string literals only as arguments of these and of `ok_or`; for errors, use an enum of the module (`Err(VmError::StackUnderflow)`); take program text as bytes (`&[u8]`)"#]].assert_eq(&left);
+        the module: tests/constructs/left_to_rust.rs:120:29: this Rust, left as written in a portal, gives a `Result<String, Error>`, which compiled code cannot take from it: a scalar, a `String`, an enum, `Option` or `Result` of plain values can be
+        the module: tests/constructs/left_to_rust.rs:120:45: a byte string literal is not supported in a #[jit_interpreter] function; take bytes as a parameter (`&[u8]`), or make them with `vec![...]`"#]].assert_eq(&left);
 }
 
 #[jit_interpreter]

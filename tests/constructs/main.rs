@@ -44,6 +44,7 @@ mod struct_errors;
 
 mod register_vm;
 mod rust_style;
+mod static_text;
 mod string_values;
 mod string_vm;
 mod strings;

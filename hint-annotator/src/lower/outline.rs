@@ -562,7 +562,8 @@ impl Lowering<'_, '_> {
                         for (_, m) in uses.receivers.iter().filter(|(r, _)| r == n) {
                             let f = self.m.fns.get(&format!("{ty}::{m}"));
                             let receiver = f.and_then(|f| f.params.first().filter(|p| p.name == "self"));
-                            if receiver.is_none_or(|r| matches!(r.ty, Ty::Ref { mutable: true, .. })) {
+                            let shared_std = f.is_none() && SHARED_STD_METHODS.contains(&m.as_str());
+                            if !shared_std && receiver.is_none_or(|r| matches!(r.ty, Ty::Ref { mutable: true, .. })) {
                                 return Err(format!("it calls `{m}` on `{shown}`, which may change it"));
                             }
                         }
@@ -726,7 +727,7 @@ impl Lowering<'_, '_> {
             Ty::Enum(n) => self.m.enums.get(&n).is_some_and(|d| {
                 d.variants
                     .iter()
-                    .all(|v| v.fields.iter().all(|(_, f)| !matches!(f, Ty::Enum(x) if *x == n) && self.copy_value(f)))
+                    .all(|v| v.fields.iter().all(|(_, f)| !matches!(f, Ty::Enum(x) if *x == n) && (self.copy_value(f) || is_text_ref(f))))
             }),
             Ty::Option(x) => self.copy_value(&x),
             Ty::Result(x, y) => self.copy_value(&x) && self.copy_value(&y),
@@ -835,6 +836,18 @@ impl Lowering<'_, '_> {
             Err(errors)
         }
     }
+}
+
+/// Methods of the standard library's traits that take `&self`
+/// (`Display`'s `to_string`, `Clone`, the comparisons): called on a value
+/// passed to outlined Rust, they cannot change it.
+const SHARED_STD_METHODS: &[&str] =
+    &["to_string", "clone", "to_owned", "eq", "ne", "lt", "le", "gt", "ge", "cmp", "partial_cmp", "fmt", "hash"];
+
+/// Whether `f`, an enum's payload, is `&str` (an error's message): two
+/// words that copy.
+fn is_text_ref(f: &Ty) -> bool {
+    matches!(f, Ty::Ref { mutable: false, to } if **to == Ty::Text)
 }
 
 /// Whether `e` is an iterator of the standard library's, or adapters of

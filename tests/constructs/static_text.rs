@@ -1,0 +1,296 @@
+//! A stack VM as a new user writes one, with its errors as text: a
+//! `VmError` whose variants carry `&'static str` messages
+//! (`VmError::TypeError("expected an int")`, `Halted { at, why }`), a helper
+//! giving `Result<i64, &'static str>` whose error `map_err` wraps, `?`
+//! everywhere, and a `Value` enum printed by its `Display` (`v.to_string()`).
+//! Before, a string literal anywhere in the module left it to Rust (it
+//! interpreted only), and so did `to_string` on a module type. Now a literal
+//! is a `&'static str` known while compiling, an enum payload of type `&str`
+//! is two words (its address and length), and `to_string` runs as Rust,
+//! outlined. Whole final states (the result, the stack, the frames, the
+//! output) are compared with `jit::plain`, through the portal and
+//! `jit::specialize`, on fixed and random programs.
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod text_errors {
+    use jitgen::prelude::*;
+    use std::fmt;
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Value {
+        Int(i64),
+        Bool(bool),
+        Nil,
+    }
+
+    impl fmt::Display for Value {
+        fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            match self {
+                Value::Int(i) => write!(f, "{i}"),
+                Value::Bool(b) => write!(f, "{b}"),
+                Value::Nil => write!(f, "nil"),
+            }
+        }
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Instr {
+        Push(i64),
+        True,
+        Nil,
+        Add,
+        Sub,
+        Lt,
+        Load(usize),
+        Store(usize),
+        Jmp(usize),
+        Jz(usize),
+        Call(usize, usize),
+        Ret,
+        Print,
+        Halt,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum VmError {
+        TypeError(&'static str),
+        StackUnderflow,
+        Halted { at: usize, why: &'static str },
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct Frame {
+        pub ret_pc: usize,
+        pub base: usize,
+    }
+
+    pub struct Vm {
+        code: Vec<Instr>,
+        pub stack: Vec<Value>,
+        pub frames: Vec<Frame>,
+        pub output: Vec<String>,
+    }
+
+    fn small(n: i64) -> Result<i64, &'static str> {
+        if n > 1_000_000 || n < -1_000_000 {
+            Err("out of range")
+        } else {
+            Ok(n)
+        }
+    }
+
+    impl Vm {
+        pub fn new(code: Vec<Instr>) -> Self {
+            Vm { code, stack: Vec::new(), frames: Vec::new(), output: Vec::new() }
+        }
+
+        fn pop(&mut self) -> Result<Value, VmError> {
+            self.stack.pop().ok_or(VmError::StackUnderflow)
+        }
+
+        fn pop_int(&mut self) -> Result<i64, VmError> {
+            match self.pop()? {
+                Value::Int(i) => Ok(i),
+                Value::Bool(_) => Err(VmError::TypeError("expected an int, got a bool")),
+                Value::Nil => Err(VmError::TypeError("expected an int, got nil")),
+            }
+        }
+
+        /// Runs from the first instruction for at most `fuel` steps.
+        pub fn run(&mut self, fuel: usize) -> Result<Value, VmError> {
+            let mut pc = 0;
+            let mut steps = 0;
+            self.frames.push(Frame { ret_pc: usize::MAX, base: 0 });
+            while pc < self.code.len() {
+                hint!(global_merge_point);
+                if steps == fuel {
+                    return Err(VmError::Halted { at: pc, why: "out of fuel" });
+                }
+                steps += 1;
+                let instr = hint!(self.code[pc], concrete);
+                pc += 1;
+                match instr {
+                    Instr::Push(n) => self.stack.push(Value::Int(n)),
+                    Instr::True => self.stack.push(Value::Bool(true)),
+                    Instr::Nil => self.stack.push(Value::Nil),
+                    Instr::Add => {
+                        let b = self.pop_int()?;
+                        let a = self.pop_int()?;
+                        let n = small(a.wrapping_add(b)).map_err(VmError::TypeError)?;
+                        self.stack.push(Value::Int(n));
+                    }
+                    Instr::Sub => {
+                        let b = self.pop_int()?;
+                        let a = self.pop_int()?;
+                        let n = small(a.wrapping_sub(b)).map_err(|why| VmError::Halted { at: pc, why })?;
+                        self.stack.push(Value::Int(n));
+                    }
+                    Instr::Lt => {
+                        let b = self.pop_int()?;
+                        let a = self.pop_int()?;
+                        self.stack.push(Value::Bool(a < b));
+                    }
+                    Instr::Load(i) => {
+                        let base = self.frames.last().unwrap().base;
+                        if base + i >= self.stack.len() {
+                            return Err(VmError::Halted { at: pc, why: "a local past the stack" });
+                        }
+                        let v = self.stack[base + i];
+                        self.stack.push(v);
+                    }
+                    Instr::Store(i) => {
+                        let v = self.pop()?;
+                        let base = self.frames.last().unwrap().base;
+                        if base + i >= self.stack.len() {
+                            return Err(VmError::Halted { at: pc, why: "a local past the stack" });
+                        }
+                        self.stack[base + i] = v;
+                    }
+                    Instr::Jmp(t) => pc = t,
+                    Instr::Jz(t) => match self.pop()? {
+                        Value::Bool(false) | Value::Int(0) | Value::Nil => pc = t,
+                        _ => {}
+                    },
+                    Instr::Call(target, argc) => {
+                        if argc > self.stack.len() {
+                            return Err(VmError::Halted { at: pc, why: "too few arguments" });
+                        }
+                        if self.frames.len() == 64 {
+                            return Err(VmError::TypeError("stack overflow"));
+                        }
+                        let base = self.stack.len() - argc;
+                        self.frames.push(Frame { ret_pc: pc, base });
+                        pc = target;
+                    }
+                    Instr::Ret => {
+                        let result = self.pop()?;
+                        let frame = self.frames.pop().unwrap();
+                        if self.frames.is_empty() {
+                            return Ok(result);
+                        }
+                        self.stack.truncate(frame.base);
+                        self.stack.push(result);
+                        pc = hint!(frame.ret_pc, promote);
+                    }
+                    Instr::Print => {
+                        let v = self.pop()?;
+                        self.output.push(v.to_string());
+                    }
+                    Instr::Halt => return Ok(self.stack.pop().unwrap_or(Value::Nil)),
+                }
+            }
+            Err(VmError::Halted { at: pc, why: "ran off the end" })
+        }
+    }
+}
+
+use text_errors::{Instr, Value, Vm, VmError};
+
+/// The whole final state of a run: the result, the stack, the frames and
+/// the output.
+type State = (Result<Value, VmError>, Vec<Value>, Vec<text_errors::Frame>, Vec<String>);
+
+fn state(vm: &Vm, r: Result<Value, VmError>) -> State {
+    (r, vm.stack.clone(), vm.frames.clone(), vm.output.clone())
+}
+
+fn check(code: &[Instr], fuel: usize) -> State {
+    let mut plain = Vm::new(code.to_vec());
+    let r = text_errors::jit::plain::Vm::run(&mut plain, fuel);
+    let want = state(&plain, r);
+    let mut vm = Vm::new(code.to_vec());
+    let r = vm.run(fuel);
+    assert_eq!(state(&vm, r), want, "{code:?} {fuel}");
+    let mut vm = Vm::new(code.to_vec());
+    let r = text_errors::jit::specialize::Vm::run(&mut vm, fuel);
+    assert_eq!(state(&vm, r), want, "{code:?} {fuel}");
+    want
+}
+
+/// `print fib(n)`, recursively, then `Halt`.
+fn fib(n: i64) -> Vec<Instr> {
+    use Instr::*;
+    vec![
+        Push(n),
+        Call(4, 1),
+        Print,
+        Halt,
+        Load(0),
+        Push(2),
+        Lt,
+        Jz(10),
+        Load(0),
+        Ret,
+        Load(0),
+        Push(1),
+        Sub,
+        Call(4, 1),
+        Load(0),
+        Push(2),
+        Sub,
+        Call(4, 1),
+        Add,
+        Ret,
+    ]
+}
+
+#[test]
+fn static_str_errors_and_display_compile_and_agree_with_plain() {
+    assert!(text_errors::jit::left_to_rust().iter().all(|l| !l.starts_with("the module")), "{:?}", text_errors::jit::left_to_rust());
+    text_errors::jit::config().set_threshold(0);
+    let (r, _, _, out) = check(&fib(15), 1_000_000);
+    assert_eq!((r, out), (Ok(Value::Nil), vec!["610".to_string()]));
+    assert!(text_errors::jit::stats().entries > 0, "{:?}", text_errors::jit::last_decline());
+    // Each error, with its message.
+    use Instr::*;
+    let cases: Vec<(Vec<Instr>, VmError)> = vec![
+        (vec![True, Push(1), Add], VmError::TypeError("expected an int, got a bool")),
+        (vec![Push(1), Nil, Add], VmError::TypeError("expected an int, got nil")),
+        (vec![Push(999_999), Push(2), Add], VmError::TypeError("out of range")),
+        (vec![Push(-999_999), Push(2), Sub], VmError::Halted { at: 3, why: "out of range" }),
+        (vec![Add], VmError::StackUnderflow),
+        (vec![Push(1), Print], VmError::Halted { at: 2, why: "ran off the end" }),
+        (vec![Jmp(0)], VmError::Halted { at: 0, why: "out of fuel" }),
+        (vec![Call(0, 0)], VmError::TypeError("stack overflow")),
+        (vec![Load(3)], VmError::Halted { at: 1, why: "a local past the stack" }),
+    ];
+    for t in [0, 1, 3] {
+        text_errors::jit::config().set_threshold(t);
+        for (code, e) in &cases {
+            for _ in 0..3 {
+                assert_eq!(check(code, 500).0, Err(*e), "{code:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn random_programs_with_text_errors_agree_with_plain() {
+    let mut rng = crate::common::Rng(0x57a7_1c7e);
+    for i in 0..crate::common::how_many(300) {
+        text_errors::jit::config().set_threshold([0, 1, 2, 5][i % 4]);
+        let len = 1 + rng.below(16) as usize;
+        let to = |rng: &mut crate::common::Rng| rng.below(len as u64 + 1) as usize;
+        let code: Vec<Instr> = (0..len)
+            .map(|_| match rng.below(15) {
+                0 | 1 => Instr::Push(rng.below(7) as i64 - 2),
+                2 => Instr::True,
+                3 => Instr::Nil,
+                4 => Instr::Add,
+                5 => Instr::Sub,
+                6 => Instr::Lt,
+                7 => Instr::Load(rng.below(3) as usize),
+                8 => Instr::Store(rng.below(3) as usize),
+                9 => Instr::Jmp(to(&mut rng)),
+                10 => Instr::Jz(to(&mut rng)),
+                11 => Instr::Call(to(&mut rng), rng.below(3) as usize),
+                12 => Instr::Ret,
+                13 => Instr::Print,
+                _ => Instr::Halt,
+            })
+            .collect();
+        let _ = check(&code, 1 + rng.below(600) as usize);
+    }
+}
