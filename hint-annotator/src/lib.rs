@@ -35,7 +35,9 @@
 //! from a place (`let f = *frames.last().unwrap()`, an argument, a `push`) is copied
 //! field by field, as is a derived `.clone()` of a struct of values (of one that owns what
 //! the analysis does not model, Rust's own clone is one residual call, and the local holding it
-//! drops it where it is assigned again: `OpKind::Drop`; assigned to a local never moved, or
+//! drops it where it is assigned again: `OpKind::Drop`; a struct owning a `Vec`, a `String` or
+//! such an object, bound by `let` and used only for its scalar fields, is dropped where its block
+//! ends, as Rust drops it (a frame popped from a `Vec<Frame>`); assigned to a local never moved, or
 //! through `*` of a list's accessor, it is written in place: its values stored, the objects
 //! the analysis does not model cloned into their places by Rust, `OpKind::CloneInto`), and `*r = s`
 //! through a `&mut` stores each field: the copy is Rust's, never an alias. This is PyPy's low-level model; virtual lists and

@@ -816,6 +816,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
             }
         }
+        if self.cur.is_some() {
+            self.drop_scope_objects(depth, b);
+        }
         self.env.truncate(depth);
         if self.cur.is_none() {
             return self.never(b.span());

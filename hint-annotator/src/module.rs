@@ -51,6 +51,8 @@ pub struct EnumDef {
     pub variants: Vec<VariantDef>,
     /// Its `PartialEq` is derived: `==` compares the variant, then the payload.
     pub derives_eq: bool,
+    /// Its `Default` is derived: the variant marked `#[default]`.
+    pub default_variant: Option<String>,
 }
 
 /// A parameter of a function.
@@ -423,7 +425,16 @@ impl<'a> ModuleDef<'a> {
                 syn::Item::Enum(e) => {
                     self.enums.insert(
                         e.ident.to_string(),
-                        EnumDef { variants: vec![], derives_eq: derives(&e.attrs, "PartialEq") },
+                        EnumDef {
+                            variants: vec![],
+                            derives_eq: derives(&e.attrs, "PartialEq"),
+                            default_variant: e
+                                .variants
+                                .iter()
+                                .find(|v| v.fields.is_empty() && has_attr(&v.attrs, "default"))
+                                .filter(|_| derives(&e.attrs, "Default"))
+                                .map(|v| v.ident.to_string()),
+                        },
                     );
                 }
                 _ => {}

@@ -1337,3 +1337,38 @@ fn consts_computed_fold_and_const_tables_read_as_a_match_on_the_index() {
         "#]],
     );
 }
+
+#[test]
+fn a_popped_frame_owning_a_vec_is_dropped_where_its_block_ends() {
+    // `f` is read only for a scalar: dropped at its block's end. `g`'s
+    // list is borrowed out of it, which the drop could outlive as the
+    // analysis models it (a pointer into the object): not dropped.
+    check(
+        "struct Frame { ret: usize, locals: Vec<i64> }
+        fn f(frames: &mut Vec<Frame>) -> usize {
+            let n = {
+                let f = frames.pop().unwrap();
+                f.ret
+            };
+            let m = {
+                let g = frames.pop().unwrap();
+                g.locals.len()
+            };
+            n + m
+        }",
+        expect![[r#"
+            fn f -> usize
+            block0(frames_0: &mut Vec<Frame> red):
+                R v1: Option<Frame> = pop(frames_0)
+                R f_2: Frame = unwrap(v1)
+                R n_3: usize = getfield.ret(f_2)
+                R drop(f_2)
+                R v5: Option<Frame> = pop(frames_0)
+                R g_6: Frame = unwrap(v5)
+                R v7: Vec<i64> = getfield.locals(g_6)
+                R m_8: usize = len(v7)
+                R v9: usize = add(n_3, m_8)
+                return v9
+        "#]],
+    );
+}

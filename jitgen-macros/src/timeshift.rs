@@ -620,6 +620,15 @@ impl<'g> Gen<'g> {
             | OpKind::Unwrap => self.value_op(fi, op),
             OpKind::GlobalMergePoint => quote!(),
             OpKind::CloneInto(name) => self.clone_into(fi, name, args),
+            OpKind::Drop if matches!(self.value_repr(fi, &args[0]), Repr::VPtr) => {
+                // A virtual object is forgotten; a real one dropped where
+                // residual code made it (in the arena), else left alone.
+                let rt = rt();
+                let x = need!(self, self.operand(fi, &args[0], &Repr::VPtr), "an object to drop");
+                quote!(if let #rt::VPtr::Real(__a) = #x {
+                    __c.b.red_call(#rt::heap::arena_drop, "drop", &[__a], &[]);
+                })
+            }
             OpKind::Drop => {
                 // Dropped where residual code made it (in the arena); an
                 // object of the interpreter's is left to it.

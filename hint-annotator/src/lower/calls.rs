@@ -551,11 +551,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     Ty::Option(t) | Ty::Result(t, _) => self.u.shallow(t),
                     _ => return None,
                 };
-                let d: Expr = match inner {
-                    Ty::Bool => syn::parse_quote!(false),
-                    Ty::F64 | Ty::F32 => syn::parse_quote!(0.0),
-                    t if self.u.is_intlike(&t) => syn::parse_quote!(0),
-                    _ => return Some(self.unsupported(mc, "`unwrap_or_default` on this type", "use `unwrap_or(..)`")),
+                let Some(d) = self.default_expr(&inner, mc.span()) else {
+                    return Some(self.unsupported(mc, "`unwrap_or_default` on this type", "use `unwrap_or(..)`"));
                 };
                 syn::parse_quote!(match __jitgen_recv { #some(__jitgen_x) => __jitgen_x, _ => #d })
             }

@@ -42,6 +42,22 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
     }
 
+    /// `T::default()` for the type `t`, as an expression: a scalar's zero,
+    /// or the `#[default]` variant of an enum deriving `Default`.
+    pub(super) fn default_expr(&self, t: &Ty, span: Span) -> Option<Expr> {
+        Some(match t {
+            Ty::Bool => syn::parse_quote!(false),
+            Ty::F64 | Ty::F32 => syn::parse_quote!(0.0),
+            t if self.u.is_intlike(t) => syn::parse_quote!(0),
+            Ty::Enum(n) => {
+                let v = self.m.enums.get(n)?.default_variant.as_ref()?;
+                let (n, v) = (syn::Ident::new(n, span), syn::Ident::new(v, span));
+                syn::parse_quote!(#n::#v)
+            }
+            _ => return None,
+        })
+    }
+
     /// The const read where it is used that `e` names, if it names one
     /// (see `ModuleDef::const_exprs`): its type and initializer.
     pub(super) fn const_expr_of(&self, e: &Expr) -> Option<(Ty, Expr)> {

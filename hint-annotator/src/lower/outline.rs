@@ -1276,6 +1276,97 @@ pub(super) fn unmoved_names(body: &syn::Block) -> HashSet<String> {
     uses.names.iter().filter(|n| !uses.moved.contains(*n) && !uses.macro_names.contains(*n)).cloned().collect()
 }
 
+/// Whether the statements `stmts` (a binding's scope) use `name` only to
+/// read or write fields for which `scalar` holds: never moving, passing,
+/// borrowing or formatting it, calling a method on it, or naming it inside a
+/// macro whose arguments are not expressions. Assigning it is no use.
+pub(super) fn only_scalar_fields_used(stmts: &[syn::Stmt], name: &str, scalar: impl Fn(&str) -> bool) -> bool {
+    let mut uses = Uses::default();
+    stmts.iter().for_each(|s| uses.visit_stmt(s));
+    if uses.moved.contains(name) || uses.macro_names.contains(name) {
+        return false;
+    }
+    match field_reads(stmts).get(name) {
+        Some(Some(read)) => read.iter().all(|f| scalar(f)),
+        Some(None) => false,
+        None => true,
+    }
+}
+
+/// For each name `stmts` use, the fields they read out of it (`x.f`, as a
+/// place or a value), or `None` where they use the name otherwise (pass,
+/// borrow or format it, call a method on it, or name it inside a macro
+/// that is not a list of expressions). Assigning the name itself, and
+/// binding it, are not uses.
+fn field_reads(stmts: &[syn::Stmt]) -> HashMap<String, Option<HashSet<String>>> {
+    #[derive(Default)]
+    struct Fields(HashMap<String, Option<HashSet<String>>>);
+    impl Fields {
+        fn other(&mut self, n: String) {
+            self.0.insert(n, None);
+        }
+    }
+    impl<'a> Visit<'a> for Fields {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            match e {
+                Expr::Field(f) => match &*f.base {
+                    Expr::Path(p) if p.path.get_ident().is_some() => {
+                        let n = p.path.segments[0].ident.to_string();
+                        let member = match &f.member {
+                            syn::Member::Named(i) => i.to_string(),
+                            syn::Member::Unnamed(i) => i.index.to_string(),
+                        };
+                        if let Some(fields) = self.0.entry(n).or_insert_with(|| Some(HashSet::new())) {
+                            fields.insert(member);
+                        }
+                    }
+                    base => self.visit_expr(base),
+                },
+                Expr::Path(p) if p.path.get_ident().is_some() => self.other(p.path.segments[0].ident.to_string()),
+                Expr::Assign(a) if matches!(&*a.left, Expr::Path(p) if p.path.get_ident().is_some()) => {
+                    self.visit_expr(&a.right)
+                }
+                e => syn::visit::visit_expr(self, e),
+            }
+        }
+        fn visit_macro(&mut self, m: &'a syn::Macro) {
+            let args = syn::parse::Parser::parse2(
+                syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+                m.tokens.clone(),
+            );
+            match args {
+                Ok(args) => {
+                    for a in &args {
+                        match a {
+                            Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => {
+                                super::captured_names(&s.value()).into_iter().for_each(|n| self.other(n));
+                            }
+                            a => self.visit_expr(a),
+                        }
+                    }
+                }
+                Err(_) => {
+                    let mut names = HashSet::new();
+                    collect_idents(m.tokens.clone(), &mut names);
+                    names.into_iter().for_each(|n| self.other(n));
+                }
+            }
+        }
+    }
+    fn collect_idents(t: TokenStream, out: &mut HashSet<String>) {
+        for t in t {
+            match t {
+                TokenTree::Ident(i) => drop(out.insert(i.to_string())),
+                TokenTree::Group(g) => collect_idents(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut f = Fields::default();
+    stmts.iter().for_each(|s| f.visit_stmt(s));
+    f.0
+}
+
 /// Renames in an outlined statement: `self` to its parameter, and each
 /// local passed by reference to `(*x)`.
 struct Rename {

@@ -545,6 +545,58 @@ impl<'m, 'a> Lowering<'m, 'a> {
             })
     }
 
+    /// Where a block falls through its end, Rust drops the objects its
+    /// `let`s own: an `OpKind::Drop` for each local bound since `depth` (the
+    /// innermost last bound first) that holds a struct owning a `Vec`, a
+    /// `String`, a map or an object the analysis does not model (a frame
+    /// popped from a `Vec<Frame>` with its locals), where the statements
+    /// after its `let` use it only to read or write its scalar fields
+    /// (`outline::only_scalar_fields_used`: a field moved or borrowed out
+    /// of it may outlive the drop as the analysis models it, a pointer into
+    /// the object). Residual code drops
+    /// the object where it made it (in the arena; a virtual one is
+    /// forgotten), instead of keeping it to the portal's return.
+    pub(super) fn drop_scope_objects(&mut self, depth: usize, src: &syn::Block) {
+        let locals: Vec<(String, Var)> = self.env[depth..]
+            .iter()
+            .rev()
+            .filter_map(|(n, v)| match v {
+                LVal::Var(x) => Some((n.clone(), *x)),
+                _ => None,
+            })
+            .collect();
+        let mut seen = HashSet::new();
+        for (name, var) in locals {
+            let Ty::Struct(s) = self.u.shallow(&self.vars[var.0 as usize].ty) else { continue };
+            if !seen.insert(name.clone()) || !self.owns_heap(&s, 0) {
+                continue;
+            }
+            // The statements in the scope of its last `let`.
+            let Some(at) = src.stmts.iter().rposition(|st| matches!(st, syn::Stmt::Local(l) if binds_name(&l.pat, &name)))
+            else {
+                continue;
+            };
+            let fields = &self.m.structs[&s].fields;
+            let scalar = |f: &str| fields.get(f).is_some_and(Ty::is_scalar);
+            if outline::only_scalar_fields_used(&src.stmts[at + 1..], &name, scalar) {
+                self.emit(OpKind::Drop, vec![LVal::Var(var)], Ty::Unit, src);
+            }
+        }
+    }
+
+    /// Whether objects of the struct `s` own what Rust's drop frees: a
+    /// `Vec`, a `String`, a map, a box, or an object the analysis does
+    /// not model, directly or through a struct field.
+    fn owns_heap(&self, s: &str, depth: usize) -> bool {
+        let Some(d) = self.m.structs.get(s) else { return false };
+        depth < 8
+            && d.fields.values().any(|t| match t {
+                Ty::Struct(n) => self.owns_heap(n, depth + 1),
+                Ty::Vec(_) | Ty::Str | Ty::Map(..) | Ty::Boxed(_) | Ty::Foreign(_) => true,
+                _ => false,
+            })
+    }
+
     /// Whether a struct holds (in a field, or a struct held inline) an
     /// object the analysis does not model (an `Rc`, a map of another
     /// crate): compiled code reaches it in place, never moves it.
@@ -845,4 +897,14 @@ fn names_root_of(e: &Expr, place: &Expr) -> bool {
         })
     }
     root(place).is_none_or(|name| names(quote::ToTokens::to_token_stream(e), name))
+}
+
+/// Whether the `let` pattern `p` binds `name` as a whole (`x`, `mut x`,
+/// `x: T`).
+fn binds_name(p: &syn::Pat, name: &str) -> bool {
+    match p {
+        syn::Pat::Ident(i) => i.ident == name && i.subpat.is_none(),
+        syn::Pat::Type(t) => binds_name(&t.pat, name),
+        _ => false,
+    }
 }
