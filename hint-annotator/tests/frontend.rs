@@ -1372,3 +1372,50 @@ fn a_popped_frame_owning_a_vec_is_dropped_where_its_block_ends() {
         "#]],
     );
 }
+
+#[test]
+fn a_number_methods_path_call_is_the_method_and_a_failed_operand_of_question_mark_is_one_error() {
+    // `i64::checked_add(a, b)` is `a.checked_add(b)` with `a` an `i64`; an
+    // unknown function under the match the macro makes of `?` is one
+    // error, not also its patterns' and bindings'.
+    check(
+        "fn f(a: i64, b: i64) -> Option<i64> {
+            let s = i64::checked_add(a, b)?;
+            Some(i64::max(s, 0))
+        }
+        fn g(a: i64) -> Result<i64, u8> {
+            let v = match u8::try_from([a, 1][0]) { Ok(__jit_v) => __jit_v, Err(__jit_e) => return Err(__jit_e) };
+            Ok(v)
+        }",
+        expect![[r#"
+            fn f -> Option<i64>
+            block0(a_0: i64 red, b_1: i64 red):
+                R __jitgen_s_2: i64 = wrapping_add(a_0, b_1)
+                R v10: bool = ge(b_1, 0_i64)
+                R v11: bool = ge(__jitgen_s_2, a_0)
+                R v12: bool = eq(v10, v11)
+                if v12 then block2() else block3()
+            block1(v9: Option<i64> red):
+                R v15: u32 = enum_tag(v9)
+                R v16: bool = eq(v15, Option::None)
+                if v16 then block4() else block5()
+            block2():
+                R v13: Option<i64> = Option::Some(__jitgen_s_2)
+                goto block1(v13)
+            block3():
+                G v14: Option<i64> = Option::None()
+                goto block1(v14)
+            block4():
+                G v17: Option<i64> = Option::None()
+                return v17
+            block5():
+                R s_18: i64 = enum_field.Some.0(v9)
+                R v19: i64 = max(s_18, 0_i64)
+                R v20: Option<i64> = Option::Some(v19)
+                return v20
+
+            left to Rust: g
+                6:40: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
+        "#]],
+    );
+}

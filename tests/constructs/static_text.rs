@@ -3,7 +3,8 @@
 //! (`VmError::TypeError("expected an int")`, `Halted { at, why }`), a helper
 //! giving `Result<i64, &'static str>` whose error `map_err` wraps, `?`
 //! everywhere, a `Value` enum printed by its `Display` (`v.to_string()`),
-//! deriving `Default` (`stack.get(i).copied().unwrap_or_default()`).
+//! deriving `Default` (`stack.get(i).copied().unwrap_or_default()`), and
+//! a method of `i64` called by its path (`i64::wrapping_add(a, b)`).
 //! Before, a string literal anywhere in the module left it to Rust (it
 //! interpreted only), and so did `to_string` on a module type. Now a literal
 //! is a `&'static str` known while compiling, an enum payload of type `&str`
@@ -122,7 +123,7 @@ mod text_errors {
                     Instr::Add => {
                         let b = self.pop_int()?;
                         let a = self.pop_int()?;
-                        let n = small(a.wrapping_add(b)).map_err(VmError::TypeError)?;
+                        let n = small(i64::wrapping_add(a, b)).map_err(VmError::TypeError)?;
                         self.stack.push(Value::Int(n));
                     }
                     Instr::Sub => {

@@ -233,6 +233,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
             if let Some(e) = from_bytes(&segs[0], last, c) {
                 return self.expr(&e);
             }
+            if let Some(v) = self.number_method_by_path(&segs[0], &p.path.segments[1].ident, c) {
+                return v;
+            }
             match (segs[0].as_str(), last.as_str(), c.args.len()) {
                 ("Vec", "new", 0) | ("Vec", "with_capacity", 1) => {
                     // The capacity is only a hint to the allocator.
@@ -1464,7 +1467,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
 }
 
 /// The number type a path segment names (`i64`, `u8`, `f64`).
-fn number_ty(name: &str) -> Option<Ty> {
+pub(super) fn number_ty(name: &str) -> Option<Ty> {
     match name {
         "f32" => Some(Ty::F32),
         "f64" => Some(Ty::F64),

@@ -474,7 +474,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
         match self.variant(&en, &vn) {
             Some((idx, fields)) => Some((en, vn, idx, fields)),
             None => {
-                if !matches!(ty, Ty::Error | Ty::Never) {
+                // (A value whose type an earlier error left unknown: that
+                // error is the one to read.)
+                let cascade = matches!(ty, Ty::Infer(_)) && !self.errors.is_empty();
+                if !matches!(ty, Ty::Error | Ty::Never) && !cascade {
                     self.unsupported(
                         p,
                         &format!("the pattern `{}` on a value of type `{}`", source_of(path), self.u.show(ty)),

@@ -42,6 +42,29 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
     }
 
+    /// `i64::checked_add(a, b)`: the method called on its first argument
+    /// (`&x` for a `&self` one), typed by the path. `None` where `ty` is no
+    /// number, there is no argument, or the function is a constructor
+    /// (`from`, `from_le_bytes`...).
+    pub(super) fn number_method_by_path(&mut self, ty: &str, method: &syn::Ident, c: &syn::ExprCall) -> Option<LVal> {
+        let t = super::calls::number_ty(ty)?;
+        let first = c.args.first()?;
+        if method.to_string().starts_with("from") {
+            return None;
+        }
+        let first = match first {
+            Expr::Reference(r) => &*r.expr,
+            e => e,
+        };
+        let x = self.expr(first);
+        let x = self.rvalue(x, first);
+        let tx = self.ty_of(&x);
+        self.unify(&t, &tx, first.span());
+        let rest = c.args.iter().skip(1);
+        let e: Expr = syn::parse_quote_spanned!(c.span()=> __jitgen_recv.#method(#(#rest),*));
+        Some(self.desugared(vec![("__jitgen_recv", x)], e))
+    }
+
     /// `T::default()` for the type `t`, as an expression: a scalar's zero,
     /// or the `#[default]` variant of an enum deriving `Default`.
     pub(super) fn default_expr(&self, t: &Ty, span: Span) -> Option<Expr> {
@@ -136,6 +159,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     t,
                     p,
                 );
+            }
+            if name.starts_with("__jit") && !self.errors.is_empty() {
+                // A binding of the macro's own desugaring (`?`'s) that an
+                // earlier error left unbound: that error is the one to read.
+                return self.poison(p.span());
             }
             return self.unsupported(
                 p,
