@@ -267,8 +267,11 @@ impl<'g> Gen<'g> {
             let handle = scalar_struct(v, types).is_some_and(|(s, _)| types.structs.get(&s).is_some_and(|d| d.copy));
             scalar(v).is_some() || (is_enum(v) && plain(v, types)) || handle
         };
-        if let (Some(true), Ty::Option(v)) = (obj.as_ref().map(|o| o.copied), &rty) {
-            if !by_copy(v) {
+        if let (Some(o), Ty::Option(v)) = (obj.as_mut().filter(|o| o.copied), &rty) {
+            // An enum owning strings (`Value::Str(String)`): Rust's clone
+            // of it, as the interpreter's `.cloned()` or `v.clone()` made.
+            o.cloned = is_enum(v) && rebuildable(v, types) && !plain(v, types);
+            if !by_copy(v) && !o.cloned {
                 return self.decline(&format!("a value of type `{v}` read out of a map by copy"));
             }
         }
@@ -786,6 +789,8 @@ struct ObjectCall {
     views: Vec<Option<Ident>>,
     /// The result is an `Option<&V>` read out by copy (`map.get(&k)`).
     copied: bool,
+    /// Read out by copy, the value is cloned (it owns strings).
+    cloned: bool,
     /// The result is a shared reference to what the flow graph names as
     /// its type (`&Obj` as `Obj`): read in place (see `result_words`).
     shared: bool,
@@ -803,6 +808,7 @@ impl ObjectCall {
             by_ref: parts.iter().map(|s| *s == "&").collect(),
             views: parts.iter().map(|s| matches!(*s, "as_bytes" | "as_str").then(|| format_ident!("{}", s))).collect(),
             copied: then == ".copied()",
+            cloned: false,
             shared: then == "&",
         })
     }
@@ -824,7 +830,9 @@ impl ObjectCall {
     /// its type is `Copy` (the interpreter cloned it).
     fn then(&self) -> TokenStream {
         // SAFETY: see above; the map keeps its own.
-        if self.copied {
+        if self.cloned {
+            quote!(.map(::core::clone::Clone::clone))
+        } else if self.copied {
             quote!(.map(|__v| unsafe { ::core::ptr::read(__v) }))
         } else {
             quote!()

@@ -912,8 +912,7 @@ fn payload_field_code(
         }));
     } else if *f == Ty::Str {
         moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
-        copies
-            .push(quote!(__w[#at] = #rt::heap::arena_alloc(::std::string::String::clone(#b)) as usize as u64;));
+        copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(::std::string::String::clone(#b)) as usize as u64;));
         writes.push(quote!(__w[#at] = #b as *const ::std::string::String as usize as u64;));
         // SAFETY: a rebuilt value's words name live `String`s no
         // one reads again (see `rebuildable`).
@@ -921,7 +920,8 @@ fn payload_field_code(
     } else if matches!(f, Ty::Vec(e) if scalar(e).is_some()) {
         let vt = rust_ty(f, None);
         moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
-        copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(<#vt as ::core::clone::Clone>::clone(#b)) as usize as u64;));
+        copies
+            .push(quote!(__w[#at] = #rt::heap::arena_alloc(<#vt as ::core::clone::Clone>::clone(#b)) as usize as u64;));
         writes.push(quote!(__w[#at] = #b as *const #vt as usize as u64;));
         // SAFETY: as for a `String` above.
         reads.push(quote!(unsafe { #rt::heap::take_or_copy_vec(__w[#at]) }));

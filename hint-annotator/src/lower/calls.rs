@@ -792,7 +792,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
         if let Ty::Foreign(_) = recv_ty {
             return self.object_method(mc, recv, &method);
         }
-        if method == "to_string" && nargs == 0 && recv_ty.is_scalar() {
+        // `ToString` of a number, or a module type's `Display`: `format!("{}", x)`.
+        let display =
+            matches!(&recv_ty, Ty::Enum(n) | Ty::Struct(n) if !self.m.fns.contains_key(&format!("{n}::to_string")));
+        if method == "to_string" && nargs == 0 && (recv_ty.is_scalar() || display) {
             let r = &mc.receiver;
             return self.expr(&syn::parse_quote_spanned!(mc.span()=> format!("{}", #r)));
         }

@@ -35,9 +35,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
             syn::Lit::Byte(b) => LVal::Const(Const::Int(b.value() as i128, IntTy::U8)),
             syn::Lit::Char(c) => LVal::Const(Const::Char(c.value())),
             syn::Lit::Str(s) => LVal::Const(Const::Str(s.value())),
-            syn::Lit::ByteStr(_) | syn::Lit::CStr(_) => {
-                self.unsupported(l, "a byte string literal", "take bytes as a parameter (`&[u8]`), or make them with `vec![...]`")
-            }
+            syn::Lit::ByteStr(_) | syn::Lit::CStr(_) => self.unsupported(
+                l,
+                "a byte string literal",
+                "take bytes as a parameter (`&[u8]`), or make them with `vec![...]`",
+            ),
             other => self.unsupported(other, "this literal", ""),
         }
     }

@@ -725,9 +725,11 @@ impl Lowering<'_, '_> {
                 self.m.structs.get(&n).is_some_and(|s| s.copy && s.fields.values().all(|f| self.copy_value(f)))
             }
             Ty::Enum(n) => self.m.enums.get(&n).is_some_and(|d| {
-                d.variants
-                    .iter()
-                    .all(|v| v.fields.iter().all(|(_, f)| !matches!(f, Ty::Enum(x) if *x == n) && (self.copy_value(f) || is_text_ref(f))))
+                d.variants.iter().all(|v| {
+                    v.fields
+                        .iter()
+                        .all(|(_, f)| !matches!(f, Ty::Enum(x) if *x == n) && (self.copy_value(f) || is_text_ref(f)))
+                })
             }),
             Ty::Option(x) => self.copy_value(&x),
             Ty::Result(x, y) => self.copy_value(&x) && self.copy_value(&y),

@@ -572,7 +572,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 continue;
             }
             // The statements in the scope of its last `let`.
-            let Some(at) = src.stmts.iter().rposition(|st| matches!(st, syn::Stmt::Local(l) if binds_name(&l.pat, &name)))
+            let Some(at) =
+                src.stmts.iter().rposition(|st| matches!(st, syn::Stmt::Local(l) if binds_name(&l.pat, &name)))
             else {
                 continue;
             };
