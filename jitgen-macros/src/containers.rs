@@ -1216,6 +1216,16 @@ impl<'g> Gen<'g> {
             }
             OpKind::NewVec | OpKind::NewVecRepeat => {
                 let Ty::Vec(et) = f.graph.var(r).ty.clone() else { return self.decline("a vector") };
+                let values = is_enum(&et) || *et == Ty::Str;
+                if let (true, OpKind::NewVec, true, Repr::RPtr) = (values, &op.kind, args.is_empty(), self.repr(fi, r))
+                {
+                    // A `Vec` of values owning strings (`Vec<Value>`, call
+                    // arguments): Rust's own, pushed and popped by residual
+                    // calls (see `real_vec_push_pop`).
+                    let (t, p) = (rust_ty(&et, Some(&quote!('static))), ptr_valty());
+                    let new = quote!(#rt::heap::vec_new_objects::<#t>);
+                    return self.bind_ptr(fi, r, quote!(__c.b.red_call(#new, "vec_new", &[], &[#p])[0]));
+                }
                 let Some(esc) = scalar(&et) else { return self.decline("a Vec of non-scalars in residual code") };
                 let t = sc_rust(esc);
                 let p = ptr_valty();

@@ -629,6 +629,9 @@ impl<'g> Gen<'g> {
                     __c.b.red_call(#rt::heap::arena_drop, "drop", &[__a], &[]);
                 })
             }
+            // What compiled code holds otherwise (a virtual list, green data)
+            // is not dropped.
+            OpKind::Drop if !matches!(self.value_repr(fi, &args[0]), Repr::RPtr) => quote!(),
             OpKind::Drop => {
                 // Dropped where residual code made it (in the arena); an
                 // object of the interpreter's is left to it.

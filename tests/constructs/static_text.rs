@@ -311,8 +311,9 @@ fn random_programs_with_text_errors_agree_with_plain() {
 
 /// Values owning strings, as a new user's dynamic VM holds them: printed
 /// by their `Display` (`v.to_string()`, before an error that left the module
-/// to Rust), and cloned out of a map of globals (`globals.get(&name)`, then
-/// `v.clone()`: compiled code declined that read before).
+/// to Rust), cloned out of a map of globals (`globals.get(&name)`, then
+/// `v.clone()`), and popped into a local `Vec` (a call's arguments): compiled
+/// code declined those two before.
 #[jit_interpreter]
 mod owned_values {
     use jitgen::prelude::*;
@@ -345,6 +346,8 @@ mod owned_values {
         /// Counts the top down and jumps back while it stays positive.
         Loop(usize),
         Print,
+        /// Pops `n` values into a `Vec` and prints them in order.
+        Join(usize),
     }
 
     pub struct Interp {
@@ -399,6 +402,15 @@ mod owned_values {
                         let v = self.stack.pop().unwrap_or(Value::Nil);
                         self.lines.push(v.to_string());
                     }
+                    Op::Join(n) => {
+                        let mut args = Vec::new();
+                        for _ in 0..n {
+                            args.push(self.stack.pop().unwrap_or(Value::Nil));
+                        }
+                        args.reverse();
+                        let shown: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                        self.lines.push(shown.join(" "));
+                    }
                 }
             }
             Ok(steps)
@@ -428,7 +440,9 @@ fn check_owned(ops: &[owned_values::Op], fuel: usize) {
 #[test]
 fn values_owning_strings_print_by_display_and_clone_out_of_a_map() {
     use owned_values::{Op::*, Value::*};
-    assert!(owned_values::jit::left_to_rust().is_empty(), "{:?}", owned_values::jit::left_to_rust());
+    // Only the arguments' formatting and joining runs as Rust.
+    let left = owned_values::jit::left_to_rust();
+    assert!(left.iter().all(|l| l.contains("(outlined)") && l.contains("Interp::run")), "{left:?}");
     // s = "a"; n = 30; loop: s = s + "b" (read back from the map); print s, n.
     let ops = vec![
         Const(Str("a".into())),
@@ -442,7 +456,8 @@ fn values_owning_strings_print_by_display_and_clone_out_of_a_map() {
         Loop(3),
         Get("s".into()),
         Print,
-        Print,
+        Get("s".into()),
+        Join(3),
         Get("t".into()),
     ];
     owned_values::jit::config().set_threshold(0);
@@ -457,7 +472,7 @@ fn values_owning_strings_print_by_display_and_clone_out_of_a_map() {
         let len = 1 + rng.below(10) as usize;
         let names = ["x", "y"];
         let ops: Vec<owned_values::Op> = (0..len)
-            .map(|_| match rng.below(8) {
+            .map(|_| match rng.below(9) {
                 0 => Const(Num(rng.below(5) as i64)),
                 1 => Const(Str(rng.pick(&names).to_string())),
                 2 => Add,
@@ -465,6 +480,7 @@ fn values_owning_strings_print_by_display_and_clone_out_of_a_map() {
                 4 => Set(rng.pick(&names).to_string()),
                 5 => Loop(rng.below(len as u64) as usize),
                 6 => Const(Nil),
+                7 => Join(rng.below(4) as usize),
                 _ => Print,
             })
             .collect();

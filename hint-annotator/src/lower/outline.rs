@@ -1283,9 +1283,7 @@ pub(super) fn unmoved_names(body: &syn::Block) -> HashSet<String> {
 /// borrowing or formatting it, calling a method on it, or naming it inside a
 /// macro whose arguments are not expressions. Assigning it is no use.
 pub(super) fn only_scalar_fields_used(stmts: &[syn::Stmt], name: &str, scalar: impl Fn(&str) -> bool) -> bool {
-    let mut uses = Uses::default();
-    stmts.iter().for_each(|s| uses.visit_stmt(s));
-    if uses.moved.contains(name) || uses.macro_names.contains(name) {
+    if !never_moved(stmts, name) {
         return false;
     }
     match field_reads(stmts).get(name) {
@@ -1293,6 +1291,15 @@ pub(super) fn only_scalar_fields_used(stmts: &[syn::Stmt], name: &str, scalar: i
         Some(None) => false,
         None => true,
     }
+}
+
+/// Whether the statements `stmts` (a binding's scope) never move `name`
+/// (pass, return or bind it by value), nor name it inside a macro whose
+/// arguments are not expressions: what it owns dies with the scope.
+pub(super) fn never_moved(stmts: &[syn::Stmt], name: &str) -> bool {
+    let mut uses = Uses::default();
+    stmts.iter().for_each(|s| uses.visit_stmt(s));
+    !uses.moved.contains(name) && !uses.macro_names.contains(name)
 }
 
 /// For each name `stmts` use, the fields they read out of it (`x.f`, as a

@@ -553,7 +553,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// after its `let` use it only to read or write its scalar fields
     /// (`outline::only_scalar_fields_used`: a field moved or borrowed out
     /// of it may outlive the drop as the analysis models it, a pointer into
-    /// the object). Residual code drops
+    /// the object); or a `Vec` of what is not a scalar (a call's arguments)
+    /// those statements never move (`outline::never_moved`). Residual code drops
     /// the object where it made it (in the arena; a virtual one is
     /// forgotten), instead of keeping it to the portal's return.
     pub(super) fn drop_scope_objects(&mut self, depth: usize, src: &syn::Block) {
@@ -567,8 +568,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
             .collect();
         let mut seen = HashSet::new();
         for (name, var) in locals {
-            let Ty::Struct(s) = self.u.shallow(&self.vars[var.0 as usize].ty) else { continue };
-            if !seen.insert(name.clone()) || !self.owns_heap(&s, 0) {
+            let ty = self.u.shallow(&self.vars[var.0 as usize].ty);
+            let owned = match &ty {
+                Ty::Struct(s) => self.owns_heap(s, 0),
+                Ty::Vec(e) => self.owns_heap_ty(&self.u.shallow(e), 0),
+                _ => false,
+            };
+            if !seen.insert(name.clone()) || !owned {
                 continue;
             }
             // The statements in the scope of its last `let`.
@@ -577,11 +583,33 @@ impl<'m, 'a> Lowering<'m, 'a> {
             else {
                 continue;
             };
-            let fields = &self.m.structs[&s].fields;
-            let scalar = |f: &str| fields.get(f).is_some_and(Ty::is_scalar);
-            if outline::only_scalar_fields_used(&src.stmts[at + 1..], &name, scalar) {
+            let scope = &src.stmts[at + 1..];
+            let dies = match &ty {
+                Ty::Struct(s) => {
+                    let fields = &self.m.structs[s].fields;
+                    outline::only_scalar_fields_used(scope, &name, |f| fields.get(f).is_some_and(Ty::is_scalar))
+                }
+                _ => outline::never_moved(scope, &name),
+            };
+            if dies {
                 self.emit(OpKind::Drop, vec![LVal::Var(var)], Ty::Unit, src);
             }
+        }
+    }
+
+    /// Whether values of type `t` own what Rust's drop frees: a `String`,
+    /// a `Vec`, or an enum or struct holding one (`Value::Str(String)`).
+    fn owns_heap_ty(&self, t: &Ty, depth: usize) -> bool {
+        match t {
+            Ty::Str | Ty::Vec(_) | Ty::Map(..) | Ty::Boxed(_) | Ty::Foreign(_) => true,
+            Ty::Struct(s) => self.owns_heap(s, depth),
+            Ty::Enum(n) => {
+                depth < 8
+                    && self.m.enums.get(n).is_some_and(|d| {
+                        d.variants.iter().any(|v| v.fields.iter().any(|(_, f)| self.owns_heap_ty(f, depth + 1)))
+                    })
+            }
+            _ => false,
         }
     }
 
@@ -590,12 +618,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// not model, directly or through a struct field.
     fn owns_heap(&self, s: &str, depth: usize) -> bool {
         let Some(d) = self.m.structs.get(s) else { return false };
-        depth < 8
-            && d.fields.values().any(|t| match t {
-                Ty::Struct(n) => self.owns_heap(n, depth + 1),
-                Ty::Vec(_) | Ty::Str | Ty::Map(..) | Ty::Boxed(_) | Ty::Foreign(_) => true,
-                _ => false,
-            })
+        depth < 8 && d.fields.values().any(|t| self.owns_heap_ty(t, depth + 1))
     }
 
     /// Whether a struct holds (in a field, or a struct held inline) an

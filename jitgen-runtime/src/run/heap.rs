@@ -385,6 +385,18 @@ pub unsafe extern "C" fn vec_new<T: Word + 'static>(buf: *mut u64) -> u64 {
     })
 }
 
+/// `Vec::new()` of values residual code does not hold as words (enums
+/// owning strings): `[] -> [addr]`, worked on by residual calls of `Vec`'s
+/// own methods.
+pub unsafe extern "C" fn vec_new_objects<T: 'static>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one result word.
+        let b = unsafe { args(buf, 1) };
+        b[0] = arena_alloc(Vec::<T>::new()) as usize as u64;
+        Ok(())
+    })
+}
+
 /// `vec![elem; n]`: `[elem, n] -> [addr]`.
 pub unsafe extern "C" fn vec_new_repeat<T: Word + 'static>(buf: *mut u64) -> u64 {
     run_callback(|| {
