@@ -362,6 +362,13 @@ mod owned_values {
             Interp { ops, stack: vec![], globals: HashMap::new(), lines: vec![] }
         }
 
+        fn pop(&mut self) -> Result<Value, String> {
+            let Some(v) = self.stack.pop() else {
+                return Err("the stack is empty".to_string());
+            };
+            Ok(v)
+        }
+
         pub fn run(&mut self, fuel: usize) -> Result<usize, String> {
             let mut ip = 0;
             let mut steps = 0;
@@ -405,7 +412,7 @@ mod owned_values {
                     Op::Join(n) => {
                         let mut args = Vec::new();
                         for _ in 0..n {
-                            args.push(self.stack.pop().unwrap_or(Value::Nil));
+                            args.push(self.pop()?);
                         }
                         args.reverse();
                         let shown: Vec<String> = args.iter().map(|a| a.to_string()).collect();

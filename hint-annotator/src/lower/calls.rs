@@ -218,7 +218,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     c,
                 );
             }
-            if let (Some(t), "from", 1) = (number_ty(&segs[0]), last.as_str(), c.args.len()) {
+            if let (Some(t), "from", 1) = (super::operators::number_ty(&segs[0]), last.as_str(), c.args.len()) {
                 // `From` of a number, a bool or a char (the lossless impls
                 // of the standard library): a cast. A module's `impl
                 // From<Op> for i64` is not one.
@@ -230,7 +230,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
                 return self.unsupported(c, &format!("calling `{}`", segs.join("::")), "write an `as` cast");
             }
-            if let Some(e) = from_bytes(&segs[0], last, c) {
+            if let Some(e) = super::operators::from_bytes(&segs[0], last, c) {
                 return self.expr(&e);
             }
             if let Some(v) = self.number_method_by_path(&segs[0], &p.path.segments[1].ident, c) {
@@ -1300,6 +1300,12 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 "call it on a variable or a field",
             ));
         }
+        // Reversing values that own strings (a call's arguments): Rust's own.
+        if let (Ty::Vec(t), "reverse", 0) = (recv_ty, method.as_str(), nargs) {
+            if self.owns_heap_ty(&self.u.shallow(t), 0) {
+                return Some(self.object_method(mc, recv.clone(), "reverse"));
+            }
+        }
         // An element that owns what the analysis does not model (a struct
         // holding an `Rc`) is reached in place only: moved in or out of
         // the list, it is Rust's (the statement outlined).
@@ -1467,34 +1473,4 @@ impl<'m, 'a> Lowering<'m, 'a> {
         };
         return Some(self.expr(&e));
     }
-}
-
-/// The number type a path segment names (`i64`, `u8`, `f64`).
-pub(super) fn number_ty(name: &str) -> Option<Ty> {
-    match name {
-        "f32" => Some(Ty::F32),
-        "f64" => Some(Ty::F64),
-        n => IntTy::from_name(n).map(Ty::Int),
-    }
-}
-
-/// `u16::from_le_bytes([lo, hi])` or `from_be_bytes` of an array written
-/// out (how bytecode operands are decoded), as the `as` casts, shifts and
-/// ors it is. `None` for anything else.
-fn from_bytes(ty: &str, f: &str, c: &syn::ExprCall) -> Option<Expr> {
-    let bits = IntTy::from_name(ty)?.bits() as usize;
-    if !matches!(f, "from_le_bytes" | "from_be_bytes") || c.args.len() != 1 {
-        return None;
-    }
-    let Expr::Array(a) = &c.args[0] else { return None };
-    if a.elems.len() * 8 != bits {
-        return None;
-    }
-    let t = syn::Ident::new(ty, c.func.span());
-    let n = a.elems.len();
-    let parts = a.elems.iter().enumerate().map(|(k, e)| {
-        let shift = 8 * if f == "from_le_bytes" { k } else { n - 1 - k } as u32;
-        quote::quote!((((#e) as u8 as #t) << #shift))
-    });
-    Some(syn::parse_quote_spanned!(c.span()=> (#(#parts)|*)))
 }

@@ -49,7 +49,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// number, there is no argument, or the function is a constructor
     /// (`from`, `from_le_bytes`...).
     pub(super) fn number_method_by_path(&mut self, ty: &str, method: &syn::Ident, c: &syn::ExprCall) -> Option<LVal> {
-        let t = super::calls::number_ty(ty)?;
+        let t = number_ty(ty)?;
         let first = c.args.first()?;
         if method.to_string().starts_with("from") {
             return None;
@@ -436,4 +436,34 @@ impl<'m, 'a> Lowering<'m, 'a> {
     }
 
     // ----- places -----------------------------------------------------------------
+}
+
+/// `u16::from_le_bytes([lo, hi])` or `from_be_bytes` of an array written
+/// out (how bytecode operands are decoded), as the `as` casts, shifts and
+/// ors it is. `None` for anything else.
+pub(super) fn from_bytes(ty: &str, f: &str, c: &syn::ExprCall) -> Option<Expr> {
+    let bits = IntTy::from_name(ty)?.bits() as usize;
+    if !matches!(f, "from_le_bytes" | "from_be_bytes") || c.args.len() != 1 {
+        return None;
+    }
+    let Expr::Array(a) = &c.args[0] else { return None };
+    if a.elems.len() * 8 != bits {
+        return None;
+    }
+    let t = syn::Ident::new(ty, c.func.span());
+    let n = a.elems.len();
+    let parts = a.elems.iter().enumerate().map(|(k, e)| {
+        let shift = 8 * if f == "from_le_bytes" { k } else { n - 1 - k } as u32;
+        quote::quote!((((#e) as u8 as #t) << #shift))
+    });
+    Some(syn::parse_quote_spanned!(c.span()=> (#(#parts)|*)))
+}
+
+/// The number type a path segment names (`i64`, `u8`, `f64`).
+pub(super) fn number_ty(name: &str) -> Option<Ty> {
+    match name {
+        "f32" => Some(Ty::F32),
+        "f64" => Some(Ty::F64),
+        n => IntTy::from_name(n).map(Ty::Int),
+    }
 }

@@ -599,7 +599,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
 
     /// Whether values of type `t` own what Rust's drop frees: a `String`,
     /// a `Vec`, or an enum or struct holding one (`Value::Str(String)`).
-    fn owns_heap_ty(&self, t: &Ty, depth: usize) -> bool {
+    pub(super) fn owns_heap_ty(&self, t: &Ty, depth: usize) -> bool {
         match t {
             Ty::Str | Ty::Vec(_) | Ty::Map(..) | Ty::Boxed(_) | Ty::Foreign(_) => true,
             Ty::Struct(s) => self.owns_heap(s, depth),
