@@ -458,6 +458,10 @@ pub struct Outlined {
     /// Its parameters: the locals the statement uses, a binding the
     /// statement only reads or calls methods on through a `&mut` to it.
     pub params: Vec<(String, Ty)>,
+    /// The parameters that are a `String`'s `as_str()` (typed `&String`
+    /// in the analysis, a reference to the `String`): declared `&str`, as
+    /// the statement's binding is.
+    pub views: Vec<String>,
     /// What it returns.
     pub ret: Ty,
     /// The statement's expression, the names of the parameters passed

@@ -346,6 +346,7 @@ fn lower_fn_outlining(
         outlining,
         pending: vec![],
         known: Default::default(),
+        str_views: HashMap::new(),
     };
     for p in &f.params {
         if matches!(p.ty, Ty::Tuple(_)) {
@@ -405,6 +406,9 @@ struct Lowering<'m, 'a> {
     pending: Vec<outline::Pending>,
     /// Fields a promotion made known (see `known`).
     known: known::KnownFields,
+    /// Names bound by `let`: whether every such binding is a `String`'s
+    /// `as_str()` (see `Outlined::views`).
+    str_views: HashMap<String, bool>,
 }
 
 /// Whether calls of `f` are inlined where they are made, and `f` has no
@@ -878,7 +882,14 @@ impl<'m, 'a> Lowering<'m, 'a> {
             return self.let_else(v, pat, &init.expr, d);
         }
         match pat {
-            Pat::Ident(pi) if pi.subpat.is_none() => self.bind(pi.ident.to_string(), v, local),
+            Pat::Ident(pi) if pi.subpat.is_none() => {
+                let name = pi.ident.to_string();
+                // `let name = s.as_str();`: a `&str` to Rust code it is
+                // handed to, where no other `let` binds the name.
+                let view = matches!(&*init.expr, Expr::MethodCall(m) if m.method == "as_str" && m.args.is_empty());
+                self.str_views.entry(name.clone()).and_modify(|v| *v &= view).or_insert(view);
+                self.bind(name, v, local);
+            }
             // `let _ = out.write_all(..);`: a result dropped, of a type
             // nothing else tells (an opaque object's method's), is unit
             // to compiled code, as a statement's is.

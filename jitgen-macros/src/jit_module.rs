@@ -1308,7 +1308,7 @@ fn outlined_fns(gen: &Gen<'_>) -> Vec<TokenStream> {
                     Some(raw) => Ident::new_raw(raw, Span::call_site()),
                     None => Ident::new(n, Span::call_site()),
                 };
-                let t = rust_ty(t, None);
+                let t = if o.views.contains(&n.to_string()) { quote!(&str) } else { rust_ty(t, None) };
                 quote!(#n: #t)
             });
             let ret = rust_ty(&o.ret, None);

@@ -313,7 +313,9 @@ fn random_programs_with_text_errors_agree_with_plain() {
 /// by their `Display` (`v.to_string()`, before an error that left the module
 /// to Rust), cloned out of a map of globals (`globals.get(&name)`, then
 /// `v.clone()`), and popped into a local `Vec` (a call's arguments): compiled
-/// code declined those two before.
+/// code declined those two before. A name matched as text (`let name =
+/// name.as_str(); match name { "x" => .. }`) runs as Rust, its `&str` as
+/// written (the outlined function took a `&String`, which rustc refused).
 #[jit_interpreter]
 mod owned_values {
     use jitgen::prelude::*;
@@ -348,6 +350,8 @@ mod owned_values {
         Print,
         /// Pops `n` values into a `Vec` and prints them in order.
         Join(usize),
+        /// Pushes 1 for the name `x`, 2 for `y`, else nil.
+        Which(String),
     }
 
     pub struct Interp {
@@ -409,6 +413,15 @@ mod owned_values {
                         let v = self.stack.pop().unwrap_or(Value::Nil);
                         self.lines.push(v.to_string());
                     }
+                    Op::Which(name) => {
+                        let name = name.as_str();
+                        let v = match name {
+                            "x" => Value::Num(1),
+                            "y" => Value::Num(2),
+                            _ => Value::Nil,
+                        };
+                        self.stack.push(v);
+                    }
                     Op::Join(n) => {
                         let mut args = Vec::new();
                         for _ in 0..n {
@@ -464,6 +477,7 @@ fn values_owning_strings_print_by_display_and_clone_out_of_a_map() {
         Get("s".into()),
         Print,
         Get("s".into()),
+        Which("y".into()),
         Join(3),
         Get("t".into()),
     ];
@@ -479,7 +493,7 @@ fn values_owning_strings_print_by_display_and_clone_out_of_a_map() {
         let len = 1 + rng.below(10) as usize;
         let names = ["x", "y"];
         let ops: Vec<owned_values::Op> = (0..len)
-            .map(|_| match rng.below(9) {
+            .map(|_| match rng.below(10) {
                 0 => Const(Num(rng.below(5) as i64)),
                 1 => Const(Str(rng.pick(&names).to_string())),
                 2 => Add,
@@ -488,6 +502,7 @@ fn values_owning_strings_print_by_display_and_clone_out_of_a_map() {
                 5 => Loop(rng.below(len as u64) as usize),
                 6 => Const(Nil),
                 7 => Join(rng.below(4) as usize),
+                8 => Which(rng.pick(&["x", "y", "z"]).to_string()),
                 _ => Print,
             })
             .collect();

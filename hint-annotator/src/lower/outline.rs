@@ -813,7 +813,16 @@ impl Lowering<'_, '_> {
                             syn::Error::new(e.span(), format!("runs as Rust, one residual call (outlined): {what}"))
                         })
                         .collect();
-                    out.push(Outlined { name: p.name.clone(), params, ret, body: p.body.clone(), reasons, stash });
+                    let views = params
+                        .iter()
+                        .filter(|(n, t)| {
+                            self.str_views.get(n) == Some(&true)
+                                && matches!(t, Ty::Ref { mutable: false, to } if **to == Ty::Str)
+                        })
+                        .map(|(n, _)| n.clone())
+                        .collect();
+                    let body = p.body.clone();
+                    out.push(Outlined { name: p.name.clone(), params, views, ret, body, reasons, stash });
                 }
                 (Some(_), Some(ret)) => {
                     unreturnable.push(p.range);
