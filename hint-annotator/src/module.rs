@@ -889,11 +889,17 @@ impl<'a> ModuleDef<'a> {
         }
     }
 
-    /// The type of an enum payload: a field's (see `field_ty`), but `&str`
-    /// (an error's message) is a value of two words, as a `&str` local is.
+    /// The type of an enum payload: a field's (see `field_ty`), but
+    /// `&'static str` (an error's message) is a value of two words, as a
+    /// `&str` local is. (Text borrowed for a lifetime of the enum's stays an
+    /// opaque object: its values are rebuilt as `'static`.)
     fn payload_ty(&self, t: &syn::Type) -> syn::Result<Ty> {
         match t {
-            syn::Type::Reference(r) if r.mutability.is_none() && is_str(&r.elem) => {
+            syn::Type::Reference(r)
+                if r.mutability.is_none()
+                    && is_str(&r.elem)
+                    && r.lifetime.as_ref().is_some_and(|l| l.ident == "static") =>
+            {
                 Ok(Ty::Ref { mutable: false, to: Box::new(Ty::Text) })
             }
             t => self.field_ty(t),

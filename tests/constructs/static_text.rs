@@ -509,3 +509,46 @@ fn values_owning_strings_print_by_display_and_clone_out_of_a_map() {
         check_owned(&ops, 1 + rng.below(300) as usize);
     }
 }
+
+/// An error borrowing text for a lifetime of its enum (`Named(&'a str)`),
+/// not `'static`: its values cannot be rebuilt from words as a literal's
+/// can, so the payload stays an object the analysis does not model and the
+/// module interprets (before, generated code named the lifetime where it
+/// is not declared, and rustc refused it).
+#[jit_interpreter]
+mod borrowed_text {
+    use jitgen::prelude::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Error<'a> {
+        Named(&'a str),
+        Plain,
+    }
+
+    pub fn run<'a>(code: &[u8], name: &'a str, n: i64) -> Result<i64, Error<'a>> {
+        let mut pc = 0;
+        let mut acc = n;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => acc += 1,
+                1 => return Err(Error::Named(name)),
+                2 => return Err(Error::Named("fixed")),
+                _ => return Err(Error::Plain),
+            }
+        }
+        Ok(acc)
+    }
+}
+
+#[test]
+fn an_error_borrowing_text_for_its_enums_lifetime_interprets_and_agrees() {
+    borrowed_text::jit::config().set_threshold(0);
+    let name = String::from("dyn");
+    for code in [&[0u8, 0, 1][..], &[0, 2], &[0, 3], &[0, 0]] {
+        assert_eq!(borrowed_text::run(code, &name, 1), borrowed_text::jit::plain::run(code, &name, 1), "{code:?}");
+    }
+    assert!(borrowed_text::jit::left_to_rust().iter().all(|l| l.starts_with("the module")));
+}
