@@ -7,7 +7,8 @@
 //!   operands) is green when all its operands are; reads through a frozen
 //!   pointer (a shared reference `&T`, or a `hint!(.., deepfreeze)`d value,
 //!   and what is read through them) are foldable; other reads, stores,
-//!   allocations and opaque calls are red;
+//!   allocations and opaque calls are red. A value struct (immutable words,
+//!   `ModuleTypes::value_struct`) is made foldably and is frozen itself;
 //! - a join (a block input argument fed by several values) is red unless a
 //!   `concrete` hint needs it green, in which case every incoming value must be;
 //! - `hint!(e, concrete)` forces `e` and, backwards and recursively, everything
@@ -94,7 +95,7 @@ fn vars_of(args: &[Value]) -> Vec<Var> {
 }
 
 /// Computes the local dependency facts of one graph.
-pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDeps {
+pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool, value_struct: &dyn Fn(&str) -> bool) -> FnDeps {
     let n = g.vars.len();
     let mut deps = vec![Dep::Red(RedReason::Effect); n];
     let mut defined = vec![false; n];
@@ -172,6 +173,9 @@ pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDep
                     local_effects = true;
                     Dep::Red(RedReason::Effect)
                 }
+                // A value of immutable words (`ModuleTypes::value_struct`):
+                // green where its fields are, as an enum value is.
+                OpKind::NewStruct(s) if value_struct(s) => Dep::Foldable(args),
                 OpKind::NewStruct(_) | OpKind::NewVec | OpKind::NewVecRepeat | OpKind::NewBox | OpKind::NewMap => {
                     local_effects = true;
                     Dep::Red(RedReason::Allocation)
@@ -200,7 +204,9 @@ pub(crate) fn fn_deps(g: &FlowGraph, module_fns: &dyn Fn(&str) -> bool) -> FnDep
     }
     // Frozen pointers: shared references, deep-frozen values and what is read
     // through them; a join is frozen when everything flowing in is.
-    let mut frozen: Vec<bool> = g.vars.iter().map(|v| v.ty.is_shared_ref()).collect();
+    // A value struct is frozen too: nothing writes its fields.
+    let mut frozen: Vec<bool> =
+        g.vars.iter().map(|v| v.ty.is_shared_ref() || matches!(&v.ty, Ty::Struct(s) if value_struct(s))).collect();
     for (p, shared) in g.params().iter().zip(&g.shared_params) {
         frozen[p.0 as usize] |= *shared;
     }
@@ -313,10 +319,10 @@ fn describe(g: &FlowGraph, v: Var) -> String {
 }
 
 impl<'g> Analysis<'g> {
-    pub fn run(graphs: &'g IndexMap<String, FlowGraph>) -> Analysis<'g> {
+    pub fn run(graphs: &'g IndexMap<String, FlowGraph>, value_struct: &dyn Fn(&str) -> bool) -> Analysis<'g> {
         let is_module_fn = |f: &str| graphs.contains_key(f);
         let deps: IndexMap<String, FnDeps> =
-            graphs.iter().map(|(n, g)| (n.clone(), fn_deps(g, &is_module_fn))).collect();
+            graphs.iter().map(|(n, g)| (n.clone(), fn_deps(g, &is_module_fn, value_struct))).collect();
         let mut a = Analysis {
             graphs,
             deps,

@@ -375,6 +375,42 @@ pub struct ModuleTypes {
     pub written_structs: std::collections::BTreeSet<String>,
 }
 
+impl ModuleTypes {
+    /// Whether values of the struct `s` are immutable words: `Copy`, of
+    /// fields that are words (`ModuleTypes::word_value`), without
+    /// lifetimes, `Drop` or `#[virtualizable]`, and no analyzed code writes
+    /// its fields. Such a value (a decoded instruction) is green where its
+    /// fields are, and its fields read where it is (see the binding-time
+    /// analysis).
+    pub fn value_struct(&self, s: &str) -> bool {
+        self.structs.get(s).is_some_and(|d| {
+            d.copy
+                && d.lifetimes == 0
+                && !d.drops
+                && !d.virtualizable
+                && !d.fields.is_empty()
+                && d.fields.values().all(|t| self.word_value(t, 0))
+                && !self.written_structs.contains(s)
+        })
+    }
+
+    /// Whether values of type `t` are words with no pointer among them:
+    /// scalars, and the module's enums, `Option`s and tuples of those
+    /// (an opcode, `Option<u8>`), `depth` levels deep at most 4.
+    pub fn word_value(&self, t: &Ty, depth: usize) -> bool {
+        match t {
+            t if t.is_scalar() => !matches!(t, Ty::F32),
+            _ if depth >= 4 => false,
+            Ty::Enum(e) => self.enums.get(e).is_some_and(|d| {
+                d.variants.iter().all(|v| v.fields.iter().all(|(_, f)| self.word_value(f, depth + 1)))
+            }),
+            Ty::Option(t) => self.word_value(t, depth + 1),
+            Ty::Tuple(ts) => ts.iter().all(|t| self.word_value(t, depth + 1)),
+            _ => false,
+        }
+    }
+}
+
 impl ColoredGraphs {
     /// Where the module's portals have nothing to specialize: the span of
     /// a merge point, when no merge point has a green variable live and no
@@ -450,7 +486,8 @@ pub(crate) fn color_module(
     types: ModuleTypes,
     left_to_rust: Vec<LeftToRust>,
 ) -> Result<ColoredGraphs, Vec<syn::Error>> {
-    let mut a = Analysis::run(&graphs);
+    let value_struct = |s: &str| types.value_struct(s);
+    let mut a = Analysis::run(&graphs, &value_struct);
     if !a.errors.is_empty() {
         return Err(std::mem::take(&mut a.errors));
     }

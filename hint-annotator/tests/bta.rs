@@ -56,6 +56,25 @@ fn non_foldable_operations_are_red() {
     }
 }
 
+#[test]
+fn a_value_struct_of_green_fields_is_green() {
+    // `Copy`, of words, never written: a decoded instruction. Its fields
+    // read green where it is, so its operand is a known jump target.
+    let src = "#[derive(Clone, Copy)] enum Op { Add, Jmp }
+        #[derive(Clone, Copy)] struct Instr { op: Op, a: u8 }
+        fn f(w: u32) -> usize { let k = hint!(w, promote); let ins = Instr { op: Op::Jmp, a: k as u8 }; let t = ins.a as usize; t }";
+    assert_eq!(color(src, "f", "ins"), Some(Color::Green));
+    assert_eq!(color(src, "f", "t"), Some(Color::Green));
+    annotate(&src.replace("t }", "hint!(t, concrete) }"));
+    // A struct some code writes is a place in memory, red as before.
+    let written = format!("{src} fn g(i: &mut Instr) {{ i.a = 0; }}");
+    assert_eq!(color(&written, "f", "ins"), Some(Color::Red));
+    assert_eq!(color(&written, "f", "t"), Some(Color::Red));
+    // So is one that is not `Copy`.
+    let moved = src.replace("#[derive(Clone, Copy)] struct", "struct");
+    assert_eq!(color(&moved, "f", "ins"), Some(Color::Red));
+}
+
 /// The first input argument of a block other than the start: a join.
 fn first_join(f: &hint_annotator::ColoredGraph) -> hint_annotator::flowgraph::Var {
     f.graph

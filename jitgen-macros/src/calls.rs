@@ -82,7 +82,15 @@ impl<'g> Gen<'g> {
         }
         let path = rust_path(name);
         let call = quote!(#path(#(#exprs),*));
+        let by_value = self.fns[fi].graph.var(r).ty.clone();
         match rr {
+            // A value struct returned by value (`Instr::decode(w)`): its
+            // one copy for these words (see `value_op`).
+            Repr::GRef(_) if matches!(&by_value, Ty::Struct(s) if self.cg.types().value_struct(s)) => {
+                let Ty::Struct(s) = &by_value else { unreachable!("matched above") };
+                let kept = need!(self, self.green_value_struct(s, call), "the result of this call");
+                self.bind(fi, r, kept)
+            }
             Repr::G(_) | Repr::GRef(_) | Repr::GSlice(_) | Repr::Unit => self.bind(fi, r, call),
             Repr::Enum(t, _) => {
                 let t = t.clone();

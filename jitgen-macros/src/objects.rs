@@ -241,6 +241,28 @@ impl<'g> Gen<'g> {
             OpKind::NewStruct(s) if matches!(rr, Repr::RPtr) && owning_struct(s, types) => {
                 self.new_owning_struct(fi, r, s, args)
             }
+            OpKind::NewStruct(s) if rgreen => {
+                // A value struct of green fields: its one copy for these
+                // words, kept for the process (what a green `&S` holds).
+                let d = types.structs[s].clone();
+                let mut inits = vec![];
+                for (a, (name, t)) in args.iter().zip(&d.fields) {
+                    let m = member(name);
+                    let x = match repr(t, true, types) {
+                        Repr::G(sc) => need!(self, self.operand(fi, a, &Repr::G(sc)), "a field value"),
+                        Repr::Enum(t, n) => {
+                            let x = need!(self, self.operand(fi, a, &Repr::Enum(t.clone(), n)), "a field value");
+                            let (_, unflat, _) = enum_helpers(&t);
+                            quote!(#unflat(&#rt::redbox::const_words(&#x)))
+                        }
+                        _ => return self.decline("a struct made of known fields"),
+                    };
+                    inits.push(quote!(#m: #x));
+                }
+                let st = struct_at(s, types);
+                let kept = need!(self, self.green_value_struct(s, quote!(#st { #(#inits),* })), "a known struct");
+                self.bind(fi, r, kept)
+            }
             OpKind::NewStruct(s) => {
                 let Repr::VPtr = rr else {
                     return self.decline(&format!(
@@ -361,5 +383,28 @@ impl<'g> Gen<'g> {
             }
             _ => unreachable!("jitgen: an object operation dispatched elsewhere"),
         }
+    }
+
+    /// The one copy (`heap::green_copy`) of the value struct `s` (see
+    /// `ModuleTypes::value_struct`) equal to the Rust value `v`, keyed by
+    /// its fields' words (`value_struct_key`).
+    pub(crate) fn green_value_struct(&mut self, s: &str, v: TokenStream) -> Option<TokenStream> {
+        let rt = rt();
+        let types = self.cg.types();
+        let f = Ty::Struct(s.to_string());
+        let key = value_struct_key(&f, &quote!(__v), types)?;
+        let mut enums = vec![];
+        collect_enums(&f, types, &mut enums);
+        for t in enums {
+            if !self.enums.contains(&t) {
+                self.enums.push(t);
+            }
+        }
+        Some(quote!({
+            let __v = #v;
+            let mut __k: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
+            #key
+            #rt::heap::green_copy(&__k, || __v)
+        }))
     }
 }

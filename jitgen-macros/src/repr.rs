@@ -940,6 +940,16 @@ fn payload_field_code(
         copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(#copy) as usize as u64;));
         writes.push(quote!(__w[#at] = #b as *const #st as usize as u64;));
         reads.push(quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost)));
+    } else if let Some(key) = value_struct_key(f, &quote!(#b), types) {
+        // A value struct (a decoded instruction) held by value: the
+        // address of its one copy for these words, which outlives the
+        // enum value it was read from (a green call's `Option<Instr>`).
+        writes.push(quote!(__w[#at] = {
+            let mut __k: ::std::vec::Vec<u64> = ::std::vec::Vec::new();
+            #key
+            #rt::heap::green_copy(&__k, || *#b) as *const _ as *const u8 as usize as u64
+        };));
+        reads.push(quote!(unreachable!("objects held inline cannot be rebuilt from words")));
     } else if inline_object(ty, f, types) || matches!(f, Ty::Struct(_)) {
         // Held inline, or a struct residual code reaches by address
         // only (an `Option<Frame>` of `frames.last()`): its address.
@@ -955,8 +965,45 @@ fn payload_field_code(
     }
 }
 
-/// Every enum type reachable from `ty` (itself and nested payloads).
+/// The code pushing the words of a value struct `v` of type `f` (see
+/// `ModuleTypes::value_struct`) onto `__k: Vec<u64>`: the key of its one
+/// copy (`heap::green_copy`), so that equal values are one object and a
+/// green `&S` compared by address compares values. `None` for any other
+/// type, or a value struct with a field of no key yet (a tuple). The enums
+/// it flattens are among `collect_enums` of an enum holding it.
+pub fn value_struct_key(f: &Ty, v: &TokenStream, types: &ModuleTypes) -> Option<TokenStream> {
+    let Ty::Struct(s) = f else { return None };
+    if !types.value_struct(s) {
+        return None;
+    }
+    let mut words = vec![];
+    for (name, t) in &types.structs.get(s)?.fields {
+        let m = member(name);
+        words.push(match repr(t, true, types) {
+            Repr::G(sc) => {
+                let w = to_word(sc, quote!(#v.#m));
+                quote!(__k.push(#w);)
+            }
+            Repr::Enum(t, _) if plain(&t, types) => {
+                let (flat, _, _) = enum_helpers(&t);
+                quote!(__k.extend_from_slice(&#flat(&#v.#m));)
+            }
+            _ => return None,
+        });
+    }
+    Some(quote!(#(#words)*))
+}
+
+/// Every enum type reachable from `ty` (itself, nested payloads, and the
+/// fields of value structs among them).
 pub fn collect_enums(ty: &Ty, types: &ModuleTypes, out: &mut Vec<Ty>) {
+    if let Ty::Struct(s) = ty {
+        if types.value_struct(s) {
+            for t in types.structs[s].fields.values() {
+                collect_enums(t, types, out);
+            }
+        }
+    }
     if is_enum(ty) && !out.contains(ty) {
         out.push(ty.clone());
         for (_, _, fields, _) in variants(ty, types) {

@@ -17,6 +17,7 @@ mod clox_style;
 mod const_tables;
 mod conversions;
 mod copy_frames;
+mod decoded_vm;
 mod decline;
 mod discriminants;
 mod external_types;
