@@ -20,6 +20,24 @@ fn check(src: &str, expect: Expect) {
 }
 
 #[test]
+fn float_constants_of_paths_are_constants() {
+    check(
+        "fn f(x: f64) -> f64 { if x > f64::MAX { f64::NAN } else { x * std::f64::consts::PI } }",
+        expect![[r#"
+            fn f -> f64
+            block0(x_0: f64 red):
+                R v3: bool = gt(x_0, 1.7976931348623157e308_f64)
+                if v3 then block1(NaN_f64) else block2()
+            block1(v2: f64 red):
+                return v2
+            block2():
+                R v4: f64 = mul(x_0, 3.141592653589793_f64)
+                goto block1(v4)
+        "#]],
+    );
+}
+
+#[test]
 fn let_assign_compound_and_arithmetic() {
     check(
         "fn f(a: i32, b: u8, x: f64) -> i64 {

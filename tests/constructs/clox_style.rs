@@ -86,7 +86,7 @@ mod vm {
                     OpCode::Less => {
                         let b = self.stack.pop().unwrap();
                         let a = self.stack.pop().unwrap();
-                        self.stack.push(if a < b { 1.0 } else { 0.0 });
+                        self.stack.push(if a < b && a > f64::NEG_INFINITY { 1.0 } else { 0.0 });
                     }
                     OpCode::JumpIfFalse(t) => {
                         if *self.stack.last().unwrap() == 0.0 {

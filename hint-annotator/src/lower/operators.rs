@@ -188,6 +188,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
             };
             return LVal::Const(Const::Int(v, it));
         }
+        if let Some(c) = float_const(&segs) {
+            return LVal::Const(c);
+        }
         if let Some((idx, fields)) = self.variant(&ty_name, last) {
             if !fields.is_empty() {
                 return self.unsupported(p, "an enum constructor used as a function value", "call it with its payload");
@@ -466,4 +469,76 @@ pub(super) fn number_ty(name: &str) -> Option<Ty> {
         "f64" => Some(Ty::F64),
         n => IntTy::from_name(n).map(Ty::Int),
     }
+}
+
+/// A float type's associated constant (`f64::NAN`, `f32::MAX`) or one of
+/// its `consts` (`std::f64::consts::PI`), by the path's last segments.
+fn float_const(segs: &[String]) -> Option<Const> {
+    let (ty, name, consts) = match segs {
+        [.., t, c, name] if c == "consts" => (t.as_str(), name.as_str(), true),
+        [.., t, name] => (t.as_str(), name.as_str(), false),
+        _ => return None,
+    };
+    let (v, t) = match ty {
+        "f64" => {
+            let v = if consts {
+                use std::f64::consts::*;
+                match name {
+                    "PI" => PI,
+                    "TAU" => TAU,
+                    "E" => E,
+                    "SQRT_2" => SQRT_2,
+                    "LN_2" => LN_2,
+                    "LN_10" => LN_10,
+                    "FRAC_PI_2" => FRAC_PI_2,
+                    "FRAC_PI_4" => FRAC_PI_4,
+                    "FRAC_1_SQRT_2" => FRAC_1_SQRT_2,
+                    _ => return None,
+                }
+            } else {
+                match name {
+                    "MAX" => f64::MAX,
+                    "MIN" => f64::MIN,
+                    "MIN_POSITIVE" => f64::MIN_POSITIVE,
+                    "EPSILON" => f64::EPSILON,
+                    "INFINITY" => f64::INFINITY,
+                    "NEG_INFINITY" => f64::NEG_INFINITY,
+                    "NAN" => f64::NAN,
+                    _ => return None,
+                }
+            };
+            (v, Ty::F64)
+        }
+        "f32" => {
+            let v = if consts {
+                use std::f32::consts::*;
+                match name {
+                    "PI" => PI,
+                    "TAU" => TAU,
+                    "E" => E,
+                    "SQRT_2" => SQRT_2,
+                    "LN_2" => LN_2,
+                    "LN_10" => LN_10,
+                    "FRAC_PI_2" => FRAC_PI_2,
+                    "FRAC_PI_4" => FRAC_PI_4,
+                    "FRAC_1_SQRT_2" => FRAC_1_SQRT_2,
+                    _ => return None,
+                }
+            } else {
+                match name {
+                    "MAX" => f32::MAX,
+                    "MIN" => f32::MIN,
+                    "MIN_POSITIVE" => f32::MIN_POSITIVE,
+                    "EPSILON" => f32::EPSILON,
+                    "INFINITY" => f32::INFINITY,
+                    "NEG_INFINITY" => f32::NEG_INFINITY,
+                    "NAN" => f32::NAN,
+                    _ => return None,
+                }
+            };
+            (v as f64, Ty::F32)
+        }
+        _ => return None,
+    };
+    Some(Const::Float(v, t))
 }
