@@ -33,7 +33,7 @@
 //! Architecture Invariant: compiled code runs only on green data equal, in content and
 //! in the addresses of its buffers, to the data it was compiled for.
 
-use hint_annotator::types::Ty;
+use hint_annotator::types::{IntTy, Ty};
 use hint_annotator::ModuleTypes;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -72,11 +72,29 @@ pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
             }
         }
         Ty::Vec(t) | Ty::Slice(t) | Ty::Array(t, _) => {
-            let each = content_of(t, quote!(__e));
-            quote! {
+            // Integers as their own bytes (the bytes of bytecode are
+            // themselves), each sequence's room reserved once: this runs at
+            // every portal call of a key with code.
+            let each = match &**t {
+                Ty::Int(IntTy::U8) => None,
+                Ty::Int(_) => Some(quote!(__out.extend_from_slice(&__e.to_le_bytes());)),
+                t => Some(content_of(t, quote!(__e))),
+            };
+            let head = quote! {
                 __out.extend_from_slice(&(#place.as_ptr() as usize as u64).to_le_bytes());
                 __out.extend_from_slice(&(#place.len() as u64).to_le_bytes());
-                for __e in #place.iter() { #each }
+            };
+            match (each, &**t) {
+                (None, _) => quote!(#head __out.extend_from_slice(&#place[..]);),
+                (Some(each), Ty::Int(i)) => {
+                    let bytes = (i.bits() / 8) as usize;
+                    quote! {
+                        #head
+                        __out.reserve(#place.len() * #bytes);
+                        for __e in #place.iter() { #each }
+                    }
+                }
+                (Some(each), _) => quote!(#head for __e in #place.iter() { #each }),
             }
         }
         Ty::Map(..) => quote!(__out.extend_from_slice(&(#place.len() as u64).to_le_bytes());),
