@@ -170,7 +170,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
             None
         }
         Err(e) => {
-            errors.push(e);
+            errors.push(with_split_reason(e, &lifted));
             None
         }
     };
@@ -219,6 +219,31 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         let _ = std::fs::write(path, out.to_string());
     }
     out
+}
+
+/// `e` with, on each error naming a field of a portal's `self` kept whole
+/// (`self_.pc`), why `self` could not be split into its fields: that is
+/// why the field is memory, and red.
+fn with_split_reason(e: syn::Error, lifted: &[methods::LiftedMethod]) -> syn::Error {
+    let Some(why) = lifted.iter().find_map(|l| l.whole_because.as_ref()) else { return e };
+    let mut out: Option<syn::Error> = None;
+    for one in e {
+        // The fields as written (`self.pc`), not as the lifted method names them.
+        let text = one.to_string().replace("self_.", "self.");
+        let one = if text.contains("`self.") || text.contains("(self.") {
+            syn::Error::new(
+                one.span(),
+                format!("{text}; the fields of `self` are memory here, for `self` could not be split into them: {why}"),
+            )
+        } else {
+            one
+        };
+        match &mut out {
+            Some(o) => o.combine(one),
+            None => out = Some(one),
+        }
+    }
+    out.unwrap_or_else(|| syn::Error::new(proc_macro2::Span::call_site(), why))
 }
 
 /// Adds the expansion of `g` to `module`'s items (its portals rewritten in

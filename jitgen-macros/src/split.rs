@@ -39,6 +39,11 @@
 //!   local `Vec` is (a recursion spills it); every `return` and `?` of the
 //!   body first pops it onto the field (`__self_frames_home`), which the
 //!   caller then reverses: no index, so a virtual list moves at compile time.
+//! - An enum field (`last: Option<Instr>`, `flags: Flags`) is moved out of
+//!   `self` (an `Option`, or an enum deriving `Default`) or copied out (a
+//!   `Copy` enum) into a generated tuple struct around it, passed by
+//!   `&mut` as a struct is, and moved back after the call. Another enum, or
+//!   a `Result`, keeps `self` whole where the method uses it.
 //! - A `Vec` of tuples, or of structs holding an `Rc` or `Arc`, is passed
 //!   by `&mut`: compiled code reaches such elements in place only.
 //! - Methods called on `self` are inlined where they are called (their
@@ -160,6 +165,9 @@ pub struct ModuleShapes {
     aliases: BTreeMap<String, syn::Type>,
     /// Enums (values: a field of one is not passed by reference).
     enums: BTreeSet<String>,
+    /// The enums among them deriving `Default`, and those deriving `Copy`.
+    defaults: BTreeSet<String>,
+    copies: BTreeSet<String>,
     /// Structs of the module (whose content keys cover what they hold).
     structs: BTreeSet<String>,
     /// Structs of the module holding a shared pointer (`Rc`, `Arc`), which
@@ -172,6 +180,8 @@ impl ModuleShapes {
     pub fn read(items: &[syn::Item]) -> Self {
         let mut aliases = BTreeMap::new();
         let mut enums = BTreeSet::new();
+        let mut defaults = BTreeSet::new();
+        let mut copies = BTreeSet::new();
         let mut structs = BTreeSet::new();
         let mut sharing = BTreeSet::new();
         for it in items {
@@ -183,6 +193,18 @@ impl ModuleShapes {
                 }
                 syn::Item::Enum(e) => {
                     enums.insert(e.ident.to_string());
+                    let derives = |t: &str| {
+                        e.attrs.iter().any(|a| {
+                            a.path().is_ident("derive")
+                                && names_any(a.meta.to_token_stream(), &[format_ident!("{}", t)])
+                        })
+                    };
+                    if derives("Default") {
+                        defaults.insert(e.ident.to_string());
+                    }
+                    if derives("Copy") {
+                        copies.insert(e.ident.to_string());
+                    }
                 }
                 syn::Item::Struct(s) if s.generics.params.is_empty() => {
                     structs.insert(s.ident.to_string());
@@ -195,7 +217,7 @@ impl ModuleShapes {
                 _ => {}
             }
         }
-        ModuleShapes { aliases, enums, structs, sharing }
+        ModuleShapes { aliases, enums, defaults, copies, structs, sharing }
     }
 
     /// A `Vec` that is made a local list of the portal: of neither tuples
@@ -234,6 +256,19 @@ impl ModuleShapes {
             return Some(true);
         }
         (!self.enums.contains(&h) && !matches!(h.as_str(), "Option" | "Result" | "Self")).then_some(false)
+    }
+
+    /// A value of an enum that has a `Default` (an `Option`, an enum of the
+    /// module deriving it) or is `Copy`: a field of one can be moved or
+    /// copied out of `self` for the call, into a generated struct around
+    /// it ([`FieldKind::Wrapped`]).
+    fn is_takeable_enum(&self, t: &syn::Type) -> bool {
+        type_head(&self.resolve(t)).is_some_and(|h| h == "Option" || self.defaults.contains(&h) || self.is_copy_enum(t))
+    }
+
+    /// An enum of the module deriving `Copy`.
+    fn is_copy_enum(&self, t: &syn::Type) -> bool {
+        type_head(&self.resolve(t)).is_some_and(|h| self.copies.contains(&h))
     }
 
     fn is_array(&self, t: &syn::Type) -> bool {
@@ -799,16 +834,11 @@ pub fn split(
         if name.starts_with("r#") {
             return Err(format!("the raw field name `{name}`"));
         }
-        let kind = field_kind(&f.ty, shapes).unwrap_or_else(|| {
+        let kind = split_kind(&f.ty, &name, m, methods, shapes).unwrap_or_else(|| {
             // Fine while the method does not use it (it stays in `self`).
             unsupported.push(name.clone());
             FieldKind::Mutated
         });
-        let kind = if kind == FieldKind::Owned && shapes.is_scalar_vec(&f.ty) && indexed(&name, m, methods) {
-            FieldKind::Wrapped
-        } else {
-            kind
-        };
         kinds.insert(name.clone(), kind);
         tys.insert(name.clone(), f.ty.clone());
         order.push(name);
@@ -831,7 +861,11 @@ pub fn split(
         return Err(why);
     }
     if let Some(f) = unsupported.iter().find(|f| probe.mentioned.contains(*f)) {
-        return Err(format!("field `{f}`: a value of an enum, `Option` or `Result` (a scalar, or an object passed by reference, can be split)"));
+        return Err(format!(
+            "field `{f}`: an enum that is neither `Copy` nor `Default`, or a `Result` (derive `Default` for \
+             it; a scalar, an `Option`, an enum deriving `Copy` or `Default`, or an object passed by reference, \
+             can be split)"
+        ));
     }
     // Fields the method never uses stay in `self`, untouched.
     order.retain(|f| probe.mentioned.contains(f));
@@ -927,7 +961,8 @@ pub fn split(
                 args.push(c);
             }
             FieldKind::Wrapped => {
-                let (item, param, mut l, e) = wrap_field(f, t, &sname.to_string(), &m.sig.ident.to_string());
+                let copy = shapes.is_copy_enum(t);
+                let (item, param, mut l, e) = wrap_field(f, t, copy, &sname.to_string(), &m.sig.ident.to_string());
                 wrappers.push(item);
                 params.push(param);
                 lets.append(&mut l);
@@ -1043,6 +1078,7 @@ fn indexed(f: &str, m: &syn::ImplItemFn, methods: &BTreeMap<String, syn::ImplIte
 fn wrap_field(
     f: &str,
     t: &syn::Type,
+    copy: bool,
     sname: &str,
     method: &str,
 ) -> (syn::Item, TokenStream, Vec<TokenStream>, TokenStream) {
@@ -1056,7 +1092,9 @@ fn wrap_field(
         #[allow(non_camel_case_types)]
         pub struct #w(pub #t);
     };
-    let lets = vec![quote!(let mut #v = #w(::core::mem::take(&mut self_.#id));), quote!(let #c = &mut #v;)];
+    // A `Copy` enum is copied in (it may have no `Default` to leave).
+    let value = if copy { quote!(self_.#id) } else { quote!(::core::mem::take(&mut self_.#id)) };
+    let lets = vec![quote!(let mut #v = #w(#value);), quote!(let #c = &mut #v;)];
     (item, quote!(#c: &mut #w), lets, quote!(self_.#id = #v.0;))
 }
 
@@ -1070,6 +1108,25 @@ fn field_kind(t: &syn::Type, shapes: &ModuleShapes) -> Option<FieldKind> {
         // opaque object, which compiled code reaches by address only.
         Some(false) if shapes.is_local_list(t) || shapes.is_string(t) => FieldKind::Owned,
         Some(false) => FieldKind::Mutated,
+        None => return None,
+    })
+}
+
+/// How the portal takes the field `name` of type `t`; `None` for a field
+/// it cannot take (which is fine while the method does not use it).
+fn split_kind(
+    t: &syn::Type,
+    name: &str,
+    m: &syn::ImplItemFn,
+    methods: &BTreeMap<String, syn::ImplItemFn>,
+    shapes: &ModuleShapes,
+) -> Option<FieldKind> {
+    Some(match field_kind(t, shapes) {
+        Some(FieldKind::Owned) if shapes.is_scalar_vec(t) && indexed(name, m, methods) => FieldKind::Wrapped,
+        Some(k) => k,
+        // An enum value (`state: Option<Frame>`): moved out for the call
+        // into a struct around it, passed by `&mut` as a struct is.
+        None if shapes.is_takeable_enum(t) => FieldKind::Wrapped,
         None => return None,
     })
 }
