@@ -72,6 +72,11 @@ impl<'g> Gen<'g> {
                     quote!(unsafe { ::core::str::from_utf8_unchecked(#e) })
                 }
                 Repr::GRef(_) | Repr::GSlice(_) if shared => e,
+                // A value struct known while compiling, passed by value:
+                // a copy of its one copy.
+                Repr::GRef(_) if matches!(self.value_ty(fi, a), Ty::Struct(s) if self.cg.types().value_struct(&s)) => {
+                    quote!(*#e)
+                }
                 Repr::Enum(t, _) if plain(t, self.cg.types()) => {
                     let (_, unflat, _) = enum_helpers(t);
                     let rt = rt();

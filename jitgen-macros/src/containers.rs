@@ -899,19 +899,40 @@ impl<'g> Gen<'g> {
             return Some(quote!({ let __g = #g; [#(#words),*] }));
         }
         let p = self.operand(fi, v, &Repr::VPtr)?;
-        let class = alias_class(&sname);
-        let words = fields.iter().enumerate().map(|(k, (name, sc))| {
-            let (m, vt) = (member(name), sc_valty(*sc));
-            quote!(match __st.heap.field(&__p, #k) {
-                Some(__x) => __x,
-                None => {
-                    let __a = __st.heap.force(&mut __c.b, &__p);
-                    let __f = ::core::mem::offset_of!(#sn, #m) as i32;
-                    __st.load_field(&mut __c.b, #vt, &__a, __f, #class, __f)
+        let words = vptr_struct_words(&sn, &sname, &fields);
+        Some(quote!({ let __p = #p; #words }))
+    }
+
+    /// The words of an `Option` held as a tag and an object (`Repr::VOpt`:
+    /// `Some(ins)` of a struct made here) as those of the plain enum `ft`
+    /// (of `n` words) holding the struct as its fields' words
+    /// (`flat_payload`): stored into a field of that type. `None` for other
+    /// types.
+    pub(crate) fn vopt_enum_words(&mut self, fi: usize, v: &Value, ft: &Ty, n: usize) -> Option<TokenStream> {
+        let rt = rt();
+        let Ty::Option(inner) = ft else { return None };
+        let (sname, fields) = flat_payload(inner, self.cg.types())?;
+        let (off, _) = field_offset(ft, "Some", 0, self.cg.types())?;
+        let o = self.operand(fi, v, &Repr::VOpt)?;
+        if !self.enums.contains(ft) {
+            self.enums.push(ft.clone());
+        }
+        let (_, _, tys) = enum_helpers(ft);
+        let words = vptr_struct_words(&format_ident!("{}", sname), &sname, &fields);
+        Some(quote!({
+            let (__tag, __p) = #o;
+            match __tag.as_const() {
+                Some(0) => #rt::RedBox::enum_value::<#n>(&#tys(), 0, &[]),
+                Some(__k) => {
+                    let __f = #words;
+                    #rt::RedBox::enum_value::<#n>(&#tys(), __k, &[(#off, &__f[..])])
                 }
-            })
-        });
-        Some(quote!({ let __p = #p; [#(#words),*] }))
+                None => {
+                    __c.decline("an `Option` of an object stored, its variant known only when running");
+                    break 'path None;
+                }
+            }
+        }))
     }
 
     /// A payload slot (or slots) of an enum array `a` at `off`, as `r`.
@@ -1276,4 +1297,23 @@ impl<'g> Gen<'g> {
             _ => unreachable!("jitgen: a list operation dispatched elsewhere"),
         }
     }
+}
+
+/// The words of the fields of the struct `sname` (a struct of scalars,
+/// `fields`) that the `VPtr` bound to `__p` points to: a virtual object's
+/// fields, or loads from the real one.
+fn vptr_struct_words(sn: &proc_macro2::Ident, sname: &str, fields: &[(String, Sc)]) -> TokenStream {
+    let class = alias_class(sname);
+    let words = fields.iter().enumerate().map(|(k, (name, sc))| {
+        let (m, vt) = (member(name), sc_valty(*sc));
+        quote!(match __st.heap.field(&__p, #k) {
+            Some(__x) => __x,
+            None => {
+                let __a = __st.heap.force(&mut __c.b, &__p);
+                let __f = ::core::mem::offset_of!(#sn, #m) as i32;
+                __st.load_field(&mut __c.b, #vt, &__a, __f, #class, __f)
+            }
+        })
+    });
+    quote!([#(#words),*])
 }

@@ -208,7 +208,10 @@ impl<'g> Gen<'g> {
         addr: TokenStream,
     ) -> TokenStream {
         let n = slots(ft, self.cg.types(), 0).map_or(0, |s| s.len());
-        let v = need!(self, self.operand(fi, value, &Repr::Enum(ft.clone(), n)), "value");
+        let v = match self.value_repr(fi, value) {
+            Repr::VOpt => need!(self, self.vopt_enum_words(fi, value, ft, n), "an `Option` of an object"),
+            _ => need!(self, self.operand(fi, value, &Repr::Enum(ft.clone(), n)), "value"),
+        };
         let (_, unflat, _) = enum_helpers(ft);
         if !self.enums.contains(ft) {
             self.enums.push(ft.clone());

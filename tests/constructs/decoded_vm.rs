@@ -9,7 +9,9 @@
 //! was refused ("concrete cannot be satisfied"). Results and whole final
 //! states (registers, program counter) are compared with `jit::plain`,
 //! through the portal and through `jit::specialize`; random programs too,
-//! some with a word that decodes to nothing.
+//! some with a word that decodes to nothing. The machine's enum fields (an
+//! `Option`, moved, and a `Copy` enum, copied) are taken out of `self` for
+//! the call, so that its counter is still the portal's green state.
 
 use jitgen::prelude::*;
 
@@ -54,14 +56,29 @@ mod decvm {
         }
     }
 
+    /// Where a jump goes: a helper taking the instruction by value.
+    fn target(i: Instr) -> usize {
+        i.b as usize
+    }
+
     pub fn encode(op: u8, a: u8, b: u8, c: u8) -> u32 {
         op as u32 | (a as u32) << 8 | (b as u32) << 16 | (c as u32) << 24
+    }
+
+    /// What the last `Sub` gave (`Copy`, without `Default`).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub enum Flags {
+        Clear,
+        Zero,
+        Negative,
     }
 
     #[derive(Debug, Clone, PartialEq)]
     pub struct Cpu {
         pub regs: [i64; 16],
         pub pc: usize,
+        pub flags: Flags,
+        pub last_jump: Option<usize>,
     }
 
     impl Cpu {
@@ -78,10 +95,21 @@ mod decvm {
                 match ins.op {
                     Op::Load => self.regs[a] = ins.b as i64,
                     Op::Add => self.regs[a] = self.regs[b & 15].wrapping_add(self.regs[c]),
-                    Op::Sub => self.regs[a] = self.regs[b & 15].wrapping_sub(self.regs[c]),
+                    Op::Sub => {
+                        let r = self.regs[b & 15].wrapping_sub(self.regs[c]);
+                        self.regs[a] = r;
+                        self.flags = if r == 0 {
+                            Flags::Zero
+                        } else if r < 0 {
+                            Flags::Negative
+                        } else {
+                            Flags::Clear
+                        };
+                    }
                     Op::Jnz => {
                         if self.regs[a] != 0 {
-                            self.pc = b;
+                            self.last_jump = Some(self.pc - 1);
+                            self.pc = target(ins);
                         }
                     }
                     Op::Ret => return Ok(self.regs[a]),
@@ -95,7 +123,7 @@ mod decvm {
 use decvm::{encode as e, jit, Cpu};
 
 fn check(code: &[u32]) -> Result<i64, String> {
-    let fresh = || Cpu { regs: [0; 16], pc: 0 };
+    let fresh = || Cpu { regs: [0; 16], pc: 0, flags: decvm::Flags::Clear, last_jump: None };
     let mut plain = fresh();
     let want = jit::plain::Cpu::run(&mut plain, code);
     let mut m = fresh();
@@ -153,4 +181,83 @@ fn random_decoded_programs_agree_with_plain() {
         code.extend([e(2, 2, 2, 3), e(3, 2, 2, 0), e(4, rng.below(5) as u8, 0, 0)]);
         let _ = check(&code);
     }
+}
+
+/// A decoded instruction of scalar fields kept in the machine as
+/// `last: Option<Instr>` (`self.last = Some(ins)`, or `None` on a path the
+/// program decides): stored as the `Option`'s words, not outlined.
+#[jit_interpreter]
+mod keptvm {
+    use jitgen::prelude::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct Instr {
+        pub op: u8,
+        pub k: u8,
+    }
+
+    impl Instr {
+        pub fn decode(w: u16) -> Instr {
+            Instr { op: (w >> 8) as u8, k: w as u8 }
+        }
+    }
+
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct Machine {
+        pub acc: i64,
+        pub pc: usize,
+        pub steps: u32,
+        pub last: Option<Instr>,
+    }
+
+    impl Machine {
+        /// Words `op << 8 | k`: 0 adds k; 1 subtracts k; 2 jumps to k while
+        /// the accumulator is positive; 3 forgets the last instruction. At
+        /// most 5,000 steps.
+        pub fn run(&mut self, code: &[u16]) -> i64 {
+            while self.pc < code.len() && self.steps < 5000 {
+                hint!(global_merge_point);
+                self.steps += 1;
+                let ins = Instr::decode(hint!(code[self.pc], concrete));
+                self.pc += 1;
+                let kept = if self.acc % 3 == 0 { Some(ins) } else { None };
+                match ins.op {
+                    0 => self.acc += ins.k as i64,
+                    1 => self.acc -= ins.k as i64,
+                    2 if self.acc > 0 => self.pc = ins.k as usize,
+                    3 => {
+                        self.last = kept;
+                        continue;
+                    }
+                    _ => {}
+                }
+                self.last = Some(ins);
+            }
+            self.acc
+        }
+    }
+}
+
+#[test]
+fn a_decoded_instruction_kept_in_an_option_field_agrees_with_plain() {
+    use keptvm::{jit, Machine};
+    jit::config().set_threshold(0);
+    let mut rng = crate::common::Rng(0x4ee_7);
+    for _ in 0..crate::common::how_many(100) {
+        let w = |op: u16, k: u16| op << 8 | k;
+        let mut code = vec![w(0, 1 + rng.below(40) as u16)];
+        for _ in 0..1 + rng.below(5) {
+            code.push(w(rng.below(4) as u16, rng.below(6) as u16));
+        }
+        code.extend([w(1, 1 + rng.below(3) as u16), w(2, 1)]);
+        let mut plain = Machine::default();
+        let want = jit::plain::Machine::run(&mut plain, &code);
+        let mut m = Machine::default();
+        assert_eq!((m.run(&code), &m), (want, &plain), "{code:x?}");
+        let mut m = Machine::default();
+        assert_eq!((jit::specialize::Machine::run(&mut m, &code), &m), (want, &plain), "{code:x?}");
+    }
+    assert!(jit::left_to_rust().is_empty(), "{:?}", jit::left_to_rust());
+    let s = jit::stats();
+    assert!(s.compilations > 0 && s.declined == 0, "{s:?} {:?}", jit::last_decline());
 }
