@@ -479,66 +479,34 @@ fn float_const(segs: &[String]) -> Option<Const> {
         [.., t, name] => (t.as_str(), name.as_str(), false),
         _ => return None,
     };
-    let (v, t) = match ty {
-        "f64" => {
-            let v = if consts {
-                use std::f64::consts::*;
-                match name {
-                    "PI" => PI,
-                    "TAU" => TAU,
-                    "E" => E,
-                    "SQRT_2" => SQRT_2,
-                    "LN_2" => LN_2,
-                    "LN_10" => LN_10,
-                    "FRAC_PI_2" => FRAC_PI_2,
-                    "FRAC_PI_4" => FRAC_PI_4,
-                    "FRAC_1_SQRT_2" => FRAC_1_SQRT_2,
-                    _ => return None,
-                }
-            } else {
-                match name {
-                    "MAX" => f64::MAX,
-                    "MIN" => f64::MIN,
-                    "MIN_POSITIVE" => f64::MIN_POSITIVE,
-                    "EPSILON" => f64::EPSILON,
-                    "INFINITY" => f64::INFINITY,
-                    "NEG_INFINITY" => f64::NEG_INFINITY,
-                    "NAN" => f64::NAN,
-                    _ => return None,
-                }
-            };
-            (v, Ty::F64)
-        }
-        "f32" => {
-            let v = if consts {
-                use std::f32::consts::*;
-                match name {
-                    "PI" => PI,
-                    "TAU" => TAU,
-                    "E" => E,
-                    "SQRT_2" => SQRT_2,
-                    "LN_2" => LN_2,
-                    "LN_10" => LN_10,
-                    "FRAC_PI_2" => FRAC_PI_2,
-                    "FRAC_PI_4" => FRAC_PI_4,
-                    "FRAC_1_SQRT_2" => FRAC_1_SQRT_2,
-                    _ => return None,
-                }
-            } else {
-                match name {
-                    "MAX" => f32::MAX,
-                    "MIN" => f32::MIN,
-                    "MIN_POSITIVE" => f32::MIN_POSITIVE,
-                    "EPSILON" => f32::EPSILON,
-                    "INFINITY" => f32::INFINITY,
-                    "NEG_INFINITY" => f32::NEG_INFINITY,
-                    "NAN" => f32::NAN,
-                    _ => return None,
-                }
-            };
-            (v as f64, Ty::F32)
-        }
+    // The same names for both float types, each read at its own.
+    macro_rules! value {
+        ($t:ident) => {{
+            use std::$t::consts::*;
+            match (consts, name) {
+                (true, "PI") => PI,
+                (true, "TAU") => TAU,
+                (true, "E") => E,
+                (true, "SQRT_2") => SQRT_2,
+                (true, "LN_2") => LN_2,
+                (true, "LN_10") => LN_10,
+                (true, "FRAC_PI_2") => FRAC_PI_2,
+                (true, "FRAC_PI_4") => FRAC_PI_4,
+                (true, "FRAC_1_SQRT_2") => FRAC_1_SQRT_2,
+                (false, "MAX") => $t::MAX,
+                (false, "MIN") => $t::MIN,
+                (false, "MIN_POSITIVE") => $t::MIN_POSITIVE,
+                (false, "EPSILON") => $t::EPSILON,
+                (false, "INFINITY") => $t::INFINITY,
+                (false, "NEG_INFINITY") => $t::NEG_INFINITY,
+                (false, "NAN") => $t::NAN,
+                _ => return None,
+            }
+        }};
+    }
+    Some(match ty {
+        "f64" => Const::Float(value!(f64), Ty::F64),
+        "f32" => Const::Float(value!(f32) as f64, Ty::F32),
         _ => return None,
-    };
-    Some(Const::Float(v, t))
+    })
 }
