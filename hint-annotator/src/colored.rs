@@ -369,9 +369,12 @@ pub struct ModuleTypes {
     /// them name their result's type, from which Rust infers their type
     /// arguments.
     pub generic_fns: std::collections::BTreeSet<String>,
-    /// The structs whose fields analyzed code writes (`s.f = v`): a `Copy`
-    /// struct of scalars that is not among them is held by enums as its
-    /// fields' words (nothing can write the place a payload was read from).
+    /// The structs whose fields analyzed code writes (`s.f = v`) other than
+    /// through a `&mut` parameter of a portal no analyzed code calls (the
+    /// caller's memory: a split `self.last = ins`): a `Copy` struct of
+    /// scalars that is not among them is held by enums as its fields'
+    /// words (nothing can write the place a payload was read from), and one
+    /// of words is a value struct (`ModuleTypes::value_struct`).
     pub written_structs: std::collections::BTreeSet<String>,
 }
 
@@ -379,7 +382,9 @@ impl ModuleTypes {
     /// Whether values of the struct `s` are immutable words: `Copy`, of
     /// fields that are words (`ModuleTypes::word_value`), without
     /// lifetimes, `Drop` or `#[virtualizable]`, and no analyzed code writes
-    /// its fields. Such a value (a decoded instruction) is green where its
+    /// its fields but through a portal's own `&mut` parameter (the caller's
+    /// memory, never a value made while compiling: `written_structs`). Such
+    /// a value (a decoded instruction) is green where its
     /// fields are, and its fields read where it is (see the binding-time
     /// analysis).
     pub fn value_struct(&self, s: &str) -> bool {

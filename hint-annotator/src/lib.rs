@@ -96,9 +96,10 @@ pub mod types;
 
 use indexmap::IndexMap;
 
-use crate::flowgraph::OpKind;
+use crate::flowgraph::{OpKind, Var};
 use crate::types::Ty;
 use quote::ToTokens;
+use std::collections::BTreeSet;
 
 pub use colored::{
     CallKind, Color, ColoredGraph, ColoredGraphs, LeftToRust, MergePoint, ModuleTypes, GREEN_RESULT_SUFFIX,
@@ -294,7 +295,7 @@ fn analyze(
             Some(e) => Err(e),
             None => {
                 let generic_fns = m.fns.values().filter(|f| f.is_generic()).map(|f| f.name.clone()).collect();
-                let written_structs = written_structs(graphs.values());
+                let written_structs = written_structs(&graphs);
                 let types =
                     ModuleTypes { structs: m.structs.clone(), enums: m.enums.clone(), generic_fns, written_structs };
                 Ok((graphs, types, left))
@@ -304,10 +305,28 @@ fn analyze(
 }
 
 /// The structs some analyzed code writes a field of (`s.f = v`, through
-/// any reference).
-fn written_structs<'g>(graphs: impl Iterator<Item = &'g FlowGraph>) -> std::collections::BTreeSet<String> {
-    let mut out = std::collections::BTreeSet::new();
-    for g in graphs {
+/// any reference) other than through a `&mut` parameter of a portal no
+/// analyzed code calls (`*last = ins` of a split `self.last`): such a
+/// parameter is the caller's memory, which no value made while compiling
+/// can be, and no enum payload read by words (see
+/// `ModuleTypes::value_struct`).
+fn written_structs(graphs: &IndexMap<String, FlowGraph>) -> BTreeSet<String> {
+    let called: BTreeSet<&str> = graphs
+        .values()
+        .flat_map(|g| g.blocks().flat_map(move |b| g.graph[b].ops.iter()))
+        .filter_map(|op| match &op.kind {
+            OpKind::Call(f) => Some(f.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut out = BTreeSet::new();
+    for (name, g) in graphs {
+        let portal = g.blocks().any(|b| g.graph[b].ops.iter().any(|op| matches!(op.kind, OpKind::GlobalMergePoint)));
+        let callers_memory: BTreeSet<Var> = if portal && !called.contains(name.as_str()) {
+            g.params().iter().copied().filter(|p| matches!(g.var(*p).ty, Ty::Ref { mutable: true, .. })).collect()
+        } else {
+            BTreeSet::new()
+        };
         for b in g.blocks() {
             for op in &g.graph[b].ops {
                 if let OpKind::SetField(_) | OpKind::CloneInto(_) = op.kind {
@@ -315,8 +334,11 @@ fn written_structs<'g>(graphs: impl Iterator<Item = &'g FlowGraph>) -> std::coll
                     while let Ty::Ref { to, .. } | Ty::Boxed(to) = t {
                         t = *to;
                     }
-                    if let Ty::Struct(s) = t {
-                        out.insert(s);
+                    match t {
+                        Ty::Struct(s) if !op.args[0].as_var().is_some_and(|v| callers_memory.contains(&v)) => {
+                            out.insert(s);
+                        }
+                        _ => {}
                     }
                 }
             }

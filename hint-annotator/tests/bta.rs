@@ -70,6 +70,14 @@ fn a_value_struct_of_green_fields_is_green() {
     let written = format!("{src} fn g(i: &mut Instr) {{ i.a = 0; }}");
     assert_eq!(color(&written, "f", "ins"), Some(Color::Red));
     assert_eq!(color(&written, "f", "t"), Some(Color::Red));
+    // Written whole through a portal's own `&mut` parameter (a split
+    // `self.last = ins`), the caller's memory, it stays a value.
+    let kept = src.replace(
+        "fn f(w: u32) -> usize { let k",
+        "fn f(w: u32, last: &mut Instr) -> usize { hint!(global_merge_point); let k",
+    );
+    let kept = kept.replace("let t = ins.a", "*last = ins; let t = ins.a");
+    assert_eq!(color(&kept, "f", "t"), Some(Color::Green));
     // So is one that is not `Copy`.
     let moved = src.replace("#[derive(Clone, Copy)] struct", "struct");
     assert_eq!(color(&moved, "f", "ins"), Some(Color::Red));

@@ -369,7 +369,9 @@ pub fn inline_object(of: &Ty, f: &Ty, types: &ModuleTypes) -> bool {
 /// A struct an enum holds as its fields' words, not by address: of
 /// scalars, with no `Drop` of the module's (`Copy` or not: a value moved
 /// out of a place is its words, as a copy is), and no analyzed code writes
-/// its fields (so no write can reach the place a payload was read from: a
+/// its fields but through a portal's own `&mut` parameter, which no enum
+/// holds (`ModuleTypes::written_structs`; so no write can reach the place a
+/// payload was read from: a
 /// handle such as `ObjRef(u32)` in `Value::Obj(ObjRef)`, an error
 /// `VmError { pc, code }` in a `Result`). Its name and fields. Such a
 /// payload is a virtual object where it is bound, made again from the

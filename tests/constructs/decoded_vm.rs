@@ -11,7 +11,9 @@
 //! through the portal and through `jit::specialize`; random programs too,
 //! some with a word that decodes to nothing. The machine's enum fields (an
 //! `Option`, moved, and a `Copy` enum, copied) are taken out of `self` for
-//! the call, so that its counter is still the portal's green state.
+//! the call, so that its counter is still the portal's green state. The
+//! decoded struct is also kept whole in the machine (`self.last = ins`): a
+//! store through the portal's own `&mut`, which leaves it a value.
 
 use jitgen::prelude::*;
 
@@ -28,7 +30,7 @@ mod decvm {
         Ret,
     }
 
-    #[derive(Debug, Clone, Copy)]
+    #[derive(Debug, Clone, Copy, PartialEq)]
     pub struct Instr {
         pub op: Op,
         pub a: u8,
@@ -79,6 +81,7 @@ mod decvm {
         pub pc: usize,
         pub flags: Flags,
         pub last_jump: Option<usize>,
+        pub last: Instr,
     }
 
     impl Cpu {
@@ -91,6 +94,7 @@ mod decvm {
                     None => return Err(format!("bad instruction {w:#x} at {}", self.pc)),
                 };
                 self.pc += 1;
+                self.last = ins;
                 let (a, b, c) = (ins.a as usize, ins.b as usize, ins.c as usize);
                 match ins.op {
                     Op::Load => self.regs[a] = ins.b as i64,
@@ -123,7 +127,13 @@ mod decvm {
 use decvm::{encode as e, jit, Cpu};
 
 fn check(code: &[u32]) -> Result<i64, String> {
-    let fresh = || Cpu { regs: [0; 16], pc: 0, flags: decvm::Flags::Clear, last_jump: None };
+    let fresh = || Cpu {
+        regs: [0; 16],
+        pc: 0,
+        flags: decvm::Flags::Clear,
+        last_jump: None,
+        last: decvm::Instr { op: decvm::Op::Ret, a: 0, b: 0, c: 0 },
+    };
     let mut plain = fresh();
     let want = jit::plain::Cpu::run(&mut plain, code);
     let mut m = fresh();
