@@ -458,11 +458,15 @@ impl<'g> Gen<'g> {
             } else if is_enum(&ty) && (plain(&ty, types) || (!by_ref && rebuildable(&ty, types))) {
                 // A plain enum's words, or a value owning `String`s moved
                 // into the call (Rust moved it: it is not used again).
-                let Some(x) = self.operand(fi, a, &self.value_repr(fi, a)) else {
-                    return Err(self.decline("an argument"));
-                };
-                let (_, unflat, _) = enum_helpers(&ty);
                 let n = slots(&ty, types, 0).map_or(0, |s| s.len());
+                // An `Option` of an object (`Some(ins)` made here) as the
+                // plain enum's words.
+                let x = match self.value_repr(fi, a) {
+                    Repr::VOpt => self.vopt_enum_words(fi, a, &ty, n),
+                    from => self.operand(fi, a, &from),
+                };
+                let Some(x) = x else { return Err(self.decline("an argument")) };
+                let (_, unflat, _) = enum_helpers(&ty);
                 arg_code.push(quote!(__args.extend_from_slice(&#x);));
                 let end = at + n;
                 reads.push(quote!(#unflat(&__b[#at..#end])));

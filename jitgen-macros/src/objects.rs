@@ -323,8 +323,12 @@ impl<'g> Gen<'g> {
                             let x = need!(self, self.operand(fi, a, &Repr::R(sc)), "payload");
                             sets.push(quote!((#off, &[#x][..])));
                         }
-                        Repr::Enum(..) => {
-                            let x = need!(self, self.operand(fi, a, &self.value_repr(fi, a)), "payload");
+                        Repr::Enum(_, n) => {
+                            let x = match self.value_repr(fi, a) {
+                                Repr::VOpt => self.vopt_enum_words(fi, a, &fty, n),
+                                from => self.operand(fi, a, &from),
+                            };
+                            let x = need!(self, x, "payload");
                             sets.push(quote!((#off, &#x[..])));
                         }
                         // A `&str`: its address and length.
