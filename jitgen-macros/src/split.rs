@@ -128,6 +128,9 @@ const READS: &[&str] = &[
     "copied",
     "to_owned",
     "to_string",
+    // By value: out of `&mut self`, only a copy (`self.code[i..i + 2].try_into()`).
+    "into",
+    "try_into",
     "as_str",
     "as_bytes",
     "eq",
@@ -615,7 +618,8 @@ impl VisitMut for Rewrite<'_> {
                 return;
             }
             Expr::MethodCall(mc) => {
-                if let Some(f) = root_field(&mc.receiver) {
+                // Nothing is changed through a shared reference (`code: &'a [u8]`).
+                if let Some(f) = root_field(&mc.receiver).filter(|f| self.kinds.get(f) != Some(&FieldKind::SharedRef)) {
                     if !READS.contains(&mc.method.to_string().as_str()) {
                         if self.kinds.get(&f) == Some(&FieldKind::Cell) {
                             self.fail(&format!("`.{}()` on `self.{f}`", mc.method));
