@@ -36,9 +36,7 @@ impl<'g> Gen<'g> {
         let n = slots(&ty, self.cg.types(), 0).map_or(0, |s| s.len());
         let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum operand");
         let c = need!(self, self.operand(fi, &args[1], &self.value_repr(fi, &args[1])), "enum operand");
-        if !self.enums.contains(&ty) {
-            self.enums.push(ty.clone());
-        }
+        self.uses_enum(&ty);
         let (_, unflat, _) = enum_helpers(&ty);
         let end = 2 * n;
         let test = if eq { quote!(__x == __y) } else { quote!(__x != __y) };

@@ -74,9 +74,7 @@ impl<'g> Gen<'g> {
                 Repr::GRef(_) | Repr::GSlice(_) if shared => e,
                 // A value struct known while compiling, passed by value:
                 // a copy of its one copy.
-                Repr::GRef(_) if matches!(self.value_ty(fi, a), Ty::Struct(s) if self.cg.types().value_struct(&s)) => {
-                    quote!(*#e)
-                }
+                Repr::GRef(_) if value_struct_of(&self.value_ty(fi, a), self.cg.types()).is_some() => quote!(*#e),
                 Repr::Enum(t, _) if plain(t, self.cg.types()) => {
                     let (_, unflat, _) = enum_helpers(t);
                     let rt = rt();
@@ -87,13 +85,13 @@ impl<'g> Gen<'g> {
         }
         let path = rust_path(name);
         let call = quote!(#path(#(#exprs),*));
-        let by_value = self.fns[fi].graph.var(r).ty.clone();
+        let returned = value_struct_of(&self.fns[fi].graph.var(r).ty, self.cg.types()).map(str::to_string);
         match rr {
             // A value struct returned by value (`Instr::decode(w)`): its
             // one copy for these words (see `value_op`).
-            Repr::GRef(_) if matches!(&by_value, Ty::Struct(s) if self.cg.types().value_struct(s)) => {
-                let Ty::Struct(s) = &by_value else { unreachable!("matched above") };
-                let kept = need!(self, self.green_value_struct(s, call), "the result of this call");
+            Repr::GRef(_) if returned.is_some() => {
+                let s = returned.expect("matched above");
+                let kept = need!(self, self.green_value_struct(&s, call), "the result of this call");
                 self.bind(fi, r, kept)
             }
             Repr::G(_) | Repr::GRef(_) | Repr::GSlice(_) | Repr::Unit => self.bind(fi, r, call),
@@ -184,9 +182,7 @@ impl<'g> Gen<'g> {
             (quote!(&[#pt]), quote!(__b[0] = __r as #ptr as usize as u64;))
         } else if is_enum(rty) && rebuildable(rty, types) {
             let (flat, _, tys) = enum_helpers(rty);
-            if !self.enums.contains(rty) {
-                self.enums.push(rty.clone());
-            }
+            self.uses_enum(rty);
             // A value owning strings gives them to the arena: its own
             // words would name strings dropped with it.
             let flat = if plain(rty, types) {
@@ -214,9 +210,7 @@ impl<'g> Gen<'g> {
             (quote!(&[#vt]), quote!(__b[0] = #w;))
         } else if is_enum(rty) && slots(rty, types, 0).is_some() {
             let (flat, _, tys) = enum_helpers(rty);
-            if !self.enums.contains(rty) {
-                self.enums.push(rty.clone());
-            }
+            self.uses_enum(rty);
             (quote!(&#tys()), quote!(let __w = #flat(__r); __b[..__w.len()].copy_from_slice(&__w);))
         } else {
             return None;
@@ -459,13 +453,7 @@ impl<'g> Gen<'g> {
                 // A plain enum's words, or a value owning `String`s moved
                 // into the call (Rust moved it: it is not used again).
                 let n = slots(&ty, types, 0).map_or(0, |s| s.len());
-                // An `Option` of an object (`Some(ins)` made here) as the
-                // plain enum's words.
-                let x = match self.value_repr(fi, a) {
-                    Repr::VOpt => self.vopt_enum_words(fi, a, &ty, n),
-                    from => self.operand(fi, a, &from),
-                };
-                let Some(x) = x else { return Err(self.decline("an argument")) };
+                let Some(x) = self.enum_words(fi, a, &ty, n) else { return Err(self.decline("an argument")) };
                 let (_, unflat, _) = enum_helpers(&ty);
                 arg_code.push(quote!(__args.extend_from_slice(&#x);));
                 let end = at + n;

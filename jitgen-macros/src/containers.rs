@@ -577,9 +577,7 @@ impl<'g> Gen<'g> {
             return self.decline("a value owning an object jitgen does not model, read in place");
         }
         let (flat, _, tys) = enum_helpers(ty);
-        if !self.enums.contains(ty) {
-            self.enums.push(ty.clone());
-        }
+        self.uses_enum(ty);
         // A value owning strings is read as a copy, as Rust's `clone` of it:
         // its place may be overwritten (its strings dropped) while the
         // value lives, and a value moved into a call is its own.
@@ -666,9 +664,7 @@ impl<'g> Gen<'g> {
                 let Repr::Enum(_, n) = *rr else { unreachable!("matched above") };
                 let Some((addr, _)) = self.red_object(fi, base) else { return self.decline("this vector") };
                 if plain(&et, self.cg.types()) {
-                    if !self.enums.contains(&et) {
-                        self.enums.push(et.clone());
-                    }
+                    self.uses_enum(&et);
                     let (m, (_, _, tys)) = (flat_marker(&et), enum_helpers(&et));
                     let class = elem_class(&quote!(#m).to_string());
                     return self.bind(
@@ -903,20 +899,35 @@ impl<'g> Gen<'g> {
         Some(quote!({ let __p = #p; #words }))
     }
 
+    /// Records that the generated code uses the word helpers of the enum
+    /// `t` (`enum_helpers`), made once per module.
+    pub(crate) fn uses_enum(&mut self, t: &Ty) {
+        if !self.enums.contains(t) {
+            self.enums.push(t.clone());
+        }
+    }
+
+    /// The operand `v` as the `n` words of the plain enum `ty` (a residual
+    /// call's argument, a payload, a store): an `Option` held as a tag and
+    /// an object made into them (`vopt_enum_words`).
+    pub(crate) fn enum_words(&mut self, fi: usize, v: &Value, ty: &Ty, n: usize) -> Option<TokenStream> {
+        match self.value_repr(fi, v) {
+            Repr::VOpt => self.vopt_enum_words(fi, v, ty, n),
+            _ => self.operand(fi, v, &Repr::Enum(ty.clone(), n)),
+        }
+    }
+
     /// The words of an `Option` held as a tag and an object (`Repr::VOpt`:
     /// `Some(ins)` of a struct made here) as those of the plain enum `ft`
     /// (of `n` words) holding the struct as its fields' words
-    /// (`flat_payload`): stored into a field of that type. `None` for other
-    /// types.
-    pub(crate) fn vopt_enum_words(&mut self, fi: usize, v: &Value, ft: &Ty, n: usize) -> Option<TokenStream> {
+    /// (`flat_payload`). `None` for other types.
+    fn vopt_enum_words(&mut self, fi: usize, v: &Value, ft: &Ty, n: usize) -> Option<TokenStream> {
         let rt = rt();
         let Ty::Option(inner) = ft else { return None };
         let (sname, fields) = flat_payload(inner, self.cg.types())?;
         let (off, _) = field_offset(ft, "Some", 0, self.cg.types())?;
         let o = self.operand(fi, v, &Repr::VOpt)?;
-        if !self.enums.contains(ft) {
-            self.enums.push(ft.clone());
-        }
+        self.uses_enum(ft);
         let (_, _, tys) = enum_helpers(ft);
         let words = vptr_struct_words(&format_ident!("{}", sname), &sname, &fields);
         Some(quote!({
@@ -1031,9 +1042,7 @@ impl<'g> Gen<'g> {
     /// A green enum value as an array of constant boxes, from a Rust place.
     pub(crate) fn enum_from_rust(&mut self, ty: &Ty, place: TokenStream) -> TokenStream {
         let rt = rt();
-        if !self.enums.contains(ty) {
-            self.enums.push(ty.clone());
-        }
+        self.uses_enum(ty);
         let (flat, _, tys) = enum_helpers(ty);
         quote!({
             let __w = #flat(#place);

@@ -75,26 +75,24 @@ pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
             // Integers as their own bytes (the bytes of bytecode are
             // themselves), each sequence's room reserved once: this runs at
             // every portal call of a key with code.
-            let each = match &**t {
-                Ty::Int(IntTy::U8) => None,
-                Ty::Int(_) => Some(quote!(__out.extend_from_slice(&__e.to_le_bytes());)),
-                t => Some(content_of(t, quote!(__e))),
-            };
             let head = quote! {
                 __out.extend_from_slice(&(#place.as_ptr() as usize as u64).to_le_bytes());
                 __out.extend_from_slice(&(#place.len() as u64).to_le_bytes());
             };
-            match (each, &**t) {
-                (None, _) => quote!(#head __out.extend_from_slice(&#place[..]);),
-                (Some(each), Ty::Int(i)) => {
+            match &**t {
+                Ty::Int(IntTy::U8) => quote!(#head __out.extend_from_slice(&#place[..]);),
+                Ty::Int(i) => {
                     let bytes = (i.bits() / 8) as usize;
                     quote! {
                         #head
                         __out.reserve(#place.len() * #bytes);
-                        for __e in #place.iter() { #each }
+                        for __e in #place.iter() { __out.extend_from_slice(&__e.to_le_bytes()); }
                     }
                 }
-                (Some(each), _) => quote!(#head for __e in #place.iter() { #each }),
+                t => {
+                    let each = content_of(t, quote!(__e));
+                    quote!(#head for __e in #place.iter() { #each })
+                }
             }
         }
         Ty::Map(..) => quote!(__out.extend_from_slice(&(#place.len() as u64).to_le_bytes());),

@@ -208,14 +208,9 @@ impl<'g> Gen<'g> {
         addr: TokenStream,
     ) -> TokenStream {
         let n = slots(ft, self.cg.types(), 0).map_or(0, |s| s.len());
-        let v = match self.value_repr(fi, value) {
-            Repr::VOpt => need!(self, self.vopt_enum_words(fi, value, ft, n), "an `Option` of an object"),
-            _ => need!(self, self.operand(fi, value, &Repr::Enum(ft.clone(), n)), "value"),
-        };
+        let v = need!(self, self.enum_words(fi, value, ft, n), "value");
         let (_, unflat, _) = enum_helpers(ft);
-        if !self.enums.contains(ft) {
-            self.enums.push(ft.clone());
-        }
+        self.uses_enum(ft);
         let (sn, fname) = (struct_at(sname, self.cg.types()), member(name));
         let cb = self.callback(
             n + 1,
@@ -324,11 +319,7 @@ impl<'g> Gen<'g> {
                             sets.push(quote!((#off, &[#x][..])));
                         }
                         Repr::Enum(_, n) => {
-                            let x = match self.value_repr(fi, a) {
-                                Repr::VOpt => self.vopt_enum_words(fi, a, &fty, n),
-                                from => self.operand(fi, a, &from),
-                            };
-                            let x = need!(self, x, "payload");
+                            let x = need!(self, self.enum_words(fi, a, &fty, n), "payload");
                             sets.push(quote!((#off, &#x[..])));
                         }
                         // A `&str`: its address and length.
@@ -402,11 +393,7 @@ impl<'g> Gen<'g> {
         let key = value_struct_key(&f, &quote!(__v), types)?;
         let mut enums = vec![];
         collect_enums(&f, types, &mut enums);
-        for t in enums {
-            if !self.enums.contains(&t) {
-                self.enums.push(t);
-            }
-        }
+        enums.iter().for_each(|t| self.uses_enum(t));
         Some(quote!({
             let __v = #v;
             let mut __k: ::std::vec::Vec<u64> = ::std::vec::Vec::new();

@@ -967,6 +967,14 @@ fn payload_field_code(
     }
 }
 
+/// The name of the value struct `t` is (`ModuleTypes::value_struct`), if it is one.
+pub fn value_struct_of<'t>(t: &'t Ty, types: &ModuleTypes) -> Option<&'t str> {
+    match t {
+        Ty::Struct(s) if types.value_struct(s) => Some(s),
+        _ => None,
+    }
+}
+
 /// The code pushing the words of a value struct `v` of type `f` (see
 /// `ModuleTypes::value_struct`) onto `__k: Vec<u64>`: the key of its one
 /// copy (`heap::green_copy`), so that equal values are one object and a
@@ -974,10 +982,7 @@ fn payload_field_code(
 /// type, or a value struct with a field of no key yet (a tuple). The enums
 /// it flattens are among `collect_enums` of an enum holding it.
 pub fn value_struct_key(f: &Ty, v: &TokenStream, types: &ModuleTypes) -> Option<TokenStream> {
-    let Ty::Struct(s) = f else { return None };
-    if !types.value_struct(s) {
-        return None;
-    }
+    let s = value_struct_of(f, types)?;
     let mut words = vec![];
     for (name, t) in &types.structs.get(s)?.fields {
         let m = member(name);
