@@ -98,10 +98,10 @@ pub mod __private {
                 arc_value_offset, arena_alloc, arena_drop, arena_len, arena_mark, arena_release, arena_take,
                 boxed_slice_layout, clone_into, enum_layout, flat_vec_get, flat_vec_len, flat_vec_new, flat_vec_pop,
                 flat_vec_push, flat_vec_set, flat_vec_store, green_copy, map_contains, map_get, map_insert, map_len,
-                map_new, map_remove, rc_value_offset, slice_ref_layout, take_or_copy_vec, take_string, take_vec,
-                vec_extend, vec_get, vec_header, vec_layout, vec_len, vec_move, vec_new, vec_new_objects,
+                map_new, map_remove, rc_value_offset, slice_ref_layout, take_or_clone, take_or_copy_vec, take_string,
+                take_vec, vec_extend, vec_get, vec_header, vec_layout, vec_len, vec_move, vec_new, vec_new_objects,
                 vec_new_repeat, vec_pop, vec_pop_moved, vec_push, vec_push_moved, vec_reserve_one, vec_set, vec_store,
-                EnumLayout, Flat, Handed, OptionRead,
+                EnumLayout, Flat, Handed, OptionRead, SharedArg,
             };
         }
         /// Compiled code, its calls and callbacks.

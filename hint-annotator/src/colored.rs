@@ -376,6 +376,11 @@ pub struct ModuleTypes {
     /// words (nothing can write the place a payload was read from), and one
     /// of words is a value struct (`ModuleTypes::value_struct`).
     pub written_structs: std::collections::BTreeSet<String>,
+    /// Per function with one (`Type::name` for methods), which parameters
+    /// it declares shared references (`&T`; see `FnDef`'s `shared`):
+    /// a residual call of it lends a value so held by the analysis as
+    /// its value.
+    pub shared_params: std::collections::BTreeMap<String, Vec<bool>>,
 }
 
 impl ModuleTypes {

@@ -296,8 +296,19 @@ fn analyze(
             None => {
                 let generic_fns = m.fns.values().filter(|f| f.is_generic()).map(|f| f.name.clone()).collect();
                 let written_structs = written_structs(&graphs);
-                let types =
-                    ModuleTypes { structs: m.structs.clone(), enums: m.enums.clone(), generic_fns, written_structs };
+                let shared_params = m
+                    .fns
+                    .values()
+                    .filter(|f| f.params.iter().any(|p| p.shared))
+                    .map(|f| (f.name.clone(), f.params.iter().map(|p| p.shared).collect()))
+                    .collect();
+                let types = ModuleTypes {
+                    structs: m.structs.clone(),
+                    enums: m.enums.clone(),
+                    generic_fns,
+                    written_structs,
+                    shared_params,
+                };
                 Ok((graphs, types, left))
             }
         };

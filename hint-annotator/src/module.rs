@@ -785,7 +785,14 @@ impl<'a> ModuleDef<'a> {
             _ => None,
         });
         let (k, v) = (tys.next()?, tys.next()?);
-        Some((self.ty(k, None).ok()?, self.ty(v, None).ok()?))
+        // A key the analysis does not model but compiled code may own
+        // (`Rc<str>`): an opaque object the calls take by address.
+        let key = match self.ty(k, None) {
+            Ok(t) => t,
+            Err(_) if crate::types::shared_opaque(&type_text(k)) => Ty::Foreign(type_text(k)),
+            Err(_) => return None,
+        };
+        Some((key, self.ty(v, None).ok()?))
     }
 
     /// The methods of a trait impl for a struct or enum of the module

@@ -458,18 +458,30 @@ pub(crate) fn unqualified(text: &str) -> &str {
 
 /// Whether a type the analysis does not model, by its text, is one compiled
 /// code may own as a value, as it owns a `String` (moved into its arena, by
-/// address): a `Box` of a trait object (`Box<dyn std::error::Error>`) with no
-/// lifetime or reference in it. Other such types stay objects compiled code
-/// reaches only by address.
+/// address): a `Box` of a trait object (`Box<dyn std::error::Error>`), or a
+/// shared pointer (see `shared_opaque`), with no lifetime or reference in
+/// it. Other such types stay objects compiled code reaches only by address.
 pub fn owned_opaque(text: &str) -> bool {
     let Ok(syn::Type::Path(p)) = syn::parse_str::<syn::Type>(text) else { return false };
-    let plain = !text.contains('\'') && !text.contains('&') && !text.contains("Self");
     let boxed_dyn = p.path.segments.last().is_some_and(|s| {
         s.ident == "Box"
             && matches!(&s.arguments, syn::PathArguments::AngleBracketed(a)
                 if matches!(a.args.first(), Some(syn::GenericArgument::Type(syn::Type::TraitObject(_)))))
     });
-    p.qself.is_none() && plain && boxed_dyn
+    p.qself.is_none() && plain_text(text) && (boxed_dyn || shared_opaque(text))
+}
+
+/// Whether an owned object the analysis does not model is an `Rc<T>` or an
+/// `Arc<T>` with no lifetime or reference in it (`Value::Str(Rc<str>)`):
+/// besides being moved, it is copied by its own `clone` (a count
+/// incremented), so a value holding one may be read in place as a copy,
+/// as a value holding a `String` is.
+pub fn shared_opaque(text: &str) -> bool {
+    plain_text(text) && shared_pointee(text).is_some()
+}
+
+fn plain_text(text: &str) -> bool {
+    !text.contains('\'') && !text.contains('&') && !text.contains("Self")
 }
 
 /// Of the text of a type the analysis does not model: `T` where it is an

@@ -1437,3 +1437,26 @@ fn a_number_methods_path_call_is_the_method_and_a_failed_operand_of_question_mar
         "#]],
     );
 }
+
+#[test]
+fn functions_of_rc_by_path_are_residual_calls_and_an_rc_moves_into_an_enum() {
+    check(
+        "use std::rc::Rc;
+        pub enum Value { Nil, Str(Rc<str>) }
+        fn f(a: &Rc<str>, b: &Rc<str>) -> bool { Rc::ptr_eq(a, b) }
+        fn g(a: &Rc<str>) -> Value { Value::Str(Rc::clone(a)) }",
+        expect![[r#"
+            fn f -> bool
+            block0(a_0: &Rc<str> red, b_1: &Rc<str> red):
+                R v2: bool = call_opaque Rc::ptr_eq(a_0, b_1)  [red call]
+                return v2
+
+            fn g -> Value
+            block0(a_0: &Rc<str> red):
+                R v1: Rc<str> = same_as(a_0)
+                R v2: Rc<str> = call_opaque .clone()(v1)  [red call]
+                R v3: Value = Value::Str(v2)
+                return v3
+        "#]],
+    );
+}

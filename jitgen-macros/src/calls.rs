@@ -436,7 +436,7 @@ impl<'g> Gen<'g> {
         for (i, a) in args.iter().enumerate() {
             starts.push(at);
             let ty = self.value_ty(fi, a);
-            let by_ref = obj.as_ref().is_some_and(|o| o.by_ref(i));
+            let by_ref = obj.as_ref().is_some_and(|o| o.by_ref(i)) || self.lent(name, i);
             if let (Some(_), 0) = (&obj, i) {
                 // The receiver of an opaque object's method: its address.
                 let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("a receiver")) };
@@ -449,6 +449,20 @@ impl<'g> Gen<'g> {
                 arg_code.push(quote!(__args.push(#x);));
                 reads.push(from_word(sc, quote!(__b[#at])));
                 at += 1;
+            } else if is_enum(&ty) && by_ref && !plain(&ty, types) && rebuildable(&ty, types) {
+                // A value owning strings or `Rc`s lent by `&`: a view of
+                // its words, which the call never drops.
+                let n = slots(&ty, types, 0).map_or(0, |s| s.len());
+                let Some(x) = self.enum_words(fi, a, &ty, n) else { return Err(self.decline("an argument")) };
+                self.uses_enum(&ty);
+                let view = view_fn(&ty);
+                arg_code.push(quote!(__args.extend_from_slice(&#x);));
+                let end = at + n;
+                reads.push(quote!(&*#view(&__b[#at..#end])));
+                if let Some(o) = obj.as_deref_mut() {
+                    o.read_as_reference(i);
+                }
+                at += n;
             } else if is_enum(&ty) && (plain(&ty, types) || (!by_ref && rebuildable(&ty, types))) {
                 // A plain enum's words, or a value owning `String`s moved
                 // into the call (Rust moved it: it is not used again).
@@ -568,6 +582,16 @@ impl<'g> Gen<'g> {
                     }),
                 });
                 at += 2;
+            } else if let Some(t) = shared_arg(&ty) {
+                // An `Rc` or `Arc`: its address, read as the callee takes
+                // it (formatted, by reference).
+                let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("an argument")) };
+                arg_code.push(quote!(__args.push(#x);));
+                reads.push(shared_read(t, at, format || by_ref));
+                if let Some(o) = obj.as_deref_mut() {
+                    o.read_as_reference(i);
+                }
+                at += 1;
             } else if let Ty::Ref { mutable, to } = &ty {
                 if matches!(**to, Ty::Slice(_) | Ty::Text) {
                     return Err(self.decline("a slice argument known only at run time to a residual call"));
@@ -590,6 +614,20 @@ impl<'g> Gen<'g> {
             }
         }
         Ok(ArgWords { code: arg_code, reads, starts, at })
+    }
+
+    /// Whether argument `i` of a residual call of `name` is lent by `&`
+    /// where the analysis holds it as a value: a parameter an outlined
+    /// statement takes so (`Outlined::params`: a value owning strings or
+    /// `Rc`s), or one a function of the module declares a shared reference.
+    fn lent(&self, name: &str, i: usize) -> bool {
+        let outlined = self
+            .fns
+            .iter()
+            .flat_map(|f| &f.graph.outlined)
+            .find(|o| o.name == name)
+            .is_some_and(|o| matches!(o.params.get(i), Some((_, Ty::Ref { mutable: false, to })) if is_enum(to)));
+        outlined || self.cg.types().shared_params.get(name).is_some_and(|p| p.get(i) == Some(&true))
     }
 
     /// The continuations of the inlined calls of function `fi`: each point,
@@ -899,5 +937,27 @@ fn scalar_struct_arg(ty: &Ty, types: &hint_annotator::ModuleTypes) -> Option<(St
     match ty {
         Ty::Ref { mutable: false, to } => scalar_struct(to, types).map(|(s, f)| (s, f, true)),
         t => scalar_struct(t, types).map(|(s, f)| (s, f, false)),
+    }
+}
+
+/// The read of an `Rc` or `Arc` of type `t` from its address in word
+/// `at` of a residual call's arguments: a reference, or (`by_ref` false)
+/// as the callee takes it (`heap::SharedArg`).
+fn shared_read(t: &Ty, at: usize, by_ref: bool) -> TokenStream {
+    let (rt, t) = (rt(), rust_ty(t, None));
+    if by_ref {
+        quote!(unsafe { &*(__b[#at] as usize as *const #t) })
+    } else {
+        quote!(unsafe { <_ as #rt::heap::SharedArg<#t>>::from_addr(__b[#at]) })
+    }
+}
+
+/// The `Rc` or `Arc` type an argument of type `ty` (or a shared reference
+/// to one) holds, if it is one (`repr::shared_object`).
+fn shared_arg(ty: &Ty) -> Option<&Ty> {
+    match ty {
+        Ty::Ref { mutable: false, to } if shared_object(to) => Some(to),
+        t if shared_object(t) => Some(t),
+        _ => None,
     }
 }

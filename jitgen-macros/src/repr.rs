@@ -363,7 +363,18 @@ pub fn payload_slots(of: &Ty, f: &Ty, types: &ModuleTypes, depth: usize) -> Opti
 /// Whether `f`, a payload type of the enum `of`, is held inline and reached
 /// by address (see `payload_slots`).
 pub fn inline_object(of: &Ty, f: &Ty, types: &ModuleTypes) -> bool {
-    matches!(of, Ty::Enum(_)) && matches!(f, Ty::Struct(_) | Ty::Foreign(_)) && flat_payload(f, types).is_none()
+    matches!(of, Ty::Enum(_))
+        && matches!(f, Ty::Struct(_) | Ty::Foreign(_))
+        && flat_payload(f, types).is_none()
+        && !shared_object(f)
+}
+
+/// Whether `f` is an `Rc` or `Arc` the analysis does not model
+/// (`hint_annotator::types::shared_opaque`): owned by residual code as a
+/// `String` is, and copied by its `clone`. In an enum read in place, its
+/// word is its address there, as a payload held inline.
+pub fn shared_object(f: &Ty) -> bool {
+    matches!(f, Ty::Foreign(t) if hint_annotator::types::shared_opaque(t))
 }
 
 /// A struct an enum holds as its fields' words, not by address: of
@@ -408,7 +419,7 @@ fn owned_object(f: &Ty, types: &ModuleTypes) -> bool {
 /// the arena, and is never read in place as a copy, which Rust's `clone`
 /// of it may not be.
 pub fn owns_opaque(ty: &Ty, types: &ModuleTypes) -> bool {
-    let direct = |t: &Ty| matches!(t, Ty::Foreign(x) if hint_annotator::types::owned_opaque(x));
+    let direct = |t: &Ty| matches!(t, Ty::Foreign(x) if hint_annotator::types::owned_opaque(x)) && !shared_object(t);
     direct(ty)
         || (is_enum(ty)
             && variants(ty, types).iter().any(|(_, _, fields, _)| {
@@ -717,6 +728,33 @@ pub fn flat_copy_fn(ty: &Ty) -> Ident {
     format_ident!("__flat_copy_{}", mangle(ty))
 }
 
+/// `__view_T`: a rebuildable enum value lent to Rust from its words (see
+/// `payload_view`), in a `ManuallyDrop`.
+pub fn view_fn(ty: &Ty) -> Ident {
+    format_ident!("__view_{}", mangle(ty))
+}
+
+/// The read of a payload field `f` of `ty` at word `at` for a value lent
+/// from its words: what residual code owns (a `String`, an `Rc`, a `Vec`)
+/// read bitwise from its place, so the value is a view whose drop must not
+/// run; anything else as `read` (its value rebuilt).
+fn payload_view(ty: &Ty, f: &Ty, at: usize, width: usize, types: &ModuleTypes, read: &TokenStream) -> TokenStream {
+    if is_enum(f) && !plain(f, types) {
+        let (v, end) = (view_fn(f), at + width);
+        quote!(::core::mem::ManuallyDrop::into_inner(#v(&__w[#at..#end])))
+    } else if *f == Ty::Str
+        || matches!(f, Ty::Vec(e) if scalar(e).is_some())
+        || (owned_object(f, types) && !inline_object(ty, f, types))
+    {
+        let st = rust_ty(f, None);
+        // SAFETY: the words name a live object (see `rebuildable`), read
+        // here as a view its `ManuallyDrop` never drops.
+        quote!(unsafe { ::core::ptr::read(__w[#at] as usize as *const #st) })
+    } else {
+        read.clone()
+    }
+}
+
 /// The marker type implementing `jitgen_runtime::heap::Flat` for a plain
 /// enum type (for the runtime's helpers on `Vec`s of it).
 pub fn flat_marker(ty: &Ty) -> Ident {
@@ -747,6 +785,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
     let mut owned_arms = vec![];
     let mut copy_arms = vec![];
     let mut unflat_arms = vec![];
+    let mut view_arms = vec![];
     let mut at = 1usize;
     for (k, (_, path, fields, named)) in variants(ty, types).into_iter().enumerate() {
         let k32 = k as u64;
@@ -768,10 +807,12 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         let mut moves = vec![];
         let mut copies = vec![];
         let mut reads = vec![];
+        let mut views = vec![];
         for (i, f) in fields.iter().enumerate() {
             let b = &binds[i];
             let width = payload_slots(ty, f, types, 1).map_or(0, |s| s.len());
             payload_field_code(ty, f, b, at, types, &mut writes, &mut moves, &mut copies, &mut reads);
+            views.push(payload_view(ty, f, at, width, types, reads.last().expect("a read")));
             at += width;
         }
         flat_arms.push(quote!(#pat => { #(#writes)* }));
@@ -785,6 +826,14 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
             quote!(#path(#(#reads),*))
         };
         unflat_arms.push(quote!(#k32 => #build,));
+        let view = if fields.is_empty() {
+            quote!(#path)
+        } else if named {
+            quote!(#path { #(#field_names: #views),* })
+        } else {
+            quote!(#path(#(#views),*))
+        };
+        view_arms.push(quote!(#k32 => #view,));
     }
     let marker = flat_marker(ty);
     let ranges: Vec<TokenStream> = variant_ranges(ty, types).iter().map(|(a, b)| quote!((#a, #b))).collect();
@@ -811,7 +860,7 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
     } else {
         quote!()
     };
-    let (owned, copy) = (flat_owned_fn(ty), flat_copy_fn(ty));
+    let (owned, copy, view) = (flat_owned_fn(ty), flat_copy_fn(ty), view_fn(ty));
     let unflat_fn = if rebuildable(ty, types) {
         quote! {
             #marker_impl
@@ -832,6 +881,16 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
                 let mut __w = #flat(__v);
                 match __v { #(#copy_arms)* }
                 __w
+            }
+            /// The value the words name, lent to Rust by reference: what
+            /// it owns read in place, never dropped (an outlined statement's
+            /// `&Value`).
+            #[allow(non_snake_case, unused_variables, unused_unsafe, dead_code)]
+            pub(super) fn #view(__w: &[u64]) -> ::core::mem::ManuallyDrop<#t_static> {
+                ::core::mem::ManuallyDrop::new(match __w[0] {
+                    #(#view_arms)*
+                    _ => unreachable!("a tag out of range"),
+                })
             }
             #[allow(non_snake_case, unused_variables, unused_unsafe)]
             pub(super) fn #unflat(__w: &[u64]) -> #t_static {
@@ -929,19 +988,27 @@ fn payload_field_code(
         reads.push(quote!(unsafe { #rt::heap::take_or_copy_vec(__w[#at]) }));
     } else if owned_object(f, types) && !inline_object(ty, f, types) {
         // A struct of scalars and `String`s, or an object the
-        // analysis does not model (a `Box<dyn Error>`): moved into
-        // the arena and out again. The latter is never copied (a
-        // value holding one is never read in place: `owns_opaque`).
+        // analysis does not model (a `Box<dyn Error>`, an `Rc`): moved
+        // into the arena and out again. An `Rc` is copied by its
+        // `clone`; a `Box<dyn Error>` never is (a value holding one is
+        // never read in place: `owns_opaque`).
         let st = rust_ty(f, None);
         let lost = format!("jitgen: a `{f}` residual code did not make, moved out of an enum value");
         moves.push(quote!(__w[#at] = #rt::heap::arena_alloc(#b) as usize as u64;));
         let copy = match f {
             Ty::Struct(_) => owning_struct_copy(f, b, types),
+            _ if shared_object(f) => quote!(<#st as ::core::clone::Clone>::clone(#b)),
             _ => quote!(unreachable!("jitgen: an object it does not model copied out of its place")),
         };
         copies.push(quote!(__w[#at] = #rt::heap::arena_alloc(#copy) as usize as u64;));
         writes.push(quote!(__w[#at] = #b as *const #st as usize as u64;));
-        reads.push(quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost)));
+        reads.push(if shared_object(f) {
+            // SAFETY: a rebuilt value's words name live objects no one
+            // reads again (see `rebuildable`).
+            quote!(unsafe { #rt::heap::take_or_clone::<#st>(__w[#at]) })
+        } else {
+            quote!(#rt::heap::arena_take::<#st>(__w[#at]).expect(#lost))
+        });
     } else if let Some(key) = value_struct_key(f, &quote!(#b), types) {
         // A value struct (a decoded instruction) held by value: the
         // address of its one copy for these words, which outlives the

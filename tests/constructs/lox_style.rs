@@ -365,7 +365,9 @@ fn a_clox_style_vm_compiles_around_what_it_outlines() {
     let left = lox_like::jit::left_to_rust();
     let functions = ["Heap::name:", "Heap::mark:", "sum:", "most:"];
     assert!(left.iter().all(|l| l.contains("(outlined)") || functions.iter().any(|f| l.starts_with(f))), "{left:?}");
-    assert!(left.iter().any(|l| l.contains("(outlined)") && l.contains("`Heap::name`")), "{left:?}");
+    // The statement calling `Heap::name` (line 194) is outlined: its
+    // `&self` is lent, but its `&str` result is not one compiled code takes.
+    assert!(left.iter().any(|l| l.contains("(outlined)") && l.contains("lox_style.rs:194:")), "{left:?}");
     assert!(lox_like::jit::stats().compilations > 0, "{:?}", lox_like::jit::last_decline());
 }
 

@@ -45,6 +45,7 @@ mod struct_errors;
 
 mod register_vm;
 mod rust_style;
+mod shared_values;
 mod static_text;
 mod string_values;
 mod string_vm;

@@ -302,6 +302,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
             }
             return self.emit(OpKind::CallOpaque(segs.join("::")), args, t, c);
         }
+        if let Some(v) = self.foreign_path_call(c, &segs) {
+            return v;
+        }
         let instead = if matches!(segs.first().map(String::as_str), Some("String" | "str")) {
             STRING_ADVICE
         } else {

@@ -71,6 +71,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
                         then = ".copied()";
                         Ty::Option(Box::new(v))
                     }
+                    // A value owning strings or `Rc`s: cloned out by the
+                    // call, as a `HashMap`'s is (residual code treats a
+                    // `clone` of it as the value itself).
+                    "get" if self.owned_value(&v) => {
+                        then = ".cloned()";
+                        Ty::Option(Box::new(v))
+                    }
                     "get" => return self.unsupported(mc, &format!("a value of type `{v}` read from a map"), ""),
                     _ => Ty::Option(Box::new(v)),
                 }
@@ -82,6 +89,66 @@ impl<'m, 'a> Lowering<'m, 'a> {
             (None, ..) => self.u.fresh(),
         };
         self.emit(OpKind::CallOpaque(format!(".{method}({shape}){then}")), args, t, mc)
+    }
+
+    /// A function of `Rc` or `Arc` called by its path, the type imported
+    /// by `use` (`Rc::ptr_eq(a, b)`, `Rc::new(v)`): one residual call of
+    /// Rust's own function, as a `std::` path is, its result typed by its
+    /// use. `Rc::clone(&x)` is `x.clone()`, and a few give what they give
+    /// on any `Rc` (`ptr_eq`, the counts). `None` for any other path.
+    pub(super) fn foreign_path_call(&mut self, c: &syn::ExprCall, segs: &[String]) -> Option<LVal> {
+        let first = segs.first()?.as_str();
+        let ours = self.m.structs.contains_key(first)
+            || self.m.enums.contains_key(first)
+            || self.m.aliases.contains_key(first)
+            || self.m.fns.keys().any(|f| f.split("::").next() == Some(first));
+        if segs.len() != 2 || !(first == "Rc" || first == "Arc") || ours {
+            return None;
+        }
+        let last = segs.last().map(String::as_str);
+        if let (Some("clone"), 1) = (last, c.args.len()) {
+            let recv = match &c.args[0] {
+                Expr::Reference(r) if r.mutability.is_none() => (*r.expr).clone(),
+                e => syn::parse_quote_spanned!(e.span()=> (*#e)),
+            };
+            return Some(self.expr(&syn::parse_quote_spanned!(c.span()=> #recv.clone())));
+        }
+        let args = self.args(&c.args);
+        let t = match last {
+            Some("ptr_eq") => Ty::Bool,
+            Some("strong_count" | "weak_count") => Ty::Int(IntTy::Usize),
+            _ => self.u.fresh(),
+        };
+        Some(self.emit(OpKind::CallOpaque(segs.join("::")), args, t, c))
+    }
+
+    /// Whether a value of type `t` owns what compiled code owns in its
+    /// arena and can rebuild it from: a `String`, or an owning enum (see
+    /// `owning_enum`).
+    pub(super) fn owned_value(&self, t: &Ty) -> bool {
+        match self.u.shallow(t) {
+            Ty::Str => true,
+            Ty::Enum(n) => !self.copy_value(t) && self.owning_enum(&n, 0),
+            _ => false,
+        }
+    }
+
+    /// Whether an enum of the module owns only what compiled code can own
+    /// and rebuild a value from (`Value::Str(Rc<str>)`, `Value::Str(String)`):
+    /// each payload a plain copy, a `String`, an `Rc` or `Arc`, a struct
+    /// of scalars and `String`s, or another such enum.
+    pub(super) fn owning_enum(&self, n: &str, depth: usize) -> bool {
+        depth < 8
+            && self.m.enums.get(n).is_some_and(|d| {
+                d.variants.iter().all(|v| {
+                    v.fields.iter().all(|(_, f)| match f {
+                        Ty::Foreign(text) => crate::types::shared_opaque(text),
+                        Ty::Enum(x) if !self.copy_value(f) => x != n && self.owning_enum(x, depth + 1),
+                        Ty::Option(_) | Ty::Result(..) => self.copy_value(f),
+                        f => self.returnable_part(f),
+                    })
+                })
+            })
     }
 
     /// Whether `t` is a `Copy` struct of scalars (a handle): read out of a
@@ -216,7 +283,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
 /// an object's address, and a copy of a `Copy` one (a handle) would alias
 /// what it was copied from.
 pub(super) fn opaque_objects_by_value(g: &FlowGraph, span: Span) -> Vec<syn::Error> {
-    let owned = |v: &Value| matches!(v, Value::Var(x) if matches!(g.var(*x).ty, Ty::Foreign(_)));
+    // An `Rc` or `Arc` is moved or copied by Rust's own code (a residual
+    // call takes it by address, by reference or as its own: see
+    // `jitgen_runtime::heap::SharedArg`), so any use of one is allowed.
+    let owned = |v: &Value| matches!(v, Value::Var(x) if matches!(&g.var(*x).ty, Ty::Foreign(t) if !crate::types::shared_opaque(t)));
     let mut errors = vec![];
     let message = |t: &str| {
         format!(

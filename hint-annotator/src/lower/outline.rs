@@ -146,6 +146,9 @@ pub(super) struct Pending {
     body: TokenStream,
     /// The changed locals the call leaves in its stash, by parameter name.
     stashed: Vec<String>,
+    /// The parameters that are values owning strings or `Rc`s, lent by
+    /// `&` (the analysis holds them as values: see `Outlined::params`).
+    lent: Vec<String>,
 }
 
 /// Where to outline, and what was learned outlining.
@@ -508,6 +511,7 @@ impl Lowering<'_, '_> {
         let mut changed: Vec<String> = vec![];
         let mut borrowed: Vec<String> = vec![];
         let mut taken: Vec<String> = vec![];
+        let mut lent: Vec<String> = vec![];
         for n in uses.names.iter().filter(|n| bound.contains(n.as_str())) {
             let shown = if n == "self" { "self".to_string() } else { crate::flowgraph::as_written(n) };
             let Some((_, v)) = mark.env.iter().rev().find(|(m, _)| m == n) else { continue };
@@ -581,6 +585,12 @@ impl Lowering<'_, '_> {
                     taken.push(n.clone());
                 }
                 Passed::ByReference if uses.moved.contains(n) => return Err(format!("it moves `{shown}`")),
+                Passed::ByReference if matches!(t, Ty::Enum(_)) && self.owned_value(&t) => {
+                    if !uses.only_read(n) {
+                        return Err(format!("it changes `{shown}`, a value owning strings or `Rc`s"));
+                    }
+                    lent.push(n.clone());
+                }
                 Passed::ByReference | Passed::Borrowed => {}
             }
             names.push(n.clone());
@@ -647,6 +657,7 @@ impl Lowering<'_, '_> {
                 span,
                 errors: vec![],
                 stashed,
+                lent,
             },
         ))
     }
@@ -712,13 +723,16 @@ impl Lowering<'_, '_> {
             // A struct of the module that is not a plain copy (it holds a
             // `Vec`): an object, by reference as those above.
             Ty::Struct(n) if self.m.structs.contains_key(n) => Some(Passed::ByReference),
+            // A value owning strings or `Rc`s (`Value::Str(Rc<str>)`): by
+            // reference, a view of its words.
+            t if self.owned_value(t) => Some(Passed::ByReference),
             _ => None,
         }
     }
 
     /// Whether values of `t` are plain copies: scalars, `Copy` structs,
     /// enums, options and results of those.
-    fn copy_value(&self, t: &Ty) -> bool {
+    pub(super) fn copy_value(&self, t: &Ty) -> bool {
         match self.u.shallow(t) {
             t if t.is_scalar() => true,
             Ty::Struct(n) => {
@@ -761,7 +775,7 @@ impl Lowering<'_, '_> {
     /// and `String`s (an error with its message), or an object the analysis
     /// does not model that owns what it holds (a `Box<dyn Error>`), which
     /// compiled code then owns as it owns a `String`.
-    fn returnable_part(&self, t: &Ty) -> bool {
+    pub(super) fn returnable_part(&self, t: &Ty) -> bool {
         match self.u.shallow(t) {
             Ty::Unit | Ty::Str => true,
             Ty::Foreign(text) => crate::types::owned_opaque(&text),
@@ -772,6 +786,7 @@ impl Lowering<'_, '_> {
             }),
             Ty::Option(x) => self.returnable_part(&x),
             Ty::Result(x, y) => self.returnable_part(&x) && self.returnable_part(&y),
+            Ty::Enum(n) if !self.copy_value(&Ty::Enum(n.clone())) => self.owning_enum(&n, 0),
             t => self.copy_value(&t),
         }
     }
@@ -791,8 +806,16 @@ impl Lowering<'_, '_> {
         let mut errors = vec![];
         let mut unreturnable = vec![];
         for p in &self.pending {
-            let params: Option<Vec<(String, Ty)>> =
-                p.names.iter().zip(&p.args).map(|(n, a)| Some((n.clone(), resolved(&self.ty_of(a))?))).collect();
+            let lend = |n: &String, t: Ty| match p.lent.contains(n) {
+                true => Ty::Ref { mutable: false, to: Box::new(t) },
+                false => t,
+            };
+            let params: Option<Vec<(String, Ty)>> = p
+                .names
+                .iter()
+                .zip(&p.args)
+                .map(|(n, a)| Some((n.clone(), lend(n, resolved(&self.ty_of(a))?))))
+                .collect();
             let ret = resolved(&self.vars[p.result.0 as usize].ty);
             match (params, ret) {
                 (Some(params), Some(ret)) if self.returnable(&ret) => {

@@ -136,10 +136,48 @@ pub unsafe fn take_or_copy_vec<T: Clone + 'static>(addr: u64) -> Vec<T> {
 /// # Safety
 /// `addr` must be the address of a live `String`.
 pub unsafe fn take_string(addr: u64) -> String {
-    match arena_take::<String>(addr) {
-        Some(s) => s,
+    // SAFETY: guaranteed by the caller.
+    unsafe { take_or_clone::<String>(addr) }
+}
+
+/// The value at `addr` as one of its own, as [`take_string`] gives a
+/// `String`: out of the arena, else a clone of the interpreter's own (an
+/// `Rc` residual code read in place: its count incremented).
+///
+/// # Safety
+/// `addr` must be the address of a live `T`.
+pub unsafe fn take_or_clone<T: Clone + 'static>(addr: u64) -> T {
+    match arena_take::<T>(addr) {
+        Some(v) => v,
         // SAFETY: guaranteed by the caller.
-        None => unsafe { &*(addr as usize as *const String) }.clone(),
+        None => unsafe { &*(addr as usize as *const T) }.clone(),
+    }
+}
+
+/// An argument of a residual call made from the address of an object of
+/// type `P` (an `Rc`) that compiled code holds, as the callee takes it
+/// (Rust's inference picks the impl): `&P` by reference, or `P` as a value
+/// of its own (see [`take_or_clone`]).
+pub trait SharedArg<P>: Sized {
+    /// The argument.
+    ///
+    /// # Safety
+    /// `addr` must be the address of a live `P`, in the arena or in a
+    /// place of the interpreter's that outlives the call.
+    unsafe fn from_addr(addr: u64) -> Self;
+}
+
+impl<P: Clone + 'static> SharedArg<P> for P {
+    unsafe fn from_addr(addr: u64) -> P {
+        // SAFETY: guaranteed by the caller.
+        unsafe { take_or_clone::<P>(addr) }
+    }
+}
+
+impl<'a, P: 'static> SharedArg<P> for &'a P {
+    unsafe fn from_addr(addr: u64) -> &'a P {
+        // SAFETY: guaranteed by the caller.
+        unsafe { &*(addr as usize as *const P) }
     }
 }
 
