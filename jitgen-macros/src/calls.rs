@@ -587,7 +587,9 @@ impl<'g> Gen<'g> {
                 // it (formatted, by reference).
                 let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("an argument")) };
                 arg_code.push(quote!(__args.push(#x);));
-                reads.push(shared_read(t, at, format || by_ref));
+                let reference = format || by_ref || matches!(ty, Ty::Ref { .. });
+                let as_taken = obj.is_some() || name.starts_with("Rc::") || name.starts_with("Arc::");
+                reads.push(shared_read(t, at, reference, as_taken));
                 if let Some(o) = obj.as_deref_mut() {
                     o.read_as_reference(i);
                 }
@@ -941,14 +943,18 @@ fn scalar_struct_arg(ty: &Ty, types: &hint_annotator::ModuleTypes) -> Option<(St
 }
 
 /// The read of an `Rc` or `Arc` of type `t` from its address in word
-/// `at` of a residual call's arguments: a reference, or (`by_ref` false)
-/// as the callee takes it (`heap::SharedArg`).
-fn shared_read(t: &Ty, at: usize, by_ref: bool) -> TokenStream {
+/// `at` of a residual call's arguments: by `&` where it is `reference`
+/// (formatted, passed as `&x`, a parameter declared `&Rc<T>`); else, where
+/// the callee's parameter types are not a bare type parameter (`as_taken`:
+/// a method's, a function of `Rc`'s), as its type says, a reference or its
+/// own (`heap::SharedArg`); else as its own (`heap::take_or_clone`), so no
+/// inference is asked of Rust for a generic callee (`drop(x)`).
+fn shared_read(t: &Ty, at: usize, reference: bool, as_taken: bool) -> TokenStream {
     let (rt, t) = (rt(), rust_ty(t, None));
-    if by_ref {
-        quote!(unsafe { &*(__b[#at] as usize as *const #t) })
-    } else {
-        quote!(unsafe { <_ as #rt::heap::SharedArg<#t>>::from_addr(__b[#at]) })
+    match (reference, as_taken) {
+        (true, _) => quote!(unsafe { &*(__b[#at] as usize as *const #t) }),
+        (false, true) => quote!(unsafe { <_ as #rt::heap::SharedArg<#t>>::from_addr(__b[#at]) }),
+        (false, false) => quote!(unsafe { #rt::heap::take_or_clone::<#t>(__b[#at]) }),
     }
 }
 

@@ -139,7 +139,9 @@ mod rc_values {
                         self.output.push(v.to_string());
                     }
                     Op::Pop => {
-                        self.pop()?;
+                        if let Value::Str(s) = self.pop()? {
+                            drop(s);
+                        }
                     }
                 }
             }

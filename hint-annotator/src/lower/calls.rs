@@ -300,7 +300,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 [.., m, f] if m == "mem" && f == "swap" => self.unify(&t, &Ty::Unit, c.span()),
                 _ => {}
             }
-            return self.emit(OpKind::CallOpaque(segs.join("::")), args, t, c);
+            // The prelude's `drop` is no item of the module.
+            let path = if segs == ["drop"] { "std::mem::drop".to_string() } else { segs.join("::") };
+            return self.emit(OpKind::CallOpaque(path), args, t, c);
         }
         if let Some(v) = self.foreign_path_call(c, &segs) {
             return v;
