@@ -449,8 +449,8 @@ impl<'g> Gen<'g> {
                 arg_code.push(quote!(__args.push(#x);));
                 reads.push(from_word(sc, quote!(__b[#at])));
                 at += 1;
-            } else if is_enum(&ty) && by_ref && !plain(&ty, types) && rebuildable(&ty, types) {
-                // A value owning strings or `Rc`s lent by `&`: a view of
+            } else if is_enum(&ty) && (by_ref || format) && !plain(&ty, types) && rebuildable(&ty, types) {
+                // A value owning strings or `Rc`s lent by `&` (or formatted): a view of
                 // its words, which the call never drops.
                 let n = slots(&ty, types, 0).map_or(0, |s| s.len());
                 let Some(x) = self.enum_words(fi, a, &ty, n) else { return Err(self.decline("an argument")) };

@@ -910,6 +910,26 @@ impl<'g> Gen<'g> {
     /// The operand `v` as the `n` words of the plain enum `ty` (a residual
     /// call's argument, a payload, a store): an `Option` held as a tag and
     /// an object made into them (`vopt_enum_words`).
+    /// The drop of a local enum value owning strings or `Rc`s where its
+    /// block ends (`OpKind::Drop`): rebuilt from its words and dropped by
+    /// Rust, which frees what it owns in the arena (an object read in
+    /// place is a copy: `heap::take_or_clone`). Nothing for an enum that
+    /// owns nothing, or owns what cannot be rebuilt so (see
+    /// `repr::drops_by_rebuilding`).
+    pub(crate) fn enum_drop(&mut self, fi: usize, v: &Value) -> TokenStream {
+        let ty = self.value_ty(fi, v);
+        let types = self.cg.types();
+        if !is_enum(&ty) || plain(&ty, types) || !drops_by_rebuilding(&ty, types, 0) {
+            return quote!();
+        }
+        let n = slots(&ty, types, 0).map_or(0, |s| s.len());
+        let Some(words) = self.enum_words(fi, v, &ty, n) else { return quote!() };
+        self.uses_enum(&ty);
+        let (_, unflat, _) = enum_helpers(&ty);
+        let cb = self.callback(n.max(1), quote!(::core::mem::drop(#unflat(&__b[..#n]));));
+        quote!(__c.b.red_call(#cb, "drop", &#words, &[]);)
+    }
+
     pub(crate) fn enum_words(&mut self, fi: usize, v: &Value, ty: &Ty, n: usize) -> Option<TokenStream> {
         match self.value_repr(fi, v) {
             Repr::VOpt => self.vopt_enum_words(fi, v, ty, n),

@@ -429,6 +429,29 @@ pub fn owns_opaque(ty: &Ty, types: &ModuleTypes) -> bool {
             }))
 }
 
+/// Whether a rebuildable enum's value rebuilt from its words and dropped
+/// frees only what residual code owns: each payload a scalar, text, a
+/// handle, a `String`, a `Vec` of scalars or an `Rc` (each taken out of
+/// the arena, or a copy of the interpreter's own), or such an enum. (An
+/// owning struct is taken out of the arena only, and may be the
+/// interpreter's own.)
+pub fn drops_by_rebuilding(ty: &Ty, types: &ModuleTypes, depth: usize) -> bool {
+    depth < 8
+        && rebuildable(ty, types)
+        && variants(ty, types).iter().all(|(_, _, fields, _)| {
+            fields.iter().all(|f| {
+                scalar(f).is_some()
+                    || *f == Ty::Str
+                    || matches!(f, Ty::Vec(e) if scalar(e).is_some())
+                    || shared_object(f)
+                    || is_text_ref(f)
+                    || flat_payload(f, types).is_some()
+                    || *f == Ty::Unit
+                    || (is_enum(f) && (plain(f, types) || drops_by_rebuilding(f, types, depth + 1)))
+            })
+        })
+}
+
 /// Whether values of the type can be rebuilt from their words (no pointers inside).
 pub fn plain(ty: &Ty, types: &ModuleTypes) -> bool {
     slots(ty, types, 0).is_some_and(|s| s.iter().all(|x| !matches!(x, Slot::Ptr | Slot::Owned)))

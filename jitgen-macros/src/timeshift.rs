@@ -629,6 +629,9 @@ impl<'g> Gen<'g> {
                     __c.b.red_call(#rt::heap::arena_drop, "drop", &[__a], &[]);
                 })
             }
+            // A value owning strings or `Rc`s (a popped `Value`): what it
+            // owns in the arena.
+            OpKind::Drop if matches!(self.value_repr(fi, &args[0]), Repr::Enum(..)) => self.enum_drop(fi, &args[0]),
             // What compiled code holds otherwise (a virtual list, green data)
             // is not dropped.
             OpKind::Drop if !matches!(self.value_repr(fi, &args[0]), Repr::RPtr) => quote!(),

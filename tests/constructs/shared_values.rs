@@ -135,8 +135,10 @@ mod rc_values {
                         }
                     }
                     Op::Print => {
+                        // Formatted twice: the first must not consume it.
                         let v = self.pop()?;
                         self.output.push(v.to_string());
+                        self.output.push(format!("<{v}>"));
                     }
                     Op::Pop => {
                         if let Value::Str(s) = self.pop()? {
@@ -222,7 +224,8 @@ fn values_holding_rc_strings_compile_and_agree_with_plain() {
     rc_values::jit::config().set_threshold(0);
     let (r, _, globals, output) = check(&code, 10_000);
     assert_eq!(r, Err("cannot add 1 and x".to_string()));
-    assert_eq!(output, vec![format!("a{}", "b".repeat(31)), "true".to_string(), "true".to_string()]);
+    let s = format!("a{}", "b".repeat(31));
+    assert_eq!(output, [s.as_str(), &format!("<{s}>"), "true", "<true>", "true", "<true>"]);
     assert_eq!(globals.len(), 1);
     for fuel in [3, 9, 40] {
         check(&code, fuel);

@@ -556,7 +556,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// the object); or a `Vec` of what is not a scalar (a call's arguments)
     /// those statements never move (`outline::never_moved`). Residual code drops
     /// the object where it made it (in the arena; a virtual one is
-    /// forgotten), instead of keeping it to the portal's return.
+    /// forgotten), instead of keeping it to the portal's return. An enum
+    /// owning strings or `Rc`s (a popped `Value`) that those statements
+    /// never move is dropped so too.
     pub(super) fn drop_scope_objects(&mut self, depth: usize, src: &syn::Block) {
         let locals: Vec<(String, Var)> = self.env[depth..]
             .iter()
@@ -572,6 +574,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
             let owned = match &ty {
                 Ty::Struct(s) => self.owns_heap(s, 0),
                 Ty::Vec(e) => self.owns_heap_ty(&self.u.shallow(e), 0),
+                // A value owning strings or `Rc`s (a popped `Value`).
+                Ty::Enum(_) => self.owned_value(&ty),
                 _ => false,
             };
             if !seen.insert(name.clone()) || !owned {
