@@ -841,21 +841,18 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         flat_arms.push(quote!(#pat => { #(#writes)* }));
         owned_arms.push(quote!(#pat => { #(#moves)* }));
         copy_arms.push(quote!(#pat => { #(#copies)* }));
-        let build = if fields.is_empty() {
-            quote!(#path)
-        } else if named {
-            quote!(#path { #(#field_names: #reads),* })
-        } else {
-            quote!(#path(#(#reads),*))
+        // The variant made of one payload expression per field.
+        let build = |parts: &[TokenStream]| {
+            if fields.is_empty() {
+                quote!(#path)
+            } else if named {
+                quote!(#path { #(#field_names: #parts),* })
+            } else {
+                quote!(#path(#(#parts),*))
+            }
         };
-        unflat_arms.push(quote!(#k32 => #build,));
-        let view = if fields.is_empty() {
-            quote!(#path)
-        } else if named {
-            quote!(#path { #(#field_names: #views),* })
-        } else {
-            quote!(#path(#(#views),*))
-        };
+        let (built, view) = (build(&reads), build(&views));
+        unflat_arms.push(quote!(#k32 => #built,));
         view_arms.push(quote!(#k32 => #view,));
     }
     let marker = flat_marker(ty);
