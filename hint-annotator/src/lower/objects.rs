@@ -92,10 +92,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
     }
 
     /// A function of `Rc` or `Arc` called by its path, the type imported
-    /// by `use` (`Rc::ptr_eq(a, b)`, `Rc::new(v)`): one residual call of
-    /// Rust's own function, as a `std::` path is, its result typed by its
-    /// use. `Rc::clone(&x)` is `x.clone()`, and a few give what they give
-    /// on any `Rc` (`ptr_eq`, the counts). `None` for any other path.
+    /// by `use`: `Rc::clone(&x)` is `x.clone()`, and `Rc::ptr_eq(a, b)`
+    /// and the counts are one residual call of Rust's own function each.
+    /// `None` for any other path.
     pub(super) fn foreign_path_call(&mut self, c: &syn::ExprCall, segs: &[String]) -> Option<LVal> {
         let first = segs.first()?.as_str();
         let ours = self.m.structs.contains_key(first)
@@ -113,12 +112,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
             };
             return Some(self.expr(&syn::parse_quote_spanned!(c.span()=> #recv.clone())));
         }
-        let args = self.args(&c.args);
         let t = match last {
             Some("ptr_eq") => Ty::Bool,
             Some("strong_count" | "weak_count") => Ty::Int(IntTy::Usize),
-            _ => self.u.fresh(),
+            // Another (`Rc::new`, `Rc::from`) gives a type Rust infers
+            // from its use, which a residual call cannot name: the
+            // statement holding it is outlined.
+            _ => return None,
         };
+        let args = self.args(&c.args);
         Some(self.emit(OpKind::CallOpaque(segs.join("::")), args, t, c))
     }
 
