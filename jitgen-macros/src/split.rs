@@ -25,7 +25,9 @@
 //!   and the body reads each through a local (`__self_pc`), which starts
 //!   from a parameter (`__self_pc_at_entry`) and which every assignment
 //!   writes through into its cell: the local is what the merge point sees,
-//!   so `hint!(self.pc, concrete)` makes the counter green. A promotion
+//!   so `hint!(self.pc, concrete)` makes the counter green. A number's
+//!   own method called on one (`self.fuel.checked_sub(1)`, by value) reads
+//!   its local; one of the `_assign` kind keeps `self` whole. A promotion
 //!   as a statement, `hint!(self.pc, promote);`, is the assignment
 //!   `self.pc = hint!(self.pc, promote);`: the field itself is promoted.
 //! - A changed `Vec` of scalars that the methods index (an operand stack
@@ -620,7 +622,13 @@ impl VisitMut for Rewrite<'_> {
             Expr::MethodCall(mc) => {
                 // Nothing is changed through a shared reference (`code: &'a [u8]`).
                 if let Some(f) = root_field(&mc.receiver).filter(|f| self.kinds.get(f) != Some(&FieldKind::SharedRef)) {
-                    if !READS.contains(&mc.method.to_string().as_str()) {
+                    let m = mc.method.to_string();
+                    // A scalar's own methods take it by value
+                    // (`self.fuel.checked_sub(1)`): a read of its cell.
+                    let scalar_read = self.kinds.get(&f) == Some(&FieldKind::Cell)
+                        && self_field(&mc.receiver).as_ref() == Some(&f)
+                        && !(m.ends_with("_assign") || ["swap", "replace", "take", "clone_from"].contains(&m.as_str()));
+                    if !READS.contains(&m.as_str()) && !scalar_read {
                         if self.kinds.get(&f) == Some(&FieldKind::Cell) {
                             self.fail(&format!("`.{}()` on `self.{f}`", mc.method));
                             return;

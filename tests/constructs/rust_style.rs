@@ -956,7 +956,7 @@ fn a_method_portal_compiles_and_leaves_self_as_plain_does() {
             assert_eq!(got.run(code), r_plain, "{code:?} {start}");
             assert_eq!(got, want, "{code:?} {start}");
             let mut spec = Acc { acc: start, ..Acc::default() };
-            assert_eq!(jit::specialize::Acc::run(code).call(&mut spec), r_plain, "{code:?} {start}");
+            assert_eq!(jit::specialize::Acc::run(&mut spec, code), r_plain, "{code:?} {start}");
             assert_eq!(spec, want, "{code:?} {start}");
         }
     }
