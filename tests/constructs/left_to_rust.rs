@@ -145,69 +145,6 @@ fn a_module_whose_portal_uses_unsupported_rust_interprets_and_says_why() {
         the module: tests/constructs/left_to_rust.rs:120:45: a byte string literal is not supported in a #[jit_interpreter] function; take bytes as a parameter (`&[u8]`), or make them with `vec![...]`"#]].assert_eq(&left);
 }
 
-/// A machine over a program it borrows (`code: &'a [u8]`) whose operands
-/// are read by `u16::from_le_bytes(self.code[i..i + 2].try_into().unwrap())`:
-/// a method call on the borrowed program changes nothing (it made `self`
-/// whole before, and `hint!(self.ip, concrete)` a compile error).
-/// `from_le_bytes` of a sub-slice is not supported yet: the module
-/// interprets, and says why.
-#[jit_interpreter]
-mod borrowed_operands {
-    use jitgen::prelude::*;
-
-    pub struct Vm<'a> {
-        pub code: &'a [u8],
-        pub ip: usize,
-        pub stack: Vec<i64>,
-    }
-
-    impl<'a> Vm<'a> {
-        fn read_u16(&mut self) -> u16 {
-            let v = u16::from_le_bytes(self.code[self.ip..self.ip + 2].try_into().unwrap());
-            self.ip += 2;
-            v
-        }
-
-        /// Ops: 0 pushes a `u16`; 1 decrements the top; 2 jumps to a
-        /// `u16` while the top is not zero; else returns the top.
-        pub fn run(&mut self) -> Option<i64> {
-            loop {
-                hint!(global_merge_point);
-                let op = self.code[hint!(self.ip, concrete)];
-                self.ip += 1;
-                match op {
-                    0 => {
-                        let v = self.read_u16();
-                        self.stack.push(v as i64);
-                    }
-                    1 => *self.stack.last_mut()? -= 1,
-                    2 => {
-                        let to = self.read_u16() as usize;
-                        if *self.stack.last()? != 0 {
-                            self.ip = to;
-                        }
-                    }
-                    _ => return self.stack.pop(),
-                }
-            }
-        }
-    }
-}
-
-#[test]
-fn a_borrowed_program_read_by_a_method_call_keeps_self_split() {
-    use borrowed_operands::{jit, Vm};
-    jit::config().set_threshold(0);
-    for code in [&[0u8, 0xf4, 0x01, 1, 2, 3, 0, 9][..], &[0, 7, 0, 9], &[1]] {
-        let mut plain = Vm { code, ip: 0, stack: vec![] };
-        let want = jit::plain::Vm::run(&mut plain);
-        let mut m = Vm { code, ip: 0, stack: vec![] };
-        assert_eq!((m.run(), m.ip, &m.stack), (want, plain.ip, &plain.stack), "{code:?}");
-    }
-    let left = jit::left_to_rust().join("\n");
-    assert!(left.contains("u16::from_le_bytes"), "{left}");
-}
-
 #[jit_interpreter]
 mod unhinted {
     use jitgen::prelude::*;

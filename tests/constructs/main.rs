@@ -46,6 +46,7 @@ mod struct_errors;
 mod register_vm;
 mod rust_style;
 mod shared_values;
+mod slice_operands;
 mod static_text;
 mod string_values;
 mod string_vm;

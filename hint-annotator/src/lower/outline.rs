@@ -684,7 +684,7 @@ impl Lowering<'_, '_> {
 
     /// The type an expression has by its form alone: a comparison's or a
     /// logical operator's `bool`, a cast's target, `format!`'s `String`,
-    /// `matches!`'s `bool`.
+    /// `matches!`'s `bool`, `u16::from_le_bytes(..)`'s `u16`.
     fn written_ty(&self, e: &Expr) -> Option<Ty> {
         use syn::BinOp::*;
         match e {
@@ -700,6 +700,15 @@ impl Lowering<'_, '_> {
                 "position" | "rposition" => Some(Ty::Option(Box::new(Ty::Int(crate::types::IntTy::Usize)))),
                 "count" => Some(Ty::Int(crate::types::IntTy::Usize)),
                 "any" | "all" => Some(Ty::Bool),
+                _ => None,
+            },
+            // A number's constructor called by its path gives that number.
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 2 => {
+                    let f = p.path.segments[1].ident.to_string();
+                    let makes = ["from_le_bytes", "from_be_bytes", "from_ne_bytes", "from_bits"].contains(&f.as_str());
+                    makes.then(|| super::operators::number_ty(&p.path.segments[0].ident.to_string())).flatten()
+                }
                 _ => None,
             },
             Expr::Macro(m) if m.mac.path.is_ident("format") => Some(Ty::Str),
@@ -786,7 +795,7 @@ impl Lowering<'_, '_> {
             }),
             Ty::Option(x) => self.returnable_part(&x),
             Ty::Result(x, y) => self.returnable_part(&x) && self.returnable_part(&y),
-            Ty::Enum(n) if !self.copy_value(&Ty::Enum(n.clone())) => self.owning_enum(&n, 0),
+            t @ Ty::Enum(_) if !self.copy_value(&t) => self.owned_value(&t),
             t => self.copy_value(&t),
         }
     }
