@@ -65,6 +65,62 @@ mod helpers {
             CALLS
         }
     }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Pair {
+        pub a: i64,
+        pub b: i64,
+    }
+
+    /// Left to Rust, taking a `String` and a struct by reference: its
+    /// residual call passes them so.
+    fn mix(name: &String, p: &Pair) -> i64 {
+        let x;
+        x = name.len() as i64 * p.a - p.b;
+        x
+    }
+
+    /// Ops: 0 adds `mix(name, &pair)`, 1 adds `i` to `pair.a`, 2 counts
+    /// down and loops while positive, else returns the sum and `pair.a`.
+    pub fn named(code: &[u8], name: &String, n: i64) -> i64 {
+        let mut pair = Pair { a: 1, b: 2 };
+        let mut acc = 0i64;
+        let mut i = n;
+        let mut pc = 0;
+        loop {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => acc = acc.wrapping_add(mix(name, &pair)),
+                1 => pair.a = pair.a.wrapping_add(i),
+                2 => {
+                    i -= 1;
+                    if i > 0 {
+                        pc = 0;
+                    }
+                }
+                _ => return acc.wrapping_add(pair.a),
+            }
+        }
+    }
+}
+
+/// A helper left to Rust taking `&String` and `&Pair` parameters is called
+/// with references from compiled code, and agrees with plain.
+#[test]
+fn a_helper_left_to_rust_takes_its_string_and_struct_by_reference() {
+    helpers::jit::config().set_threshold(0);
+    let name = "lox".to_string();
+    for code in [&[0u8, 1, 2, 9][..], &[1, 0, 0, 2, 9], &[9]] {
+        for n in [1i64, 5, 400] {
+            let want = helpers::jit::plain::named(code, &name, n);
+            assert_eq!(helpers::named(code, &name, n), want, "{code:?} {n}");
+            assert_eq!(helpers::jit::specialize::named(code).call(&name, n), want, "{code:?} {n}");
+        }
+    }
+    let listing = helpers::jit::specialize::named(&[0u8, 1, 2, 9]).listing().to_string();
+    assert!(listing.contains("mix"), "{listing}");
 }
 
 #[test]
@@ -86,7 +142,8 @@ fn a_portal_calling_functions_left_to_rust_compiles_and_agrees_with_plain() {
         CALLS: tests/constructs/left_to_rust.rs:15:16: a static is not analyzed (global mutable state hides from the JIT): code that uses it runs as Rust; a `const`, or a parameter, can compile
         weight: tests/constructs/left_to_rust.rs:26:9: an array literal is not supported in a #[jit_interpreter] function; use `vec![...]`
         late: tests/constructs/left_to_rust.rs:31:9: `let` without an initializer is not supported in a #[jit_interpreter] function; give the binding its first value where it is declared
-        count: tests/constructs/left_to_rust.rs:63:9: `unsafe` is not supported in a #[jit_interpreter] function"#]].assert_eq(&left);
+        count: tests/constructs/left_to_rust.rs:63:9: `unsafe` is not supported in a #[jit_interpreter] function
+        mix: tests/constructs/left_to_rust.rs:78:9: `let` without an initializer is not supported in a #[jit_interpreter] function; give the binding its first value where it is declared"#]].assert_eq(&left);
 }
 
 #[jit_interpreter]
@@ -141,8 +198,8 @@ fn a_module_whose_portal_uses_unsupported_rust_interprets_and_says_why() {
     assert_eq!(interpreted_only::jit::stats().compilations, 0);
     let left = interpreted_only::jit::left_to_rust().join("\n");
     expect_test::expect![[r#"
-        the module: tests/constructs/left_to_rust.rs:120:29: this Rust, left as written in a portal, gives a `Result<String, Error>`, which compiled code cannot take from it: a scalar, a `String`, an enum, `Option` or `Result` of plain values can be
-        the module: tests/constructs/left_to_rust.rs:120:45: a byte string literal is not supported in a #[jit_interpreter] function; take bytes as a parameter (`&[u8]`), or make them with `vec![...]`"#]].assert_eq(&left);
+        the module: tests/constructs/left_to_rust.rs:177:29: this Rust, left as written in a portal, gives a `Result<String, Error>`, which compiled code cannot take from it: a scalar, a `String`, an enum, `Option` or `Result` of plain values can be
+        the module: tests/constructs/left_to_rust.rs:177:45: a byte string literal is not supported in a #[jit_interpreter] function; take bytes as a parameter (`&[u8]`), or make them with `vec![...]`"#]].assert_eq(&left);
 }
 
 #[jit_interpreter]
