@@ -189,6 +189,11 @@ fn slice_as_array(e: &syn::Expr, width: usize) -> Option<(syn::Expr, syn::Expr)>
     let syn::Expr::Index(ix) = slice else { return None };
     let syn::Expr::Range(r) = &*ix.index else { return None };
     let (Some(start), Some(end)) = (&r.start, &r.end) else { return None };
+    // Evaluated once where Rust evaluates it twice (in the start and the
+    // end): only where that reads the same both times.
+    if !computes_only(start) {
+        return None;
+    }
     let len = match (int_lit(start), int_lit(end)) {
         (Some(a), Some(b)) => b.checked_sub(a)?,
         _ => {
@@ -209,6 +214,33 @@ fn int_lit(e: &syn::Expr) -> Option<usize> {
         syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(n), .. }) => n.base10_parse().ok(),
         syn::Expr::Paren(p) => int_lit(&p.expr),
         _ => None,
+    }
+}
+
+/// Arithmetic on places and literals (`self.ip`, `pc + 1`): no call, no
+/// assignment, nothing that could give another value when evaluated again.
+fn computes_only(e: &syn::Expr) -> bool {
+    match e {
+        syn::Expr::Lit(_) => true,
+        syn::Expr::Binary(b) => {
+            !matches!(
+                b.op,
+                syn::BinOp::AddAssign(_)
+                    | syn::BinOp::SubAssign(_)
+                    | syn::BinOp::MulAssign(_)
+                    | syn::BinOp::DivAssign(_)
+                    | syn::BinOp::RemAssign(_)
+                    | syn::BinOp::BitXorAssign(_)
+                    | syn::BinOp::BitAndAssign(_)
+                    | syn::BinOp::BitOrAssign(_)
+                    | syn::BinOp::ShlAssign(_)
+                    | syn::BinOp::ShrAssign(_)
+            ) && computes_only(&b.left)
+                && computes_only(&b.right)
+        }
+        syn::Expr::Cast(c) => computes_only(&c.expr),
+        syn::Expr::Unary(u) => computes_only(&u.expr),
+        e => is_place(e),
     }
 }
 
@@ -431,12 +463,13 @@ mod tests {
     fn a_slice_whose_length_is_not_the_arrays_stays_as_written() {
         // Of another length than the integer's; a length the range does not
         // say; of a call's result, which reading per byte would call again;
-        // converted to a reference to an array.
+        // converted to a reference to an array; from a start that calls.
         check(
             "mod m { fn a(c: &[u8], i: usize) -> u32 { u32::from_le_bytes(c[i..i + 2].try_into().unwrap()) } \
              fn b(c: &[u8], i: usize, j: usize) -> u16 { u16::from_le_bytes(c[i..j].try_into().unwrap()) } \
              fn e(i: usize) -> u16 { u16::from_le_bytes(code()[i..i + 2].try_into().unwrap()) } \
-             fn f(c: &[u8], i: usize) -> u16 { let r: &[u8; 2] = c[i..i + 2].try_into().unwrap(); u16::from_le_bytes(*r) } }",
+             fn f(c: &[u8], i: usize) -> u16 { let r: &[u8; 2] = c[i..i + 2].try_into().unwrap(); u16::from_le_bytes(*r) } \
+             fn g(&mut self) -> u16 { u16::from_le_bytes(self.c[self.next()..self.next() + 2].try_into().unwrap()) } }",
             expect![[r#"
                 mod m {
                     fn a(c: &[u8], i: usize) -> u32 {
@@ -451,6 +484,9 @@ mod tests {
                     fn f(c: &[u8], i: usize) -> u16 {
                         let r: &[u8; 2] = c[i..i + 2].try_into().unwrap();
                         u16::from_le_bytes(*r)
+                    }
+                    fn g(&mut self) -> u16 {
+                        u16::from_le_bytes(self.c[self.next()..self.next() + 2].try_into().unwrap())
                     }
                 }
             "#]],
