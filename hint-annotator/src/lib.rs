@@ -141,6 +141,107 @@ pub fn is_compound_assign_op(op: &syn::BinOp) -> bool {
     )
 }
 
+/// Whether the method `m`, called on a number, `bool` or `char`, is one of
+/// the standard library's that take it by value or by `&` (`checked_sub`,
+/// `wrapping_add`, `min`, `to_string`, `is_ascii_digit`): it reads the
+/// value and cannot change it. Any other method may be a trait's taking
+/// `&mut self` (a user's `fn bump(&mut self)` on `i64`, `add_assign`,
+/// `make_ascii_uppercase`), so a caller that keeps the receiver in a
+/// local of its own must write the local back after such a call. The one
+/// list the annotator and the macro share.
+pub fn is_by_value_scalar_method(m: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "checked_",
+        "wrapping_",
+        "saturating_",
+        "overflowing_",
+        "strict_",
+        "unchecked_",
+        "is_",
+        "count_",
+        "leading_",
+        "trailing_",
+        "rotate_",
+        "ilog",
+        "to_",
+        "then",
+        "eq_ignore_",
+    ];
+    const NAMES: &[&str] = &[
+        "abs",
+        "abs_diff",
+        "unsigned_abs",
+        "pow",
+        "isqrt",
+        "signum",
+        "swap_bytes",
+        "reverse_bits",
+        "rem_euclid",
+        "div_euclid",
+        "div_ceil",
+        "next_power_of_two",
+        "next_multiple_of",
+        "midpoint",
+        "cast_signed",
+        "cast_unsigned",
+        "min",
+        "max",
+        "clamp",
+        "cmp",
+        "partial_cmp",
+        "total_cmp",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "clone",
+        "into",
+        "try_into",
+        "hash",
+        "fmt",
+        "sqrt",
+        "cbrt",
+        "floor",
+        "ceil",
+        "round",
+        "round_ties_even",
+        "trunc",
+        "fract",
+        "powi",
+        "powf",
+        "exp",
+        "exp2",
+        "exp_m1",
+        "ln",
+        "ln_1p",
+        "log",
+        "log2",
+        "log10",
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "atan2",
+        "sinh",
+        "cosh",
+        "tanh",
+        "hypot",
+        "mul_add",
+        "recip",
+        "copysign",
+        "len_utf8",
+        "len_utf16",
+        "escape_default",
+        "escape_debug",
+        "escape_unicode",
+    ];
+    PREFIXES.iter().any(|p| m.starts_with(p)) || NAMES.contains(&m)
+}
+
 /// Whether an error only says that the analysis does not support some Rust
 /// (a construct, a type, a method), as opposed to a misuse of a hint, which
 /// stays a compile error. Code with such errors is left to Rust.

@@ -38,6 +38,7 @@ mod objects;
 mod operators;
 mod outline;
 mod places;
+mod uses;
 
 /// An operand during lowering: unsuffixed literals wait for their type.
 #[derive(Clone, PartialEq, Debug)]
@@ -342,7 +343,7 @@ fn lower_fn_outlining(
         span: f.span,
         inlines: vec![],
         frozen_names: places::frozen_names(f),
-        unmoved: outline::unmoved_names(&body),
+        unmoved: uses::unmoved_names(&body),
         outlining,
         pending: vec![],
         known: Default::default(),

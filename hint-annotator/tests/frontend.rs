@@ -1460,3 +1460,52 @@ fn functions_of_rc_by_path_are_residual_calls_and_an_rc_moves_into_an_enum() {
         "#]],
     );
 }
+
+/// A method of a user's trait called on a number may take it by `&mut`:
+/// outlined, the call gives the method's value and leaves the number it
+/// changed in its stash, read back by the getter.
+#[test]
+fn a_trait_method_that_may_change_a_number_hands_its_change_back() {
+    check(
+        "trait Tally { fn tally(&mut self) -> bool; }
+impl Tally for i64 { fn tally(&mut self) -> bool { *self += 1; *self % 2 == 0 } }
+fn run(code: &[u8]) -> i64 {
+    let mut pc = 0;
+    let mut n: i64 = 0;
+    let mut evens = 0;
+    while pc < code.len() {
+        hint!(global_merge_point);
+        pc += 1;
+        if n.tally() { evens += 1; }
+    }
+    n + evens
+}",
+        expect![[r#"
+            fn run -> i64
+            block0(code_0: &[u8] red):
+                G pc_1: usize = same_as(0_usize)
+                G n_2: i64 = same_as(0_i64)
+                G evens_3: i64 = same_as(0_i64)
+                goto block1(pc_1, n_2, evens_3)
+            block1(pc_5: usize red, n_6: i64 red, evens_7: i64 red):
+                R v12: usize = len(code_0)
+                R v13: bool = lt(pc_5, v12)
+                if v13 then block3() else block2()
+            block2():
+                R v24: i64 = add(n_6, evens_7)
+                return v24
+            block3():
+                G global_merge_point()  [position key: ]
+                R pc_15: usize = add(pc_5, 1_usize)
+                R __jitgen_value_21: bool = call_opaque __jitgen_outlined_run_0(n_6)  [red call]
+                R n_22: i64 = call_opaque __jitgen_outlined_run_0_1()  [red call]
+                if __jitgen_value_21 then block4() else block1(pc_15, n_22, evens_7)
+            block4():
+                R evens_23: i64 = add(evens_7, 1_i64)
+                goto block1(pc_15, n_22, evens_23)
+
+            left to Rust: run
+                10:14: runs as Rust, one residual call (outlined): the method `tally` on `i64`
+        "#]],
+    );
+}

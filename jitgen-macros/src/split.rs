@@ -383,6 +383,9 @@ struct Rewrite<'a> {
     exits: Option<Exits>,
     /// Labels given to inlined methods with early exits so far.
     labels: usize,
+    /// Whether the expression being visited is a statement's whose value
+    /// `;` discards (set for it alone: the next expression visited takes it).
+    discarded: bool,
 }
 
 /// Where `return` and `?` go in the code being rewritten.
@@ -414,6 +417,7 @@ impl<'a> Rewrite<'a> {
             failed: None,
             exits,
             labels: 0,
+            discarded: false,
         }
     }
 
@@ -578,6 +582,7 @@ impl<'ast> syn::visit::Visit<'ast> for ExitFinder {
 
 impl VisitMut for Rewrite<'_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
+        let discarded = std::mem::take(&mut self.discarded);
         if self.failed.is_some() {
             return;
         }
@@ -623,11 +628,31 @@ impl VisitMut for Rewrite<'_> {
                 // Nothing is changed through a shared reference (`code: &'a [u8]`).
                 if let Some(f) = root_field(&mc.receiver).filter(|f| self.kinds.get(f) != Some(&FieldKind::SharedRef)) {
                     let m = mc.method.to_string();
+                    let on_cell =
+                        self.kinds.get(&f) == Some(&FieldKind::Cell) && self_field(&mc.receiver).as_ref() == Some(&f);
                     // A scalar's own methods take it by value
                     // (`self.fuel.checked_sub(1)`): a read of its cell.
-                    let scalar_read = self.kinds.get(&f) == Some(&FieldKind::Cell)
-                        && self_field(&mc.receiver).as_ref() == Some(&f)
-                        && !(m.ends_with("_assign") || ["swap", "replace", "take", "clone_from"].contains(&m.as_str()));
+                    let scalar_read = on_cell && hint_annotator::is_by_value_scalar_method(&m);
+                    if on_cell && !scalar_read && !READS.contains(&m.as_str()) {
+                        // Any other method may take it by `&mut` (a trait's
+                        // `fn bump(&mut self)` on `i64`): called on the cell,
+                        // whose value is then the field's, as an assignment's is.
+                        self.mentioned.insert(f.clone());
+                        mc.args.iter_mut().for_each(|a| self.visit_expr_mut(a));
+                        let span = syn::spanned::Spanned::span(&*mc);
+                        let (c, fi) = (Self::cell(&f), format_ident!("{}", f));
+                        let (method, turbofish, args) = (mc.method.clone(), mc.turbofish.clone(), mc.args.clone());
+                        *e = if discarded {
+                            syn::parse_quote_spanned!(span=> { #c.#method #turbofish (#args); __self_cells.#fi = #c; })
+                        } else {
+                            syn::parse_quote_spanned!(span=> {
+                                let __jitgen_value = #c.#method #turbofish (#args);
+                                __self_cells.#fi = #c;
+                                __jitgen_value
+                            })
+                        };
+                        return;
+                    }
                     if !READS.contains(&m.as_str()) && !scalar_read {
                         if self.kinds.get(&f) == Some(&FieldKind::Cell) {
                             self.fail(&format!("`.{}()` on `self.{f}`", mc.method));
@@ -801,7 +826,9 @@ impl VisitMut for Rewrite<'_> {
                 *s = syn::parse_quote_spanned!(syn::spanned::Spanned::span(&sm.mac)=> self.#f = #mac;);
             }
         }
+        self.discarded = matches!(s, syn::Stmt::Expr(_, Some(_)));
         syn::visit_mut::visit_stmt_mut(self, s);
+        self.discarded = false;
     }
 }
 

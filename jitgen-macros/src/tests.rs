@@ -167,6 +167,34 @@ fn a_portal_methods_self_is_split_into_its_fields() {
     expect_test::expect_file!["../tests/expand/split_self.rs"].assert_eq(&out);
 }
 
+/// A number's own method on a scalar field reads its cell
+/// (`checked_sub`); any other method may take it by `&mut` (a user's
+/// trait), so it is called on the cell and the cell written back to the
+/// field, as an assignment is (its value kept where it is used): `self`
+/// stays split either way.
+#[test]
+fn a_method_that_may_change_a_scalar_field_writes_its_cell_back() {
+    let out = lifted(
+        "mod m {
+            pub trait Tally { fn tally(&mut self) -> bool; }
+            pub struct Vm { code: Vec<u8>, pc: usize, fuel: u32, count: u32 }
+            impl Vm {
+                pub fn run(&mut self) -> Option<u32> {
+                    loop {
+                        hint!(global_merge_point);
+                        let op = hint!(self.code[self.pc], concrete);
+                        self.fuel = self.fuel.checked_sub(1)?;
+                        if self.count.tally() { self.pc += 1; }
+                        self.fuel.tally();
+                        if op == 0 { return Some(self.count.max(1)); }
+                    }
+                }
+            }
+        }",
+    );
+    expect_test::expect_file!["../tests/expand/split_cell_methods.rs"].assert_eq(&out);
+}
+
 /// A method on `self` with `?` is inlined as a labeled `loop` its exits
 /// break out of; `self` used whole keeps the method lifted whole.
 #[test]

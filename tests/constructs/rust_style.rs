@@ -883,11 +883,40 @@ fn mut_references_to_values_agree_with_plain() {
 mod method_portal {
     use jitgen::prelude::*;
 
+    /// A user's trait whose methods change a number in place.
+    pub trait Tally {
+        /// Adds one; says whether the count is now even.
+        fn tally(&mut self) -> bool;
+        /// Halves it, rounding down.
+        fn halve(&mut self);
+    }
+
+    impl Tally for u32 {
+        fn tally(&mut self) -> bool {
+            *self += 1;
+            *self % 2 == 0
+        }
+        fn halve(&mut self) {
+            *self /= 2;
+        }
+    }
+
+    impl Tally for i64 {
+        fn tally(&mut self) -> bool {
+            *self += 1;
+            *self % 2 == 0
+        }
+        fn halve(&mut self) {
+            *self = self.div_euclid(2);
+        }
+    }
+
     /// A machine whose dispatch loop is a method.
     #[derive(Debug, Default, Clone, PartialEq)]
     pub struct Acc {
         pub acc: i64,
         pub steps: u32,
+        pub evens: u32,
         pub log: Vec<i64>,
     }
 
@@ -904,7 +933,11 @@ mod method_portal {
             while pc < code.len() {
                 hint!(global_merge_point);
                 let op = hint!(code[pc], concrete);
-                self.steps += 1;
+                // A trait's `&mut self` method on a field and on a local:
+                // their changes are the field's and the local's.
+                if self.steps.tally() {
+                    self.evens.tally();
+                }
                 match op {
                     0 => {
                         self.bump(code[pc + 1] as i64);
@@ -916,7 +949,10 @@ mod method_portal {
                         pc += 1;
                     }
                     2 => {
+                        let mut half = self.acc;
+                        half.halve();
                         self.log.push(self.acc);
+                        self.log.push(half);
                         pc += 1;
                     }
                     3 => {
@@ -962,6 +998,39 @@ fn a_method_portal_compiles_and_leaves_self_as_plain_does() {
     }
     let s = jit::stats();
     assert!(s.entries > 0 && s.declined == 0, "{s:?} {:?}", jit::last_decline());
+}
+
+/// Random straight-line programs of `method_portal` (a trait's `&mut self`
+/// methods on a field and on a local at every step, outlined) agree with
+/// `jit::plain` on the whole machine, through the portal and
+/// `jit::specialize`.
+#[test]
+fn random_method_portal_programs_agree_with_plain() {
+    use method_portal::{jit, Acc};
+    jit::config().set_threshold(0);
+    let mut rng = crate::common::Rng(0x7a11);
+    for _ in 0..crate::common::how_many(200) {
+        let mut code = vec![];
+        for _ in 0..rng.below(14) {
+            match rng.below(3) {
+                0 => code.extend([0, rng.below(256) as u8]),
+                k => code.push(k as u8),
+            }
+        }
+        if rng.below(4) > 0 {
+            code.push(4);
+        }
+        let start = rng.below(4001) as i64 - 2000;
+        let steps = rng.below(5) as u32;
+        let mut want = Acc { acc: start, steps, ..Acc::default() };
+        let r_plain = jit::plain::Acc::run(&mut want, &code);
+        let mut got = Acc { acc: start, steps, ..Acc::default() };
+        assert_eq!(got.run(&code), r_plain, "{code:?} {start}");
+        assert_eq!(got, want, "{code:?} {start}");
+        let mut spec = Acc { acc: start, steps, ..Acc::default() };
+        assert_eq!(jit::specialize::Acc::run(&mut spec, &code), r_plain, "{code:?} {start}");
+        assert_eq!(spec, want, "{code:?} {start}");
+    }
 }
 
 #[jit_interpreter]

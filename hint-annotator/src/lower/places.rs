@@ -551,10 +551,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// `String`, a map or an object the analysis does not model (a frame
     /// popped from a `Vec<Frame>` with its locals), where the statements
     /// after its `let` use it only to read or write its scalar fields
-    /// (`outline::only_scalar_fields_used`: a field moved or borrowed out
+    /// (`uses::only_scalar_fields_used`: a field moved or borrowed out
     /// of it may outlive the drop as the analysis models it, a pointer into
     /// the object); or a `Vec` of what is not a scalar (a call's arguments)
-    /// those statements never move (`outline::never_moved`). Residual code drops
+    /// those statements never move (`uses::never_moved`). Residual code drops
     /// the object where it made it (in the arena; a virtual one is
     /// forgotten), instead of keeping it to the portal's return. An enum
     /// owning strings or `Rc`s (a popped `Value`) that those statements
@@ -591,9 +591,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
             let dies = match &ty {
                 Ty::Struct(s) => {
                     let fields = &self.m.structs[s].fields;
-                    outline::only_scalar_fields_used(scope, &name, |f| fields.get(f).is_some_and(Ty::is_scalar))
+                    uses::only_scalar_fields_used(scope, &name, |f| fields.get(f).is_some_and(Ty::is_scalar))
                 }
-                _ => outline::never_moved(scope, &name),
+                _ => uses::never_moved(scope, &name),
             };
             if dies {
                 self.emit(OpKind::Drop, vec![LVal::Var(var)], Ty::Unit, src);
