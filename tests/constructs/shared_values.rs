@@ -228,7 +228,7 @@ fn values_holding_rc_strings_compile_and_agree_with_plain() {
     assert_eq!(output, [s.as_str(), &format!("<{s}>"), "true", "<true>", "true", "<true>"]);
     assert_eq!(globals.len(), 1);
     for fuel in [3, 9, 40] {
-        check(&code, fuel);
+        let _ = check(&code, fuel);
     }
     let s = rc_values::jit::stats();
     assert!(s.compilations > 0 && s.entries > 0 && s.declined == 0, "{s:?} {:?}", rc_values::jit::last_decline());
@@ -259,6 +259,6 @@ fn random_programs_with_rc_strings_agree_with_plain() {
                 _ => Pop,
             })
             .collect();
-        check(&code, 1 + rng.below(300) as usize);
+        let _ = check(&code, 1 + rng.below(300) as usize);
     }
 }
