@@ -619,28 +619,24 @@ impl Lowering<'_, '_> {
         .visit_expr_mut(&mut body);
         let span = e.span();
         let changed_ids: Vec<proc_macro2::Ident> = changed.iter().map(|n| local_ident(n, span)).collect();
-        // Where the statement also gives a value, every changed local is
-        // left in the stash and the call gives the value.
-        let stashed_ids = if discard { changed_ids.get(1..).unwrap_or_default() } else { &changed_ids[..] };
-        let stash_name = format_ident!("{}", Outlined::stash_name(&name));
-        let body = match changed_ids.split_first() {
-            Some(_) if !discard => quote!({
+        // The call returns the first changed local, or the statement's value
+        // where it gives one; the stash holds the other changed locals.
+        let returned = if discard { changed_ids.first() } else { None };
+        let stashed_ids = &changed_ids[usize::from(returned.is_some())..];
+        let stash = (!stashed_ids.is_empty()).then(|| {
+            let stash = format_ident!("{}", Outlined::stash_name(&name));
+            quote!(#stash.with(|__s| __s.set(::core::option::Option::Some((#(#stashed_ids,)*))));)
+        });
+        let body = match returned {
+            _ if changed_ids.is_empty() && discard => quote!({ let _ = { #body }; }),
+            _ if changed_ids.is_empty() => body.to_token_stream(),
+            Some(first) => quote!({ #(let mut #changed_ids = #changed_ids;)* let _ = { #body }; #stash #first }),
+            None => quote!({
                 #(let mut #changed_ids = #changed_ids;)*
                 let __jitgen_value = { #body };
-                #stash_name.with(|__s| __s.set(::core::option::Option::Some((#(#stashed_ids,)*))));
+                #stash
                 __jitgen_value
             }),
-            Some((first, rest)) => {
-                let stash = if rest.is_empty() {
-                    quote!()
-                } else {
-                    let stash = format_ident!("{}", Outlined::stash_name(&name));
-                    quote!(#stash.with(|__s| __s.set(::core::option::Option::Some((#(#rest,)*))));)
-                };
-                quote!({ #(let mut #changed_ids = #changed_ids;)* let _ = { #body }; #stash #first })
-            }
-            None if discard => quote!({ let _ = { #body }; }),
-            None => body.to_token_stream(),
         };
         let callee = format_ident!("{}", name, span = span);
         let args = names.iter().zip(&ways).map(|(n, w)| {
@@ -652,25 +648,19 @@ impl Lowering<'_, '_> {
             }
         });
         let call = quote::quote_spanned!(span=> #callee(#(#args),*));
-        let call: Expr = match changed_ids.split_first() {
-            Some(_) if !discard => {
-                let getters = (1..=stashed_ids.len()).map(|k| format_ident!("{}_{}", name, k, span = span));
-                syn::parse2(quote::quote_spanned!(span=> {
-                    let __jitgen_value = #call;
-                    #(#stashed_ids = #getters();)*
-                    __jitgen_value
-                }))
-                .map_err(|e| e.to_string())?
-            }
-            Some((first, rest)) => {
-                let getters = (1..=rest.len()).map(|k| format_ident!("{}_{}", name, k, span = span));
-                syn::parse2(quote::quote_spanned!(span=> { #first = #call; #(#rest = #getters();)* }))
-                    .map_err(|e| e.to_string())?
-            }
-            None => syn::parse2(call).map_err(|e| e.to_string())?,
+        let getters = (1..=stashed_ids.len()).map(|k| format_ident!("{}_{}", name, k, span = span));
+        let call = match returned {
+            _ if changed_ids.is_empty() => call,
+            Some(first) => quote::quote_spanned!(span=> { #first = #call; #(#stashed_ids = #getters();)* }),
+            None => quote::quote_spanned!(span=> {
+                let __jitgen_value = #call;
+                #(#stashed_ids = #getters();)*
+                __jitgen_value
+            }),
         };
+        let call: Expr = syn::parse2(call).map_err(|e| e.to_string())?;
         let params = names.iter().map(|n| param_name(n)).collect();
-        let stashed = changed.iter().skip(usize::from(discard)).map(|n| param_name(n)).collect();
+        let stashed = changed.iter().skip(usize::from(returned.is_some())).map(|n| param_name(n)).collect();
         Ok((
             call,
             Pending {
