@@ -342,6 +342,7 @@ fn lower_fn_outlining(
         errors: vec![],
         span: f.span,
         inlines: vec![],
+        ascribed_loop: None,
         frozen_names: places::frozen_names(f),
         unmoved: uses::unmoved_names(&body),
         outlining,
@@ -393,6 +394,9 @@ struct Lowering<'m, 'a> {
     /// The functions being inlined, innermost last, with the join their
     /// `return` goes to.
     inlines: Vec<(String, usize)>,
+    /// The type a `let` ascribes to the labeled `loop` it binds, for that
+    /// loop's result (an inlined method's: `let m: R = 'l: loop { .. }`).
+    ascribed_loop: Option<Ty>,
     /// Names that only ever stand for data behind a shared reference
     /// parameter of the function (see `frozen_names`).
     frozen_names: HashSet<String>,
@@ -801,6 +805,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 syn::Stmt::Local(local) => self.local(local),
                 syn::Stmt::Expr(e, semi) => {
                     let v = self.outlined_or_lowered(e, !(last && semi.is_none()));
+                    if let (Expr::Macro(m), Some(_)) = (e, semi) {
+                        self.promote_statement(&m.mac, &v);
+                    }
                     if last && semi.is_none() {
                         value = v;
                     } else if semi.is_some() && matches!(self.u.shallow(&self.ty_of(&v)), Ty::Infer(_)) {
@@ -814,6 +821,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     let v = self.macro_expr(&sm.mac);
                     if last && sm.semi_token.is_none() {
                         value = v;
+                    } else {
+                        self.promote_statement(&sm.mac, &v);
                     }
                 }
                 syn::Stmt::Item(it) => {
@@ -863,7 +872,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
         // immutable binding reads out of data behind a shared reference
         // parameter (an instruction of the program): neither can change
         // while the binding lives, and every use by value copies it.
+        if let (Some(t), Expr::Loop(syn::ExprLoop { label: Some(_), .. })) = (ascribed, &*init.expr) {
+            self.ascribed_loop = self.m.ty(t, self.f.self_ty.as_deref()).ok();
+        }
         let v = self.outlined_or_lowered(&init.expr, false);
+        self.ascribed_loop = None;
         let immutable = matches!(&local.pat, Pat::Ident(pi) if pi.mutability.is_none() && pi.by_ref.is_none());
         let v = if matches!(&*init.expr, Expr::Struct(_)) || (immutable && self.frozen_place(&init.expr)) {
             v

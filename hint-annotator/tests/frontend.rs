@@ -1509,3 +1509,48 @@ fn run(code: &[u8]) -> i64 {
         "#]],
     );
 }
+
+/// `hint!(pc, promote);` as a statement promotes the local: after it,
+/// `pc` is the promoted (green) value, as after `pc = hint!(pc, promote)`,
+/// so the `concrete` read at the loop's head holds where `pc` came from a
+/// red stack.
+#[test]
+fn a_promote_statement_makes_its_local_green_from_there_on() {
+    check(
+        "fn run(code: &[u8], stack: &mut Vec<usize>) -> u8 {
+    let mut pc = 0;
+    loop {
+        hint!(global_merge_point);
+        let op = hint!(code[pc], concrete);
+        if op == 0 { return op; }
+        pc = stack.pop().unwrap_or(0);
+        hint!(pc, promote);
+    }
+}",
+        expect![[r#"
+            fn run -> u8
+            block0(code_0: &[u8] green, stack_1: &mut Vec<usize> red):
+                G pc_2: usize = same_as(0_usize)
+                goto block1(pc_2)
+            block1(pc_5: usize green):
+                G global_merge_point()  [position key: code_0, pc_5]
+                G v11: u8 = getitem(code_0, pc_5)
+                G op_12: u8 = hint_concrete(v11)
+                G v18: bool = eq(op_12, 0_u8)
+                if v18 then block3() else block2()
+            block2():
+                R v21: Option<usize> = pop(stack_1)
+                R v35: u32 = enum_tag(v21)
+                R v36: bool = eq(v35, Option::Some)
+                if v36 then block5() else block4(0_usize)
+            block3():
+                return op_12
+            block4(pc_28: usize red):
+                R pc_38: usize = hint_promote(pc_28)  [promotion: result green]
+                goto block1(pc_38)
+            block5():
+                R __jitgen_v_37: usize = enum_field.Some.0(v21)
+                goto block4(__jitgen_v_37)
+        "#]],
+    );
+}

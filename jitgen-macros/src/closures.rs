@@ -11,7 +11,9 @@
 //! there. So a closure is inlined only where:
 //!
 //! - it is bound by `let NAME = |..| ..;` (no `move`, no `async`), its
-//!   parameters plain names (typed or not);
+//!   parameters plain names (typed or not), or, as `split` binds a closure
+//!   handed to a method it inlines, by `let NAME: &dyn Fn(..) = &(|..| ..);`
+//!   (`&mut dyn FnMut`, `Box<dyn FnOnce>`);
 //! - `NAME` occurs after it only as the callee of calls with as many
 //!   arguments as it has parameters;
 //! - its body has no `return` and no `?` (each leaves the closure, not the
@@ -72,12 +74,19 @@ fn inline_in(b: &mut syn::Block) {
 /// the body.
 fn closure_let(s: &syn::Stmt) -> Option<(String, Vec<syn::Pat>, syn::Expr)> {
     let syn::Stmt::Local(l) = s else { return None };
-    let syn::Pat::Ident(pi) = &l.pat else { return None };
+    let pi = match &l.pat {
+        syn::Pat::Ident(pi) => pi,
+        syn::Pat::Type(pt) => match &*pt.pat {
+            syn::Pat::Ident(pi) => pi,
+            _ => return None,
+        },
+        _ => return None,
+    };
     if pi.by_ref.is_some() || pi.subpat.is_some() || !l.attrs.is_empty() {
         return None;
     }
     let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
-    let syn::Expr::Closure(c) = &*init.expr else { return None };
+    let c = closure_value(&init.expr)?;
     // Written `|..| ..`: no `move`, `async`, `static` or `for<..>` before it.
     let first = c.to_token_stream().into_iter().next();
     if !matches!(first, Some(TokenTree::Punct(p)) if p.as_char() == '|') || !c.attrs.is_empty() {
@@ -100,6 +109,29 @@ fn closure_let(s: &syn::Stmt) -> Option<(String, Vec<syn::Pat>, syn::Expr)> {
         }
     };
     Some((pi.ident.to_string(), c.inputs.iter().cloned().collect(), body))
+}
+
+/// The closure a binding's value is: `|..| ..`, or the closure an inlined
+/// method's parameter is bound to behind its `dyn` (`split`): `&(|..| ..)`,
+/// `&mut (|..| ..)`, `Box::new(|..| ..)`. Only called, it is the same.
+fn closure_value(e: &syn::Expr) -> Option<&syn::ExprClosure> {
+    match e {
+        syn::Expr::Closure(c) => Some(c),
+        syn::Expr::Paren(p) => closure_value(&p.expr),
+        syn::Expr::Reference(r) => match &*r.expr {
+            syn::Expr::Paren(p) => closure_value(&p.expr),
+            _ => None,
+        },
+        syn::Expr::Call(c) if c.args.len() == 1 && is_box_new(&c.func) => closure_value(&c.args[0]),
+        _ => None,
+    }
+}
+
+/// `Box::new` (by any path ending so).
+fn is_box_new(f: &syn::Expr) -> bool {
+    let syn::Expr::Path(p) = f else { return false };
+    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    segs.ends_with(&["Box".to_string(), "new".to_string()])
 }
 
 /// The parameter's name.

@@ -128,6 +128,8 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
     slice_iters::rewrite(&mut module);
     let original = module.clone();
     let mut lifted = methods::lift_portal_methods(&mut module, true);
+    // The closures that `split` bound where it inlined a method.
+    closures::inline(&mut module);
     let external = external::find(&module);
     let mut checked = hint_annotator::annotate_module_with(&module, &external.items);
     // A portal method whose `self` was split into its fields may use them

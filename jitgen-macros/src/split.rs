@@ -397,6 +397,11 @@ struct Exits {
     kind: Option<String>,
     /// In an inlined method, the label of the loop its exits break out of.
     label: Option<syn::Lifetime>,
+    /// The portal's result type, where a binding may be given it: a
+    /// `return`'s value is bound to it before the write-backs, so that it
+    /// coerces as the returned value does (`Err(Box::new(e))` into a
+    /// `Box<dyn Error>`).
+    ret: Option<syn::Type>,
 }
 
 impl<'a> Rewrite<'a> {
@@ -449,10 +454,22 @@ impl<'a> Rewrite<'a> {
         // (`fn error<T>(&self, m: String) -> Result<T, E>`) are left to
         // rustc to infer where the body is inlined: the types that name
         // them are not written there. Others keep `self` whole.
+        // A type parameter bounded by a closure trait (`F: Fn(f64, f64) ->
+        // f64`) is the type of a closure argument, bound as `impl Fn` is
+        // (below).
+        let closure_generics = closure_generics(&m.sig.generics);
         let mut generic = vec![];
         for p in &m.sig.generics.params {
             match p {
-                syn::GenericParam::Type(t) if t.bounds.is_empty() && m.sig.generics.where_clause.is_none() => {
+                syn::GenericParam::Type(t) if closure_generics.contains_key(&t.ident) => generic.push(t.ident.clone()),
+                syn::GenericParam::Type(t)
+                    if t.bounds.is_empty()
+                        && m.sig.generics.where_clause.as_ref().is_none_or(|w| {
+                            w.predicates
+                                .iter()
+                                .all(|p| bounded_ident(p).is_some_and(|i| closure_generics.contains_key(i)))
+                        }) =>
+                {
                     generic.push(t.ident.clone())
                 }
                 _ => {
@@ -475,11 +492,13 @@ impl<'a> Rewrite<'a> {
         });
         let mut pats = vec![];
         let mut tys = vec![];
+        let mut closure_bounds = vec![];
         for a in m.sig.inputs.iter().skip(1) {
             match a {
                 syn::FnArg::Typed(pt) => {
                     pats.push((*pt.pat).clone());
                     tys.push((!names_generic(pt.ty.to_token_stream())).then(|| (*pt.ty).clone()));
+                    closure_bounds.push(closure_bound(&pt.ty, &closure_generics));
                 }
                 syn::FnArg::Receiver(_) => return None,
             }
@@ -487,7 +506,32 @@ impl<'a> Rewrite<'a> {
         for a in mc.args.iter_mut() {
             self.visit_expr_mut(a);
         }
-        let args: Vec<&Expr> = mc.args.iter().collect();
+        // A closure parameter (`impl Fn(i64, i64) -> i64`, or `F` bounded
+        // so) is no type a binding may have: the argument is bound behind a
+        // reference to the matching `dyn`, which gives it its signature as
+        // the parameter did; one written at the call is bound first, by
+        // itself, for `closures` to inline. Any other `impl Trait` argument
+        // keeps its own type.
+        let mut args: Vec<Expr> = mc.args.iter().cloned().collect();
+        let mut closure_lets = vec![];
+        for k in (0..args.len().min(tys.len())).rev() {
+            if let Some(bound) = &closure_bounds[k] {
+                let c = ImplClosure { bound: bound.clone() };
+                if let (syn::Pat::Ident(p), Expr::Closure(_)) = (&pats[k], &args[k]) {
+                    closure_lets.push((p.ident.clone(), c.bind(&args[k])));
+                    pats.remove(k);
+                    tys.remove(k);
+                    args.remove(k);
+                    continue;
+                }
+                let (ty, arg) = c.bind(&args[k]);
+                tys[k] = Some(ty);
+                args[k] = arg;
+            } else if tys[k].as_ref().is_some_and(holds_impl_trait) {
+                tys[k] = None;
+            }
+        }
+        let args: Vec<&Expr> = args.iter().collect();
         let mut body = m.block.clone();
         self.inlined.insert(name.clone());
         self.inlining.push(name);
@@ -495,7 +539,7 @@ impl<'a> Rewrite<'a> {
             syn::ReturnType::Type(_, t) => type_head(&self.shapes.resolve(t)),
             syn::ReturnType::Default => None,
         };
-        let inner = label.clone().map(|label| Exits { write_back: quote!(), kind, label: Some(label) });
+        let inner = label.clone().map(|label| Exits { write_back: quote!(), kind, label: Some(label), ret: None });
         let exits = std::mem::replace(&mut self.exits, inner);
         self.visit_block_mut(&mut body);
         self.exits = exits;
@@ -527,14 +571,15 @@ impl<'a> Rewrite<'a> {
             .map(|t| t.as_ref().map_or_else(|| quote::quote_spanned!(at=> _), |t| respan(t.to_token_stream(), at)))
             .collect();
         let pats: Vec<TokenStream> = pats.iter().map(|p| respan(p.to_token_stream(), at)).collect();
-        Some(match pats.len() {
+        let block: syn::Block = match pats.len() {
             0 => syn::parse_quote_spanned!(at=> { #body }),
             1 => {
                 let (p, t, a) = (&pats[0], &tys[0], args[0]);
                 syn::parse_quote_spanned!(at=> { let #p: #t = #a; #body })
             }
             _ => syn::parse_quote_spanned!(at=> { let (#(#pats),*): (#(#tys),*) = (#(#args),*); #body }),
-        })
+        };
+        Some(Expr::Block(syn::ExprBlock { attrs: vec![], label: None, block: bind_closures(block, closure_lets, at) }))
     }
 
     /// Notes what a place rooted in a field of `self` does to it.
@@ -543,6 +588,117 @@ impl<'a> Rewrite<'a> {
             self.mutated.insert(f);
         }
     }
+}
+
+/// `block` with the closures written at an inlined call bound first
+/// (`(name, (dyn type, value))`), each behind a reference to its `dyn`
+/// (which gives it its signature); `closures` inlines it later where the
+/// body calls it, run again on the lifted methods.
+fn bind_closures(block: syn::Block, lets: Vec<(Ident, (syn::Type, Expr))>, at: proc_macro2::Span) -> syn::Block {
+    let mut block = block;
+    for (name, (ty, value)) in lets {
+        block = syn::parse_quote_spanned!(at=> { let #name: #ty = #value; #block });
+    }
+    block
+}
+
+/// A method's result type, where a binding may be given it (it names
+/// neither `Self` nor an `impl Trait`).
+fn result_type(m: &syn::ImplItemFn) -> Option<syn::Type> {
+    match &m.sig.output {
+        syn::ReturnType::Type(_, t)
+            if !holds_impl_trait(t) && !names_any(t.to_token_stream(), &[format_ident!("Self")]) =>
+        {
+            Some((**t).clone())
+        }
+        _ => None,
+    }
+}
+
+/// The type parameters of `g` bounded by a closure trait, with that bound
+/// (inline or in the `where` clause).
+fn closure_generics(g: &syn::Generics) -> BTreeMap<Ident, syn::TraitBound> {
+    let mut found = BTreeMap::new();
+    let mut note = |i: &Ident, bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
+        if let Some(b) = bounds.iter().find_map(closure_trait) {
+            found.insert(i.clone(), b);
+        }
+    };
+    for p in &g.params {
+        if let syn::GenericParam::Type(t) = p {
+            note(&t.ident, &t.bounds);
+        }
+    }
+    for p in g.where_clause.iter().flat_map(|w| &w.predicates) {
+        if let (Some(i), syn::WherePredicate::Type(t)) = (bounded_ident(p), p) {
+            note(i, &t.bounds);
+        }
+    }
+    found
+}
+
+/// The type parameter a `where` predicate bounds (`F: Fn(i64) -> i64`).
+fn bounded_ident(p: &syn::WherePredicate) -> Option<&Ident> {
+    match p {
+        syn::WherePredicate::Type(t) if t.lifetimes.is_none() => match &t.bounded_ty {
+            syn::Type::Path(tp) if tp.qself.is_none() => tp.path.get_ident(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `Fn(..) -> R`, `FnMut(..)` or `FnOnce(..)`.
+fn closure_trait(b: &syn::TypeParamBound) -> Option<syn::TraitBound> {
+    let syn::TypeParamBound::Trait(t) = b else { return None };
+    let last = t.path.segments.last()?;
+    (matches!(last.arguments, syn::PathArguments::Parenthesized(_))
+        && ["Fn", "FnMut", "FnOnce"].contains(&last.ident.to_string().as_str()))
+    .then(|| t.clone())
+}
+
+/// The closure trait of a parameter's type: `impl Fn(..)`, or a type
+/// parameter bounded by one.
+fn closure_bound(t: &syn::Type, generics: &BTreeMap<Ident, syn::TraitBound>) -> Option<syn::TraitBound> {
+    match t {
+        syn::Type::ImplTrait(it) => it.bounds.iter().find_map(closure_trait),
+        syn::Type::Path(tp) if tp.qself.is_none() => generics.get(tp.path.get_ident()?).cloned(),
+        _ => None,
+    }
+}
+
+/// The closure trait an `impl Fn..(A) -> R` parameter names, if that is
+/// what it is.
+struct ImplClosure {
+    /// `Fn`, `FnMut` or `FnOnce`, with its arguments and result.
+    bound: syn::TraitBound,
+}
+
+impl ImplClosure {
+    /// The binding's type and value for the argument `a`: `&dyn Fn(..)`
+    /// and `&a`, `&mut dyn FnMut(..)` and `&mut a`, `Box<dyn FnOnce(..)>`
+    /// and `Box::new(a)`.
+    fn bind(&self, a: &Expr) -> (syn::Type, Expr) {
+        let b = &self.bound;
+        match b.path.segments.last().map(|s| s.ident.to_string()).as_deref() {
+            Some("Fn") => (syn::parse_quote!(&dyn #b), syn::parse_quote!(&(#a))),
+            Some("FnMut") => (syn::parse_quote!(&mut dyn #b), syn::parse_quote!(&mut (#a))),
+            _ => (syn::parse_quote!(::std::boxed::Box<dyn #b + '_>), syn::parse_quote!(::std::boxed::Box::new(#a))),
+        }
+    }
+}
+
+/// Whether an `impl Trait` type is nested in `t`.
+fn holds_impl_trait(t: &syn::Type) -> bool {
+    struct Find(bool);
+    impl<'a> syn::visit::Visit<'a> for Find {
+        fn visit_type_impl_trait(&mut self, _: &'a syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let mut f = Find(false);
+    syn::visit::Visit::visit_type(&mut f, t);
+    f.0
 }
 
 /// Whether a tuple type is nested in `t`.
@@ -714,7 +870,11 @@ impl VisitMut for Rewrite<'_> {
                     // into a `Box<dyn Error>`).
                     None => {
                         let vat = r.expr.as_ref().map_or(at, |x| syn::spanned::Spanned::span(&**x));
-                        let value: Expr = syn::parse_quote_spanned!(vat=> { let __jit_r = #x; #wb __jit_r });
+                        let ty = ex.ret.as_ref().map(|t| {
+                            let t = respan(t.to_token_stream(), vat);
+                            quote::quote_spanned!(vat=> : #t)
+                        });
+                        let value: Expr = syn::parse_quote_spanned!(vat=> { let __jit_r #ty = #x; #wb __jit_r });
                         syn::parse_quote_spanned!(at=> return #value)
                     }
                 };
@@ -943,8 +1103,12 @@ pub fn split(
     // `return` and `?` leave through the write-backs; a wrapped `Vec`'s
     // needs none, but its `?`s convert their errors the same way (`From`).
     let wrapped = kinds.iter().any(|(f, k)| *k == FieldKind::Wrapped && order.contains(f));
-    let exits =
-        (!owned.is_empty() || wrapped).then(|| Exits { write_back: wb.clone(), kind: result_kind, label: None });
+    let exits = (!owned.is_empty() || wrapped).then(|| Exits {
+        write_back: wb.clone(),
+        kind: result_kind,
+        label: None,
+        ret: result_type(m),
+    });
     let mut rw = Rewrite::new(&kinds, methods, shapes, exits);
     let mut body = block;
     rw.visit_block_mut(&mut body);

@@ -135,6 +135,7 @@ fn lifting_renames_the_receiver_not_the_module_path() {
 fn lifted(module: &str) -> String {
     let mut m: syn::ItemMod = syn::parse_str(module).expect("a module");
     let lifted = crate::methods::lift_portal_methods(&mut m, true);
+    crate::closures::inline(&mut m);
     crate::methods::finish_wrappers(&mut m, &lifted);
     let file: syn::File =
         syn::parse2(m.content.map(|(_, items)| quote::quote!(#(#items)*)).unwrap_or_default()).expect("items");
@@ -193,6 +194,41 @@ fn a_method_that_may_change_a_scalar_field_writes_its_cell_back() {
         }",
     );
     expect_test::expect_file!["../tests/expand/split_cell_methods.rs"].assert_eq(&out);
+}
+
+/// A closure handed to an inlined method (`impl Fn`, or a type parameter
+/// bounded by `Fn`) is inlined where the method calls it; one passed on is
+/// bound behind a reference to its `dyn`. A `return` of a split portal
+/// binds its value at the portal's result type, so that it coerces
+/// (`Err(Box::new(e))` into a `Box<dyn Error>`).
+#[test]
+fn closures_handed_to_inlined_methods_are_inlined_where_called() {
+    let out = lifted(
+        "mod m {
+            pub struct Vm { stack: Vec<i64>, pc: usize }
+            impl Vm {
+                fn binary(&mut self, f: impl Fn(i64, i64) -> i64) {
+                    let b = self.stack.pop().unwrap();
+                    let a = self.stack.pop().unwrap();
+                    self.stack.push(f(a, b));
+                }
+                fn test<F>(&mut self, f: F) -> bool where F: Fn(i64) -> bool { f(self.stack[0]) }
+                fn apply<F: FnMut(i64)>(&mut self, f: F) { self.stack.iter().copied().for_each(f) }
+                pub fn run(&mut self) -> Result<i64, Box<dyn std::error::Error>> {
+                    loop {
+                        hint!(global_merge_point);
+                        self.pc += 1;
+                        self.binary(|a, b| a.wrapping_add(b));
+                        if self.test(|x| x > 3) { return Err(Box::new(std::fmt::Error)); }
+                        let mut n = 0;
+                        self.apply(|x| n += x);
+                        self.stack.push(n);
+                    }
+                }
+            }
+        }",
+    );
+    expect_test::expect_file!["../tests/expand/split_closures.rs"].assert_eq(&out);
 }
 
 /// A method on `self` with `?` is inlined as a labeled `loop` its exits

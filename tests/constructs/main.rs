@@ -13,6 +13,7 @@ mod boxed_errors;
 mod boxed_tape;
 mod byte_vm;
 mod calls;
+mod closure_vm;
 mod clox_style;
 mod const_tables;
 mod conversions;

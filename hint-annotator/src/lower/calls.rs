@@ -585,7 +585,14 @@ impl<'m, 'a> Lowering<'m, 'a> {
         if let Some(name) = self.module_conversion("from", &have) {
             return self.call_fn(&name, vec![x], &[&c.args[0]], c);
         }
-        if let Ty::Result(_, e) = self.u.shallow(&self.f.ret) {
+        // Into the error of the function the `?` leaves: an inlined
+        // method's (its labeled loop's result), else the portal's.
+        let into = match self.loops.iter().rev().find(|c| c.label.as_deref().is_some_and(|l| l.starts_with("__jit_m")))
+        {
+            Some(c) => c.result_ty.clone().unwrap_or_else(|| self.f.ret.clone()),
+            None => self.f.ret.clone(),
+        };
+        if let Ty::Result(_, e) = self.u.shallow(&into) {
             if let Ty::Foreign(boxed) = self.u.shallow(&e) {
                 let same = matches!(&have, Ty::Foreign(h) if *h == boxed);
                 if crate::types::owned_opaque(&boxed) && !same {

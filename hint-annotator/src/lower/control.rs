@@ -160,6 +160,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
     pub(super) fn loop_expr(&mut self, l: &syn::ExprLoop) -> LVal {
         let depth = self.env.len();
         let rt = self.u.fresh();
+        if let Some(t) = self.ascribed_loop.take() {
+            self.unify(&rt, &t, l.span());
+        }
         let header = self.new_join(depth, None);
         let after = self.new_join(depth, Some(rt.clone()));
         self.jump(header, None);

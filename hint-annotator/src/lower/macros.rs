@@ -289,6 +289,28 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
     }
 
+    /// The statement `hint!(x, promote);` of a local `x` holding a value,
+    /// whose value `promoted` is: from here on, `x` is the promoted value,
+    /// as after `x = hint!(x, promote);` (the statement means what it says;
+    /// its value is discarded). `let y = hint!(x, promote)` leaves `x` as
+    /// it was: a promotion is local.
+    pub(super) fn promote_statement(&mut self, mac: &syn::Macro, promoted: &LVal) {
+        if !mac.path.is_ident("hint") {
+            return;
+        }
+        let Ok(args) = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated) else { return };
+        if args.len() != 2 || !matches!(&args[1], Expr::Path(p) if p.path.is_ident("promote")) {
+            return;
+        }
+        let Expr::Path(p) = &args[0] else { return };
+        let Some(name) = p.path.get_ident().map(|i| i.to_string()) else { return };
+        let Some(i) = self.lookup(&name) else { return };
+        if !matches!(self.env[i].1, LVal::Var(_)) || matches!(self.u.shallow(&self.ty_of(promoted)), Ty::Struct(_)) {
+            return;
+        }
+        self.write_place(Place::Local(i), promoted.clone(), &args[0]);
+    }
+
     /// `hint!(e, promote)` of a fieldless enum of the module: its tag
     /// promoted (a flexswitch switches on one word), and the variant that
     /// tag names, known while compiling (`concrete`: its branches test the

@@ -61,7 +61,8 @@ pub fn __Vm_run(
             };
             if op == 0 {
                 return {
-                    let __jit_r = { __self_stack.last().copied() }.ok_or(1);
+                    let __jit_r: Result<i64, u8> = { __self_stack.last().copied() }
+                        .ok_or(1);
                     while let Some(__jit_x) = __self_stack.pop() {
                         __self_stack_home.push(__jit_x);
                     }
