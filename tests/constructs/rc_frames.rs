@@ -184,11 +184,13 @@ fn frames_in_memory_switch_where_they_change_and_agree_with_plain() {
     // it back, count down from 1 (taken: back to the start); the fuel ends it.
     let code = [5u8, 0, 2, 7, 0, 1, 1, 0, 3, 7, 5, 0, 0, 1, 4, 0];
     // (In a thread of its own: its code is compiled afresh there. The call
-    // runs its code for about 200 ms, past `promotion::LONG_CALL`.)
+    // runs its code for about 200 ms, past `promotion::LONG_CALL`: an
+    // optimized build runs it longer for that.)
+    let fuel = if cfg!(debug_assertions) { 5_000_000 } else { 100_000_000 };
     let before = rc_frames::jit::stats();
     std::thread::spawn(move || {
         rc_frames::jit::config().set_threshold(0);
-        check(&code, 5_000_000)
+        check(&code, fuel)
     })
     .join()
     .expect("agrees with plain");
