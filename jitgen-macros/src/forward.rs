@@ -14,7 +14,9 @@
 //! its path changes them only by `g += k` (`k` an integer literal, at least
 //! 1) of one green scalar `g`, and does that at least once: the loop body
 //! (after the merge point) has such a statement at its top level, run by
-//! every turn that reaches the body's end. Anything else that may write a
+//! every turn that reaches the body's end; or, where each arm of its
+//! `match` steps instead (`ip += 1` in the arms), each step sets a second
+//! flag, and a turn that set none looks too. Anything else that may write a
 //! green (an assignment, another compound assignment, `&mut g`, a method
 //! called on it, a macro that names it, a macro of the body or the module
 //! whose transcriber names it) sets a flag first, at the innermost
@@ -30,7 +32,7 @@
 //! keeps its condition at the end of the inner loop, and the jump that
 //! stands for its `continue` sets the flag. Not applied (the test stays at
 //! every visit): a `while let`, a green that is not a plain local, a body
-//! with no top-level step, or one that binds a green's name again.
+//! with no step, or one that binds a green's name again.
 
 use std::collections::{HashMap, HashSet};
 
@@ -40,6 +42,57 @@ use syn::visit::{self, Visit};
 
 /// The flag a turn that may have jumped sets.
 const FLAG: &str = "__jit_jumped";
+
+/// The flag a turn that stepped sets, where the body has no step at its
+/// top level (each arm of its `match` steps).
+const STEPPED: &str = "__jit_stepped";
+
+/// Sets `flag` after each step inside the body (not in closures, which may
+/// not run): after the statement in its block, or around a match arm's
+/// body that is a step.
+struct MarkSteps<'a, 'w> {
+    w: &'a Writes<'w>,
+    flag: &'a syn::Ident,
+    found: bool,
+}
+
+impl syn::visit_mut::VisitMut for MarkSteps<'_, '_> {
+    fn visit_block_mut(&mut self, b: &mut syn::Block) {
+        let mut out = Vec::with_capacity(b.stmts.len());
+        for mut s in std::mem::take(&mut b.stmts) {
+            let step = self.w.is_step(&s);
+            if !step {
+                self.visit_stmt_mut(&mut s);
+            }
+            let flag = self.flag;
+            let ends_block = matches!(&s, syn::Stmt::Expr(_, None));
+            if step && ends_block {
+                // The block's value is the step's, `()`.
+                if let syn::Stmt::Expr(_, semi) = &mut s {
+                    *semi = Some(Default::default());
+                }
+            }
+            out.push(s);
+            if step {
+                self.found = true;
+                out.push(syn::parse_quote!(#flag = true;));
+            }
+        }
+        b.stmts = out;
+    }
+
+    fn visit_arm_mut(&mut self, a: &mut syn::Arm) {
+        if self.w.is_step_expr(&a.body) {
+            let (body, flag) = (&a.body, self.flag);
+            *a.body = syn::parse_quote!({ #body; #flag = true; });
+            self.found = true;
+            return;
+        }
+        syn::visit_mut::visit_arm_mut(self, a);
+    }
+
+    fn visit_expr_closure_mut(&mut self, _: &mut syn::ExprClosure) {}
+}
 
 /// Rewrites the merge point's loop, the first of `suffix` (the portal's
 /// statements from it on; `prefix` those before it), as the module doc
@@ -147,10 +200,20 @@ fn skip_forward_visits(
     if binds_green(&body_stmts, &greens) || binds_green(&tail, &greens) {
         return false;
     }
-    if !body_stmts.iter().any(|s| writes.is_step(s)) {
-        return false;
-    }
+    // Without a step at the top level, each step sets a second flag: a turn
+    // steps forward where it stepped and wrote nothing else.
+    let top_step = body_stmts.iter().any(|s| writes.is_step(s));
+    let stepped = syn::Ident::new(STEPPED, proc_macro2::Span::call_site());
+    let mut steps = MarkSteps { w: &writes, flag: &stepped, found: false };
     let mut marked = body_stmts;
+    if !top_step {
+        for s in &mut marked {
+            syn::visit_mut::VisitMut::visit_stmt_mut(&mut steps, s);
+        }
+        if !steps.found {
+            return false;
+        }
+    }
     for s in &mut marked {
         if let syn::Stmt::Expr(e, semi @ None) = s {
             if !matches!(e, syn::Expr::If(_) | syn::Expr::Match(_) | syn::Expr::Block(_)) {
@@ -179,14 +242,26 @@ fn skip_forward_visits(
         crate::unhooked::retarget(&marked, &label, cont, &label, true)
     };
     let mut stmts: Vec<syn::Stmt> = body.stmts[..=mp].to_vec();
-    stmts.push(syn::parse_quote!(
-        loop {
-            #[allow(unused_mut)]
-            let mut #flag = false;
-            #(#inner)*
-            if #flag { continue #label; }
-        }
-    ));
+    stmts.push(if top_step {
+        syn::parse_quote!(
+            loop {
+                #[allow(unused_mut)]
+                let mut #flag = false;
+                #(#inner)*
+                if #flag { continue #label; }
+            }
+        )
+    } else {
+        syn::parse_quote!(
+            loop {
+                #[allow(unused_mut)]
+                let mut #flag = false;
+                let mut #stepped = false;
+                #(#inner)*
+                if #flag || !#stepped { continue #label; }
+            }
+        )
+    });
     l.body.stmts = stmts;
     l.label.get_or_insert_with(|| syn::Label { name: label, colon_token: Default::default() });
     true
@@ -749,9 +824,93 @@ mod tests {
     }
 
     #[test]
+    fn steps_inside_the_arms_of_a_turn_set_a_flag_of_their_own() {
+        // No step at the body's top level: a turn steps forward where it
+        // stepped (in a branch) and wrote nothing else.
+        let nested = "fn run(code: &[u8]) { let mut pc = 0; loop { hint!(global_merge_point); \
+                       if code[pc] == 0 { pc += 1; } else { pc = 0; } } }";
+        check(
+            nested,
+            &["pc"],
+            expect![[r#"
+                fn run(code: &[u8]) {
+                    let mut pc = 0;
+                    '__jit_loop: loop {
+                        hint!(global_merge_point);
+                        loop {
+                            #[allow(unused_mut)]
+                            let mut __jit_jumped = false;
+                            let mut __jit_stepped = false;
+                            if code[pc] == 0 {
+                                pc += 1;
+                                __jit_stepped = true;
+                            } else {
+                                __jit_jumped = true;
+                                pc = 0;
+                            }
+                            if __jit_jumped || !__jit_stepped {
+                                continue '__jit_loop;
+                            }
+                        }
+                    }
+                }
+            "#]],
+        );
+        // An arm that is a step; one whose block steps; a closure's step
+        // is no step of the turn.
+        let arms = "fn run(code: &[u8]) { let mut pc = 0; loop { hint!(global_merge_point); \
+                    match code[pc] { 0 => pc += 1, 1 => { let f = |x: usize| { let mut y = x; y += 1; y }; pc += 2 } \
+                    2 => { let _ = || { pc += 1; }; } _ => pc = 0 } } }";
+        check(
+            arms,
+            &["pc"],
+            expect![[r#"
+            fn run(code: &[u8]) {
+                let mut pc = 0;
+                '__jit_loop: loop {
+                    hint!(global_merge_point);
+                    loop {
+                        #[allow(unused_mut)]
+                        let mut __jit_jumped = false;
+                        let mut __jit_stepped = false;
+                        match code[pc] {
+                            0 => {
+                                pc += 1;
+                                __jit_stepped = true;
+                            }
+                            1 => {
+                                let f = |x: usize| {
+                                    let mut y = x;
+                                    y += 1;
+                                    y
+                                };
+                                pc += 2;
+                                __jit_stepped = true;
+                            }
+                            2 => {
+                                let _ = || {
+                                    pc += 1;
+                                };
+                            }
+                            _ => {
+                                __jit_jumped = true;
+                                pc = 0;
+                            }
+                        }
+                        if __jit_jumped || !__jit_stepped {
+                            continue '__jit_loop;
+                        }
+                    }
+                }
+            }
+        "#]],
+        );
+    }
+
+    #[test]
     fn a_body_without_a_step_or_binding_a_green_again_is_left_alone() {
         let no_step = "fn run(code: &[u8]) { let mut pc = 0; loop { hint!(global_merge_point); \
-                       if code[pc] == 0 { pc += 1; } else { pc = 0; } } }";
+                       if code[pc] == 0 { pc = 2; } else { pc = 0; } } }";
         check(
             no_step,
             &["pc"],
@@ -785,7 +944,33 @@ mod tests {
             cfg,
             &["pc"],
             expect![[r#"
-                unchanged
+                fn run(code: &[u8]) {
+                    let mut pc = 0;
+                    '__jit_loop: loop {
+                        hint!(global_merge_point);
+                        loop {
+                            #[allow(unused_mut)]
+                            let mut __jit_jumped = false;
+                            let mut __jit_stepped = false;
+                            __jit_jumped = true;
+                            #[cfg(any())] pc += 1;
+                            {
+                                #[cfg(any())]
+                                {
+                                    pc += 1;
+                                    __jit_stepped = true;
+                                }
+                            }
+                            if code[pc] == 0 {
+                                __jit_jumped = true;
+                                pc = 1;
+                            }
+                            if __jit_jumped || !__jit_stepped {
+                                continue '__jit_loop;
+                            }
+                        }
+                    }
+                }
             "#]],
         );
         let field = "fn run(m: &mut M) { loop { hint!(global_merge_point); m.pc += 1; } }";
