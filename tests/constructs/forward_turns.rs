@@ -198,3 +198,82 @@ fn a_fields_jumps_through_assignments_and_methods_compile_and_random_programs_ag
         check_fields(&code, rng.below(40) as i64);
     }
 }
+
+/// A portal that steps its position inside the arms of its `match`, not
+/// at the loop body's top level: each step sets a flag of its own, and a
+/// turn that did not step (a jump, by assignment in a branch) looks. A
+/// backward jump the flags missed would never be counted, never compiled.
+#[jit_interpreter]
+pub mod arm_steps {
+    use jitgen::prelude::*;
+
+    /// Ops, each with one operand byte `a` and stepping past itself in its
+    /// own arm: 0 adds `a`; 1 jumps to `a` while the counter lasts, else
+    /// steps; 2 steps (an arm that is the step); 3 skips the next op where
+    /// the accumulator is even, else adds one; anything else ends. Returns
+    /// the whole state: the accumulator, counter and position.
+    pub fn run(code: &[u8], n: i64) -> (i64, i64, usize) {
+        let mut pc: usize = 0;
+        let mut acc: i64 = 0;
+        let mut ctr = n;
+        loop {
+            hint!(global_merge_point);
+            if pc + 1 >= code.len() {
+                return (acc, ctr, pc);
+            }
+            let op = hint!(code[pc], concrete);
+            let a = hint!(code[pc + 1], concrete) as usize;
+            match op {
+                0 => {
+                    acc += a as i64;
+                    pc += 2;
+                }
+                1 => {
+                    if ctr > 0 {
+                        ctr -= 1;
+                        pc = a;
+                    } else {
+                        pc += 2
+                    }
+                }
+                2 => pc += 2,
+                3 => {
+                    if acc % 2 == 0 {
+                        pc += 4;
+                    } else {
+                        acc += 1;
+                        pc += 2;
+                    }
+                }
+                _ => return (acc, ctr, pc),
+            }
+        }
+    }
+}
+
+fn check_arm_steps(code: &[u8], n: i64) {
+    let want = arm_steps::jit::plain::run(code, n);
+    assert_eq!(arm_steps::run(code, n), want, "{code:?} {n}");
+    assert_eq!(arm_steps::jit::specialize::run(code).call(n), want, "{code:?} {n}");
+}
+
+#[test]
+fn steps_inside_the_arms_still_find_every_loop_and_random_programs_agree() {
+    arm_steps::jit::config().set_threshold(50);
+    // The loop at position 2, reached only by the jump; its ops step in
+    // their arms.
+    let program = [0u8, 2, 0, 1, 2, 0, 3, 0, 1, 2, 9, 0];
+    let before = arm_steps::jit::stats();
+    for n in [0i64, 1, 7, 300] {
+        check_arm_steps(&program, n);
+    }
+    let after = arm_steps::jit::stats();
+    assert!(after.compilations > before.compilations, "{after:?}");
+    assert!(after.entries > before.entries, "{after:?}");
+    arm_steps::jit::config().set_threshold(3);
+    let mut rng = crate::common::Rng(0xa4_57e9);
+    for _ in 0..crate::common::how_many(3000) {
+        let code = random_turns(&mut rng, 5);
+        check_arm_steps(&code, rng.below(40) as i64);
+    }
+}
