@@ -125,6 +125,10 @@ pub mod __private {
         pub mod portal {
             pub use jitgen_runtime::portal::outlined::{Flow, Outlined};
             pub use jitgen_runtime::portal::ByValue;
+            /// Green sequences made canonical (`entry::canonical`).
+            pub mod canonical {
+                pub use jitgen_runtime::portal::canonical::{scalars, slice, text, vec, Seen};
+            }
         }
     }
 

@@ -95,6 +95,13 @@ pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
                 }
             }
         }
+        Ty::Tuple(ts) => {
+            let parts = ts.iter().enumerate().map(|(i, t)| {
+                let i = syn::Index::from(i);
+                content_of(t, quote!((&(#place).#i)))
+            });
+            quote!(#(#parts)*)
+        }
         Ty::Map(..) => quote!(__out.extend_from_slice(&(#place.len() as u64).to_le_bytes());),
         Ty::Str => quote! {
             __out.extend_from_slice(&(#place.as_ptr() as usize as u64).to_le_bytes());
@@ -200,4 +207,32 @@ pub fn has_deep_content(ty: &Ty) -> bool {
         | Ty::Result(..) => true,
         _ => false,
     }
+}
+
+/// Whether a value of this type owns nothing and holds no address: a
+/// bitwise copy of it is a value of its own, and [`content_of`] writes all
+/// of it and no address. Green sequences of such values are made canonical
+/// (`jitgen_runtime::portal::canonical`).
+pub fn is_flat(ty: &Ty, types: &ModuleTypes) -> bool {
+    fn flat(ty: &Ty, types: &ModuleTypes, seen: &mut Vec<String>) -> bool {
+        match ty {
+            Ty::Unit | Ty::Bool | Ty::Char | Ty::F32 | Ty::F64 | Ty::Int(_) => true,
+            Ty::Option(t) => flat(t, types, seen),
+            Ty::Result(t, e) => flat(t, types, seen) && flat(e, types, seen),
+            Ty::Tuple(ts) => ts.iter().all(|t| flat(t, types, seen)),
+            Ty::Struct(n) | Ty::Enum(n) if seen.contains(n) => true,
+            Ty::Struct(n) => {
+                let Some(d) = types.structs.get(n) else { return false };
+                seen.push(n.clone());
+                d.lifetimes == 0 && d.fields.values().all(|t| flat(t, types, seen))
+            }
+            Ty::Enum(n) => {
+                let Some(d) = types.enums.get(n) else { return false };
+                seen.push(n.clone());
+                d.variants.iter().all(|v| v.fields.iter().all(|(_, t)| flat(t, types, seen)))
+            }
+            _ => false,
+        }
+    }
+    flat(ty, types, &mut vec![])
 }

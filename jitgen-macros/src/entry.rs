@@ -11,7 +11,7 @@ use hint_annotator::Color;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::content::{content_of, has_deep_content};
+use crate::content::{content_of, has_deep_content, is_flat};
 use crate::repr::*;
 use crate::timeshift::Gen;
 
@@ -37,6 +37,10 @@ pub(crate) struct Entry {
     /// Statements appending the content of deeper green data to `__out`
     /// (see `content`), run once per call of the portal.
     pub(crate) deep: Vec<TokenStream>,
+    /// Statements of the hook rebinding green sequences of flat values to
+    /// their canonical copies (`jitgen_runtime::portal::canonical`), with
+    /// `__canon`, the call's `Seen`.
+    pub(crate) canonical: Vec<TokenStream>,
     /// Green parameters passed to the compile function: (name, type with
     /// the lifetime `'a`, type with it elided).
     pub(crate) green_params: Vec<(Ident, TokenStream, TokenStream)>,
@@ -90,6 +94,7 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
         key: vec![],
         content: vec![],
         deep: vec![],
+        canonical: vec![],
         checks: vec![],
         green_params: vec![],
         bad: None,
@@ -131,7 +136,10 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
                 e.cheap_greens.push(to_word(*sc, src));
                 e.key.push(w);
             }
-            Repr::GRef(target) | Repr::GSlice(target) => green_reference(&mut e, &n, &src, &fid, &ty, &r, target),
+            Repr::GRef(target) | Repr::GSlice(target) => {
+                green_reference(&mut e, &n, &src, &fid, &ty, &r, target);
+                canonical(&mut e, &n, &ty, &r, gen.cg.types());
+            }
             Repr::Enum(t, nslots) if green => {
                 let tt = pty_of(t);
                 let (flat, _, tys) = enum_helpers(t);
@@ -293,6 +301,59 @@ fn green_reference(e: &mut Entry, n: &Ident, src: &TokenStream, fid: &Ident, ty:
             e.deep.push(content_of(&referent_ty, quote!(#n)));
         }
     }
+}
+
+/// Where a green reference is a sequence of flat values (`&[Instr]`,
+/// `&Vec<u8>`, `&str`), the hook's statement rebinding it to its canonical
+/// copy (see `jitgen_runtime::portal::canonical`): code is then cached by
+/// the copy's address, found again for a new buffer of the same program.
+fn canonical(e: &mut Entry, n: &Ident, ty: &Ty, r: &Repr, types: &hint_annotator::ModuleTypes) {
+    let rt = rt();
+    let (seq, elem) = match (r, ty) {
+        (_, Ty::Ref { to, .. }) if **to == Ty::Text => {
+            e.canonical.push(quote!(let #n: &str = #rt::portal::canonical::text(#n, __canon);));
+            return;
+        }
+        (Repr::GSlice(_), Ty::Ref { to, .. }) => match &**to {
+            Ty::Slice(t) => ("slice", (**t).clone()),
+            _ => return,
+        },
+        (Repr::GRef(_), Ty::Ref { to, .. }) => match &**to {
+            Ty::Vec(t) => ("vec", (**t).clone()),
+            _ => return,
+        },
+        (Repr::GRef(_), Ty::Vec(t)) => ("vec", (**t).clone()),
+        _ => return,
+    };
+    if !is_flat(&elem, types) {
+        return;
+    }
+    let t = rust_ty(&elem, None);
+    let plain = matches!(elem, Ty::Int(_) | Ty::Bool | Ty::Char | Ty::F32 | Ty::F64);
+    let stmt = match seq {
+        // Integers are compared with their copy at each visit, in place.
+        "slice" if plain => quote!(let #n: &[#t] = #rt::portal::canonical::scalars(#n, __canon);),
+        "slice" => {
+            let each = content_of(&elem, quote!(__e));
+            quote! {
+                // SAFETY: `is_flat`: a bitwise copy owns nothing, and the
+                // content is all of an element's.
+                let #n: &[#t] = unsafe {
+                    #rt::portal::canonical::slice(#n, __canon, |__e: &#t, __out: &mut ::std::vec::Vec<u8>| { #each })
+                };
+            }
+        }
+        _ => {
+            let each = content_of(&elem, quote!(__e));
+            quote! {
+                // SAFETY: as above.
+                let #n: &::std::vec::Vec<#t> = unsafe {
+                    #rt::portal::canonical::vec(#n, __canon, |__e: &#t, __out: &mut ::std::vec::Vec<u8>| { #each })
+                };
+            }
+        }
+    };
+    e.canonical.push(stmt);
 }
 
 /// Code making the `VList` of a `Vec` at `__p` whose length is `len` (a

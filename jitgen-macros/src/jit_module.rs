@@ -557,6 +557,10 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
     if has_deep {
         params.push(quote!(__deep_cell: &mut ::core::option::Option<::std::vec::Vec<u8>>));
     }
+    let canonical = &e.canonical;
+    if !canonical.is_empty() {
+        params.push(quote!(__canon: &mut #rt::portal::canonical::Seen));
+    }
     let green_args: Vec<&Ident> = e.green_params.iter().map(|(n, _, _)| n).collect();
     let ret_rust = match &item.sig.output {
         syn::ReturnType::Default => quote!(()),
@@ -596,6 +600,9 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
                 return None;
             }
             #(#lens)*
+            // The entry filter's word, of the data the interpreter has.
+            let __entry_word = #rt::driver::green_word(&[#(#cheap_in_hook),*]);
+            #(#canonical)*
             let __key: [u64; #nkey] = [#(#key),*];
             let __site = #rt::driver::PortalSite {
                 cache: &#cache,
@@ -616,7 +623,7 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
                 __content,
                 &__words,
                 &mut |__w| #compile(#(#green_args,)* Some(__w)),
-                &|| #rt::driver::green_word(&[#(#cheap_in_hook),*]),
+                &|| __entry_word,
             )?;
             #(#origins)*
             let __mark = #rt::heap::arena_mark();
@@ -797,6 +804,10 @@ fn portal_call_site(
     if has_deep {
         args.push(quote!(&mut __jit_deep_content));
     }
+    let has_canonical = !e.canonical.is_empty();
+    if has_canonical {
+        args.push(quote!(&mut __jit_canon));
+    }
     let runs_plain_fn = format_ident!("__runs_plain_{}", name);
     let runs_plain = unhooked_query(&runs_plain_fn, &sampler, "runs_plain", "runs the plain interpreter");
     let plain_timed_fn = format_ident!("__runs_plain_timed_{}", name);
@@ -874,6 +885,11 @@ fn portal_call_site(
         if !never {
             item.block.stmts.insert(0, off_fn);
         }
+    }
+    if has_canonical {
+        // What the call made canonical (see `entry::canonical`).
+        let rt = rt();
+        item.block.stmts.insert(0, syn::parse_quote!(let mut __jit_canon = #rt::portal::canonical::Seen::new();));
     }
     if has_deep {
         // The content of the portal's green data, taken at most once

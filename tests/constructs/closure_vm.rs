@@ -218,6 +218,27 @@ fn closure_helpers_and_a_promote_statement_compile_and_agree_with_plain() {
     // Only the error's `into` runs as Rust; the closures are inlined.
     let left = cvm::jit::left_to_rust();
     assert!(left.iter().all(|l| !l.starts_with("Vm::run") || l.contains("the method `into`")), "{left:?}");
+    // A machine and its program built afresh for each run, every buffer
+    // kept so that each is at an address of its own: the program's
+    // canonical copy keys the code, so once the first runs have compiled
+    // the tree, later runs compile nothing and enter the code.
+    let mut programs: Vec<Vec<Instr>> = vec![];
+    let mut counts = vec![];
+    for _ in 0..8 {
+        programs.push(fib_program(14));
+        let code = programs.last().expect("a program");
+        let mut want_vm = Vm::new(u64::MAX);
+        let want = cvm::jit::plain::Vm::run(&mut want_vm, code).map_err(|e| e.to_string());
+        let mut vm = Vm::new(u64::MAX);
+        assert_eq!(vm.run(code).map_err(|e| e.to_string()), want);
+        assert_eq!(vm, want_vm);
+        let s = cvm::jit::stats();
+        counts.push((s.compilations + s.flexswitch_cases, s.entries));
+    }
+    assert!(programs.windows(2).all(|w| w[0].as_ptr() != w[1].as_ptr()));
+    assert!(counts[0].0 > after.compilations + after.flexswitch_cases, "{counts:?}");
+    assert_eq!(counts[4].0, counts[7].0, "later runs compiled again: {counts:?}");
+    assert!(counts[7].1 > counts[4].1, "{counts:?}");
     let mut rng = crate::common::Rng(0xc105_5eed);
     for threshold in [0, 3] {
         cvm::jit::config().set_threshold(threshold);

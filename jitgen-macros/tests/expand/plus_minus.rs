@@ -3,6 +3,7 @@ pub mod plus_minus {
     /// Applies each `+` (add y) and `-` (subtract y) of `s` to `x`.
     #[allow(unused_mut)]
     pub fn ll_plus_minus(s: &[u8], x: i64, y: i64) -> i64 {
+        let mut __jit_canon = __rt::portal::canonical::Seen::new();
         #[inline(never)]
         fn __jit_off(s: &[u8], x: i64, y: i64) -> i64 {
             __plain_ll_plus_minus(s, x, y)
@@ -143,6 +144,7 @@ pub mod plus_minus {
                 <_ as __rt::portal::ByValue<i64>>::by_value(y),
                 <_ as __rt::portal::ByValue<i64>>::by_value(acc),
                 <_ as __rt::portal::ByValue<usize>>::by_value(pc),
+                &mut __jit_canon,
             );
             match __jit_result {
                 ::core::option::Option::Some(::core::result::Result::Ok(__r)) => {
@@ -710,6 +712,7 @@ pub mod plus_minus {
             y: i64,
             acc: i64,
             pc: usize,
+            __canon: &mut __rt::portal::canonical::Seen,
         ) -> ::core::option::Option<
             ::core::result::Result<i64, __Parked_ll_plus_minus>,
         > {
@@ -717,6 +720,10 @@ pub mod plus_minus {
             if !__cfg.enabled() {
                 return None;
             }
+            let __entry_word = __rt::driver::green_word(
+                &[s as *const _ as *const u8 as usize as u64, ((pc) as u64)],
+            );
+            let s: &[u8] = __rt::portal::canonical::scalars(s, __canon);
             let __key: [u64; 3usize] = [
                 s as *const _ as *const u8 as usize as u64,
                 s.len() as u64,
@@ -741,9 +748,7 @@ pub mod plus_minus {
                     __content,
                     &__words,
                     &mut |__w| __compile_portal_ll_plus_minus(s, pc, Some(__w)),
-                    &|| __rt::driver::green_word(
-                        &[s as *const _ as *const u8 as usize as u64, ((pc) as u64)],
-                    ),
+                    &|| __entry_word,
                 )?;
             let __mark = __rt::heap::arena_mark();
             let __t0 = __site.nested.then(::std::time::Instant::now);

@@ -1,10 +1,11 @@
-//! Portals: settings ([`config`]), the loop outlined from its hook
+//! Portals: settings ([`config`]), green data made canonical ([`canonical`]), the loop outlined from its hook
 //! ([`outlined`]), sampling the hook's visits ([`sampler`])
 //! between ticks of a clock ([`ticker`]),
 //! counting per position key and the cache of compiled code ([`driver`]),
 //! retiring code slower than interpreting ([`slow`]). The top layer: what a portal hook
 //! calls around a compilation.
 
+pub mod canonical;
 pub mod config;
 pub mod driver;
 pub mod outlined;
