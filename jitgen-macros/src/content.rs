@@ -30,6 +30,11 @@
 //! TLC's tests, which assemble a fresh program per run: stale code read freed class
 //! tables. `HashMap`s (length only) and types from outside the module are not covered.
 //!
+//! A green sequence of flat values (`is_flat`: integers, and the module's enums and
+//! structs made only of them) is first replaced by its canonical copy, one per content
+//! (`entry::canonical`, `jitgen_runtime::portal::canonical`): a machine built afresh for
+//! each run, its program in a new buffer, then finds the code compiled for the last one.
+//!
 //! Architecture Invariant: compiled code runs only on green data equal, in content and
 //! in the addresses of its buffers, to the data it was compiled for.
 
@@ -235,4 +240,33 @@ pub fn is_flat(ty: &Ty, types: &ModuleTypes) -> bool {
         }
     }
     flat(ty, types, &mut vec![])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flat_types_own_nothing_and_hold_no_address() {
+        let src = r#"
+            pub enum Instr { Push(i64), Jump { to: usize }, Op(Op), Halt }
+            #[derive(Clone, Copy)]
+            pub struct Op { code: u8, arg: i32, wide: f64 }
+            pub enum Const { Num(f64), Text(String) }
+            pub struct Chunk { code: Vec<u8> }
+            pub struct Node { next: Option<Box<Node>>, v: i64 }
+            pub fn run(code: &[Instr], c: &[Const], k: &Chunk, n: &Node) -> usize { code.len() + c.len() + k.code.len() + n.v as usize }
+        "#;
+        let cg = hint_annotator::annotate_source(src).expect("the module annotates");
+        let types = cg.types();
+        let flat = |t: Ty| is_flat(&t, types);
+        assert!(flat(Ty::Enum("Instr".into())));
+        assert!(flat(Ty::Struct("Op".into())));
+        assert!(flat(Ty::Int(IntTy::U8)) && flat(Ty::Option(Box::new(Ty::Char))));
+        assert!(!flat(Ty::Enum("Const".into())), "a `String` is owned");
+        assert!(!flat(Ty::Struct("Chunk".into())), "a `Vec` is owned");
+        assert!(!flat(Ty::Struct("Node".into())), "a `Box` is owned");
+        assert!(!flat(Ty::Ref { mutable: false, to: Box::new(Ty::Int(IntTy::U8)) }), "an address");
+        assert!(!flat(Ty::Struct("Unknown".into())), "not of the module");
+    }
 }

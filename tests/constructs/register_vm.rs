@@ -5,7 +5,9 @@
 //! array and the set passed by reference (they left `self` whole, and the
 //! portal then had no green program counter and never compiled). Results
 //! and whole final states are compared with `jit::plain`, through the
-//! portal and through `jit::specialize`; random programs too.
+//! portal and through `jit::specialize`; random programs too. A machine
+//! built afresh for each run finds the code compiled for the same program
+//! in another buffer.
 
 use jitgen::prelude::*;
 
@@ -90,6 +92,18 @@ fn a_register_machine_with_an_array_of_registers_compiles_and_agrees_with_plain(
     // The registers are an object in memory; the program is known.
     let listing = jit::portal_listings().join("\n");
     assert!(listing.contains("insert") && !listing.contains("Add"), "{listing}");
+    // Machines built afresh, each with its program in a buffer of its own
+    // (all kept alive): the program's canonical copy keys the code, so
+    // after the first run this thread compiles nothing more.
+    let mut machines: Vec<Machine> = (0..4).map(|_| machine(sum(40))).collect();
+    let want = jit::plain::Machine::run(&mut machine(sum(40)));
+    let mut compiled = vec![];
+    for m in machines.iter_mut() {
+        assert_eq!(m.run(), want);
+        compiled.push(jit::portal_listings().len());
+    }
+    assert!(machines.windows(2).all(|w| w[0].code.as_ptr() != w[1].code.as_ptr()));
+    assert!(compiled.windows(2).all(|w| w[0] == w[1]), "{compiled:?}");
 }
 
 #[test]
