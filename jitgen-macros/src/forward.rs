@@ -30,9 +30,20 @@
 //! In `B'`, the loop's own `continue`s go to `'l` (they may skip the step),
 //! its `break`s leave `'l`. A rotated `while` (`outline::rotate_while`)
 //! keeps its condition at the end of the inner loop, and the jump that
-//! stands for its `continue` sets the flag. Not applied (the test stays at
-//! every visit): a `while let`, a green that is not a plain local, a body
-//! with no step, or one that binds a green's name again.
+//! stands for its `continue` sets the flag. A `while let P = E` carries its
+//! pattern's bindings `b..` into the inner loop, and tests `P = E` again at
+//! its end:
+//!
+//! ```text
+//! 'l: while let P = E { mp; B }   =>   'l: while let P = E { mp; let mut t = (b..);
+//!     loop { let (b..) = t; let mut f = false; B'; if f { continue 'l; }
+//!            match E { P => t = (b..), _ => break 'l } } }
+//! ```
+//!
+//! What `P` binds is not a green of the position there: it is recomputed
+//! from `E` at each turn. Not applied (the test stays at every visit): a
+//! green that is not a plain local, a body with no step, or one that binds
+//! a green's name again.
 
 use std::collections::{HashMap, HashSet};
 
@@ -135,11 +146,11 @@ pub fn skip_forward_turns(
         _ => None,
     });
     for p in params.chain(lets) {
-        for (name, mutable) in bound_mutability(p) {
+        for (name, mutable) in pattern_binds(p) {
             if mutable {
-                fixed.remove(&name);
+                fixed.remove(&name.to_string());
             } else {
-                fixed.insert(name);
+                fixed.insert(name.to_string());
             }
         }
     }
@@ -150,18 +161,21 @@ pub fn skip_forward_turns(
     }
 }
 
-/// The names a pattern binds, each with whether it is bound `mut`.
-fn bound_mutability(p: &syn::Pat) -> Vec<(String, bool)> {
-    struct B(Vec<(String, bool)>);
-    impl<'ast> Visit<'ast> for B {
+/// The names a pattern binds (not its constants, which are capitalized),
+/// with their `mut`.
+pub(crate) fn pattern_binds(pat: &syn::Pat) -> Vec<(syn::Ident, bool)> {
+    struct V(Vec<(syn::Ident, bool)>);
+    impl<'ast> syn::visit::Visit<'ast> for V {
         fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-            self.0.push((p.ident.to_string(), p.mutability.is_some()));
-            visit::visit_pat_ident(self, p);
+            if !p.ident.to_string().starts_with(|c: char| c.is_ascii_uppercase()) {
+                self.0.push((p.ident.clone(), p.mutability.is_some()));
+            }
+            syn::visit::visit_pat_ident(self, p);
         }
     }
-    let mut b = B(vec![]);
-    b.visit_pat(p);
-    b.0
+    let mut v = V(vec![]);
+    syn::visit::Visit::visit_pat(&mut v, pat);
+    v.0
 }
 
 /// Rewrites the merge point's loop statement `s` as the module doc says,
@@ -177,12 +191,25 @@ fn skip_forward_visits(
     if greens.is_empty() || greens.iter().any(|g| syn::parse_str::<syn::Ident>(g).is_err()) {
         return false;
     }
-    let greens: HashSet<String> = greens.iter().cloned().collect();
-    let writes = Writes { greens: &greens, macros };
+    let mut greens: HashSet<String> = greens.iter().cloned().collect();
     let Some(l) = loop_of(s, rotated) else { return false };
+    let (label_slot, body, while_let) = match l {
+        TurnLoop::Loop(l) => (&mut l.label, &mut l.body, None),
+        TurnLoop::WhileLet(w) => {
+            let syn::Expr::Let(c) = &*w.cond else { return false };
+            let (pat, e) = ((*c.pat).clone(), (*c.expr).clone());
+            // What the pattern binds is recomputed at each turn from the
+            // scrutinee, whose greens are the position's: not a green the
+            // turn steps or writes.
+            for (n, _) in pattern_binds(&pat) {
+                greens.remove(&n.to_string());
+            }
+            (&mut w.label, &mut w.body, Some((pat, e)))
+        }
+    };
+    let writes = Writes { greens: &greens, macros };
     // Its label, given where it has none (once rewritten).
-    let label = l.label.as_ref().map_or_else(|| syn::parse_quote!('__jit_loop), |l| l.name.clone());
-    let body = &l.body;
+    let label = label_slot.as_ref().map_or_else(|| syn::parse_quote!('__jit_loop), |l| l.name.clone());
     let Some(mp) = body.stmts.iter().position(is_merge_point) else { return false };
     let rest: Vec<syn::Stmt> = body.stmts[mp + 1..].to_vec();
     // The turn's steps, and where it may jump.
@@ -200,6 +227,27 @@ fn skip_forward_visits(
     if binds_green(&body_stmts, &greens) || binds_green(&tail, &greens) {
         return false;
     }
+    // A `while let`'s pattern binds afresh at each turn of the inner loop:
+    // its bindings are carried from one turn to the next in `__jit_turn`.
+    let (carry, rebind, next) = match &while_let {
+        None => (None, None, None),
+        Some((pat, e)) => {
+            let binds = pattern_binds(pat);
+            let names = binds.iter().map(|(n, _)| n);
+            let lets = binds.iter().map(|(n, m)| if *m { quote::quote!(mut #n) } else { quote::quote!(#n) });
+            let names2 = names.clone();
+            let carry: syn::Stmt = syn::parse_quote!(#[allow(unused_mut)] let mut __jit_turn = (#(#names,)*););
+            let rebind: syn::Stmt = syn::parse_quote!(let (#(#lets,)*) = __jit_turn;);
+            let next: syn::Stmt = syn::parse_quote! {
+                #[allow(unreachable_patterns)]
+                match #e {
+                    #pat => __jit_turn = (#(#names2,)*),
+                    _ => break #label,
+                }
+            };
+            (Some(carry), Some(rebind), Some(next))
+        }
+    };
     // Without a step at the top level, each step sets a second flag: a turn
     // steps forward where it stepped and wrote nothing else.
     let top_step = body_stmts.iter().any(|s| writes.is_step(s));
@@ -242,33 +290,45 @@ fn skip_forward_visits(
         crate::unhooked::retarget(&marked, &label, cont, &label, true)
     };
     let mut stmts: Vec<syn::Stmt> = body.stmts[..=mp].to_vec();
+    stmts.extend(carry);
     stmts.push(if top_step {
         syn::parse_quote!(
             loop {
+                #rebind
                 #[allow(unused_mut)]
                 let mut #flag = false;
                 #(#inner)*
                 if #flag { continue #label; }
+                #next
             }
         )
     } else {
         syn::parse_quote!(
             loop {
+                #rebind
                 #[allow(unused_mut)]
                 let mut #flag = false;
                 let mut #stepped = false;
                 #(#inner)*
                 if #flag || !#stepped { continue #label; }
+                #next
             }
         )
     });
-    l.body.stmts = stmts;
-    l.label.get_or_insert_with(|| syn::Label { name: label, colon_token: Default::default() });
+    body.stmts = stmts;
+    label_slot.get_or_insert_with(|| syn::Label { name: label, colon_token: Default::default() });
     true
 }
 
+/// The loop of the merge point: a `loop`, or a `while let` (the last
+/// statement of the block `outline::enter_while_let` makes of it).
+enum TurnLoop<'a> {
+    Loop(&'a mut syn::ExprLoop),
+    WhileLet(&'a mut syn::ExprWhile),
+}
+
 /// The loop of the merge point.
-fn loop_of(s: &mut syn::Stmt, rotated: bool) -> Option<&mut syn::ExprLoop> {
+fn loop_of(s: &mut syn::Stmt, rotated: bool) -> Option<TurnLoop<'_>> {
     let e: &mut syn::Expr = match s {
         syn::Stmt::Expr(e, _) => e,
         syn::Stmt::Local(syn::Local { init: Some(syn::LocalInit { expr, diverge: None, .. }), .. }) => expr,
@@ -287,8 +347,17 @@ fn loop_of(s: &mut syn::Stmt, rotated: bool) -> Option<&mut syn::ExprLoop> {
     } else {
         e
     };
-    let syn::Expr::Loop(l) = e else { return None };
-    Some(l)
+    match e {
+        syn::Expr::Loop(l) => Some(TurnLoop::Loop(l)),
+        // `'w: { ..; while let P = E { mp; B } }`
+        syn::Expr::Block(b) if !rotated => match b.block.stmts.last_mut() {
+            Some(syn::Stmt::Expr(syn::Expr::While(w), _)) if matches!(&*w.cond, syn::Expr::Let(_)) => {
+                Some(TurnLoop::WhileLet(w))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn is_merge_point(s: &syn::Stmt) -> bool {
@@ -904,6 +973,68 @@ mod tests {
                 }
             }
         "#]],
+        );
+    }
+
+    #[test]
+    fn a_while_let_carries_its_bindings_from_turn_to_turn() {
+        // As `outline::enter_while_let` leaves it: the peeled turn, then
+        // the loop. The pattern's binding is a green of the position, and
+        // recomputed at each turn.
+        check(
+            "fn run(code: &[u8]) -> i64 { let mut pc = 0; let mut acc = 0; '__jit_w: { \
+             if let Some((op,)) = __jit_resume { '__jit_b: { pc += 1; } } \
+             while let Some(&op) = code.get(pc) { hint!(global_merge_point); \
+             if op == 0 { pc += 1; } else if op == 1 { acc += 1; pc += 1; } else if acc > 9 { break; } \
+             else { pc = 0; continue; } } } acc }",
+            &["pc", "op"],
+            expect![[r#"
+                fn run(code: &[u8]) -> i64 {
+                    let mut pc = 0;
+                    let mut acc = 0;
+                    '__jit_w: {
+                        if let Some((op,)) = __jit_resume {
+                            '__jit_b: {
+                                pc += 1;
+                            }
+                        }
+                        '__jit_loop: while let Some(&op) = code.get(pc) {
+                            hint!(global_merge_point);
+                            #[allow(unused_mut)]
+                            let mut __jit_turn = (op,);
+                            loop {
+                                let (op,) = __jit_turn;
+                                #[allow(unused_mut)]
+                                let mut __jit_jumped = false;
+                                let mut __jit_stepped = false;
+                                if op == 0 {
+                                    pc += 1;
+                                    __jit_stepped = true;
+                                } else if op == 1 {
+                                    acc += 1;
+                                    pc += 1;
+                                    __jit_stepped = true;
+                                } else if acc > 9 {
+                                    break '__jit_loop;
+                                } else {
+                                    __jit_jumped = true;
+                                    pc = 0;
+                                    continue '__jit_loop;
+                                }
+                                if __jit_jumped || !__jit_stepped {
+                                    continue '__jit_loop;
+                                }
+                                #[allow(unreachable_patterns)]
+                                match code.get(pc) {
+                                    Some(&op) => __jit_turn = (op,),
+                                    _ => break '__jit_loop,
+                                }
+                            }
+                        }
+                    }
+                    acc
+                }
+            "#]],
         );
     }
 

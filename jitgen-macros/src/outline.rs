@@ -185,9 +185,7 @@ pub fn outline(item: &mut syn::ItemFn, hook: &Hook, cx: &ModuleContext) -> Resul
         return Err("its hand-overs park at the head of a loop that is not a `while let`");
     }
     let rotated = rotate_while(&mut suffix[0]);
-    if while_let.is_none() {
-        crate::forward::skip_forward_turns(&mut suffix, &prefix, sig, &hook.greens, &cx.macros, rotated);
-    }
+    crate::forward::skip_forward_turns(&mut suffix, &prefix, sig, &hook.greens, &cx.macros, rotated);
 
     let macros = macros_again(sig, &mut prefix, &suffix, cx)?;
 
@@ -485,20 +483,7 @@ fn enter_while_let(s: &mut syn::Stmt) -> Result<Option<WhileLet>, &'static str> 
     let syn::Stmt::Expr(syn::Expr::While(w), _) = s else { return Ok(None) };
     let syn::Expr::Let(l) = &*w.cond else { return Ok(None) };
     let label = w.label.as_ref().map(|l| l.name.clone()).unwrap_or_else(|| lifetime("'__jit_loop"));
-    let binds: Vec<(Ident, bool)> = {
-        struct V(Vec<(Ident, bool)>);
-        impl<'ast> syn::visit::Visit<'ast> for V {
-            fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-                if !p.ident.to_string().starts_with(|c: char| c.is_ascii_uppercase()) {
-                    self.0.push((p.ident.clone(), p.mutability.is_some()));
-                }
-                syn::visit::visit_pat_ident(self, p);
-            }
-        }
-        let mut v = V(vec![]);
-        syn::visit::Visit::visit_pat(&mut v, &l.pat);
-        v.0
-    };
+    let binds = crate::forward::pattern_binds(&l.pat);
     let lets = binds.iter().map(|(n, m)| if *m { quote!(mut #n) } else { quote!(#n) });
     let Some((items, rest)) = crate::unhooked::split_at_merge_point(&w.body) else { return Ok(None) };
     if crate::unhooked::token_count(quote!(#(#rest)*)) > crate::unhooked::MAX_BODY_TOKENS {

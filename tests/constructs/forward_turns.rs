@@ -277,3 +277,86 @@ fn steps_inside_the_arms_still_find_every_loop_and_random_programs_agree() {
         check_arm_steps(&code, rng.below(40) as i64);
     }
 }
+
+/// `arm_steps` written as a `while let` over the program's bytes, as
+/// `while let Some(&op) = code.get(pc)` VMs are: the inner loop carries
+/// the pattern's binding from turn to turn and tests the pattern again at
+/// its end. Its `continue` after a step, its `break` and its `return`
+/// leave the inner loop as the user's loop.
+#[jit_interpreter]
+pub mod while_let_steps {
+    use jitgen::prelude::*;
+
+    /// Ops, each with one operand byte `a`: 0 adds `a`; 1 jumps to `a`
+    /// while the counter lasts, else steps; 2 steps; 3 skips the next op
+    /// with a `continue` where the accumulator is even, else adds one; 4
+    /// leaves the loop by `break`; anything else returns. The whole state:
+    /// the accumulator, counter and position (the counter marked where the
+    /// loop ended).
+    pub fn run(code: &[u8], n: i64) -> (i64, i64, usize) {
+        let mut pc: usize = 0;
+        let mut acc: i64 = 0;
+        let mut ctr = n;
+        while let Some(&op) = code.get(pc) {
+            hint!(global_merge_point);
+            hint!(code, deepfreeze);
+            hint!(pc, concrete);
+            let a = match code.get(pc + 1) {
+                Some(&a) => a as usize,
+                None => break,
+            };
+            match op {
+                0 => {
+                    acc += a as i64;
+                    pc += 2;
+                }
+                1 => {
+                    if ctr > 0 {
+                        ctr -= 1;
+                        pc = a;
+                    } else {
+                        pc += 2
+                    }
+                }
+                2 => pc += 2,
+                3 => {
+                    if acc % 2 == 0 {
+                        pc += 4;
+                        continue;
+                    }
+                    acc += 1;
+                    pc += 2;
+                }
+                4 => break,
+                _ => return (acc, ctr, pc),
+            }
+        }
+        (acc, ctr + 1000, pc)
+    }
+}
+
+fn check_while_let(code: &[u8], n: i64) {
+    let want = while_let_steps::jit::plain::run(code, n);
+    assert_eq!(while_let_steps::run(code, n), want, "{code:?} {n}");
+    assert_eq!(while_let_steps::jit::specialize::run(code).call(n), want, "{code:?} {n}");
+}
+
+#[test]
+fn a_while_let_skips_the_test_after_steps_and_still_finds_every_loop() {
+    while_let_steps::jit::config().set_threshold(50);
+    // The loop at position 2, reached only by the jump.
+    let program = [0u8, 2, 0, 1, 2, 0, 3, 0, 1, 2, 9, 0];
+    let before = while_let_steps::jit::stats();
+    for n in [0i64, 1, 7, 300] {
+        check_while_let(&program, n);
+    }
+    let after = while_let_steps::jit::stats();
+    assert!(after.compilations > before.compilations, "{after:?}");
+    assert!(after.entries > before.entries, "{after:?}");
+    while_let_steps::jit::config().set_threshold(3);
+    let mut rng = crate::common::Rng(0x3417_1e7);
+    for _ in 0..crate::common::how_many(3000) {
+        let code = random_turns(&mut rng, 6);
+        check_while_let(&code, rng.below(40) as i64);
+    }
+}
