@@ -127,7 +127,7 @@ pub mod __private {
             pub use jitgen_runtime::portal::ByValue;
             /// Green sequences made canonical (`entry::canonical`).
             pub mod canonical {
-                pub use jitgen_runtime::portal::canonical::{scalars, slice, text, vec, Seen};
+                pub use jitgen_runtime::portal::canonical::{deep, deep_slice, scalars, slice, text, vec, Seen};
             }
         }
     }

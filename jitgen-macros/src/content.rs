@@ -31,9 +31,11 @@
 //! tables. `HashMap`s (length only) and types from outside the module are not covered.
 //!
 //! A green sequence of flat values (`is_flat`: integers, and the module's enums and
-//! structs made only of them) is first replaced by its canonical copy, one per content
-//! (`entry::canonical`, `jitgen_runtime::portal::canonical`): a machine built afresh for
-//! each run, its program in a new buffer, then finds the code compiled for the last one.
+//! structs made only of them), or green data that owns only such values and `String`s
+//! (`is_owned_flat`: copied by the generated `__copy_T` functions), is first replaced by
+//! its canonical copy, one per content taken without addresses (`entry::canonical`,
+//! `jitgen_runtime::portal::canonical`): a machine built afresh for each run, its program
+//! in new buffers, then finds the code compiled for the last one.
 //!
 //! Architecture Invariant: compiled code runs only on green data equal, in content and
 //! in the addresses of its buffers, to the data it was compiled for.
@@ -51,7 +53,9 @@ fn content_fn_name(name: &str) -> proc_macro2::Ident {
 }
 
 /// Statements appending to `__out` the content of the value `place` (an
-/// expression of type `&ty`).
+/// expression of type `&ty`), with the addresses of its buffers where the
+/// `bool` `__addrs` in scope says so (not for a canonical copy's content,
+/// which is the same for equal data anywhere).
 pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
     if let Some(sc) = scalar(ty) {
         let w = to_word(sc, quote!(*#place));
@@ -65,14 +69,18 @@ pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
             // Parenthesized: `place` is followed by method calls inside.
             let inner = content_of(to, quote!((*#place)));
             quote! {
-                __out.extend_from_slice(&((*#place) as *const _ as *const u8 as usize as u64).to_le_bytes());
+                if __addrs {
+                    __out.extend_from_slice(&((*#place) as *const _ as *const u8 as usize as u64).to_le_bytes());
+                }
                 #inner
             }
         }
         Ty::Boxed(to) => {
             let inner = content_of(to, quote!((&**#place)));
             quote! {
-                __out.extend_from_slice(&((&**#place) as *const _ as *const u8 as usize as u64).to_le_bytes());
+                if __addrs {
+                    __out.extend_from_slice(&((&**#place) as *const _ as *const u8 as usize as u64).to_le_bytes());
+                }
                 #inner
             }
         }
@@ -81,7 +89,9 @@ pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
             // themselves), each sequence's room reserved once: this runs at
             // every portal call of a key with code.
             let head = quote! {
-                __out.extend_from_slice(&(#place.as_ptr() as usize as u64).to_le_bytes());
+                if __addrs {
+                    __out.extend_from_slice(&(#place.as_ptr() as usize as u64).to_le_bytes());
+                }
                 __out.extend_from_slice(&(#place.len() as u64).to_le_bytes());
             };
             match &**t {
@@ -109,13 +119,15 @@ pub fn content_of(ty: &Ty, place: TokenStream) -> TokenStream {
         }
         Ty::Map(..) => quote!(__out.extend_from_slice(&(#place.len() as u64).to_le_bytes());),
         Ty::Str => quote! {
-            __out.extend_from_slice(&(#place.as_ptr() as usize as u64).to_le_bytes());
+            if __addrs {
+                __out.extend_from_slice(&(#place.as_ptr() as usize as u64).to_le_bytes());
+            }
             __out.extend_from_slice(&(#place.len() as u64).to_le_bytes());
             __out.extend_from_slice(#place.as_bytes());
         },
         Ty::Struct(n) | Ty::Enum(n) => {
             let f = content_fn_name(n);
-            quote!(#f(#place, __out);)
+            quote!(#f(#place, __out, __addrs);)
         }
         Ty::Option(t) => {
             let inner = content_of(t, quote!(__v));
@@ -157,7 +169,7 @@ pub fn content_fns(types: &ModuleTypes) -> TokenStream {
             .collect();
         fns.push(quote! {
             #[allow(non_snake_case, unused_variables, clippy::all)]
-            pub(super) fn #f(__v: &#t, __out: &mut ::std::vec::Vec<u8>) {
+            pub(super) fn #f(__v: &#t, __out: &mut ::std::vec::Vec<u8>, __addrs: bool) {
                 #(#fields)*
             }
         });
@@ -189,12 +201,150 @@ pub fn content_fns(types: &ModuleTypes) -> TokenStream {
         let body = if arms.is_empty() { quote!(match *__v {}) } else { quote!(match __v { #(#arms)* }) };
         fns.push(quote! {
             #[allow(non_snake_case, unused_variables, clippy::all)]
-            pub(super) fn #f(__v: &#t, __out: &mut ::std::vec::Vec<u8>) {
+            pub(super) fn #f(__v: &#t, __out: &mut ::std::vec::Vec<u8>, __addrs: bool) {
                 #body
             }
         });
     }
+    fns.extend(copy_fns(types));
     quote!(#(#fns)*)
+}
+
+/// The function copying a module struct or enum whose values own only
+/// flat values (see [`is_owned_flat`]).
+fn copy_fn_name(name: &str) -> proc_macro2::Ident {
+    format_ident!("__copy_{}", name)
+}
+
+/// Whether green data of this type may be made canonical by a copy
+/// (`jitgen_runtime::portal::canonical::deep`): flat values, and what owns
+/// only such values (`Vec`s, boxes, `String`s, options, tuples, arrays, the
+/// module's structs and enums made of these). Not what borrows, shares or
+/// comes from outside the module (references, `Rc`, maps), whose copy would
+/// not be a value of its own.
+pub fn is_owned_flat(ty: &Ty, types: &ModuleTypes) -> bool {
+    fn owned(ty: &Ty, types: &ModuleTypes, seen: &mut Vec<String>) -> bool {
+        match ty {
+            Ty::Unit | Ty::Bool | Ty::Char | Ty::F32 | Ty::F64 | Ty::Int(_) | Ty::Str => true,
+            Ty::Vec(t) | Ty::Boxed(t) | Ty::Option(t) | Ty::Array(t, _) => owned(t, types, seen),
+            Ty::Result(t, e) => owned(t, types, seen) && owned(e, types, seen),
+            Ty::Tuple(ts) => ts.iter().all(|t| owned(t, types, seen)),
+            Ty::Struct(n) | Ty::Enum(n) if seen.contains(n) => true,
+            Ty::Struct(n) => {
+                let Some(d) = types.structs.get(n) else { return false };
+                seen.push(n.clone());
+                d.lifetimes == 0 && d.fields.values().all(|t| owned(t, types, seen))
+            }
+            Ty::Enum(n) => {
+                let Some(d) = types.enums.get(n) else { return false };
+                seen.push(n.clone());
+                d.variants.iter().all(|v| v.fields.iter().all(|(_, t)| owned(t, types, seen)))
+            }
+            _ => false,
+        }
+    }
+    !matches!(ty, Ty::Boxed(t) if matches!(**t, Ty::Slice(_) | Ty::Text)) && owned(ty, types, &mut vec![])
+}
+
+/// An expression copying the value `place` (an expression of type `&ty`,
+/// [`is_owned_flat`]) into a value that owns buffers of its own.
+pub fn copy_of(ty: &Ty, place: TokenStream) -> TokenStream {
+    match ty {
+        Ty::Unit | Ty::Bool | Ty::Char | Ty::F32 | Ty::F64 | Ty::Int(_) => quote!(*#place),
+        Ty::Str => quote!(::std::string::String::clone(#place)),
+        Ty::Vec(t) => {
+            let e = copy_of(t, quote!(__e));
+            quote!(#place.iter().map(|__e| #e).collect::<::std::vec::Vec<_>>())
+        }
+        Ty::Boxed(t) => {
+            let e = copy_of(t, quote!((&**#place)));
+            quote!(::std::boxed::Box::new(#e))
+        }
+        Ty::Option(t) => {
+            let e = copy_of(t, quote!(__v));
+            quote!(#place.as_ref().map(|__v| #e))
+        }
+        Ty::Result(t, e) => {
+            let (ok, err) = (copy_of(t, quote!(__v)), copy_of(e, quote!(__v)));
+            quote! {
+                match #place {
+                    ::core::result::Result::Ok(__v) => ::core::result::Result::Ok(#ok),
+                    ::core::result::Result::Err(__v) => ::core::result::Result::Err(#err),
+                }
+            }
+        }
+        Ty::Tuple(ts) => {
+            let parts = ts.iter().enumerate().map(|(i, t)| {
+                let i = syn::Index::from(i);
+                copy_of(t, quote!((&(#place).#i)))
+            });
+            quote!((#(#parts,)*))
+        }
+        Ty::Array(t, _) => {
+            let e = copy_of(t, quote!((&(#place)[__i])));
+            quote!(::core::array::from_fn(|__i| #e))
+        }
+        Ty::Struct(n) | Ty::Enum(n) => {
+            let f = copy_fn_name(n);
+            quote!(#f(#place))
+        }
+        _ => quote!(::core::unreachable!("jitgen: a copy of what owns more than flat values")),
+    }
+}
+
+/// The copy functions of the module's structs and enums that own only
+/// flat values (see [`copy_of`]).
+fn copy_fns(types: &ModuleTypes) -> Vec<TokenStream> {
+    let mut fns = vec![];
+    for (name, d) in &types.structs {
+        if !is_owned_flat(&Ty::Struct(name.clone()), types) {
+            continue;
+        }
+        let (f, sn) = (copy_fn_name(name), format_ident!("{}", name));
+        let fields = d.fields.iter().map(|(fname, fty)| {
+            let m = member(fname);
+            let e = copy_of(fty, quote!((&__v.#m)));
+            quote!(#m: #e)
+        });
+        fns.push(quote! {
+            #[allow(non_snake_case, dead_code, clippy::all)]
+            pub(super) fn #f(__v: &#sn) -> #sn {
+                #sn { #(#fields),* }
+            }
+        });
+    }
+    for (name, d) in &types.enums {
+        let ty = Ty::Enum(name.clone());
+        if !is_owned_flat(&ty, types) {
+            continue;
+        }
+        let (f, t) = (copy_fn_name(name), rust_ty(&ty, None));
+        let arms: Vec<TokenStream> = variants(&ty, types)
+            .into_iter()
+            .enumerate()
+            .map(|(k, (_, path, fields, named))| {
+                let binds: Vec<proc_macro2::Ident> = (0..fields.len()).map(|i| format_ident!("__f{}", i)).collect();
+                let copies = fields.iter().zip(&binds).map(|(t, b)| copy_of(t, quote!(#b)));
+                if fields.is_empty() {
+                    quote!(#path => #path,)
+                } else if named {
+                    let names: Vec<proc_macro2::Ident> =
+                        d.variants[k].fields.iter().map(|(n, _)| format_ident!("{}", n)).collect();
+                    quote!(#path { #(#names: #binds),* } => #path { #(#names: #copies),* },)
+                } else {
+                    quote!(#path(#(#binds),*) => #path(#(#copies),*),)
+                }
+            })
+            .collect();
+        let body = if arms.is_empty() { quote!(match *__v {}) } else { quote!(match __v { #(#arms)* }) };
+        fns.push(quote! {
+            #[allow(non_snake_case, dead_code, clippy::all)]
+            pub(super) fn #f(__v: &#t) -> #t {
+                #body
+            }
+        });
+    }
+    fns
 }
 
 /// Whether the content of a green value of this type is worth keeping
@@ -247,7 +397,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn flat_types_own_nothing_and_hold_no_address() {
+    fn flat_types_own_nothing_and_owned_ones_only_flat_values_and_strings() {
         let src = r#"
             pub enum Instr { Push(i64), Jump { to: usize }, Op(Op), Halt }
             #[derive(Clone, Copy)]
@@ -268,5 +418,13 @@ mod tests {
         assert!(!flat(Ty::Struct("Node".into())), "a `Box` is owned");
         assert!(!flat(Ty::Ref { mutable: false, to: Box::new(Ty::Int(IntTy::U8)) }), "an address");
         assert!(!flat(Ty::Struct("Unknown".into())), "not of the module");
+        // What owns only flat values and `String`s is copied buffer by buffer.
+        let owned = |t: Ty| is_owned_flat(&t, types);
+        assert!(owned(Ty::Enum("Const".into())) && owned(Ty::Struct("Chunk".into())));
+        assert!(owned(Ty::Struct("Node".into())), "a recursive box");
+        assert!(owned(Ty::Vec(Box::new(Ty::Enum("Instr".into())))));
+        assert!(!owned(Ty::Ref { mutable: false, to: Box::new(Ty::Struct("Chunk".into())) }), "borrowed");
+        assert!(!owned(Ty::Map(Box::new(Ty::Str), Box::new(Ty::Int(IntTy::I64)))), "a map");
+        assert!(!owned(Ty::Foreign("Rc<Chunk>".into())), "shared");
     }
 }

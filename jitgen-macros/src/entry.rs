@@ -11,7 +11,7 @@ use hint_annotator::Color;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::content::{content_of, has_deep_content, is_flat};
+use crate::content::{content_of, copy_of, has_deep_content, is_flat, is_owned_flat};
 use crate::repr::*;
 use crate::timeshift::Gen;
 
@@ -304,54 +304,55 @@ fn green_reference(e: &mut Entry, n: &Ident, src: &TokenStream, fid: &Ident, ty:
 }
 
 /// Where a green reference is a sequence of flat values (`&[Instr]`,
-/// `&Vec<u8>`, `&str`), the hook's statement rebinding it to its canonical
-/// copy (see `jitgen_runtime::portal::canonical`): code is then cached by
-/// the copy's address, found again for a new buffer of the same program.
+/// `&Vec<u8>`, `&str`), or data that owns only such values (a `&Program`
+/// of `Vec`s and `String`s), the hook's statement rebinding it to its
+/// canonical copy (see `jitgen_runtime::portal::canonical`): code is then
+/// cached by the copy's address, found again for a new buffer of the same
+/// program.
 fn canonical(e: &mut Entry, n: &Ident, ty: &Ty, r: &Repr, types: &hint_annotator::ModuleTypes) {
     let rt = rt();
-    let (seq, elem) = match (r, ty) {
+    let canon = quote!(#rt::portal::canonical);
+    let referent = match (r, ty) {
         (_, Ty::Ref { to, .. }) if **to == Ty::Text => {
-            e.canonical.push(quote!(let #n: &str = #rt::portal::canonical::text(#n, __canon);));
+            e.canonical.push(quote!(let #n: &str = #canon::text(#n, __canon);));
             return;
         }
-        (Repr::GSlice(_), Ty::Ref { to, .. }) => match &**to {
-            Ty::Slice(t) => ("slice", (**t).clone()),
-            _ => return,
-        },
-        (Repr::GRef(_), Ty::Ref { to, .. }) => match &**to {
-            Ty::Vec(t) => ("vec", (**t).clone()),
-            _ => return,
-        },
-        (Repr::GRef(_), Ty::Vec(t)) => ("vec", (**t).clone()),
+        (Repr::GSlice(_), Ty::Ref { to, .. }) | (Repr::GRef(_), Ty::Ref { to, .. }) => (**to).clone(),
+        (Repr::GRef(_), Ty::Vec(_)) => ty.clone(),
         _ => return,
     };
-    if !is_flat(&elem, types) {
-        return;
-    }
-    let t = rust_ty(&elem, None);
-    let plain = matches!(elem, Ty::Int(_) | Ty::Bool | Ty::Char | Ty::F32 | Ty::F64);
-    let stmt = match seq {
+    // The content closures' and copies' parameter is `__e`; no addresses.
+    let content = |t: &Ty| {
+        let each = content_of(t, quote!(__e));
+        let rt_t = rust_ty(t, None);
+        quote!(|__e: &#rt_t, __out: &mut ::std::vec::Vec<u8>| { let __addrs = false; #each })
+    };
+    let stmt = match &referent {
         // Integers are compared with their copy at each visit, in place.
-        "slice" if plain => quote!(let #n: &[#t] = #rt::portal::canonical::scalars(#n, __canon);),
-        "slice" => {
-            let each = content_of(&elem, quote!(__e));
-            quote! {
-                // SAFETY: `is_flat`: a bitwise copy owns nothing, and the
-                // content is all of an element's.
-                let #n: &[#t] = unsafe {
-                    #rt::portal::canonical::slice(#n, __canon, |__e: &#t, __out: &mut ::std::vec::Vec<u8>| { #each })
-                };
-            }
+        Ty::Slice(t) if matches!(**t, Ty::Int(_) | Ty::Bool | Ty::Char | Ty::F32 | Ty::F64) => {
+            let et = rust_ty(t, None);
+            quote!(let #n: &[#et] = #canon::scalars(#n, __canon);)
         }
-        _ => {
-            let each = content_of(&elem, quote!(__e));
-            quote! {
-                // SAFETY: as above.
-                let #n: &::std::vec::Vec<#t> = unsafe {
-                    #rt::portal::canonical::vec(#n, __canon, |__e: &#t, __out: &mut ::std::vec::Vec<u8>| { #each })
-                };
-            }
+        Ty::Slice(t) if is_flat(t, types) => {
+            let (et, each) = (rust_ty(t, None), content(t));
+            // SAFETY: `is_flat`: a bitwise copy owns nothing, and the
+            // content is all of an element's.
+            quote!(let #n: &[#et] = unsafe { #canon::slice(#n, __canon, #each) };)
         }
+        Ty::Vec(t) if is_flat(t, types) => {
+            let (et, each) = (rust_ty(t, None), content(t));
+            // SAFETY: as for a slice.
+            quote!(let #n: &::std::vec::Vec<#et> = unsafe { #canon::vec(#n, __canon, #each) };)
+        }
+        Ty::Slice(t) if is_owned_flat(t, types) => {
+            let (et, each, copy) = (rust_ty(t, None), content(t), copy_of(t, quote!(__e)));
+            quote!(let #n: &[#et] = #canon::deep_slice(#n, __canon, #each, |__e: &#et| -> #et { #copy });)
+        }
+        t if !matches!(t, Ty::Slice(_)) && is_owned_flat(t, types) => {
+            let (tt, each, copy) = (rust_ty(t, None), content(t), copy_of(t, quote!(__e)));
+            quote!(let #n: &#tt = #canon::deep(#n, __canon, #each, |__e: &#tt| -> #tt { #copy });)
+        }
+        _ => return,
     };
     e.canonical.push(stmt);
 }

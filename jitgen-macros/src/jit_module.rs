@@ -347,6 +347,7 @@ fn direct_fns(
             }
             {
                 let __out: &mut ::std::vec::Vec<u8> = &mut __bytes;
+                let __addrs = true;
                 #(#deep)*
             }
             #table.with(|__t| __t.borrow_mut().entry(__bytes)).map_or(0, |__p| __p as usize as u64)
@@ -576,6 +577,7 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
         quote!(__deep_cell.get_or_insert_with(|| {
             let mut __bytes = ::std::vec::Vec::new();
             let __out: &mut ::std::vec::Vec<u8> = &mut __bytes;
+            let __addrs = true;
             #(#deep)*
             __bytes
         }))

@@ -420,6 +420,21 @@ fn a_method_portal_returning_a_tuple_compiles_and_agrees_with_plain() {
     struct_vm::jit::config().set_threshold(0);
     check_struct_vm(&counting_loop(50), 10_000);
     assert!(struct_vm::jit::stats().entries > 0, "{:?}", struct_vm::jit::last_decline());
+    // Machines built afresh, each owning its program and the program's
+    // `String`s in buffers of its own (all kept alive): the program's
+    // canonical copy, made buffer by buffer, keys the code, so after the
+    // first run this thread compiles nothing more.
+    let mut plain = struct_vm::Vm::new(counting_loop(40));
+    let r = struct_vm::jit::plain::Vm::run(&mut plain, 10_000);
+    let want = struct_vm_state(&plain, r);
+    let mut machines: Vec<struct_vm::Vm> = (0..4).map(|_| struct_vm::Vm::new(counting_loop(40))).collect();
+    let mut compiled = vec![];
+    for m in machines.iter_mut() {
+        let r = m.run(10_000);
+        assert_eq!(struct_vm_state(m, r), want);
+        compiled.push(struct_vm::jit::portal_listings().len());
+    }
+    assert!(compiled.windows(2).all(|w| w[0] == w[1]), "{compiled:?}");
     let mut rng = crate::common::Rng(0x5_7a_7e);
     for i in 0..crate::common::how_many(300) {
         struct_vm::jit::config().set_threshold([0, 1, 2, 5][i % 4]);

@@ -261,6 +261,23 @@ fn a_tutorial_vm_compiles_and_agrees_with_plain() {
         let main = Function { arity: 0, code: vec![GetGlobal(0), Return], constants: vec![] };
         (vec![main], vec!["x".to_string()])
     });
+    // Machines built afresh, each with its functions in buffers of its own
+    // (all kept alive): the functions' canonical copy, made by copying
+    // each `Vec`, keys the code, so after the first run this thread
+    // compiles nothing more.
+    let (plain_fns, names) = fib(9.0);
+    let mut plain = Vm::new(plain_fns, names);
+    let want = outcome(vm::jit::plain::Vm::run(&mut plain), plain);
+    let mut machines: Vec<Vm> = (0..4).map(|_| fib(9.0)).map(|(f, n)| Vm::new(f, n)).collect();
+    let (mut compiled, mut results) = (vec![], vec![]);
+    for m in machines.iter_mut() {
+        results.push(m.run());
+        compiled.push(vm::jit::portal_listings().len());
+    }
+    assert!(compiled.windows(2).all(|w| w[0] == w[1]), "{compiled:?}");
+    for (m, r) in machines.into_iter().zip(results) {
+        assert!(outcome(r, m) == want);
+    }
 }
 
 /// Random straight programs over two globals, printing what they compute,

@@ -13,10 +13,13 @@
 //! flexswitches keep then name the copy, and a new buffer holding the same
 //! program finds the code compiled for the last one.
 //!
-//! The copy is bitwise; the macro asks for one only for element types whose
-//! bitwise copy is a value of its own that owns nothing (no pointer, no
-//! `Vec`, no `String`, nothing from outside the module), so a copy is valid
-//! and never needs dropping. Green data is frozen while a portal call reads
+//! The copy of a sequence of flat values is bitwise; the macro asks for one
+//! only for element types whose bitwise copy is a value of its own that
+//! owns nothing (no pointer, no `Vec`, no `String`, nothing from outside
+//! the module), so a copy is valid and never needs dropping. Green data that
+//! owns only such values (a program of `Vec`s and `String`s) is copied by a
+//! generated function that copies each buffer ([`deep`]); its content is
+//! taken without the addresses of its buffers. Green data is frozen while a portal call reads
 //! it (DESIGN.md section 6): within one call, a buffer once made canonical
 //! maps to its copy without reading its content again ([`Seen`]), but a
 //! buffer of integers or text is compared with its copy at each visit, as
@@ -184,6 +187,38 @@ pub unsafe fn vec<'a, T: 'static>(v: &'a Vec<T>, seen: &mut Seen, content: fn(&T
     unsafe { &*(copy as *const Vec<T>) }
 }
 
+/// The canonical copy of green data that owns only flat values (a program
+/// of `Vec`s and `String`s; the macro's `is_owned_flat`), made by `copy`
+/// and never dropped; its content, without addresses, written by `content`.
+pub fn deep<'a, T: 'static>(v: &'a T, seen: &mut Seen, content: fn(&T, &mut Vec<u8>), copy: fn(&T) -> T) -> &'a T {
+    let at = (v as *const T as usize, usize::MAX);
+    let make = || {
+        let c: &T = Box::leak(Box::new(copy(v)));
+        ((c as *const T as usize, usize::MAX), std::mem::size_of::<T>())
+    };
+    let made = canonical_at(TypeId::of::<T>(), at, seen, &|out| content(v, out), &make);
+    // SAFETY: the address of `v`, or of a copy never dropped.
+    unsafe { &*(made as *const T) }
+}
+
+/// The canonical copy of a green slice of such data, as [`deep`].
+pub fn deep_slice<'a, T: 'static>(
+    s: &'a [T],
+    seen: &mut Seen,
+    content: fn(&T, &mut Vec<u8>),
+    copy: fn(&T) -> T,
+) -> &'a [T] {
+    let at = (s.as_ptr() as usize, s.len());
+    let each = |out: &mut Vec<u8>| s.iter().for_each(|e| content(e, out));
+    let make = || {
+        let c: &'static [T] = Box::leak(s.iter().map(copy).collect::<Vec<T>>().into_boxed_slice());
+        ((c.as_ptr() as usize, c.len()), std::mem::size_of_val(s))
+    };
+    let made = canonical_at(TypeId::of::<[T]>(), at, seen, &each, &make);
+    // SAFETY: the address of `s`, or of a copy of `s.len()` elements never dropped.
+    unsafe { std::slice::from_raw_parts(made as *const T, s.len()) }
+}
+
 /// The canonical copy of a green slice of integers (or `bool`s, `char`s,
 /// floats), compared in place with its copy at each visit.
 pub fn scalars<'a, T: Copy + 'static>(s: &'a [T], seen: &mut Seen) -> &'a [T] {
@@ -250,6 +285,32 @@ mod tests {
         // SAFETY: as above.
         let cs = unsafe { slice(&a[..], &mut Seen::new(), word) };
         assert_ne!(cs.as_ptr(), ca.as_ptr());
+    }
+
+    #[test]
+    fn owned_data_is_copied_once_per_content() {
+        fn text(s: &String, out: &mut Vec<u8>) {
+            out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+        }
+        fn texts(v: &Vec<String>, out: &mut Vec<u8>) {
+            out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+            v.iter().for_each(|s| text(s, out));
+        }
+        let (a, b) = (vec!["x".to_string(), "yz".to_string()], vec!["x".to_string(), "yz".to_string()]);
+        let (ca, cb) = (deep(&a, &mut Seen::new(), texts, Vec::clone), deep(&b, &mut Seen::new(), texts, Vec::clone));
+        assert!(std::ptr::eq(ca, cb));
+        assert_eq!(ca, &a);
+        assert_ne!(ca[0].as_ptr(), a[0].as_ptr(), "its own buffers");
+        // "x","yz" and "xy","z" differ: lengths are content.
+        let c = vec!["xy".to_string(), "z".to_string()];
+        assert!(!std::ptr::eq(deep(&c, &mut Seen::new(), texts, Vec::clone), ca));
+        let (s1, s2) = (
+            deep_slice(&a[..], &mut Seen::new(), text, String::clone),
+            deep_slice(&b[..], &mut Seen::new(), text, String::clone),
+        );
+        assert_eq!(s1.as_ptr(), s2.as_ptr());
+        assert_eq!(s1, &a[..]);
     }
 
     #[test]
