@@ -223,27 +223,36 @@ fn copy_fn_name(name: &str) -> proc_macro2::Ident {
 /// comes from outside the module (references, `Rc`, maps), whose copy would
 /// not be a value of its own.
 pub fn is_owned_flat(ty: &Ty, types: &ModuleTypes) -> bool {
-    fn owned(ty: &Ty, types: &ModuleTypes, seen: &mut Vec<String>) -> bool {
-        match ty {
-            Ty::Unit | Ty::Bool | Ty::Char | Ty::F32 | Ty::F64 | Ty::Int(_) | Ty::Str => true,
-            Ty::Vec(t) | Ty::Boxed(t) | Ty::Option(t) | Ty::Array(t, _) => owned(t, types, seen),
-            Ty::Result(t, e) => owned(t, types, seen) && owned(e, types, seen),
-            Ty::Tuple(ts) => ts.iter().all(|t| owned(t, types, seen)),
-            Ty::Struct(n) | Ty::Enum(n) if seen.contains(n) => true,
-            Ty::Struct(n) => {
-                let Some(d) = types.structs.get(n) else { return false };
-                seen.push(n.clone());
-                d.lifetimes == 0 && d.fields.values().all(|t| owned(t, types, seen))
-            }
-            Ty::Enum(n) => {
-                let Some(d) = types.enums.get(n) else { return false };
-                seen.push(n.clone());
-                d.variants.iter().all(|v| v.fields.iter().all(|(_, t)| owned(t, types, seen)))
-            }
-            _ => false,
+    !matches!(ty, Ty::Boxed(t) if matches!(**t, Ty::Slice(_) | Ty::Text))
+        && made_of_values(ty, types, true, &mut vec![])
+}
+
+/// Whether `ty` is made only of values (scalars, and the module's structs,
+/// enums, options, tuples and arrays of them), and, where `owning`, of
+/// what owns them (`Vec`s, boxes, `String`s); `seen`: the module types
+/// under way (a recursive type is as its other fields say).
+fn made_of_values(ty: &Ty, types: &ModuleTypes, owning: bool, seen: &mut Vec<String>) -> bool {
+    let mut made = |t: &Ty| made_of_values(t, types, owning, seen);
+    match ty {
+        Ty::Unit | Ty::Bool | Ty::Char | Ty::F32 | Ty::F64 | Ty::Int(_) => true,
+        Ty::Str => owning,
+        Ty::Vec(t) | Ty::Boxed(t) => owning && made(t),
+        Ty::Option(t) | Ty::Array(t, _) => made(t),
+        Ty::Result(t, e) => made(t) && made(e),
+        Ty::Tuple(ts) => ts.iter().all(made),
+        Ty::Struct(n) | Ty::Enum(n) if seen.contains(n) => true,
+        Ty::Struct(n) => {
+            let Some(d) = types.structs.get(n) else { return false };
+            seen.push(n.clone());
+            d.lifetimes == 0 && d.fields.values().all(|t| made_of_values(t, types, owning, seen))
         }
+        Ty::Enum(n) => {
+            let Some(d) = types.enums.get(n) else { return false };
+            seen.push(n.clone());
+            d.variants.iter().all(|v| v.fields.iter().all(|(_, t)| made_of_values(t, types, owning, seen)))
+        }
+        _ => false,
     }
-    !matches!(ty, Ty::Boxed(t) if matches!(**t, Ty::Slice(_) | Ty::Text)) && owned(ty, types, &mut vec![])
 }
 
 /// An expression copying the value `place` (an expression of type `&ty`,
@@ -369,27 +378,7 @@ pub fn has_deep_content(ty: &Ty) -> bool {
 /// of it and no address. Green sequences of such values are made canonical
 /// (`jitgen_runtime::portal::canonical`).
 pub fn is_flat(ty: &Ty, types: &ModuleTypes) -> bool {
-    fn flat(ty: &Ty, types: &ModuleTypes, seen: &mut Vec<String>) -> bool {
-        match ty {
-            Ty::Unit | Ty::Bool | Ty::Char | Ty::F32 | Ty::F64 | Ty::Int(_) => true,
-            Ty::Option(t) => flat(t, types, seen),
-            Ty::Result(t, e) => flat(t, types, seen) && flat(e, types, seen),
-            Ty::Tuple(ts) => ts.iter().all(|t| flat(t, types, seen)),
-            Ty::Struct(n) | Ty::Enum(n) if seen.contains(n) => true,
-            Ty::Struct(n) => {
-                let Some(d) = types.structs.get(n) else { return false };
-                seen.push(n.clone());
-                d.lifetimes == 0 && d.fields.values().all(|t| flat(t, types, seen))
-            }
-            Ty::Enum(n) => {
-                let Some(d) = types.enums.get(n) else { return false };
-                seen.push(n.clone());
-                d.variants.iter().all(|v| v.fields.iter().all(|(_, t)| flat(t, types, seen)))
-            }
-            _ => false,
-        }
-    }
-    flat(ty, types, &mut vec![])
+    made_of_values(ty, types, false, &mut vec![])
 }
 
 #[cfg(test)]

@@ -251,31 +251,58 @@ pub mod arm_steps {
     }
 }
 
-fn check_arm_steps(code: &[u8], n: i64) {
-    let want = arm_steps::jit::plain::run(code, n);
-    assert_eq!(arm_steps::run(code, n), want, "{code:?} {n}");
-    assert_eq!(arm_steps::jit::specialize::run(code).call(n), want, "{code:?} {n}");
+/// One of this file's portals that steps inside its arms: how it runs
+/// (`jit::plain`, the portal, `jit::specialize`), its threshold and its
+/// counts of compilations and entries.
+struct Stepping {
+    plain: fn(&[u8], i64) -> (i64, i64, usize),
+    run: fn(&[u8], i64) -> (i64, i64, usize),
+    specialized: fn(&[u8], i64) -> (i64, i64, usize),
+    set_threshold: fn(u32),
+    counts: fn() -> (u64, u64),
+}
+
+impl Stepping {
+    /// The same whole state through the portal and `jit::specialize` as
+    /// through `jit::plain`.
+    fn check(&self, code: &[u8], n: i64) {
+        let want = (self.plain)(code, n);
+        assert_eq!((self.run)(code, n), want, "{code:?} {n}");
+        assert_eq!((self.specialized)(code, n), want, "{code:?} {n}");
+    }
+
+    /// A loop reached only by a jump is counted, compiled and entered
+    /// under an explicit threshold; random programs of `ops` kinds agree.
+    fn finds_every_loop_and_agrees(&self, ops: u64, seed: u64) {
+        (self.set_threshold)(50);
+        // The loop at position 2, reached only by the jump; its ops step in
+        // their arms.
+        let program = [0u8, 2, 0, 1, 2, 0, 3, 0, 1, 2, 9, 0];
+        let before = (self.counts)();
+        for n in [0i64, 1, 7, 300] {
+            self.check(&program, n);
+        }
+        let after = (self.counts)();
+        assert!(after.0 > before.0 && after.1 > before.1, "{before:?} {after:?}");
+        (self.set_threshold)(3);
+        let mut rng = crate::common::Rng(seed);
+        for _ in 0..crate::common::how_many(3000) {
+            let code = random_turns(&mut rng, ops);
+            self.check(&code, rng.below(40) as i64);
+        }
+    }
 }
 
 #[test]
 fn steps_inside_the_arms_still_find_every_loop_and_random_programs_agree() {
-    arm_steps::jit::config().set_threshold(50);
-    // The loop at position 2, reached only by the jump; its ops step in
-    // their arms.
-    let program = [0u8, 2, 0, 1, 2, 0, 3, 0, 1, 2, 9, 0];
-    let before = arm_steps::jit::stats();
-    for n in [0i64, 1, 7, 300] {
-        check_arm_steps(&program, n);
+    Stepping {
+        plain: arm_steps::jit::plain::run,
+        run: arm_steps::run,
+        specialized: |c, n| arm_steps::jit::specialize::run(c).call(n),
+        set_threshold: |t| arm_steps::jit::config().set_threshold(t),
+        counts: || (arm_steps::jit::stats().compilations, arm_steps::jit::stats().entries),
     }
-    let after = arm_steps::jit::stats();
-    assert!(after.compilations > before.compilations, "{after:?}");
-    assert!(after.entries > before.entries, "{after:?}");
-    arm_steps::jit::config().set_threshold(3);
-    let mut rng = crate::common::Rng(0xa4_57e9);
-    for _ in 0..crate::common::how_many(3000) {
-        let code = random_turns(&mut rng, 5);
-        check_arm_steps(&code, rng.below(40) as i64);
-    }
+    .finds_every_loop_and_agrees(5, 0xa4_57e9);
 }
 
 /// `arm_steps` written as a `while let` over the program's bytes, as
@@ -335,28 +362,14 @@ pub mod while_let_steps {
     }
 }
 
-fn check_while_let(code: &[u8], n: i64) {
-    let want = while_let_steps::jit::plain::run(code, n);
-    assert_eq!(while_let_steps::run(code, n), want, "{code:?} {n}");
-    assert_eq!(while_let_steps::jit::specialize::run(code).call(n), want, "{code:?} {n}");
-}
-
 #[test]
 fn a_while_let_skips_the_test_after_steps_and_still_finds_every_loop() {
-    while_let_steps::jit::config().set_threshold(50);
-    // The loop at position 2, reached only by the jump.
-    let program = [0u8, 2, 0, 1, 2, 0, 3, 0, 1, 2, 9, 0];
-    let before = while_let_steps::jit::stats();
-    for n in [0i64, 1, 7, 300] {
-        check_while_let(&program, n);
+    Stepping {
+        plain: while_let_steps::jit::plain::run,
+        run: while_let_steps::run,
+        specialized: |c, n| while_let_steps::jit::specialize::run(c).call(n),
+        set_threshold: |t| while_let_steps::jit::config().set_threshold(t),
+        counts: || (while_let_steps::jit::stats().compilations, while_let_steps::jit::stats().entries),
     }
-    let after = while_let_steps::jit::stats();
-    assert!(after.compilations > before.compilations, "{after:?}");
-    assert!(after.entries > before.entries, "{after:?}");
-    while_let_steps::jit::config().set_threshold(3);
-    let mut rng = crate::common::Rng(0x3417_1e7);
-    for _ in 0..crate::common::how_many(3000) {
-        let code = random_turns(&mut rng, 6);
-        check_while_let(&code, rng.below(40) as i64);
-    }
+    .finds_every_loop_and_agrees(6, 0x3417_1e7);
 }
