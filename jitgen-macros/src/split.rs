@@ -17,7 +17,8 @@
 //! - A shared reference no code of the method assigns (`code: &'a [u8]` of
 //!   a `Machine<'a>`; a struct's lifetime parameters are the only generics
 //!   a split accepts) is passed by value, its lifetimes elided, and made
-//!   green as a `&[u8]` parameter is.
+//!   green as a `&[u8]` parameter is. So is a `Box<[T]>` (`Rc<[T]>`,
+//!   `Arc<[T]>`) only read, as the slice it holds.
 //! - Structs (a wrapped operand stack) and maps are passed by `&mut`: the
 //!   portal entry loads a struct into registers as it does `#[virtualizable]`
 //!   frames, and writes it back when control leaves compiled code.
@@ -278,6 +279,22 @@ impl ModuleShapes {
 
     fn is_array(&self, t: &syn::Type) -> bool {
         matches!(self.resolve(t), syn::Type::Array(_))
+    }
+
+    /// The element type of a slice owned or shared behind a pointer
+    /// (`Box<[T]>`, `Rc<[T]>`, `Arc<[T]>`): a field of one that the method
+    /// only reads is passed as the slice, `&[T]`.
+    fn boxed_slice_elem(&self, t: &syn::Type) -> Option<syn::Type> {
+        let syn::Type::Path(p) = self.resolve(t) else { return None };
+        let last = p.path.segments.last()?;
+        if !matches!(last.ident.to_string().as_str(), "Box" | "Rc" | "Arc") {
+            return None;
+        }
+        let syn::PathArguments::AngleBracketed(a) = &last.arguments else { return None };
+        match a.args.first()? {
+            syn::GenericArgument::Type(syn::Type::Slice(s)) if a.args.len() == 1 => Some((*s.elem).clone()),
+            _ => None,
+        }
     }
 
     fn is_vec(&self, t: &syn::Type) -> bool {
@@ -1072,14 +1089,7 @@ pub fn split(
     if let Some(f) = order.iter().find(|f| kinds[*f] == FieldKind::SharedRef && mutated.contains(*f)) {
         return Err(format!("field `{f}`: a reference the method assigns"));
     }
-    for (name, kind) in kinds.iter_mut() {
-        if matches!(*kind, FieldKind::Mutated | FieldKind::Owned | FieldKind::Wrapped)
-            && !mutated.contains(name)
-            && (shapes.is_vec(&tys[name]) || shapes.is_array(&tys[name]) || shapes.is_module_struct(&tys[name]))
-        {
-            *kind = FieldKind::Frozen;
-        }
-    }
+    freeze_unchanged(&mut kinds, &mutated, &tys, shapes);
     let owned: Vec<Ident> =
         order.iter().filter(|f| kinds[*f] == FieldKind::Owned).map(|f| format_ident!("{}", f)).collect();
     let write_backs: Vec<TokenStream> = owned
@@ -1150,11 +1160,9 @@ pub fn split(
                 args.push(c);
             }
             FieldKind::SharedRef => {
-                // Its lifetimes elided: the portal's own generics need not
-                // name the struct's.
-                let t = elide_lifetimes(t);
-                params.push(quote!(#c: #t));
-                lets.push(quote!(let #c = self_.#id;));
+                let (param, bind) = shared_param(&c, &id, t, shapes);
+                params.push(param);
+                lets.push(bind);
                 shadows.push(quote!(let #c = hint!(#c, concrete);));
                 args.push(c);
             }
@@ -1332,6 +1340,41 @@ fn split_kind(
         None if shapes.is_takeable_enum(t) => FieldKind::Wrapped,
         None => return None,
     })
+}
+
+/// The parameter and binding of a field passed as a shared reference:
+/// the reference itself, its lifetimes elided (the portal's own generics
+/// need not name the struct's), or the slice a `Box<[T]>` (`Rc`, `Arc`)
+/// holds.
+fn shared_param(c: &Ident, id: &Ident, t: &syn::Type, shapes: &ModuleShapes) -> (TokenStream, TokenStream) {
+    match shapes.boxed_slice_elem(t) {
+        Some(e) => (quote!(#c: &[#e]), quote!(let #c: &[#e] = &self_.#id[..];)),
+        None => {
+            let t = elide_lifetimes(t);
+            (quote!(#c: #t), quote!(let #c = self_.#id;))
+        }
+    }
+}
+
+/// The fields the method does not change, among those it would pass by
+/// `&mut` or move: a `Vec`, array or struct is passed by `&` and green
+/// ([`FieldKind::Frozen`]), a `Box<[T]>` as the slice it holds, as a
+/// shared reference is ([`FieldKind::SharedRef`]).
+fn freeze_unchanged(
+    kinds: &mut BTreeMap<String, FieldKind>,
+    mutated: &BTreeSet<String>,
+    tys: &BTreeMap<String, syn::Type>,
+    shapes: &ModuleShapes,
+) {
+    for (name, kind) in kinds.iter_mut() {
+        if matches!(*kind, FieldKind::Mutated | FieldKind::Owned | FieldKind::Wrapped) && !mutated.contains(name) {
+            if shapes.is_vec(&tys[name]) || shapes.is_array(&tys[name]) || shapes.is_module_struct(&tys[name]) {
+                *kind = FieldKind::Frozen;
+            } else if shapes.boxed_slice_elem(&tys[name]).is_some() {
+                *kind = FieldKind::SharedRef;
+            }
+        }
+    }
 }
 
 /// `t` with each lifetime written `'_`.

@@ -1,7 +1,9 @@
 //! A register machine as people write one: registers in an array field
-//! (`regs: [i64; 4]`), the program a `Vec` of instructions with register
-//! operands, and a field of a type the analysis does not model (a
-//! `BTreeSet` of the values stored). `self` is split into its fields: the
+//! (`regs: [i64; 4]`), the program a boxed slice of instructions with
+//! register operands (`Box<[Instr]>`, passed to the portal as the slice it
+//! holds; before, it left `self` whole and the module to Rust), and a
+//! field of a type the analysis does not model (a `BTreeSet` of the values
+//! stored). `self` is split into its fields: the
 //! array and the set passed by reference (they left `self` whole, and the
 //! portal then had no green program counter and never compiled). Results
 //! and whole final states are compared with `jit::plain`, through the
@@ -30,7 +32,7 @@ mod regvm {
     pub struct Machine {
         pub regs: [i64; 4],
         pub pc: usize,
-        pub code: Vec<Instr>,
+        pub code: Box<[Instr]>,
         pub stored: BTreeSet<i64>,
     }
 
@@ -64,7 +66,7 @@ mod regvm {
 use regvm::{jit, Instr::*, Machine};
 
 fn machine(code: Vec<regvm::Instr>) -> Machine {
-    Machine { regs: [0, 0, 0, 7], pc: 0, code, stored: Default::default() }
+    Machine { regs: [0, 0, 0, 7], pc: 0, code: code.into_boxed_slice(), stored: Default::default() }
 }
 
 fn check(code: Vec<regvm::Instr>) {
