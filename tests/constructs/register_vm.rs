@@ -98,10 +98,13 @@ fn a_register_machine_with_an_array_of_registers_compiles_and_agrees_with_plain(
     // (all kept alive): the program's canonical copy keys the code, so
     // after the first run this thread compiles nothing more.
     let mut machines: Vec<Machine> = (0..4).map(|_| machine(sum(40))).collect();
-    let want = jit::plain::Machine::run(&mut machine(sum(40)));
+    let mut plain = machine(sum(40));
+    let want = jit::plain::Machine::run(&mut plain);
     let mut compiled = vec![];
     for m in machines.iter_mut() {
         assert_eq!(m.run(), want);
+        // The whole machine: registers, position, the set stored.
+        assert_eq!(*m, plain);
         compiled.push(jit::portal_listings().len());
     }
     assert!(machines.windows(2).all(|w| w[0].code.as_ptr() != w[1].code.as_ptr()));
