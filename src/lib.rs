@@ -117,8 +117,8 @@ pub mod __private {
         /// Portals: settings, counters, the hot-spot policy and its cache.
         pub mod driver {
             pub use jitgen_runtime::portal::driver::{
-                content_bytes, green_word, Config, DueCount, LoopSampler, PortalCache, PortalSite, Sampler, Stats,
-                StatsSnapshot,
+                alias, content_bytes, green_word, Aliases, Config, DueCount, LoopSampler, PortalCache, PortalSite,
+                Sampler, Stats, StatsSnapshot,
             };
         }
         /// What a portal hook's arguments go through.

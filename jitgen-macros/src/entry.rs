@@ -41,6 +41,11 @@ pub(crate) struct Entry {
     /// their canonical copies (`jitgen_runtime::portal::canonical`), with
     /// `__canon`, the call's `Seen`.
     pub(crate) canonical: Vec<TokenStream>,
+    /// The address words of the green data `canonical` rebinds, in the
+    /// hook (the entry filter takes them through `Sampler::canonical`).
+    pub(crate) canonical_words: Vec<TokenStream>,
+    /// Where those are in `cheap_greens_in_hook`.
+    pub(crate) canonical_at: Vec<usize>,
     /// Green parameters passed to the compile function: (name, type with
     /// the lifetime `'a`, type with it elided).
     pub(crate) green_params: Vec<(Ident, TokenStream, TokenStream)>,
@@ -103,6 +108,8 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
         lens: vec![],
         cheap_greens: vec![],
         cheap_greens_in_hook: vec![],
+        canonical_words: vec![],
+        canonical_at: vec![],
         green_names: vec![],
         moved: vec![],
         handed: vec![],
@@ -315,6 +322,7 @@ fn canonical(e: &mut Entry, n: &Ident, ty: &Ty, r: &Repr, types: &hint_annotator
     let referent = match (r, ty) {
         (_, Ty::Ref { to, .. }) if **to == Ty::Text => {
             e.canonical.push(quote!(let #n: &str = #canon::text(#n, __canon);));
+            filter_word_aliased(e);
             return;
         }
         (Repr::GSlice(_), Ty::Ref { to, .. }) | (Repr::GRef(_), Ty::Ref { to, .. }) => (**to).clone(),
@@ -355,6 +363,18 @@ fn canonical(e: &mut Entry, n: &Ident, ty: &Ty, r: &Repr, types: &hint_annotator
         _ => return,
     };
     e.canonical.push(stmt);
+    filter_word_aliased(e);
+}
+
+/// The entry filter's word of the green reference `green_reference` just
+/// added, which `canonical` rebinds: the loop takes it through the
+/// aliases the hook records (`LoopSampler::canonical`), so that a program
+/// in a new buffer passes the filter where its copy's code starts.
+fn filter_word_aliased(e: &mut Entry) {
+    let (Some(in_hook), Some(in_loop)) = (e.cheap_greens_in_hook.last(), e.cheap_greens.last_mut()) else { return };
+    e.canonical_words.push(in_hook.clone());
+    e.canonical_at.push(e.cheap_greens_in_hook.len() - 1);
+    *in_loop = quote!(__jit_sampler.canonical(#in_loop));
 }
 
 /// Code making the `VList` of a `Vec` at `__p` whose length is `len` (a

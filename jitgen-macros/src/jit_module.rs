@@ -546,7 +546,6 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
     let hook = format_ident!("__portal_{}", name);
     let cache = format_ident!("__CACHE_{}", name.to_uppercase());
     let sampler = format_ident!("__SAMPLER_{}", name.to_uppercase());
-    let cheap_in_hook = &e.cheap_greens_in_hook;
     let skip_fn = format_ident!("__skip_{}", name);
     let mask_fn = format_ident!("__mask_{}", name);
     let told = format_ident!("__never_{}", name);
@@ -562,6 +561,7 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
     if !canonical.is_empty() {
         params.push(quote!(__canon: &mut #rt::portal::canonical::Seen));
     }
+    let canonical_block = entry_word(e, &sampler);
     let green_args: Vec<&Ident> = e.green_params.iter().map(|(n, _, _)| n).collect();
     let ret_rust = match &item.sig.output {
         syn::ReturnType::Default => quote!(()),
@@ -602,9 +602,7 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
                 return None;
             }
             #(#lens)*
-            // The entry filter's word, of the data the interpreter has.
-            let __entry_word = #rt::driver::green_word(&[#(#cheap_in_hook),*]);
-            #(#canonical)*
+            #canonical_block
             let __key: [u64; #nkey] = [#(#key),*];
             let __site = #rt::driver::PortalSite {
                 cache: &#cache,
@@ -713,8 +711,8 @@ fn portal_hook(gen: &mut Gen, out: &mut Gathered, item: &syn::ItemFn, point: usi
         /// The entry filter folded for the interpreter loop's local
         /// (see `Sampler::entry_mask`).
         #[inline(never)]
-        pub(super) fn #mask_fn() -> u64 {
-            #sampler.with(|__s| __s.entry_mask())
+        pub(super) fn #mask_fn() -> (u64, #rt::driver::Aliases) {
+            #sampler.with(|__s| (__s.entry_mask(), __s.aliases()))
         }
 
         #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
@@ -763,7 +761,9 @@ fn call_clock(name: &str, cache: &Ident, sampler: &Ident) -> TokenStream {
                 __s.set_ticks(__ticks);
                 let __timed = __s.begin_call(__work);
                 let __began = if __timed { __s.call_began() } else { ::core::option::Option::None };
-                #rt::driver::LoopSampler::begin(__s.entry_mask(), __began, #end_fn, __s.joins_wait())
+                let mut __l = #rt::driver::LoopSampler::begin(__s.entry_mask(), __began, #end_fn, __s.joins_wait());
+                __l.aliases = __s.aliases();
+                __l
             })
         }
 
@@ -779,6 +779,36 @@ fn call_clock(name: &str, cache: &Ident, sampler: &Ident) -> TokenStream {
             };
             __site.call_ended(__took);
         }
+    }
+}
+
+/// The hook's statements making its green data canonical (see
+/// `entry::canonical`) and computing `__entry_word`, the entry filter's
+/// word of the position: of the data's canonical copies, to which the
+/// interpreter loop's words, of the data it has, are renamed
+/// (`Sampler::canonical`).
+fn entry_word(e: &Entry, sampler: &Ident) -> TokenStream {
+    let rt = rt();
+    let cheap_in_hook = &e.cheap_greens_in_hook;
+    if e.canonical.is_empty() {
+        return quote!(let __entry_word = #rt::driver::green_word(&[#(#cheap_in_hook),*]););
+    }
+    let (canonical, words) = (&e.canonical, &e.canonical_words);
+    // The visit's word as the loop took it.
+    let in_loop = cheap_in_hook.iter().enumerate().map(|(i, w)| {
+        if e.canonical_at.contains(&i) {
+            quote!(#rt::driver::alias(&__aliases, #w))
+        } else {
+            w.clone()
+        }
+    });
+    quote! {
+        let __aliases = #sampler.with(|__s| __s.aliases());
+        let __loop_word = #rt::driver::green_word(&[#(#in_loop),*]);
+        let __given = [#(#words),*];
+        #(#canonical)*
+        let __entry_word = #rt::driver::green_word(&[#(#cheap_in_hook),*]);
+        #sampler.with(|__s| __s.canonical(__loop_word, __entry_word, &__given, &[#(#words),*]));
     }
 }
 
@@ -972,7 +1002,7 @@ fn place_hook(
                     #give_up
                 }
             }
-            __jit_sampler.mask = self::__jit::#mask_fn();
+            (__jit_sampler.mask, __jit_sampler.aliases) = self::__jit::#mask_fn();
         }
     };
     let begin: syn::Stmt = syn::parse_quote!(let mut __jit_sampler = self::__jit::#begin_fn(););

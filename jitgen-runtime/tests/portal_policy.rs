@@ -628,3 +628,47 @@ fn calls_interpreted_on_purpose_after_the_first_run_the_plain_function_timed() {
     assert!(STATS.last_decline().is_some_and(|w| w.contains("20.000 ms, interpreted 10.000 ms")));
     assert!(!SAMPLER.with(|s| s.runs_plain_timed()), "decided");
 }
+
+/// A program in a new buffer, made canonical by the hook: the interpreter
+/// loop goes on with the buffer it has, and takes the buffer's address
+/// through the aliases the hook recorded, so that its green words are the
+/// copy's and pass the entry filter where the copy's code starts; the
+/// call's position is renamed to the copy's too, so that calls with new
+/// buffers of one program are timed as one position.
+#[test]
+fn words_of_a_new_buffer_are_its_canonical_copys() {
+    use jitgen_runtime::driver::green_word;
+    let s = Sampler::new();
+    let (copy, given, other) = (0x7000_u64, 0x9100_u64, 0xa200_u64);
+    let entry = green_word(&[copy, 3]);
+    s.add_entry(entry);
+    let l = LoopSampler::new(s.entry_mask());
+    let word = |l: &LoopSampler, w: u64, ip: u64| green_word(&[l.canonical(w), ip]);
+    assert_eq!(word(&l, given, 3), green_word(&[given, 3]), "nothing made canonical yet");
+    assert!(s.begin_call(0));
+    // The call's first visit, at position 0 of the buffer it was given.
+    let first = word(&l, given, 0);
+    let _ = s.ask(true, 0, first);
+    s.canonical(first, green_word(&[copy, 0]), &[given], &[copy]);
+    let mut l = LoopSampler::new(s.entry_mask());
+    l.aliases = s.aliases();
+    assert_eq!(word(&l, given, 3), entry);
+    assert!(s.may_enter(word(&l, given, 3)));
+    assert_eq!(s.end_call(0).map(|(green, _)| green), Some(Some(green_word(&[copy, 0]))));
+    // The buffer freed, and another program given at its address: the
+    // loop's words are the stale copy's until the hook sees the buffer,
+    // and the call is then the new copy's.
+    let fresh = 0x7400_u64;
+    let mut l = LoopSampler::new(s.entry_mask());
+    l.aliases = s.aliases();
+    assert!(s.begin_call(0));
+    let first = word(&l, given, 0);
+    assert_eq!(first, green_word(&[copy, 0]));
+    let _ = s.ask(true, 0, first);
+    s.canonical(first, green_word(&[fresh, 0]), &[given], &[fresh]);
+    assert_eq!(s.end_call(0).map(|(green, _)| green), Some(Some(green_word(&[fresh, 0]))));
+    // The two latest buffers are aliased; data left where it is is not.
+    s.canonical(green_word(&[other, 0]), green_word(&[copy + 8, 0]), &[other, 5], &[copy + 8, 5]);
+    l.aliases = s.aliases();
+    assert_eq!((l.canonical(given), l.canonical(other), l.canonical(5)), (fresh, copy + 8, 5));
+}

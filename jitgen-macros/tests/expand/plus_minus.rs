@@ -90,7 +90,8 @@ pub mod plus_minus {
                                     if __jit_hooked {
                                         let __jit_green = __rt::driver::green_word(
                                             &[
-                                                (&*s) as *const _ as *const u8 as usize as u64,
+                                                __jit_sampler
+                                                    .canonical((&*s) as *const _ as *const u8 as usize as u64),
                                                 ((<_ as __rt::portal::ByValue<usize>>::by_value(pc)) as u64),
                                             ],
                                         );
@@ -161,7 +162,7 @@ pub mod plus_minus {
                     }
                 }
             }
-            __jit_sampler.mask = self::__jit::__mask_ll_plus_minus();
+            (__jit_sampler.mask, __jit_sampler.aliases) = self::__jit::__mask_ll_plus_minus();
             __jit_sampler.resumed();
             __jit_resumed = true;
             __jit_carried = (s, y, __jit_sampler, acc, pc);
@@ -560,12 +561,14 @@ pub mod plus_minus {
                     } else {
                         ::core::option::Option::None
                     };
-                    __rt::driver::LoopSampler::begin(
+                    let mut __l = __rt::driver::LoopSampler::begin(
                         __s.entry_mask(),
                         __began,
                         __end_ll_plus_minus,
                         __s.joins_wait(),
-                    )
+                    );
+                    __l.aliases = __s.aliases();
+                    __l
                 })
         }
         /// A call of the portal ended (see `PortalSite::call_ended`).
@@ -703,8 +706,8 @@ pub mod plus_minus {
         /// The entry filter folded for the interpreter loop's local
         /// (see `Sampler::entry_mask`).
         #[inline(never)]
-        pub(super) fn __mask_ll_plus_minus() -> u64 {
-            __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.entry_mask())
+        pub(super) fn __mask_ll_plus_minus() -> (u64, __rt::driver::Aliases) {
+            __SAMPLER_LL_PLUS_MINUS.with(|__s| (__s.entry_mask(), __s.aliases()))
         }
         #[allow(unused_variables, unused_mut, dead_code, clippy::all)]
         pub(super) fn __portal_ll_plus_minus(
@@ -720,10 +723,31 @@ pub mod plus_minus {
             if !__cfg.enabled() {
                 return None;
             }
+            let __aliases = __SAMPLER_LL_PLUS_MINUS.with(|__s| __s.aliases());
+            let __loop_word = __rt::driver::green_word(
+                &[
+                    __rt::driver::alias(
+                        &__aliases,
+                        s as *const _ as *const u8 as usize as u64,
+                    ),
+                    ((pc) as u64),
+                ],
+            );
+            let __given = [s as *const _ as *const u8 as usize as u64];
+            let s: &[u8] = __rt::portal::canonical::scalars(s, __canon);
             let __entry_word = __rt::driver::green_word(
                 &[s as *const _ as *const u8 as usize as u64, ((pc) as u64)],
             );
-            let s: &[u8] = __rt::portal::canonical::scalars(s, __canon);
+            __SAMPLER_LL_PLUS_MINUS
+                .with(|__s| {
+                    __s
+                        .canonical(
+                            __loop_word,
+                            __entry_word,
+                            &__given,
+                            &[s as *const _ as *const u8 as usize as u64],
+                        )
+                });
             let __key: [u64; 3usize] = [
                 s as *const _ as *const u8 as usize as u64,
                 s.len() as u64,

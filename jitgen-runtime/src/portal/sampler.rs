@@ -142,6 +142,26 @@ const NO_CLOCK_SKIPS: u32 = 255;
 /// The most visits one sample stands for.
 const MAX_WEIGHT: u32 = 1 << 20;
 
+/// Address words of green data, and of the canonical copies standing for
+/// them: the two latest ([`Sampler::canonical`]).
+pub type Aliases = [(u64, u64); 2];
+
+/// No aliases.
+pub const NO_ALIASES: Aliases = [(0, 0); 2];
+
+/// The word standing for the address word `w` under `aliases`.
+#[inline(always)]
+pub fn alias(aliases: &Aliases, w: u64) -> u64 {
+    let [(a, ca), (b, cb)] = *aliases;
+    if w == a {
+        ca
+    } else if w == b {
+        cb
+    } else {
+        w
+    }
+}
+
 /// What the interpreter loop keeps of its portal's [`Sampler`] in locals: a
 /// countdown of visits to skip, and once the thread has code for the
 /// portal, the entry filter folded to 64 bits ([`Sampler::entry_mask`])
@@ -162,6 +182,8 @@ pub struct LoopSampler {
     quiet: u32,
     /// [`Sampler::entry_mask`], taken again after each visit of the hook.
     pub mask: u64,
+    /// [`Sampler::aliases`], taken with the mask.
+    pub aliases: Aliases,
     /// For a call that reports its end ([`LoopSampler::begin`]): when it
     /// began (the outermost call of its portal only), and what to call at
     /// its end with how long it took.
@@ -186,7 +208,24 @@ impl LoopSampler {
     /// around it does; the flag left as it is.
     #[inline(always)]
     fn waiting(mask: u64) -> LoopSampler {
-        LoopSampler { after_tick: true, skips: 0, counted: 0, quiet: 0, mask, call: None, outer_waits: true }
+        LoopSampler {
+            after_tick: true,
+            skips: 0,
+            counted: 0,
+            quiet: 0,
+            mask,
+            aliases: NO_ALIASES,
+            call: None,
+            outer_waits: true,
+        }
+    }
+
+    /// The word standing for the address word `w` of green data in the
+    /// entry filter's green words: its canonical copy's, where the hook
+    /// made that data canonical (see [`Sampler::canonical`]).
+    #[inline(always)]
+    pub fn canonical(&self, w: u64) -> u64 {
+        alias(&self.aliases, w)
     }
 
     /// At the start of a portal call that reports its end to `end` (with
@@ -419,6 +458,9 @@ pub struct Sampler {
     /// the hook says what it met there.
     through: Cell<Option<u64>>,
     entries: [Cell<u64>; 4],
+    /// Address words of green data the hook last made canonical, and their
+    /// copies' (see [`Sampler::canonical`]).
+    aliases: Cell<Aliases>,
     /// Portal calls under way (an interpreter recursing in Rust nests them).
     depth: Cell<u32>,
     /// The outermost call under way.
@@ -459,6 +501,7 @@ impl Sampler {
             recursion_run: Cell::new(0),
             through: Cell::new(None),
             entries: [const { Cell::new(0) }; 4],
+            aliases: Cell::new(NO_ALIASES),
             depth: Cell::new(0),
             call: Cell::new(CallState::IDLE),
             call_began: Cell::new(None),
@@ -943,6 +986,47 @@ impl Sampler {
         self.skip.get() & FILTERED == 0 && self.declined_run.get() >= GIVE_UP_AFTER
             || self.recursion_run.get() >= GIVE_UP_AFTER
             || self.call_mode() == CallMode::Retired
+    }
+
+    /// The hook made the green data of its visit canonical
+    /// (`portal::canonical`): the address words of the data it was given
+    /// (`given`) stand for those of their copies (`copies`), whose green
+    /// words key the entry filter. The interpreter loop goes on with the
+    /// data it has, so its green words are taken through these aliases
+    /// ([`LoopSampler::canonical`]); else a program in a new buffer would
+    /// pass the filter only where the words happen to collide, and its
+    /// interpreter would reach the hook at a position with no code. The
+    /// call's position and the visit let through, as the loop took them
+    /// (`loop_word`: the visit's green word under the aliases so far), are
+    /// renamed to the copy's (`word`): calls given new buffers of one
+    /// program are timed as one position, and a buffer whose alias is
+    /// stale (freed, and another program's now) is not timed as the
+    /// program it held.
+    pub fn canonical(&self, loop_word: u64, word: u64, given: &[u64], copies: &[u64]) {
+        if loop_word == word {
+            return;
+        }
+        let mut a = self.aliases.get();
+        for (&g, &c) in given.iter().zip(copies).filter(|(g, c)| g != c) {
+            if !a.contains(&(g, c)) {
+                a = [(g, c), a[0]];
+            }
+        }
+        self.aliases.set(a);
+        let mut c = self.call.get();
+        if c.green == Some(loop_word) {
+            c.green = Some(word);
+            self.call.set(c);
+        }
+        if self.through.get() == Some(loop_word) {
+            self.through.set(Some(word));
+        }
+    }
+
+    /// What [`Sampler::canonical`] recorded, for the interpreter loop.
+    #[inline]
+    pub fn aliases(&self) -> Aliases {
+        self.aliases.get()
     }
 
     /// Records that code starts at positions with this green word.
