@@ -1385,3 +1385,25 @@ L6():
         "#]],
     );
 }
+
+/// A function's loop heads are the targets of its back edges, and code
+/// compiled as a flexswitch's case counts the turns of its loops there
+/// (`ResidualFunction::turns`, which fusion weighs pieces by); code
+/// compiled at `speed` (a root, a fused copy) counts nothing.
+#[test]
+fn a_case_counts_the_turns_of_its_loops_at_their_heads() {
+    use jitgen_runtime::ir::function::Label;
+    let f = parsed(WHILE_LOOP);
+    // L1, the second block, the only one with two parameters.
+    let l1 = f.live_blocks().find(|(_, b)| b.params.len() == 2).map(|(l, _)| l);
+    assert_eq!(f.loop_heads(), vec![l1.expect("L1")]);
+    assert_eq!(parsed("entry(v0: i64):\n    return v0\n").loop_heads(), Vec::<Label>::new());
+    let case = jitgen_runtime::residual::compile_native(&f).expect("compiles");
+    let code = jitgen_runtime::residual::ResidualFn::with_code(f.clone(), case);
+    assert_eq!(code.call_words(&[5]).expect("runs"), vec![10]);
+    // The head is reached once from the entry and once per back edge.
+    assert_eq!(f.turns.as_ref().map(|t| t.get()), Some(6));
+    let root = parsed(WHILE_LOOP);
+    assert_eq!(compile_host(&root).expect("compiles").call_words(&[5]).expect("runs"), vec![10]);
+    assert_eq!(root.turns.as_ref().map(|t| t.get()), Some(0));
+}

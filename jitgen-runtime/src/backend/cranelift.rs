@@ -1133,7 +1133,9 @@ impl CraneliftBackend {
 
     fn compile_for(&mut self, isa: OwnedTargetIsa, f: &ResidualFunction) -> Result<NativeCode, BackendError> {
         let code = self.compile_detached_at(isa, f, &CodeContext::of(f))?;
-        Ok(code.attach(f.switches.clone()))
+        let mut code = code.attach(f.switches.clone());
+        code._turns = f.turns.clone();
+        Ok(code)
     }
 
     /// Compiles `f` at `speed`, as [`Backend::compile`] does, for code that
@@ -1342,11 +1344,22 @@ impl CraneliftBackend {
             let args = tr.inputs_from_frame(&f.inputs);
             let first = tr.blocks[&Label::ENTRY];
             tr.b.ins().jump(first, &args);
+            // A case's code counts the turns of its loops at their heads
+            // (`ResidualFunction::turns`; cases compile at `opt_level=none`,
+            // as they dispatch through the shared stub).
+            let turns = f.turns.as_ref().filter(|_| shared_dispatch).map(|t| t.as_ptr() as i64);
+            let heads = if turns.is_some() { f.loop_heads() } else { vec![] };
             for l in f.blocks_in_dominance_order() {
                 let blk = &f.blocks[l];
                 let cb = tr.blocks[&l];
                 tr.b.switch_to_block(cb);
                 tr.current = l;
+                if let (Some(at), true) = (turns, heads.contains(&l)) {
+                    let at = tr.b.ins().iconst(types::I64, at);
+                    let n = tr.b.ins().load(types::I64, MemFlagsData::trusted(), at, 0);
+                    let n = tr.b.ins().iadd_imm_s(n, 1);
+                    tr.b.ins().store(MemFlagsData::trusted(), n, at, 0);
+                }
                 for i in &blk.insts {
                     tr.inst(i);
                 }

@@ -80,6 +80,7 @@ impl DetachedCode {
             _owner: Rc::new(self.owner),
             switches,
             reentries: self.reentries,
+            _turns: None,
         }
     }
 }
@@ -95,6 +96,9 @@ pub struct NativeCode {
     pub(super) switches: Vec<Rc<dyn SwitchTable>>,
     /// The entry points at the function's reentries, in order.
     pub(super) reentries: Vec<*const u8>,
+    /// The count its loops write (`ResidualFunction::turns`), kept as long
+    /// as the code.
+    pub(super) _turns: Option<Rc<std::cell::Cell<u64>>>,
 }
 
 impl std::fmt::Debug for NativeCode {

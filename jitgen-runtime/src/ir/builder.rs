@@ -87,6 +87,7 @@ impl ResidualBuilder {
                 cells: vec![],
                 reentries: vec![],
                 passes_pending: false,
+                turns: Some(std::rc::Rc::new(std::cell::Cell::new(0))),
             },
             cur: Some(Label::ENTRY),
             ops: 0,

@@ -413,6 +413,13 @@ pub struct ResidualFunction {
     /// the interpreter's thread. Whoever compiles such a function runs
     /// them first ([`ResidualFunction::run_pending_passes`]).
     pub passes_pending: bool,
+    /// How many turns the function's own loops took where it ran as a
+    /// flexswitch's case (counted at their heads, [`ResidualFunction::loop_heads`],
+    /// by the code `CraneliftBackend::compile_case` makes; a fused copy
+    /// counts nothing): what its case's entries alone do not tell, the
+    /// time spent in a piece entered seldom that loops (see
+    /// `run::fusion`). None where detached.
+    pub turns: Option<std::rc::Rc<std::cell::Cell<u64>>>,
 }
 
 /// A word of memory at a constant address that, while a residual function
@@ -465,13 +472,14 @@ impl ResidualFunction {
             cells: std::mem::take(&mut self.cells),
             reentries: std::mem::take(&mut self.reentries),
             passes_pending: self.passes_pending,
+            turns: None,
         }
     }
 
     /// `code` (what [`ResidualFunction::detach`] took of `self`, simplified
     /// or not since) with `self`'s switch tables and pieces.
     pub fn attached(self, code: ResidualFunction) -> ResidualFunction {
-        ResidualFunction { switches: self.switches, pieces: self.pieces, ..code }
+        ResidualFunction { switches: self.switches, pieces: self.pieces, turns: self.turns, ..code }
     }
 
     /// The number of frame words the calling convention needs.
@@ -699,6 +707,41 @@ impl ResidualFunction {
     /// Live blocks in label order.
     pub fn live_blocks(&self) -> impl Iterator<Item = (Label, &RBlock)> {
         self.blocks.iter().filter(|(_, b)| b.term.is_some())
+    }
+
+    /// The blocks that control comes back to from a block it reached from
+    /// them (the targets of the back edges of a depth-first walk): one per
+    /// loop of the function's own (a flexswitch's cases are other
+    /// functions), none where it has no loop.
+    pub fn loop_heads(&self) -> Vec<Label> {
+        // Depth first from every block: 1 on the path, 2 done.
+        let mut color: SecondaryMap<Label, u8> = SecondaryMap::new();
+        let mut heads = vec![];
+        let targets = |l: Label| self.blocks[l].term.as_ref().map(Terminator::targets).unwrap_or_default();
+        for (start, _) in self.live_blocks() {
+            if color[start] != 0 {
+                continue;
+            }
+            color[start] = 1;
+            let mut path = vec![(start, targets(start), 0)];
+            while let Some((l, ts, i)) = path.last_mut() {
+                let Some(&t) = ts.get(*i) else {
+                    color[*l] = 2;
+                    path.pop();
+                    continue;
+                };
+                *i += 1;
+                match color[t] {
+                    1 if !heads.contains(&t) => heads.push(t),
+                    0 => {
+                        color[t] = 1;
+                        path.push((t, targets(t), 0));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        heads
     }
 
     /// The number of instructions (residual operations) in live blocks.

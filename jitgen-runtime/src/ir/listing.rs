@@ -331,6 +331,7 @@ pub fn parse(text: &str, calls: &[ListedCallback]) -> Result<ResidualFunction, P
         cells,
         reentries: reentries.into_iter().map(|(l, _)| l).collect(),
         passes_pending: false,
+        turns: Some(std::rc::Rc::new(std::cell::Cell::new(0))),
     })
 }
 

@@ -19,7 +19,9 @@ use crate::run::promotion::FlexTable;
 use crate::run::residual::{Compiled, PendingFusion, ResidualFn, SubmitFn};
 
 /// How often residual code took the cases of a tree's switches, per piece
-/// they continue in (see [`crate::run::promotion::FlexTable::hits`]).
+/// they continue in (see [`crate::run::promotion::FlexTable::hits`]), and
+/// the turns of the pieces' own loops (`ResidualFunction::turns`): a piece
+/// entered seldom that loops is hot by its turns.
 struct Heat<'a> {
     /// The tables of the root's and the pieces' switches.
     tables: Vec<&'a crate::run::promotion::FlexTable>,
@@ -41,6 +43,11 @@ impl<'a> Heat<'a> {
         let mut hits: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
         for (entry, n) in tables.iter().flat_map(|t| t.hits()) {
             *hits.entry(entry).or_default() += n;
+        }
+        for (entry, f) in pieces {
+            if let Some(turns) = f.turns.as_ref().map(|t| t.get()).filter(|&t| t > 0) {
+                *hits.entry(*entry).or_default() += turns;
+            }
         }
         let total = hits.values().sum();
         Heat { tables, hits, total, entries: pieces.iter().map(|(e, _)| *e).collect() }
@@ -97,6 +104,17 @@ pub const ESTIMATE_AGE: std::time::Duration = std::time::Duration::from_millis(5
 /// the compiler's thread would give it back (PERFORMANCE.md has both
 /// sides' figures).
 pub const BACKGROUND_FUSED_OPS: usize = 1_000;
+
+/// Cases taken through a fused tree's tables and turns of its unfused
+/// pieces' loops after which the tree is fused again, though it took no
+/// new case (see `ResidualFn::hot_again`): a few milliseconds of code run
+/// outside the fused code.
+pub const HOT_AGAIN: u64 = 100_000;
+
+/// The cases taken and the turns counted in a tree so far (see [`Heat`]).
+fn heat_total(me: &Compiled, functions: &[(usize, std::rc::Rc<ResidualFunction>)]) -> u64 {
+    Heat::of(&me.function, functions).total
+}
 
 /// Fusions of one root's pieces at most: each compiles the whole tree again.
 pub const MAX_FUSIONS: usize = 12;
@@ -163,7 +181,7 @@ impl ResidualFn {
         }
         let n = pieces.cases();
         let (times, cases) = me.fused.get();
-        if n == cases || times >= MAX_FUSIONS {
+        if times >= MAX_FUSIONS || n == cases && !self.hot_again() {
             return Fusion::Nothing;
         }
         if patience > 0 {
@@ -285,9 +303,32 @@ impl ResidualFn {
         }
         let (times, _) = me.fused.get();
         me.fused.set((times + 1, cases));
+        me.heat_at_fusion.set((heat_total(me, functions), me.born.elapsed()));
         me.fusing.set(me.fusing.get() + took + elsewhere);
         me.estimate.set((usize::MAX, 0, std::time::Duration::ZERO));
         Fusion::Fused(self.clone(), took, ops, elsewhere)
+    }
+
+    /// Whether a fused tree that took no new case runs outside its fused
+    /// code again: its tables took, and its unfused pieces' loops turned,
+    /// [`HOT_AGAIN`] times since its last fusion. A fusion copies the
+    /// pieces hot then; a piece that gets hot later (the loop of a path
+    /// the first runs took seldom) runs as its case was compiled, at
+    /// Cranelift's lowest level, until another fusion copies it: with the
+    /// case budget bound to the call's time, the enum VM's Ackermann(2,
+    /// 2000) stayed at 3.3x plain in 3 processes of 10, 12-15x in the
+    /// others (PERFORMANCE.md). The heat is taken at most once per
+    /// [`ESTIMATE_AGE`].
+    fn hot_again(&self) -> bool {
+        let me = &*self.0;
+        let Some(pieces) = me.pieces.as_ref() else { return false };
+        let (at_fusion, when) = me.heat_at_fusion.get();
+        let age = me.born.elapsed();
+        if me.fused.get().0 == 0 || age.saturating_sub(when) < ESTIMATE_AGE {
+            return false;
+        }
+        me.heat_at_fusion.set((at_fusion, age));
+        heat_total(me, &pieces.functions()).saturating_sub(at_fusion) >= HOT_AGAIN
     }
 
     /// Installs the fusion the compiler's thread compiled, once it is
@@ -413,6 +454,25 @@ mod tests {
         }
         b.ret(&[v]);
         std::rc::Rc::new(b.finish())
+    }
+
+    /// A piece entered seldom whose loop turns often is hot by its turns.
+    #[test]
+    fn a_piece_is_hot_by_the_turns_of_its_loops_too() {
+        let pieces = vec![(0x10, piece(3)), (0x20, piece(3)), (0x30, piece(3))];
+        let root = piece(2);
+        let set = |k: usize, n: u64| pieces[k].1.turns.as_ref().expect("a count").set(n);
+        let hot = || {
+            let h = Heat::of(&root, &pieces);
+            (0..pieces.len()).map(|k| h.is_hot(k)).collect::<Vec<bool>>()
+        };
+        assert_eq!(hot(), [true, true, true], "nothing taken yet: every piece");
+        set(0, 10_000);
+        set(1, 2);
+        assert_eq!(hot(), [true, false, false]);
+        set(1, 5_000);
+        assert_eq!(hot(), [true, true, false]);
+        assert_eq!(Heat::of(&root, &pieces).total, 15_000);
     }
 
     /// A fusion is expected to compile what it copies: the root and the

@@ -205,6 +205,9 @@ pub(crate) struct Compiled {
     /// count of cases then, at the root's age then (see
     /// `ResidualFn::fuse_pieces`).
     pub(crate) estimate: std::cell::Cell<(usize, usize, std::time::Duration)>,
+    /// The heat of the tree at its last fusion, and the root's age when
+    /// its heat was last taken (see `ResidualFn::fuse_pieces`).
+    pub(crate) heat_at_fusion: std::cell::Cell<(u64, std::time::Duration)>,
     /// How many times a portal entered the code, and when last
     /// ([`ResidualFn::note_entry`]).
     pub(crate) entered: std::cell::Cell<(u64, Option<std::time::Instant>)>,
@@ -241,6 +244,7 @@ impl ResidualFn {
             compiling_at_birth: std::cell::Cell::new(0),
             fusing: std::cell::Cell::new(std::time::Duration::ZERO),
             estimate: std::cell::Cell::new((usize::MAX, 0, std::time::Duration::ZERO)),
+            heat_at_fusion: std::cell::Cell::new((0, std::time::Duration::ZERO)),
             entered: std::cell::Cell::new((0, None)),
             pending_fusion: std::cell::RefCell::new(None),
             elsewhere: std::cell::Cell::new(None),
