@@ -41,10 +41,9 @@ pub(crate) struct Entry {
     /// their canonical copies (`jitgen_runtime::portal::canonical`), with
     /// `__canon`, the call's `Seen`.
     pub(crate) canonical: Vec<TokenStream>,
-    /// The address words of the green data `canonical` rebinds, in the
-    /// hook (the entry filter takes them through `Sampler::canonical`).
-    pub(crate) canonical_words: Vec<TokenStream>,
-    /// Where those are in `cheap_greens_in_hook`.
+    /// Where the address words of the green data `canonical` rebinds are
+    /// in `cheap_greens_in_hook` (the entry filter takes them through
+    /// `Sampler::canonical`).
     pub(crate) canonical_at: Vec<usize>,
     /// Green parameters passed to the compile function: (name, type with
     /// the lifetime `'a`, type with it elided).
@@ -108,7 +107,6 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
         lens: vec![],
         cheap_greens: vec![],
         cheap_greens_in_hook: vec![],
-        canonical_words: vec![],
         canonical_at: vec![],
         green_names: vec![],
         moved: vec![],
@@ -371,9 +369,10 @@ fn canonical(e: &mut Entry, n: &Ident, ty: &Ty, r: &Repr, types: &hint_annotator
 /// aliases the hook records (`LoopSampler::canonical`), so that a program
 /// in a new buffer passes the filter where its copy's code starts.
 fn filter_word_aliased(e: &mut Entry) {
-    let (Some(in_hook), Some(in_loop)) = (e.cheap_greens_in_hook.last(), e.cheap_greens.last_mut()) else { return };
-    e.canonical_words.push(in_hook.clone());
-    e.canonical_at.push(e.cheap_greens_in_hook.len() - 1);
+    let (Some(at), Some(in_loop)) = (e.cheap_greens_in_hook.len().checked_sub(1), e.cheap_greens.last_mut()) else {
+        return;
+    };
+    e.canonical_at.push(at);
     *in_loop = quote!(__jit_sampler.canonical(#in_loop));
 }
 

@@ -793,7 +793,8 @@ fn entry_word(e: &Entry, sampler: &Ident) -> TokenStream {
     if e.canonical.is_empty() {
         return quote!(let __entry_word = #rt::driver::green_word(&[#(#cheap_in_hook),*]););
     }
-    let (canonical, words) = (&e.canonical, &e.canonical_words);
+    let canonical = &e.canonical;
+    let words: Vec<&TokenStream> = e.canonical_at.iter().map(|&i| &cheap_in_hook[i]).collect();
     // The visit's word as the loop took it.
     let in_loop = cheap_in_hook.iter().enumerate().map(|(i, w)| {
         if e.canonical_at.contains(&i) {

@@ -111,11 +111,6 @@ pub const BACKGROUND_FUSED_OPS: usize = 1_000;
 /// outside the fused code.
 pub const HOT_AGAIN: u64 = 100_000;
 
-/// The cases taken and the turns counted in a tree so far (see [`Heat`]).
-fn heat_total(me: &Compiled, functions: &[(usize, std::rc::Rc<ResidualFunction>)]) -> u64 {
-    Heat::of(&me.function, functions).total
-}
-
 /// Fusions of one root's pieces at most: each compiles the whole tree again.
 pub const MAX_FUSIONS: usize = 12;
 
@@ -295,7 +290,8 @@ impl ResidualFn {
             .enumerate()
             .filter_map(|(k, piece)| Some((functions[*piece].0, native?.reentry(k)? as usize)))
             .collect();
-        for table in &Heat::of(&me.function, functions).tables {
+        let heat = Heat::of(&me.function, functions);
+        for table in &heat.tables {
             table.redirect(&to);
         }
         if let (Some(native), Some(pieces)) = (native, &me.pieces) {
@@ -303,7 +299,7 @@ impl ResidualFn {
         }
         let (times, _) = me.fused.get();
         me.fused.set((times + 1, cases));
-        me.heat_at_fusion.set((heat_total(me, functions), me.born.elapsed()));
+        me.heat_at_fusion.set((heat.total, me.born.elapsed()));
         me.fusing.set(me.fusing.get() + took + elsewhere);
         me.estimate.set((usize::MAX, 0, std::time::Duration::ZERO));
         Fusion::Fused(self.clone(), took, ops, elsewhere)
@@ -322,13 +318,16 @@ impl ResidualFn {
     fn hot_again(&self) -> bool {
         let me = &*self.0;
         let Some(pieces) = me.pieces.as_ref() else { return false };
+        if me.fused.get().0 == 0 {
+            return false;
+        }
         let (at_fusion, when) = me.heat_at_fusion.get();
         let age = me.born.elapsed();
-        if me.fused.get().0 == 0 || age.saturating_sub(when) < ESTIMATE_AGE {
+        if age.saturating_sub(when) < ESTIMATE_AGE {
             return false;
         }
         me.heat_at_fusion.set((at_fusion, age));
-        heat_total(me, &pieces.functions()).saturating_sub(at_fusion) >= HOT_AGAIN
+        Heat::of(&me.function, &pieces.functions()).total.saturating_sub(at_fusion) >= HOT_AGAIN
     }
 
     /// Installs the fusion the compiler's thread compiled, once it is
