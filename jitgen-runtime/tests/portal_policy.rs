@@ -551,7 +551,7 @@ fn a_measured_word_is_counted_without_the_hook() {
 /// before it: it is compared with the calls that compiled it. Not clearly
 /// faster than those, it is suspect, and a call interpreted on purpose
 /// that runs past twice the compiled calls' time keeps the code and enters
-/// it from its next visit of the hook, untimed.
+/// it from its next visit of the hook, untimed, compiling nothing new.
 #[test]
 fn code_compiled_in_a_first_call_is_suspect_unless_clearly_faster_than_that_call() {
     use jitgen_runtime::driver::{green_word, CallMode};
@@ -586,12 +586,20 @@ fn code_compiled_in_a_first_call_is_suspect_unless_clearly_faster_than_that_call
     std::thread::sleep(ms(45));
     assert!(site.visit(&[9], &[]).is_some(), "past twice the code's time: it enters the code");
     assert_eq!(SAMPLER.with(|s| s.call_mode()), CallMode::Normal);
+    // The rest of that call counts none of its visits toward compiling:
+    // deep in its program by then, it would compile where it happens to be.
+    assert!(site.visit(&[10], &[]).is_none(), "a key without code, at threshold 0");
     site.call_ended(Some(ms(45)));
+    assert_eq!(STATS.snapshot().compilations, 2);
     // The code stays: later calls enter it, and none is interpreted again.
     for _ in 0..4 {
         assert_eq!(portal_call(&site, &STATS, word, ms(20), true), (true, CallMode::Normal));
     }
     assert_eq!(STATS.snapshot().retired_slow, 0);
+    // A call of its own counts that key again.
+    SAMPLER.with(|s| s.begin_call(STATS.compile_work()));
+    assert!(site.visit(&[10], &[]).is_some(), "a new call compiles at threshold 0");
+    site.call_ended(None);
 }
 
 /// After one call interpreted on purpose through the hook, the next ones

@@ -902,6 +902,12 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
             // Goes on without its hook (`Sampler::gives_up`).
             CallMode::Retired => return None,
         }
+        // The rest of a call interpreted on purpose that showed its code
+        // clearly faster enters code but compiles none (`Sampler::past_code`).
+        if self.sampler.with(|s| s.past_code()) && !self.has_code(key) {
+            self.sampler.with(|s| s.cold(self.config.hot_policy().threshold));
+            return None;
+        }
         if self.nested && self.stats.recursion_seen() {
             // Saved frames here, and a recursion whose frames cannot be
             // spilled was seen: the entry would decline, so this visit

@@ -385,6 +385,10 @@ struct CallState {
     /// It interprets because its budget for cases is spent, until the
     /// budget has room again ([`Sampler::interpret_until_budget`]).
     budget_spent: bool,
+    /// It was interpreted on purpose and ran long enough to show its
+    /// position's code clearly faster ([`Sampler::interpreted_past_code`]):
+    /// it enters code that exists but counts no visit toward compiling.
+    past_code: bool,
     /// The module's count of compilations and fusions when it began (see
     /// [`Sampler::begin_call`]).
     compile_work: u64,
@@ -398,6 +402,7 @@ impl CallState {
         unsettled: false,
         waited: false,
         budget_spent: false,
+        past_code: false,
         compile_work: 0,
     };
 }
@@ -702,8 +707,20 @@ impl Sampler {
         t.keep();
         c.mode = CallMode::Normal;
         c.waited = true;
+        c.past_code = true;
         self.call.set(c);
         true
+    }
+
+    /// Whether the call under way was interpreted on purpose and then
+    /// showed its position's code clearly faster: it enters code that
+    /// exists, but its visits elsewhere do not count toward compiling.
+    /// Deep in its program's recursion by then, such a call counted the
+    /// positions it reached as roots: a new user's stack VM compiled 9-20
+    /// keys more after that call, entered them in later calls, and ran
+    /// them 1.3-2x slower than its first tree.
+    pub fn past_code(&self) -> bool {
+        self.call.get().past_code
     }
 
     /// Whether the call under way started at a position whose calls ran

@@ -30,6 +30,11 @@
 //!   ones run the plain interpreter's own function, out of line, but for
 //!   one in 16 that goes through the hook (`Sampler::runs_plain`).
 //!
+//! A call interpreted on purpose that runs past [`CLEARLY`] times the
+//! compiled calls' median keeps the code and enters it from then on, but
+//! its visits elsewhere count nothing toward compiling
+//! (`Sampler::past_code`).
+//!
 //! A call interpreted on purpose, or at a retired position, enters no code,
 //! so it tests no entry filter: it samples its visits as where the portal
 //! has no code (`Sampler::entry_mask`). That loop still ran 1.25-1.4x the
