@@ -368,6 +368,20 @@ fn procvm_framed(program: &'static str, use_jit: bool) -> String {
     })
 }
 
+/// The same shape as a new user first writes it, indexing its stack
+/// (`procvm_interp::indexed`): a new machine per run, the programs kept per
+/// thread.
+fn procvm_indexed(program: &'static str, use_jit: bool) -> String {
+    use procvm_interp::indexed::{programs, vm};
+    thread_local!(static CODE: [Vec<vm::Instr>; 2] = [programs::fib(30), programs::ackermann(2, 2000)]);
+    CODE.with(|c| {
+        let code = &c[usize::from(program == "ack")];
+        let mut m = vm::Vm::new();
+        let r = if use_jit { m.run(code) } else { vm::jit::plain::Vm::run(&mut m, code) };
+        format!("{r:?}")
+    })
+}
+
 /// The register VM (`interpreters/regvm`): one machine per thread and
 /// program, its fields set again for each run, as an embedder keeps its
 /// program (code is kept for the program's address).
@@ -445,6 +459,18 @@ const OTHERS: &[Other] = &[
         "Ackermann(2, 300)",
         |j| procvm_framed("ack", j),
         procvm_interp::framed::vm::jit::stats,
+    ),
+    (
+        "stack VM as a new user writes it (`stack[off + i]`, `Ret` promotes)",
+        "recursive fib 30",
+        |j| procvm_indexed("fib", j),
+        procvm_interp::indexed::vm::jit::stats,
+    ),
+    (
+        "stack VM as a new user writes it (`stack[off + i]`, `Ret` promotes)",
+        "Ackermann(2, 2000)",
+        |j| procvm_indexed("ack", j),
+        procvm_interp::indexed::vm::jit::stats,
     ),
     (
         "register VM, windowed calls checking their depth",

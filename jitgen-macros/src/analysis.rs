@@ -4,13 +4,23 @@
 
 use std::collections::BTreeSet;
 
-use hint_annotator::flowgraph::{Exit, HintKind, OpKind, Value, Var};
+use hint_annotator::flowgraph::{BinOp, Exit, HintKind, OpKind, Value, Var};
 use hint_annotator::Color;
 use petgraph::stable_graph::NodeIndex;
 use proc_macro2::Ident;
 
 use crate::repr::*;
 use crate::timeshift::*;
+
+/// An index into an operand stack known when the stack's field is read
+/// (see [`Gen::reads_hidden`]).
+pub(crate) enum HiddenIndex {
+    /// Computed before the read.
+    Known(Value),
+    /// A value computed before the read, plus (or, `true`, minus) a green
+    /// step.
+    Step(Value, Value, bool),
+}
 
 impl<'g> Gen<'g> {
     /// Whether the list `t` read from a field is used otherwise than as the
@@ -88,12 +98,17 @@ impl<'g> Gen<'g> {
     /// block then indexes (`t[i]`, read or written), where the interpreter
     /// reads its saved frames in place: `(p, k, i)` for the operation at
     /// `at`, `(p, k)` as [`Gen::field_list_of`], `i` the index where it is
-    /// computed before the field is read.
+    /// known when the field is read (see [`HiddenIndex`]).
     /// Such an index may name an element of the list's hidden part (a
     /// procedure reading its arguments below its frame's base, in its
     /// caller's segment): the frame on top of the continuation stack is
     /// then popped first, so that its segment is back in the tail.
-    pub(crate) fn reads_hidden(&self, fi: usize, b: NodeIndex, at: usize) -> Option<(Ident, usize, Option<Value>)> {
+    pub(crate) fn reads_hidden(
+        &self,
+        fi: usize,
+        b: NodeIndex,
+        at: usize,
+    ) -> Option<(Ident, usize, Option<HiddenIndex>)> {
         let ops = &self.fns[fi].graph.graph[b].ops;
         let op = &ops[at];
         if !self.frames_in_place || !matches!(op.kind, OpKind::GetField(_)) {
@@ -109,13 +124,33 @@ impl<'g> Gen<'g> {
             .args
             .get(1)?
             .clone();
-        // The index, where it is known when the field is read.
-        let known = match &index {
-            Value::Var(i) => !ops.iter().skip(at).any(|o| o.result == *i),
-            _ => true,
+        // The index, where it is known when the field is read: computed
+        // before, or after it as a value computed before plus or minus a
+        // green step (`self.stack[base + i]`, the field read first).
+        let defined_after = |v: &Value| match v {
+            Value::Var(i) => ops.iter().skip(at).position(|o| o.result == *i),
+            _ => None,
+        };
+        let known = match defined_after(&index) {
+            None => Some(HiddenIndex::Known(index)),
+            Some(d) => {
+                let o = &ops[at + d];
+                let green = |v: &Value| match v {
+                    Value::Var(v) => self.fns[fi].color(*v) == Color::Green,
+                    Value::Const(_) => true,
+                };
+                match (&o.kind, o.args.as_slice()) {
+                    (OpKind::Bin(op @ (BinOp::Add | BinOp::Sub)), [a, c])
+                        if defined_after(a).is_none() && defined_after(c).is_none() && green(c) =>
+                    {
+                        Some(HiddenIndex::Step(a.clone(), c.clone(), *op == BinOp::Sub))
+                    }
+                    _ => None,
+                }
+            }
         };
         let (p, k) = self.field_list_of(fi, &t)?;
-        Some((p, k, known.then_some(index)))
+        Some((p, k, known))
     }
 
     /// The types of struct whose local `Vec`s the interpreter reads in

@@ -12,6 +12,7 @@ use petgraph::stable_graph::NodeIndex;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
+use crate::analysis::HiddenIndex;
 use crate::repr::*;
 use crate::timeshift::*;
 
@@ -213,12 +214,17 @@ impl<'g> Gen<'g> {
                 // holding it comes back with the frame on top of the
                 // continuation stack, then the field is read again.
                 let usize_repr = Repr::R(Sc::Int(IntTy::Usize));
-                let i = match i {
-                    Some(i) => self.operand(fi, &i, &usize_repr).map(|i| quote!(Some(&#i))),
-                    None => Some(quote!(None)),
+                let reads = match i {
+                    Some(HiddenIndex::Known(i)) => {
+                        self.operand(fi, &i, &usize_repr).map(|i| quote!(__st.reads_hidden(&__c.b, &#p, #j, Some(&#i))))
+                    }
+                    Some(HiddenIndex::Step(a, c, minus)) => {
+                        let (a, c) = (self.operand(fi, &a, &usize_repr), self.operand(fi, &c, &usize_repr));
+                        a.zip(c).map(|(a, c)| quote!(__st.reads_hidden_step(&__c.b, &#p, #j, &#a, &#c, #minus)))
+                    }
+                    None => Some(quote!(__st.reads_hidden(&__c.b, &#p, #j, None))),
                 };
-                if let Some(i) = i {
-                    let reads = quote!(__st.reads_hidden(&__c.b, &#p, #j, #i));
+                if let Some(reads) = reads {
                     body.push(self.unspill_first(fi, b, k, reads, quote!(__st.unspills_for_index())));
                 }
             }

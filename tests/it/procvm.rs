@@ -685,3 +685,212 @@ mod framed_vm {
         assert!(halted * 5 >= n && failed * 5 >= n, "{halted} halted, {failed} failed of {n}");
     }
 }
+
+/// The same shape as a new user first writes it (`procvm_interp::indexed`):
+/// `self.stack[off + i]` with `off` from `self.frames.last()`, no checks of
+/// its own, panicking on a bad program. The whole final state (the result,
+/// the stack, the frames, what was printed) or the panic is compared with
+/// `jit::plain` through the portal and `jit::specialize`.
+mod indexed_vm {
+    use crate::common;
+    use procvm_interp::indexed::vm::Instr::{self, *};
+    use procvm_interp::indexed::{programs, vm};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::Mutex;
+
+    /// The result, the stack, the frames and what was printed.
+    type State = (Option<i64>, Vec<i64>, Vec<vm::StackFrame>, Vec<i64>);
+
+    /// The threshold is the module's: tests that set it run one at a time.
+    static THRESHOLD: Mutex<()> = Mutex::new(());
+
+    /// Runs `code` in plain, through the portal and through
+    /// `jit::specialize`, each on a new machine; `None` where plain panics,
+    /// and then each must panic too.
+    fn check(code: &[Instr]) -> Option<State> {
+        let state = |m: vm::Vm, r| (r, m.stack, m.frames, m.out);
+        let run = |f: &dyn Fn(&mut vm::Vm) -> Option<i64>| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let mut m = vm::Vm::new();
+                let r = f(&mut m);
+                state(m, r)
+            }))
+            .ok()
+        };
+        let want = run(&|m| vm::jit::plain::Vm::run(m, code));
+        assert_eq!(run(&|m| m.run(code)), want, "portal: {code:?}");
+        assert_eq!(run(&|m| vm::jit::specialize::Vm::run(m, code)), want, "specialize: {code:?}");
+        want
+    }
+
+    fn fib(n: i64) -> i64 {
+        (0..n).fold((0, 1), |(a, b), _| (b, a + b)).0
+    }
+
+    fn ackermann(m: i64, n: i64) -> i64 {
+        match (m, n) {
+            (0, n) => n + 1,
+            (m, 0) => ackermann(m - 1, 1),
+            (m, n) => ackermann(m - 1, ackermann(m, n - 1)),
+        }
+    }
+
+    #[test]
+    fn indexing_its_stack_compiles_and_agrees_with_plain() {
+        let _one = THRESHOLD.lock().unwrap_or_else(|e| e.into_inner());
+        assert!(vm::jit::left_to_rust().is_empty(), "{:?}", vm::jit::left_to_rust());
+        for t in [0, 3] {
+            vm::jit::config().set_threshold(t);
+            for n in [0, 1, 2, 7, 15] {
+                let s = check(&programs::fib(n));
+                assert_eq!(s, Some((Some(fib(n)), vec![], vec![], vec![])), "fib({n})");
+            }
+            for (m, n) in [(0, 4), (1, 0), (1, 5), (2, 3), (3, 3)] {
+                let s = check(&programs::ackermann(m, n));
+                assert_eq!(s, Some((Some(ackermann(m, n)), vec![], vec![], vec![])), "A({m}, {n})");
+            }
+        }
+        // A callee reads the arguments its caller pushed below the tail
+        // (`stack[off + i]`, the index computed after the field is read):
+        // the caller's part comes back from the continuation stack, rather
+        // than the whole stack moving into its `Vec` (27 times in this
+        // test's code when the index was not known before the read). What
+        // is left is where a widened merge point lost what the frame's
+        // offset is relative to the hidden part (3).
+        let listings = vm::jit::portal_listings().join("\n");
+        let moved = listings.matches("cont_materialize").count();
+        assert!(moved <= 5, "{moved} moves of the stack into its `Vec`");
+        // A return with no frame panics at its `unwrap`, in each.
+        assert_eq!(check(&[Const(1), Ret]), None);
+        let s = vm::jit::stats();
+        assert!(s.entries > 0 && s.flexswitch_cases > 0 && s.spills > 0, "{s:?}");
+    }
+
+    /// A random program of `procs` procedures: `main` calls some of them
+    /// (with one or two locals) and prints or adds their results. Procedure
+    /// `k` returns its local 0 below a random bound, else computes on it,
+    /// calling itself on a smaller argument and the procedures after it,
+    /// decrementing its local 0 (`Set(0)`) and printing. With `mutate`, one
+    /// instruction in ten outside the procedures' base cases is replaced by
+    /// one that may panic (an underflow, an index past the stack, a return
+    /// with no frame) but never loops: there is no backward jump, no
+    /// procedure runs into the code after it (its last `Ret` is kept), and
+    /// each call of a procedure by itself still has a smaller local 0, which
+    /// nothing else writes, so the programs end.
+    fn random_program(rng: &mut common::Rng, procs: usize, mutate: bool) -> Vec<Instr> {
+        const BASE: usize = 6;
+        // Each body, and the positions in it a mutation leaves alone: its
+        // base case, and what makes a smaller argument.
+        let mut bodies: Vec<(Vec<Instr>, Vec<usize>)> = vec![];
+        for k in (0..procs).rev() {
+            // Jumps and calls are fixed below: relative to the procedure's
+            // entry, and calls by procedure number from `usize::MAX`.
+            let mut b = vec![Get(0), Const(rng.below(3) as i64), Lt, Jz(BASE), Get(0), Ret];
+            let mut depth = 1;
+            let mut kept: Vec<usize> = (0..BASE).collect();
+            b.push(Get(0));
+            for _ in 0..rng.below(8) {
+                match rng.below(8) {
+                    0 => {
+                        b.push(Const(rng.below(7) as i64 - 3));
+                        depth += 1;
+                    }
+                    1 => {
+                        b.push(Get(rng.below(2) as usize));
+                        depth += 1;
+                    }
+                    2 | 3 if depth >= 2 => {
+                        b.push([Add, Sub, Lt][rng.below(3) as usize]);
+                        depth -= 1;
+                    }
+                    4 => {
+                        kept.extend(b.len()..b.len() + 4);
+                        b.extend([Get(0), Const(1), Sub, Set(0)]);
+                    }
+                    5 => {
+                        kept.extend(b.len()..b.len() + 4);
+                        b.extend([Get(0), Const(1 + rng.below(2) as i64), Sub, Call(usize::MAX - k, 1)]);
+                        depth += 1;
+                    }
+                    6 if depth >= 2 => {
+                        b.push(Print);
+                        depth -= 1;
+                    }
+                    _ if k + 1 < procs => {
+                        let callee = k + 1 + rng.below((procs - k - 1) as u64) as usize;
+                        b.extend([Get(0), Call(usize::MAX - callee, 1)]);
+                        depth += 1;
+                    }
+                    _ => {}
+                }
+            }
+            for _ in 1..depth {
+                b.push(Add);
+            }
+            kept.push(b.len());
+            b.push(Ret);
+            bodies.push((b, kept));
+        }
+        bodies.reverse();
+        let mut code = vec![Jmp(0)];
+        let (mut entries, mut kept) = (vec![], vec![]);
+        for (b, keep) in &bodies {
+            entries.push(code.len());
+            let at = code.len();
+            kept.extend(keep.iter().map(|i| at + i));
+            code.extend(b.iter().map(|op| match op {
+                Jz(t) => Jz(at + t),
+                op => *op,
+            }));
+        }
+        code[0] = Jmp(code.len());
+        for j in 0..1 + rng.below(3) {
+            let locals = 1 + rng.below(2) as usize;
+            code.push(Const(rng.below(7) as i64));
+            if locals == 2 {
+                code.push(Const(rng.below(9) as i64 - 4));
+            }
+            code.push(Call(usize::MAX - rng.below(procs as u64) as usize, locals));
+            if j > 0 {
+                code.push([Add, Print][rng.below(2) as usize]);
+            }
+        }
+        code.push(Halt);
+        for op in &mut code {
+            if let Call(p, n) = op {
+                if *p > usize::MAX / 2 {
+                    *op = Call(entries[usize::MAX - *p], *n);
+                }
+            }
+        }
+        if mutate {
+            for (i, op) in code.iter_mut().enumerate().skip(1) {
+                if !kept.contains(&i) && rng.below(10) == 0 {
+                    *op = [Add, Sub, Get(3), Set(2), Ret, Print, Halt][rng.below(7) as usize];
+                }
+            }
+        }
+        code
+    }
+
+    #[test]
+    fn random_call_programs_agree_with_plain() {
+        let _one = THRESHOLD.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rng = common::Rng(0x1d3e_a5c7);
+        let (mut halted, mut panicked, mut printed) = (0, 0, 0);
+        let n = common::how_many(300);
+        for i in 0..n {
+            vm::jit::config().set_threshold([0, 1, 4][i % 3]);
+            let procs = 1 + rng.below(3) as usize;
+            let code = random_program(&mut rng, procs, i % 2 == 1);
+            match check(&code) {
+                Some(s) => {
+                    halted += 1;
+                    printed += usize::from(!s.3.is_empty());
+                }
+                None => panicked += 1,
+            }
+        }
+        assert!(halted * 3 >= n && panicked * 10 >= n && printed * 10 >= n, "{halted} {panicked} {printed} of {n}");
+    }
+}

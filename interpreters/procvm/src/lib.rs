@@ -12,11 +12,14 @@
 //! `End`, `label name`, `Call name`).
 //!
 //! [`framed`] is the same kind of VM written as a method of a `Vm` whose
-//! stack and frames are fields of `self`.
+//! stack and frames are fields of `self`; [`indexed`] the same again as a
+//! new user first writes it, indexing its stack and panicking on a bad
+//! program.
 
 use jitgen::prelude::*;
 
 pub mod framed;
+pub mod indexed;
 
 #[jit_interpreter]
 pub mod vm {
