@@ -17,9 +17,8 @@ use crate::timeshift::*;
 pub(crate) enum HiddenIndex {
     /// Computed before the read.
     Known(Value),
-    /// A value computed before the read, plus (or, `true`, minus) a green
-    /// step.
-    Step(Value, Value, bool),
+    /// A value computed before the read, plus a green step.
+    Step(Value, Value),
 }
 
 impl<'g> Gen<'g> {
@@ -125,8 +124,8 @@ impl<'g> Gen<'g> {
             .get(1)?
             .clone();
         // The index, where it is known when the field is read: computed
-        // before, or after it as a value computed before plus or minus a
-        // green step (`self.stack[base + i]`, the field read first).
+        // before, or after it as a value computed before plus a green step
+        // (`self.stack[base + i]`, the field read first).
         let defined_after = |v: &Value| match v {
             Value::Var(i) => ops.iter().skip(at).position(|o| o.result == *i),
             _ => None,
@@ -140,10 +139,10 @@ impl<'g> Gen<'g> {
                     Value::Const(_) => true,
                 };
                 match (&o.kind, o.args.as_slice()) {
-                    (OpKind::Bin(op @ (BinOp::Add | BinOp::Sub)), [a, c])
+                    (OpKind::Bin(BinOp::Add), [a, c])
                         if defined_after(a).is_none() && defined_after(c).is_none() && green(c) =>
                     {
-                        Some(HiddenIndex::Step(a.clone(), c.clone(), *op == BinOp::Sub))
+                        Some(HiddenIndex::Step(a.clone(), c.clone()))
                     }
                     _ => None,
                 }

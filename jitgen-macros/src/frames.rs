@@ -218,9 +218,9 @@ impl<'g> Gen<'g> {
                     Some(HiddenIndex::Known(i)) => {
                         self.operand(fi, &i, &usize_repr).map(|i| quote!(__st.reads_hidden(&__c.b, &#p, #j, Some(&#i))))
                     }
-                    Some(HiddenIndex::Step(a, c, minus)) => {
+                    Some(HiddenIndex::Step(a, c)) => {
                         let (a, c) = (self.operand(fi, &a, &usize_repr), self.operand(fi, &c, &usize_repr));
-                        a.zip(c).map(|(a, c)| quote!(__st.reads_hidden_step(&__c.b, &#p, #j, &#a, &#c, #minus)))
+                        a.zip(c).map(|(a, c)| quote!(__st.reads_hidden_step(&__c.b, &#p, #j, &#a, &#c)))
                     }
                     None => Some(quote!(__st.reads_hidden(&__c.b, &#p, #j, None))),
                 };

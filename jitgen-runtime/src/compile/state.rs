@@ -936,24 +936,13 @@ impl<F: Frame> JitState<F> {
         }
     }
 
-    /// [`JitState::reads_hidden`] for the index `base + step` (`base -
-    /// step` with `minus`), before it is computed: whether it names an
-    /// element of the hidden part of list `k` of `p`. The step is a
-    /// constant (green); a run-time one says no.
-    #[allow(clippy::too_many_arguments)]
-    pub fn reads_hidden_step(
-        &self,
-        b: &ResidualBuilder,
-        p: &VPtr,
-        k: usize,
-        base: &RedBox,
-        step: &RedBox,
-        minus: bool,
-    ) -> bool {
+    /// [`JitState::reads_hidden`] for the index `base + step`, before it is
+    /// computed: whether it names an element of the hidden part of list `k`
+    /// of `p`. The step is a constant (green); a run-time one says no.
+    pub fn reads_hidden_step(&self, b: &ResidualBuilder, p: &VPtr, k: usize, base: &RedBox, step: &RedBox) -> bool {
         let Some(VList::Tail(_, _, _, Some(m))) = self.heap.live(p).map(|o| &o.lists[k]) else { return false };
         let Some(s) = step.as_const() else { return false };
-        let s = if minus { (s as i64).wrapping_neg() } else { s as i64 };
-        b.difference(m, base).is_some_and(|c| c.wrapping_add(s) < 0)
+        b.difference(m, base).is_some_and(|c| c.wrapping_add(s as i64) < 0)
     }
 
     /// Whether a frame's list is spilled with fewer than
