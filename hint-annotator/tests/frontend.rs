@@ -1554,3 +1554,104 @@ fn a_promote_statement_makes_its_local_green_from_there_on() {
         "#]],
     );
 }
+
+#[test]
+fn an_element_borrowed_out_of_a_vec_is_not_dropped_where_its_block_ends() {
+    // `f`, `g` and `h` are references into `functions` (the analysis models
+    // each as the element): nothing is dropped. `p` is popped: it is.
+    check(
+        "struct Function { arity: usize, code: Vec<i64> }
+        fn f(functions: &mut Vec<Function>, i: usize) -> Option<usize> {
+            let a = {
+                let f = functions.get(i)?;
+                f.arity
+            };
+            let b = {
+                let g = match functions.last() {
+                    Some(g) => g,
+                    None => return None,
+                };
+                g.arity
+            };
+            let c = {
+                let h = functions.first().expect(\"a function\");
+                h.arity
+            };
+            let d = {
+                let p = functions.pop().unwrap();
+                p.arity
+            };
+            Some(a + b + c + d)
+        }",
+        expect![[r#"
+            fn f -> Option<usize>
+            block0(functions_0: &mut Vec<Function> red, i_1: usize red):
+                R v6: usize = len(functions_0)
+                R v7: bool = lt(i_1, v6)
+                if v7 then block2() else block3()
+            block1(v5: Option<Function> red):
+                R v11: u32 = enum_tag(v5)
+                R v12: bool = eq(v11, Option::None)
+                if v12 then block4() else block5()
+            block2():
+                R v8: Function = getitem(functions_0, i_1)
+                R v9: Option<Function> = Option::Some(v8)
+                goto block1(v9)
+            block3():
+                G v10: Option<Function> = Option::None()
+                goto block1(v10)
+            block4():
+                G v13: Option<usize> = Option::None()
+                return v13
+            block5():
+                R f_14: Function = enum_field.Some.0(v5)
+                R a_15: usize = getfield.arity(f_14)
+                R v20: usize = len(functions_0)
+                R v21: bool = eq(v20, 0_usize)
+                if v21 then block7() else block8()
+            block6(v19: Option<Function> red):
+                R v34: u32 = enum_tag(v19)
+                R v35: bool = eq(v34, Option::Some)
+                if v35 then block11() else block10()
+            block7():
+                G v22: Option<Function> = Option::None()
+                goto block6(v22)
+            block8():
+                R v23: usize = len(functions_0)
+                R v24: usize = sub(v23, 1_usize)
+                R v25: Function = getitem(functions_0, v24)
+                R v26: Option<Function> = Option::Some(v25)
+                goto block6(v26)
+            block9():
+                R b_39: usize = getfield.arity(g_36)
+                R v45: usize = len(functions_0)
+                R v46: bool = eq(v45, 0_usize)
+                if v46 then block13() else block14()
+            block10():
+                G v37: Option<usize> = Option::None()
+                return v37
+            block11():
+                R g_36: Function = enum_field.Some.0(v19)
+                goto block9()
+            block12(v44: Option<Function> red):
+                R h_50: Function = unwrap(v44)
+                R c_51: usize = getfield.arity(h_50)
+                R v52: Option<Function> = pop(functions_0)
+                R p_53: Function = unwrap(v52)
+                R d_54: usize = getfield.arity(p_53)
+                R drop(p_53)
+                R v56: usize = add(a_15, b_39)
+                R v57: usize = add(v56, c_51)
+                R v58: usize = add(v57, d_54)
+                R v59: Option<usize> = Option::Some(v58)
+                return v59
+            block13():
+                G v47: Option<Function> = Option::None()
+                goto block12(v47)
+            block14():
+                R v48: Function = getitem(functions_0, 0_usize)
+                R v49: Option<Function> = Option::Some(v48)
+                goto block12(v49)
+        "#]],
+    );
+}

@@ -79,6 +79,10 @@ fn recursive_programs_agree_with_plain() {
     assert_eq!(plain(&down(1), &[100_000]), Err(Error::BadLocal(1)));
     let s = jit::stats();
     assert!(s.entries > 0 && s.spills > 0 && s.flexswitch_cases > 0, "{s:?}");
+    // A call's `callee` borrowed out of the table of functions is not
+    // dropped where its block ends: no callback per call.
+    let listings = jit::portal_listings().join("\n");
+    assert!(listings.contains("flexswitch") && !listings.contains("call drop("), "{listings}");
 }
 
 /// Random functions of one or two arguments that call each other (and

@@ -587,6 +587,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
             else {
                 continue;
             };
+            if matches!(&src.stmts[at], syn::Stmt::Local(l) if uses::binds_borrow(l)) {
+                continue;
+            }
             let scope = &src.stmts[at + 1..];
             let dies = match &ty {
                 Ty::Struct(s) => {

@@ -362,3 +362,68 @@ fn field_reads(stmts: &[syn::Stmt]) -> HashMap<String, Option<HashSet<String>>> 
     stmts.iter().for_each(|s| f.visit_stmt(s));
     f.0
 }
+
+/// Whether the `let` `local` binds a borrow, not an owned value: a pattern
+/// typed `&T` or binding `ref`, or an initializer that is `&e`, or an
+/// element accessor of the standard library (`get`, `first`, `last` and
+/// their `_mut` forms, `peek`) under the adapters that keep what they are
+/// given (`?`, `unwrap`, `expect`, `ok_or`, `ok_or_else`, `as_ref`, and a
+/// `match` that yields its `Some` or `Ok` payload or leaves, as `?` is
+/// written out). The
+/// analysis models such a value as the element itself; Rust's drop at the
+/// end of the scope frees nothing, so residual code must not drop it.
+pub(super) fn binds_borrow(local: &syn::Local) -> bool {
+    let pat_borrows = match &local.pat {
+        syn::Pat::Type(t) => matches!(&*t.ty, syn::Type::Reference(_)),
+        syn::Pat::Ident(i) => i.by_ref.is_some(),
+        _ => false,
+    };
+    let Some(init) = &local.init else { return pat_borrows };
+    let mut e = &*init.expr;
+    loop {
+        e = match e {
+            Expr::Reference(_) => return true,
+            Expr::Paren(p) => &p.expr,
+            Expr::Group(g) => &g.expr,
+            Expr::Try(t) => &t.expr,
+            Expr::Match(m) if yields_payload(m) => &m.expr,
+            Expr::MethodCall(m) => match m.method.to_string().as_str() {
+                "unwrap" | "expect" | "ok_or" | "ok_or_else" | "as_ref" | "as_mut" => &m.receiver,
+                "get" | "get_mut" | "first" | "first_mut" | "last" | "last_mut" | "peek" => return true,
+                _ => return pat_borrows,
+            },
+            _ => return pat_borrows,
+        }
+    }
+}
+
+/// Whether the arms of `m` each yield the payload their `Some(x)` or
+/// `Ok(x)` pattern binds, or leave (`return`, `break`, `continue`, a
+/// panicking macro), with at least one yielding: the value of `m` is what
+/// its scrutinee holds.
+fn yields_payload(m: &syn::ExprMatch) -> bool {
+    fn leaves(e: &Expr) -> bool {
+        match e {
+            Expr::Return(_) | Expr::Break(_) | Expr::Continue(_) => true,
+            Expr::Macro(m) => m.mac.path.segments.last().is_some_and(|s| {
+                matches!(s.ident.to_string().as_str(), "panic" | "unreachable" | "todo" | "unimplemented")
+            }),
+            Expr::Block(b) => match b.block.stmts.last() {
+                Some(syn::Stmt::Expr(e, _)) => leaves(e),
+                Some(syn::Stmt::Macro(m)) => leaves(&Expr::Macro(syn::ExprMacro { attrs: vec![], mac: m.mac.clone() })),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+    let yields = |arm: &syn::Arm| {
+        let syn::Pat::TupleStruct(p) = &arm.pat else { return false };
+        let variant = p.path.segments.last().map(|s| s.ident.to_string());
+        if !matches!(variant.as_deref(), Some("Some" | "Ok")) || p.elems.len() != 1 {
+            return false;
+        }
+        let syn::Pat::Ident(x) = &p.elems[0] else { return false };
+        matches!(&*arm.body, Expr::Path(b) if b.path.is_ident(&x.ident))
+    };
+    m.arms.iter().any(yields) && m.arms.iter().all(|a| yields(a) || leaves(&a.body))
+}
