@@ -349,6 +349,7 @@ fn lower_fn_outlining(
         pending: vec![],
         known: Default::default(),
         str_views: HashMap::new(),
+        element_borrows: HashSet::new(),
     };
     for p in &f.params {
         if matches!(p.ty, Ty::Tuple(_)) {
@@ -400,6 +401,10 @@ struct Lowering<'m, 'a> {
     /// Names that only ever stand for data behind a shared reference
     /// parameter of the function (see `frozen_names`).
     frozen_names: HashSet<String>,
+    /// The `get`, `first` and `last` calls of a list lowered so far, by
+    /// address: each gives a borrowed element, which the analysis models as
+    /// the element itself (see `uses::binds_borrow`).
+    element_borrows: HashSet<*const syn::ExprMethodCall>,
     /// Names the body only ever uses in place (read through, borrowed,
     /// assigned), never moves: what such a local owned dies where it is
     /// assigned again (see `places::write_place`).

@@ -1558,10 +1558,17 @@ fn a_promote_statement_makes_its_local_green_from_there_on() {
 #[test]
 fn an_element_borrowed_out_of_a_vec_is_not_dropped_where_its_block_ends() {
     // `f`, `g` and `h` are references into `functions` (the analysis models
-    // each as the element): nothing is dropped. `p` is popped: it is.
+    // each as the element): nothing is dropped. `p` is popped, and `t` made
+    // by the module's own `get`: they are.
     check(
         "struct Function { arity: usize, code: Vec<i64> }
-        fn f(functions: &mut Vec<Function>, i: usize) -> Option<usize> {
+        struct Table { size: usize }
+        impl Table {
+            fn get(&self, i: usize) -> Function {
+                Function { arity: i + self.size, code: Vec::new() }
+            }
+        }
+        fn f(functions: &mut Vec<Function>, table: &Table, i: usize) -> Option<usize> {
             let a = {
                 let f = functions.get(i)?;
                 f.arity
@@ -1581,77 +1588,93 @@ fn an_element_borrowed_out_of_a_vec_is_not_dropped_where_its_block_ends() {
                 let p = functions.pop().unwrap();
                 p.arity
             };
-            Some(a + b + c + d)
+            let e = {
+                let t = table.get(i);
+                t.arity
+            };
+            Some(a + b + c + d + e)
         }",
         expect![[r#"
+            fn Table::get -> Function
+            block0(self_0: &Table red, i_1: usize red):
+                R v2: usize = getfield.size(self_0)
+                R v3: usize = add(i_1, v2)
+                R v4: Vec<i64> = new_vec()
+                R v5: Function = new.Function(v3, v4)
+                return v5
+
             fn f -> Option<usize>
-            block0(functions_0: &mut Vec<Function> red, i_1: usize red):
-                R v6: usize = len(functions_0)
-                R v7: bool = lt(i_1, v6)
-                if v7 then block2() else block3()
-            block1(v5: Option<Function> red):
-                R v11: u32 = enum_tag(v5)
-                R v12: bool = eq(v11, Option::None)
-                if v12 then block4() else block5()
+            block0(functions_0: &mut Vec<Function> red, table_1: &Table red, i_2: usize red):
+                R v8: usize = len(functions_0)
+                R v9: bool = lt(i_2, v8)
+                if v9 then block2() else block3()
+            block1(v7: Option<Function> red):
+                R v13: u32 = enum_tag(v7)
+                R v14: bool = eq(v13, Option::None)
+                if v14 then block4() else block5()
             block2():
-                R v8: Function = getitem(functions_0, i_1)
-                R v9: Option<Function> = Option::Some(v8)
-                goto block1(v9)
+                R v10: Function = getitem(functions_0, i_2)
+                R v11: Option<Function> = Option::Some(v10)
+                goto block1(v11)
             block3():
-                G v10: Option<Function> = Option::None()
-                goto block1(v10)
+                G v12: Option<Function> = Option::None()
+                goto block1(v12)
             block4():
-                G v13: Option<usize> = Option::None()
-                return v13
+                G v15: Option<usize> = Option::None()
+                return v15
             block5():
-                R f_14: Function = enum_field.Some.0(v5)
-                R a_15: usize = getfield.arity(f_14)
-                R v20: usize = len(functions_0)
-                R v21: bool = eq(v20, 0_usize)
-                if v21 then block7() else block8()
-            block6(v19: Option<Function> red):
-                R v34: u32 = enum_tag(v19)
-                R v35: bool = eq(v34, Option::Some)
-                if v35 then block11() else block10()
-            block7():
-                G v22: Option<Function> = Option::None()
-                goto block6(v22)
-            block8():
+                R f_16: Function = enum_field.Some.0(v7)
+                R a_17: usize = getfield.arity(f_16)
                 R v23: usize = len(functions_0)
-                R v24: usize = sub(v23, 1_usize)
-                R v25: Function = getitem(functions_0, v24)
-                R v26: Option<Function> = Option::Some(v25)
-                goto block6(v26)
+                R v24: bool = eq(v23, 0_usize)
+                if v24 then block7() else block8()
+            block6(v22: Option<Function> red):
+                R v39: u32 = enum_tag(v22)
+                R v40: bool = eq(v39, Option::Some)
+                if v40 then block11() else block10()
+            block7():
+                G v25: Option<Function> = Option::None()
+                goto block6(v25)
+            block8():
+                R v26: usize = len(functions_0)
+                R v27: usize = sub(v26, 1_usize)
+                R v28: Function = getitem(functions_0, v27)
+                R v29: Option<Function> = Option::Some(v28)
+                goto block6(v29)
             block9():
-                R b_39: usize = getfield.arity(g_36)
-                R v45: usize = len(functions_0)
-                R v46: bool = eq(v45, 0_usize)
-                if v46 then block13() else block14()
+                R b_44: usize = getfield.arity(g_41)
+                R v51: usize = len(functions_0)
+                R v52: bool = eq(v51, 0_usize)
+                if v52 then block13() else block14()
             block10():
-                G v37: Option<usize> = Option::None()
-                return v37
+                G v42: Option<usize> = Option::None()
+                return v42
             block11():
-                R g_36: Function = enum_field.Some.0(v19)
+                R g_41: Function = enum_field.Some.0(v22)
                 goto block9()
-            block12(v44: Option<Function> red):
-                R h_50: Function = unwrap(v44)
-                R c_51: usize = getfield.arity(h_50)
-                R v52: Option<Function> = pop(functions_0)
-                R p_53: Function = unwrap(v52)
-                R d_54: usize = getfield.arity(p_53)
-                R drop(p_53)
-                R v56: usize = add(a_15, b_39)
-                R v57: usize = add(v56, c_51)
-                R v58: usize = add(v57, d_54)
-                R v59: Option<usize> = Option::Some(v58)
-                return v59
+            block12(v50: Option<Function> red):
+                R h_56: Function = unwrap(v50)
+                R c_57: usize = getfield.arity(h_56)
+                R v58: Option<Function> = pop(functions_0)
+                R p_59: Function = unwrap(v58)
+                R d_60: usize = getfield.arity(p_59)
+                R drop(p_59)
+                R t_62: Function = call Table::get(table_1, i_2)  [red call]
+                R e_63: usize = getfield.arity(t_62)
+                R drop(t_62)
+                R v65: usize = add(a_17, b_44)
+                R v66: usize = add(v65, c_57)
+                R v67: usize = add(v66, d_60)
+                R v68: usize = add(v67, e_63)
+                R v69: Option<usize> = Option::Some(v68)
+                return v69
             block13():
-                G v47: Option<Function> = Option::None()
-                goto block12(v47)
+                G v53: Option<Function> = Option::None()
+                goto block12(v53)
             block14():
-                R v48: Function = getitem(functions_0, 0_usize)
-                R v49: Option<Function> = Option::Some(v48)
-                goto block12(v49)
+                R v54: Function = getitem(functions_0, 0_usize)
+                R v55: Option<Function> = Option::Some(v54)
+                goto block12(v55)
         "#]],
     );
 }

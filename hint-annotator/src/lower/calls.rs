@@ -1299,6 +1299,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let nargs = mc.args.len();
         let r = &*mc.receiver;
         let (a0, a1) = (mc.args.first(), mc.args.get(1));
+        if let ("get", 1) | ("first" | "last", 0) = (method.as_str(), nargs) {
+            self.element_borrows.insert(mc);
+        }
         // Mutating methods name the receiver again at each use: a field
         // read each time is the field's own list.
         let mutating = matches!(

@@ -587,7 +587,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
             else {
                 continue;
             };
-            if matches!(&src.stmts[at], syn::Stmt::Local(l) if uses::binds_borrow(l)) {
+            let element = |m: &syn::ExprMethodCall| self.element_borrows.contains(&(m as *const _));
+            if matches!(&src.stmts[at], syn::Stmt::Local(l) if uses::binds_borrow(l, element)) {
                 continue;
             }
             let scope = &src.stmts[at + 1..];

@@ -364,15 +364,16 @@ fn field_reads(stmts: &[syn::Stmt]) -> HashMap<String, Option<HashSet<String>>> 
 }
 
 /// Whether the `let` `local` binds a borrow, not an owned value: a pattern
-/// typed `&T` or binding `ref`, or an initializer that is `&e`, or an
-/// element accessor of the standard library (`get`, `first`, `last` and
-/// their `_mut` forms, `peek`) under the adapters that keep what they are
-/// given (`?`, `unwrap`, `expect`, `ok_or`, `ok_or_else`, `as_ref`, and a
-/// `match` that yields its `Some` or `Ok` payload or leaves, as `?` is
-/// written out). The
-/// analysis models such a value as the element itself; Rust's drop at the
-/// end of the scope frees nothing, so residual code must not drop it.
-pub(super) fn binds_borrow(local: &syn::Local) -> bool {
+/// typed `&T` or binding `ref`, or an initializer that is `&e`, or a call
+/// for which `element` holds (a list's `get`, `first` or `last`, as the
+/// lowering read it), under the adapters that keep what they are given
+/// (`?`, `unwrap`, `expect`, `ok_or`, `ok_or_else`, `as_ref`, and a `match`
+/// that yields its `Some` or `Ok` payload or leaves, as `?` is written
+/// out). The analysis models a borrowed element as the element itself;
+/// Rust's drop at the end of the scope frees nothing, so residual code must
+/// not drop it. (A map's `get` is not such a call: its value is copied out
+/// of the map, and that copy is dropped.)
+pub(super) fn binds_borrow(local: &syn::Local, element: impl Fn(&syn::ExprMethodCall) -> bool) -> bool {
     let pat_borrows = match &local.pat {
         syn::Pat::Type(t) => matches!(&*t.ty, syn::Type::Reference(_)),
         syn::Pat::Ident(i) => i.by_ref.is_some(),
@@ -387,9 +388,9 @@ pub(super) fn binds_borrow(local: &syn::Local) -> bool {
             Expr::Group(g) => &g.expr,
             Expr::Try(t) => &t.expr,
             Expr::Match(m) if yields_payload(m) => &m.expr,
+            Expr::MethodCall(m) if element(m) => return true,
             Expr::MethodCall(m) => match m.method.to_string().as_str() {
                 "unwrap" | "expect" | "ok_or" | "ok_or_else" | "as_ref" | "as_mut" => &m.receiver,
-                "get" | "get_mut" | "first" | "first_mut" | "last" | "last_mut" | "peek" => return true,
                 _ => return pat_borrows,
             },
             _ => return pat_borrows,
