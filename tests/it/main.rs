@@ -20,6 +20,7 @@ mod common;
 
 mod contract;
 mod frame_locals;
+mod inside_a_call;
 mod ip_in_frames;
 mod lazy;
 mod peers;

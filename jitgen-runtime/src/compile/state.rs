@@ -668,6 +668,13 @@ impl<F: Frame> JitState<F> {
         if depth == 0 {
             return None;
         }
+        let (exact, point) = self.point_hashes();
+        Some((exact, point, depth))
+    }
+
+    /// The two hashes of [`JitState::call_point`], whatever the depth: at a
+    /// root's entry, where the path is for a recursion met later.
+    pub fn point_hashes(&self) -> (u64, u64) {
         use std::hash::BuildHasher;
         // The lists of objects with a backing (the interpreter's own, live
         // at its merge point: an operand stack in a struct) are the state's
@@ -684,7 +691,7 @@ impl<F: Frame> JitState<F> {
         let exact = rustc_hash::FxBuildHasher.hash_one((&keys, &backed, "calls"));
         let view = KeyView { lists: true, ..view };
         let keys: Vec<F::Key> = self.frames.iter().map(|f| f.key_as(view)).collect();
-        Some((exact, rustc_hash::FxBuildHasher.hash_one((&keys, "calls, lists real")), depth))
+        (exact, rustc_hash::FxBuildHasher.hash_one((&keys, "calls, lists real")))
     }
 
     /// Spills the saved frames of a language-level recursion onto the

@@ -53,7 +53,10 @@ pub enum DeclineKind {
 pub fn decline_kind(why: &str) -> DeclineKind {
     if why.contains("cannot be spilled") {
         DeclineKind::Recursion
-    } else if ["recurs", "Budget", "a call of the portal", "retired"].iter().any(|w| why.contains(w)) {
+    } else if ["recurs", "Budget", "a call of the portal", "retired", "the rest of a call"]
+        .iter()
+        .any(|w| why.contains(w))
+    {
         DeclineKind::Positional
     } else {
         DeclineKind::Construct

@@ -395,6 +395,9 @@ impl<F: Frame> Compilation<F> {
                     // frame (a segment), the rest into memory.
                     if st.spill_frames(&mut self.b, true) {
                         self.stats.spills += 1;
+                        if !self.piece && self.entry_point != Some(point) {
+                            self.stats.spills_elsewhere += 1;
+                        }
                         if let Some(s) = self.tree.stats {
                             s.spilled();
                         }
@@ -472,6 +475,9 @@ impl<F: Frame> Compilation<F> {
         }
         if self.entry_key.is_none() {
             self.entry_key = Some(key.clone());
+            if !self.piece {
+                self.entry_point = Some(st.point_hashes().1);
+            }
         }
         // One lookup: the versions are borrowed until the new one is pushed
         // (keys are long; hashing and comparing them again showed up).

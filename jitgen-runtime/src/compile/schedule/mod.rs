@@ -136,6 +136,16 @@ pub enum Declined {
     Unsupported(String),
 }
 
+/// Why a root that could only run straight to a hand-over is declined (see
+/// `Compilation::may_run_straight_to_a_hand_over`); `portal::sampler::decline_kind` reads
+/// it as positional.
+pub const ONLY_HANDS_OVER: &str = "its code would only run straight to a hand-over: it starts in the rest of a call";
+
+/// Why a root entered inside a call of a recursion is declined (see
+/// `Compilation::inside_a_call`); positional, as [`ONLY_HANDS_OVER`].
+pub const INSIDE_A_CALL: &str =
+    "it starts inside a call of a recursion, which would run from there as the rest of a call at each level";
+
 /// Counts of what one compilation did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompileStats {
@@ -165,6 +175,15 @@ pub struct CompileStats {
     /// Merge points where a language-level recursion spilled its saved
     /// frames onto the continuation stack (see [`crate::compile::spill`]).
     pub spills: usize,
+    /// Of the spills, those of a root at a recursion's point other than
+    /// its entry (see `Compilation::inside_a_call`).
+    pub spills_elsewhere: usize,
+    /// Paths that end handing over to the interpreter: they returned below
+    /// the depth at which the code is entered ([`JitState::hands_over`]).
+    pub handovers: usize,
+    /// Flexswitches on a run-time value whose cases may go on in compiled
+    /// code (promotions, pops of spilled frames).
+    pub promotions: usize,
 }
 
 /// One compilation of a generating extension, generic over its frame type.
@@ -190,6 +209,8 @@ pub struct Compilation<F: Frame> {
     /// The key of the first merge point reached (see
     /// [`Compilation::entry_facts`]).
     entry_key: Option<StateKey<F::Key>>,
+    /// The root's entry as a recursion's point ([`JitState::point_hashes`]).
+    entry_point: Option<u64>,
     /// Where the extension started ([`Compilation::mark_entry`]).
     entry_mark: Option<(Label, usize)>,
     /// The run-time reds of the versions made so far, by value: their
@@ -242,6 +263,7 @@ impl<F: Frame> Compilation<F> {
             park_ok: false,
             parked: None,
             entry_key: None,
+            entry_point: None,
             entry_mark: None,
             merge_params: Default::default(),
             pin_groups: Default::default(),
@@ -298,6 +320,39 @@ impl<F: Frame> Compilation<F> {
     /// [`Compilation::set_declines_recursion`]), not `jit::specialize`'s.
     pub fn for_portal(&self) -> bool {
         self.tree.declines_recursion.get()
+    }
+
+    /// Whether this is a portal's root that hands over where it returns
+    /// below the depth where it is entered, and neither spills a recursion
+    /// nor promotes a value whose cases could go on (its lazily compiled
+    /// sides, within [`Limits::lazy_after_ops`], are exits). Where its code
+    /// also has no loop, it could only run straight to the hand-over (or
+    /// to an exit): it starts in what is left of a call (after an
+    /// interpreted call returned), saves a few dispatches and costs a
+    /// hand-over at each entry, so it is declined, and the function's entry
+    /// or its caller's loop compiles instead.
+    fn may_run_straight_to_a_hand_over(&self) -> bool {
+        let s = &self.stats;
+        self.for_portal()
+            && !self.piece
+            && s.handovers > 0
+            && s.spills == 0
+            && s.promotions == 0
+            && self.b.op_count() < self.limits.lazy_after_ops
+    }
+
+    /// Whether this is a portal's root entered inside a call of a
+    /// recursion: it returns below the depth where it is entered, and
+    /// every recursion it spills is at another point than its entry (the
+    /// function's entry, where this root starts after a call returned). Its
+    /// code runs what is left of the call and hands over at the return,
+    /// which the interpreter's caller then continues, so that each level
+    /// of the recursion above it pays a hand-over. Declined: the
+    /// recursion's entry compiles instead, where one entry runs a whole
+    /// call.
+    fn inside_a_call(&self) -> bool {
+        let s = &self.stats;
+        self.for_portal() && !self.piece && s.handovers > 0 && s.spills > 0 && s.spills_elsewhere == s.spills
     }
 
     /// Whether the budget is spent and paths should be deferred.
@@ -556,8 +611,15 @@ impl<F: Frame> Compilation<F> {
         if self.over_budget() {
             return Err(self.declined.take().expect("set by over_budget"));
         }
+        if self.inside_a_call() {
+            return Err(Declined::Unsupported(INSIDE_A_CALL.into()));
+        }
+        let straight = self.may_run_straight_to_a_hand_over();
         let mut f =
             if self.limits.passes_elsewhere && !self.piece { self.b.finish_as_recorded() } else { self.b.finish() };
+        if straight && f.loop_heads().is_empty() {
+            return Err(Declined::Unsupported(ONLY_HANDS_OVER.into()));
+        }
         if cfg!(debug_assertions) {
             // Residual code must be SSA; checked where it is cheap to.
             if let Err(e) = f.check_dominance() {

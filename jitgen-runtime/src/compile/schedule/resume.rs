@@ -499,6 +499,12 @@ impl<F: Frame> Compilation<F> {
         let related = related_inputs(&self.b, &live);
         // The live values known as lengths: a case knows them too.
         let lengths: Vec<usize> = (0..live.len()).filter(|&i| self.b.lengths.contains(&live[i])).collect();
+        if st.hands_over() {
+            // Not one that leaves to be measured (`JitState::leaving`).
+            self.stats.handovers += usize::from(st.below_entry && !st.leaving);
+        } else if value.is_some() {
+            self.stats.promotions += 1;
+        }
         let max_cases = if st.hands_over() {
             // Returned below where compiled code was entered: the
             // interpreter goes on (see `JitState::below_entry`).
