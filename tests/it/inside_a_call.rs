@@ -5,7 +5,8 @@
 //! returns below the depth at which it was entered. A root that could only
 //! run straight to that return, or one that runs the rest of a recursion's
 //! call from a point after a call returned, is declined, and the recursion's
-//! entry compiles instead. The machine starts in the middle of a call (its
+//! entry compiles instead; a root at the head of a loop is kept. The
+//! machine starts in the middle of a call (its
 //! saved frames given), so the first visit, at threshold 0, compiles there.
 //! Every run compares the whole final state with `jit::plain`; the tests run
 //! in a child process (the threshold and the stats are the module's).
@@ -33,6 +34,10 @@ mod vm {
         Lt,
         /// Pop; if it is zero, continue at the index.
         JumpIfZero(usize),
+        /// Continue at the index.
+        Jump(usize),
+        /// Push the top of the stack again.
+        Dup,
         /// Pop the callee's argument and call the code at the index.
         Call(usize),
         /// Return the popped value to the caller, or end with it.
@@ -91,6 +96,12 @@ mod vm {
                         if self.pop() == 0 {
                             self.pc = t;
                         }
+                    }
+                    Op::Jump(t) => self.pc = t,
+                    Op::Dup => {
+                        let v = self.pop();
+                        self.stack.push(v);
+                        self.stack.push(v);
                     }
                     Op::Call(t) => {
                         let a = self.pop();
@@ -197,4 +208,55 @@ fn child_code_starting_inside_a_call() {
     assert!(why.contains("inside a call of a recursion"), "{s:?} {why}");
     // Declined there, the function's entry compiled and ran the rest.
     assert!(s.declined == 2 && s.compilations > s.declined && s.spills > 0, "{s:?} {why}");
+}
+
+/// `f(n) = n == 0 ? 0 : f(n - 1) + 1`, each call counting a loop down from
+/// `turns` first; index 3 is the loop's head, the counter on the stack.
+fn counting_code(turns: i64) -> Vec<Op> {
+    vec![
+        Arg,
+        JumpIfZero(17),
+        Push(turns),
+        // 3: the loop
+        Push(1),
+        Sub,
+        Dup,
+        JumpIfZero(8),
+        Jump(3),
+        // 8
+        Arg,
+        Push(1),
+        Sub,
+        Call(0),
+        Add,
+        Push(1),
+        Add,
+        Ret,
+        // 16: the outermost caller
+        Ret,
+        // 17
+        Push(0),
+        Ret,
+    ]
+}
+
+#[test]
+fn a_loop_inside_a_recursions_call_compiles_from_its_head() {
+    assert!(common::run_child("child_a_loop_inside_a_recursions_call", None));
+}
+
+#[test]
+#[ignore = "run by a_loop_inside_a_recursions_call_compiles_from_its_head in a child process"]
+fn child_a_loop_inside_a_recursions_call() {
+    vm::jit::config().set_threshold(0);
+    // Inside the call of 6, its loop at 200 turns to go: its head's root
+    // loops back to its entry, then recurses (spilled at the function's
+    // entry) and returns below its entry.
+    let code = counting_code(1000);
+    let want = resumed(&code, 3, 6, vec![200], 16, vm::jit::plain::Machine::run);
+    assert_eq!(want.0, Ok(6));
+    assert_eq!(resumed(&code, 3, 6, vec![200], 16, vm::Machine::run), want);
+    let s = vm::jit::stats();
+    let why = vm::jit::last_decline().unwrap_or_default();
+    assert!(s.declined == 0 && s.spills > 0 && s.entries > 0, "{s:?} {why}");
 }

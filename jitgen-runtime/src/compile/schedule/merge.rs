@@ -513,6 +513,15 @@ impl<F: Frame> Compilation<F> {
                 }
             }
             self.stats.matches += 1;
+            // Back at a root's entry position, in its own call: a loop
+            // there (its lists may have another shape than at the entry).
+            if !self.piece
+                && self.entry_point.is_some()
+                && st.call_point().is_none()
+                && Some(st.point_hashes().1) == self.entry_point
+            {
+                self.stats.entry_matches += 1;
+            }
             return None;
         }
         let general = kind == MergeKind::LoopHeadGeneral || versions.len() >= self.limits.max_versions;

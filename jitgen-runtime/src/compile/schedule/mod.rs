@@ -178,6 +178,9 @@ pub struct CompileStats {
     /// Of the spills, those of a root at a recursion's point other than
     /// its entry (see `Compilation::inside_a_call`).
     pub spills_elsewhere: usize,
+    /// Merge points of a root that jumped back to code of its entry's
+    /// position in its own call: a loop at the position it starts at.
+    pub entry_matches: usize,
     /// Paths that end handing over to the interpreter: they returned below
     /// the depth at which the code is entered ([`JitState::hands_over`]).
     pub handovers: usize,
@@ -342,17 +345,24 @@ impl<F: Frame> Compilation<F> {
     }
 
     /// Whether this is a portal's root entered inside a call of a
-    /// recursion: it returns below the depth where it is entered, and
-    /// every recursion it spills is at another point than its entry (the
-    /// function's entry, where this root starts after a call returned). Its
-    /// code runs what is left of the call and hands over at the return,
-    /// which the interpreter's caller then continues, so that each level
-    /// of the recursion above it pays a hand-over. Declined: the
-    /// recursion's entry compiles instead, where one entry runs a whole
-    /// call.
+    /// recursion: it returns below the depth where it is entered, every
+    /// recursion it spills is at another point than its entry (the
+    /// function's entry, where this root starts after a call returned), and
+    /// no loop comes back to its entry. Its code runs what is left of the
+    /// call and hands over at the return, which the interpreter's caller
+    /// then continues, so that each level of the recursion above it pays a
+    /// hand-over. Declined: the recursion's entry compiles instead, where
+    /// one entry runs a whole call. A root at a loop's head (the loop of a
+    /// call that also recurses) is kept: the interpreter may stay in that
+    /// loop for the rest of the run.
     fn inside_a_call(&self) -> bool {
         let s = &self.stats;
-        self.for_portal() && !self.piece && s.handovers > 0 && s.spills > 0 && s.spills_elsewhere == s.spills
+        self.for_portal()
+            && !self.piece
+            && s.handovers > 0
+            && s.spills > 0
+            && s.spills_elsewhere == s.spills
+            && s.entry_matches == 0
     }
 
     /// Whether the budget is spent and paths should be deferred.
