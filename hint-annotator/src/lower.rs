@@ -985,6 +985,9 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
             }
             Expr::Assign(a) => {
+                if self.assign_struct_fields(a, e) {
+                    return LVal::Const(Const::Unit);
+                }
                 let v = match self.clone_assignment(a, e) {
                     Some(Ok(())) => return LVal::Const(Const::Unit),
                     Some(Err(v)) => v,

@@ -53,3 +53,4 @@ mod string_values;
 mod string_vm;
 mod strings;
 mod tutorial_vm;
+mod whole_struct;

@@ -75,6 +75,45 @@ impl<'m, 'a> Lowering<'m, 'a> {
         }
     }
 
+    /// `*r = S { f: e, .. }` (every field given) where `r` is a binding of
+    /// a `&mut S` (or a `Box<S>`) whose struct owns more than values (a
+    /// `Vec`, a `String`): the field values are computed first, then each
+    /// field stored in the order of the struct's declaration, as Rust would
+    /// move the new value in and drop the old one's fields. Returns whether
+    /// the assignment was of that form (a struct of values is stored whole
+    /// by [`Place::Whole`]).
+    pub(super) fn assign_struct_fields(&mut self, a: &syn::ExprAssign, e: &Expr) -> bool {
+        let (Expr::Unary(u), Expr::Struct(lit)) = (&*a.left, &*a.right) else { return false };
+        let binding = matches!(&*u.expr, Expr::Path(p) if p.path.get_ident().is_some());
+        if !matches!(u.op, syn::UnOp::Deref(_)) || !binding || lit.rest.is_some() || lit.dot2_token.is_some() {
+            return false;
+        }
+        let r = self.expr(&u.expr);
+        let s = match self.u.shallow(&self.ty_of(&r)) {
+            Ty::Ref { mutable: true, to } | Ty::Boxed(to) => match self.u.shallow(&to) {
+                Ty::Struct(s) if !self.copyable(&s, 0) => s,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        let mut values = vec![];
+        for f in &lit.fields {
+            let v = self.expr(&f.expr);
+            let v = self.copied(v, &f.expr);
+            values.push((f.member.clone(), v));
+        }
+        for (name, _) in self.fields_of(&s) {
+            let Some(k) = values.iter().position(|(m, _)| matches!(m, syn::Member::Named(i) if *i == name)) else {
+                continue;
+            };
+            let (member, v) = values.swap_remove(k);
+            if let Some((name, ty)) = self.field_ty(&r, &member, e) {
+                self.write_place(Place::Field(r.clone(), name, ty), v, e);
+            }
+        }
+        true
+    }
+
     /// `t.0` (or `t.1.0`) where `t` is a local holding a tuple: the local
     /// and the path of indices.
     pub(super) fn tuple_place(&self, e: &Expr) -> Option<(usize, Vec<usize>)> {
