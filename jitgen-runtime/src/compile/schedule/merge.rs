@@ -516,6 +516,8 @@ impl<F: Frame> Compilation<F> {
             // Back at a root's entry position, in its own call: a loop
             // there (its lists may have another shape than at the entry).
             if !self.piece
+                && kind != MergeKind::Join
+                && self.for_portal()
                 && self.entry_point.is_some()
                 && st.call_point().is_none()
                 && Some(st.point_hashes().1) == self.entry_point
