@@ -655,6 +655,17 @@ impl<F: Frame> JitState<F> {
     /// elements the lists of structs hold (how deep the language-level
     /// calls compiled inline are); `None` when they hold none.
     pub fn call_point(&mut self) -> Option<(u64, u64, usize)> {
+        let depth = self.calls_inline();
+        if depth == 0 {
+            return None;
+        }
+        let (exact, point) = self.point_hashes();
+        Some((exact, point, depth))
+    }
+
+    /// How many virtual elements the lists of structs (saved frames) hold:
+    /// how deep the language-level calls compiled inline are.
+    pub fn calls_inline(&mut self) -> usize {
         let mut depth = 0;
         for f in &mut self.frames {
             f.lists_mut(&mut |l| {
@@ -665,11 +676,7 @@ impl<F: Frame> JitState<F> {
                 }
             });
         }
-        if depth == 0 {
-            return None;
-        }
-        let (exact, point) = self.point_hashes();
-        Some((exact, point, depth))
+        depth
     }
 
     /// The two hashes of [`JitState::call_point`], whatever the depth: at a

@@ -395,7 +395,7 @@ impl<F: Frame> Compilation<F> {
                     // frame (a segment), the rest into memory.
                     if st.spill_frames(&mut self.b, true) {
                         self.stats.spills += 1;
-                        if !self.piece && self.entry_point != Some(point) {
+                        if self.entry_point.is_some_and(|e| e != point) {
                             self.stats.spills_elsewhere += 1;
                         }
                         if let Some(s) = self.tree.stats {
@@ -475,7 +475,7 @@ impl<F: Frame> Compilation<F> {
         }
         if self.entry_key.is_none() {
             self.entry_key = Some(key.clone());
-            if !self.piece {
+            if !self.piece && self.for_portal() {
                 self.entry_point = Some(st.point_hashes().1);
             }
         }
@@ -515,11 +515,9 @@ impl<F: Frame> Compilation<F> {
             self.stats.matches += 1;
             // Back at a root's entry position, in its own call: a loop
             // there (its lists may have another shape than at the entry).
-            if !self.piece
-                && kind != MergeKind::Join
-                && self.for_portal()
+            if kind != MergeKind::Join
                 && self.entry_point.is_some()
-                && st.call_point().is_none()
+                && st.calls_inline() == 0
                 && Some(st.point_hashes().1) == self.entry_point
             {
                 self.stats.entry_matches += 1;

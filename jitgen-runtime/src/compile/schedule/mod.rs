@@ -212,7 +212,8 @@ pub struct Compilation<F: Frame> {
     /// The key of the first merge point reached (see
     /// [`Compilation::entry_facts`]).
     entry_key: Option<StateKey<F::Key>>,
-    /// The root's entry as a recursion's point ([`JitState::point_hashes`]).
+    /// A portal root's entry as a recursion's point
+    /// ([`JitState::point_hashes`]); `None` for pieces and `jit::specialize`.
     entry_point: Option<u64>,
     /// Where the extension started ([`Compilation::mark_entry`]).
     entry_mark: Option<(Label, usize)>,
