@@ -48,16 +48,27 @@ mod counter {
     }
 }
 
+/// A random program of `+`, `-`, `l` and `j`, after as many `+` as it has
+/// `-` and one more: every pass up to a `j` counts up, so its `j`s end.
+fn random_program(rng: &mut crate::common::Rng) -> Vec<u8> {
+    let body: Vec<u8> = (0..rng.below(12)).map(|_| b"+-lj"[rng.below(4) as usize]).collect();
+    let down = body.iter().filter(|&&c| c == b'-').count();
+    std::iter::repeat_n(b'+', down + 1).chain(body).collect()
+}
+
 #[test]
 fn a_whole_struct_stored_through_a_reference_agrees_with_plain() {
     assert!(counter::jit::left_to_rust().is_empty(), "{:?}", counter::jit::left_to_rust());
     counter::jit::config().set_threshold(0);
-    let start = || counter::Machine { acc: 7, log: vec![1, 2, 3], steps: 9 };
-    for code in [&b"++l+j"[..], b"+-l", b"", b"+++++l-j"] {
+    let start = || counter::Machine { acc: 7, log: vec![-1000, -2000, -3000], steps: 9 };
+    let mut rng = crate::common::Rng(0x5_7a_c7);
+    let random: Vec<Vec<u8>> = (0..crate::common::how_many(200)).map(|_| random_program(&mut rng)).collect();
+    let fixed = [&b"++l+j"[..], b"+-l", b"", b"+++++l-j"];
+    for code in fixed.into_iter().chain(random.iter().map(|c| &c[..])) {
         let mut want = start();
         let r = counter::jit::plain::run(code, &mut want);
         // The old log is dropped, the old counts added to.
-        assert!(want.log != [1, 2, 3] && want.steps >= 9 + code.len() as u32, "{code:?} {want:?}");
+        assert!(want.log != [-1000, -2000, -3000] && want.steps >= 9 + code.len() as u32, "{code:?} {want:?}");
         let mut got = start();
         assert_eq!((counter::run(code, &mut got), got), (r, want.clone()), "{code:?}");
         let mut got = start();
