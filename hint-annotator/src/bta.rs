@@ -283,6 +283,9 @@ pub(crate) struct ForceError {
     pub span: Span,
     /// The message.
     pub message: String,
+    /// The red value that blocked it, when a promotion of it would satisfy
+    /// the hint (a scalar computed by an operation): (function, variable).
+    pub promotable: Option<(String, Var)>,
 }
 
 /// The result of forcing: which variables became green, which parameters are needed.
@@ -305,6 +308,8 @@ pub(crate) struct Analysis<'g> {
     pub green_result: HashMap<String, Result<Forcing, ForceError>>,
     in_progress: Vec<String>,
     pub errors: Vec<syn::Error>,
+    /// Per error, the value whose promotion would remove it, if any.
+    pub promotable: Vec<Option<(String, Var)>>,
 }
 
 fn describe(g: &FlowGraph, v: Var) -> String {
@@ -331,6 +336,7 @@ impl<'g> Analysis<'g> {
             green_result: HashMap::new(),
             in_progress: vec![],
             errors: vec![],
+            promotable: vec![],
         };
         a.compute_summaries();
         a
@@ -384,6 +390,7 @@ impl<'g> Analysis<'g> {
                 }
                 Err(e) => {
                     self.errors.push(syn::Error::new(e.span, e.message));
+                    self.promotable.push(e.promotable);
                     let n = self.graphs[&name].vars.len();
                     self.base.insert(name, Forcing { forced: vec![false; n], ..Default::default() });
                 }
@@ -548,7 +555,11 @@ impl<'g> Analysis<'g> {
                             }
                         )
                     };
-                    return Err(ForceError { span, message });
+                    // A value the hint's operand depends on, not the
+                    // operand itself: promoting the operand would leave
+                    // what it is computed from unknown.
+                    let promotable = (x != origin).then(|| self.promotable_red(name, x, &reason)).flatten();
+                    return Err(ForceError { span, message, promotable });
                 }
                 Dep::Call { callee, args } => {
                     let inner = self.green_result_forcing(&callee);
@@ -563,7 +574,9 @@ impl<'g> Analysis<'g> {
                         }
                         Err(e) => {
                             let g = &self.graphs[name];
+                            let promotable = self.promotable_red(name, x, &RedReason::Effect);
                             return Err(ForceError {
+                                promotable,
                                 span,
                                 message: format!(
                                     "{why} cannot be satisfied: {} depends on the result of `{callee}`, which cannot be green: {}",
@@ -577,6 +590,16 @@ impl<'g> Analysis<'g> {
             }
         }
         Ok(())
+    }
+
+    /// `x`, red for `reason`, when promoting it where it is computed makes
+    /// it green: a scalar (an integer, `bool` or `char`) that an operation
+    /// defines, not one the interpreter forced red.
+    fn promotable_red(&self, name: &str, x: Var, reason: &RedReason) -> Option<(String, Var)> {
+        let g = &self.graphs[name];
+        let scalar = matches!(g.var(x).ty, Ty::Int(_) | Ty::Bool | Ty::Char);
+        let by_op = g.blocks().any(|b| g.graph[b].ops.iter().any(|o| o.result == x));
+        (scalar && by_op && !matches!(reason, RedReason::Variable)).then(|| (name.to_string(), x))
     }
 
     /// The forcing of `callee`'s specialized copy whose result is green.

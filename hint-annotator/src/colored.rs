@@ -490,13 +490,36 @@ impl ColoredGraphs {
     }
 }
 
+/// At most this many values are promoted for `concrete` hints per module.
+const AUTO_PROMOTIONS: usize = 64;
+
 /// Runs the analysis over a module's graphs and colors them.
+///
+/// With `auto_promote`, a `concrete` hint that a red scalar blocks (a read
+/// of mutable memory such as `let pc = m.pc`, or an effect's result)
+/// promotes that scalar where it is computed, as `hint!(.., promote)`
+/// written there would, and the analysis runs again; what no promotion can
+/// satisfy is still an error.
 pub(crate) fn color_module(
-    graphs: IndexMap<String, FlowGraph>,
+    mut graphs: IndexMap<String, FlowGraph>,
     types: ModuleTypes,
     left_to_rust: Vec<LeftToRust>,
+    auto_promote: bool,
 ) -> Result<ColoredGraphs, Vec<syn::Error>> {
     let value_struct = |s: &str| types.value_struct(s);
+    for _ in 0..if auto_promote { AUTO_PROMOTIONS } else { 0 } {
+        let blocker = {
+            let a = Analysis::run(&graphs, &value_struct);
+            match a.promotable.iter().flatten().next() {
+                Some(p) => p.clone(),
+                None => break,
+            }
+        };
+        let (f, x) = blocker;
+        if graphs.get_mut(&f).and_then(|g| g.promote_where_computed(x)).is_none() {
+            break;
+        }
+    }
     let mut a = Analysis::run(&graphs, &value_struct);
     if !a.errors.is_empty() {
         return Err(std::mem::take(&mut a.errors));

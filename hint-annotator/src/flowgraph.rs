@@ -516,6 +516,51 @@ impl FlowGraph {
         })
     }
 
+    /// Promotes `x` where an operation computes it: a new variable,
+    /// `hint!(x, promote)` right after that operation, replaces `x` in
+    /// every later use. Definitions dominate their uses, so every use is
+    /// after the promotion. What a `concrete` hint on a value computed
+    /// from a read of mutable memory asks for (see `bta`). Returns the
+    /// promoted variable, or `None` when no operation defines `x`.
+    pub fn promote_where_computed(&mut self, x: Var) -> Option<Var> {
+        let (b, k) = self
+            .graph
+            .node_indices()
+            .find_map(|b| self.graph[b].ops.iter().position(|o| o.result == x).map(|k| (b, k)))?;
+        let promoted = Var(self.vars.len() as u32);
+        let info = self.vars[x.0 as usize].clone();
+        self.vars.push(info);
+        let def = &self.graph[b].ops[k];
+        let op = Op {
+            result: promoted,
+            kind: OpKind::Hint(HintKind::Promote),
+            args: vec![Value::Var(x)],
+            span: def.span,
+            source: format!("hint!({}, promote)", def.source),
+        };
+        let renamed = |v: &mut Value| {
+            if *v == Value::Var(x) {
+                *v = Value::Var(promoted);
+            }
+        };
+        for n in self.graph.node_indices().collect::<Vec<_>>() {
+            let block = &mut self.graph[n];
+            for o in &mut block.ops {
+                o.args.iter_mut().for_each(renamed);
+            }
+            match &mut block.exit {
+                Exit::Branch { cond, .. } => renamed(cond),
+                Exit::Return(v) => renamed(v),
+                Exit::Goto(_) | Exit::Abort(_) => {}
+            }
+        }
+        for e in self.graph.edge_indices().collect::<Vec<_>>() {
+            self.graph[e].args.iter_mut().for_each(renamed);
+        }
+        self.graph[b].ops.insert(k + 1, op);
+        Some(promoted)
+    }
+
     /// Blocks in a stable order (creation order).
     pub fn blocks(&self) -> impl Iterator<Item = NodeIndex> + '_ {
         self.graph.node_indices()

@@ -477,24 +477,34 @@ pub fn annotate_items(items: &[syn::Item]) -> Result<ColoredGraphs, syn::Error> 
 pub fn annotate_items_with(items: &[syn::Item], external: &[syn::Item]) -> Result<ColoredGraphs, syn::Error> {
     let (graphs, types, left) = graphs_and_types(items, external)?;
     let outlined = graphs.values().any(|g| !g.outlined.is_empty());
-    match colored::color_module(graphs, types, left) {
-        Ok(cg) => Ok(cg),
-        // Outlining never makes an error of a module that interpreted: a
-        // hint it leaves unsatisfiable (data passed to outlined Rust by
-        // `&mut` is red) sends the module back to Rust, as without it.
-        Err(e) if outlined => {
-            // Left to Rust as without outlining, saying also why the
-            // outlined module did not hold (a value Rust's code makes is
-            // known only at run time where a hint needs it known).
-            let (graphs, types, left) =
-                lower::without_outlining(|| graphs_and_types(items, external)).map_err(|first| {
-                    let why = e.iter().map(|x| syn::Error::new(x.span(), format!("{OUTLINED_THEN}{x}")));
-                    combine(first.into_iter().chain(why).collect()).expect("at least one error")
-                })?;
-            colored::color_module(graphs, types, left).map_err(|e| combine(e).expect("at least one error"))
-        }
-        Err(e) => Err(combine(e).expect("at least one error")),
+    let e = match colored::color_module(graphs.clone(), types.clone(), left.clone(), false) {
+        Ok(cg) => return Ok(cg),
+        Err(e) => e,
+    };
+    if !outlined {
+        // Last, a `concrete` hint that a red scalar blocks promotes it.
+        return colored::color_module(graphs, types, left, true).map_err(|e| combine(e).expect("at least one error"));
     }
+    // Outlining never makes an error of a module that interpreted: a
+    // hint it leaves unsatisfiable (data passed to outlined Rust by
+    // `&mut` is red) sends the module back to Rust, as without it.
+    // Left to Rust as without outlining, saying also why the outlined
+    // module did not hold (a value Rust's code makes is known only at run
+    // time where a hint needs it known).
+    let (plain, plain_types, plain_left) =
+        lower::without_outlining(|| graphs_and_types(items, external)).map_err(|first| {
+            let why = e.iter().map(|x| syn::Error::new(x.span(), format!("{OUTLINED_THEN}{x}")));
+            combine(first.into_iter().chain(why).collect()).expect("at least one error")
+        })?;
+    if let Ok(cg) = colored::color_module(plain.clone(), plain_types.clone(), plain_left.clone(), false) {
+        return Ok(cg);
+    }
+    // Last, promotions for `concrete` hints: with outlining (more of the
+    // module compiles), else without.
+    if let Ok(cg) = colored::color_module(graphs, types, left, true) {
+        return Ok(cg);
+    }
+    colored::color_module(plain, plain_types, plain_left, true).map_err(|e| combine(e).expect("at least one error"))
 }
 
 /// Annotates an inline module (`mod m { ... }`).

@@ -615,7 +615,13 @@ impl<'m, 'a> Lowering<'m, 'a> {
     /// apart again.
     fn returned(&mut self, v: LVal, span: Span) -> LVal {
         match v {
-            LVal::Tuple(items) if !items.iter().any(LVal::is_composite) => {
+            // A tuple inside a tuple is made one first: a payload of the
+            // outer one, as an enum's payload may be an enum.
+            LVal::Tuple(items) if items.iter().all(|i| matches!(i, LVal::Tuple(_)) || !i.is_composite()) => {
+                let items: Vec<LVal> = items
+                    .into_iter()
+                    .map(|i| if matches!(i, LVal::Tuple(_)) { self.returned(i, span) } else { i })
+                    .collect();
                 let ty = Ty::Tuple(items.iter().map(|i| self.ty_of(i)).collect());
                 let src = quote::quote_spanned!(span=> (..));
                 self.emit(
@@ -628,7 +634,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
             LVal::Tuple(_) => {
                 self.error(
                     span,
-                    "returning a tuple from a portal (a function with a global merge point) is not supported yet; return a struct of the module",
+                    "returning a tuple that holds a `&mut` from a portal (a function with a global merge point) is not supported; return the values",
                 );
                 LVal::Const(Const::Unit)
             }

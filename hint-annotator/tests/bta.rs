@@ -146,6 +146,43 @@ fn concrete_unsatisfiable_names_the_red_value() {
 }
 
 #[test]
+fn concrete_promotes_a_scalar_it_depends_on_where_it_is_read() {
+    // `pc` is read from mutable memory: it is promoted where it is read,
+    // and the element read through the shared slice is then green. The
+    // element itself read from mutable memory is still an error (see
+    // `concrete_unsatisfiable_names_the_red_value`).
+    let src = "struct M { pc: usize }
+fn f(code: &[u8], m: &mut M) -> u8 {
+    let pc = m.pc;
+    let op = hint!(code[pc], concrete);
+    m.pc = pc + 1;
+    op
+}";
+    check(
+        src,
+        "f",
+        expect![[r#"
+            fn f -> u8
+            block0(code_0: &[u8] green, m_1: &mut M red):
+                R pc_2: usize = getfield.pc(m_1)
+                R pc_7: usize = hint_promote(pc_2)  [promotion: result green]
+                G v3: u8 = getitem(code_0, pc_7)
+                G op_4: u8 = hint_concrete(v3)
+                G v5: usize = add(pc_7, 1_usize)
+                R setfield.pc(m_1, v5)
+                return op_4
+        "#]],
+    );
+    // A value forced red stays an error.
+    let src = "fn f(code: &[u8], a: usize) -> u8 {
+    let b = hint!(a, variable);
+    hint!(code[b], concrete)
+}";
+    expect![[r#"3:4: `hint!(.., concrete)` cannot be satisfied: `code[b]` depends on `b` (`hint!(a, variable)`), which is red: it is forced red by `hint!(.., variable)`; use `hint!(.., promote)` on a value it depends on"#]]
+    .assert_eq(&error_of(src));
+}
+
+#[test]
 fn promote_is_local() {
     let src = "fn f(a: i64) -> i64 { let b = a / 10; let c = hint!(b, promote); let d = c + 5; d + a }";
     assert_eq!(color(src, "f", "a"), Some(Color::Red));

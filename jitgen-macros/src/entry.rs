@@ -217,6 +217,10 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
             }
         }
     }
+    // A list too long to be virtual is keyed as one length: code entered
+    // there takes it from memory whatever its length, so a stack that grows
+    // from turn to turn (a loop leaving a value each time) finds its code.
+    //
     // With saved frames, the portal's lists of scalars hold the callers'
     // values too: an operand stack every call of the interpreted program
     // shares (each call's part above its frame's base, or its arguments
@@ -227,10 +231,13 @@ pub(crate) fn entry(gen: &Gen, fi: usize, vars: &[Var], mutable: &HashSet<String
     // (`NESTED_KEYED_LEN`): an interpreter whose frames take the caller's
     // stack along (TLC) enters a callee's loop with the callee's own few
     // values, their types known.
+    let nested = e.nested.clone().unwrap_or_else(|| quote!(false));
+    for len in scalar_lens {
+        e.lens.push(quote! {
+            let #len: usize = if #nested || #len > #rt::vlist::MAX_VIRTUAL_LEN { usize::MAX } else { #len };
+        });
+    }
     if let Some(nested) = &e.nested {
-        for len in scalar_lens {
-            e.lens.push(quote!(let #len: usize = if #nested { usize::MAX } else { #len };));
-        }
         for (len, tags) in enum_lens {
             e.lens.push(quote! {
                 let (#len, #tags): (usize, u64) =
@@ -653,6 +660,11 @@ fn virtual_enum_list(
             }
             __w
         };
+    });
+    // Too long to be virtual: one key for every length (see `entry`).
+    e.lens.push(quote! {
+        let (#len, #tags): (usize, u64) =
+            if #len > #rt::vlist::MAX_VIRTUAL_LEN { (usize::MAX, 0) } else { (#len, #tags) };
     });
     e.key.push(quote!(#len as u64));
     e.key.push(quote!(#tags));

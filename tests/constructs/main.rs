@@ -48,6 +48,7 @@ mod register_vm;
 mod rust_style;
 mod shared_values;
 mod slice_operands;
+mod stack_machine;
 mod static_text;
 mod string_values;
 mod string_vm;

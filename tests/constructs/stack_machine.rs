@@ -1,0 +1,194 @@
+//! A stack machine as a new user writes it, in three ways jitgen used to
+//! refuse or serve badly:
+//! - its counter is a field, read into a local before the `concrete` hint
+//!   (`let pc = m.pc; hint!(code[pc], concrete)`): the read is promoted
+//!   where it is made, as `hint!(m.pc, promote)` would;
+//! - a portal returns a tuple holding a tuple and the stack, a `Vec`;
+//! - its stack is longer than a virtual list can be: every such length
+//!   shares one key, so a stack that grows from call to call (or from turn
+//!   to turn) finds the code compiled for it.
+//!
+//! Results and whole final states are compared with `jit::plain`, through
+//! the portal and `jit::specialize`, on fixed and random programs.
+
+use jitgen::prelude::*;
+
+#[jit_interpreter]
+mod machine {
+    use jitgen::prelude::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub enum Op {
+        Push(i64),
+        Add,
+        Sub,
+        Dup,
+        Drop,
+        /// Back to the target while fewer turns than the limit were taken.
+        Again(usize),
+        Halt,
+    }
+
+    /// The machine's registers.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Machine {
+        pub pc: usize,
+        pub turns: u32,
+        pub limit: u32,
+    }
+
+    /// Runs from `m.pc`, which it reads into a local at each turn.
+    pub fn run_machine(code: &[Op], m: &mut Machine, n: i64) -> i64 {
+        let mut stack: Vec<i64> = vec![n];
+        loop {
+            hint!(global_merge_point);
+            let pc = m.pc;
+            if pc >= code.len() {
+                return stack.last().copied().unwrap_or(0);
+            }
+            let op = hint!(code[pc], concrete);
+            m.pc = pc + 1;
+            match op {
+                Op::Push(v) => stack.push(v),
+                Op::Add => {
+                    let b = stack.pop().unwrap_or(0);
+                    let a = stack.pop().unwrap_or(0);
+                    stack.push(a.wrapping_add(b));
+                }
+                Op::Sub => {
+                    let b = stack.pop().unwrap_or(0);
+                    let a = stack.pop().unwrap_or(0);
+                    stack.push(a.wrapping_sub(b));
+                }
+                Op::Dup => {
+                    let a = stack.last().copied().unwrap_or(0);
+                    stack.push(a);
+                }
+                Op::Drop => {
+                    stack.pop();
+                }
+                Op::Again(t) => {
+                    if m.turns < m.limit {
+                        m.turns += 1;
+                        m.pc = t;
+                    }
+                }
+                Op::Halt => return -(stack.len() as i64),
+            }
+        }
+    }
+
+    /// Runs on `stack`; gives back (turns, pc) and the stack.
+    pub fn run_pair(code: &[Op], mut stack: Vec<i64>, limit: u32) -> ((u32, usize), Vec<i64>) {
+        let mut pc = 0usize;
+        let mut turns = 0u32;
+        loop {
+            hint!(global_merge_point);
+            if pc >= code.len() {
+                return ((turns, pc), stack);
+            }
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                Op::Push(v) => stack.push(v),
+                Op::Add => {
+                    let b = stack.pop().unwrap_or(0);
+                    let a = stack.pop().unwrap_or(0);
+                    stack.push(a.wrapping_add(b));
+                }
+                Op::Sub => {
+                    let b = stack.pop().unwrap_or(0);
+                    let a = stack.pop().unwrap_or(0);
+                    stack.push(a.wrapping_sub(b));
+                }
+                Op::Dup => {
+                    let a = stack.last().copied().unwrap_or(0);
+                    stack.push(a);
+                }
+                Op::Drop => {
+                    stack.pop();
+                }
+                Op::Again(t) => {
+                    if turns < limit {
+                        turns += 1;
+                        pc = t;
+                    }
+                }
+                Op::Halt => return ((turns, usize::MAX), stack),
+            }
+        }
+    }
+}
+
+use machine::Op::{self, *};
+
+/// A random program: a body of stack operations and `Again`s to earlier
+/// positions (the limit ends them), sometimes a `Halt`.
+fn random_program(rng: &mut crate::common::Rng) -> Vec<Op> {
+    let len = 1 + rng.below(10) as usize;
+    (0..len)
+        .map(|i| match rng.below(8) {
+            0 => Push(rng.below(7) as i64 - 3),
+            1 => Add,
+            2 => Sub,
+            3 => Dup,
+            4 => Drop,
+            5 | 6 => Again(rng.below(i as u64 + 1) as usize),
+            _ if rng.below(3) == 0 => Halt,
+            _ => Push(1),
+        })
+        .collect()
+}
+
+#[test]
+fn a_stack_machine_written_plainly_agrees_with_plain() {
+    assert!(machine::jit::left_to_rust().is_empty(), "{:?}", machine::jit::left_to_rust());
+    machine::jit::config().set_threshold(0);
+    let mut rng = crate::common::Rng(0x57_ac_4);
+    let fixed: Vec<Vec<Op>> = vec![
+        vec![Dup, Again(0)],
+        vec![Push(1), Sub, Dup, Again(0), Halt],
+        vec![Push(2), Add, Push(3), Sub, Again(1)],
+        vec![Drop, Drop, Add, Again(0)],
+        vec![],
+    ];
+    let random: Vec<Vec<Op>> = (0..crate::common::how_many(150)).map(|_| random_program(&mut rng)).collect();
+    for code in fixed.iter().chain(&random) {
+        for (n, limit) in [(5, 0), (-2, 7), (100, 60)] {
+            let start = || machine::Machine { pc: 0, turns: 0, limit };
+            let mut want = start();
+            let r = machine::jit::plain::run_machine(code, &mut want, n);
+            let mut got = start();
+            assert_eq!((machine::run_machine(code, &mut got, n), &got), (r, &want), "{code:?} {n} {limit}");
+            let mut got = start();
+            assert_eq!((machine::jit::specialize::run_machine(code).call(&mut got, n), &got), (r, &want), "{code:?}");
+
+            let stack: Vec<i64> = (0..n.rem_euclid(90)).collect();
+            let want = machine::jit::plain::run_pair(code, stack.clone(), limit);
+            assert_eq!(machine::run_pair(code, stack.clone(), limit), want, "{code:?} {n} {limit}");
+            assert_eq!(
+                machine::jit::specialize::run_pair(code).call(&mut stack.clone(), limit),
+                want,
+                "{code:?} {n} {limit}"
+            );
+        }
+    }
+    let s = machine::jit::stats();
+    assert!(s.entries > 0 && s.flexswitches > 0, "{s:?} {:?}", machine::jit::last_decline());
+    // The counter was promoted: the program's position is known in code.
+    let listing = machine::jit::specialize::run_machine(&fixed[1]).listing().to_string();
+    assert!(listing.contains("flexswitch"), "{listing}");
+
+    // Stacks too long to be virtual share a key: a run on a longer stack
+    // than the last enters the same code, compiling nothing.
+    let code = [Dup, Again(0)];
+    let long = |len: i64| (0..len).collect::<Vec<i64>>();
+    assert_eq!(machine::run_pair(&code, long(100), 3), machine::jit::plain::run_pair(&code, long(100), 3));
+    let before = machine::jit::stats();
+    for len in [150, 230, 400] {
+        assert_eq!(machine::run_pair(&code, long(len), 3), machine::jit::plain::run_pair(&code, long(len), 3));
+    }
+    let after = machine::jit::stats();
+    assert_eq!(after.compilations, before.compilations, "{after:?}");
+    assert!(after.entries >= before.entries + 3, "{after:?}");
+}
