@@ -843,21 +843,49 @@ impl<'g> Gen<'g> {
     /// residual call that moves its strings into it, in the arena.
     pub(crate) fn new_owning_struct(&mut self, fi: usize, r: Var, s: &str, args: &[Value]) -> TokenStream {
         let rt = rt();
-        let d = self.cg.types().structs[s].clone();
-        let (mut arg_code, mut inits) = (vec![], vec![]);
-        for (at, (a, (name, t))) in args.iter().zip(&d.fields).enumerate() {
+        let types = self.cg.types().clone();
+        let d = types.structs[s].clone();
+        let (mut arg_code, mut inits, mut at) = (vec![], vec![], 0usize);
+        for (a, (name, t)) in args.iter().zip(&d.fields) {
             let fid = member(name);
-            let (x, read) = match scalar(t) {
-                Some(sc) => (self.operand(fi, a, &Repr::R(sc)), from_word(sc, quote!(__b[#at]))),
+            let (x, read, width) = match (scalar(t), t) {
+                (Some(sc), _) => (self.operand(fi, a, &Repr::R(sc)), from_word(sc, quote!(__b[#at])), 1),
                 // SAFETY: the address of a live `String` the struct
                 // literal moves (the analysis's types say so).
-                None => (self.operand(fi, a, &Repr::RPtr), quote!(unsafe { #rt::heap::take_string(__b[#at]) })),
+                (None, Ty::Str) => {
+                    (self.operand(fi, a, &Repr::RPtr), quote!(unsafe { #rt::heap::take_string(__b[#at]) }), 1)
+                }
+                // A list moves in: the address of a real `Vec`, taken.
+                (None, Ty::Vec(e)) => {
+                    let Some(sc) = scalar(e) else { return self.decline("a field value") };
+                    let x = self.operand(fi, a, &Repr::VList(sc)).map(|l| {
+                        let p = force_list(sc, quote!(__l));
+                        quote!({ let mut __l = #l; #p })
+                    });
+                    let et = sc_rust(sc);
+                    // SAFETY: as for a `String`.
+                    (x, quote!(unsafe { #rt::heap::take_vec::<#et>(__b[#at]) }), 1)
+                }
+                // An enum, rebuilt from its words (its strings moved out).
+                _ => {
+                    let Repr::Enum(_, n) = repr(t, false, &types) else { return self.decline("a field value") };
+                    self.uses_enum(t);
+                    let (_, unflat, _) = enum_helpers(t);
+                    let end = at + n;
+                    let x = self.enum_words(fi, a, t, n).map(|w| quote!(&#w[..]));
+                    (x, quote!(#unflat(&__b[#at..#end])), n)
+                }
             };
             let Some(x) = x else { return self.decline("a field value") };
-            arg_code.push(quote!(__args.push(#x);));
+            arg_code.push(if width == 1 && !is_enum(t) {
+                quote!(__args.push(#x);)
+            } else {
+                quote!(__args.extend_from_slice(#x);)
+            });
             inits.push(quote!(#fid: #read));
+            at += width;
         }
-        let (sn, width, pt) = (format_ident!("{}", s), args.len().max(1), ptr_valty());
+        let (sn, width, pt) = (format_ident!("{}", s), at.max(1), ptr_valty());
         let name = format!("new {s}");
         let cb = self.callback(
             width,

@@ -438,7 +438,7 @@ impl<'g> Gen<'g> {
                 })
             }
             // A `String`: the address of a real one, as for a `Vec`.
-            Repr::RPtr if returned_by_address(ty, self.cg.types()) => {
+            Repr::RPtr if returned_by_address(ty, self) => {
                 quote!(#write_back __c.finish_return(&[#e]);)
             }
             _ => return None,

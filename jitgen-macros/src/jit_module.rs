@@ -37,12 +37,13 @@ fn outputs(gen: &Gen, ret: &Ty) -> Option<(TokenStream, TokenStream)> {
         let (_, unflat, tys) = enum_helpers(ret);
         return Some((quote!(#tys().to_vec()), quote!(#unflat(&__w))));
     }
-    if crate::timeshift::returned_by_address(ret, types) {
-        // The address of a real `Vec` or `String`, made by residual code
-        // (in the arena) or moved in: taken over by the caller.
+    if crate::timeshift::returned_by_address(ret, gen) {
+        // The address of a real `Vec`, `String` or struct, made by residual
+        // code (in the arena) or moved in: taken over by the caller.
         let (rt, pt, t) = (rt(), ptr_valty(), rust_ty(ret, None));
         let take = match ret {
             Ty::Str => quote!(#rt::heap::take_string(__w[0])),
+            Ty::Struct(_) => crate::timeshift::take_struct(ret, quote!(__w[0]), types),
             _ => quote!({
                 let __v: #t = #rt::heap::take_vec(__w[0]);
                 __v

@@ -236,7 +236,7 @@ impl<'g> Gen<'g> {
         let types = self.cg.types();
         let OpParts { r, rr, rgreen, args } = self.op_parts(fi, op);
         match &op.kind {
-            OpKind::NewStruct(s) if matches!(rr, Repr::RPtr) && owning_struct(s, types) => {
+            OpKind::NewStruct(s) if matches!(rr, Repr::RPtr) && built_struct(s, types) => {
                 self.new_owning_struct(fi, r, s, args)
             }
             OpKind::NewStruct(s) if rgreen => {

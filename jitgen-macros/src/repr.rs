@@ -403,6 +403,31 @@ pub(crate) fn owning_struct(s: &str, types: &ModuleTypes) -> bool {
     })
 }
 
+/// Whether residual code makes a real struct `s` from its fields' words by
+/// a call of Rust's own code (`Gen::new_owning_struct`), and a portal can
+/// return one by address: an owning struct, or one whose fields are
+/// scalars, `String`s, `Vec`s of scalars and enums rebuilt from their words,
+/// one of them owning (`Outcome { stack: Vec<i64>, result: Result<i64,
+/// String> }`).
+pub(crate) fn built_struct(s: &str, types: &ModuleTypes) -> bool {
+    let field = |t: &Ty| {
+        scalar(t).is_some()
+            || *t == Ty::Str
+            || matches!(t, Ty::Vec(e) if scalar(e).is_some())
+            || (is_enum(t) && drops_by_rebuilding(t, types, 0))
+    };
+    // Something it owns: a struct of scalars and plain enums (a cell of two
+    // values) stays a value residual code does not make.
+    let owned = |t: &Ty| *t == Ty::Str || matches!(t, Ty::Vec(_)) || (is_enum(t) && !plain(t, types));
+    owning_struct(s, types)
+        || types.structs.get(s).is_some_and(|d| {
+            d.lifetimes == 0
+                && virtual_struct(&Ty::Struct(s.to_string()), types).is_none()
+                && d.fields.values().all(field)
+                && d.fields.values().any(owned)
+        })
+}
+
 /// Whether residual code owns values of type `f` as objects in its arena,
 /// rebuilt by moving them out: an owning struct (see `owning_struct`), or an
 /// object the analysis does not model that it may own (a `Box<dyn Error>`).

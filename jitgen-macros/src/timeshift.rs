@@ -878,13 +878,41 @@ pub(crate) fn moves_out(base: &Ty) -> bool {
 
 /// Whether a portal returns a value of this type as the address of a real
 /// object its caller takes over: a `Vec` of scalars or of plain enums, a
-/// `String`.
-pub fn returned_by_address(ty: &Ty, types: &hint_annotator::ModuleTypes) -> bool {
+/// `String`, or a struct residual code builds (`built_struct`) that is
+/// either `Clone` (one read in place is cloned) or found only where
+/// residual code made it: no module function takes it by value and no
+/// field of the module's types holds it.
+pub fn returned_by_address(ty: &Ty, gen: &Gen) -> bool {
+    let types = gen.cg.types();
     match ty {
         Ty::Vec(e) => scalar(e).is_some() || (is_enum(e) && plain(e, types)),
         Ty::Str => true,
+        Ty::Struct(s) if built_struct(s, types) => {
+            let d = &types.structs[s];
+            let held = |t: &Ty| t.to_string().split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == s);
+            let in_fields = types.structs.values().any(|o| o.fields.values().any(held))
+                || types.enums.values().any(|e| e.variants.iter().any(|v| v.fields.iter().any(|(_, t)| held(t))));
+            let by_value = gen.fns.iter().any(|f| f.graph.params().iter().any(|p| f.graph.var(*p).ty == *ty));
+            d.clone || !(in_fields || by_value)
+        }
         _ => false,
     }
+}
+
+/// The decoding of a struct a portal returns by address (see
+/// `returned_by_address`): moved out of the arena where residual code made
+/// it, else cloned from its place.
+pub(crate) fn take_struct(ty: &Ty, w: TokenStream, types: &hint_annotator::ModuleTypes) -> TokenStream {
+    let (rt, t) = (rt(), rust_ty(ty, None));
+    let Ty::Struct(s) = ty else { return quote!(unreachable!()) };
+    let lost = format!("jitgen: a `{s}` that residual code did not make, returned from a portal");
+    let rest = if types.structs[s].clone {
+        // SAFETY: the address of a live value of the struct.
+        quote!(unsafe { <#t as ::core::clone::Clone>::clone(&*(#w as usize as *const #t)) })
+    } else {
+        quote!(unreachable!(#lost))
+    };
+    quote!(match #rt::heap::arena_take::<#t>(#w) { Some(__v) => __v, None => #rest })
 }
 
 /// Code forcing the list in the local `id` (see `jitgen_runtime::vlist`):
