@@ -1678,3 +1678,42 @@ fn an_element_borrowed_out_of_a_vec_is_not_dropped_where_its_block_ends() {
         "#]],
     );
 }
+
+#[test]
+fn a_string_methods_receiver_is_computed_once() {
+    // The index calls `next`, which moves `at` on: `clone` and `len` of the
+    // element read once each, `next` called once for each.
+    check(
+        "fn next(at: &mut usize) -> usize {
+    *at += 1;
+    *at - 1
+}
+fn f(names: &[String], start: usize) -> usize {
+    let mut at = start;
+    let s = names[next(&mut at)].clone();
+    s.len() + names[next(&mut at)].len() + at
+}",
+        expect![[r#"
+            fn f -> usize
+            block0(names_0: &[String] red, start_1: usize red):
+                R at_6: usize = add(start_1, 1_usize)
+                R v7: usize = sub(at_6, 1_usize)
+                goto block1()
+            block1():
+                R v8: String = getitem(names_0, v7)
+                R s_9: String = format format!("{}")(v8)
+                R v10: &String = same_as(s_9)
+                R v11: usize = call_opaque std::string::String::len(v10)  [red call]
+                R at_17: usize = add(at_6, 1_usize)
+                R v18: usize = sub(at_17, 1_usize)
+                goto block2()
+            block2():
+                R v19: String = getitem(names_0, v18)
+                R v20: &String = same_as(v19)
+                R v21: usize = call_opaque std::string::String::len(v20)  [red call]
+                R v22: usize = add(v11, v21)
+                R v23: usize = add(v22, at_17)
+                return v23
+        "#]],
+    );
+}

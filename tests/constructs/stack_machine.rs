@@ -6,6 +6,8 @@
 //! - a portal returns a tuple holding a tuple and the stack, a `Vec`;
 //! - a portal returns a struct holding the stack and a `Result` with a
 //!   `String`, which residual code builds by a call of Rust's own code;
+//! - an operand read by a helper that moves the position on is the index
+//!   of a `String` cloned or measured: computed once, as Rust does;
 //! - its stack is longer than a virtual list can be: every such length
 //!   shares one key, so a stack that grows from call to call (or from turn
 //!   to turn) finds the code compiled for it.
@@ -131,6 +133,37 @@ mod machine {
         }
     }
 
+    /// The operand at `*pc` (0 past the end), naming one of three names;
+    /// moves `*pc` on.
+    fn operand(code: &[u8], pc: &mut usize) -> usize {
+        let b = code.get(*pc).copied().unwrap_or(0) as usize % 3;
+        *pc += 1;
+        b
+    }
+
+    /// Byte 0 clones the name its operand gives, 1 measures it in place;
+    /// gives back where it stopped and the lengths.
+    pub fn run_names(code: &[u8], names: &[String]) -> (usize, Vec<usize>) {
+        let mut pc = 0usize;
+        let mut lens: Vec<usize> = Vec::new();
+        loop {
+            hint!(global_merge_point);
+            if pc >= code.len() {
+                return (pc, lens);
+            }
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            match op {
+                0 => {
+                    let s = names[operand(code, &mut pc)].clone();
+                    lens.push(s.len());
+                }
+                1 => lens.push(names[operand(code, &mut pc)].len()),
+                _ => {}
+            }
+        }
+    }
+
     /// Runs on `stack`; gives back (turns, pc) and the stack.
     pub fn run_pair(code: &[Op], mut stack: Vec<i64>, limit: u32) -> ((u32, usize), Vec<i64>) {
         let mut pc = 0usize;
@@ -236,6 +269,15 @@ fn a_stack_machine_written_plainly_agrees_with_plain() {
     // The counter was promoted: the program's position is known in code.
     let listing = machine::jit::specialize::run_machine(&fixed[1]).listing().to_string();
     assert!(listing.contains("flexswitch"), "{listing}");
+
+    let names: Vec<String> = ["a", "bb", "cccc"].iter().map(|s| s.to_string()).collect();
+    let random: Vec<Vec<u8>> =
+        (0..crate::common::how_many(100)).map(|_| (0..rng.below(12)).map(|_| rng.below(4) as u8).collect()).collect();
+    for code in [vec![0, 2, 1, 1, 0], vec![1, 0, 0, 2, 0]].iter().chain(&random) {
+        let want = machine::jit::plain::run_names(code, &names);
+        assert_eq!(machine::run_names(code, &names), want, "{code:?}");
+        assert_eq!(machine::jit::specialize::run_names(code).call(&names), want, "{code:?}");
+    }
 
     // Stacks too long to be virtual share a key: a run on a longer stack
     // than the last enters the same code, compiling nothing.

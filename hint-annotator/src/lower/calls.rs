@@ -796,7 +796,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let recv_ty = self.deref_ty(&self.ty_of(&recv));
         let nargs = mc.args.len();
         if recv_ty == Ty::Str {
-            return self.string_method(mc);
+            return self.string_method(mc, recv);
         }
         if let Some(v) = self.map_method(mc, &recv, &recv_ty) {
             return v;
@@ -1253,13 +1253,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
 
     /// A method of `String`, as one residual call of Rust's own: appends
     /// as `write!` (see `appended`), copies as `format!`, and `len`,
-    /// `is_empty` and `clear` as calls of `String`'s methods. The receiver
-    /// is named again in the desugaring: it was evaluated as a place, which
-    /// has no effect.
-    pub(super) fn string_method(&mut self, mc: &syn::ExprMethodCall) -> LVal {
+    /// `is_empty` and `clear` as calls of `String`'s methods. The receiver,
+    /// lowered once already (`recv`: the `String` by address), is named in
+    /// the desugaring by a temporary: naming its expression again would
+    /// run what it computes twice (`names[self.read_byte()].clone()`).
+    pub(super) fn string_method(&mut self, mc: &syn::ExprMethodCall, recv: LVal) -> LVal {
         let method = mc.method.to_string();
-        let r = &*mc.receiver;
         let span = mc.span();
+        let r: Expr = syn::parse_quote_spanned!(span=> __jitgen_recv);
+        let r = &r;
         let e: Expr = match (method.as_str(), mc.args.len()) {
             ("push", 1) => {
                 let a = &mc.args[0];
@@ -1269,9 +1271,8 @@ impl<'m, 'a> Lowering<'m, 'a> {
             ("to_string" | "to_owned" | "clone", 0) => syn::parse_quote_spanned!(span=> format!("{}", #r)),
             ("as_str", 0) => {
                 // A `&str` of the `String`: a reference to it, once.
-                let v = self.expr(r);
-                if matches!(self.shallow_ty(&v), Ty::Ref { .. }) {
-                    return v;
+                if matches!(self.shallow_ty(&recv), Ty::Ref { .. }) {
+                    return recv;
                 }
                 syn::parse_quote_spanned!(span=> &(#r))
             }
@@ -1281,7 +1282,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     "is_empty" => (syn::parse_quote_spanned!(span=> &(#r)), Ty::Bool),
                     _ => (syn::parse_quote_spanned!(span=> &mut (#r)), Ty::Unit),
                 };
-                let a = self.expr(&e);
+                let a = self.desugared(vec![("__jitgen_recv", recv)], e.clone());
                 let a = self.rvalue(a, &e);
                 return self.emit(OpKind::CallOpaque(format!("std::string::String::{method}")), vec![a], ty, mc);
             }
@@ -1290,7 +1291,7 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 return self.poison(span);
             }
         };
-        self.expr(&e)
+        self.desugared(vec![("__jitgen_recv", recv)], e)
     }
 
     /// A method of a `Vec`, slice or array (see [`Lowering::std_method`]).
