@@ -1717,3 +1717,20 @@ fn f(names: &[String], start: usize) -> usize {
         "#]],
     );
 }
+
+#[test]
+fn a_number_made_text_is_popped_once() {
+    check(
+        "fn f(mut v: Vec<i64>) -> String {
+    v.pop().unwrap().to_string()
+}",
+        expect![[r#"
+            fn f -> String
+            block0(v_0: Vec<i64> red):
+                R v1: Option<i64> = pop(v_0)
+                R v2: i64 = unwrap(v1)
+                R v3: String = format format!("{}")(v2)
+                return v3
+        "#]],
+    );
+}

@@ -141,11 +141,13 @@ mod machine {
         b
     }
 
-    /// Byte 0 clones the name its operand gives, 1 measures it in place;
-    /// gives back where it stopped and the lengths.
+    /// Byte 0 clones the name its operand gives, 1 measures it in place, 2
+    /// pushes a number, 3 measures the text of a number it pops; gives
+    /// back where it stopped and the lengths.
     pub fn run_names(code: &[u8], names: &[String]) -> (usize, Vec<usize>) {
         let mut pc = 0usize;
         let mut lens: Vec<usize> = Vec::new();
+        let mut nums: Vec<i64> = vec![-7];
         loop {
             hint!(global_merge_point);
             if pc >= code.len() {
@@ -159,6 +161,13 @@ mod machine {
                     lens.push(s.len());
                 }
                 1 => lens.push(names[operand(code, &mut pc)].len()),
+                2 => nums.push(pc as i64 * 37 - 100),
+                3 => {
+                    if !nums.is_empty() {
+                        let t = nums.pop().unwrap().to_string();
+                        lens.push(t.len());
+                    }
+                }
                 _ => {}
             }
         }
@@ -272,8 +281,9 @@ fn a_stack_machine_written_plainly_agrees_with_plain() {
 
     let names: Vec<String> = ["a", "bb", "cccc"].iter().map(|s| s.to_string()).collect();
     let random: Vec<Vec<u8>> =
-        (0..crate::common::how_many(100)).map(|_| (0..rng.below(12)).map(|_| rng.below(4) as u8).collect()).collect();
-    for code in [vec![0, 2, 1, 1, 0], vec![1, 0, 0, 2, 0]].iter().chain(&random) {
+        (0..crate::common::how_many(100)).map(|_| (0..rng.below(12)).map(|_| rng.below(5) as u8).collect()).collect();
+    let fixed = [vec![0, 2, 1, 1, 0], vec![1, 0, 0, 2, 0], vec![2, 2, 2, 3, 3, 3, 3]];
+    for code in fixed.iter().chain(&random) {
         let want = machine::jit::plain::run_names(code, &names);
         assert_eq!(machine::run_names(code, &names), want, "{code:?}");
         assert_eq!(machine::jit::specialize::run_names(code).call(&names), want, "{code:?}");

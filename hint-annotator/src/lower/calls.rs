@@ -808,8 +808,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
         let display =
             matches!(&recv_ty, Ty::Enum(n) | Ty::Struct(n) if !self.m.fns.contains_key(&format!("{n}::to_string")));
         if method == "to_string" && nargs == 0 && (recv_ty.is_scalar() || display) {
-            let r = &mc.receiver;
-            return self.expr(&syn::parse_quote_spanned!(mc.span()=> format!("{}", #r)));
+            // The receiver, lowered once already, by a temporary (naming
+            // its expression again would pop twice in `pop().unwrap().to_string()`).
+            let e = syn::parse_quote_spanned!(mc.span()=> format!("{}", __jitgen_recv));
+            return self.desugared(vec![("__jitgen_recv", recv)], e);
         }
         if let Some(v) = self.std_method(mc, &recv, &recv_ty) {
             return v;
@@ -1282,8 +1284,11 @@ impl<'m, 'a> Lowering<'m, 'a> {
                     "is_empty" => (syn::parse_quote_spanned!(span=> &(#r)), Ty::Bool),
                     _ => (syn::parse_quote_spanned!(span=> &mut (#r)), Ty::Unit),
                 };
-                let a = self.desugared(vec![("__jitgen_recv", recv)], e.clone());
+                // Read while the temporary is in scope.
+                self.env.push(("__jitgen_recv".to_string(), recv));
+                let a = self.expr(&e);
                 let a = self.rvalue(a, &e);
+                self.env.pop();
                 return self.emit(OpKind::CallOpaque(format!("std::string::String::{method}")), vec![a], ty, mc);
             }
             _ => {
