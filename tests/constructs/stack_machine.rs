@@ -41,6 +41,30 @@ mod machine {
         pub limit: u32,
     }
 
+    /// The operations on the stack alone (`Again` and `Halt` are the
+    /// portals'); a value missing from the stack reads as 0.
+    fn stack_op(op: Op, stack: &mut Vec<i64>) {
+        match op {
+            Op::Push(v) => stack.push(v),
+            Op::Add | Op::Sub => {
+                let b = stack.pop().unwrap_or(0);
+                let a = stack.pop().unwrap_or(0);
+                stack.push(match op {
+                    Op::Add => a.wrapping_add(b),
+                    _ => a.wrapping_sub(b),
+                });
+            }
+            Op::Dup => {
+                let a = stack.last().copied().unwrap_or(0);
+                stack.push(a);
+            }
+            Op::Drop => {
+                stack.pop();
+            }
+            Op::Again(_) | Op::Halt => {}
+        }
+    }
+
     /// Runs from `m.pc`, which it reads into a local at each turn.
     pub fn run_machine(code: &[Op], m: &mut Machine, n: i64) -> i64 {
         let mut stack: Vec<i64> = vec![n];
@@ -53,24 +77,6 @@ mod machine {
             let op = hint!(code[pc], concrete);
             m.pc = pc + 1;
             match op {
-                Op::Push(v) => stack.push(v),
-                Op::Add => {
-                    let b = stack.pop().unwrap_or(0);
-                    let a = stack.pop().unwrap_or(0);
-                    stack.push(a.wrapping_add(b));
-                }
-                Op::Sub => {
-                    let b = stack.pop().unwrap_or(0);
-                    let a = stack.pop().unwrap_or(0);
-                    stack.push(a.wrapping_sub(b));
-                }
-                Op::Dup => {
-                    let a = stack.last().copied().unwrap_or(0);
-                    stack.push(a);
-                }
-                Op::Drop => {
-                    stack.pop();
-                }
                 Op::Again(t) => {
                     if m.turns < m.limit {
                         m.turns += 1;
@@ -78,6 +84,7 @@ mod machine {
                     }
                 }
                 Op::Halt => return -(stack.len() as i64),
+                other => stack_op(other, &mut stack),
             }
         }
     }
@@ -103,24 +110,11 @@ mod machine {
             let op = hint!(code[pc], concrete);
             pc += 1;
             match op {
-                Op::Push(v) => stack.push(v),
-                Op::Add => {
-                    let b = stack.pop().unwrap_or(0);
-                    let a = stack.pop().unwrap_or(0);
-                    stack.push(a.wrapping_add(b));
-                }
                 Op::Sub => {
                     let (Some(b), Some(a)) = (stack.pop(), stack.pop()) else {
                         return Outcome { stack, result: Err(format!("underflow at {pc}")) };
                     };
                     stack.push(a.wrapping_sub(b));
-                }
-                Op::Dup => {
-                    let a = stack.last().copied().unwrap_or(0);
-                    stack.push(a);
-                }
-                Op::Drop => {
-                    stack.pop();
                 }
                 Op::Again(t) => {
                     if turns < limit {
@@ -129,6 +123,7 @@ mod machine {
                     }
                 }
                 Op::Halt => return Outcome { stack, result: Err("halted".to_string()) },
+                other => stack_op(other, &mut stack),
             }
         }
     }
@@ -185,24 +180,6 @@ mod machine {
             let op = hint!(code[pc], concrete);
             pc += 1;
             match op {
-                Op::Push(v) => stack.push(v),
-                Op::Add => {
-                    let b = stack.pop().unwrap_or(0);
-                    let a = stack.pop().unwrap_or(0);
-                    stack.push(a.wrapping_add(b));
-                }
-                Op::Sub => {
-                    let b = stack.pop().unwrap_or(0);
-                    let a = stack.pop().unwrap_or(0);
-                    stack.push(a.wrapping_sub(b));
-                }
-                Op::Dup => {
-                    let a = stack.last().copied().unwrap_or(0);
-                    stack.push(a);
-                }
-                Op::Drop => {
-                    stack.pop();
-                }
                 Op::Again(t) => {
                     if turns < limit {
                         turns += 1;
@@ -210,6 +187,7 @@ mod machine {
                     }
                 }
                 Op::Halt => return ((turns, usize::MAX), stack),
+                other => stack_op(other, &mut stack),
             }
         }
     }
