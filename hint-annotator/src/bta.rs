@@ -574,7 +574,8 @@ impl<'g> Analysis<'g> {
                         }
                         Err(e) => {
                             let g = &self.graphs[name];
-                            let promotable = self.promotable_red(name, x, &RedReason::Effect);
+                            let promotable =
+                                (x != origin).then(|| self.promotable_red(name, x, &RedReason::Effect)).flatten();
                             return Err(ForceError {
                                 promotable,
                                 span,

@@ -839,8 +839,9 @@ impl<'g> Gen<'g> {
         }
     }
 
-    /// A struct of scalars and `String`s (see `owning_struct`), made by a
-    /// residual call that moves its strings into it, in the arena.
+    /// A struct residual code builds (see `built_struct`: scalars, `String`s,
+    /// `Vec`s of scalars, enums rebuilt from words), made by a residual call
+    /// of Rust's own code from its fields' words, in the arena.
     pub(crate) fn new_owning_struct(&mut self, fi: usize, r: Var, s: &str, args: &[Value]) -> TokenStream {
         let rt = rt();
         let types = self.cg.types().clone();
@@ -855,7 +856,7 @@ impl<'g> Gen<'g> {
                 (None, Ty::Str) => {
                     (self.operand(fi, a, &Repr::RPtr), quote!(unsafe { #rt::heap::take_string(__b[#at]) }), 1)
                 }
-                // A list moves in: the address of a real `Vec`, taken.
+                // A list moves in: the address of a real `Vec`.
                 (None, Ty::Vec(e)) => {
                     let Some(sc) = scalar(e) else { return self.decline("a field value") };
                     let x = self.operand(fi, a, &Repr::VList(sc)).map(|l| {
@@ -863,8 +864,9 @@ impl<'g> Gen<'g> {
                         quote!({ let mut __l = #l; #p })
                     });
                     let et = sc_rust(sc);
-                    // SAFETY: as for a `String`.
-                    (x, quote!(unsafe { #rt::heap::take_vec::<#et>(__b[#at]) }), 1)
+                    // SAFETY: as for a `String` (copied where it is a place
+                    // of the interpreter's, as a rebuilt payload's is).
+                    (x, quote!(unsafe { #rt::heap::take_or_copy_vec::<#et>(__b[#at]) }), 1)
                 }
                 // An enum, rebuilt from its words (its strings moved out).
                 _ => {

@@ -437,7 +437,8 @@ impl<'g> Gen<'g> {
                     __c.finish_return(&[__p]);
                 })
             }
-            // A `String`: the address of a real one, as for a `Vec`.
+            // A `String`, or a struct residual code builds: the address of
+            // a real one, as for a `Vec`.
             Repr::RPtr if returned_by_address(ty, self) => {
                 quote!(#write_back __c.finish_return(&[#e]);)
             }

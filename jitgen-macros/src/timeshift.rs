@@ -900,19 +900,16 @@ pub fn returned_by_address(ty: &Ty, gen: &Gen) -> bool {
 }
 
 /// The decoding of a struct a portal returns by address (see
-/// `returned_by_address`): moved out of the arena where residual code made
-/// it, else cloned from its place.
+/// `returned_by_address`), inside the caller's `unsafe`: moved out of the
+/// arena where residual code made it, else cloned from its place.
 pub(crate) fn take_struct(ty: &Ty, w: TokenStream, types: &hint_annotator::ModuleTypes) -> TokenStream {
     let (rt, t) = (rt(), rust_ty(ty, None));
     let Ty::Struct(s) = ty else { return quote!(unreachable!()) };
+    if types.structs[s].clone {
+        return quote!(#rt::heap::take_or_clone::<#t>(#w));
+    }
     let lost = format!("jitgen: a `{s}` that residual code did not make, returned from a portal");
-    let rest = if types.structs[s].clone {
-        // SAFETY: the address of a live value of the struct.
-        quote!(unsafe { <#t as ::core::clone::Clone>::clone(&*(#w as usize as *const #t)) })
-    } else {
-        quote!(unreachable!(#lost))
-    };
-    quote!(match #rt::heap::arena_take::<#t>(#w) { Some(__v) => __v, None => #rest })
+    quote!(#rt::heap::arena_take::<#t>(#w).expect(#lost))
 }
 
 /// Code forcing the list in the local `id` (see `jitgen_runtime::vlist`):
