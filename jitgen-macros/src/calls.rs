@@ -119,10 +119,15 @@ impl<'g> Gen<'g> {
             let vt = sc_valty(sc);
             let w = to_word(sc, quote!(__r));
             (quote!(&[#vt]), quote!(__b[0] = #w;))
-        } else if *rty == Ty::Str || matches!(rty, Ty::Vec(e) | Ty::Array(e, _) if scalar(e).is_some()) {
-            // A new `String` or `Vec` of scalars, kept in the arena until
-            // the residual call that made it returns (or moved out of it
-            // by the portal).
+        } else if *rty == Ty::Str
+            || matches!(rty, Ty::Vec(e) | Ty::Array(e, _) if scalar(e).is_some())
+            || matches!(repr(rty, false, types), Repr::RPtr if matches!(rty, Ty::Map(..) | Ty::Vec(_)))
+        {
+            // A new `String`, `Vec` of scalars, or list or map that is the
+            // interpreter's own kind of object (a `HashMap<String, i64>`,
+            // each method one residual call), kept in the arena until the
+            // residual call that made it returns (or moved out of it by
+            // the portal).
             let pt = ptr_valty();
             (quote!(&[#pt]), quote!(__b[0] = #rt::heap::arena_alloc(__r) as usize as u64;))
         } else if let Some((_, fields)) = scalar_struct(rty, types) {
@@ -284,7 +289,7 @@ impl<'g> Gen<'g> {
         }
         let shared = obj.as_ref().is_some_and(|o| o.shared);
         let Some((rets, write)) = self.result_words(&rty, shared) else {
-            return self.decline("the result type of this residual call");
+            return self.decline(&format!("the result type `{rty}` of a residual call of `{name}`"));
         };
         // The direct entry's address follows the arguments.
         let entry_at = at;
@@ -336,6 +341,7 @@ impl<'g> Gen<'g> {
                     }
                     None => quote!(#x),
                 });
+                let text_arg = reads.len() == 1 && dest_ty == Some(Ty::Str);
                 let into_string = matches!(dest_ty, Some(Ty::Ref { to, .. }) if *to == Ty::Str);
                 let asserts = mac == "assert_eq" || mac == "assert_ne";
                 match dest {
@@ -358,12 +364,22 @@ impl<'g> Gen<'g> {
                         use ::std::io::Write as _;
                         ::std::#mac!(#d, #template, #(#args),*).expect("writing into a Vec<u8> cannot fail")
                     }),
+                    // `format!("{}", s)` of a `String` (its `clone`, as
+                    // lowered): a copy of its bytes, without the formatting
+                    // machinery (a `String`'s address is read as a `&String`).
+                    None if mac == "format" && template == "{}" && names.first() == Some(&None) && text_arg => {
+                        let x = &reads[0];
+                        quote!(::std::string::String::clone(#x))
+                    }
                     None => quote!(::std::#mac!(#template, #(#args),*)),
                 }
             }
         };
         // A generic function's type arguments are inferred from its result.
-        let generic = types.generic_fns.contains(name) || name == hint_annotator::flowgraph::BOX_FROM;
+        // So is a constructor's (`HashMap::new()`), of a type without lifetimes.
+        let generic = types.generic_fns.contains(name)
+            || name == hint_annotator::flowgraph::BOX_FROM
+            || matches!(rty, Ty::Map(..) | Ty::Vec(_));
         let ascribed = if generic { Some(rust_ty(&rty, None)) } else { None };
         let ascribed = ascribed.map(|t| quote!(: #t));
         let cb = self.callback(
@@ -493,9 +509,10 @@ impl<'g> Gen<'g> {
             } else if ty == Ty::Str {
                 // A `String`: its address. Formatted, and passed by `&` to
                 // an object's method, it is read by reference; passed as
-                // its bytes or text (`s.as_bytes()`), so; passed by value, a
-                // copy is (the interpreter's own is moved, and compiled
-                // code may still hold it).
+                // its bytes or text (`s.as_bytes()`), so; passed by value,
+                // it is moved out of the arena where residual code made it
+                // (Rust's move leaves the variable dead), else copied (a
+                // place of the interpreter's, which keeps its own).
                 let Some(x) = self.operand(fi, a, &Repr::RPtr) else { return Err(self.decline("an argument")) };
                 arg_code.push(quote!(__args.push(#x);));
                 let view = obj.as_ref().and_then(|o| o.views.get(i.checked_sub(1)?).cloned().flatten());
@@ -504,7 +521,7 @@ impl<'g> Gen<'g> {
                 } else if format || by_ref {
                     quote!(unsafe { &*(__b[#at] as usize as *const ::std::string::String) })
                 } else {
-                    quote!(unsafe { (*(__b[#at] as usize as *const ::std::string::String)).clone() })
+                    quote!(unsafe { #rt::heap::take_string(__b[#at]) })
                 });
                 if let Some(o) = obj.as_deref_mut() {
                     o.read_as_reference(i);
@@ -764,7 +781,7 @@ impl<'g> Gen<'g> {
             // not model in the arena (see `result_words`).
             Repr::RPtr
                 if *rty == Ty::Str
-                    || matches!(rty, Ty::Struct(_) | Ty::Ref { .. } | Ty::Array(..))
+                    || matches!(rty, Ty::Struct(_) | Ty::Ref { .. } | Ty::Array(..) | Ty::Map(..) | Ty::Vec(_))
                     || matches!(rty, Ty::Foreign(t) if hint_annotator::types::owned_opaque(t)) =>
             {
                 self.bind(fi, r, quote!(__v[0]))

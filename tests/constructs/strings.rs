@@ -605,11 +605,14 @@ mod temporaries {
     use jitgen::prelude::*;
 
     /// Ops: 0 measure the counter written out, twice, 1 count down and
-    /// loop while positive.
+    /// loop while positive, 2 record the counter under a copy of a name
+    /// (moved into the map) and add what was there.
     pub fn run(code: &[u8], n: i64) -> i64 {
         let mut acc = n;
         let mut total = 0i64;
         let mut pc = 0;
+        let name = String::from("count");
+        let mut named: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
         while pc < code.len() {
             hint!(global_merge_point);
             let op = hint!(code[pc], concrete);
@@ -618,6 +621,10 @@ mod temporaries {
                 let s = acc.to_string();
                 let t = format!("{s}-{s}");
                 total += t.len() as i64 + s.is_empty() as i64;
+                super::note_arena();
+            } else if op == 2 {
+                let key = name.clone();
+                total += named.insert(key, acc).unwrap_or(-1);
                 super::note_arena();
             } else {
                 acc -= 1;
@@ -631,20 +638,21 @@ mod temporaries {
 }
 
 /// Temporary strings are dropped after their last use in compiled code,
-/// as Rust drops them, instead of piling up in the arena until the portal
-/// returns.
+/// as Rust drops them, and a copy moved into a map is moved out of the
+/// arena, instead of piling up there until the portal returns.
 #[test]
 fn temporary_strings_do_not_pile_up() {
     temporaries::jit::config().set_threshold(0);
     temporaries::jit::config().set_turn_checks(1);
-    let code = [0u8, 1];
-    let want = temporaries::jit::plain::run(&code, 5_000);
-    assert_eq!(temporaries::run(&code, 5_000), want);
-    assert_eq!(temporaries::jit::specialize::run(&code).call(5_000), want);
+    for code in [&[0u8, 1][..], &[2, 0, 1], &[2, 1]] {
+        let want = temporaries::jit::plain::run(code, 5_000);
+        assert_eq!(temporaries::run(code, 5_000), want, "{code:?}");
+        assert_eq!(temporaries::jit::specialize::run(code).call(5_000), want, "{code:?}");
+    }
     let st = temporaries::jit::stats();
     assert!(st.entries > 0 && st.declined == 0, "{st:?} {:?}", temporaries::jit::last_decline());
     let peak = ARENA_PEAK.with(|p| p.get());
     assert!(peak <= 4, "{peak} objects at once in the arena");
-    let listing = temporaries::jit::specialize::run(&code).listing().to_string();
+    let listing = temporaries::jit::specialize::run(&[0, 1]).listing().to_string();
     assert!(listing.matches("call drop(").count() >= 2, "{listing}");
 }
