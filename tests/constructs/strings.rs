@@ -656,3 +656,71 @@ fn temporary_strings_do_not_pile_up() {
     let listing = temporaries::jit::specialize::run(&[0, 1]).listing().to_string();
     assert!(listing.matches("call drop(").count() >= 2, "{listing}");
 }
+
+/// The length of `s`, slowly where `s` is not on this thread's stack: a
+/// `String` residual code made lives in its arena, on the heap, where the
+/// interpreter's own local is on its stack. A helper that makes compiled
+/// code slower than interpreting, whatever the machine, without changing
+/// what either computes.
+fn weigh(s: &String) -> i64 {
+    let here = 0u8;
+    let distance = (s as *const String as usize).abs_diff(&here as *const u8 as usize);
+    if distance > 1 << 20 {
+        let until = std::time::Instant::now() + std::time::Duration::from_micros(50);
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+    s.len() as i64
+}
+
+/// A loop in one long portal call whose compiled code runs slower than
+/// its interpreter (see `weigh`).
+#[jit_interpreter]
+mod slow_when_compiled {
+    use jitgen::prelude::*;
+
+    /// Ops: 0 weighs the counter written out, 1 counts down and loops
+    /// while positive.
+    pub fn run(code: &[u8], n: i64) -> i64 {
+        let mut acc = n;
+        let mut total = 0i64;
+        let mut pc = 0;
+        while pc < code.len() {
+            hint!(global_merge_point);
+            let op = hint!(code[pc], concrete);
+            pc += 1;
+            if op == 0 {
+                let s = acc.to_string();
+                total += super::weigh(&s);
+            } else {
+                acc -= 1;
+                if acc > 0 {
+                    pc = 0;
+                }
+            }
+        }
+        total
+    }
+}
+
+/// Code that runs slower than the interpreter inside one long call is
+/// found by its turn checks and retired, with its times in the reason;
+/// the run goes on interpreted and agrees with plain.
+#[test]
+fn code_slower_than_interpreting_in_one_long_call_is_retired() {
+    slow_when_compiled::jit::config().set_threshold(0);
+    let code = [0u8, 1];
+    let want = slow_when_compiled::jit::plain::run(&code, 20_000);
+    let t = std::time::Instant::now();
+    assert_eq!(slow_when_compiled::run(&code, 20_000), want);
+    let took = t.elapsed();
+    let st = slow_when_compiled::jit::stats();
+    let why = slow_when_compiled::jit::last_decline();
+    assert!(st.entries > 0 && st.turn_checks > 0, "{st:?} {why:?}");
+    assert_eq!(st.retired_slow, 1, "{st:?} {why:?} in {took:?}");
+    assert!(why.as_deref().is_some_and(|w| w.contains("a turn through its entry")), "{why:?}");
+    // Most of the 20,000 turns ran interpreted, at the interpreter's pace
+    // (all compiled, they take a second).
+    assert!(took < std::time::Duration::from_millis(20_000 * 50 / 4000), "{took:?}");
+}

@@ -154,7 +154,7 @@ use crate::run::residual::{ResidualFn, SubmitFn};
 pub use crate::portal::config::*;
 pub use crate::portal::sampler::*;
 pub use crate::portal::slow::{
-    CallKind, TurnClock, TurnVerdict, FIRST_TURNS, MEASURED_SPAN, MEASURED_VISITS, TURNS_GROWTH, TURN_SPAN,
+    CallKind, TurnClock, TurnVerdict, FIRST_TURNS, MEASURED_SPAN, MEASURED_VISITS, TURNS_GROWTH, TURN_SLOWER, TURN_SPAN,
 };
 pub use crate::portal::ticker::DueCount;
 use crate::run::fusion::NANOS_PER_FUSED_OP;

@@ -118,6 +118,13 @@ pub const NEXT_TICK: u32 = u32::MAX;
 /// `u32::MAX`).
 pub const QUIET_ASK: u32 = u32::MAX - 1;
 
+/// What [`Sampler::ask`] answers a loop that samples as where the portal
+/// has no code ([`QUIET_ASK`], or after a tick) while a word is measured
+/// ([`Sampler::measure`]): test the entry filter at every visit again, so
+/// that the measured word's visits are each counted and other words' cost
+/// only the filter's test.
+pub const LOOK_AGAIN: u32 = u32::MAX - 2;
+
 /// Skips at least this long wait for the sampling clock's next tick
 /// instead of being counted down, under the default policy where the
 /// portal has no code in the thread ([`Sampler::set_ticks`]).
@@ -302,6 +309,10 @@ impl LoopSampler {
             return match ask(due, left, green) {
                 Some(NEXT_TICK) => {
                     self.wait_for_tick();
+                    false
+                }
+                Some(LOOK_AGAIN) => {
+                    self.quiet = 0;
                     false
                 }
                 Some(n) => {
@@ -800,8 +811,13 @@ impl Sampler {
     pub fn ask(&self, due: bool, left: u32, word: u64) -> Option<u32> {
         if let Some((w, began, n)) = self.measured.get() {
             if w == word {
-                return self.measured_visit(due, left, word, began, n + 1);
+                self.measured.set(Some((w, began, n + 1)));
+                // The clock is read once in 64 visits.
+                if (n + 1).is_multiple_of(64) && measure_done(n + 1, began).is_some() {
+                    return self.entry_hit(word, left);
+                }
             }
+            return Some(measuring_answer(due, left));
         }
         // A call's first visit goes to the hook where the call gives it up.
         let fresh = self.depth.get() > 0 && self.call.get().green.is_none();
@@ -860,22 +876,9 @@ impl Sampler {
     /// ([`Sampler::take_measured`]).
     pub fn measure(&self, word: u64) {
         self.measured.set(Some((word, std::time::Instant::now(), 0)));
-    }
-
-    /// A visit of the measured word (see [`Sampler::measure`]), the
-    /// `n`-th: what [`Sampler::ask`] answers.
-    #[cold]
-    fn measured_visit(&self, due: bool, left: u32, word: u64, began: std::time::Instant, n: u32) -> Option<u32> {
-        self.measured.set(Some((word, began, n)));
-        // The clock is read once in 64 visits.
-        if n.is_multiple_of(64) && measure_done(n, began).is_some() {
-            return self.entry_hit(word, left);
-        }
-        // Not a sample either where the countdown ran out: other words are
-        // skipped meanwhile as after a cold visit. (Visits that reached
-        // the hook here made the interpreter seem many times slower than
-        // it is: PERFORMANCE.md.)
-        Some(if due { MAX_SKIP - 1 } else { left })
+        // Every visit is looked at while it lasts: the loop's flag raised,
+        // none skipped uncounted (see `measuring_answer`).
+        ticker::look_every_visit();
     }
 
     /// The visits of the measured word and the time they took, once the
@@ -1120,6 +1123,26 @@ pub fn green_word(greens: &[u64]) -> u64 {
 #[inline]
 pub fn sample_period(threshold: u32) -> u32 {
     (threshold / 4).clamp(1, 256)
+}
+
+/// What [`Sampler::ask`] answers a visit while a word is measured and the
+/// measure goes on (see [`Sampler::measure`]): no visit goes to the hook,
+/// and the loop tests its entry filter, where the measured word has its bit,
+/// at every visit, so that each of that word's visits is counted. (Visits
+/// that reached the hook made the interpreter seem many times slower than
+/// it is; visits skipped uncounted while the loop waited for a tick, one
+/// counted per tick, did too: PERFORMANCE.md.)
+fn measuring_answer(due: bool, left: u32) -> u32 {
+    match (due, left) {
+        // Sampling as where the portal has no code: the filter again.
+        (true, QUIET_ASK) | (false, NEXT_TICK) => LOOK_AGAIN,
+        // No filter to test (a call that enters no code): every visit asks.
+        (true, 0) => 0,
+        // The filter's countdown ran out: another.
+        (true, _) => MAX_SKIP - 1,
+        // A hit of the filter: the countdown goes on.
+        (false, left) => left,
+    }
 }
 
 /// The time a measure of `n` visits begun at `began` took, once it has

@@ -530,12 +530,20 @@ pub const MEASURED_SPAN: Duration = Duration::from_micros(100);
 /// no slower than interpreting: checks get rarer as the code proves itself.
 pub const TURNS_GROWTH: i64 = 8;
 
+/// How much slower than the interpreter's time per visit a turn of code
+/// may be before its turn checks retire it. The interpreter is measured
+/// with its hook looking at every visit (see `Sampler::measure`), which
+/// costs a few nanoseconds per visit more than the plain interpreter
+/// (PERFORMANCE.md): its measure is already above what interpreting costs
+/// once the code is gone, so code no faster than it is retired.
+pub const TURN_SLOWER: f64 = 1.0;
+
 /// What the portal knows of the turn checks of one key's code, for code
 /// that makes them (see [`crate::ir::function::TurnCounter`]): code that
 /// stays inside one long portal call (a whole run in one loop) is timed per
 /// turn through its entry, and compared with the interpreter's time per
-/// visit of the same key, measured right after on the same work. Code
-/// [`SLOWER`] than that is retired, as calls found slower are.
+/// visit of the same position, measured right after on the same work.
+/// Code [`TURN_SLOWER`] than that is retired, as calls found slower are.
 ///
 /// A count is *armed* at an entry of the code (`enter`): the counter gets
 /// the turns, and the code time and compile time so far are kept. Where
@@ -646,7 +654,7 @@ impl TurnClock {
     pub fn measured(&mut self, visits: u32, took: Duration) -> TurnVerdict {
         let Some(compiled) = self.measuring.take() else { return TurnVerdict::Keep };
         let interpreted = took / visits.max(1);
-        if compiled.as_secs_f64() > SLOWER * interpreted.as_secs_f64() {
+        if compiled.as_secs_f64() > TURN_SLOWER * interpreted.as_secs_f64() {
             TurnVerdict::Retire { compiled, interpreted }
         } else {
             self.turns = self.turns.saturating_mul(TURNS_GROWTH).min(MOST_TURNS);
