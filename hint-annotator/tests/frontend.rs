@@ -1719,6 +1719,62 @@ fn f(names: &[String], start: usize) -> usize {
 }
 
 #[test]
+fn a_string_written_into_is_computed_once() {
+    // The destination's index calls `next`, which moves `at` on: `write!`
+    // and `+=` of a literal each call it once.
+    check(
+        "fn next(at: &mut usize) -> usize {
+    *at += 1;
+    *at - 1
+}
+fn f(names: &mut Vec<String>, start: usize) -> usize {
+    let mut at = start;
+    write!(names[next(&mut at)], \"{}\", at);
+    names[next(&mut at)] += \"!\";
+    at
+}",
+        expect![[r#"
+            fn f -> usize
+            block0(names_0: &mut Vec<String> red, start_1: usize red):
+                R at_6: usize = add(start_1, 1_usize)
+                R v7: usize = sub(at_6, 1_usize)
+                goto block1()
+            block1():
+                R v8: String = getitem(names_0, v7)
+                R v9: &mut String = same_as(v8)
+                R format write!("{}")(v9, at_6)  [gray call]
+                R at_15: usize = add(at_6, 1_usize)
+                R v16: usize = sub(at_15, 1_usize)
+                goto block2()
+            block2():
+                R v17: String = getitem(names_0, v16)
+                R v18: &mut String = same_as(v17)
+                R format write!("!")(v18)  [gray call]
+                return at_15
+        "#]],
+    );
+}
+
+#[test]
+fn a_string_appended_to_where_computing_it_has_effects_is_refused_not_computed_twice() {
+    check(
+        "fn next(at: &mut usize) -> usize {
+    *at += 1;
+    *at - 1
+}
+fn f(names: &mut Vec<String>, t: String) -> usize {
+    let mut at = 0;
+    names[next(&mut at)] += &t;
+    at
+}",
+        expect![[r#"
+            left to Rust: f
+                7:5: `+=` on a `String` whose place is computed with effects is not supported in a #[jit_interpreter] function; bind it first (`let s = &mut names[next()]; *s += ..`), or call `push_str`
+        "#]],
+    );
+}
+
+#[test]
 fn a_number_made_text_is_popped_once() {
     check(
         "fn f(mut v: Vec<i64>) -> String {

@@ -155,6 +155,23 @@ impl<'m, 'a> Lowering<'m, 'a> {
             let d = self.rvalue(d, &dest);
             let d = match self.u.shallow(&self.ty_of(&d)) {
                 Ty::Ref { mutable: true, .. } => d,
+                // A `String` computed with effects (`names[next()]`): the
+                // object read once, borrowed by name, not computed again.
+                Ty::Str if !effect_free(&dest) => {
+                    let e: Expr = syn::parse_quote_spanned!(dest.span()=> &mut (__jitgen_dest));
+                    self.env.push(("__jitgen_dest".to_string(), d));
+                    let d = self.expr(&e);
+                    let d = self.rvalue(d, &e);
+                    self.env.pop();
+                    d
+                }
+                _ if !effect_free(&dest) => {
+                    return self.unsupported(
+                        &dest,
+                        &format!("`{name}!` into a destination computed with effects"),
+                        "bind the destination to a variable first",
+                    );
+                }
                 _ => {
                     let e: Expr = syn::parse_quote_spanned!(dest.span()=> &mut (#dest));
                     let d = self.expr(&e);
@@ -437,6 +454,27 @@ pub(super) fn is_write_macro(e: &Expr) -> bool {
 
 /// Whether `e` names a place that can be named again with no effect: a
 /// binding, or fields of one.
+/// Whether evaluating `e` twice does what evaluating it once does: names,
+/// literals, fields, elements, casts and operators of such (no call, no
+/// macro, no assignment), where a lowering that names an expression again
+/// may do so.
+pub(super) fn effect_free(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) | Expr::Lit(_) => true,
+        Expr::Field(f) => effect_free(&f.base),
+        Expr::Paren(p) => effect_free(&p.expr),
+        Expr::Group(g) => effect_free(&g.expr),
+        Expr::Unary(u) => effect_free(&u.expr),
+        Expr::Reference(r) => effect_free(&r.expr),
+        Expr::Cast(c) => effect_free(&c.expr),
+        Expr::Index(i) => effect_free(&i.expr) && effect_free(&i.index),
+        Expr::Binary(b) => {
+            Lowering::binop(&b.op).is_some_and(|(_, assign)| !assign) && effect_free(&b.left) && effect_free(&b.right)
+        }
+        _ => false,
+    }
+}
+
 pub(super) fn pure_place(e: &Expr) -> bool {
     match e {
         Expr::Path(p) => p.path.get_ident().is_some(),

@@ -254,12 +254,14 @@ impl<'m, 'a> Lowering<'m, 'a> {
 
     /// Whether `left += right` appends to a `String`: `right` is a string
     /// literal, or a reference and `left` a `String` (its place is read to
-    /// see, which has no effect).
+    /// see, which has no effect: only where computing it has none, since
+    /// the append computes it again; else it is not seen as one, and the
+    /// operator is refused as on any string).
     pub(super) fn is_string_place(&mut self, left: &Expr, right: &Expr) -> bool {
         if str_lit(right).is_some() {
             return true;
         }
-        if !matches!(right, Expr::Reference(_)) {
+        if !matches!(right, Expr::Reference(_)) || !super::macros::effect_free(left) {
             return false;
         }
         let Some(place) = self.place(left) else { return false };
@@ -368,6 +370,15 @@ impl<'m, 'a> Lowering<'m, 'a> {
                         return self.poison(b.span());
                     };
                     let cur = self.read_place(&place, &b.left);
+                    if matches!(b.op, syn::BinOp::AddAssign(_)) && self.u.shallow(&self.ty_of(&cur)) == Ty::Str {
+                        // (Where computing the place has no effect, the
+                        // append is `push_str`: `is_string_place`.)
+                        return self.unsupported(
+                            &b.left,
+                            "`+=` on a `String` whose place is computed with effects",
+                            "bind it first (`let s = &mut names[next()]; *s += ..`), or call `push_str`",
+                        );
+                    }
                     let v = self.arith(op, cur, r, b);
                     self.write_place(place, v, b);
                     LVal::Const(Const::Unit)
