@@ -1136,8 +1136,13 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     fn turn_retired(&self) {
         let Some((compiled, interpreted)) = self.cache.with(|c| c.borrow_mut().take_turn_retired()) else { return };
         self.stats.retired_slow(1);
+        let rest = if self.sampler.with(|s| s.turn_retired_in_call(compiled, interpreted)) {
+            "; the rest of the call, and later calls starting where it did, are interpreted without their hook"
+        } else {
+            ""
+        };
         self.stats.declined_because(&format!(
-            "residual code retired: it took {:.1} ns a turn through its entry, the interpreter {:.1} ns",
+            "residual code retired: it took {:.1} ns a turn through its entry, the interpreter {:.1} ns{rest}",
             compiled.as_secs_f64() * 1e9,
             interpreted.as_secs_f64() * 1e9
         ));

@@ -135,6 +135,10 @@ pub const TICKED_SKIPS: u32 = 32;
 /// how many visits the wait stood for ([`Sampler::take_weight`]).
 pub const CALIBRATION: u32 = 64;
 
+/// Keys retired by turn checks in one portal call after which the call
+/// goes on without its hook (see [`Sampler::turn_retired_in_call`]).
+pub const TURN_RETIREMENTS: usize = 2;
+
 /// Outermost portal calls in a row that started at a position whose code
 /// was retired, after which the next calls run the plain interpreter out of
 /// line (see [`Sampler::runs_plain`]).
@@ -406,6 +410,8 @@ struct CallState {
     /// The module's count of compilations and fusions when it began (see
     /// [`Sampler::begin_call`]).
     compile_work: u64,
+    /// Keys its turn checks retired ([`Sampler::turn_retired_in_call`]).
+    turns_retired: u8,
 }
 
 impl CallState {
@@ -418,6 +424,7 @@ impl CallState {
         budget_spent: false,
         past_code: false,
         compile_work: 0,
+        turns_retired: 0,
     };
 }
 
@@ -995,6 +1002,29 @@ impl Sampler {
         self.streak.set(0);
         self.declined_run.set(0);
         self.recursion_run.set(0);
+    }
+
+    /// Turn checks retired a key's code during the outermost call under
+    /// way: the [`TURN_RETIREMENTS`]th such key in one call makes it go on
+    /// without its hook (returns true). A loop whose code lost to the
+    /// interpreter at one position would compile and lose again at its
+    /// others, one key after another (a byte-code VM of ten instructions a
+    /// turn retired ten keys, each after its first checks: PERFORMANCE.md).
+    /// Later calls starting where it started are retired too (as by a
+    /// verdict of calls), with the last retired code's time per turn, and
+    /// the interpreter's, as `compiled` and `interpreted`.
+    pub fn turn_retired_in_call(&self, compiled: std::time::Duration, interpreted: std::time::Duration) -> bool {
+        let mut c = self.call.get();
+        c.turns_retired = c.turns_retired.saturating_add(1);
+        let gives_up = usize::from(c.turns_retired) >= TURN_RETIREMENTS && self.depth.get() > 0;
+        if gives_up {
+            c.mode = CallMode::Retired;
+            if let Some(green) = c.green {
+                self.tallies.borrow_mut().entry(green).or_default().retire_by_turns(compiled, interpreted);
+            }
+        }
+        self.call.set(c);
+        gives_up
     }
 
     /// Whether the portal call that just met a declined key should go on

@@ -217,8 +217,9 @@ impl<F: Frame> Compilation<F> {
     /// A turn check (see [`crate::ir::function::TurnCounter`]): where a
     /// path of a portal's compilation that has recorded calls of Rust on
     /// paths commonly taken (code that may run slower than the interpreter
-    /// it came from) arrives at the merge point of the root's entry, in the
-    /// root or in a case below it, the code counts the turn down in the
+    /// it came from) arrives at the merge point of the root's entry (its
+    /// key with lists and dicts of values seen real), in the root or in a
+    /// case below it, the code counts the turn down in the
     /// tree's counter, and where none is left the path leaves to the
     /// interpreter: the false side is a state that hands over at once
     /// (`JitState::leaving`), so execute mode parks it at this merge point.
@@ -234,7 +235,13 @@ impl<F: Frame> Compilation<F> {
         if self.b.exec || !self.for_portal() || self.defer.is_none() {
             return;
         }
-        let h = rustc_hash::FxBuildHasher.hash_one(key);
+        // The key with lists and dicts of values seen real: an operand
+        // stack virtual at the entry is real a turn later, at the same
+        // position (saved frames stay apart: a recursion's depth does not
+        // turn).
+        let view = crate::compile::state::KeyView { lists: true, ..Default::default() };
+        let frames: Vec<F::Key> = st.frames.iter().map(|f| f.key_as(view)).collect();
+        let h = rustc_hash::FxBuildHasher.hash_one((&frames, &key.1));
         if !self.piece && self.entry_key.is_none() {
             self.tree.root_key.set(Some(h));
             return;
