@@ -294,8 +294,9 @@ impl<'g> Gen<'g> {
                 // A red split one of whose sides leaves the loop while the
                 // other stays: that side compiles when first taken
                 // (`Compilation::fork_exit`).
-                let leaves = &self.plans[fi].leaves_loop;
-                let exit = match (green, leaves.contains(&tt), leaves.contains(&ft)) {
+                let plan = &self.plans[fi];
+                let leaves = |e, t| plan.leaves_loop.contains(&t) || plan.leaving_links.contains(&e);
+                let exit = match (green, leaves(if_true, tt), leaves(if_false, ft)) {
                     (false, true, false) => Some(true),
                     (false, false, true) => Some(false),
                     _ => None,

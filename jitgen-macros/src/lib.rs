@@ -73,6 +73,7 @@ mod forward;
 mod frame;
 mod frames;
 mod jit_module;
+mod leaving;
 mod left;
 mod methods;
 mod nested;

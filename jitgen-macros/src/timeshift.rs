@@ -116,6 +116,9 @@ pub(crate) struct FnPlan {
     /// reached: a branch into one leaves the interpreter's loop (a return,
     /// an error), and that side compiles when first taken.
     pub(crate) leaves_loop: BTreeSet<NodeIndex>,
+    /// In a portal, the links of red branches whose side leaves the loop
+    /// once the enum values made on the way are known (`leaving`).
+    pub(crate) leaving_links: BTreeSet<petgraph::stable_graph::EdgeIndex>,
     /// Per block, the strings that die in it, by the operation after which
     /// each is dead (see `Gen::dead_strings`).
     pub(crate) dead_strings: HashMap<NodeIndex, HashMap<usize, Vec<Var>>>,
@@ -254,6 +257,7 @@ impl<'g> Gen<'g> {
             g.plans[fi].preds = preds;
             g.plans[fi].loop_heads = loop_heads(f);
             g.plans[fi].leaves_loop = leaves_loop(f);
+            g.plans[fi].leaving_links = crate::leaving::leaving_links(f);
             g.plans[fi].dead_strings = f.graph.blocks().map(|b| (b, g.dead_strings(fi, b))).collect();
             for b in f.graph.blocks() {
                 g.point(fi, b, 0, None);
