@@ -11,20 +11,24 @@
 //! through the same join block as the `Some`, and that block reaches the
 //! loop. Only the variant tells which way the match after the join goes.
 //!
-//! [`leaving_links`] follows each side of a split with the variants, tags
-//! and booleans it knows: an enum made by `MakeEnum` on the path, its tag
-//! read by `EnumTag`, their comparisons with constants, `!`, copies, and
-//! link arguments into block parameters. A branch whose condition is known
-//! goes one way; an unknown one goes both. A side leaves when no path from
-//! it reaches a merge point. The search is bounded ([`MAX_STEPS`] blocks a
-//! side): past it, the side is taken to stay, as it was before.
+//! [`Leaving::links`] follows each side of a split with the variants,
+//! tags and booleans it knows: an enum made by `MakeEnum` on the path, its
+//! tag read by `EnumTag`, their comparisons with constants, `!`, copies,
+//! and link arguments into block parameters. A branch whose condition is
+//! known goes one way; an unknown one goes both. A side leaves when no
+//! path from it reaches a merge point: in a portal, every path ends in a
+//! return or a panic; in a function inlined into others (a helper returning
+//! `Result` called with `?`), every path returns a variant that, at each of
+//! the function's call sites, leaves in its turn. The search is bounded
+//! ([`MAX_STEPS`] blocks a side, a recursion taken to stay): past it, the
+//! side is taken to stay, as it was before.
 //!
 //! Getting this wrong costs speed, not correctness: a lazy side is a
 //! single-case switch that compiles the side when it is first taken.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use hint_annotator::flowgraph::{BinOp, Const, Exit, OpKind, UnOp, Value, Var};
+use hint_annotator::flowgraph::{BinOp, Const, Exit, Op, OpKind, UnOp, Value, Var};
 use hint_annotator::ColoredGraph;
 use petgraph::stable_graph::{EdgeIndex, NodeIndex};
 
@@ -55,9 +59,9 @@ fn known(env: &Env, v: &Value) -> Option<Known> {
     }
 }
 
-/// What the operations of block `b` make known, added to `env`.
-fn step_block(f: &ColoredGraph, b: NodeIndex, env: &mut Env) {
-    for op in &f.graph.graph[b].ops {
+/// What operations `ops` make known, added to `env`.
+fn step_ops(ops: &[Op], env: &mut Env) {
+    for op in ops {
         let k = match (&op.kind, op.args.as_slice()) {
             (OpKind::MakeEnum { index, .. }, _) => Some(Known::Variant(*index)),
             (OpKind::EnumTag, [x]) => match known(env, x) {
@@ -87,7 +91,7 @@ fn step_block(f: &ColoredGraph, b: NodeIndex, env: &mut Env) {
 /// The environment of the target of link `e`, leaving a block whose
 /// environment is `env`: the link's known arguments bound to the target's
 /// parameters.
-fn enter(f: &ColoredGraph, e: EdgeIndex, env: &Env) -> (NodeIndex, Env) {
+fn enter(f: &ColoredGraph, e: EdgeIndex, env: &Env) -> (NodeIndex, usize, Env) {
     let (t, link) = f.graph.link(e);
     let mut next = env.clone();
     for (p, a) in f.graph.graph[t].inputargs.iter().zip(&link.args) {
@@ -96,68 +100,126 @@ fn enter(f: &ColoredGraph, e: EdgeIndex, env: &Env) -> (NodeIndex, Env) {
             None => next.remove(p),
         };
     }
-    (t, next)
+    (t, 0, next)
 }
 
-/// Whether every path from link `e` (leaving a block whose known values
-/// are `env`) ends in a return or a panic before any merge point, within
-/// [`MAX_STEPS`] blocks.
-fn side_leaves(f: &ColoredGraph, e: EdgeIndex, env: &Env, merge_blocks: &BTreeSet<NodeIndex>) -> bool {
-    let mut work = vec![enter(f, e, env)];
-    let mut seen: HashSet<(NodeIndex, Vec<(Var, Known)>)> = HashSet::new();
-    let mut steps = 0;
-    while let Some((b, mut env)) = work.pop() {
-        if merge_blocks.contains(&b) {
-            return false;
-        }
-        // Only what the block's parameters carry can differ between two
-        // visits along one path; the rest is keyed with it all the same.
-        if !seen.insert((b, env.iter().map(|(v, k)| (*v, *k)).collect())) {
-            continue;
-        }
-        steps += 1;
-        if steps > MAX_STEPS {
-            return false;
-        }
-        step_block(f, b, &mut env);
-        match &f.graph.graph[b].exit {
-            Exit::Return(_) | Exit::Abort(_) => {}
-            Exit::Goto(e) => work.push(enter(f, *e, &env)),
-            Exit::Branch { cond, if_true, if_false } => match known(&env, cond) {
-                Some(Known::Bool(true)) => work.push(enter(f, *if_true, &env)),
-                Some(Known::Bool(false)) => work.push(enter(f, *if_false, &env)),
-                _ => {
-                    work.push(enter(f, *if_true, &env));
-                    work.push(enter(f, *if_false, &env));
+/// The functions of a module, and where each is called, to follow a side
+/// through the returns of the functions it is inlined into.
+pub(crate) struct Leaving<'g> {
+    fns: Vec<&'g ColoredGraph>,
+    /// Per function, its call sites: the caller, the block, the call's
+    /// position among the block's operations.
+    callers: Vec<Vec<(usize, NodeIndex, usize)>>,
+    /// Whether a return of a variant from a function leaves the loop at
+    /// every call site (`None` while being found: a recursion stays).
+    returns: std::cell::RefCell<BTreeMap<(usize, u32), Option<bool>>>,
+}
+
+impl<'g> Leaving<'g> {
+    /// The functions `fns`, and the calls `callee` resolves (a call of the
+    /// caller `fi` whose result is `result`, of kind `kind`, to the index
+    /// of the function inlined there).
+    pub(crate) fn new(fns: &[&'g ColoredGraph], callee: impl Fn(usize, Var, &OpKind) -> Option<usize>) -> Self {
+        let mut callers = vec![vec![]; fns.len()];
+        for (fi, f) in fns.iter().enumerate() {
+            for b in f.graph.blocks() {
+                for (k, op) in f.graph.graph[b].ops.iter().enumerate() {
+                    if let Some(ci) = callee(fi, op.result, &op.kind) {
+                        callers[ci].push((fi, b, k));
+                    }
                 }
-            },
-        }
-    }
-    true
-}
-
-/// The links of the portal `f`'s branches whose side leaves the loop (see
-/// the module doc); empty for a function without a merge point.
-pub(crate) fn leaving_links(f: &ColoredGraph) -> BTreeSet<EdgeIndex> {
-    let mut out = BTreeSet::new();
-    if !f.is_portal() {
-        return out;
-    }
-    let merge_blocks: BTreeSet<NodeIndex> = f.merge_points().iter().map(|m| m.block).collect();
-    for b in f.graph.blocks() {
-        let Exit::Branch { if_true, if_false, .. } = &f.graph.graph[b].exit else { continue };
-        // The block's own operations: an `if` whose arms make `Some` and
-        // `None` branches in the block before them, on a condition that
-        // is run-time here; what the block made is known on both sides.
-        let mut env = Env::new();
-        step_block(f, b, &mut env);
-        for e in [*if_true, *if_false] {
-            if side_leaves(f, e, &env, &merge_blocks) {
-                out.insert(e);
             }
         }
+        Leaving { fns: fns.to_vec(), callers, returns: Default::default() }
     }
-    out
+
+    /// The links of function `fi`'s branches whose side leaves the loop
+    /// (see the module doc). In a portal a side leaves at a return; in a
+    /// function inlined into others, where it returns a variant that leaves
+    /// at every call site (the `Err` of a helper called with `?`).
+    pub(crate) fn links(&self, fi: usize) -> BTreeSet<EdgeIndex> {
+        let f = self.fns[fi];
+        let mut out = BTreeSet::new();
+        if !f.is_portal() && self.callers[fi].is_empty() {
+            return out;
+        }
+        for b in f.graph.blocks() {
+            let Exit::Branch { if_true, if_false, .. } = &f.graph.graph[b].exit else { continue };
+            // The block's own operations: an `if` whose arms make `Some`
+            // and `None` branches in the block before them, on a condition
+            // that is run-time here; what the block made is known on both
+            // sides.
+            let mut env = Env::new();
+            step_ops(&f.graph.graph[b].ops, &mut env);
+            for e in [*if_true, *if_false] {
+                if self.walk(fi, vec![enter(f, e, &env)]) {
+                    out.insert(e);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether every path from the starts (a block of function `fi`, the
+    /// operation to begin at, the values known there) ends in a panic, or
+    /// in a return that leaves the loop, before any merge point, within
+    /// [`MAX_STEPS`] blocks.
+    fn walk(&self, fi: usize, mut work: Vec<(NodeIndex, usize, Env)>) -> bool {
+        let f = self.fns[fi];
+        let merge_blocks: BTreeSet<NodeIndex> = f.merge_points().iter().map(|m| m.block).collect();
+        let mut seen: HashSet<(NodeIndex, usize, Vec<(Var, Known)>)> = HashSet::new();
+        let mut steps = 0;
+        while let Some((b, from, mut env)) = work.pop() {
+            if merge_blocks.contains(&b) {
+                return false;
+            }
+            if !seen.insert((b, from, env.iter().map(|(v, k)| (*v, *k)).collect())) {
+                continue;
+            }
+            steps += 1;
+            if steps > MAX_STEPS {
+                return false;
+            }
+            step_ops(&f.graph.graph[b].ops[from..], &mut env);
+            match &f.graph.graph[b].exit {
+                Exit::Abort(_) => {}
+                Exit::Return(_) if f.is_portal() => {}
+                Exit::Return(v) => match known(&env, v) {
+                    Some(Known::Variant(i)) if self.returned_leaves(fi, i) => {}
+                    _ => return false,
+                },
+                Exit::Goto(e) => work.push(enter(f, *e, &env)),
+                Exit::Branch { cond, if_true, if_false } => match known(&env, cond) {
+                    Some(Known::Bool(true)) => work.push(enter(f, *if_true, &env)),
+                    Some(Known::Bool(false)) => work.push(enter(f, *if_false, &env)),
+                    _ => {
+                        work.push(enter(f, *if_true, &env));
+                        work.push(enter(f, *if_false, &env));
+                    }
+                },
+            }
+        }
+        true
+    }
+
+    /// Whether function `fi` returning an enum of variant `index` leaves
+    /// the loop at each of its call sites (none: it does not).
+    fn returned_leaves(&self, fi: usize, index: u32) -> bool {
+        if let Some(known) = self.returns.borrow().get(&(fi, index)) {
+            return known.unwrap_or(false);
+        }
+        self.returns.borrow_mut().insert((fi, index), None);
+        let sites = &self.callers[fi];
+        let leaves = !sites.is_empty()
+            && sites.iter().all(|&(ci, b, k)| {
+                let f = self.fns[ci];
+                let mut env = Env::new();
+                env.insert(f.graph.graph[b].ops[k].result, Known::Variant(index));
+                self.walk(ci, vec![(b, k + 1, env)])
+            });
+        self.returns.borrow_mut().insert((fi, index), Some(leaves));
+        leaves
+    }
 }
 
 #[cfg(test)]
@@ -167,31 +229,33 @@ mod tests {
     /// The portal `run` of `module`'s items, and for each of its red
     /// branches, which sides leave the loop, as text.
     fn check(items: &str, expect: Expect) {
+        use hint_annotator::flowgraph::{Exit, OpKind, Value};
         let file: syn::File = syn::parse_str(items).expect("items parse");
         let graphs = hint_annotator::annotate_items_with(&file.items, &[]).expect("the module annotates");
-        let f = graphs.function("run").expect("a portal `run`");
-        let leaving = super::leaving_links(f);
+        let fns: Vec<_> = graphs.functions().collect();
+        let callee = |_, _, kind: &OpKind| match kind {
+            OpKind::Call(n) => fns.iter().position(|f| f.name() == n),
+            _ => None,
+        };
+        let leaving = super::Leaving::new(&fns, callee);
         let mut lines = vec![];
-        let mut blocks: Vec<_> = f.graph.blocks().collect();
-        blocks.sort();
-        for b in blocks {
-            let hint_annotator::flowgraph::Exit::Branch { cond, if_true, if_false } = &f.graph.graph[b].exit else {
-                continue;
-            };
-            let red = match cond {
-                hint_annotator::flowgraph::Value::Var(v) => f.color(*v) == hint_annotator::Color::Red,
-                _ => false,
-            };
-            if !red {
-                continue;
+        for (fi, f) in fns.iter().enumerate() {
+            let links = leaving.links(fi);
+            let mut blocks: Vec<_> = f.graph.blocks().collect();
+            blocks.sort();
+            for b in blocks {
+                let Exit::Branch { cond: Value::Var(c), if_true, if_false } = &f.graph.graph[b].exit else { continue };
+                if f.color(*c) != hint_annotator::Color::Red {
+                    continue;
+                }
+                let side = |e| if links.contains(e) { "leaves" } else { "stays" };
+                let source = f.graph.graph[b]
+                    .ops
+                    .iter()
+                    .find(|op| op.result == *c)
+                    .map_or(String::new(), |op| op.source.split_whitespace().collect::<Vec<_>>().join(" "));
+                lines.push(format!("{}: `{source}`: true {}, false {}", f.name(), side(if_true), side(if_false)));
             }
-            let side = |e| if leaving.contains(e) { "leaves" } else { "stays" };
-            let source = f.graph.graph[b]
-                .ops
-                .iter()
-                .find(|op| Some(op.result) == cond.as_var())
-                .map_or(String::new(), |op| op.source.split_whitespace().collect::<Vec<_>>().join(" "));
-            lines.push(format!("`{source}`: true {}, false {}", side(if_true), side(if_false)));
         }
         expect.assert_eq(&lines.join("\n"));
     }
@@ -217,10 +281,53 @@ mod tests {
             }
             "#,
             expect![[r#"
-                `(__jitgen_b >= 0) ==(__jitgen_s >= __jitgen_a)`: true stays, false leaves
-                `acc < 0`: true stays, false stays
-                `Some(__jitgen_v)`: true stays, false leaves
-                `acc.checked_add(1).ok_or("overflow".to_string()) ?`: true leaves, false stays"#]],
+                run: `(__jitgen_b >= 0) ==(__jitgen_s >= __jitgen_a)`: true stays, false leaves
+                run: `acc < 0`: true stays, false stays
+                run: `Some(__jitgen_v)`: true stays, false leaves
+                run: `acc.checked_add(1).ok_or("overflow".to_string()) ?`: true leaves, false stays"#]],
+        );
+    }
+
+    #[test]
+    fn a_helpers_err_leaves_where_every_caller_passes_it_on_with_a_question_mark() {
+        // `pop`'s `None` leaves: `run` passes its `Err` on with `?`. `peek`'s
+        // does not: one of its callers goes on with a default.
+        check(
+            r#"
+            use jitgen::prelude::*;
+            fn pop(stack: &mut Vec<i64>) -> Result<i64, String> {
+                stack.pop().ok_or("empty".to_string())
+            }
+            fn peek(stack: &Vec<i64>) -> Option<i64> {
+                if stack.is_empty() { None } else { Some(stack[stack.len() - 1]) }
+            }
+            pub fn run(code: &[u8], stack: &mut Vec<i64>) -> Result<i64, String> {
+                let mut pc = 0;
+                while pc < code.len() {
+                    hint!(global_merge_point);
+                    let op = hint!(code[pc], concrete);
+                    pc += 1;
+                    if op == 0 {
+                        let v = pop(stack)?;
+                        stack.push(v + 1);
+                    } else if op == 1 {
+                        let v = peek(stack).ok_or("empty".to_string())?;
+                        stack.push(v);
+                    } else {
+                        let v = peek(stack).unwrap_or(0);
+                        stack.push(v);
+                    }
+                }
+                Ok(stack.len() as i64)
+            }
+            "#,
+            expect![[r#"
+                pop: `Some(__jitgen_v)`: true stays, false leaves
+                peek: `stack.is_empty()`: true stays, false stays
+                run: `pop(stack) ?`: true leaves, false stays
+                run: `Some(__jitgen_v)`: true stays, false leaves
+                run: `Some(__jitgen_v)`: true stays, false stays
+                run: `peek(stack).ok_or("empty".to_string()) ?`: true leaves, false stays"#]],
         );
     }
 }

@@ -59,8 +59,11 @@ fn expansion_is_deterministic() {
 /// it costs (`bench/build_time.sh`). Raised for splits whose true side
 /// leaves the loop, which build that side's frame to compile it when first
 /// taken (24,949 -> 25,988 lines; the release rebuild 9.8 s, within its 10 s
-/// target).
-const TLC_EXPANSION_BUDGET: usize = 26_500;
+/// target). Raised for sides that leave the loop through the `None` or
+/// `Err` of a `?` (`leaving.rs`), which build their frames too (26,392 ->
+/// 26,535 lines; the release rebuild 14.6 s against 14.7 s before the
+/// change, in the same hour on a slower machine).
+const TLC_EXPANSION_BUDGET: usize = 26_700;
 
 #[test]
 fn tlc_expansion_stays_within_its_budget() {

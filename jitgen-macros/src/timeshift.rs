@@ -116,8 +116,8 @@ pub(crate) struct FnPlan {
     /// reached: a branch into one leaves the interpreter's loop (a return,
     /// an error), and that side compiles when first taken.
     pub(crate) leaves_loop: BTreeSet<NodeIndex>,
-    /// In a portal, the links of red branches whose side leaves the loop
-    /// once the enum values made on the way are known (`leaving`).
+    /// The links of branches whose side leaves the portal's loop once the
+    /// enum values made on the way are known (`leaving`).
     pub(crate) leaving_links: BTreeSet<petgraph::stable_graph::EdgeIndex>,
     /// Per block, the strings that die in it, by the operation after which
     /// each is dead (see `Gen::dead_strings`).
@@ -245,6 +245,13 @@ impl<'g> Gen<'g> {
             let aliases = g.written_back_aliases(fi);
             g.plans[fi].written_back.extend(aliases);
         }
+        let leaving: Vec<_> = {
+            let l = crate::leaving::Leaving::new(&g.fns, |fi, r, k| g.inlined_callee(fi, r, k));
+            (0..g.fns.len()).map(|fi| l.links(fi)).collect()
+        };
+        for (plan, links) in g.plans.iter_mut().zip(leaving) {
+            plan.leaving_links = links;
+        }
         for fi in 0..g.fns.len() {
             let f = g.fns[fi];
             let mut preds: HashMap<NodeIndex, usize> = HashMap::new();
@@ -257,7 +264,6 @@ impl<'g> Gen<'g> {
             g.plans[fi].preds = preds;
             g.plans[fi].loop_heads = loop_heads(f);
             g.plans[fi].leaves_loop = leaves_loop(f);
-            g.plans[fi].leaving_links = crate::leaving::leaving_links(f);
             g.plans[fi].dead_strings = f.graph.blocks().map(|b| (b, g.dead_strings(fi, b))).collect();
             for b in f.graph.blocks() {
                 g.point(fi, b, 0, None);

@@ -1,9 +1,10 @@
 //! Error exits written as Rust writes them: `checked_add(..).ok_or(..)?`,
-//! `pop().ok_or(..)?`, `get(..).copied().ok_or(..)?`. The error's `None`
-//! or `Err` is made in one arm and matched after the arms join, so the
-//! join reaches the loop; its side still leaves the loop, and compiles when
-//! first taken (`jitgen-macros/src/leaving.rs`), not in every piece of code
-//! that could take it. Results, errors and final stacks are compared with
+//! `pop().ok_or(..)?`, `get(..).copied().ok_or(..)?`, and a helper
+//! returning a `Result` called with `?`. The error's `None` or `Err` is
+//! made in one arm and matched after the arms join, so the join reaches
+//! the loop; its side still leaves the loop, and compiles when first taken
+//! (`jitgen-macros/src/leaving.rs`), not in every piece of code that could
+//! take it. Results, errors and final stacks are compared with
 //! `jit::plain`, through the portal and through `jit::specialize`, on
 //! programs that overflow, underflow and index out of range.
 
@@ -21,6 +22,10 @@ mod vm {
         OutOfFuel,
     }
 
+    fn pop(stack: &mut Vec<i64>, pc: usize) -> Result<i64, VmError> {
+        stack.pop().ok_or(VmError::Underflow { pc })
+    }
+
     /// Byte pairs `(op, k)`: 0 push k; 1 add the top two; 2 subtract; 3
     /// multiply; 4 push slot k of `slots`; 5 duplicate; 6 jump back k pairs
     /// while the top is odd, halving it; 7 return the top. Every turn
@@ -36,8 +41,8 @@ mod vm {
             match op {
                 0 => stack.push(k as i64 * 1_000_000_000_000_000),
                 1..=3 => {
-                    let b = stack.pop().ok_or(VmError::Underflow { pc })?;
-                    let a = stack.pop().ok_or(VmError::Underflow { pc })?;
+                    let b = pop(stack, pc)?;
+                    let a = pop(stack, pc)?;
                     let r = match op {
                         1 => a.checked_add(b),
                         2 => a.checked_sub(b),
@@ -114,11 +119,13 @@ fn error_exits_compile_when_taken_and_agree_with_plain() {
 
 #[test]
 fn code_that_takes_no_error_carries_none_of_its_exits() {
-    // The loop of the first fixed program, specialized: its errors (fuel,
-    // underflow, overflow) each leave through a switch compiled when first
-    // taken. Before, each was compiled in place: the stack written back,
-    // the error built and returned, at every `?` of every instruction.
-    let code = [4, 0, 5, 0, 6, 0, 7, 0];
+    // A program taking no error, specialized: its errors (fuel, underflow
+    // in `pop` and in place, overflow) each leave through a switch
+    // compiled when first taken. Before, each was compiled in place: the
+    // error built and returned, at every `?` of every instruction. It adds
+    // the two values it is given (each popped by `pop`, which may find the
+    // stack empty), then halves the sum while it is odd.
+    let code = [1, 0, 6, 0, 7, 0];
     let slots = [3, -5];
     let spec = vm::jit::specialize::run(&code);
     let listing = spec.listing().to_string();
@@ -126,6 +133,9 @@ fn code_that_takes_no_error_carries_none_of_its_exits() {
     let switches = listing.lines().filter(|l| l.contains("flexswitch")).count();
     assert!(returns <= 2, "{returns} returns:\n{listing}");
     assert!(switches >= 3, "{switches} switches:\n{listing}");
-    let mut stack = vec![];
-    assert_eq!(spec.call(&slots, &mut stack, 100), vm::jit::plain::run(&code, &slots, &mut vec![], 100));
+    for stack in [vec![7, 2], vec![1], vec![i64::MAX, 1]] {
+        let (mut got, mut want) = (stack.clone(), stack.clone());
+        assert_eq!(spec.call(&slots, &mut got, 100), vm::jit::plain::run(&code, &slots, &mut want, 100));
+        assert_eq!(got, want);
+    }
 }
