@@ -444,6 +444,7 @@ fn plain_copy(plain_copies: &mut Vec<syn::ItemFn>, reexports: &mut Vec<TokenStre
     let mut plain = item.clone();
     plain.sig.ident = plain_id.clone();
     plain.attrs.push(syn::parse_quote!(#[doc(hidden)]));
+    syn::visit_mut::VisitMut::visit_item_fn_mut(&mut crate::QuietHints, &mut plain);
     // A private portal's plain copy is named in the crate, under
     // `jit::plain`, as a public one's is everywhere.
     let vis = if is_pub { quote!(pub) } else { quote!(pub(crate)) };

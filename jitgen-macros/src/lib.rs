@@ -214,6 +214,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
             }));
         }
     }
+    quiet_hint_statements(&mut module);
     let out = quote!(#(#errs)* #module);
     // For debugging jitgen itself: `JITGEN_EXPAND_DIR=dir` writes each
     // expansion to `dir/MODULE.rs` (format it with rustfmt to read it).
@@ -271,6 +272,36 @@ fn expand_into(
     let exp = jit_module::expand(g, &mut fns, source, lifted, external, &cx, portals);
     items.extend(exp.items.into_iter().map(syn::Item::Verbatim));
     exp.declined_at
+}
+
+/// Writes each `hint!(e, kind);` standing as a statement in the module's
+/// own code as `let _ = hint!(e, kind);`: the hint is `e` in Rust, and a
+/// statement that only borrows (`hint!(&*frame.function, promote);`)
+/// would make rustc warn, in the user's crate, that the borrow is unused.
+/// Done after the expansion, which reads such statements as written (and
+/// to the portals' plain copies, `jit_module::plain_copy`).
+fn quiet_hint_statements(module: &mut syn::ItemMod) {
+    syn::visit_mut::VisitMut::visit_item_mod_mut(&mut QuietHints, module);
+}
+
+/// The visitor of [`quiet_hint_statements`].
+pub(crate) struct QuietHints;
+
+impl syn::visit_mut::VisitMut for QuietHints {
+    fn visit_stmt_mut(&mut self, s: &mut syn::Stmt) {
+        syn::visit_mut::visit_stmt_mut(self, s);
+        let mac = match s {
+            syn::Stmt::Macro(m) if m.semi_token.is_some() => &m.mac,
+            syn::Stmt::Expr(syn::Expr::Macro(m), Some(_)) => &m.mac,
+            _ => return,
+        };
+        let two_args =
+            mac.tokens.clone().into_iter().any(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ','));
+        if mac.path.is_ident("hint") && two_args {
+            let mac = mac.clone();
+            *s = syn::parse_quote!(let _ = #mac;);
+        }
+    }
 }
 
 /// Removes the marker attributes jitgen consumes (`#[virtualizable]`,

@@ -363,3 +363,38 @@ fn an_indexed_vec_of_scalars_is_wrapped_and_an_output_moved_in() {
     assert!(flat.contains("self_.stack = __self_stack_value.0;"), "{out}");
     assert!(flat.contains("mut __self_out: Vec<i64>, __self_out_home: &mut Vec<i64>,"), "{out}");
 }
+
+/// A hint standing as a statement is `let _ = hint!(..);` in what the
+/// module keeps of its own code, so that rustc does not warn in the user's
+/// crate that `hint!(&*frame.function, promote);` borrows for nothing. The
+/// merge point's marker, and hints whose value is used, stay as written.
+#[test]
+fn a_hint_standing_as_a_statement_is_bound_to_nothing() {
+    let src = "#[jit_interpreter]
+        mod m {
+            use std::rc::Rc;
+            pub struct Function { pub code: Vec<u8> }
+            #[derive(Clone)]
+            pub struct Frame { pub function: Rc<Function>, pub ip: usize }
+            pub fn run(frames: &[Frame], n: usize) -> usize {
+                let mut frame = frames[0].clone();
+                loop {
+                    hint!(global_merge_point);
+                    hint!(&*frame.function, promote);
+                    let ip = hint!(frame.ip, promote);
+                    if ip >= frame.function.code.len() || ip > n {
+                        return ip;
+                    }
+                    frame.ip += 1;
+                }
+            }
+        }";
+    let out = expand(src);
+    // The code, without the module's source text that it keeps as a string.
+    let flat: String = out.lines().filter(|l| !l.contains("__SOURCE")).flat_map(|l| l.split_whitespace()).collect();
+    let hints = flat.matches("hint!(&*frame.function,promote);").count();
+    assert!(hints >= 2, "{out}");
+    assert_eq!(flat.matches("let_=hint!(&*frame.function,promote);").count(), hints, "{out}");
+    assert!(flat.contains("letip=hint!(frame.ip,promote);"), "{out}");
+    assert!(flat.contains("hint!(global_merge_point);"), "{out}");
+}
