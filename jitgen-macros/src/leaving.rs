@@ -49,6 +49,10 @@ enum Known {
 
 type Env = BTreeMap<Var, Known>;
 
+/// A place a search has been: a block, the operation it began at, and what
+/// was known there.
+type Visit = (NodeIndex, usize, Vec<(Var, Known)>);
+
 fn known(env: &Env, v: &Value) -> Option<Known> {
     match v {
         Value::Var(x) => env.get(x).copied(),
@@ -167,7 +171,7 @@ impl<'g> Leaving<'g> {
     fn walk(&self, fi: usize, mut work: Vec<(NodeIndex, usize, Env)>) -> bool {
         let f = self.fns[fi];
         let merge_blocks: BTreeSet<NodeIndex> = f.merge_points().iter().map(|m| m.block).collect();
-        let mut seen: HashSet<(NodeIndex, usize, Vec<(Var, Known)>)> = HashSet::new();
+        let mut seen: HashSet<Visit> = HashSet::new();
         let mut steps = 0;
         while let Some((b, from, mut env)) = work.pop() {
             if merge_blocks.contains(&b) {
