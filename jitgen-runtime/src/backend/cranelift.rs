@@ -224,6 +224,10 @@ fn reentry_stub(
         let k = b.ins().iconst(types::I64, index as i64);
         b.ins().store(MemFlagsData::trusted(), k, at, 0);
         let callee = module.declare_func_in_func(target, b.func);
+        // By absolute address: the module may place the stub in another
+        // mapping than `target`, further away than a 32-bit displacement
+        // reaches.
+        b.func.dfg.ext_funcs[callee].colocated = false;
         b.ins().return_call(callee, &[frame]);
         b.seal_all_blocks();
         b.finalize(module.target_config());
