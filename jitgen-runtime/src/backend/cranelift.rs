@@ -1153,7 +1153,23 @@ impl CraneliftBackend {
         self.compile_detached_at(isa, f, cx)
     }
 
+    /// Compiles `f` with `isa`; a panic inside Cranelift is a
+    /// [`BackendError`] (the code's key is then interpreted), never an
+    /// unwinding through the portal.
     fn compile_detached_at(
+        &mut self,
+        isa: OwnedTargetIsa,
+        f: &ResidualFunction,
+        cx: &CodeContext,
+    ) -> Result<DetachedCode, BackendError> {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.compile_detached_unguarded(isa, f, cx)));
+        r.unwrap_or_else(|p| {
+            let why = p.downcast_ref::<String>().map(String::as_str).or_else(|| p.downcast_ref::<&str>().copied());
+            Err(BackendError(format!("Cranelift panicked: {}", why.unwrap_or("(no message)"))))
+        })
+    }
+
+    fn compile_detached_unguarded(
         &mut self,
         isa: OwnedTargetIsa,
         f: &ResidualFunction,
