@@ -132,6 +132,12 @@ pub mod __private {
         }
     }
 
+    /// Puts a `Vec` field given back last element first (a split method's
+    /// exit in compiled code pops its local list onto the field) in order.
+    pub fn give_back_order<T>(v: &mut Vec<T>) {
+        v.reverse();
+    }
+
     /// Annotates the module source the macro embedded (for `jit::graphs()`).
     pub fn graphs_from_source(src: &str, external: &str) -> hint_annotator::ColoredGraphs {
         match hint_annotator::annotate_source_with(src, external) {

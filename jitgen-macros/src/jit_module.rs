@@ -410,6 +410,9 @@ pub fn expand(
     // Entry points: portals (at their merge point) and specialize (at entry).
     let mut out = Gathered { hooks: vec![crate::content::content_fns(gen.cg.types())], ..Default::default() };
     for item in fns.iter_mut() {
+        // The flow graphs are built: the Rust copies may differ from them
+        // where they mean the same.
+        syn::visit_mut::VisitMut::visit_item_fn_mut(&mut crate::split::WholeGiveBacks, item);
         let name = item.sig.ident.to_string();
         let Some(&fi) = gen.fn_ids.get(&name) else {
             if portals.contains(&name) {

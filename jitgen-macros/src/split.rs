@@ -40,8 +40,10 @@
 //! - Another changed `Vec` (the saved frames, an output) is moved out of
 //!   `self` into a local of the portal (`__self_frames`), virtual in compiled code as a
 //!   local `Vec` is (a recursion spills it); every `return` and `?` of the
-//!   body first pops it onto the field (`__self_frames_home`), which the
-//!   caller then reverses: no index, so a virtual list moves at compile time.
+//!   body first gives it back to the field (`__self_frames_home`). The
+//!   flow graphs pop it onto the field and put the field in order with one
+//!   residual call (no index, so a virtual list moves at compile time); the
+//!   Rust the interpreter runs swaps it back whole (`WholeGiveBacks`).
 //! - An enum field (`last: Option<Instr>`, `flags: Flags`) is moved out of
 //!   `self` (an `Option`, or an enum deriving `Default`) or copied out (a
 //!   `Copy` enum) into a generated tuple struct around it, passed by
@@ -1029,6 +1031,40 @@ fn mentions_self(t: &proc_macro2::TokenTree) -> bool {
     }
 }
 
+/// Rewrites the give-backs of owned `Vec` fields at a split method's exits
+/// (the element-by-element form the flow graphs see: pops onto the field,
+/// then a residual call that reverses it) as one swap, in the Rust the interpreter runs: the field
+/// was left empty, so the swap gives it back whole, in O(1), where the
+/// element-by-element form costs a portal call the length of the `Vec`.
+pub(crate) struct WholeGiveBacks;
+
+impl VisitMut for WholeGiveBacks {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        if let Some((list, home)) = give_back_parts(e) {
+            *e = syn::parse_quote!({ ::std::mem::swap(#home, &mut #list); });
+            return;
+        }
+        syn::visit_mut::visit_expr_mut(self, e);
+    }
+}
+
+/// The local and the field's reference of a give-back written by [`split`]:
+/// `{ while let Some(__jit_x) = LIST.pop() { HOME.push(__jit_x); } give_back_order(HOME); }`.
+fn give_back_parts(e: &Expr) -> Option<(Expr, Expr)> {
+    let Expr::Block(b) = e else { return None };
+    let [syn::Stmt::Expr(Expr::While(w), _), syn::Stmt::Expr(Expr::Call(order), Some(_))] = &b.block.stmts[..] else {
+        return None;
+    };
+    let (Expr::Path(f), [home]) = (&*order.func, &order.args.iter().collect::<Vec<_>>()[..]) else { return None };
+    let Expr::Let(l) = &*w.cond else { return None };
+    let syn::Pat::TupleStruct(p) = &*l.pat else { return None };
+    let bound = p.elems.first().map(|x| x.to_token_stream().to_string());
+    let Expr::MethodCall(pop) = &*l.expr else { return None };
+    let orders = f.path.segments.last().is_some_and(|s| s.ident == "give_back_order");
+    (bound.as_deref() == Some("__jit_x") && pop.method == "pop" && orders)
+        .then(|| ((*pop.receiver).clone(), (*home).clone()))
+}
+
 /// Splits `self` of the method `m` of struct `s` (named fields), or says why not.
 pub fn split(
     s: &syn::ItemStruct,
@@ -1101,7 +1137,9 @@ pub fn split(
                 // copying the text.
                 quote!(::std::mem::swap(#home, &mut #c);)
             } else {
-                quote!(while let Some(__jit_x) = #c.pop() { #home.push(__jit_x); })
+                // As compiled code gives it back (a virtual list has no
+                // address to swap); the Rust copies swap (`WholeGiveBacks`).
+                quote!({ while let Some(__jit_x) = #c.pop() { #home.push(__jit_x); } ::jitgen::__private::give_back_order(#home); })
             }
         })
         .collect();
@@ -1186,10 +1224,6 @@ pub fn split(
                 params.push(quote!(#home: &mut #t));
                 lets.push(quote!(#[allow(unused_mut)] let mut #c = ::core::mem::take(&mut self_.#id);));
                 lets.push(quote!(let #home = &mut self_.#id;));
-                if !shapes.is_string(t) {
-                    // The exits pushed it back last element first.
-                    epilogue.push(quote!(self_.#id.reverse();));
-                }
                 owned_args.push(c.clone());
                 args.push(c);
                 args.push(home);

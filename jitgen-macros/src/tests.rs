@@ -171,6 +171,36 @@ fn a_portal_methods_self_is_split_into_its_fields() {
     expect_test::expect_file!["../tests/expand/split_self.rs"].assert_eq(&out);
 }
 
+/// The Rust the interpreter runs gives a moved `Vec` field back whole at
+/// each exit, where the flow graphs pop it back element by element.
+#[test]
+fn the_interpreters_rust_gives_a_moved_vec_back_whole() {
+    let split = lifted(
+        "mod m {
+            pub struct Vm { pc: usize, out: Vec<i64> }
+            impl Vm {
+                pub fn run(&mut self, code: &[u8]) -> Option<usize> {
+                    loop {
+                        hint!(global_merge_point);
+                        let op = hint!(code[self.pc], concrete);
+                        self.pc += 1;
+                        if op == 0 { return Some(self.out.len()); }
+                        if op == 9 { None?; }
+                        self.out.push(op as i64);
+                    }
+                }
+            }
+        }",
+    );
+    let mut file: syn::File = syn::parse_str(&split).expect("the split parses");
+    let exits = split.matches("give_back_order(__self_out_home)").count();
+    assert_eq!(exits, 3, "{split}");
+    syn::visit_mut::VisitMut::visit_file_mut(&mut crate::split::WholeGiveBacks, &mut file);
+    let rust = prettyplease::unparse(&file);
+    assert!(!rust.contains("give_back_order") && !rust.contains("__jit_x"), "{rust}");
+    assert_eq!(rust.matches("::std::mem::swap(__self_out_home, &mut __self_out);").count(), exits, "{rust}");
+}
+
 /// A number's own method on a scalar field reads its cell
 /// (`checked_sub`); any other method may take it by `&mut` (a user's
 /// trait), so it is called on the cell and the cell written back to the

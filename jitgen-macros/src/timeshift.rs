@@ -962,6 +962,7 @@ pub fn rust_path(name: &str) -> TokenStream {
     match segs[0] {
         "super" => quote!(super::#(#idents)::*),
         "crate" | "std" | "core" => quote!(#(#idents)::*),
+        "jitgen" => quote!(::#(#idents)::*),
         _ => quote!(super::#(#idents)::*),
     }
 }

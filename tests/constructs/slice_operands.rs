@@ -120,10 +120,10 @@ fn operands_read_through_slices_are_known_while_compiling() {
     assert!(s.compilations > 0 && s.entries > 0 && s.declined == 0, "{s:?} {:?}", jit::last_decline());
     // The operands are constants of residual code: no byte of the program
     // is read, and the only call that is not a cold path's is op 5's
-    // outlined read.
+    // outlined read (beside the stack put back in order at the exit).
     let listing = jit::portal_listings().join("\n");
     assert!(!listing.contains("load.u8"), "{listing}");
-    let calls: Vec<&str> = listing.lines().filter(|l| l.contains(" call ")).collect();
+    let calls: Vec<&str> = listing.lines().filter(|l| l.contains(" call ") && !l.contains("give_back_order")).collect();
     assert!(calls.len() == 1 && calls[0].contains("__jitgen_outlined"), "{listing}");
 }
 

@@ -285,7 +285,10 @@ impl<'m, 'a> Lowering<'m, 'a> {
         if segs.ends_with(&["From".to_string(), "from".to_string()]) && c.args.len() == 1 {
             return self.from_conversion(c);
         }
-        if matches!(segs.first().map(String::as_str), Some("super" | "crate" | "std" | "core")) || segs.len() == 1 {
+        // (`jitgen`: the split's own calls, `jitgen-macros`' `split.rs`.)
+        if matches!(segs.first().map(String::as_str), Some("super" | "crate" | "std" | "core" | "jitgen"))
+            || segs.len() == 1
+        {
             // A function outside the module: a residual call whose result type
             // comes from the context.
             let args = self.args(&c.args);

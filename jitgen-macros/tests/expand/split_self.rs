@@ -27,7 +27,6 @@ impl Vm {
                 __self_stack_home,
             );
             self_.pc = __self_cells_value.pc;
-            self_.stack.reverse();
             __jit_r
         }
     }
@@ -63,8 +62,11 @@ pub fn __Vm_run(
                 return {
                     let __jit_r: Result<i64, u8> = { __self_stack.last().copied() }
                         .ok_or(1);
-                    while let Some(__jit_x) = __self_stack.pop() {
-                        __self_stack_home.push(__jit_x);
+                    {
+                        while let Some(__jit_x) = __self_stack.pop() {
+                            __self_stack_home.push(__jit_x);
+                        }
+                        ::jitgen::__private::give_back_order(__self_stack_home);
                     }
                     __jit_r
                 };
@@ -72,8 +74,11 @@ pub fn __Vm_run(
             let x = match __self_stack.pop().ok_or(2) {
                 Ok(__jit_v) => __jit_v,
                 Err(__jit_e) => {
-                    while let Some(__jit_x) = __self_stack.pop() {
-                        __self_stack_home.push(__jit_x);
+                    {
+                        while let Some(__jit_x) = __self_stack.pop() {
+                            __self_stack_home.push(__jit_x);
+                        }
+                        ::jitgen::__private::give_back_order(__self_stack_home);
                     }
                     return Err(::core::convert::From::from(__jit_e));
                 }
@@ -81,8 +86,11 @@ pub fn __Vm_run(
             __self_stack.push(x + 1);
         }
     };
-    while let Some(__jit_x) = __self_stack.pop() {
-        __self_stack_home.push(__jit_x);
+    {
+        while let Some(__jit_x) = __self_stack.pop() {
+            __self_stack_home.push(__jit_x);
+        }
+        ::jitgen::__private::give_back_order(__self_stack_home);
     }
     __jit_r
 }
