@@ -132,6 +132,13 @@ pub mod __private {
         }
     }
 
+    /// Gives a `Vec` field moved into a split method back whole at an exit:
+    /// the field was left empty when the method began.
+    pub fn give_back_whole<T>(field: &mut Vec<T>, local: &mut Vec<T>) {
+        debug_assert!(field.is_empty(), "jitgen: a moved field was written while moved");
+        std::mem::swap(field, local);
+    }
+
     /// Puts a `Vec` field given back last element first (a split method's
     /// exit in compiled code pops its local list onto the field) in order.
     pub fn give_back_order<T>(v: &mut Vec<T>) {

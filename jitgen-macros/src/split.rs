@@ -1033,15 +1033,16 @@ fn mentions_self(t: &proc_macro2::TokenTree) -> bool {
 
 /// Rewrites the give-backs of owned `Vec` fields at a split method's exits
 /// (the element-by-element form the flow graphs see: pops onto the field,
-/// then a residual call that reverses it) as one swap, in the Rust the interpreter runs: the field
-/// was left empty, so the swap gives it back whole, in O(1), where the
-/// element-by-element form costs a portal call the length of the `Vec`.
+/// then a residual call that reverses it) as one swap, in the Rust the
+/// interpreter runs: the field was left empty, so the swap gives it back
+/// whole, in O(1), where the element-by-element form costs a portal call
+/// the length of the `Vec`.
 pub(crate) struct WholeGiveBacks;
 
 impl VisitMut for WholeGiveBacks {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         if let Some((list, home)) = give_back_parts(e) {
-            *e = syn::parse_quote!({ ::std::mem::swap(#home, &mut #list); });
+            *e = syn::parse_quote!({ ::jitgen::__private::give_back_whole(#home, &mut #list); });
             return;
         }
         syn::visit_mut::visit_expr_mut(self, e);
@@ -1055,14 +1056,14 @@ fn give_back_parts(e: &Expr) -> Option<(Expr, Expr)> {
     let [syn::Stmt::Expr(Expr::While(w), _), syn::Stmt::Expr(Expr::Call(order), Some(_))] = &b.block.stmts[..] else {
         return None;
     };
-    let (Expr::Path(f), [home]) = (&*order.func, &order.args.iter().collect::<Vec<_>>()[..]) else { return None };
+    let (Expr::Path(f), Some(home), 1) = (&*order.func, order.args.first(), order.args.len()) else { return None };
     let Expr::Let(l) = &*w.cond else { return None };
     let syn::Pat::TupleStruct(p) = &*l.pat else { return None };
     let bound = p.elems.first().map(|x| x.to_token_stream().to_string());
     let Expr::MethodCall(pop) = &*l.expr else { return None };
     let orders = f.path.segments.last().is_some_and(|s| s.ident == "give_back_order");
     (bound.as_deref() == Some("__jit_x") && pop.method == "pop" && orders)
-        .then(|| ((*pop.receiver).clone(), (*home).clone()))
+        .then(|| ((*pop.receiver).clone(), home.clone()))
 }
 
 /// Splits `self` of the method `m` of struct `s` (named fields), or says why not.
