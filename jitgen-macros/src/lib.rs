@@ -64,6 +64,8 @@ mod arith;
 mod byte_arrays;
 mod calls;
 mod check;
+mod closure_args;
+mod closure_params;
 mod closures;
 mod containers;
 mod content;
@@ -124,6 +126,7 @@ fn expand_attribute(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         errors.push(syn::Error::new_spanned(&attr, "#[jit_interpreter] takes no arguments"));
     }
     nested::hoist(&mut module);
+    closure_args::specialize(&mut module);
     closures::inline(&mut module);
     byte_arrays::rewrite(&mut module);
     slice_iters::rewrite(&mut module);

@@ -74,6 +74,10 @@ use syn::punctuated::Punctuated;
 use syn::visit_mut::VisitMut;
 use syn::{Expr, Token};
 
+use crate::closure_params::{
+    bounded_ident, closure_bound, closure_generics, only_called, path_as_closure, ImplClosure,
+};
+
 /// How the portal takes one field of `self`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum FieldKind {
@@ -517,7 +521,14 @@ impl<'a> Rewrite<'a> {
                 syn::FnArg::Typed(pt) => {
                     pats.push((*pt.pat).clone());
                     tys.push((!names_generic(pt.ty.to_token_stream())).then(|| (*pt.ty).clone()));
-                    closure_bounds.push(closure_bound(&pt.ty, &closure_generics));
+                    // A function pointer is bound as a closure only where
+                    // the body does nothing with it but call it: anything
+                    // else may need its own type.
+                    let bound = closure_bound(&pt.ty, &closure_generics).filter(|_| {
+                        !matches!(&*pt.ty, syn::Type::FnPtr(_) | syn::Type::Paren(_))
+                            || matches!(&*pt.pat, syn::Pat::Ident(p) if only_called(&p.ident, &m.block.stmts))
+                    });
+                    closure_bounds.push(bound);
                 }
                 syn::FnArg::Receiver(_) => return None,
             }
@@ -536,6 +547,9 @@ impl<'a> Rewrite<'a> {
         for k in (0..args.len().min(tys.len())).rev() {
             if let Some(bound) = &closure_bounds[k] {
                 let c = ImplClosure { bound: bound.clone() };
+                if let Some(closure) = path_as_closure(&args[k], bound) {
+                    args[k] = closure;
+                }
                 if let (syn::Pat::Ident(p), Expr::Closure(_)) = (&pats[k], &args[k]) {
                     closure_lets.push((p.ident.clone(), c.bind(&args[k])));
                     pats.remove(k);
@@ -631,79 +645,6 @@ fn result_type(m: &syn::ImplItemFn) -> Option<syn::Type> {
             Some((**t).clone())
         }
         _ => None,
-    }
-}
-
-/// The type parameters of `g` bounded by a closure trait, with that bound
-/// (inline or in the `where` clause).
-fn closure_generics(g: &syn::Generics) -> BTreeMap<Ident, syn::TraitBound> {
-    let mut found = BTreeMap::new();
-    let mut note = |i: &Ident, bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
-        if let Some(b) = bounds.iter().find_map(closure_trait) {
-            found.insert(i.clone(), b);
-        }
-    };
-    for p in &g.params {
-        if let syn::GenericParam::Type(t) = p {
-            note(&t.ident, &t.bounds);
-        }
-    }
-    for p in g.where_clause.iter().flat_map(|w| &w.predicates) {
-        if let (Some(i), syn::WherePredicate::Type(t)) = (bounded_ident(p), p) {
-            note(i, &t.bounds);
-        }
-    }
-    found
-}
-
-/// The type parameter a `where` predicate bounds (`F: Fn(i64) -> i64`).
-fn bounded_ident(p: &syn::WherePredicate) -> Option<&Ident> {
-    match p {
-        syn::WherePredicate::Type(t) if t.lifetimes.is_none() => match &t.bounded_ty {
-            syn::Type::Path(tp) if tp.qself.is_none() => tp.path.get_ident(),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// `Fn(..) -> R`, `FnMut(..)` or `FnOnce(..)`.
-fn closure_trait(b: &syn::TypeParamBound) -> Option<syn::TraitBound> {
-    let syn::TypeParamBound::Trait(t) = b else { return None };
-    let last = t.path.segments.last()?;
-    (matches!(last.arguments, syn::PathArguments::Parenthesized(_))
-        && ["Fn", "FnMut", "FnOnce"].contains(&last.ident.to_string().as_str()))
-    .then(|| t.clone())
-}
-
-/// The closure trait of a parameter's type: `impl Fn(..)`, or a type
-/// parameter bounded by one.
-fn closure_bound(t: &syn::Type, generics: &BTreeMap<Ident, syn::TraitBound>) -> Option<syn::TraitBound> {
-    match t {
-        syn::Type::ImplTrait(it) => it.bounds.iter().find_map(closure_trait),
-        syn::Type::Path(tp) if tp.qself.is_none() => generics.get(tp.path.get_ident()?).cloned(),
-        _ => None,
-    }
-}
-
-/// The closure trait an `impl Fn..(A) -> R` parameter names, if that is
-/// what it is.
-struct ImplClosure {
-    /// `Fn`, `FnMut` or `FnOnce`, with its arguments and result.
-    bound: syn::TraitBound,
-}
-
-impl ImplClosure {
-    /// The binding's type and value for the argument `a`: `&dyn Fn(..)`
-    /// and `&a`, `&mut dyn FnMut(..)` and `&mut a`, `Box<dyn FnOnce(..)>`
-    /// and `Box::new(a)`.
-    fn bind(&self, a: &Expr) -> (syn::Type, Expr) {
-        let b = &self.bound;
-        match b.path.segments.last().map(|s| s.ident.to_string()).as_deref() {
-            Some("Fn") => (syn::parse_quote!(&dyn #b), syn::parse_quote!(&(#a))),
-            Some("FnMut") => (syn::parse_quote!(&mut dyn #b), syn::parse_quote!(&mut (#a))),
-            _ => (syn::parse_quote!(::std::boxed::Box<dyn #b + '_>), syn::parse_quote!(::std::boxed::Box::new(#a))),
-        }
     }
 }
 

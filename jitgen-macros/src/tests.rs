@@ -230,16 +230,21 @@ fn a_method_that_may_change_a_scalar_field_writes_its_cell_back() {
     expect_test::expect_file!["../tests/expand/split_cell_methods.rs"].assert_eq(&out);
 }
 
-/// A closure handed to an inlined method (`impl Fn`, or a type parameter
-/// bounded by `Fn`) is inlined where the method calls it; one passed on is
-/// bound behind a reference to its `dyn`. A `return` of a split portal
-/// binds its value at the portal's result type, so that it coerces
-/// (`Err(Box::new(e))` into a `Box<dyn Error>`).
+/// A closure handed to an inlined method (`impl Fn`, a type parameter
+/// bounded by `Fn`, or a function pointer the method only calls) is inlined
+/// where the method calls it, and so is a function named by its path
+/// (`i64::checked_add`, a function of the module); one passed on is bound
+/// behind a reference to its `dyn`, a function pointer passed on keeps its
+/// type. A `return` of a split portal binds its value at the portal's
+/// result type, so that it coerces (`Err(Box::new(e))` into a `Box<dyn
+/// Error>`).
 #[test]
 fn closures_handed_to_inlined_methods_are_inlined_where_called() {
     let out = lifted(
         "mod m {
             pub struct Vm { stack: Vec<i64>, pc: usize }
+            fn halve_sum(a: i64, b: i64) -> i64 { (a + b) / 2 }
+            fn apply_to(f: fn(i64) -> i64, x: i64) -> i64 { f(x) }
             impl Vm {
                 fn binary(&mut self, f: impl Fn(i64, i64) -> i64) {
                     let b = self.stack.pop().unwrap();
@@ -248,11 +253,21 @@ fn closures_handed_to_inlined_methods_are_inlined_where_called() {
                 }
                 fn test<F>(&mut self, f: F) -> bool where F: Fn(i64) -> bool { f(self.stack[0]) }
                 fn apply<F: FnMut(i64)>(&mut self, f: F) { self.stack.iter().copied().for_each(f) }
+                fn checked(&mut self, f: fn(i64, i64) -> Option<i64>) -> Option<()> {
+                    let b = self.stack.pop()?;
+                    let a = self.stack.pop()?;
+                    self.stack.push(f(a, b)?);
+                    Some(())
+                }
+                fn table(&mut self, f: fn(i64) -> i64) { self.stack.push(apply_to(f, 2)) }
                 pub fn run(&mut self) -> Result<i64, Box<dyn std::error::Error>> {
                     loop {
                         hint!(global_merge_point);
                         self.pc += 1;
                         self.binary(|a, b| a.wrapping_add(b));
+                        self.binary(halve_sum);
+                        self.checked(i64::checked_sub);
+                        self.table(i64::wrapping_neg);
                         if self.test(|x| x > 3) { return Err(Box::new(std::fmt::Error)); }
                         let mut n = 0;
                         self.apply(|x| n += x);

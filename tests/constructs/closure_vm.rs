@@ -2,7 +2,10 @@
 //! an enum whose variants hold their operands, frames `Vec<StackFrame {
 //! stack_offset, ip }>` under a type alias, the arithmetic through helper
 //! methods taking a closure (`impl Fn(i64, i64) -> i64`, and a type
-//! parameter bounded by `Fn` in a `where` clause), errors as
+//! parameter bounded by `Fn` in a `where` clause, and a function pointer
+//! `fn(i64, i64) -> Option<i64>` given `i64::checked_add` or a function of
+//! the module by its path), and through free functions taking the stack and
+//! a function pointer or a closure (`F: Fn`), errors as
 //! `Box<dyn Error>` (`return Err(Box::new(e))`, `?` on the helpers'
 //! `Result<_, VmError>`), the position a local `ip` promoted by the
 //! statement `hint!(ip, promote);` at `Ret`. Before, the module did not
@@ -28,6 +31,11 @@ pub mod cvm {
         Sub,
         Mul,
         Less,
+        AddChecked,
+        MulChecked,
+        SubChecked,
+        Average,
+        Max,
         Jump { to: usize },
         JumpIfZero { to: usize },
         Call { to: usize, args: usize },
@@ -41,6 +49,7 @@ pub mod cvm {
         BadSlot(usize),
         NoFrame,
         OutOfFuel,
+        Overflow(usize),
     }
 
     impl fmt::Display for VmError {
@@ -50,6 +59,7 @@ pub mod cvm {
                 VmError::BadSlot(slot) => write!(f, "bad slot {slot}"),
                 VmError::NoFrame => write!(f, "return outside a call"),
                 VmError::OutOfFuel => write!(f, "out of fuel"),
+                VmError::Overflow(at) => write!(f, "overflow at {at}"),
             }
         }
     }
@@ -71,6 +81,28 @@ pub mod cvm {
         pub fuel: u64,
     }
 
+    fn checked_mul(a: i64, b: i64) -> Option<i64> {
+        a.checked_mul(b)
+    }
+
+    fn average(a: i64, b: i64) -> i64 {
+        a.wrapping_add(b) / 2
+    }
+
+    fn apply_checked(stack: &mut Vec<i64>, ip: usize, f: fn(i64, i64) -> Option<i64>) -> Result<(), VmError> {
+        let b = stack.pop().ok_or(VmError::Underflow(ip))?;
+        let a = stack.pop().ok_or(VmError::Underflow(ip))?;
+        stack.push(f(a, b).ok_or(VmError::Overflow(ip))?);
+        Ok(())
+    }
+
+    fn combine<F: Fn(i64, i64) -> i64>(stack: &mut Vec<i64>, ip: usize, f: F) -> Result<(), VmError> {
+        let b = stack.pop().ok_or(VmError::Underflow(ip))?;
+        let a = stack.pop().ok_or(VmError::Underflow(ip))?;
+        stack.push(f(a, b));
+        Ok(())
+    }
+
     impl Vm {
         pub fn new(fuel: u64) -> Vm {
             Vm { stack: Vec::new(), calls: CallStack::new(), fuel }
@@ -84,6 +116,13 @@ pub mod cvm {
             let b = self.pop(ip)?;
             let a = self.pop(ip)?;
             self.stack.push(f(a, b));
+            Ok(())
+        }
+
+        fn checked(&mut self, ip: usize, f: fn(i64, i64) -> Option<i64>) -> Result<(), VmError> {
+            let b = self.pop(ip)?;
+            let a = self.pop(ip)?;
+            self.stack.push(f(a, b).ok_or(VmError::Overflow(ip))?);
             Ok(())
         }
 
@@ -125,6 +164,11 @@ pub mod cvm {
                     Instr::Sub => self.binary(ip, |a, b| a.wrapping_sub(b))?,
                     Instr::Mul => self.binary(ip, |a, b| a.wrapping_mul(b))?,
                     Instr::Less => self.compare(ip, |a, b| a < b)?,
+                    Instr::AddChecked => self.checked(ip, i64::checked_add)?,
+                    Instr::MulChecked => self.checked(ip, checked_mul)?,
+                    Instr::Average => self.binary(ip, average)?,
+                    Instr::SubChecked => apply_checked(&mut self.stack, ip, i64::checked_sub)?,
+                    Instr::Max => combine(&mut self.stack, ip, |a, b| if a > b { a } else { b })?,
                     Instr::Jump { to } => ip = to,
                     Instr::JumpIfZero { to } => {
                         if self.pop(ip)? == 0 {
@@ -168,13 +212,13 @@ fn fib_program(n: i64) -> Vec<Instr> {
         Ret,
         Get { slot: 0 },
         Push { value: 1 },
-        Sub,
+        SubChecked,
         Call { to: 3, args: 1 },
         Get { slot: 0 },
         Push { value: 2 },
         Sub,
         Call { to: 3, args: 1 },
-        Add,
+        AddChecked,
         Ret,
     ]
 }
@@ -215,7 +259,8 @@ fn closure_helpers_and_a_promote_statement_compile_and_agree_with_plain() {
     let after = cvm::jit::stats();
     assert!(after.entries > before.entries && after.flexswitch_cases > before.flexswitch_cases, "{after:?}");
     assert!(after.declined == before.declined, "{after:?}");
-    // Only the error's `into` runs as Rust; the closures are inlined.
+    // Only the error's `into` runs as Rust; the closures, and the
+    // functions handed over by their paths, are inlined.
     let left = cvm::jit::left_to_rust();
     assert!(left.iter().all(|l| !l.starts_with("Vm::run") || l.contains("the method `into`")), "{left:?}");
     // A machine and its program built afresh for each run, every buffer
@@ -250,8 +295,14 @@ fn closure_helpers_and_a_promote_statement_compile_and_agree_with_plain() {
             let mut c = vec![Push { value: 3 }, Push { value: 5 }, Push { value: 7 }];
             while c.len() < len {
                 let to = rng.below(len as u64 + 3) as usize;
-                c.push(match rng.below(12) {
+                c.push(match rng.below(18) {
                     0 => Push { value: rng.below(9) as i64 - 2 },
+                    12 => Push { value: i64::MAX - rng.below(3) as i64 },
+                    13 => AddChecked,
+                    14 => MulChecked,
+                    15 => Average,
+                    16 => SubChecked,
+                    17 => Max,
                     1 => Get { slot: rng.below(4) as usize },
                     2 => Set { slot: rng.below(4) as usize },
                     3 => Add,

@@ -2,6 +2,12 @@ pub struct Vm {
     stack: Vec<i64>,
     pc: usize,
 }
+fn halve_sum(a: i64, b: i64) -> i64 {
+    (a + b) / 2
+}
+fn apply_to(f: fn(i64) -> i64, x: i64) -> i64 {
+    f(x)
+}
 impl Vm {
     #[allow(dead_code)]
     fn binary(&mut self, f: impl Fn(i64, i64) -> i64) {
@@ -19,6 +25,17 @@ impl Vm {
     #[allow(dead_code)]
     fn apply<F: FnMut(i64)>(&mut self, f: F) {
         self.stack.iter().copied().for_each(f)
+    }
+    #[allow(dead_code)]
+    fn checked(&mut self, f: fn(i64, i64) -> Option<i64>) -> Option<()> {
+        let b = self.stack.pop()?;
+        let a = self.stack.pop()?;
+        self.stack.push(f(a, b)?);
+        Some(())
+    }
+    #[allow(dead_code)]
+    fn table(&mut self, f: fn(i64) -> i64) {
+        self.stack.push(apply_to(f, 2))
     }
     pub fn run(&mut self) -> Result<i64, Box<dyn std::error::Error>> {
         let self_ = self;
@@ -76,6 +93,55 @@ pub fn __Vm_run(
                         a.wrapping_add(b)
                     });
             }
+        };
+        {
+            {
+                let b = (__self_stack.0).pop().unwrap();
+                let a = (__self_stack.0).pop().unwrap();
+                (__self_stack.0)
+                    .push({
+                        let __jitgen_closure_arg0 = a;
+                        let __jitgen_closure_arg1 = b;
+                        let __jitgen_fn_arg0 = __jitgen_closure_arg0;
+                        let __jitgen_fn_arg1 = __jitgen_closure_arg1;
+                        halve_sum(__jitgen_fn_arg0, __jitgen_fn_arg1)
+                    });
+            }
+        };
+        {
+            {
+                let __jit_m: Option<()> = '__jit_m1: loop {
+                    break '__jit_m1 ({
+                        let b = match (__self_stack.0).pop() {
+                            Some(__jit_v) => __jit_v,
+                            None => break '__jit_m1 None,
+                        };
+                        let a = match (__self_stack.0).pop() {
+                            Some(__jit_v) => __jit_v,
+                            None => break '__jit_m1 None,
+                        };
+                        (__self_stack.0)
+                            .push(
+                                match {
+                                    let __jitgen_closure_arg0 = a;
+                                    let __jitgen_closure_arg1 = b;
+                                    let __jitgen_fn_arg0 = __jitgen_closure_arg0;
+                                    let __jitgen_fn_arg1 = __jitgen_closure_arg1;
+                                    i64::checked_sub(__jitgen_fn_arg0, __jitgen_fn_arg1)
+                                } {
+                                    Some(__jit_v) => __jit_v,
+                                    None => break '__jit_m1 None,
+                                },
+                            );
+                        Some(())
+                    });
+                };
+                __jit_m
+            }
+        };
+        {
+            let f: fn(i64) -> i64 = i64::wrapping_neg;
+            (__self_stack.0).push(apply_to(f, 2))
         };
         if {
             {
