@@ -30,6 +30,7 @@ use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 
 use crate::closure_params::{closure_bound, closure_generics, only_called, path_as_closure, ImplClosure};
+use crate::closures::Bound;
 
 /// At most this many copies per module.
 const MAX_COPIES: usize = 64;
@@ -146,7 +147,7 @@ struct Specializer {
 
 impl Specializer {
     fn visit_fn(&mut self, sig: &syn::Signature, block: &mut syn::Block) {
-        let mut b = Bindings::default();
+        let mut b = Bound::default();
         for a in &sig.inputs {
             if let syn::FnArg::Typed(pt) = a {
                 b.visit_pat(&pt.pat);
@@ -181,7 +182,7 @@ impl Specializer {
         if c.asyncness.is_some() || !c.inputs.iter().all(plain) {
             return false;
         }
-        let mut own = Bindings::default();
+        let mut own = Bound::default();
         for p in &c.inputs {
             own.visit_pat(p);
         }
@@ -295,19 +296,6 @@ fn make_copy(cand: &Candidate, closures: &[Option<syn::Expr>], ident: &Ident) ->
     let stmts = std::mem::take(&mut f.block.stmts);
     f.block.stmts = lets.into_iter().chain(stmts).collect();
     f
-}
-
-/// The names patterns bind (parameters, `let`, arms, closures' parameters).
-#[derive(Default)]
-struct Bindings {
-    names: HashSet<String>,
-}
-
-impl<'ast> Visit<'ast> for Bindings {
-    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
-        self.names.insert(p.ident.to_string());
-        syn::visit::visit_pat_ident(self, p);
-    }
 }
 
 /// The one-name paths an expression reads, and whether it holds a macro.

@@ -288,8 +288,8 @@ impl<'ast> Visit<'ast> for Leaves {
 /// The names bound by patterns (`let`, `match` arms, `for`, closures'
 /// parameters, `if let`).
 #[derive(Default)]
-struct Bound {
-    names: HashSet<String>,
+pub(crate) struct Bound {
+    pub(crate) names: HashSet<String>,
 }
 
 impl<'ast> Visit<'ast> for Bound {
