@@ -165,9 +165,9 @@ impl Specializer {
             syn::Expr::Path(p) if p.path.segments.len() == 1 => {
                 let name = p.path.segments[0].ident.to_string();
                 let function = self.candidates.contains_key(&name) || self.names.contains(&name);
-                (function && !self.bound.contains(&name)).then(|| path_as_closure(arg, bound)).flatten()
+                (function && !self.bound.contains(&name)).then(|| path_as_closure(arg, bound, false)).flatten()
             }
-            syn::Expr::Path(_) => path_as_closure(arg, bound),
+            syn::Expr::Path(_) => path_as_closure(arg, bound, false),
             syn::Expr::Closure(c) if self.captures_nothing(c) => Some(arg.clone()),
             _ => None,
         }
@@ -347,6 +347,11 @@ mod tests {
                 fn twice(x: i64, f: impl Fn(i64) -> i64) -> i64 { f(f(x)) }
                 fn halve(x: i64) -> i64 { x / 2 }
                 const K: i64 = 3;
+                struct Vm;
+                impl Vm {
+                    fn op(a: i64, b: i64) -> Option<i64> { a.checked_sub(b) }
+                    fn step(&mut self, stack: &mut Vec<i64>) { apply(stack, Self::op); }
+                }
                 fn run(stack: &mut Vec<i64>, k: i64) -> i64 {
                     apply(stack, i64::checked_add);
                     apply(stack, i64::checked_add);
@@ -381,6 +386,15 @@ mod tests {
                         x / 2
                     }
                     const K: i64 = 3;
+                    struct Vm;
+                    impl Vm {
+                        fn op(a: i64, b: i64) -> Option<i64> {
+                            a.checked_sub(b)
+                        }
+                        fn step(&mut self, stack: &mut Vec<i64>) {
+                            apply(stack, Self::op);
+                        }
+                    }
                     fn run(stack: &mut Vec<i64>, k: i64) -> i64 {
                         __jitgen_apply_with_0(stack);
                         __jitgen_apply_with_0(stack);

@@ -115,13 +115,14 @@ pub(crate) fn only_called(name: &Ident, stmts: &[syn::Stmt]) -> bool {
 /// (`i64::checked_add`, a function of the module, an enum's tuple
 /// variant), as the closure that calls it with the bound's arguments:
 /// `|__jitgen_fn_arg0, __jitgen_fn_arg1| i64::checked_add(__jitgen_fn_arg0,
-/// __jitgen_fn_arg1)`, which `closures` inlines where the method calls it.
-/// `None` for any other argument, and for paths through `self` or `Self`
-/// (which the lifted method does not have).
-pub(crate) fn path_as_closure(arg: &Expr, bound: &syn::TraitBound) -> Option<Expr> {
+/// __jitgen_fn_arg1)`, which `closures` inlines where it is called.
+/// `None` for any other argument, for paths through `self`, and through
+/// `Self` unless `in_impl` (a method's body, where `Self` is named later;
+/// not a function of the module).
+pub(crate) fn path_as_closure(arg: &Expr, bound: &syn::TraitBound, in_impl: bool) -> Option<Expr> {
     let Expr::Path(p) = arg else { return None };
     let first = p.path.segments.first()?.ident.to_string();
-    if p.qself.is_some() || !p.attrs.is_empty() || first == "self" || first == "Self" {
+    if p.qself.is_some() || !p.attrs.is_empty() || first == "self" || (first == "Self" && !in_impl) {
         return None;
     }
     let syn::PathArguments::Parenthesized(args) = &bound.path.segments.last()?.arguments else { return None };

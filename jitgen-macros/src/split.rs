@@ -547,7 +547,7 @@ impl<'a> Rewrite<'a> {
         for k in (0..args.len().min(tys.len())).rev() {
             if let Some(bound) = &closure_bounds[k] {
                 let c = ImplClosure { bound: bound.clone() };
-                if let Some(closure) = path_as_closure(&args[k], bound) {
+                if let Some(closure) = path_as_closure(&args[k], bound, true) {
                     args[k] = closure;
                 }
                 if let (syn::Pat::Ident(p), Expr::Closure(_)) = (&pats[k], &args[k]) {

@@ -233,7 +233,7 @@ fn a_method_that_may_change_a_scalar_field_writes_its_cell_back() {
 /// A closure handed to an inlined method (`impl Fn`, a type parameter
 /// bounded by `Fn`, or a function pointer the method only calls) is inlined
 /// where the method calls it, and so is a function named by its path
-/// (`i64::checked_add`, a function of the module); one passed on is bound
+/// (`i64::checked_add`, a function of the module, `Self::mid`); one passed on is bound
 /// behind a reference to its `dyn`, a function pointer passed on keeps its
 /// type. A `return` of a split portal binds its value at the portal's
 /// result type, so that it coerces (`Err(Box::new(e))` into a `Box<dyn
@@ -260,12 +260,14 @@ fn closures_handed_to_inlined_methods_are_inlined_where_called() {
                     Some(())
                 }
                 fn table(&mut self, f: fn(i64) -> i64) { self.stack.push(apply_to(f, 2)) }
+                fn mid(a: i64, b: i64) -> i64 { a / 2 + b / 2 }
                 pub fn run(&mut self) -> Result<i64, Box<dyn std::error::Error>> {
                     loop {
                         hint!(global_merge_point);
                         self.pc += 1;
                         self.binary(|a, b| a.wrapping_add(b));
                         self.binary(halve_sum);
+                        self.binary(Self::mid);
                         self.checked(i64::checked_sub);
                         self.table(i64::wrapping_neg);
                         if self.test(|x| x > 3) { return Err(Box::new(std::fmt::Error)); }

@@ -3,8 +3,8 @@
 //! stack_offset, ip }>` under a type alias, the arithmetic through helper
 //! methods taking a closure (`impl Fn(i64, i64) -> i64`, and a type
 //! parameter bounded by `Fn` in a `where` clause, and a function pointer
-//! `fn(i64, i64) -> Option<i64>` given `i64::checked_add` or a function of
-//! the module by its path), and through free functions taking the stack and
+//! `fn(i64, i64) -> Option<i64>` given `i64::checked_add` or an associated
+//! function `Self::checked_mul` by its path), and through free functions taking the stack and
 //! a function pointer or a closure (`F: Fn`), errors as
 //! `Box<dyn Error>` (`return Err(Box::new(e))`, `?` on the helpers'
 //! `Result<_, VmError>`), the position a local `ip` promoted by the
@@ -81,10 +81,6 @@ pub mod cvm {
         pub fuel: u64,
     }
 
-    fn checked_mul(a: i64, b: i64) -> Option<i64> {
-        a.checked_mul(b)
-    }
-
     fn average(a: i64, b: i64) -> i64 {
         a.wrapping_add(b) / 2
     }
@@ -104,6 +100,10 @@ pub mod cvm {
     }
 
     impl Vm {
+        fn checked_mul(a: i64, b: i64) -> Option<i64> {
+            a.checked_mul(b)
+        }
+
         pub fn new(fuel: u64) -> Vm {
             Vm { stack: Vec::new(), calls: CallStack::new(), fuel }
         }
@@ -165,7 +165,7 @@ pub mod cvm {
                     Instr::Mul => self.binary(ip, |a, b| a.wrapping_mul(b))?,
                     Instr::Less => self.compare(ip, |a, b| a < b)?,
                     Instr::AddChecked => self.checked(ip, i64::checked_add)?,
-                    Instr::MulChecked => self.checked(ip, checked_mul)?,
+                    Instr::MulChecked => self.checked(ip, Self::checked_mul)?,
                     Instr::Average => self.binary(ip, average)?,
                     Instr::SubChecked => apply_checked(&mut self.stack, ip, i64::checked_sub)?,
                     Instr::Max => combine(&mut self.stack, ip, |a, b| if a > b { a } else { b })?,

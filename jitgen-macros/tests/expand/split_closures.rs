@@ -37,6 +37,9 @@ impl Vm {
     fn table(&mut self, f: fn(i64) -> i64) {
         self.stack.push(apply_to(f, 2))
     }
+    fn mid(a: i64, b: i64) -> i64 {
+        a / 2 + b / 2
+    }
     pub fn run(&mut self) -> Result<i64, Box<dyn std::error::Error>> {
         let self_ = self;
         {
@@ -105,6 +108,20 @@ pub fn __Vm_run(
                         let __jitgen_fn_arg0 = __jitgen_closure_arg0;
                         let __jitgen_fn_arg1 = __jitgen_closure_arg1;
                         halve_sum(__jitgen_fn_arg0, __jitgen_fn_arg1)
+                    });
+            }
+        };
+        {
+            {
+                let b = (__self_stack.0).pop().unwrap();
+                let a = (__self_stack.0).pop().unwrap();
+                (__self_stack.0)
+                    .push({
+                        let __jitgen_closure_arg0 = a;
+                        let __jitgen_closure_arg1 = b;
+                        let __jitgen_fn_arg0 = __jitgen_closure_arg0;
+                        let __jitgen_fn_arg1 = __jitgen_closure_arg1;
+                        Vm::mid(__jitgen_fn_arg0, __jitgen_fn_arg1)
                     });
             }
         };
