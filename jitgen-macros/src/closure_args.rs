@@ -360,6 +360,7 @@ mod tests {
                     each(stack, |x| n += x);
                     twice(twice(k, halve), |x| x * k) + twice(1, |x| x - 1)
                 }
+                fn shadowed(k: i64) -> i64 { let halve = |x: i64| x + k; twice(k, halve) }
             }",
             expect![[r#"
                 mod m {
@@ -402,6 +403,10 @@ mod tests {
                         let mut n = 0;
                         each(stack, |x| n += x);
                         twice(__jitgen_twice_with_2(k), |x| x * k) + __jitgen_twice_with_3(1)
+                    }
+                    fn shadowed(k: i64) -> i64 {
+                        let halve = |x: i64| x + k;
+                        twice(k, halve)
                     }
                     fn __jitgen_apply_with_0(stack: &mut Vec<i64>) -> Option<()> {
                         let b = stack.pop()?;
