@@ -1790,3 +1790,62 @@ fn a_number_made_text_is_popped_once() {
         "#]],
     );
 }
+
+#[test]
+fn an_operator_on_a_type_of_the_module_calls_its_impl() {
+    check(
+        "#[derive(Clone, Copy)]
+enum V { I(i64), B(bool) }
+impl std::ops::Add for V {
+    type Output = Option<V>;
+    fn add(self, o: V) -> Option<V> { match (self, o) { (V::I(a), V::I(b)) => Some(V::I(a + b)), _ => None } }
+}
+impl std::ops::Neg for V {
+    type Output = V;
+    fn neg(self) -> V { self }
+}
+fn f(a: V, b: V) -> Option<V> { let s = (a + b)?; Some(-s) }",
+        expect![[r#"
+            fn f -> Option<V>
+            block0(a_0: V red, b_1: V red):
+                R v2: Option<V> = call V::add(a_0, b_1)  [red call]
+                R v3: u32 = enum_tag(v2)
+                R v4: bool = eq(v3, Option::None)
+                if v4 then block1() else block2()
+            block1():
+                G v5: Option<V> = Option::None()
+                return v5
+            block2():
+                R s_6: V = enum_field.Some.0(v2)
+                R v7: V = call V::neg(s_6)  [red call]
+                R v8: Option<V> = Option::Some(v7)
+                return v8
+
+            fn V::add -> Option<V>
+            block0(self_0: V red, o_1: V red):
+                R v7: u32 = enum_tag(self_0)
+                R v8: bool = eq(v7, V::I)
+                if v8 then block3() else block2()
+            block1(v4: Option<V> red):
+                return v4
+            block2():
+                G v16: Option<V> = Option::None()
+                goto block1(v16)
+            block3():
+                R a_9: i64 = enum_field.I.0(self_0)
+                R v10: u32 = enum_tag(o_1)
+                R v11: bool = eq(v10, V::I)
+                if v11 then block4() else block2()
+            block4():
+                R b_12: i64 = enum_field.I.0(o_1)
+                R v13: i64 = add(a_9, b_12)
+                R v14: V = V::I(v13)
+                R v15: Option<V> = Option::Some(v14)
+                goto block1(v15)
+
+            fn V::neg -> V
+            block0(self_0: V red):
+                return self_0
+        "#]],
+    );
+}

@@ -37,6 +37,7 @@ mod method_vm;
 mod new_user;
 mod opaque;
 mod opaque_heap;
+mod operator_impls;
 mod outlined;
 mod owned_frames;
 mod panic_messages;

@@ -396,17 +396,48 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 } else {
                     let l = self.expr(&b.left);
                     let r = self.expr(&b.right);
+                    if let Some(name) = self.operator_impl(operator_method(&b.op), &l) {
+                        // `a + b` of a type of the module: its `Add` impl's
+                        // `add`, whose `Output` may be any type.
+                        let (l, r) = (self.rvalue(l, &b.left), self.rvalue(r, &b.right));
+                        return self.call_fn(&name, vec![l, r], &[&b.left, &b.right], b);
+                    }
                     self.arith(op, l, r, b)
                 }
             }
         }
     }
 
+    /// The module's implementation of an operator trait's `method` (`add`
+    /// of `Add`) for the type of the operand `l`, a struct or enum of the
+    /// module: `Value::add`.
+    fn operator_impl(&self, method: Option<&str>, l: &LVal) -> Option<String> {
+        let (Ty::Enum(n) | Ty::Struct(n)) = self.shallow_ty(l) else { return None };
+        let name = format!("{n}::{}", method?);
+        (self.m.trait_methods.contains(&name) && self.m.fns.contains_key(&name)).then_some(name)
+    }
+
     pub(super) fn unary(&mut self, u: &syn::ExprUnary) -> LVal {
+        let v = self.expr(&u.expr);
+        let method = match u.op {
+            syn::UnOp::Neg(_) => Some("neg"),
+            syn::UnOp::Not(_) => Some("not"),
+            _ => None,
+        };
+        if let Some(name) = self.operator_impl(method, &v) {
+            // `-v` of a type of the module: its `Neg` impl's `neg`.
+            let v = self.rvalue(v, &u.expr);
+            return self.call_fn(&name, vec![v], &[&u.expr], u);
+        }
+        self.unary_of(u, v)
+    }
+
+    /// `u` of its operand lowered to `v`.
+    fn unary_of(&mut self, u: &syn::ExprUnary, v: LVal) -> LVal {
         match u.op {
             syn::UnOp::Neg(_) => {
                 if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(_) | syn::Lit::Float(_), .. }) = &*u.expr {
-                    match self.expr(&u.expr) {
+                    match v {
                         LVal::Int(v, t) => return LVal::Int(-v, t),
                         LVal::Float(v, t) => return LVal::Float(-v, t),
                         LVal::Const(Const::Int(v, t)) => return LVal::Const(Const::Int(-v, t)),
@@ -414,21 +445,16 @@ impl<'m, 'a> Lowering<'m, 'a> {
                         other => return other,
                     }
                 }
-                let v = self.expr(&u.expr);
                 let v = self.rvalue(v, &u.expr);
                 let t = self.ty_of(&v);
                 self.emit(OpKind::Un(UnOp::Neg), vec![v], t, u)
             }
             syn::UnOp::Not(_) => {
-                let v = self.expr(&u.expr);
                 let v = self.rvalue(v, &u.expr);
                 let t = self.ty_of(&v);
                 self.emit(OpKind::Un(UnOp::Not), vec![v], t, u)
             }
-            syn::UnOp::Deref(_) => {
-                let v = self.expr(&u.expr);
-                self.deref_lowered(v, u)
-            }
+            syn::UnOp::Deref(_) => self.deref_lowered(v, u),
             _ => self.unsupported(u, "this unary operator", ""),
         }
     }
@@ -518,6 +544,25 @@ fn float_const(segs: &[String]) -> Option<Const> {
     Some(match ty {
         "f64" => Const::Float(value!(f64), Ty::F64),
         "f32" => Const::Float(value!(f32) as f64, Ty::F32),
+        _ => return None,
+    })
+}
+
+/// The method of the operator trait a binary operator calls (`add` of
+/// `Add` for `+`); `None` for `&&`, `||`, comparisons and assignments.
+fn operator_method(op: &syn::BinOp) -> Option<&'static str> {
+    use syn::BinOp as B;
+    Some(match op {
+        B::Add(_) => "add",
+        B::Sub(_) => "sub",
+        B::Mul(_) => "mul",
+        B::Div(_) => "div",
+        B::Rem(_) => "rem",
+        B::BitAnd(_) => "bitand",
+        B::BitOr(_) => "bitor",
+        B::BitXor(_) => "bitxor",
+        B::Shl(_) => "shl",
+        B::Shr(_) => "shr",
         _ => return None,
     })
 }
