@@ -14,9 +14,10 @@
 //!   caller hides), not through `self` or `Self`;
 //! - a closure written at the call (`|a, b| a.wrapping_add(b)`, its
 //!   parameters plain names) that captures nothing: every name its body
-//!   reads is one of its parameters, a binding of its own, a function,
-//!   constant or static of the module, or capitalized (a constructor or a
-//!   constant); and no macro, whose tokens could name anything.
+//!   reads is one of its parameters, a binding of its own, or, where the
+//!   caller binds no such name, a function, constant or static of the
+//!   module, or capitalized (a constructor or a constant); and no macro,
+//!   whose tokens could name anything.
 //!
 //! A call is specialized when every closure argument of it is; copies are
 //! shared by calls handing the same arguments, and made for calls in
@@ -189,11 +190,14 @@ impl Specializer {
         own.visit_expr(&c.body);
         let mut reads = Reads::default();
         reads.visit_expr(&c.body);
+        // A name the caller binds is the caller's, even where the module
+        // has an item of that name.
         !reads.macros
-            && reads
-                .names
-                .iter()
-                .all(|n| own.names.contains(n) || self.names.contains(n) || n.starts_with(|ch: char| ch.is_uppercase()))
+            && reads.names.iter().all(|n| {
+                own.names.contains(n)
+                    || (!self.bound.contains(n)
+                        && (self.names.contains(n) || n.starts_with(|ch: char| ch.is_uppercase())))
+            })
     }
 
     /// The call of a copy that `c` becomes, where every closure argument
@@ -361,6 +365,7 @@ mod tests {
                     twice(twice(k, halve), |x| x * k) + twice(1, |x| x - 1)
                 }
                 fn shadowed(k: i64) -> i64 { let halve = |x: i64| x + k; twice(k, halve) }
+                fn shadowed_inside(k: i64) -> i64 { let halve = |x: i64| x + k; let K = 2; twice(k, |x| halve(x) * K) }
             }",
             expect![[r#"
                 mod m {
@@ -407,6 +412,19 @@ mod tests {
                     fn shadowed(k: i64) -> i64 {
                         let halve = |x: i64| x + k;
                         twice(k, halve)
+                    }
+                    fn shadowed_inside(k: i64) -> i64 {
+                        let K = 2;
+                        twice(
+                            k,
+                            |x| (
+                                {
+                                    let __jitgen_closure_arg0 = x;
+                                    let x: i64 = __jitgen_closure_arg0;
+                                    x + k
+                                } * K
+                            ),
+                        )
                     }
                     fn __jitgen_apply_with_0(stack: &mut Vec<i64>) -> Option<()> {
                         let b = stack.pop()?;

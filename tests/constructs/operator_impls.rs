@@ -33,7 +33,9 @@ pub mod ops {
         type Output = Result<Value, String>;
         fn sub(self, other: Value) -> Result<Value, String> {
             match (self, other) {
-                (Value::Int(a), Value::Int(b)) => a.checked_sub(b).map(Value::Int).ok_or_else(|| "overflow".to_string()),
+                (Value::Int(a), Value::Int(b)) => {
+                    a.checked_sub(b).map(Value::Int).ok_or_else(|| "overflow".to_string())
+                }
                 _ => Err("can only subtract numbers".to_string()),
             }
         }
