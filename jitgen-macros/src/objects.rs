@@ -165,16 +165,17 @@ impl<'g> Gen<'g> {
     }
 
     /// `dst.name = src.name.clone()` (`OpKind::CloneInto`), a field of a
-    /// type the analysis does not model (an `Rc`) in two objects of one
-    /// struct: one call of a helper running Rust's own clone of the field
-    /// into its place (the old value dropped), at their addresses.
+    /// type the analysis does not model (an `Rc`), or of a struct of values
+    /// kept whole (a handle), in two objects of one struct: the handle's
+    /// bytes copied where it is `Copy`; else the field cloned into its
+    /// place (the old value dropped) at their addresses, by Rust's own
+    /// clone or, for an `Rc`, by residual code changing its counts.
     pub(crate) fn clone_into(
         &mut self,
         fi: usize,
         name: &str,
         args: &[hint_annotator::flowgraph::Value],
     ) -> TokenStream {
-        let rt = rt();
         let types = self.cg.types();
         let (Some((dst, Ty::Struct(sname))), Some((src, _))) =
             (self.red_object(fi, &args[0]), self.red_object(fi, &args[1]))
@@ -185,12 +186,23 @@ impl<'g> Gen<'g> {
             return self.decline("a field cloned into a struct the module does not define");
         };
         let (sn, fname, t) = (struct_at(&sname, types), member(name), rust_ty(&ft, None));
+        // A `Copy` struct is copied; anything else is cloned by Rust, or in
+        // place where it is an `Rc` (see `red_clone_into`).
+        let copy = match &ft {
+            Ty::Struct(n) => types.structs.get(n).is_some_and(|d| d.copy),
+            _ => false,
+        };
+        let clone = if copy {
+            quote!(__c.b.red_copy_into::<#t>(&__a[0], &__a[1]))
+        } else {
+            quote!(__c.b.red_clone_into::<#t>(&__a[0], &__a[1]))
+        };
         quote!({
             let __to = { #dst __addr };
             let __from = { #src __addr };
             let __f = ::core::mem::offset_of!(#sn, #fname) as u64;
             let __a = [__c.b.red_offset(&__to, __f), __c.b.red_offset(&__from, __f)];
-            __c.b.red_call(#rt::heap::clone_into::<#t>, "clone_into", &__a, &[]);
+            #clone;
             __st.forget_fields();
         })
     }

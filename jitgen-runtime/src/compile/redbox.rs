@@ -646,6 +646,55 @@ impl ResidualBuilder {
         params.into_iter().map(|val| self.var(val)).collect()
     }
 
+    /// `*dst = (*src).clone()` for a field of type `T`, which the analysis
+    /// does not model, in two places of one struct (a frame's `Rc`, cloned
+    /// with the frame). Where `T` is an `Rc` whose counts residual code may
+    /// change ([`crate::run::heap::rc_counts_in_place`]), in place: the
+    /// strong count of `src`'s `Rc` raised, its word stored at `dst`, then
+    /// the count of the `Rc` that `dst` held lowered, and the `Rc` dropped
+    /// by Rust where that was its last count. The raise comes first, so a
+    /// place cloned into itself, or two places of one `Rc`, keep their
+    /// count. Else, and in execute mode, Rust's own `clone` called
+    /// ([`crate::run::heap::clone_into`]).
+    pub fn red_clone_into<T: Clone + 'static>(&mut self, dst: &RedBox, src: &RedBox) {
+        use crate::run::heap::{clone_into, rc_counts_in_place, rc_drop_last};
+        if self.exec || !rc_counts_in_place::<T>() {
+            self.red_call(clone_into::<T>, "clone_into", &[*dst, *src], &[]);
+            return;
+        }
+        let one = RedBox::u64(1);
+        let new = self.red_load(ValTy::Ptr, src, 0);
+        let old = self.red_load(ValTy::Ptr, dst, 0);
+        let count = self.red_load(ValTy::U64, &new, 0);
+        let raised = self.red_bin(BinOp::Add, Overflow::Wrap, &count, &one);
+        self.red_store(&new, 0, &raised);
+        self.red_store(dst, 0, &new);
+        let count = self.red_load(ValTy::U64, &old, 0);
+        let lowered = self.red_bin(BinOp::Sub, Overflow::Wrap, &count, &one);
+        self.red_store(&old, 0, &lowered);
+        let last = self.red_cmp(CmpOp::Eq, &lowered, &RedBox::u64(0));
+        self.red_call_if(&last, rc_drop_last::<T>, "rc_drop_last", &[old], &[], &[]);
+    }
+
+    /// `*dst = *src` for a `Copy` value of type `T` that the analysis keeps
+    /// whole (a handle, a struct of values): its bytes copied in words, or
+    /// in the widest pieces its alignment allows.
+    pub fn red_copy_into<T: Copy>(&mut self, dst: &RedBox, src: &RedBox) {
+        let (size, align) = (std::mem::size_of::<T>(), std::mem::align_of::<T>());
+        let mut at = 0;
+        while at < size {
+            let ty = match (size - at).min(align).min(8) {
+                8.. => ValTy::U64,
+                4..=7 => ValTy::U32,
+                2 | 3 => ValTy::U16,
+                _ => ValTy::U8,
+            };
+            let x = self.red_load(ty, src, at as i32);
+            self.red_store(dst, at as i32, &x);
+            at += ty.bits() as usize / 8;
+        }
+    }
+
     /// A direct call of a portal's code specialized to its greens (see
     /// `run::direct`): where the entry at `entry` has code and fewer than
     /// `MAX_NATIVE_DEPTH` direct calls are under way, a call of that code

@@ -489,6 +489,48 @@ pub unsafe extern "C" fn clone_into<T: Clone + 'static>(buf: *mut u64) -> u64 {
     })
 }
 
+/// Whether residual code may change the counts of a `T` in place: `T` is
+/// std's `Rc` of a sized type, one word holding the address of its shared
+/// block, whose first word is the strong count. std declares that block
+/// `repr(C)` (strong count, weak count, value); this build of std is
+/// checked once, on an `Rc<u64>`, and where the name or the check
+/// disagrees every clone is Rust's own ([`clone_into`]).
+pub fn rc_counts_in_place<T>() -> bool {
+    use std::sync::OnceLock;
+    static CHECKED: OnceLock<bool> = OnceLock::new();
+    std::mem::size_of::<T>() == 8
+        && std::any::type_name::<T>().starts_with("alloc::rc::Rc<")
+        && *CHECKED.get_or_init(|| {
+            let a = std::rc::Rc::new(7u64);
+            // SAFETY: an `Rc` of a sized type is one word (checked above
+            // for `T`, and `Rc<u64>` is such an `Rc`).
+            let block = unsafe { std::mem::transmute_copy::<std::rc::Rc<u64>, usize>(&a) };
+            // SAFETY: the block is live while `a` is; its first word is read
+            // only if it is aligned for a word, which a heap block is.
+            let strong = || unsafe { *(block as *const usize) };
+            let b = a.clone();
+            let two = strong() == 2;
+            drop(b);
+            two && strong() == 1 && std::rc::Rc::strong_count(&a) == 1
+        })
+}
+
+/// The strong count of an `Rc` `T` went from one to zero in residual code
+/// ([`rc_counts_in_place`]): puts it back at one and drops the `Rc` as
+/// Rust does, its value and then its block freed: `[rc] -> []`, `rc` the
+/// `Rc`'s word.
+pub unsafe extern "C" fn rc_drop_last<T: 'static>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: one word, the word of a live `Rc` whose count residual
+        // code took from one to zero without dropping it; `T` is that
+        // `Rc`'s type, one word (`rc_counts_in_place`).
+        let b = unsafe { args(buf, 1) };
+        unsafe { *(b[0] as usize as *mut usize) = 1 };
+        drop(unsafe { std::mem::transmute_copy::<u64, T>(&b[0]) });
+        Ok(())
+    })
+}
+
 /// Moves a real `Vec` into another place (`*dest = take(src)`; nothing when
 /// they are the same): `[dest, src] -> []`.
 pub unsafe extern "C" fn vec_move<T: 'static>(buf: *mut u64) -> u64 {
