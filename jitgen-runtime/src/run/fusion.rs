@@ -53,6 +53,22 @@ impl<'a> Heat<'a> {
         Heat { tables, hits, total, entries: pieces.iter().map(|(e, _)| *e).collect() }
     }
 
+    /// The cases taken into pieces other than those at `fused` (sorted
+    /// entries), and the turns of those pieces' loops: the heat outside
+    /// the fused code.
+    fn outside(&self, fused: &[usize]) -> u64 {
+        self.hits.iter().filter(|(e, _)| fused.binary_search(e).is_err()).map(|(_, n)| n).sum()
+    }
+
+    /// Whether a tree fused with the pieces at `fused` (sorted entries)
+    /// when its heat outside them was `at_fusion` is due for another
+    /// fusion: the heat outside grew by [`HOT_AGAIN`] since, and a piece
+    /// not copied is hot now (see `ResidualFn::hot_again`).
+    fn calls_again(&self, fused: &[usize], at_fusion: u64) -> bool {
+        self.outside(fused).saturating_sub(at_fusion) >= HOT_AGAIN
+            && (0..self.entries.len()).any(|k| self.is_hot(k) && fused.binary_search(&self.entries[k]).is_err())
+    }
+
     /// The operations a fusion of `root_ops` and its `pieces` compiles:
     /// the root's and its hot pieces' (those up to [`MAX_FUSED_OPS`]).
     fn fused_ops(&self, root_ops: usize, pieces: &[(usize, std::rc::Rc<ResidualFunction>)]) -> usize {
@@ -299,16 +315,23 @@ impl ResidualFn {
         }
         let (times, _) = me.fused.get();
         me.fused.set((times + 1, cases));
-        me.heat_at_fusion.set((heat.total, me.born.elapsed()));
+        let mut entries: Vec<usize> = copied.iter().map(|k| functions[*k].0).collect();
+        entries.sort_unstable();
+        me.heat_at_fusion.set((heat.outside(&entries), me.born.elapsed()));
+        *me.fused_entries.borrow_mut() = entries;
         me.fusing.set(me.fusing.get() + took + elsewhere);
         me.estimate.set((usize::MAX, 0, std::time::Duration::ZERO));
         Fusion::Fused(self.clone(), took, ops, elsewhere)
     }
 
     /// Whether a fused tree that took no new case runs outside its fused
-    /// code again: its tables took, and its unfused pieces' loops turned,
-    /// [`HOT_AGAIN`] times since its last fusion. A fusion copies the
-    /// pieces hot then; a piece that gets hot later (the loop of a path
+    /// code again: its tables took cases into pieces the last fusion did
+    /// not copy, and those pieces' loops turned, [`HOT_AGAIN`] times since
+    /// that fusion, and one of those pieces is hot now. Cases into copied
+    /// pieces run fused code, and fusing for them would compile the same
+    /// function again (a recursion whose calls and returns switch on
+    /// promoted values takes its tables millions of times). A fusion copies
+    /// the pieces hot then; a piece that gets hot later (the loop of a path
     /// the first runs took seldom) runs as its case was compiled, at
     /// Cranelift's lowest level, until another fusion copies it: with the
     /// case budget bound to the call's time, the enum VM's Ackermann(2,
@@ -327,7 +350,7 @@ impl ResidualFn {
             return false;
         }
         me.heat_at_fusion.set((at_fusion, age));
-        Heat::of(&me.function, &pieces.functions()).total.saturating_sub(at_fusion) >= HOT_AGAIN
+        Heat::of(&me.function, &pieces.functions()).calls_again(&me.fused_entries.borrow(), at_fusion)
     }
 
     /// Installs the fusion the compiler's thread compiled, once it is
@@ -472,6 +495,27 @@ mod tests {
         set(1, 5_000);
         assert_eq!(hot(), [true, true, false]);
         assert_eq!(Heat::of(&root, &pieces).total, 15_000);
+    }
+
+    /// A fused tree is fused again for the heat of the pieces it did not
+    /// copy, once one of them is hot, not for cases taken into its copies
+    /// (a recursion switching at every call and return).
+    #[test]
+    fn a_tree_is_fused_again_for_pieces_it_did_not_copy() {
+        let pieces = vec![(0x10, piece(3)), (0x20, piece(3)), (0x30, piece(3))];
+        let heat = |hits: &[(usize, u64)]| {
+            let hits: std::collections::HashMap<usize, u64> = hits.iter().copied().collect();
+            let total = hits.values().sum();
+            Heat { tables: vec![], hits, total, entries: pieces.iter().map(|(e, _)| *e).collect() }
+        };
+        let fused = [0x10, 0x20];
+        let only_copies = heat(&[(0x10, 50_000_000), (0x20, 9_000_000)]);
+        assert!(!only_copies.calls_again(&fused, 0), "cases into its copies run fused code");
+        let a_piece_left = heat(&[(0x10, 50_000_000), (0x30, 200_000)]);
+        assert!(a_piece_left.calls_again(&fused, 0));
+        assert!(!a_piece_left.calls_again(&fused, 150_000), "not HOT_AGAIN more since");
+        let cold = heat(&[(0x10, 500_000_000), (0x30, 200_000)]);
+        assert!(!cold.calls_again(&fused, 0), "hotter outside, but the piece is cold against the rest");
     }
 
     /// A fusion is expected to compile what it copies: the root and the

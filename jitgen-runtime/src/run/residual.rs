@@ -208,6 +208,9 @@ pub(crate) struct Compiled {
     /// The heat of the tree at its last fusion, and the root's age when
     /// its heat was last taken (see `ResidualFn::fuse_pieces`).
     pub(crate) heat_at_fusion: std::cell::Cell<(u64, std::time::Duration)>,
+    /// The entries of the pieces the last fusion copied, sorted: cases
+    /// taken into them run fused code (see `ResidualFn::hot_again`).
+    pub(crate) fused_entries: std::cell::RefCell<Vec<usize>>,
     /// How many times a portal entered the code, and when last
     /// ([`ResidualFn::note_entry`]).
     pub(crate) entered: std::cell::Cell<(u64, Option<std::time::Instant>)>,
@@ -245,6 +248,7 @@ impl ResidualFn {
             fusing: std::cell::Cell::new(std::time::Duration::ZERO),
             estimate: std::cell::Cell::new((usize::MAX, 0, std::time::Duration::ZERO)),
             heat_at_fusion: std::cell::Cell::new((0, std::time::Duration::ZERO)),
+            fused_entries: std::cell::RefCell::new(Vec::new()),
             entered: std::cell::Cell::new((0, None)),
             pending_fusion: std::cell::RefCell::new(None),
             elsewhere: std::cell::Cell::new(None),
