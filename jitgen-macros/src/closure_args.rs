@@ -14,8 +14,8 @@
 //!   caller hides), not through `self` or `Self`;
 //! - a closure written at the call (`|a, b| a.wrapping_add(b)`, its
 //!   parameters plain names) that captures nothing: every name its body
-//!   reads is one of its parameters, a binding of its own, or, where the
-//!   caller binds no such name, a function, constant or static of the
+//!   reads is one of its parameters or, where the caller binds no such
+//!   name, a binding of its own, a function, constant or static of the
 //!   module, or capitalized (a constructor or a constant); and no macro,
 //!   whose tokens could name anything.
 //!
@@ -30,7 +30,7 @@ use quote::{format_ident, ToTokens};
 use syn::visit::Visit;
 use syn::visit_mut::VisitMut;
 
-use crate::closure_params::{closure_bound, closure_generics, only_called, path_as_closure, ImplClosure};
+use crate::closure_params::{closure_generics, param_closure_bound, path_as_closure, ImplClosure};
 use crate::closures::Bound;
 
 /// At most this many copies per module.
@@ -113,10 +113,9 @@ fn candidate(f: &syn::ItemFn) -> Option<Candidate> {
             bounds.push(None);
             continue;
         };
-        let bound = closure_bound(&pt.ty, &generics).filter(|_| {
-            let fn_ptr = matches!(&*pt.ty, syn::Type::FnPtr(_) | syn::Type::Paren(_));
+        let bound = param_closure_bound(pt, &generics, &f.block.stmts).filter(|_| {
             // A type parameter bounding it names nothing else of the
-            // signature; a function pointer is only called.
+            // signature.
             let elsewhere = match &*pt.ty {
                 syn::Type::Path(tp) => tp.path.get_ident().is_some_and(|g| {
                     let others = f.sig.inputs.iter().enumerate().filter(|(j, _)| *j != k);
@@ -127,7 +126,7 @@ fn candidate(f: &syn::ItemFn) -> Option<Candidate> {
                 }),
                 _ => false,
             };
-            p.by_ref.is_none() && p.subpat.is_none() && !elsewhere && (!fn_ptr || only_called(&p.ident, &f.block.stmts))
+            p.by_ref.is_none() && p.subpat.is_none() && !elsewhere
         });
         bounds.push(bound);
     }
@@ -183,20 +182,24 @@ impl Specializer {
         if c.asyncness.is_some() || !c.inputs.iter().all(plain) {
             return false;
         }
-        let mut own = Bound::default();
+        let mut params = Bound::default();
         for p in &c.inputs {
-            own.visit_pat(p);
+            params.visit_pat(p);
         }
+        let mut own = Bound::default();
         own.visit_expr(&c.body);
         let mut reads = Reads::default();
         reads.visit_expr(&c.body);
         // A name the caller binds is the caller's, even where the module
-        // has an item of that name.
+        // has an item of that name, and where the body binds it too: a read
+        // before that binding is the caller's.
         !reads.macros
             && reads.names.iter().all(|n| {
-                own.names.contains(n)
-                    || (!self.bound.contains(n)
-                        && (self.names.contains(n) || n.starts_with(|ch: char| ch.is_uppercase())))
+                params.names.contains(n)
+                    || !self.bound.contains(n)
+                        && (own.names.contains(n)
+                            || self.names.contains(n)
+                            || n.starts_with(|ch: char| ch.is_uppercase()))
             })
     }
 
@@ -366,6 +369,7 @@ mod tests {
                 }
                 fn shadowed(k: i64) -> i64 { let halve = |x: i64| x + k; twice(k, halve) }
                 fn shadowed_inside(k: i64) -> i64 { let halve = |x: i64| x + k; let K = 2; twice(k, |x| halve(x) * K) }
+                fn bound_after_read(y: i64) -> i64 { twice(1, |x| { let z = x + y; let y = 2; z * y }) }
             }",
             expect![[r#"
                 mod m {
@@ -424,6 +428,16 @@ mod tests {
                                     x + k
                                 } * K
                             ),
+                        )
+                    }
+                    fn bound_after_read(y: i64) -> i64 {
+                        twice(
+                            1,
+                            |x| {
+                                let z = x + y;
+                                let y = 2;
+                                z * y
+                            },
                         )
                     }
                     fn __jitgen_apply_with_0(stack: &mut Vec<i64>) -> Option<()> {

@@ -75,6 +75,21 @@ pub(crate) fn closure_bound(t: &syn::Type, generics: &BTreeMap<Ident, syn::Trait
     }
 }
 
+/// The closure trait that the parameter `pt`, of a function whose body is
+/// `stmts`, stands for ([`closure_bound`]): a function pointer only where
+/// the body does nothing with it but call it ([`only_called`]), since
+/// anything else may need its own type.
+pub(crate) fn param_closure_bound(
+    pt: &syn::PatType,
+    generics: &BTreeMap<Ident, syn::TraitBound>,
+    stmts: &[syn::Stmt],
+) -> Option<syn::TraitBound> {
+    closure_bound(&pt.ty, generics).filter(|_| {
+        !matches!(&*pt.ty, syn::Type::FnPtr(_) | syn::Type::Paren(_))
+            || matches!(&*pt.pat, syn::Pat::Ident(p) if only_called(&p.ident, stmts))
+    })
+}
+
 /// Whether `name` occurs in `stmts` only as the callee of calls (at least
 /// one), each with the same count of arguments: a function pointer only
 /// called, which a closure may stand for.

@@ -74,9 +74,7 @@ use syn::punctuated::Punctuated;
 use syn::visit_mut::VisitMut;
 use syn::{Expr, Token};
 
-use crate::closure_params::{
-    bounded_ident, closure_bound, closure_generics, only_called, path_as_closure, ImplClosure,
-};
+use crate::closure_params::{bounded_ident, closure_generics, param_closure_bound, path_as_closure, ImplClosure};
 
 /// How the portal takes one field of `self`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -521,14 +519,7 @@ impl<'a> Rewrite<'a> {
                 syn::FnArg::Typed(pt) => {
                     pats.push((*pt.pat).clone());
                     tys.push((!names_generic(pt.ty.to_token_stream())).then(|| (*pt.ty).clone()));
-                    // A function pointer is bound as a closure only where
-                    // the body does nothing with it but call it: anything
-                    // else may need its own type.
-                    let bound = closure_bound(&pt.ty, &closure_generics).filter(|_| {
-                        !matches!(&*pt.ty, syn::Type::FnPtr(_) | syn::Type::Paren(_))
-                            || matches!(&*pt.pat, syn::Pat::Ident(p) if only_called(&p.ident, &m.block.stmts))
-                    });
-                    closure_bounds.push(bound);
+                    closure_bounds.push(param_closure_bound(pt, &closure_generics, &m.block.stmts));
                 }
                 syn::FnArg::Receiver(_) => return None,
             }
