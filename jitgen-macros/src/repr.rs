@@ -949,6 +949,9 @@ pub fn enum_helper_fns(ty: &Ty, types: &ModuleTypes) -> TokenStream {
         quote!()
     };
     quote! {
+        // Inlined: a callback giving a value back writes its words straight
+        // into the call's buffer, not into an array copied there.
+        #[inline]
         #[allow(non_snake_case, unused_variables, clippy::all)]
         pub(super) fn #flat(__v: &#t) -> [u64; #n] {
             let mut __w = [0u64; #n];
