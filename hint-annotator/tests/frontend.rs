@@ -1849,3 +1849,32 @@ fn f(a: V, b: V) -> Option<V> { let s = (a + b)?; Some(-s) }",
         "#]],
     );
 }
+
+/// A tuple struct of the module destructured by a pattern (`let P(a, ..) =
+/// p;`) reads its fields, as a struct pattern does.
+#[test]
+fn a_tuple_struct_pattern_reads_its_fields() {
+    check(
+        "#[derive(Clone, Copy)]
+struct P(i64, bool, i64);
+fn f(p: P) -> i64 { let P(a, .., c) = p; let P(_, b, _) = p; if b { a } else { c } }",
+        expect![[r#"
+            fn f -> i64
+            block0(p_0: P red):
+                R v1: i64 = getfield.0(p_0)
+                R v2: bool = getfield.1(p_0)
+                R v3: i64 = getfield.2(p_0)
+                R v4: P = new.P(v1, v2, v3)
+                R a_5: i64 = getfield.0(v4)
+                R c_6: i64 = getfield.2(v4)
+                R v7: i64 = getfield.0(p_0)
+                R v8: bool = getfield.1(p_0)
+                R v9: i64 = getfield.2(p_0)
+                R v10: P = new.P(v7, v8, v9)
+                R b_11: bool = getfield.1(v10)
+                if b_11 then block1(a_5) else block1(c_6)
+            block1(v16: i64 red):
+                return v16
+        "#]],
+    );
+}

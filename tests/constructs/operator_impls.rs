@@ -1,6 +1,7 @@
 //! A stack VM whose values add, subtract and negate through the module's
 //! own operator impls (`impl Add for Value` with `type Output =
-//! Result<Value, String>`, `impl Neg`, `impl Not`), as a new user writes
+//! Result<Value, String>`, `impl Neg`, `impl Not`, and `impl Mul` for a
+//! struct), as a new user writes
 //! one: `self.stack.push((a + b)?)`. Before, the analysis typed `a + b` as
 //! the operands' type, so the `?` after it was "the pattern `Ok` on a value
 //! of type `Value`", and the whole module was interpreted. Now the operator
@@ -11,7 +12,7 @@
 #[jitgen::jit_interpreter]
 pub mod ops {
     use jitgen::prelude::*;
-    use std::ops::{Add, Neg, Not, Sub};
+    use std::ops::{Add, Mul, Neg, Not, Sub};
 
     #[derive(Clone, Copy, Debug, PartialEq)]
     pub enum Value {
@@ -61,6 +62,17 @@ pub mod ops {
         }
     }
 
+    /// A struct of the module with an operator impl of its own.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Scaled(pub i64);
+
+    impl Mul for Scaled {
+        type Output = Scaled;
+        fn mul(self, other: Scaled) -> Scaled {
+            Scaled(self.0.wrapping_mul(other.0) >> 1)
+        }
+    }
+
     #[derive(Clone, Copy, Debug, PartialEq)]
     pub enum Op {
         Push(i64),
@@ -68,6 +80,7 @@ pub mod ops {
         Sub,
         Neg,
         Not,
+        Mul,
         Load(usize),
         Store(usize),
         JumpIfFalse(usize),
@@ -120,6 +133,15 @@ pub mod ops {
                     Op::Not => {
                         let a = self.pop()?;
                         self.stack.push(!a);
+                    }
+                    Op::Mul => {
+                        let b = self.pop()?;
+                        let a = self.pop()?;
+                        let (Value::Int(a), Value::Int(b)) = (a, b) else {
+                            return Err("can only multiply numbers".to_string());
+                        };
+                        let Scaled(p) = Scaled(a) * Scaled(b);
+                        self.stack.push(Value::Int(p));
                     }
                     Op::Load(i) => self.stack.push(self.locals[i]),
                     Op::Store(i) => {
@@ -185,6 +207,8 @@ fn sum_program(n: i64) -> Vec<Op> {
 #[test]
 fn operators_of_the_modules_own_types_compile_and_agree_with_plain() {
     assert_eq!(check(&sum_program(100), u64::MAX), Ok(ops::Value::Int(5050)));
+    // `Scaled(6) * Scaled(7)` is the impl's `Scaled(42 >> 1)`.
+    assert_eq!(check(&[Push(6), Push(7), Mul, Halt], 10), Ok(ops::Value::Int(21)));
     ops::jit::config().set_threshold(5);
     let before = ops::jit::stats();
     for _ in 0..3 {
@@ -205,7 +229,8 @@ fn operators_of_the_modules_own_types_compile_and_agree_with_plain() {
             let mut c = vec![Push(4), Push(i64::MIN + 1), Push(7)];
             while c.len() < len {
                 let to = rng.below(len as u64 + 1) as usize;
-                c.push(match rng.below(10) {
+                c.push(match rng.below(11) {
+                    10 => Mul,
                     0 => Push(rng.below(7) as i64 - 2),
                     1 => Add,
                     2 => Sub,

@@ -334,6 +334,35 @@ impl<'m, 'a> Lowering<'m, 'a> {
                 }
             }
             Pat::Path(pp) => self.path_pattern(v, &pp.path, p, fail),
+            Pat::TupleStruct(ts)
+                if ts.path.segments.len() == 1
+                    && self.m.structs.contains_key(&self.resolve_self(&ts.path.segments[0].ident.to_string())) =>
+            {
+                // A tuple struct of the module (`let Scaled(p) = a * b;`):
+                // its fields read as a struct pattern reads them.
+                let name = self.resolve_self(&ts.path.segments[0].ident.to_string());
+                let count = self.m.structs[&name].fields.len();
+                let n = ts.elems.len();
+                let rest = ts.elems.iter().position(|e| matches!(e, Pat::Rest(_)));
+                if rest.is_none() && n != count || rest.is_some() && n - 1 > count {
+                    self.error(p.span(), format!("`{name}` has {count} fields, this pattern {n}"));
+                    return;
+                }
+                for (k, sp) in ts.elems.iter().enumerate() {
+                    let i = match rest {
+                        Some(r) if k == r => continue,
+                        Some(r) if k > r => count - (n - k),
+                        _ => k,
+                    };
+                    if matches!(sp, Pat::Wild(_)) {
+                        continue;
+                    }
+                    let member = syn::Member::Unnamed(syn::Index { index: i as u32, span: sp.span() });
+                    let Some((field, ft)) = self.field_ty(&v, &member, sp) else { continue };
+                    let fv = self.emit(OpKind::GetField(field), vec![v.clone()], ft, sp);
+                    self.pattern(fv, sp, fail, binds);
+                }
+            }
             Pat::TupleStruct(ts) => {
                 let Some((en, vn, idx, fields)) = self.pattern_variant(&ty, &ts.path, p) else { return };
                 self.tag_test(v.clone(), &en, &vn, idx, fail, p);
