@@ -188,6 +188,21 @@ impl<'g> Gen<'g> {
                 });
                 return quote!(#(#body)*);
             }
+            // A frame made again for this point, before its first operation,
+            // gets back the result it was delivered.
+            // (A green result only: a frame's red boxes and its key are
+            // those of its values.)
+            let ret_back = (k == start && ret.is_some()).then(|| {
+                quote! {
+                    match (&__ret_words, __st.frames.last_mut()) {
+                        (Some(__r), Some(__f)) if __r.is_green() => __f.ret = Some(__r.clone()),
+                        _ => {
+                            __c.decline("a run-time result delivered where the frames spilled must come back first");
+                            break 'path None;
+                        }
+                    }
+                }
+            });
             if let Some(l) = self.pops_frames(fi, op) {
                 // Spilled frames: resume before this pop with the top one
                 // back (or with none left), compiled or executed.
@@ -198,6 +213,7 @@ impl<'g> Gen<'g> {
                 body.push(quote! {
                     if #l.pops_spilled() {
                         __st.frames.push(#pre_frame);
+                        #ret_back
                         break 'path #rt::ext::unspill(__c, __st, __forever, __resume_fns());
                     }
                 });
@@ -207,7 +223,7 @@ impl<'g> Gen<'g> {
                 // with the frame on top of the continuation stack.
                 let pops = quote!(__st.pops_hidden(&#p, #j));
                 let room = quote!(__st.any_pops_spilled() || __st.unspills_for_index());
-                body.push(self.unspill_first(fi, b, k, pops, room));
+                body.push(self.unspill_first(fi, b, k, pops, room, ret_back.clone()));
             }
             if let Some((p, j, i)) = self.reads_hidden(fi, b, k) {
                 // An index into an operand stack's hidden part: the segment
@@ -225,7 +241,7 @@ impl<'g> Gen<'g> {
                     None => Some(quote!(__st.reads_hidden(&__c.b, &#p, #j, None))),
                 };
                 if let Some(reads) = reads {
-                    body.push(self.unspill_first(fi, b, k, reads, quote!(__st.unspills_for_index())));
+                    body.push(self.unspill_first(fi, b, k, reads, quote!(__st.unspills_for_index()), ret_back));
                 }
             }
             self.declined.set(false);
@@ -249,7 +265,9 @@ impl<'g> Gen<'g> {
     /// Code that, where `needs` holds before operation `k` of block `b`
     /// (it would need an operand stack's hidden part) and `room` allows,
     /// resumes before the operation with the frame on top of the
-    /// continuation stack popped back (see `JitState::unspill`).
+    /// continuation stack popped back (see `JitState::unspill`); `ret_back`
+    /// gives the frame made again its delivered result, where `k` is the
+    /// point's first operation.
     fn unspill_first(
         &mut self,
         fi: usize,
@@ -257,6 +275,7 @@ impl<'g> Gen<'g> {
         k: usize,
         needs: TokenStream,
         room: TokenStream,
+        ret_back: Option<TokenStream>,
     ) -> TokenStream {
         let pre = self.point_ids[&(fi, b, k)];
         let pre_frame = self.frame(pre, &HashMap::new(), false);
@@ -264,6 +283,7 @@ impl<'g> Gen<'g> {
         quote! {
             if #needs {
                 __st.frames.push(#pre_frame);
+                #ret_back
                 if #room {
                     break 'path #rt::ext::unspill(__c, __st, __forever, __resume_fns());
                 }
@@ -747,7 +767,13 @@ impl<'g> Gen<'g> {
         let ret = pt.ret.map(|r| {
             let values = [(self.repr(pt.f, r), f.color(r) == Color::Green)];
             let unvals = crate::frame::unpack_name(self.layouts.borrow_mut().of(&values));
-            quote!(let __ret = __frame.ret.take().map(|__r| #unvals(*__r).0);)
+            // (Kept whole too: a path that stops at this point again, to
+            // bring spilled frames back first, gives the frame its result
+            // back, see `point_code`.)
+            quote! {
+                let __ret_words = __frame.ret.take();
+                let __ret = __ret_words.clone().map(|__r| #unvals(*__r).0);
+            }
         });
         let is_join = pt.op == 0 && self.plans[pt.f].joins.contains(&pt.block);
         let merge_fn = if self.plans[pt.f].loop_heads.contains(&pt.block) {

@@ -30,6 +30,7 @@ mod heap_objects;
 mod iter_input;
 mod iteration;
 mod left_to_rust;
+mod local_call_stack;
 mod lox_style;
 mod macros;
 mod maps;

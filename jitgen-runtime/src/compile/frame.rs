@@ -259,6 +259,10 @@ impl Values {
     pub fn reds_from(&self, i: usize) -> &[RedBox] {
         &self.reds[i..]
     }
+    /// Whether these are green words only (no red box, no slot).
+    pub fn is_green(&self) -> bool {
+        self.reds.is_empty() && self.slots.is_empty()
+    }
     /// Slot `i`, moved out.
     pub fn take(&mut self, i: usize) -> Slot {
         std::mem::replace(&mut self.slots[i], Slot::Taken)
@@ -297,6 +301,16 @@ impl PointFrame<'_> {
 }
 
 impl PointFrame<'_> {
+    /// The key words of a result delivered to the frame and kept (a
+    /// continuation that stopped again before its first operation, to
+    /// bring spilled frames back: only green results are kept so).
+    fn ret_key_words(&self, k: &mut KeyWords) {
+        if let Some(r) = &self.ret {
+            k.push(r.words.len() as u64);
+            k.extend_from_slice(&r.words);
+        }
+    }
+
     /// A copy changed as `view` sees it: what [`Frame::key_as`] and
     /// [`Frame::reds_lists_real`] must agree with (checked in debug builds).
     fn changed_copy(&self, view: KeyView) -> Self {
@@ -318,6 +332,7 @@ impl Frame for PointFrame<'_> {
         for s in &self.vals.slots {
             s.key_words(&mut k);
         }
+        self.ret_key_words(&mut k);
         (self.point, k)
     }
 
@@ -326,6 +341,7 @@ impl Frame for PointFrame<'_> {
         for s in &self.vals.slots {
             s.key_words_as(&mut k, view);
         }
+        self.ret_key_words(&mut k);
         debug_assert_eq!(k, self.changed_copy(view).key().1, "a frame's key seen through {view:?}");
         (self.point, k)
     }
