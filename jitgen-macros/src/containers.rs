@@ -249,7 +249,7 @@ impl<'g> Gen<'g> {
             return Some(match &op.kind {
                 OpKind::EnumTag if rgreen => {
                     let msg = format!(
-                        "the variant of `{}` is needed known while compiling, and is known only when running (an enum promoted with payloads, or read from mutable memory)",
+                        "the variant of `{}` is needed known while compiling, and is known only when running (an enum promoted with payloads, or read from mutable memory); promote the index it is read at instead (`hint!(pc, promote)`), or read it from code that is green (`hint!(code[pc], concrete)`)",
                         op.source
                     );
                     self.bind(fi, r, quote!(match #a.0.as_const() { Some(__w) => __w as u32, None => { __c.decline(#msg); break 'path None; } }))
@@ -766,6 +766,23 @@ impl<'g> Gen<'g> {
                         self.bind(fi, r, quote!({ let __a = #addr; __c.b.red_load(#vt, &__a, 0) }))
                     }
                     Repr::RPtr | Repr::VList(_) if is_owned_pointer(&et) => self.bind_ptr(fi, r, addr),
+                    // A plain enum (`locals: [Value; 8]`): its tag and slots
+                    // read in place, as a `Vec`'s element is.
+                    Repr::Enum(_, n) if is_enum(&et) && plain(&et, self.cg.types()) => {
+                        let n = *n;
+                        self.uses_enum(&et);
+                        let (m, (_, _, tys)) = (flat_marker(&et), enum_helpers(&et));
+                        let class = elem_class(&quote!(#m).to_string());
+                        self.bind(
+                            fi,
+                            r,
+                            quote!({
+                                let __e = #addr;
+                                let __v = __st.flat_get_at::<#m>(&mut __c.b, &__e, #class, &#tys());
+                                #rt::redbox::first_n::<#n>(&__v)
+                            }),
+                        )
+                    }
                     _ => self.decline("an element of this type through a run-time pointer"),
                 }
             }
@@ -1209,6 +1226,26 @@ impl<'g> Gen<'g> {
                             Ty::Slice(t) | Ty::Array(t, _) => (**t).clone(),
                             _ => Ty::Error,
                         };
+                        if is_enum(&et) && plain(&et, self.cg.types()) {
+                            // A plain enum: its tag and slots written in
+                            // place, as a `Vec`'s element is.
+                            let vr = self.value_repr(fi, &args[2]);
+                            let i = need!(self, self.operand(fi, &args[1], &Repr::R(Sc::Int(IntTy::Usize))), "index");
+                            let x = need!(self, self.operand(fi, &args[2], &vr), "value");
+                            let addr = match self.elem_addr(fi, &args[0], &cont, &et, &quote!(__i)) {
+                                Ok(a) => a,
+                                Err(declined) => return declined,
+                            };
+                            self.uses_enum(&et);
+                            let m = flat_marker(&et);
+                            let class = elem_class(&quote!(#m).to_string());
+                            return quote!({
+                                let __i = #i;
+                                let __x = #x;
+                                let __a = #addr;
+                                __st.flat_set_at::<#m>(&mut __c.b, &__a, &__x[..], #class);
+                            });
+                        }
                         let Some(esc) = scalar(&et) else {
                             return self.decline("a store of a non-scalar element through a run-time pointer");
                         };

@@ -358,7 +358,7 @@ impl<'g> Gen<'g> {
                 let a = need!(self, self.operand(fi, &args[0], &self.value_repr(fi, &args[0])), "enum");
                 if rgreen {
                     let msg = format!(
-                        "the variant of `{}` is needed known while compiling, and is known only when running (an enum promoted with payloads, or read from mutable memory)",
+                        "the variant of `{}` is needed known while compiling, and is known only when running (an enum promoted with payloads, or read from mutable memory); promote the index it is read at instead (`hint!(pc, promote)`), or read it from code that is green (`hint!(code[pc], concrete)`)",
                         op.source
                     );
                     self.bind(fi, r, quote!(match #a[0].as_const() { Some(__w) => __w as u32, None => { __c.decline(#msg); break 'path None; } }))

@@ -21,6 +21,7 @@ mod copy_frames;
 mod decline;
 mod decoded_vm;
 mod discriminants;
+mod enum_arrays;
 mod error_exits;
 mod external_types;
 mod forward_turns;

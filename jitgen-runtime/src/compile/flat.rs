@@ -10,7 +10,9 @@ use crate::compile::state::{FlatVec, Frame, JitState};
 use crate::compile::vlist::VList;
 use crate::ir::builder::ResidualBuilder;
 use crate::ir::ops::ValTy;
-use crate::run::heap::{flat_vec_get, flat_vec_len, flat_vec_new, flat_vec_set, vec_layout, Flat};
+use crate::run::heap::{
+    flat_load_at, flat_store_at, flat_vec_get, flat_vec_len, flat_vec_new, flat_vec_set, vec_layout, EnumLayout, Flat,
+};
 
 impl<F: Frame> JitState<F> {
     /// Element `index` of the real list of `M` at `addr`: its tag (a `u32`)
@@ -29,12 +31,56 @@ impl<F: Frame> JitState<F> {
             return b.red_call(flat_vec_get::<M>, "vec_get", &[*addr, *index], tys);
         };
         let e = self.vec_elem(b, addr, index, el.size, vl);
-        let tag = self.load_field(b, el.tag.1, &e, el.tag.0, class, el.tag.0);
+        self.flat_load(b, el, &e, class)
+    }
+
+    /// The tag and every slot of the `M` at the address `e`, in place.
+    fn flat_load(&mut self, b: &mut ResidualBuilder, el: &EnumLayout, e: &RedBox, class: u32) -> Vec<RedBox> {
+        let tag = self.load_field(b, el.tag.1, e, el.tag.0, class, el.tag.0);
         let mut words = vec![b.red_cast(&tag, ValTy::U32)];
         for (off, ty) in &el.slots {
-            words.push(self.load_field(b, *ty, &e, *off, class, *off));
+            words.push(self.load_field(b, *ty, e, *off, class, *off));
         }
         words
+    }
+
+    /// The `M` at the address `e` (an element of an array or a slice,
+    /// bounds-checked already), as [`JitState::flat_get`] reads one: in
+    /// place where `M`'s layout was measured, else by a helper call.
+    pub fn flat_get_at<M: Flat>(
+        &mut self,
+        b: &mut ResidualBuilder,
+        e: &RedBox,
+        class: u32,
+        tys: &[ValTy],
+    ) -> Vec<RedBox> {
+        match M::layout() {
+            Some(el) => self.flat_load(b, el, e, class),
+            None => b.red_call(flat_load_at::<M>, "load_at", &[*e], tys),
+        }
+    }
+
+    /// Writes `value` into the `M` at the address `e`, as
+    /// [`JitState::flat_set`] writes an element: in place where the layout
+    /// was measured and the variant is known, or every slot can be written
+    /// (no two share a byte); else by a helper call.
+    pub fn flat_set_at<M: Flat>(&mut self, b: &mut ResidualBuilder, e: &RedBox, value: &[RedBox], class: u32) {
+        let k = value[0].as_const();
+        let Some(el) = M::layout().filter(|el| k.is_some() || el.slots_apart()) else {
+            let mut args = vec![*e];
+            args.extend_from_slice(value);
+            b.red_call(flat_store_at::<M>, "store_at", &args, &[]);
+            // (The helper wrote memory a fact may hold.)
+            self.forget_fields();
+            return;
+        };
+        let tag = b.red_cast(&value[0], el.tag.1);
+        self.store_field(b, e, el.tag.0, &tag, class, el.tag.0);
+        for (j, (off, _)) in el.slots.iter().enumerate() {
+            if k.is_none_or(|k| el.slot_variant[j] == k as usize) {
+                self.store_field(b, e, *off, &value[j + 1], class, *off);
+            }
+        }
     }
 
     /// Writes `value` (a tag and every slot, as [`JitState::flat_get`] reads

@@ -809,6 +809,29 @@ pub unsafe extern "C" fn flat_vec_set<F: Flat>(buf: *mut u64) -> u64 {
     })
 }
 
+/// `*p` of an enum at an address (an element of an array, bounds-checked
+/// already): `[p] -> [w0 .. wN-1]`.
+pub unsafe extern "C" fn flat_load_at<F: Flat>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: max(1, N) words; the address is a live F::T.
+        let b = unsafe { args(buf, F::N.max(1)) };
+        let x = unsafe { &*(b[0] as usize as *const F::T) };
+        F::flat(x, &mut b[..F::N]);
+        Ok(())
+    })
+}
+
+/// `*p = x` of an enum at an address (an element of an array,
+/// bounds-checked already): `[p, w0 .. wN-1] -> []`.
+pub unsafe extern "C" fn flat_store_at<F: Flat>(buf: *mut u64) -> u64 {
+    run_callback(|| {
+        // SAFETY: 1 + N words; the address is a live F::T.
+        let b = unsafe { args(buf, 1 + F::N) };
+        *unsafe { &mut *(b[0] as usize as *mut F::T) } = F::unflat(&b[1..]);
+        Ok(())
+    })
+}
+
 /// `v.push(x)`: `[addr, w0 .. wN-1] -> []`.
 pub unsafe extern "C" fn flat_vec_push<F: Flat>(buf: *mut u64) -> u64 {
     run_callback(|| {
