@@ -104,14 +104,13 @@ use enum_arrays::Vm;
 /// The result and the whole machine, through `jit::plain`, the portal and
 /// `jit::specialize`: the same.
 fn check(code: &[Op], fuel: u32) -> String {
-    let whole = |run: &dyn Fn(&mut Vm) -> Result<enum_arrays::Value, String>| {
-        let mut vm = Vm { fuel, ..Vm::default() };
-        let r = run(&mut vm);
-        format!("{r:?} {vm:?}")
+    let whole = |run: fn(&mut Vm, &[Op]) -> Result<enum_arrays::Value, String>| {
+        let (r, vm) = crate::common::whole(Vm { fuel, ..Vm::default() }, |vm| run(vm, code));
+        format!("{r:?} {vm}")
     };
-    let want = whole(&|vm| enum_arrays::jit::plain::Vm::run(vm, code));
-    assert_eq!(whole(&|vm| vm.run(code)), want, "portal {code:?}");
-    assert_eq!(whole(&|vm| enum_arrays::jit::specialize::Vm::run(vm, code)), want, "specialize {code:?}");
+    let want = whole(enum_arrays::jit::plain::Vm::run);
+    assert_eq!(whole(Vm::run), want, "portal {code:?}");
+    assert_eq!(whole(enum_arrays::jit::specialize::Vm::run), want, "specialize {code:?}");
     want
 }
 

@@ -213,14 +213,13 @@ fn fib_program(n: i64) -> Vec<Op> {
 /// The result and the whole machine, through `jit::plain`, the portal and
 /// `jit::specialize`: the same.
 fn check(code: &[Op]) -> String {
-    let whole = |run: &dyn Fn(&mut Vm) -> Result<call_stack_vm::Value, call_stack_vm::VmError>| {
-        let mut vm = Vm::new();
-        let r = run(&mut vm);
-        format!("{r:?} {vm:?}")
+    let whole = |run: fn(&mut Vm, &[Op]) -> Result<call_stack_vm::Value, call_stack_vm::VmError>| {
+        let (r, vm) = crate::common::whole(Vm::new(), |vm| run(vm, code));
+        format!("{r:?} {vm}")
     };
-    let want = whole(&|vm| call_stack_vm::jit::plain::Vm::run(vm, code));
-    assert_eq!(whole(&|vm| vm.run(code)), want, "portal {code:?}");
-    assert_eq!(whole(&|vm| call_stack_vm::jit::specialize::Vm::run(vm, code)), want, "specialize {code:?}");
+    let want = whole(call_stack_vm::jit::plain::Vm::run);
+    assert_eq!(whole(Vm::run), want, "portal {code:?}");
+    assert_eq!(whole(call_stack_vm::jit::specialize::Vm::run), want, "specialize {code:?}");
     want
 }
 

@@ -86,7 +86,7 @@ impl Rng {
 /// operand stack, frames, counters). Random-program tests compare this, not
 /// only the result: code after a return can be wrong where the result is
 /// right.
-pub fn whole<M: std::fmt::Debug, R>(mut machine: M, way: fn(&mut M) -> R) -> (R, String) {
+pub fn whole<M: std::fmt::Debug, R>(mut machine: M, way: impl FnOnce(&mut M) -> R) -> (R, String) {
     let r = way(&mut machine);
     (r, format!("{machine:?}"))
 }
