@@ -1,9 +1,10 @@
 //! Elements of real lists of enums (flat lists: each element its tag and the
-//! payload slots of every variant, [`crate::run::heap::Flat`]), read and
-//! written for generating extensions: in place where the enum's layout was
-//! measured (the tag and the slots, through the facts of
-//! [`JitState::load_field`]), else by a call of the runtime's
-//! `flat_vec_get` or `flat_vec_set`.
+//! payload slots of every variant, [`crate::run::heap::Flat`]), and of
+//! arrays and slices of them, read and written for generating extensions:
+//! in place where the enum's layout was measured (the tag and the slots,
+//! through the facts of [`JitState::load_field`]), else by a call of the
+//! runtime's `flat_vec_get` or `flat_vec_set` (`flat_load_at` or
+//! `flat_store_at` for an element of an array).
 
 use crate::compile::redbox::RedBox;
 use crate::compile::state::{FlatVec, Frame, JitState};
