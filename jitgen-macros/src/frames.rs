@@ -283,8 +283,8 @@ impl<'g> Gen<'g> {
         quote! {
             if #needs {
                 __st.frames.push(#pre_frame);
-                #ret_back
                 if #room {
+                    #ret_back
                     break 'path #rt::ext::unspill(__c, __st, __forever, __resume_fns());
                 }
                 __st.frames.pop();
