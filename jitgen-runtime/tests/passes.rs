@@ -1407,3 +1407,69 @@ fn a_case_counts_the_turns_of_its_loops_at_their_heads() {
     assert_eq!(compile_host(&root).expect("compiles").call_words(&[5]).expect("runs"), vec![10]);
     assert_eq!(root.turns.as_ref().map(|t| t.get()), Some(0));
 }
+
+/// A turn counter for `dropping_turn_checks`: far from running out.
+static TURNS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1 << 40);
+
+fn turns_at() -> u64 {
+    &TURNS as *const _ as u64
+}
+
+fn drop_the_turn_checks(f: &mut ResidualFunction) {
+    assert!(f.drop_turn_checks(turns_at()));
+}
+
+/// Fused code that calls no Rust loses its turn checks: the counter's
+/// load, decrement and store go, and the test of what is left becomes a
+/// jump to the side that goes on; the rest of the loop stays.
+#[test]
+fn dropping_turn_checks_leaves_the_loop() {
+    let input = format!(
+        "
+entry(v0: i64):
+    v1 = const.i64 0
+    jump L1(v1)
+L1(v2: i64):
+    v3 = const.ptr {:#x}
+    v4 = load.i64 v3+0
+    v5 = const.i64 1
+    v6 = sub.i64 v4, v5
+    store.i64 v3+0, v6
+    v7 = const.i64 0
+    v8 = gt.i64 v6, v7
+    branch v8, L2(), L3()
+L2():
+    v9 = add.i64 v2, v5
+    v10 = lt.i64 v9, v0
+    branch v10, L1(v9), L4(v9)
+L3():
+    error Abort(0)
+L4(v11: i64):
+    return v11
+",
+        turns_at()
+    );
+    let parsed_input = parsed(&input);
+    assert!(!parsed_input.calls_rust());
+    check(
+        drop_the_turn_checks,
+        &input,
+        expect![[r#"
+            entry(v0: i64):
+                v1 = const.i64 0
+                jump L1(v1)
+            L1(v2: i64):
+                v3 = const.i64 1
+                v4 = const.i64 0
+                jump L2()
+            L2():
+                v5 = add.i64 v2, v3
+                v6 = lt.i64 v5, v0
+                branch v6, L1(v5), L4(v5)
+            L3():
+                error Abort(0)
+            L4(v7: i64):
+                return v7
+        "#]],
+    );
+}

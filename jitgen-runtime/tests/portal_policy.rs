@@ -492,7 +492,8 @@ fn default_policy_compiles_on_the_compilers_thread_and_installs_at_a_later_visit
     assert!(!matches!(CACHE.with(|c| c.borrow_mut().visit(&[3], &[b"other"], 0)), Hot::Run(_)));
 }
 
-/// Turn checks (`portal::slow::TurnClock`): a count armed at an entry, run
+/// Turn checks (`portal::slow::TurnClock`): a count armed at an entry (one
+/// per counter, whichever key enters), run
 /// out over too little code time, is armed again with more turns; run out
 /// over enough, it leaves the key to be measured, and the interpreter's time
 /// per visit decides. Times are given here, as the portal measures them.
@@ -510,13 +511,17 @@ fn turn_checks_arm_grow_and_compare_code_with_the_interpreter() {
     counter.left.set(40);
     clock.enter(&counter, us(10), 0, 100);
     assert_eq!(counter.left.get(), 40);
+    // So is another key's code rooted at the same position: the counter
+    // is theirs together, and so is the count under way.
+    TurnClock::default().enter(&counter, us(20), 0, 100);
+    assert_eq!(counter.left.get(), 40);
     // Run out after 100 µs of code time, 60 of them compiling cases: too
     // short to judge, so armed again for TURN_SPAN at that pace.
     counter.left.set(0);
     clock.ran_out(&counter, us(100), 60_000);
     assert!(!clock.measuring() && counter.left.get() == i64::MAX);
     let grown = 100 * (TURN_SPAN.as_micros() as i64 / 40);
-    assert_eq!(clock.turns(), grown);
+    assert_eq!(counter.turns.get(), grown);
     clock.enter(&counter, us(100), 60_000, 100);
     assert_eq!(counter.left.get(), grown);
     // 1 µs a turn, over enough code time: measured.
@@ -529,21 +534,21 @@ fn turn_checks_arm_grow_and_compare_code_with_the_interpreter() {
     assert_eq!(counter.left.get(), i64::MAX, "not armed while measured");
     // The interpreter takes 1.1 µs a visit: the code is not slower, but
     // narrowly so, and is checked again soon.
-    assert_eq!(clock.measured(1000, us(1100)), TurnVerdict::Keep);
-    assert_eq!(clock.turns(), grown * 2, "checked again soon");
+    assert_eq!(clock.measured(&counter, 1000, us(1100)), TurnVerdict::Keep);
+    assert_eq!(counter.turns.get(), grown * 2, "checked again soon");
     // At 1 µs a turn again against 2.5 µs a visit: clearly faster, checked
     // more rarely.
     clock.enter(&counter, us(0), 0, 100);
     counter.left.set(0);
     clock.ran_out(&counter, us((grown * 2) as u64), 0);
-    assert_eq!(clock.measured(1000, us(2500)), TurnVerdict::Keep);
+    assert_eq!(clock.measured(&counter, 1000, us(2500)), TurnVerdict::Keep);
     let turns = grown * 2 * TURNS_GROWTH;
-    assert_eq!(clock.turns(), turns, "checked more rarely");
+    assert_eq!(counter.turns.get(), turns, "checked more rarely");
     // Next time it takes 3 µs a turn against 0.9 µs a visit: retired.
     clock.enter(&counter, us(0), 0, 100);
     counter.left.set(0);
     clock.ran_out(&counter, us(3 * turns as u64), 0);
-    let v = clock.measured(1000, us(900));
+    let v = clock.measured(&counter, 1000, us(900));
     assert_eq!(v, TurnVerdict::Retire { compiled: us(3), interpreted: Duration::from_nanos(900) });
 }
 

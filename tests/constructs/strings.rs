@@ -724,3 +724,67 @@ fn code_slower_than_interpreting_in_one_long_call_is_retired() {
     // (all compiled, they take a second).
     assert!(took < std::time::Duration::from_millis(20_000 * 50 / 4000), "{took:?}");
 }
+
+/// As `slow_when_compiled`, but a byte-code VM whose position is a field
+/// it promotes, with no green at its merge point: its code is a root and
+/// the cases of the promotions below it, and a turn passes through cases
+/// that call no Rust themselves.
+#[jit_interpreter]
+mod slow_through_cases {
+    use jitgen::prelude::*;
+
+    pub struct Vm {
+        pub ip: usize,
+        pub step: usize,
+        pub acc: i64,
+        pub total: i64,
+    }
+
+    impl Vm {
+        /// Ops: 0 weighs the counter written out, 1 counts down and goes
+        /// back to the start while positive, else stops.
+        pub fn run(&mut self, code: &[u8]) -> i64 {
+            loop {
+                hint!(global_merge_point);
+                let ip = self.ip;
+                hint!(ip, promote);
+                if ip >= code.len() {
+                    return self.total;
+                }
+                if code[ip] == 0 {
+                    let s = self.acc.to_string();
+                    self.total += super::weigh(&s);
+                    self.ip = ip + self.step;
+                } else {
+                    self.acc -= 1;
+                    self.ip = if self.acc > 0 { 0 } else { code.len() };
+                }
+            }
+        }
+    }
+}
+
+/// Slow code whose turns pass through the cases of a promotion is retired
+/// too, and the run agrees with plain.
+#[test]
+fn code_slower_than_interpreting_through_cases_is_retired() {
+    use slow_through_cases::Vm;
+    slow_through_cases::jit::config().set_threshold(0);
+    let code = [0u8, 1];
+    let vm = || Vm { ip: 0, step: 1, acc: 20_000, total: 0 };
+    let mut plain = vm();
+    let want = slow_through_cases::jit::plain::Vm::run(&mut plain, &code);
+    let mut jitted = vm();
+    let t = std::time::Instant::now();
+    assert_eq!(jitted.run(&code), want);
+    let took = t.elapsed();
+    assert_eq!((jitted.ip, jitted.acc, jitted.total), (plain.ip, plain.acc, plain.total));
+    let st = slow_through_cases::jit::stats();
+    let why = slow_through_cases::jit::last_decline();
+    assert!(st.entries > 0 && st.turn_checks > 0, "{st:?} {why:?}");
+    assert_eq!(st.retired_slow, 1, "{st:?} {why:?} in {took:?}");
+    // Most of the 20,000 turns ran interpreted (all compiled, they take a
+    // second; compiling the cases takes a few hundred milliseconds in a
+    // debug build).
+    assert!(took < std::time::Duration::from_millis(20_000 * 50 / 2000), "{took:?}");
+}

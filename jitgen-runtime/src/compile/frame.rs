@@ -327,6 +327,11 @@ impl Frame for PointFrame<'_> {
         Some(self.point)
     }
 
+    fn position(&self) -> Option<u64> {
+        use std::hash::BuildHasher;
+        Some(rustc_hash::FxBuildHasher.hash_one((self.point, &self.vals.words)))
+    }
+
     fn key(&self) -> Self::Key {
         let mut k = KeyWords::from_slice(&self.vals.words);
         for s in &self.vals.slots {

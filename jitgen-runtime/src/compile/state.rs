@@ -49,6 +49,13 @@ pub trait Frame: Clone {
     fn point(&self) -> Option<u32> {
         None
     }
+    /// The frame's position as the interpreter's hook sees it: its point
+    /// and green values, hashed, where frames have them. Turn checks count
+    /// arrivals at the root's position whatever the frames below (see
+    /// `Compilation::turn_check`).
+    fn position(&self) -> Option<u64> {
+        None
+    }
     /// For a frame at a merge point that already went through it: marks it
     /// as not merged yet, so that a compilation resuming it (a deferred
     /// path) registers the merge point first.

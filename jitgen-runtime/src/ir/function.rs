@@ -105,18 +105,21 @@ pub trait Pieces: std::fmt::Debug {
 }
 
 /// Turns left before a portal's residual code checks its own speed: a word
-/// that the code decrements each time it comes back to the merge point it
-/// was entered at, in compilations that call Rust on their common paths (a
-/// *turn check*, made by the scheduler's `merge`). Where it reaches zero the path leaves
-/// to the interpreter, and the portal compares the time the code took per
-/// turn with the interpreter's (`portal::slow::TurnClock`). It starts at
-/// `i64::MAX` (never reached) until a portal arms it.
+/// that the code decrements each time it comes to the position it was
+/// entered at (a *turn check*, made by the scheduler's `merge`). Every
+/// tree of compiled code rooted at one position shares one counter, so
+/// that a count spans the turns of all of them, as the portal's clock of
+/// time in code spans their time. Where it reaches zero the path leaves to
+/// the interpreter, and the portal compares the time the code took per
+/// turn with the interpreter's per visit of the position
+/// (`portal::slow::TurnClock`). It starts at `i64::MAX` (never reached)
+/// until a portal arms it.
 ///
-/// The comparison holds only where every turn counts: the interpreter's
-/// time is per visit of the merge point, so code that comes back to it
-/// uncounted on some paths (a compilation that had recorded no call of
-/// Rust yet) seems slower per counted turn than it is. Such code is
-/// *partial*, and its portal never arms the count.
+/// The comparison holds only where every turn counts: code that comes to
+/// the position uncounted on some paths (a compilation of a tree that had
+/// recorded no call of Rust yet, a recursion's returns through the
+/// continuation stack) seems slower per counted turn than it is. Such a
+/// counter is *partial*, and its portal never arms it.
 #[repr(C)]
 #[derive(Debug)]
 pub struct TurnCounter {
@@ -124,11 +127,29 @@ pub struct TurnCounter {
     pub left: std::cell::Cell<i64>,
     /// Some path comes back to the merge point without counting.
     pub partial: std::cell::Cell<bool>,
+    /// Some compilation of a tree counting here called Rust on paths
+    /// commonly taken: the cases compiled after it count their turns
+    /// whether or not they call Rust themselves (a turn passes through
+    /// several).
+    pub calls_rust: std::cell::Cell<bool>,
+    /// The turns the next count is armed with (0 before the first), and
+    /// the code time and compile time when the count under way was armed
+    /// (see `portal::slow::TurnClock`): the counter's, since every tree
+    /// rooted at one position shares it.
+    pub turns: std::cell::Cell<i64>,
+    #[allow(missing_docs)]
+    pub armed: std::cell::Cell<Option<(std::time::Duration, u64)>>,
 }
 
 impl Default for TurnCounter {
     fn default() -> Self {
-        TurnCounter { left: std::cell::Cell::new(i64::MAX), partial: std::cell::Cell::new(false) }
+        TurnCounter {
+            left: std::cell::Cell::new(i64::MAX),
+            partial: std::cell::Cell::new(false),
+            calls_rust: std::cell::Cell::new(false),
+            turns: std::cell::Cell::new(0),
+            armed: std::cell::Cell::new(None),
+        }
     }
 }
 

@@ -363,9 +363,9 @@ pub struct PortalCache<K> {
     /// The key being compiled on the compiler's thread, if any: no other
     /// key compiles meanwhile (see [`PortalCache::install_ready`]).
     pending: Option<Box<Pending<K>>>,
-    /// Code just retired by its turn checks: its time per turn and the
-    /// interpreter's (see [`PortalCache::take_turn_retired`]).
-    turn_retired: Option<(std::time::Duration, std::time::Duration)>,
+    /// Code just retired by its turn checks: its time per turn, the
+    /// interpreter's, and how many keys (see [`PortalCache::take_turn_retired`]).
+    turn_retired: Option<(std::time::Duration, std::time::Duration, usize)>,
     /// The key whose code is being measured against the interpreter.
     measuring_key: Option<K>,
 }
@@ -756,15 +756,30 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     pub fn measured(&mut self, visits: u32, took: std::time::Duration) {
         let Some(key) = self.measuring_key.take() else { return };
         let Some(Entry::Compiled(c)) = self.keys.get_mut(&key) else { return };
-        if let TurnVerdict::Retire { compiled, interpreted } = c.turns.measured(visits, took) {
+        let Some(counter) = c.code.turns().map(|t| t as *const crate::ir::function::TurnCounter) else { return };
+        // SAFETY: the counter is the code's, which the entry holds.
+        if let TurnVerdict::Retire { compiled, interpreted } = c.turns.measured(unsafe { &*counter }, visits, took) {
+            // Every key whose code counts its turns with this counter: the
+            // trees rooted at the position, measured together.
+            let sharing: Vec<K> = self
+                .keys
+                .iter()
+                .filter(|(_, e)| {
+                    matches!(e, Entry::Compiled(c) if c.code.turns().is_some_and(|t| std::ptr::eq(t, counter)))
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in &sharing {
+                self.retire(k);
+            }
             self.retire(&key);
-            self.turn_retired = Some((compiled, interpreted));
+            self.turn_retired = Some((compiled, interpreted, sharing.len().max(1)));
         }
     }
 
-    /// Code that its turn checks just retired: its time per turn and the
-    /// interpreter's per visit of its key.
-    pub fn take_turn_retired(&mut self) -> Option<(std::time::Duration, std::time::Duration)> {
+    /// Code that its turn checks just retired: its time per turn, the
+    /// interpreter's per visit of its key, and how many keys shared it.
+    pub fn take_turn_retired(&mut self) -> Option<(std::time::Duration, std::time::Duration, usize)> {
         self.turn_retired.take()
     }
 
@@ -1134,8 +1149,8 @@ impl<K: Hash + Eq + Clone> PortalSite<K> {
     /// the portal has no code left.
     #[cold]
     fn turn_retired(&self) {
-        let Some((compiled, interpreted)) = self.cache.with(|c| c.borrow_mut().take_turn_retired()) else { return };
-        self.stats.retired_slow(1);
+        let Some((compiled, interpreted, n)) = self.cache.with(|c| c.borrow_mut().take_turn_retired()) else { return };
+        self.stats.retired_slow(n as u64);
         let rest = if self.sampler.with(|s| s.turn_retired_in_call(compiled, interpreted)) {
             "; the rest of the call, and later calls starting where it did, are interpreted without their hook"
         } else {

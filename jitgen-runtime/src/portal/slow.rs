@@ -557,22 +557,22 @@ pub const TURN_SLOWER: f64 = 1.0;
 /// Code [`TURN_SLOWER`] than that is retired, as calls found slower are.
 ///
 /// A count is *armed* at an entry of the code (`enter`): the counter gets
-/// the turns, and the code time and compile time so far are kept. Where
-/// the code ran them out (`ran_out`), their code time, less what was
-/// compiled meanwhile (cases compile from inside code), is the code's
-/// time for that many turns; under [`TURN_SPAN`] it is armed again with
-/// more turns, else the key is *measured*: its code is not entered, and
-/// the sampler counts the interpreter's visits of its green word
-/// (`Sampler::measure`) until [`MEASURED_VISITS`] and [`MEASURED_SPAN`]
-/// have passed (`measured`). Where the code is no slower, the next count
-/// is [`TURNS_GROWTH`] times longer, so that code that stays pays for
-/// fewer and fewer measures; each costs [`MEASURED_SPAN`] of interpreting
-/// and one hand-over.
+/// the turns, and the code time and compile time so far are kept with it.
+/// Every key rooted at one position shares its counter, so a count spans
+/// the turns of all their code, as the code time spans its time; whichever
+/// key's code runs it out (`ran_out`) takes the measure. Their code time,
+/// less what was compiled meanwhile (cases compile from inside code), is
+/// the code's time for that many turns; under [`TURN_SPAN`] it is armed
+/// again with more turns, else the key is *measured*: its code is not
+/// entered, and the sampler counts the interpreter's visits of its green
+/// word (`Sampler::measure`) until [`MEASURED_VISITS`] and
+/// [`MEASURED_SPAN`] have passed (`measured`). Code found slower is
+/// retired with every key sharing the counter. Where the code is no
+/// slower, the next count is [`TURNS_GROWTH`] times longer, so that code
+/// that stays pays for fewer and fewer measures; each costs
+/// [`MEASURED_SPAN`] of interpreting and one hand-over.
 #[derive(Clone, Debug, Default)]
 pub struct TurnClock {
-    turns: i64,
-    /// The code time and compile time when the count was armed.
-    armed: Option<(Duration, u64)>,
     /// The green word of the key's position (what the sampler measures).
     pub word: u64,
     /// The code's time per turn, while its key is measured.
@@ -600,11 +600,6 @@ impl TurnClock {
         self.measuring.is_some()
     }
 
-    /// The turns the next count is armed with (0 before the first).
-    pub fn turns(&self) -> i64 {
-        self.turns
-    }
-
     /// Gives up measuring (another key is measured): the code is entered
     /// again, and its next count decides.
     pub fn abandon(&mut self) {
@@ -612,8 +607,9 @@ impl TurnClock {
     }
 
     /// The code is entered with `code_time` spent in code and `compiled`
-    /// nanoseconds compiling so far: arms a count unless one is, of
-    /// `first` turns the first time.
+    /// nanoseconds compiling so far: arms a count unless one is (the
+    /// counter's: every key rooted at the position shares it), of `first`
+    /// turns the first time.
     pub fn enter(
         &mut self,
         counter: &crate::ir::function::TurnCounter,
@@ -624,21 +620,21 @@ impl TurnClock {
         if counter.partial.get() {
             // Not every turn counts: a time per counted turn is not one per
             // visit (see `TurnCounter`).
-            self.armed = None;
+            counter.armed.set(None);
             return;
         }
-        if self.turns == 0 {
-            self.turns = first.max(1);
+        if counter.turns.get() == 0 {
+            counter.turns.set(first.max(1));
         }
         if counter.ran_out() {
             // It left where execute mode did not stop at the portal's merge
             // point, so no hand-over told the portal: armed again, for more.
-            self.armed = None;
-            self.turns = self.turns.saturating_mul(2).min(MOST_TURNS);
+            counter.armed.set(None);
+            counter.turns.set(counter.turns.get().saturating_mul(2).min(MOST_TURNS));
         }
-        if self.armed.is_none() && self.measuring.is_none() {
-            counter.left.set(self.turns);
-            self.armed = Some((code_time, compiled));
+        if counter.armed.get().is_none() && self.measuring.is_none() {
+            counter.left.set(counter.turns.get());
+            counter.armed.set(Some((code_time, compiled)));
         }
     }
 
@@ -648,21 +644,27 @@ impl TurnClock {
     /// its next visit.
     pub fn ran_out(&mut self, counter: &crate::ir::function::TurnCounter, code_time: Duration, compiled: u64) {
         counter.left.set(i64::MAX);
-        let Some((at, compiled_at)) = self.armed.take().filter(|_| !counter.partial.get()) else { return };
+        let Some((at, compiled_at)) = counter.armed.take().filter(|_| !counter.partial.get()) else { return };
         let spent =
             code_time.saturating_sub(at).saturating_sub(Duration::from_nanos(compiled.saturating_sub(compiled_at)));
+        let turns = counter.turns.get();
         if spent < TURN_SPAN {
             let grow = (TURN_SPAN.as_nanos() / spent.as_nanos().max(1)).clamp(2, 1024) as i64;
-            self.turns = self.turns.saturating_mul(grow).min(MOST_TURNS);
+            counter.turns.set(turns.saturating_mul(grow).min(MOST_TURNS));
         } else {
-            let per_turn = Duration::from_nanos((spent.as_nanos() / self.turns.max(1) as u128) as u64);
+            let per_turn = Duration::from_nanos((spent.as_nanos() / turns.max(1) as u128) as u64);
             self.measuring = Some(per_turn);
         }
     }
 
     /// The interpreter's measure (see `Sampler::measure`): `visits` of the
     /// key's green word in `took`.
-    pub fn measured(&mut self, visits: u32, took: Duration) -> TurnVerdict {
+    pub fn measured(
+        &mut self,
+        counter: &crate::ir::function::TurnCounter,
+        visits: u32,
+        took: Duration,
+    ) -> TurnVerdict {
         let Some(compiled) = self.measuring.take() else { return TurnVerdict::Keep };
         let interpreted = took / visits.max(1);
         if compiled.as_secs_f64() > TURN_SLOWER * interpreted.as_secs_f64() {
@@ -672,7 +674,7 @@ impl TurnClock {
             // flatters the interpreter's rival (see `TURN_SLOWER`).
             let clearly = compiled.as_secs_f64() * CLEARLY <= interpreted.as_secs_f64();
             let growth = if clearly { TURNS_GROWTH } else { 2 };
-            self.turns = self.turns.saturating_mul(growth).min(MOST_TURNS);
+            counter.turns.set(counter.turns.get().saturating_mul(growth).min(MOST_TURNS));
             TurnVerdict::Keep
         }
     }

@@ -243,7 +243,14 @@ impl ResidualFn {
         let refs: Vec<&ResidualFunction> = functions.iter().map(|(_, f)| &**f).collect();
         let heat = Heat::of(&me.function, &functions);
         let hot = |k: usize| heat.is_hot(k);
-        let (fused, copied) = base.fused(&refs, &cases, MAX_FUSED_OPS, &hot);
+        let (mut fused, copied) = base.fused(&refs, &cases, MAX_FUSED_OPS, &hot);
+        if let Some(turns) = pieces.turns().filter(|_| !fused.calls_rust()) {
+            // Fused code that calls no Rust is not measured (see
+            // `ResidualFunction::drop_turn_checks`).
+            if fused.drop_turn_checks(turns as *const _ as u64) {
+                turns.set_partial();
+            }
+        }
         let fused = match submit.filter(|_| !copied.is_empty() && fused.op_count() >= BACKGROUND_FUSED_OPS) {
             // No one is woken when it is compiled: the next entry, or the
             // next hot switch, installs the code once it is ready.

@@ -214,48 +214,74 @@ pub(super) struct Version {
 }
 
 impl<F: Frame> Compilation<F> {
-    /// A turn check (see [`crate::ir::function::TurnCounter`]): where a
-    /// path of a portal's compilation that has recorded calls of Rust on
-    /// paths commonly taken (code that may run slower than the interpreter
-    /// it came from) arrives at the merge point of the root's entry (its
-    /// key with lists and dicts of values seen real), in the root or in a
-    /// case below it, the code counts the turn down in the
-    /// tree's counter, and where none is left the path leaves to the
-    /// interpreter: the false side is a state that hands over at once
-    /// (`JitState::leaving`), so execute mode parks it at this merge point.
-    /// Compilations without such calls (a recursion's arithmetic, a loop
-    /// over memory) count nothing, and make the tree's count *partial*: the
-    /// portal compares time per turn only where every turn counts (see
-    /// [`crate::ir::function::TurnCounter`]). (The count is the
-    /// compilation's, not the path's: a path without calls may count too,
-    /// which costs a decrement.) The root's first merge point is its entry,
-    /// whose key is kept here.
-    fn turn_check(&mut self, st: &JitState<F>, key: &crate::compile::state::StateKey<F::Key>) {
+    /// Where a turn check counts (see [`Compilation::turn_check`]): the
+    /// position of the state's top frame, its point and green values, as
+    /// the interpreter's hook sees it, whatever the frames below it (a
+    /// recursion's calls at the entry's position are turns, as they are
+    /// visits of it for the interpreter). Frames without positions (the
+    /// runtime's tests) use the key of every frame, with lists and dicts
+    /// of values seen real: an operand stack virtual at the entry is real
+    /// a turn later.
+    fn turn_position(&self, st: &JitState<F>, key: &crate::compile::state::StateKey<F::Key>) -> Option<u64> {
         use std::hash::BuildHasher;
         if self.b.exec || !self.for_portal() || self.defer.is_none() {
-            return;
+            return None;
         }
-        // The key with lists and dicts of values seen real: an operand
-        // stack virtual at the entry is real a turn later, at the same
-        // position (saved frames stay apart: a recursion's depth does not
-        // turn).
-        let view = crate::compile::state::KeyView { lists: true, ..Default::default() };
-        let frames: Vec<F::Key> = st.frames.iter().map(|f| f.key_as(view)).collect();
-        let h = rustc_hash::FxBuildHasher.hash_one((&frames, &key.1));
+        Some(match st.frames.last().and_then(Frame::position) {
+            Some(p) => p,
+            None => {
+                let view = crate::compile::state::KeyView { lists: true, ..Default::default() };
+                let frames: Vec<F::Key> = st.frames.iter().map(|f| f.key_as(view)).collect();
+                rustc_hash::FxBuildHasher.hash_one((&frames, &key.1))
+            }
+        })
+    }
+
+    /// A turn check (see [`crate::ir::function::TurnCounter`]): where a
+    /// path of a portal's compilation arrives at the position of the
+    /// root's entry (`h`, see [`Compilation::turn_position`]), in the root
+    /// or in a case below it, the code counts the turn down in the tree's
+    /// counter, and where none is left the path leaves to the interpreter:
+    /// the false side is a state that hands over at once
+    /// (`JitState::leaving`), so execute mode parks it at this merge point.
+    /// The interpreter's measure counts visits of the same position, so
+    /// the two times are per the same unit.
+    ///
+    /// Every tree rooted at one position counts in one counter (see
+    /// [`position_counter`]): the portal's clock of time in
+    /// code runs in all of them. Only code that may run slower than the
+    /// interpreter it came from counts: a compilation that has recorded
+    /// calls of Rust on paths commonly taken, or any compilation at a
+    /// position where one did (a turn passes through the cases of its
+    /// promotions, and the case that ends it often calls nothing itself).
+    /// Elsewhere (a recursion's arithmetic, a loop over memory, at a
+    /// position where nothing calls Rust yet) a turn does not count, and
+    /// the count is *partial*: the portal compares time per turn only
+    /// where every turn counts. (The count is the compilation's, not the
+    /// path's: a path without calls may count too, which costs a
+    /// decrement.) The root's first merge point is its entry, whose
+    /// position is kept here.
+    fn turn_check(&mut self, st: &JitState<F>, h: u64) {
         if !self.piece && self.entry_key.is_none() {
             self.tree.root_key.set(Some(h));
+            // (A portal's trees share its stats: their address tells its
+            // counters from those of another module's function of the
+            // same name.)
+            let portal = self.tree.stats.map_or(0, |s| s as *const _ as usize);
+            let _ = self.tree.turns.set(position_counter(portal, &self.tree.name, h));
             return;
         }
-        if self.tree.root_key.get() != Some(h) || st.hands_over() || self.tree.turns.partial.get() {
+        if self.tree.root_key.get() != Some(h) || st.hands_over() || self.tree.counter().partial.get() {
             return;
         }
-        if self.b.hot_calls == 0 {
+        let calls = self.b.hot_calls > 0 || self.tree.counter().calls_rust.get();
+        if !calls {
             // A turn that does not count: the counts are no longer per turn.
-            self.tree.turns.set_partial();
+            self.tree.counter().set_partial();
             return;
         }
         self.tree.counts_turns.set(true);
-        let at = self.b.konst(ValTy::Ptr, &self.tree.turns as *const _ as u64);
+        let at = self.b.konst(ValTy::Ptr, self.tree.counter() as *const _ as u64);
         let left = self.b.load(ValTy::I64, at, 0);
         let one = self.b.konst(ValTy::I64, 1);
         let left = self.b.bin(BinOp::Sub, ValTy::I64, Overflow::Wrap, left, one);
@@ -402,6 +428,10 @@ impl<F: Frame> Compilation<F> {
                     // frame (a segment), the rest into memory.
                     if st.spill_frames(&mut self.b, true) {
                         self.stats.spills += 1;
+                        // A recursion's turns come back through the
+                        // continuation stack, not only through merges: its
+                        // turns are not all counted (see `turn_check`).
+                        self.tree.counter().set_partial();
                         if self.entry_point.is_some_and(|e| e != point) {
                             self.stats.spills_elsewhere += 1;
                         }
@@ -467,7 +497,9 @@ impl<F: Frame> Compilation<F> {
                 key = st.key();
             }
         }
-        self.turn_check(&st, &key);
+        if let Some(position) = self.turn_position(&st, &key) {
+            self.turn_check(&st, position);
+        }
         let reds = st.core_reds();
         let facts = describe_facts(&self.b, &st.known, &reds);
         // The plain key's hash, where it is needed: pins of this tree, or a
@@ -676,4 +708,32 @@ impl<F: Frame> Compilation<F> {
         st.know_lengths(&mut self.b);
         Some(st)
     }
+}
+
+thread_local! {
+    /// The turn counters of the positions roots were compiled at, by the
+    /// portal's stats, the tree's name and the position: every tree rooted at one
+    /// position counts its turns in one counter (see
+    /// [`crate::ir::function::TurnCounter`]).
+    static COUNTERS: std::cell::RefCell<std::collections::HashMap<(usize, u64, u64), std::rc::Weak<crate::ir::function::TurnCounter>>> =
+        Default::default();
+}
+
+/// The turn counter of `position` for the trees named `name` of the portal
+/// whose stats are at `portal` (see [`COUNTERS`]).
+fn position_counter(portal: usize, name: &str, position: u64) -> std::rc::Rc<crate::ir::function::TurnCounter> {
+    use std::hash::BuildHasher;
+    let key = (portal, rustc_hash::FxBuildHasher.hash_one(name), position);
+    COUNTERS.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some(counter) = c.get(&key).and_then(std::rc::Weak::upgrade) {
+            return counter;
+        }
+        if c.len() >= 1024 {
+            c.retain(|_, w| w.strong_count() > 0);
+        }
+        let counter = std::rc::Rc::new(crate::ir::function::TurnCounter::default());
+        c.insert(key, std::rc::Rc::downgrade(&counter));
+        counter
+    })
 }

@@ -625,6 +625,9 @@ impl<F: Frame> Compilation<F> {
         if self.inside_a_call() {
             return Err(Declined::Unsupported(INSIDE_A_CALL.into()));
         }
+        if self.b.hot_calls > 0 && self.for_portal() {
+            self.tree.counter().calls_rust.set(true);
+        }
         let straight = self.may_run_straight_to_a_hand_over();
         let mut f =
             if self.limits.passes_elsewhere && !self.piece { self.b.finish_as_recorded() } else { self.b.finish() };

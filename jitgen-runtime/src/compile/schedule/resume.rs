@@ -104,9 +104,9 @@ pub(super) struct Tree {
     pub(super) root: RefCell<Option<std::rc::Weak<dyn std::any::Any>>>,
     /// The turns left before the tree's code checks its speed, whether
     /// any of its code makes turn checks (then the root owns the tree even
-    /// without switches), and the hash of the key of the root's entry,
-    /// whose merge point they are made at (see `Compilation::turn_check`).
-    pub(super) turns: crate::ir::function::TurnCounter,
+    /// without switches), and the position of the root's entry, where
+    /// they are made (see `Compilation::turn_position`).
+    pub(super) turns: std::cell::OnceCell<Rc<crate::ir::function::TurnCounter>>,
     pub(super) counts_turns: Cell<bool>,
     pub(super) root_key: Cell<Option<u64>>,
     /// Per merge key (by hash), the reds that a path promoted as the
@@ -125,6 +125,15 @@ pub(super) struct Piece {
     name: String,
     code: crate::backend::cranelift::NativeCode,
     function: Rc<crate::ir::builder::ResidualFunction>,
+}
+
+impl Tree {
+    /// The counter of the tree's turn checks: the one of its root's
+    /// position once the root's entry was merged (see
+    /// `Compilation::turn_check`), else the tree's own.
+    pub(super) fn counter(&self) -> &crate::ir::function::TurnCounter {
+        self.turns.get_or_init(Default::default)
+    }
 }
 
 impl std::fmt::Debug for Tree {
@@ -152,7 +161,7 @@ impl crate::run::promotion::Pieces for Tree {
     fn turns(&self) -> Option<&crate::ir::function::TurnCounter> {
         // Also before any check is made: cases made later may make some,
         // and the portal arms the count when it enters the code.
-        Some(&self.turns)
+        Some(self.counter())
     }
 
     fn functions(&self) -> Vec<(usize, Rc<crate::ir::builder::ResidualFunction>)> {

@@ -117,6 +117,70 @@ impl ResidualFunction {
     }
 }
 
+impl ResidualFunction {
+    /// Whether the function calls Rust other than on paths rarely taken
+    /// (`call.cold`): code that may run slower than the interpreter it
+    /// came from.
+    pub fn calls_rust(&self) -> bool {
+        self.blocks.values().flat_map(|b| &b.insts).any(|i| match i {
+            Inst::Call { cold, .. } => !cold,
+            Inst::CallCode { .. } => true,
+            _ => false,
+        })
+    }
+
+    /// Drops the turn checks of the counter at `counter` (see
+    /// [`crate::ir::function::TurnCounter`]): its load, decrement and
+    /// store, and the test of what is left, whose branch becomes a jump to
+    /// its side that goes on. Fused code that calls no Rust needs no
+    /// measure, and a decrement in memory at every turn of a tight loop
+    /// costs it a chain through memory. Returns whether there were any.
+    pub fn drop_turn_checks(&mut self, counter: u64) -> bool {
+        let at: std::collections::HashSet<Val> = self
+            .blocks
+            .values()
+            .flat_map(|b| &b.insts)
+            .filter_map(|i| match i {
+                Inst::Const { dst, ty: ValTy::Ptr, bits } if *bits == counter => Some(*dst),
+                _ => None,
+            })
+            .collect();
+        if at.is_empty() {
+            return false;
+        }
+        let mut dropped = false;
+        for b in self.blocks.values_mut() {
+            // The check's values, in the order the check makes them.
+            let mut check: std::collections::HashSet<Val> = std::collections::HashSet::new();
+            b.insts.retain(|i| {
+                let part = match i {
+                    Inst::Const { dst, .. } if at.contains(dst) => return false,
+                    Inst::Load { dst, base, .. } if at.contains(base) => Some(*dst),
+                    Inst::Bin { dst, a, .. } | Inst::Cmp { dst, a, .. } if check.contains(a) => Some(*dst),
+                    Inst::Store { base, .. } if at.contains(base) => {
+                        dropped = true;
+                        return false;
+                    }
+                    _ => None,
+                };
+                match part {
+                    Some(v) => {
+                        check.insert(v);
+                        false
+                    }
+                    None => true,
+                }
+            });
+            if let Some(Terminator::Branch { cond, if_true, .. }) = &b.term {
+                if check.contains(cond) {
+                    b.term = Some(Terminator::Jump(if_true.0, if_true.1.clone()));
+                }
+            }
+        }
+        dropped
+    }
+}
+
 /// A fusion under way.
 struct Fusion {
     /// Per function copied (0 the root, `k + 1` piece `k`): its switches'
