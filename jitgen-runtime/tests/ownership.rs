@@ -16,8 +16,13 @@ fn adder(k: i64) -> Residual<(i64,), i64> {
         .unwrap()
 }
 
+/// Held by the tests that compile code: the count of live code modules is
+/// the process's, and a test compiling beside another changes it.
+static COMPILING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn machine_code_is_freed_with_its_owner() {
+    let _alone = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
     let before = live_code_modules();
     let fns: Vec<_> = (0..50).map(adder).collect();
     assert_eq!(live_code_modules(), before + 50);
@@ -35,6 +40,7 @@ fn machine_code_is_freed_with_its_owner() {
 
 #[test]
 fn vec_layout_is_found_and_right() {
+    let _alone = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
     use jitgen_runtime::heap::vec_layout;
     let (p, l) = vec_layout::<i64>().expect("the probe works on this build");
     let v: Vec<i64> = vec![5, 6, 7];
@@ -73,6 +79,7 @@ fn place_to_place(clone: impl FnOnce(&mut ResidualBuilder, &RedBox, &RedBox)) ->
 /// place cloned into itself, or two places of one `Rc`, keep the count.
 #[test]
 fn an_rc_cloned_into_a_place_by_residual_code_keeps_rusts_counts() {
+    let _alone = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
     use std::rc::Rc;
     assert!(jitgen_runtime::heap::rc_counts_in_place::<Rc<Tracked>>(), "this build of std's `Rc` is checked");
     assert!(!jitgen_runtime::heap::rc_counts_in_place::<Rc<str>>(), "an `Rc` of two words is Rust's to clone");
@@ -103,6 +110,7 @@ fn an_rc_cloned_into_a_place_by_residual_code_keeps_rusts_counts() {
 /// (`red_copy_into`), in the widest pieces its alignment allows.
 #[test]
 fn a_copy_value_is_copied_byte_for_byte() {
+    let _alone = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
     #[derive(Clone, Copy, Debug, PartialEq)]
     struct Handle {
         index: u32,

@@ -120,10 +120,15 @@ pub fn allows(now: Instant) -> bool {
 /// its code again (`Sampler::budget_back`). Always where misses are not
 /// held to a budget.
 pub fn has_room() -> bool {
+    has_room_at(Instant::now())
+}
+
+/// [`has_room`] at `now`.
+fn has_room_at(now: Instant) -> bool {
     BUDGET.with(|b| {
         let x = b.get();
         let (Some(start), Some(since)) = (x.held, x.since) else { return true };
-        x.spent + ROOM < start + since.elapsed().saturating_sub(x.spent) / SHARE
+        x.spent + ROOM < start + now.saturating_duration_since(since).saturating_sub(x.spent) / SHARE
     })
 }
 
@@ -194,18 +199,21 @@ mod tests {
 
     #[test]
     fn a_call_past_its_budget_has_room_once_its_time_earned_it() {
+        // (Times are given: a test paused past a millisecond would earn
+        // the room it asserts the call has not.)
         let ms = Duration::from_millis;
-        limit(Some(Duration::ZERO), Some(Instant::now() - ROOM * SHARE / 2));
-        assert!(!has_room(), "the call's time earned half of ROOM");
-        lift();
-        assert!(!has_room(), "its code returned, but the call is still held to its budget");
-        let t = Instant::now() - ROOM * SHARE - ms(1);
+        let t = Instant::now();
         limit(Some(Duration::ZERO), Some(t));
-        assert!(has_room(), "its time earned ROOM");
+        assert!(!has_room_at(t + ROOM * SHARE / 2), "the call's time earned half of ROOM");
+        lift();
+        assert!(!has_room_at(t + ROOM * SHARE / 2), "its code returned, but the call is still held to its budget");
+        let later = t + ROOM * SHARE + ms(1);
+        limit(Some(Duration::ZERO), Some(t));
+        assert!(has_room_at(later), "its time earned ROOM");
         spend(ms(1));
-        assert!(!has_room(), "the case's time earned nothing: less than ROOM left");
+        assert!(!has_room_at(later), "the case's time earned nothing: less than ROOM left");
         limit(None, Some(t));
-        assert!(has_room(), "a call not held to a budget always has room");
+        assert!(has_room_at(later), "a call not held to a budget always has room");
         limit(None, None);
     }
 }
