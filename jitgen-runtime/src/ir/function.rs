@@ -132,12 +132,11 @@ pub struct TurnCounter {
     /// whether or not they call Rust themselves (a turn passes through
     /// several).
     pub calls_rust: std::cell::Cell<bool>,
-    /// The turns the next count is armed with (0 before the first), and
-    /// the code time and compile time when the count under way was armed
-    /// (see `portal::slow::TurnClock`): the counter's, since every tree
-    /// rooted at one position shares it.
+    /// The turns the next count is armed with (0 before the first); the
+    /// counter's, since every tree rooted at one position shares it (see
+    /// `portal::slow::TurnClock`).
     pub turns: std::cell::Cell<i64>,
-    #[allow(missing_docs)]
+    /// The code time and compile time when the count under way was armed.
     pub armed: std::cell::Cell<Option<(std::time::Duration, u64)>>,
 }
 

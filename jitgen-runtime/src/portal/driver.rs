@@ -756,11 +756,12 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
     pub fn measured(&mut self, visits: u32, took: std::time::Duration) {
         let Some(key) = self.measuring_key.take() else { return };
         let Some(Entry::Compiled(c)) = self.keys.get_mut(&key) else { return };
-        let Some(counter) = c.code.turns().map(|t| t as *const crate::ir::function::TurnCounter) else { return };
-        // SAFETY: the counter is the code's, which the entry holds.
-        if let TurnVerdict::Retire { compiled, interpreted } = c.turns.measured(unsafe { &*counter }, visits, took) {
-            // Every key whose code counts its turns with this counter: the
-            // trees rooted at the position, measured together.
+        let Some(counter) = c.code.turns() else { return };
+        let verdict = c.turns.measured(counter, visits, took);
+        let counter: *const crate::ir::function::TurnCounter = counter;
+        if let TurnVerdict::Retire { compiled, interpreted } = verdict {
+            // Every key whose code counts its turns with this counter (this
+            // one too): the trees rooted at the position, measured together.
             let sharing: Vec<K> = self
                 .keys
                 .iter()
@@ -772,8 +773,7 @@ impl<K: Hash + Eq + Clone> PortalCache<K> {
             for k in &sharing {
                 self.retire(k);
             }
-            self.retire(&key);
-            self.turn_retired = Some((compiled, interpreted, sharing.len().max(1)));
+            self.turn_retired = Some((compiled, interpreted, sharing.len()));
         }
     }
 

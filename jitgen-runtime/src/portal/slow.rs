@@ -659,12 +659,7 @@ impl TurnClock {
 
     /// The interpreter's measure (see `Sampler::measure`): `visits` of the
     /// key's green word in `took`.
-    pub fn measured(
-        &mut self,
-        counter: &crate::ir::function::TurnCounter,
-        visits: u32,
-        took: Duration,
-    ) -> TurnVerdict {
+    pub fn measured(&mut self, counter: &crate::ir::function::TurnCounter, visits: u32, took: Duration) -> TurnVerdict {
         let Some(compiled) = self.measuring.take() else { return TurnVerdict::Keep };
         let interpreted = took / visits.max(1);
         if compiled.as_secs_f64() > TURN_SLOWER * interpreted.as_secs_f64() {

@@ -263,7 +263,7 @@ impl<F: Frame> Compilation<F> {
     /// position is kept here.
     fn turn_check(&mut self, st: &JitState<F>, h: u64) {
         if !self.piece && self.entry_key.is_none() {
-            self.tree.root_key.set(Some(h));
+            self.tree.root_position.set(Some(h));
             // (A portal's trees share its stats: their address tells its
             // counters from those of another module's function of the
             // same name.)
@@ -271,7 +271,7 @@ impl<F: Frame> Compilation<F> {
             let _ = self.tree.turns.set(position_counter(portal, &self.tree.name, h));
             return;
         }
-        if self.tree.root_key.get() != Some(h) || st.hands_over() || self.tree.counter().partial.get() {
+        if self.tree.root_position.get() != Some(h) || st.hands_over() || self.tree.counter().partial.get() {
             return;
         }
         let calls = self.b.hot_calls > 0 || self.tree.counter().calls_rust.get();

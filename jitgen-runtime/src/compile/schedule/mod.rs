@@ -251,7 +251,7 @@ impl<F: Frame> Compilation<F> {
                 root: RefCell::new(None),
                 turns: Default::default(),
                 counts_turns: Cell::new(false),
-                root_key: Cell::new(None),
+                root_position: Cell::new(None),
                 pinned: RefCell::new(Default::default()),
                 promotes_every_turn: Cell::new(false),
             }),

@@ -108,7 +108,7 @@ pub(super) struct Tree {
     /// they are made (see `Compilation::turn_position`).
     pub(super) turns: std::cell::OnceCell<Rc<crate::ir::function::TurnCounter>>,
     pub(super) counts_turns: Cell<bool>,
-    pub(super) root_key: Cell<Option<u64>>,
+    pub(super) root_position: Cell<Option<u64>>,
     /// Per merge key (by hash), the reds that a path promoted as the
     /// run-time value that merge point's version passed them as: versions
     /// of that key are kept apart by those reds' constants (see
